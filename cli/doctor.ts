@@ -1,0 +1,72 @@
+/**
+ * `cudamatrix doctor`: what this machine has for running probes, and what to fix. It builds
+ * cudaprobe and runs its sysinfo probe locally, so what it reports is measured, not guessed.
+ */
+import { execa } from 'execa';
+import { describeError } from '../core/errors.ts';
+import { formatValue } from '../core/units.ts';
+import { buildProbe } from '../probes/build.ts';
+import { deployProbe } from '../probes/deploy.ts';
+import { runProbe } from '../probes/run-probe.ts';
+import { localTransport, nodeArch } from '../runners/local.ts';
+
+interface Check {
+  name: string;
+  ok: boolean | null; // null: informational
+  detail: string;
+}
+
+export async function doctorCommand(): Promise<number> {
+  const checks: Check[] = [];
+  const platform = process.platform === 'win32' ? 'windows' : 'linux';
+  checks.push({ name: 'node', ok: true, detail: `${process.version} on ${process.platform}/${nodeArch()}` });
+
+  let built = false;
+  try {
+    const b = await buildProbe({ platform, arch: nodeArch(), onProgress: (m) => process.stderr.write(`${m}\n`) });
+    built = true;
+    checks.push({ name: 'compiler', ok: true, detail: b.compiler });
+    checks.push({ name: 'cudaprobe', ok: true, detail: `${b.path} (${b.built ? 'built now' : 'cached'})` });
+  } catch (error) {
+    checks.push({ name: 'cudaprobe', ok: false, detail: describeError(error) });
+  }
+  const mingw = await execa('x86_64-w64-mingw32-g++-posix', ['--version'], { reject: false });
+  checks.push({
+    name: 'windows build',
+    ok: null,
+    detail: mingw.exitCode === 0 ? `MinGW-w64 available: ${String(mingw.stdout).split('\n')[0]}` : 'no MinGW-w64: Windows targets need a prebuilt cudaprobe.exe (Debian: g++-mingw-w64-x86-64-posix)',
+  });
+
+  if (built) {
+    const session = await localTransport.connect({}, { target: 'doctor', runId: 'doctor' });
+    try {
+      const run = await runProbe(session, await deployProbe(session), 'sysinfo', { timeoutMs: 60_000 });
+      const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
+      const val = (n: string) => s[n]?.value;
+      const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
+      checks.push({ name: 'environment', ok: val('environment') !== null, detail: String(val('environment') ?? `unknown: ${why('environment')}`) });
+      checks.push({ name: 'driver', ok: val('driver_found') === true, detail: val('driver_found') ? `${val('driver_library')} (CUDA ${val('cuda_driver_version') ?? '?'})` : why('cuda_driver_version') });
+      checks.push({ name: 'NVML', ok: val('nvml_found') === true, detail: val('nvml_found') ? `driver ${val('driver_version')}` : why('driver_version') });
+      checks.push({ name: 'CUDA runtime', ok: null, detail: val('cudart_found') ? `${val('cudart_library')} (${val('cudart_version')})` : `${why('cudart_version')} (optional: runtime-API series are skipped without it)` });
+      if (run.status === 'passed') {
+        checks.push({
+          name: 'GPU',
+          ok: true,
+          detail: `${val('device_count')} device(s); #${val('gpu_index')}: ${val('gpu_name')}, cc ${val('compute_capability')}, ${formatValue(val('memory_total_bytes') as number, 'bytes')}, PCIe gen${val('pcie_gen_current') ?? '?'} x${val('pcie_width_current') ?? '?'}`,
+        });
+      } else {
+        checks.push({ name: 'GPU', ok: false, detail: run.reason ?? 'sysinfo did not run' });
+      }
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+  }
+  const width = Math.max(...checks.map((c) => c.name.length));
+  for (const c of checks) {
+    const mark = c.ok === null ? 'i' : c.ok ? '✓' : '✗';
+    process.stdout.write(`${mark} ${c.name.padEnd(width)}  ${c.detail}\n`);
+  }
+  const broken = checks.filter((c) => c.ok === false);
+  process.stdout.write(broken.length ? `\n${broken.length} problem(s): probes that need them will be skipped.\n` : '\nEverything probes need is here.\n');
+  return 0;
+}

@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+/**
+ * The cudamatrix command line. Expected failures (a bad matrix, an unreachable target) print
+ * one clear message and exit with their code; only a bug prints a stack trace
+ * (and only with CUDAMATRIX_DEBUG=1).
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { CudamatrixError, ExitCode, exitCodeFor } from '../core/errors.ts';
+import { TOOL_VERSION } from '../results/version.ts';
+import { doctorCommand } from './doctor.ts';
+import { planCommand } from './plan.ts';
+import { probesListCommand } from './probes.ts';
+import { runCommand } from './run.ts';
+
+const exitCodesHelp = `
+Exit status:
+  0    every expectation met (or nothing to judge)
+  1    an expectation failed
+  2    configuration error (matrix, command line, declared environment differs from the detected one)
+  3    infrastructure error (target unreachable, probe crashed or timed out)
+  4    --strict, and nothing was measured (no usable driver on any target)
+  130  interrupted (results for what finished are still written)`;
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+export function buildProgram(): Command {
+  const program = new Command('cudamatrix')
+    .description('Measures what the NVIDIA driver really does on each target of a matrix, and checks it against expectations.')
+    .version(TOOL_VERSION)
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', exitCodesHelp)
+    .exitOverride();
+
+  const matrixOption = () => new Option('-m, --matrix <file>', 'matrix file (default: the embedded matrix/default.yaml: this machine, every probe)');
+  const filterOptions = (cmd: Command) =>
+    cmd
+      .addOption(matrixOption())
+      .option('-t, --target <glob>', 'only targets whose name matches (repeatable, or comma-separated)', collect)
+      .option('-p, --probe <glob>', 'only probes whose name matches (repeatable, or comma-separated)', collect)
+      .option('--shard <i/n>', 'run the i-th of n deterministic slices of the cells');
+
+  filterOptions(program.command('run'))
+    .description('run the probes on every target and judge the expectations')
+    .option('--strict', 'exit 4 when nothing was measured (no usable driver on any target)', false)
+    .option('--junit <file>', 'write JUnit XML here (also written in the run folder)', 'junit.xml')
+    .option('--json <file>', 'write the JSON summary here (also written in the run folder)')
+    .option('--results-dir <dir>', 'folder for run folders (events.jsonl, junit.xml, summary.json)', 'results/runs')
+    .option('--concurrency <n>', 'targets at once (default: the matrix\'s; never two on one host)', (v) => positiveInt(v, '--concurrency'))
+    .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .addHelpText('after', exitCodesHelp)
+    .action(async (opts) => {
+      process.exitCode = await runCommand(opts);
+    });
+
+  filterOptions(program.command('plan'))
+    .description('list the cells (target/probe) a run would execute, without running anything')
+    .option('--json', 'print the plan as JSON', false)
+    .action(async (opts) => {
+      process.exitCode = await planCommand(opts);
+    });
+
+  const probes = program.command('probes').description('the probe catalogue');
+  probes
+    .command('list')
+    .description('list the probes, the claims they decide, and (with --facts) every fact and metric')
+    .option('--facts', 'also list each probe\'s facts and metrics', false)
+    .option('--json', 'print the catalogue as JSON', false)
+    .action((opts) => {
+      process.exitCode = probesListCommand(opts);
+    });
+
+  program
+    .command('doctor')
+    .description('check what this machine has: compiler, cudaprobe build, driver, NVML, CUDA runtime, GPUs')
+    .action(async () => {
+      process.exitCode = await doctorCommand();
+    });
+  return program;
+}
+
+function positiveInt(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new CudamatrixError('USAGE', `${flag} needs a whole number of at least 1, got "${value}"`);
+  return n;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return Number(process.exitCode ?? 0);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; usage mistakes are configuration errors.
+      return error.exitCode === 0 ? ExitCode.ok : ExitCode.configuration;
+    }
+    if (error instanceof CudamatrixError) {
+      process.stderr.write(`error [${error.code}]: ${error.message}\n`);
+      return exitCodeFor(error);
+    }
+    const e = error as Error;
+    process.stderr.write(`internal error: ${e?.message ?? String(error)}\nThis is a bug in cudamatrix; run again with CUDAMATRIX_DEBUG=1 for the stack trace and report it.\n`);
+    if (process.env.CUDAMATRIX_DEBUG) process.stderr.write(`${e?.stack ?? ''}\n`);
+    return ExitCode.infrastructure;
+  }
+}
+
+const invokedDirectly = process.argv[1] && /(?:^|[\\/])(?:main\.ts|cudamatrix(?:\.mjs)?)$/.test(process.argv[1]);
+if (invokedDirectly) {
+  main(process.argv).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,11 @@
+import path from 'node:path';
+import { packageRoot } from '../core/package-root.ts';
+import { loadMatrixFile, type Matrix } from '../matrix/load.ts';
+
+/** The matrix named by --matrix, or the embedded default one. */
+export async function loadMatrixArg(file: string | undefined): Promise<Matrix> {
+  if (file) return loadMatrixFile(file);
+  const builtIn = path.join(packageRoot(), 'matrix', 'default.yaml');
+  const m = await loadMatrixFile(builtIn);
+  return { ...m, file: path.relative(process.cwd(), builtIn) || builtIn };
+}

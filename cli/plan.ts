@@ -1,0 +1,20 @@
+import { planCells } from '../matrix/plan.ts';
+import { formatTable } from '../results/reporters/console.ts';
+import { loadMatrixArg } from './matrix-arg.ts';
+
+export async function planCommand(opts: { matrix?: string; target?: string[]; probe?: string[]; shard?: string; json: boolean }): Promise<number> {
+  const matrix = await loadMatrixArg(opts.matrix);
+  const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
+  if (opts.json) {
+    process.stdout.write(`${JSON.stringify({ matrix: matrix.file, shard: plan.shard ?? null, cells: plan.cells }, null, 2)}\n`);
+    return 0;
+  }
+  const byTarget = new Map(matrix.targets.map((t) => [t.name, t]));
+  const rows = plan.cells.map((c) => {
+    const t = byTarget.get(c.target)!;
+    return [c.name, t.environment, t.hops.map((h) => h.kind).join(' → '), `${t.timeoutMs / 1000} s`];
+  });
+  process.stdout.write(`${formatTable(['cell', 'environment', 'transport', 'timeout'], rows)}\n`);
+  process.stdout.write(`\n${plan.cells.length} cell${plan.cells.length === 1 ? '' : 's'} on ${plan.targets.length} target${plan.targets.length === 1 ? '' : 's'}${plan.shard ? ` (shard ${plan.shard.index}/${plan.shard.total})` : ''} from ${matrix.file}\n`);
+  return 0;
+}

@@ -1,0 +1,76 @@
+/**
+ * Units of metrics, and bounds written with units in the matrix ("50 us", "2 GiB", "12 GB/s").
+ * A bound is converted to the unit the catalogue gives the metric; a bound in a unit of another
+ * dimension is an error.
+ */
+
+export type Unit = 'bytes' | 'ns' | 'us' | 'ms' | 's' | 'GB/s' | 'ratio' | 'percent' | 'count' | 'cycles' | 'MHz';
+
+const dimensions: Record<string, { dimension: string; factor: number }> = {
+  // bytes
+  B: { dimension: 'bytes', factor: 1 },
+  bytes: { dimension: 'bytes', factor: 1 },
+  KB: { dimension: 'bytes', factor: 1e3 },
+  MB: { dimension: 'bytes', factor: 1e6 },
+  GB: { dimension: 'bytes', factor: 1e9 },
+  KiB: { dimension: 'bytes', factor: 1024 },
+  MiB: { dimension: 'bytes', factor: 1024 ** 2 },
+  GiB: { dimension: 'bytes', factor: 1024 ** 3 },
+  // time
+  ns: { dimension: 'time', factor: 1e-9 },
+  us: { dimension: 'time', factor: 1e-6 },
+  'µs': { dimension: 'time', factor: 1e-6 },
+  ms: { dimension: 'time', factor: 1e-3 },
+  s: { dimension: 'time', factor: 1 },
+  // bandwidth
+  'MB/s': { dimension: 'bandwidth', factor: 1e6 },
+  'GB/s': { dimension: 'bandwidth', factor: 1e9 },
+  'GiB/s': { dimension: 'bandwidth', factor: 1024 ** 3 },
+  // dimensionless
+  ratio: { dimension: 'ratio', factor: 1 },
+  percent: { dimension: 'ratio', factor: 0.01 },
+  '%': { dimension: 'ratio', factor: 0.01 },
+  count: { dimension: 'count', factor: 1 },
+  cycles: { dimension: 'cycles', factor: 1 },
+  MHz: { dimension: 'frequency', factor: 1e6 },
+};
+
+export const knownUnits = Object.keys(dimensions);
+
+/** Parses "50 us", "2GiB", "0.6" into a number in `unit`; throws a message on a mismatch. */
+export function toUnit(value: number | string, unit: Unit): number {
+  if (typeof value === 'number') return value;
+  const m = /^\s*(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-zµ%/]*)\s*$/i.exec(value);
+  if (!m) throw new Error(`"${value}" is not a number with an optional unit (e.g. "50 us", "2 GiB")`);
+  const n = Number(m[1]);
+  const given = m[2] ?? '';
+  if (given === '') return n;
+  const from = dimensions[given];
+  const to = dimensions[unit];
+  if (!from) throw new Error(`unknown unit "${given}" (known: ${knownUnits.join(', ')})`);
+  if (!to || from.dimension !== to.dimension) {
+    throw new Error(`"${value}" is in ${from.dimension}, but this metric is measured in ${unit}`);
+  }
+  return (n * from.factor) / to.factor;
+}
+
+/** A value with its unit, scaled for people ("1.5 GiB", "812 us"). */
+export function formatValue(value: number | null, unit: Unit | string): string {
+  if (value === null || !Number.isFinite(value)) return '—';
+  if (unit === 'bytes') {
+    const abs = Math.abs(value);
+    for (const [u, f] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+      if (abs >= f) return `${round(value / f)} ${u}`;
+    }
+    return `${value} B`;
+  }
+  if (unit === 'ratio') return round(value);
+  if (unit === 'percent') return `${round(value)} %`;
+  return `${round(value)} ${unit}`;
+}
+
+function round(v: number): string {
+  const abs = Math.abs(v);
+  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
+  return v.toFixed(digits).replace(/\.?0+$/, '') || '0';
+}

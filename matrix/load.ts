@@ -1,0 +1,413 @@
+/**
+ * Loads a matrix file: YAML (with positions) -> zod schema -> checks against the probe catalogue
+ * and the transport registry -> the resolved Matrix. Every problem is reported with its file,
+ * line and column, and the fix; all problems of a file are reported at once.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { LineCounter, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
+import { closestName } from '../core/suggest.ts';
+import { toUnit } from '../core/units.ts';
+import { allResultNames, catalogue, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
+import { transportKind, transportKinds, type Hop } from '../runners/registry.ts';
+import { MatrixError, type MatrixIssue } from './errors.ts';
+import { Locator, maxDepth, type PathKey } from './locate.ts';
+import {
+  durationMs,
+  environmentClasses,
+  matrixSchema,
+  type EnvironmentClass,
+  type Expectation,
+  type MatrixDoc,
+} from './schema.ts';
+
+/** Files larger than this, or nested deeper, are refused before they reach the schema. */
+export const MAX_MATRIX_BYTES = 1024 * 1024;
+export const MAX_MATRIX_DEPTH = 32;
+const MAX_ALIASES = 100;
+
+export interface Target {
+  name: string;
+  description?: string;
+  environment: 'auto' | EnvironmentClass;
+  hops: Hop[];
+  /** Probes in catalogue order; sysinfo always runs first anyway (it detects the environment). */
+  probes: string[];
+  params: Record<string, Record<string, unknown>>;
+  device: number;
+  timeoutMs: number;
+  expect: Expectation[];
+}
+
+export interface Matrix {
+  file: string;
+  description?: string;
+  concurrency: number;
+  targets: Target[];
+  /** Expectations per environment class, and for all targets. */
+  expectations: Partial<Record<'all' | EnvironmentClass, Expectation[]>>;
+}
+
+export async function loadMatrixFile(file: string): Promise<Matrix> {
+  let size: number;
+  try {
+    const s = await stat(file);
+    if (!s.isFile()) throw new Error('not a file');
+    size = s.size;
+  } catch {
+    throw new CudamatrixError('MATRIX_NOT_FOUND', `matrix file ${file} does not exist or is not a file; pass an existing YAML file with --matrix`);
+  }
+  if (size > MAX_MATRIX_BYTES) {
+    throw new MatrixError(file, [
+      issue('MATRIX_TOO_COMPLEX', `the file is ${size} bytes; a matrix may be at most ${MAX_MATRIX_BYTES}`, 'split it into several matrix files', 1, 1),
+    ]);
+  }
+  return parseMatrix(await readFile(file, 'utf8'), file);
+}
+
+function issue(code: ErrorCode, message: string, fix: string, line: number, col: number): MatrixIssue {
+  return { code, message, fix, line, col };
+}
+
+export function parseMatrix(text: string, file: string): Matrix {
+  if (text.length > MAX_MATRIX_BYTES) {
+    throw new MatrixError(file, [issue('MATRIX_TOO_COMPLEX', `the text is longer than ${MAX_MATRIX_BYTES} characters`, 'split it into several matrix files', 1, 1)]);
+  }
+  if (text.includes('\u0000')) {
+    throw new MatrixError(file, [issue('MATRIX_SYNTAX', 'the file contains NUL bytes: it is not a YAML text file', 'pass the matrix YAML file, not a binary file', 1, 1)]);
+  }
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true, stringKeys: true });
+  const syntax = [...doc.errors, ...doc.warnings].map((e) => {
+    const pos = e.linePos?.[0] ?? { line: 1, col: 1 };
+    const message = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    return issue('MATRIX_SYNTAX', `not valid YAML: ${message}`, 'correct the YAML syntax at this place (indentation, quotes, colons)', pos.line, pos.col);
+  });
+  if (syntax.length) throw new MatrixError(file, syntax);
+
+  const locator = new Locator(doc, lines);
+  if (maxDepth(doc.contents, MAX_MATRIX_DEPTH) > MAX_MATRIX_DEPTH) {
+    throw new MatrixError(file, [issue('MATRIX_TOO_COMPLEX', `the document is nested more than ${MAX_MATRIX_DEPTH} levels deep`, 'a matrix needs only a few levels; remove the deep nesting', 1, 1)]);
+  }
+  let input: unknown;
+  try {
+    input = doc.toJS({ maxAliasCount: MAX_ALIASES });
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new MatrixError(file, [
+      issue('MATRIX_TOO_COMPLEX', `the document expands too much (${message})`, `use fewer aliases (at most ${MAX_ALIASES} expansions)`, 1, 1),
+    ]);
+  }
+  if (input === null || input === undefined) {
+    throw new MatrixError(file, [issue('MATRIX_INVALID', 'the file is empty', 'start it with "version: 1" and a "targets:" list (see matrix/examples/)', 1, 1)]);
+  }
+  if (typeof input !== 'object' || Array.isArray(input)) {
+    throw new MatrixError(file, [
+      issue('MATRIX_TYPE', `the top level must be a mapping, not ${describeValue(input)}`, 'start the file with "version: 1" and a "targets:" list', 1, 1),
+    ]);
+  }
+
+  const parsed = matrixSchema.safeParse(input);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.flatMap((i) => mapIssue(i, [], input, locator));
+    throw new MatrixError(file, sortIssues(issues));
+  }
+  const checks = new SemanticChecks(parsed.data, input, locator);
+  const matrix = checks.resolve(file);
+  if (checks.issues.length) throw new MatrixError(file, sortIssues(checks.issues));
+  return matrix;
+}
+
+function sortIssues(issues: MatrixIssue[]): MatrixIssue[] {
+  return [...issues].sort((a, b) => a.line - b.line || a.col - b.col);
+}
+
+// ---- zod issues -> matrix issues ----------------------------------------------------------
+
+type ZodIssue = z.core.$ZodIssue;
+
+function valueAt(root: unknown, path: readonly PathKey[]): unknown {
+  let v: unknown = root;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string | number, unknown>)[k];
+  }
+  return v;
+}
+
+export function describeValue(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  if (typeof v === 'string') return `the text ${JSON.stringify(v.length > 40 ? `${v.slice(0, 37)}...` : v)}`;
+  return `${typeof v} ${String(v)}`;
+}
+
+/** "targets[1].transport" — how people read a path. */
+export function formatPath(path: readonly PathKey[]): string {
+  let out = '';
+  for (const k of path) out += typeof k === 'number' ? `[${k}]` : out ? `.${k}` : k;
+  return out || 'the top level';
+}
+
+function isTransportPath(path: readonly PathKey[]): boolean {
+  return path.includes('transport');
+}
+
+function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: Locator): MatrixIssue[] {
+  const path = [...base, ...(zi.path as PathKey[])];
+  const where = formatPath(path);
+  const value = valueAt(input, path);
+  const at = (p: readonly PathKey[] = path, key = false) => loc.at(p, { key });
+  const make = (code: ErrorCode, message: string, fix: string, p = at()) => issue(code, message, fix, p.line, p.col);
+
+  switch (zi.code) {
+    case 'unrecognized_keys':
+      return zi.keys.map((key) => {
+        const allowed = allowedKeys(path, input);
+        const hint = closestName(key, allowed);
+        return make(
+          'MATRIX_UNKNOWN_KEY',
+          `unknown key "${key}" in ${where}${hint ? ` (did you mean "${hint}"?)` : ''}`,
+          hint ? `rename it to "${hint}"` : `remove it; the keys allowed here are: ${allowed.join(', ')}`,
+          at([...path, key], true),
+        );
+      });
+    case 'invalid_type': {
+      if (value === undefined) {
+        const key = path[path.length - 1];
+        return [make('MATRIX_INVALID', `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`, `add "${String(key)}:" with a ${zi.expected}`, at(path.slice(0, -1)))];
+      }
+      return [make('MATRIX_TYPE', `${where} must be ${article(zi.expected)}, not ${describeValue(value)}`, `write ${article(zi.expected)} here`)];
+    }
+    case 'invalid_value': {
+      const options = zi.values.map((v) => JSON.stringify(v));
+      if (path[path.length - 1] === 'version' && path.length === 1) {
+        return [make('MATRIX_VERSION', `matrix version ${JSON.stringify(value)} is not supported; this cudamatrix reads version ${options.join(', ')}`, 'set "version: 1" (or upgrade cudamatrix for a newer format)')];
+      }
+      if (isTransportPath(path)) return [unknownTransport(value, make)];
+      const hint = typeof value === 'string' ? closestName(value, zi.values.map(String)) : undefined;
+      return [make('MATRIX_INVALID', `${where} is ${describeValue(value)}; it must be one of ${options.join(', ')}`, hint ? `write "${hint}"` : `use one of ${options.join(', ')}`)];
+    }
+    case 'invalid_union': {
+      if ('note' in zi && zi.note === 'No matching discriminator') {
+        return [unknownTransport(valueAt(input, [...path, ...(zi.path as PathKey[])].slice(0, path.length + 1)), make)];
+      }
+      // Take the branch that matched the value's type; report its issues.
+      const branches = zi.errors.filter((b) => !(b.length === 1 && b[0]!.code === 'invalid_type' && b[0]!.path.length === 0));
+      if (branches.length === 1) {
+        return branches[0]!.flatMap((inner) => mapIssue(inner, path, input, loc));
+      }
+      if (isTransportPath(path)) return [unknownTransport(value, make)];
+      return [make('MATRIX_TYPE', `${where} has the wrong form (${describeValue(value)})`, 'see matrix/schema.json or the README for the allowed forms')];
+    }
+    case 'too_small':
+    case 'too_big':
+    case 'invalid_format':
+    case 'not_multiple_of':
+    case 'custom':
+    default:
+      return [make('MATRIX_INVALID', `${where}: ${zi.message}`, fixFor(zi))];
+  }
+}
+
+function unknownTransport(value: unknown, make: (c: ErrorCode, m: string, f: string) => MatrixIssue): MatrixIssue {
+  const kind = typeof value === 'string' ? value : (value as { kind?: unknown } | undefined)?.kind;
+  const known = transportKinds();
+  const hint = typeof kind === 'string' ? closestName(kind, known) : undefined;
+  return make(
+    'MATRIX_UNKNOWN_TRANSPORT',
+    kind === undefined ? 'a transport hop needs a "kind"' : `unknown transport kind ${JSON.stringify(kind)}; the known kinds are: ${known.join(', ')}`,
+    hint ? `write "${hint}"` : `use one of: ${known.join(', ')}`,
+  );
+}
+
+function article(type: string): string {
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`;
+}
+
+function fixFor(zi: ZodIssue): string {
+  if (zi.code === 'too_small') return zi.origin === 'array' ? 'add at least one entry' : `use a value of at least ${String(zi.minimum)}`;
+  if (zi.code === 'too_big') return `use a value of at most ${String(zi.maximum)}`;
+  return 'correct the value (see matrix/schema.json)';
+}
+
+/** The keys an object at `path` may have, for "did you mean". */
+function allowedKeys(path: readonly PathKey[], input: unknown): string[] {
+  const objectKeys = (schema: z.ZodType): string[] => {
+    let s: any = schema;
+    while (s?._zod?.def?.innerType) s = s._zod.def.innerType;
+    return s?._zod?.def?.shape ? Object.keys(s._zod.def.shape) : [];
+  };
+  const p = path.filter((k) => typeof k === 'string');
+  if (p.length === 0) return objectKeys(matrixSchema);
+  if (p[0] === 'defaults') return objectKeys(matrixSchema.shape.defaults);
+  if (p[0] === 'expectations') return p.length === 1 ? objectKeys(matrixSchema.shape.expectations) : expectationKeys(valueAt(input, path));
+  if (p[0] === 'targets') {
+    if (p.length === 1) return objectKeys(matrixSchema.shape.targets.element);
+    if (p[1] === 'expect') return expectationKeys(valueAt(input, path));
+    if (p[1] === 'transport') {
+      const kind = (valueAt(input, path) as { kind?: string } | undefined)?.kind;
+      try {
+        return ['kind', ...objectKeys(transportKind(String(kind)).options as z.ZodType)];
+      } catch {
+        return ['kind'];
+      }
+    }
+  }
+  return [];
+}
+
+function expectationKeys(value: unknown): string[] {
+  const isMetric = typeof value === 'object' && value !== null && 'metric' in value;
+  return isMetric ? ['metric', '<=', '>=', 'between', 'where', 'why'] : ['fact', 'equals', 'why'];
+}
+
+// ---- checks against the catalogue and the registry ---------------------------------------
+
+class SemanticChecks {
+  readonly issues: MatrixIssue[] = [];
+
+  constructor(
+    private readonly doc: MatrixDoc,
+    private readonly input: unknown,
+    private readonly loc: Locator,
+  ) {}
+
+  private add(code: ErrorCode, message: string, fix: string, path: readonly PathKey[], key = false): void {
+    const p = this.loc.at(path, { key });
+    this.issues.push(issue(code, message, fix, p.line, p.col));
+  }
+
+  resolve(file: string): Matrix {
+    const doc = this.doc;
+    const defaultProbes = this.probes(doc.defaults.probes, ['defaults', 'probes']);
+    this.params(doc.defaults.params, ['defaults', 'params']);
+    const expectations: Matrix['expectations'] = {};
+    for (const cls of ['all', ...environmentClasses] as const) {
+      const list = doc.expectations[cls];
+      if (!list) continue;
+      list.forEach((e, i) => this.expectation(e, ['expectations', cls, i]));
+      expectations[cls] = list;
+    }
+    const seen = new Map<string, number>();
+    const targets = doc.targets.map((t, i): Target => {
+      const path = ['targets', i] as const;
+      const first = seen.get(t.name);
+      if (first !== undefined) {
+        const firstLine = this.loc.at(['targets', first, 'name']).line;
+        this.add('MATRIX_DUPLICATE_TARGET', `target name "${t.name}" is used twice (first at line ${firstLine})`, 'give every target a unique name', [...path, 'name']);
+      } else {
+        seen.set(t.name, i);
+      }
+      const probes = t.probes === undefined ? defaultProbes : this.probes(t.probes, [...path, 'probes']);
+      if (t.params) this.params(t.params, [...path, 'params']);
+      const params: Target['params'] = {};
+      for (const p of probes) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
+      (t.expect ?? []).forEach((e, j) => {
+        const resolved = this.expectation(e, [...path, 'expect', j]);
+        if (resolved && !probes.includes(resolved)) {
+          this.add('MATRIX_INVALID', `target "${t.name}" expects a result of probe "${resolved}", which it does not run`, `add "${resolved}" to the target's probes, or remove the expectation`, [...path, 'expect', j]);
+        }
+      });
+      return {
+        name: t.name,
+        description: t.description,
+        environment: t.environment,
+        hops: this.hops(t.transport, [...path, 'transport']),
+        probes,
+        params,
+        device: t.device ?? doc.defaults.device,
+        timeoutMs: durationMs(t.timeout ?? doc.defaults.timeout),
+        expect: t.expect ?? [],
+      };
+    });
+    return { file, description: doc.description, concurrency: doc.concurrency, targets, expectations };
+  }
+
+  /** Resolves a probe list in catalogue order, reporting unknown names. */
+  private probes(list: 'all' | string[], path: readonly PathKey[]): string[] {
+    if (list === 'all') return probeNames();
+    list.forEach((name, i) => {
+      if (!probeSpec(name)) {
+        const hint = closestName(name, probeNames());
+        this.add('MATRIX_UNKNOWN_PROBE', `unknown probe "${name}"`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')} (cudamatrix probes list)`, [...path, i]);
+      }
+    });
+    return catalogue.map((p) => p.name).filter((n) => list.includes(n));
+  }
+
+  private params(params: Record<string, Record<string, unknown>>, path: readonly PathKey[]): void {
+    for (const [probe, values] of Object.entries(params)) {
+      const spec = probeSpec(probe);
+      if (!spec) {
+        const hint = closestName(probe, probeNames());
+        this.add('MATRIX_UNKNOWN_PROBE', `parameters given for unknown probe "${probe}"`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')}`, [...path, probe], true);
+        continue;
+      }
+      const r = spec.params.safeParse(values);
+      if (r.success) continue;
+      for (const zi of r.error.issues) {
+        if (zi.code === 'unrecognized_keys') {
+          const known = Object.keys(spec.params.shape);
+          for (const key of zi.keys) {
+            const hint = closestName(key, known);
+            this.add('MATRIX_UNKNOWN_PARAM', `probe "${probe}" has no parameter "${key}"`, hint ? `write "${hint}"` : known.length ? `use one of: ${known.join(', ')}` : `probe "${probe}" takes no parameters; remove it`, [...path, probe, key], true);
+          }
+        } else {
+          this.issues.push(...mapIssue(zi, [...path, probe], this.input, this.loc));
+        }
+      }
+    }
+  }
+
+  /** Checks one expectation; returns the probe it belongs to when the name resolves. */
+  private expectation(e: Expectation, path: readonly PathKey[]): string | undefined {
+    const isFact = 'fact' in e && e.fact !== undefined;
+    const kind = isFact ? 'fact' : 'metric';
+    const name = isFact ? (e as { fact: string }).fact : (e as { metric: string }).metric;
+    const resolved = resolveResultName(name, kind);
+    if (!resolved) {
+      const hint = closestName(name, allResultNames(kind));
+      const produced = probeSpec(name.split('.')[0] ?? '') ? `probe "${name.split('.')[0]}" produces no ${kind} "${name.split('.').slice(1).join('.')}"` : `no probe produces the ${kind} "${name}"`;
+      this.add('MATRIX_UNKNOWN_FACT', produced, hint ? `write "${hint}"` : `name a ${kind} as "probe.${kind}" (cudamatrix probes list --facts)`, [...path, kind]);
+      return undefined;
+    }
+    if (isFact && resolved.fact?.values) {
+      const equals = (e as { equals: unknown }).equals;
+      if (equals !== null && !resolved.fact.values.includes(equals as never)) {
+        this.add('MATRIX_INVALID', `fact "${name}" is never ${JSON.stringify(equals)}; its values are ${resolved.fact.values.map((v) => JSON.stringify(v)).join(', ')}`, 'expect one of those values', [...path, 'equals']);
+      }
+    }
+    if (!isFact) {
+      const m = e as { '<='?: number | string; '>='?: number | string; between?: [number | string, number | string] };
+      if (m['<='] === undefined && m['>='] === undefined && m.between === undefined) {
+        this.add('MATRIX_INVALID', `the expectation on metric "${name}" has no bound`, 'add "<=", ">=" or "between"', path);
+      }
+      const bounds: [PathKey[], number | string][] = [];
+      if (m['<='] !== undefined) bounds.push([[...path, '<='], m['<=']]);
+      if (m['>='] !== undefined) bounds.push([[...path, '>='], m['>=']]);
+      if (m.between) m.between.forEach((b, i) => bounds.push([[...path, 'between', i], b]));
+      for (const [p, b] of bounds) {
+        try {
+          toUnit(b, resolved.metric!.unit);
+        } catch (error) {
+          this.add('MATRIX_INVALID', `bound ${JSON.stringify(b)} of metric "${name}": ${(error as Error).message}`, `write a number in ${resolved.metric!.unit}, or a value with a unit of the same kind`, p);
+        }
+      }
+    }
+    return resolved.probe.name;
+  }
+
+  private hops(spec: MatrixDoc['targets'][number]['transport'], path: readonly PathKey[]): Hop[] {
+    const list = Array.isArray(spec) ? spec : [spec];
+    const hops = list.map((h) => (typeof h === 'string' ? { kind: h } : (h as Hop)));
+    hops.forEach((hop, i) => {
+      if (i > 0 && !transportKind(hop.kind).chainable) {
+        this.add('MATRIX_INVALID', `transport "${hop.kind}" cannot follow another hop in a chain`, `put "${hop.kind}" first, or remove the hops before it`, Array.isArray(spec) ? [...path, i] : path);
+      }
+    });
+    return hops;
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The matrix file format, version 1 (zod). `pnpm schema` writes matrix/schema.json from it for
+ * editors; a test checks that the file is current.
+ */
+import { z } from 'zod';
+import { transportKinds, transportKind } from '../runners/registry.ts';
+
+export const MATRIX_VERSION = 1;
+
+export const environmentClasses = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'] as const;
+export type EnvironmentClass = (typeof environmentClasses)[number];
+
+const name = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'names use letters, digits, ".", "_" and "-", and start with a letter or digit')
+  .max(100);
+
+/** Seconds as a number, or a string such as "90s", "5m", "500ms", "1h". */
+export const duration = z.union([
+  z.number().positive(),
+  z.string().regex(/^\s*\d+(\.\d+)?\s*(ms|s|m|h)\s*$/, 'a duration is a number of seconds or a string such as "90s", "5m", "500ms"'),
+]);
+
+export function durationMs(value: z.infer<typeof duration>): number {
+  if (typeof value === 'number') return value * 1000;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/.exec(value)!;
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
+  return Number(m[1]) * factor;
+}
+
+/** A bound: a number in the metric's unit, or a string with a unit ("50 us"). */
+const bound = z.union([z.number(), z.string()]);
+
+const factExpectation = z.strictObject({
+  fact: z.string().describe('"probe.fact", e.g. pinned-vram.counts_as_vram'),
+  equals: z.union([z.string(), z.number(), z.boolean(), z.null()]).describe('The value the fact must have'),
+  why: z.string().optional().describe('Why this is expected (shown in reports)'),
+});
+
+const metricExpectation = z.strictObject({
+  metric: z.string().describe('"probe.metric", e.g. sync-latency.p50_us'),
+  '<=': bound.optional(),
+  '>=': bound.optional(),
+  between: z.tuple([bound, bound]).optional(),
+  where: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Selects a series by its attributes'),
+  why: z.string().optional(),
+});
+
+export const expectation = z.union([factExpectation, metricExpectation]);
+export type Expectation = z.infer<typeof expectation>;
+export type FactExpectation = z.infer<typeof factExpectation>;
+export type MetricExpectation = z.infer<typeof metricExpectation>;
+
+/** Parameters per probe: { probe-name: { param: value } }, checked against the catalogue. */
+const probeParams = z.record(z.string(), z.record(z.string(), z.unknown()));
+
+/** One hop of a transport chain; its options are those of its kind (see the registry). */
+function hopSchema() {
+  const kinds = transportKinds().map((k) => {
+    const options = transportKind(k).options as z.ZodObject;
+    return options.extend({ kind: z.literal(k) });
+  });
+  return z.discriminatedUnion('kind', kinds as unknown as [z.ZodObject, ...z.ZodObject[]]);
+}
+const hop = hopSchema();
+export const transport = z
+  .union([z.string(), hop, z.array(z.union([z.string(), hop])).min(1)])
+  .describe('A transport kind ("local"), a hop with options ({kind: ssh, host: ...}), or a chain of hops');
+
+const probeList = z.union([z.literal('all'), z.array(z.string()).min(1)]);
+
+const target = z.strictObject({
+  name: name.describe('Unique name of the target; cells are named target/probe'),
+  description: z.string().optional(),
+  environment: z.enum(['auto', ...environmentClasses]).default('auto').describe('Declared environment; auto = use the detected one'),
+  transport: transport.default('local'),
+  probes: probeList.optional().describe('Probes to run (default: defaults.probes)'),
+  params: probeParams.optional(),
+  device: z.number().int().nonnegative().optional().describe('CUDA device index'),
+  timeout: duration.optional().describe('Per-probe timeout'),
+  expect: z.array(expectation).optional().describe('Expectations for this target; they win over the environment class'),
+});
+
+export const matrixSchema = z.strictObject({
+  version: z.literal(MATRIX_VERSION).describe('Matrix format version'),
+  description: z.string().optional(),
+  concurrency: z.number().int().positive().max(256).default(4).describe('Targets run at once (one at a time per host)'),
+  defaults: z
+    .strictObject({
+      probes: probeList.default('all'),
+      params: probeParams.default({}),
+      device: z.number().int().nonnegative().default(0),
+      timeout: duration.default('10m'),
+    })
+    .prefault({}),
+  expectations: z
+    .strictObject({
+      all: z.array(expectation).optional().describe('Expectations for every target'),
+      linux: z.array(expectation).optional(),
+      wsl2: z.array(expectation).optional(),
+      wddm: z.array(expectation).optional(),
+      tcc: z.array(expectation).optional(),
+      mcdm: z.array(expectation).optional(),
+    })
+    .default({}),
+  targets: z.array(target).min(1, 'a matrix needs at least one target'),
+});
+
+export type MatrixInput = z.input<typeof matrixSchema>;
+export type MatrixDoc = z.output<typeof matrixSchema>;
+export type TargetDoc = MatrixDoc['targets'][number];
+
+export function matrixJsonSchema(): unknown {
+  return z.toJSONSchema(matrixSchema, { io: 'input', unrepresentable: 'any' });
+}

@@ -1,0 +1,156 @@
+/**
+ * Builds cudaprobe for a platform and architecture, and caches the binary by a hash of its
+ * sources, compiler and flags, so that it is compiled once and rebuilt only when one changes.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { CudamatrixError } from '../core/errors.ts';
+import { packageRoot } from '../core/package-root.ts';
+import type { Platform } from '../runners/transport.ts';
+
+export interface ProbeBinary {
+  platform: Platform;
+  arch: string;
+  path: string;
+  /** Hash of sources + compiler + flags: names the binary in caches, here and on targets. */
+  hash: string;
+  compiler: string;
+  /** Whether this call compiled it (false: taken from the cache). */
+  built: boolean;
+}
+
+export interface BuildOptions {
+  platform: Platform;
+  arch: string;
+  cacheDir?: string;
+  /** Called with a line of progress ("compiling cudaprobe for linux/x86_64 ..."). */
+  onProgress?: (message: string) => void;
+}
+
+/** The folder with cudaprobe's C++ sources. */
+export function probeSourceDir(): string {
+  const dir = path.join(packageRoot(), 'probes', 'cudaprobe');
+  if (!existsSync(path.join(dir, 'main.cpp'))) {
+    throw new CudamatrixError('PROBE_BUILD_FAILED', `cannot find the cudaprobe sources (${dir}/main.cpp)`);
+  }
+  return dir;
+}
+
+export function defaultCacheDir(): string {
+  if (process.env.CUDAMATRIX_CACHE) return process.env.CUDAMATRIX_CACHE;
+  const base = process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
+  return path.join(base, 'cudamatrix');
+}
+
+interface Toolchain {
+  compiler: string;
+  flags: string[];
+  libs: string[];
+  exe: string;
+}
+
+/** Compilers tried for each platform/arch, in order; CXX overrides for the native build. */
+function toolchains(platform: Platform, arch: string): Toolchain[] {
+  const common = ['-std=c++17', '-O2', '-Wall', '-Wextra'];
+  if (platform === 'windows') {
+    if (arch !== 'x86_64') return [];
+    const flags = [...common, '-static'];
+    const libs = ['-lpsapi', '-lpdh', '-ldxgi', '-ladvapi32'];
+    const native = process.platform === 'win32' ? [{ compiler: 'g++', flags, libs, exe: 'cudaprobe.exe' }] : [];
+    return [
+      ...native,
+      { compiler: 'x86_64-w64-mingw32-g++-posix', flags, libs, exe: 'cudaprobe.exe' },
+      { compiler: 'x86_64-w64-mingw32-g++', flags, libs, exe: 'cudaprobe.exe' },
+    ];
+  }
+  // Static libstdc++ and libgcc: the binary needs only glibc, so it runs in slim containers
+  // and on older distributions than the one it was built on.
+  const flags = [...common, '-static-libstdc++', '-static-libgcc', '-pthread'];
+  const libs = ['-ldl'];
+  const hostArch = ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[process.arch] ?? process.arch;
+  if (process.platform === 'linux' && arch === hostArch) {
+    const own = process.env.CXX ? [process.env.CXX] : [];
+    return [...own, 'g++', 'clang++'].map((compiler) => ({ compiler, flags, libs, exe: 'cudaprobe' }));
+  }
+  return [{ compiler: `${arch}-linux-gnu-g++`, flags, libs, exe: 'cudaprobe' }];
+}
+
+async function compilerIdentity(compiler: string): Promise<string | undefined> {
+  const r = await execa(compiler, ['--version'], { reject: false });
+  return r.exitCode === 0 ? String(r.stdout).split('\n')[0] : undefined;
+}
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((n) => /\.(cpp|hpp)$/.test(n)).sort();
+  return names.map((n) => path.join(dir, n));
+}
+
+export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
+  const { platform, arch } = options;
+  const sourceDir = probeSourceDir();
+  const sources = await sourceFiles(sourceDir);
+  let chosen: { tc: Toolchain; identity: string } | undefined;
+  for (const tc of toolchains(platform, arch)) {
+    const identity = await compilerIdentity(tc.compiler);
+    if (identity) {
+      chosen = { tc, identity };
+      break;
+    }
+  }
+  if (!chosen) {
+    const tried = toolchains(platform, arch).map((t) => t.compiler);
+    const hint =
+      platform === 'windows'
+        ? 'install MinGW-w64 (Debian: apt-get install g++-mingw-w64-x86-64-posix)'
+        : `install a C++17 compiler for ${platform}/${arch} (Debian: apt-get install g++)`;
+    throw new CudamatrixError(
+      'PROBE_BUILD_FAILED',
+      `no compiler for cudaprobe on ${platform}/${arch}${tried.length ? ` (tried ${tried.join(', ')})` : ''}: ${hint}`,
+    );
+  }
+  const { tc, identity } = chosen;
+  const hasher = createHash('sha256');
+  hasher.update(`${platform}/${arch}\n${identity}\n${tc.flags.join(' ')}\n${tc.libs.join(' ')}\n`);
+  for (const file of sources) {
+    hasher.update(`${path.basename(file)}\n`);
+    hasher.update(await readFile(file));
+  }
+  const hash = hasher.digest('hex').slice(0, 16);
+  const dir = path.join(options.cacheDir ?? defaultCacheDir(), 'cudaprobe', `${platform}-${arch}-${hash}`);
+  const binary = path.join(dir, tc.exe);
+  if (existsSync(binary)) return { platform, arch, path: binary, hash, compiler: identity, built: false };
+
+  options.onProgress?.(`compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} ...`);
+  await mkdir(dir, { recursive: true });
+  // Compile to a private name and rename: a build interrupted half-way never poisons the cache.
+  const partial = `${binary}.${process.pid}.partial`;
+  const cppFiles = sources.filter((f) => f.endsWith('.cpp'));
+  const r = await execa(tc.compiler, [...tc.flags, '-o', partial, ...cppFiles, ...tc.libs], { reject: false, all: true });
+  if (r.exitCode !== 0) {
+    await rm(partial, { force: true });
+    throw new CudamatrixError(
+      'PROBE_BUILD_FAILED',
+      `compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} failed (exit ${r.exitCode}):\n${String(r.all ?? '').slice(0, 4000)}`,
+    );
+  }
+  await rename(partial, binary);
+  return { platform, arch, path: binary, hash, compiler: identity, built: true };
+}
+
+/** Builds each platform/arch once per run, however many targets need it at the same time. */
+export function buildOnce(options: Omit<BuildOptions, 'platform' | 'arch'> = {}) {
+  const builds = new Map<string, Promise<ProbeBinary>>();
+  return (platform: Platform, arch: string): Promise<ProbeBinary> => {
+    const key = `${platform}/${arch}`;
+    let b = builds.get(key);
+    if (!b) {
+      b = buildProbe({ ...options, platform, arch });
+      builds.set(key, b);
+    }
+    return b;
+  };
+}

@@ -1,0 +1,58 @@
+// JSON-lines output of the cudaprobe/1 protocol. Every line is flushed as soon as it is
+// written, so that a probe killed by a timeout still leaves everything it measured so far.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace cp {
+
+constexpr const char* kSchema = "cudaprobe/1";
+
+std::string jsonString(const std::string& s);
+
+// One protocol line: {"schema":"cudaprobe/1","type":...,"probe":...,<fields>}.
+class Line {
+ public:
+  Line(const char* type, const std::string& probe);
+  Line& str(const char* key, const std::string& value);
+  Line& num(const char* key, double value);  // NaN and infinities are written as null
+  Line& integer(const char* key, int64_t value);
+  Line& boolean(const char* key, bool value);
+  Line& null(const char* key);
+  Line& raw(const char* key, const std::string& json);  // value already encoded as JSON
+  void emit();
+
+ private:
+  void key(const char* k);
+  std::string buf_;
+  bool emitted_ = false;
+};
+
+// Small object builder for nested values (readings of a sample, attributes of a metric).
+class Obj {
+ public:
+  Obj& str(const char* key, const std::string& value);
+  Obj& num(const char* key, double value);
+  Obj& integer(const char* key, int64_t value);
+  Obj& boolean(const char* key, bool value);
+  Obj& null(const char* key);
+  Obj& raw(const char* key, const std::string& json);
+  std::string json() const { return "{" + buf_ + "}"; }
+  bool empty() const { return buf_.empty(); }
+
+ private:
+  void key(const char* k);
+  std::string buf_;
+};
+
+std::string jsonNumber(double v);
+
+// Convenience emitters used by every probe.
+void emitSysinfo(const std::string& probe, const char* name, const std::string& value, const char* source);
+void emitSysinfoNum(const std::string& probe, const char* name, double value, const char* source);
+void emitSysinfoBool(const std::string& probe, const char* name, bool value, const char* source);
+void emitSysinfoNull(const std::string& probe, const char* name, const std::string& reason);
+void emitSkip(const std::string& probe, const std::string& reason, const char* what = nullptr);
+void emitError(const std::string& probe, const std::string& message, const char* code = nullptr);
+
+}  // namespace cp

@@ -1,0 +1,19 @@
+/** Puts the right cudaprobe binary on a target, through the target's session. */
+import type { Platform, Session } from '../runners/transport.ts';
+import { buildProbe, type ProbeBinary } from './build.ts';
+
+export interface DeployedProbe {
+  binary: ProbeBinary;
+  /** Where the binary is on the target. */
+  remotePath: string;
+}
+
+export type BuildFor = (platform: Platform, arch: string) => Promise<ProbeBinary>;
+
+/** Builds (or takes from the cache) the binary for the session's platform and uploads it. */
+export async function deployProbe(session: Session, build: BuildFor = (platform, arch) => buildProbe({ platform, arch })): Promise<DeployedProbe> {
+  const binary = await build(session.platform, session.arch);
+  const remotePath = session.joinPath(session.workDir, session.platform === 'windows' ? 'cudaprobe.exe' : 'cudaprobe');
+  await session.put(binary.path, remotePath, { executable: true });
+  return { binary, remotePath };
+}

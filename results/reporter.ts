@@ -1,0 +1,57 @@
+/**
+ * Reporters with optional hooks. Each hook call is isolated: a reporter that throws is reported
+ * once and skipped from then on, and the run and the other reporters carry on.
+ */
+import { describeError } from '../core/errors.ts';
+import type { RunEvent } from './events.ts';
+import type { RunSummary } from './verdicts.ts';
+
+export interface RunContext {
+  runDir: string;
+  eventsFile: string;
+  strict: boolean;
+}
+
+export interface Reporter {
+  name: string;
+  onEvent?(event: RunEvent): void;
+  onEnd?(summary: RunSummary, context: RunContext): void | Promise<void>;
+}
+
+export class Reporters {
+  private readonly broken = new Set<string>();
+
+  constructor(
+    private readonly list: Reporter[],
+    private readonly warn: (message: string) => void = (m) => process.stderr.write(`${m}\n`),
+  ) {}
+
+  event(event: RunEvent): void {
+    for (const r of this.list) this.guard(r, () => r.onEvent?.(event));
+  }
+
+  async end(summary: RunSummary, context: RunContext): Promise<void> {
+    for (const r of this.list) {
+      if (this.broken.has(r.name)) continue;
+      try {
+        await r.onEnd?.(summary, context);
+      } catch (error) {
+        this.fail(r, error);
+      }
+    }
+  }
+
+  private guard(r: Reporter, fn: () => void): void {
+    if (this.broken.has(r.name)) return;
+    try {
+      fn();
+    } catch (error) {
+      this.fail(r, error);
+    }
+  }
+
+  private fail(r: Reporter, error: unknown): void {
+    this.broken.add(r.name);
+    this.warn(`warning: reporter "${r.name}" failed and was switched off: ${describeError(error)}`);
+  }
+}

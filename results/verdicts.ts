@@ -1,0 +1,221 @@
+/**
+ * The verdict engine: from an event log to, per target, the cells that ran and every
+ * expectation judged against what the probes observed. Pure: the same log gives the same verdicts.
+ */
+import { ExitCode } from '../core/errors.ts';
+import { formatValue, toUnit } from '../core/units.ts';
+import type { Expectation } from '../matrix/schema.ts';
+import { resolveResultName } from '../probes/catalogue.ts';
+import type { MetricRecord, Scalar } from '../probes/protocol.ts';
+import type { CellEndEvent, RunEndEvent, RunEvent, RunStartEvent, TargetErrorEvent, TargetReadyEvent, TargetStartEvent } from './events.ts';
+
+export type VerdictStatus = 'passed' | 'failed' | 'skipped' | 'error';
+
+export interface Verdict {
+  target: string;
+  /** Where the expectation came from: the target itself, or an environment class / "all". */
+  source: string;
+  expectation: Expectation;
+  /** "pinned-vram.counts_as_vram == false", "sync-latency.p50_us <= 50 us" */
+  title: string;
+  status: VerdictStatus;
+  actual: string;
+  message: string;
+}
+
+export interface TargetResult {
+  name: string;
+  declaredEnvironment: string;
+  detectedEnvironment: string | null;
+  /** The environment class whose expectations apply (declared, or detected for auto). */
+  environmentClass: string | null;
+  sysinfo: Record<string, Scalar>;
+  ready?: TargetReadyEvent;
+  error?: TargetErrorEvent;
+  cells: CellEndEvent[];
+  verdicts: Verdict[];
+}
+
+export interface RunSummary {
+  start: RunStartEvent;
+  end?: RunEndEvent;
+  targets: TargetResult[];
+  counts: { cells: Record<string, number>; verdicts: Record<VerdictStatus, number> };
+  /** Nothing was measured: every planned cell was skipped (no driver anywhere). */
+  nothingMeasured: boolean;
+  hasConfigurationError: boolean;
+  hasInfrastructureError: boolean;
+  interrupted: boolean;
+}
+
+const configurationCodes = new Set(['ENVIRONMENT_MISMATCH', 'USAGE']);
+
+export function summarize(events: RunEvent[]): RunSummary {
+  const start = events.find((e): e is RunStartEvent => e.type === 'run-start');
+  if (!start) throw new Error('event log without run-start');
+  const end = events.find((e): e is RunEndEvent => e.type === 'run-end');
+  const byName = new Map<string, TargetResult>();
+  const target = (name: string): TargetResult => {
+    let t = byName.get(name);
+    if (!t) {
+      t = { name, declaredEnvironment: 'auto', detectedEnvironment: null, environmentClass: null, sysinfo: {}, cells: [], verdicts: [] };
+      byName.set(name, t);
+    }
+    return t;
+  };
+  const starts = new Map<string, TargetStartEvent>();
+  for (const e of events) {
+    if (e.type === 'target-start') {
+      starts.set(e.target, e);
+      target(e.target).declaredEnvironment = e.environment;
+    } else if (e.type === 'target-ready') {
+      target(e.target).ready = e;
+    } else if (e.type === 'target-error') {
+      target(e.target).error ??= e;
+    } else if (e.type === 'cell-end') {
+      const t = target(e.target);
+      // Merged shards may each carry the target's sysinfo run; one is enough.
+      if (t.cells.some((c) => c.cell === e.cell && c.planned === e.planned)) continue;
+      t.cells.push(e);
+      if (e.probe === 'sysinfo') {
+        for (const r of e.records) if (r.type === 'sysinfo' && !(r.name in t.sysinfo)) t.sysinfo[r.name] = r.value;
+      }
+    }
+  }
+  for (const t of byName.values()) {
+    const detected = t.sysinfo.environment;
+    t.detectedEnvironment = typeof detected === 'string' ? detected : null;
+    t.environmentClass = t.declaredEnvironment !== 'auto' ? t.declaredEnvironment : t.detectedEnvironment;
+    const s = starts.get(t.name);
+    if (s) t.verdicts = judgeTarget(t, start, s);
+  }
+  const targets = [...byName.values()];
+  const planned = targets.flatMap((t) => t.cells.filter((c) => c.planned));
+  const cells: Record<string, number> = {};
+  for (const c of planned) cells[c.status] = (cells[c.status] ?? 0) + 1;
+  const verdicts: Record<VerdictStatus, number> = { passed: 0, failed: 0, skipped: 0, error: 0 };
+  for (const v of targets.flatMap((t) => t.verdicts)) verdicts[v.status]++;
+  const errors = targets.flatMap((t) => [
+    ...(t.error ? [t.error.code] : []),
+    ...t.cells.filter((c) => c.status === 'error').map((c) => c.errorCode ?? 'PROBE_CRASHED'),
+  ]);
+  return {
+    start,
+    end,
+    targets,
+    counts: { cells, verdicts },
+    nothingMeasured: planned.length > 0 && planned.every((c) => c.status === 'skipped'),
+    hasConfigurationError: errors.some((c) => configurationCodes.has(c)),
+    hasInfrastructureError: errors.some((c) => !configurationCodes.has(c)),
+    interrupted: Boolean(end?.interrupted) || !end,
+  };
+}
+
+export function exitCodeOf(summary: RunSummary, options: { strict: boolean }): number {
+  if (summary.interrupted) return ExitCode.interrupted;
+  if (summary.hasConfigurationError) return ExitCode.configuration;
+  if (summary.hasInfrastructureError) return ExitCode.infrastructure;
+  if (summary.counts.verdicts.failed > 0 || summary.counts.verdicts.error > 0) return ExitCode.expectationFailed;
+  if (options.strict && summary.nothingMeasured) return ExitCode.nothingMeasured;
+  return ExitCode.ok;
+}
+
+/** Key under which a target's expectation replaces a class expectation on the same result. */
+function expectationKey(e: Expectation): string {
+  if ('fact' in e && e.fact !== undefined) return `fact:${e.fact}`;
+  const m = e as { metric: string; where?: Record<string, unknown> };
+  return `metric:${m.metric}:${JSON.stringify(m.where ?? {})}`;
+}
+
+function effectiveExpectations(t: TargetResult, start: RunStartEvent, s: TargetStartEvent): { source: string; e: Expectation }[] {
+  const merged = new Map<string, { source: string; e: Expectation }>();
+  const add = (source: string, list: Expectation[] | undefined) => list?.forEach((e) => merged.set(expectationKey(e), { source, e }));
+  add('all', start.matrix.expectations.all);
+  if (t.environmentClass) add(t.environmentClass, start.matrix.expectations[t.environmentClass]);
+  add('target', s.expect);
+  return [...merged.values()];
+}
+
+function judgeTarget(t: TargetResult, start: RunStartEvent, s: TargetStartEvent): Verdict[] {
+  const plannedProbes = new Set(t.cells.filter((c) => c.planned).map((c) => c.probe));
+  const verdicts: Verdict[] = [];
+  for (const { source, e } of effectiveExpectations(t, start, s)) {
+    const isFact = 'fact' in e && e.fact !== undefined;
+    const name = isFact ? (e as { fact: string }).fact : (e as { metric: string }).metric;
+    const probe = name.split('.')[0]!;
+    // Class expectations only apply to the probes this target ran in this run or shard.
+    const planned = plannedProbes.has(probe) || (t.error !== undefined && s.probes.includes(probe));
+    if (!planned) continue;
+    const base = { target: t.name, source, expectation: e, title: titleOf(e) };
+    if (t.error) {
+      verdicts.push({ ...base, status: 'error', actual: '—', message: `${t.error.code}: ${t.error.message}` });
+      continue;
+    }
+    const cell = t.cells.find((c) => c.probe === probe && c.planned);
+    if (!cell) continue;
+    if (cell.status === 'skipped') {
+      verdicts.push({ ...base, status: 'skipped', actual: '—', message: `probe ${probe} was skipped: ${cell.reason ?? ''}` });
+      continue;
+    }
+    if (cell.status !== 'passed') {
+      verdicts.push({ ...base, status: 'error', actual: '—', message: `probe ${probe} ${cell.status === 'cancelled' ? 'was cancelled' : `failed: ${cell.reason ?? ''}`}` });
+      continue;
+    }
+    verdicts.push(isFact ? judgeFact(base, cell, e as { fact: string; equals: Scalar }) : judgeMetric(base, cell, e as MetricExpectationLike));
+  }
+  return verdicts;
+}
+
+type VerdictBase = Omit<Verdict, 'status' | 'actual' | 'message'>;
+
+function judgeFact(base: VerdictBase, cell: CellEndEvent, e: { fact: string; equals: Scalar }): Verdict {
+  const name = e.fact.slice(e.fact.indexOf('.') + 1);
+  const rec = cell.records.find((r) => (r.type === 'fact' || r.type === 'sysinfo') && r.name === name) as
+    | { value: Scalar; reason?: string }
+    | undefined;
+  if (!rec) {
+    return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${e.fact}` };
+  }
+  const actual = rec.value === null ? `null${rec.reason ? ` (${rec.reason})` : ''}` : JSON.stringify(rec.value);
+  if (rec.value === e.equals) return { ...base, status: 'passed', actual, message: `${e.fact} is ${actual}` };
+  return { ...base, status: 'failed', actual, message: `expected ${e.fact} to be ${JSON.stringify(e.equals)}, observed ${actual}` };
+}
+
+interface MetricExpectationLike {
+  metric: string;
+  '<='?: number | string;
+  '>='?: number | string;
+  between?: [number | string, number | string];
+  where?: Record<string, unknown>;
+}
+
+function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: MetricExpectationLike): Verdict {
+  const name = e.metric.slice(e.metric.indexOf('.') + 1);
+  const unit = resolveResultName(e.metric, 'metric')?.metric?.unit ?? 'count';
+  const matches = cell.records.filter(
+    (r): r is MetricRecord =>
+      r.type === 'metric' && r.name === name && Object.entries(e.where ?? {}).every(([k, v]) => r.attrs?.[k] === v),
+  );
+  if (matches.length === 0) {
+    return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${e.metric}${e.where ? ` where ${JSON.stringify(e.where)}` : ''}` };
+  }
+  const low = e['>='] !== undefined ? toUnit(e['>='], unit) : e.between ? toUnit(e.between[0], unit) : -Infinity;
+  const high = e['<='] !== undefined ? toUnit(e['<='], unit) : e.between ? toUnit(e.between[1], unit) : Infinity;
+  const outside = matches.filter((m) => m.value === null || m.value < low || m.value > high);
+  const actual = matches.map((m) => formatValue(m.value, m.unit) + (m.attrs && Object.keys(m.attrs).length ? ` ${JSON.stringify(m.attrs)}` : '')).join(', ');
+  if (outside.length === 0) return { ...base, status: 'passed', actual, message: `${e.metric} = ${actual}` };
+  const first = outside[0]!;
+  const why = first.value === null ? `not measured${first.reason ? ` (${first.reason})` : ''}` : formatValue(first.value, first.unit);
+  return { ...base, status: 'failed', actual, message: `expected ${base.title}, observed ${why}` };
+}
+
+export function titleOf(e: Expectation): string {
+  if ('fact' in e && e.fact !== undefined) return `${e.fact} == ${JSON.stringify((e as { equals: unknown }).equals)}`;
+  const m = e as MetricExpectationLike;
+  const where = m.where ? ` ${JSON.stringify(m.where)}` : '';
+  const parts: string[] = [];
+  if (m['>='] !== undefined) parts.push(`>= ${m['>=']}`);
+  if (m['<='] !== undefined) parts.push(`<= ${m['<=']}`);
+  if (m.between) parts.push(`between ${m.between[0]} and ${m.between[1]}`);
+  return `${m.metric}${where} ${parts.join(' and ')}`;
+}

@@ -1,0 +1,139 @@
+/** The local transport: probes run as child processes of cudamatrix on this machine. */
+import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { arch as osArch, tmpdir } from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+import { z } from 'zod';
+import type { ExecOptions, ExecResult, Platform, Session, TransportKind } from './transport.ts';
+
+const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
+/** After SIGTERM, how long a process tree gets before SIGKILL. */
+const KILL_GRACE_MS = 2000;
+
+const localOptions = z.strictObject({});
+
+export const localTransport: TransportKind<z.infer<typeof localOptions>> = {
+  kind: 'local',
+  description: 'this machine: probes run as child processes',
+  options: localOptions,
+  chainable: false,
+  async connect(_options, context) {
+    const workDir = await mkdtemp(path.join(tmpdir(), `cudamatrix-${context.runId}-`));
+    return new LocalSession(workDir);
+  },
+};
+
+export function nodeArch(): string {
+  return ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[osArch()] ?? osArch();
+}
+
+class LocalSession implements Session {
+  readonly description = 'local';
+  readonly hostKey = 'local';
+  readonly platform: Platform = process.platform === 'win32' ? 'windows' : 'linux';
+  readonly arch = nodeArch();
+  readonly shell = process.platform === 'win32' ? ('cmd' as const) : ('posix' as const);
+
+  constructor(readonly workDir: string) {}
+
+  exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return execProcessTree(argv, options);
+  }
+
+  async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
+    await copyFile(localPath, remotePath);
+    if (options.executable) await chmod(remotePath, 0o755);
+  }
+
+  async get(remotePath: string, localPath: string): Promise<void> {
+    await copyFile(remotePath, localPath);
+  }
+
+  joinPath(...parts: string[]): string {
+    return path.join(...parts);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await rm(this.workDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs argv (no shell) in its own process group, so that a timeout, an output flood or a
+ * cancellation kills the whole tree the command started, not just its first process.
+ */
+export async function execProcessTree(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+  const [file, ...args] = argv;
+  if (!file) throw new Error('execProcessTree needs a command');
+  const started = performance.now();
+  let timedOut = false;
+  let cancelled = false;
+  const child = execa(file, args, {
+    cwd: options.cwd,
+    env: options.env,
+    input: options.stdin,
+    stdin: options.stdin === undefined ? 'ignore' : 'pipe',
+    reject: false,
+    stripFinalNewline: false,
+    maxBuffer: options.maxOutput ?? DEFAULT_MAX_OUTPUT,
+    // Its own process group (POSIX): the tree can be killed as one, and a Ctrl-C typed at the
+    // terminal reaches cudamatrix only, which then stops probes in order and still writes results.
+    detached: process.platform !== 'win32',
+    windowsHide: true,
+  });
+  const killTree = (): void => {
+    const pid = child.pid;
+    if (pid === undefined) return;
+    signalTree(pid, 'SIGTERM');
+    setTimeout(() => signalTree(pid, 'SIGKILL'), KILL_GRACE_MS).unref();
+  };
+  const timer = options.timeoutMs
+    ? setTimeout(() => {
+        timedOut = true;
+        killTree();
+      }, options.timeoutMs)
+    : undefined;
+  const onAbort = (): void => {
+    cancelled = true;
+    killTree();
+  };
+  if (options.signal?.aborted) onAbort();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    const r = await child;
+    const truncated = Boolean(r.isMaxBuffer);
+    // An output flood stops the first process only; its children must go too.
+    if (truncated && child.pid !== undefined) signalTree(child.pid, 'SIGKILL');
+    const spawnFailed = r.exitCode === undefined && r.signal === undefined && r.failed;
+    return {
+      command: argv,
+      exitCode: r.exitCode ?? null,
+      signal: r.signal ?? null,
+      timedOut,
+      cancelled,
+      truncated,
+      durationMs: performance.now() - started,
+      stdout: toText(r.stdout),
+      stderr: toText(r.stderr) + (spawnFailed ? (r.shortMessage ?? r.message ?? '') : ''),
+    };
+  } finally {
+    if (timer) clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+}
+
+function toText(value: unknown): string {
+  return typeof value === 'string' ? value : value === undefined ? '' : String(value);
+}
+
+function signalTree(pid: number, signal: NodeJS.Signals): void {
+  try {
+    if (process.platform === 'win32') {
+      void execa('taskkill', ['/T', '/F', '/PID', String(pid)], { reject: false });
+    } else {
+      process.kill(-pid, signal);
+    }
+  } catch {
+    // Already gone.
+  }
+}

@@ -1,0 +1,80 @@
+/** The typed registry of transports, keyed by kind. */
+import { CudamatrixError } from '../core/errors.ts';
+import { closestName } from '../core/suggest.ts';
+import { localTransport } from './local.ts';
+import type { ConnectContext, Session, TransportKind } from './transport.ts';
+
+const kinds = new Map<string, TransportKind<any>>([[localTransport.kind, localTransport]]);
+
+export function transportKinds(): string[] {
+  return [...kinds.keys()].sort();
+}
+
+export function transportKind(kind: string): TransportKind<unknown> {
+  const found = kinds.get(kind);
+  if (found) return found;
+  const hint = closestName(kind, transportKinds());
+  throw new CudamatrixError(
+    'MATRIX_UNKNOWN_TRANSPORT',
+    `unknown transport kind "${kind}"${hint ? ` (did you mean "${hint}"?)` : ''}; the known kinds are: ${transportKinds().join(', ')}`,
+  );
+}
+
+/** One hop of a transport chain, as the matrix gives it after validation. */
+export interface Hop {
+  kind: string;
+  [option: string]: unknown;
+}
+
+/**
+ * Which host a chain of hops lands on, known before connecting: targets on the same host run
+ * one at a time, so that their measurements do not disturb each other.
+ */
+export function hostKeyOf(hops: Hop[]): string {
+  const first = hops[0];
+  if (!first) return 'local';
+  const kind = transportKind(first.kind);
+  const { kind: _kind, ...options } = first;
+  return kind.hostKey ? kind.hostKey(kind.options.parse(options)) : first.kind;
+}
+
+/**
+ * Connects a chain of hops: the first hop from this machine, each later hop through the session
+ * of the one before. Sessions opened before a failure are closed again.
+ */
+export async function connectChain(hops: Hop[], context: Omit<ConnectContext, 'via'>): Promise<Session> {
+  const opened: Session[] = [];
+  try {
+    let via: Session | undefined;
+    for (const hop of hops) {
+      const kind = transportKind(hop.kind);
+      const { kind: _kind, ...options } = hop;
+      via = await kind.connect(kind.options.parse(options), { ...context, via });
+      opened.push(via);
+    }
+    if (!via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}" has no transport`);
+    return chained(opened);
+  } catch (error) {
+    await closeAll(opened);
+    throw error;
+  }
+}
+
+async function closeAll(sessions: Session[]): Promise<void> {
+  for (const s of [...sessions].reverse()) {
+    await Promise.resolve(s[Symbol.asyncDispose]()).catch(() => undefined);
+  }
+}
+
+/** The last session of a chain, whose disposal also closes the hops it was reached through. */
+function chained(sessions: Session[]): Session {
+  const last = sessions[sessions.length - 1]!;
+  if (sessions.length === 1) return last;
+  return new Proxy(last, {
+    get(target, prop, receiver) {
+      if (prop === Symbol.asyncDispose) return () => closeAll(sessions);
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

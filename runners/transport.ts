@@ -1,0 +1,74 @@
+/**
+ * The Transport interface: how cudamatrix reaches a target. Every transport opens a Session
+ * that runs argv arrays (quoted by the session for its own remote shell, never concatenated
+ * into a shell string), moves files, and cleans up after itself when disposed.
+ */
+import type { z } from 'zod';
+
+export type Platform = 'linux' | 'windows';
+export type Shell = 'posix' | 'powershell' | 'cmd';
+
+/** One result shape for every transport. A non-zero exit is data, never an exception. */
+export interface ExecResult {
+  command: string[];
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  /** Stopped because the run was cancelled (Ctrl-C). */
+  cancelled: boolean;
+  /** Output went over the size cap; the process was stopped and the output cut there. */
+  truncated: boolean;
+  durationMs: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ExecOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  /** Kills the whole process tree when it runs longer. */
+  timeoutMs?: number;
+  /** Cap on stdout and on stderr, in characters (default 64 MiB). */
+  maxOutput?: number;
+  /** Aborting stops the command (and its process tree) and returns what it printed so far. */
+  signal?: AbortSignal;
+}
+
+export interface Session extends AsyncDisposable {
+  /** What this session reaches, for messages: "local", "ssh gpu-box:22", … */
+  readonly description: string;
+  /** Targets that share a host key share a concurrency slot on that host. */
+  readonly hostKey: string;
+  readonly platform: Platform;
+  readonly arch: string;
+  readonly shell: Shell;
+  /** A directory on the target that belongs to this session; removed on dispose. */
+  readonly workDir: string;
+  exec(argv: string[], options?: ExecOptions): Promise<ExecResult>;
+  put(localPath: string, remotePath: string, options?: { executable?: boolean }): Promise<void>;
+  get(remotePath: string, localPath: string): Promise<void>;
+  /** Joins path segments the way the target's platform does. */
+  joinPath(...parts: string[]): string;
+}
+
+export interface ConnectContext {
+  /** The target's name, for messages. */
+  target: string;
+  runId: string;
+  /** The session of the previous hop, when this transport is chained behind another. */
+  via?: Session;
+  signal?: AbortSignal;
+}
+
+/** One kind of transport: its options (validated from the matrix) and how to connect. */
+export interface TransportKind<Options = unknown> {
+  kind: string;
+  description: string;
+  options: z.ZodType<Options>;
+  /** Whether the kind can follow another hop in a chain (wsl after ssh), or must come first. */
+  chainable: boolean;
+  connect(options: Options, context: ConnectContext): Promise<Session>;
+  /** The host these options reach ("ssh:gpu-box:22"); defaults to the kind's name. */
+  hostKey?(options: Options): string;
+}
