@@ -5,10 +5,8 @@ import { fileURLToPath } from 'node:url';
 
 const bundle = fileURLToPath(new URL('../dist/cudamatrix.mjs', import.meta.url));
 if (existsSync(bundle)) {
-  const { main } = await import(bundle);
-  process.exitCode = await main(process.argv);
+  await import(bundle);
 } else {
   await import('tsx/esm');
-  const { main } = await import('../cli/main.ts');
-  process.exitCode = await main(process.argv);
+  await import('../cli/entry.ts');
 }

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * The cudamatrix command line. Expected failures (a bad matrix, an unreachable target) print
  * one clear message and exit with their code; only a bug prints a stack trace
@@ -105,11 +104,4 @@ export async function main(argv: string[]): Promise<number> {
     if (process.env.CUDAMATRIX_DEBUG) process.stderr.write(`${e?.stack ?? ''}\n`);
     return ExitCode.infrastructure;
   }
-}
-
-const invokedDirectly = process.argv[1] && /(?:^|[\\/])(?:main\.ts|cudamatrix(?:\.mjs)?)$/.test(process.argv[1]);
-if (invokedDirectly) {
-  main(process.argv).then((code) => {
-    process.exitCode = code;
-  });
 }

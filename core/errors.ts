@@ -94,13 +94,13 @@ export function exitCodeFor(error: unknown): number {
   return ExitCode.infrastructure;
 }
 
-/** The message of any thrown value, with the chain of causes, for logs and reports. */
+/** The message of any thrown value, with the chain of causes (and their codes), for logs and reports. */
 export function describeError(error: unknown): string {
   const parts: string[] = [];
   let current: unknown = error;
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
     if (current instanceof Error) {
-      const prefix = current instanceof CudamatrixError ? `${current.code}: ` : '';
+      const prefix = current instanceof CudamatrixError && depth > 0 ? `${current.code}: ` : '';
       parts.push(prefix + current.message);
       current = current.cause;
     } else {

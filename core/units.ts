@@ -72,5 +72,7 @@ export function formatValue(value: number | null, unit: Unit | string): string {
 function round(v: number): string {
   const abs = Math.abs(v);
   const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
-  return v.toFixed(digits).replace(/\.?0+$/, '') || '0';
+  const text = v.toFixed(digits);
+  // Drop trailing zeros of the fraction only ("1.50" -> "1.5", "140" stays "140").
+  return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }

@@ -9,6 +9,12 @@ export interface MatrixIssue {
   fix: string;
   line: number;
   col: number;
+  /** The place in the document the issue concerns (for tooling; not shown). */
+  path?: (string | number)[];
+  /** For an unknown key: the key it was probably meant to be. */
+  suggestion?: string;
+  /** For a missing key. */
+  missing?: boolean;
 }
 
 export class MatrixError extends CudamatrixError {

@@ -66,6 +66,18 @@ export async function loadMatrixFile(file: string): Promise<Matrix> {
   return parseMatrix(await readFile(file, 'utf8'), file);
 }
 
+/**
+ * Where to point for a YAML error. The parser reports an unclosed quote where the text ends;
+ * the place to fix is the opening quote, which is the last unescaped quote before that.
+ */
+function syntaxErrorOffset(text: string, code: string, offset: number): number {
+  if (code !== 'MISSING_CHAR') return offset;
+  for (let i = Math.min(offset, text.length) - 1; i >= 0; i--) {
+    if ((text[i] === '"' && text[i - 1] !== '\\') || text[i] === "'") return i;
+  }
+  return offset;
+}
+
 function issue(code: ErrorCode, message: string, fix: string, line: number, col: number): MatrixIssue {
   return { code, message, fix, line, col };
 }
@@ -80,7 +92,7 @@ export function parseMatrix(text: string, file: string): Matrix {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true, stringKeys: true });
   const syntax = [...doc.errors, ...doc.warnings].map((e) => {
-    const pos = e.linePos?.[0] ?? { line: 1, col: 1 };
+    const pos = lines.linePos(syntaxErrorOffset(text, e.code, e.pos[0]));
     const message = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
     return issue('MATRIX_SYNTAX', `not valid YAML: ${message}`, 'correct the YAML syntax at this place (indentation, quotes, colons)', pos.line, pos.col);
   });
@@ -111,12 +123,30 @@ export function parseMatrix(text: string, file: string): Matrix {
   const parsed = matrixSchema.safeParse(input);
   if (!parsed.success) {
     const issues = parsed.error.issues.flatMap((i) => mapIssue(i, [], input, locator));
-    throw new MatrixError(file, sortIssues(issues));
+    throw new MatrixError(file, sortIssues(rootCauses(issues)));
   }
   const checks = new SemanticChecks(parsed.data, input, locator);
   const matrix = checks.resolve(file);
   if (checks.issues.length) throw new MatrixError(file, sortIssues(checks.issues));
   return matrix;
+}
+
+/**
+ * Drops issues that follow from another one: a misspelt key also makes the key it was meant to
+ * be "missing", and makes the checks of the object it sits in fail; the misspelling is the one
+ * to report.
+ */
+function rootCauses(issues: MatrixIssue[]): MatrixIssue[] {
+  const unknown = issues.filter((i) => i.code === 'MATRIX_UNKNOWN_KEY' && i.path);
+  const same = (a: readonly PathKey[], b: readonly PathKey[]) => a.length === b.length && a.every((k, i) => k === b[i]);
+  return issues.filter((i) => {
+    if (i.code !== 'MATRIX_INVALID' || !i.path) return true;
+    return !unknown.some((u) => {
+      const objectPath = u.path!.slice(0, -1);
+      if (i.missing) return u.suggestion !== undefined && same(i.path!, [...objectPath, u.suggestion]);
+      return same(i.path!, objectPath);
+    });
+  });
 }
 
 function sortIssues(issues: MatrixIssue[]): MatrixIssue[] {
@@ -160,7 +190,11 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
   const where = formatPath(path);
   const value = valueAt(input, path);
   const at = (p: readonly PathKey[] = path, key = false) => loc.at(p, { key });
-  const make = (code: ErrorCode, message: string, fix: string, p = at()) => issue(code, message, fix, p.line, p.col);
+  const make = (code: ErrorCode, message: string, fix: string, p = at(), extra: Partial<MatrixIssue> = {}): MatrixIssue => ({
+    ...issue(code, message, fix, p.line, p.col),
+    path,
+    ...extra,
+  });
 
   switch (zi.code) {
     case 'unrecognized_keys':
@@ -169,33 +203,38 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
         const hint = closestName(key, allowed);
         return make(
           'MATRIX_UNKNOWN_KEY',
-          `unknown key "${key}" in ${where}${hint ? ` (did you mean "${hint}"?)` : ''}`,
+          `unknown key "${key}" in ${where}${didYouMean(hint)}`,
           hint ? `rename it to "${hint}"` : `remove it; the keys allowed here are: ${allowed.join(', ')}`,
           at([...path, key], true),
+          { path: [...path, key], suggestion: hint },
         );
       });
     case 'invalid_type': {
       if (value === undefined) {
         const key = path[path.length - 1];
-        return [make('MATRIX_INVALID', `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`, `add "${String(key)}:" with a ${zi.expected}`, at(path.slice(0, -1)))];
+        return [make('MATRIX_INVALID', `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`, `add "${String(key)}:" with ${article(zi.expected)}`, at(path.slice(0, -1)), { missing: true })];
       }
       return [make('MATRIX_TYPE', `${where} must be ${article(zi.expected)}, not ${describeValue(value)}`, `write ${article(zi.expected)} here`)];
     }
     case 'invalid_value': {
+      if (value === undefined) {
+        const key = path[path.length - 1];
+        return [make('MATRIX_INVALID', `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`, `add "${String(key)}: ${zi.values.map(String).join(' | ')}"`, at(path.slice(0, -1)), { missing: true })];
+      }
       const options = zi.values.map((v) => JSON.stringify(v));
       if (path[path.length - 1] === 'version' && path.length === 1) {
         return [make('MATRIX_VERSION', `matrix version ${JSON.stringify(value)} is not supported; this cudamatrix reads version ${options.join(', ')}`, 'set "version: 1" (or upgrade cudamatrix for a newer format)')];
       }
       if (isTransportPath(path)) return [unknownTransport(value, make)];
       const hint = typeof value === 'string' ? closestName(value, zi.values.map(String)) : undefined;
-      return [make('MATRIX_INVALID', `${where} is ${describeValue(value)}; it must be one of ${options.join(', ')}`, hint ? `write "${hint}"` : `use one of ${options.join(', ')}`)];
+      return [make('MATRIX_INVALID', `${where} is ${describeValue(value)}; it must be one of ${options.join(', ')}${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of ${options.join(', ')}`)];
     }
     case 'invalid_union': {
       if ('note' in zi && zi.note === 'No matching discriminator') {
-        return [unknownTransport(valueAt(input, [...path, ...(zi.path as PathKey[])].slice(0, path.length + 1)), make)];
+        return [unknownTransport(value, make)];
       }
       // Take the branch that matched the value's type; report its issues.
-      const branches = zi.errors.filter((b) => !(b.length === 1 && b[0]!.code === 'invalid_type' && b[0]!.path.length === 0));
+      const branches = zi.errors.filter((b) => !typeMismatch(b, value));
       if (branches.length === 1) {
         return branches[0]!.flatMap((inner) => mapIssue(inner, path, input, loc));
       }
@@ -212,15 +251,27 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
   }
 }
 
+/** Whether a union branch failed only because the value is of another type than it takes. */
+function typeMismatch(branch: ZodIssue[], value: unknown): boolean {
+  const first = branch[0];
+  if (branch.length !== 1 || !first || first.path.length !== 0) return false;
+  if (first.code === 'invalid_type') return true;
+  return first.code === 'invalid_value' && first.values.every((v) => typeof v !== typeof value);
+}
+
 function unknownTransport(value: unknown, make: (c: ErrorCode, m: string, f: string) => MatrixIssue): MatrixIssue {
   const kind = typeof value === 'string' ? value : (value as { kind?: unknown } | undefined)?.kind;
   const known = transportKinds();
   const hint = typeof kind === 'string' ? closestName(kind, known) : undefined;
   return make(
     'MATRIX_UNKNOWN_TRANSPORT',
-    kind === undefined ? 'a transport hop needs a "kind"' : `unknown transport kind ${JSON.stringify(kind)}; the known kinds are: ${known.join(', ')}`,
+    kind === undefined ? 'a transport hop needs a "kind"' : `unknown transport kind ${JSON.stringify(kind)}${didYouMean(hint)}; the known kinds are: ${known.join(', ')}`,
     hint ? `write "${hint}"` : `use one of: ${known.join(', ')}`,
   );
+}
+
+function didYouMean(hint: string | undefined): string {
+  return hint ? ` (did you mean "${hint}"?)` : '';
 }
 
 function article(type: string): string {
@@ -228,8 +279,11 @@ function article(type: string): string {
 }
 
 function fixFor(zi: ZodIssue): string {
-  if (zi.code === 'too_small') return zi.origin === 'array' ? 'add at least one entry' : `use a value of at least ${String(zi.minimum)}`;
-  if (zi.code === 'too_big') return `use a value of at most ${String(zi.maximum)}`;
+  if (zi.code === 'too_small') {
+    if (zi.origin === 'array') return 'add at least one entry';
+    return zi.inclusive === false ? `use a value greater than ${String(zi.minimum)}` : `use a value of at least ${String(zi.minimum)}`;
+  }
+  if (zi.code === 'too_big') return zi.inclusive === false ? `use a value less than ${String(zi.maximum)}` : `use a value of at most ${String(zi.maximum)}`;
   return 'correct the value (see matrix/schema.json)';
 }
 
@@ -261,7 +315,7 @@ function allowedKeys(path: readonly PathKey[], input: unknown): string[] {
 
 function expectationKeys(value: unknown): string[] {
   const isMetric = typeof value === 'object' && value !== null && 'metric' in value;
-  return isMetric ? ['metric', '<=', '>=', 'between', 'where', 'why'] : ['fact', 'equals', 'why'];
+  return isMetric ? ['metric', '<=', '>=', 'between', 'where', 'why'] : ['fact', 'equals', 'metric', 'why'];
 }
 
 // ---- checks against the catalogue and the registry ---------------------------------------
@@ -332,7 +386,7 @@ class SemanticChecks {
     list.forEach((name, i) => {
       if (!probeSpec(name)) {
         const hint = closestName(name, probeNames());
-        this.add('MATRIX_UNKNOWN_PROBE', `unknown probe "${name}"`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')} (cudamatrix probes list)`, [...path, i]);
+        this.add('MATRIX_UNKNOWN_PROBE', `unknown probe "${name}"${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')} (cudamatrix probes list)`, [...path, i]);
       }
     });
     return catalogue.map((p) => p.name).filter((n) => list.includes(n));
@@ -343,7 +397,7 @@ class SemanticChecks {
       const spec = probeSpec(probe);
       if (!spec) {
         const hint = closestName(probe, probeNames());
-        this.add('MATRIX_UNKNOWN_PROBE', `parameters given for unknown probe "${probe}"`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')}`, [...path, probe], true);
+        this.add('MATRIX_UNKNOWN_PROBE', `parameters given for unknown probe "${probe}"${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')}`, [...path, probe], true);
         continue;
       }
       const r = spec.params.safeParse(values);
@@ -353,7 +407,7 @@ class SemanticChecks {
           const known = Object.keys(spec.params.shape);
           for (const key of zi.keys) {
             const hint = closestName(key, known);
-            this.add('MATRIX_UNKNOWN_PARAM', `probe "${probe}" has no parameter "${key}"`, hint ? `write "${hint}"` : known.length ? `use one of: ${known.join(', ')}` : `probe "${probe}" takes no parameters; remove it`, [...path, probe, key], true);
+            this.add('MATRIX_UNKNOWN_PARAM', `probe "${probe}" has no parameter "${key}"${didYouMean(hint)}`, hint ? `write "${hint}"` : known.length ? `use one of: ${known.join(', ')}` : `probe "${probe}" takes no parameters; remove it`, [...path, probe, key], true);
           }
         } else {
           this.issues.push(...mapIssue(zi, [...path, probe], this.input, this.loc));
@@ -364,27 +418,24 @@ class SemanticChecks {
 
   /** Checks one expectation; returns the probe it belongs to when the name resolves. */
   private expectation(e: Expectation, path: readonly PathKey[]): string | undefined {
-    const isFact = 'fact' in e && e.fact !== undefined;
+    const isFact = e.fact !== undefined;
     const kind = isFact ? 'fact' : 'metric';
-    const name = isFact ? (e as { fact: string }).fact : (e as { metric: string }).metric;
+    const name = (isFact ? e.fact : e.metric)!;
     const resolved = resolveResultName(name, kind);
     if (!resolved) {
       const hint = closestName(name, allResultNames(kind));
       const produced = probeSpec(name.split('.')[0] ?? '') ? `probe "${name.split('.')[0]}" produces no ${kind} "${name.split('.').slice(1).join('.')}"` : `no probe produces the ${kind} "${name}"`;
-      this.add('MATRIX_UNKNOWN_FACT', produced, hint ? `write "${hint}"` : `name a ${kind} as "probe.${kind}" (cudamatrix probes list --facts)`, [...path, kind]);
+      this.add('MATRIX_UNKNOWN_FACT', produced + didYouMean(hint), hint ? `write "${hint}"` : `name a ${kind} as "probe.${kind}" (cudamatrix probes list --facts)`, [...path, kind]);
       return undefined;
     }
     if (isFact && resolved.fact?.values) {
-      const equals = (e as { equals: unknown }).equals;
+      const equals = e.equals;
       if (equals !== null && !resolved.fact.values.includes(equals as never)) {
         this.add('MATRIX_INVALID', `fact "${name}" is never ${JSON.stringify(equals)}; its values are ${resolved.fact.values.map((v) => JSON.stringify(v)).join(', ')}`, 'expect one of those values', [...path, 'equals']);
       }
     }
     if (!isFact) {
-      const m = e as { '<='?: number | string; '>='?: number | string; between?: [number | string, number | string] };
-      if (m['<='] === undefined && m['>='] === undefined && m.between === undefined) {
-        this.add('MATRIX_INVALID', `the expectation on metric "${name}" has no bound`, 'add "<=", ">=" or "between"', path);
-      }
+      const m = e;
       const bounds: [PathKey[], number | string][] = [];
       if (m['<='] !== undefined) bounds.push([[...path, '<='], m['<=']]);
       if (m['>='] !== undefined) bounds.push([[...path, '>='], m['>=']]);

@@ -31,25 +31,36 @@ export function durationMs(value: z.infer<typeof duration>): number {
 /** A bound: a number in the metric's unit, or a string with a unit ("50 us"). */
 const bound = z.union([z.number(), z.string()]);
 
-const factExpectation = z.strictObject({
-  fact: z.string().describe('"probe.fact", e.g. pinned-vram.counts_as_vram'),
-  equals: z.union([z.string(), z.number(), z.boolean(), z.null()]).describe('The value the fact must have'),
-  why: z.string().optional().describe('Why this is expected (shown in reports)'),
-});
-
-const metricExpectation = z.strictObject({
-  metric: z.string().describe('"probe.metric", e.g. sync-latency.p50_us'),
-  '<=': bound.optional(),
-  '>=': bound.optional(),
-  between: z.tuple([bound, bound]).optional(),
-  where: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Selects a series by its attributes'),
-  why: z.string().optional(),
-});
-
-export const expectation = z.union([factExpectation, metricExpectation]);
+/**
+ * One expectation: a fact that must equal a value, or a metric with bounds. One object with
+ * every key (rather than a union of two) so that a misspelt key gets a precise error.
+ */
+export const expectation = z
+  .strictObject({
+    fact: z.string().optional().describe('"probe.fact", e.g. pinned-vram.counts_as_vram'),
+    equals: z.union([z.string(), z.number(), z.boolean(), z.null()]).optional().describe('The value the fact must have'),
+    metric: z.string().optional().describe('"probe.metric", e.g. sync-latency.p50_us'),
+    '<=': bound.optional().describe('Upper bound: a number in the metric\'s unit, or a value with a unit ("50 us")'),
+    '>=': bound.optional().describe('Lower bound'),
+    between: z.tuple([bound, bound]).optional().describe('Inclusive range'),
+    where: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Selects a series of the metric by its attributes'),
+    why: z.string().optional().describe('Why this is expected (shown in reports)'),
+  })
+  .superRefine((e, ctx) => {
+    const has = (k: string) => Object.prototype.hasOwnProperty.call(e, k) && (e as Record<string, unknown>)[k] !== undefined;
+    if (has('fact') === has('metric')) {
+      ctx.addIssue({ code: 'custom', message: 'an expectation names either a "fact" or a "metric" (exactly one)', path: [] });
+    } else if (has('fact')) {
+      if (!Object.prototype.hasOwnProperty.call(e, 'equals')) ctx.addIssue({ code: 'custom', message: 'a fact expectation needs "equals:"', path: [] });
+      for (const k of ['<=', '>=', 'between', 'where']) {
+        if (has(k)) ctx.addIssue({ code: 'custom', message: `"${k}" belongs to metric expectations; a fact takes "equals"`, path: [k] });
+      }
+    } else {
+      if (has('equals')) ctx.addIssue({ code: 'custom', message: '"equals" belongs to fact expectations; a metric takes "<=", ">=" or "between"', path: ['equals'] });
+      if (!has('<=') && !has('>=') && !has('between')) ctx.addIssue({ code: 'custom', message: 'a metric expectation needs "<=", ">=" or "between"', path: [] });
+    }
+  });
 export type Expectation = z.infer<typeof expectation>;
-export type FactExpectation = z.infer<typeof factExpectation>;
-export type MetricExpectation = z.infer<typeof metricExpectation>;
 
 /** Parameters per probe: { probe-name: { param: value } }, checked against the catalogue. */
 const probeParams = z.record(z.string(), z.record(z.string(), z.unknown()));
@@ -63,8 +74,9 @@ function hopSchema() {
   return z.discriminatedUnion('kind', kinds as unknown as [z.ZodObject, ...z.ZodObject[]]);
 }
 const hop = hopSchema();
+const kindName = z.enum(transportKinds() as [string, ...string[]]);
 export const transport = z
-  .union([z.string(), hop, z.array(z.union([z.string(), hop])).min(1)])
+  .union([kindName, hop, z.array(z.union([kindName, hop])).min(1)])
   .describe('A transport kind ("local"), a hop with options ({kind: ssh, host: ...}), or a chain of hops');
 
 const probeList = z.union([z.literal('all'), z.array(z.string()).min(1)]);

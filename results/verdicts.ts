@@ -122,9 +122,7 @@ export function exitCodeOf(summary: RunSummary, options: { strict: boolean }): n
 
 /** Key under which a target's expectation replaces a class expectation on the same result. */
 function expectationKey(e: Expectation): string {
-  if ('fact' in e && e.fact !== undefined) return `fact:${e.fact}`;
-  const m = e as { metric: string; where?: Record<string, unknown> };
-  return `metric:${m.metric}:${JSON.stringify(m.where ?? {})}`;
+  return e.fact !== undefined ? `fact:${e.fact}` : `metric:${e.metric}:${JSON.stringify(e.where ?? {})}`;
 }
 
 function effectiveExpectations(t: TargetResult, start: RunStartEvent, s: TargetStartEvent): { source: string; e: Expectation }[] {
@@ -140,82 +138,78 @@ function judgeTarget(t: TargetResult, start: RunStartEvent, s: TargetStartEvent)
   const plannedProbes = new Set(t.cells.filter((c) => c.planned).map((c) => c.probe));
   const verdicts: Verdict[] = [];
   for (const { source, e } of effectiveExpectations(t, start, s)) {
-    const isFact = 'fact' in e && e.fact !== undefined;
-    const name = isFact ? (e as { fact: string }).fact : (e as { metric: string }).metric;
+    const name = (e.fact ?? e.metric)!;
     const probe = name.split('.')[0]!;
     // Class expectations only apply to the probes this target ran in this run or shard.
-    const planned = plannedProbes.has(probe) || (t.error !== undefined && s.probes.includes(probe));
-    if (!planned) continue;
+    if (!plannedProbes.has(probe)) continue;
+    const cell = t.cells.find((c) => c.probe === probe && c.planned)!;
     const base = { target: t.name, source, expectation: e, title: titleOf(e) };
-    if (t.error) {
-      verdicts.push({ ...base, status: 'error', actual: '—', message: `${t.error.code}: ${t.error.message}` });
+    if (cell.status === 'error' || cell.status === 'cancelled') {
+      const what = cell.status === 'cancelled' ? 'was cancelled' : `failed: ${cell.errorCode ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`;
+      verdicts.push({ ...base, status: 'error', actual: '—', message: `probe ${probe} ${what}` });
       continue;
     }
-    const cell = t.cells.find((c) => c.probe === probe && c.planned);
-    if (!cell) continue;
-    if (cell.status === 'skipped') {
+    // A skipped probe (no driver) may still have measured some facts (the OS, the environment):
+    // those are judged; what it could not measure is skipped with the probe's reason.
+    if (cell.status === 'skipped' && !measured(cell, e)) {
       verdicts.push({ ...base, status: 'skipped', actual: '—', message: `probe ${probe} was skipped: ${cell.reason ?? ''}` });
       continue;
     }
-    if (cell.status !== 'passed') {
-      verdicts.push({ ...base, status: 'error', actual: '—', message: `probe ${probe} ${cell.status === 'cancelled' ? 'was cancelled' : `failed: ${cell.reason ?? ''}`}` });
-      continue;
-    }
-    verdicts.push(isFact ? judgeFact(base, cell, e as { fact: string; equals: Scalar }) : judgeMetric(base, cell, e as MetricExpectationLike));
+    verdicts.push(e.fact !== undefined ? judgeFact(base, cell, e.fact, e.equals ?? null) : judgeMetric(base, cell, e));
   }
   return verdicts;
 }
 
+/** Whether the cell carries a non-null value for the expectation's fact or metric. */
+function measured(cell: CellEndEvent, e: Expectation): boolean {
+  const qualified = (e.fact ?? e.metric)!;
+  const name = qualified.slice(qualified.indexOf('.') + 1);
+  const kinds = e.fact !== undefined ? ['fact', 'sysinfo'] : ['metric'];
+  return cell.records.some((r) => kinds.includes(r.type) && 'name' in r && r.name === name && 'value' in r && r.value !== null);
+}
+
 type VerdictBase = Omit<Verdict, 'status' | 'actual' | 'message'>;
 
-function judgeFact(base: VerdictBase, cell: CellEndEvent, e: { fact: string; equals: Scalar }): Verdict {
-  const name = e.fact.slice(e.fact.indexOf('.') + 1);
+function judgeFact(base: VerdictBase, cell: CellEndEvent, qualified: string, equals: Scalar): Verdict {
+  const name = qualified.slice(qualified.indexOf('.') + 1);
   const rec = cell.records.find((r) => (r.type === 'fact' || r.type === 'sysinfo') && r.name === name) as
     | { value: Scalar; reason?: string }
     | undefined;
   if (!rec) {
-    return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${e.fact}` };
+    return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}` };
   }
   const actual = rec.value === null ? `null${rec.reason ? ` (${rec.reason})` : ''}` : JSON.stringify(rec.value);
-  if (rec.value === e.equals) return { ...base, status: 'passed', actual, message: `${e.fact} is ${actual}` };
-  return { ...base, status: 'failed', actual, message: `expected ${e.fact} to be ${JSON.stringify(e.equals)}, observed ${actual}` };
+  if (rec.value === equals) return { ...base, status: 'passed', actual, message: `${qualified} is ${actual}` };
+  return { ...base, status: 'failed', actual, message: `expected ${qualified} to be ${JSON.stringify(equals)}, observed ${actual}` };
 }
 
-interface MetricExpectationLike {
-  metric: string;
-  '<='?: number | string;
-  '>='?: number | string;
-  between?: [number | string, number | string];
-  where?: Record<string, unknown>;
-}
-
-function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: MetricExpectationLike): Verdict {
-  const name = e.metric.slice(e.metric.indexOf('.') + 1);
-  const unit = resolveResultName(e.metric, 'metric')?.metric?.unit ?? 'count';
+function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Verdict {
+  const qualified = e.metric!;
+  const name = qualified.slice(qualified.indexOf('.') + 1);
+  const unit = resolveResultName(qualified, 'metric')?.metric?.unit ?? 'count';
   const matches = cell.records.filter(
     (r): r is MetricRecord =>
       r.type === 'metric' && r.name === name && Object.entries(e.where ?? {}).every(([k, v]) => r.attrs?.[k] === v),
   );
   if (matches.length === 0) {
-    return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${e.metric}${e.where ? ` where ${JSON.stringify(e.where)}` : ''}` };
+    return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}${e.where ? ` where ${JSON.stringify(e.where)}` : ''}` };
   }
   const low = e['>='] !== undefined ? toUnit(e['>='], unit) : e.between ? toUnit(e.between[0], unit) : -Infinity;
   const high = e['<='] !== undefined ? toUnit(e['<='], unit) : e.between ? toUnit(e.between[1], unit) : Infinity;
   const outside = matches.filter((m) => m.value === null || m.value < low || m.value > high);
   const actual = matches.map((m) => formatValue(m.value, m.unit) + (m.attrs && Object.keys(m.attrs).length ? ` ${JSON.stringify(m.attrs)}` : '')).join(', ');
-  if (outside.length === 0) return { ...base, status: 'passed', actual, message: `${e.metric} = ${actual}` };
+  if (outside.length === 0) return { ...base, status: 'passed', actual, message: `${qualified} = ${actual}` };
   const first = outside[0]!;
   const why = first.value === null ? `not measured${first.reason ? ` (${first.reason})` : ''}` : formatValue(first.value, first.unit);
   return { ...base, status: 'failed', actual, message: `expected ${base.title}, observed ${why}` };
 }
 
 export function titleOf(e: Expectation): string {
-  if ('fact' in e && e.fact !== undefined) return `${e.fact} == ${JSON.stringify((e as { equals: unknown }).equals)}`;
-  const m = e as MetricExpectationLike;
-  const where = m.where ? ` ${JSON.stringify(m.where)}` : '';
+  if (e.fact !== undefined) return `${e.fact} == ${JSON.stringify(e.equals ?? null)}`;
+  const where = e.where ? ` ${JSON.stringify(e.where)}` : '';
   const parts: string[] = [];
-  if (m['>='] !== undefined) parts.push(`>= ${m['>=']}`);
-  if (m['<='] !== undefined) parts.push(`<= ${m['<=']}`);
-  if (m.between) parts.push(`between ${m.between[0]} and ${m.between[1]}`);
-  return `${m.metric}${where} ${parts.join(' and ')}`;
+  if (e['>='] !== undefined) parts.push(`>= ${e['>=']}`);
+  if (e['<='] !== undefined) parts.push(`<= ${e['<=']}`);
+  if (e.between) parts.push(`between ${e.between[0]} and ${e.between[1]}`);
+  return `${e.metric}${where} ${parts.join(' and ')}`;
 }

@@ -1,0 +1,45 @@
+/**
+ * Import boundaries (checked by test/boundaries.test.ts). Layers, lowest first:
+ *   core -> runners -> probes -> matrix -> results -> cli
+ * A layer may import the layers below it, never above. matrix sits above probes and runners
+ * because the matrix loader validates probe names, parameters and facts against the probe
+ * catalogue and transport options against the runner registry.
+ */
+const layer = (name, forbidden) => ({
+  name: `${name}-imports-up`,
+  severity: 'error',
+  comment: `${name}/ must not import ${forbidden.join(', ')}/`,
+  from: { path: `^${name}/` },
+  to: { path: `^(${forbidden.join('|')})/` },
+});
+
+module.exports = {
+  forbidden: [
+    layer('core', ['runners', 'probes', 'matrix', 'results', 'cli']),
+    layer('runners', ['probes', 'matrix', 'results', 'cli']),
+    layer('probes', ['matrix', 'results', 'cli']),
+    layer('matrix', ['results', 'cli']),
+    layer('results', ['cli']),
+    {
+      name: 'actions-core-only-in-github-reporter',
+      severity: 'error',
+      comment: '@actions/core is imported by the GitHub reporter only',
+      from: { pathNot: '^results/reporters/github\\.ts$' },
+      to: { path: '@actions/core' },
+    },
+    {
+      name: 'no-test-code-in-product',
+      severity: 'error',
+      comment: 'product code never imports tests or test helpers',
+      from: { pathNot: '(\\.test\\.ts$|^test/|^bench/)' },
+      to: { path: '(\\.test\\.ts$|^test/)' },
+    },
+    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '(node_modules|dist)' },
+  },
+};

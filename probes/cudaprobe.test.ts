@@ -1,0 +1,138 @@
+/**
+ * The cudaprobe program itself: built with the real compilers, run for real. There is no GPU
+ * here, so these runs take the no-driver path; the GPU path is exercised on the H200 machine
+ * and committed as records under results/records/.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
+import { nodeArch } from '../runners/local.ts';
+import { buildProbe, type ProbeBinary } from './build.ts';
+import { catalogue } from './catalogue.ts';
+import { parseProbeOutput, type SysinfoRecord } from './protocol.ts';
+
+let probe: ProbeBinary;
+beforeAll(async () => {
+  probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+});
+
+function run(args: string[], env: NodeJS.ProcessEnv = process.env) {
+  const r = spawnSync(probe.path, args, { encoding: 'utf8', env });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function sysinfoOf(stdout: string): Record<string, SysinfoRecord> {
+  const { records, problems } = parseProbeOutput(stdout);
+  expect(problems).toEqual([]);
+  return Object.fromEntries(records.filter((r): r is SysinfoRecord => r.type === 'sysinfo').map((r) => [r.name, r]));
+}
+
+describe('cudaprobe (Linux build)', () => {
+  it('lists exactly the probes of the catalogue', () => {
+    const r = run(['list']);
+    expect(r.code).toBe(0);
+    const listed = parseProbeOutput(r.stdout).records.map((x) => x.probe);
+    expect(listed).toEqual(catalogue.map((p) => p.name));
+  });
+
+  // A GPU host finds its driver; this machine and CI have none.
+  it.skipIf(hasCommand('nvidia-smi', ['-L']))('reports the no-driver path as skipped with exit 3, and still reports the OS and environment', () => {
+    const r = run(['run', 'sysinfo']);
+    expect(r.code).toBe(3);
+    const s = sysinfoOf(r.stdout);
+    expect(s.os_family!.value).toBe('linux');
+    expect(s.driver_found!.value).toBe(false);
+    expect(s.cuda_driver_version).toMatchObject({ value: null, reason: expect.stringContaining('libcuda.so.1') });
+    expect(s.environment!.value).toMatch(/^(linux|wsl2)$/);
+    const skip = parseProbeOutput(r.stdout).records.find((x) => x.type === 'skip');
+    expect(skip).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
+  });
+
+  it('only reports sysinfo names the catalogue documents', () => {
+    const documented = new Set(catalogue.find((p) => p.name === 'sysinfo')!.facts.map((f) => f.name));
+    for (const name of Object.keys(sysinfoOf(run(['run', 'sysinfo']).stdout))) expect(documented, name).toContain(name);
+  });
+
+  it.each([
+    [['frobnicate'], 'unknown command frobnicate'],
+    [['run'], 'run needs a probe name'],
+    [['run', 'warp-drive'], 'unknown probe warp-drive'],
+    [['run', 'sysinfo', '--device', 'x'], '--device needs a device index'],
+    [['run', 'sysinfo', '--param', 'novalue'], '--param needs NAME=VALUE'],
+    [[], 'missing command'],
+  ])('exits 2 with a usage message for %j', (args, message) => {
+    const r = run(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(message);
+    expect(r.stdout).toBe('');
+  });
+
+  it('embeds PTX that ptxas accepts (ISA 6.0, sm_50 target, loadable by R470+)', () => {
+    if (!integrationAvailable('ptxas', hasCommand('ptxas', ['--version']), 'install the CUDA toolkit')) return;
+    const ptx = run(['ptx']).stdout;
+    expect(ptx).toMatch(/^\.version 6\.0$/m);
+    expect(ptx).toMatch(/^\.target sm_50$/m);
+    for (const k of ['noop', 'spin', 'fill']) expect(ptx).toContain(`.visible .entry ${k}(`);
+    const dir = tempDir();
+    const file = path.join(dir, 'kernels.ptx');
+    writeFileSync(file, ptx);
+    // CUDA 13's ptxas no longer generates code for sm_50; sm_75 is its oldest target, and
+    // compiling the sm_50 PTX for it checks the syntax and the ISA version all the same.
+    const out = execFileSync('ptxas', ['-arch=sm_75', file, '-o', path.join(dir, 'kernels.cubin')], { encoding: 'utf8' });
+    expect(out).toBe('');
+    expect(readFileSync(path.join(dir, 'kernels.cubin')).subarray(0, 4).toString('latin1')).toBe('\u007fELF');
+  });
+
+  it('caches builds by a hash of sources and compiler', async () => {
+    const again = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+    expect(again).toMatchObject({ path: probe.path, hash: probe.hash, built: false });
+    const fresh = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: tempDir() });
+    expect(fresh).toMatchObject({ hash: probe.hash, built: true });
+  });
+});
+
+describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under Wine)', () => {
+  const haveMingw = hasCommand('x86_64-w64-mingw32-g++-posix');
+  const haveWine = hasCommand(WINE, ['--version']);
+  const ready = integrationAvailable('MinGW-w64 and Wine', haveMingw && haveWine, 'apt-get install g++-mingw-w64-x86-64-posix wine64');
+  let exe: ProbeBinary;
+  const wineEnv = { ...process.env, WINEDEBUG: '-all', WINEPREFIX: path.join(testCacheDir, 'wineprefix') };
+  const wine = (args: string[]) => {
+    const r = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    return { code: r.status, stdout: r.stdout };
+  };
+
+  beforeAll(async () => {
+    if (ready) exe = await buildProbe({ platform: 'windows', arch: 'x86_64', cacheDir: testCacheDir });
+  }, 300_000);
+
+  it.runIf(ready)('is a PE executable', () => {
+    expect(readFileSync(exe.path).subarray(0, 2).toString('latin1')).toBe('MZ');
+    expect(exe.path.endsWith('cudaprobe.exe')).toBe(true);
+  });
+
+  it.runIf(ready)('takes the no-driver path on Windows: nvcuda.dll missing, exit 3, OS facts from RtlGetVersion', () => {
+    const r = wine(['run', 'sysinfo']);
+    expect(r.code).toBe(3);
+    const s = sysinfoOf(r.stdout);
+    expect(s.os_family!.value).toBe('windows');
+    expect(typeof s.os_build!.value).toBe('number');
+    expect(s.wine_version!.value).toMatch(/^\d+\.\d+/);
+    expect(s.driver_found!.value).toBe(false);
+    expect(s.cuda_driver_version!.reason).toContain('nvcuda.dll');
+    expect(s.driver_version!.reason).toContain('nvml.dll');
+    expect(s.cudart_found!.value).toBe(false);
+    // Without a driver the Windows driver model, and so the environment, cannot be known.
+    expect(s.environment).toMatchObject({ value: null, reason: expect.stringContaining('without a usable NVIDIA driver') });
+    expect(s.hags!.value).toBeNull();
+    expect(s.wsl).toBeUndefined();
+  });
+
+  it.runIf(ready)('lists the same probes as the Linux build', () => {
+    const r = wine(['list']);
+    expect(r.code).toBe(0);
+    expect(parseProbeOutput(r.stdout).records.map((x) => x.probe)).toEqual(catalogue.map((p) => p.name));
+  });
+});

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { describeProblem, parseProbeOutput } from './protocol.ts';
+
+const line = (o: object) => JSON.stringify({ schema: 'cudaprobe/1', probe: 'sysinfo', ...o });
+const good = [
+  line({ type: 'sysinfo', name: 'gpu_name', value: 'NVIDIA H200', source: 'cuDeviceGetName' }),
+  line({ type: 'metric', name: 'p50_us', value: 12.5, unit: 'us', attrs: { size_bytes: 1024 } }),
+  line({ type: 'fact', name: 'released', value: 'on-exit', evidence: { after_free_mib: 0 } }),
+  line({ type: 'sample', phase: 'after-alloc', readings: { nvml_used_bytes: 1, pdh_dedicated_bytes: null }, reasons: { pdh_dedicated_bytes: 'Windows only' } }),
+  line({ type: 'skip', reason: 'no driver', what: 'gpu' }),
+  line({ type: 'error', message: 'cuMemAlloc failed', code: 'CUDA_ERROR_OUT_OF_MEMORY' }),
+];
+
+describe('protocol parser', () => {
+  it('accepts every record type', () => {
+    const r = parseProbeOutput(`${good.join('\n')}\n`);
+    expect(r.problems).toEqual([]);
+    expect(r.records.map((x) => x.type)).toEqual(['sysinfo', 'metric', 'fact', 'sample', 'skip', 'error']);
+  });
+
+  it('reports a truncated last line and keeps the lines before it', () => {
+    const cut = good[1]!.slice(0, 30);
+    const r = parseProbeOutput(`${good[0]}\n${cut}`);
+    expect(r.records).toHaveLength(1);
+    expect(r.problems).toEqual([{ line: 2, excerpt: cut, reason: 'truncated line: the output ends in the middle of it' }]);
+  });
+
+  it('reports interleaved records on one line', () => {
+    const r = parseProbeOutput(`${good[0]}${good[4]}\n${good[5]}\n`);
+    expect(r.records.map((x) => x.type)).toEqual(['error']);
+    expect(r.problems[0]).toMatchObject({ line: 1, reason: 'two records on one line (interleaved output)' });
+  });
+
+  it('reports a record cut into another one (interleaved mid-line)', () => {
+    const a = good[0]!;
+    const r = parseProbeOutput(`${a.slice(0, 20)}${good[4]}${a.slice(20)}\n`);
+    expect(r.records).toEqual([]);
+    expect(r.problems).toHaveLength(1);
+  });
+
+  it.each([
+    ['plain text', 'Segmentation fault (core dumped)', 'not JSON'],
+    ['a JSON array', '[1,2,3]', 'not a JSON object'],
+    ['a JSON number', '42', 'not a JSON object'],
+    ['no schema', JSON.stringify({ type: 'fact', probe: 'x', name: 'a', value: 1 }), 'no "schema" field'],
+    ['another schema', JSON.stringify({ schema: 'cudaprobe/2', type: 'fact', probe: 'x', name: 'a', value: 1 }), 'unsupported schema "cudaprobe/2" (expected "cudaprobe/1")'],
+    ['unknown type', line({ type: 'telemetry', name: 'a' }), 'field "type"'],
+    ['metric without unit', line({ type: 'metric', name: 'a', value: 1 }), 'field "unit"'],
+    ['metric with a text value', line({ type: 'metric', name: 'a', value: 'fast', unit: 'us' }), 'field "value"'],
+    ['fact with an object value', line({ type: 'fact', name: 'a', value: { x: 1 } }), 'field "value"'],
+    ['skip without reason', line({ type: 'skip' }), 'field "reason"'],
+  ])('reports %s, naming the line', (_what, text, reason) => {
+    const r = parseProbeOutput(`${good[0]}\n${text}\n${good[4]}\n`);
+    expect(r.records).toHaveLength(2);
+    expect(r.problems).toHaveLength(1);
+    expect(r.problems[0]!.line).toBe(2);
+    expect(r.problems[0]!.reason).toContain(reason);
+    expect(describeProblem('sysinfo', r.problems[0]!)).toMatch(/^probe sysinfo, stdout line 2: /);
+  });
+
+  it('tolerates CRLF line ends and blank lines', () => {
+    const r = parseProbeOutput(`${good[0]}\r\n\r\n${good[4]}\r\n`);
+    expect(r.problems).toEqual([]);
+    expect(r.records).toHaveLength(2);
+  });
+
+  it('never throws on binary garbage', () => {
+    const junk = Array.from({ length: 2000 }, (_, i) => String.fromCharCode((i * 7919) % 256)).join('');
+    expect(() => parseProbeOutput(junk)).not.toThrow();
+    expect(parseProbeOutput(junk).records).toEqual([]);
+  });
+
+  it('cuts long excerpts', () => {
+    const r = parseProbeOutput(`${'x'.repeat(500)}\n`);
+    expect(r.problems[0]!.excerpt.length).toBeLessThanOrEqual(120);
+  });
+});

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { cell, runEnd, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
+import { hasCommand, integrationAvailable, validateJunit } from '../../test/helpers.ts';
+import { summarize } from '../verdicts.ts';
+import { junitXml } from './junit.ts';
+
+const events = [
+  runStart({ linux: [{ fact: 'sysinfo.tcc_driver', equals: false }, { fact: 'sysinfo.gpu_name', equals: 'NVIDIA H100' }] }),
+  targetStart('gpu', [], 'auto'),
+  cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', gpu_name: 'NVIDIA H200 <&"quoted">', tcc_driver: false, driver_model: null })),
+  targetStart('nodriver'),
+  cell('nodriver', 'sysinfo', 'skipped', sysinfo({ environment: 'linux' }), { reason: 'no NVIDIA driver found' }),
+  targetStart('crashed'),
+  cell('crashed', 'sysinfo', 'error', [], { reason: 'killed by SIGSEGV', errorCode: 'PROBE_CRASHED', stderrTail: 'Segmentation fault' }),
+  targetStart('unreachable'),
+  { type: 'target-error' as const, target: 'unreachable', time: '', code: 'TARGET_UNREACHABLE', message: 'connect ECONNREFUSED' },
+  cell('unreachable', 'sysinfo', 'error', [], { reason: 'connect ECONNREFUSED', errorCode: 'TARGET_UNREACHABLE' }),
+  runEnd,
+];
+
+describe('JUnit reporter', () => {
+  const xml = junitXml(summarize(events));
+
+  it('validates against the JUnit 10 schema', () => {
+    if (!integrationAvailable('xmllint', hasCommand('xmllint', ['--version']), 'apt-get install libxml2-utils')) return;
+    expect(() => validateJunit(xml)).not.toThrow();
+  });
+
+  it('has a suite per target with sysinfo properties, and a case per cell and per expectation', () => {
+    expect(xml.match(/<testsuite /g)).toHaveLength(4);
+    expect(xml).toContain('<property name="sysinfo.gpu_name" value="NVIDIA H200 &lt;&amp;&quot;quoted&quot;>"/>');
+    expect(xml).toContain('<property name="sysinfo.driver_model" value="null"/>');
+    expect(xml).toMatch(/<testcase classname="gpu.expectations" name="sysinfo.gpu_name == &quot;NVIDIA H100&quot; \[linux\]">\s*<failure message="expected sysinfo.gpu_name/);
+    expect(xml).toMatch(/name="probe sysinfo runs" time="0.12">\s*<skipped\/>\s*<system-out><!\[CDATA\[skipped: no NVIDIA driver found/);
+    expect(xml).toMatch(/<error message="killed by SIGSEGV" type="PROBE_CRASHED"/);
+    expect(xml).toMatch(/<error message="connect ECONNREFUSED" type="TARGET_UNREACHABLE"/);
+    expect(xml).toContain('<system-err><![CDATA[Segmentation fault]]></system-err>');
+  });
+});
