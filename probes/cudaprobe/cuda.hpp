@@ -88,6 +88,7 @@ enum : int {
   X(cuEventDestroy_v2, CUresult, (CUevent))
 
 #define CP_CUDA_OPTIONAL(X)                                                     \
+  X(cuDeviceGetLuid, CUresult, (char*, unsigned int*, CUdevice))                \
   X(cuStreamBeginCapture_v2, CUresult, (CUstream, int))                         \
   X(cuStreamEndCapture, CUresult, (CUstream, CUgraph*))                         \
   X(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec*, CUgraph, unsigned long long)) \

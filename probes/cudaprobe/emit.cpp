@@ -49,12 +49,15 @@ Line& Line::integer(const char* k, int64_t v) { key(k); buf_ += std::to_string(v
 Line& Line::boolean(const char* k, bool v) { key(k); buf_ += v ? "true" : "false"; return *this; }
 Line& Line::null(const char* k) { key(k); buf_ += "null"; return *this; }
 Line& Line::raw(const char* k, const std::string& j) { key(k); buf_ += j; return *this; }
-void Line::emit() {
-  if (emitted_) return;
-  emitted_ = true;
-  buf_ += "}\n";
-  std::fwrite(buf_.data(), 1, buf_.size(), stdout);
-  std::fflush(stdout);
+std::string Line::emit() {
+  if (!emitted_) {
+    emitted_ = true;
+    buf_ += "}";
+    std::string out = buf_ + "\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+  }
+  return buf_;
 }
 
 void Obj::key(const char* k) {
@@ -80,6 +83,28 @@ void emitSysinfoBool(const std::string& probe, const char* name, bool value, con
 void emitSysinfoNull(const std::string& probe, const char* name, const std::string& reason) {
   Line("sysinfo", probe).str("name", name).null("value").str("reason", reason).emit();
 }
+std::string emitMetric(const std::string& probe, const char* name, double value, const char* unit, const Obj& attrs) {
+  Line l("metric", probe);
+  l.str("name", name).num("value", value).str("unit", unit);
+  if (!attrs.empty()) l.raw("attrs", attrs.json());
+  return l.emit();
+}
+
+std::string emitMetricNull(const std::string& probe, const char* name, const char* unit, const std::string& reason, const Obj& attrs) {
+  Line l("metric", probe);
+  l.str("name", name).null("value").str("unit", unit).str("reason", reason);
+  if (!attrs.empty()) l.raw("attrs", attrs.json());
+  return l.emit();
+}
+
+void emitFact(const std::string& probe, const char* name, const std::string& valueJson, const Obj& evidence, const std::string& reason) {
+  Line l("fact", probe);
+  l.str("name", name).raw("value", valueJson);
+  if (!evidence.empty()) l.raw("evidence", evidence.json());
+  if (!reason.empty()) l.str("reason", reason);
+  l.emit();
+}
+
 void emitSkip(const std::string& probe, const std::string& reason, const char* what) {
   Line l("skip", probe);
   if (what) l.str("what", what);

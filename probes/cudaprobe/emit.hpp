@@ -20,7 +20,8 @@ class Line {
   Line& boolean(const char* key, bool value);
   Line& null(const char* key);
   Line& raw(const char* key, const std::string& json);  // value already encoded as JSON
-  void emit();
+  // Writes the line; returns it (without the newline) for callers that keep what they emitted.
+  std::string emit();
 
  private:
   void key(const char* k);
@@ -52,6 +53,11 @@ void emitSysinfo(const std::string& probe, const char* name, const std::string& 
 void emitSysinfoNum(const std::string& probe, const char* name, double value, const char* source);
 void emitSysinfoBool(const std::string& probe, const char* name, bool value, const char* source);
 void emitSysinfoNull(const std::string& probe, const char* name, const std::string& reason);
+// A metric with its unit and the attributes that tell its series apart ({"api":"driver",...}).
+std::string emitMetric(const std::string& probe, const char* name, double value, const char* unit, const Obj& attrs = Obj());
+std::string emitMetricNull(const std::string& probe, const char* name, const char* unit, const std::string& reason, const Obj& attrs = Obj());
+// A fact: `valueJson` is already JSON (true, false, "on-exit", null); evidence are the raw numbers behind it.
+void emitFact(const std::string& probe, const char* name, const std::string& valueJson, const Obj& evidence = Obj(), const std::string& reason = "");
 void emitSkip(const std::string& probe, const std::string& reason, const char* what = nullptr);
 void emitError(const std::string& probe, const std::string& message, const char* code = nullptr);
 

@@ -1,27 +1,59 @@
 // cudaprobe: one small program that measures what the NVIDIA driver does and prints the
 // results as JSON lines (protocol cudaprobe/1). Diagnostics go to stderr.
 //
-//   cudaprobe list                              the probes this build has
+//   cudaprobe list                              the probes this build has, with their parameters
 //   cudaprobe run PROBE [--device N] [--param NAME=VALUE]...
+//   cudaprobe subject [--device N]              a memory probe's subject (started by the probe)
+//   cudaprobe judge PROBE                       decide a memory probe's facts again from its
+//                                               recorded JSON lines on stdin
 //   cudaprobe ptx                               the embedded PTX kernels
 //   cudaprobe version
 //
-// Exit codes: 0 ran, 1 probe failure, 2 usage error, 3 no usable driver or device.
+// Exit codes: 0 ran, 1 probe failure, 2 usage error, 3 everything skipped (no usable driver or
+// device, or a probe for another platform).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <unistd.h>
+#endif
+
 #include "cuda.hpp"
 #include "emit.hpp"
+#include "gpu.hpp"
+#include "judge.hpp"
 #include "kernels.hpp"
 #include "probe.hpp"
+#include "subject.hpp"
 #include "version.hpp"
 
 namespace cp {
 
 const std::vector<ProbeInfo>& probes() {
   static const std::vector<ProbeInfo> all = {
-      {"sysinfo", "OS, driver, GPU, PCIe link, driver model and the detected environment", "linux,windows", runSysinfo},
+      {"sysinfo", "OS, driver, GPU, PCIe link, driver model and the detected environment", "linux,windows", "", runSysinfo},
+      {"pinned-vram", "whether pinned host memory counts against VRAM (C1, C3, C4)", "linux,windows",
+       "sizes_gib=1,2,4;apis=driver,runtime;register_size_gib=1;wait_s=0.5", runPinnedVram},
+      {"pinned-release", "when memory freed with cuMemFreeHost/cudaFreeHost is returned (C2)", "linux,windows",
+       "size_gib=1;wait_s=0,1,5;apis=driver,runtime", runPinnedRelease},
+      {"multi-process-pinned", "whether several processes pinning at once add up (C14)", "linux,windows", "processes=2;size_gib=1",
+       runMultiProcessPinned},
+      {"pinned-ceiling", "how much can be pinned, against free VRAM and with cudaDeviceReset first (C11, C12)", "linux,windows",
+       "chunk_mib=256;max_gib=4;max_fraction=0.5;prefill_percent=0,50,90;reset_variant=1", runPinnedCeiling},
+      {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory (C8)", "linux,windows",
+       "sizes_mib=1,16,256,1024;repetitions=20;warmup=3", runTransferBandwidth},
+      {"event-timing", "the resolution of cuEventElapsedTime (C7)", "linux,windows", "targets_us=1,2,5,10,20;repetitions=50", runEventTiming},
+      {"sync-latency", "no-op kernel + stream synchronize latency (C5)", "linux,windows", "iterations=10000", runSyncLatency},
+      {"stream-priority", "whether stream priorities are honoured (C6)", "linux,windows", "repetitions=5;block_us=1000;waves=10;delay_ms=1",
+       runStreamPriority},
+      {"cuda-graph", "CUDA Graphs support and launch cost (C5)", "linux,windows", "kernels=1000;repetitions=20", runCudaGraph},
+      {"managed-memory", "managed memory and concurrent CPU/GPU access (C13)", "linux,windows", "size_mib=64", runManagedMemory},
+      {"cuda-log", "what CUDA_LOG_FILE logs (C9)", "linux,windows", "log_level=", runCudaLog},
+      {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", runWindowsRegistry},
   };
   return all;
 }
@@ -54,8 +86,23 @@ namespace {
 const char* kUsage =
     "usage: cudaprobe list\n"
     "       cudaprobe run PROBE [--device N] [--param NAME=VALUE]...\n"
+    "       cudaprobe subject [--device N]\n"
+    "       cudaprobe judge PROBE < recorded-lines\n"
     "       cudaprobe ptx\n"
     "       cudaprobe version\n";
+
+// The path this program was started by, made absolute, for starting subjects of itself.
+std::string selfPath(const char* argv0) {
+#ifdef _WIN32
+  char buf[MAX_PATH];
+  DWORD n = GetModuleFileNameA(nullptr, buf, sizeof buf);
+  return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string(argv0);
+#else
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string(argv0);
+#endif
+}
 
 int usage(const std::string& message) {
   std::fprintf(stderr, "cudaprobe: %s\n%s", message.c_str(), kUsage);
@@ -64,53 +111,77 @@ int usage(const std::string& message) {
 
 int list() {
   for (const auto& p : cp::probes()) {
-    cp::Line("probe", p.name).str("description", p.description).str("platforms", p.platforms).emit();
+    cp::Params params;
+    params.declare(p.name, p.params);
+    cp::Obj defaults;
+    for (const auto& kv : params.defaults()) defaults.str(kv.first.c_str(), kv.second);
+    cp::Line("probe", p.name).str("description", p.description).str("platforms", p.platforms).raw("params", defaults.json()).emit();
   }
   return cp::kExitRan;
+}
+
+int parseDevice(const char* text, int& device) {
+  char* end = nullptr;
+  long d = std::strtol(text, &end, 10);
+  if (*end != '\0' || d < 0) return usage(std::string("--device needs a device index, got ") + text);
+  device = static_cast<int>(d);
+  return -1;
+}
+
+int subject(int argc, char** argv) {
+  int device = 0;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--device" && i + 1 < argc) {
+      int rc = parseDevice(argv[++i], device);
+      if (rc >= 0) return rc;
+    } else {
+      return usage("unknown argument " + a);
+    }
+  }
+  return cp::runSubject(device);
 }
 
 int run(int argc, char** argv) {
   if (argc < 3) return usage("run needs a probe name");
   cp::ProbeContext ctx;
   ctx.probe = argv[2];
-  ctx.self = argv[0];
-  for (int i = 3; i < argc; ++i) {
-    std::string a = argv[i];
-    if ((a == "--device" || a == "--param") && i + 1 >= argc) return usage(a + " needs a value");
-    if (a == "--device") {
-      char* end = nullptr;
-      long d = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || d < 0) return usage(std::string("--device needs a device index, got ") + argv[i]);
-      ctx.device = static_cast<int>(d);
-    } else if (a == "--param") {
-      std::string kv = argv[++i];
-      auto eq = kv.find('=');
-      if (eq == std::string::npos || eq == 0) return usage("--param needs NAME=VALUE, got " + kv);
-      ctx.params.values[kv.substr(0, eq)] = kv.substr(eq + 1);
-    } else {
-      return usage("unknown argument " + a);
-    }
-  }
+  ctx.self = selfPath(argv[0]);
+  const cp::ProbeInfo* info = nullptr;
   for (const auto& p : cp::probes()) {
-    if (ctx.probe != p.name) continue;
-    bool here = std::strstr(p.platforms, cp::isWindows() ? "windows" : "linux") != nullptr;
-    if (!here) {
-      cp::emitSkip(ctx.probe, std::string("this probe runs on ") + p.platforms + " only");
-      return cp::kExitRan;
-    }
-    try {
-      int rc = p.run(ctx);
-      auto unused = ctx.params.unused();
-      if (!unused.empty()) {
-        std::fprintf(stderr, "cudaprobe: probe %s has no parameter %s\n", p.name, unused.front().c_str());
-      }
-      return rc;
-    } catch (const cp::UsageError& e) {
-      cp::emitError(ctx.probe, e.message, "USAGE");
-      return cp::kExitUsage;
-    }
+    if (ctx.probe == p.name) info = &p;
   }
-  return usage("unknown probe " + ctx.probe + " (cudaprobe list shows the probes)");
+  if (!info) return usage("unknown probe " + ctx.probe + " (cudaprobe list shows the probes)");
+  ctx.params.declare(info->name, info->params);
+  try {
+    for (int i = 3; i < argc; ++i) {
+      std::string a = argv[i];
+      if ((a == "--device" || a == "--param") && i + 1 >= argc) return usage(a + " needs a value");
+      if (a == "--device") {
+        int rc = parseDevice(argv[++i], ctx.device);
+        if (rc >= 0) return rc;
+      } else if (a == "--param") {
+        std::string kv = argv[++i];
+        auto eq = kv.find('=');
+        if (eq == std::string::npos || eq == 0) return usage("--param needs NAME=VALUE, got " + kv);
+        ctx.params.set(kv.substr(0, eq), kv.substr(eq + 1));
+      } else {
+        return usage("unknown argument " + a);
+      }
+    }
+    bool here = std::strstr(info->platforms, cp::isWindows() ? "windows" : "linux") != nullptr;
+    if (!here) {
+      cp::emitSkip(ctx.probe, std::string("this probe runs on ") + info->platforms + " only");
+      return cp::kExitNoDriver;
+    }
+    return info->run(ctx);
+  } catch (const cp::UsageError& e) {
+    cp::emitError(ctx.probe, e.message, "USAGE");
+    return cp::kExitUsage;
+  } catch (const cp::ProbeFailure& e) {
+    cp::emitError(ctx.probe, e.message, "PROBE_FAILURE");
+    return cp::kExitProbeFailure;
+  }
 }
 
 }  // namespace
@@ -120,6 +191,11 @@ int main(int argc, char** argv) {
   std::string cmd = argv[1];
   if (cmd == "list") return list();
   if (cmd == "run") return run(argc, argv);
+  if (cmd == "subject") return subject(argc, argv);
+  if (cmd == "judge") {
+    if (argc != 3) return usage("judge needs a probe name");
+    return cp::runJudge(argv[2]);
+  }
   if (cmd == "ptx") {
     std::fputs(cp::kKernelsPtx, stdout);
     return cp::kExitRan;

@@ -5,10 +5,31 @@
 
 namespace cp {
 
-std::string Params::get(const std::string& name, const std::string& fallback) {
-  used[name] = true;
-  auto it = values.find(name);
-  return it == values.end() ? fallback : it->second;
+void Params::declare(const std::string& probe, const std::string& defaults) {
+  probe_ = probe;
+  std::stringstream ss(defaults);
+  std::string item;
+  while (std::getline(ss, item, ';')) {
+    auto eq = item.find('=');
+    if (eq != std::string::npos) defaults_[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+}
+
+void Params::set(const std::string& name, const std::string& value) {
+  if (!defaults_.count(name)) {
+    std::string known;
+    for (const auto& kv : defaults_) known += (known.empty() ? "" : ", ") + kv.first;
+    throw UsageError{"probe " + probe_ + " has no parameter " + name + (known.empty() ? " (it takes none)" : " (it takes " + known + ")")};
+  }
+  values_[name] = value;
+}
+
+std::string Params::get(const std::string& name) const {
+  auto v = values_.find(name);
+  if (v != values_.end()) return v->second;
+  auto d = defaults_.find(name);
+  if (d == defaults_.end()) throw UsageError{"internal: probe " + probe_ + " reads undeclared parameter " + name};
+  return d->second;
 }
 
 static double parseNumber(const std::string& name, const std::string& text) {
@@ -20,29 +41,14 @@ static double parseNumber(const std::string& name, const std::string& text) {
   return v;
 }
 
-double Params::number(const std::string& name, double fallback) {
-  used[name] = true;
-  auto it = values.find(name);
-  return it == values.end() ? fallback : parseNumber(name, it->second);
-}
+double Params::number(const std::string& name) const { return parseNumber(name, get(name)); }
 
-std::vector<double> Params::numbers(const std::string& name, const std::vector<double>& fallback) {
-  used[name] = true;
-  auto it = values.find(name);
-  if (it == values.end()) return fallback;
+std::vector<double> Params::numbers(const std::string& name) const {
   std::vector<double> out;
-  std::stringstream ss(it->second);
+  std::stringstream ss(get(name));
   std::string item;
   while (std::getline(ss, item, ',')) out.push_back(parseNumber(name, item));
   if (out.empty()) throw UsageError{"parameter " + name + " needs at least one number"};
-  return out;
-}
-
-std::vector<std::string> Params::unused() const {
-  std::vector<std::string> out;
-  for (const auto& kv : values) {
-    if (!used.count(kv.first)) out.push_back(kv.first);
-  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 // The probe registry: each probe registers a name, a one-line description, the platforms it
-// runs on, and its entry point. `cudaprobe list` prints this registry.
+// runs on, its parameters with their defaults, and its entry point. `cudaprobe list` prints
+// this registry; the TypeScript catalogue is checked against it.
 #pragma once
 #include <map>
 #include <string>
@@ -11,19 +12,26 @@ namespace cp {
 constexpr int kExitRan = 0;
 constexpr int kExitProbeFailure = 1;
 constexpr int kExitUsage = 2;
-constexpr int kExitNoDriver = 3;
-
-struct Params {
-  std::map<std::string, std::string> values;
-  std::map<std::string, bool> used;  // for "unknown parameter" errors
-  std::string get(const std::string& name, const std::string& fallback);
-  double number(const std::string& name, double fallback);                  // throws UsageError
-  std::vector<double> numbers(const std::string& name, const std::vector<double>& fallback);
-  std::vector<std::string> unused() const;
-};
+constexpr int kExitNoDriver = 3;  // no usable driver or device, or not for this platform: everything skipped
 
 struct UsageError {
   std::string message;
+};
+
+// A probe's parameters: declared defaults ("name=value;name=v1,v2"), overridden by --param.
+class Params {
+ public:
+  void declare(const std::string& probe, const std::string& defaults);
+  // Throws UsageError for a --param the probe does not have.
+  void set(const std::string& name, const std::string& value);
+  std::string get(const std::string& name) const;
+  double number(const std::string& name) const;
+  std::vector<double> numbers(const std::string& name) const;
+  const std::map<std::string, std::string>& defaults() const { return defaults_; }
+
+ private:
+  std::string probe_;
+  std::map<std::string, std::string> defaults_, values_;
 };
 
 struct ProbeContext {
@@ -39,15 +47,28 @@ struct ProbeInfo {
   const char* name;
   const char* description;
   const char* platforms;  // "linux,windows" or "windows"
+  const char* params;     // defaults, "name=value;name=v1,v2"
   ProbeFn run;
 };
 
 const std::vector<ProbeInfo>& probes();
 
-// Loads the driver and selects ctx.device; on failure emits a skip and returns false.
+// Loads the driver and checks ctx.device; on failure emits a skip and returns false.
 // Probes that need the GPU start with `if (!requireDevice(ctx)) return kExitNoDriver;`.
 bool requireDevice(ProbeContext& ctx);
 
 int runSysinfo(ProbeContext& ctx);
+int runPinnedVram(ProbeContext& ctx);
+int runPinnedRelease(ProbeContext& ctx);
+int runMultiProcessPinned(ProbeContext& ctx);
+int runPinnedCeiling(ProbeContext& ctx);
+int runTransferBandwidth(ProbeContext& ctx);
+int runEventTiming(ProbeContext& ctx);
+int runSyncLatency(ProbeContext& ctx);
+int runStreamPriority(ProbeContext& ctx);
+int runCudaGraph(ProbeContext& ctx);
+int runManagedMemory(ProbeContext& ctx);
+int runCudaLog(ProbeContext& ctx);
+int runWindowsRegistry(ProbeContext& ctx);
 
 }  // namespace cp

@@ -1,0 +1,350 @@
+// The timing probes (C5-C8): transfer-bandwidth, event-timing, sync-latency, stream-priority
+// and cuda-graph. Each warms up before it measures, repeats, and reports medians (and the
+// percentiles where the tail matters); kernel durations come from a spin kernel whose cycle
+// count is calibrated against the clock first.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cuda.hpp"
+#include "emit.hpp"
+#include "gpu.hpp"
+#include "probe.hpp"
+#include "process.hpp"
+
+namespace cp {
+
+namespace {
+
+// PCIe payload rate in GB/s for a generation and width (encoding overhead included).
+double pcieGbps(unsigned gen, unsigned width) {
+  static const double gts[] = {0, 2.5, 5, 8, 16, 32, 64};
+  if (gen < 1 || gen > 6) return NAN;
+  double efficiency = gen <= 2 ? 8.0 / 10.0 : gen <= 5 ? 128.0 / 130.0 : 242.0 / 256.0;
+  return gts[gen] * width * efficiency / 8.0;
+}
+
+// ---- transfer-bandwidth (C8) ----------------------------------------------------------------
+
+int transferBandwidth(ProbeContext& ctx) {
+  std::vector<double> sizesMib = ctx.params.numbers("sizes_mib");
+  int reps = static_cast<int>(ctx.params.number("repetitions"));
+  int warmup = static_cast<int>(ctx.params.number("warmup"));
+  if (reps < 20) throw UsageError{"parameter repetitions must be at least 20 (medians of fewer copies are noise)"};
+  for (double m : sizesMib) {
+    if (!(m > 0) || m > 64 * 1024) throw UsageError{"parameter sizes_mib takes sizes from 1 to 65536 MiB"};
+  }
+  if (!requireDevice(ctx)) return kExitNoDriver;
+  Gpu gpu(ctx.device);
+  Cuda& c = cuda();
+  size_t maxBytes = static_cast<size_t>(*std::max_element(sizesMib.begin(), sizesMib.end()) * kMiB);
+  size_t freeB = 0, totalB = 0;
+  CU(c.cuMemGetInfo_v2(&freeB, &totalB));
+  if (maxBytes > freeB / 2) throw UsageError{"parameter sizes_mib: the largest copy does not fit in half the free device memory"};
+
+  CUdeviceptr dev = 0;
+  void* pinned = nullptr;
+  CU(c.cuMemAlloc_v2(&dev, maxBytes));
+  CUresult rc = c.cuMemHostAlloc(&pinned, maxBytes, 0);
+  if (rc != 0) {
+    c.cuMemFree_v2(dev);
+    cuCheck(rc, "cuMemHostAlloc");
+  }
+  // Pageable memory, touched first so that page faults are not timed.
+  void* pageable = std::malloc(maxBytes);
+  struct Cleanup {
+    CUdeviceptr d;
+    void* p;
+    void* h;
+    ~Cleanup() {
+      cuda().cuMemFree_v2(d);
+      cuda().cuMemFreeHost(p);
+      std::free(h);
+    }
+  } cleanup{dev, pinned, pageable};
+  if (!pageable) throw ProbeFailure{"malloc of the pageable buffer failed"};
+  std::memset(pageable, 1, maxBytes);
+  std::memset(pinned, 1, maxBytes);
+
+  Stream st;
+  Event a, b;
+  std::map<std::string, double> pinnedBest;
+  for (double mib : sizesMib) {
+    size_t bytes = static_cast<size_t>(mib * kMiB);
+    std::map<std::string, double> gbps;
+    for (const char* dir : {"h2d", "d2h"}) {
+      for (const char* mem : {"pageable", "pinned"}) {
+        void* host = std::strcmp(mem, "pinned") == 0 ? pinned : pageable;
+        std::vector<double> ms;
+        for (int i = 0; i < warmup + reps; ++i) {
+          a.record(st.s);
+          if (std::strcmp(dir, "h2d") == 0) CU(c.cuMemcpyHtoDAsync_v2(dev, host, bytes, st.s));
+          else CU(c.cuMemcpyDtoHAsync_v2(host, dev, bytes, st.s));
+          b.record(st.s);
+          double t = elapsedMs(a, b);
+          if (i >= warmup) ms.push_back(t);
+        }
+        double rate = static_cast<double>(bytes) / (median(ms) / 1000.0) / 1e9;
+        gbps[std::string(dir) + mem] = rate;
+        emitMetric(ctx.probe, "bandwidth_gbps", rate, "GB/s",
+                   Obj().str("direction", dir).str("memory", mem).num("size_bytes", static_cast<double>(bytes)));
+        if (std::strcmp(mem, "pinned") == 0) pinnedBest[dir] = std::max(pinnedBest[dir], rate);
+      }
+      emitMetric(ctx.probe, "pageable_pinned_ratio", gbps[std::string(dir) + "pageable"] / gbps[std::string(dir) + "pinned"], "ratio",
+                 Obj().str("direction", dir).num("size_bytes", static_cast<double>(bytes)));
+    }
+  }
+  // The link's theoretical rate (from its maximum generation and width: an idle link trains down).
+  std::string why;
+  nvmlDevice_t h = nvmlDeviceFor(gpu.dev, why);
+  unsigned gen = 0, width = 0;
+  if (h && nvml().nvmlDeviceGetMaxPcieLinkGeneration(h, &gen) == 0 && nvml().nvmlDeviceGetMaxPcieLinkWidth(h, &width) == 0) {
+    double link = pcieGbps(gen, width);
+    emitMetric(ctx.probe, "pcie_theoretical_gbps", link, "GB/s", Obj().num("gen", gen).num("width", width));
+    for (const auto& kv : pinnedBest) {
+      emitMetric(ctx.probe, "pinned_fraction_of_link", kv.second / link, "ratio", Obj().str("direction", kv.first));
+    }
+  } else {
+    emitMetricNull(ctx.probe, "pcie_theoretical_gbps", "GB/s", h ? "NVML could not read the link" : why);
+  }
+  return kExitRan;
+}
+
+// ---- event-timing (C7) --------------------------------------------------------------------
+
+int eventTiming(ProbeContext& ctx) {
+  std::vector<double> targets = ctx.params.numbers("targets_us");
+  int reps = static_cast<int>(ctx.params.number("repetitions"));
+  if (reps < 5) throw UsageError{"parameter repetitions must be at least 5"};
+  for (double t : targets) {
+    if (!(t > 0) || t > 1e6) throw UsageError{"parameter targets_us takes durations from 0 to 1000000 us"};
+  }
+  if (!requireDevice(ctx)) return kExitNoDriver;
+  Gpu gpu(ctx.device);
+  Cuda& c = cuda();
+  double cyclesPerUs = gpu.spinCyclesPerUs();
+  emitMetric(ctx.probe, "spin_cycles_per_us", cyclesPerUs, "cycles");
+
+  // The host clock's own step, for comparison.
+  std::vector<double> hostSteps;
+  for (int i = 0; i < 1000; ++i) {
+    double t0 = nowSeconds(), t1 = t0;
+    while (t1 == t0) t1 = nowSeconds();
+    hostSteps.push_back((t1 - t0) * 1e6);
+  }
+  emitMetric(ctx.probe, "host_clock_resolution_us", *std::min_element(hostSteps.begin(), hostSteps.end()), "us");
+
+  Stream st;
+  Event a, b;
+  std::set<double> distinct;
+  for (int i = 0; i < 3; ++i) {  // warm-up
+    gpu.launchSpin(st.s, static_cast<unsigned long long>(cyclesPerUs));
+  }
+  CU(c.cuStreamSynchronize(st.s));
+  for (double target : targets) {
+    auto cycles = static_cast<unsigned long long>(target * cyclesPerUs);
+    std::vector<double> eventUs, hostUs;
+    for (int i = 0; i < reps; ++i) {
+      double h0 = nowSeconds();
+      a.record(st.s);
+      gpu.launchSpin(st.s, cycles);
+      b.record(st.s);
+      double ms = elapsedMs(a, b);
+      hostUs.push_back((nowSeconds() - h0) * 1e6);
+      eventUs.push_back(ms * 1000.0);
+      distinct.insert(ms * 1000.0);
+    }
+    Obj attrs = Obj().num("target_us", target);
+    emitMetric(ctx.probe, "elapsed_us", median(eventUs), "us", attrs);
+    emitMetric(ctx.probe, "host_elapsed_us", median(hostUs), "us", attrs);
+  }
+  // The smallest step between distinct elapsed times: the events' effective resolution.
+  double step = INFINITY;
+  double prev = NAN;
+  for (double v : distinct) {
+    if (!std::isnan(prev) && v - prev > 1e-6) step = std::min(step, v - prev);
+    prev = v;
+  }
+  emitMetric(ctx.probe, "distinct_values", static_cast<double>(distinct.size()), "count");
+  if (std::isinf(step)) {
+    emitMetricNull(ctx.probe, "resolution_us", "us", "every measurement gave the same value");
+    emitFact(ctx.probe, "resolution_class", "null", Obj(), "every measurement gave the same value");
+  } else {
+    emitMetric(ctx.probe, "resolution_us", step, "us");
+    const char* cls = step < 1.0 ? "sub-microsecond" : step < 1000.0 ? "microsecond" : "millisecond";
+    emitFact(ctx.probe, "resolution_class", jsonString(cls), Obj().num("resolution_us", step).num("distinct_values", static_cast<double>(distinct.size())));
+  }
+  return kExitRan;
+}
+
+// ---- sync-latency (C5) --------------------------------------------------------------------
+
+int syncLatency(ProbeContext& ctx) {
+  int iterations = static_cast<int>(ctx.params.number("iterations"));
+  if (iterations < 100) throw UsageError{"parameter iterations must be at least 100"};
+  if (!requireDevice(ctx)) return kExitNoDriver;
+  Gpu gpu(ctx.device);
+  Cuda& c = cuda();
+  Stream st;
+  for (int i = 0; i < 200; ++i) {
+    gpu.launchNoop(st.s);
+    CU(c.cuStreamSynchronize(st.s));
+  }
+  std::vector<double> us;
+  us.reserve(static_cast<size_t>(iterations));
+  for (int i = 0; i < iterations; ++i) {
+    double t0 = nowSeconds();
+    gpu.launchNoop(st.s);
+    CU(c.cuStreamSynchronize(st.s));
+    us.push_back((nowSeconds() - t0) * 1e6);
+  }
+  Obj attrs = Obj().num("iterations", iterations);
+  emitMetric(ctx.probe, "p50_us", percentile(us, 50), "us", attrs);
+  emitMetric(ctx.probe, "p99_us", percentile(us, 99), "us", attrs);
+  emitMetric(ctx.probe, "mean_us", mean(us), "us", attrs);
+  emitMetric(ctx.probe, "min_us", *std::min_element(us.begin(), us.end()), "us", attrs);
+  return kExitRan;
+}
+
+// ---- stream-priority (C6) -----------------------------------------------------------------
+
+struct PriorityRun {
+  double highDoneMs, longDoneMs;
+};
+
+// A long kernel of many short blocks fills the GPU for several waves; 1 ms later a one-block
+// kernel goes on the other stream. Times are from the long kernel's start.
+PriorityRun priorityRun(Gpu& gpu, int lowPriority, int highPriority, bool usePriority, double cyclesPerUs, double blockUs, int waves, double delayMs) {
+  Cuda& c = cuda();
+  Stream low(lowPriority, usePriority), high(highPriority, usePriority);
+  Event start, longEnd, highEnd;
+  unsigned blocks = static_cast<unsigned>(gpu.sms * 8 * waves);  // 8 resident 256-thread blocks per SM
+  start.record(low.s);
+  gpu.launchSpin(low.s, static_cast<unsigned long long>(blockUs * cyclesPerUs), blocks, 256);
+  longEnd.record(low.s);
+  sleepSeconds(delayMs / 1000.0);
+  gpu.launchSpin(high.s, static_cast<unsigned long long>(10 * cyclesPerUs), 1, 32);
+  highEnd.record(high.s);
+  CU(c.cuEventSynchronize(longEnd.e));
+  CU(c.cuEventSynchronize(highEnd.e));
+  return {elapsedMs(start, highEnd), elapsedMs(start, longEnd)};
+}
+
+int streamPriority(ProbeContext& ctx) {
+  int reps = static_cast<int>(ctx.params.number("repetitions"));
+  double blockUs = ctx.params.number("block_us");
+  int waves = static_cast<int>(ctx.params.number("waves"));
+  double delayMs = ctx.params.number("delay_ms");
+  if (reps < 1 || waves < 2 || !(blockUs > 0) || delayMs < 0) throw UsageError{"stream-priority needs repetitions >= 1, waves >= 2, block_us > 0, delay_ms >= 0"};
+  if (!requireDevice(ctx)) return kExitNoDriver;
+  Gpu gpu(ctx.device);
+  Cuda& c = cuda();
+  int least = 0, greatest = 0;
+  CU(c.cuCtxGetStreamPriorityRange(&least, &greatest));
+  emitMetric(ctx.probe, "priority_least", least, "count");
+  emitMetric(ctx.probe, "priority_greatest", greatest, "count");
+  if (least == greatest) {
+    emitFact(ctx.probe, "honoured", "null", Obj(), "the device has a single stream priority");
+    return kExitRan;
+  }
+  double cyclesPerUs = gpu.spinCyclesPerUs();
+  std::vector<double> prioRatio, equalRatio, prioHigh, prioLong, eqHigh, eqLong;
+  for (int i = 0; i < reps; ++i) {
+    PriorityRun p = priorityRun(gpu, least, greatest, true, cyclesPerUs, blockUs, waves, delayMs);
+    PriorityRun e = priorityRun(gpu, 0, 0, false, cyclesPerUs, blockUs, waves, delayMs);
+    prioHigh.push_back(p.highDoneMs);
+    prioLong.push_back(p.longDoneMs);
+    eqHigh.push_back(e.highDoneMs);
+    eqLong.push_back(e.longDoneMs);
+    prioRatio.push_back(p.highDoneMs / p.longDoneMs);
+    equalRatio.push_back(e.highDoneMs / e.longDoneMs);
+  }
+  emitMetric(ctx.probe, "high_done_ms", median(prioHigh), "ms", Obj().str("mode", "priority"));
+  emitMetric(ctx.probe, "long_done_ms", median(prioLong), "ms", Obj().str("mode", "priority"));
+  emitMetric(ctx.probe, "high_done_ms", median(eqHigh), "ms", Obj().str("mode", "equal"));
+  emitMetric(ctx.probe, "long_done_ms", median(eqLong), "ms", Obj().str("mode", "equal"));
+  double pr = median(prioRatio), er = median(equalRatio);
+  emitMetric(ctx.probe, "high_done_ratio", pr, "ratio", Obj().str("mode", "priority"));
+  emitMetric(ctx.probe, "high_done_ratio", er, "ratio", Obj().str("mode", "equal"));
+  Obj ev = Obj().num("ratio_priority", pr).num("ratio_equal", er).integer("least", least).integer("greatest", greatest);
+  if (pr <= 0.5 && er - pr >= 0.25) emitFact(ctx.probe, "honoured", "true", ev);
+  else if (er <= 0.5) emitFact(ctx.probe, "honoured", "null", ev, "the short kernel finished early at equal priority too: this test cannot tell");
+  else emitFact(ctx.probe, "honoured", "false", ev);
+  return kExitRan;
+}
+
+// ---- cuda-graph (C5) ----------------------------------------------------------------------
+
+int cudaGraph(ProbeContext& ctx) {
+  int kernels = static_cast<int>(ctx.params.number("kernels"));
+  int reps = static_cast<int>(ctx.params.number("repetitions"));
+  if (kernels < 1 || reps < 3) throw UsageError{"cuda-graph needs kernels >= 1 and repetitions >= 3"};
+  if (!requireDevice(ctx)) return kExitNoDriver;
+  Gpu gpu(ctx.device);
+  Cuda& c = cuda();
+  if (!c.cuStreamBeginCapture_v2 || !c.cuStreamEndCapture || !c.cuGraphInstantiateWithFlags || !c.cuGraphLaunch) {
+    emitFact(ctx.probe, "supported", "false", Obj(), "the driver lacks the stream-capture or graph entry points");
+    return kExitRan;
+  }
+  Stream st;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  CUresult rc = c.cuStreamBeginCapture_v2(st.s, 2 /* CU_STREAM_CAPTURE_MODE_RELAXED */);
+  if (rc == 0) {
+    for (int i = 0; i < kernels; ++i) gpu.launchNoop(st.s);
+    rc = c.cuStreamEndCapture(st.s, &graph);
+  }
+  if (rc == 0) rc = c.cuGraphInstantiateWithFlags(&exec, graph, 0);
+  if (rc != 0) {
+    if (graph) c.cuGraphDestroy(graph);
+    emitFact(ctx.probe, "supported", "false", Obj(), "capturing or instantiating the graph failed: " + c.err(rc));
+    return kExitRan;
+  }
+  struct Cleanup {
+    CUgraph g;
+    CUgraphExec e;
+    ~Cleanup() {
+      cuda().cuGraphExecDestroy(e);
+      cuda().cuGraphDestroy(g);
+    }
+  } cleanup{graph, exec};
+  std::vector<double> graphUs, plainUs;
+  for (int i = 0; i < reps + 2; ++i) {  // the first two are warm-up
+    double t0 = nowSeconds();
+    CU(c.cuGraphLaunch(exec, st.s));
+    CU(c.cuStreamSynchronize(st.s));
+    double t1 = nowSeconds();
+    for (int k = 0; k < kernels; ++k) gpu.launchNoop(st.s);
+    CU(c.cuStreamSynchronize(st.s));
+    double t2 = nowSeconds();
+    if (i >= 2) {
+      graphUs.push_back((t1 - t0) * 1e6);
+      plainUs.push_back((t2 - t1) * 1e6);
+    }
+  }
+  double g = median(graphUs), p = median(plainUs);
+  Obj attrs = Obj().num("kernels", kernels);
+  emitMetric(ctx.probe, "graph_us", g, "us", attrs);
+  emitMetric(ctx.probe, "plain_us", p, "us", attrs);
+  emitMetric(ctx.probe, "graph_per_kernel_us", g / kernels, "us", attrs);
+  emitMetric(ctx.probe, "plain_per_kernel_us", p / kernels, "us", attrs);
+  emitMetric(ctx.probe, "graph_speedup", p / g, "ratio", attrs);
+  emitFact(ctx.probe, "supported", "true", Obj().num("graph_us", g).num("plain_us", p).num("kernels", kernels));
+  return kExitRan;
+}
+
+}  // namespace
+
+int runTransferBandwidth(ProbeContext& ctx) { return transferBandwidth(ctx); }
+int runEventTiming(ProbeContext& ctx) { return eventTiming(ctx); }
+int runSyncLatency(ProbeContext& ctx) { return syncLatency(ctx); }
+int runStreamPriority(ProbeContext& ctx) { return streamPriority(ctx); }
+int runCudaGraph(ProbeContext& ctx) { return cudaGraph(ctx); }
+
+}  // namespace cp
