@@ -5,9 +5,7 @@
  */
 import { build } from 'esbuild';
 
-await build({
-  entryPoints: ['cli/entry.ts'],
-  outfile: 'dist/cudamatrix.mjs',
+const common = {
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -15,5 +13,8 @@ await build({
   // CommonJS dependencies call require(); give the ES module bundle one.
   banner: { js: "import { createRequire as __cmRequire } from 'node:module'; const require = __cmRequire(import.meta.url);" },
   logLevel: 'warning',
-});
-console.log('wrote dist/cudamatrix.mjs');
+} as const;
+await build({ ...common, entryPoints: ['cli/entry.ts'], outfile: 'dist/cudamatrix.mjs' });
+// The GPU-machine benchmark travels the same way.
+await build({ ...common, entryPoints: ['bench/probe-accuracy.ts'], outfile: 'dist/probe-accuracy.mjs' });
+console.log('wrote dist/cudamatrix.mjs and dist/probe-accuracy.mjs');

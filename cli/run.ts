@@ -14,6 +14,7 @@ export interface RunOptions {
   probe?: string[];
   shard?: string;
   strict: boolean;
+  quick: boolean;
   junit: string;
   json?: string;
   resultsDir: string;
@@ -48,6 +49,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
     const { summary } = await executePlan(plan, {
       runsDir: opts.resultsDir,
       strict: opts.strict,
+      quick: opts.quick,
       concurrency: opts.concurrency,
       signal: controller.signal,
       reporters,

@@ -4,7 +4,7 @@ import { parseMatrix } from './load.ts';
 import { parseShard, planCells, shardSlice } from './plan.ts';
 
 const matrix = parseMatrix(
-  ['version: 1', 'targets:', ...['lab-a', 'lab-b', 'ci-1', 'ci-2', 'ci-3'].map((n) => `  - name: ${n}`)].join('\n'),
+  ['version: 1', 'defaults: {probes: [sysinfo]}', 'targets:', ...['lab-a', 'lab-b', 'ci-1', 'ci-2', 'ci-3'].map((n) => `  - name: ${n}`)].join('\n'),
   'plan.yaml',
 );
 
@@ -19,6 +19,8 @@ describe('planner', () => {
     expect(planCells(matrix, { targets: ['ci-[12]', 'lab-b'] }).cells.map((c) => c.target)).toEqual(['lab-b', 'ci-1', 'ci-2']);
     expect(planCells(matrix, { targets: ['lab-a,ci-3'] }).cells.map((c) => c.target)).toEqual(['lab-a', 'ci-3']);
     expect(planCells(matrix, { probes: ['sys*'] }).cells).toHaveLength(5);
+    const all = parseMatrix('version: 1\ntargets:\n  - name: a\n', 'all.yaml');
+    expect(planCells(all, { probes: ['pinned-*'] }).cells.map((c) => c.probe)).toEqual(['pinned-vram', 'pinned-release', 'pinned-ceiling']);
   });
 
   it('says what exists when nothing matches', () => {

@@ -34,6 +34,38 @@ export interface ProbeSpec {
 }
 
 const environments = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'] as const;
+const vramValues = [true, false, 'partial'] as const;
+
+// Parameter helpers: every parameter has a default (the same as cudaprobe's, checked in tests).
+const numbers = (def: number[], what: string) => z.array(z.number().positive()).min(1).default(def).describe(what);
+const nonNegNumbers = (def: number[], what: string) => z.array(z.number().nonnegative()).min(1).default(def).describe(what);
+const positive = (def: number, what: string) => z.number().positive().default(def).describe(what);
+const count = (def: number, min: number, what: string) => z.number().int().min(min).default(def).describe(what);
+const apis = z.array(z.enum(['driver', 'runtime'])).min(1).default(['driver', 'runtime']).describe('API series: driver (cuMemHostAlloc...) and/or runtime (cudaMallocHost...)');
+
+/** Readings a memory probe's samples carry (each null with a reason where a platform lacks it). */
+export const sampleReadings: Record<string, string> = {
+  subject_cu_used_bytes: 'Device memory in use, from cuMemGetInfo in the subject (device-wide)',
+  nvml_device_used_bytes: 'Device memory in use, from NVML in the sampler (device-wide)',
+  nvml_process_used_bytes: "The subject's device memory, from NVML's compute-process list (null under WDDM and WSL2)",
+  pdh_process_dedicated_bytes: 'Windows PDH \\GPU Process Memory(pid_N*)\\Dedicated Usage of the subject',
+  pdh_process_shared_bytes: 'Windows PDH \\GPU Process Memory(pid_N*)\\Shared Usage of the subject',
+  pdh_adapter_dedicated_bytes: 'Windows PDH \\GPU Adapter Memory(*)\\Dedicated Usage',
+  pdh_adapter_shared_bytes: 'Windows PDH \\GPU Adapter Memory(*)\\Shared Usage',
+  dxgi_local_bytes: "DXGI QueryVideoMemoryInfo LOCAL segment usage of the subject (Windows)",
+  dxgi_nonlocal_bytes: 'DXGI QueryVideoMemoryInfo NON_LOCAL segment usage of the subject (Windows)',
+  subject_rss_bytes: "The subject's resident set (Linux VmRSS, Windows working set)",
+  subject_private_bytes: "The subject's private memory (Linux RssAnon, Windows private bytes)",
+  system_available_bytes: 'System memory available (Linux MemAvailable, Windows available physical)',
+};
+
+const memoryMetrics: MetricSpec[] = [
+  { name: 'alloc_ms', unit: 'ms', description: 'Time of the allocation call' },
+  { name: 'touch_ms', unit: 'ms', description: 'Time to touch every page (memset from the host; cuMemsetD32 for device memory)' },
+  { name: 'free_ms', unit: 'ms', description: 'Time of the free call' },
+  { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device-memory source from baseline to after-touch (attrs.source names it)' },
+  { name: 'host_growth_bytes', unit: 'bytes', description: "Growth of the subject's resident set from baseline to after-touch" },
+];
 
 const sysinfo: ProbeSpec = {
   name: 'sysinfo',
@@ -86,7 +118,299 @@ const sysinfo: ProbeSpec = {
   metrics: [],
 };
 
-export const catalogue: readonly ProbeSpec[] = [sysinfo];
+const pinnedVram: ProbeSpec = {
+  name: 'pinned-vram',
+  title: 'Does pinned host memory count against VRAM?',
+  claims: ['C1', 'C3', 'C4'],
+  description:
+    'Pins N GiB (one fresh subject process per size and API), touches every page, and compares the growth of every ' +
+    'device-memory source with a device-memory (cuMemAlloc) control of the same size and with registered memory. ' +
+    '"true" when the device source grew by at least half of N, "false" by at most 5 %, else "partial".',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    sizes_gib: numbers([1, 2, 4], 'Sizes to pin, GiB (one subject each)'),
+    apis,
+    register_size_gib: z.number().nonnegative().default(1).describe('Size of the registered-memory series, GiB (0: off)'),
+    wait_s: z.number().nonnegative().max(60).default(0.1).describe('Wait after free before the after-wait reading, s'),
+  }),
+  facts: [
+    { name: 'counts_as_vram', description: 'cuMemHostAlloc memory counts against device memory (largest size)', values: vramValues },
+    { name: 'counts_as_vram_runtime', description: 'cudaMallocHost memory counts against device memory (largest size)', values: vramValues },
+    { name: 'registered_counts_as_vram', description: 'cuMemHostRegister-ed memory counts against device memory', values: vramValues },
+    { name: 'control_counts_as_vram', description: 'The cuMemAlloc control counts against device memory (checks the method: expected true)', values: vramValues },
+  ],
+  metrics: [
+    ...memoryMetrics,
+    { name: 'device_growth_per_gib_bytes', unit: 'bytes', description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)' },
+  ],
+};
+
+const pinnedRelease: ProbeSpec = {
+  name: 'pinned-release',
+  title: 'When is freed pinned memory returned?',
+  claims: ['C2'],
+  description:
+    'Pins and touches N GiB, frees it, and reads every source at each wait (stopping once it is back), then after the ' +
+    'subject exits until two readings agree. "on-free", "on-exit" or "never", decided on the source the allocation was charged to.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    size_gib: positive(1, 'Size to pin, GiB'),
+    wait_s: nonNegNumbers([0, 1, 5], 'Readings after free, seconds after the free'),
+    apis,
+  }),
+  facts: [
+    { name: 'released', description: 'When cuMemFreeHost memory is returned', values: ['on-free', 'on-exit', 'never'] },
+    { name: 'released_runtime', description: 'When cudaFreeHost memory is returned', values: ['on-free', 'on-exit', 'never'] },
+  ],
+  metrics: [
+    { name: 'retained_after_free_bytes', unit: 'bytes', description: 'Still held on the charged source at a wait after free' },
+    { name: 'release_delay_s', unit: 's', description: 'First wait after free at which it was seen returned' },
+    { name: 'exit_release_delay_s', unit: 's', description: 'Time after the subject exited until the readings settled' },
+  ],
+};
+
+const multiProcessPinned: ProbeSpec = {
+  name: 'multi-process-pinned',
+  title: 'Do several processes pinning at once add up?',
+  claims: ['C14'],
+  description: 'K subjects each pin N; readings after all have pinned, after each frees and after each exits.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    processes: z.number().int().min(1).max(16).default(2).describe('Subjects pinning at once'),
+    size_gib: positive(1, 'Size each subject pins, GiB'),
+  }),
+  facts: [{ name: 'vram_growth', description: 'Device growth with all pinned: none, sum-of-processes (within 25 % of K x N), or partial', values: ['none', 'sum-of-processes', 'partial'] }],
+  metrics: [
+    { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device source with all subjects pinned (attrs.source)' },
+    { name: 'system_growth_bytes', unit: 'bytes', description: 'Drop of available system memory with all subjects pinned' },
+  ],
+};
+
+const pinnedCeiling: ProbeSpec = {
+  name: 'pinned-ceiling',
+  title: 'How much can be pinned?',
+  claims: ['C12', 'C11'],
+  description:
+    'Pre-fills VRAM with cuMemAlloc to each level, then pins chunks until a pin fails or the safety cap ' +
+    '(max_gib, and max_fraction of the available system memory) is reached; then, with the runtime API, the same ' +
+    'with and without cudaDeviceReset first, alternated.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    chunk_mib: positive(256, 'Size of each pinned chunk, MiB'),
+    max_gib: positive(1, 'Safety cap: never pin more than this, GiB'),
+    max_fraction: z.number().positive().max(0.9).default(0.5).describe('Safety cap: never pin more than this fraction of available memory'),
+    prefill_percent: z.array(z.number().min(0).max(95)).min(1).default([0, 50, 90]).describe('VRAM pre-fill levels, % of free'),
+    reset_rounds: z.number().int().min(0).max(10).default(2).describe('Rounds of the with/without cudaDeviceReset comparison (0: off)'),
+  }),
+  facts: [
+    { name: 'limited_by', description: 'What stopped the first level: allocation-failure (a real ceiling) or safety-cap', values: ['allocation-failure', 'safety-cap'] },
+    { name: 'tracks_free_vram', description: 'The ceiling falls as VRAM fills (null when every level hit the safety cap)', values: [true, false] },
+    { name: 'reset_helps', description: 'cudaDeviceReset first gives a higher ceiling or clearly faster pinning (C11)', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'ceiling_bytes', unit: 'bytes', description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant, stopped_by)' },
+    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill' },
+    { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk' },
+  ],
+};
+
+const transferBandwidth: ProbeSpec = {
+  name: 'transfer-bandwidth',
+  title: 'Pageable versus pinned copy bandwidth',
+  claims: ['C8'],
+  description: 'H2D and D2H from pre-touched pageable and from pinned memory, median of the timed copies after warm-up, timed with events.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    sizes_mib: numbers([1, 16, 256, 1024], 'Copy sizes, MiB'),
+    repetitions: count(20, 20, 'Timed copies per size (at least 20)'),
+    warmup: count(2, 0, 'Untimed copies first'),
+  }),
+  facts: [],
+  metrics: [
+    { name: 'bandwidth_gbps', unit: 'GB/s', description: 'Copy bandwidth (attrs: direction h2d|d2h, memory pageable|pinned, size_bytes)' },
+    { name: 'pageable_pinned_ratio', unit: 'ratio', description: 'Pageable bandwidth over pinned bandwidth (attrs: direction, size_bytes)' },
+    { name: 'pcie_theoretical_gbps', unit: 'GB/s', description: "The link's payload rate from its maximum generation and width" },
+    { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate' },
+  ],
+};
+
+const eventTiming: ProbeSpec = {
+  name: 'event-timing',
+  title: 'Resolution of cuEventElapsedTime',
+  claims: ['C7'],
+  description: 'Spin kernels of 1-20 us (cycles calibrated against events) timed with events; the smallest step between distinct elapsed times, against the host clock.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    targets_us: numbers([1, 2, 5, 10, 20], 'Spin durations, us'),
+    repetitions: count(50, 5, 'Timings per duration'),
+  }),
+  facts: [{ name: 'resolution_class', description: 'Event resolution: sub-microsecond (< 1 us), microsecond, or millisecond', values: ['sub-microsecond', 'microsecond', 'millisecond'] }],
+  metrics: [
+    { name: 'resolution_us', unit: 'us', description: 'Smallest step between distinct event-timed values' },
+    { name: 'distinct_values', unit: 'count', description: 'Distinct elapsed times seen' },
+    { name: 'elapsed_us', unit: 'us', description: 'Median event-timed duration (attrs.target_us)' },
+    { name: 'host_elapsed_us', unit: 'us', description: 'Median host-timed launch-to-completion (attrs.target_us)' },
+    { name: 'host_clock_resolution_us', unit: 'us', description: "The host clock's smallest step" },
+    { name: 'spin_cycles_per_us', unit: 'cycles', description: 'SM clock cycles per microsecond (spin calibration)' },
+  ],
+};
+
+const syncLatency: ProbeSpec = {
+  name: 'sync-latency',
+  title: 'Launch + stream synchronize latency',
+  claims: ['C5'],
+  description: 'N x (no-op kernel + cuStreamSynchronize), each timed with the host clock after warm-up.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({ iterations: count(10000, 100, 'Timed iterations') }),
+  facts: [],
+  metrics: [
+    { name: 'p50_us', unit: 'us', description: 'Median latency' },
+    { name: 'p99_us', unit: 'us', description: '99th percentile latency' },
+    { name: 'mean_us', unit: 'us', description: 'Mean latency' },
+    { name: 'min_us', unit: 'us', description: 'Smallest latency' },
+  ],
+};
+
+const streamPriority: ProbeSpec = {
+  name: 'stream-priority',
+  title: 'Are stream priorities honoured?',
+  claims: ['C6'],
+  description:
+    'A long low-priority kernel of many short blocks fills the GPU for several waves; delay_ms later a short kernel goes on the ' +
+    'greatest-priority stream. Compared with the same at equal priorities. honoured = the short kernel finished in at most half ' +
+    "the long one's time with priorities, and clearly earlier than at equal priority.",
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    repetitions: count(5, 1, 'Runs of each mode (medians are reported)'),
+    block_us: positive(1000, 'Spin time of each block of the long kernel, us'),
+    waves: count(10, 2, 'Waves of blocks of the long kernel'),
+    delay_ms: z.number().nonnegative().default(1).describe('Delay before the short kernel, ms'),
+  }),
+  facts: [{ name: 'honoured', description: 'Stream priorities change which kernel the GPU runs first', values: [true, false] }],
+  metrics: [
+    { name: 'priority_least', unit: 'count', description: 'Least stream priority (cuCtxGetStreamPriorityRange)' },
+    { name: 'priority_greatest', unit: 'count', description: 'Greatest stream priority' },
+    { name: 'high_done_ms', unit: 'ms', description: 'Short kernel completion after the long one started (attrs.mode)' },
+    { name: 'long_done_ms', unit: 'ms', description: 'Long kernel completion (attrs.mode)' },
+    { name: 'high_done_ratio', unit: 'ratio', description: 'high_done_ms / long_done_ms (attrs.mode)' },
+  ],
+};
+
+const cudaGraph: ProbeSpec = {
+  name: 'cuda-graph',
+  title: 'CUDA Graphs: supported, and launch cost',
+  claims: ['C5'],
+  description: 'Captures N no-op kernels, instantiates and launches the graph; its time against N plain launches, medians after warm-up.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    kernels: count(1000, 1, 'Kernels in the graph'),
+    repetitions: count(20, 3, 'Timed launches of each'),
+  }),
+  facts: [{ name: 'supported', description: 'Stream capture, instantiation and launch of a graph work', values: [true, false] }],
+  metrics: [
+    { name: 'graph_us', unit: 'us', description: 'Graph launch + synchronize' },
+    { name: 'plain_us', unit: 'us', description: 'The same kernels launched one by one + synchronize' },
+    { name: 'graph_per_kernel_us', unit: 'us', description: 'graph_us per kernel' },
+    { name: 'plain_per_kernel_us', unit: 'us', description: 'plain_us per kernel' },
+    { name: 'graph_speedup', unit: 'ratio', description: 'plain_us / graph_us' },
+  ],
+};
+
+const managedMemory: ProbeSpec = {
+  name: 'managed-memory',
+  title: 'Managed memory and concurrent access',
+  claims: ['C13'],
+  description:
+    'The managed-memory attributes, and a managed allocation written by the CPU, filled by a kernel and read back by the CPU ' +
+    '(never concurrently: without concurrent access that is a fault).',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({ size_mib: z.number().positive().max(1024).default(64).describe('Managed allocation, MiB (kept small: never more than free VRAM)') }),
+  facts: [
+    { name: 'managed_supported', description: 'CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY', values: [true, false] },
+    { name: 'concurrent_access', description: 'CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: CPU and GPU may touch managed memory at once', values: [true, false] },
+    { name: 'pageable_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU can access pageable memory', values: [true, false] },
+    { name: 'roundtrip_ok', description: 'CPU write, GPU fill, CPU read back gave the right values', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'cpu_first_touch_ms', unit: 'ms', description: 'CPU writing the whole allocation first' },
+    { name: 'gpu_fill_ms', unit: 'ms', description: 'Kernel filling it (migration included)' },
+    { name: 'cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back (migration included)' },
+  ],
+};
+
+const cudaLog: ProbeSpec = {
+  name: 'cuda-log',
+  title: 'What CUDA_LOG_FILE logs',
+  claims: ['C9'],
+  description:
+    'Two fresh subjects with CUDA_LOG_FILE set (and CUDA_LOG_LEVEL when log_level is given): one makes a successful ' +
+    'cudaMallocHost, the other also a deliberate error; the lines each log are counted. Needs CUDA 12.9+.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({ log_level: z.string().default('').describe('CUDA_LOG_LEVEL for the subjects (undocumented; empty: unset)') }),
+  facts: [
+    { name: 'log_file_written', description: 'A log file was written', values: [true, false] },
+    { name: 'logs_successful_pin', description: 'A successful pinned allocation is logged', values: [true, false] },
+    { name: 'logs_errors', description: 'An error is logged', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'runtime_version', unit: 'count', description: 'cudaRuntimeGetVersion' },
+    { name: 'lines_pin_only', unit: 'count', description: 'Lines logged by the subject that only pinned' },
+    { name: 'lines_with_error', unit: 'count', description: 'Lines logged by the subject that also made an error' },
+  ],
+};
+
+const windowsRegistry: ProbeSpec = {
+  name: 'windows-registry',
+  title: 'GraphicsDrivers registry values',
+  claims: ['C10'],
+  description:
+    'Reads HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers (EnableGpuMemoryCompression, HwSchMode, TdrDelay, TdrLevel). ' +
+    'Read only; the Win+Ctrl+Shift+B hot-key is never sent (a driver reset can break live work). Skipped off Windows.',
+  platforms: ['windows'],
+  params: z.strictObject({}),
+  facts: [{ name: 'gpu_memory_compression_value_exists', description: 'The EnableGpuMemoryCompression value exists', values: [true, false] }],
+  metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({ name: `registry_${v}`, unit: 'count' as const, description: `DWORD value ${v}` })),
+};
+
+export const catalogue: readonly ProbeSpec[] = [
+  sysinfo,
+  pinnedVram,
+  pinnedRelease,
+  multiProcessPinned,
+  pinnedCeiling,
+  transferBandwidth,
+  eventTiming,
+  syncLatency,
+  streamPriority,
+  cudaGraph,
+  managedMemory,
+  cudaLog,
+  windowsRegistry,
+];
+
+/**
+ * The --quick profile: parameters that keep every probe small, for CI-sized runs. Explicit
+ * parameters in the matrix still win.
+ */
+export const quickParams: Record<string, Record<string, unknown>> = {
+  'pinned-vram': { sizes_gib: [0.25], register_size_gib: 0.25, wait_s: 0.1 },
+  'pinned-release': { size_gib: 0.25, wait_s: [0, 1] },
+  'multi-process-pinned': { size_gib: 0.25 },
+  'pinned-ceiling': { max_gib: 0.5, prefill_percent: [0, 90], reset_rounds: 1 },
+  'transfer-bandwidth': { sizes_mib: [1, 64] },
+  'event-timing': { repetitions: 20 },
+  'sync-latency': { iterations: 1000 },
+  'stream-priority': { repetitions: 2 },
+  'cuda-graph': { repetitions: 5 },
+  'managed-memory': { size_mib: 16 },
+};
+
+/** The parameters a probe runs with: its defaults, then the --quick profile, then the matrix's. */
+export function effectiveParams(probe: string, explicit: Record<string, unknown> = {}, quick = false): Record<string, unknown> {
+  const spec = probeSpec(probe);
+  if (!spec) throw new Error(`unknown probe ${probe}`);
+  return spec.params.parse({ ...(quick ? quickParams[probe] : {}), ...explicit }) as Record<string, unknown>;
+}
 
 export function probeSpec(name: string): ProbeSpec | undefined {
   return catalogue.find((p) => p.name === name);

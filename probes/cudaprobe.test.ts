@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
 import { nodeArch } from '../runners/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
-import { catalogue } from './catalogue.ts';
+import { catalogue, effectiveParams } from './catalogue.ts';
 import { parseProbeOutput, type SysinfoRecord } from './protocol.ts';
 
 let probe: ProbeBinary;
@@ -35,6 +35,50 @@ describe('cudaprobe (Linux build)', () => {
     expect(r.code).toBe(0);
     const listed = parseProbeOutput(r.stdout).records.map((x) => x.probe);
     expect(listed).toEqual(catalogue.map((p) => p.name));
+  });
+
+  it('has the same parameter defaults as the catalogue', () => {
+    const listed = parseProbeOutput(run(['list']).stdout).records as unknown as { probe: string; params: Record<string, string> }[];
+    for (const spec of catalogue) {
+      const defaults = effectiveParams(spec.name);
+      const asCudaprobe = Object.fromEntries(Object.entries(defaults).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)]));
+      expect(listed.find((l) => l.probe === spec.name)!.params, spec.name).toEqual(asCudaprobe);
+    }
+  });
+
+  it.each([
+    [['run', 'pinned-vram', '--param', 'sizes_gib=1,-2'], 'parameter sizes_gib must be positive'],
+    [['run', 'pinned-vram', '--param', 'size_gib=1'], 'probe pinned-vram has no parameter size_gib (it takes apis, register_size_gib, sizes_gib, wait_s)'],
+    [['run', 'pinned-vram', '--param', 'apis=cuda'], 'parameter apis must name driver and/or runtime'],
+    [['run', 'transfer-bandwidth', '--param', 'repetitions=5'], 'repetitions must be at least 20'],
+    [['run', 'sync-latency', '--param', 'iterations=many'], 'parameter iterations=many is not a number'],
+    [['run', 'pinned-ceiling', '--param', 'max_fraction=0.99'], 'max_fraction takes a fraction'],
+  ])('refuses bad parameters with exit 2: %j', (args, message) => {
+    const r = run(args);
+    expect(r.code).toBe(2);
+    const error = parseProbeOutput(r.stdout).records.find((x) => x.type === 'error');
+    expect(error).toMatchObject({ code: 'USAGE', message: expect.stringContaining(message) });
+  });
+
+  it.skipIf(hasCommand('nvidia-smi', ['-L']))('steps a memory probe\'s subject through its phases without a driver, each source null with its reason', () => {
+    const r = run(['run', 'pinned-vram', '--param', 'sizes_gib=0.25', '--param', 'apis=driver', '--param', 'register_size_gib=0']);
+    expect(r.code).toBe(3);
+    const records = parseProbeOutput(r.stdout).records;
+    const samples = records.filter((x) => x.type === 'sample');
+    expect(samples.map((x) => x.type === 'sample' && x.phase)).toEqual(['baseline', 'after-alloc', 'after-touch', 'after-free', 'after-wait', 'after-exit']);
+    const baseline = samples[0]!;
+    if (baseline.type !== 'sample') throw new Error('not a sample');
+    // A real subject process was running: the sampler read its resident set.
+    expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
+    expect(baseline.readings.system_available_bytes).toBeGreaterThan(0);
+    expect(baseline.readings.nvml_device_used_bytes).toBeNull();
+    expect(baseline.reasons?.pdh_process_dedicated_bytes).toBe('PDH GPU counters exist on Windows only');
+    expect(baseline.reasons?.subject_cu_used_bytes).toContain('no NVIDIA driver found');
+    const exited = samples.at(-1)!;
+    if (exited.type !== 'sample') throw new Error('not a sample');
+    expect(exited.readings.subject_rss_bytes).toBeNull();
+    expect(exited.reasons?.subject_rss_bytes).toBe('the subject has exited');
+    expect(records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') });
   });
 
   // A GPU host finds its driver; this machine and CI have none.
@@ -128,6 +172,35 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     expect(s.environment).toMatchObject({ value: null, reason: expect.stringContaining('without a usable NVIDIA driver') });
     expect(s.hags!.value).toBeNull();
     expect(s.wsl).toBeUndefined();
+  });
+
+  it.runIf(ready)('starts a subject, steps it through its phases over the pipe, and reports PDH unavailable with the reason', () => {
+    const r = wine(['run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver']);
+    expect(r.code).toBe(3);
+    const records = parseProbeOutput(r.stdout).records;
+    const samples = records.flatMap((x) => (x.type === 'sample' ? [x] : []));
+    expect(samples.map((x) => x.phase)).toEqual(['baseline', 'after-touch', 'after-free+0s', 'after-exit']);
+    const baseline = samples[0]!;
+    // The subject is a real Windows process: the sampler read its working set with GetProcessMemoryInfo.
+    expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
+    expect(baseline.readings.system_available_bytes).toBeGreaterThan(0);
+    for (const k of ['pdh_process_dedicated_bytes', 'pdh_process_shared_bytes', 'pdh_adapter_dedicated_bytes', 'pdh_adapter_shared_bytes']) {
+      expect(baseline.readings[k], k).toBeNull();
+      expect(baseline.reasons?.[k], k).toMatch(/^PDH counter \\GPU (Process|Adapter) Memory\(\*\)\\(Dedicated|Shared) Usage not available \(0x[0-9A-F]{8}/);
+    }
+    expect(baseline.reasons?.dxgi_local_bytes).toBe('no CUDA device to match a DXGI adapter with');
+    expect(baseline.reasons?.nvml_process_used_bytes).toContain('nvml.dll');
+    expect(samples.at(-1)!.reasons?.subject_rss_bytes).toBe('the subject has exited');
+    expect(records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
+  });
+
+  it.runIf(ready)('skips windows-registry with its reason when no value exists, and has the timing probes skip without a driver', () => {
+    const reg = wine(['run', 'windows-registry']);
+    expect(reg.code).toBe(0);
+    const facts = parseProbeOutput(reg.stdout).records.filter((x) => x.type === 'fact');
+    expect(facts).toEqual([expect.objectContaining({ name: 'gpu_memory_compression_value_exists', value: false })]);
+    const timing = wine(['run', 'sync-latency']);
+    expect(timing.code).toBe(3);
   });
 
   it.runIf(ready)('lists the same probes as the Linux build', () => {

@@ -21,7 +21,7 @@ export interface RunStartEvent {
   shard: { index: number; total: number } | null;
   matrix: { file: string; description?: string; expectations: Partial<Record<string, Expectation[]>> };
   cells: string[];
-  options: { strict: boolean };
+  options: { strict: boolean; quick?: boolean };
 }
 
 export interface TargetStartEvent {
@@ -64,6 +64,8 @@ export interface CellEndEvent {
   status: ProbeStatus;
   reason?: string;
   errorCode?: string;
+  /** The parameters the probe ran with (defaults, --quick, the matrix's). */
+  params?: Record<string, unknown>;
   durationMs: number;
   exitCode: number | null;
   signal: string | null;

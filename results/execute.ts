@@ -12,6 +12,7 @@ import { CudamatrixError, describeError } from '../core/errors.ts';
 import type { Target } from '../matrix/load.ts';
 import { cellName, type Plan } from '../matrix/plan.ts';
 import { buildOnce } from '../probes/build.ts';
+import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
 import { runProbe, type ProbeRun } from '../probes/run-probe.ts';
 import { connectChain, hostKeyOf } from '../runners/registry.ts';
@@ -26,6 +27,8 @@ export interface ExecuteOptions {
   runsDir: string;
   runId?: string;
   strict?: boolean;
+  /** The --quick profile: small parameters for CI-sized runs. */
+  quick?: boolean;
   /** Overrides the matrix's concurrency. */
   concurrency?: number;
   signal?: AbortSignal;
@@ -68,7 +71,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     shard: plan.shard ?? null,
     matrix: { file: plan.matrix.file, description: plan.matrix.description, expectations: plan.matrix.expectations },
     cells: plan.cells.map((c) => c.name),
-    options: { strict },
+    options: { strict, quick: options.quick ?? false },
   });
 
   const cellsOf = (t: Target) => plan.cells.filter((c) => c.target === t.name).map((c) => c.probe);
@@ -82,7 +85,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     hostLocks.set(key, before.then(() => mine));
     await before;
     try {
-      await runOneTarget(t, cellsOf(t), { runId, emit, build, signal: options.signal });
+      await runOneTarget(t, cellsOf(t), { runId, emit, build, signal: options.signal, quick: options.quick ?? false });
     } finally {
       release();
     }
@@ -101,6 +104,7 @@ interface TargetContext {
   emit: (e: RunEvent) => void;
   build: BuildFor;
   signal?: AbortSignal;
+  quick: boolean;
 }
 
 async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Promise<void> {
@@ -137,12 +141,15 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       probe: { hash: deployed.binary.hash, built: deployed.binary.built },
     });
 
-    const run = (probe: string): Promise<ProbeRun> =>
-      runProbe(session!, deployed, probe, { device: t.device, params: t.params[probe], timeoutMs: t.timeoutMs, signal });
+    const run = async (probe: string): Promise<CellEndEvent> => {
+      const params = effectiveParams(probe, t.params[probe], ctx.quick);
+      const result = await runProbe(session!, deployed, probe, { device: t.device, params, timeoutMs: t.timeoutMs, signal });
+      return cellEvent(t, result, probes.includes(probe), params);
+    };
 
     // sysinfo first, always: it says which environment the target really is.
     const sysinfo = await run('sysinfo');
-    emit(cellEvent(t, sysinfo, probes.includes('sysinfo')));
+    emit(sysinfo);
     const rest = probes.filter((p) => p !== 'sysinfo');
     const detected = sysinfo.records.find((r) => r.type === 'sysinfo' && r.name === 'environment')?.value as string | null | undefined;
     if (t.environment !== 'auto' && typeof detected === 'string' && detected !== t.environment) {
@@ -154,14 +161,14 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
     }
     for (let i = 0; i < rest.length; i++) {
       if (signal?.aborted) return cancelAll(rest.slice(i));
-      emit(cellEvent(t, await run(rest[i]!), true));
+      emit(await run(rest[i]!));
     }
   } finally {
     if (session) await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);
   }
 }
 
-function cellEvent(t: Target, run: ProbeRun, planned: boolean): CellEndEvent {
+function cellEvent(t: Target, run: ProbeRun, planned: boolean, params: Record<string, unknown>): CellEndEvent {
   const stderr = run.exec.stderr.trim();
   return {
     type: 'cell-end',
@@ -173,6 +180,7 @@ function cellEvent(t: Target, run: ProbeRun, planned: boolean): CellEndEvent {
     status: run.status,
     reason: run.reason,
     errorCode: run.errorCode,
+    params,
     durationMs: Math.round(run.exec.durationMs),
     exitCode: run.exec.exitCode,
     signal: run.exec.signal,

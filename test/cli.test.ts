@@ -5,6 +5,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { catalogue } from '../probes/catalogue.ts';
 import { readEventLog } from '../results/events.ts';
 import { runCli, startCli } from './cli.ts';
 import { hasCommand, tempDir, validateJunit } from './helpers.ts';
@@ -39,8 +40,24 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     const runDir = onlyRunDir(path.join(dir, 'runs'));
     for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
     const events = readEventLog(path.join(runDir, 'events.jsonl'));
-    expect(events[0]).toMatchObject({ type: 'run-start', schemaVersion: 1, tool: 'cudamatrix', shard: null, cells: ['local/sysinfo'] });
+    expect(events[0]).toMatchObject({ type: 'run-start', schemaVersion: 1, tool: 'cudamatrix', shard: null });
+    expect((events[0] as { cells: string[] }).cells).toEqual(catalogue.map((p) => `local/${p.name}`));
+    // Every probe ran (and was skipped: no driver), each with the parameters it was given.
+    const cells = events.filter((e) => e.type === 'cell-end');
+    expect(cells.map((c) => c.type === 'cell-end' && c.status)).toEqual(catalogue.map(() => 'skipped'));
+    expect(cells.find((c) => c.type === 'cell-end' && c.probe === 'pinned-vram')).toMatchObject({ params: { sizes_gib: [1, 2, 4] } });
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: false });
+  });
+
+  it('runs the --quick profile, and the matrix\'s own parameters still win', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 'version: 1\ndefaults:\n  probes: [pinned-vram, sync-latency]\n  params:\n    sync-latency: {iterations: 500}\ntargets:\n  - name: here\n');
+    const r = await runCli(['run', '--quick', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')]);
+    expect(r.code).toBe(0);
+    const events = readEventLog(path.join(onlyRunDir(path.join(dir, 'runs')), 'events.jsonl'));
+    const params = Object.fromEntries(events.flatMap((e) => (e.type === 'cell-end' ? [[e.probe, e.params]] : [])));
+    expect(params['pinned-vram']).toMatchObject({ sizes_gib: [0.25], register_size_gib: 0.25 });
+    expect(params['sync-latency']).toEqual({ iterations: 500 });
   });
 
   it('exits 4 under --strict when nothing was measured', async () => {
@@ -81,7 +98,7 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
   it('stops on Ctrl-C, still writes results for what finished, and exits 130', async () => {
     const dir = tempDir();
     const targets = Array.from({ length: 60 }, (_, i) => `  - name: t${i}`).join('\n');
-    const m = writeMatrix(dir, `version: 1\ntargets:\n${targets}\n`);
+    const m = writeMatrix(dir, `version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n${targets}\n`);
     const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')]);
     await new Promise<void>((resolve) => {
       const onData = (d: Buffer) => {
@@ -119,7 +136,7 @@ describe('cudamatrix command line', () => {
 
   it('plans cells with filters and shards, without running anything', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 'version: 1\ntargets:\n  - name: lab-a\n  - name: lab-b\n  - name: ci-1\n');
+    const m = writeMatrix(dir, 'version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n  - name: lab-a\n  - name: lab-b\n  - name: ci-1\n');
     const r = await runCli(['plan', '-m', m, '--target', 'lab-*', '--json']);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout).cells.map((c: { name: string }) => c.name)).toEqual(['lab-a/sysinfo', 'lab-b/sysinfo']);

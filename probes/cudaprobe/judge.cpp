@@ -223,7 +223,7 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
     bool failed;
   };
   std::vector<Level> levels;
-  double plain = -1, reset = -1, plainMs = NAN, resetMs = NAN;
+  std::vector<double> plainB, resetB, plainMs, resetMs;
   bool runtimeTried = false;
   for (const Json& m : r.metrics) {
     const Json& a = m.at("attrs");
@@ -235,8 +235,8 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
     if (a.str("api") == "runtime") {
       runtimeTried = true;
       bool isReset = a.str("variant") == "reset";
-      if (name == "ceiling_bytes" && have) (isReset ? reset : plain) = m.num("value");
-      if (name == "chunk_alloc_ms" && have) (isReset ? resetMs : plainMs) = m.num("value");
+      if (name == "ceiling_bytes" && have) (isReset ? resetB : plainB).push_back(m.num("value"));
+      if (name == "chunk_alloc_ms" && have) (isReset ? resetMs : plainMs).push_back(m.num("value"));
     }
   }
   std::sort(levels.begin(), levels.end(), [](const Level& x, const Level& y) { return x.prefill < y.prefill; });
@@ -259,14 +259,17 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
              Obj().num("ceiling_low_prefill_bytes", levels.front().bytes).num("ceiling_high_prefill_bytes", levels.back().bytes));
   }
   if (!runtimeTried) return;
-  if (plain < 0 || reset < 0) {
+  if (plainB.empty() || resetB.empty()) {
     emitFact(probe, "reset_helps", "null", Obj(), "a runtime-API ceiling was not measured");
     return;
   }
+  // Helps = a clearly higher ceiling, or pinning clearly faster (by more than run-to-run noise).
+  double plain = median(plainB), reset = median(resetB), pMs = median(plainMs), rMs = median(resetMs);
   bool higher = reset > 1.05 * plain;
-  bool faster = resetMs < 0.8 * plainMs;
+  bool faster = rMs < 0.7 * pMs;
   emitFact(probe, "reset_helps", higher || faster ? "true" : "false",
-           Obj().num("ceiling_no_reset_bytes", plain).num("ceiling_reset_bytes", reset).num("chunk_ms_no_reset", plainMs).num("chunk_ms_reset", resetMs));
+           Obj().num("ceiling_no_reset_bytes", plain).num("ceiling_reset_bytes", reset).num("chunk_ms_no_reset", pMs).num("chunk_ms_reset", rMs)
+               .num("rounds", static_cast<double>(plainB.size())));
 }
 
 // ---- cudaprobe judge ------------------------------------------------------------------------

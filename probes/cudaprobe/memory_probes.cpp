@@ -49,8 +49,11 @@ void checkSize(const std::string& name, double bytes, int device) {
   }
 }
 
-std::string noDriverReason(const std::string& why) {
-  return "no usable NVIDIA driver: the subject could not create a CUDA context (" + why + ")";
+// A subject without a driver: the same skip as every other probe gives, when the sampler sees
+// no driver either; otherwise the subject's own reason.
+int skipNoDriver(ProbeContext& ctx, const std::string& subjectReason) {
+  if (requireDevice(ctx)) emitSkip(ctx.probe, "the subject could not create a CUDA context: " + subjectReason);
+  return kExitNoDriver;
 }
 
 // Samples after a subject exited until two readings of the device and system sources agree
@@ -59,7 +62,7 @@ Snapshot sampleAfterExit(Sampler& sampler, uint64_t pid, double tolerance, doubl
   double t0 = nowSeconds();
   Snapshot prev = sampler.take(nullptr, pid);
   for (;;) {
-    sleepSeconds(0.2);
+    sleepSeconds(0.1);
     Snapshot cur = sampler.take(nullptr, pid);
     bool agree = true;
     for (const char* k : {"nvml_device_used_bytes", "pdh_adapter_dedicated_bytes", "system_available_bytes"}) {
@@ -149,10 +152,7 @@ int pinnedVram(ProbeContext& ctx) {
   for (double g : sizes) {
     for (const auto& api : apis) {
       if (api == "runtime" && !runtime) continue;
-      if (!runSeries(ctx, sampler, api, "pinned", g * kGiB, waitSec, failed)) {
-        emitSkip(ctx.probe, noDriverReason(cuda().lib.error.empty() ? "cuInit failed" : cuda().lib.error));
-        return kExitNoDriver;
-      }
+      if (!runSeries(ctx, sampler, api, "pinned", g * kGiB, waitSec, failed)) return skipNoDriver(ctx, "no usable driver");
     }
     runSeries(ctx, sampler, "driver", "device", g * kGiB, waitSec, failed);
   }
@@ -206,8 +206,7 @@ int pinnedRelease(ProbeContext& ctx) {
       sampler.emit("after-free+0s", sampler.take(&p, pid), seriesAttrs(api, "pinned", bytes).num("wait_s", 0));
       p.finish();
       emitAfterExit(sampler, pid, attrs, bytes, false);
-      emitSkip(ctx.probe, noDriverReason(p.startError));
-      return kExitNoDriver;
+      return skipNoDriver(ctx, p.startError);
     }
     if (!allocated) {
       emitSkip(ctx.probe, "the allocation failed: " + error, (api + " series").c_str());
@@ -258,10 +257,7 @@ int multiProcessPinned(ProbeContext& ctx) {
   auto attrs = [&]() { return Obj().num("processes", k).num("size_bytes", bytes); };
   Snapshot base = sampler.takeMany(live());
   sampler.emit("baseline", base, attrs());
-  if (!subjects[0]->hasDriver) {
-    emitSkip(ctx.probe, noDriverReason(subjects[0]->startError));
-    return kExitNoDriver;
-  }
+  if (!subjects[0]->hasDriver) return skipNoDriver(ctx, subjects[0]->startError);
   Json a;
   std::string error;
   char cmd[128];
@@ -313,7 +309,7 @@ bool measureCeiling(ProbeContext& ctx, Recorded& rec, const std::string& api, do
     ready = p.ask(cmd, a, error);
     if (!ready) error = "pre-filling VRAM failed: " + error;
   }
-  double freeVram = ready && p.ask("meminfo", a, error) ? a.num("cu_free") : NAN;
+  double freeVram = ready && p.ask("meminfo", a, error) ? a.num("cu_free", -1) : -1;
   // Never pin more than the configured maximum nor a fraction of the memory available now.
   Reading avail = systemAvailable();
   double cap = std::floor(std::min(capBytes, avail.ok() ? fraction * avail.value : capBytes) / chunk) * chunk;
@@ -328,7 +324,7 @@ bool measureCeiling(ProbeContext& ctx, Recorded& rec, const std::string& api, do
   full.num("cap_bytes", cap).str("stopped_by", stoppedByFailure ? "allocation-failure" : "safety-cap");
   if (stoppedByFailure) full.str("failure", a.str("error"));
   keep(emitMetric(ctx.probe, "ceiling_bytes", a.num("bytes"), "bytes", full));
-  if (!std::isnan(freeVram)) emitMetric(ctx.probe, "free_vram_bytes", freeVram, "bytes", attrs);
+  if (freeVram >= 0) emitMetric(ctx.probe, "free_vram_bytes", freeVram, "bytes", attrs);
   if (a.num("ms_median", -1) >= 0) keep(emitMetric(ctx.probe, "chunk_alloc_ms", a.num("ms_median"), "ms", attrs));
   p.ask("free", a, error);  // released before exit as well as by it
   p.finish();
@@ -340,7 +336,8 @@ int pinnedCeiling(ProbeContext& ctx) {
   double capBytes = ctx.params.number("max_gib") * kGiB;
   double fraction = ctx.params.number("max_fraction");
   std::vector<double> prefills = ctx.params.numbers("prefill_percent");
-  bool resetVariant = ctx.params.number("reset_variant") != 0;
+  int resetRounds = static_cast<int>(ctx.params.number("reset_rounds"));
+  if (resetRounds < 0 || resetRounds > 10) throw UsageError{"parameter reset_rounds takes 0 (off) to 10"};
   if (!(chunk > 0) || !(capBytes >= chunk)) throw UsageError{"parameters chunk_mib and max_gib must be positive, max_gib at least one chunk"};
   if (!(fraction > 0 && fraction <= 0.9)) throw UsageError{"parameter max_fraction takes a fraction of available memory between 0 and 0.9"};
   for (double p : prefills) {
@@ -348,15 +345,16 @@ int pinnedCeiling(ProbeContext& ctx) {
   }
   Recorded rec;
   for (double p : prefills) {
-    if (!measureCeiling(ctx, rec, "driver", chunk, capBytes, fraction, p, nullptr)) {
-      emitSkip(ctx.probe, noDriverReason(cuda().lib.error.empty() ? "cuInit failed" : cuda().lib.error));
-      return kExitNoDriver;
-    }
+    if (!measureCeiling(ctx, rec, "driver", chunk, capBytes, fraction, p, nullptr)) return skipNoDriver(ctx, "no usable driver");
   }
-  if (resetVariant && cudart().ok()) {
-    measureCeiling(ctx, rec, "runtime", chunk, capBytes, fraction, 0, "no-reset");
-    measureCeiling(ctx, rec, "runtime", chunk, capBytes, fraction, 0, "reset");
-  } else if (resetVariant) {
+  if (resetRounds > 0 && cudart().ok()) {
+    // Alternated, so that whatever the first pin leaves warm (the OS's free pages) does not
+    // favour one variant; the judge takes the medians.
+    for (int i = 0; i < resetRounds; ++i) {
+      measureCeiling(ctx, rec, "runtime", chunk, capBytes, fraction, 0, "no-reset");
+      measureCeiling(ctx, rec, "runtime", chunk, capBytes, fraction, 0, "reset");
+    }
+  } else if (resetRounds > 0) {
     emitSkip(ctx.probe, "no CUDA runtime library on this target (cudaDeviceReset is a runtime call)", "reset variant");
   }
   judgePinnedCeiling(ctx.probe, rec);

@@ -1,0 +1,106 @@
+"""The peer of bench/probe-accuracy: the same measurements as cudaprobe's timing probes, made
+through PyTorch on the same GPU in the same run. Prints one JSON object.
+
+  python3 bench/peer_torch.py --sizes-mib 16,256,1024 --reps 20 --warmup 3 --targets-us 1,2,5,10,20 --iterations 10000
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+
+
+def bandwidth(sizes_mib, reps, warmup):
+    out = []
+    for mib in sizes_mib:
+        n = int(mib * 1024 * 1024)
+        host = torch.ones(n, dtype=torch.uint8).pin_memory()
+        dev = torch.empty(n, dtype=torch.uint8, device="cuda")
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for direction in ("h2d", "d2h"):
+            times = []
+            for i in range(warmup + reps):
+                start.record()
+                if direction == "h2d":
+                    dev.copy_(host, non_blocking=True)
+                else:
+                    host.copy_(dev, non_blocking=True)
+                end.record()
+                end.synchronize()
+                if i >= warmup:
+                    times.append(start.elapsed_time(end))
+            out.append({"direction": direction, "size_bytes": n, "gbps": n / (statistics.median(times) / 1000) / 1e9})
+    return out
+
+
+def event_resolution(targets_us, reps):
+    # torch.cuda._sleep spins for a number of cycles: calibrate cycles per microsecond first.
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(20_000_000)
+    rates = []
+    for _ in range(5):
+        start.record()
+        torch.cuda._sleep(20_000_000)
+        end.record()
+        end.synchronize()
+        rates.append(20_000_000 / (start.elapsed_time(end) * 1000))
+    cycles_per_us = statistics.median(rates)
+    distinct = set()
+    medians = {}
+    for t in targets_us:
+        vals = []
+        for _ in range(reps):
+            start.record()
+            torch.cuda._sleep(int(t * cycles_per_us))
+            end.record()
+            end.synchronize()
+            v = start.elapsed_time(end) * 1000
+            vals.append(v)
+            distinct.add(v)
+        medians[str(t)] = statistics.median(vals)
+    d = sorted(distinct)
+    steps = [b - a for a, b in zip(d, d[1:]) if b - a > 1e-6]
+    return {"resolution_us": min(steps) if steps else None, "distinct_values": len(d), "elapsed_us": medians, "cycles_per_us": cycles_per_us}
+
+
+def sync_latency(iterations):
+    stream = torch.cuda.current_stream()
+    for _ in range(200):
+        torch.cuda._sleep(0)
+        stream.synchronize()
+    us = []
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        torch.cuda._sleep(0)
+        stream.synchronize()
+        us.append((time.perf_counter() - t0) * 1e6)
+    us.sort()
+    return {"p50_us": statistics.median(us), "p99_us": us[int(0.99 * (len(us) - 1))], "min_us": us[0]}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--sizes-mib", default="16,256,1024")
+    p.add_argument("--reps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--targets-us", default="1,2,5,10,20")
+    p.add_argument("--event-reps", type=int, default=50)
+    p.add_argument("--iterations", type=int, default=10000)
+    a = p.parse_args()
+    torch.cuda.init()
+    # Warm everything up once (clocks, the link, the caching allocator, pinned pages), as the
+    # probe's own earlier copies warm it before its pinned series: then measure.
+    bandwidth([float(x) for x in a.sizes_mib.split(",")], 1, 3)
+    result = {
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0),
+        "bandwidth": bandwidth([float(x) for x in a.sizes_mib.split(",")], a.reps, a.warmup),
+        "events": event_resolution([float(x) for x in a.targets_us.split(",")], a.event_reps),
+        "sync": sync_latency(a.iterations),
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
