@@ -74,6 +74,9 @@ int transferBandwidth(ProbeContext& ctx) {
 
   Stream st;
   Event a, b;
+  // A short spin ahead of each timed copy keeps the stream busy while the copy is enqueued, so
+  // that the events bracket the copy alone, not the host's launch latency.
+  const auto lead = static_cast<unsigned long long>(20 * gpu.spinCyclesPerUs());
   std::map<std::string, double> pinnedBest;
   for (double mib : sizesMib) {
     size_t bytes = static_cast<size_t>(mib * kMiB);
@@ -83,6 +86,7 @@ int transferBandwidth(ProbeContext& ctx) {
         void* host = std::strcmp(mem, "pinned") == 0 ? pinned : pageable;
         std::vector<double> ms;
         for (int i = 0; i < warmup + reps; ++i) {
+          gpu.launchSpin(st.s, lead);
           a.record(st.s);
           if (std::strcmp(dir, "h2d") == 0) CU(c.cuMemcpyHtoDAsync_v2(dev, host, bytes, st.s));
           else CU(c.cuMemcpyDtoHAsync_v2(host, dev, bytes, st.s));
@@ -150,13 +154,20 @@ int eventTiming(ProbeContext& ctx) {
   for (double target : targets) {
     auto cycles = static_cast<unsigned long long>(target * cyclesPerUs);
     std::vector<double> eventUs, hostUs;
+    const auto lead = static_cast<unsigned long long>(20 * cyclesPerUs);
     for (int i = 0; i < reps; ++i) {
+      // The host's view: launch to completion on the host clock.
       double h0 = nowSeconds();
+      gpu.launchSpin(st.s, cycles);
+      CU(c.cuStreamSynchronize(st.s));
+      hostUs.push_back((nowSeconds() - h0) * 1e6);
+      // The events' view. As in transfer-bandwidth, a lead spin keeps the stream busy while the
+      // kernel is enqueued, so that the events time the kernel rather than its launch.
+      gpu.launchSpin(st.s, lead);
       a.record(st.s);
       gpu.launchSpin(st.s, cycles);
       b.record(st.s);
       double ms = elapsedMs(a, b);
-      hostUs.push_back((nowSeconds() - h0) * 1e6);
       eventUs.push_back(ms * 1000.0);
       distinct.insert(ms * 1000.0);
     }
