@@ -4,8 +4,8 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
-import { homedir } from 'node:os';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { CudamatrixError } from '../core/errors.ts';
@@ -126,19 +126,50 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
 
   options.onProgress?.(`compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} ...`);
   await mkdir(dir, { recursive: true });
-  // Compile to a private name and rename: a build interrupted half-way never poisons the cache.
-  const partial = `${binary}.${process.pid}.partial`;
-  const cppFiles = sources.filter((f) => f.endsWith('.cpp'));
-  const r = await execa(tc.compiler, [...tc.flags, '-o', partial, ...cppFiles, ...tc.libs], { reject: false, all: true });
+  // Objects and the binary get private names first and are renamed at the end: a build
+  // interrupted half-way never poisons the cache.
+  const work = await mkdtemp(path.join(dir, `build-${process.pid}-`));
+  try {
+    const cppFiles = sources.filter((f) => f.endsWith('.cpp'));
+    const objects = cppFiles.map((f) => path.join(work, `${path.basename(f, '.cpp')}.o`));
+    // One compiler per source file, as many at once as there are cores: the link is quick.
+    const jobs = cppFiles.map((file, i) => () => compile(tc, [...tc.flags, '-c', file, '-o', objects[i]!], platform, arch));
+    await runLimited(jobs, Math.max(1, availableParallelism()));
+    const partial = path.join(work, tc.exe);
+    await compile(tc, [...tc.flags, '-o', partial, ...objects, ...tc.libs], platform, arch);
+    await rename(partial, binary);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  return { platform, arch, path: binary, hash, compiler: identity, built: true };
+}
+
+async function compile(tc: Toolchain, args: string[], platform: Platform, arch: string): Promise<void> {
+  const r = await execa(tc.compiler, args, { reject: false, all: true });
   if (r.exitCode !== 0) {
-    await rm(partial, { force: true });
     throw new CudamatrixError(
       'PROBE_BUILD_FAILED',
       `compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} failed (exit ${r.exitCode}):\n${String(r.all ?? '').slice(0, 4000)}`,
     );
   }
-  await rename(partial, binary);
-  return { platform, arch, path: binary, hash, compiler: identity, built: true };
+}
+
+/** Runs the jobs with at most `limit` at once; the first failure is thrown once all settle. */
+async function runLimited(jobs: (() => Promise<void>)[], limit: number): Promise<void> {
+  let next = 0;
+  const failures: unknown[] = [];
+  await Promise.all(
+    Array.from({ length: Math.min(limit, jobs.length) }, async () => {
+      while (next < jobs.length) {
+        try {
+          await jobs[next++]!();
+        } catch (error) {
+          failures.push(error);
+        }
+      }
+    }),
+  );
+  if (failures.length) throw failures[0];
 }
 
 /** Builds each platform/arch once per run, however many targets need it at the same time. */
