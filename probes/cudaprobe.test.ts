@@ -3,14 +3,15 @@
  * here, so these runs take the no-driver path; the GPU path is exercised on the H200 machine
  * and committed as records under results/records/.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
 import { nodeArch } from '../runners/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
-import { catalogue, effectiveParams } from './catalogue.ts';
+import { readEventLog } from '../results/events.ts';
+import { catalogue, effectiveParams, sampleReadings } from './catalogue.ts';
 import { parseProbeOutput, type SysinfoRecord } from './protocol.ts';
 
 let probe: ProbeBinary;
@@ -92,6 +93,42 @@ describe('cudaprobe (Linux build)', () => {
     expect(s.environment!.value).toMatch(/^(linux|wsl2)$/);
     const skip = parseProbeOutput(r.stdout).records.find((x) => x.type === 'skip');
     expect(skip).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
+  });
+
+  it('runs a subject that answers over its pipe and exits when the pipe closes (a killed sampler leaves nothing behind)', async () => {
+    const child = spawn(probe.path, ['subject'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const lines: string[] = [];
+    child.stdout.on('data', (d) => lines.push(...String(d).trim().split('\n')));
+    child.stdin.write('meminfo\nalloc driver pinned 1024\nbogus\n');
+    await new Promise((r) => setTimeout(r, 300));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    child.stdin.end(); // what a killed sampler's pipe does
+    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running'), 5000))]);
+    expect(code).toBe(0);
+    const answers = lines.map((l) => JSON.parse(l));
+    expect(answers[0]).toMatchObject({ ok: true });
+    expect(answers[1]).toMatchObject({ ok: false, error: expect.stringContaining('no CUDA context') });
+    expect(answers[2]).toMatchObject({ ok: false, error: 'unknown command: bogus' });
+  });
+
+  it('emits only facts and metrics the catalogue documents (checked on the committed H200 record)', () => {
+    const record = path.join(import.meta.dirname, '..', 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+    const seen = new Set<string>();
+    for (const e of readEventLog(record)) {
+      if (e.type !== 'cell-end') continue;
+      const spec = catalogue.find((p) => p.name === e.probe)!;
+      for (const r of e.records) {
+        if (r.type === 'fact' || r.type === 'sysinfo') expect(spec.facts.map((f) => f.name), `${e.probe}.${r.name}`).toContain(r.name);
+        if (r.type === 'metric') {
+          const m = spec.metrics.find((x) => x.name === r.name);
+          expect(m, `${e.probe}.${r.name}`).toBeDefined();
+          expect(r.unit, `${e.probe}.${r.name}`).toBe(m!.unit);
+        }
+        if (r.type === 'sample') Object.keys(r.readings).forEach((k) => expect(Object.keys(sampleReadings)).toContain(k));
+        if (r.type !== 'sample' && r.type !== 'skip' && 'name' in r) seen.add(`${e.probe}.${r.name}`);
+      }
+    }
+    expect(seen.size).toBeGreaterThan(60);
   });
 
   it('only reports sysinfo names the catalogue documents', () => {
