@@ -43,6 +43,7 @@ export function buildProgram(): Command {
   filterOptions(program.command('run'))
     .description('run the probes on every target and judge the expectations')
     .option('--strict', 'exit 4 when nothing was measured (no usable driver on any target)', false)
+    .option('--accept-new', 'accept and record the host keys of SSH hosts not yet in known_hosts (as ssh -o StrictHostKeyChecking=accept-new)', false)
     .option('--quick', 'small parameters for every probe (CI-sized runs); the matrix\'s own parameters still win', false)
     .option('--junit <file>', 'write JUnit XML here (also written in the run folder)', 'junit.xml')
     .option('--json <file>', 'write the JSON summary here (also written in the run folder)')

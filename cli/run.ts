@@ -15,6 +15,7 @@ export interface RunOptions {
   shard?: string;
   strict: boolean;
   quick: boolean;
+  acceptNew: boolean;
   junit: string;
   json?: string;
   resultsDir: string;
@@ -50,6 +51,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       runsDir: opts.resultsDir,
       strict: opts.strict,
       quick: opts.quick,
+      acceptNewHostKeys: opts.acceptNew,
       concurrency: opts.concurrency,
       signal: controller.signal,
       reporters,

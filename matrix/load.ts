@@ -44,6 +44,7 @@ export interface Matrix {
   file: string;
   description?: string;
   concurrency: number;
+  hostConcurrency: number;
   targets: Target[];
   /** Expectations per environment class, and for all targets. */
   expectations: Partial<Record<'all' | EnvironmentClass, Expectation[]>>;
@@ -120,6 +121,8 @@ export function parseMatrix(text: string, file: string): Matrix {
     ]);
   }
 
+  const secrets = findSecrets(input, [], locator);
+  if (secrets.length) throw new MatrixError(file, secrets);
   const parsed = matrixSchema.safeParse(input);
   if (!parsed.success) {
     const issues = parsed.error.issues.flatMap((i) => mapIssue(i, [], input, locator));
@@ -129,6 +132,38 @@ export function parseMatrix(text: string, file: string): Matrix {
   const matrix = checks.resolve(file);
   if (checks.issues.length) throw new MatrixError(file, sortIssues(checks.issues));
   return matrix;
+}
+
+const SECRET_KEYS = /^(password|passwd|passphrase|private[_-]?key|secret|token|api[_-]?key)$/i;
+
+/**
+ * A secret written in the matrix is refused before anything else, and its value is never
+ * repeated in the message: the matrix names where secrets are (identityFile, passphraseEnv).
+ */
+function findSecrets(value: unknown, at: PathKey[], loc: Locator): MatrixIssue[] {
+  const out: MatrixIssue[] = [];
+  const report = (p: PathKey[], what: string) => {
+    const pos = loc.at(p, { key: typeof p[p.length - 1] === 'string' });
+    out.push({
+      ...issue(
+        'MATRIX_SECRET',
+        `${what} is written in the matrix at ${formatPath(p)}; cudamatrix never reads secrets from a matrix file`,
+        'remove it: name the key file with identityFile, and the environment variable that holds its passphrase with passphraseEnv (or use ssh-agent)',
+        pos.line,
+        pos.col,
+      ),
+      path: p,
+    });
+  };
+  if (typeof value === 'string' && /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(value)) report(at, 'a private key');
+  if (Array.isArray(value)) value.forEach((v, i) => out.push(...findSecrets(v, [...at, i], loc)));
+  else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (SECRET_KEYS.test(k) && typeof v === 'string' && v !== '') report([...at, k], `a secret ("${k}")`);
+      else out.push(...findSecrets(v, [...at, k], loc));
+    }
+  }
+  return out;
 }
 
 /**
@@ -181,8 +216,12 @@ export function formatPath(path: readonly PathKey[]): string {
   return out || 'the top level';
 }
 
+/** Whether the path names a transport kind: the transport itself, a hop in its list, or a hop's "kind". */
 function isTransportPath(path: readonly PathKey[]): boolean {
-  return path.includes('transport');
+  const at = path.lastIndexOf('transport');
+  if (at < 0) return false;
+  const rest = path.slice(at + 1);
+  return rest.length === 0 || (rest.length === 1 && (typeof rest[0] === 'number' || rest[0] === 'kind')) || (rest.length === 2 && rest[1] === 'kind');
 }
 
 function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: Locator): MatrixIssue[] {
@@ -377,7 +416,7 @@ class SemanticChecks {
         expect: t.expect ?? [],
       };
     });
-    return { file, description: doc.description, concurrency: doc.concurrency, targets, expectations };
+    return { file, description: doc.description, concurrency: doc.concurrency, hostConcurrency: doc.hostConcurrency, targets, expectations };
   }
 
   /** Resolves a probe list in catalogue order, reporting unknown names. */

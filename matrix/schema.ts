@@ -96,7 +96,8 @@ const target = z.strictObject({
 export const matrixSchema = z.strictObject({
   version: z.literal(MATRIX_VERSION).describe('Matrix format version'),
   description: z.string().optional(),
-  concurrency: z.number().int().positive().max(256).default(4).describe('Targets run at once (one at a time per host)'),
+  concurrency: z.number().int().positive().max(256).default(4).describe('Targets run at once'),
+  hostConcurrency: z.number().int().positive().max(64).default(1).describe('Targets run at once on one host (default 1: measurements on one host would disturb each other)'),
   defaults: z
     .strictObject({
       probes: probeList.default('all'),

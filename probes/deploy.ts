@@ -6,6 +6,8 @@ export interface DeployedProbe {
   binary: ProbeBinary;
   /** Where the binary is on the target. */
   remotePath: string;
+  /** Whether it was copied to the target this time (false: the target's cache had it). */
+  uploaded: boolean;
 }
 
 export type BuildFor = (platform: Platform, arch: string) => Promise<ProbeBinary>;
@@ -13,7 +15,12 @@ export type BuildFor = (platform: Platform, arch: string) => Promise<ProbeBinary
 /** Builds (or takes from the cache) the binary for the session's platform and uploads it. */
 export async function deployProbe(session: Session, build: BuildFor = (platform, arch) => buildProbe({ platform, arch })): Promise<DeployedProbe> {
   const binary = await build(session.platform, session.arch);
-  const remotePath = session.joinPath(session.workDir, session.platform === 'windows' ? 'cudaprobe.exe' : 'cudaprobe');
+  const name = session.platform === 'windows' ? 'cudaprobe.exe' : 'cudaprobe';
+  if (session.installCached) {
+    const cached = await session.installCached(binary.path, `${session.platform}-${session.arch}-${binary.hash}`, name);
+    return { binary, remotePath: cached.path, uploaded: cached.uploaded };
+  }
+  const remotePath = session.joinPath(session.workDir, name);
   await session.put(binary.path, remotePath, { executable: true });
-  return { binary, remotePath };
+  return { binary, remotePath, uploaded: true };
 }

@@ -41,7 +41,7 @@ export interface TargetReadyEvent {
   session: string;
   platform: string;
   arch: string;
-  probe: { hash: string; built: boolean };
+  probe: { hash: string; built: boolean; uploaded?: boolean; path?: string };
 }
 
 /** The target could not be used (unreachable, deploy failed, environment mismatch...). */

@@ -31,6 +31,8 @@ export interface ExecuteOptions {
   quick?: boolean;
   /** Overrides the matrix's concurrency. */
   concurrency?: number;
+  /** Unknown SSH hosts are accepted and recorded on first use (--accept-new). */
+  acceptNewHostKeys?: boolean;
   signal?: AbortSignal;
   reporters?: Reporter[];
   build?: BuildFor;
@@ -75,22 +77,17 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   });
 
   const cellsOf = (t: Target) => plan.cells.filter((c) => c.target === t.name).map((c) => c.probe);
-  const hostLocks = new Map<string, Promise<void>>();
+  // At most hostConcurrency targets at once on one host (default 1: measurements on one host
+  // would disturb each other); a slow host holds only its own slots.
+  const hosts = new Map<string, Semaphore>();
+  const context = { runId, emit, build, signal: options.signal, quick: options.quick ?? false, acceptNewHostKeys: options.acceptNewHostKeys };
   const runTarget = async (t: Target): Promise<void> => {
-    // One target at a time per host: chain this target behind the previous one on its host.
     const key = hostKeyOf(t.hops);
-    const before = hostLocks.get(key) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    hostLocks.set(key, before.then(() => mine));
-    await before;
-    try {
-      await runOneTarget(t, cellsOf(t), { runId, emit, build, signal: options.signal, quick: options.quick ?? false });
-    } finally {
-      release();
-    }
+    let host = hosts.get(key);
+    if (!host) hosts.set(key, (host = new Semaphore(plan.matrix.hostConcurrency)));
+    await host.use(() => runOneTarget(t, cellsOf(t), context));
   };
-  await pool(plan.targets, options.concurrency ?? plan.matrix.concurrency, runTarget);
+  await poolOf(plan.targets, options.concurrency ?? plan.matrix.concurrency, runTarget);
 
   emit({ type: 'run-end', finished: new Date().toISOString(), durationMs: Date.now() - started, interrupted: Boolean(options.signal?.aborted) });
   log.close();
@@ -105,6 +102,7 @@ interface TargetContext {
   build: BuildFor;
   signal?: AbortSignal;
   quick: boolean;
+  acceptNewHostKeys?: boolean;
 }
 
 async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Promise<void> {
@@ -124,7 +122,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
   try {
     let deployed: DeployedProbe;
     try {
-      session = await connectChain(t.hops, { target: t.name, runId: ctx.runId, signal });
+      session = await connectChain(t.hops, { target: t.name, runId: ctx.runId, signal, acceptNewHostKeys: ctx.acceptNewHostKeys });
       deployed = await deployProbe(session, ctx.build);
     } catch (error) {
       if (signal?.aborted) return cancelAll(probes);
@@ -138,7 +136,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       session: session.description,
       platform: session.platform,
       arch: session.arch,
-      probe: { hash: deployed.binary.hash, built: deployed.binary.built },
+      probe: { hash: deployed.binary.hash, built: deployed.binary.built, uploaded: deployed.uploaded, path: deployed.remotePath },
     });
 
     const run = async (probe: string): Promise<CellEndEvent> => {
@@ -147,8 +145,21 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       return cellEvent(t, result, probes.includes(probe), params);
     };
 
+    // A transport failure (the connection dropped) ends the target: its remaining cells are
+    // errors with the reason. A probe is never re-run.
+    const attempt = async (probe: string, remaining: string[]): Promise<CellEndEvent | undefined> => {
+      try {
+        return await run(probe);
+      } catch (error) {
+        const code = error instanceof CudamatrixError ? error.code : 'TRANSPORT_FAILED';
+        failAll(code, describeError(error), remaining);
+        return undefined;
+      }
+    };
+
     // sysinfo first, always: it says which environment the target really is.
-    const sysinfo = await run('sysinfo');
+    const sysinfo = await attempt('sysinfo', probes);
+    if (!sysinfo) return;
     emit(sysinfo);
     const rest = probes.filter((p) => p !== 'sysinfo');
     const detected = sysinfo.records.find((r) => r.type === 'sysinfo' && r.name === 'environment')?.value as string | null | undefined;
@@ -161,7 +172,9 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
     }
     for (let i = 0; i < rest.length; i++) {
       if (signal?.aborted) return cancelAll(rest.slice(i));
-      emit(await run(rest[i]!));
+      const cell = await attempt(rest[i]!, rest.slice(i));
+      if (!cell) return;
+      emit(cell);
     }
   } finally {
     if (session) await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);
@@ -208,8 +221,25 @@ function blankCell(t: Target, probe: string, outcome: Pick<CellEndEvent, 'status
   };
 }
 
+/** At most `limit` holders at once. */
+class Semaphore {
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly limit: number) {}
+  async use<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
+    this.active++;
+    try {
+      return await fn();
+    } finally {
+      this.active--;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
 /** Runs `fn` over items with at most `limit` at once. */
-async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+async function poolOf<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
   const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
     while (next < items.length) await fn(items[next++]!);

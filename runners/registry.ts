@@ -2,9 +2,13 @@
 import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { localTransport } from './local.ts';
+import { sshTransport } from './ssh/transport.ts';
 import type { ConnectContext, Session, TransportKind } from './transport.ts';
 
-const kinds = new Map<string, TransportKind<any>>([[localTransport.kind, localTransport]]);
+const kinds = new Map<string, TransportKind<any>>([
+  [localTransport.kind, localTransport],
+  [sshTransport.kind, sshTransport],
+]);
 
 export function transportKinds(): string[] {
   return [...kinds.keys()].sort();

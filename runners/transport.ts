@@ -50,6 +50,11 @@ export interface Session extends AsyncDisposable {
   get(remotePath: string, localPath: string): Promise<void>;
   /** Joins path segments the way the target's platform does. */
   joinPath(...parts: string[]): string;
+  /**
+   * Puts a file in the target's persistent per-hash cache, verified by hash, uploading only when
+   * it is missing or differs (remote transports). Without it, files go to the work directory.
+   */
+  installCached?(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }>;
 }
 
 export interface ConnectContext {
@@ -59,6 +64,8 @@ export interface ConnectContext {
   /** The session of the previous hop, when this transport is chained behind another. */
   via?: Session;
   signal?: AbortSignal;
+  /** The run allows unknown SSH hosts on first use (--accept-new). */
+  acceptNewHostKeys?: boolean;
 }
 
 /** One kind of transport: its options (validated from the matrix) and how to connect. */

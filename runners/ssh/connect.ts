@@ -1,0 +1,252 @@
+/**
+ * Opening an SSH connection the way an engineer's own `ssh` would: ~/.ssh/config aliases,
+ * keys from identity files (passphrase from a named environment variable) and the agent,
+ * strict host-key checking against known_hosts, ProxyJump hops, a connect timeout, keepalives,
+ * and bounded retries with backoff for connection failures only. Never a password.
+ */
+import { readFileSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
+import path from 'node:path';
+import type { Duplex } from 'node:stream';
+import ssh2, { type AnyAuthMethod, type Client, type ConnectConfig } from 'ssh2';
+import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
+import { appendKnownHost, checkHostKey, fingerprint, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
+import { expandHome, parseJumpHop, resolveSshConfig } from './ssh-config.ts';
+
+// ssh2 is CommonJS; its named exports are reached through the default export.
+const { Client: SshClient, utils } = ssh2;
+
+export interface SshConnectOptions {
+  host: string;
+  port?: number;
+  user?: string;
+  identityFile?: string;
+  /** The environment variable that holds the identity file's passphrase. */
+  passphraseEnv?: string;
+  /** Use ssh-agent (SSH_AUTH_SOCK) when it is set (default true). */
+  agent?: boolean;
+  knownHosts?: string;
+  hostKeyPolicy?: 'strict' | 'accept-new';
+  /** ssh_config file to read aliases from (default ~/.ssh/config); false: none. */
+  sshConfig?: string | false;
+  proxyJump?: string;
+  connectTimeoutMs?: number;
+  keepaliveMs?: number;
+  retries?: number;
+}
+
+export interface Endpoint {
+  host: string;
+  port: number;
+  user: string;
+  /** "user@host:port", for messages and as the connection's identity. */
+  label: string;
+  identityFiles: string[];
+  knownHostsFiles: string[];
+  jumps: string[];
+}
+
+const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((f) => path.join(homedir(), '.ssh', f));
+
+/** Where the options lead, after ~/.ssh/config. Pure: reads files, opens nothing. */
+export function resolveEndpoint(o: SshConnectOptions): Endpoint {
+  const r = resolveSshConfig(o.host, o.sshConfig === undefined ? path.join(homedir(), '.ssh', 'config') : o.sshConfig);
+  const host = r.hostName;
+  const port = o.port ?? r.port ?? 22;
+  const user = o.user ?? r.user ?? userInfo().username;
+  const identityFiles = o.identityFile ? [expandHome(o.identityFile)] : r.identityFiles.length ? r.identityFiles : DEFAULT_IDENTITIES;
+  const knownHostsFiles = o.knownHosts ? [expandHome(o.knownHosts)] : r.userKnownHostsFiles.length ? r.userKnownHostsFiles : [path.join(homedir(), '.ssh', 'known_hosts')];
+  const jumpSpec = o.proxyJump ?? r.proxyJump;
+  return { host, port, user, label: `${user}@${host}:${port}`, identityFiles, knownHostsFiles, jumps: jumpSpec ? jumpSpec.split(',').map((s) => s.trim()) : [] };
+}
+
+interface Auth {
+  methods: AnyAuthMethod[];
+  description: string;
+}
+
+/** Reads and decrypts the identity files up front, so that a wrong passphrase is a clear error. */
+function authFor(o: SshConnectOptions, e: Endpoint): Auth {
+  const methods: AnyAuthMethod[] = [];
+  const tried: string[] = [];
+  const passphrase = o.passphraseEnv ? process.env[o.passphraseEnv] : undefined;
+  if (o.passphraseEnv && passphrase === undefined) {
+    throw new CudamatrixError('AUTH_FAILED', `the environment variable ${o.passphraseEnv} (passphraseEnv) is not set; set it to the passphrase of ${e.identityFiles[0]}`);
+  }
+  for (const file of e.identityFiles) {
+    let text: Buffer;
+    try {
+      text = readFileSync(file);
+    } catch {
+      if (o.identityFile) throw new CudamatrixError('AUTH_FAILED', `identity file ${file} cannot be read; check identityFile for target host ${o.host}`);
+      continue;
+    }
+    const key = utils.parseKey(text, passphrase);
+    if (key instanceof Error) {
+      const encrypted = /encrypted|passphrase/i.test(key.message);
+      const why = encrypted
+        ? passphrase === undefined
+          ? `is encrypted: name the environment variable that holds its passphrase with passphraseEnv`
+          : `could not be decrypted with the passphrase from ${o.passphraseEnv}`
+        : `is not a private key ssh2 can read (${key.message.replace(/passphrase.*$/i, '').trim()})`;
+      throw new CudamatrixError('AUTH_FAILED', `identity file ${file} ${why}`);
+    }
+    methods.push({ type: 'publickey' as const, username: e.user, key: text, passphrase });
+    tried.push(file);
+  }
+  if (o.agent !== false && process.env.SSH_AUTH_SOCK) {
+    methods.push({ type: 'agent' as const, username: e.user, agent: process.env.SSH_AUTH_SOCK });
+    tried.push(`the agent at $SSH_AUTH_SOCK`);
+  }
+  if (methods.length === 0) {
+    throw new CudamatrixError('AUTH_FAILED', `no key to authenticate to ${e.label} with: no identity file (${e.identityFiles.join(', ')}) and no SSH_AUTH_SOCK`);
+  }
+  return { methods, description: tried.join(', ') };
+}
+
+class HostKeyRefusal extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Checks the offered host key; accept-new records an unknown host. Returns a refusal or undefined. */
+function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new', host: string, port: number): HostKeyRefusal | undefined {
+  const entries = readKnownHosts(e.knownHostsFiles);
+  const check = checkHostKey(entries, host, port, key);
+  const offered = `${keyTypeOf(key)} ${fingerprint(key)}`;
+  const token = hostToken(host, port);
+  switch (check.status) {
+    case 'ok':
+      return undefined;
+    case 'revoked':
+      return new HostKeyRefusal('HOST_KEY_MISMATCH', `the host key of ${token} (${offered}) is marked @revoked at ${check.entry.file}:${check.entry.line}; nothing was run`);
+    case 'mismatch': {
+      const known = check.known.map((k) => `${k.keyType} ${fingerprint(Buffer.from(k.keyBase64, 'base64'))} at ${k.file}:${k.line}`).join('; ');
+      const first = check.known[0]!;
+      return new HostKeyRefusal(
+        'HOST_KEY_MISMATCH',
+        `the host key of ${token} has changed: it offered ${offered}, but known_hosts has ${known}. Nothing was run. ` +
+          `If the change is expected, remove line ${first.line} of ${first.file} (ssh-keygen -R '${token}' -f ${first.file}); otherwise someone may be intercepting the connection`,
+      );
+    }
+    case 'unknown':
+      if (policy === 'accept-new') {
+        appendKnownHost(e.knownHostsFiles[0]!, host, port, key);
+        return undefined;
+      }
+      return new HostKeyRefusal(
+        'HOST_KEY_UNKNOWN',
+        `${token} is not in ${e.knownHostsFiles.join(', ')} (it offered ${offered}); nothing was run. ` +
+          `Add its key (ssh-keyscan -p ${port} ${host} >> ${e.knownHostsFiles[0]}), or allow it once with hostKeyPolicy: accept-new in the matrix or --accept-new`,
+      );
+  }
+}
+
+const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'strict' | 'accept-new', sock?: Duplex): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const client = new SshClient();
+    let refusal: HostKeyRefusal | undefined;
+    let settled = false;
+    const fail = (err: Error & { level?: string; code?: string }) => {
+      if (settled) return;
+      settled = true;
+      client.end();
+      if (refusal) return reject(new CudamatrixError(refusal.code, refusal.message));
+      if (err.level === 'client-authentication') {
+        return reject(new CudamatrixError('AUTH_FAILED', `authentication to ${e.label} failed with ${auth.description}: check that the key is in the remote ~/.ssh/authorized_keys and the user is right`));
+      }
+      const code = err.code ?? (err.level === 'client-timeout' ? 'ETIMEDOUT' : undefined);
+      const what = err.level === 'client-timeout' ? `no SSH handshake within ${o.connectTimeoutMs ?? 15000} ms` : err.message;
+      const error = new CudamatrixError('TARGET_UNREACHABLE', `cannot reach ${e.label}: ${what}`, { cause: err });
+      (error as { retryable?: boolean }).retryable = code !== undefined && (RETRYABLE.has(code) || err.level === 'client-timeout');
+      reject(error);
+    };
+    client.on('ready', () => {
+      settled = true;
+      resolve(client);
+    });
+    client.on('error', fail);
+    client.on('close', () => fail(new Error('the connection closed during the handshake')));
+    const config: ConnectConfig = {
+      host: e.host,
+      port: e.port,
+      username: e.user,
+      sock,
+      readyTimeout: o.connectTimeoutMs ?? 15000,
+      keepaliveInterval: o.keepaliveMs ?? 15000,
+      keepaliveCountMax: 3,
+      authHandler: [...auth.methods],
+      hostVerifier: (key: Buffer) => {
+        refusal = verifyHostKey(e, key, policy, e.host, e.port);
+        return refusal === undefined;
+      },
+    };
+    client.connect(config);
+  });
+}
+
+function forwardOut(via: Client, host: string, port: number): Promise<Duplex> {
+  return new Promise((resolve, reject) => {
+    via.forwardOut('127.0.0.1', 0, host, port, (err, stream) => (err ? reject(new CudamatrixError('TARGET_UNREACHABLE', `the jump host could not reach ${host}:${port}: ${err.message}`)) : resolve(stream)));
+  });
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
+}
+
+export interface OpenedConnection {
+  client: Client;
+  endpoint: Endpoint;
+  /** The jump hosts' connections, closed with it. */
+  jumps: Client[];
+}
+
+/** Connects (through ProxyJump hops), retrying connection failures only, with backoff. */
+export async function openConnection(o: SshConnectOptions, ctx: { acceptNewHostKeys?: boolean; signal?: AbortSignal } = {}): Promise<OpenedConnection> {
+  const e = resolveEndpoint(o);
+  const policy = ctx.acceptNewHostKeys ? 'accept-new' : (o.hostKeyPolicy ?? 'strict');
+  const auth = authFor(o, e);
+  const retries = o.retries ?? 2;
+  for (let attempt = 0; ; attempt++) {
+    const jumps: Client[] = [];
+    try {
+      let sock: Duplex | undefined;
+      for (const hop of e.jumps) {
+        const j = parseJumpHop(hop);
+        const jumpOptions: SshConnectOptions = { ...o, host: j.host, port: j.port, user: j.user, proxyJump: undefined, identityFile: o.identityFile };
+        const je = resolveEndpoint(jumpOptions);
+        const jc = await connectOnce(je, jumpOptions, authFor(jumpOptions, je), policy, sock);
+        jumps.push(jc);
+        sock = undefined;
+        // The next hop (or the target) is reached through this one.
+        const next = jumps.length < e.jumps.length ? parseJumpHop(e.jumps[jumps.length]!) : { host: e.host, port: e.port };
+        sock = await forwardOut(jc, resolveEndpoint({ ...o, host: next.host, port: next.port, proxyJump: undefined }).host, next.port ?? 22);
+      }
+      const client = await connectOnce(e, o, auth, policy, sock);
+      return { client, endpoint: e, jumps };
+    } catch (error) {
+      for (const j of jumps) j.end();
+      const retryable = (error as { retryable?: boolean }).retryable === true;
+      if (!retryable || attempt >= retries || ctx.signal?.aborted) {
+        if (error instanceof CudamatrixError && retryable && attempt > 0) {
+          throw new CudamatrixError(error.code, `${error.message} (after ${attempt + 1} attempts)`, { cause: error.cause });
+        }
+        throw error;
+      }
+      await sleep(Math.min(5000, 500 * 2 ** attempt), ctx.signal);
+    }
+  }
+}

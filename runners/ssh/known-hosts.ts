@@ -1,0 +1,109 @@
+/**
+ * Host keys checked the way OpenSSH checks them: known_hosts files with plain and hashed
+ * (|1|salt|hash) names, [host]:port for other ports, several keys per host, wildcard and
+ * negated patterns, and @revoked keys. A changed key is refused with both fingerprints and the
+ * file and line to edit; an unknown host is refused unless accept-new, which records it.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { sshGlob } from './glob.ts';
+
+export interface KnownHost {
+  file: string;
+  line: number;
+  marker?: 'revoked' | 'cert-authority';
+  /** Plain patterns ("gpu-box", "[10.0.0.5]:2222", "*.lab", "!bad.lab"), or a hashed name. */
+  patterns?: string[];
+  hashed?: { salt: Buffer; hash: Buffer };
+  keyType: string;
+  keyBase64: string;
+}
+
+export function parseKnownHosts(text: string, file: string): KnownHost[] {
+  const entries: KnownHost[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) return;
+    const fields = line.split(/\s+/);
+    let marker: KnownHost['marker'];
+    if (fields[0]?.startsWith('@')) {
+      const m = fields.shift()!;
+      if (m === '@revoked') marker = 'revoked';
+      else if (m === '@cert-authority') marker = 'cert-authority';
+      else return;
+    }
+    const [names, keyType, keyBase64] = fields;
+    if (!names || !keyType || !keyBase64) return;
+    const entry: KnownHost = { file, line: i + 1, marker, keyType, keyBase64 };
+    const hashed = /^\|1\|([^|]+)\|([^|]+)$/.exec(names);
+    if (hashed) entry.hashed = { salt: Buffer.from(hashed[1]!, 'base64'), hash: Buffer.from(hashed[2]!, 'base64') };
+    else entry.patterns = names.split(',');
+    entries.push(entry);
+  });
+  return entries;
+}
+
+/** The name OpenSSH looks a host up by: "host" on port 22, "[host]:port" otherwise. */
+export function hostToken(host: string, port: number): string {
+  return port === 22 ? host : `[${host}]:${port}`;
+}
+
+export function matchesHost(entry: KnownHost, host: string, port: number): boolean {
+  const token = hostToken(host, port);
+  if (entry.hashed) {
+    const h = createHmac('sha1', entry.hashed.salt).update(token).digest();
+    return h.equals(entry.hashed.hash);
+  }
+  let matched = false;
+  for (const p of entry.patterns ?? []) {
+    if (p.startsWith('!')) {
+      if (sshGlob(p.slice(1)).test(token)) return false;
+    } else if (sshGlob(p).test(token)) {
+      matched = true;
+    }
+  }
+  return matched;
+}
+
+/** OpenSSH's fingerprint: SHA256, base64 without padding. */
+export function fingerprint(keyBlob: Buffer): string {
+  return `SHA256:${createHash('sha256').update(keyBlob).digest('base64').replace(/=+$/, '')}`;
+}
+
+/** The key type inside an SSH wire-format public key ("ssh-ed25519"). */
+export function keyTypeOf(keyBlob: Buffer): string {
+  const len = keyBlob.readUInt32BE(0);
+  return keyBlob.subarray(4, 4 + len).toString('latin1');
+}
+
+export type HostKeyCheck =
+  | { status: 'ok'; entry: KnownHost }
+  | { status: 'revoked'; entry: KnownHost }
+  | { status: 'mismatch'; known: KnownHost[] }
+  | { status: 'unknown' };
+
+export function checkHostKey(entries: KnownHost[], host: string, port: number, keyBlob: Buffer): HostKeyCheck {
+  const b64 = keyBlob.toString('base64');
+  const revoked = entries.find((e) => e.marker === 'revoked' && e.keyBase64 === b64);
+  if (revoked) return { status: 'revoked', entry: revoked };
+  const forHost = entries.filter((e) => !e.marker && matchesHost(e, host, port));
+  const same = forHost.find((e) => e.keyBase64 === b64);
+  if (same) return { status: 'ok', entry: same };
+  // Like OpenSSH: only a known key of the same type makes it a change; another type is new.
+  const sameType = forHost.filter((e) => e.keyType === keyTypeOf(keyBlob));
+  if (sameType.length > 0) return { status: 'mismatch', known: sameType };
+  return { status: 'unknown' };
+}
+
+export function readKnownHosts(files: string[]): KnownHost[] {
+  return files.flatMap((f) => (existsSync(f) ? parseKnownHosts(readFileSync(f, 'utf8'), f) : []));
+}
+
+/** Records a newly accepted key (accept-new), as `ssh -o StrictHostKeyChecking=accept-new` does. */
+export function appendKnownHost(file: string, host: string, port: number, keyBlob: Buffer): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const sep = text === '' || text.endsWith('\n') ? '' : '\n';
+  appendFileSync(file, `${sep}${hostToken(host, port)} ${keyTypeOf(keyBlob)} ${keyBlob.toString('base64')}\n`, { mode: 0o600 });
+}

@@ -1,0 +1,59 @@
+/**
+ * Quoting an argv for the shell that runs commands on the remote side. OpenSSH hands the
+ * command line to the user's shell: POSIX sh on Linux, and on Windows cmd.exe or PowerShell
+ * (Windows OpenSSH's DefaultShell). Each argument is quoted whole; nothing is concatenated raw.
+ */
+import { CudamatrixError } from '../../core/errors.ts';
+import type { Shell } from '../transport.ts';
+
+/** 'it'\''s' — single quotes keep everything literal in sh, even newlines. */
+export function quotePosix(arg: string): string {
+  return `'${arg.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * PowerShell single-quoted strings are literal; a quote inside is doubled. PowerShell also
+ * treats the typographic single quotes as quotes, so those are doubled too.
+ */
+export function quotePowerShell(arg: string): string {
+  return `'${arg.replace(/['\u2018\u2019\u201a\u201b]/g, '$&$&')}'`;
+}
+
+/**
+ * cmd.exe: first quote for the program's own command-line parser (CommandLineToArgvW rules:
+ * backslashes before a quote are doubled, a quote is escaped with a backslash), then escape every
+ * cmd metacharacter with ^ so that cmd passes the text through unchanged.
+ */
+export function quoteCmd(arg: string): string {
+  if (/[\r\n\0]/.test(arg)) {
+    throw new CudamatrixError('USAGE', 'cmd.exe cannot pass an argument with a line break or NUL; use shell: powershell for this target');
+  }
+  let quoted = '"';
+  let backslashes = 0;
+  for (const ch of arg) {
+    if (ch === '\\') {
+      backslashes++;
+      continue;
+    }
+    if (ch === '"') {
+      quoted += '\\'.repeat(backslashes * 2 + 1) + '"';
+    } else {
+      quoted += '\\'.repeat(backslashes) + ch;
+    }
+    backslashes = 0;
+  }
+  quoted += `${'\\'.repeat(backslashes * 2)}"`;
+  return quoted.replace(/[()%!^"<>&|]/g, '^$&');
+}
+
+export function quoteArgv(argv: string[], shell: Shell): string {
+  switch (shell) {
+    case 'posix':
+      return argv.map(quotePosix).join(' ');
+    case 'powershell':
+      // The call operator runs the program named by the first (quoted) word.
+      return `& ${argv.map(quotePowerShell).join(' ')}`;
+    case 'cmd':
+      return argv.map(quoteCmd).join(' ');
+  }
+}

@@ -1,0 +1,89 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../test/helpers.ts';
+import { parseJumpHop, resolveSshConfig } from './ssh-config.ts';
+
+function config(text: string): string {
+  const dir = tempDir();
+  const file = path.join(dir, 'config');
+  writeFileSync(file, text);
+  return file;
+}
+
+describe('ssh_config', () => {
+  const file = config(
+    [
+      '# global options first apply to every host',
+      'IdentityFile ~/.ssh/global_key',
+      '',
+      'Host gpu gpu-*',
+      '  HostName %h.lab.example',
+      '  User engineer',
+      '  Port 2200',
+      '  IdentityFile ~/.ssh/lab_%r',
+      '  ProxyJump bastion@jump.example:2222',
+      '',
+      'Host gpu-7',
+      '  Port 9999',
+      '  User someone-else',
+      '',
+      'Host *.lab.example !secret.lab.example',
+      '  UserKnownHostsFile ~/.ssh/lab_known_hosts',
+      '',
+      'Match host foo',
+      '  User matched',
+      '',
+      'Host *',
+      '  User = fallback',
+      '  IdentitiesOnly yes',
+    ].join('\n'),
+  );
+
+  it('resolves an alias: the first value wins, IdentityFile adds up, tokens and ~ expand', () => {
+    const r = resolveSshConfig('gpu-7', file);
+    expect(r.hostName).toBe('gpu-7.lab.example');
+    expect(r.port).toBe(2200);
+    expect(r.user).toBe('engineer');
+    expect(r.identityFiles).toEqual([path.join(homedir(), '.ssh/global_key'), path.join(homedir(), '.ssh/lab_engineer')]);
+    expect(r.proxyJump).toBe('bastion@jump.example:2222');
+    expect(r.identitiesOnly).toBe(true);
+  });
+
+  it('falls back to Host * and says a Match block was not applied', () => {
+    const r = resolveSshConfig('other', file);
+    expect(r).toMatchObject({ hostName: 'other', user: 'fallback', port: undefined, proxyJump: undefined });
+    expect(r.notes[0]).toMatch(/:18: Match blocks are not evaluated/);
+  });
+
+  it('matches patterns against the alias as given, with negation', () => {
+    expect(resolveSshConfig('x.lab.example', file).userKnownHostsFiles).toEqual([path.join(homedir(), '.ssh/lab_known_hosts')]);
+    expect(resolveSshConfig('secret.lab.example', file).userKnownHostsFiles).toEqual([]);
+  });
+
+  it('follows Include, relative to ~/.ssh or absolute, with globs', () => {
+    const dir = tempDir();
+    mkdirSync(path.join(dir, 'conf.d'));
+    writeFileSync(path.join(dir, 'conf.d', 'a.conf'), 'Host inc\n  HostName included.example\n');
+    const main = path.join(dir, 'config');
+    writeFileSync(main, `Include ${path.join(dir, 'conf.d', '*.conf')}\n`);
+    expect(resolveSshConfig('inc', main).hostName).toBe('included.example');
+  });
+
+  it('reads nothing when there is no config (or it is switched off)', () => {
+    expect(resolveSshConfig('h', false)).toMatchObject({ hostName: 'h', identityFiles: [] });
+    expect(resolveSshConfig('h', '/nonexistent/config').hostName).toBe('h');
+  });
+
+  it('parses ProxyJump hops', () => {
+    expect(parseJumpHop('bastion')).toEqual({ host: 'bastion', user: undefined, port: undefined });
+    expect(parseJumpHop('me@jump:2222')).toEqual({ user: 'me', host: 'jump', port: 2222 });
+    expect(parseJumpHop('[::1]:22')).toEqual({ user: undefined, host: '::1', port: 22 });
+  });
+
+  it('expands %u and %d', () => {
+    const f = config('Host t\n  IdentityFile %d/keys/%u\n');
+    expect(resolveSshConfig('t', f).identityFiles).toEqual([path.join(homedir(), 'keys', userInfo().username)]);
+  });
+});

@@ -1,0 +1,83 @@
+/** The `ssh` transport: its options in the matrix, and one shared connection per host. */
+import { z } from 'zod';
+import { CudamatrixError } from '../../core/errors.ts';
+import type { TransportKind } from '../transport.ts';
+import { openConnection, resolveEndpoint, type OpenedConnection, type SshConnectOptions } from './connect.ts';
+import { SshSession } from './session.ts';
+
+const seconds = z.number().positive().max(3600);
+
+export const sshOptions = z.strictObject({
+  host: z.string().min(1).describe('Host name, address, or a Host alias from ~/.ssh/config'),
+  port: z.number().int().min(1).max(65535).optional(),
+  user: z.string().min(1).optional(),
+  identityFile: z.string().min(1).optional().describe('Private key file (default: ~/.ssh/config, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)'),
+  passphraseEnv: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable')
+    .optional()
+    .describe('Environment variable holding the identity file\'s passphrase (never the passphrase itself)'),
+  agent: z.boolean().optional().describe('Use ssh-agent ($SSH_AUTH_SOCK) too (default true)'),
+  knownHosts: z.string().min(1).optional().describe('known_hosts file (default: ~/.ssh/config, then ~/.ssh/known_hosts)'),
+  hostKeyPolicy: z.enum(['strict', 'accept-new']).optional().describe('strict (default): unknown hosts are refused; accept-new: recorded on first use'),
+  sshConfig: z.union([z.string().min(1), z.literal(false)]).optional().describe('ssh_config file for aliases (default ~/.ssh/config; false: none)'),
+  proxyJump: z.string().min(1).optional().describe('Jump hosts, as ssh -J takes them: user@host:port,...'),
+  shell: z.enum(['auto', 'posix', 'powershell', 'cmd']).optional().describe('The remote shell (default: detected)'),
+  connectTimeout: seconds.optional().describe('Seconds to wait for the SSH handshake (default 15)'),
+  keepalive: seconds.optional().describe('Seconds between keepalives (default 15)'),
+  retries: z.number().int().min(0).max(10).optional().describe('Retries of a failed connection, with backoff (default 2); a probe is never re-run'),
+});
+export type SshOptions = z.infer<typeof sshOptions>;
+
+function connectOptions(o: SshOptions): SshConnectOptions {
+  return {
+    ...o,
+    connectTimeoutMs: o.connectTimeout !== undefined ? o.connectTimeout * 1000 : undefined,
+    keepaliveMs: o.keepalive !== undefined ? o.keepalive * 1000 : undefined,
+  };
+}
+
+/** Open connections, shared by the targets (and cells) on the same host, closed with the last. */
+const pool = new Map<string, { connection: Promise<OpenedConnection>; refs: number }>();
+
+function poolKey(o: SshOptions): string {
+  const e = resolveEndpoint(connectOptions(o));
+  return JSON.stringify([e.label, e.identityFiles, e.jumps, o.passphraseEnv ?? null]);
+}
+
+export const sshTransport: TransportKind<SshOptions> = {
+  kind: 'ssh',
+  description: 'a host reached over SSH (OpenSSH server on Linux or Windows)',
+  options: sshOptions,
+  chainable: false,
+  hostKey(o) {
+    return `ssh:${resolveEndpoint(connectOptions(o)).label}`;
+  },
+  async connect(o, context) {
+    if (context.via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}": ssh must be the first hop; use proxyJump to go through other hosts`);
+    const key = poolKey(o);
+    let entry = pool.get(key);
+    if (!entry) {
+      entry = { connection: openConnection(connectOptions(o), { acceptNewHostKeys: context.acceptNewHostKeys, signal: context.signal }), refs: 0 };
+      pool.set(key, entry);
+      entry.connection.catch(() => pool.delete(key));
+    }
+    entry.refs++;
+    const shared = entry;
+    const release = async () => {
+      shared.refs--;
+      if (shared.refs > 0) return;
+      pool.delete(key);
+      const c = await shared.connection.catch(() => undefined);
+      c?.client.end();
+      for (const j of c?.jumps ?? []) j.end();
+    };
+    try {
+      const { client, endpoint } = await shared.connection;
+      return await SshSession.open(client, endpoint.label, context.runId, o.shell ?? 'auto', release);
+    } catch (error) {
+      await release();
+      throw error;
+    }
+  },
+};

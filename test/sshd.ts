@@ -1,0 +1,153 @@
+/**
+ * A real OpenSSH sshd on 127.0.0.1 for the tests: its own throw-away host key, user keys (one
+ * plain, one with a passphrase), authorized_keys and known_hosts, on one or more ports. Runs
+ * as the current user, who must be root (sshd's privilege separation); .ci/run is.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import path from 'node:path';
+import { tempDir } from './helpers.ts';
+
+export const SSHD = '/usr/sbin/sshd';
+export const SFTP_SERVER = ['/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server'].find((p) => existsSync(p)) ?? '/usr/lib/openssh/sftp-server';
+
+export function sshdAvailable(): boolean {
+  return existsSync(SSHD) && typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+export const TEST_PASSPHRASE = 'correct horse battery staple 7f3a';
+
+export interface Sshd {
+  dir: string;
+  ports: number[];
+  /** An unencrypted user key, and one encrypted with TEST_PASSPHRASE. */
+  key: string;
+  encryptedKey: string;
+  /** known_hosts with this server's key for every port. */
+  knownHosts: string;
+  hostKeyPub: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+  /** Kills the listener and every session process it started (a crash, not a shutdown). */
+  killAll(): void;
+  restart(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, ms = 10000): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const c = connect(port, '127.0.0.1');
+      c.once('connect', () => (c.destroy(), resolve(true)));
+      c.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > until) throw new Error(`sshd did not listen on ${port}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+export function keygen(file: string, passphrase = ''): void {
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', passphrase, '-C', 'cudamatrix-test', '-f', file]);
+}
+
+export async function startSshd(portCount = 1): Promise<Sshd> {
+  const dir = tempDir('cm-sshd-');
+  mkdirSync('/run/sshd', { recursive: true });
+  keygen(path.join(dir, 'host_ed25519'));
+  keygen(path.join(dir, 'user_ed25519'));
+  keygen(path.join(dir, 'user_encrypted'), TEST_PASSPHRASE);
+  writeFileSync(path.join(dir, 'authorized_keys'), ['user_ed25519', 'user_encrypted'].map((k) => readFileSync(path.join(dir, `${k}.pub`), 'utf8')).join(''));
+  const ports: number[] = [];
+  for (let i = 0; i < portCount; i++) ports.push(await freePort());
+  const config = path.join(dir, 'sshd_config');
+  writeFileSync(
+    config,
+    [
+      ...ports.map((p) => `Port ${p}`),
+      'ListenAddress 127.0.0.1',
+      `HostKey ${path.join(dir, 'host_ed25519')}`,
+      `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`,
+      `PidFile ${path.join(dir, 'sshd.pid')}`,
+      'StrictModes no',
+      'UsePAM no',
+      'PasswordAuthentication no',
+      'KbdInteractiveAuthentication no',
+      'PermitRootLogin prohibit-password',
+      `Subsystem sftp ${SFTP_SERVER}`,
+      'LogLevel ERROR',
+      'MaxSessions 100',
+      'MaxStartups 200:30:400',
+      '',
+    ].join('\n'),
+  );
+  const hostKeyPub = readFileSync(path.join(dir, 'host_ed25519.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
+  const knownHosts = path.join(dir, 'known_hosts');
+  writeFileSync(knownHosts, ports.map((p) => `[127.0.0.1]:${p} ${hostKeyPub}\n`).join(''));
+  const start = async (): Promise<ChildProcess> => {
+    const child = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr!.on('data', () => undefined);
+    for (const p of ports) await waitForPort(p);
+    return child;
+  };
+  const sshd: Sshd = {
+    dir,
+    ports,
+    key: path.join(dir, 'user_ed25519'),
+    encryptedKey: path.join(dir, 'user_encrypted'),
+    knownHosts,
+    hostKeyPub,
+    process: await start(),
+    async stop() {
+      const p = sshd.process;
+      if (p.exitCode !== null || p.signalCode !== null) return;
+      await new Promise<void>((resolve) => {
+        p.once('exit', () => resolve());
+        p.kill('SIGTERM');
+      });
+    },
+    killAll() {
+      // The listener, and the per-connection sshd processes it forked (its descendants).
+      const table = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map((l) => l.trim().split(/\s+/).map(Number) as [number, number]);
+      const doomed = new Set([sshd.process.pid!]);
+      for (let grew = true; grew; ) {
+        grew = false;
+        for (const [pid, ppid] of table) {
+          if (doomed.has(ppid) && !doomed.has(pid)) {
+            const comm = execFileSync('ps', ['-o', 'comm=', '-p', String(pid)], { encoding: 'utf8' }).trim();
+            if (comm.startsWith('sshd')) {
+              doomed.add(pid);
+              grew = true;
+            }
+          }
+        }
+      }
+      for (const pid of doomed) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+    },
+    async restart() {
+      await sshd.stop();
+      sshd.process = await start();
+    },
+  };
+  return sshd;
+}
