@@ -3,17 +3,64 @@
  * cudaprobe and runs its sysinfo probe locally, so what it reports is measured, not guessed.
  */
 import { execa } from 'execa';
-import { describeError } from '../core/errors.ts';
+import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { formatValue } from '../core/units.ts';
 import { buildProbe } from '../probes/build.ts';
 import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
 import { localTransport, nodeArch } from '../runners/local.ts';
+import { connectChain } from '../runners/registry.ts';
+import type { Session } from '../runners/transport.ts';
+import { loadMatrixArg } from './matrix-arg.ts';
 
 interface Check {
   name: string;
   ok: boolean | null; // null: informational
   detail: string;
+}
+
+const fixes: Record<string, string> = {
+  TARGET_UNREACHABLE: 'check the host name and port, that sshd runs there, and that no firewall is in the way',
+  HOST_KEY_UNKNOWN: 'add the host key to known_hosts (ssh-keyscan), or run once with --accept-new',
+  HOST_KEY_MISMATCH: 'find out why the host key changed before removing the old line from known_hosts',
+  AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile, passphraseEnv and user',
+  PROBE_BUILD_FAILED: 'install a compiler for the target platform (g++, or MinGW-w64 for Windows)',
+  TRANSPORT_FAILED: 'the connection broke: check the network and the server logs',
+};
+
+/** `cudamatrix doctor --target NAME`: each step of reaching a target and running sysinfo there. */
+export async function doctorTarget(name: string, matrixFile: string | undefined, acceptNew: boolean): Promise<number> {
+  const matrix = await loadMatrixArg(matrixFile);
+  const target = matrix.targets.find((t) => t.name === name);
+  if (!target) {
+    throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
+  }
+  const say = (ok: boolean | null, what: string, detail: string) => process.stdout.write(`${ok === null ? 'i' : ok ? '✓' : '✗'} ${what.padEnd(12)} ${detail}\n`);
+  say(null, 'transport', target.hops.map((h) => JSON.stringify(h)).join(' -> '));
+  let session: Session | undefined;
+  try {
+    session = await connectChain(target.hops, { target: name, runId: `doctor-${Date.now()}`, acceptNewHostKeys: acceptNew });
+    say(true, 'reachable', `${session.description}: host key verified, authenticated`);
+    say(true, 'platform', `${session.platform}/${session.arch}, shell ${session.shell}`);
+    const deployed = await deployProbe(session);
+    say(true, 'cudaprobe', `${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`);
+    const run = await runProbe(session, deployed, 'sysinfo', { timeoutMs: 120_000, device: target.device });
+    const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
+    const v = (n: string) => s[n]?.value;
+    const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
+    say(v('environment') !== null && v('environment') !== undefined, 'environment', String(v('environment') ?? `unknown: ${why('environment')}`));
+    say(v('driver_found') === true, 'driver', v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'));
+    say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'));
+    say(run.status === 'passed', 'GPU', run.status === 'passed' ? `${v('gpu_name')} (${v('device_count')} device(s))` : (run.reason ?? ''));
+    return ExitCode.ok;
+  } catch (error) {
+    const code = error instanceof CudamatrixError ? error.code : 'TARGET_UNREACHABLE';
+    say(false, code, describeError(error));
+    if (fixes[code]) process.stdout.write(`  fix: ${fixes[code]}\n`);
+    return exitCodeFor(error instanceof CudamatrixError ? error : new CudamatrixError('TARGET_UNREACHABLE', describeError(error)));
+  } finally {
+    if (session) await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);
+  }
 }
 
 export async function doctorCommand(): Promise<number> {

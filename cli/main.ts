@@ -6,7 +6,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { CudamatrixError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { TOOL_VERSION } from '../results/version.ts';
-import { doctorCommand } from './doctor.ts';
+import { doctorCommand, doctorTarget } from './doctor.ts';
 import { planCommand } from './plan.ts';
 import { probesListCommand } from './probes.ts';
 import { runCommand } from './run.ts';
@@ -74,9 +74,12 @@ export function buildProgram(): Command {
 
   program
     .command('doctor')
-    .description('check what this machine has: compiler, cudaprobe build, driver, NVML, CUDA runtime, GPUs')
-    .action(async () => {
-      process.exitCode = await doctorCommand();
+    .description('check what this machine has (compiler, cudaprobe build, driver, NVML, CUDA runtime, GPUs), or with --target what a target has')
+    .option('--target <name>', 'check one target of the matrix: reachability, host key, authentication, platform, cudaprobe, driver, NVML')
+    .addOption(matrixOption())
+    .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts', false)
+    .action(async (opts: { target?: string; matrix?: string; acceptNew: boolean }) => {
+      process.exitCode = opts.target ? await doctorTarget(opts.target, opts.matrix, opts.acceptNew) : await doctorCommand();
     });
   return program;
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import { planCells } from '../matrix/plan.ts';
 import { executePlan } from '../results/execute.ts';
@@ -30,6 +31,8 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   // First Ctrl-C: stop the running probes, then write results for what finished.
   // Second Ctrl-C: leave at once.
   const controller = new AbortController();
+  // Every running probe listens for the abort: many at once is expected, not a leak.
+  setMaxListeners(0, controller.signal);
   const onSigint = (): void => {
     if (controller.signal.aborted) process.exit(130);
     process.stderr.write('\ninterrupted: stopping running probes and writing results (Ctrl-C again to quit at once)\n');

@@ -27,7 +27,8 @@ export interface Sshd {
   /** known_hosts with this server's key for every port. */
   knownHosts: string;
   hostKeyPub: string;
-  process: ChildProcess;
+  /** One sshd per 16 ports (OpenSSH listens on at most 16 sockets per process). */
+  processes: ChildProcess[];
   stop(): Promise<void>;
   /** Kills the listener and every session process it started (a crash, not a shutdown). */
   killAll(): void;
@@ -71,15 +72,18 @@ export async function startSshd(portCount = 1): Promise<Sshd> {
   writeFileSync(path.join(dir, 'authorized_keys'), ['user_ed25519', 'user_encrypted'].map((k) => readFileSync(path.join(dir, `${k}.pub`), 'utf8')).join(''));
   const ports: number[] = [];
   for (let i = 0; i < portCount; i++) ports.push(await freePort());
-  const config = path.join(dir, 'sshd_config');
-  writeFileSync(
-    config,
-    [
-      ...ports.map((p) => `Port ${p}`),
+  const groups: number[][] = [];
+  for (let i = 0; i < ports.length; i += 16) groups.push(ports.slice(i, i + 16));
+  const configs = groups.map((group, g) => {
+    const config = path.join(dir, `sshd_config.${g}`);
+    writeFileSync(
+      config,
+      [
+      ...group.map((p) => `Port ${p}`),
       'ListenAddress 127.0.0.1',
       `HostKey ${path.join(dir, 'host_ed25519')}`,
       `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`,
-      `PidFile ${path.join(dir, 'sshd.pid')}`,
+      `PidFile ${path.join(dir, `sshd.${g}.pid`)}`,
       'StrictModes no',
       'UsePAM no',
       'PasswordAuthentication no',
@@ -90,16 +94,21 @@ export async function startSshd(portCount = 1): Promise<Sshd> {
       'MaxSessions 100',
       'MaxStartups 200:30:400',
       '',
-    ].join('\n'),
-  );
+      ].join('\n'),
+    );
+    return config;
+  });
   const hostKeyPub = readFileSync(path.join(dir, 'host_ed25519.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
   const knownHosts = path.join(dir, 'known_hosts');
   writeFileSync(knownHosts, ports.map((p) => `[127.0.0.1]:${p} ${hostKeyPub}\n`).join(''));
-  const start = async (): Promise<ChildProcess> => {
-    const child = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-    child.stderr!.on('data', () => undefined);
+  const start = async (): Promise<ChildProcess[]> => {
+    const children = configs.map((config) => {
+      const child = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
+      child.stderr!.on('data', () => undefined);
+      return child;
+    });
     for (const p of ports) await waitForPort(p);
-    return child;
+    return children;
   };
   const sshd: Sshd = {
     dir,
@@ -108,14 +117,17 @@ export async function startSshd(portCount = 1): Promise<Sshd> {
     encryptedKey: path.join(dir, 'user_encrypted'),
     knownHosts,
     hostKeyPub,
-    process: await start(),
+    processes: await start(),
     async stop() {
-      const p = sshd.process;
-      if (p.exitCode !== null || p.signalCode !== null) return;
-      await new Promise<void>((resolve) => {
-        p.once('exit', () => resolve());
-        p.kill('SIGTERM');
-      });
+      await Promise.all(
+        sshd.processes.map(async (p) => {
+          if (p.exitCode !== null || p.signalCode !== null) return;
+          await new Promise<void>((resolve) => {
+            p.once('exit', () => resolve());
+            p.kill('SIGTERM');
+          });
+        }),
+      );
     },
     killAll() {
       // The listener, and the per-connection sshd processes it forked (its descendants).
@@ -123,7 +135,7 @@ export async function startSshd(portCount = 1): Promise<Sshd> {
         .trim()
         .split('\n')
         .map((l) => l.trim().split(/\s+/).map(Number) as [number, number]);
-      const doomed = new Set([sshd.process.pid!]);
+      const doomed = new Set(sshd.processes.map((p) => p.pid!));
       for (let grew = true; grew; ) {
         grew = false;
         for (const [pid, ppid] of table) {
@@ -146,7 +158,7 @@ export async function startSshd(portCount = 1): Promise<Sshd> {
     },
     async restart() {
       await sshd.stop();
-      sshd.process = await start();
+      sshd.processes = await start();
     },
   };
   return sshd;

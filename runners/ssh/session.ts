@@ -16,27 +16,53 @@ import { quoteArgv, quotePosix, quotePowerShell } from './quote.ts';
 const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
 
 /**
- * Runs `"$@"` in a session (and process group) of its own, and kills that group when the
- * channel's stdin
- * closes: at a timeout or cancellation (we close it), or when the connection drops (sshd does).
- * A background job of a non-interactive sh is not a group leader, so setsid needs no fork and
- * the job's pid is its group id. Without setsid (rare), only the command itself is killed.
+ * The POSIX helper: the one long-lived channel of a session; on a busy host every channel costs
+ * an sshd fork (measured here: ~110 ms of CPU each), so it does everything a session needs.
+ *   - At start it makes the run directory and prints "cm-setup OS ARCH DIR".
+ *   - "check KEY NAME": the SHA-256 and directory of a cached file ("cm-cache SHA DIR").
+ *   - "run NONCE ARGS...": ARGS is shell-quoted (cwd first, then argv). The command runs in a
+ *     session and process group of its own; its stdout and stderr go straight to the channel,
+ *     and then the helper marks their ends with "\ncm-exit-NONCE CODE" and "cm-err-end-NONCE".
+ *     While it runs, a watcher reads stdin: "stop" (a timeout, a cancellation, an output flood)
+ *     kills the group; end of input (the connection dropped) kills it and removes the directory.
+ *   - End of input when idle (the session is disposed, or the connection dropped) removes the
+ *     run directory.
  */
-const POSIX_WRAPPER = [
-  'cd "$1" || exit 125',
-  'shift',
-  // Background jobs get /dev/null as stdin; keep the channel's stdin on fd 3 for the watcher.
-  'exec 3<&0',
-  'if command -v setsid >/dev/null 2>&1; then setsid "$@" </dev/null 3<&- & else "$@" </dev/null 3<&- & fi',
-  'pid=$!',
-  // The watcher writes nothing, so the channel closes as soon as the command is gone.
-  '( cat <&3 >/dev/null; kill -TERM -"$pid" "$pid"; sleep 2; kill -KILL -"$pid" "$pid" ) >/dev/null 2>&1 &',
-  'watch=$!',
-  'wait "$pid"',
-  'code=$?',
-  'kill "$watch" 2>/dev/null',
-  'exit "$code"',
+const POSIX_HELPER = [
+  'd="${TMPDIR:-/tmp}/cudamatrix-$1-$$"',
+  'mkdir -m 700 "$d" || exit 1',
+  'os=unknown; [ -r /proc/sys/kernel/ostype ] && read -r os </proc/sys/kernel/ostype',
+  'printf "cm-setup %s %s %s\\n" "$os" "$(uname -m)" "$d"',
+  'nl="\n"',
+  'exec 3<&0 </dev/null',
+  'while IFS= read -r line <&3; do',
+  '  case "$line" in',
+  '  check\\ *)',
+  '    set -- $line',
+  '    c="${XDG_CACHE_HOME:-$HOME/.cache}/cudamatrix/deployed/$2"',
+  '    h=-; [ -f "$c/$3" ] && h=$(sha256sum "$c/$3") && h=${h%% *}',
+  '    printf "cm-cache %s %s\\n" "$h" "$c" ;;',
+  '  run\\ *)',
+  '    rest=${line#run }; nonce=${rest%% *}; rest=${rest#* }',
+  '    eval "set -- $rest"',
+  '    ( cd "$1" || exit 125; shift; exec setsid sh -c \'printf "cm-started %s\\n" "$$"; exec "$@"\' cm "$@" ) 3<&- &',
+  '    pid=$!',
+  '    ( while IFS= read -r l; do [ "$l" = stop ] && { kill -TERM -"$pid" "$pid"; sleep 2; kill -KILL -"$pid" "$pid"; }; done',
+  '      kill -TERM -"$pid" "$pid"; rm -rf -- "$d"; sleep 2; kill -KILL -"$pid" "$pid" ) <&3 >/dev/null 2>&1 &',
+  '    watch=$!',
+  '    wait "$pid"; code=$?',
+  '    kill "$watch" 2>/dev/null; wait "$watch" 2>/dev/null',
+  '    printf "cm-err-end-%s\\n" "$nonce" >&2',
+  '    printf "\\ncm-exit-%s %s\\n" "$nonce" "$code" ;;',
+  '  esac',
+  'done',
+  'rm -rf -- "$d"',
 ].join('\n');
+
+/** Quotes an argument for the helper's one-line "run" request: a newline becomes "$nl". */
+function quoteForLine(arg: string): string {
+  return `'${arg.replace(/'/g, `'\\''`).replace(/\n/g, `'"$nl"'`)}'`;
+}
 
 export interface RawResult {
   code: number | null;
@@ -67,6 +93,15 @@ function transportFailed(err: Error): CudamatrixError {
 export class SshSession implements Session {
   readonly hostKey: string;
   private guardian?: ClientChannel;
+  private guardianClosed?: Promise<void>;
+  /** Answers of the POSIX helper, in order, for the requests waiting on them. */
+  private readonly helperLines: ((line: string) => void)[] = [];
+  /** Text from the helper not yet taken as an answer. */
+  private helperText = '';
+  /** The command the helper is running, which takes its output until its end markers. */
+  private current?: { out(text: string): void; err(text: string): void; lost(error: Error): void };
+  /** Commands through the helper run one after another. */
+  private queue: Promise<unknown> = Promise.resolve();
   private sftpChannel?: Promise<SFTPWrapper>;
   private lost?: Error;
 
@@ -87,54 +122,166 @@ export class SshSession implements Session {
   /** Detects the remote shell and platform, and makes the run directory. */
   static async open(client: Client, label: string, runId: string, shellHint: Shell | 'auto', onDispose: () => Promise<void>): Promise<SshSession> {
     const shell = shellHint === 'auto' ? await detectShell(client) : shellHint;
-    let platform: Platform;
-    let arch: string;
-    let workDir: string;
     if (shell === 'posix') {
-      // One round trip: the platform, and the run directory.
-      const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
-      const u = await run(client, `uname -sm && mktemp -d "\${TMPDIR:-/tmp}/cudamatrix-${tag}-XXXXXX"`);
-      const [unameLine = '', dirLine = ''] = u.stdout.trim().split('\n');
-      const [os, machine] = unameLine.split(/\s+/);
-      if (os !== 'Linux') {
-        throw new CudamatrixError('TARGET_UNREACHABLE', `${label} runs ${os ?? 'an unknown OS'}; cudaprobe targets Linux and Windows`);
+      const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
+      // exec: the login shell that runs our command line need not stay around as well.
+      const { channel, first, output } = await startHelper(client, `exec sh -c ${quotePosix(POSIX_HELPER)} cudamatrix-helper ${quotePosix(tag)}`);
+      const m = /^cm-setup (\S+) (\S+) (\/.*)$/.exec(first);
+      if (!m) {
+        channel.end();
+        throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${first || 'no answer'}`);
       }
-      platform = 'linux';
-      arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : (machine ?? 'unknown');
-      workDir = dirLine.trim();
-      if (u.code !== 0 || !workDir.startsWith('/')) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${u.stderr.trim()}`);
-    } else {
-      platform = 'windows';
-      const a = await run(client, powershell(shell, '$env:PROCESSOR_ARCHITECTURE'));
-      arch = /ARM64/i.test(a.stdout) ? 'aarch64' : 'x86_64';
-      const d = await run(client, powershell(shell, `$d = Join-Path $env:TEMP ('cudamatrix-' + [guid]::NewGuid()); New-Item -ItemType Directory -Path $d | Out-Null; $d`));
-      workDir = d.stdout.trim();
-      if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir)) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${d.stderr.trim()}`);
+      const [, os, machine, workDir] = m;
+      if (os !== 'Linux') {
+        channel.end();
+        throw new CudamatrixError('TARGET_UNREACHABLE', `${label} runs ${os}; cudaprobe targets Linux and Windows`);
+      }
+      const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine!;
+      const session = new SshSession(client, `ssh ${label}`, 'linux', arch, shell, workDir!, onDispose);
+      session.adoptGuardian(channel, output);
+      return session;
     }
-    const session = new SshSession(client, `ssh ${label}`, platform, arch, shell, workDir, onDispose);
-    await session.startGuardian();
+    const a = await run(client, powershell(shell, '$env:PROCESSOR_ARCHITECTURE'));
+    const arch = /ARM64/i.test(a.stdout) ? 'aarch64' : 'x86_64';
+    const d = await run(client, powershell(shell, `$d = Join-Path $env:TEMP ('cudamatrix-' + [guid]::NewGuid()); New-Item -ItemType Directory -Path $d | Out-Null; $d`));
+    const workDir = d.stdout.trim();
+    if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir)) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${d.stderr.trim()}`);
+    const session = new SshSession(client, `ssh ${label}`, 'windows', arch, shell, workDir, onDispose);
+    const guardian = await startHelper(
+      client,
+      powershell(shell, `'cm-ready'; [Console]::In.ReadToEnd() | Out-Null; Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`),
+    );
+    session.adoptGuardian(guardian.channel, guardian.output);
     return session;
   }
 
-  /** A channel that removes the run directory when it closes: at dispose, or when the connection drops. */
-  private startGuardian(): Promise<void> {
-    const command =
-      this.platform === 'linux'
-        ? `sh -c ${quotePosix('cat >/dev/null; rm -rf -- "$1"')} cudamatrix-guard ${quotePosix(this.workDir)}`
-        : powershell(this.shell, `[Console]::In.ReadToEnd() | Out-Null; Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(this.workDir)}`);
-    return new Promise((resolve, reject) => {
-      this.client.exec(command, (err, stream) => {
-        if (err) return reject(transportFailed(err));
-        this.guardian = stream;
-        stream.on('data', () => undefined);
-        stream.stderr.on('data', () => undefined);
+  /** The channel that removes the run directory when it closes: at dispose, or when the connection drops. */
+  private adoptGuardian(channel: ClientChannel, output: HelperOutput): void {
+    this.guardian = channel;
+    this.guardianClosed = new Promise((resolve) =>
+      channel.on('close', () => {
+        this.lost ??= new Error('the helper channel closed');
+        this.current?.lost(this.lost);
         resolve();
-      });
+      }),
+    );
+    output.onStdout((text) => {
+      if (this.current) return this.current.out(text);
+      this.helperText += text;
+      for (let nl = this.helperText.indexOf('\n'); nl >= 0; nl = this.helperText.indexOf('\n')) {
+        const line = this.helperText.slice(0, nl).replace(/\r$/, '');
+        this.helperText = this.helperText.slice(nl + 1);
+        this.helperLines.shift()?.(line);
+      }
+    });
+    output.onStderr((text) => this.current?.err(text));
+  }
+
+  /** Asks the POSIX helper one question and waits for its one-line answer. */
+  private ask(request: string): Promise<string> {
+    return new Promise((resolve, reject) => {
+      if (!this.guardian || this.lost) return reject(transportFailed(this.lost ?? new Error('the session is closed')));
+      this.helperLines.push(resolve);
+      this.guardian.write(`${request}\n`);
     });
   }
 
   exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
     if (this.lost) return Promise.reject(transportFailed(this.lost));
+    if (this.platform === 'linux' && options.stdin === undefined) {
+      const result = this.queue.then(() => this.execThroughHelper(argv, options));
+      this.queue = result.catch(() => undefined);
+      return result;
+    }
+    return this.execOnChannel(argv, options);
+  }
+
+  /** Runs a command through the POSIX helper (see POSIX_HELPER): no channel of its own. */
+  private execThroughHelper(argv: string[], options: ExecOptions): Promise<ExecResult> {
+    if (this.lost || !this.guardian) return Promise.reject(transportFailed(this.lost ?? new Error('the session is closed')));
+    const guardian = this.guardian;
+    const nonce = randomBytes(6).toString('hex');
+    const env = Object.entries(options.env ?? {});
+    const withEnv = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
+    const request = `run ${nonce} ${[options.cwd ?? this.workDir, ...withEnv].map(quoteForLine).join(' ')}\n`;
+    const exitMark = new RegExp(`\\ncm-exit-${nonce} (\\d+)\\n`);
+    const errMark = `cm-err-end-${nonce}\n`;
+    const max = options.maxOutput ?? DEFAULT_MAX_OUTPUT;
+    const started = performance.now();
+    return new Promise((resolve, reject) => {
+      let stdout = '';
+      let stderr = '';
+      let code: number | undefined;
+      let errDone = false;
+      let timedOut = false;
+      let cancelled = false;
+      let truncated = false;
+      let stopped = false;
+      const stop = () => {
+        if (!stopped) guardian.write('stop\n');
+        stopped = true;
+      };
+      const timer = options.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), options.timeoutMs) : undefined;
+      const onAbort = () => ((cancelled = true), stop());
+      const done = (error?: Error) => {
+        if (timer) clearTimeout(timer);
+        options.signal?.removeEventListener('abort', onAbort);
+        this.current = undefined;
+        if (error) return reject(transportFailed(error));
+        // The first line the command printed is the helper's "cm-started PID".
+        const out = stdout.replace(/^cm-started \d+\n/, '');
+        const killed = code! > 128 && code! < 160 && stopped;
+        resolve({
+          command: argv,
+          exitCode: killed ? null : code!,
+          signal: killed ? signalName(code! - 128) : null,
+          timedOut,
+          cancelled,
+          truncated,
+          durationMs: performance.now() - started,
+          stdout: out.length > max ? out.slice(0, max) : out,
+          stderr: stderr.length > max ? stderr.slice(0, max) : stderr,
+        });
+      };
+      const check = () => {
+        if (!truncated && (stdout.length > max + 64 || stderr.length > max)) {
+          truncated = true;
+          stop();
+        }
+        if (code !== undefined && errDone) done();
+      };
+      this.current = {
+        out: (text) => {
+          if (code !== undefined) return;
+          stdout += text;
+          const m = exitMark.exec(stdout);
+          if (m) {
+            code = Number(m[1]);
+            this.helperText = stdout.slice(m.index + m[0].length);
+            stdout = stdout.slice(0, m.index);
+          }
+          check();
+        },
+        err: (text) => {
+          if (errDone) return;
+          stderr += text;
+          const at = stderr.indexOf(errMark);
+          if (at >= 0) {
+            errDone = true;
+            stderr = stderr.slice(0, at);
+          }
+          check();
+        },
+        lost: (error) => done(error),
+      };
+      if (options.signal?.aborted) onAbort();
+      options.signal?.addEventListener('abort', onAbort, { once: true });
+      guardian.write(request);
+    });
+  }
+
+  /** Runs a command on a channel of its own (Windows shells, or a command that reads stdin). */
+  private execOnChannel(argv: string[], options: ExecOptions): Promise<ExecResult> {
     const command = this.commandLine(argv, options);
     const started = performance.now();
     const max = options.maxOutput ?? DEFAULT_MAX_OUTPUT;
@@ -148,8 +295,10 @@ export class SshSession implements Session {
         let timedOut = false;
         let cancelled = false;
         let truncated = false;
-        // Closing the command's stdin is how a remote tree is stopped (see POSIX_WRAPPER).
-        const stop = () => stream.end();
+        // Closing the channel ends the command (Windows OpenSSH ends the process; a POSIX command
+        // that reads stdin sees its end). POSIX commands without stdin go through the helper,
+        // which kills the whole process group instead.
+        const stop = () => stream.close();
         const timer = options.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), options.timeoutMs) : undefined;
         const onAbort = () => ((cancelled = true), stop());
         if (options.signal?.aborted) onAbort();
@@ -197,13 +346,9 @@ export class SshSession implements Session {
   private commandLine(argv: string[], options: ExecOptions): string {
     const env = Object.entries(options.env ?? {});
     if (this.platform === 'linux') {
-      if (options.stdin !== undefined) {
-        // With stdin for the command itself there is no watcher: run it plainly.
-        const prefix = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`)] : [];
-        return `cd ${quotePosix(options.cwd ?? this.workDir)} && exec ${quoteArgv([...prefix, ...argv], 'posix')}`;
-      }
-      const withEnv = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
-      return `sh -c ${quotePosix(POSIX_WRAPPER)} cudamatrix ${quoteArgv([options.cwd ?? this.workDir, ...withEnv], 'posix')}`;
+      // A POSIX command that reads stdin: run plainly on its own channel.
+      const prefix = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`)] : [];
+      return `cd ${quotePosix(options.cwd ?? this.workDir)} && exec ${quoteArgv([...prefix, ...argv], 'posix')}`;
     }
     const script = [
       `Set-Location -LiteralPath ${quotePowerShell(options.cwd ?? this.workDir)}`,
@@ -244,17 +389,25 @@ export class SshSession implements Session {
    * its SHA-256 before use; uploads only when it is missing or different.
    */
   async installCached(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }> {
+    if (!/^[A-Za-z0-9._-]+$/.test(key) || !/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`bad cache key ${key}/${name}`);
     const sha = createHash('sha256').update(await readFile(localPath)).digest('hex');
-    const dirScript =
-      this.platform === 'linux'
-        ? `d="\${XDG_CACHE_HOME:-$HOME/.cache}/cudamatrix/deployed/${key}"; mkdir -p "$d" && cd "$d" && pwd && { [ -f ${quotePosix(name)} ] && sha256sum ${quotePosix(name)} || true; }`
-        : powershell(this.shell, `$d = Join-Path $env:LOCALAPPDATA 'cudamatrix\\deployed\\${key}'; New-Item -ItemType Directory -Force -Path $d | Out-Null; $d; $f = Join-Path $d ${quotePowerShell(name)}; if (Test-Path $f) { (Get-FileHash -Algorithm SHA256 -LiteralPath $f).Hash }`);
-    const r = await run(this.client, dirScript);
-    const [dir, hashLine] = r.stdout.trim().split(/\r?\n/);
-    if (r.code !== 0 || !dir) throw new CudamatrixError('TRANSPORT_FAILED', `could not prepare the probe cache on ${this.description}: ${r.stderr.trim()}`);
+    let dir: string | undefined;
+    let cachedSha: string | undefined;
+    if (this.platform === 'linux') {
+      const m = /^cm-cache (\S+) (\/.*)$/.exec(await this.ask(`check ${key} ${name}`));
+      [dir, cachedSha] = [m?.[2], m?.[1]];
+    } else {
+      const r = await run(
+        this.client,
+        powershell(this.shell, `$d = Join-Path $env:LOCALAPPDATA 'cudamatrix\\deployed\\${key}'; New-Item -ItemType Directory -Force -Path $d | Out-Null; $d; $f = Join-Path $d ${quotePowerShell(name)}; if (Test-Path $f) { (Get-FileHash -Algorithm SHA256 -LiteralPath $f).Hash }`),
+      );
+      [dir, cachedSha] = r.stdout.trim().split(/\r?\n/);
+    }
+    if (!dir) throw new CudamatrixError('TRANSPORT_FAILED', `could not prepare the probe cache on ${this.description}`);
     const target = this.joinPath(dir, name);
-    if (hashLine && hashLine.trim().split(/\s+/)[0]!.toLowerCase() === sha) return { path: target, uploaded: false };
+    if (cachedSha && cachedSha.trim().toLowerCase() === sha) return { path: target, uploaded: false };
     // Upload beside it and rename, so that a reader never runs half a binary.
+    if (this.platform === 'linux') await run(this.client, `mkdir -p ${quotePosix(dir)}`);
     const partial = `${target}.upload-${randomBytes(4).toString('hex')}`;
     await this.put(localPath, partial, { executable: true });
     const mv =
@@ -270,15 +423,74 @@ export class SshSession implements Session {
 
   async [Symbol.asyncDispose](): Promise<void> {
     try {
-      if (!this.lost) {
-        await run(this.client, this.platform === 'linux' ? `rm -rf -- ${quotePosix(this.workDir)}` : powershell(this.shell, `Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(this.workDir)}`)).catch(() => undefined);
-      }
-      this.guardian?.end();
       if (this.sftpChannel) (await this.sftpChannel.catch(() => undefined))?.end();
+      // Closing the helper's stdin makes it remove the run directory; wait until it has.
+      this.guardian?.end();
+      if (!this.lost) await withTimeout(this.guardianClosed, 10_000);
     } finally {
       await this.onDispose();
     }
   }
+}
+
+interface HelperOutput {
+  onStdout(handler: (text: string) => void): void;
+  onStderr(handler: (text: string) => void): void;
+}
+
+/**
+ * Starts a long-lived helper channel and waits for its first line; what follows goes to the
+ * handlers the caller installs (text that came with the first line is handed over first).
+ */
+function startHelper(client: Client, command: string): Promise<{ channel: ClientChannel; first: string; output: HelperOutput }> {
+  return new Promise((resolve, reject) => {
+    client.exec(command, (err, channel) => {
+      if (err) return reject(transportFailed(err));
+      const out = new StringDecoder('utf8');
+      const errs = new StringDecoder('utf8');
+      let pending = '';
+      let stderr = '';
+      let first: string | undefined;
+      let onOut: ((text: string) => void) | undefined;
+      let onErr: ((text: string) => void) | undefined;
+      const output: HelperOutput = {
+        onStdout(handler) {
+          onOut = handler;
+          if (pending) handler(pending);
+          pending = '';
+        },
+        onStderr(handler) {
+          onErr = handler;
+        },
+      };
+      channel.stderr.on('data', (d: Buffer) => {
+        const text = errs.write(d);
+        if (onErr) onErr(text);
+        else stderr += text;
+      });
+      channel.on('data', (d: Buffer) => {
+        const text = out.write(d);
+        if (onOut) return onOut(text);
+        pending += text;
+        if (first !== undefined) return;
+        const nl = pending.indexOf('\n');
+        if (nl < 0) return;
+        first = pending.slice(0, nl).replace(/\r$/, '');
+        pending = pending.slice(nl + 1);
+        resolve({ channel, first, output });
+      });
+      channel.on('close', () => {
+        if (first === undefined) resolve({ channel, first: stderr.trim(), output });
+      });
+    });
+  });
+}
+
+/** Waits for `p`, or `ms` at most; the timer does not keep the process alive after. */
+async function withTimeout(p: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
 }
 
 /** A PowerShell script as a command line for the remote shell (PowerShell itself, or cmd). */

@@ -1,0 +1,329 @@
+/**
+ * The SSH transport against a real OpenSSH sshd on 127.0.0.1 (started here, with its own host
+ * and user keys; strict host-key checking in every test). Each failure is provoked for real, and
+ * every test checks that nothing is left behind on the "remote" side: no process, no run directory.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { homedir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildProbe } from '../probes/build.ts';
+import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
+import { readEventLog, type RunEvent } from '../results/events.ts';
+import { connectChain } from '../runners/registry.ts';
+import { nodeArch } from '../runners/local.ts';
+import { runCli } from './cli.ts';
+import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
+import { freePort, keygen, sshdAvailable, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
+
+const ready = integrationAvailable('OpenSSH sshd (run as root)', sshdAvailable(), 'apt-get install openssh-server, and run the tests as root');
+
+let sshd: Sshd;
+beforeAll(async () => {
+  if (ready) sshd = await startSshd(1);
+});
+afterAll(async () => {
+  await sshd?.stop();
+});
+
+interface SshTarget {
+  name: string;
+  port?: number;
+  extra?: Record<string, unknown>;
+}
+
+function sshHop(t: SshTarget): Record<string, unknown> {
+  return { kind: 'ssh', host: '127.0.0.1', port: t.port ?? sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, retries: 0, ...t.extra };
+}
+
+function matrix(dir: string, targets: (SshTarget | { name: string; local: true })[], probes = '[sysinfo]'): string {
+  const file = path.join(dir, 'matrix.yaml');
+  const lines = ['version: 1', 'concurrency: 8', `defaults: {probes: ${probes}}`, 'targets:'];
+  for (const t of targets) {
+    lines.push(`  - name: ${t.name}`);
+    lines.push(`    transport: ${'local' in t ? 'local' : JSON.stringify(sshHop(t))}`);
+  }
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+async function runMatrix(file: string, dir: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
+  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], { env });
+  const runs = existsSync(path.join(dir, 'runs')) ? readdirSync(path.join(dir, 'runs')) : [];
+  const events: RunEvent[] = runs.length ? readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl')) : [];
+  return { ...r, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
+}
+
+/** Remote leftovers: run directories of a run, and processes started from the probe cache. */
+function leftovers(runId: string): { dirs: string[]; processes: string[] } {
+  const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
+  const dirs = readdirSync('/tmp').filter((d) => d.startsWith(`cudamatrix-${tag}-`));
+  const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => (l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || /^sleep 4[0-9]{2}$/.test(l.trim()));
+  return { dirs, processes };
+}
+
+async function settle(): Promise<void> {
+  await new Promise((r) => setTimeout(r, 300));
+}
+
+const targetErrors = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'target-error' ? [e] : []));
+
+describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
+  it('produces the same facts as the local run, and leaves nothing behind', async () => {
+    const dir = tempDir();
+    const file = matrix(dir, [{ name: 'over-ssh' }, { name: 'here', local: true }], 'all');
+    const r = await runMatrix(file, dir);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.code).toBe(0);
+    const cells = r.events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+    const by = (target: string) => cells.filter((c) => c.target === target);
+    expect(by('over-ssh').map((c) => [c.probe, c.status, c.reason])).toEqual(by('here').map((c) => [c.probe, c.status, c.reason]));
+    const facts = (target: string) =>
+      by(target).flatMap((c) => c.records.filter((x): x is SysinfoRecord | FactRecord => x.type === 'sysinfo' || x.type === 'fact').map((x) => [c.probe, x.name, x.value]));
+    expect(facts('over-ssh')).toEqual(facts('here'));
+    expect(facts('over-ssh').length).toBeGreaterThan(15);
+    const ready = r.events.find((e) => e.type === 'target-ready' && e.target === 'over-ssh');
+    expect(ready).toMatchObject({ session: `ssh root@127.0.0.1:${sshd.ports[0]}`, platform: 'linux' });
+    validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
+    await settle();
+    expect(leftovers((r.events[0] as { runId: string }).runId)).toEqual({ dirs: [], processes: [] });
+  });
+
+  it('uploads the probe once to a per-hash cache on the remote, and a warm run skips the upload', async () => {
+    const binary = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+    rmSync(path.join(homedir(), '.cache', 'cudamatrix', 'deployed', `linux-${nodeArch()}-${binary.hash}`), { recursive: true, force: true });
+    const uploaded: (boolean | undefined)[] = [];
+    for (let i = 0; i < 2; i++) {
+      const dir = tempDir();
+      const r = await runMatrix(matrix(dir, [{ name: 'cache' }]), dir);
+      expect(r.code).toBe(0);
+      const ready = r.events.find((e) => e.type === 'target-ready');
+      if (ready?.type !== 'target-ready') throw new Error('no target-ready');
+      uploaded.push(ready.probe.uploaded);
+      expect(ready.probe.path).toBe(path.join(homedir(), '.cache', 'cudamatrix', 'deployed', `linux-${nodeArch()}-${binary.hash}`, 'cudaprobe'));
+    }
+    expect(uploaded).toEqual([true, false]);
+  });
+
+  it('re-uploads a cached probe whose hash no longer matches', async () => {
+    const binary = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+    const cached = path.join(homedir(), '.cache', 'cudamatrix', 'deployed', `linux-${nodeArch()}-${binary.hash}`, 'cudaprobe');
+    const dir = tempDir();
+    await runMatrix(matrix(dir, [{ name: 'fill' }]), dir);
+    writeFileSync(cached, '#!/bin/sh\necho tampered\n');
+    const dir2 = tempDir();
+    const r = await runMatrix(matrix(dir2, [{ name: 'tampered' }]), dir2);
+    expect(r.code).toBe(0);
+    expect(r.events.find((e) => e.type === 'target-ready')).toMatchObject({ probe: { uploaded: true } });
+    expect(readFileSync(cached).equals(readFileSync(binary.path))).toBe(true);
+  });
+
+  it('authenticates with an encrypted key whose passphrase comes from the named environment variable, and never prints it', async () => {
+    const dir = tempDir();
+    const file = matrix(dir, [{ name: 'enc', extra: { identityFile: sshd.encryptedKey, passphraseEnv: 'CM_TEST_PASSPHRASE' } }]);
+    const r = await runMatrix(file, dir, [], { CM_TEST_PASSPHRASE: TEST_PASSPHRASE });
+    expect(r.code).toBe(0);
+    const everything = [r.stdout, r.stderr, ...['events.jsonl', 'junit.xml', 'summary.json'].map((f) => readFileSync(path.join(r.runDir, f), 'utf8')), readFileSync(path.join(dir, 'junit.xml'), 'utf8')];
+    for (const text of everything) expect(text).not.toContain(TEST_PASSPHRASE);
+    // A wrong passphrase is a clear authentication error that does not repeat it either.
+    const wrong = 'not-the-passphrase-42';
+    const dir2 = tempDir();
+    const bad = await runMatrix(matrix(dir2, [{ name: 'enc', extra: { identityFile: sshd.encryptedKey, passphraseEnv: 'CM_TEST_PASSPHRASE' } }]), dir2, [], { CM_TEST_PASSPHRASE: wrong });
+    expect(bad.code).toBe(3);
+    expect(targetErrors(bad.events)[0]).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringContaining(`could not be decrypted with the passphrase from CM_TEST_PASSPHRASE`) });
+    for (const text of [bad.stdout, bad.stderr, readFileSync(path.join(bad.runDir, 'events.jsonl'), 'utf8')]) {
+      expect(text).not.toContain(wrong);
+      expect(text).not.toContain(TEST_PASSPHRASE);
+    }
+  });
+
+  it('refuses a key the server does not know: AUTH_FAILED, exit 3', async () => {
+    const dir = tempDir();
+    const stranger = path.join(dir, 'stranger');
+    keygen(stranger);
+    const r = await runMatrix(matrix(dir, [{ name: 'wrong-key', extra: { identityFile: stranger } }]), dir);
+    expect(r.code).toBe(3);
+    expect(targetErrors(r.events)[0]).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringContaining(`authentication to root@127.0.0.1:${sshd.ports[0]} failed with ${stranger}`) });
+    expect(readFileSync(path.join(dir, 'junit.xml'), 'utf8')).toContain('type="AUTH_FAILED"');
+  });
+
+  it('refuses a changed host key with both fingerprints and the line to edit, and runs nothing', async () => {
+    const dir = tempDir();
+    const other = path.join(dir, 'other_host');
+    keygen(other);
+    const otherPub = readFileSync(`${other}.pub`, 'utf8').trim().split(' ').slice(0, 2).join(' ');
+    const kh = path.join(dir, 'known_hosts');
+    writeFileSync(kh, `# first line\n[127.0.0.1]:${sshd.ports[0]} ${otherPub}\n`);
+    const before = readFileSync(kh, 'utf8');
+    const r = await runMatrix(matrix(dir, [{ name: 'mitm', extra: { knownHosts: kh } }]), dir);
+    expect(r.code).toBe(3);
+    const error = targetErrors(r.events)[0]!;
+    expect(error.code).toBe('HOST_KEY_MISMATCH');
+    const fp = (pub: string) => execFileSync('ssh-keygen', ['-lf', '-'], { input: pub, encoding: 'utf8' }).split(' ')[1]!;
+    expect(error.message).toContain(fp(sshd.hostKeyPub)); // offered
+    expect(error.message).toContain(`${fp(otherPub)} at ${kh}:2`); // known, with file and line
+    expect(error.message).toContain(`remove line 2 of ${kh}`);
+    expect(r.events.some((e) => e.type === 'target-ready')).toBe(false);
+    expect(readFileSync(kh, 'utf8')).toBe(before);
+    expect(leftovers((r.events[0] as { runId: string }).runId).dirs).toEqual([]);
+  });
+
+  it('refuses an unknown host, and with --accept-new records it and runs', async () => {
+    const dir = tempDir();
+    const kh = path.join(dir, 'known_hosts');
+    writeFileSync(kh, '');
+    const file = matrix(dir, [{ name: 'new-host', extra: { knownHosts: kh } }]);
+    const refused = await runMatrix(file, dir);
+    expect(refused.code).toBe(3);
+    expect(targetErrors(refused.events)[0]).toMatchObject({ code: 'HOST_KEY_UNKNOWN', message: expect.stringContaining('--accept-new') });
+    const dir2 = tempDir();
+    const accepted = await runMatrix(file, dir2, ['--accept-new']);
+    expect(accepted.code).toBe(0);
+    expect(readFileSync(kh, 'utf8')).toBe(`[127.0.0.1]:${sshd.ports[0]} ${sshd.hostKeyPub}\n`);
+  });
+
+  it('reports a stopped sshd as unreachable after bounded retries, while the other targets finish', async () => {
+    const down = await startSshd(1);
+    await down.stop();
+    const dir = tempDir();
+    const file = matrix(dir, [{ name: 'down', port: down.ports[0], extra: { knownHosts: down.knownHosts, identityFile: down.key, retries: 2 } }, { name: 'up' }]);
+    const started = Date.now();
+    const r = await runMatrix(file, dir);
+    expect(r.code).toBe(3);
+    expect(targetErrors(r.events)).toEqual([
+      expect.objectContaining({ target: 'down', code: 'TARGET_UNREACHABLE', message: expect.stringMatching(/connect ECONNREFUSED 127\.0\.0\.1:\d+ \(after 3 attempts\)/) }),
+    ]);
+    expect(r.events.find((e) => e.type === 'cell-end' && e.target === 'up')).toMatchObject({ status: 'skipped' });
+    // Backoff 0.5 s + 1 s between the three attempts.
+    expect(Date.now() - started).toBeGreaterThan(1400);
+  });
+
+  it('does not let a host that accepts but never answers stall the others', async () => {
+    const port = await freePort();
+    const silent: Server = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(port, '127.0.0.1', () => r()));
+    try {
+      const dir = tempDir();
+      const file = matrix(dir, [{ name: 'blackhole', port, extra: { connectTimeout: 1 } }, { name: 'fine' }]);
+      const r = await runMatrix(file, dir);
+      expect(r.code).toBe(3);
+      expect(targetErrors(r.events)[0]).toMatchObject({ target: 'blackhole', code: 'TARGET_UNREACHABLE', message: expect.stringContaining('no SSH handshake within 1000 ms') });
+      const fine = r.events.find((e) => e.type === 'cell-end' && e.target === 'fine');
+      expect(fine).toMatchObject({ status: 'skipped' });
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('goes through a ProxyJump host, and reads a Host alias from an ssh_config', async () => {
+    const dir = tempDir();
+    const config = path.join(dir, 'ssh_config');
+    writeFileSync(config, [`Host gpu-lab`, `  HostName 127.0.0.1`, `  Port ${sshd.ports[0]}`, `  User root`, `  IdentityFile ${sshd.key}`, `  UserKnownHostsFile ${sshd.knownHosts}`, ''].join('\n'));
+    const file = path.join(dir, 'matrix.yaml');
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        'defaults: {probes: [sysinfo]}',
+        'targets:',
+        `  - name: alias`,
+        `    transport: {kind: ssh, host: gpu-lab, sshConfig: ${config}}`,
+        `  - name: jumped`,
+        `    transport: {kind: ssh, host: 127.0.0.1, port: ${sshd.ports[0]}, identityFile: ${sshd.key}, knownHosts: ${sshd.knownHosts}, sshConfig: false, proxyJump: "root@127.0.0.1:${sshd.ports[0]}"}`,
+        '',
+      ].join('\n'),
+    );
+    const r = await runMatrix(file, dir);
+    expect(r.code).toBe(0);
+    expect(r.events.filter((e) => e.type === 'target-ready').map((e) => e.type === 'target-ready' && e.session)).toEqual([
+      `ssh root@127.0.0.1:${sshd.ports[0]}`,
+      `ssh root@127.0.0.1:${sshd.ports[0]}`,
+    ]);
+  });
+
+  it('doctor --target checks each step and says what to fix', async () => {
+    const dir = tempDir();
+    const good = await runCli(['doctor', '--target', 'remote', '-m', matrix(dir, [{ name: 'remote' }])]);
+    expect(good.code).toBe(0);
+    expect(good.stdout).toMatch(/✓ reachable\s+ssh root@127\.0\.0\.1:\d+: host key verified, authenticated/);
+    expect(good.stdout).toMatch(/✓ platform\s+linux\/x86_64, shell posix/);
+    expect(good.stdout).toMatch(/✓ cudaprobe\s+/);
+    expect(good.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
+    const dir2 = tempDir();
+    const stranger = path.join(dir2, 'stranger');
+    keygen(stranger);
+    const bad = await runCli(['doctor', '--target', 'remote', '-m', matrix(dir2, [{ name: 'remote', extra: { identityFile: stranger } }])]);
+    expect(bad.code).toBe(3);
+    expect(bad.stdout).toContain('✗ AUTH_FAILED');
+    expect(bad.stdout).toContain('fix: put the public key in the remote ~/.ssh/authorized_keys');
+  });
+});
+
+describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote side', () => {
+  const hop = () => sshHop({ name: 'x' }) as { kind: string };
+
+  it('kills the whole remote process tree when a command times out', async () => {
+    const session = await connectChain([hop()], { target: 't', runId: 'timeout-test' });
+    try {
+      const r = await session.exec(['sh', '-c', 'sleep 401 & sleep 402; echo never'], { timeoutMs: 500 });
+      expect(r).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGTERM', stdout: '' });
+      expect(r.durationMs).toBeLessThan(3000);
+      await settle();
+      expect(leftovers('timeout-test').processes).toEqual([]);
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+    expect(leftovers('timeout-test').dirs).toEqual([]);
+  });
+
+  it('stops the remote tree on cancellation, and returns what was printed', async () => {
+    const session = await connectChain([hop()], { target: 't', runId: 'cancel-test' });
+    try {
+      const controller = new AbortController();
+      const pending = session.exec(['sh', '-c', 'echo started; sleep 403'], { signal: controller.signal });
+      await new Promise((r) => setTimeout(r, 500));
+      controller.abort();
+      const r = await pending;
+      expect(r).toMatchObject({ cancelled: true, stdout: 'started\n' });
+      await settle();
+      expect(leftovers('cancel-test').processes).toEqual([]);
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+  });
+
+  it('when sshd is killed mid-command: a transport error, and no remote process or run directory left', async () => {
+    const own = await startSshd(1);
+    const session = await connectChain(
+      [{ kind: 'ssh', host: '127.0.0.1', port: own.ports[0], identityFile: own.key, knownHosts: own.knownHosts, sshConfig: false, retries: 0, keepalive: 1 }],
+      { target: 't', runId: 'dropped-test' },
+    );
+    const workDir = session.workDir;
+    expect(existsSync(workDir)).toBe(true);
+    const pending = session.exec(['sh', '-c', 'sleep 404'], {});
+    await new Promise((r) => setTimeout(r, 500));
+    own.killAll();
+    await expect(pending).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
+    await session[Symbol.asyncDispose]();
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(leftovers('dropped-test')).toEqual({ dirs: [], processes: [] });
+    expect(existsSync(workDir)).toBe(false);
+  });
+
+  it('passes adversarial arguments through the remote shell unchanged', async () => {
+    const session = await connectChain([hop()], { target: 't', runId: 'quote-test' });
+    try {
+      const args = ['two words', "it's", 'a"b', '$HOME', '`id`', '$(id)', 'semi;colon', 'amp&', 'new\nline', 'ünï ✓', '%PATH%', '^'];
+      const r = await session.exec(['printf', '%s\\0', ...args]);
+      expect(r.stdout.split('\0').slice(0, -1)).toEqual(args);
+      const env = await session.exec(['sh', '-c', 'printf %s "$CM_VAR"; pwd'], { env: { CM_VAR: "x 'y' $z" } });
+      expect(env.stdout).toBe(`x 'y' $z${session.workDir}\n`);
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+  });
+});
