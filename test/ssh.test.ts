@@ -14,7 +14,7 @@ import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../results/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
-import { runCli } from './cli.ts';
+import { runCli, startCli } from './cli.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
 import { freePort, keygen, sshdAvailable, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
 
@@ -263,6 +263,52 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
   });
 });
 
+describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
+  it('shares one connection between the targets on one host, and runs them one at a time by default', async () => {
+    const dir = tempDir();
+    const file = matrix(dir, [{ name: 'a' }, { name: 'b' }, { name: 'c' }], 'all');
+    const port = sshd.ports[0]!;
+    const pending = runMatrix(file, dir);
+    let most = 0;
+    for (let i = 0; i < 60; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const established = execFileSync('ss', ['-Htn', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).trim();
+      most = Math.max(most, established ? established.split('\n').length : 0);
+    }
+    const r = await pending;
+    expect(r.code).toBe(0);
+    expect(most).toBe(1);
+    // hostConcurrency 1: a target starts only after the previous one on the host ended.
+    const order = r.events.filter((e) => e.type === 'target-start' || (e.type === 'cell-end' && e.probe === 'windows-registry')).map((e) => ('target' in e ? `${e.type}:${e.target}` : ''));
+    expect(order).toEqual(['target-start:a', 'cell-end:a', 'target-start:b', 'cell-end:b', 'target-start:c', 'cell-end:c']);
+  });
+
+  it('stops on Ctrl-C, writes the results of what finished, and leaves nothing on the remote side', async () => {
+    const dir = tempDir();
+    const file = matrix(dir, Array.from({ length: 6 }, (_, i) => ({ name: `t${i}` })), 'all');
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
+    await new Promise<void>((resolve) => {
+      const onData = (d: Buffer) => {
+        if (d.toString().includes('[3/')) {
+          child.stdout!.off('data', onData);
+          child.kill('SIGINT');
+          resolve();
+        }
+      };
+      child.stdout!.on('data', onData);
+    });
+    const r = await done;
+    expect(r.code).toBe(130);
+    const runs = readdirSync(path.join(dir, 'runs'));
+    const events = readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
+    expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
+    expect(events.filter((e) => e.type === 'cell-end' && e.status === 'cancelled').length).toBeGreaterThan(0);
+    validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
+    await settle();
+    expect(leftovers((events[0] as { runId: string }).runId)).toEqual({ dirs: [], processes: [] });
+  });
+});
+
 describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote side', () => {
   const hop = () => sshHop({ name: 'x' }) as { kind: string };
 
@@ -312,6 +358,24 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
     await new Promise((r) => setTimeout(r, 2500));
     expect(leftovers('dropped-test')).toEqual({ dirs: [], processes: [] });
     expect(existsSync(workDir)).toBe(false);
+  });
+
+  it('keeps stdout, stderr and the exit status apart, and caps a flood of output', async () => {
+    const session = await connectChain([hop()], { target: 't', runId: 'streams-test' });
+    try {
+      const r = await session.exec(['sh', '-c', 'echo out; echo err >&2; printf no-newline; exit 7']);
+      expect(r).toMatchObject({ exitCode: 7, signal: null, stdout: 'out\nno-newline', stderr: 'err\n', timedOut: false });
+      const flood = await session.exec(['sh', '-c', 'yes cudamatrix-flood'], { maxOutput: 100_000, timeoutMs: 20_000 });
+      expect(flood).toMatchObject({ truncated: true, timedOut: false, exitCode: null });
+      expect(flood.stdout.length).toBeLessThanOrEqual(100_000);
+      await settle();
+      expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })).not.toContain('yes cudamatrix-flood');
+      // A command that reads stdin gets its own channel.
+      const cat = await session.exec(['cat'], { stdin: 'from stdin\n' });
+      expect(cat).toMatchObject({ exitCode: 0, stdout: 'from stdin\n' });
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
   });
 
   it('passes adversarial arguments through the remote shell unchanged', async () => {

@@ -244,31 +244,41 @@ export class SshSession implements Session {
         });
       };
       const check = () => {
-        if (!truncated && (stdout.length > max + 64 || stderr.length > max)) {
+        if (!truncated && (stdout.length > max + tail || stderr.length > max + tail)) {
           truncated = true;
           stop();
         }
         if (code !== undefined && errDone) done();
       };
+      // The end markers are looked for in what arrived last (plus a marker's length before it);
+      // past the cap only that tail is kept, so that a flood costs neither memory nor time.
+      const tail = 80;
       this.current = {
         out: (text) => {
           if (code !== undefined) return;
+          const from = Math.max(0, stdout.length - tail);
           stdout += text;
-          const m = exitMark.exec(stdout);
+          exitMark.lastIndex = 0;
+          const m = exitMark.exec(stdout.slice(from));
           if (m) {
             code = Number(m[1]);
-            this.helperText = stdout.slice(m.index + m[0].length);
-            stdout = stdout.slice(0, m.index);
+            this.helperText = stdout.slice(from + m.index + m[0].length);
+            stdout = stdout.slice(0, from + m.index);
+          } else if (truncated && stdout.length > max + tail) {
+            stdout = stdout.slice(0, max) + stdout.slice(-tail);
           }
           check();
         },
         err: (text) => {
           if (errDone) return;
+          const from = Math.max(0, stderr.length - tail);
           stderr += text;
-          const at = stderr.indexOf(errMark);
+          const at = stderr.indexOf(errMark, from);
           if (at >= 0) {
             errDone = true;
             stderr = stderr.slice(0, at);
+          } else if (truncated && stderr.length > max + tail) {
+            stderr = stderr.slice(0, max) + stderr.slice(-tail);
           }
           check();
         },
@@ -337,8 +347,7 @@ export class SshSession implements Session {
             stderr: truncated ? stderr : stderr + errDec.end(),
           });
         });
-        if (options.stdin !== undefined && this.platform !== 'linux') stream.end(options.stdin);
-        else if (options.stdin !== undefined) stream.write(options.stdin);
+        if (options.stdin !== undefined) stream.end(options.stdin);
       });
     });
   }
