@@ -141,6 +141,23 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     }
   });
 
+  it('authenticates through ssh-agent when no identity file is named', async () => {
+    const dir = tempDir();
+    const sock = path.join(dir, 'agent.sock');
+    const agent = execFileSync('ssh-agent', ['-a', sock], { encoding: 'utf8' });
+    const pid = /SSH_AGENT_PID=(\d+)/.exec(agent)![1]!;
+    try {
+      execFileSync('ssh-add', [sshd.key], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
+      // No identity file anywhere: only the agent can authenticate.
+      const file = matrix(dir, [{ name: 'via-agent', extra: { identityFile: undefined } }]);
+      const r = await runMatrix(file, dir, [], { SSH_AUTH_SOCK: sock, HOME: dir });
+      expect(r.code).toBe(0);
+      expect(r.events.some((e) => e.type === 'target-ready')).toBe(true);
+    } finally {
+      process.kill(Number(pid));
+    }
+  });
+
   it('refuses a key the server does not know: AUTH_FAILED, exit 3', async () => {
     const dir = tempDir();
     const stranger = path.join(dir, 'stranger');
@@ -184,6 +201,34 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const accepted = await runMatrix(file, dir2, ['--accept-new']);
     expect(accepted.code).toBe(0);
     expect(readFileSync(kh, 'utf8')).toBe(`[127.0.0.1]:${sshd.ports[0]} ${sshd.hostKeyPub}\n`);
+  });
+
+  it('when sshd is killed in the middle of a run: that target\'s remaining cells are errors, the others finish, nothing is left behind', async () => {
+    const own = await startSshd(1);
+    const dir = tempDir();
+    const file = matrix(dir, [{ name: 'doomed', port: own.ports[0], extra: { knownHosts: own.knownHosts, identityFile: own.key } }, { name: 'here', local: true }], 'all');
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
+    await new Promise<void>((resolve) => {
+      const onData = (d: Buffer) => {
+        if (/doomed\/pinned-vram/.test(d.toString())) {
+          child.stdout!.off('data', onData);
+          own.killAll();
+          resolve();
+        }
+      };
+      child.stdout!.on('data', onData);
+    });
+    const r = await done;
+    const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
+    expect(r.code).toBe(3);
+    const doomed = events.flatMap((e) => (e.type === 'cell-end' && e.target === 'doomed' && e.planned ? [e] : []));
+    expect(doomed.length).toBe(13);
+    expect(doomed.filter((c) => c.status === 'error').every((c) => c.errorCode === 'TRANSPORT_FAILED')).toBe(true);
+    expect(doomed.filter((c) => c.status === 'error').length).toBeGreaterThan(5);
+    expect(targetErrors(events)[0]).toMatchObject({ target: 'doomed', code: 'TRANSPORT_FAILED', message: expect.stringContaining('the SSH connection failed') });
+    expect(events.filter((e) => e.type === 'cell-end' && e.target === 'here' && e.planned).length).toBe(13);
+    await new Promise((res) => setTimeout(res, 2500));
+    expect(leftovers((events[0] as { runId: string }).runId)).toEqual({ dirs: [], processes: [] });
   });
 
   it('reports a stopped sshd as unreachable after bounded retries, while the other targets finish', async () => {
@@ -373,6 +418,24 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
       // A command that reads stdin gets its own channel.
       const cat = await session.exec(['cat'], { stdin: 'from stdin\n' });
       expect(cat).toMatchObject({ exitCode: 0, stdout: 'from stdin\n' });
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+  });
+
+  it('copies files both ways over SFTP', async () => {
+    const session = await connectChain([hop()], { target: 't', runId: 'sftp-test' });
+    const dir = tempDir();
+    try {
+      const local = path.join(dir, 'up.bin');
+      const payload = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 31) % 256));
+      writeFileSync(local, payload);
+      const remote = session.joinPath(session.workDir, 'up.bin');
+      await session.put(local, remote, { executable: true });
+      expect((await session.exec(['sh', '-c', 'test -x up.bin && wc -c < up.bin'])).stdout.trim()).toBe('300000');
+      const back = path.join(dir, 'down.bin');
+      await session.get(remote, back);
+      expect(readFileSync(back).equals(payload)).toBe(true);
     } finally {
       await session[Symbol.asyncDispose]();
     }
