@@ -8,6 +8,7 @@ import { formatValue } from '../core/units.ts';
 import { buildProbe } from '../probes/build.ts';
 import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
+import { reapContainers } from '../runners/docker/transport.ts';
 import { localTransport, nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
 import type { Session } from '../runners/transport.ts';
@@ -61,6 +62,15 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   } finally {
     if (session) await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);
   }
+}
+
+/** `cudamatrix doctor --reap`: containers of crashed runs, removed. */
+export async function doctorReap(endpoint: string | undefined): Promise<number> {
+  const r = await reapContainers({ endpoint });
+  for (const c of r.removed) process.stdout.write(`removed ${c}\n`);
+  for (const c of r.kept) process.stdout.write(`kept ${c}\n`);
+  process.stdout.write(`${r.removed.length} container(s) of earlier runs removed from ${r.endpoint}${r.kept.length ? `, ${r.kept.length} kept` : ''}\n`);
+  return ExitCode.ok;
 }
 
 export async function doctorCommand(): Promise<number> {

@@ -6,7 +6,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { CudamatrixError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { TOOL_VERSION } from '../results/version.ts';
-import { doctorCommand, doctorTarget } from './doctor.ts';
+import { doctorCommand, doctorReap, doctorTarget } from './doctor.ts';
 import { planCommand } from './plan.ts';
 import { probesListCommand } from './probes.ts';
 import { runCommand } from './run.ts';
@@ -78,8 +78,11 @@ export function buildProgram(): Command {
     .option('--target <name>', 'check one target of the matrix: reachability, host key, authentication, platform, cudaprobe, driver, NVML')
     .addOption(matrixOption())
     .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts', false)
-    .action(async (opts: { target?: string; matrix?: string; acceptNew: boolean }) => {
-      process.exitCode = opts.target ? await doctorTarget(opts.target, opts.matrix, opts.acceptNew) : await doctorCommand();
+    .option('--reap', 'remove the containers (and their volumes) that crashed cudamatrix runs left on the Docker engine', false)
+    .option('--endpoint <url>', 'with --reap: the Docker engine (default: DOCKER_HOST, then the current context)')
+    .action(async (opts: { target?: string; matrix?: string; acceptNew: boolean; reap: boolean; endpoint?: string }) => {
+      if (opts.reap) process.exitCode = await doctorReap(opts.endpoint);
+      else process.exitCode = opts.target ? await doctorTarget(opts.target, opts.matrix, opts.acceptNew) : await doctorCommand();
     });
   return program;
 }

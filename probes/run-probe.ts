@@ -66,7 +66,8 @@ export function classify(probe: string, exec: ExecResult): ProbeRun {
     case ProbeExit.ran:
       return run;
     case ProbeExit.noDriver:
-      return { ...run, status: 'skipped', reason: skips[0]?.reason ?? 'no usable NVIDIA driver or device' };
+      // The last skip is the one that stopped the probe (earlier ones skip a series of it).
+      return { ...run, status: 'skipped', reason: skips.at(-1)?.reason ?? 'no usable NVIDIA driver or device' };
     case ProbeExit.usage:
       return { ...run, status: 'error', errorCode: 'USAGE', reason: firstError?.message ?? (stderrTail || 'usage error') };
     default: {

@@ -80,7 +80,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   // At most hostConcurrency targets at once on one host (default 1: measurements on one host
   // would disturb each other); a slow host holds only its own slots.
   const hosts = new Map<string, Semaphore>();
-  const context = { runId, emit, build, signal: options.signal, quick: options.quick ?? false, acceptNewHostKeys: options.acceptNewHostKeys };
+  const context = { runId, emit, build, signal: options.signal, quick: options.quick ?? false, acceptNewHostKeys: options.acceptNewHostKeys, onProgress: options.onProgress };
   const runTarget = async (t: Target): Promise<void> => {
     const key = hostKeyOf(t.hops);
     let host = hosts.get(key);
@@ -103,6 +103,7 @@ interface TargetContext {
   signal?: AbortSignal;
   quick: boolean;
   acceptNewHostKeys?: boolean;
+  onProgress?: (message: string) => void;
 }
 
 async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Promise<void> {
@@ -122,7 +123,14 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
   try {
     let deployed: DeployedProbe;
     try {
-      session = await connectChain(t.hops, { target: t.name, runId: ctx.runId, signal, acceptNewHostKeys: ctx.acceptNewHostKeys });
+      session = await connectChain(t.hops, {
+        target: t.name,
+        runId: ctx.runId,
+        signal,
+        acceptNewHostKeys: ctx.acceptNewHostKeys,
+        binaryFor: ctx.build,
+        onProgress: ctx.onProgress,
+      });
       deployed = await deployProbe(session, ctx.build);
     } catch (error) {
       if (signal?.aborted) return cancelAll(probes);

@@ -1,6 +1,7 @@
 /** The typed registry of transports, keyed by kind. */
 import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
+import { dockerTransport } from './docker/transport.ts';
 import { localTransport } from './local.ts';
 import { sshTransport } from './ssh/transport.ts';
 import type { ConnectContext, Session, TransportKind } from './transport.ts';
@@ -8,6 +9,7 @@ import type { ConnectContext, Session, TransportKind } from './transport.ts';
 const kinds = new Map<string, TransportKind<any>>([
   [localTransport.kind, localTransport],
   [sshTransport.kind, sshTransport],
+  [dockerTransport.kind, dockerTransport],
 ]);
 
 export function transportKinds(): string[] {

@@ -66,6 +66,13 @@ export interface ConnectContext {
   signal?: AbortSignal;
   /** The run allows unknown SSH hosts on first use (--accept-new). */
   acceptNewHostKeys?: boolean;
+  /**
+   * The cudaprobe binary for a platform, for transports that need it before the session exists
+   * (docker builds it into the image). Given by the caller: runners do not build probes.
+   */
+  binaryFor?(platform: Platform, arch: string): Promise<{ path: string; hash: string }>;
+  /** Progress of long steps (an image build), a line at a time. */
+  onProgress?(message: string): void;
 }
 
 /** One kind of transport: its options (validated from the matrix) and how to connect. */

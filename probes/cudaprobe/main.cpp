@@ -6,6 +6,7 @@
 //   cudaprobe subject [--device N]              a memory probe's subject (started by the probe)
 //   cudaprobe judge PROBE                       decide a memory probe's facts again from its
 //                                               recorded JSON lines on stdin
+//   cudaprobe wait                              block until stopped (keeps a probe container alive)
 //   cudaprobe ptx                               the embedded PTX kernels
 //   cudaprobe version
 //
@@ -88,6 +89,7 @@ const char* kUsage =
     "       cudaprobe run PROBE [--device N] [--param NAME=VALUE]...\n"
     "       cudaprobe subject [--device N]\n"
     "       cudaprobe judge PROBE < recorded-lines\n"
+    "       cudaprobe wait\n"
     "       cudaprobe ptx\n"
     "       cudaprobe version\n";
 
@@ -195,6 +197,17 @@ int main(int argc, char** argv) {
   if (cmd == "judge") {
     if (argc != 3) return usage("judge needs a probe name");
     return cp::runJudge(argv[2]);
+  }
+  if (cmd == "wait") {
+    // The main process of a probe container: it only has to stay alive until the container is
+    // stopped (SIGTERM ends it; docker-init reaps what the probes leave).
+    for (;;) {
+#ifdef _WIN32
+      Sleep(INFINITE);
+#else
+      pause();
+#endif
+    }
   }
   if (cmd == "ptx") {
     std::fputs(cp::kKernelsPtx, stdout);

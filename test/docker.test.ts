@@ -1,0 +1,224 @@
+/**
+ * The Docker transport against a real Docker engine (docker.io, started by .ci/run with
+ * --bridge=none --iptables=false, or by these tests). No image can be pulled: the base is built
+ * FROM scratch here, and docker/Dockerfile is built on it with BASE pointing at it. There is no
+ * NVIDIA runtime on this engine: the probes take the no-driver path, and a GPU request must fail
+ * as NVIDIA_RUNTIME_MISSING.
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildProbe } from '../probes/build.ts';
+import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
+import { readEventLog, type RunEvent } from '../results/events.ts';
+import { connectChain } from '../runners/registry.ts';
+import { nodeArch } from '../runners/local.ts';
+import { runCli, startCli } from './cli.ts';
+import { buildBareImage, buildTestBase, busyboxAvailable, ensureDocker, leftoversOf } from './docker.ts';
+import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
+
+const ready = integrationAvailable('a Docker engine and busybox-static', (await ensureDocker()) && busyboxAvailable(), 'apt-get install docker.io busybox-static, and start dockerd --bridge=none --iptables=false');
+
+let base: string;
+beforeAll(async () => {
+  if (!ready) return;
+  const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+  base = buildTestBase(probe.path);
+  // The first test must see docker/Dockerfile built: drop the probe images of earlier runs.
+  const old = execFileSync('docker', ['images', '-q', 'cudamatrix-probe'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  if (old.length) execFileSync('docker', ['rmi', '-f', ...old], { stdio: 'ignore' });
+}, 180_000);
+
+function matrix(dir: string, targets: { name: string; transport: Record<string, unknown> | 'local' }[], probes = 'all'): string {
+  const file = path.join(dir, 'matrix.yaml');
+  const lines = ['version: 1', 'concurrency: 4', `defaults: {probes: ${probes}}`, 'targets:'];
+  for (const t of targets) lines.push(`  - name: ${t.name}`, `    transport: ${t.transport === 'local' ? 'local' : JSON.stringify(t.transport)}`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+const inDocker = (extra: Record<string, unknown> = {}) => ({ kind: 'docker', base, gpus: 'none', ...extra });
+
+async function runMatrix(file: string, dir: string, args: string[] = []) {
+  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args]);
+  const runs = readdirSync(path.join(dir, 'runs'));
+  const events: RunEvent[] = readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
+  return { ...r, events, runId: (events[0] as { runId: string }).runId };
+}
+
+describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', () => {
+  it('builds docker/Dockerfile on the local base, runs every probe inside, gives the local facts, and removes the container', async () => {
+    const dir = tempDir();
+    const r = await runMatrix(matrix(dir, [{ name: 'in-docker', transport: inDocker() }, { name: 'here', transport: 'local' }]), dir);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/building cudamatrix-probe:[0-9a-f]{16}-[0-9a-f]{12} FROM cudamatrix-test-base/);
+    const cells = r.events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+    const by = (t: string) => cells.filter((c) => c.target === t);
+    expect(by('in-docker').map((c) => [c.probe, c.status, c.reason])).toEqual(by('here').map((c) => [c.probe, c.status, c.reason]));
+    // Facts that describe the filesystem the probe sees are left out of the comparison: which
+    // CUDA runtime library the image has, and whether the machine itself is a container.
+    const differs = new Set(['cudart_found', 'cudart_library', 'cudart_version', 'container', 'container_runtime']);
+    const facts = (t: string) =>
+      by(t).flatMap((c) =>
+        c.records.filter((x): x is SysinfoRecord | FactRecord => (x.type === 'sysinfo' || x.type === 'fact') && !differs.has(x.name)).map((x) => [c.probe, x.name, x.value]),
+      );
+    expect(facts('in-docker')).toEqual(facts('here'));
+    // Inside, sysinfo says it ran in a container, and that no NVIDIA runtime provided a GPU.
+    const inside = Object.fromEntries(by('in-docker')[0]!.records.flatMap((x) => (x.type === 'sysinfo' ? [[x.name, x]] : [])));
+    expect(inside.container).toMatchObject({ value: 'docker', source: '/.dockerenv present' });
+    expect(inside.container_runtime).toMatchObject({ value: null, reason: 'no NVIDIA container runtime markers' });
+    const readyEvent = r.events.find((e) => e.type === 'target-ready' && e.target === 'in-docker');
+    expect(readyEvent).toMatchObject({ platform: 'linux', probe: { uploaded: false, path: '/opt/cudamatrix/bin/cudaprobe' } });
+    validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
+    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+  });
+
+  it('builds the image once: a second run reuses it', async () => {
+    const dir = tempDir();
+    const r = await runMatrix(matrix(dir, [{ name: 'again', transport: inDocker() }], '[sysinfo]'), dir);
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toContain('building cudamatrix-probe');
+  });
+
+  it('asks for GPUs as docker run --gpus does, and an engine without the NVIDIA runtime says how to get it', async () => {
+    const dir = tempDir();
+    const r = await runMatrix(matrix(dir, [{ name: 'gpu', transport: inDocker({ gpus: 'all' }) }, { name: 'ok', transport: inDocker() }], '[sysinfo]'), dir);
+    expect(r.code).toBe(3);
+    const error = r.events.find((e) => e.type === 'target-error');
+    expect(error).toMatchObject({ target: 'gpu', code: 'NVIDIA_RUNTIME_MISSING' });
+    if (error?.type !== 'target-error') throw new Error('no target-error');
+    expect(error.message).toContain('could not select device driver');
+    expect(error.message).toContain('Install the NVIDIA Container Toolkit');
+    expect(error.message).toContain('nvidia-ctk runtime configure --runtime=docker');
+    expect(r.events.find((e) => e.type === 'cell-end' && e.target === 'ok')).toMatchObject({ status: 'skipped' });
+    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+  });
+
+  it('copies the probe into a named image the engine has', async () => {
+    const dir = tempDir();
+    const r = await runMatrix(matrix(dir, [{ name: 'named', transport: { kind: 'docker', image: base, gpus: 'none' } }], '[sysinfo, sync-latency]'), dir);
+    expect(r.code).toBe(0);
+    expect(r.events.find((e) => e.type === 'target-ready')).toMatchObject({ probe: { uploaded: true, path: '/opt/cudamatrix/bin/cudaprobe' } });
+    expect(r.events.filter((e) => e.type === 'cell-end').map((e) => e.type === 'cell-end' && e.status)).toEqual(['skipped', 'skipped']);
+    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+  });
+
+  it('reports a probe that fails in its container as an error, and removes the container', async () => {
+    const dir = tempDir();
+    // Valid for the matrix, refused by the probe: a safety cap smaller than one chunk.
+    const file = matrix(dir, [{ name: 'failing', transport: inDocker() }], '[pinned-ceiling]');
+    writeFileSync(file, readFileSync(file, 'utf8').replace('defaults: {probes: [pinned-ceiling]}', 'defaults: {probes: [pinned-ceiling], params: {pinned-ceiling: {max_gib: 0.1}}}'));
+    const r = await runMatrix(file, dir);
+    // A parameter the probe refuses is a configuration error.
+    expect(r.code).toBe(2);
+    expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'pinned-ceiling')).toMatchObject({
+      status: 'error',
+      errorCode: 'USAGE',
+      reason: 'parameters chunk_mib and max_gib must be positive, max_gib at least one chunk',
+    });
+    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+  });
+
+  it('says so when cudaprobe cannot run in the named image at all, and removes the container', async () => {
+    const dir = tempDir();
+    // busybox alone: cudaprobe (dynamically linked) cannot start without a C library.
+    const r = await runMatrix(matrix(dir, [{ name: 'bare', transport: { kind: 'docker', image: buildBareImage(), gpus: 'none' } }], '[sysinfo]'), dir);
+    expect(r.code).toBe(3);
+    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining('cudaprobe cannot run in image cudamatrix-test-bare: its container exited at once') });
+    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+  });
+
+  it('refuses an image the engine does not have (nothing is pulled unless pull: true)', async () => {
+    const dir = tempDir();
+    const r = await runMatrix(matrix(dir, [{ name: 'missing', transport: { kind: 'docker', image: 'cudamatrix-no-such-image:1', gpus: 'none' } }], '[sysinfo]'), dir);
+    expect(r.code).toBe(3);
+    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining('has no image cudamatrix-no-such-image:1; pull it there first, or set pull: true') });
+  });
+
+  it('says which engine it tried, and why, when none answers', async () => {
+    const dir = tempDir();
+    const r = await runMatrix(matrix(dir, [{ name: 'nowhere', transport: { kind: 'docker', endpoint: `unix://${dir}/no.sock`, gpus: 'none' } }], '[sysinfo]'), dir);
+    expect(r.code).toBe(3);
+    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+      code: 'TARGET_UNREACHABLE',
+      message: expect.stringContaining(`cannot reach the Docker engine at unix://${dir}/no.sock (from matrix): no socket there (is dockerd running?)`),
+    });
+  });
+
+  it('stops on Ctrl-C, writes what finished, and removes the container', async () => {
+    const dir = tempDir();
+    const file = matrix(dir, Array.from({ length: 3 }, (_, i) => ({ name: `c${i}`, transport: inDocker() })));
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
+    await new Promise<void>((resolve) => {
+      const onData = (d: Buffer) => {
+        if (d.toString().includes('[2/')) {
+          child.stdout!.off('data', onData);
+          child.kill('SIGINT');
+          resolve();
+        }
+      };
+      child.stdout!.on('data', onData);
+    });
+    const r = await done;
+    expect(r.code).toBe(130);
+    const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
+    expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
+    expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
+  });
+
+  it('doctor --reap removes what a crashed run left behind', async () => {
+    const dir = tempDir();
+    const file = matrix(dir, [{ name: 'crash', transport: inDocker() }]);
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
+    await new Promise<void>((resolve) => {
+      const onData = (d: Buffer) => {
+        if (d.toString().includes('[1/')) {
+          child.stdout!.off('data', onData);
+          child.kill('SIGKILL'); // a crash: nothing gets to clean up
+          resolve();
+        }
+      };
+      child.stdout!.on('data', onData);
+    });
+    await done;
+    const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
+    expect(leftoversOf(runId).containers).toHaveLength(1);
+    const reap = await runCli(['doctor', '--reap']);
+    expect(reap.code).toBe(0);
+    expect(reap.stdout).toMatch(new RegExp(`removed \\S+ \\(run ${runId}\\)`));
+    expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
+  });
+});
+
+describe.runIf(ready)('Docker sessions', () => {
+  it('kills a hung command at its timeout, keeps the container usable, and removes it at the end', async () => {
+    const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+    const session = await connectChain([{ kind: 'docker', base, gpus: 'none' }], {
+      target: 'hang',
+      runId: 'docker-timeout-test',
+      binaryFor: async () => ({ path: probe.path, hash: probe.hash }),
+    });
+    try {
+      const hung = await session.exec(['/bin/busybox', 'sh', '-c', '/bin/busybox sleep 300 & /bin/busybox sleep 301'], { timeoutMs: 1000 });
+      expect(hung).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGKILL' });
+      expect(hung.durationMs).toBeLessThan(15_000);
+      const after = await session.exec(['/bin/busybox', 'sh', '-c', 'echo still here; /bin/busybox ps'], {});
+      expect(after.exitCode).toBe(0);
+      expect(after.stdout).toContain('still here');
+      expect(after.stdout).not.toContain('sleep 30');
+      const both = await session.exec(['/bin/busybox', 'sh', '-c', 'echo out; echo err >&2; exit 5']);
+      expect(both).toMatchObject({ exitCode: 5, stdout: 'out\n', stderr: 'err\n' });
+      // Files in and out through the archive API.
+      const dir = tempDir();
+      writeFileSync(path.join(dir, 'in.txt'), 'through the archive API\n');
+      await session.put(path.join(dir, 'in.txt'), '/tmp/cudamatrix-run/in.txt');
+      await session.get('/tmp/cudamatrix-run/in.txt', path.join(dir, 'out.txt'));
+      expect(readFileSync(path.join(dir, 'out.txt'), 'utf8')).toBe('through the archive API\n');
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+    expect(leftoversOf('docker-timeout-test')).toEqual({ containers: [], volumes: [] });
+  });
+});
