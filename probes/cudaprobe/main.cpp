@@ -200,7 +200,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "wait") {
     // The main process of a probe container: it only has to stay alive until the container is
-    // stopped (SIGTERM ends it; docker-init reaps what the probes leave).
+    // stopped (SIGTERM ends it; docker-init reaps what the probes leave). The line says it runs.
+    std::fputs("cudaprobe: waiting\n", stderr);
+    std::fflush(stderr);
     for (;;) {
 #ifdef _WIN32
       Sleep(INFINITE);

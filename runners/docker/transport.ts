@@ -187,8 +187,9 @@ export const dockerTransport: TransportKind<DockerTargetOptions> = {
       if (!baked) await container.putArchive(await fileTar([{ name: `${PROBE_DIR.slice(1)}/cudaprobe`, content: readFileSync(binary.path), mode: 0o755 }]), { path: '/' });
       await container.putArchive(await directoryTar(WORK_DIR.slice(1)), { path: '/' });
       await container.start();
-      // Its main process is cudaprobe itself: if that cannot run in the image, it has exited.
-      const state = ((await container.inspect()) as { State: { Running: boolean; ExitCode: number } }).State;
+      // Its main process is cudaprobe itself: wait until it says it runs, or has exited (it
+      // cannot run in the image).
+      const state = await waitUntilReady(container);
       if (!state.Running) {
         const logs = String(await container.logs({ stdout: true, stderr: true, tail: 5 }).catch(() => '')).replace(/[^\x20-\x7e\n]/g, '').trim();
         throw new CudamatrixError(
@@ -207,6 +208,18 @@ export const dockerTransport: TransportKind<DockerTargetOptions> = {
     return new DockerSession(docker, container, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked);
   },
 };
+
+/** Waits (up to 30 s) for "cudaprobe: waiting" in the container's log, or for it to stop. */
+async function waitUntilReady(container: Dockerode.Container): Promise<{ Running: boolean; ExitCode: number }> {
+  for (let i = 0; i < 300; i++) {
+    const state = ((await container.inspect()) as { State: { Running: boolean; ExitCode: number } }).State;
+    if (!state.Running) return state;
+    const logs = String(await container.logs({ stdout: true, stderr: true }).catch(() => ''));
+    if (logs.includes('cudaprobe: waiting')) return state;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { Running: true, ExitCode: 0 };
+}
 
 class DockerSession implements Session {
   readonly platform = 'linux' as const;
