@@ -137,6 +137,16 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining('has no image cudamatrix-no-such-image:1; pull it there first, or set pull: true') });
   });
 
+  it('reaches the engine through a context made by the Docker CLI itself', async () => {
+    const config = tempDir('cm-dockercli-');
+    execFileSync('docker', ['context', 'create', 'cudamatrix-test', '--docker', 'host=unix:///var/run/docker.sock'], { env: { ...process.env, DOCKER_CONFIG: config }, stdio: 'ignore' });
+    const dir = tempDir();
+    const file = matrix(dir, [{ name: 'via-context', transport: inDocker({ context: 'cudamatrix-test' }) }], '[sysinfo]');
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: { DOCKER_CONFIG: config } });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('on unix:///var/run/docker.sock');
+  });
+
   it('says which engine it tried, and why, when none answers', async () => {
     const dir = tempDir();
     const r = await runMatrix(matrix(dir, [{ name: 'nowhere', transport: { kind: 'docker', endpoint: `unix://${dir}/no.sock`, gpus: 'none' } }], '[sysinfo]'), dir);
@@ -201,6 +211,11 @@ describe.runIf(ready)('Docker sessions', () => {
       binaryFor: async () => ({ path: probe.path, hash: probe.hash }),
     });
     try {
+      // The container: labelled with the run, no network, docker-init as PID 1.
+      const id = execFileSync('docker', ['ps', '-q', '--filter', 'label=cudamatrix.run-id=docker-timeout-test'], { encoding: 'utf8' }).trim();
+      const inspected = JSON.parse(execFileSync('docker', ['inspect', id], { encoding: 'utf8' }))[0];
+      expect(inspected.HostConfig).toMatchObject({ NetworkMode: 'none', Init: true });
+      expect(inspected.Config.Labels).toMatchObject({ 'cudamatrix.run-id': 'docker-timeout-test', 'cudamatrix.target': 'hang' });
       const hung = await session.exec(['/bin/busybox', 'sh', '-c', '/bin/busybox sleep 300 & /bin/busybox sleep 301'], { timeoutMs: 1000 });
       expect(hung).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGKILL' });
       expect(hung.durationMs).toBeLessThan(15_000);
