@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { catalogue } from '../probes/catalogue.ts';
 import { readEventLog } from '../results/events.ts';
-import { runCli, startCli } from './cli.ts';
+import { runCli, startCli, whenOutput } from './cli.ts';
 import { hasCommand, tempDir, validateJunit } from './helpers.ts';
 
 const noGpuHere = !hasCommand('nvidia-smi', ['-L']);
@@ -100,16 +100,7 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     const targets = Array.from({ length: 60 }, (_, i) => `  - name: t${i}`).join('\n');
     const m = writeMatrix(dir, `version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n${targets}\n`);
     const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')]);
-    await new Promise<void>((resolve) => {
-      const onData = (d: Buffer) => {
-        if (d.toString().includes('[1/60]')) {
-          child.stdout!.off('data', onData);
-          child.kill('SIGINT');
-          resolve();
-        }
-      };
-      child.stdout!.on('data', onData);
-    });
+    await whenOutput(child, '[1/60]', () => child.kill('SIGINT'));
     const r = await done;
     expect(r.code).toBe(130);
     expect(r.stderr).toContain('interrupted: stopping running probes and writing results');

@@ -27,3 +27,19 @@ export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.P
 export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
   return startCli(args, options).done;
 }
+
+/** Does `action` (send a signal, kill a server) the first time the CLI prints `pattern`. */
+export function whenOutput(child: ChildProcess, pattern: string | RegExp, action: () => void): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = '';
+    const onData = (d: Buffer) => {
+      seen += d.toString();
+      if (typeof pattern === 'string' ? seen.includes(pattern) : pattern.test(seen)) {
+        child.stdout!.off('data', onData);
+        action();
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+  });
+}

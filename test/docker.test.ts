@@ -14,7 +14,7 @@ import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../results/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
-import { runCli, startCli } from './cli.ts';
+import { runCli, startCli, whenOutput } from './cli.ts';
 import { buildBareImage, buildTestBase, busyboxAvailable, ensureDocker, leftoversOf } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
 
@@ -161,16 +161,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const dir = tempDir();
     const file = matrix(dir, Array.from({ length: 3 }, (_, i) => ({ name: `c${i}`, transport: inDocker() })));
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
-    await new Promise<void>((resolve) => {
-      const onData = (d: Buffer) => {
-        if (d.toString().includes('[2/')) {
-          child.stdout!.off('data', onData);
-          child.kill('SIGINT');
-          resolve();
-        }
-      };
-      child.stdout!.on('data', onData);
-    });
+    await whenOutput(child, '[2/', () => child.kill('SIGINT'));
     const r = await done;
     expect(r.code).toBe(130);
     const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
@@ -182,16 +173,8 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'crash', transport: inDocker() }]);
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
-    await new Promise<void>((resolve) => {
-      const onData = (d: Buffer) => {
-        if (d.toString().includes('[1/')) {
-          child.stdout!.off('data', onData);
-          child.kill('SIGKILL'); // a crash: nothing gets to clean up
-          resolve();
-        }
-      };
-      child.stdout!.on('data', onData);
-    });
+    // A crash: nothing gets to clean up.
+    await whenOutput(child, '[1/', () => child.kill('SIGKILL'));
     await done;
     const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
     expect(leftoversOf(runId).containers).toHaveLength(1);

@@ -14,7 +14,7 @@ import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../results/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
-import { runCli, startCli } from './cli.ts';
+import { runCli, startCli, whenOutput } from './cli.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
 import { freePort, keygen, sshdAvailable, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
 
@@ -208,16 +208,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'doomed', port: own.ports[0], extra: { knownHosts: own.knownHosts, identityFile: own.key } }, { name: 'here', local: true }], 'all');
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
-    await new Promise<void>((resolve) => {
-      const onData = (d: Buffer) => {
-        if (/doomed\/pinned-vram/.test(d.toString())) {
-          child.stdout!.off('data', onData);
-          own.killAll();
-          resolve();
-        }
-      };
-      child.stdout!.on('data', onData);
-    });
+    await whenOutput(child, /doomed\/pinned-vram/, () => own.killAll());
     const r = await done;
     const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
     expect(r.code).toBe(3);
@@ -332,16 +323,7 @@ describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
     const dir = tempDir();
     const file = matrix(dir, Array.from({ length: 6 }, (_, i) => ({ name: `t${i}` })), 'all');
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
-    await new Promise<void>((resolve) => {
-      const onData = (d: Buffer) => {
-        if (d.toString().includes('[3/')) {
-          child.stdout!.off('data', onData);
-          child.kill('SIGINT');
-          resolve();
-        }
-      };
-      child.stdout!.on('data', onData);
-    });
+    await whenOutput(child, '[3/', () => child.kill('SIGINT'));
     const r = await done;
     expect(r.code).toBe(130);
     const runs = readdirSync(path.join(dir, 'runs'));
