@@ -1,9 +1,11 @@
 /**
  * Import boundaries (checked by test/boundaries.test.ts). Layers, lowest first:
- *   core -> runners -> probes -> matrix -> results -> cli
+ *   core -> runners -> probes -> matrix -> events -> run | results -> cli
  * A layer may import the layers below it, never above. matrix sits above probes and runners
  * because the matrix loader validates probe names, parameters and facts against the probe
- * catalogue and transport options against the runner registry.
+ * catalogue and transport options against the runner registry. events/ is the event log's
+ * schema and reader. run/ (the engine: plan, schedule, cancel, write the log) and results/
+ * (pure renderings of a log) are siblings: neither imports the other; the CLI joins them.
  */
 const layer = (name, forbidden) => ({
   name: `${name}-imports-up`,
@@ -16,11 +18,13 @@ const layer = (name, forbidden) => ({
 
 module.exports = {
   forbidden: [
-    layer('core', ['runners', 'probes', 'matrix', 'results', 'cli']),
-    layer('runners', ['probes', 'matrix', 'results', 'cli']),
-    layer('probes', ['matrix', 'results', 'cli']),
-    layer('matrix', ['results', 'cli']),
-    layer('results', ['cli']),
+    layer('core', ['runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli']),
+    layer('runners', ['probes', 'matrix', 'events', 'run', 'results', 'cli']),
+    layer('probes', ['matrix', 'events', 'run', 'results', 'cli']),
+    layer('matrix', ['events', 'run', 'results', 'cli']),
+    layer('events', ['run', 'results', 'cli']),
+    layer('run', ['results', 'cli']),
+    layer('results', ['run', 'cli']),
     {
       name: 'actions-core-only-in-github-reporter',
       severity: 'error',

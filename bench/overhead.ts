@@ -14,9 +14,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseMatrix } from '../matrix/load.ts';
-import { planCells } from '../matrix/plan.ts';
+import { planCells } from '../run/plan.ts';
 import { buildProbe } from '../probes/build.ts';
-import { executePlan } from '../results/execute.ts';
+import { executePlan } from '../run/execute.ts';
+import { summarize } from '../results/verdicts.ts';
+import { Reporters } from '../results/reporter.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
 import { consoleReporter, formatTable } from '../results/reporters/console.ts';
@@ -47,10 +49,9 @@ async function inProcess(): Promise<number> {
   const t0 = performance.now();
   const plan = planCells(parseMatrix(matrixText, matrixFile));
   const sink = { write: () => true };
-  await executePlan(plan, {
-    runsDir: path.join(work, 'runs'),
-    reporters: [consoleReporter({ out: sink }), junitReporter((d) => path.join(d, 'junit.xml')), jsonReporter((d) => path.join(d, 'summary.json'))],
-  });
+  const reporters = new Reporters([consoleReporter({ out: sink }), junitReporter((d) => path.join(d, 'junit.xml')), jsonReporter((d) => path.join(d, 'summary.json'))]);
+  const run = await executePlan(plan, { runsDir: path.join(work, 'runs'), onEvent: (e) => reporters.event(e) });
+  await reporters.end(summarize(run.events), { runDir: run.runDir, eventsFile: run.eventsFile, strict: false });
   return performance.now() - t0;
 }
 

@@ -14,9 +14,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../core/package-root.ts';
 import { parseMatrix } from '../matrix/load.ts';
-import { planCells } from '../matrix/plan.ts';
+import { planCells } from '../run/plan.ts';
 import { buildProbe } from '../probes/build.ts';
-import { executePlan } from '../results/execute.ts';
+import { executePlan } from '../run/execute.ts';
+import { summarize } from '../results/verdicts.ts';
 import { formatTable } from '../results/reporters/console.ts';
 import { nodeArch } from '../runners/local.ts';
 import { cliEntry } from '../test/cli.ts';
@@ -68,7 +69,7 @@ function openssh(): number {
 
 async function inProcess(): Promise<{ ms: number; uploaded: number }> {
   const t0 = performance.now();
-  const { summary } = await executePlan(planCells(parseMatrix(matrixText, matrixFile)), { runsDir: path.join(work, 'runs') });
+  const summary = summarize((await executePlan(planCells(parseMatrix(matrixText, matrixFile)), { runsDir: path.join(work, 'runs') })).events);
   const ms = performance.now() - t0;
   const ready = summary.targets.map((t) => t.ready);
   if (ready.some((r) => !r) || summary.hasInfrastructureError) throw new Error('a target failed');

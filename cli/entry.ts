@@ -2,4 +2,14 @@
 // The process entry of the CLI (pnpm scripts, bin/cudamatrix.mjs and the bundle start here).
 import { main } from './main.ts';
 
+// A reader that goes away (`cudamatrix run | head -3`) must stop the printing, never the run:
+// the results still go to their files. Without this, the first write after the reader closed
+// raises EPIPE and the process dies with nothing written.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    stream.write = (() => true) as typeof stream.write;
+  });
+}
+
 process.exitCode = await main(process.argv);

@@ -5,8 +5,8 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { CudamatrixError, ExitCode, exitCodeFor } from '../core/errors.ts';
-import { TOOL_VERSION } from '../results/version.ts';
-import { doctorCommand, doctorReap, doctorTarget } from './doctor.ts';
+import { TOOL_VERSION } from '../core/version.ts';
+import { doctorAction, doctorExitHelp } from './doctor.ts';
 import { planCommand } from './plan.ts';
 import { probesListCommand } from './probes.ts';
 import { runCommand } from './run.ts';
@@ -45,11 +45,13 @@ export function buildProgram(): Command {
     .option('--strict', 'exit 4 when nothing was measured (no usable driver on any target)', false)
     .option('--accept-new', 'accept and record the host keys of SSH hosts not yet in known_hosts (as ssh -o StrictHostKeyChecking=accept-new)', false)
     .option('--quick', 'small parameters for every probe (CI-sized runs); the matrix\'s own parameters still win', false)
-    .option('--junit <file>', 'write JUnit XML here (also written in the run folder)', 'junit.xml')
-    .option('--json <file>', 'write the JSON summary here (also written in the run folder)')
-    .option('--results-dir <dir>', 'folder for run folders (events.jsonl, junit.xml, summary.json)', 'results/runs')
+    .option('--reporter <name[:path]>', 'console (default), junit or json, each with an optional path (junit:out.xml or junit=out.xml; "-" or none is stdout); repeatable; replaces the default console', collect)
+    .option('--junit <file>', 'also write JUnit XML to this file (as --reporter junit:FILE)')
+    .option('--json', 'print the JSON summary on stdout (the console moves to stderr)', false)
+    .option('--results-dir <dir>', 'folder for run folders (each run writes <dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs')
     .option('--concurrency <n>', 'targets at once (default: the matrix\'s; never two on one host)', (v) => positiveInt(v, '--concurrency'))
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText('after', exitCodesHelp)
     .action(async (opts) => {
       process.exitCode = await runCommand(opts);
@@ -80,9 +82,9 @@ export function buildProgram(): Command {
     .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts', false)
     .option('--reap', 'remove the containers (and their volumes) that crashed cudamatrix runs left on the Docker engine', false)
     .option('--endpoint <url>', 'with --reap: the Docker engine (default: DOCKER_HOST, then the current context)')
+    .addHelpText('after', doctorExitHelp)
     .action(async (opts: { target?: string; matrix?: string; acceptNew: boolean; reap: boolean; endpoint?: string }) => {
-      if (opts.reap) process.exitCode = await doctorReap(opts.endpoint);
-      else process.exitCode = opts.target ? await doctorTarget(opts.target, opts.matrix, opts.acceptNew) : await doctorCommand();
+      process.exitCode = await doctorAction(opts);
     });
   return program;
 }
@@ -93,10 +95,21 @@ function positiveInt(value: string, flag: string): number {
   return n;
 }
 
+/**
+ * Drops a "--" that comes before any option: `pnpm matrix -- --quick` hands the script
+ * ["run", "--", "--quick"], and "--quick" is meant as an option, not an argument.
+ */
+export function withoutLeadingDashes(argv: string[]): string[] {
+  const args = argv.slice(2);
+  const at = args.indexOf('--');
+  const beforeIsCommands = args.slice(0, at).every((a) => !a.startsWith('-'));
+  return at >= 0 && at <= 2 && beforeIsCommands ? [...argv.slice(0, 2), ...args.slice(0, at), ...args.slice(at + 1)] : argv;
+}
+
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(withoutLeadingDashes(argv));
     return Number(process.exitCode ?? 0);
   } catch (error) {
     if (error instanceof CommanderError) {

@@ -1,4 +1,4 @@
-import { planCells } from '../matrix/plan.ts';
+import { planCells } from '../run/plan.ts';
 import { formatTable } from '../results/reporters/console.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
@@ -14,6 +14,10 @@ export async function planCommand(opts: { matrix?: string; target?: string[]; pr
     const t = byTarget.get(c.target)!;
     return [c.name, t.environment, t.hops.map((h) => h.kind).join(' → '), `${t.timeoutMs / 1000} s`];
   });
+  if (plan.shard && plan.cells.length === 0) {
+    process.stdout.write(`shard ${plan.shard.index}/${plan.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards\n`);
+    return 0;
+  }
   process.stdout.write(`${formatTable(['cell', 'environment', 'transport', 'timeout'], rows)}\n`);
   process.stdout.write(`\n${plan.cells.length} cell${plan.cells.length === 1 ? '' : 's'} on ${plan.targets.length} target${plan.targets.length === 1 ? '' : 's'}${plan.shard ? ` (shard ${plan.shard.index}/${plan.shard.total})` : ''} from ${matrix.file}\n`);
   return 0;

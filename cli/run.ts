@@ -1,12 +1,14 @@
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
-import { planCells } from '../matrix/plan.ts';
-import { executePlan } from '../results/execute.ts';
-import { consoleReporter } from '../results/reporters/console.ts';
+import { CudamatrixError } from '../core/errors.ts';
+import { Reporters } from '../results/reporter.ts';
+import { createReporters, reporterNames, type ReporterChoice, type ReporterName } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
-import type { Reporter } from '../results/reporter.ts';
-import { exitCodeOf } from '../results/verdicts.ts';
+import { exitCodeOf, summarize } from '../results/verdicts.ts';
+import { executePlan } from '../run/execute.ts';
+import { planCells } from '../run/plan.ts';
+import { watchInterrupts } from './interrupt.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export interface RunOptions {
@@ -17,52 +19,62 @@ export interface RunOptions {
   strict: boolean;
   quick: boolean;
   acceptNew: boolean;
-  junit: string;
-  json?: string;
+  reporter?: string[];
+  junit?: string;
+  json: boolean;
   resultsDir: string;
   concurrency?: number;
   quiet: boolean;
 }
 
+/** "junit:out.xml", "junit=out.xml", "json" -> a reporter choice; a wrong name is a usage error. */
+export function parseReporter(spec: string): ReporterChoice {
+  const m = /^([a-z]+)(?:[:=](.+))?$/.exec(spec.trim());
+  const name = m?.[1] as ReporterName | undefined;
+  if (!m || !name || !reporterNames.includes(name)) {
+    throw new CudamatrixError('USAGE', `--reporter ${JSON.stringify(spec)}: the reporters are ${reporterNames.join(', ')}, each optionally with a path (junit:out.xml or junit=out.xml; "-" is stdout)`);
+  }
+  if (name === 'console' && m[2] !== undefined) throw new CudamatrixError('USAGE', '--reporter console prints to the terminal and takes no path');
+  return { name, path: m[2] };
+}
+
+/** The reporters a run uses: --reporter, plus the shorthands --junit FILE and --json; console by default. */
+export function chooseReporters(opts: Pick<RunOptions, 'reporter' | 'junit' | 'json'>): ReporterChoice[] {
+  const choices = (opts.reporter ?? []).flatMap((r) => r.split(',')).filter(Boolean).map(parseReporter);
+  if (opts.junit) choices.push({ name: 'junit', path: opts.junit });
+  if (opts.json) choices.push({ name: 'json', path: '-' });
+  if (!choices.some((c) => c.name === 'console') && (opts.reporter ?? []).length === 0) choices.unshift({ name: 'console' });
+  return choices;
+}
+
 export async function runCommand(opts: RunOptions): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix);
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
-
-  // First Ctrl-C: stop the running probes, then write results for what finished.
-  // Second Ctrl-C: leave at once.
-  const controller = new AbortController();
-  // Every running probe listens for the abort: many at once is expected, not a leak.
-  setMaxListeners(0, controller.signal);
-  const onSigint = (): void => {
-    if (controller.signal.aborted) process.exit(130);
-    process.stderr.write('\ninterrupted: stopping running probes and writing results (Ctrl-C again to quit at once)\n');
-    controller.abort();
-  };
-  process.on('SIGINT', onSigint);
-  process.on('SIGTERM', onSigint);
-
-  const console = consoleReporter();
-  const reporters: Reporter[] = [
-    opts.quiet ? { name: 'console', onEnd: console.onEnd } : console,
+  const choices = chooseReporters(opts);
+  // The run folder always gets the whole record, whatever the user chose to see.
+  const reporters = new Reporters([
+    ...createReporters(choices, { quiet: opts.quiet }),
     junitReporter((runDir) => path.join(runDir, 'junit.xml')),
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
-    junitReporter(opts.junit),
-  ];
-  if (opts.json) reporters.push(jsonReporter(opts.json));
+  ]);
+  const interrupts = watchInterrupts((m) => process.stderr.write(`${m}\n`));
+  // Every running probe listens for the abort: many at once is expected, not a leak.
+  setMaxListeners(0, interrupts.signal);
   try {
-    const { summary } = await executePlan(plan, {
+    const result = await executePlan(plan, {
       runsDir: opts.resultsDir,
       strict: opts.strict,
       quick: opts.quick,
       acceptNewHostKeys: opts.acceptNew,
       concurrency: opts.concurrency,
-      signal: controller.signal,
-      reporters,
+      signal: interrupts.signal,
+      onEvent: (e) => reporters.event(e),
       onProgress: (m) => process.stderr.write(`${m}\n`),
     });
+    const summary = summarize(result.events);
+    await reporters.end(summary, { runDir: result.runDir, eventsFile: result.eventsFile, strict: opts.strict });
     return exitCodeOf(summary, { strict: opts.strict });
   } finally {
-    process.off('SIGINT', onSigint);
-    process.off('SIGTERM', onSigint);
+    interrupts.dispose();
   }
 }

@@ -14,61 +14,67 @@ export const ExitCode = {
   interrupted: 130,
 } as const;
 
-export type ErrorCode =
+/**
+ * Every error code, with its class: the one table that exit statuses, verdicts and JUnit use.
+ *   configuration  — the user's input is wrong (exit 2): the matrix, the command line, a
+ *                    declared environment that differs from the detected one
+ *   infrastructure — a target could not be used (exit 3): unreachable, refused, dropped
+ *   probe          — the probe itself failed on the target (exit 3): crashed, timed out
+ *   interrupted    — the run was stopped by a signal (exit 130)
+ */
+export const errorCodes = {
   // the matrix file
-  | 'MATRIX_NOT_FOUND'
-  | 'MATRIX_SYNTAX'
-  | 'MATRIX_TOO_COMPLEX'
-  | 'MATRIX_UNKNOWN_KEY'
-  | 'MATRIX_TYPE'
-  | 'MATRIX_INVALID'
-  | 'MATRIX_VERSION'
-  | 'MATRIX_DUPLICATE_TARGET'
-  | 'MATRIX_UNKNOWN_PROBE'
-  | 'MATRIX_UNKNOWN_TRANSPORT'
-  | 'MATRIX_UNKNOWN_FACT'
-  | 'MATRIX_UNKNOWN_PARAM'
-  | 'MATRIX_SECRET'
+  MATRIX_NOT_FOUND: 'configuration',
+  MATRIX_SYNTAX: 'configuration',
+  MATRIX_TOO_COMPLEX: 'configuration',
+  MATRIX_UNKNOWN_KEY: 'configuration',
+  MATRIX_TYPE: 'configuration',
+  MATRIX_INVALID: 'configuration',
+  MATRIX_VERSION: 'configuration',
+  MATRIX_DUPLICATE_TARGET: 'configuration',
+  MATRIX_UNKNOWN_PROBE: 'configuration',
+  MATRIX_UNKNOWN_TRANSPORT: 'configuration',
+  MATRIX_UNKNOWN_FACT: 'configuration',
+  MATRIX_UNKNOWN_PARAM: 'configuration',
+  MATRIX_SECRET: 'configuration',
   // the command line and the plan
-  | 'USAGE'
-  | 'NO_CELLS'
-  | 'ENVIRONMENT_MISMATCH'
-  // reaching targets and running probes
-  | 'TARGET_UNREACHABLE'
-  | 'HOST_KEY_MISMATCH'
-  | 'HOST_KEY_UNKNOWN'
-  | 'AUTH_FAILED'
-  | 'NVIDIA_RUNTIME_MISSING'
-  | 'TRANSPORT_FAILED'
-  | 'PROBE_BUILD_FAILED'
-  | 'PROBE_CRASHED'
-  | 'PROBE_TIMEOUT'
-  | 'PROBE_PROTOCOL'
+  USAGE: 'configuration',
+  NO_CELLS: 'configuration',
+  ENVIRONMENT_MISMATCH: 'configuration',
+  // reaching targets
+  TARGET_UNREACHABLE: 'infrastructure',
+  HOST_KEY_MISMATCH: 'infrastructure',
+  HOST_KEY_UNKNOWN: 'infrastructure',
+  AUTH_FAILED: 'infrastructure',
+  NVIDIA_RUNTIME_MISSING: 'infrastructure',
+  TRANSPORT_FAILED: 'infrastructure',
+  PROBE_BUILD_FAILED: 'infrastructure',
+  /** A bug in cudamatrix, caught so that it ends one target and not the run. */
+  INTERNAL: 'infrastructure',
+  // running probes
+  PROBE_CRASHED: 'probe',
+  PROBE_TIMEOUT: 'probe',
+  PROBE_PROTOCOL: 'probe',
   // results
-  | 'EVENTS_INVALID'
-  | 'EVENTS_TOO_NEW'
-  | 'INTERRUPTED';
+  EVENTS_INVALID: 'configuration',
+  EVENTS_TOO_NEW: 'configuration',
+  INTERRUPTED: 'interrupted',
+} as const satisfies Record<string, ErrorClass>;
 
-const configurationCodes = new Set<ErrorCode>([
-  'MATRIX_NOT_FOUND',
-  'MATRIX_SYNTAX',
-  'MATRIX_TOO_COMPLEX',
-  'MATRIX_UNKNOWN_KEY',
-  'MATRIX_TYPE',
-  'MATRIX_INVALID',
-  'MATRIX_VERSION',
-  'MATRIX_DUPLICATE_TARGET',
-  'MATRIX_UNKNOWN_PROBE',
-  'MATRIX_UNKNOWN_TRANSPORT',
-  'MATRIX_UNKNOWN_FACT',
-  'MATRIX_UNKNOWN_PARAM',
-  'MATRIX_SECRET',
-  'USAGE',
-  'NO_CELLS',
-  'ENVIRONMENT_MISMATCH',
-  'EVENTS_INVALID',
-  'EVENTS_TOO_NEW',
-]);
+export type ErrorClass = 'configuration' | 'infrastructure' | 'probe' | 'interrupted';
+export type ErrorCode = keyof typeof errorCodes;
+
+/** The class of a code; codes not in the table (from a newer event log) count as infrastructure. */
+export function errorClassOf(code: string): ErrorClass {
+  return (errorCodes as Record<string, ErrorClass>)[code] ?? 'infrastructure';
+}
+
+/** The exit status for an error of this code. */
+export function exitCodeForCode(code: string): number {
+  const cls = errorClassOf(code);
+  if (cls === 'interrupted') return ExitCode.interrupted;
+  return cls === 'configuration' ? ExitCode.configuration : ExitCode.infrastructure;
+}
 
 export class CudamatrixError extends Error {
   override readonly name = 'CudamatrixError';
@@ -82,16 +88,12 @@ export class CudamatrixError extends Error {
 
   /** Whether this is the user's configuration (exit 2) rather than the infrastructure (exit 3). */
   get isConfiguration(): boolean {
-    return configurationCodes.has(this.code);
+    return errorClassOf(this.code) === 'configuration';
   }
 }
 
 export function exitCodeFor(error: unknown): number {
-  if (error instanceof CudamatrixError) {
-    if (error.code === 'INTERRUPTED') return ExitCode.interrupted;
-    return error.isConfiguration ? ExitCode.configuration : ExitCode.infrastructure;
-  }
-  return ExitCode.infrastructure;
+  return error instanceof CudamatrixError ? exitCodeForCode(error.code) : ExitCode.infrastructure;
 }
 
 /** The message of any thrown value, with the chain of causes (and their codes), for logs and reports. */

@@ -29,6 +29,8 @@ export interface BuildOptions {
   cacheDir?: string;
   /** Called with a line of progress ("compiling cudaprobe for linux/x86_64 ..."). */
   onProgress?: (message: string) => void;
+  /** Aborting stops the compilers (Ctrl-C during the first build). */
+  signal?: AbortSignal;
 }
 
 /** The folder with cudaprobe's C++ sources. */
@@ -133,10 +135,10 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
     const cppFiles = sources.filter((f) => f.endsWith('.cpp'));
     const objects = cppFiles.map((f) => path.join(work, `${path.basename(f, '.cpp')}.o`));
     // One compiler per source file, as many at once as there are cores: the link is quick.
-    const jobs = cppFiles.map((file, i) => () => compile(tc, [...tc.flags, '-c', file, '-o', objects[i]!], platform, arch));
+    const jobs = cppFiles.map((file, i) => () => compile(tc, [...tc.flags, '-c', file, '-o', objects[i]!], platform, arch, options.signal));
     await runLimited(jobs, Math.max(1, availableParallelism()));
     const partial = path.join(work, tc.exe);
-    await compile(tc, [...tc.flags, '-o', partial, ...objects, ...tc.libs], platform, arch);
+    await compile(tc, [...tc.flags, '-o', partial, ...objects, ...tc.libs], platform, arch, options.signal);
     await rename(partial, binary);
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -144,14 +146,20 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   return { platform, arch, path: binary, hash, compiler: identity, built: true };
 }
 
-async function compile(tc: Toolchain, args: string[], platform: Platform, arch: string): Promise<void> {
-  const r = await execa(tc.compiler, args, { reject: false, all: true });
+async function compile(tc: Toolchain, args: string[], platform: Platform, arch: string, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) throw interrupted(platform, arch);
+  const r = await execa(tc.compiler, args, { reject: false, all: true, cancelSignal: signal });
+  if (signal?.aborted) throw interrupted(platform, arch);
   if (r.exitCode !== 0) {
     throw new CudamatrixError(
       'PROBE_BUILD_FAILED',
       `compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} failed (exit ${r.exitCode}):\n${String(r.all ?? '').slice(0, 4000)}`,
     );
   }
+}
+
+function interrupted(platform: Platform, arch: string): CudamatrixError {
+  return new CudamatrixError('INTERRUPTED', `the build of cudaprobe for ${platform}/${arch} was interrupted`);
 }
 
 /** Runs the jobs with at most `limit` at once; the first failure is thrown once all settle. */

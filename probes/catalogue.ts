@@ -453,3 +453,24 @@ export function paramArgs(params: Record<string, unknown>): string[] {
   }
   return args;
 }
+
+/**
+ * How long each probe took with its default parameters in the committed H200 run
+ * (results/records/driver-580.159.04/h200-linux/events.jsonl, rounded). Shards are balanced by
+ * these; a probe missing here counts as one second.
+ */
+export const typicalMs: Record<string, number> = {
+  sysinfo: 330,
+  'pinned-vram': 17_300,
+  'pinned-release': 2_100,
+  'multi-process-pinned': 1_900,
+  'pinned-ceiling': 7_100,
+  'transfer-bandwidth': 10_300,
+  'event-timing': 420,
+  'sync-latency': 390,
+  'stream-priority': 500,
+  'cuda-graph': 430,
+  'managed-memory': 370,
+  'cuda-log': 510,
+  'windows-registry': 10,
+};

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
 import { nodeArch } from '../runners/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
-import { readEventLog } from '../results/events.ts';
+import { readEventLog } from '../events/events.ts';
 import { catalogue, effectiveParams, sampleReadings } from './catalogue.ts';
 import { parseProbeOutput, type SysinfoRecord } from './protocol.ts';
 

@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readEventLog, type CellEndEvent } from '../results/events.ts';
+import { readEventLog, type CellEndEvent } from '../events/events.ts';
 import { repoRoot, testCacheDir } from '../test/helpers.ts';
 import { nodeArch } from '../runners/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';

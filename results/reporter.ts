@@ -3,7 +3,7 @@
  * once and skipped from then on, and the run and the other reporters carry on.
  */
 import { describeError } from '../core/errors.ts';
-import type { RunEvent } from './events.ts';
+import type { RunEvent } from '../events/events.ts';
 import type { RunSummary } from './verdicts.ts';
 
 export interface RunContext {

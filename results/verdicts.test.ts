@@ -2,7 +2,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fixture.ts';
 import { repoRoot } from '../test/helpers.ts';
-import { readEventLog } from './events.ts';
+import { readEventLog } from '../events/events.ts';
 import { exitCodeOf, summarize } from './verdicts.ts';
 
 const h200 = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux-sysinfo', 'events.jsonl');

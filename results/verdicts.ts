@@ -2,12 +2,12 @@
  * The verdict engine: from an event log to, per target, the cells that ran and every
  * expectation judged against what the probes observed. Pure: the same log gives the same verdicts.
  */
-import { ExitCode } from '../core/errors.ts';
+import { errorClassOf, ExitCode } from '../core/errors.ts';
 import { formatValue, toUnit } from '../core/units.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import { resolveResultName } from '../probes/catalogue.ts';
 import type { MetricRecord, Scalar } from '../probes/protocol.ts';
-import type { CellEndEvent, RunEndEvent, RunEvent, RunStartEvent, TargetErrorEvent, TargetReadyEvent, TargetStartEvent } from './events.ts';
+import type { CellEndEvent, RunEndEvent, RunEvent, RunStartEvent, TargetErrorEvent, TargetReadyEvent, TargetStartEvent } from '../events/events.ts';
 
 export type VerdictStatus = 'passed' | 'failed' | 'skipped' | 'error';
 
@@ -47,8 +47,6 @@ export interface RunSummary {
   hasInfrastructureError: boolean;
   interrupted: boolean;
 }
-
-const configurationCodes = new Set(['ENVIRONMENT_MISMATCH', 'USAGE']);
 
 export function summarize(events: RunEvent[]): RunSummary {
   const start = events.find((e): e is RunStartEvent => e.type === 'run-start');
@@ -105,8 +103,8 @@ export function summarize(events: RunEvent[]): RunSummary {
     targets,
     counts: { cells, verdicts },
     nothingMeasured: planned.length > 0 && planned.every((c) => c.status === 'skipped'),
-    hasConfigurationError: errors.some((c) => configurationCodes.has(c)),
-    hasInfrastructureError: errors.some((c) => !configurationCodes.has(c)),
+    hasConfigurationError: errors.some((c) => errorClassOf(c) === 'configuration'),
+    hasInfrastructureError: errors.some((c) => errorClassOf(c) !== 'configuration'),
     interrupted: Boolean(end?.interrupted) || !end,
   };
 }
@@ -144,9 +142,14 @@ function judgeTarget(t: TargetResult, start: RunStartEvent, s: TargetStartEvent)
     if (!plannedProbes.has(probe)) continue;
     const cell = t.cells.find((c) => c.probe === probe && c.planned)!;
     const base = { target: t.name, source, expectation: e, title: titleOf(e) };
-    if (cell.status === 'error' || cell.status === 'cancelled') {
-      const what = cell.status === 'cancelled' ? 'was cancelled' : `failed: ${cell.errorCode ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`;
-      verdicts.push({ ...base, status: 'error', actual: '—', message: `probe ${probe} ${what}` });
+    // An interrupted run is not a failure of the driver: what it did not finish is not judged.
+    if (cell.status === 'not-run' || cell.status === 'cancelled') {
+      const what = cell.status === 'not-run' ? 'did not run' : 'was stopped before it finished';
+      verdicts.push({ ...base, status: 'skipped', actual: '—', message: `not judged: the run was interrupted and probe ${probe} ${what}` });
+      continue;
+    }
+    if (cell.status === 'error') {
+      verdicts.push({ ...base, status: 'error', actual: '—', message: `probe ${probe} failed: ${cell.errorCode ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}` });
       continue;
     }
     // A skipped probe (no driver) may still have measured some facts (the OS, the environment):

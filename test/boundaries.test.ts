@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot, tempDir } from './helpers.ts';
 
 const depcruise = path.join(repoRoot, 'node_modules', '.bin', 'depcruise');
-const folders = ['core', 'runners', 'probes', 'matrix', 'results', 'cli'];
+const folders = ['core', 'runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli'];
 
 function cruise(config: string, paths: string[]): { violations: { rule: { name: string }; from: string; to: string }[] } {
   const out = execFileSync(depcruise, ['--config', config, '--output-type', 'json', ...paths], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -13,7 +13,7 @@ function cruise(config: string, paths: string[]): { violations: { rule: { name: 
 }
 
 describe('import boundaries', () => {
-  it('hold for the whole tree (core -> runners -> probes -> matrix -> results -> cli)', () => {
+  it('hold for the whole tree (core -> runners -> probes -> matrix -> events -> run | results -> cli)', () => {
     const summary = cruise('.dependency-cruiser.cjs', folders);
     expect(summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   });
@@ -28,6 +28,22 @@ describe('import boundaries', () => {
       expect(summary.violations.map((v) => v.rule.name)).toContain('runners-imports-up');
     } finally {
       execFileSync('rm', ['-f', probe]);
+    }
+  });
+
+  it('keep the run engine and the renderings apart, both ways', () => {
+    const dir = tempDir('cm-bound-');
+    const inRun = path.join(repoRoot, 'run', `zz-boundary-check-${path.basename(dir)}.ts`);
+    const inResults = path.join(repoRoot, 'results', `zz-boundary-check-${path.basename(dir)}.ts`);
+    writeFileSync(inRun, "import { summarize } from '../results/verdicts.ts';\nexport const x = summarize;\n");
+    writeFileSync(inResults, "import { executePlan } from '../run/execute.ts';\nexport const x = executePlan;\n");
+    try {
+      const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, inRun), path.relative(repoRoot, inResults)]);
+      const rules = summary.violations.map((v) => v.rule.name);
+      expect(rules).toContain('run-imports-up');
+      expect(rules).toContain('results-imports-up');
+    } finally {
+      execFileSync('rm', ['-f', inRun, inResults]);
     }
   });
 });

@@ -1,7 +1,7 @@
 /** Builds event logs for tests of the verdict engine and the reporters. */
 import type { Expectation } from '../matrix/schema.ts';
 import type { ProbeRecord } from '../probes/protocol.ts';
-import type { CellEndEvent, RunEvent, RunStartEvent } from '../results/events.ts';
+import type { CellEndEvent, RunEvent, RunStartEvent } from '../events/events.ts';
 
 export function runStart(expectations: RunStartEvent['matrix']['expectations'] = {}, cells: string[] = []): RunStartEvent {
   return {

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProbe } from '../probes/build.ts';
 import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
-import { readEventLog, type RunEvent } from '../results/events.ts';
+import { readEventLog, type RunEvent } from '../events/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';

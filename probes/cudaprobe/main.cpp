@@ -29,6 +29,7 @@
 #include "judge.hpp"
 #include "kernels.hpp"
 #include "probe.hpp"
+#include "process.hpp"
 #include "subject.hpp"
 #include "version.hpp"
 
@@ -170,6 +171,14 @@ int run(int argc, char** argv) {
       } else {
         return usage("unknown argument " + a);
       }
+    }
+    // A test hook: the tests of timeouts, cancellation, signals and scheduling need a probe
+    // that takes a known time (or hangs) on machines without a GPU. Never set in real runs.
+    if (const char* delay = std::getenv("CUDAPROBE_TEST_DELAY_MS")) {
+      double ms = std::atof(delay);
+      std::fprintf(stderr, "cudaprobe: CUDAPROBE_TEST_DELAY_MS=%s: waiting before %s\n", delay, ctx.probe.c_str());
+      std::fflush(stderr);
+      cp::sleepSeconds(ms / 1000.0);
     }
     bool here = std::strstr(info->platforms, cp::isWindows() ? "windows" : "linux") != nullptr;
     if (!here) {

@@ -3,28 +3,31 @@
  * table, the expectations that did not pass, and where the results were written.
  */
 import { formatValue } from '../../core/units.ts';
-import type { RunEvent } from '../events.ts';
+import type { RunEvent } from '../../events/events.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
 import { exitCodeOf, type RunSummary, type TargetResult } from '../verdicts.ts';
 
 export interface ConsoleOptions {
   out?: { write(text: string): unknown };
   color?: boolean;
+  /** Only the summary at the end, no line per cell. */
+  quiet?: boolean;
 }
 
-const marks = { passed: '✓', skipped: '-', error: '✗', cancelled: '!', failed: '✗' } as const;
+const marks = { passed: '✓', skipped: '-', error: '✗', cancelled: '!', 'not-run': '·', failed: '✗' } as const;
 
 export function consoleReporter(options: ConsoleOptions = {}): Reporter {
   const out = options.out ?? process.stdout;
   const color = options.color ?? Boolean(process.stdout.isTTY && !process.env.NO_COLOR);
   const paint = (code: number, text: string) => (color ? `\u001b[${code}m${text}\u001b[0m` : text);
-  const statusColor = { passed: 32, skipped: 33, error: 31, cancelled: 35, failed: 31 } as const;
+  const statusColor = { passed: 32, skipped: 33, error: 31, cancelled: 35, 'not-run': 35, failed: 31 } as const;
   const say = (line: string) => out.write(`${line}\n`);
   let total = 0;
   let done = 0;
   return {
     name: 'console',
     onEvent(e: RunEvent) {
+      if (options.quiet) return;
       switch (e.type) {
         case 'run-start':
           total = e.cells.length;

@@ -1,5 +1,5 @@
 /** The run summary as JSON: targets, cells with their records, verdicts and counts. */
-import { writeFileAtomic } from '../../core/fs.ts';
+import { writeOutput } from '../../core/fs.ts';
 import type { Reporter } from '../reporter.ts';
 import type { RunSummary } from '../verdicts.ts';
 
@@ -33,7 +33,7 @@ export function jsonReporter(file: string | ((runDir: string) => string)): Repor
   return {
     name: 'json',
     onEnd(summary, context) {
-      writeFileAtomic(typeof file === 'string' ? file : file(context.runDir), summaryJson(summary));
+      writeOutput(typeof file === 'string' ? file : file(context.runDir), summaryJson(summary));
     },
   };
 }

@@ -4,7 +4,7 @@
  * Skipped cases carry the reason in system-out, since the schema's skipped element has none here.
  */
 import junit from 'junit-report-builder';
-import { writeFileAtomic } from '../../core/fs.ts';
+import { writeOutput } from '../../core/fs.ts';
 import type { Reporter } from '../reporter.ts';
 import type { RunSummary } from '../verdicts.ts';
 
@@ -46,7 +46,7 @@ export function junitReporter(file: string | ((runDir: string) => string)): Repo
     name: 'junit',
     onEnd(summary, context) {
       const out = typeof file === 'string' ? file : file(context.runDir);
-      writeFileAtomic(out, junitXml(summary));
+      writeOutput(out, junitXml(summary));
     },
   };
 }

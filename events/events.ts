@@ -3,7 +3,7 @@
  * JSON event a line, written as it happens so that a crash loses nothing already measured. The
  * first line carries the schema version; JUnit, summaries and records are renderings of the log.
  */
-import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { CudamatrixError } from '../core/errors.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import type { ProbeRecord, ProtocolProblem } from '../probes/protocol.ts';
@@ -53,6 +53,21 @@ export interface TargetErrorEvent {
   message: string;
 }
 
+/** A cell starts running (sysinfo's run included). */
+export interface CellStartEvent {
+  type: 'cell-start';
+  cell: string;
+  target: string;
+  probe: string;
+  time: string;
+}
+
+/**
+ * How a cell ended: what the probe did (passed, skipped, error, cancelled while it ran), or
+ * not-run: the run was interrupted before the cell started (not an error).
+ */
+export type CellStatus = ProbeStatus | 'not-run';
+
 export interface CellEndEvent {
   type: 'cell-end';
   cell: string;
@@ -61,7 +76,7 @@ export interface CellEndEvent {
   /** False for the sysinfo run every target gets when sysinfo is not one of its planned cells. */
   planned: boolean;
   time: string;
-  status: ProbeStatus;
+  status: CellStatus;
   reason?: string;
   errorCode?: string;
   /** The parameters the probe ran with (defaults, --quick, the matrix's). */
@@ -81,28 +96,7 @@ export interface RunEndEvent {
   interrupted: boolean;
 }
 
-export type RunEvent = RunStartEvent | TargetStartEvent | TargetReadyEvent | TargetErrorEvent | CellEndEvent | RunEndEvent;
-
-/** Appends events to a file, one synchronous write each (a crash loses at most the event being written). */
-export class EventLog {
-  private fd: number | undefined;
-  readonly events: RunEvent[] = [];
-
-  constructor(readonly file: string) {
-    this.fd = openSync(file, 'a');
-  }
-
-  write(event: RunEvent): void {
-    this.events.push(event);
-    if (this.fd === undefined) return;
-    writeSync(this.fd, `${JSON.stringify(event)}\n`);
-  }
-
-  close(): void {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
-  }
-}
+export type RunEvent = RunStartEvent | TargetStartEvent | TargetReadyEvent | TargetErrorEvent | CellStartEvent | CellEndEvent | RunEndEvent;
 
 /** Reads a log back; refuses a newer schema and names the line of anything unreadable. */
 export function readEventLog(file: string): RunEvent[] {

@@ -1,11 +1,13 @@
 /**
  * The planner: targets x probes -> named cells ("target/probe"), filtered by --target and
- * --probe globs, and split by --shard i/n. Like Playwright's projects, a cell's name is stable,
+ * --probe globs, and split by --shard i/n into shards of whole hosts. Like Playwright's projects, a cell's name is stable,
  * so that shards, merges and reports agree on it.
  */
 import picomatch from 'picomatch';
 import { CudamatrixError } from '../core/errors.ts';
-import type { Matrix, Target } from './load.ts';
+import type { Matrix, Target } from '../matrix/load.ts';
+import { typicalMs } from '../probes/catalogue.ts';
+import { hostKeyOf } from '../runners/registry.ts';
 
 export interface Cell {
   /** "target/probe" */
@@ -72,18 +74,52 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
     );
   }
   const shard = options.shard ? parseShard(options.shard) : undefined;
-  if (shard) cells = shardSlice(cells, shard);
+  if (shard) cells = shardCells(matrix, cells, shard);
   const names = new Set(cells.map((c) => c.target));
   return { matrix, cells, shard, targets: matrix.targets.filter((t) => names.has(t.name)) };
 }
 
-/** Contiguous, near-equal slices in plan order: the same inputs always give the same split. */
-export function shardSlice<T>(items: T[], shard: Shard): T[] {
-  const base = Math.floor(items.length / shard.total);
-  const extra = items.length % shard.total;
-  const start = (shard.index - 1) * base + Math.min(shard.index - 1, extra);
-  const size = base + (shard.index <= extra ? 1 : 0);
-  return items.slice(start, start + size);
+/** How long a cell is expected to take (sysinfo runs on every target anyway). */
+function expectedMs(cells: Cell[]): number {
+  const probes = new Set(['sysinfo', ...cells.map((c) => c.probe)]);
+  return [...probes].reduce((sum, p) => sum + (typicalMs[p] ?? 1000), 0);
+}
+
+/**
+ * Shards of whole hosts: every cell of a target, and every target of a host (targets reached on
+ * one host would otherwise be measured by two CI jobs at once, and each shard would connect and
+ * run sysinfo again). Hosts are dealt out longest first to the least-loaded shard (ties: the
+ * lower shard), by the typical duration of their cells, so the same plan always splits the same
+ * way. A shard may be empty when there are fewer hosts than shards.
+ */
+export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard): Cell[] {
+  const byTarget = new Map(matrix.targets.map((t) => [t.name, t]));
+  const groups = new Map<string, Cell[]>();
+  for (const c of cells) {
+    const key = hostOf(byTarget.get(c.target)!);
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = []));
+    g.push(c);
+  }
+  const units = [...groups.entries()].map(([host, list], order) => ({ host, list, order, ms: expectedMs(list) }));
+  units.sort((a, b) => b.ms - a.ms || a.order - b.order);
+  const load = Array.from({ length: shard.total }, () => 0);
+  const chosen = new Set<string>();
+  for (const u of units) {
+    const least = load.indexOf(Math.min(...load));
+    load[least]! += u.ms;
+    if (least === shard.index - 1) chosen.add(u.host);
+  }
+  return cells.filter((c) => chosen.has(hostOf(byTarget.get(c.target)!)));
+}
+
+/** The host a target lands on; a target whose transport options are unusable is a host of its own. */
+function hostOf(t: Target): string {
+  try {
+    return hostKeyOf(t.hops);
+  } catch {
+    return `target:${t.name}`;
+  }
 }
 
 function globMatcher(globs: string[] | undefined): (name: string) => boolean {

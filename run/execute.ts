@@ -1,26 +1,29 @@
 /**
- * Runs a plan: reaches each target through its transport, deploys cudaprobe, runs sysinfo
+ * The run engine: reaches each target through its transport, deploys cudaprobe, runs sysinfo
  * (always first: it detects the environment) and then the planned probes one after another,
  * and writes every step to the event log as it happens. Targets run concurrently up to the
- * matrix's limit, but never two on the same host at once (their measurements would disturb
- * each other). Cancelling stops running probes and still writes results for what finished.
+ * matrix's limit and its per-host limit (see schedule.ts). Cancelling stops running probes and
+ * compiles; cells that never started end as "not-run", and the log is still closed properly.
+ *
+ * The engine knows nothing of how results are rendered: it hands each event to `onEvent`, and
+ * the caller (the CLI) feeds the reporters and judges the expectations.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError, describeError } from '../core/errors.ts';
+import { TOOL_VERSION } from '../core/version.ts';
+import { EVENTS_SCHEMA_VERSION, type CellEndEvent, type RunEvent } from '../events/events.ts';
 import type { Target } from '../matrix/load.ts';
-import { cellName, type Plan } from '../matrix/plan.ts';
 import { buildOnce } from '../probes/build.ts';
 import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
 import { runProbe, type ProbeRun } from '../probes/run-probe.ts';
 import { connectChain, hostKeyOf } from '../runners/registry.ts';
 import type { Session } from '../runners/transport.ts';
-import { EVENTS_SCHEMA_VERSION, EventLog, type CellEndEvent, type RunEvent } from './events.ts';
-import { Reporters, type Reporter } from './reporter.ts';
-import { summarize, type RunSummary } from './verdicts.ts';
-import { TOOL_VERSION } from './version.ts';
+import { EventLog } from './event-log.ts';
+import { cellName, type Plan } from './plan.ts';
+import { schedule } from './schedule.ts';
 
 export interface ExecuteOptions {
   /** Where run folders go (results/runs). */
@@ -34,16 +37,19 @@ export interface ExecuteOptions {
   /** Unknown SSH hosts are accepted and recorded on first use (--accept-new). */
   acceptNewHostKeys?: boolean;
   signal?: AbortSignal;
-  reporters?: Reporter[];
+  /** Every event, as it is written to the log. */
+  onEvent?: (event: RunEvent) => void;
   build?: BuildFor;
   onProgress?: (message: string) => void;
 }
 
 export interface ExecuteResult {
-  summary: RunSummary;
+  events: RunEvent[];
   runDir: string;
   eventsFile: string;
 }
+
+export const NOT_RUN_REASON = 'the run was interrupted before this cell started';
 
 export function newRunId(now = new Date()): string {
   return `${now.toISOString().replace(/[:.]/g, '-')}-${randomBytes(3).toString('hex')}`;
@@ -55,14 +61,12 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
   mkdirSync(runDir, { recursive: true });
   const eventsFile = path.join(runDir, 'events.jsonl');
   const log = new EventLog(eventsFile);
-  const reporters = new Reporters(options.reporters ?? []);
   const emit = (event: RunEvent): void => {
     log.write(event);
-    reporters.event(event);
+    options.onEvent?.(event);
   };
   const started = Date.now();
-  const strict = options.strict ?? false;
-  const build = options.build ?? buildOnce({ onProgress: options.onProgress });
+  const build = options.build ?? buildOnce({ onProgress: options.onProgress, signal: options.signal });
   emit({
     type: 'run-start',
     schemaVersion: EVENTS_SCHEMA_VERSION,
@@ -73,27 +77,36 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     shard: plan.shard ?? null,
     matrix: { file: plan.matrix.file, description: plan.matrix.description, expectations: plan.matrix.expectations },
     cells: plan.cells.map((c) => c.name),
-    options: { strict, quick: options.quick ?? false },
+    options: { strict: options.strict ?? false, quick: options.quick ?? false },
   });
 
-  const cellsOf = (t: Target) => plan.cells.filter((c) => c.target === t.name).map((c) => c.probe);
-  // At most hostConcurrency targets at once on one host (default 1: measurements on one host
-  // would disturb each other); a slow host holds only its own slots.
-  const hosts = new Map<string, Semaphore>();
-  const context = { runId, emit, build, signal: options.signal, quick: options.quick ?? false, acceptNewHostKeys: options.acceptNewHostKeys, onProgress: options.onProgress };
-  const runTarget = async (t: Target): Promise<void> => {
-    const key = hostKeyOf(t.hops);
-    let host = hosts.get(key);
-    if (!host) hosts.set(key, (host = new Semaphore(plan.matrix.hostConcurrency)));
-    await host.use(() => runOneTarget(t, cellsOf(t), context));
+  const context: TargetContext = {
+    runId,
+    emit,
+    build,
+    signal: options.signal,
+    quick: options.quick ?? false,
+    acceptNewHostKeys: options.acceptNewHostKeys,
+    onProgress: options.onProgress,
   };
-  await poolOf(plan.targets, options.concurrency ?? plan.matrix.concurrency, runTarget);
-
-  emit({ type: 'run-end', finished: new Date().toISOString(), durationMs: Date.now() - started, interrupted: Boolean(options.signal?.aborted) });
-  log.close();
-  const summary = summarize(log.events);
-  await reporters.end(summary, { runDir, eventsFile, strict });
-  return { summary, runDir, eventsFile };
+  try {
+    await schedule(plan.targets, {
+      limit: options.concurrency ?? plan.matrix.concurrency,
+      hostLimit: plan.matrix.hostConcurrency,
+      hostOf: (t) => {
+        try {
+          return hostKeyOf(t.hops);
+        } catch {
+          return `target:${t.name}`;
+        }
+      },
+      run: (t) => runOneTarget(t, plan.cells.filter((c) => c.target === t.name).map((c) => c.probe), context),
+    });
+  } finally {
+    emit({ type: 'run-end', finished: new Date().toISOString(), durationMs: Date.now() - started, interrupted: Boolean(options.signal?.aborted) });
+    log.close();
+  }
+  return { events: log.events, runDir, eventsFile };
 }
 
 interface TargetContext {
@@ -106,21 +119,33 @@ interface TargetContext {
   onProgress?: (message: string) => void;
 }
 
+/**
+ * One target from start to end. Never throws: whatever goes wrong (a bad option, a dropped
+ * connection, a bug) ends this target with an error for its remaining cells, and the other
+ * targets carry on.
+ */
 async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Promise<void> {
   const now = () => new Date().toISOString();
   const { emit, signal } = ctx;
   emit({ type: 'target-start', target: t.name, time: now(), environment: t.environment, transport: t.hops.map((h) => h.kind), probes, expect: t.expect });
-  const failAll = (code: string, message: string, remaining: string[]): void => {
+  // Cells not yet ended: whatever stops the target early ends them all, once.
+  const pending = new Set(probes);
+  const end = (cell: CellEndEvent): void => {
+    pending.delete(cell.probe);
+    emit(cell);
+  };
+  const failRest = (code: string, message: string): void => {
     emit({ type: 'target-error', target: t.name, time: now(), code, message });
-    for (const probe of remaining) emit(blankCell(t, probe, { status: 'error', errorCode: code, reason: message }));
+    for (const probe of [...pending]) end(blankCell(t, probe, { status: 'error', errorCode: code, reason: message }));
   };
-  const cancelAll = (remaining: string[]): void => {
-    for (const probe of remaining) emit(blankCell(t, probe, { status: 'cancelled', reason: 'the run was cancelled before this probe started' }));
+  const notRunRest = (): void => {
+    for (const probe of [...pending]) end(blankCell(t, probe, { status: 'not-run', reason: NOT_RUN_REASON }));
   };
-  if (signal?.aborted) return cancelAll(probes);
+  const codeOf = (error: unknown, fallback: string) => (error instanceof CudamatrixError ? error.code : fallback);
 
   let session: Session | undefined;
   try {
+    if (signal?.aborted) return notRunRest();
     let deployed: DeployedProbe;
     try {
       session = await connectChain(t.hops, {
@@ -133,9 +158,8 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       });
       deployed = await deployProbe(session, ctx.build);
     } catch (error) {
-      if (signal?.aborted) return cancelAll(probes);
-      const code = error instanceof CudamatrixError ? error.code : 'TARGET_UNREACHABLE';
-      return failAll(code, describeError(error), probes);
+      if (signal?.aborted) return notRunRest();
+      return failRest(codeOf(error, 'TARGET_UNREACHABLE'), describeError(error));
     }
     emit({
       type: 'target-ready',
@@ -147,43 +171,44 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       probe: { hash: deployed.binary.hash, built: deployed.binary.built, uploaded: deployed.uploaded, path: deployed.remotePath },
     });
 
-    const run = async (probe: string): Promise<CellEndEvent> => {
-      const params = effectiveParams(probe, t.params[probe], ctx.quick);
-      const result = await runProbe(session!, deployed, probe, { device: t.device, params, timeoutMs: t.timeoutMs, signal });
-      return cellEvent(t, result, probes.includes(probe), params);
-    };
-
     // A transport failure (the connection dropped) ends the target: its remaining cells are
     // errors with the reason. A probe is never re-run.
-    const attempt = async (probe: string, remaining: string[]): Promise<CellEndEvent | undefined> => {
+    const run = async (probe: string): Promise<CellEndEvent | undefined> => {
+      if (signal?.aborted) {
+        notRunRest();
+        return undefined;
+      }
+      emit({ type: 'cell-start', cell: cellName(t.name, probe), target: t.name, probe, time: now() });
       try {
-        return await run(probe);
+        const params = effectiveParams(probe, t.params[probe], ctx.quick);
+        const result = await runProbe(session!, deployed, probe, { device: t.device, params, timeoutMs: t.timeoutMs, signal });
+        const cell = cellEvent(t, result, probes.includes(probe), params);
+        if (probes.includes(probe)) end(cell);
+        else emit(cell);
+        return cell;
       } catch (error) {
-        const code = error instanceof CudamatrixError ? error.code : 'TRANSPORT_FAILED';
-        failAll(code, describeError(error), remaining);
+        if (signal?.aborted) notRunRest();
+        else failRest(codeOf(error, 'TRANSPORT_FAILED'), describeError(error));
         return undefined;
       }
     };
 
     // sysinfo first, always: it says which environment the target really is.
-    const sysinfo = await attempt('sysinfo', probes);
+    const sysinfo = await run('sysinfo');
     if (!sysinfo) return;
-    emit(sysinfo);
-    const rest = probes.filter((p) => p !== 'sysinfo');
     const detected = sysinfo.records.find((r) => r.type === 'sysinfo' && r.name === 'environment')?.value as string | null | undefined;
     if (t.environment !== 'auto' && typeof detected === 'string' && detected !== t.environment) {
-      return failAll(
+      return failRest(
         'ENVIRONMENT_MISMATCH',
         `target "${t.name}" is declared as ${t.environment}, but the probe detected ${detected}; correct "environment:" in the matrix (or use auto)`,
-        rest,
       );
     }
-    for (let i = 0; i < rest.length; i++) {
-      if (signal?.aborted) return cancelAll(rest.slice(i));
-      const cell = await attempt(rest[i]!, rest.slice(i));
-      if (!cell) return;
-      emit(cell);
+    for (const probe of probes.filter((p) => p !== 'sysinfo')) {
+      if (!(await run(probe))) return;
     }
+  } catch (error) {
+    // A bug, not a measurement: still a result for this target only.
+    failRest('INTERNAL', `cudamatrix failed on this target: ${describeError(error)}`);
   } finally {
     if (session) await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);
   }
@@ -227,30 +252,4 @@ function blankCell(t: Target, probe: string, outcome: Pick<CellEndEvent, 'status
     stderrTail: '',
     ...outcome,
   };
-}
-
-/** At most `limit` holders at once. */
-class Semaphore {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly limit: number) {}
-  async use<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
-    this.active++;
-    try {
-      return await fn();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
-}
-
-/** Runs `fn` over items with at most `limit` at once. */
-async function poolOf<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const workers = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  });
-  await Promise.all(workers);
 }

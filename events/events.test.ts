@@ -3,7 +3,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cell, runEnd, runStart, targetStart } from '../test/events-fixture.ts';
 import { tempDir } from '../test/helpers.ts';
-import { EventLog, readEventLog } from './events.ts';
+import { EventLog } from '../run/event-log.ts';
+import { readEventLog } from './events.ts';
 
 describe('event log', () => {
   it('writes one event a line, readable back, header first', () => {

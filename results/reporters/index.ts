@@ -1,0 +1,39 @@
+/**
+ * The built-in reporters, by name, as `--reporter NAME[:PATH]` selects them. A reporter with a
+ * path writes there ("-" is stdout); junit and json without a path write to stdout, and the
+ * console then moves to stderr so that stdout stays machine-readable.
+ */
+import type { Reporter } from '../reporter.ts';
+import { consoleReporter } from './console.ts';
+import { jsonReporter } from './json.ts';
+import { junitReporter } from './junit.ts';
+
+export interface ReporterChoice {
+  name: ReporterName;
+  /** Where a file reporter writes; "-" is stdout. */
+  path?: string;
+}
+
+export interface ReporterEnv {
+  quiet: boolean;
+}
+
+const builtIn = {
+  console: (_choice: ReporterChoice, env: ReporterEnv & { toStderr: boolean }): Reporter =>
+    consoleReporter({ out: env.toStderr ? process.stderr : process.stdout, quiet: env.quiet }),
+  junit: (choice: ReporterChoice): Reporter => junitReporter(choice.path ?? '-'),
+  json: (choice: ReporterChoice): Reporter => jsonReporter(choice.path ?? '-'),
+} as const;
+
+export type ReporterName = keyof typeof builtIn;
+export const reporterNames = Object.keys(builtIn) as ReporterName[];
+
+/** Whether a choice prints to stdout. */
+function usesStdout(c: ReporterChoice): boolean {
+  return c.name !== 'console' && (c.path === undefined || c.path === '-');
+}
+
+export function createReporters(choices: ReporterChoice[], env: ReporterEnv): Reporter[] {
+  const toStderr = choices.some(usesStdout);
+  return choices.map((c) => builtIn[c.name](c, { ...env, toStderr }));
+}
