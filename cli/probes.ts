@@ -1,9 +1,70 @@
-import { catalogue } from '../probes/catalogue.ts';
+import { z } from 'zod';
+import { catalogue, effectiveParams, type ProbeSpec } from '../probes/catalogue.ts';
 import { formatTable } from '../results/reporters/console.ts';
+
+export interface ParamInfo {
+  name: string;
+  /** What it takes, for people: "list of GiB", "integer", "s", "text", "driver|runtime". */
+  type: string;
+  /** The value a probe runs with when the matrix gives none. */
+  default: unknown;
+  description?: string;
+}
+
+/** Units the parameter names carry in their suffix (sizes_gib, wait_s, ...). */
+const unitSuffixes: [RegExp, string][] = [
+  [/_gib$/, 'GiB'],
+  [/_mib$/, 'MiB'],
+  [/_ms$/, 'ms'],
+  [/_us$/, 'us'],
+  [/_s$/, 's'],
+  [/_percent$/, '%'],
+];
+
+type Json = { type?: string | string[]; enum?: unknown[]; const?: unknown; items?: Json; anyOf?: Json[]; description?: string };
+
+function typeOf(json: Json, unit: string | undefined, plural = false): string {
+  if (json.enum) return json.enum.map(String).join('|');
+  if (json.anyOf) return json.anyOf.map((j) => typeOf(j, unit, plural)).join(' or ');
+  switch (json.type) {
+    case 'array':
+      return `list of ${json.items ? typeOf(json.items, unit, true) : 'values'}`;
+    case 'integer':
+      return unit ?? (plural ? 'integers' : 'integer');
+    case 'number':
+      return unit ?? (plural ? 'numbers' : 'number');
+    case 'string':
+      return 'text';
+    case 'boolean':
+      return 'true|false';
+    default:
+      return 'value';
+  }
+}
+
+/** Each parameter of a probe with its type and default, from its zod schema. */
+export function paramInfo(probe: ProbeSpec): ParamInfo[] {
+  const json = z.toJSONSchema(probe.params, { io: 'input', unrepresentable: 'any' }) as { properties?: Record<string, Json> };
+  const defaults = effectiveParams(probe.name);
+  return Object.entries(json.properties ?? {}).map(([name, schema]) => ({
+    name,
+    type: typeOf(schema, unitSuffixes.find(([re]) => re.test(name))?.[1]),
+    default: defaults[name],
+    description: schema.description,
+  }));
+}
+
+function formatDefault(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.join(',')}]`;
+  return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
 
 export function probesListCommand(opts: { facts: boolean; json: boolean }): number {
   if (opts.json) {
-    const out = catalogue.map(({ params, ...p }) => ({ ...p, params: Object.keys(params.shape) }));
+    const out = catalogue.map((spec) => {
+      const { params: _, ...p } = spec;
+      return { ...p, params: paramInfo(spec) };
+    });
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
   }
@@ -17,8 +78,8 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
         process.stdout.write(`  fact   ${p.name}.${f.name}${values} — ${f.description}\n`);
       }
       for (const m of p.metrics) process.stdout.write(`  metric ${p.name}.${m.name} (${m.unit}) — ${m.description}\n`);
-      const params = Object.keys(p.params.shape);
-      if (params.length) process.stdout.write(`  params ${params.join(', ')}\n`);
+      const params = paramInfo(p);
+      if (params.length) process.stdout.write(`  params ${params.map((i) => `${i.name}=${formatDefault(i.default)} (${i.type})`).join(', ')}\n`);
     }
   }
   return 0;

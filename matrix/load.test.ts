@@ -3,6 +3,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CudamatrixError } from '../core/errors.ts';
 import { tempDir } from '../test/helpers.ts';
+import { ENDPOINT_PATTERN, endpointOptions, endpointProblem, resolveEngine } from '../runners/docker/engine.ts';
+import { hostKeyOf } from '../runners/registry.ts';
 import { MatrixError } from './errors.ts';
 import { loadMatrixFile, MAX_MATRIX_BYTES, parseMatrix } from './load.ts';
 
@@ -18,6 +20,16 @@ const cases = readdirSync(fixtures)
     if (!m) throw new Error(`${file}: first line must be "# expect: CODE LINE:COL [text]"`);
     return { file, code: m[1]!, line: Number(m[2]), col: Number(m[3]), text: m[4] };
   });
+
+function matrixError(text: string): MatrixError {
+  try {
+    parseMatrix(text, 'several.yaml');
+  } catch (error) {
+    if (error instanceof MatrixError) return error;
+    throw error;
+  }
+  throw new Error('the matrix loaded without an error');
+}
 
 async function loadError(file: string): Promise<MatrixError> {
   try {
@@ -71,26 +83,114 @@ describe('matrix loading', () => {
   });
 
   it('reports every problem of a file at once, in file order', () => {
-    const text = ['version: 1', 'concurency: 2', 'targets:', '  - name: a', '    probes: [sysinf]', '  - name: a'].join('\n');
-    try {
-      parseMatrix(text, 'several.yaml');
-      throw new Error('no error');
-    } catch (error) {
-      const e = error as MatrixError;
-      expect(e.issues.map((i) => [i.code, i.line])).toEqual([['MATRIX_UNKNOWN_KEY', 2]]);
+    const text = ['version: 1', 'concurency: 2', 'targets:', '  - name: a', '    probes: [sysinf]', '  - name: a', '    probes: [nope]'].join('\n');
+    const e = matrixError(text);
+    expect(e.issues.map((i) => [i.code, i.line])).toEqual([
+      ['MATRIX_UNKNOWN_KEY', 2],
+      ['MATRIX_UNKNOWN_PROBE', 5],
+      ['MATRIX_DUPLICATE_TARGET', 6],
+      ['MATRIX_UNKNOWN_PROBE', 7],
+    ]);
+  });
+
+  it('runs the catalogue checks even when the schema fails: errors do not come in rounds', () => {
+    const text = [
+      'version: 1',
+      'expectations:',
+      '  all:',
+      '    - fact: sysinfo.no_such_fact', // line 4
+      '      equals: true',
+      'targets:',
+      '  - name: box',
+      '    transport: locl', // line 8
+      '    timout: 5m', // line 9
+      '    probes: [sysinfo, warp-drive]', // line 10
+      '    params:',
+      '      pinned-vram: {size_gib: [1]}', // line 12
+      '    expect:',
+      '      - metric: sync-latency.p50_us', // line 14
+      '        "<=": 5 GiB', // line 15
+      '      - fact: sysinfo.environment',
+      '        equals: windows', // line 17
+      '  - name: box', // line 18
+      '    transport: [local, local]', // line 19
+    ].join('\n');
+    const e = matrixError(text);
+    expect(e.issues.map((i) => [i.code, i.line, i.col])).toEqual([
+      ['MATRIX_UNKNOWN_FACT', 4, 13],
+      ['MATRIX_UNKNOWN_TRANSPORT', 8, 16],
+      ['MATRIX_UNKNOWN_KEY', 9, 5],
+      ['MATRIX_UNKNOWN_PROBE', 10, 23],
+      ['MATRIX_UNKNOWN_PARAM', 12, 21],
+      ['MATRIX_INVALID', 14, 9], // expects sync-latency, which the target does not run
+      ['MATRIX_INVALID', 15, 15], // a size is not a latency
+      ['MATRIX_INVALID', 17, 17], // sysinfo.environment is never "windows"
+      ['MATRIX_DUPLICATE_TARGET', 18, 11],
+      ['MATRIX_INVALID', 19, 24], // local cannot follow another hop
+    ]);
+    for (const i of e.issues) expect(i.fix, i.message).toMatch(/\S/);
+    expect(e.message).toContain('the matrix file has 10 errors');
+    expect(e.message).toContain('several.yaml:9:5: unknown key "timout" in targets[0] (did you mean "timeout"?)');
+    expect(e.message).toContain('fix: rename it to "timeout"');
+  });
+
+  it('checks only what has the right form, and reports each problem once', () => {
+    const text = [
+      'version: 1',
+      'defaults: {probes: everything, params: [1]}',
+      'expectations:',
+      '  all: [{fact: 5, equals: x}, {fact: sysinfo.environment}, {fact: sysinfo.environment, metric: x.y, equals: linux}, 7]',
+      'targets:',
+      '  - name: a',
+      '    params: {sysinfo: 5}',
+      '    transport: [{kind: nope}, {host: x}]',
+      '    expect: [{metric: sync-latency.p50_us, "<=": [1]}]',
+      '  - 42',
+    ].join('\n');
+    const e = matrixError(text);
+    const keys = e.issues.map((i) => `${i.code} ${i.line}:${i.col} ${i.message}`);
+    expect(new Set(keys).size).toBe(keys.length);
+    // Nothing from the catalogue checks: every problem here is one of form, which the schema reports.
+    expect(e.issues.map((i) => i.code)).not.toContain('MATRIX_UNKNOWN_FACT');
+    expect(e.issues.every((i) => i.line >= 2 && i.line <= 10)).toBe(true);
+  });
+
+  it('checks Docker endpoints when the matrix is loaded, as far as their text tells', () => {
+    const load = (endpoint: string) => parseMatrix(`version: 1\ntargets:\n  - name: c\n    transport: {kind: docker, endpoint: ${JSON.stringify(endpoint)}}\n`, 'docker.yaml');
+    const refused = ['ftp://x', '', 'docker.sock', '/var/run/docker.sock', 'unix://', 'unix://var/run/docker.sock', 'tcp://', 'tcp://gpu:99999', 'ssh://', 'ssh://me@gpu/path', 'ssh://me:pw@gpu'];
+    const accepted = ['unix:///var/run/docker.sock', 'tcp://gpu-box:2376', 'https://gpu-box', 'ssh://me@gpu-box', 'ssh://me@gpu-box:2222', 'npipe:////./pipe/docker_engine', 'tcp://[::1]:2375'];
+    for (const endpoint of refused) {
+      expect(() => load(endpoint), endpoint).toThrow(MatrixError);
+      try {
+        load(endpoint);
+      } catch (error) {
+        const e = error as MatrixError;
+        expect(e.issues[0], endpoint).toMatchObject({ line: 4, path: ['targets', 0, 'transport', 'endpoint'] });
+        expect(e.issues[0]!.fix, endpoint).not.toMatch(/see matrix\/schema\.json/);
+        if (endpoint.includes(':pw@')) {
+          expect(e.code).toBe('MATRIX_SECRET');
+          expect(e.message).not.toContain('pw@');
+        }
+      }
     }
-    // The schema pass stops before the catalogue checks; once it passes, these are all reported.
-    const second = ['version: 1', 'targets:', '  - name: a', '    probes: [sysinf]', '  - name: a', '    probes: [nope]'].join('\n');
-    try {
-      parseMatrix(second, 'several.yaml');
-      throw new Error('no error');
-    } catch (error) {
-      const e = error as MatrixError;
-      expect(e.issues.map((i) => [i.code, i.line])).toEqual([
-        ['MATRIX_UNKNOWN_PROBE', 4],
-        ['MATRIX_DUPLICATE_TARGET', 5],
-        ['MATRIX_UNKNOWN_PROBE', 6],
-      ]);
+    // Whatever loads, the engine resolver takes: a target can no longer fail on it mid-run.
+    for (const endpoint of accepted) {
+      const m = load(endpoint);
+      expect(() => resolveEngine({ endpoint: String(m.targets[0]!.hops[0]!.endpoint) }), endpoint).not.toThrow();
+      expect(hostKeyOf(m.targets[0]!.hops), endpoint).toMatch(/^docker:/);
+    }
+    // The JSON Schema's pattern says the same (but for port ranges, which it leaves to the loader).
+    const pattern = new RegExp(ENDPOINT_PATTERN, 'u');
+    for (const endpoint of refused.filter((e) => !e.endsWith(':99999'))) expect(pattern.test(endpoint), endpoint).toBe(false);
+    for (const endpoint of accepted) expect(pattern.test(endpoint), endpoint).toBe(true);
+    for (const endpoint of [...refused, ...accepted]) {
+      let throws = false;
+      try {
+        endpointOptions(endpoint);
+      } catch {
+        throws = true;
+      }
+      if (throws) expect(endpointProblem(endpoint), endpoint).toBeDefined();
     }
   });
 

@@ -1,7 +1,8 @@
 /**
- * Loads a matrix file: YAML (with positions) -> zod schema -> checks against the probe catalogue
- * and the transport registry -> the resolved Matrix. Every problem is reported with its file,
- * line and column, and the fix; all problems of a file are reported at once.
+ * Loads a matrix file: YAML (with positions) -> zod schema, and checks against the probe catalogue
+ * and the transport registry (both, whatever the other finds) -> the resolved Matrix. Every
+ * problem is reported with its file, line and column, and the fix; all problems of a file are
+ * reported at once.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { LineCounter, parseDocument } from 'yaml';
@@ -9,7 +10,7 @@ import type { z } from 'zod';
 import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
-import { allResultNames, catalogue, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
+import { allResultNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
 import { transportKind, transportKinds, type Hop } from '../runners/registry.ts';
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
@@ -123,15 +124,16 @@ export function parseMatrix(text: string, file: string): Matrix {
 
   const secrets = findSecrets(input, [], locator);
   if (secrets.length) throw new MatrixError(file, secrets);
+  // The schema and the checks against the catalogue both run, whatever the other finds: a file
+  // with several mistakes gets all of them in one pass, not in rounds.
   const parsed = matrixSchema.safeParse(input);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.flatMap((i) => mapIssue(i, [], input, locator));
-    throw new MatrixError(file, sortIssues(rootCauses(issues)));
-  }
-  const checks = new SemanticChecks(parsed.data, input, locator);
-  const matrix = checks.resolve(file);
-  if (checks.issues.length) throw new MatrixError(file, sortIssues(checks.issues));
-  return matrix;
+  const schemaIssues = parsed.success ? [] : rootCauses(parsed.error.issues.flatMap((i) => mapIssue(i, [], input, locator)));
+  const checks = new SemanticChecks(input as Record<string, unknown>, locator);
+  checks.run();
+  const issues = mergeIssues(schemaIssues, checks.issues);
+  // (A failed parse always has issues: rootCauses keeps the unknown key behind each one it drops.)
+  if (issues.length || !parsed.success) throw new MatrixError(file, issues);
+  return resolveMatrix(parsed.data, file);
 }
 
 const SECRET_KEYS = /^(password|passwd|passphrase|private[_-]?key|secret|token|api[_-]?key)$/i;
@@ -186,6 +188,19 @@ function rootCauses(issues: MatrixIssue[]): MatrixIssue[] {
 
 function sortIssues(issues: MatrixIssue[]): MatrixIssue[] {
   return [...issues].sort((a, b) => a.line - b.line || a.col - b.col);
+}
+
+/** The issues of both passes, each once, in file order (the schema's first where both are at one place). */
+function mergeIssues(...lists: MatrixIssue[][]): MatrixIssue[] {
+  const seen = new Set<string>();
+  const out: MatrixIssue[] = [];
+  for (const i of lists.flat()) {
+    const key = `${i.code}\u0000${i.line}:${i.col}\u0000${i.message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(i);
+  }
+  return sortIssues(out);
 }
 
 // ---- zod issues -> matrix issues ----------------------------------------------------------
@@ -280,11 +295,15 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
       if (isTransportPath(path)) return [unknownTransport(value, make)];
       return [make('MATRIX_TYPE', `${where} has the wrong form (${describeValue(value)})`, 'see matrix/schema.json or the README for the allowed forms')];
     }
+    case 'custom': {
+      // A refinement may say what to do about it, and give a more precise code.
+      const params = (zi.params ?? {}) as { fix?: string; code?: ErrorCode };
+      return [make(params.code ?? 'MATRIX_INVALID', `${where}: ${zi.message}`, params.fix ?? fixFor(zi))];
+    }
     case 'too_small':
     case 'too_big':
     case 'invalid_format':
     case 'not_multiple_of':
-    case 'custom':
     default:
       return [make('MATRIX_INVALID', `${where}: ${zi.message}`, fixFor(zi))];
   }
@@ -359,79 +378,81 @@ function expectationKeys(value: unknown): string[] {
 
 // ---- checks against the catalogue and the registry ---------------------------------------
 
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const has = (o: Record<string, unknown>, key: string) => Object.prototype.hasOwnProperty.call(o, key);
+
+/**
+ * Checks the names a matrix uses against the probe catalogue and the transport registry. It reads
+ * the raw document, not the schema's output, so that it runs when the schema failed too: each
+ * item is checked only where it has the form the schema asks for (the schema reports the rest).
+ */
 class SemanticChecks {
   readonly issues: MatrixIssue[] = [];
 
   constructor(
-    private readonly doc: MatrixDoc,
-    private readonly input: unknown,
+    private readonly input: Record<string, unknown>,
     private readonly loc: Locator,
   ) {}
 
   private add(code: ErrorCode, message: string, fix: string, path: readonly PathKey[], key = false): void {
     const p = this.loc.at(path, { key });
-    this.issues.push(issue(code, message, fix, p.line, p.col));
+    this.issues.push({ ...issue(code, message, fix, p.line, p.col), path: [...path] });
   }
 
-  resolve(file: string): Matrix {
-    const doc = this.doc;
-    const defaultProbes = this.probes(doc.defaults.probes, ['defaults', 'probes']);
-    this.params(doc.defaults.params, ['defaults', 'params']);
-    const expectations: Matrix['expectations'] = {};
-    for (const cls of ['all', ...environmentClasses] as const) {
-      const list = doc.expectations[cls];
-      if (!list) continue;
-      list.forEach((e, i) => this.expectation(e, ['expectations', cls, i]));
-      expectations[cls] = list;
+  run(): void {
+    const root = this.input;
+    const defaults = isRecord(root.defaults) ? root.defaults : {};
+    const defaultProbes = defaults.probes === undefined ? probeNames() : this.probes(defaults.probes, ['defaults', 'probes']);
+    if (isRecord(defaults.params)) this.params(defaults.params, ['defaults', 'params']);
+    if (isRecord(root.expectations)) {
+      for (const cls of ['all', ...environmentClasses] as const) {
+        const list = root.expectations[cls];
+        if (Array.isArray(list)) list.forEach((e, i) => this.expectation(e, ['expectations', cls, i]));
+      }
     }
+    if (!Array.isArray(root.targets)) return;
     const seen = new Map<string, number>();
-    const targets = doc.targets.map((t, i): Target => {
+    root.targets.forEach((t, i) => {
+      if (!isRecord(t)) return;
       const path = ['targets', i] as const;
-      const first = seen.get(t.name);
-      if (first !== undefined) {
-        const firstLine = this.loc.at(['targets', first, 'name']).line;
-        this.add('MATRIX_DUPLICATE_TARGET', `target name "${t.name}" is used twice (first at line ${firstLine})`, 'give every target a unique name', [...path, 'name']);
-      } else {
-        seen.set(t.name, i);
+      if (typeof t.name === 'string') {
+        const first = seen.get(t.name);
+        if (first !== undefined) {
+          const firstLine = this.loc.at(['targets', first, 'name']).line;
+          this.add('MATRIX_DUPLICATE_TARGET', `target name "${t.name}" is used twice (first at line ${firstLine})`, 'give every target a unique name', [...path, 'name']);
+        } else {
+          seen.set(t.name, i);
+        }
       }
       const probes = t.probes === undefined ? defaultProbes : this.probes(t.probes, [...path, 'probes']);
-      if (t.params) this.params(t.params, [...path, 'params']);
-      const params: Target['params'] = {};
-      for (const p of probes) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
-      (t.expect ?? []).forEach((e, j) => {
-        const resolved = this.expectation(e, [...path, 'expect', j]);
-        if (resolved && !probes.includes(resolved)) {
-          this.add('MATRIX_INVALID', `target "${t.name}" expects a result of probe "${resolved}", which it does not run`, `add "${resolved}" to the target's probes, or remove the expectation`, [...path, 'expect', j]);
-        }
-      });
-      return {
-        name: t.name,
-        description: t.description,
-        environment: t.environment,
-        hops: this.hops(t.transport, [...path, 'transport']),
-        probes,
-        params,
-        device: t.device ?? doc.defaults.device,
-        timeoutMs: durationMs(t.timeout ?? doc.defaults.timeout),
-        expect: t.expect ?? [],
-      };
+      if (isRecord(t.params)) this.params(t.params, [...path, 'params']);
+      if (Array.isArray(t.expect)) {
+        t.expect.forEach((e, j) => {
+          const resolved = this.expectation(e, [...path, 'expect', j]);
+          if (resolved && probes && !probes.includes(resolved)) {
+            const who = typeof t.name === 'string' ? `target "${t.name}"` : `targets[${i}]`;
+            this.add('MATRIX_INVALID', `${who} expects a result of probe "${resolved}", which it does not run`, `add "${resolved}" to the target's probes, or remove the expectation`, [...path, 'expect', j]);
+          }
+        });
+      }
+      if (t.transport !== undefined) this.hops(t.transport, [...path, 'transport']);
     });
-    return { file, description: doc.description, concurrency: doc.concurrency, hostConcurrency: doc.hostConcurrency, targets, expectations };
   }
 
-  /** Resolves a probe list in catalogue order, reporting unknown names. */
-  private probes(list: 'all' | string[], path: readonly PathKey[]): string[] {
+  /** Reports unknown names in a probe list; returns the probes it selects, or undefined when it has the wrong form. */
+  private probes(list: unknown, path: readonly PathKey[]): string[] | undefined {
     if (list === 'all') return probeNames();
+    if (!Array.isArray(list) || list.length === 0) return undefined;
     list.forEach((name, i) => {
-      if (!probeSpec(name)) {
+      if (typeof name === 'string' && !probeSpec(name)) {
         const hint = closestName(name, probeNames());
         this.add('MATRIX_UNKNOWN_PROBE', `unknown probe "${name}"${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')} (cudamatrix probes list)`, [...path, i]);
       }
     });
-    return catalogue.map((p) => p.name).filter((n) => list.includes(n));
+    return probeNames().filter((n) => list.includes(n));
   }
 
-  private params(params: Record<string, Record<string, unknown>>, path: readonly PathKey[]): void {
+  private params(params: Record<string, unknown>, path: readonly PathKey[]): void {
     for (const [probe, values] of Object.entries(params)) {
       const spec = probeSpec(probe);
       if (!spec) {
@@ -439,6 +460,7 @@ class SemanticChecks {
         this.add('MATRIX_UNKNOWN_PROBE', `parameters given for unknown probe "${probe}"${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')}`, [...path, probe], true);
         continue;
       }
+      if (!isRecord(values)) continue;
       const r = spec.params.safeParse(values);
       if (r.success) continue;
       for (const zi of r.error.issues) {
@@ -456,10 +478,13 @@ class SemanticChecks {
   }
 
   /** Checks one expectation; returns the probe it belongs to when the name resolves. */
-  private expectation(e: Expectation, path: readonly PathKey[]): string | undefined {
+  private expectation(e: unknown, path: readonly PathKey[]): string | undefined {
+    if (!isRecord(e)) return undefined;
     const isFact = e.fact !== undefined;
+    if (isFact === (e.metric !== undefined)) return undefined; // neither or both: the schema says so
     const kind = isFact ? 'fact' : 'metric';
-    const name = (isFact ? e.fact : e.metric)!;
+    const name = e[kind];
+    if (typeof name !== 'string') return undefined;
     const resolved = resolveResultName(name, kind);
     if (!resolved) {
       const hint = closestName(name, allResultNames(kind));
@@ -467,19 +492,20 @@ class SemanticChecks {
       this.add('MATRIX_UNKNOWN_FACT', produced + didYouMean(hint), hint ? `write "${hint}"` : `name a ${kind} as "probe.${kind}" (cudamatrix probes list --facts)`, [...path, kind]);
       return undefined;
     }
-    if (isFact && resolved.fact?.values) {
+    if (isFact && resolved.fact?.values && has(e, 'equals')) {
       const equals = e.equals;
-      if (equals !== null && !resolved.fact.values.includes(equals as never)) {
+      const scalar = typeof equals === 'string' || typeof equals === 'number' || typeof equals === 'boolean';
+      if (scalar && !resolved.fact.values.includes(equals)) {
         this.add('MATRIX_INVALID', `fact "${name}" is never ${JSON.stringify(equals)}; its values are ${resolved.fact.values.map((v) => JSON.stringify(v)).join(', ')}`, 'expect one of those values', [...path, 'equals']);
       }
     }
     if (!isFact) {
-      const m = e;
-      const bounds: [PathKey[], number | string][] = [];
-      if (m['<='] !== undefined) bounds.push([[...path, '<='], m['<=']]);
-      if (m['>='] !== undefined) bounds.push([[...path, '>='], m['>=']]);
-      if (m.between) m.between.forEach((b, i) => bounds.push([[...path, 'between', i], b]));
+      const bounds: [PathKey[], unknown][] = [];
+      if (e['<='] !== undefined) bounds.push([[...path, '<='], e['<=']]);
+      if (e['>='] !== undefined) bounds.push([[...path, '>='], e['>=']]);
+      if (Array.isArray(e.between)) e.between.forEach((b, i) => bounds.push([[...path, 'between', i], b]));
       for (const [p, b] of bounds) {
+        if (typeof b !== 'number' && typeof b !== 'string') continue;
         try {
           toUnit(b, resolved.metric!.unit);
         } catch (error) {
@@ -490,14 +516,49 @@ class SemanticChecks {
     return resolved.probe.name;
   }
 
-  private hops(spec: MatrixDoc['targets'][number]['transport'], path: readonly PathKey[]): Hop[] {
-    const list = Array.isArray(spec) ? spec : [spec];
-    const hops = list.map((h) => (typeof h === 'string' ? { kind: h } : (h as Hop)));
-    hops.forEach((hop, i) => {
-      if (i > 0 && !transportKind(hop.kind).chainable) {
-        this.add('MATRIX_INVALID', `transport "${hop.kind}" cannot follow another hop in a chain`, `put "${hop.kind}" first, or remove the hops before it`, Array.isArray(spec) ? [...path, i] : path);
+  /** A hop after the first must be of a kind that can be reached through another. */
+  private hops(spec: unknown, path: readonly PathKey[]): void {
+    if (!Array.isArray(spec)) return;
+    spec.forEach((h, i) => {
+      const kind = typeof h === 'string' ? h : isRecord(h) && typeof h.kind === 'string' ? h.kind : undefined;
+      if (i === 0 || kind === undefined || !transportKinds().includes(kind)) return;
+      if (!transportKind(kind).chainable) {
+        this.add('MATRIX_INVALID', `transport "${kind}" cannot follow another hop in a chain`, `put "${kind}" first, or remove the hops before it`, [...path, i]);
       }
     });
-    return hops;
   }
+}
+
+// ---- the resolved matrix -------------------------------------------------------------------
+
+/** Probes in catalogue order. */
+function selectProbes(list: 'all' | string[]): string[] {
+  return list === 'all' ? probeNames() : probeNames().filter((n) => list.includes(n));
+}
+
+function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
+  const defaultProbes = selectProbes(doc.defaults.probes);
+  const expectations: Matrix['expectations'] = {};
+  for (const cls of ['all', ...environmentClasses] as const) {
+    const list = doc.expectations[cls];
+    if (list) expectations[cls] = list;
+  }
+  const targets = doc.targets.map((t): Target => {
+    const probes = t.probes === undefined ? defaultProbes : selectProbes(t.probes);
+    const params: Target['params'] = {};
+    for (const p of probes) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
+    const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) => (typeof h === 'string' ? { kind: h } : (h as Hop)));
+    return {
+      name: t.name,
+      description: t.description,
+      environment: t.environment,
+      hops,
+      probes,
+      params,
+      device: t.device ?? doc.defaults.device,
+      timeoutMs: durationMs(t.timeout ?? doc.defaults.timeout),
+      expect: t.expect ?? [],
+    };
+  });
+  return { file, description: doc.description, concurrency: doc.concurrency, hostConcurrency: doc.hostConcurrency, targets, expectations };
 }

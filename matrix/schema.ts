@@ -1,6 +1,7 @@
 /**
  * The matrix file format, version 1 (zod). `pnpm schema` writes matrix/schema.json from it for
- * editors; a test checks that the file is current.
+ * editors (matrix/write-schema.ts adds the names the probe catalogue knows); a test checks that
+ * the file is current.
  */
 import { z } from 'zod';
 import { transportKinds, transportKind } from '../runners/registry.ts';
@@ -59,27 +60,44 @@ export const expectation = z
       if (has('equals')) ctx.addIssue({ code: 'custom', message: '"equals" belongs to fact expectations; a metric takes "<=", ">=" or "between"', path: ['equals'] });
       if (!has('<=') && !has('>=') && !has('between')) ctx.addIssue({ code: 'custom', message: 'a metric expectation needs "<=", ">=" or "between"', path: [] });
     }
+  })
+  // The same rules for the JSON Schema (which does not see the refinement above).
+  .meta({
+    oneOf: [{ required: ['fact'] }, { required: ['metric'] }],
+    allOf: [
+      { if: { required: ['fact'] }, then: { required: ['equals'], properties: { '<=': false, '>=': false, between: false, where: false } } },
+      { if: { required: ['metric'] }, then: { properties: { equals: false }, anyOf: [{ required: ['<='] }, { required: ['>='] }, { required: ['between'] }] } },
+    ],
   });
 export type Expectation = z.infer<typeof expectation>;
 
-/** Parameters per probe: { probe-name: { param: value } }, checked against the catalogue. */
-const probeParams = z.record(z.string(), z.record(z.string(), z.unknown()));
+/**
+ * Parameters per probe: { probe-name: { param: value } }, checked against the catalogue by the
+ * loader (for its messages); matrix/write-schema.ts spells out each probe's in the JSON Schema.
+ */
+export const probeParams = z.record(z.string(), z.record(z.string(), z.unknown()));
 
 /** One hop of a transport chain; its options are those of its kind (see the registry). */
 function hopSchema() {
   const kinds = transportKinds().map((k) => {
     const options = transportKind(k).options as z.ZodObject;
-    return options.extend({ kind: z.literal(k) });
+    // extend keeps the options' refinements but not their JSON Schema metadata: carry it over.
+    const hop = options.extend({ kind: z.literal(k) });
+    const meta = options.meta();
+    return meta ? hop.meta(meta) : hop;
   });
   return z.discriminatedUnion('kind', kinds as unknown as [z.ZodObject, ...z.ZodObject[]]);
 }
 const hop = hopSchema();
 const kindName = z.enum(transportKinds() as [string, ...string[]]);
+/** A chain of hops; which kinds may follow another is checked by the loader (and in the JSON Schema). */
+export const transportChain = z.array(z.union([kindName, hop])).min(1);
 export const transport = z
-  .union([kindName, hop, z.array(z.union([kindName, hop])).min(1)])
+  .union([kindName, hop, transportChain])
   .describe('A transport kind ("local"), a hop with options ({kind: ssh, host: ...}), or a chain of hops');
 
-const probeList = z.union([z.literal('all'), z.array(z.string()).min(1)]);
+/** "all" or probe names; the names are checked against the catalogue by the loader (and in the JSON Schema). */
+export const probeList = z.union([z.literal('all'), z.array(z.string()).min(1)]);
 
 const target = z.strictObject({
   name: name.describe('Unique name of the target; cells are named target/probe'),
@@ -122,7 +140,3 @@ export const matrixSchema = z.strictObject({
 export type MatrixInput = z.input<typeof matrixSchema>;
 export type MatrixDoc = z.output<typeof matrixSchema>;
 export type TargetDoc = MatrixDoc['targets'][number];
-
-export function matrixJsonSchema(): unknown {
-  return z.toJSONSchema(matrixSchema, { io: 'input', unrepresentable: 'any' });
-}

@@ -4,6 +4,8 @@ import path from 'node:path';
 import { repoRoot } from './helpers.ts';
 
 export const cliEntry = path.join(repoRoot, 'cli', 'entry.ts');
+/** tsx's loader by its full URL, so that the CLI can start from any working directory. */
+export const tsxLoader = import.meta.resolve('tsx');
 
 export interface CliResult {
   code: number | null;
@@ -12,7 +14,7 @@ export interface CliResult {
 }
 
 export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): { child: ChildProcess; done: Promise<CliResult> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', cliEntry, ...args], {
+  const child = spawn(process.execPath, ['--import', tsxLoader, cliEntry, ...args], {
     cwd: options.cwd ?? repoRoot,
     env: { ...process.env, NO_COLOR: '1', ...options.env },
   });
@@ -28,18 +30,19 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
   return startCli(args, options).done;
 }
 
-/** Does `action` (send a signal, kill a server) the first time the CLI prints `pattern`. */
-export function whenOutput(child: ChildProcess, pattern: string | RegExp, action: () => void): Promise<void> {
+/** Does `action` (send a signal, kill a server) the first time the CLI prints `pattern` (on stdout, or the stream named). */
+export function whenOutput(child: ChildProcess, pattern: string | RegExp, action: () => void, stream: 'stdout' | 'stderr' = 'stdout'): Promise<void> {
   return new Promise((resolve) => {
     let seen = '';
+    const source = child[stream]!;
     const onData = (d: Buffer) => {
       seen += d.toString();
       if (typeof pattern === 'string' ? seen.includes(pattern) : pattern.test(seen)) {
-        child.stdout!.off('data', onData);
+        source.off('data', onData);
         action();
         resolve();
       }
     };
-    child.stdout!.on('data', onData);
+    source.on('data', onData);
   });
 }

@@ -63,7 +63,8 @@ export function keygen(file: string, passphrase = ''): void {
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', passphrase, '-C', 'cudamatrix-test', '-f', file]);
 }
 
-export async function startSshd(portCount = 1): Promise<Sshd> {
+/** `extraConfig`: more sshd_config lines (e.g. "SetEnv NAME=VALUE" for the sessions' environment). */
+export async function startSshd(portCount = 1, extraConfig: string[] = []): Promise<Sshd> {
   const dir = tempDir('cm-sshd-');
   mkdirSync('/run/sshd', { recursive: true });
   keygen(path.join(dir, 'host_ed25519'));
@@ -93,6 +94,7 @@ export async function startSshd(portCount = 1): Promise<Sshd> {
       'LogLevel ERROR',
       'MaxSessions 100',
       'MaxStartups 200:30:400',
+      ...extraConfig,
       '',
       ].join('\n'),
     );

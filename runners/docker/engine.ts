@@ -29,6 +29,57 @@ function tlsFiles(dir: string): Pick<DockerOptions, 'ca' | 'cert' | 'key'> {
   return { ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem') };
 }
 
+/** The schemes endpointOptions takes (http:// and https:// as tcp:// without and with TLS). */
+export const ENDPOINT_SCHEMES = ['unix', 'tcp', 'ssh', 'npipe', 'http', 'https'] as const;
+const ENDPOINT_EXAMPLES = 'unix:///var/run/docker.sock, tcp://host:2376, ssh://user@host or npipe:////./pipe/docker_engine';
+
+/**
+ * What is wrong with an endpoint as written, known from its text alone (nothing is opened):
+ * what endpointOptions would throw on, and what it would take without complaint but could
+ * never reach. Undefined when nothing is. `secret` when it carries a password.
+ */
+export function endpointProblem(endpoint: string): { message: string; fix: string; secret?: boolean } | undefined {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return { message: `Docker endpoint ${JSON.stringify(endpoint)} is not a URL`, fix: `write a URL: ${ENDPOINT_EXAMPLES}` };
+  }
+  const scheme = url.protocol.replace(/:$/, '');
+  if (!(ENDPOINT_SCHEMES as readonly string[]).includes(scheme)) {
+    return { message: `Docker endpoint ${JSON.stringify(endpoint)} has the scheme "${scheme}://", which Docker does not speak`, fix: `use unix://, tcp://, ssh:// or npipe://, e.g. ${ENDPOINT_EXAMPLES}` };
+  }
+  if (url.password) {
+    return {
+      message: 'the Docker endpoint has a password in it; cudamatrix never reads secrets from a matrix file',
+      fix: scheme === 'ssh' ? 'remove the password: ssh:// endpoints log in with ssh-agent (SSH_AUTH_SOCK)' : 'remove the password: use TLS certificates (a Docker context) for tcp://',
+      secret: true,
+    };
+  }
+  if (scheme === 'unix') {
+    if (url.host) return { message: `unix:// endpoint ${JSON.stringify(endpoint)} names a host ("${url.host}"); a socket is a path`, fix: `write the absolute path after three slashes: unix:///${url.host}${url.pathname}` };
+    if (!url.pathname || url.pathname === '/') return { message: `unix:// endpoint ${JSON.stringify(endpoint)} names no socket`, fix: 'write the socket\'s path: unix:///var/run/docker.sock' };
+  }
+  if ((scheme === 'tcp' || scheme === 'http' || scheme === 'https' || scheme === 'ssh') && !url.hostname) {
+    return { message: `${scheme}:// endpoint ${JSON.stringify(endpoint)} names no host`, fix: scheme === 'ssh' ? 'write ssh://user@host' : `write ${scheme}://host:2376` };
+  }
+  if (scheme === 'ssh' && ((url.pathname && url.pathname !== '/') || url.search || url.hash)) {
+    return { message: `ssh:// endpoint ${JSON.stringify(endpoint)} has a path after the host; Docker takes ssh://[user@]host[:port] only`, fix: `write ssh://${url.username ? `${url.username}@` : ''}${url.host}` };
+  }
+  return undefined;
+}
+
+/**
+ * endpointProblem's rules as a regular expression, for the JSON Schema (editors): a known
+ * scheme; unix:// with an absolute path and no host; a host for tcp://, http(s):// and ssh://;
+ * a user but no password; nothing after an ssh:// host. (Port ranges are left to the loader.)
+ */
+const authority = String.raw`([^:@/?#\s]+@)?([^@/?#:\s\[\]]+|\[[0-9A-Fa-f:.]+\])(:\d*)?`;
+export const ENDPOINT_PATTERN = String.raw`^(unix:(//)?/[^/]|npipe:|(tcp|http|https)://${authority}([/?#].*)?$|ssh://${authority}/?$)`;
+
+/** A Docker CLI context name, as "docker context create" accepts it (others can never exist). */
+export const CONTEXT_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.+-]+$/;
+
 /** Docker options for an endpoint URL; `tls` adds certificates for tcp://. */
 export function endpointOptions(endpoint: string, tls?: Pick<DockerOptions, 'ca' | 'cert' | 'key'> & { verify?: boolean }): DockerOptions {
   let url: URL;

@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
 import type { ExecOptions, ExecResult, Session, TransportKind } from '../transport.ts';
-import { resolveEngine, type ResolvedEngine } from './engine.ts';
+import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem, resolveEngine, type ResolvedEngine } from './engine.ts';
 import { directoryTar, extractFirstFile, fileTar } from './tar.ts';
 
 const DEFAULT_BASE = 'nvidia/cuda:12.6.3-base-ubuntu24.04';
@@ -24,20 +24,59 @@ const WORK_DIR = '/tmp/cudamatrix-run';
 const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
 export const RUN_LABEL = 'cudamatrix.run-id';
 
-export const dockerOptions = z.strictObject({
-  endpoint: z.string().min(1).optional().describe('Engine endpoint: unix:///var/run/docker.sock, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the current Docker context)'),
-  context: z.string().min(1).optional().describe('A Docker CLI context name'),
-  image: z.string().min(1).optional().describe('Run in this image (it needs glibc; cudaprobe is copied in). Default: build docker/Dockerfile'),
-  base: z.string().min(1).optional().describe(`Base image for docker/Dockerfile (ARG BASE; default ${DEFAULT_BASE})`),
-  pull: z.boolean().optional().describe('Pull the image when the engine does not have it (default false)'),
-  gpus: z
-    .union([z.literal('all'), z.literal('none'), z.array(z.string().min(1)).min(1)])
-    .optional()
-    .describe('GPUs to request, as docker run --gpus: all (default), none, or device indexes/UUIDs'),
-  capabilities: z.array(z.string().min(1)).min(1).optional().describe('Driver capabilities (default compute, utility)'),
-  runtime: z.string().min(1).optional().describe('Container runtime to use (e.g. nvidia, for engines older than DeviceRequests)'),
-  network: z.string().min(1).optional().describe('Network mode (default none)'),
-});
+/**
+ * The engine's endpoint, checked at load time as far as its text allows (scheme, host, socket
+ * path, no password), so that a bad one is a matrix error at its line, not a failure mid-run.
+ * The JSON Schema gets the same rules as a pattern; the loader gets the precise message and fix.
+ */
+const endpoint = z
+  .string()
+  .superRefine((value, ctx) => {
+    const problem = endpointProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, params: { fix: problem.fix, ...(problem.secret ? { code: 'MATRIX_SECRET' } : {}) } });
+  })
+  .meta({ pattern: ENDPOINT_PATTERN });
+
+const context = z
+  .string()
+  .superRefine((value, ctx) => {
+    if (!CONTEXT_NAME.test(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${JSON.stringify(value)} cannot be a Docker context name (letters, digits, "_", ".", "+", "-", at least two, starting with a letter or digit)`,
+        params: { fix: 'write the name "docker context ls" shows' },
+      });
+    }
+  })
+  .meta({ pattern: CONTEXT_NAME.source });
+
+export const dockerOptions = z
+  .strictObject({
+    endpoint: endpoint.optional().describe('Engine endpoint: unix:///var/run/docker.sock, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the current Docker context)'),
+    context: context.optional().describe('A Docker CLI context name'),
+    image: z.string().min(1).optional().describe('Run in this image (it needs glibc; cudaprobe is copied in). Default: build docker/Dockerfile'),
+    base: z.string().min(1).optional().describe(`Base image for docker/Dockerfile (ARG BASE; default ${DEFAULT_BASE})`),
+    pull: z.boolean().optional().describe('Pull the image when the engine does not have it (default false)'),
+    gpus: z
+      .union([z.literal('all'), z.literal('none'), z.array(z.string().min(1)).min(1)])
+      .optional()
+      .describe('GPUs to request, as docker run --gpus: all (default), none, or device indexes/UUIDs'),
+    capabilities: z.array(z.string().min(1)).min(1).optional().describe('Driver capabilities (default compute, utility)'),
+    runtime: z.string().min(1).optional().describe('Container runtime to use (e.g. nvidia, for engines older than DeviceRequests)'),
+    network: z.string().min(1).optional().describe('Network mode (default none)'),
+  })
+  .superRefine((o, ctx) => {
+    // As the Docker CLI refuses --host with --context: which engine is meant is unclear.
+    if (o.endpoint !== undefined && o.context !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        message: 'a Docker target names its engine by "endpoint" or by "context", not both',
+        path: ['context'],
+        params: { fix: 'remove one of them' },
+      });
+    }
+  })
+  .meta({ not: { required: ['endpoint', 'context'] } });
 export type DockerTargetOptions = z.infer<typeof dockerOptions>;
 
 function hash(...parts: (string | Buffer)[]): string {

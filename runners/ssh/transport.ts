@@ -7,20 +7,38 @@ import { SshSession } from './session.ts';
 
 const seconds = z.number().positive().max(3600);
 
+/**
+ * A file on this machine. cudamatrix expands "~/" but not "~user/" (which OpenSSH would): such
+ * a path could only fail when the target connects, so it is refused when the matrix is loaded.
+ */
+const localFile = z
+  .string()
+  .min(1)
+  .superRefine((value, ctx) => {
+    if (/^~[^/]/.test(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `${JSON.stringify(value)}: only "~/" (your own home) is expanded in a path, not "~user/"`,
+        params: { fix: 'write the full path, or one starting with ~/' },
+      });
+    }
+  })
+  .meta({ not: { pattern: '^~[^/]' } });
+
 export const sshOptions = z.strictObject({
   host: z.string().min(1).describe('Host name, address, or a Host alias from ~/.ssh/config'),
   port: z.number().int().min(1).max(65535).optional(),
   user: z.string().min(1).optional(),
-  identityFile: z.string().min(1).optional().describe('Private key file (default: ~/.ssh/config, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)'),
+  identityFile: localFile.optional().describe('Private key file (default: ~/.ssh/config, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)'),
   passphraseEnv: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable')
     .optional()
     .describe('Environment variable holding the identity file\'s passphrase (never the passphrase itself)'),
   agent: z.boolean().optional().describe('Use ssh-agent ($SSH_AUTH_SOCK) too (default true)'),
-  knownHosts: z.string().min(1).optional().describe('known_hosts file (default: ~/.ssh/config, then ~/.ssh/known_hosts)'),
+  knownHosts: localFile.optional().describe('known_hosts file (default: ~/.ssh/config, then ~/.ssh/known_hosts)'),
   hostKeyPolicy: z.enum(['strict', 'accept-new']).optional().describe('strict (default): unknown hosts are refused; accept-new: recorded on first use'),
-  sshConfig: z.union([z.string().min(1), z.literal(false)]).optional().describe('ssh_config file for aliases (default ~/.ssh/config; false: none)'),
+  sshConfig: z.union([localFile, z.literal(false)]).optional().describe('ssh_config file for aliases (default ~/.ssh/config; false: none)'),
   proxyJump: z.string().min(1).optional().describe('Jump hosts, as ssh -J takes them: user@host:port,...'),
   shell: z.enum(['auto', 'posix', 'powershell', 'cmd']).optional().describe('The remote shell (default: detected)'),
   connectTimeout: seconds.optional().describe('Seconds to wait for the SSH handshake (default 15)'),

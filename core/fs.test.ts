@@ -1,0 +1,48 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { lstatSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../test/helpers.ts';
+import { writeOutput } from './fs.ts';
+
+describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () => {
+  it('writes through a symbolic link and leaves the link in place (/dev/stdout is one; defect 1)', () => {
+    const dir = tempDir();
+    const real = path.join(dir, 'real.xml');
+    writeFileSync(real, 'old');
+    const link = path.join(dir, 'stdout');
+    symlinkSync(real, link);
+    writeOutput(link, 'new');
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(link)).toBe(real);
+    expect(readFileSync(real, 'utf8')).toBe('new');
+  });
+
+  it('writes through a device and never replaces it (/dev/null)', () => {
+    writeOutput('/dev/null', 'discarded');
+    expect(lstatSync('/dev/null').isCharacterDevice()).toBe(true);
+  });
+
+  it('writes into a FIFO that a reader holds open', async () => {
+    const dir = tempDir();
+    const fifo = path.join(dir, 'pipe');
+    execFileSync('mkfifo', [fifo]);
+    const reader = spawn('cat', [fifo]);
+    let got = '';
+    reader.stdout.on('data', (d) => (got += d));
+    const closed = new Promise((r) => reader.on('close', r));
+    writeOutput(fifo, 'through the pipe\n');
+    await closed;
+    expect(got).toBe('through the pipe\n');
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+  });
+
+  it('replaces a regular file atomically, and makes the folders of a new one', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'a', 'b', 'junit.xml');
+    writeOutput(file, 'one');
+    writeOutput(file, 'two');
+    expect(readFileSync(file, 'utf8')).toBe('two');
+    expect(lstatSync(file).isFile()).toBe(true);
+  });
+});

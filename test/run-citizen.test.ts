@@ -1,0 +1,222 @@
+/**
+ * The run as a good citizen, end to end through the real CLI on this machine (no driver here):
+ * a reader that goes away, SIGTERM and Ctrl-C at every stage, outputs that are not files, and
+ * the command-line conventions. CUDAPROBE_TEST_DELAY_MS (cudaprobe's test hook) makes each probe
+ * wait before it starts, so that there is a run to interrupt.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readEventLog, type RunEvent } from '../events/events.ts';
+import { cliEntry, runCli, startCli, tsxLoader, whenOutput } from './cli.ts';
+import { repoRoot, tempDir, validateJunit } from './helpers.ts';
+
+function writeMatrix(dir: string, targets: number, probes = '[sysinfo]'): string {
+  const file = path.join(dir, 'matrix.yaml');
+  const list = Array.from({ length: targets }, (_, i) => `  - name: t${i}`).join('\n');
+  writeFileSync(file, `version: 1\nconcurrency: 1\ndefaults: {probes: ${probes}}\ntargets:\n${list}\n`);
+  return file;
+}
+
+function runFolder(dir: string): { runDir: string; events: RunEvent[] } {
+  const runs = readdirSync(path.join(dir, 'runs'));
+  expect(runs).toHaveLength(1);
+  const runDir = path.join(dir, 'runs', runs[0]!);
+  return { runDir, events: readEventLog(path.join(runDir, 'events.jsonl')) };
+}
+
+/** Every result file of the run is there, and the log ends with run-end. */
+function expectResultsWritten(dir: string, interrupted: boolean): RunEvent[] {
+  const { runDir, events } = runFolder(dir);
+  for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+  validateJunit(readFileSync(path.join(runDir, 'junit.xml'), 'utf8'));
+  expect(JSON.parse(readFileSync(path.join(runDir, 'summary.json'), 'utf8')).interrupted).toBe(interrupted);
+  expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted });
+  return events;
+}
+
+/** Live processes whose environment holds `marker` (probes started with a unique test delay). */
+function processesWith(marker: string): string[] {
+  const found: string[] = [];
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes(marker)) found.push(`${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
+    } catch {
+      // gone, or not ours
+    }
+  }
+  return found;
+}
+
+/** A delay no other test uses, so that its probes can be told apart in /proc. */
+function uniqueDelay(ms: number): string {
+  return String(ms + Math.floor(Math.random() * 1000) / 1000);
+}
+
+/** Waits until `check` is true (a process tree takes a moment to go). */
+async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (check()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return check();
+}
+
+const noStackTrace = /\n\s+at .+:\d+:\d+/;
+
+describe('a reader that goes away (defect 2)', () => {
+  it('stops the printing, not the run: every result file is written and the exit status is the run\'s', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 4);
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: '300' } });
+    // Like `| head -3`: the reader takes the first lines and closes its end of the pipe.
+    await whenOutput(child, '▶ t0', () => child.stdout!.destroy());
+    const r = await done;
+    expect(r.stderr).not.toMatch(noStackTrace);
+    expect(r.stderr).not.toContain('EPIPE');
+    expect(r.code).toBe(0);
+    const events = expectResultsWritten(dir, false);
+    expect(events.filter((e) => e.type === 'cell-end' && e.status === 'skipped')).toHaveLength(4);
+    // The local session's work folders went away too.
+    const runId = (events[0] as { runId: string }).runId;
+    expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
+  });
+
+  it.each([
+    ['plan', ['plan', '-m', '@big']],
+    ['probes list --facts', ['probes', 'list', '--facts']],
+    ['run', ['run', '-m', '@big', '-p', 'windows-registry', '--concurrency', '8', '--results-dir', '@runs']],
+  ])('%s | head -1 exits cleanly', (_name, args) => {
+    const dir = tempDir();
+    const big = path.join(dir, 'big.yaml');
+    writeFileSync(big, `version: 1\ntargets:\n${Array.from({ length: 300 }, (_, i) => `  - name: t${i}`).join('\n')}\n`);
+    const argv = args.map((a) => (a === '@big' ? big : a === '@runs' ? path.join(dir, 'runs') : a));
+    const quoted = [process.execPath, '--import', tsxLoader, cliEntry, ...argv].map((a) => JSON.stringify(a)).join(' ');
+    const cmd = `${quoted} 2>${JSON.stringify(path.join(dir, 'err'))} | head -1 >/dev/null; echo "\${PIPESTATUS[0]}"`;
+    const r = spawnSync('bash', ['-c', cmd], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    const stderr = readFileSync(path.join(dir, 'err'), 'utf8');
+    expect(stderr).not.toMatch(noStackTrace);
+    expect(stderr).not.toContain('EPIPE');
+    expect(r.stdout.trim()).toBe('0');
+    if (args[0] === 'run') expectResultsWritten(dir, false);
+  });
+});
+
+describe('signals (defects 6 and 11)', () => {
+  it('SIGTERM mid-run cancels, keeps every result, leaves no probe behind, and a second SIGTERM does not cut it short', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 3);
+    const delay = uniqueDelay(600_000);
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: delay } });
+    await whenOutput(child, '▶ t0', () => undefined);
+    await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
+    child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 700));
+    child.kill('SIGTERM');
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(r.stderr).toContain('terminated: stopping running probes and writing results');
+    const events = expectResultsWritten(dir, true);
+    const statuses = events.flatMap((e) => (e.type === 'cell-end' ? [e.status] : []));
+    expect(statuses).toEqual(['cancelled', 'not-run', 'not-run']);
+    expect(await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).length === 0)).toBe(true);
+  });
+
+  it('a second Ctrl-C quits at once, and still leaves no probe behind', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 2);
+    const delay = uniqueDelay(600_000);
+    // A probe that ignores SIGTERM for its 2 s grace would hold the first Ctrl-C up: the second quits.
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: delay } });
+    await whenOutput(child, '▶ t0', () => undefined);
+    await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
+    child.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 600));
+    child.kill('SIGINT');
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).length === 0)).toBe(true);
+  });
+
+  it('Ctrl-C during the first compile stops the compiler and reads as "not run", not as errors', async () => {
+    const dir = tempDir();
+    const cache = tempDir('cm-fresh-cache-');
+    const m = path.join(dir, 'matrix.yaml');
+    writeFileSync(m, 'version: 1\ntargets:\n  - name: here\n');
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')], { env: { CUDAMATRIX_CACHE: cache } });
+    await whenOutput(child, 'compiling cudaprobe', () => child.kill('SIGINT'), 'stderr');
+    const r = await done;
+    expect(r.code).toBe(130);
+    const events = expectResultsWritten(dir, true);
+    const cells = events.filter((e) => e.type === 'cell-end');
+    expect(cells.length).toBeGreaterThan(0);
+    expect(cells.every((c) => c.type === 'cell-end' && c.status === 'not-run')).toBe(true);
+    expect(events.some((e) => e.type === 'target-error')).toBe(false);
+    const xml = readFileSync(path.join(dir, 'j.xml'), 'utf8');
+    expect(xml).toMatch(/<testsuites [^>]*errors="0"/);
+    expect(xml).toMatch(/<testsuites [^>]*failures="0"/);
+    // No compiler is still working for the interrupted run.
+    const compilers = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(cache));
+    expect(await eventually(() => compilers().length === 0)).toBe(true);
+  });
+});
+
+describe('outputs (defects 1 and 10)', () => {
+  it('never replaces a link, a device or a FIFO named as an output, and "-" is stdout', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 1);
+    const real = path.join(dir, 'real.json');
+    writeFileSync(real, '');
+    const link = path.join(dir, 'stdout-link');
+    symlinkSync(real, link);
+    const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--reporter', `json:${link}`, '--reporter', 'junit:/dev/null', '--reporter', 'junit:-']);
+    expect(r.code).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readlinkSync(link)).toBe(real);
+    expect(JSON.parse(readFileSync(real, 'utf8')).targets[0].name).toBe('t0');
+    expect(lstatSync('/dev/null').isCharacterDevice()).toBe(true);
+    expect(existsSync(path.join(repoRoot, '-'))).toBe(false);
+    expect(r.stdout).toMatch(/^<\?xml/);
+    validateJunit(r.stdout);
+  });
+
+  it('writes no ./junit.xml unless asked; --junit FILE and --reporter NAME=PATH write where they say', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 1);
+    const plain = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { cwd: dir });
+    expect(plain.code).toBe(0);
+    expect(existsSync(path.join(dir, 'junit.xml'))).toBe(false);
+    const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs2'), '--junit', path.join(dir, 'a.xml'), '--reporter', `json=${path.join(dir, 'b.json')}`, '--reporter', 'console'], { cwd: dir });
+    expect(r.code).toBe(0);
+    validateJunit(readFileSync(path.join(dir, 'a.xml'), 'utf8'));
+    expect(JSON.parse(readFileSync(path.join(dir, 'b.json'), 'utf8')).counts).toBeDefined();
+    expect(r.stdout).toContain('Exit status: 0');
+  });
+
+  it('--json prints the summary on stdout (as plan --json does) and moves the console to stderr', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 1);
+    const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--json']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).targets[0].name).toBe('t0');
+    expect(r.stderr).toContain('Exit status: 0');
+  });
+
+  it('refuses an unknown reporter with the known ones', async () => {
+    const r = await runCli(['run', '--reporter', 'xml:out.xml']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('error [USAGE]: --reporter "xml:out.xml": the reporters are console, junit, json');
+  });
+
+  it('ignores a leading "--" (pnpm matrix -- --quick)', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 1, '[sync-latency]');
+    const r = await runCli(['run', '--', '--quick', '-m', m, '--results-dir', path.join(dir, 'runs')]);
+    expect(r.code).toBe(0);
+    const { events } = runFolder(dir);
+    expect(events[0]).toMatchObject({ options: { quick: true } });
+  });
+});
