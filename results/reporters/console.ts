@@ -1,29 +1,103 @@
 /**
- * The console: a line per target and per probe while the run goes, and at the end a summary
- * table, the expectations that did not pass, and where the results were written.
+ * The console. While the run goes: a line per target and per finished cell and, on a terminal,
+ * one live progress line (elapsed time, cells done, what runs now) rewritten in place. At the end,
+ * per target, what the driver does: the system in brief, every fact the probes reported, grouped
+ * by probe, with the key metrics beside them; then the expectations that were not met with their
+ * evidence, the summary table, the counts, where the events went and the exit status.
+ *
+ * Colours come from picocolors, switched by NO_COLOR, FORCE_COLOR, CI and whether the console's
+ * stream is a terminal; nothing but plain lines is written where the stream is not a terminal.
  */
+import pc from 'picocolors';
 import { formatValue } from '../../core/units.ts';
-import type { RunEvent } from '../../events/events.ts';
+import type { CellEndEvent, RunEvent } from '../../events/events.ts';
+import { probeSpec } from '../../probes/catalogue.ts';
+import type { MetricRecord, ProbeRecord, Scalar } from '../../probes/protocol.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
-import { exitCodeOf, type RunSummary, type TargetResult } from '../verdicts.ts';
+import { exitCodeOf, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
+
+/** Where the console writes: a stream; `isTTY` and `columns` as a terminal's WriteStream has them. */
+export interface ConsoleOut {
+  write(text: string): unknown;
+  isTTY?: boolean;
+  columns?: number;
+}
 
 export interface ConsoleOptions {
-  out?: { write(text: string): unknown };
+  out?: ConsoleOut;
+  /** Colours on or off; by default from the environment and the stream (see colorEnabled). */
   color?: boolean;
-  /** Only the summary at the end, no line per cell. */
+  /** Only the summary at the end: no line per cell, no progress line. */
   quiet?: boolean;
 }
 
+type Colors = ReturnType<typeof pc.createColors>;
+
 const marks = { passed: '✓', skipped: '-', error: '✗', cancelled: '!', 'not-run': '·', failed: '✗' } as const;
+const spinner = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+/** The progress line is redrawn on this tick only: at most ten times a second. */
+const PROGRESS_TICK_MS = 100;
+const CLEAR_LINE = '\r\u001b[K';
+
+/**
+ * Whether the console colours its output. picocolors reads NO_COLOR, FORCE_COLOR, CI and
+ * --color/--no-color, and whether stdout is a terminal; the console may write to stderr instead
+ * (when stdout carries JUnit or JSON), and then the same switches apply with stderr's terminal.
+ */
+export function colorEnabled(out: ConsoleOut, env: NodeJS.ProcessEnv = process.env, argv: string[] = process.argv): boolean {
+  if (out === process.stdout && env === process.env && argv === process.argv) return pc.isColorSupported;
+  if (env.NO_COLOR || argv.includes('--no-color')) return false;
+  return Boolean(env.FORCE_COLOR || argv.includes('--color') || env.CI || (out.isTTY && env.TERM !== 'dumb'));
+}
 
 export function consoleReporter(options: ConsoleOptions = {}): Reporter {
-  const out = options.out ?? process.stdout;
-  const color = options.color ?? Boolean(process.stdout.isTTY && !process.env.NO_COLOR);
-  const paint = (code: number, text: string) => (color ? `\u001b[${code}m${text}\u001b[0m` : text);
-  const statusColor = { passed: 32, skipped: 33, error: 31, cancelled: 35, 'not-run': 35, failed: 31 } as const;
-  const say = (line: string) => out.write(`${line}\n`);
+  const out: ConsoleOut = options.out ?? process.stdout;
+  const c = pc.createColors(options.color ?? colorEnabled(out));
+  const statusPaint = { passed: c.green, skipped: c.yellow, error: c.red, cancelled: c.magenta, 'not-run': c.magenta, failed: c.red } as const;
+  // The live line: only on a terminal, and not under --quiet.
+  const live = Boolean(out.isTTY) && !options.quiet;
+  let shown = '';
+  let timer: ReturnType<typeof setInterval> | undefined;
+  let frame = 0;
+  let startedAt = Date.now();
   let total = 0;
   let done = 0;
+  // Seen a cell cancelled or not run: the run was interrupted, and targets that start now run nothing.
+  let interrupted = false;
+  const running = new Map<string, number>();
+
+  const clearProgress = (): void => {
+    if (!shown) return;
+    out.write(CLEAR_LINE);
+    shown = '';
+  };
+  const say = (line: string): void => {
+    clearProgress();
+    out.write(`${line}\n`);
+  };
+  const drawProgress = (): void => {
+    frame = (frame + 1) % spinner.length;
+    // Nothing runs (targets connecting, cudaprobe compiling): no line, so that what those steps
+    // print is not written into it.
+    const text = running.size ? fit(progressText(), (out.columns || 80) - 1) : '';
+    if (text === shown) return;
+    if (!text) return clearProgress();
+    out.write(`\r${c.dim(text)}\u001b[K`);
+    shown = text;
+  };
+  const progressText = (): string => {
+    const now = Date.now();
+    const cells = [...running].map(([cell, since]) => `${cell} ${clock(now - since)}`);
+    const more = cells.length > 2 ? ` and ${cells.length - 2} more` : '';
+    return `${spinner[frame]} ${clock(now - startedAt)}  ${done}/${total} cells done  running ${cells.slice(0, 2).join(', ')}${more}`;
+  };
+  const stopProgress = (): void => {
+    if (timer) clearInterval(timer);
+    timer = undefined;
+    running.clear();
+    clearProgress();
+  };
+
   return {
     name: 'console',
     onEvent(e: RunEvent) {
@@ -31,53 +105,426 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       switch (e.type) {
         case 'run-start':
           total = e.cells.length;
+          startedAt = Date.now();
           say(`cudamatrix ${e.version}: run ${e.runId}${e.shard ? ` (shard ${e.shard.index}/${e.shard.total})` : ''}, ${e.cells.length} cell${e.cells.length === 1 ? '' : 's'} from ${e.matrix.file}`);
+          if (live && !timer) {
+            timer = setInterval(drawProgress, PROGRESS_TICK_MS);
+            timer.unref?.();
+          }
           break;
         case 'target-start':
-          say(`▶ ${e.target} (${e.environment}, via ${e.transport.join(' → ')})`);
+          if (interrupted) break;
+          say(`${c.bold('▶')} ${e.target} (${e.environment}, via ${e.transport.join(' → ')})`);
           break;
         case 'target-ready':
           say(`  reached ${e.session} (${e.platform}/${e.arch}), cudaprobe ${e.probe.hash}${e.probe.built ? ' (built now)' : ''}`);
           break;
         case 'target-error':
-          say(paint(31, `  ✗ ${e.target}: ${e.code}: ${e.message}`));
+          say(c.red(`  ✗ ${e.target}: ${e.code}: ${e.message}`));
+          break;
+        case 'cell-start':
+          running.set(e.cell, Date.now());
           break;
         case 'cell-end': {
-          if (!e.planned) break;
+          running.delete(e.cell);
+          if (e.status === 'not-run' || e.status === 'cancelled') interrupted = true;
+          // sysinfo's unplanned run and the cells an interruption kept from starting: no line
+          // (those are summed up once at the end).
+          if (!e.planned || e.status === 'not-run') break;
           done++;
-          const why = e.status === 'passed' ? '' : `: ${e.reason ?? ''}`;
-          say(`  ${paint(statusColor[e.status], marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
+          const why = e.status === 'passed' ? '' : `: ${e.errorCode && !(e.reason ?? '').includes(e.errorCode) ? `${e.errorCode}: ` : ''}${e.reason ?? ''}`;
+          say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
           break;
         }
+        case 'run-end':
+          stopProgress();
+          break;
         default:
           break;
       }
     },
     onEnd(summary: RunSummary, context: RunContext) {
-      say('');
-      say(table(summary.targets));
+      stopProgress();
+      for (const t of summary.targets) {
+        const block = targetBlock(t, c);
+        if (block.length) {
+          say('');
+          for (const line of block) say(line);
+        }
+      }
       const bad = summary.targets.flatMap((t) => t.verdicts.filter((v) => v.status === 'failed' || v.status === 'error'));
       if (bad.length) {
         say('');
-        say('Expectations not met:');
-        for (const v of bad) say(`  ${paint(31, marks[v.status])} ${v.target}: ${v.title} [${v.source}] — ${v.message}`);
+        say(c.bold('Expectations not met:'));
+        for (const v of bad) {
+          say(`  ${c.red(marks[v.status])} ${v.target}: ${v.title} [${v.source}] — ${v.message}`);
+          for (const [label, text] of evidenceOf(v, summary)) say(`      ${c.dim(`${label}:`.padEnd(10))} ${text}`);
+        }
       }
+      say('');
+      say(table(summary.targets));
       if (summary.nothingMeasured) {
-        const reasons = [...new Set(summary.targets.flatMap((t) => t.cells.filter((c) => c.planned && c.status === 'skipped').map((c) => c.reason ?? '')))];
+        const reasons = [...new Set(summary.targets.flatMap((t) => t.cells.filter((x) => x.planned && x.status === 'skipped').map((x) => x.reason ?? '')))];
         say('');
-        say(paint(33, `No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped.`));
+        say(c.yellow(`No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped.`));
         for (const r of reasons.slice(0, 3)) say(`  reason: ${r}`);
       }
-      if (summary.interrupted) say(paint(35, '\nThe run was interrupted; the results above cover what finished.'));
+      const notRun = summary.counts.cells['not-run'] ?? 0;
+      if (notRun > 0) {
+        say('');
+        say(c.magenta(`${notRun} cell${notRun === 1 ? '' : 's'} not run: the run was interrupted`));
+      }
+      if (summary.interrupted) say(c.magenta(`${notRun > 0 ? '' : '\n'}The run was interrupted; the results above cover what finished.`));
       const v = summary.counts.verdicts;
       say('');
       say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
       say(`Events: ${context.eventsFile}`);
       const code = exitCodeOf(summary, { strict: context.strict });
-      say(`Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : ''}`);
+      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : ''}`;
+      say(code === 0 ? exit : c.bold(exit));
     },
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// What the driver does, per target
+
+/** The block for one target: the system in brief, then per probe its facts and key metrics. */
+function targetBlock(t: TargetResult, c: Colors): string[] {
+  const planned = t.cells.filter((x) => x.planned && x.status !== 'not-run');
+  const system = systemLines(t);
+  if (!planned.length && !system.length && !t.error) return [];
+  const rows: (string | [string, string])[] = [];
+  if (system.length) {
+    const spec = probeSpec('sysinfo');
+    rows.push(`  ${c.bold('sysinfo')}${spec ? c.dim(`  ${spec.title}`) : ''}`);
+    for (const [label, text] of system) rows.push([`  ${label}`, text]);
+  }
+  for (const cell of planned) {
+    if (cell.probe === 'sysinfo') continue;
+    const facts = cell.records.filter((r): r is Extract<ProbeRecord, { type: 'fact' }> => r.type === 'fact');
+    const metrics = keyMetrics[cell.probe]?.(cell) ?? [];
+    const metricVerdicts = t.verdicts.filter((v) => v.expectation.metric?.startsWith(`${cell.probe}.`) && v.status !== 'skipped');
+    if (!facts.length && !metrics.length) continue;
+    const spec = probeSpec(cell.probe);
+    rows.push(`  ${c.bold(cell.probe)}${spec ? c.dim(`  ${spec.title}${spec.claims.length ? ` (${spec.claims.join(' ')})` : ''}`) : ''}`);
+    for (const f of facts) {
+      const name = `${cell.probe}.${f.name}`;
+      rows.push([`  ${name}`, `${c.bold(factValue(f.value))}${f.value === null && f.reason ? c.dim(` (${f.reason})`) : ''}${verdictMark(t, name, c)}`]);
+    }
+    for (const [label, text] of metrics) rows.push([`  ${label}`, text]);
+    for (const v of metricVerdicts) rows.push(`      ${v.status === 'passed' ? c.green('✓') : c.red('✗')} ${c.dim(`expected ${v.title}`)}`);
+  }
+  // The cells that did not pass, one line per outcome and reason.
+  const groups = new Map<string, { status: CellEndEvent['status']; why: string; probes: string[] }>();
+  for (const cell of planned.filter((x) => x.status !== 'passed')) {
+    const why = `${cell.errorCode && !(cell.reason ?? '').includes(cell.errorCode) ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`;
+    const key = `${cell.status}\n${why}`;
+    const g = groups.get(key) ?? { status: cell.status, why, probes: [] };
+    g.probes.push(cell.probe);
+    groups.set(key, g);
+  }
+  for (const g of groups.values()) {
+    const paint = g.status === 'skipped' ? c.yellow : g.status === 'cancelled' ? c.magenta : c.red;
+    rows.push(`  ${paint(`${g.status}:`)} ${g.probes.join(', ')}${g.why ? c.dim(` — ${g.why}`) : ''}`);
+  }
+  if (t.error && !planned.some((x) => x.errorCode === t.error!.code)) rows.push(`  ${c.red('target error:')} ${t.error.code}: ${t.error.message}`);
+  const width = Math.min(44, Math.max(0, ...rows.map((r) => (typeof r === 'string' ? 0 : r[0].length))));
+  return [
+    c.bold(`${t.name}: what the driver does`),
+    ...rows.map((r) => (typeof r === 'string' ? r : `  ${r[0].padEnd(width)}  ${r[1]}`)),
+  ];
+}
+
+function factValue(v: Scalar): string {
+  return v === null ? 'null' : String(v);
+}
+
+/** "  ✓" or "  ✗ expected true" where an expectation of this run judged the fact. */
+function verdictMark(t: TargetResult, qualified: string, c: Colors): string {
+  const v = t.verdicts.find((x) => x.expectation.fact === qualified && (x.status === 'passed' || x.status === 'failed'));
+  if (!v) return '';
+  return v.status === 'passed' ? `  ${c.green('✓')}` : `  ${c.red(`✗ expected ${JSON.stringify(v.expectation.equals ?? null)}`)}`;
+}
+
+/** The sysinfo facts in a few lines: environment, system, driver and CUDA, GPU, driver model. */
+function systemLines(t: TargetResult): [string, string][] {
+  const records = new Map<string, { value: Scalar; source?: string; reason?: string }>();
+  for (const cell of t.cells.filter((x) => x.probe === 'sysinfo')) {
+    for (const r of cell.records) if (r.type === 'sysinfo' && !records.has(r.name)) records.set(r.name, r);
+  }
+  if (!records.size) return [];
+  const val = (n: string): Scalar | undefined => records.get(n)?.value;
+  const s = (n: string): string | undefined => {
+    const v = val(n);
+    return v === null || v === undefined ? undefined : String(v);
+  };
+  const lines: [string, string][] = [];
+  const env = s('environment');
+  if (env) lines.push(['environment', `${env}${records.get('environment')?.source ? ` (${records.get('environment')!.source})` : ''}${t.declaredEnvironment !== 'auto' ? `, declared ${t.declaredEnvironment}` : ''}`]);
+  const os = [
+    s('os_name') ?? s('os_family'),
+    s('os_build') && `build ${s('os_build')}`,
+    s('kernel') && `kernel ${s('kernel')}`,
+    s('arch'),
+    val('wsl_version') != null && `WSL ${s('wsl_version')}`,
+    s('wine_version') && `Wine ${s('wine_version')}`,
+  ].filter(Boolean);
+  if (os.length) lines.push(['system', os.join(', ')]);
+  const container = s('container');
+  if (container || records.has('container')) {
+    const runtime = s('container_runtime');
+    lines.push(['container', container ? `${container}${runtime ? `, GPU from the ${runtime} runtime` : records.get('container_runtime')?.reason ? ` (${records.get('container_runtime')!.reason})` : ''}` : 'none']);
+  }
+  const driver = s('driver_version');
+  const cuda = s('cuda_driver_version');
+  const runtime = s('cudart_version');
+  if (driver || cuda || records.has('driver_found')) {
+    const parts = val('driver_found') === false && !driver ? ['none found'] : [driver ?? (records.get('driver_version')?.reason ? `version unknown (${records.get('driver_version')!.reason})` : 'version unknown')];
+    if (cuda) parts.push(`CUDA ${cuda}`);
+    if (runtime) parts.push(`runtime ${runtime}${s('cudart_library') ? ` (${s('cudart_library')})` : ''}`);
+    else if (val('cudart_found') === false) parts.push('no CUDA runtime library');
+    lines.push(['driver', parts.join(', ')]);
+  }
+  const gpu = s('gpu_name');
+  if (gpu) {
+    const extra = [s('compute_capability') && `compute ${s('compute_capability')}`, s('multiprocessors') && `${s('multiprocessors')} SMs`];
+    const count = val('device_count');
+    if (typeof count === 'number' && count > 1) extra.push(`device ${s('gpu_index') ?? 0} of ${count}`);
+    lines.push(['GPU', [gpu, ...extra].filter(Boolean).join(', ')]);
+  }
+  const mem = val('memory_total_bytes');
+  if (typeof mem === 'number') lines.push(['memory', formatValue(mem, 'bytes')]);
+  if (typeof val('pcie_gen_current') === 'number' || typeof val('pcie_gen_max') === 'number') {
+    lines.push(['PCIe', `gen${s('pcie_gen_current') ?? '?'} x${s('pcie_width_current') ?? '?'} now, gen${s('pcie_gen_max') ?? '?'} x${s('pcie_width_max') ?? '?'} max`]);
+  }
+  if (records.has('driver_model') || records.has('tcc_driver')) {
+    const model = records.get('driver_model');
+    const parts = [model?.value != null ? String(model.value) : model ? `null${model.reason ? ` (${model.reason})` : ''}` : undefined];
+    if (s('driver_model_pending') && s('driver_model_pending') !== s('driver_model')) parts.push(`${s('driver_model_pending')} after reboot`);
+    if (typeof val('tcc_driver') === 'boolean') parts.push(`TCC ${val('tcc_driver') ? 'on' : 'off'}`);
+    if (typeof val('hags') === 'boolean') parts.push(`HAGS ${val('hags') ? 'on' : 'off'}`);
+    lines.push(['driver model', parts.filter(Boolean).join(', ')]);
+  }
+  return lines;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key metrics, per probe: a few numbers that say what the facts rest on.
+
+type Line = [label: string, text: string];
+
+function metricsOf(cell: CellEndEvent, name: string, where: Record<string, Scalar> = {}): MetricRecord[] {
+  return cell.records.filter(
+    (r): r is MetricRecord => r.type === 'metric' && r.name === name && Object.entries(where).every(([k, v]) => r.attrs?.[k] === v),
+  );
+}
+
+function fmt(m: MetricRecord | undefined): string {
+  return m ? formatValue(m.value, m.unit) : '—';
+}
+
+function signed(m: MetricRecord | undefined): string {
+  return m && m.value !== null && m.value >= 0 ? `+${fmt(m)}` : fmt(m);
+}
+
+function num(v: Scalar | undefined): number {
+  return typeof v === 'number' ? v : -Infinity;
+}
+
+/** The largest value of a numeric attribute among records. */
+function largest(ms: MetricRecord[], attr: string): number | undefined {
+  const sizes = ms.map((m) => m.attrs?.[attr]).filter((v): v is number => typeof v === 'number');
+  return sizes.length ? Math.max(...sizes) : undefined;
+}
+
+function factEvidence(cell: CellEndEvent, name: string): Record<string, unknown> | undefined {
+  const r = cell.records.find((x) => x.type === 'fact' && x.name === name);
+  return r && r.type === 'fact' ? r.evidence : undefined;
+}
+
+function mean(values: (number | null)[]): number | null {
+  const v = values.filter((x): x is number => x !== null);
+  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
+}
+
+const keyMetrics: Record<string, (cell: CellEndEvent) => Line[]> = {
+  'pinned-vram': (cell) => {
+    const lines: Line[] = [];
+    const perGib = metricsOf(cell, 'device_growth_per_gib_bytes');
+    if (perGib.length) {
+      const sources = [...new Set(perGib.map((m) => m.attrs?.source))];
+      const one = sources.length === 1 && sources[0];
+      const part = (m: MetricRecord) =>
+        `${fmt(m)} ${m.attrs?.kind === 'pinned' || m.attrs?.kind === undefined ? (m.attrs?.api ?? '') : `${m.attrs.kind}${m.attrs?.api === 'driver' ? '' : ` (${m.attrs?.api})`}`}${one ? '' : ` on ${m.attrs?.source}`}`.trim();
+      lines.push(['device growth per GiB pinned', `${perGib.map(part).join(', ')}${one ? ` (on ${one}, the deciding source)` : ''}`]);
+    }
+    // The largest size, driver API: what pinning did to the deciding source and to the host,
+    // beside the cuMemAlloc control of the same size.
+    const pinned = metricsOf(cell, 'device_growth_bytes', { kind: 'pinned', api: 'driver' });
+    const size = largest(pinned, 'size_bytes');
+    const source = perGib.find((m) => m.attrs?.api === 'driver')?.attrs?.source ?? factEvidence(cell, 'counts_as_vram')?.source;
+    if (size !== undefined && typeof source === 'string') {
+      const at = { size_bytes: size, source };
+      const dev = metricsOf(cell, 'device_growth_bytes', { ...at, kind: 'pinned', api: 'driver' })[0];
+      const host = metricsOf(cell, 'host_growth_bytes', { size_bytes: size, kind: 'pinned', api: 'driver' })[0];
+      const control = metricsOf(cell, 'device_growth_bytes', { ...at, kind: 'device' })[0];
+      lines.push([
+        `${formatValue(size, 'bytes')} pinned (driver API)`,
+        `device ${signed(dev)}, host ${signed(host)}${control ? `; ${formatValue(size, 'bytes')} of cuMemAlloc: device ${signed(control)}` : ''} (${source})`,
+      ]);
+    }
+    return lines;
+  },
+  'pinned-release': (cell) => {
+    const lines: Line[] = [];
+    const byApi = (ms: MetricRecord[], f: (m: MetricRecord) => string) => ms.map((m) => `${f(m)}${m.attrs?.api ? ` ${m.attrs.api}` : ''}`).join(', ');
+    const delay = metricsOf(cell, 'release_delay_s');
+    if (delay.length) lines.push(['returned after free', byApi(delay, (m) => (m.value === null ? `not within the waits${m.reason ? ` (${m.reason})` : ''}` : `in ${fmt(m)}`))]);
+    const exit = metricsOf(cell, 'exit_release_delay_s');
+    if (exit.length) lines.push(['settled after exit', byApi(exit, (m) => `in ${fmt(m)}`)]);
+    // The last reading after free, per API.
+    const retained = metricsOf(cell, 'retained_after_free_bytes');
+    const last = [...new Set(retained.map((m) => m.attrs?.api))].map((api) => retained.filter((m) => m.attrs?.api === api).sort((a, b) => num(b.attrs?.wait_s) - num(a.attrs?.wait_s))[0]!);
+    if (last.length) lines.push(['still held after free', byApi(last, (m) => `${fmt(m)}${typeof m.attrs?.wait_s === 'number' ? ` at ${m.attrs.wait_s} s` : ''}`)]);
+    return lines;
+  },
+  'multi-process-pinned': (cell) => {
+    const growth = metricsOf(cell, 'device_growth_bytes');
+    if (!growth.length) return [];
+    const source = factEvidence(cell, 'vram_growth')?.source;
+    const dev = growth.find((m) => m.attrs?.source === source) ?? growth[0]!;
+    const system = metricsOf(cell, 'system_growth_bytes')[0];
+    const processes = dev.attrs?.processes;
+    return [[`${processes ?? 'all'} processes pinned`, `device ${signed(dev)} (${dev.attrs?.source}), system memory ${signed(system)}`]];
+  },
+  'pinned-ceiling': (cell) => {
+    const lines: Line[] = [];
+    const levels = metricsOf(cell, 'ceiling_bytes').filter((m) => typeof m.attrs?.prefill_percent === 'number');
+    if (levels.length) {
+      const stops = [...new Set(levels.map((m) => m.attrs?.stopped_by))];
+      const part = (m: MetricRecord) => `${fmt(m)} at ${m.attrs?.prefill_percent} %${stops.length > 1 ? ` (${m.attrs?.stopped_by})` : ''}`;
+      lines.push(['ceiling by VRAM pre-fill', `${levels.map(part).join(', ')}${stops.length === 1 && stops[0] ? ` (stopped by ${stops[0]})` : ''}`]);
+    }
+    const variant = (v: string) => metricsOf(cell, 'chunk_alloc_ms', { variant: v });
+    const [reset, noReset] = [variant('reset'), variant('no-reset')];
+    if (reset.length && noReset.length) {
+      const ceiling = (v: string) => formatValue(mean(metricsOf(cell, 'ceiling_bytes', { variant: v }).map((m) => m.value)), 'bytes');
+      lines.push([
+        'with / without cudaDeviceReset',
+        `${ceiling('reset')} / ${ceiling('no-reset')} pinned, ${formatValue(mean(reset.map((m) => m.value)), 'ms')} / ${formatValue(mean(noReset.map((m) => m.value)), 'ms')} per chunk`,
+      ]);
+    }
+    return lines;
+  },
+  'transfer-bandwidth': (cell) => {
+    const lines: Line[] = [];
+    const bw = metricsOf(cell, 'bandwidth_gbps');
+    const size = largest(bw, 'size_bytes');
+    if (size !== undefined) {
+      const at = formatValue(size, 'bytes');
+      const dirs = (name: string, where: Record<string, Scalar>) =>
+        ['h2d', 'd2h'].flatMap((d) => metricsOf(cell, name, { ...where, direction: d, size_bytes: size }).map((m) => `${fmt(m)} ${d}`)).join(', ');
+      lines.push([`pinned at ${at}`, dirs('bandwidth_gbps', { memory: 'pinned' })]);
+      lines.push([`pageable at ${at}`, dirs('bandwidth_gbps', { memory: 'pageable' })]);
+      const ratio = dirs('pageable_pinned_ratio', {});
+      if (ratio) lines.push([`pageable/pinned at ${at}`, ratio]);
+    }
+    const link = metricsOf(cell, 'pcie_theoretical_gbps')[0];
+    if (link) {
+      const fractions = ['h2d', 'd2h'].flatMap((d) => metricsOf(cell, 'pinned_fraction_of_link', { direction: d }).map((m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`));
+      const what = typeof link.attrs?.gen === 'number' ? `gen${link.attrs.gen} x${link.attrs.width}, ` : '';
+      lines.push(['PCIe link', `${what}${fmt(link)}${fractions.length ? `; best pinned reaches ${fractions.join(', ')}` : ''}`]);
+    }
+    return lines;
+  },
+  'event-timing': (cell) => {
+    const lines: Line[] = [];
+    const res = metricsOf(cell, 'resolution_us')[0];
+    if (res) {
+      const distinct = metricsOf(cell, 'distinct_values')[0];
+      const host = metricsOf(cell, 'host_clock_resolution_us')[0];
+      const extra = [distinct && `${distinct.value} distinct values`, host && `host clock ${fmt(host)}`].filter(Boolean);
+      lines.push(['resolution', `${fmt(res)}${extra.length ? ` (${extra.join(', ')})` : ''}`]);
+    }
+    const elapsed = metricsOf(cell, 'elapsed_us').sort((a, b) => num(a.attrs?.target_us) - num(b.attrs?.target_us))[0];
+    if (elapsed && typeof elapsed.attrs?.target_us === 'number') {
+      const host = metricsOf(cell, 'host_elapsed_us', { target_us: elapsed.attrs.target_us })[0];
+      lines.push([`${elapsed.attrs.target_us} us spin timed`, `${fmt(elapsed)} by events${host ? `, ${fmt(host)} by the host clock` : ''}`]);
+    }
+    return lines;
+  },
+  'sync-latency': (cell) => {
+    const [p50, p99, avg, min] = ['p50_us', 'p99_us', 'mean_us', 'min_us'].map((n) => metricsOf(cell, n)[0]);
+    if (!p50 && !p99) return [];
+    const iterations = p50?.attrs?.iterations;
+    return [['launch + synchronize', `p50 ${fmt(p50)}, p99 ${fmt(p99)} (mean ${fmt(avg)}, min ${fmt(min)}${iterations ? `; ${iterations} iterations` : ''})`]];
+  },
+  'stream-priority': (cell) => {
+    const lines: Line[] = [];
+    const [prio, equal] = ['priority', 'equal'].map((mode) => metricsOf(cell, 'high_done_ratio', { mode })[0]);
+    if (prio || equal) lines.push(['short kernel done at', `${fmt(prio)} of the long kernel's time with priorities, ${fmt(equal)} at equal priority`]);
+    const [least, greatest] = ['priority_least', 'priority_greatest'].map((n) => metricsOf(cell, n)[0]);
+    if (least && greatest) lines.push(['priority range', `${least.value} (least) to ${greatest.value} (greatest)`]);
+    return lines;
+  },
+  'cuda-graph': (cell) => {
+    const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map((n) => metricsOf(cell, n)[0]);
+    if (!graph && !plain) return [];
+    const kernels = graph?.attrs?.kernels;
+    return [['launch per kernel', `${fmt(graph)} in a graph, ${fmt(plain)} one by one${speedup?.value != null ? ` (${fmt(speedup)}x${kernels ? `, ${kernels} kernels` : ''})` : ''}`]];
+  },
+  'managed-memory': (cell) => {
+    const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((n) => metricsOf(cell, n)[0]);
+    if (!touch && !fill && !back) return [];
+    const size = [touch, fill, back].find((m) => typeof m?.attrs?.size_bytes === 'number')?.attrs?.size_bytes as number | undefined;
+    return [[`round trip${size ? ` of ${formatValue(size, 'bytes')}` : ''}`, `CPU first touch ${fmt(touch)}, GPU fill ${fmt(fill)}, CPU read back ${fmt(back)}`]];
+  },
+  'cuda-log': (cell) => {
+    const [pin, err] = ['lines_pin_only', 'lines_with_error'].map((n) => metricsOf(cell, n)[0]);
+    if (!pin && !err) return [];
+    return [['lines logged', `${pin?.value ?? '—'} by a successful pin, ${err?.value ?? '—'} with a deliberate error`]];
+  },
+  'windows-registry': (cell) => {
+    const values = cell.records.filter((r): r is MetricRecord => r.type === 'metric' && r.name.startsWith('registry_') && r.value !== null);
+    return values.length ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]] : [];
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// Failed expectations: the evidence
+
+function evidenceOf(v: Verdict, summary: RunSummary): Line[] {
+  const lines: Line[] = [];
+  if (v.expectation.why) lines.push(['why', v.expectation.why]);
+  if (v.actual !== '—') lines.push(['observed', v.actual]);
+  const qualified = v.expectation.fact;
+  if (qualified && !qualified.startsWith('sysinfo.')) {
+    const probe = qualified.slice(0, qualified.indexOf('.'));
+    const name = qualified.slice(qualified.indexOf('.') + 1);
+    const cell = summary.targets.find((t) => t.name === v.target)?.cells.find((x) => x.planned && x.probe === probe);
+    const evidence = cell && factEvidence(cell, name);
+    if (evidence && Object.keys(evidence).length) lines.push(['evidence', formatEvidence(evidence)]);
+  } else if (qualified?.startsWith('sysinfo.')) {
+    const t = summary.targets.find((x) => x.name === v.target);
+    const rec = t?.cells.flatMap((x) => x.records).find((r) => r.type === 'sysinfo' && r.name === qualified.slice('sysinfo.'.length));
+    if (rec && rec.type === 'sysinfo' && rec.source) lines.push(['source', rec.source]);
+  }
+  return lines;
+}
+
+function formatEvidence(evidence: Record<string, unknown>): string {
+  return Object.entries(evidence)
+    .map(([k, val]) => {
+      let text = typeof val === 'number' && /_bytes$/.test(k) ? formatValue(val, 'bytes') : typeof val === 'string' ? val : JSON.stringify(val);
+      if (text.length > 80) text = `${text.slice(0, 77)}...`;
+      return `${k} ${text}`;
+    })
+    .join(', ');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The summary table
 
 function table(targets: TargetResult[]): string {
   const header = ['target', 'environment', 'driver', 'GPU', 'memory', 'PCIe', 'probes run/skip/err', 'expectations pass/fail/skip/err'];
@@ -109,4 +556,20 @@ export function formatTable(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (r: string[]) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** 75 s -> "1:15"; an hour and more -> "1:02:03". */
+function clock(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const [h, m, sec] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
+  const two = (n: number) => String(n).padStart(2, '0');
+  return h ? `${h}:${two(m)}:${two(sec)}` : `${m}:${two(sec)}`;
+}
+
+/** Cuts a line to a terminal's width, so that it never wraps (a wrapped line cannot be rewritten). */
+function fit(text: string, width: number): string {
+  const chars = [...text];
+  return chars.length <= width ? text : `${chars.slice(0, Math.max(0, width - 1)).join('')}…`;
 }

@@ -1,0 +1,262 @@
+/**
+ * The console reporter: what it says the driver does (rendered from the committed H200 record),
+ * the evidence of failed expectations, interrupted runs, and what it writes to a terminal and to
+ * a pipe (the live progress line, colours and the switches NO_COLOR / FORCE_COLOR / CI).
+ */
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { readEventLog, type RunEvent, type RunStartEvent } from '../../events/events.ts';
+import { cell, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
+import { repoRoot, tempDir } from '../../test/helpers.ts';
+import { summarize } from '../verdicts.ts';
+import { colorEnabled, consoleReporter, type ConsoleOptions } from './console.ts';
+
+const recordDir = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux');
+const h200 = readEventLog(path.join(recordDir, 'events.jsonl'));
+const ESC = '\u001b';
+
+function render(events: RunEvent[], options: ConsoleOptions = {}): { text: string; writes: string[] } {
+  const writes: string[] = [];
+  const r = consoleReporter({ color: false, ...options, out: options.out ?? { write: (t: string) => writes.push(t) } });
+  for (const e of events) r.onEvent!(e);
+  r.onEnd!(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
+  return { text: writes.join(''), writes };
+}
+
+/** The H200 log with the linux expectations changed: `replace` takes the place of the same facts and metrics. */
+function withLinuxExpectations(replace: NonNullable<RunStartEvent['matrix']['expectations']['linux']>): RunEvent[] {
+  const start = h200[0] as RunStartEvent;
+  const names = new Set(replace.map((e) => e.fact ?? e.metric));
+  const linux = (start.matrix.expectations.linux ?? []).filter((e) => !names.has(e.fact ?? e.metric));
+  return [{ ...start, matrix: { ...start.matrix, expectations: { ...start.matrix.expectations, linux: [...linux, ...replace] } } }, ...h200.slice(1)];
+}
+
+describe('console: what the driver does (the H200 record)', () => {
+  const { text } = render(h200);
+  const lines = text.split('\n');
+
+  it('prints every fact the probes reported, with its value, grouped by probe', () => {
+    const facts = h200.flatMap((e) => (e.type === 'cell-end' ? e.records.flatMap((r) => (r.type === 'fact' ? [{ name: `${e.probe}.${r.name}`, value: r.value }] : [])) : []));
+    expect(facts).toHaveLength(20);
+    for (const f of facts) {
+      const line = lines.find((l) => l.trim().startsWith(`${f.name} `));
+      expect(line, f.name).toBeDefined();
+      expect(line!.trim().split(/\s+/)[1], f.name).toBe(String(f.value));
+    }
+    expect(text).toMatch(/^ {4}pinned-vram\.counts_as_vram +false {2}✓$/m);
+    expect(text).toMatch(/^ {4}pinned-release\.released +on-free {2}✓$/m);
+    expect(text).toMatch(/^ {4}event-timing\.resolution_class +sub-microsecond {2}✓$/m);
+    expect(text).toMatch(/^ {4}pinned-ceiling\.tracks_free_vram +null \(every level stopped at the safety cap/m);
+    // Grouped: each probe's heading comes before its facts.
+    const heading = lines.findIndex((l) => l.startsWith('  pinned-release '));
+    expect(heading).toBeGreaterThan(0);
+    expect(lines[heading + 1]).toMatch(/^ {4}pinned-release\.released /);
+  });
+
+  it('shows the key metrics beside the facts, with units', () => {
+    expect(text).toMatch(/device growth per GiB pinned +0 B driver, 0 B runtime, 0 B registered \(on nvml_process_used_bytes, the deciding source\)/);
+    expect(text).toMatch(/4 GiB pinned \(driver API\) +device \+0 B, host \+4 GiB; 4 GiB of cuMemAlloc: device \+4 GiB/);
+    expect(text).toMatch(/pinned at 1 GiB +55\.4 GB\/s h2d, 55\.3 GB\/s d2h/);
+    expect(text).toMatch(/pageable\/pinned at 1 GiB +0\.12 h2d, 0\.215 d2h/);
+    expect(text).toMatch(/launch \+ synchronize +p50 8\.43 us, p99 15\.7 us/);
+    expect(text).toMatch(/resolution +0\.032 us \(18 distinct values, host clock 0\.04 us\)/);
+    expect(text).toContain('✓ expected sync-latency.p50_us <= 100 us');
+  });
+
+  it('sums sysinfo up in a few lines, not all forty', () => {
+    expect(text).toMatch(/^ {4}driver +580\.159\.04, CUDA 13\.0, runtime 13\.0/m);
+    expect(text).toMatch(/^ {4}GPU +NVIDIA H200, compute 9\.0, 132 SMs$/m);
+    expect(text).toMatch(/^ {4}memory +140 GiB$/m);
+    expect(text).toMatch(/^ {4}PCIe +gen5 x16 now, gen5 x16 max$/m);
+    expect(text).toMatch(/^ {4}driver model +null \(NVML: Not Supported/m);
+    expect(text).toMatch(/^ {4}container +docker/m);
+    const start = lines.findIndex((l) => l.startsWith('  sysinfo '));
+    const end = lines.findIndex((l, i) => i > start && /^ {2}\S/.test(l));
+    expect(end - start - 1).toBeLessThanOrEqual(9);
+    expect(text).not.toContain('gpu_uuid');
+  });
+
+  it('ends with the summary table, the counts, where the events went and the exit status', () => {
+    expect(text).toMatch(/local +linux +580\.159\.04 +NVIDIA H200 +140 GiB +gen5\/5 x16 +12\/1\/0 +15\/0\/0\/0/);
+    expect(text).toContain('skipped: windows-registry — this probe runs on windows only');
+    expect(text).toContain('Expectations: 15 passed, 0 failed, 0 skipped, 0 errors.');
+    expect(text).toContain('Events: runs/x/events.jsonl');
+    expect(text.trimEnd().endsWith('Exit status: 0')).toBe(true);
+    expect(text).not.toContain('Expectations not met');
+  });
+
+  it('prints only the end part under quiet', () => {
+    const quiet = render(h200, { quiet: true }).text;
+    expect(quiet).not.toContain('[1/13]');
+    expect(quiet).toContain('pinned-vram.counts_as_vram');
+    expect(quiet).toContain('Exit status: 0');
+  });
+});
+
+describe('console: expectations not met', () => {
+  const events = withLinuxExpectations([
+    { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card: pinned memory counts against VRAM (C1)' },
+    { metric: 'sync-latency.p99_us', '<=': '10 us', why: 'a bound this GPU does not meet' },
+  ]);
+  const { text } = render(events);
+
+  it('gives each its message, the matrix\'s why, what was observed and the evidence', () => {
+    expect(text).toContain('Expectations not met:');
+    expect(text).toContain('✗ local: pinned-vram.counts_as_vram == true [linux] — expected pinned-vram.counts_as_vram to be true, observed false');
+    expect(text).toMatch(/why: +the design card: pinned memory counts against VRAM \(C1\)/);
+    expect(text).toMatch(/observed: +false/);
+    expect(text).toMatch(/evidence: +size_bytes 4 GiB, nvml_process_used_bytes 0 B, .*source nvml_process_used_bytes/);
+    expect(text).toContain('✗ local: sync-latency.p99_us <= 10 us [linux] — expected sync-latency.p99_us <= 10 us, observed 15.7 us');
+    expect(text).toMatch(/why: +a bound this GPU does not meet/);
+    expect(text).toMatch(/observed: +15\.7 us \{"iterations":10000\}/);
+    expect(text).toContain('Exit status: 1');
+  });
+
+  it('marks the fact that failed where the facts are listed', () => {
+    expect(text).toMatch(/^ {4}pinned-vram\.counts_as_vram +false {2}✗ expected true$/m);
+    expect(text).toContain('✗ expected sync-latency.p99_us <= 10 us');
+  });
+});
+
+describe('console: an interrupted run', () => {
+  const cells = ['a', 'b', 'c', 'd', 'e'].map((t) => `${t}/sysinfo`);
+  const start = (t: string): RunEvent => ({ type: 'cell-start', cell: `${t}/sysinfo`, target: t, probe: 'sysinfo', time: '2026-11-29T12:00:00.500Z' });
+  const events: RunEvent[] = [
+    runStart({}, cells),
+    targetStart('a'),
+    start('a'),
+    cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux', driver_version: '580.1', gpu_name: 'NVIDIA H200' })),
+    targetStart('b'),
+    start('b'),
+    cell('b', 'sysinfo', 'cancelled', [], { reason: 'the run was interrupted while this probe ran' }),
+    ...['c', 'd', 'e'].flatMap((t) => [targetStart(t), cell(t, 'sysinfo', 'not-run', [], { reason: 'the run was interrupted before this cell started', durationMs: 0 })]),
+    { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: true },
+  ];
+  const { text } = render(events);
+
+  it('sums up the cells that never started in one line, and gives the cancelled one its line', () => {
+    expect(text).toContain('✓ [1/5] a/sysinfo passed');
+    expect(text).toContain('! [2/5] b/sysinfo cancelled in 120 ms: the run was interrupted while this probe ran');
+    expect(text.match(/not run/g)).toEqual(['not run']);
+    expect(text).toContain('\n3 cells not run: the run was interrupted\n');
+    // Nor a line for the targets that started after the interruption: they run nothing.
+    for (const t of ['c', 'd', 'e']) expect(text).not.toMatch(new RegExp(`${t}/sysinfo|▶ ${t} `));
+    expect(text).not.toContain('not-run');
+    expect(text).toContain('The run was interrupted; the results above cover what finished.');
+    expect(text).toContain('Exit status: 130');
+  });
+});
+
+describe('console: terminals, pipes and colours', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('writes plain lines only when the stream is not a terminal and colours are off', () => {
+    const { text } = render(h200, { color: false, out: undefined });
+    expect(text).not.toContain(ESC);
+    expect(text).not.toContain('\r');
+    // Colours on a pipe (FORCE_COLOR or CI): colour codes, but still no cursor movement.
+    const coloured = render(h200, { color: true }).text;
+    expect(coloured).toContain(`${ESC}[32m✓${ESC}[39m`);
+    expect(coloured).not.toContain('\r');
+    expect(coloured).not.toContain(`${ESC}[K`);
+  });
+
+  it('keeps one progress line on a terminal, redrawn at most ten times a second and cleared before every other line', () => {
+    vi.useFakeTimers();
+    const writes: string[] = [];
+    const tty = { isTTY: true, columns: 60, write: (t: string) => writes.push(t) };
+    const r = consoleReporter({ out: tty, color: false });
+    const cellStart = (probe: string): RunEvent => ({ type: 'cell-start', cell: `local/${probe}`, target: 'local', probe, time: '' });
+    r.onEvent!(runStart({}, ['local/sysinfo', 'local/pinned-vram']));
+    r.onEvent!(targetStart('local'));
+    r.onEvent!(cellStart('sysinfo'));
+    vi.advanceTimersByTime(3000);
+    const progress = writes.filter((w) => w.startsWith('\r') && w !== '\r\u001b[K');
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.length).toBeLessThanOrEqual(31);
+    expect(progress.at(-1)).toMatch(/^\r\S 0:03 {2}0\/2 cells done {2}running local\/sysinfo 0:03\u001b\[K$/);
+    // Never wider than the terminal: a wrapped line could not be rewritten.
+    for (const p of progress) expect([...p.replace(/\r|\u001b\[K/g, '')].length).toBeLessThan(60);
+    // A finished cell: the progress line is cleared first, then the line is printed.
+    r.onEvent!(cell('local', 'sysinfo', 'passed'));
+    const line = writes.findIndex((w) => w.includes('[1/2] local/sysinfo passed'));
+    expect(writes[line - 1]).toBe('\r\u001b[K');
+    expect(writes[line]).toBe('  ✓ [1/2] local/sysinfo passed in 120 ms\n');
+    // Nothing runs between cells: no progress line is drawn then.
+    const before = writes.length;
+    vi.advanceTimersByTime(1000);
+    expect(writes.length).toBe(before);
+    r.onEvent!(cellStart('pinned-vram'));
+    vi.advanceTimersByTime(1000);
+    const redraws = writes.slice(before).filter((w) => w.startsWith('\r'));
+    expect(redraws.length).toBeGreaterThan(0);
+    expect(redraws.length).toBeLessThanOrEqual(10);
+    expect(redraws.at(-1)).toContain('1/2 cells done  running local/pinned-vram 0:01');
+    r.onEvent!(cell('local', 'pinned-vram', 'passed'));
+    r.onEvent!({ type: 'run-end', finished: '', durationMs: 5000, interrupted: false });
+    const after = writes.length;
+    vi.advanceTimersByTime(1000);
+    expect(writes.length).toBe(after);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('takes a terminal that does not say its width as 80 columns wide', () => {
+    vi.useFakeTimers();
+    const writes: string[] = [];
+    const r = consoleReporter({ out: { isTTY: true, columns: 0, write: (t: string) => writes.push(t) }, color: false });
+    r.onEvent!(runStart({}, ['local/sysinfo']));
+    r.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
+    vi.advanceTimersByTime(100);
+    expect(writes.at(-1)).toMatch(/0\/1 cells done {2}running local\/sysinfo 0:00\u001b\[K$/);
+    r.onEvent!({ type: 'run-end', finished: '', durationMs: 100, interrupted: false });
+    expect(writes.at(-1)).toBe('\r\u001b[K');
+  });
+
+  it('draws no progress line under quiet, even on a terminal', () => {
+    vi.useFakeTimers();
+    const writes: string[] = [];
+    const r = consoleReporter({ out: { isTTY: true, write: (t: string) => writes.push(t) }, color: false, quiet: true });
+    r.onEvent!(runStart({}, ['local/sysinfo']));
+    r.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
+    vi.advanceTimersByTime(1000);
+    expect(writes).toEqual([]);
+  });
+
+  it('follows NO_COLOR, FORCE_COLOR and CI, and a terminal otherwise', () => {
+    const stderrTty = { isTTY: true, write: () => true };
+    const pipe = { write: () => true };
+    expect(colorEnabled(stderrTty, {}, [])).toBe(true);
+    expect(colorEnabled(stderrTty, { TERM: 'dumb' }, [])).toBe(false);
+    expect(colorEnabled(stderrTty, { NO_COLOR: '1' }, [])).toBe(false);
+    expect(colorEnabled(pipe, {}, [])).toBe(false);
+    expect(colorEnabled(pipe, { FORCE_COLOR: '1' }, [])).toBe(true);
+    expect(colorEnabled(pipe, { CI: 'true' }, [])).toBe(true);
+    expect(colorEnabled(pipe, { NO_COLOR: '1', FORCE_COLOR: '1', CI: 'true' }, [])).toBe(false);
+  });
+
+  it('takes the colour switches from the environment when it writes to stdout (picocolors)', () => {
+    // A real process whose stdout is a pipe, as under CI or `| cat`.
+    const script = path.join(tempDir('cm-console-'), 'render.ts');
+    writeFileSync(
+      script,
+      [
+        `import { consoleReporter } from ${JSON.stringify(path.join(repoRoot, 'results', 'reporters', 'console.ts'))};`,
+        "const r = consoleReporter();",
+        "r.onEvent({ type: 'run-start', schemaVersion: 1, tool: 'cudamatrix', version: '0', runId: 'x', started: '', shard: null, matrix: { file: 'm.yaml', expectations: {} }, cells: ['t/sysinfo'], options: { strict: false } });",
+        "r.onEvent({ type: 'cell-end', cell: 't/sysinfo', target: 't', probe: 'sysinfo', planned: true, time: '', status: 'passed', durationMs: 1, exitCode: 0, signal: null, records: [], problems: [], stderrTail: '' });",
+      ].join('\n'),
+    );
+    const run = (env: Record<string, string>) => {
+      const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !['NO_COLOR', 'FORCE_COLOR', 'CI', 'TERM'].includes(k)));
+      return execFileSync(process.execPath, ['--import', 'tsx', script], { env: { ...base, ...env }, encoding: 'utf8' });
+    };
+    expect(run({})).not.toContain(ESC);
+    expect(run({ FORCE_COLOR: '1' })).toContain(`${ESC}[32m✓`);
+    expect(run({ CI: 'true' })).toContain(`${ESC}[32m✓`);
+    expect(run({ FORCE_COLOR: '1', NO_COLOR: '1' })).not.toContain(ESC);
+  });
+});
