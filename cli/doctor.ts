@@ -1,33 +1,124 @@
 /**
  * `cudamatrix doctor`: what this machine has for running probes, and what to fix. It builds
  * cudaprobe and runs its sysinfo probe locally, so what it reports is measured, not guessed.
+ * Any ✗ makes it exit non-zero (3), with what to fix at the end; flags that would do nothing
+ * are usage errors (2).
  */
 import { execa } from 'execa';
 import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { formatValue } from '../core/units.ts';
-import { buildProbe } from '../probes/build.ts';
+import { buildOnce, buildProbe } from '../probes/build.ts';
 import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
 import { reapContainers } from '../runners/docker/transport.ts';
 import { localTransport, nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
+import type { Hop } from '../runners/registry.ts';
 import type { Session } from '../runners/transport.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
+
+/** The exit statuses of `cudamatrix doctor`, for its --help. */
+export const doctorExitHelp = `
+Exit status:
+  0  every check passed (✓), or --reap removed what there was to remove
+  2  usage error (a flag without the one it needs, flags that do not go together), or with
+     --target a matrix error or an unknown target
+  3  a check failed (✗): no compiler or the cudaprobe build failed, no NVIDIA driver, NVML or
+     GPU; with --target, the target unreachable (host key, authentication, engine); with
+     --reap, the Docker engine unreachable. What to fix is printed at the end.`;
+
+export interface DoctorOptions {
+  target?: string;
+  matrix?: string;
+  acceptNew?: boolean;
+  reap?: boolean;
+  endpoint?: string;
+}
+
+/**
+ * `cudamatrix doctor` as the command line calls it: refuses flags that would do nothing
+ * (a usage error, exit 2), then checks this machine, one target, or reaps a Docker engine.
+ */
+export async function doctorAction(opts: DoctorOptions): Promise<number> {
+  const usage = (message: string) => new CudamatrixError('USAGE', message);
+  if (opts.reap && opts.target !== undefined) {
+    throw usage('--reap and --target do not go together: --reap removes leftover containers from a Docker engine, --target checks one target of a matrix; run them one at a time');
+  }
+  if (opts.endpoint !== undefined && !opts.reap) {
+    throw usage(`--endpoint needs --reap: it names the Docker engine whose leftover containers --reap removes (got --endpoint ${opts.endpoint} alone, which would do nothing)`);
+  }
+  if (opts.acceptNew && opts.target === undefined) {
+    throw usage('--accept-new needs --target NAME: it accepts the host key of that target\'s SSH host (plain doctor connects to nothing)');
+  }
+  if (opts.matrix !== undefined && opts.target === undefined) {
+    throw usage(`-m/--matrix needs --target NAME: it says which matrix the target is in (plain doctor checks this machine and reads no matrix; got -m ${opts.matrix})`);
+  }
+  if (opts.reap) return doctorReap(opts.endpoint);
+  if (opts.target !== undefined) return doctorTarget(opts.target, opts.matrix, Boolean(opts.acceptNew));
+  return doctorCommand();
+}
 
 interface Check {
   name: string;
   ok: boolean | null; // null: informational
   detail: string;
+  /** What to do about a failed check. */
+  fix?: string;
 }
 
 const fixes: Record<string, string> = {
-  TARGET_UNREACHABLE: 'check the host name and port, that sshd runs there, and that no firewall is in the way',
+  TARGET_UNREACHABLE: 'check the host name and port, that sshd (or the Docker engine) runs there, and that no firewall is in the way',
   HOST_KEY_UNKNOWN: 'add the host key to known_hosts (ssh-keyscan), or run once with --accept-new',
   HOST_KEY_MISMATCH: 'find out why the host key changed before removing the old line from known_hosts',
   AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile, passphraseEnv and user',
+  NVIDIA_RUNTIME_MISSING: 'install the NVIDIA Container Toolkit on the Docker host and configure it (nvidia-ctk runtime configure --runtime=docker), or set gpus: none',
   PROBE_BUILD_FAILED: 'install a compiler for the target platform (g++, or MinGW-w64 for Windows)',
   TRANSPORT_FAILED: 'the connection broke: check the network and the server logs',
 };
+
+const driverFix = 'install the NVIDIA driver (it provides libcuda.so.1, nvcuda.dll on Windows); in a container, start it with the NVIDIA Container Toolkit (docker run --gpus all)';
+const nvmlFix = 'NVML (libnvidia-ml.so.1, nvml.dll) comes with the NVIDIA driver: install the driver, or repair it if nvidia-smi fails too';
+const gpuFix = 'a GPU the driver can use: check that nvidia-smi -L lists it, and that CUDA_VISIBLE_DEVICES does not hide it';
+const environmentFix = 'sysinfo could not tell the environment: run with CUDAMATRIX_DEBUG=1 and report what it prints';
+
+function buildFix(): string {
+  const cxx = process.env.CXX;
+  return cxx
+    ? `CXX is set to "${cxx}", which did not work: point it at a C++17 compiler, or unset it to use g++ or clang++ from PATH`
+    : 'install a C++17 compiler (Debian: apt-get install g++), or set CXX to one';
+}
+
+/** One line per ✗ check, saying what to fix; the exit status (3 when anything failed). */
+function conclude(checks: Check[], write: (s: string) => void, success: string): number {
+  const broken = checks.filter((c) => c.ok === false);
+  if (broken.length === 0) {
+    write(`\n${success}\n`);
+    return ExitCode.ok;
+  }
+  write(`\n${broken.length} problem(s): probes that need them will be skipped. To fix:\n`);
+  const width = Math.max(...broken.map((c) => c.name.length));
+  for (const c of broken) write(`  ${c.name.padEnd(width)}  ${c.fix ?? 'see the line above'}\n`);
+  return ExitCode.infrastructure;
+}
+
+/** How reaching each kind of hop was proven, in words that fit that transport. */
+function reachedWords(hops: Hop[], description: string): string {
+  const words = (hop: Hop): string => {
+    switch (hop.kind) {
+      case 'local':
+        return 'this machine: probes run here as child processes';
+      case 'ssh':
+        return 'host key verified, authenticated';
+      case 'docker':
+        return 'engine reached, container started';
+      default:
+        return 'connected';
+    }
+  };
+  if (hops.length === 1 && hops[0]!.kind === 'local') return words(hops[0]!);
+  if (hops.length === 1) return `${description}: ${words(hops[0]!)}`;
+  return `${description}: ${hops.map((h) => `${h.kind}: ${words(h)}`).join('; ')}`;
+}
 
 /** `cudamatrix doctor --target NAME`: each step of reaching a target and running sysinfo there. */
 export async function doctorTarget(name: string, matrixFile: string | undefined, acceptNew: boolean): Promise<number> {
@@ -36,28 +127,41 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   if (!target) {
     throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
   }
-  const say = (ok: boolean | null, what: string, detail: string) => process.stdout.write(`${ok === null ? 'i' : ok ? '✓' : '✗'} ${what.padEnd(12)} ${detail}\n`);
+  const write = (s: string) => process.stdout.write(s);
+  const checks: Check[] = [];
+  const say = (ok: boolean | null, what: string, detail: string, fix?: string) => {
+    checks.push({ name: what, ok, detail, fix });
+    write(`${ok === null ? 'i' : ok ? '✓' : '✗'} ${what.padEnd(12)} ${detail}\n`);
+  };
   say(null, 'transport', target.hops.map((h) => JSON.stringify(h)).join(' -> '));
   let session: Session | undefined;
   try {
-    session = await connectChain(target.hops, { target: name, runId: `doctor-${Date.now()}`, acceptNewHostKeys: acceptNew });
-    say(true, 'reachable', `${session.description}: host key verified, authenticated`);
+    // Built once, for the transports that need it before the session (docker) and for deploying.
+    const build = buildOnce({ onProgress: (m) => process.stderr.write(`${m}\n`) });
+    session = await connectChain(target.hops, {
+      target: name,
+      runId: `doctor-${Date.now()}`,
+      acceptNewHostKeys: acceptNew,
+      binaryFor: build,
+      onProgress: (m) => process.stderr.write(`${m}\n`),
+    });
+    say(true, 'reachable', reachedWords(target.hops, session.description));
     say(true, 'platform', `${session.platform}/${session.arch}, shell ${session.shell}`);
-    const deployed = await deployProbe(session);
+    const deployed = await deployProbe(session, build);
     say(true, 'cudaprobe', `${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`);
     const run = await runProbe(session, deployed, 'sysinfo', { timeoutMs: 120_000, device: target.device });
     const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
     const v = (n: string) => s[n]?.value;
     const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
-    say(v('environment') !== null && v('environment') !== undefined, 'environment', String(v('environment') ?? `unknown: ${why('environment')}`));
-    say(v('driver_found') === true, 'driver', v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'));
-    say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'));
-    say(run.status === 'passed', 'GPU', run.status === 'passed' ? `${v('gpu_name')} (${v('device_count')} device(s))` : (run.reason ?? ''));
-    return ExitCode.ok;
+    say(v('environment') !== null && v('environment') !== undefined, 'environment', String(v('environment') ?? `unknown: ${why('environment')}`), environmentFix);
+    say(v('driver_found') === true, 'driver', v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'), driverFix);
+    say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'), nvmlFix);
+    say(run.status === 'passed', 'GPU', run.status === 'passed' ? `${v('gpu_name')} (${v('device_count')} device(s))` : (run.reason ?? ''), v('driver_found') ? gpuFix : 'see driver');
+    return conclude(checks, write, `Target ${name} has everything probes need.`);
   } catch (error) {
     const code = error instanceof CudamatrixError ? error.code : 'TARGET_UNREACHABLE';
-    say(false, code, describeError(error));
-    if (fixes[code]) process.stdout.write(`  fix: ${fixes[code]}\n`);
+    say(false, code, describeError(error), fixes[code]);
+    if (fixes[code]) write(`  fix: ${fixes[code]}\n`);
     return exitCodeFor(error instanceof CudamatrixError ? error : new CudamatrixError('TARGET_UNREACHABLE', describeError(error)));
   } finally {
     if (session) await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);
@@ -73,6 +177,7 @@ export async function doctorReap(endpoint: string | undefined): Promise<number> 
   return ExitCode.ok;
 }
 
+/** `cudamatrix doctor`: this machine. */
 export async function doctorCommand(): Promise<number> {
   const checks: Check[] = [];
   const platform = process.platform === 'win32' ? 'windows' : 'linux';
@@ -85,7 +190,7 @@ export async function doctorCommand(): Promise<number> {
     checks.push({ name: 'compiler', ok: true, detail: b.compiler });
     checks.push({ name: 'cudaprobe', ok: true, detail: `${b.path} (${b.built ? 'built now' : 'cached'})` });
   } catch (error) {
-    checks.push({ name: 'cudaprobe', ok: false, detail: describeError(error) });
+    checks.push({ name: 'cudaprobe', ok: false, detail: `build failed: ${describeError(error)}`, fix: buildFix() });
   }
   const mingw = await execa('x86_64-w64-mingw32-g++-posix', ['--version'], { reject: false });
   checks.push({
@@ -94,16 +199,18 @@ export async function doctorCommand(): Promise<number> {
     detail: mingw.exitCode === 0 ? `MinGW-w64 available: ${String(mingw.stdout).split('\n')[0]}` : 'no MinGW-w64: Windows targets need a prebuilt cudaprobe.exe (Debian: g++-mingw-w64-x86-64-posix)',
   });
 
-  if (built) {
+  if (!built) {
+    checks.push({ name: 'driver, GPU', ok: null, detail: 'not checked: cudaprobe measures them, and it could not be built' });
+  } else {
     const session = await localTransport.connect({}, { target: 'doctor', runId: 'doctor' });
     try {
       const run = await runProbe(session, await deployProbe(session), 'sysinfo', { timeoutMs: 60_000 });
       const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
       const val = (n: string) => s[n]?.value;
       const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
-      checks.push({ name: 'environment', ok: val('environment') !== null, detail: String(val('environment') ?? `unknown: ${why('environment')}`) });
-      checks.push({ name: 'driver', ok: val('driver_found') === true, detail: val('driver_found') ? `${val('driver_library')} (CUDA ${val('cuda_driver_version') ?? '?'})` : why('cuda_driver_version') });
-      checks.push({ name: 'NVML', ok: val('nvml_found') === true, detail: val('nvml_found') ? `driver ${val('driver_version')}` : why('driver_version') });
+      checks.push({ name: 'environment', ok: val('environment') !== null && val('environment') !== undefined, detail: String(val('environment') ?? `unknown: ${why('environment')}`), fix: environmentFix });
+      checks.push({ name: 'driver', ok: val('driver_found') === true, detail: val('driver_found') ? `${val('driver_library')} (CUDA ${val('cuda_driver_version') ?? '?'})` : why('cuda_driver_version'), fix: driverFix });
+      checks.push({ name: 'NVML', ok: val('nvml_found') === true, detail: val('nvml_found') ? `driver ${val('driver_version')}` : why('driver_version'), fix: nvmlFix });
       checks.push({ name: 'CUDA runtime', ok: null, detail: val('cudart_found') ? `${val('cudart_library')} (${val('cudart_version')})` : `${why('cudart_version')} (optional: runtime-API series are skipped without it)` });
       if (run.status === 'passed') {
         checks.push({
@@ -112,8 +219,10 @@ export async function doctorCommand(): Promise<number> {
           detail: `${val('device_count')} device(s); #${val('gpu_index')}: ${val('gpu_name')}, cc ${val('compute_capability')}, ${formatValue(val('memory_total_bytes') as number, 'bytes')}, PCIe gen${val('pcie_gen_current') ?? '?'} x${val('pcie_width_current') ?? '?'}`,
         });
       } else {
-        checks.push({ name: 'GPU', ok: false, detail: run.reason ?? 'sysinfo did not run' });
+        checks.push({ name: 'GPU', ok: false, detail: run.reason ?? 'sysinfo did not run', fix: val('driver_found') ? gpuFix : 'see driver' });
       }
+    } catch (error) {
+      checks.push({ name: 'sysinfo', ok: false, detail: `cudaprobe sysinfo did not run here: ${describeError(error)}`, fix: 'run with CUDAMATRIX_DEBUG=1 and report what it prints' });
     } finally {
       await session[Symbol.asyncDispose]();
     }
@@ -123,7 +232,5 @@ export async function doctorCommand(): Promise<number> {
     const mark = c.ok === null ? 'i' : c.ok ? '✓' : '✗';
     process.stdout.write(`${mark} ${c.name.padEnd(width)}  ${c.detail}\n`);
   }
-  const broken = checks.filter((c) => c.ok === false);
-  process.stdout.write(broken.length ? `\n${broken.length} problem(s): probes that need them will be skipped.\n` : '\nEverything probes need is here.\n');
-  return 0;
+  return conclude(checks, (s) => process.stdout.write(s), 'Everything probes need is here.');
 }

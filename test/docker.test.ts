@@ -1,6 +1,9 @@
 /**
- * The Docker transport against a real Docker engine (docker.io, started by .ci/run with
- * --bridge=none --iptables=false, or by these tests). No image can be pulled: the base is built
+ * The Docker transport against a real Docker engine (docker.io): the suite's own dockerd
+ * (--bridge=none --iptables=false, its own socket and data root), started by test/global-setup.ts
+ * under CUDAMATRIX_REQUIRE_INTEGRATION=1 or CUDAMATRIX_TEST_START_DOCKERD=1, or the engine
+ * CUDAMATRIX_TEST_DOCKER_HOST names; never the one DOCKER_HOST or the Docker context points at.
+ * Without one, these tests skip and say why. No image can be pulled: the base is built
  * FROM scratch here, and docker/Dockerfile is built on it with BASE pointing at it. There is no
  * NVIDIA runtime on this engine: the probes take the no-driver path, and a GPU request must fail
  * as NVIDIA_RUNTIME_MISSING.
@@ -15,10 +18,13 @@ import { readEventLog, type RunEvent } from '../events/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';
-import { buildBareImage, buildTestBase, busyboxAvailable, ensureDocker, leftoversOf } from './docker.ts';
+import { buildBareImage, buildTestBase, busyboxAvailable, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
 
-const ready = integrationAvailable('a Docker engine and busybox-static', (await ensureDocker()) && busyboxAvailable(), 'apt-get install docker.io busybox-static, and start dockerd --bridge=none --iptables=false');
+const noEngine = testDockerUnavailable();
+const ready = noEngine
+  ? integrationAvailable('a Docker engine for the tests', false, noEngine)
+  : integrationAvailable('busybox-static (the base image is built from it)', busyboxAvailable(), 'apt-get install busybox-static');
 
 let base: string;
 beforeAll(async () => {
@@ -26,8 +32,8 @@ beforeAll(async () => {
   const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
   base = buildTestBase(probe.path);
   // The first test must see docker/Dockerfile built: drop the probe images of earlier runs.
-  const old = execFileSync('docker', ['images', '-q', 'cudamatrix-probe'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-  if (old.length) execFileSync('docker', ['rmi', '-f', ...old], { stdio: 'ignore' });
+  const old = docker(['images', '-q', 'cudamatrix-probe']).trim().split('\n').filter(Boolean);
+  if (old.length) docker(['rmi', '-f', ...old]);
 }, 180_000);
 
 function matrix(dir: string, targets: { name: string; transport: Record<string, unknown> | 'local' }[], probes = 'all'): string {
@@ -41,7 +47,7 @@ function matrix(dir: string, targets: { name: string; transport: Record<string, 
 const inDocker = (extra: Record<string, unknown> = {}) => ({ kind: 'docker', base, gpus: 'none', ...extra });
 
 async function runMatrix(file: string, dir: string, args: string[] = []) {
-  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args]);
+  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], { env: dockerEnv() });
   const runs = readdirSync(path.join(dir, 'runs'));
   const events: RunEvent[] = readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
   return { ...r, events, runId: (events[0] as { runId: string }).runId };
@@ -139,12 +145,13 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('reaches the engine through a context made by the Docker CLI itself', async () => {
     const config = tempDir('cm-dockercli-');
-    execFileSync('docker', ['context', 'create', 'cudamatrix-test', '--docker', 'host=unix:///var/run/docker.sock'], { env: { ...process.env, DOCKER_CONFIG: config }, stdio: 'ignore' });
+    execFileSync('docker', ['context', 'create', 'cudamatrix-test', '--docker', `host=${testDockerHost}`], { env: { ...process.env, DOCKER_CONFIG: config }, stdio: 'ignore' });
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'via-context', transport: inDocker({ context: 'cudamatrix-test' }) }], '[sysinfo]');
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: { DOCKER_CONFIG: config } });
+    // No DOCKER_HOST: the context alone leads to the engine.
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: { ...dockerEnv(), DOCKER_HOST: undefined, DOCKER_CONFIG: config } });
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('on unix:///var/run/docker.sock');
+    expect(r.stdout).toContain(`on ${testDockerHost}`);
   });
 
   it('says which engine it tried, and why, when none answers', async () => {
@@ -160,7 +167,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
   it('stops on Ctrl-C, writes what finished, and removes the container', async () => {
     const dir = tempDir();
     const file = matrix(dir, Array.from({ length: 3 }, (_, i) => ({ name: `c${i}`, transport: inDocker() })));
-    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: dockerEnv() });
     await whenOutput(child, '[2/', () => child.kill('SIGINT'));
     const r = await done;
     expect(r.code).toBe(130);
@@ -172,31 +179,48 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
   it('doctor --reap removes what a crashed run left behind', async () => {
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'crash', transport: inDocker() }]);
-    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: dockerEnv() });
     // A crash: nothing gets to clean up.
     await whenOutput(child, '[1/', () => child.kill('SIGKILL'));
     await done;
     const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
     expect(leftoversOf(runId).containers).toHaveLength(1);
-    const reap = await runCli(['doctor', '--reap']);
+    // --endpoint, not DOCKER_HOST (which leads nowhere here), names the engine.
+    const reap = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!], { env: { ...dockerEnv(), DOCKER_HOST: `unix://${dir}/nowhere.sock` } });
+    expect(reap.stderr).toBe('');
     expect(reap.code).toBe(0);
     expect(reap.stdout).toMatch(new RegExp(`removed \\S+ \\(run ${runId}\\)`));
     expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
+  });
+
+  it('doctor --target speaks of the engine and the container, not of host keys', async () => {
+    const dir = tempDir();
+    const r = await runCli(['doctor', '--target', 'doctor-docker', '-m', matrix(dir, [{ name: 'doctor-docker', transport: inDocker() }])], { env: dockerEnv() });
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stdout).toContain(`✓ reachable    docker `);
+    expect(r.stdout).toContain(`(cudamatrix-probe:`);
+    expect(r.stdout).toContain(` on ${testDockerHost}: engine reached, container started`);
+    expect(r.stdout).not.toMatch(/host key|authenticat/i);
+    // No NVIDIA driver in the container: a ✗, so a non-zero exit, and what to fix.
+    expect(r.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
+    expect(r.stdout).toMatch(/To fix:\n {2}driver\s+install the NVIDIA driver/);
+    expect(r.code).toBe(3);
+    expect(docker(['ps', '-aq', '--filter', 'label=cudamatrix.target=doctor-docker']).trim()).toBe('');
   });
 });
 
 describe.runIf(ready)('Docker sessions', () => {
   it('kills a hung command at its timeout, keeps the container usable, and removes it at the end', async () => {
     const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
-    const session = await connectChain([{ kind: 'docker', base, gpus: 'none' }], {
+    const session = await connectChain([{ kind: 'docker', base, gpus: 'none', endpoint: testDockerHost }], {
       target: 'hang',
       runId: 'docker-timeout-test',
       binaryFor: async () => ({ path: probe.path, hash: probe.hash }),
     });
     try {
       // The container: labelled with the run, no network, docker-init as PID 1.
-      const id = execFileSync('docker', ['ps', '-q', '--filter', 'label=cudamatrix.run-id=docker-timeout-test'], { encoding: 'utf8' }).trim();
-      const inspected = JSON.parse(execFileSync('docker', ['inspect', id], { encoding: 'utf8' }))[0];
+      const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.run-id=docker-timeout-test']).trim();
+      const inspected = JSON.parse(docker(['inspect', id]))[0];
       expect(inspected.HostConfig).toMatchObject({ NetworkMode: 'none', Init: true });
       expect(inspected.Config.Labels).toMatchObject({ 'cudamatrix.run-id': 'docker-timeout-test', 'cudamatrix.target': 'hang' });
       const hung = await session.exec(['/bin/busybox', 'sh', '-c', '/bin/busybox sleep 300 & /bin/busybox sleep 301'], { timeoutMs: 1000 });

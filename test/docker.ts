@@ -1,34 +1,44 @@
 /**
- * A real Docker engine for the tests, and a base image made here: no image can be pulled, so the
+ * The Docker engine the tests use, and a base image made here: no image can be pulled, so the
  * base is built FROM scratch from a root filesystem assembled from this machine: busybox-static,
  * the shared libraries cudaprobe needs (as ldd names them) and /etc/os-release.
+ *
+ * The engine is the suite's own (started by test/global-setup.ts) or the one
+ * CUDAMATRIX_TEST_DOCKER_HOST names; never the one DOCKER_HOST or the Docker context points at.
+ * Every docker CLI call here names it with -H, and CLI runs get it as DOCKER_HOST (dockerEnv).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, type ExecFileSyncOptions } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { inject } from 'vitest';
+import { dockerCliEnv, engineAnswers } from './docker-engine.ts';
 import { tempDir } from './helpers.ts';
 
-export function dockerReachable(): boolean {
-  try {
-    execFileSync('docker', ['info', '--format', '{{.ServerVersion}}'], { stdio: 'pipe', timeout: 10_000 });
-    return true;
-  } catch {
-    return false;
-  }
+/** The engine for the tests, or null (then testDockerUnavailable says why). */
+export const testDockerHost: string | null = inject('dockerHost');
+
+/** Why there is no engine for the tests ('' when there is one that answers). */
+export function testDockerUnavailable(): string {
+  if (testDockerHost === null) return inject('dockerUnavailable');
+  return engineAnswers(testDockerHost) ? '' : `the Docker engine for the tests at ${testDockerHost} does not answer`;
 }
 
-/** Starts dockerd the way .ci/run does, when it is installed, not running, and we are root. */
-export async function ensureDocker(): Promise<boolean> {
-  if (dockerReachable()) return true;
-  if (!existsSync('/usr/sbin/dockerd') || process.getuid?.() !== 0) return false;
-  const log = path.join(tempDir('cm-dockerd-'), 'dockerd.log');
-  const child = spawn('sh', ['-c', `dockerd --bridge=none --iptables=false > ${log} 2>&1`], { detached: true, stdio: 'ignore' });
-  child.unref();
-  for (let i = 0; i < 60; i++) {
-    await new Promise((r) => setTimeout(r, 500));
-    if (dockerReachable()) return true;
-  }
-  return false;
+function host(): string {
+  if (testDockerHost === null) throw new Error(`no Docker engine for the tests: ${inject('dockerUnavailable')}`);
+  return testDockerHost;
+}
+
+/**
+ * The environment for a cudamatrix run that must reach the test engine: DOCKER_HOST set to it,
+ * and no context or TLS settings of this machine's own Docker setup.
+ */
+export function dockerEnv(): NodeJS.ProcessEnv {
+  return { DOCKER_HOST: host(), DOCKER_CONTEXT: undefined, DOCKER_TLS_VERIFY: undefined, DOCKER_CERT_PATH: undefined };
+}
+
+/** The docker CLI, on the test engine. */
+export function docker(args: string[], options: ExecFileSyncOptions = {}): string {
+  return String(execFileSync('docker', ['-H', host(), ...args], { stdio: 'pipe', ...options, env: { ...dockerCliEnv(host()), ...options.env } }));
 }
 
 const BUSYBOX = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p));
@@ -56,14 +66,14 @@ export function buildTestBase(binary: string, tag = 'cudamatrix-test-base'): str
   }
   // VOLUME: every container gets an anonymous volume, so that the tests see it removed too.
   writeFileSync(path.join(dir, 'Dockerfile'), 'FROM scratch\nCOPY rootfs/ /\nVOLUME /data\n');
-  execFileSync('docker', ['build', '-q', '-t', tag, dir], { stdio: 'pipe' });
+  docker(['build', '-q', '-t', tag, dir]);
   return tag;
 }
 
 /** Containers and volumes a run left on the engine. */
 export function leftoversOf(runId: string): { containers: string[]; volumes: string[] } {
-  const containers = execFileSync('docker', ['ps', '-aq', '--filter', `label=cudamatrix.run-id=${runId}`], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
-  const volumes = execFileSync('docker', ['volume', 'ls', '-q', '--filter', 'dangling=true'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+  const containers = docker(['ps', '-aq', '--filter', `label=cudamatrix.run-id=${runId}`]).trim().split('\n').filter(Boolean);
+  const volumes = docker(['volume', 'ls', '-q', '--filter', 'dangling=true']).trim().split('\n').filter(Boolean);
   return { containers, volumes };
 }
 
@@ -73,6 +83,6 @@ export function buildBareImage(tag = 'cudamatrix-test-bare'): string {
   mkdirSync(path.join(dir, 'rootfs', 'bin'), { recursive: true });
   copyFileSync(BUSYBOX!, path.join(dir, 'rootfs', 'bin', 'busybox'));
   writeFileSync(path.join(dir, 'Dockerfile'), 'FROM scratch\nCOPY rootfs/ /\nVOLUME /data\n');
-  execFileSync('docker', ['build', '-q', '-t', tag, dir], { stdio: 'pipe' });
+  docker(['build', '-q', '-t', tag, dir]);
   return tag;
 }

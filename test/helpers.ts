@@ -4,7 +4,8 @@
  * missing tool fails the suite instead of silently testing less.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -31,14 +32,42 @@ export function integrationAvailable(what: string, available: boolean, install: 
   return false;
 }
 
+const madeDirs = new Set<string>();
+
+/**
+ * A new empty folder under the temp dir, removed when the test file ends (test/setup-temp.ts)
+ * or, outside vitest (the benchmarks), when the process exits.
+ */
 export function tempDir(prefix = 'cm-test-'): string {
-  return mkdtempSync(path.join(tmpdir(), prefix));
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  if (madeDirs.size === 0 && !process.env.VITEST) process.once('exit', removeTempDirsSync);
+  madeDirs.add(dir);
+  return dir;
+}
+
+/**
+ * Removes every folder tempDir() made in this process. Call it after whatever used them
+ * (a server, a CLI run) has stopped; a removal that races with a child still writing is retried.
+ */
+export async function removeTempDirs(): Promise<void> {
+  const dirs = [...madeDirs];
+  madeDirs.clear();
+  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 })));
+}
+
+function removeTempDirsSync(): void {
+  for (const d of madeDirs) rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  madeDirs.clear();
 }
 
 export const repoRoot = path.resolve(import.meta.dirname, '..');
 
-/** Where the tests cache cudaprobe builds (one build shared by every test file). */
-export const testCacheDir = path.join(tmpdir(), 'cudamatrix-test-cache');
+/**
+ * Where the tests cache cudaprobe builds (one build shared by every test file, and kept between
+ * runs). vitest.config.ts sets CUDAMATRIX_CACHE to it; the workers' temp dir is the suite's own
+ * (test/global-setup.ts), so the fallback must not follow TMPDIR there.
+ */
+export const testCacheDir = process.env.CUDAMATRIX_CACHE || path.join(tmpdir(), 'cudamatrix-test-cache');
 
 export const WINE = '/usr/lib/wine/wine64';
 

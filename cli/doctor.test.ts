@@ -1,0 +1,85 @@
+/**
+ * `cudamatrix doctor` through the real CLI: any ✗ is a non-zero exit (3) with what to fix,
+ * the words fit the transport, and flags that would do nothing are usage errors (2).
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../test/cli.ts';
+import { hasCommand, tempDir } from '../test/helpers.ts';
+
+const noGpuHere = !hasCommand('nvidia-smi', ['-L']);
+
+describe('doctor refuses flags that would do nothing', () => {
+  const cases: [string, string[], RegExp][] = [
+    ['--endpoint without --reap', ['doctor', '--endpoint', 'unix:///nowhere/docker.sock'], /^error \[USAGE\]: --endpoint needs --reap\b.*unix:\/\/\/nowhere\/docker\.sock/m],
+    ['--accept-new without --target', ['doctor', '--accept-new'], /^error \[USAGE\]: --accept-new needs --target NAME\b/m],
+    ['-m without --target', ['doctor', '-m', 'matrix.yaml'], /^error \[USAGE\]: -m\/--matrix needs --target NAME\b.*matrix\.yaml/m],
+    ['--matrix without --target', ['doctor', '--matrix', 'matrix.yaml'], /^error \[USAGE\]: -m\/--matrix needs --target NAME\b/m],
+    ['--reap with --target', ['doctor', '--reap', '--target', 'local'], /^error \[USAGE\]: --reap and --target do not go together/m],
+    ['--reap with --target and --endpoint', ['doctor', '--reap', '--endpoint', 'unix:///nowhere/docker.sock', '--target', 'local'], /^error \[USAGE\]: --reap and --target do not go together/m],
+  ];
+  for (const [name, args, message] of cases) {
+    it(`${name}: exit 2, says which flag needs what, checks nothing`, async () => {
+      const r = await runCli(args);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.stdout).toBe('');
+      expect(r.code).toBe(2);
+    });
+  }
+
+  it('documents its exit statuses in --help', async () => {
+    const r = await runCli(['doctor', '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Exit status:');
+    expect(r.stdout).toMatch(/^ {2}0 {2}every check passed/m);
+    expect(r.stdout).toMatch(/^ {2}2 {2}usage error/m);
+    expect(r.stdout).toMatch(/^ {2}3 {2}a check failed \(✗\)/m);
+  });
+});
+
+describe('doctor exits non-zero on any ✗, and says what to fix', () => {
+  it.runIf(noGpuHere)('on this machine (no NVIDIA driver): exit 3, the ✗ lines, and the fixes at the end', async () => {
+    const r = await runCli(['doctor']);
+    expect(r.stdout).toMatch(/✓ compiler\s+(g\+\+|clang)/);
+    expect(r.stdout).toMatch(/✓ environment\s+linux/);
+    expect(r.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
+    expect(r.stdout).toMatch(/✗ NVML\s+NVML library not found/);
+    expect(r.stdout).toMatch(/✗ GPU\s+/);
+    expect(r.stdout).toContain('3 problem(s): probes that need them will be skipped. To fix:');
+    expect(r.stdout).toMatch(/^ {2}driver\s+install the NVIDIA driver/m);
+    expect(r.stdout).toMatch(/^ {2}NVML\s+NVML \(libnvidia-ml\.so\.1, nvml\.dll\) comes with the NVIDIA driver/m);
+    expect(r.code).toBe(3);
+  });
+
+  it('when cudaprobe cannot be built (no compiler, nothing cached): exit 3, the build ✗, and what to fix', async () => {
+    // CXX names no compiler, PATH has neither g++ nor clang++, and the cache is empty.
+    const emptyBin = tempDir('cm-nobin-');
+    const cache = tempDir('cm-emptycache-');
+    mkdirSync(path.join(cache, 'cudaprobe'));
+    const r = await runCli(['doctor'], { env: { CXX: '/nonexistent/bin/c++', PATH: emptyBin, CUDAMATRIX_CACHE: cache } });
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stdout).toMatch(/✗ cudaprobe\s+build failed: no compiler for cudaprobe on linux\/\w+ \(tried \/nonexistent\/bin\/c\+\+, g\+\+, clang\+\+\)/);
+    expect(r.stdout).not.toMatch(/✓ compiler/);
+    expect(r.stdout).toMatch(/i driver, GPU\s+not checked: cudaprobe measures them, and it could not be built/);
+    expect(r.stdout).toContain('1 problem(s): probes that need them will be skipped. To fix:');
+    expect(r.stdout).toMatch(/^ {2}cudaprobe\s+CXX is set to "\/nonexistent\/bin\/c\+\+", which did not work/m);
+    expect(r.code).toBe(3);
+  });
+
+  it('--target local speaks of this machine, not of host keys or authentication', async () => {
+    const r = await runCli(['doctor', '--target', 'local']);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stdout).toMatch(/✓ reachable\s+this machine: probes run here as child processes/);
+    expect(r.stdout).not.toMatch(/host key|authenticat/i);
+    expect(r.stdout).toMatch(/✓ cudaprobe\s+/);
+    if (noGpuHere) {
+      expect(r.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
+      expect(r.stdout).toMatch(/problem\(s\): probes that need them will be skipped\. To fix:\n {2}driver\s+install the NVIDIA driver/);
+      expect(r.code).toBe(3);
+    } else {
+      expect(r.code).toBe(0);
+    }
+  });
+});
