@@ -4,9 +4,9 @@ import { arch as osArch, tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { z } from 'zod';
+import { supervise } from './supervise.ts';
 import type { ExecOptions, ExecResult, Platform, Session, TransportKind } from './transport.ts';
 
-const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
 /** After SIGTERM, how long a process tree gets before SIGKILL. */
 const KILL_GRACE_MS = 2000;
 
@@ -62,68 +62,38 @@ class LocalSession implements Session {
  * Runs argv (no shell) in its own process group, so that a timeout, an output flood or a
  * cancellation kills the whole tree the command started, not just its first process.
  */
-export async function execProcessTree(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+export function execProcessTree(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
   const [file, ...args] = argv;
-  if (!file) throw new Error('execProcessTree needs a command');
-  const started = performance.now();
-  let timedOut = false;
-  let cancelled = false;
-  const child = execa(file, args, {
-    cwd: options.cwd,
-    env: options.env,
-    input: options.stdin,
-    stdin: options.stdin === undefined ? 'ignore' : 'pipe',
-    reject: false,
-    stripFinalNewline: false,
-    maxBuffer: options.maxOutput ?? DEFAULT_MAX_OUTPUT,
-    // Its own process group (POSIX): the tree can be killed as one, and a Ctrl-C typed at the
-    // terminal reaches cudamatrix only, which then stops probes in order and still writes results.
-    detached: process.platform !== 'win32',
-    windowsHide: true,
-  });
-  const killTree = (): void => {
-    const pid = child.pid;
-    if (pid === undefined) return;
-    signalTree(pid, 'SIGTERM');
-    setTimeout(() => signalTree(pid, 'SIGKILL'), KILL_GRACE_MS).unref();
-  };
-  const timer = options.timeoutMs
-    ? setTimeout(() => {
-        timedOut = true;
-        killTree();
-      }, options.timeoutMs)
-    : undefined;
-  const onAbort = (): void => {
-    cancelled = true;
-    killTree();
-  };
-  if (options.signal?.aborted) onAbort();
-  options.signal?.addEventListener('abort', onAbort, { once: true });
-  try {
-    const r = await child;
-    const truncated = Boolean(r.isMaxBuffer);
-    // An output flood stops the first process only; its children must go too.
-    if (truncated && child.pid !== undefined) signalTree(child.pid, 'SIGKILL');
-    const spawnFailed = r.exitCode === undefined && r.signal === undefined && r.failed;
-    return {
-      command: argv,
-      exitCode: r.exitCode ?? null,
-      signal: r.signal ?? null,
-      timedOut,
-      cancelled,
-      truncated,
-      durationMs: performance.now() - started,
-      stdout: toText(r.stdout),
-      stderr: toText(r.stderr) + (spawnFailed ? (r.shortMessage ?? r.message ?? '') : ''),
+  if (!file) return Promise.reject(new Error('execProcessTree needs a command'));
+  return supervise(argv, options, (io) => {
+    const child = execa(file, args, {
+      cwd: options.cwd,
+      env: options.env,
+      input: options.stdin,
+      stdin: options.stdin === undefined ? 'ignore' : 'pipe',
+      reject: false,
+      // The output goes to supervise(), which keeps it up to the cap.
+      buffer: false,
+      // Its own process group (POSIX): the tree can be killed as one, and a Ctrl-C typed at the
+      // terminal reaches cudamatrix only, which then stops probes in order and still writes results.
+      detached: process.platform !== 'win32',
+      windowsHide: true,
+    });
+    child.stdout?.setEncoding('utf8').on('data', io.stdout);
+    child.stderr?.setEncoding('utf8').on('data', io.stderr);
+    const done = child.then((r) => {
+      // Not started at all (no such file, not executable): say why where its errors would go.
+      if (r.failed && r.exitCode === undefined && r.signal === undefined) io.stderr(r.shortMessage ?? r.message ?? '');
+      return { exitCode: r.exitCode ?? null, signal: r.signal ?? null };
+    });
+    const stop = (): void => {
+      const pid = child.pid;
+      if (pid === undefined) return;
+      signalTree(pid, 'SIGTERM');
+      setTimeout(() => signalTree(pid, 'SIGKILL'), KILL_GRACE_MS).unref();
     };
-  } finally {
-    if (timer) clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-function toText(value: unknown): string {
-  return typeof value === 'string' ? value : value === undefined ? '' : String(value);
+    return { done, stop };
+  });
 }
 
 function signalTree(pid: number, signal: NodeJS.Signals): void {

@@ -8,7 +8,10 @@ import type { z } from 'zod';
 export type Platform = 'linux' | 'windows';
 export type Shell = 'posix' | 'powershell' | 'cmd';
 
-/** One result shape for every transport. A non-zero exit is data, never an exception. */
+/**
+ * One result shape for every transport. A non-zero exit is data, never an exception. Built by
+ * supervise() (./supervise.ts), which every transport's exec goes through.
+ */
 export interface ExecResult {
   command: string[];
   exitCode: number | null;
@@ -27,9 +30,12 @@ export interface ExecOptions {
   cwd?: string;
   env?: Record<string, string>;
   stdin?: string;
-  /** Kills the whole process tree when it runs longer. */
+  /**
+   * Kills the whole process tree when it runs longer. 0 or Infinity: no limit; above 2^31-1 ms
+   * (about 24.8 days, the longest timer Node has) it is clamped to that.
+   */
   timeoutMs?: number;
-  /** Cap on stdout and on stderr, in characters (default 64 MiB). */
+  /** Cap on stdout and on stderr, in characters (default 64 MiB); the first ones are kept. */
   maxOutput?: number;
   /** Aborting stops the command (and its process tree) and returns what it printed so far. */
   signal?: AbortSignal;

@@ -9,11 +9,13 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
 import DockerClient from 'dockerode';
 import { z } from 'zod';
 import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
+import { supervise } from '../supervise.ts';
 import type { ExecOptions, ExecResult, Session, TransportKind } from '../transport.ts';
 import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem, resolveEngine, type ResolvedEngine } from './engine.ts';
 import { directoryTar, extractFirstFile, fileTar } from './tar.ts';
@@ -21,7 +23,6 @@ import { directoryTar, extractFirstFile, fileTar } from './tar.ts';
 const DEFAULT_BASE = 'nvidia/cuda:12.6.3-base-ubuntu24.04';
 const PROBE_DIR = '/opt/cudamatrix/bin';
 const WORK_DIR = '/tmp/cudamatrix-run';
-const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
 export const RUN_LABEL = 'cudamatrix.run-id';
 
 /**
@@ -277,77 +278,50 @@ class DockerSession implements Session {
     private readonly copiedIn: boolean,
   ) {}
 
-  async exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
-    const started = performance.now();
-    const max = options.maxOutput ?? DEFAULT_MAX_OUTPUT;
-    const exec = await this.container.exec({
-      Cmd: argv,
-      WorkingDir: options.cwd ?? this.workDir,
-      Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
-      AttachStdout: true,
-      AttachStderr: true,
-      AttachStdin: options.stdin !== undefined,
+  exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return supervise(argv, options, async (io) => {
+      const exec = await this.container.exec({
+        Cmd: argv,
+        WorkingDir: options.cwd ?? this.workDir,
+        Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
+        AttachStdout: true,
+        AttachStderr: true,
+        AttachStdin: options.stdin !== undefined,
+      });
+      const stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as NodeJS.ReadWriteStream;
+      const out = new PassThrough();
+      const err = new PassThrough();
+      out.setEncoding('utf8').on('data', io.stdout);
+      err.setEncoding('utf8').on('data', io.stderr);
+      this.docker.modem.demuxStream(stream, out, err);
+      if (options.stdin !== undefined) stream.end(options.stdin);
+      // A docker exec cannot be signalled through the API: a runaway command is stopped by
+      // killing the container (all its processes), which is then started again for the next one.
+      let killing: Promise<void> | undefined;
+      const stop = () => {
+        killing ??= this.container.kill().then(
+          () => undefined,
+          () => undefined,
+        );
+      };
+      const done = (async () => {
+        await new Promise<void>((resolve) => {
+          stream.on('end', resolve);
+          stream.on('close', resolve);
+          stream.on('error', () => resolve());
+        });
+        // What the demultiplexer has written is all pushed on before the end is reported.
+        out.end();
+        err.end();
+        await Promise.all([finished(out), finished(err)]);
+        if (!killing) return { exitCode: ((await exec.inspect()) as { ExitCode: number | null }).ExitCode, signal: null };
+        await killing;
+        // Back to a running container for the next command, unless the run is being cancelled.
+        if (!options.signal?.aborted) await this.container.start().catch(() => undefined);
+        return { exitCode: null, signal: 'SIGKILL' };
+      })();
+      return { done, stop };
     });
-    const stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as NodeJS.ReadWriteStream;
-    let stdout = '';
-    let stderr = '';
-    let timedOut = false;
-    let cancelled = false;
-    let truncated = false;
-    const out = new PassThrough();
-    const err = new PassThrough();
-    out.setEncoding('utf8').on('data', (t: string) => take(t, 'out'));
-    err.setEncoding('utf8').on('data', (t: string) => take(t, 'err'));
-    // A docker exec cannot be signalled through the API: a runaway command is stopped by
-    // killing the container (all its processes), which is then started again for the next one.
-    let killing: Promise<void> | undefined;
-    const stop = () => {
-      killing ??= this.container.kill().then(
-        () => undefined,
-        () => undefined,
-      );
-    };
-    const take = (text: string, which: 'out' | 'err') => {
-      if (truncated) return;
-      if (which === 'out') stdout += text;
-      else stderr += text;
-      if (stdout.length > max || stderr.length > max) {
-        truncated = true;
-        stop();
-      }
-    };
-    const timer = options.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), options.timeoutMs) : undefined;
-    const onAbort = () => ((cancelled = true), stop());
-    if (options.signal?.aborted) onAbort();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    this.docker.modem.demuxStream(stream, out, err);
-    if (options.stdin !== undefined) stream.end(options.stdin);
-    await new Promise<void>((resolve) => {
-      stream.on('end', resolve);
-      stream.on('close', resolve);
-      stream.on('error', () => resolve());
-    });
-    if (timer) clearTimeout(timer);
-    options.signal?.removeEventListener('abort', onAbort);
-    let exitCode: number | null = null;
-    if (killing) {
-      await killing;
-      // Back to a running container for the next command, unless the run is being cancelled.
-      if (!cancelled) await this.container.start().catch(() => undefined);
-    } else {
-      exitCode = ((await exec.inspect()) as { ExitCode: number | null }).ExitCode;
-    }
-    return {
-      command: argv,
-      exitCode,
-      signal: killing ? 'SIGKILL' : null,
-      timedOut,
-      cancelled,
-      truncated,
-      durationMs: performance.now() - started,
-      stdout: stdout.slice(0, max),
-      stderr: stderr.slice(0, max),
-    };
   }
 
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {

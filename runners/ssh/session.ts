@@ -10,10 +10,9 @@ import { readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import type { Client, ClientChannel, SFTPWrapper } from 'ssh2';
 import { CudamatrixError } from '../../core/errors.ts';
+import { type ExecEnd, type Launched, supervise } from '../supervise.ts';
 import type { ExecOptions, ExecResult, Platform, Session, Shell } from '../transport.ts';
 import { quoteArgv, quotePosix, quotePowerShell } from './quote.ts';
-
-const DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024;
 
 /**
  * The POSIX helper: the one long-lived channel of a session; on a busy host every channel costs
@@ -206,150 +205,114 @@ export class SshSession implements Session {
     const request = `run ${nonce} ${[options.cwd ?? this.workDir, ...withEnv].map(quoteForLine).join(' ')}\n`;
     const exitMark = new RegExp(`\\ncm-exit-${nonce} (\\d+)\\n`);
     const errMark = `cm-err-end-${nonce}\n`;
-    const max = options.maxOutput ?? DEFAULT_MAX_OUTPUT;
-    const started = performance.now();
-    return new Promise((resolve, reject) => {
-      let stdout = '';
-      let stderr = '';
+    return supervise(argv, options, (io) => {
+      // The end markers are looked for in what arrived last: only a tail that may hold the start
+      // of one is held back here, the rest goes on to supervise(), which keeps it up to the cap,
+      // so that a flood costs neither memory nor time.
+      const tail = 80;
+      let out = '';
+      let err = '';
+      /** The first line the command prints is the helper's "cm-started PID": not yet taken out. */
+      let head = true;
       let code: number | undefined;
       let errDone = false;
-      let timedOut = false;
-      let cancelled = false;
-      let truncated = false;
       let stopped = false;
-      const stop = () => {
-        if (!stopped) guardian.write('stop\n');
-        stopped = true;
-      };
-      const timer = options.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), options.timeoutMs) : undefined;
-      const onAbort = () => ((cancelled = true), stop());
-      const done = (error?: Error) => {
-        if (timer) clearTimeout(timer);
-        options.signal?.removeEventListener('abort', onAbort);
-        this.current = undefined;
-        if (error) return reject(transportFailed(error));
-        // The first line the command printed is the helper's "cm-started PID".
-        const out = stdout.replace(/^cm-started \d+\n/, '');
-        const killed = code! > 128 && code! < 160 && stopped;
-        resolve({
-          command: argv,
-          exitCode: killed ? null : code!,
-          signal: killed ? signalName(code! - 128) : null,
-          timedOut,
-          cancelled,
-          truncated,
-          durationMs: performance.now() - started,
-          stdout: out.length > max ? out.slice(0, max) : out,
-          stderr: stderr.length > max ? stderr.slice(0, max) : stderr,
-        });
-      };
-      const check = () => {
-        if (!truncated && (stdout.length > max + tail || stderr.length > max + tail)) {
-          truncated = true;
-          stop();
-        }
-        if (code !== undefined && errDone) done();
-      };
-      // The end markers are looked for in what arrived last (plus a marker's length before it);
-      // past the cap only that tail is kept, so that a flood costs neither memory nor time.
-      const tail = 80;
-      this.current = {
-        out: (text) => {
-          if (code !== undefined) return;
-          const from = Math.max(0, stdout.length - tail);
-          stdout += text;
-          exitMark.lastIndex = 0;
-          const m = exitMark.exec(stdout.slice(from));
-          if (m) {
-            code = Number(m[1]);
-            this.helperText = stdout.slice(from + m.index + m[0].length);
-            stdout = stdout.slice(0, from + m.index);
-          } else if (truncated && stdout.length > max + tail) {
-            stdout = stdout.slice(0, max) + stdout.slice(-tail);
-          }
-          check();
-        },
-        err: (text) => {
-          if (errDone) return;
-          const from = Math.max(0, stderr.length - tail);
-          stderr += text;
-          const at = stderr.indexOf(errMark, from);
-          if (at >= 0) {
-            errDone = true;
-            stderr = stderr.slice(0, at);
-          } else if (truncated && stderr.length > max + tail) {
-            stderr = stderr.slice(0, max) + stderr.slice(-tail);
-          }
-          check();
-        },
-        lost: (error) => done(error),
-      };
-      if (options.signal?.aborted) onAbort();
-      options.signal?.addEventListener('abort', onAbort, { once: true });
+      const done = new Promise<ExecEnd>((resolve, reject) => {
+        const check = () => {
+          if (code === undefined || !errDone) return;
+          this.current = undefined;
+          const killed = code > 128 && code < 160 && stopped;
+          resolve({ exitCode: killed ? null : code, signal: killed ? signalName(code - 128) : null });
+        };
+        this.current = {
+          out: (text) => {
+            if (code !== undefined) return;
+            out += text;
+            const m = exitMark.exec(out);
+            if (m) {
+              code = Number(m[1]);
+              this.helperText = out.slice(m.index + m[0].length);
+              out = out.slice(0, m.index);
+            }
+            if (head && (m || out.includes('\n') || out.length >= tail)) {
+              out = out.replace(/^cm-started \d+\n/, '');
+              head = false;
+            }
+            if (!head) {
+              const keep = m ? 0 : Math.min(tail, out.length);
+              io.stdout(out.slice(0, out.length - keep));
+              out = out.slice(out.length - keep);
+            }
+            check();
+          },
+          err: (text) => {
+            if (errDone) return;
+            err += text;
+            const at = err.indexOf(errMark);
+            if (at >= 0) errDone = true;
+            const keep = errDone ? 0 : Math.min(tail, err.length);
+            io.stderr(err.slice(0, errDone ? at : err.length - keep));
+            err = err.slice(err.length - keep);
+            check();
+          },
+          lost: (error) => {
+            this.current = undefined;
+            reject(transportFailed(error));
+          },
+        };
+      });
       guardian.write(request);
+      return {
+        done,
+        stop: () => {
+          stopped = true;
+          guardian.write('stop\n');
+        },
+      };
     });
   }
 
   /** Runs a command on a channel of its own (Windows shells, or a command that reads stdin). */
   private execOnChannel(argv: string[], options: ExecOptions): Promise<ExecResult> {
     const command = this.commandLine(argv, options);
-    const started = performance.now();
-    const max = options.maxOutput ?? DEFAULT_MAX_OUTPUT;
-    return new Promise((resolve, reject) => {
-      this.client.exec(command, (err, stream) => {
-        if (err) return reject(transportFailed(err));
-        const out = new StringDecoder('utf8');
-        const errDec = new StringDecoder('utf8');
-        let stdout = '';
-        let stderr = '';
-        let timedOut = false;
-        let cancelled = false;
-        let truncated = false;
-        // Closing the channel ends the command (Windows OpenSSH ends the process; a POSIX command
-        // that reads stdin sees its end). POSIX commands without stdin go through the helper,
-        // which kills the whole process group instead.
-        const stop = () => stream.close();
-        const timer = options.timeoutMs ? setTimeout(() => ((timedOut = true), stop()), options.timeoutMs) : undefined;
-        const onAbort = () => ((cancelled = true), stop());
-        if (options.signal?.aborted) onAbort();
-        options.signal?.addEventListener('abort', onAbort, { once: true });
-        const take = (chunk: string, which: 'out' | 'err') => {
-          if (which === 'out') stdout += chunk;
-          else stderr += chunk;
-          if (!truncated && (stdout.length > max || stderr.length > max)) {
-            truncated = true;
-            stdout = stdout.slice(0, max);
-            stderr = stderr.slice(0, max);
-            stop();
-          }
-        };
-        stream.on('data', (d: Buffer) => !truncated && take(out.write(d), 'out'));
-        stream.stderr.on('data', (d: Buffer) => !truncated && take(errDec.write(d), 'err'));
-        stream.on('close', (code: number | null | undefined, signal?: string) => {
-          if (timer) clearTimeout(timer);
-          options.signal?.removeEventListener('abort', onAbort);
-          if (code === undefined && this.lost) return reject(transportFailed(this.lost));
-          if (code === null || code === undefined) {
-            // No exit status: the channel was closed under the command (the connection went).
-            if (!timedOut && !cancelled && !truncated) return reject(transportFailed(this.lost ?? new Error('the command ended without an exit status')));
-          }
-          // The wrapper reports a killed command as 128 + signal.
-          const killed = typeof code === 'number' && code > 128 && code < 160 && (timedOut || cancelled || truncated);
-          resolve({
-            command: argv,
-            exitCode: killed ? null : (code ?? null),
-            signal: signal ?? (killed ? signalName(code! - 128) : null),
-            timedOut,
-            cancelled,
-            truncated,
-            durationMs: performance.now() - started,
-            stdout: truncated ? stdout : stdout + out.end(),
-            stderr: truncated ? stderr : stderr + errDec.end(),
+    return supervise(
+      argv,
+      options,
+      (io) =>
+        new Promise<Launched>((launched, failed) => {
+          this.client.exec(command, (err, stream) => {
+            if (err) return failed(transportFailed(err));
+            const out = new StringDecoder('utf8');
+            const errDec = new StringDecoder('utf8');
+            let stopped = false;
+            stream.on('data', (d: Buffer) => io.stdout(out.write(d)));
+            stream.stderr.on('data', (d: Buffer) => io.stderr(errDec.write(d)));
+            const done = new Promise<ExecEnd>((resolve, reject) =>
+              stream.on('close', (code: number | null | undefined, signal?: string) => {
+                io.stdout(out.end());
+                io.stderr(errDec.end());
+                if (code === undefined && this.lost) return reject(transportFailed(this.lost));
+                // No exit status: the channel was closed under the command (the connection went).
+                if ((code === null || code === undefined) && !stopped) return reject(transportFailed(this.lost ?? new Error('the command ended without an exit status')));
+                // The wrapper reports a killed command as 128 + signal.
+                const killed = typeof code === 'number' && code > 128 && code < 160 && stopped;
+                resolve({ exitCode: killed ? null : (code ?? null), signal: signal ?? (killed ? signalName(code - 128) : null) });
+              }),
+            );
+            if (options.stdin !== undefined) stream.end(options.stdin);
+            // Closing the channel ends the command (Windows OpenSSH ends the process; a POSIX command
+            // that reads stdin sees its end). POSIX commands without stdin go through the helper,
+            // which kills the whole process group instead.
+            launched({
+              done,
+              stop: () => {
+                stopped = true;
+                stream.close();
+              },
+            });
           });
-        });
-        if (options.stdin !== undefined) stream.end(options.stdin);
-      });
-    });
+        }),
+    );
   }
 
   private commandLine(argv: string[], options: ExecOptions): string {
