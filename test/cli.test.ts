@@ -162,7 +162,7 @@ describe('cudamatrix command line', () => {
   it('explains itself in --help, with the exit codes', async () => {
     const r = await runCli(['run', '--help']);
     expect(r.code).toBe(0);
-    for (const text of ['--matrix <file>', '--target <glob>', '--shard <i/n>', '--strict', '--junit <file>', 'Exit status:', '130  interrupted']) {
+    for (const text of ['--matrix <file>', '--target <glob>', '--shard <i/n>', '--strict', '--junit <file>', '--reporter <name[:path]>', 'Exit status:', '130  interrupted']) {
       expect(r.stdout).toContain(text);
     }
   });
@@ -176,7 +176,8 @@ describe('cudamatrix command line', () => {
 
   it.runIf(noGpuHere)('doctor says what this machine has and lacks', async () => {
     const r = await runCli(['doctor']);
-    expect(r.code).toBe(0);
+    // A ✗ line (no driver here) is a problem: doctor exits 3 (before, it exited 0).
+    expect(r.code).toBe(3);
     expect(r.stdout).toMatch(/✓ compiler\s+g\+\+/);
     expect(r.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
     expect(r.stdout).toMatch(/✓ environment\s+linux/);

@@ -284,7 +284,8 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
   it('doctor --target checks each step and says what to fix', async () => {
     const dir = tempDir();
     const good = await runCli(['doctor', '--target', 'remote', '-m', matrix(dir, [{ name: 'remote' }])]);
-    expect(good.code).toBe(0);
+    // Reached, but no driver there: a ✗ line, so exit 3.
+    expect(good.code).toBe(3);
     expect(good.stdout).toMatch(/✓ reachable\s+ssh root@127\.0\.0\.1:\d+: host key verified, authenticated/);
     expect(good.stdout).toMatch(/✓ platform\s+linux\/x86_64, shell posix/);
     expect(good.stdout).toMatch(/✓ cudaprobe\s+/);
