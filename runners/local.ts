@@ -1,4 +1,5 @@
 /** The local transport: probes run as child processes of cudamatrix on this machine. */
+import { rmSync } from 'node:fs';
 import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { arch as osArch, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -19,6 +20,7 @@ export const localTransport: TransportKind<z.infer<typeof localOptions>> = {
   chainable: false,
   async connect(_options, context) {
     const workDir = await mkdtemp(path.join(tmpdir(), `cudamatrix-${context.runId}-`));
+    liveWorkDirs.add(workDir);
     return new LocalSession(workDir);
   },
 };
@@ -55,6 +57,7 @@ class LocalSession implements Session {
 
   async [Symbol.asyncDispose](): Promise<void> {
     await rm(this.workDir, { recursive: true, force: true });
+    liveWorkDirs.delete(this.workDir);
   }
 }
 
@@ -92,9 +95,27 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
       signalTree(pid, 'SIGTERM');
       setTimeout(() => signalTree(pid, 'SIGKILL'), KILL_GRACE_MS).unref();
     };
+    if (child.pid !== undefined) {
+      const pid = child.pid;
+      liveGroups.add(pid);
+      void done.finally(() => liveGroups.delete(pid));
+    }
     return { done, stop };
   });
 }
+
+/**
+ * Process groups of commands still running, and work folders of sessions not yet disposed. Each
+ * command runs in a group of its own, so a cudamatrix that quits at once (a second Ctrl-C, a
+ * crash) would leave them running and their folders behind: both go on the way out,
+ * synchronously, since nothing asynchronous runs in an exit handler.
+ */
+const liveGroups = new Set<number>();
+const liveWorkDirs = new Set<string>();
+process.on('exit', () => {
+  for (const pid of liveGroups) signalTree(pid, 'SIGKILL');
+  for (const dir of liveWorkDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 function signalTree(pid: number, signal: NodeJS.Signals): void {
   try {

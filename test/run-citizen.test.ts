@@ -125,12 +125,38 @@ describe('signals (defects 6 and 11)', () => {
     expect(await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).length === 0)).toBe(true);
   });
 
+  it('one Ctrl-C seen twice (the terminal signals the group, a wrapper relays it) cancels once and keeps the results', async () => {
+    // Through tsx's CLI wrapper or pnpm, node could get the same Ctrl-C twice within milliseconds;
+    // before, the second counted as "quit at once", and everything was lost (defect 11).
+    const dir = tempDir();
+    const m = writeMatrix(dir, 2);
+    const delay = uniqueDelay(600_000);
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: delay } });
+    await whenOutput(child, '▶ t0', () => undefined);
+    await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
+    child.kill('SIGINT');
+    await new Promise((r) => setTimeout(r, 30));
+    child.kill('SIGINT');
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(r.stderr).not.toContain('second Ctrl-C');
+    expectResultsWritten(dir, true);
+  });
+
+  it('pnpm matrix and pnpm cudamatrix start node itself, not a wrapper that relays signals and SIGKILLs', () => {
+    const scripts = JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')).scripts as Record<string, string>;
+    for (const name of ['matrix', 'cudamatrix']) expect(scripts[name]).toMatch(/^node --import tsx cli\/entry\.ts\b/);
+  });
+
   it('a second Ctrl-C quits at once, and still leaves no probe behind', async () => {
     const dir = tempDir();
     const m = writeMatrix(dir, 2);
     const delay = uniqueDelay(600_000);
-    // A probe that ignores SIGTERM for its 2 s grace would hold the first Ctrl-C up: the second quits.
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: delay } });
+    // The probe ignores SIGTERM, so the first Ctrl-C waits out the 2 s grace before SIGKILL; the
+    // second quits at once, and the probe's process group must not outlive cudamatrix.
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
+      env: { CUDAPROBE_TEST_DELAY_MS: delay, CUDAPROBE_TEST_IGNORE_SIGTERM: '1' },
+    });
     await whenOutput(child, '▶ t0', () => undefined);
     await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
     child.kill('SIGINT');
@@ -138,7 +164,11 @@ describe('signals (defects 6 and 11)', () => {
     child.kill('SIGINT');
     const r = await done;
     expect(r.code).toBe(130);
-    expect(await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).length === 0)).toBe(true);
+    expect(r.stderr).toContain('second Ctrl-C: quitting now');
+    expect(await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).length === 0, 1000)).toBe(true);
+    // The local session's work folder goes on the way out too.
+    const runId = readdirSync(path.join(dir, 'runs'))[0]!;
+    expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
   });
 
   it('Ctrl-C during the first compile stops the compiler and reads as "not run", not as errors', async () => {

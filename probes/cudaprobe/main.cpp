@@ -12,6 +12,7 @@
 //
 // Exit codes: 0 ran, 1 probe failure, 2 usage error, 3 everything skipped (no usable driver or
 // device, or a probe for another platform).
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -174,6 +175,10 @@ int run(int argc, char** argv) {
     }
     // A test hook: the tests of timeouts, cancellation, signals and scheduling need a probe
     // that takes a known time (or hangs) on machines without a GPU. Never set in real runs.
+#ifndef _WIN32
+    // With it, a stubborn probe that only SIGKILL stops (the tests of a second Ctrl-C).
+    if (std::getenv("CUDAPROBE_TEST_IGNORE_SIGTERM")) signal(SIGTERM, SIG_IGN);
+#endif
     if (const char* delay = std::getenv("CUDAPROBE_TEST_DELAY_MS")) {
       double ms = std::atof(delay);
       std::fprintf(stderr, "cudaprobe: CUDAPROBE_TEST_DELAY_MS=%s: waiting before %s\n", delay, ctx.probe.c_str());
