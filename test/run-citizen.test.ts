@@ -131,7 +131,11 @@ describe('signals (defects 6 and 11)', () => {
     const dir = tempDir();
     const m = writeMatrix(dir, 2);
     const delay = uniqueDelay(600_000);
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: delay } });
+    // The probe ignores SIGTERM: stopping it takes the 2 s grace, so the run is still going
+    // when the copy of the Ctrl-C arrives.
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
+      env: { CUDAPROBE_TEST_DELAY_MS: delay, CUDAPROBE_TEST_IGNORE_SIGTERM: '1' },
+    });
     await whenOutput(child, '▶ t0', () => undefined);
     await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
     child.kill('SIGINT');
