@@ -65,6 +65,23 @@ async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
   return check();
 }
 
+/**
+ * Starts a run of `targets` local targets whose probes hang (a unique delay, so that they can be
+ * found in /proc), and resolves once the first probe runs. `stubborn`: they also ignore SIGTERM.
+ */
+async function startHangingRun(targets: number, stubborn = false) {
+  const dir = tempDir();
+  const m = writeMatrix(dir, targets);
+  const marker = `CUDAPROBE_TEST_DELAY_MS=${uniqueDelay(600_000)}`;
+  const env: NodeJS.ProcessEnv = { CUDAPROBE_TEST_DELAY_MS: marker.split('=')[1] };
+  if (stubborn) env.CUDAPROBE_TEST_IGNORE_SIGTERM = '1';
+  const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env });
+  await whenOutput(child, '▶ t0', () => undefined);
+  await eventually(() => processesWith(marker).some((p) => p.includes('cudaprobe')));
+  const probesGone = (ms?: number) => eventually(() => processesWith(marker).length === 0, ms);
+  return { dir, child, done, probesGone };
+}
+
 const noStackTrace = /\n\s+at .+:\d+:\d+/;
 
 describe('a reader that goes away (defect 2)', () => {
@@ -107,12 +124,7 @@ describe('a reader that goes away (defect 2)', () => {
 
 describe('signals (defects 6 and 11)', () => {
   it('SIGTERM mid-run cancels, keeps every result, leaves no probe behind, and a second SIGTERM does not cut it short', async () => {
-    const dir = tempDir();
-    const m = writeMatrix(dir, 3);
-    const delay = uniqueDelay(600_000);
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: delay } });
-    await whenOutput(child, '▶ t0', () => undefined);
-    await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
+    const { dir, child, done, probesGone } = await startHangingRun(3);
     child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 700));
     child.kill('SIGTERM');
@@ -122,22 +134,15 @@ describe('signals (defects 6 and 11)', () => {
     const events = expectResultsWritten(dir, true);
     const statuses = events.flatMap((e) => (e.type === 'cell-end' ? [e.status] : []));
     expect(statuses).toEqual(['cancelled', 'not-run', 'not-run']);
-    expect(await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).length === 0)).toBe(true);
+    expect(await probesGone()).toBe(true);
   });
 
   it('one Ctrl-C seen twice (the terminal signals the group, a wrapper relays it) cancels once and keeps the results', async () => {
     // Through tsx's CLI wrapper or pnpm, node could get the same Ctrl-C twice within milliseconds;
-    // before, the second counted as "quit at once", and everything was lost (defect 11).
-    const dir = tempDir();
-    const m = writeMatrix(dir, 2);
-    const delay = uniqueDelay(600_000);
-    // The probe ignores SIGTERM: stopping it takes the 2 s grace, so the run is still going
-    // when the copy of the Ctrl-C arrives.
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
-      env: { CUDAPROBE_TEST_DELAY_MS: delay, CUDAPROBE_TEST_IGNORE_SIGTERM: '1' },
-    });
-    await whenOutput(child, '▶ t0', () => undefined);
-    await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
+    // before, the second counted as "quit at once", and everything was lost (defect 11). The
+    // probes ignore SIGTERM: stopping them takes the 2 s grace, so the run is still going when
+    // the copy of the Ctrl-C arrives.
+    const { dir, child, done } = await startHangingRun(2, true);
     child.kill('SIGINT');
     await new Promise((r) => setTimeout(r, 30));
     child.kill('SIGINT');
@@ -153,23 +158,16 @@ describe('signals (defects 6 and 11)', () => {
   });
 
   it('a second Ctrl-C quits at once, and still leaves no probe behind', async () => {
-    const dir = tempDir();
-    const m = writeMatrix(dir, 2);
-    const delay = uniqueDelay(600_000);
-    // The probe ignores SIGTERM, so the first Ctrl-C waits out the 2 s grace before SIGKILL; the
-    // second quits at once, and the probe's process group must not outlive cudamatrix.
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
-      env: { CUDAPROBE_TEST_DELAY_MS: delay, CUDAPROBE_TEST_IGNORE_SIGTERM: '1' },
-    });
-    await whenOutput(child, '▶ t0', () => undefined);
-    await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).some((p) => p.includes('cudaprobe')));
+    // The probes ignore SIGTERM, so the first Ctrl-C waits out the 2 s grace before SIGKILL; the
+    // second quits at once, and the probes' process groups must not outlive cudamatrix.
+    const { dir, child, done, probesGone } = await startHangingRun(2, true);
     child.kill('SIGINT');
     await new Promise((r) => setTimeout(r, 600));
     child.kill('SIGINT');
     const r = await done;
     expect(r.code).toBe(130);
     expect(r.stderr).toContain('second Ctrl-C: quitting now');
-    expect(await eventually(() => processesWith(`CUDAPROBE_TEST_DELAY_MS=${delay}`).length === 0, 1000)).toBe(true);
+    expect(await probesGone(1000)).toBe(true);
     // The local session's work folder goes on the way out too.
     const runId = readdirSync(path.join(dir, 'runs'))[0]!;
     expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
