@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import ssh2, { type AnyAuthMethod, type Client, type ConnectConfig } from 'ssh2';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
-import { appendKnownHost, checkHostKey, fingerprint, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
+import { appendKnownHost, checkHostKey, fingerprint, hostKeyAlgorithmsFor, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
 import { expandHome, parseJumpHop, resolveSshConfig } from './ssh-config.ts';
 
 // ssh2 is CommonJS; its named exports are reached through the default export.
@@ -126,11 +126,16 @@ function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new'
       return new HostKeyRefusal('HOST_KEY_MISMATCH', `the host key of ${token} (${offered}) is marked @revoked at ${check.entry.file}:${check.entry.line}; nothing was run`);
     case 'mismatch': {
       const known = check.known.map((k) => `${k.keyType} ${fingerprint(Buffer.from(k.keyBase64, 'base64'))} at ${k.file}:${k.line}`).join('; ');
+      const lines = [...new Set(check.known.map((k) => k.file))].map((f) => `line ${check.known.filter((k) => k.file === f).map((k) => k.line).join(', ')} of ${f}`).join(' and ');
       const first = check.known[0]!;
+      const what = check.sameType
+        ? `the host key of ${token} has changed: it offered ${offered}, but known_hosts has ${known}`
+        : `the host key of ${token} has changed: it offered ${offered}, but known_hosts knows ${token} by another key: ${known}. ` +
+          `A known host that shows a key it is not known by is refused as a changed key, as OpenSSH's ssh does (StrictHostKeyChecking=yes and accept-new alike)`;
       return new HostKeyRefusal(
         'HOST_KEY_MISMATCH',
-        `the host key of ${token} has changed: it offered ${offered}, but known_hosts has ${known}. Nothing was run. ` +
-          `If the change is expected, remove line ${first.line} of ${first.file} (ssh-keygen -R '${token}' -f ${first.file}); otherwise someone may be intercepting the connection`,
+        `${what}. Nothing was run. Someone may be intercepting the connection: find out why the key changed. ` +
+          `Only if the host really has a new key, remove ${lines} (ssh-keygen -R '${token}' -f ${first.file}) and add the new key`,
       );
     }
     case 'unknown':
@@ -146,9 +151,20 @@ function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new'
   }
 }
 
+/**
+ * ssh2's list operations: "remove" then "prepend" moves the known algorithms to the front and
+ * keeps ssh2's order for the rest. (Its typings want all three operations in every such object.)
+ */
+function knownFirst(known: string[]): NonNullable<ConnectConfig['algorithms']>['serverHostKey'] {
+  return { remove: known, prepend: known } as unknown as NonNullable<ConnectConfig['algorithms']>['serverHostKey'];
+}
+
 const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'strict' | 'accept-new', sock?: Duplex): Promise<Client> {
+  // The key types known for this host are asked for first, as OpenSSH does: otherwise a host
+  // known by its ECDSA key would show its ed25519 key (ssh2's first choice) and be refused.
+  const knownAlgorithms = hostKeyAlgorithmsFor(readKnownHosts(e.knownHostsFiles), e.host, e.port);
   return new Promise((resolve, reject) => {
     const client = new SshClient();
     let refusal: HostKeyRefusal | undefined;
@@ -182,6 +198,7 @@ function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'str
       keepaliveInterval: o.keepaliveMs ?? 15000,
       keepaliveCountMax: 3,
       authHandler: [...auth.methods],
+      algorithms: knownAlgorithms ? { serverHostKey: knownFirst(knownAlgorithms) } : undefined,
       hostVerifier: (key: Buffer) => {
         refusal = verifyHostKey(e, key, policy, e.host, e.port);
         return refusal === undefined;

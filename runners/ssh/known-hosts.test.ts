@@ -1,9 +1,10 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/helpers.ts';
-import { appendKnownHost, checkHostKey, fingerprint, keyTypeOf, parseKnownHosts } from './known-hosts.ts';
+import { appendKnownHost, checkHostKey, fingerprint, HOST_KEY_ALGORITHMS, hostKeyAlgorithmsFor, keyTypeOf, parseKnownHosts } from './known-hosts.ts';
 
 // Public-key blobs in SSH wire format: a valid ssh-ed25519 / ssh-rsa header, arbitrary key bytes
 // (the checks compare blobs; they never use the keys).
@@ -70,9 +71,32 @@ describe('known_hosts', () => {
     expect(checkHostKey(entries, 'bad.farm', 22, blob(KEY_A)).status).toBe('unknown');
   });
 
-  it('accepts any of several keys of a host, and a new key type is new, not changed', () => {
+  it('accepts any of several keys of a host', () => {
     expect(checkHostKey(entries, 'multi', 22, blob(KEY_A)).status).toBe('ok');
     expect(checkHostKey(entries, 'multi', 22, blob(KEY_RSA)).status).toBe('ok');
+  });
+
+  it('refuses a key of another type from a host known by other keys, as OpenSSH 9 does (the host is not new)', () => {
+    // gpu-box is known by its ed25519 key only; it now shows an RSA key.
+    const check = checkHostKey(entries, 'gpu-box', 22, blob(KEY_RSA));
+    expect(check).toMatchObject({ status: 'mismatch', sameType: false });
+    if (check.status === 'mismatch') expect(check.known.map((k) => [k.line, k.keyType])).toEqual([[2, 'ssh-ed25519']]);
+    // A host known only by a revoked key is unknown (OpenSSH then records a new key under accept-new).
+    const onlyRevoked = parseKnownHosts(`@revoked gpu-box ssh-rsa ${KEY_RSA}\n`, 'kh');
+    expect(checkHostKey(onlyRevoked, 'gpu-box', 22, blob(KEY_A)).status).toBe('unknown');
+  });
+
+  it('asks for the key types known for a host first, in ssh2\'s order of preference', () => {
+    expect(hostKeyAlgorithmsFor(entries, 'gpu-box', 22)).toEqual(['ssh-ed25519']);
+    expect(hostKeyAlgorithmsFor(entries, 'multi', 22)).toEqual(['ssh-ed25519', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa']);
+    expect(hostKeyAlgorithmsFor(parseKnownHosts(`h ecdsa-sha2-nistp256 AAAA\nh ssh-ed25519 AAAB\n`, 'kh'), 'h', 22)).toEqual(['ssh-ed25519', 'ecdsa-sha2-nistp256']);
+    expect(hostKeyAlgorithmsFor(entries, 'nowhere', 22)).toBeUndefined();
+  });
+
+  it('lists the same host-key algorithms as ssh2\'s default, in its order', () => {
+    const require = createRequire(import.meta.url);
+    const { DEFAULT_SERVER_HOST_KEY } = require('ssh2/lib/protocol/constants.js') as { DEFAULT_SERVER_HOST_KEY: string[] };
+    expect(HOST_KEY_ALGORITHMS).toEqual(DEFAULT_SERVER_HOST_KEY);
   });
 
   it('refuses a @revoked key for every host', () => {

@@ -1,8 +1,9 @@
 /**
  * Host keys checked the way OpenSSH checks them: known_hosts files with plain and hashed
  * (|1|salt|hash) names, [host]:port for other ports, several keys per host, wildcard and
- * negated patterns, and @revoked keys. A changed key is refused with both fingerprints and the
- * file and line to edit; an unknown host is refused unless accept-new, which records it.
+ * negated patterns, and @revoked keys. A changed key (or a known host offering a key type it is
+ * not known by) is refused with the fingerprints and the file and line to edit; an unknown host
+ * is refused unless accept-new, which records it.
  */
 import { createHash, createHmac } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -80,21 +81,53 @@ export function keyTypeOf(keyBlob: Buffer): string {
 export type HostKeyCheck =
   | { status: 'ok'; entry: KnownHost }
   | { status: 'revoked'; entry: KnownHost }
-  | { status: 'mismatch'; known: KnownHost[] }
+  /**
+   * The host is known, but not by the offered key. `sameType`: a key of the offered type is
+   * known (the key changed); otherwise only keys of other types are (OpenSSH 9 refuses that too,
+   * under StrictHostKeyChecking=yes and accept-new alike: "REMOTE HOST IDENTIFICATION HAS CHANGED").
+   */
+  | { status: 'mismatch'; known: KnownHost[]; sameType: boolean }
   | { status: 'unknown' };
 
+/** The plain (not @revoked, not @cert-authority) entries for a host: the keys it is known by. */
+export function knownKeysFor(entries: KnownHost[], host: string, port: number): KnownHost[] {
+  return entries.filter((e) => !e.marker && matchesHost(e, host, port));
+}
+
+/**
+ * Checks an offered host key as OpenSSH 9 does (checked against its ssh client):
+ *   - a @revoked key is refused, whatever else is known;
+ *   - a known key for this host is accepted;
+ *   - a host that has any known key (of any type) but not this one is a mismatch, also when
+ *     only other key types are known: the host is not new, so accept-new must not record it;
+ *   - a host with no plain entry (none, or only @revoked ones) is unknown.
+ */
 export function checkHostKey(entries: KnownHost[], host: string, port: number, keyBlob: Buffer): HostKeyCheck {
   const b64 = keyBlob.toString('base64');
   const revoked = entries.find((e) => e.marker === 'revoked' && e.keyBase64 === b64);
   if (revoked) return { status: 'revoked', entry: revoked };
-  const forHost = entries.filter((e) => !e.marker && matchesHost(e, host, port));
+  const forHost = knownKeysFor(entries, host, port);
   const same = forHost.find((e) => e.keyBase64 === b64);
   if (same) return { status: 'ok', entry: same };
-  // Like OpenSSH: only a known key of the same type makes it a change; another type is new.
   const sameType = forHost.filter((e) => e.keyType === keyTypeOf(keyBlob));
-  if (sameType.length > 0) return { status: 'mismatch', known: sameType };
+  if (sameType.length > 0) return { status: 'mismatch', known: sameType, sameType: true };
+  if (forHost.length > 0) return { status: 'mismatch', known: forHost, sameType: false };
   return { status: 'unknown' };
 }
+
+/**
+ * The host-key algorithms to offer, with those of the key types already known for the host
+ * first (in ssh2's order of preference), as OpenSSH orders them: a host known by its ECDSA key
+ * that also has an ed25519 key then shows the known one. Undefined: nothing known, ssh2's default.
+ */
+export function hostKeyAlgorithmsFor(entries: KnownHost[], host: string, port: number): string[] | undefined {
+  const types = new Set(knownKeysFor(entries, host, port).map((e) => e.keyType));
+  const known = HOST_KEY_ALGORITHMS.filter((a) => types.has(a === 'rsa-sha2-512' || a === 'rsa-sha2-256' ? 'ssh-rsa' : a));
+  return known.length ? known : undefined;
+}
+
+/** ssh2's default host-key algorithms, in its order of preference (ssh2 1.x, Node with Ed25519). */
+export const HOST_KEY_ALGORITHMS = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
 
 export function readKnownHosts(files: string[]): KnownHost[] {
   return files.flatMap((f) => (existsSync(f) ? parseKnownHosts(readFileSync(f, 'utf8'), f) : []));

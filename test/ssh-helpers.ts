@@ -1,0 +1,99 @@
+/**
+ * Shared by the SSH test files: matrix files whose targets reach a test sshd (test/sshd.ts),
+ * running them through the real CLI, the remote leftovers every test checks for (run
+ * directories, probes, helpers), and OpenSSH's own client run the same way, to compare with.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { readEventLog, type RunEvent } from '../events/events.ts';
+import { runCli } from './cli.ts';
+import type { Sshd } from './sshd.ts';
+
+export interface SshTarget {
+  name: string;
+  port?: number;
+  extra?: Record<string, unknown>;
+  /** More lines under the target (already indented by the caller), e.g. "    timeout: 700h". */
+  lines?: string[];
+}
+
+/** The ssh hop of a target on `sshd`: its user key and known_hosts, no ssh_config, no retries. */
+export function sshHop(sshd: Sshd, t: SshTarget): Record<string, unknown> {
+  return { kind: 'ssh', host: '127.0.0.1', port: t.port ?? sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, retries: 0, ...t.extra };
+}
+
+/** Writes dir/matrix.yaml with these targets (each on `sshd` unless `local`). */
+export function sshMatrix(dir: string, sshd: Sshd, targets: (SshTarget | { name: string; local: true })[], probes = '[sysinfo]'): string {
+  const file = path.join(dir, 'matrix.yaml');
+  const lines = ['version: 1', 'concurrency: 8', `defaults: {probes: ${probes}}`, 'targets:'];
+  for (const t of targets) {
+    lines.push(`  - name: ${t.name}`);
+    lines.push(`    transport: ${'local' in t ? 'local' : JSON.stringify(sshHop(sshd, t))}`);
+    if (!('local' in t)) lines.push(...(t.lines ?? []));
+  }
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+/** `cudamatrix run` on a matrix file, with its results in dir/runs; the run's events, if any. */
+export async function runMatrix(file: string, dir: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
+  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], { env });
+  const runs = existsSync(path.join(dir, 'runs')) ? readdirSync(path.join(dir, 'runs')) : [];
+  const events: RunEvent[] = runs.length ? readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl')) : [];
+  return { ...r, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
+}
+
+export const runIdOf = (events: RunEvent[]): string => (events[0] as { runId: string }).runId;
+
+export const targetErrors = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'target-error' ? [e] : []));
+
+/**
+ * Remote leftovers: run directories of a run (in /tmp, the sessions' TMPDIR), the helpers that
+ * made them, and processes started from the probe cache (or the tests' "sleep 4NN").
+ */
+export function leftovers(runId: string): { dirs: string[]; processes: string[] } {
+  const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
+  const dirs = readdirSync('/tmp').filter((d) => d.startsWith(`cudamatrix-${tag}-`));
+  const helper = new RegExp(`cudamatrix-helper '?${tag}'? `);
+  const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => (l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || /^sleep 4[0-9]{2}$/.test(l.trim()) || helper.test(`${l} `));
+  return { dirs, processes };
+}
+
+export async function settle(ms = 300): Promise<void> {
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+/** OpenSSH's fingerprint of a public key ("type base64"). */
+export function fingerprintOf(pub: string): string {
+  return execFileSync('ssh-keygen', ['-lf', '-'], { input: pub, encoding: 'utf8' }).split(' ')[1]!;
+}
+
+/**
+ * OpenSSH's own client, run against the test sshd the way cudamatrix connects: this key, this
+ * known_hosts only, no ssh_config, never a prompt. For comparing behaviour.
+ */
+export function openssh(sshd: Sshd, options: { port?: number; knownHosts: string; strict: 'yes' | 'accept-new'; command?: string; key?: string }): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(
+    'ssh',
+    [
+      '-F', '/dev/null',
+      '-o', 'BatchMode=yes',
+      '-o', 'IdentitiesOnly=yes',
+      '-o', `StrictHostKeyChecking=${options.strict}`,
+      '-o', `UserKnownHostsFile=${options.knownHosts}`,
+      '-o', 'GlobalKnownHostsFile=/dev/null',
+      '-o', 'HashKnownHosts=no',
+      '-o', 'UpdateHostKeys=no',
+      '-o', 'ConnectTimeout=10',
+      '-i', options.key ?? sshd.key,
+      '-p', String(options.port ?? sshd.ports[0]),
+      'root@127.0.0.1',
+      options.command ?? 'true',
+    ],
+    { encoding: 'utf8', timeout: 30_000 },
+  );
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
