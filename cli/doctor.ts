@@ -10,7 +10,7 @@ import { formatValue } from '../core/units.ts';
 import { buildOnce, buildProbe } from '../probes/build.ts';
 import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
-import { reapContainers } from '../runners/docker/transport.ts';
+import { reapContainers } from '../runners/docker/reap.ts';
 import { localTransport, nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
 import type { Hop } from '../runners/registry.ts';
@@ -20,7 +20,7 @@ import { loadMatrixArg } from './matrix-arg.ts';
 /** The exit statuses of `cudamatrix doctor`, for its --help. */
 export const doctorExitHelp = `
 Exit status:
-  0  every check passed (✓), or --reap removed what there was to remove
+  0  every check passed (✓), or --reap removed what it could prove was left behind
   2  usage error (a flag without the one it needs, flags that do not go together), or with
      --target a matrix error or an unknown target
   3  a check failed (✗): no compiler or the cudaprobe build failed, no NVIDIA driver, NVML or
@@ -33,6 +33,17 @@ export interface DoctorOptions {
   acceptNew?: boolean;
   reap?: boolean;
   endpoint?: string;
+  /** With --reap: also remove containers of runs started longer ago than this ("6h", "90m", "2d"). */
+  olderThan?: string;
+}
+
+/** A duration for --older-than: a number with s, m, h or d. */
+export function parseAge(value: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$/.exec(value);
+  if (!m || !(Number(m[1]) > 0)) {
+    throw new CudamatrixError('USAGE', `--older-than needs a duration such as 6h, 90m, 2d or 300s, got "${value}"`);
+  }
+  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
 }
 
 /**
@@ -47,13 +58,16 @@ export async function doctorAction(opts: DoctorOptions): Promise<number> {
   if (opts.endpoint !== undefined && !opts.reap) {
     throw usage(`--endpoint needs --reap: it names the Docker engine whose leftover containers --reap removes (got --endpoint ${opts.endpoint} alone, which would do nothing)`);
   }
+  if (opts.olderThan !== undefined && !opts.reap) {
+    throw usage(`--older-than needs --reap: it says how old a run's containers must be for --reap to remove them whoever started them (got --older-than ${opts.olderThan} alone, which would do nothing)`);
+  }
   if (opts.acceptNew && opts.target === undefined) {
     throw usage('--accept-new needs --target NAME: it accepts the host key of that target\'s SSH host (plain doctor connects to nothing)');
   }
   if (opts.matrix !== undefined && opts.target === undefined) {
     throw usage(`-m/--matrix needs --target NAME: it says which matrix the target is in (plain doctor checks this machine and reads no matrix; got -m ${opts.matrix})`);
   }
-  if (opts.reap) return doctorReap(opts.endpoint);
+  if (opts.reap) return doctorReap(opts.endpoint, opts.olderThan !== undefined ? parseAge(opts.olderThan) : undefined);
   if (opts.target !== undefined) return doctorTarget(opts.target, opts.matrix, Boolean(opts.acceptNew));
   return doctorCommand();
 }
@@ -168,12 +182,19 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   }
 }
 
-/** `cudamatrix doctor --reap`: containers of crashed runs, removed. */
-export async function doctorReap(endpoint: string | undefined): Promise<number> {
-  const r = await reapContainers({ endpoint });
+/**
+ * `cudamatrix doctor --reap`: the containers of runs that are provably over, removed (a run of
+ * this machine whose cudamatrix is gone, or with --older-than one older than that); the others
+ * kept, each with the reason.
+ */
+export async function doctorReap(endpoint: string | undefined, olderThanMs?: number): Promise<number> {
+  const r = await reapContainers({ endpoint }, { olderThanMs, given: '--endpoint' });
   for (const c of r.removed) process.stdout.write(`removed ${c}\n`);
   for (const c of r.kept) process.stdout.write(`kept ${c}\n`);
-  process.stdout.write(`${r.removed.length} container(s) of earlier runs removed from ${r.endpoint}${r.kept.length ? `, ${r.kept.length} kept` : ''}\n`);
+  process.stdout.write(`${r.removed.length} container(s) of earlier runs removed from ${r.endpoint} (from ${r.source})${r.kept.length ? `, ${r.kept.length} kept` : ''}\n`);
+  if (r.kept.length && olderThanMs === undefined) {
+    process.stdout.write(`Only runs that are provably over are removed. To remove those too old to be alive, whichever machine started them: --older-than DURATION (e.g. --older-than 6h).\n`);
+  }
   return ExitCode.ok;
 }
 

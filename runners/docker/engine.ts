@@ -13,7 +13,7 @@ import { CudamatrixError } from '../../core/errors.ts';
 export interface ResolvedEngine {
   /** The endpoint as written ("unix:///var/run/docker.sock", "tcp://gpu:2376", "ssh://me@gpu"). */
   endpoint: string;
-  /** Where it came from, for messages: "matrix", "DOCKER_HOST", "context lab", "default". */
+  /** Where it came from, for messages: "matrix", "--endpoint", "DOCKER_HOST", "context lab", "default". */
   source: string;
   options: DockerOptions;
 }
@@ -127,8 +127,12 @@ function fromContext(name: string): ResolvedEngine {
   return { endpoint: host, source: `context ${name}`, options: endpointOptions(host, tls) };
 }
 
-export function resolveEngine(explicit: { endpoint?: string; context?: string }): ResolvedEngine {
-  if (explicit.endpoint) return { endpoint: explicit.endpoint, source: 'matrix', options: endpointOptions(explicit.endpoint) };
+/**
+ * The engine to use. `given` says, for messages, where an explicit endpoint or context came
+ * from: the matrix (default), or a command-line flag ("--endpoint").
+ */
+export function resolveEngine(explicit: { endpoint?: string; context?: string }, given = 'matrix'): ResolvedEngine {
+  if (explicit.endpoint) return { endpoint: explicit.endpoint, source: given, options: endpointOptions(explicit.endpoint) };
   if (explicit.context) return fromContext(explicit.context);
   if (process.env.DOCKER_HOST) {
     const verify = process.env.DOCKER_TLS_VERIFY !== undefined && process.env.DOCKER_TLS_VERIFY !== '' && process.env.DOCKER_TLS_VERIFY !== '0';
@@ -148,4 +152,24 @@ export function resolveEngine(explicit: { endpoint?: string; context?: string })
     })();
   if (contextName && contextName !== 'default') return fromContext(contextName);
   return { endpoint: DEFAULT_SOCKET, source: 'default', options: endpointOptions(DEFAULT_SOCKET) };
+}
+
+/** Why an engine could not be reached, in words that say what to check. */
+export function unreachable(engine: ResolvedEngine, error: unknown): CudamatrixError {
+  if (error instanceof CudamatrixError) return error;
+  const e = error as { code?: string; message?: string };
+  const socket = engine.endpoint.startsWith('unix:') || engine.endpoint.startsWith('npipe:');
+  const why =
+    e.code === 'ENOENT'
+      ? 'no socket there (is dockerd running?)'
+      : e.code === 'EACCES'
+        ? 'permission denied on the socket (add the user to the docker group)'
+        : e.code === 'ECONNREFUSED' && socket
+          ? 'nothing is listening on the socket: a stale socket file, left by a dockerd that is no longer running (is dockerd running?)'
+          : e.code === 'ECONNREFUSED'
+            ? `nothing is listening there (${e.message ?? e.code}): is dockerd running there, and listening on that address?`
+            : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN'
+              ? `the host name does not resolve (${e.message ?? e.code})`
+              : (e.message ?? String(error));
+  return new CudamatrixError('TARGET_UNREACHABLE', `cannot reach the Docker engine at ${engine.endpoint} (from ${engine.source}): ${why}`, { cause: error });
 }

@@ -3,10 +3,11 @@
  * with the GPUs requested as `docker run --gpus` does (DeviceRequests, driver nvidia). The
  * container is labelled with the run, has no network by default, runs docker-init as PID 1 and
  * `cudaprobe wait` as its main process, and is removed when the session ends, however it ends.
+ * Every call to the engine is bounded (./calls.ts): connectTimeout for the first answers,
+ * callTimeout for each later call; a probe's own timeout bounds its exec.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
@@ -15,15 +16,19 @@ import DockerClient from 'dockerode';
 import { z } from 'zod';
 import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
-import { supervise } from '../supervise.ts';
+import { supervise, type StopReason } from '../supervise.ts';
 import type { ExecOptions, ExecResult, Session, TransportKind } from '../transport.ts';
-import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem, resolveEngine, type ResolvedEngine } from './engine.ts';
+import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout } from './calls.ts';
+import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem, resolveEngine, unreachable, type ResolvedEngine } from './engine.ts';
+import { IMAGE_REFERENCE_PATTERN, imageReferenceProblem } from './reference.ts';
+import { RUN_LABEL, runLabels } from './reap.ts';
 import { directoryTar, extractFirstFile, fileTar } from './tar.ts';
+
+export { RUN_LABEL } from './reap.ts';
 
 const DEFAULT_BASE = 'nvidia/cuda:12.6.3-base-ubuntu24.04';
 const PROBE_DIR = '/opt/cudamatrix/bin';
 const WORK_DIR = '/tmp/cudamatrix-run';
-export const RUN_LABEL = 'cudamatrix.run-id';
 
 /**
  * The engine's endpoint, checked at load time as far as its text allows (scheme, host, socket
@@ -51,13 +56,28 @@ const context = z
   })
   .meta({ pattern: CONTEXT_NAME.source });
 
+/**
+ * An image reference, checked against Docker's reference grammar when the matrix is loaded:
+ * Docker refuses upper case in a repository name at once, so it is a matrix error at its line.
+ */
+const imageReference = z
+  .string()
+  .min(1)
+  .superRefine((value, ctx) => {
+    const problem = imageReferenceProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, params: { fix: problem.fix } });
+  })
+  .meta({ pattern: IMAGE_REFERENCE_PATTERN });
+
+const seconds = z.number().positive().max(3600);
+
 export const dockerOptions = z
   .strictObject({
     endpoint: endpoint.optional().describe('Engine endpoint: unix:///var/run/docker.sock, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the current Docker context)'),
     context: context.optional().describe('A Docker CLI context name'),
-    image: z.string().min(1).optional().describe('Run in this image (it needs glibc; cudaprobe is copied in). Default: build docker/Dockerfile'),
-    base: z.string().min(1).optional().describe(`Base image for docker/Dockerfile (ARG BASE; default ${DEFAULT_BASE})`),
-    pull: z.boolean().optional().describe('Pull the image when the engine does not have it (default false)'),
+    image: imageReference.optional().describe('Run in this image (it needs glibc; cudaprobe is copied in). Default: build docker/Dockerfile'),
+    base: imageReference.optional().describe(`Base image for docker/Dockerfile (ARG BASE; default ${DEFAULT_BASE})`),
+    pull: z.boolean().optional().describe('Pull the image (or the base) when the engine does not have it (default false: nothing is pulled)'),
     gpus: z
       .union([z.literal('all'), z.literal('none'), z.array(z.string().min(1)).min(1)])
       .optional()
@@ -65,6 +85,10 @@ export const dockerOptions = z
     capabilities: z.array(z.string().min(1)).min(1).optional().describe('Driver capabilities (default compute, utility)'),
     runtime: z.string().min(1).optional().describe('Container runtime to use (e.g. nvidia, for engines older than DeviceRequests)'),
     network: z.string().min(1).optional().describe('Network mode (default none)'),
+    connectTimeout: seconds.optional().describe(`Seconds to wait for the engine's first answers (ping, info) (default ${DEFAULT_CONNECT_TIMEOUT_S})`),
+    callTimeout: seconds
+      .optional()
+      .describe(`Seconds to wait for each later call to the engine: create, start, exec, inspect, kill, remove, copy (default ${DEFAULT_CALL_TIMEOUT_S})`),
   })
   .superRefine((o, ctx) => {
     // As the Docker CLI refuses --host with --context: which engine is meant is unclear.
@@ -86,16 +110,10 @@ function hash(...parts: (string | Buffer)[]): string {
   return h.digest('hex');
 }
 
-function unreachable(engine: ResolvedEngine, error: unknown): CudamatrixError {
-  const e = error as { code?: string; message?: string };
-  const why = e.code === 'ENOENT' ? 'no socket there (is dockerd running?)' : e.code === 'EACCES' ? 'permission denied on the socket (add the user to the docker group)' : (e.message ?? String(error));
-  return new CudamatrixError('TARGET_UNREACHABLE', `cannot reach the Docker engine at ${engine.endpoint} (from ${engine.source}): ${why}`, { cause: error });
-}
-
 function gpuRuntimeMissing(engine: ResolvedEngine, error: unknown): CudamatrixError {
   return new CudamatrixError(
     'NVIDIA_RUNTIME_MISSING',
-    `the Docker engine at ${engine.endpoint} cannot give containers GPUs (${(error as Error).message.replace(/^\(HTTP code \d+\) [a-z ]+- /, '').trim()}). ` +
+    `the Docker engine at ${engine.endpoint} cannot give containers GPUs (${engineWords(error)}). ` +
       'Install the NVIDIA Container Toolkit on the Docker host (apt-get install nvidia-container-toolkit), configure it for Docker ' +
       '(nvidia-ctk runtime configure --runtime=docker) and restart dockerd; "docker run --rm --gpus all <image> nvidia-smi" must work. ' +
       'It provides the driver\'s libraries (libcuda, libnvidia-ml) and the /dev/nvidia* devices inside the container. ' +
@@ -104,32 +122,41 @@ function gpuRuntimeMissing(engine: ResolvedEngine, error: unknown): CudamatrixEr
   );
 }
 
-const isGpuError = (error: unknown) => /device driver|nvidia|gpu/i.test((error as Error)?.message ?? '');
+const isGpuError = (error: unknown) => !isEngineTimeout(error) && /device driver|nvidia|gpu/i.test((error as Error)?.message ?? '');
 
-/** Follows a build or pull stream to its end, reporting each step; throws the first error. */
-function follow(docker: Dockerode, stream: NodeJS.ReadableStream, report: (line: string) => void): Promise<void> {
+/** GET /images/NAME/json with an abort signal (dockerode's Image.inspect does not pass one on). */
+function inspectImage(docker: Dockerode, name: string, abortSignal: AbortSignal): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    docker.modem.followProgress(
-      stream,
-      (err: Error | null, output: { error?: string }[]) => {
-        const failed = err ?? output.find((o) => o.error);
-        if (failed) reject(new Error(err ? err.message : (failed as { error: string }).error));
-        else resolve();
-      },
-      (event: { stream?: string; status?: string; progress?: string }) => {
-        const line = (event.stream ?? event.status ?? '').trim();
-        if (line) report(line);
-      },
+    docker.modem.dial({ path: `/images/${name}/json`, method: 'GET', options: {}, abortSignal, statusCodes: { 200: true, 404: 'no such image', 500: 'server error' } }, (err, data) =>
+      err ? reject(err) : resolve(data),
     );
   });
 }
 
-async function imageExists(docker: Dockerode, name: string): Promise<boolean> {
+/** ping and info take an abort signal, which their type declarations leave out. */
+type WithSignal = { abortSignal: AbortSignal };
+const withSignal = (docker: Dockerode) => docker as unknown as { ping(o: WithSignal): Promise<unknown>; info(o: WithSignal): Promise<unknown> };
+
+/** Whether the engine has the image (a timeout is thrown, not taken for "no"). */
+async function imageExists(e: BoundedEngine, name: string): Promise<boolean> {
   try {
-    await docker.getImage(name).inspect();
+    await e.call(`looking up image ${name}`, (abortSignal) => inspectImage(e.docker, name, abortSignal));
     return true;
-  } catch {
-    return false;
+  } catch (error) {
+    if (httpStatus(error) === 404) return false;
+    if (error instanceof CudamatrixError) throw error;
+    throw new CudamatrixError('TARGET_UNREACHABLE', `looking up image ${name} on ${e.endpoint} failed: ${engineWords(error)}`);
+  }
+}
+
+async function pull(e: BoundedEngine, image: string, progress: (line: string) => void): Promise<void> {
+  progress(`pulling ${image} on ${e.endpoint} ...`);
+  try {
+    const stream = await e.call(`pulling ${image}`, (abortSignal) => e.docker.pull(image, { abortSignal }));
+    await e.follow(`pulling ${image}`, stream, (line) => progress(`  ${line}`));
+  } catch (error) {
+    if (error instanceof CudamatrixError) throw error;
+    throw new CudamatrixError('TARGET_UNREACHABLE', `pulling ${image} on ${e.endpoint} failed: ${engineWords(error)}`);
   }
 }
 
@@ -144,12 +171,14 @@ export const dockerTransport: TransportKind<DockerTargetOptions> = {
   async connect(o, context) {
     if (context.via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}": docker must be the first hop; for a remote engine use endpoint: ssh://user@host`);
     const engine = resolveEngine(o);
-    const docker = new DockerClient({ ...engine.options, timeout: 120_000 });
+    // No socket-wide idle timeout: a probe's exec may be silent for as long as its timeout allows.
+    const e = new BoundedEngine(new DockerClient(engine.options), engine, (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000, (o.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000);
+    const docker = e.docker;
     const progress = context.onProgress ?? (() => undefined);
     let info: { Architecture?: string; OSType?: string };
     try {
-      await docker.ping();
-      info = (await docker.info()) as typeof info;
+      await e.call('ping', (abortSignal) => withSignal(docker).ping({ abortSignal }), { connect: true });
+      info = (await e.call('info', (abortSignal) => withSignal(docker).info({ abortSignal }), { connect: true })) as typeof info;
     } catch (error) {
       throw unreachable(engine, error);
     }
@@ -162,31 +191,46 @@ export const dockerTransport: TransportKind<DockerTargetOptions> = {
     const binaryKey = `linux-${arch}-${binary.hash}`;
 
     // The image: the one named, or docker/Dockerfile built once per probe hash and base.
+    // Nothing is pulled unless pull: true, the base of docker/Dockerfile included.
     let image: string;
     let baked = false;
     if (o.image) {
       image = o.image;
-      if (!(await imageExists(docker, image))) {
+      if (!(await imageExists(e, image))) {
         if (!o.pull) {
           throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} has no image ${image}; pull it there first, or set pull: true`);
         }
-        progress(`pulling ${image} on ${engine.endpoint} ...`);
-        await follow(docker, await docker.pull(image), (line) => progress(`  ${line}`));
+        await pull(e, image, progress);
       }
     } else {
       const dockerfile = readFileSync(path.join(packageRoot(), 'docker', 'Dockerfile'));
       const base = o.base ?? DEFAULT_BASE;
       image = `cudamatrix-probe:${binary.hash}-${hash(dockerfile, base).slice(0, 12)}`;
       baked = true;
-      if (!(await imageExists(docker, image))) {
+      if (!(await imageExists(e, image))) {
+        // The build would pull a base the engine lacks: look first ("scratch" is no image).
+        if (base !== 'scratch' && !(await imageExists(e, base))) {
+          if (!o.pull) {
+            throw new CudamatrixError(
+              'TARGET_UNREACHABLE',
+              `the Docker engine at ${engine.endpoint} has no image ${base}, the base docker/Dockerfile is built FROM${o.base ? '' : ' (the default base)'}, and nothing is pulled unless pull: true. ` +
+                `Pull it on that engine first (docker pull ${base}), set pull: true on this target, or name a base the engine has (base: ...; it needs glibc)`,
+            );
+          }
+          await pull(e, base, progress);
+        }
         progress(`building ${image} FROM ${base} on ${engine.endpoint} ...`);
         const tar = await fileTar([
           { name: 'Dockerfile', content: dockerfile, mode: 0o644 },
           { name: 'cudaprobe', content: readFileSync(binary.path), mode: 0o755 },
         ]);
         try {
-          await follow(docker, await docker.buildImage(Readable.from([tar]), { t: image, buildargs: { BASE: base }, labels: { 'cudamatrix.probe-hash': binary.hash } }), (line) => progress(`  ${line}`));
+          const stream = await e.call(`building ${image}`, (abortSignal) =>
+            docker.buildImage(Readable.from([tar]), { t: image, buildargs: { BASE: base }, labels: { 'cudamatrix.probe-hash': binary.hash }, abortSignal }),
+          );
+          await e.follow(`building ${image}`, stream, (line) => progress(`  ${line}`));
         } catch (error) {
+          if (isEngineTimeout(error)) throw error;
           throw new CudamatrixError('PROBE_BUILD_FAILED', `building ${image} FROM ${base} failed: ${describeError(error)}`, { cause: error });
         }
       }
@@ -199,76 +243,101 @@ export const dockerTransport: TransportKind<DockerTargetOptions> = {
         : [{ Driver: 'nvidia', Count: gpus === 'all' ? -1 : 0, DeviceIDs: gpus === 'all' ? undefined : gpus, Capabilities: [o.capabilities ?? ['compute', 'utility']] }];
     let container: Dockerode.Container;
     try {
-      container = await docker.createContainer({
-        Image: image,
-        Entrypoint: [`${PROBE_DIR}/cudaprobe`],
-        Cmd: ['wait'],
-        WorkingDir: '/',
-        Labels: {
-          [RUN_LABEL]: context.runId,
-          'cudamatrix.target': context.target,
-          'cudamatrix.host': hostname(),
-          'cudamatrix.pid': String(process.pid),
-        },
-        HostConfig: {
-          NetworkMode: o.network ?? 'none',
-          Init: true,
-          AutoRemove: false,
-          DeviceRequests: deviceRequests,
-          Runtime: o.runtime,
-        },
-      });
+      container = await e.call(`creating a container from ${image}`, (abortSignal) =>
+        docker.createContainer({
+          Image: image,
+          Entrypoint: [`${PROBE_DIR}/cudaprobe`],
+          Cmd: ['wait'],
+          WorkingDir: '/',
+          Labels: { [RUN_LABEL]: context.runId, 'cudamatrix.target': context.target, ...runLabels() },
+          HostConfig: {
+            NetworkMode: o.network ?? 'none',
+            Init: true,
+            AutoRemove: false,
+            DeviceRequests: deviceRequests,
+            Runtime: o.runtime,
+          },
+          abortSignal,
+        }),
+      );
     } catch (error) {
+      if (error instanceof CudamatrixError) throw error;
       if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
-      throw new CudamatrixError('TARGET_UNREACHABLE', `creating a container from ${image} on ${engine.endpoint} failed: ${describeError(error)}`, { cause: error });
+      throw new CudamatrixError('TARGET_UNREACHABLE', `creating a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
     }
+    const remove = () => e.call(`removing container ${container.id.slice(0, 12)}`, (abortSignal) => container.remove({ force: true, v: true, abortSignal })).catch(() => undefined);
+    let name: string;
     try {
       // Archives are unpacked at / with full paths, so that missing directories are made too.
-      if (!baked) await container.putArchive(await fileTar([{ name: `${PROBE_DIR.slice(1)}/cudaprobe`, content: readFileSync(binary.path), mode: 0o755 }]), { path: '/' });
-      await container.putArchive(await directoryTar(WORK_DIR.slice(1)), { path: '/' });
-      await container.start();
+      if (!baked) {
+        const probeTar = await fileTar([{ name: `${PROBE_DIR.slice(1)}/cudaprobe`, content: readFileSync(binary.path), mode: 0o755 }]);
+        await e.call('copying cudaprobe into the container', (abortSignal) => container.putArchive(probeTar, { path: '/', abortSignal }));
+      }
+      const workTar = await directoryTar(WORK_DIR.slice(1));
+      await e.call('making the work folder in the container', (abortSignal) => container.putArchive(workTar, { path: '/', abortSignal }));
+      await e.call('starting the container', (abortSignal) => container.start({ abortSignal }));
       // Its main process is cudaprobe itself: wait until it says it runs, or has exited (it
       // cannot run in the image).
-      const state = await waitUntilReady(container);
+      const state = await waitUntilReady(e, container);
       if (!state.Running) {
-        const logs = String(await container.logs({ stdout: true, stderr: true, tail: 5 }).catch(() => '')).replace(/[^\x20-\x7e\n]/g, '').trim();
+        const logs = String(await e.call('reading the container log', (abortSignal) => container.logs({ stdout: true, stderr: true, tail: 5, abortSignal })).catch(() => ''))
+          .replace(/[^\x20-\x7e\n]/g, '')
+          .trim();
         throw new CudamatrixError(
           'TARGET_UNREACHABLE',
           `cudaprobe cannot run in image ${image}: its container exited at once with code ${state.ExitCode}${logs ? ` (${logs})` : ''}; the image needs glibc (use a glibc-based image, or leave image: out to build docker/Dockerfile)`,
         );
       }
+      name = state.Name.replace(/^\//, '');
     } catch (error) {
-      await container.remove({ force: true, v: true }).catch(() => undefined);
+      await remove();
       if (error instanceof CudamatrixError) throw error;
-      await container.remove({ force: true, v: true }).catch(() => undefined);
       if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
-      throw new CudamatrixError('TARGET_UNREACHABLE', `starting a container from ${image} on ${engine.endpoint} failed: ${describeError(error)}`, { cause: error });
+      throw new CudamatrixError('TARGET_UNREACHABLE', `starting a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
     }
-    const name = ((await container.inspect()) as { Name: string }).Name.replace(/^\//, '');
-    return new DockerSession(docker, container, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked);
+    return new DockerSession(e, container, name, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked, progress);
   },
 };
 
+/** How many times (100 ms apart) a container is looked at after a command was killed, before "running" is believed. */
+const SETTLE_LOOKS = 20;
+
+interface ContainerState {
+  Name: string;
+  State: { Running: boolean; Status: string; ExitCode: number; OOMKilled?: boolean };
+}
+
 /** Waits (up to 30 s) for "cudaprobe: waiting" in the container's log, or for it to stop. */
-async function waitUntilReady(container: Dockerode.Container): Promise<{ Running: boolean; ExitCode: number }> {
-  for (let i = 0; i < 300; i++) {
-    const state = ((await container.inspect()) as { State: { Running: boolean; ExitCode: number } }).State;
-    if (!state.Running) return state;
-    const logs = String(await container.logs({ stdout: true, stderr: true }).catch(() => ''));
+async function waitUntilReady(e: BoundedEngine, container: Dockerode.Container): Promise<{ Running: boolean; ExitCode: number; Name: string }> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const inspected = (await e.call('inspecting the container', (abortSignal) => container.inspect({ abortSignal }))) as ContainerState;
+    const state = { ...inspected.State, Name: inspected.Name };
+    if (!state.Running || Date.now() > until) return state;
+    const logs = String(await e.call('reading the container log', (abortSignal) => container.logs({ stdout: true, stderr: true, abortSignal })));
     if (logs.includes('cudaprobe: waiting')) return state;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { Running: true, ExitCode: 0 };
 }
+
+/** What a stop is for, in the words of a timeout message. */
+const stopWords: Record<StopReason, string> = {
+  timeout: 'killing the container to stop a command past its timeout',
+  cancel: 'killing the container to stop a command on cancellation',
+  flood: 'killing the container to stop a command that printed too much',
+};
 
 class DockerSession implements Session {
   readonly platform = 'linux' as const;
   readonly shell = 'posix' as const;
   readonly workDir = WORK_DIR;
+  /** Set once the container cannot be used any more: every later command fails with it. */
+  private broken: CudamatrixError | undefined;
 
   constructor(
-    private readonly docker: Dockerode,
+    private readonly e: BoundedEngine,
     private readonly container: Dockerode.Container,
+    private readonly name: string,
     readonly description: string,
     readonly hostKey: string,
     readonly arch: string,
@@ -276,63 +345,170 @@ class DockerSession implements Session {
     private readonly probeKey: string,
     /** Whether it was copied in (a named image) rather than built into the image. */
     private readonly copiedIn: boolean,
+    private readonly warn: (message: string) => void,
   ) {}
 
+  private get where(): string {
+    return `container ${this.name} on ${this.e.endpoint}`;
+  }
+
+  /** A call to the engine for this container; its failures are transport failures in the engine's words. */
+  private async call<T>(what: string, fn: (abortSignal: AbortSignal) => Promise<T>): Promise<T> {
+    try {
+      return await this.e.call(what, fn);
+    } catch (error) {
+      if (error instanceof CudamatrixError) throw error;
+      throw new CudamatrixError('TRANSPORT_FAILED', `${what} in ${this.where} failed: ${engineWords(error)}`);
+    }
+  }
+
+  /**
+   * After a command that ended strangely (no exit code, or one of 126 and above, as a killed
+   * container gives every process in it): a container that is no longer running is a
+   * transport failure, not the command's result.
+   */
+  private async containerGone(command: string): Promise<CudamatrixError | undefined> {
+    let s: ContainerState['State'];
+    // A killed container's processes die before the engine has noted that it stopped: look
+    // again for a moment before taking "running" for an answer.
+    for (let look = 0; ; look++) {
+      try {
+        s = ((await this.e.call('inspecting the container', (abortSignal) => this.container.inspect({ abortSignal }))) as ContainerState).State;
+      } catch (error) {
+        if (isEngineTimeout(error)) return error;
+        if (httpStatus(error) === 404) return new CudamatrixError('TRANSPORT_FAILED', `${this.where} was removed while ${command} ran in it (${engineWords(error)})`);
+        return new CudamatrixError('TRANSPORT_FAILED', `${this.where} could not be inspected after ${command} ended: ${engineWords(error)}`);
+      }
+      if (!s.Running || look >= SETTLE_LOOKS) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    if (s.Running) return undefined;
+    return new CudamatrixError(
+      'TRANSPORT_FAILED',
+      `${this.where} stopped while ${command} ran in it (${s.Status}, exit code ${s.ExitCode}${s.OOMKilled ? ', killed for lack of memory' : ''}): it was killed or stopped from outside (docker kill, docker stop, docker rm -f, dockerd restarting)`,
+    );
+  }
+
   exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const command = path.posix.basename(argv[0] ?? 'the command');
     return supervise(argv, options, async (io) => {
-      const exec = await this.container.exec({
-        Cmd: argv,
-        WorkingDir: options.cwd ?? this.workDir,
-        Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
-        AttachStdout: true,
-        AttachStderr: true,
-        AttachStdin: options.stdin !== undefined,
-      });
-      const stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as NodeJS.ReadWriteStream;
+      if (this.broken) throw this.broken;
+      const exec = await this.call(`creating an exec of ${command}`, (abortSignal) =>
+        this.container.exec({
+          Cmd: argv,
+          WorkingDir: options.cwd ?? this.workDir,
+          Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
+          AttachStdout: true,
+          AttachStderr: true,
+          AttachStdin: options.stdin !== undefined,
+          abortSignal,
+        }),
+      );
+      const stream = (await this.call(`starting ${command}`, (abortSignal) => exec.start({ hijack: true, stdin: options.stdin !== undefined, abortSignal }))) as NodeJS.ReadWriteStream;
+      // The start of what it printed: when the engine could not start the command, its words are there.
+      let head = '';
       const out = new PassThrough();
       const err = new PassThrough();
-      out.setEncoding('utf8').on('data', io.stdout);
-      err.setEncoding('utf8').on('data', io.stderr);
-      this.docker.modem.demuxStream(stream, out, err);
+      out.setEncoding('utf8').on('data', (text: string) => {
+        if (head.length < 4096) head += text;
+        io.stdout(text);
+      });
+      err.setEncoding('utf8').on('data', (text: string) => {
+        if (head.length < 4096) head += text;
+        io.stderr(text);
+      });
+      this.e.docker.modem.demuxStream(stream, out, err);
       if (options.stdin !== undefined) stream.end(options.stdin);
+      const ended = new Promise<void>((resolve) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', () => resolve());
+      });
       // A docker exec cannot be signalled through the API: a runaway command is stopped by
       // killing the container (all its processes), which is then started again for the next one.
       let killing: Promise<void> | undefined;
-      const stop = () => {
-        killing ??= this.container.kill().then(
+      let stopAsked!: () => void;
+      const stopped = new Promise<void>((resolve) => (stopAsked = resolve));
+      const stop = (why: StopReason) => {
+        killing ??= this.e.call(stopWords[why], (abortSignal) => this.container.kill({ abortSignal })).then(
           () => undefined,
-          () => undefined,
+          (error) => {
+            // Already stopped is stopped; an engine that does not answer is a failure.
+            if (isEngineTimeout(error)) throw error;
+          },
         );
+        stopAsked();
       };
       const done = (async () => {
-        await new Promise<void>((resolve) => {
-          stream.on('end', resolve);
-          stream.on('close', resolve);
-          stream.on('error', () => resolve());
-        });
+        await Promise.race([ended, stopped]);
+        if (killing) {
+          try {
+            await killing;
+            await this.e.within(`ending ${command}'s output after its container was killed`, ended);
+          } catch (error) {
+            // Given up on the engine: its socket must not keep this process alive.
+            (stream as unknown as Readable).destroy();
+            throw this.fail(error as CudamatrixError);
+          }
+        }
         // What the demultiplexer has written is all pushed on before the end is reported.
         out.end();
         err.end();
         await Promise.all([finished(out), finished(err)]);
-        if (!killing) return { exitCode: ((await exec.inspect()) as { ExitCode: number | null }).ExitCode, signal: null };
-        await killing;
+        if (!killing) {
+          let ran: { ExitCode: number | null; Pid?: number } | undefined;
+          let lost: unknown;
+          try {
+            ran = (await this.e.call(`reading how ${command} ended`, (abortSignal) => exec.inspect({ abortSignal }))) as typeof ran;
+          } catch (error) {
+            if (isEngineTimeout(error)) throw this.fail(error);
+            lost = error; // the exec is gone: with its container, or it never started
+          }
+          // Pid 0: no process was ever started ("OCI runtime exec failed: ...", "cannot exec in a
+          // stopped state"); what the engine said is in the output.
+          const notStarted = (why: string) => new CudamatrixError('TRANSPORT_FAILED', `the Docker engine could not run ${command} in ${this.where}: ${clean(head) || why}`);
+          if (ran?.Pid === 0) throw this.fail(notStarted(`exit code ${ran.ExitCode}, nothing said`));
+          if (!ran || ran.ExitCode === null || ran.ExitCode >= 126) {
+            const gone = await this.containerGone(command);
+            if (gone) throw this.fail(gone);
+          }
+          if (!ran) throw this.fail(notStarted(engineWords(lost)));
+          return { exitCode: ran.ExitCode, signal: null };
+        }
         // Back to a running container for the next command, unless the run is being cancelled.
-        if (!options.signal?.aborted) await this.container.start().catch(() => undefined);
+        if (!options.signal?.aborted) {
+          try {
+            await this.e.call('starting the container again after a command was stopped', (abortSignal) => this.container.start({ abortSignal }));
+          } catch (error) {
+            this.fail(error instanceof CudamatrixError ? error : new CudamatrixError('TRANSPORT_FAILED', `${this.where} could not be started again after a command was stopped: ${engineWords(error)}`));
+          }
+        }
         return { exitCode: null, signal: 'SIGKILL' };
       })();
       return { done, stop };
     });
   }
 
+  /** Marks the session unusable with `error` (later commands fail with it), and returns it. */
+  private fail(error: CudamatrixError): CudamatrixError {
+    this.broken ??= error;
+    return error;
+  }
+
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
+    if (this.broken) throw this.broken;
     // Unpacked at / with the full path: the directories it needs are made on the way.
     const tar = await fileTar([{ name: path.posix.resolve(this.workDir, remotePath).slice(1), content: readFileSync(localPath), mode: options.executable ? 0o755 : 0o644 }]);
-    await this.container.putArchive(tar, { path: '/' });
+    await this.call(`copying ${path.posix.basename(remotePath)} in`, (abortSignal) => this.container.putArchive(tar, { path: '/', abortSignal }));
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {
-    const stream = (await this.container.getArchive({ path: remotePath })) as unknown as Readable;
-    await extractFirstFile(stream, localPath);
+    if (this.broken) throw this.broken;
+    await this.call(`copying ${remotePath} out`, async (abortSignal) => {
+      const stream = (await this.container.getArchive({ path: remotePath, abortSignal })) as unknown as Readable;
+      abortSignal.addEventListener('abort', () => stream.destroy(), { once: true });
+      await extractFirstFile(stream, localPath);
+    });
   }
 
   joinPath(...parts: string[]): string {
@@ -349,44 +525,19 @@ class DockerSession implements Session {
 
   async [Symbol.asyncDispose](): Promise<void> {
     // Force: stops it first; v: its anonymous volumes go with it.
-    await this.container.remove({ force: true, v: true }).catch(() => undefined);
-  }
-}
-
-/** Containers an earlier cudamatrix left behind (labelled with a run id), for doctor --reap. */
-export async function reapContainers(o: Pick<DockerTargetOptions, 'endpoint' | 'context'> = {}): Promise<{ removed: string[]; kept: string[]; endpoint: string }> {
-  const engine = resolveEngine(o);
-  const docker = new DockerClient(engine.options);
-  let list: Dockerode.ContainerInfo[];
-  try {
-    list = await docker.listContainers({ all: true, filters: { label: [RUN_LABEL] } });
-  } catch (error) {
-    throw unreachable(engine, error);
-  }
-  const removed: string[] = [];
-  const kept: string[] = [];
-  for (const c of list) {
-    const sameHost = c.Labels['cudamatrix.host'] === hostname();
-    const pid = Number(c.Labels['cudamatrix.pid']);
-    // A container of a cudamatrix still running on this machine is in use: leave it.
-    const alive = sameHost && pid > 0 && isAlive(pid) && pid !== process.pid;
-    const label = `${c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12)} (run ${c.Labels[RUN_LABEL]})`;
-    if (alive) {
-      kept.push(`${label}: its cudamatrix (pid ${pid}) is still running`);
-      continue;
+    try {
+      await this.e.call('removing the container', (abortSignal) => this.container.remove({ force: true, v: true, abortSignal }));
+    } catch (error) {
+      if (httpStatus(error) === 404) return;
+      this.warn(
+        `warning: ${this.where} was not removed (${error instanceof CudamatrixError ? error.message : engineWords(error)}); ` +
+          `"cudamatrix doctor --reap" removes it once the engine answers`,
+      );
     }
-    await docker.getContainer(c.Id).remove({ force: true, v: true });
-    removed.push(label);
-  }
-  return { removed, kept, endpoint: engine.endpoint };
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 
+/** The engine's text as one line: carriage returns and blank lines out. */
+function clean(text: string): string {
+  return text.replace(/\r/g, '').trim().split('\n').filter(Boolean).slice(0, 5).join(' | ');
+}

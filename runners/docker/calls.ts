@@ -1,0 +1,125 @@
+/**
+ * Every call to a Docker engine, bounded: an engine that is frozen (dockerd stopped), overloaded,
+ * or not an engine at all (a TCP port that accepts and never answers) must not hang a run. Each
+ * call gets an AbortSignal that fires at its bound (the HTTP request is destroyed) and fails with
+ * "the Docker engine at X did not answer within N s (what it was asked)".
+ */
+import type { Readable } from 'node:stream';
+import type Dockerode from 'dockerode';
+import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
+import type { ResolvedEngine } from './engine.ts';
+
+/** Seconds to wait for the engine's first answers (ping, info), unless the matrix says otherwise. */
+export const DEFAULT_CONNECT_TIMEOUT_S = 15;
+/** Seconds to wait for any later call (inspect, create, start, exec, kill, remove, archive). */
+export const DEFAULT_CALL_TIMEOUT_S = 60;
+/** Longest silence of an image build or pull (a pull reports progress every few seconds). */
+export const PROGRESS_SILENCE_MS = 5 * 60_000;
+
+/** An engine call that did not answer in time. */
+export class EngineTimeout extends CudamatrixError {}
+
+export const isEngineTimeout = (error: unknown): error is EngineTimeout => error instanceof EngineTimeout;
+
+const seconds = (ms: number) => `${Number((ms / 1000).toFixed(3))} s`;
+
+/** The engine's own words in a dockerode error: "(HTTP code 409) conflict - Container … is not running " → "Container … is not running". */
+export function engineWords(error: unknown): string {
+  const e = error as { json?: { message?: unknown }; message?: string };
+  if (e?.json && typeof e.json.message === 'string') return e.json.message.trim();
+  return String(e?.message ?? error)
+    .replace(/^\(HTTP code \d+\) [^-]*- /, '')
+    .trim();
+}
+
+export const httpStatus = (error: unknown): number | undefined => (error as { statusCode?: number })?.statusCode;
+
+export class BoundedEngine {
+  constructor(
+    readonly docker: Dockerode,
+    readonly engine: ResolvedEngine,
+    /** The bound of the first calls (ping, info). */
+    readonly connectMs: number,
+    /** The bound of every other call. */
+    readonly callMs: number,
+  ) {}
+
+  get endpoint(): string {
+    return this.engine.endpoint;
+  }
+
+  /** "did not answer within N s (what)", with what to do about it. */
+  timeout(what: string, ms: number, code: ErrorCode, option: 'connectTimeout' | 'callTimeout' | 'silence'): EngineTimeout {
+    const hint =
+      option === 'silence'
+        ? 'it said nothing for that long: is it frozen or overloaded?'
+        : `is it frozen (dockerd stopped), overloaded, or is something other than a Docker engine listening there? If it is only slow, raise ${option} (seconds) in the target's transport options`;
+    return new EngineTimeout(code, `the Docker engine at ${this.engine.endpoint} (from ${this.engine.source}) did not answer within ${seconds(ms)} (${what}); ${hint}`);
+  }
+
+  /**
+   * One call, bounded by `ms` (default: the call bound). `fn` gets the signal to hand to dockerode
+   * (abortSignal), which destroys the request at the bound; the call fails with an EngineTimeout
+   * whether or not the library noticed. Other errors are passed on as the engine gave them.
+   */
+  async call<T>(what: string, fn: (abortSignal: AbortSignal) => Promise<T>, o: { ms?: number; code?: ErrorCode; connect?: boolean } = {}): Promise<T> {
+    const ms = o.ms ?? (o.connect ? this.connectMs : this.callMs);
+    const abort = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(this.timeout(what, ms, o.code ?? (o.connect ? 'TARGET_UNREACHABLE' : 'TRANSPORT_FAILED'), o.connect ? 'connectTimeout' : 'callTimeout'));
+        abort.abort();
+      }, ms);
+    });
+    try {
+      return await Promise.race([fn(abort.signal), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Waits for `promise` (something the engine must do: end a stream), bounded by the call bound. */
+  within<T>(what: string, promise: Promise<T>, ms = this.callMs): Promise<T> {
+    return this.call(what, () => promise, { ms });
+  }
+
+  /**
+   * Follows a build or pull stream to its end, reporting each step; fails with the first error
+   * it reports, or when it says nothing for PROGRESS_SILENCE_MS (the stream is destroyed then).
+   */
+  follow(what: string, stream: NodeJS.ReadableStream, report: (line: string) => void, silenceMs = PROGRESS_SILENCE_MS): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const quiet = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          settle(this.timeout(`${what}: no progress`, silenceMs, 'TRANSPORT_FAILED', 'silence'));
+          (stream as Readable).destroy?.();
+        }, silenceMs);
+      };
+      let settled = false;
+      const settle = (error?: Error) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        stream.removeListener('data', quiet);
+        if (error) reject(error);
+        else resolve();
+      };
+      quiet();
+      stream.on('data', quiet);
+      this.docker.modem.followProgress(
+        stream,
+        (err: Error | null, output: { error?: string }[]) => {
+          const failed = err ?? output.find((x) => x.error);
+          settle(failed ? new Error(err ? err.message : (failed as { error: string }).error) : undefined);
+        },
+        (event: { stream?: string; status?: string; progress?: string }) => {
+          const line = (event.stream ?? event.status ?? '').trim();
+          if (line) report(line);
+        },
+      );
+    });
+  }
+}
