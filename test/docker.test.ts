@@ -8,8 +8,8 @@
  * NVIDIA runtime on this engine: the probes take the no-driver path, and a GPU request must fail
  * as NVIDIA_RUNTIME_MISSING.
  */
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildProbe } from '../probes/build.ts';
@@ -162,6 +162,54 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
       code: 'TARGET_UNREACHABLE',
       message: expect.stringContaining(`cannot reach the Docker engine at unix://${dir}/no.sock (from matrix): no socket there (is dockerd running?)`),
     });
+  });
+
+  it('a stale socket (a file with nothing listening) gets the "is dockerd running?" hint a missing one gets', async () => {
+    const dir = tempDir();
+    const sock = path.join(dir, 'stale.sock');
+    // A server that dies without unlinking its socket, as a killed dockerd does.
+    const died = spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(sock)}, () => process.kill(process.pid, 'SIGKILL'))`], { stdio: 'ignore' });
+    expect(died.signal).toBe('SIGKILL');
+    expect(existsSync(sock)).toBe(true);
+    const r = await runMatrix(matrix(dir, [{ name: 'stale', transport: { kind: 'docker', endpoint: `unix://${sock}`, gpus: 'none' } }], '[sysinfo]'), dir);
+    expect(r.code).toBe(3);
+    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+      code: 'TARGET_UNREACHABLE',
+      message: expect.stringContaining(`cannot reach the Docker engine at unix://${sock} (from matrix): nothing is listening on the socket: a stale socket file, left by a dockerd that is no longer running (is dockerd running?)`),
+    });
+  });
+
+  it('pulls no base for docker/Dockerfile unless pull: true: a base the engine lacks is named, with the fixes', async () => {
+    const dir = tempDir();
+    const missing = 'cudamatrix-test-no-such-base:1';
+    const file = matrix(
+      dir,
+      [
+        { name: 'no-base', transport: { kind: 'docker', base: missing, gpus: 'none' } },
+        { name: 'default-base', transport: { kind: 'docker', gpus: 'none' } },
+        { name: 'pulled-base', transport: { kind: 'docker', base: missing, gpus: 'none', pull: true } },
+      ],
+      '[sysinfo]',
+    );
+    const r = await runMatrix(file, dir);
+    expect(r.code).toBe(3);
+    const errors = Object.fromEntries(r.events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
+    expect(errors['no-base']).toMatchObject({
+      code: 'TARGET_UNREACHABLE',
+      message:
+        `the Docker engine at ${testDockerHost} has no image ${missing}, the base docker/Dockerfile is built FROM, and nothing is pulled unless pull: true. ` +
+        `Pull it on that engine first (docker pull ${missing}), set pull: true on this target, or name a base the engine has (base: ...; it needs glibc)`,
+    });
+    expect(errors['default-base']).toMatchObject({
+      code: 'TARGET_UNREACHABLE',
+      message: expect.stringContaining(`has no image nvidia/cuda:12.6.3-base-ubuntu24.04, the base docker/Dockerfile is built FROM (the default base), and nothing is pulled unless pull: true`),
+    });
+    // With pull: true it is pulled (here it cannot be: no network), and no build is tried.
+    expect(errors['pulled-base']).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining(`pulling ${missing} on ${testDockerHost} failed: `) });
+    expect(r.stderr).toContain(`pulling ${missing} on ${testDockerHost} ...`);
+    expect(r.stderr).not.toMatch(/building cudamatrix-probe:\S+ FROM (cudamatrix-test-no-such-base|nvidia)/);
+    expect(docker(['images', '-q', 'cudamatrix-test-no-such-base']).trim()).toBe('');
+    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('stops on Ctrl-C, writes what finished, and removes the container', async () => {

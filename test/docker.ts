@@ -38,7 +38,12 @@ export function dockerEnv(): NodeJS.ProcessEnv {
 
 /** The docker CLI, on the test engine. */
 export function docker(args: string[], options: ExecFileSyncOptions = {}): string {
-  return String(execFileSync('docker', ['-H', host(), ...args], { stdio: 'pipe', ...options, env: { ...dockerCliEnv(host()), ...options.env } }));
+  return dockerOn(host(), args, options);
+}
+
+/** The docker CLI, on the engine at `on` (the test engine, or one a test started for itself). */
+export function dockerOn(on: string, args: string[], options: ExecFileSyncOptions = {}): string {
+  return String(execFileSync('docker', ['-H', on, ...args], { stdio: 'pipe', timeout: 120_000, ...options, env: { ...dockerCliEnv(on), ...options.env } }));
 }
 
 const BUSYBOX = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p));
@@ -48,7 +53,7 @@ export function busyboxAvailable(): boolean {
 }
 
 /** Builds (once per content) an image with busybox and the libraries `binary` needs. */
-export function buildTestBase(binary: string, tag = 'cudamatrix-test-base'): string {
+export function buildTestBase(binary: string, tag = 'cudamatrix-test-base', on = host()): string {
   const dir = tempDir('cm-rootfs-');
   const root = path.join(dir, 'rootfs');
   mkdirSync(path.join(root, 'bin'), { recursive: true });
@@ -66,14 +71,27 @@ export function buildTestBase(binary: string, tag = 'cudamatrix-test-base'): str
   }
   // VOLUME: every container gets an anonymous volume, so that the tests see it removed too.
   writeFileSync(path.join(dir, 'Dockerfile'), 'FROM scratch\nCOPY rootfs/ /\nVOLUME /data\n');
-  docker(['build', '-q', '-t', tag, dir]);
+  dockerOn(on, ['build', '-q', '-t', tag, dir]);
+  return tag;
+}
+
+/**
+ * An image FROM `base` whose probes each wait `delayMs` first: cudaprobe's test hook
+ * (CUDAPROBE_TEST_DELAY_MS) set in the image, as a server-side setting (the docker transport
+ * passes no environment of the run into the container, as sshd's SetEnv does for SSH tests).
+ */
+export function buildDelayImage(delayMs: number, base: string, on = host()): string {
+  const tag = `cudamatrix-test-delay-${delayMs}`;
+  const dir = tempDir('cm-delay-');
+  writeFileSync(path.join(dir, 'Dockerfile'), `FROM ${base}\nENV CUDAPROBE_TEST_DELAY_MS=${delayMs}\n`);
+  dockerOn(on, ['build', '-q', '-t', tag, dir]);
   return tag;
 }
 
 /** Containers and volumes a run left on the engine. */
-export function leftoversOf(runId: string): { containers: string[]; volumes: string[] } {
-  const containers = docker(['ps', '-aq', '--filter', `label=cudamatrix.run-id=${runId}`]).trim().split('\n').filter(Boolean);
-  const volumes = docker(['volume', 'ls', '-q', '--filter', 'dangling=true']).trim().split('\n').filter(Boolean);
+export function leftoversOf(runId: string, on = host()): { containers: string[]; volumes: string[] } {
+  const containers = dockerOn(on, ['ps', '-aq', '--filter', `label=cudamatrix.run-id=${runId}`]).trim().split('\n').filter(Boolean);
+  const volumes = dockerOn(on, ['volume', 'ls', '-q', '--filter', 'dangling=true']).trim().split('\n').filter(Boolean);
   return { containers, volumes };
 }
 

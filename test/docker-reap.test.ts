@@ -1,0 +1,161 @@
+/**
+ * Issue 9, defect 6: `doctor --reap` on an engine shared by several machines (a CI engine used
+ * by several runners) removed the live runs of the other machines: any container labelled with
+ * another host name counted as dead, and its run failed. Only what is provably over may go: a
+ * run of this machine whose cudamatrix is gone, or, with --older-than, a run older than that.
+ *
+ * The other machine is a real cudamatrix run in a UTS namespace of its own with another host
+ * name (unshare --uts), whose probe hangs (cudaprobe's test hook set in the image). On the
+ * suite's Docker engine; images named, so that the probe image builds of test/docker.test.ts
+ * are not disturbed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readEventLog } from '../events/events.ts';
+import { buildProbe } from '../probes/build.ts';
+import { nodeArch } from '../runners/local.ts';
+import { cliEntry, runCli, startCli, tsxLoader, type CliResult } from './cli.ts';
+import { buildDelayImage, buildTestBase, busyboxAvailable, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from './helpers.ts';
+
+const noEngine = testDockerUnavailable();
+const ready = noEngine
+  ? integrationAvailable('a Docker engine for the tests', false, noEngine)
+  : integrationAvailable('busybox-static (the base image is built from it)', busyboxAvailable(), 'apt-get install busybox-static') &&
+    integrationAvailable('unshare (util-linux) and root, for a second host name', hasCommand('unshare', ['--uts', 'true']), 'apt-get install util-linux; run as root');
+
+let hang: string;
+beforeAll(async () => {
+  if (!ready) return;
+  const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+  // Each probe waits ten minutes: a run that is alive for as long as the test needs.
+  hang = buildDelayImage(600_000, buildTestBase(probe.path));
+}, 180_000);
+
+const children: ChildProcess[] = [];
+afterAll(() => {
+  // Every run this file started has ended.
+  expect(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
+});
+
+function matrix(dir: string, target: string): string {
+  const file = path.join(dir, 'matrix.yaml');
+  writeFileSync(file, ['version: 1', 'defaults: {probes: [sysinfo]}', 'targets:', `  - name: ${target}`, `    transport: {kind: docker, image: ${hang}, gpus: none}`, ''].join('\n'));
+  return file;
+}
+
+/** A run started through `unshare --uts` with the host name `host`: another machine, as far as the labels go. */
+function startElsewhere(host: string, args: string[]): { child: ChildProcess; done: Promise<CliResult> } {
+  const child = spawn('unshare', ['--uts', 'sh', '-c', `hostname ${host} && exec "$0" "$@"`, process.execPath, '--import', tsxLoader, cliEntry, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, NO_COLOR: '1', ...dockerEnv() },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => (stdout += d));
+  child.stderr!.on('data', (d) => (stderr += d));
+  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
+}
+
+async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const containerOf = (target: string) => docker(['ps', '-aq', '--filter', `label=cudamatrix.target=${target}`]).trim();
+const probeRuns = (target: string) => {
+  const id = containerOf(target);
+  try {
+    return id !== '' && docker(['top', id]).includes('cudaprobe run sysinfo');
+  } catch {
+    return false; // not started yet
+  }
+};
+function runIdIn(dir: string): string {
+  const runs = path.join(dir, 'runs');
+  return (readEventLog(path.join(runs, readdirSync(runs)[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
+}
+const labelOf = (id: string, label: string) => docker(['inspect', '-f', `{{index .Config.Labels "${label}"}}`, id]).trim();
+
+describe.runIf(ready)('doctor --reap on an engine that several machines share', () => {
+  it('keeps the live run of another host (and says why), removes the dead run of this one; --older-than removes what is older, whoever started it', async () => {
+    // Another machine's run, alive: its probe hangs.
+    const otherDir = tempDir();
+    const other = startElsewhere('other-runner', ['run', '-m', matrix(otherDir, 'reap-other'), '--results-dir', path.join(otherDir, 'runs')]);
+    children.push(other.child);
+    // A run of this machine that crashed: its process is gone, its container left behind.
+    const deadDir = tempDir();
+    const dead = startCli(['run', '-m', matrix(deadDir, 'reap-dead'), '--results-dir', path.join(deadDir, 'runs')], { env: dockerEnv() });
+    children.push(dead.child);
+    try {
+      await until('the probes of both runs running in their containers', () => probeRuns('reap-other') && probeRuns('reap-dead'));
+      expect(labelOf(containerOf('reap-other'), 'cudamatrix.host')).toBe('other-runner');
+      process.kill(dead.child.pid!, 'SIGKILL');
+      await dead.done;
+      const otherRun = runIdIn(otherDir);
+      const deadRun = runIdIn(deadDir);
+      const otherContainer = containerOf('reap-other');
+      expect(leftoversOf(deadRun).containers).toHaveLength(1);
+
+      const reap = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!], { env: dockerEnv() });
+      expect(reap.stderr).toBe('');
+      expect(reap.code).toBe(0);
+      expect(reap.stdout).toMatch(new RegExp(`^removed \\S+ \\(run ${deadRun}\\): its cudamatrix \\(pid ${dead.child.pid}\\) is no longer running$`, 'm'));
+      expect(reap.stdout).toMatch(
+        new RegExp(`^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner", not on this one \\("[^"]+"\\): whether that cudamatrix still runs cannot be told from here$`, 'm'),
+      );
+      expect(reap.stdout).toMatch(new RegExp(`container\\(s\\) of earlier runs removed from ${testDockerHost!.replace(/[/.]/g, '\\$&')} \\(from --endpoint\\), \\d+ kept`));
+      expect(reap.stdout).toContain('--older-than DURATION (e.g. --older-than 6h)');
+      expect(leftoversOf(deadRun)).toMatchObject({ containers: [] });
+      // The other machine's run is untouched: its container runs, its probe still waits.
+      expect(docker(['inspect', '-f', '{{.State.Running}}', otherContainer]).trim()).toBe('true');
+      expect(probeRuns('reap-other')).toBe(true);
+      expect(other.child.exitCode).toBeNull();
+
+      // A bound it is within: kept, and said so.
+      const young = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!, '--older-than', '6h'], { env: dockerEnv() });
+      expect(young.code).toBe(0);
+      expect(young.stdout).toMatch(new RegExp(`^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner".*; started \\d+ s ago, less than --older-than 6 h$`, 'm'));
+      expect(other.child.exitCode).toBeNull();
+
+      // A bound it is past: removed, whoever started it; that run then ends as a transport failure.
+      await new Promise((r) => setTimeout(r, 1100));
+      const old = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!, '--older-than', '1s'], { env: dockerEnv() });
+      expect(old.code).toBe(0);
+      expect(old.stdout).toMatch(new RegExp(`^removed \\S+ \\(run ${otherRun}\\): started \\d+ s ago, more than --older-than 1 s$`, 'm'));
+      const ended = await other.done;
+      expect(ended.code).toBe(3);
+      const cell = readEventLog(path.join(otherDir, 'runs', readdirSync(path.join(otherDir, 'runs'))[0]!, 'events.jsonl')).find((e) => e.type === 'cell-end');
+      expect(cell).toMatchObject({ probe: 'sysinfo', status: 'error', errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(/container \S+ on \S+ (was removed|stopped) while cudaprobe ran in it/) });
+      expect(leftoversOf(otherRun)).toEqual({ containers: [], volumes: [] });
+      expect(leftoversOf(deadRun)).toEqual({ containers: [], volumes: [] });
+    } finally {
+      for (const c of [other.child, dead.child]) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    }
+  }, 120_000);
+
+  it('says the engine came from --endpoint when it cannot be reached', async () => {
+    const dir = tempDir();
+    const r = await runCli(['doctor', '--reap', '--endpoint', `unix://${dir}/none.sock`], { env: dockerEnv() });
+    expect(r.code).toBe(3);
+    expect(existsSync(`${dir}/none.sock`)).toBe(false);
+    expect(r.stderr).toContain(`error [TARGET_UNREACHABLE]: cannot reach the Docker engine at unix://${dir}/none.sock (from --endpoint): no socket there (is dockerd running?)`);
+  });
+});
+
+describe('doctor --older-than', () => {
+  it('needs --reap, and a duration', async () => {
+    const alone = await runCli(['doctor', '--older-than', '6h']);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/^error \[USAGE\]: --older-than needs --reap\b/m);
+    const bad = await runCli(['doctor', '--reap', '--endpoint', 'unix:///nowhere/docker.sock', '--older-than', 'six hours']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('error [USAGE]: --older-than needs a duration such as 6h, 90m, 2d or 300s, got "six hours"');
+  });
+});
