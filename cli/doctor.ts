@@ -87,7 +87,7 @@ const fixes: Record<string, string> = {
   AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile, passphraseEnv and user',
   NVIDIA_RUNTIME_MISSING: 'install the NVIDIA Container Toolkit on the Docker host and configure it (nvidia-ctk runtime configure --runtime=docker), or set gpus: none',
   PROBE_BUILD_FAILED: 'install a compiler for the target platform (g++, or MinGW-w64 for Windows)',
-  TRANSPORT_FAILED: 'the connection broke: check the network and the server logs',
+  TRANSPORT_FAILED: 'the connection broke, or the session could not start on the target (the message says which): check the network and the server logs; over SSH, also that the login shell\'s rc files (~/.bashrc) do not wait for input',
 };
 
 const driverFix = 'install the NVIDIA driver (it provides libcuda.so.1, nvcuda.dll on Windows); in a container, start it with the NVIDIA Container Toolkit (docker run --gpus all)';

@@ -41,24 +41,51 @@ export async function runMatrix(file: string, dir: string, args: string[] = [], 
   const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], { env });
   const runs = existsSync(path.join(dir, 'runs')) ? readdirSync(path.join(dir, 'runs')) : [];
   const events: RunEvent[] = runs.length ? readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl')) : [];
+  if (events.length) runIdOf(events);
   return { ...r, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
 }
 
-export const runIdOf = (events: RunEvent[]): string => (events[0] as { runId: string }).runId;
+export const runIdOf = (events: RunEvent[]): string => track((events[0] as { runId: string }).runId);
+
+/** The run ids (and session run ids) used by the current test, checked by expectNothingLeft(). */
+const used = new Set<string>();
+
+/** Notes a run id whose leftovers expectNothingLeft() checks after the test. */
+export function track(runId: string): string {
+  used.add(runId);
+  return runId;
+}
+
+/**
+ * For afterEach: no run directory, helper or probe process of any run id the test used (its
+ * CLI runs through runMatrix, and those passed to track()). Waits up to `ms` for them to go.
+ */
+export async function expectNothingLeft(ms = 3000): Promise<void> {
+  const ids = [...used];
+  used.clear();
+  const until = Date.now() + ms;
+  for (;;) {
+    const left = ids.map((id) => ({ id, ...leftovers(id) })).filter((l) => l.dirs.length || l.processes.length);
+    if (left.length === 0) return;
+    if (Date.now() > until) throw new Error(`left behind on the remote side: ${JSON.stringify(left)}`);
+    await settle(100);
+  }
+}
 
 export const targetErrors = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'target-error' ? [e] : []));
 
 /**
  * Remote leftovers: run directories of a run (in /tmp, the sessions' TMPDIR), the helpers that
- * made them, and processes started from the probe cache (or the tests' "sleep 4NN").
+ * made them (unless `sessionOpen`: a live session has one), and processes started from the
+ * probe cache (or the tests' "sleep 4NN").
  */
-export function leftovers(runId: string): { dirs: string[]; processes: string[] } {
+export function leftovers(runId: string, o: { sessionOpen?: boolean } = {}): { dirs: string[]; processes: string[] } {
   const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
   const dirs = readdirSync('/tmp').filter((d) => d.startsWith(`cudamatrix-${tag}-`));
   const helper = new RegExp(`cudamatrix-helper '?${tag}'? `);
   const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
     .split('\n')
-    .filter((l) => (l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || /^sleep 4[0-9]{2}$/.test(l.trim()) || helper.test(`${l} `));
+    .filter((l) => (l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || /^sleep 4[0-9]{2}$/.test(l.trim()) || (!o.sessionOpen && helper.test(`${l} `)));
   return { dirs, processes };
 }
 

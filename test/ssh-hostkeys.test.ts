@@ -10,10 +10,10 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './cli.ts';
 import { integrationAvailable, tempDir } from './helpers.ts';
-import { fingerprintOf, leftovers, openssh, runIdOf, runMatrix, settle, sshMatrix, targetErrors } from './ssh-helpers.ts';
+import { expectNothingLeft, fingerprintOf, leftovers, openssh, runIdOf, runMatrix, settle, sshMatrix, targetErrors } from './ssh-helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from './sshd.ts';
 
 const ready = integrationAvailable('OpenSSH sshd and ssh (run as root)', sshdAvailable(), 'apt-get install openssh-server openssh-client, and run the tests as root');
@@ -37,6 +37,9 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all([edOnly?.stop(), both?.stop()]);
+});
+afterEach(async () => {
+  await expectNothingLeft();
 });
 
 describe.runIf(ready)('host keys of another type than the known ones (real sshd, compared with OpenSSH\'s ssh)', () => {

@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer, type Server } from 'node:net';
 import { homedir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildProbe } from '../probes/build.ts';
 import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../events/events.ts';
@@ -16,6 +16,7 @@ import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
+import { expectNothingLeft, leftovers, runIdOf, runMatrix, settle, sshHop as sshHopOn, sshMatrix, targetErrors, track, type SshTarget } from './ssh-helpers.ts';
 import { freePort, keygen, sshdAvailable, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
 
 const ready = integrationAvailable('OpenSSH sshd (run as root)', sshdAvailable(), 'apt-get install openssh-server, and run the tests as root');
@@ -27,50 +28,18 @@ beforeAll(async () => {
 afterAll(async () => {
   await sshd?.stop();
 });
-
-interface SshTarget {
-  name: string;
-  port?: number;
-  extra?: Record<string, unknown>;
-}
+// After every test: no run directory, helper or probe process of its runs left on the "remote" side.
+afterEach(async () => {
+  await expectNothingLeft();
+});
 
 function sshHop(t: SshTarget): Record<string, unknown> {
-  return { kind: 'ssh', host: '127.0.0.1', port: t.port ?? sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, retries: 0, ...t.extra };
+  return sshHopOn(sshd, t);
 }
 
 function matrix(dir: string, targets: (SshTarget | { name: string; local: true })[], probes = '[sysinfo]'): string {
-  const file = path.join(dir, 'matrix.yaml');
-  const lines = ['version: 1', 'concurrency: 8', `defaults: {probes: ${probes}}`, 'targets:'];
-  for (const t of targets) {
-    lines.push(`  - name: ${t.name}`);
-    lines.push(`    transport: ${'local' in t ? 'local' : JSON.stringify(sshHop(t))}`);
-  }
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  return file;
+  return sshMatrix(dir, sshd, targets, probes);
 }
-
-async function runMatrix(file: string, dir: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], { env });
-  const runs = existsSync(path.join(dir, 'runs')) ? readdirSync(path.join(dir, 'runs')) : [];
-  const events: RunEvent[] = runs.length ? readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl')) : [];
-  return { ...r, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
-}
-
-/** Remote leftovers: run directories of a run, and processes started from the probe cache. */
-function leftovers(runId: string): { dirs: string[]; processes: string[] } {
-  const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
-  const dirs = readdirSync('/tmp').filter((d) => d.startsWith(`cudamatrix-${tag}-`));
-  const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
-    .split('\n')
-    .filter((l) => (l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || /^sleep 4[0-9]{2}$/.test(l.trim()));
-  return { dirs, processes };
-}
-
-async function settle(): Promise<void> {
-  await new Promise((r) => setTimeout(r, 300));
-}
-
-const targetErrors = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'target-error' ? [e] : []));
 
 describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
   it('produces the same facts as the local run, and leaves nothing behind', async () => {
@@ -90,7 +59,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     expect(ready).toMatchObject({ session: `ssh root@127.0.0.1:${sshd.ports[0]}`, platform: 'linux' });
     validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
     await settle();
-    expect(leftovers((r.events[0] as { runId: string }).runId)).toEqual({ dirs: [], processes: [] });
+    expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
   });
 
   it('uploads the probe once to a per-hash cache on the remote, and a warm run skips the upload', async () => {
@@ -186,7 +155,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     expect(error.message).toContain(`remove line 2 of ${kh}`);
     expect(r.events.some((e) => e.type === 'target-ready')).toBe(false);
     expect(readFileSync(kh, 'utf8')).toBe(before);
-    expect(leftovers((r.events[0] as { runId: string }).runId).dirs).toEqual([]);
+    expect(leftovers(runIdOf(r.events)).dirs).toEqual([]);
   });
 
   it('refuses an unknown host, and with --accept-new records it and runs', async () => {
@@ -219,7 +188,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     expect(targetErrors(events)[0]).toMatchObject({ target: 'doomed', code: 'TRANSPORT_FAILED', message: expect.stringContaining('the SSH connection failed') });
     expect(events.filter((e) => e.type === 'cell-end' && e.target === 'here' && e.planned).length).toBe(13);
     await new Promise((res) => setTimeout(res, 2500));
-    expect(leftovers((events[0] as { runId: string }).runId)).toEqual({ dirs: [], processes: [] });
+    expect(leftovers(runIdOf(events))).toEqual({ dirs: [], processes: [] });
   });
 
   it('reports a stopped sshd as unreachable after bounded retries, while the other targets finish', async () => {
@@ -333,7 +302,7 @@ describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
     expect(events.filter((e) => e.type === 'cell-end' && e.status === 'cancelled').length).toBeGreaterThan(0);
     validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
     await settle();
-    expect(leftovers((events[0] as { runId: string }).runId)).toEqual({ dirs: [], processes: [] });
+    expect(leftovers(runIdOf(events))).toEqual({ dirs: [], processes: [] });
   });
 });
 
@@ -341,21 +310,21 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
   const hop = () => sshHop({ name: 'x' }) as { kind: string };
 
   it('kills the whole remote process tree when a command times out', async () => {
-    const session = await connectChain([hop()], { target: 't', runId: 'timeout-test' });
+    const session = await connectChain([hop()], { target: 't', runId: track('timeout-test') });
     try {
       const r = await session.exec(['sh', '-c', 'sleep 401 & sleep 402; echo never'], { timeoutMs: 500 });
       expect(r).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGTERM', stdout: '' });
       expect(r.durationMs).toBeLessThan(3000);
       await settle();
-      expect(leftovers('timeout-test').processes).toEqual([]);
+      expect(leftovers('timeout-test', { sessionOpen: true }).processes).toEqual([]);
     } finally {
       await session[Symbol.asyncDispose]();
     }
-    expect(leftovers('timeout-test').dirs).toEqual([]);
+    expect(leftovers('timeout-test')).toEqual({ dirs: [], processes: [] });
   });
 
   it('stops the remote tree on cancellation, and returns what was printed', async () => {
-    const session = await connectChain([hop()], { target: 't', runId: 'cancel-test' });
+    const session = await connectChain([hop()], { target: 't', runId: track('cancel-test') });
     try {
       const controller = new AbortController();
       const pending = session.exec(['sh', '-c', 'echo started; sleep 403'], { signal: controller.signal });
@@ -364,17 +333,18 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
       const r = await pending;
       expect(r).toMatchObject({ cancelled: true, stdout: 'started\n' });
       await settle();
-      expect(leftovers('cancel-test').processes).toEqual([]);
+      expect(leftovers('cancel-test', { sessionOpen: true }).processes).toEqual([]);
     } finally {
       await session[Symbol.asyncDispose]();
     }
+    expect(leftovers('cancel-test')).toEqual({ dirs: [], processes: [] });
   });
 
   it('when sshd is killed mid-command: a transport error, and no remote process or run directory left', async () => {
     const own = await startSshd(1);
     const session = await connectChain(
       [{ kind: 'ssh', host: '127.0.0.1', port: own.ports[0], identityFile: own.key, knownHosts: own.knownHosts, sshConfig: false, retries: 0, keepalive: 1 }],
-      { target: 't', runId: 'dropped-test' },
+      { target: 't', runId: track('dropped-test') },
     );
     const workDir = session.workDir;
     expect(existsSync(workDir)).toBe(true);
@@ -389,7 +359,7 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
   });
 
   it('keeps stdout, stderr and the exit status apart, and caps a flood of output', async () => {
-    const session = await connectChain([hop()], { target: 't', runId: 'streams-test' });
+    const session = await connectChain([hop()], { target: 't', runId: track('streams-test') });
     try {
       const r = await session.exec(['sh', '-c', 'echo out; echo err >&2; printf no-newline; exit 7']);
       expect(r).toMatchObject({ exitCode: 7, signal: null, stdout: 'out\nno-newline', stderr: 'err\n', timedOut: false });
@@ -406,8 +376,8 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
     }
   });
 
-  it('copies files both ways over SFTP', async () => {
-    const session = await connectChain([hop()], { target: 't', runId: 'sftp-test' });
+  it('copies files both ways (through cat on POSIX hosts, not SFTP)', async () => {
+    const session = await connectChain([hop()], { target: 't', runId: track('sftp-test') });
     const dir = tempDir();
     try {
       const local = path.join(dir, 'up.bin');
@@ -425,7 +395,7 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
   });
 
   it('passes adversarial arguments through the remote shell unchanged', async () => {
-    const session = await connectChain([hop()], { target: 't', runId: 'quote-test' });
+    const session = await connectChain([hop()], { target: 't', runId: track('quote-test') });
     try {
       const args = ['two words', "it's", 'a"b', '$HOME', '`id`', '$(id)', 'semi;colon', 'amp&', 'new\nline', 'ünï ✓', '%PATH%', '^'];
       const r = await session.exec(['printf', '%s\\0', ...args]);

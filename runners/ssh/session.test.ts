@@ -9,6 +9,7 @@ import { integrationAvailable } from '../../test/helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from '../../test/sshd.ts';
 import { connectChain } from '../registry.ts';
 import type { Session } from '../transport.ts';
+import { afterMarker, MarkerStrip } from './session.ts';
 
 const ready = integrationAvailable('OpenSSH sshd (run as root)', sshdAvailable(), 'apt-get install openssh-server, and run the tests as root');
 
@@ -69,5 +70,36 @@ describe.runIf(ready)('SshSession.exec', () => {
     const r = await session.exec(['sh', '-c', 'cat >/dev/null; yes c'], { stdin: 'x', maxOutput: 1000 });
     expect(r).toMatchObject({ truncated: true, stdout: 'c\n'.repeat(500) });
     expect(await session.exec(['cat'], { stdin: 'é' })).toMatchObject({ exitCode: 0, stdout: 'é' });
+  });
+});
+
+describe('marker lines (what a login script prints comes before them)', () => {
+  const feedAll = (strip: MarkerStrip, chunks: string[]) => chunks.map((c) => strip.feed(c)).join('') + strip.end();
+
+  it('drops what comes before the marker line, however the text is cut into chunks', () => {
+    const text = 'Welcome to gpu-node-7\nno newline cm-begin-abc\nout 1\nout 2';
+    for (let size = 1; size <= text.length; size++) {
+      const chunks = text.match(new RegExp(`[\\s\\S]{1,${size}}`, 'g'))!;
+      const strip = new MarkerStrip('cm-begin-abc');
+      expect(feedAll(strip, chunks), `chunks of ${size}`).toBe('out 1\nout 2');
+      expect(strip.chatter).toBe('Welcome to gpu-node-7\nno newline ');
+    }
+  });
+
+  it('takes a CRLF line end after the marker (PowerShell), even in the next chunk', () => {
+    const strip = new MarkerStrip('cm-begin-abc');
+    expect(feedAll(strip, ['profile says hi\r\ncm-begin-abc', '\r', '\n', 'out\r\n'])).toBe('out\r\n');
+  });
+
+  it('passes a text that never had the marker on at the end (the shell failed before our line ran)', () => {
+    const strip = new MarkerStrip('cm-begin-abc');
+    expect(strip.feed('bash: cannot set terminal process group\n')).toBe('');
+    expect(strip.end()).toBe('bash: cannot set terminal process group\n');
+    expect(strip.seen).toBe(false);
+  });
+
+  it('finds the answer after a marker in collected output', () => {
+    expect(afterMarker('motd\r\ncm-dir-1\r\nC:\\Temp\\x\r\n', 'cm-dir-1')).toBe('C:\\Temp\\x\r\n');
+    expect(afterMarker('nothing', 'cm-dir-1')).toBeUndefined();
   });
 });

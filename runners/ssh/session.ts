@@ -6,7 +6,9 @@
  * guardian removes it when this session ends, however it ends.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { readFile, rm } from 'node:fs/promises';
+import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Client, ClientChannel, SFTPWrapper } from 'ssh2';
 import { CudamatrixError } from '../../core/errors.ts';
@@ -17,7 +19,8 @@ import { quoteArgv, quotePosix, quotePowerShell } from './quote.ts';
 /**
  * The POSIX helper: the one long-lived channel of a session; on a busy host every channel costs
  * an sshd fork (measured here: ~110 ms of CPU each), so it does everything a session needs.
- *   - At start it makes the run directory and prints "cm-setup OS ARCH DIR".
+ *   - At start it makes the run directory and prints "cm-setup-NONCE OS ARCH DIR" (and
+ *     "cm-setup-NONCE" on stderr): whatever the login shell's rc files printed comes before.
  *   - "check KEY NAME": the SHA-256 and directory of a cached file ("cm-cache SHA DIR").
  *   - "run NONCE ARGS...": ARGS is shell-quoted (cwd first, then argv). The command runs in a
  *     session and process group of its own; its stdout and stderr go straight to the channel,
@@ -25,13 +28,21 @@ import { quoteArgv, quotePosix, quotePowerShell } from './quote.ts';
  *     While it runs, a watcher reads stdin: "stop" (a timeout, a cancellation, an output flood)
  *     kills the group; end of input (the connection dropped) kills it and removes the directory.
  *   - End of input when idle (the session is disposed, or the connection dropped) removes the
- *     run directory.
+ *     run directory; so does a write to a connection that went away (SIGPIPE).
  */
 const POSIX_HELPER = [
   'd="${TMPDIR:-/tmp}/cudamatrix-$1-$$"',
   'mkdir -m 700 "$d" || exit 1',
+  // Whether the helper ends at the end of its input or by writing to a connection that went away
+  // (SIGPIPE, e.g. its setup line after cudamatrix gave up on it), the directory goes. No trap
+  // for TERM: a child (the watcher) killed with TERM right after its fork would inherit the trap
+  // for a moment and could lose the signal.
+  'trap \'rm -rf -- "$d"\' EXIT; trap \'exit 141\' PIPE',
   'os=unknown; [ -r /proc/sys/kernel/ostype ] && read -r os </proc/sys/kernel/ostype',
-  'printf "cm-setup %s %s %s\\n" "$os" "$(uname -m)" "$d"',
+  // The setup lines carry the session's nonce ($2), written so that the command line itself does
+  // not contain "cm-setup-NONCE": what a login script prints before them is told apart.
+  'printf "cm-setup-%s\\n" "$2" >&2',
+  'printf "cm-setup-%s %s %s %s\\n" "$2" "$os" "$(uname -m)" "$d"',
   'nl="\n"',
   'exec 3<&0 </dev/null',
   'while IFS= read -r line <&3; do',
@@ -55,7 +66,6 @@ const POSIX_HELPER = [
   '    printf "\\ncm-exit-%s %s\\n" "$nonce" "$code" ;;',
   '  esac',
   'done',
-  'rm -rf -- "$d"',
 ].join('\n');
 
 /** Quotes an argument for the helper's one-line "run" request: a newline becomes "$nl". */
@@ -70,19 +80,114 @@ export interface RawResult {
   stderr: string;
 }
 
-/** Runs a command line on the connection and collects its output (for setup commands). */
-export function run(client: Client, command: string, stdin?: string): Promise<RawResult> {
+/**
+ * Runs a command line on the connection and collects its output (for setup commands on Windows
+ * hosts, and shell detection). Bounded: after `timeoutMs` the channel is closed and it fails.
+ */
+export function run(client: Client, command: string, options: { stdin?: string; timeoutMs?: number; what?: string } = {}): Promise<RawResult> {
   return new Promise((resolve, reject) => {
     client.exec(command, (err, stream) => {
       if (err) return reject(transportFailed(err));
       let stdout = '';
       let stderr = '';
+      const timer =
+        options.timeoutMs !== undefined
+          ? setTimeout(() => {
+              stream.close();
+              reject(new CudamatrixError('TRANSPORT_FAILED', `${options.what ?? 'a setup command'} did not finish within ${options.timeoutMs} ms (connectTimeout): ${tail(stdout + stderr) || 'no output'}`));
+            }, options.timeoutMs)
+          : undefined;
       stream.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
       stream.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-      stream.on('close', (code: number | null, signal?: string) => resolve({ code: code ?? null, signal: signal ?? null, stdout, stderr }));
-      stream.end(stdin);
+      stream.on('close', (code: number | null, signal?: string) => {
+        clearTimeout(timer);
+        resolve({ code: code ?? null, signal: signal ?? null, stdout, stderr });
+      });
+      stream.end(options.stdin);
     });
   });
+}
+
+/** A fresh nonce for a marker line ("cm-KIND-NONCE"). */
+function newNonce(): string {
+  return randomBytes(8).toString('hex');
+}
+
+/**
+ * What a command printed after its marker line: login scripts (~/.bashrc, a PowerShell
+ * profile) may print anything before it. Undefined when the marker never came.
+ */
+export function afterMarker(text: string, marker: string): string | undefined {
+  const at = text.indexOf(marker);
+  if (at < 0) return undefined;
+  return text.slice(at + marker.length).replace(/^\r?\n/, '');
+}
+
+/** The end of a text, on one line, for an error message. */
+function tail(text: string, max = 300): string {
+  const t = text.trim().replace(/\s*\n\s*/g, ' | ');
+  return t.length > max ? `…${t.slice(-max)}` : t;
+}
+
+/**
+ * Drops what comes before a marker line in a stream of text (a login script's chatter on a
+ * command's own channel) and passes the rest on. Holds back at most a marker's length while
+ * it looks; keeps at most `keep` characters of the chatter, for messages.
+ */
+export class MarkerStrip {
+  private held = '';
+  private state: 'looking' | 'line-end' | 'passing' = 'looking';
+  chatter = '';
+
+  constructor(
+    private readonly marker: string,
+    private readonly keep = 4096,
+  ) {}
+
+  /** Whether the marker came. */
+  get seen(): boolean {
+    return this.state !== 'looking';
+  }
+
+  /** The text to pass on ('' while the marker is still awaited). */
+  feed(text: string): string {
+    if (this.state === 'passing') return text;
+    if (this.state === 'looking') {
+      this.held += text;
+      const at = this.held.indexOf(this.marker);
+      if (at < 0) {
+        // Everything but a possible start of the marker is chatter.
+        const cut = Math.max(0, this.held.length - this.marker.length);
+        this.noteChatter(this.held.slice(0, cut));
+        this.held = this.held.slice(cut);
+        return '';
+      }
+      this.noteChatter(this.held.slice(0, at));
+      text = this.held.slice(at + this.marker.length);
+      this.held = '';
+      this.state = 'line-end';
+    }
+    // The marker's own line end ("\n", or "\r\n" from PowerShell), which may come in the next chunk.
+    if (text.startsWith('\r')) text = text.slice(1);
+    if (text.startsWith('\n')) {
+      this.state = 'passing';
+      return text.slice(1);
+    }
+    if (text) this.state = 'passing';
+    return text;
+  }
+
+  /** At the end of the stream: if the marker never came, what was printed is all there was. */
+  end(): string {
+    if (this.seen) return '';
+    const rest = this.chatter + this.held;
+    this.held = '';
+    return rest;
+  }
+
+  private noteChatter(text: string): void {
+    if (text) this.chatter = (this.chatter + text).slice(-this.keep);
+  }
 }
 
 function transportFailed(err: Error): CudamatrixError {
@@ -118,38 +223,63 @@ export class SshSession implements Session {
     client.on('error', (e: Error) => (this.lost ??= e));
   }
 
-  /** Detects the remote shell and platform, and makes the run directory. */
-  static async open(client: Client, label: string, runId: string, shellHint: Shell | 'auto', onDispose: () => Promise<void>): Promise<SshSession> {
-    const shell = shellHint === 'auto' ? await detectShell(client) : shellHint;
+  /**
+   * Detects the remote shell and platform, and makes the run directory. Login scripts may print
+   * anything first (a greeting from ~/.bashrc, on stdout or stderr): every answer is found after
+   * a marker line with a nonce. Bounded by `setupTimeoutMs` (connectTimeout): a login script that
+   * waits for input does not hold the run.
+   */
+  static async open(client: Client, label: string, runId: string, shellHint: Shell | 'auto', onDispose: () => Promise<void>, setupTimeoutMs = 15_000): Promise<SshSession> {
+    const shell = shellHint === 'auto' ? await detectShell(client, label, setupTimeoutMs) : shellHint;
     if (shell === 'posix') {
       const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
+      const nonce = newNonce();
       // exec: the login shell that runs our command line need not stay around as well.
-      const { channel, first, output } = await startHelper(client, `exec sh -c ${quotePosix(POSIX_HELPER)} cudamatrix-helper ${quotePosix(tag)}`);
-      const m = /^cm-setup (\S+) (\S+) (\/.*)$/.exec(first);
+      const started = await startHelper(client, `exec sh -c ${quotePosix(POSIX_HELPER)} cudamatrix-helper ${quotePosix(tag)} ${nonce}`, {
+        marker: `cm-setup-${nonce}`,
+        stderrMarker: `cm-setup-${nonce}`,
+        timeoutMs: setupTimeoutMs,
+      });
+      if (!started.ok) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${started.why}`);
+      const m = /^ (\S+) (\S+) (\/.*)$/.exec(started.line);
       if (!m) {
-        channel.end();
-        throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${first || 'no answer'}`);
+        await started.close();
+        throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: the helper answered "${tail(started.line)}"`);
       }
       const [, os, machine, workDir] = m;
       if (os !== 'Linux') {
-        channel.end();
+        await started.close();
         throw new CudamatrixError('TARGET_UNREACHABLE', `${label} runs ${os}; cudaprobe targets Linux and Windows`);
       }
       const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine!;
       const session = new SshSession(client, `ssh ${label}`, 'linux', arch, shell, workDir!, onDispose);
-      session.adoptGuardian(channel, output);
+      session.adoptGuardian(started.channel, started.output);
       return session;
     }
-    const a = await run(client, powershell(shell, '$env:PROCESSOR_ARCHITECTURE'));
-    const arch = /ARM64/i.test(a.stdout) ? 'aarch64' : 'x86_64';
-    const d = await run(client, powershell(shell, `$d = Join-Path $env:TEMP ('cudamatrix-' + [guid]::NewGuid()); New-Item -ItemType Directory -Path $d | Out-Null; $d`));
-    const workDir = d.stdout.trim();
-    if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir)) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${d.stderr.trim()}`);
+    const setup = { timeoutMs: setupTimeoutMs };
+    const archNonce = newNonce();
+    const a = await run(client, powershell(shell, `'cm-arch-${archNonce}'; $env:PROCESSOR_ARCHITECTURE`), { ...setup, what: 'reading the processor architecture' });
+    const arch = /ARM64/i.test(afterMarker(a.stdout, `cm-arch-${archNonce}`) ?? '') ? 'aarch64' : 'x86_64';
+    const dirNonce = newNonce();
+    const d = await run(
+      client,
+      powershell(shell, `$d = Join-Path $env:TEMP ('cudamatrix-' + [guid]::NewGuid()); New-Item -ItemType Directory -Path $d | Out-Null; 'cm-dir-${dirNonce}'; $d`),
+      { ...setup, what: 'making the run directory' },
+    );
+    const workDir = (afterMarker(d.stdout, `cm-dir-${dirNonce}`) ?? '').trim().split(/\r?\n/)[0] ?? '';
+    if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir)) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${tail(d.stderr) || tail(d.stdout) || `exit status ${d.code}`}`);
     const session = new SshSession(client, `ssh ${label}`, 'windows', arch, shell, workDir, onDispose);
+    const readyNonce = newNonce();
     const guardian = await startHelper(
       client,
-      powershell(shell, `'cm-ready'; [Console]::In.ReadToEnd() | Out-Null; Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`),
+      powershell(shell, `'cm-ready-${readyNonce}'; [Console]::In.ReadToEnd() | Out-Null; Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`),
+      { marker: `cm-ready-${readyNonce}`, timeoutMs: setupTimeoutMs },
     );
+    if (!guardian.ok) {
+      // The directory exists but nothing watches it: remove it now, or say where it is.
+      const rm = await run(client, powershell(shell, `Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`), setup).catch(() => undefined);
+      throw new CudamatrixError('TRANSPORT_FAILED', `could not start the session's guardian on ${label}: ${guardian.why}${rm?.code === 0 ? '' : `; ${workDir} may be left there`}`);
+    }
     session.adoptGuardian(guardian.channel, guardian.output);
     return session;
   }
@@ -274,7 +404,8 @@ export class SshSession implements Session {
 
   /** Runs a command on a channel of its own (Windows shells, or a command that reads stdin). */
   private execOnChannel(argv: string[], options: ExecOptions): Promise<ExecResult> {
-    const command = this.commandLine(argv, options);
+    const nonce = newNonce();
+    const command = this.commandLine(argv, options, nonce);
     return supervise(
       argv,
       options,
@@ -284,13 +415,16 @@ export class SshSession implements Session {
             if (err) return failed(transportFailed(err));
             const out = new StringDecoder('utf8');
             const errDec = new StringDecoder('utf8');
+            // What the login shell's rc files print comes before the command line's markers.
+            const outStrip = new MarkerStrip(`cm-begin-${nonce}`);
+            const errStrip = new MarkerStrip(`cm-begin-${nonce}`);
             let stopped = false;
-            stream.on('data', (d: Buffer) => io.stdout(out.write(d)));
-            stream.stderr.on('data', (d: Buffer) => io.stderr(errDec.write(d)));
+            stream.on('data', (d: Buffer) => io.stdout(outStrip.feed(out.write(d))));
+            stream.stderr.on('data', (d: Buffer) => io.stderr(errStrip.feed(errDec.write(d))));
             const done = new Promise<ExecEnd>((resolve, reject) =>
               stream.on('close', (code: number | null | undefined, signal?: string) => {
-                io.stdout(out.end());
-                io.stderr(errDec.end());
+                io.stdout(outStrip.feed(out.end()) + outStrip.end());
+                io.stderr(errStrip.feed(errDec.end()) + errStrip.end());
                 if (code === undefined && this.lost) return reject(transportFailed(this.lost));
                 // No exit status: the channel was closed under the command (the connection went).
                 if ((code === null || code === undefined) && !stopped) return reject(transportFailed(this.lost ?? new Error('the command ended without an exit status')));
@@ -315,14 +449,17 @@ export class SshSession implements Session {
     );
   }
 
-  private commandLine(argv: string[], options: ExecOptions): string {
+  /** The command line for a channel of its own: marker lines on stdout and stderr first (see MarkerStrip). */
+  private commandLine(argv: string[], options: ExecOptions, nonce: string): string {
     const env = Object.entries(options.env ?? {});
     if (this.platform === 'linux') {
       // A POSIX command that reads stdin: run plainly on its own channel.
       const prefix = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`)] : [];
-      return `cd ${quotePosix(options.cwd ?? this.workDir)} && exec ${quoteArgv([...prefix, ...argv], 'posix')}`;
+      return `printf 'cm-begin-%s\\n' ${nonce}; printf 'cm-begin-%s\\n' ${nonce} >&2; cd ${quotePosix(options.cwd ?? this.workDir)} && exec ${quoteArgv([...prefix, ...argv], 'posix')}`;
     }
     const script = [
+      `[Console]::Out.WriteLine('cm-begin-${nonce}')`,
+      `[Console]::Error.WriteLine('cm-begin-${nonce}')`,
       `Set-Location -LiteralPath ${quotePowerShell(options.cwd ?? this.workDir)}`,
       ...env.map(([k, v]) => `$env:${k} = ${quotePowerShell(v)}`),
       quoteArgv(argv, 'powershell'),
@@ -340,16 +477,98 @@ export class SshSession implements Session {
     return this.platform === 'windows' ? `/${p.replace(/\\/g, '/')}` : p;
   }
 
+  /**
+   * Copies a file to the host. POSIX hosts: through `cat` on a channel of its own, not SFTP: sshd
+   * starts its SFTP server through the login shell, so a ~/.bashrc that prints anything breaks
+   * SFTP ("Received message too long" with OpenSSH's sftp), where a command still works.
+   * Windows hosts: SFTP.
+   */
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
+    if (this.platform === 'linux') {
+      const nonce = newNonce();
+      const target = quotePosix(remotePath);
+      // stderr after the marker is cat's or chmod's: what a login script printed comes before.
+      const command = `printf 'cm-put-%s\\n' ${nonce} >&2; cat > ${target} && chmod ${options.executable ? '755' : '644'} ${target}`;
+      const r = await this.streamOnChannel(command, { marker: `cm-put-${nonce}`, stdin: createReadStream(localPath) });
+      if (r.code !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} on ${this.description}: ${tail(r.stderr) || `exit status ${r.code}`}`);
+      return;
+    }
     const sftp = await this.sftp();
     await new Promise<void>((resolve, reject) =>
       sftp.fastPut(localPath, this.sftpPath(remotePath), { mode: options.executable ? 0o755 : 0o644 }, (err) => (err ? reject(transportFailed(err)) : resolve())),
     );
   }
 
+  /** Copies a file from the host: POSIX hosts through `cat` (see put), Windows hosts SFTP. */
   async get(remotePath: string, localPath: string): Promise<void> {
+    if (this.platform === 'linux') {
+      const nonce = newNonce();
+      const file = createWriteStream(localPath);
+      const command = `printf 'cm-get-%s\\n' ${nonce}; printf 'cm-get-%s\\n' ${nonce} >&2; exec cat -- ${quotePosix(remotePath)}`;
+      const r = await this.streamOnChannel(command, { marker: `cm-get-${nonce}`, stdout: file });
+      if (r.code !== 0) {
+        await rm(localPath, { force: true });
+        throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} on ${this.description}: ${tail(r.stderr) || `exit status ${r.code}`}`);
+      }
+      return;
+    }
     const sftp = await this.sftp();
     await new Promise<void>((resolve, reject) => sftp.fastGet(this.sftpPath(remotePath), localPath, (err) => (err ? reject(transportFailed(err)) : resolve())));
+  }
+
+  /**
+   * Runs a POSIX command line on a channel of its own for a file's bytes: `stdin` is piped in,
+   * stdout (from the marker line on: bytes, not text) is written to `stdout`. stderr from its
+   * marker on is collected for messages.
+   */
+  private streamOnChannel(command: string, o: { marker: string; stdin?: Readable; stdout?: Writable }): Promise<{ code: number | null; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      this.client.exec(command, (err, stream) => {
+        if (err) return reject(transportFailed(err));
+        const errStrip = new MarkerStrip(o.marker);
+        const decoder = new StringDecoder('utf8');
+        let stderr = '';
+        let failure: Error | undefined;
+        stream.stderr.on('data', (d: Buffer) => (stderr = (stderr + errStrip.feed(decoder.write(d))).slice(-8192)));
+        const marker = Buffer.from(`${o.marker}\n`);
+        let head: Buffer | undefined = Buffer.alloc(0);
+        stream.on('data', (d: Buffer) => {
+          if (!o.stdout) return;
+          if (head) {
+            // The bytes before the marker line are a login script's chatter.
+            head = Buffer.concat([head, d]);
+            const at = head.indexOf(marker);
+            if (at < 0) {
+              if (head.length > 64 * 1024) head = head.subarray(head.length - marker.length);
+              return;
+            }
+            d = head.subarray(at + marker.length);
+            head = undefined;
+          }
+          if (d.length && !o.stdout.write(d)) {
+            stream.pause();
+            o.stdout.once('drain', () => stream.resume());
+          }
+        });
+        const fail = (e: Error) => {
+          failure ??= e;
+          stream.close();
+        };
+        o.stdin?.on('error', fail);
+        o.stdout?.on('error', fail);
+        stream.on('close', (code: number | null | undefined) => {
+          const flushed = o.stdout ? new Promise<void>((r) => o.stdout!.end(() => r())) : Promise.resolve();
+          void flushed.then(() => {
+            if (failure) return reject(new CudamatrixError('TRANSPORT_FAILED', `copying failed on ${this.description}: ${failure.message}`, { cause: failure }));
+            if (code === undefined || code === null) return reject(transportFailed(this.lost ?? new Error('the copy ended without an exit status')));
+            if (o.stdout && head) return resolve({ code: code === 0 ? 1 : code, stderr: `${stderr} (no data came)` });
+            resolve({ code, stderr: stderr + errStrip.end() });
+          });
+        });
+        if (o.stdin) o.stdin.pipe(stream);
+        else stream.end();
+      });
+    });
   }
 
   joinPath(...parts: string[]): string {
@@ -369,26 +588,41 @@ export class SshSession implements Session {
       const m = /^cm-cache (\S+) (\/.*)$/.exec(await this.ask(`check ${key} ${name}`));
       [dir, cachedSha] = [m?.[2], m?.[1]];
     } else {
+      const nonce = newNonce();
       const r = await run(
         this.client,
-        powershell(this.shell, `$d = Join-Path $env:LOCALAPPDATA 'cudamatrix\\deployed\\${key}'; New-Item -ItemType Directory -Force -Path $d | Out-Null; $d; $f = Join-Path $d ${quotePowerShell(name)}; if (Test-Path $f) { (Get-FileHash -Algorithm SHA256 -LiteralPath $f).Hash }`),
+        powershell(this.shell, `$d = Join-Path $env:LOCALAPPDATA 'cudamatrix\\deployed\\${key}'; New-Item -ItemType Directory -Force -Path $d | Out-Null; 'cm-cache-${nonce}'; $d; $f = Join-Path $d ${quotePowerShell(name)}; if (Test-Path $f) { (Get-FileHash -Algorithm SHA256 -LiteralPath $f).Hash }`),
       );
-      [dir, cachedSha] = r.stdout.trim().split(/\r?\n/);
+      [dir, cachedSha] = (afterMarker(r.stdout, `cm-cache-${nonce}`) ?? '').trim().split(/\r?\n/);
     }
     if (!dir) throw new CudamatrixError('TRANSPORT_FAILED', `could not prepare the probe cache on ${this.description}`);
     const target = this.joinPath(dir, name);
     if (cachedSha && cachedSha.trim().toLowerCase() === sha) return { path: target, uploaded: false };
-    // Upload beside it and rename, so that a reader never runs half a binary.
-    if (this.platform === 'linux') await run(this.client, `mkdir -p ${quotePosix(dir)}`);
+    // Upload beside it and rename, so that a reader never runs half a binary. On POSIX hosts the
+    // small steps go through the helper: no channel (and no login script) of their own.
+    if (this.platform === 'linux') {
+      const made = await this.exec(['mkdir', '-p', dir]);
+      if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} on ${this.description}: ${tail(made.stderr)}`);
+    }
     const partial = `${target}.upload-${randomBytes(4).toString('hex')}`;
     await this.put(localPath, partial, { executable: true });
-    const mv =
-      this.platform === 'linux'
-        ? `mv -f ${quotePosix(partial)} ${quotePosix(target)} && sha256sum ${quotePosix(target)}`
-        : powershell(this.shell, `Move-Item -Force -LiteralPath ${quotePowerShell(partial)} -Destination ${quotePowerShell(target)}; (Get-FileHash -Algorithm SHA256 -LiteralPath ${quotePowerShell(target)}).Hash`);
-    const m = await run(this.client, mv);
-    if (m.code !== 0 || m.stdout.trim().split(/\s+/)[0]!.toLowerCase() !== sha) {
-      throw new CudamatrixError('TRANSPORT_FAILED', `the probe uploaded to ${this.description}:${target} does not verify (${m.stderr.trim() || 'hash differs'})`);
+    let placedSha: string;
+    let why: string;
+    if (this.platform === 'linux') {
+      const mv = await this.exec(['sh', '-c', 'mv -f -- "$1" "$2" && sha256sum -- "$2"', 'sh', partial, target]);
+      placedSha = mv.exitCode === 0 ? (mv.stdout.trim().split(/\s+/)[0] ?? '') : '';
+      why = tail(mv.stderr);
+    } else {
+      const nonce = newNonce();
+      const mv = await run(
+        this.client,
+        powershell(this.shell, `Move-Item -Force -LiteralPath ${quotePowerShell(partial)} -Destination ${quotePowerShell(target)}; 'cm-hash-${nonce}'; (Get-FileHash -Algorithm SHA256 -LiteralPath ${quotePowerShell(target)}).Hash`),
+      );
+      placedSha = mv.code === 0 ? (afterMarker(mv.stdout, `cm-hash-${nonce}`) ?? '').trim().split(/\s+/)[0] ?? '' : '';
+      why = tail(mv.stderr);
+    }
+    if (placedSha.toLowerCase() !== sha) {
+      throw new CudamatrixError('TRANSPORT_FAILED', `the probe uploaded to ${this.description}:${target} does not verify (${why || 'hash differs'})`);
     }
     return { path: target, uploaded: true };
   }
@@ -410,21 +644,37 @@ interface HelperOutput {
   onStderr(handler: (text: string) => void): void;
 }
 
+type Started =
+  | { ok: true; channel: ClientChannel; /** The rest of the marker's line. */ line: string; output: HelperOutput; close(): Promise<void> }
+  | { ok: false; why: string };
+
 /**
- * Starts a long-lived helper channel and waits for its first line; what follows goes to the
- * handlers the caller installs (text that came with the first line is handed over first).
+ * Starts a long-lived helper channel and waits for its marker line on stdout: what a login
+ * script printed before is dropped (on stderr too, up to `stderrMarker`, when given). What
+ * follows goes to the handlers the caller installs. Fails when the channel closes first, or
+ * when no marker came within `timeoutMs` (the channel is then closed); either way the helper,
+ * if it started, removes what it made (POSIX_HELPER's trap).
  */
-function startHelper(client: Client, command: string): Promise<{ channel: ClientChannel; first: string; output: HelperOutput }> {
+function startHelper(client: Client, command: string, o: { marker: string; stderrMarker?: string; timeoutMs: number }): Promise<Started> {
   return new Promise((resolve, reject) => {
     client.exec(command, (err, channel) => {
       if (err) return reject(transportFailed(err));
       const out = new StringDecoder('utf8');
       const errs = new StringDecoder('utf8');
+      const errStrip = o.stderrMarker ? new MarkerStrip(o.stderrMarker) : undefined;
+      /** stdout up to the end of the marker's line; then what follows, until a handler takes it. */
+      let head = '';
+      let lineDone = false;
       let pending = '';
-      let stderr = '';
-      let first: string | undefined;
+      let pendingErr = '';
+      let settled = false;
       let onOut: ((text: string) => void) | undefined;
       let onErr: ((text: string) => void) | undefined;
+      const closed = new Promise<void>((r) => channel.on('close', () => r()));
+      const close = async (): Promise<void> => {
+        channel.end();
+        await withTimeout(closed, 5_000);
+      };
       const output: HelperOutput = {
         onStdout(handler) {
           onOut = handler;
@@ -433,27 +683,51 @@ function startHelper(client: Client, command: string): Promise<{ channel: Client
         },
         onStderr(handler) {
           onErr = handler;
+          if (pendingErr) handler(pendingErr);
+          pendingErr = '';
         },
       };
+      const said = () => tail(`${head} ${errStrip ? errStrip.chatter + errStrip.end() : pendingErr}`);
+      const fail = (why: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ ok: false, why });
+      };
+      const timer = setTimeout(() => {
+        fail(`the remote shell did not start cudamatrix's helper within ${o.timeoutMs} ms (connectTimeout): does a login script (~/.bashrc, ~/.profile, a PowerShell profile) wait for input? It printed: ${said() || 'nothing'}`);
+        channel.close();
+      }, o.timeoutMs);
       channel.stderr.on('data', (d: Buffer) => {
-        const text = errs.write(d);
+        const text = errStrip ? errStrip.feed(errs.write(d)) : errs.write(d);
         if (onErr) onErr(text);
-        else stderr += text;
+        else pendingErr += text;
       });
       channel.on('data', (d: Buffer) => {
         const text = out.write(d);
         if (onOut) return onOut(text);
-        pending += text;
-        if (first !== undefined) return;
-        const nl = pending.indexOf('\n');
-        if (nl < 0) return;
-        first = pending.slice(0, nl).replace(/\r$/, '');
-        pending = pending.slice(nl + 1);
-        resolve({ channel, first, output });
+        if (lineDone) {
+          pending += text;
+          return;
+        }
+        head += text;
+        const at = head.indexOf(o.marker);
+        const nl = at < 0 ? -1 : head.indexOf('\n', at);
+        if (nl < 0) {
+          // Still chatter: keep only its end (for a message), and what may be a marker's start.
+          if (at < 0 && head.length > 8192) head = head.slice(-4096);
+          return;
+        }
+        const line = head.slice(at + o.marker.length, nl).replace(/\r$/, '');
+        pending = head.slice(nl + 1);
+        head = head.slice(0, at);
+        lineDone = true;
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve({ ok: true, channel, line, output, close });
       });
-      channel.on('close', () => {
-        if (first === undefined) resolve({ channel, first: stderr.trim(), output });
-      });
+      channel.on('close', () => fail(said() ? `the remote shell ended before cudamatrix's helper started; it printed: ${said()}` : "the remote shell ended before cudamatrix's helper started, and printed nothing"));
     });
   });
 }
@@ -474,11 +748,15 @@ function powershell(shell: Shell, script: string): string {
 
 /**
  * Which shell runs our commands, in one round trip: sh expands $0 and leaves %OS% alone; cmd
- * expands %OS% only; PowerShell expands neither but knows $PSVersionTable.
+ * expands %OS% only; PowerShell expands neither but knows $PSVersionTable. Only what follows the
+ * marker counts: a login script may have printed anything (even "Windows_NT") before it.
  */
-async function detectShell(client: Client): Promise<Shell> {
-  const r = await run(client, 'echo cm-shell %OS% $PSVersionTable');
-  const out = r.stdout.trim();
+async function detectShell(client: Client, label: string, timeoutMs: number): Promise<Shell> {
+  const nonce = newNonce();
+  const r = await run(client, `echo cm-shell-${nonce} %OS% $PSVersionTable`, { timeoutMs, what: `detecting the shell of ${label}` });
+  // No marker (a shell that refused the line, e.g. csh on the undefined variable): as before,
+  // POSIX is tried, and the helper's start says what went wrong.
+  const out = afterMarker(r.stdout, `cm-shell-${nonce}`) ?? '';
   if (out.includes('Windows_NT')) return 'cmd';
   if (/System\.Management\.Automation|PSVersion/.test(out)) return 'powershell';
   return 'posix';

@@ -92,7 +92,7 @@ export const sshTransport: TransportKind<SshOptions> = {
     };
     try {
       const { client, endpoint } = await shared.connection;
-      return await SshSession.open(client, endpoint.label, context.runId, o.shell ?? 'auto', release);
+      return await SshSession.open(client, endpoint.label, context.runId, o.shell ?? 'auto', release, (o.connectTimeout ?? 15) * 1000);
     } catch (error) {
       await release();
       throw error;
