@@ -16,10 +16,32 @@ const name = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'names use letters, digits, ".", "_" and "-", and start with a letter or digit')
   .max(100);
 
-/** Seconds as a number, or a string such as "90s", "5m", "500ms", "1h". */
+/**
+ * The longest duration a matrix may give: 30 days. Longer is a mistake (a unit slip, "7000h"),
+ * not a wish; a timer waits at most 2^31-1 ms (24.8 days), so a timeout between the two waits
+ * 24.8 days (runners/supervise.ts clamps it).
+ */
+export const MAX_DURATION_MS = 30 * 24 * 3_600_000;
+const tooLong = (value: unknown) => `${JSON.stringify(value)} is longer than 30 days, the longest duration a matrix may give (a timeout over 24.8 days waits 24.8 days)`;
+
+const DURATION_TEXT = /^\s*\d+(\.\d+)?\s*(ms|s|m|h)\s*$/;
+
+/** Seconds as a number, or a string such as "90s", "5m", "500ms", "1h"; at most 30 days. */
 export const duration = z.union([
-  z.number().positive(),
-  z.string().regex(/^\s*\d+(\.\d+)?\s*(ms|s|m|h)\s*$/, 'a duration is a number of seconds or a string such as "90s", "5m", "500ms"'),
+  z
+    .number()
+    .positive()
+    .superRefine((value, ctx) => {
+      if (value * 1000 > MAX_DURATION_MS) ctx.addIssue({ code: 'custom', message: tooLong(value), params: { fix: `write at most ${MAX_DURATION_MS / 1000} (seconds: 30 days), or "720h"` } });
+    })
+    .meta({ maximum: MAX_DURATION_MS / 1000 }),
+  z
+    .string()
+    .regex(DURATION_TEXT, 'a duration is a number of seconds or a string such as "90s", "5m", "500ms"')
+    .superRefine((value, ctx) => {
+      // (It runs after a failed regex too: only a well-formed duration is measured.)
+      if (DURATION_TEXT.test(value) && durationMs(value) > MAX_DURATION_MS) ctx.addIssue({ code: 'custom', message: tooLong(value), params: { fix: 'write at most 720h (30 days)' } });
+    }),
 ]);
 
 export function durationMs(value: z.infer<typeof duration>): number {
