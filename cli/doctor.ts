@@ -84,7 +84,7 @@ const fixes: Record<string, string> = {
   TARGET_UNREACHABLE: 'check the host name and port, that sshd (or the Docker engine) runs there, and that no firewall is in the way',
   HOST_KEY_UNKNOWN: 'add the host key to known_hosts (ssh-keyscan), or run once with --accept-new',
   HOST_KEY_MISMATCH: 'find out why the host key changed before removing the old line from known_hosts',
-  AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile, passphraseEnv and user',
+  AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile (the private key, not the .pub), passphraseEnv and user',
   NVIDIA_RUNTIME_MISSING: 'install the NVIDIA Container Toolkit on the Docker host and configure it (nvidia-ctk runtime configure --runtime=docker), or set gpus: none',
   PROBE_BUILD_FAILED: 'install a compiler for the target platform (g++, or MinGW-w64 for Windows)',
   TRANSPORT_FAILED: 'the connection broke, or the session could not start on the target (the message says which): check the network and the server logs; over SSH, also that the login shell\'s rc files (~/.bashrc) do not wait for input',

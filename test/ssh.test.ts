@@ -200,7 +200,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const r = await runMatrix(file, dir);
     expect(r.code).toBe(3);
     expect(targetErrors(r.events)).toEqual([
-      expect.objectContaining({ target: 'down', code: 'TARGET_UNREACHABLE', message: expect.stringMatching(/connect ECONNREFUSED 127\.0\.0\.1:\d+ \(after 3 attempts\)/) }),
+      expect.objectContaining({ target: 'down', code: 'TARGET_UNREACHABLE', message: expect.stringMatching(/connect ECONNREFUSED 127\.0\.0\.1:\d+ \(refused 3 times over 1\.\d s; nothing listens on that port/) }),
     ]);
     expect(r.events.find((e) => e.type === 'cell-end' && e.target === 'up')).toMatchObject({ status: 'skipped' });
     // Backoff 0.5 s + 1 s between the three attempts.

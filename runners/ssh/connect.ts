@@ -4,7 +4,7 @@
  * strict host-key checking against known_hosts, ProxyJump hops, a connect timeout, keepalives,
  * and bounded retries with backoff for connection failures only. Never a password.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -82,6 +82,15 @@ function authFor(o: SshConnectOptions, e: Endpoint): Auth {
       continue;
     }
     const key = utils.parseKey(text, passphrase);
+    const first = Array.isArray(key) ? key[0] : key;
+    if (first && !(first instanceof Error) && !first.isPrivateKey()) {
+      // A public key (e.g. the .pub file, under another name) cannot sign: say so, not "authorized_keys".
+      throw new CudamatrixError(
+        'AUTH_FAILED',
+        `identity file ${file} holds a public key (${first.type}), the half that goes in the remote authorized_keys; identityFile names the private key` +
+          `${existsSync(file.replace(/\.pub$/i, '')) && /\.pub$/i.test(file) ? ` (${file.replace(/\.pub$/i, '')})` : ''}`,
+      );
+    }
     if (key instanceof Error) {
       const encrypted = /encrypted|passphrase/i.test(key.message);
       const why = encrypted
@@ -159,6 +168,31 @@ function knownFirst(known: string[]): NonNullable<ConnectConfig['algorithms']>['
   return { remove: known, prepend: known } as unknown as NonNullable<ConnectConfig['algorithms']>['serverHostKey'];
 }
 
+/**
+ * The wait before retry number `attempt + 1`: 0.5 s, 1 s, 2 s, 4 s, then 5 s each (at most 10
+ * retries: about 40 s of waiting in all).
+ */
+export function backoffMs(attempt: number): number {
+  return Math.min(5000, 500 * 2 ** attempt);
+}
+
+/**
+ * What the attempts were, for the final message. A refused connection (nothing listens on the
+ * port) is retried like the other connection failures: an sshd being restarted (a package
+ * upgrade, systemctl restart) refuses for a moment, and the default 2 retries cost 1.5 s. But
+ * OpenSSH's ssh tries once (ConnectionAttempts 1), so the message says how long the retries took
+ * and that retries: 0 fails at once.
+ */
+export function attemptsSummary(codes: (string | undefined)[], elapsedMs: number): string | undefined {
+  const n = codes.length;
+  const over = `${(elapsedMs / 1000).toFixed(1)} s`;
+  if (codes.every((c) => c === 'ECONNREFUSED')) {
+    const why = 'nothing listens on that port: is sshd running there, and is the port right?';
+    return n === 1 ? `refused: ${why}` : `refused ${n} times over ${over}; ${why} With retries: 0 it fails at once, as OpenSSH's ssh does`;
+  }
+  return n === 1 ? undefined : `${n} attempts over ${over}: ${codes.map((c) => c ?? 'failed').join(', ')}`;
+}
+
 const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
 function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'strict' | 'accept-new', sock?: Duplex): Promise<Client> {
@@ -180,7 +214,7 @@ function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'str
       const code = err.code ?? (err.level === 'client-timeout' ? 'ETIMEDOUT' : undefined);
       const what = err.level === 'client-timeout' ? `no SSH handshake within ${o.connectTimeoutMs ?? 15000} ms` : err.message;
       const error = new CudamatrixError('TARGET_UNREACHABLE', `cannot reach ${e.label}: ${what}`, { cause: err });
-      (error as { retryable?: boolean }).retryable = code !== undefined && (RETRYABLE.has(code) || err.level === 'client-timeout');
+      Object.assign(error, { retryable: code !== undefined && (RETRYABLE.has(code) || err.level === 'client-timeout'), errno: code });
       reject(error);
     };
     client.on('ready', () => {
@@ -240,6 +274,9 @@ export async function openConnection(o: SshConnectOptions, ctx: { acceptNewHostK
   const policy = ctx.acceptNewHostKeys ? 'accept-new' : (o.hostKeyPolicy ?? 'strict');
   const auth = authFor(o, e);
   const retries = o.retries ?? 2;
+  const started = Date.now();
+  /** The error code of each failed attempt, for the final message. */
+  const codes: (string | undefined)[] = [];
   for (let attempt = 0; ; attempt++) {
     const jumps: Client[] = [];
     try {
@@ -260,13 +297,13 @@ export async function openConnection(o: SshConnectOptions, ctx: { acceptNewHostK
     } catch (error) {
       for (const j of jumps) j.end();
       const retryable = (error as { retryable?: boolean }).retryable === true;
+      codes.push((error as { errno?: string }).errno);
       if (!retryable || attempt >= retries || ctx.signal?.aborted) {
-        if (error instanceof CudamatrixError && retryable && attempt > 0) {
-          throw new CudamatrixError(error.code, `${error.message} (after ${attempt + 1} attempts)`, { cause: error.cause });
-        }
+        const summary = retryable ? attemptsSummary(codes, Date.now() - started) : undefined;
+        if (error instanceof CudamatrixError && summary) throw new CudamatrixError(error.code, `${error.message} (${summary})`, { cause: error.cause });
         throw error;
       }
-      await sleep(Math.min(5000, 500 * 2 ** attempt), ctx.signal);
+      await sleep(backoffMs(attempt), ctx.signal);
     }
   }
 }
