@@ -7,7 +7,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readEventLog, type RunEvent } from '../events/events.ts';
-import { runCli } from './cli.ts';
+import { runCli, type CliResult } from './cli.ts';
 import type { Sshd } from './sshd.ts';
 
 export interface SshTarget {
@@ -56,18 +56,42 @@ export function track(runId: string): string {
   return runId;
 }
 
+/** The times `cudamatrix doctor --target` ran (through doctor()): its run id is "doctor-<Date.now()>". */
+const doctorRuns: [number, number][] = [];
+
+/** `cudamatrix doctor ARGS`, its run directories and helpers checked by expectNothingLeft(). */
+export async function doctor(args: string[]): Promise<CliResult> {
+  const from = Date.now();
+  const r = await runCli(['doctor', ...args]);
+  doctorRuns.push([from, Date.now()]);
+  return r;
+}
+
+/** The run ids of the doctor runs whose run directories or helpers are still there. */
+function doctorIds(runs: [number, number][]): string[] {
+  if (runs.length === 0) return [];
+  const listed = `${readdirSync('/tmp').join('\n')}\n${execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })}`;
+  // leftovers() looks for the last 12 characters of the run id: the last 12 digits of the time.
+  const tags = new Set([...listed.matchAll(/cudamatrix-(?:helper '?)?(\d{12})\b/g)].map((m) => m[1]!));
+  return [...tags].filter((tag) => runs.some(([from, to]) => Number(tag) >= from % 1e12 && Number(tag) <= to % 1e12)).map((tag) => `doctor-${tag}`);
+}
+
 /**
  * For afterEach: no run directory, helper or probe process of any run id the test used (its
- * CLI runs through runMatrix, and those passed to track()). Waits up to `ms` for them to go.
+ * CLI runs through runMatrix and doctor(), and those passed to track()). Waits up to `ms` for
+ * them to go.
  */
 export async function expectNothingLeft(ms = 3000): Promise<void> {
-  const ids = [...used];
-  used.clear();
+  const runs = doctorRuns.splice(0);
   const until = Date.now() + ms;
   for (;;) {
+    const ids = [...used, ...doctorIds(runs)];
     const left = ids.map((id) => ({ id, ...leftovers(id) })).filter((l) => l.dirs.length || l.processes.length);
-    if (left.length === 0) return;
-    if (Date.now() > until) throw new Error(`left behind on the remote side: ${JSON.stringify(left)}`);
+    if (left.length === 0) return used.clear();
+    if (Date.now() > until) {
+      used.clear();
+      throw new Error(`left behind on the remote side: ${JSON.stringify(left)}`);
+    }
     await settle(100);
   }
 }

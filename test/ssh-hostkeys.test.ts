@@ -11,9 +11,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from './cli.ts';
 import { integrationAvailable, tempDir } from './helpers.ts';
-import { expectNothingLeft, fingerprintOf, leftovers, openssh, runIdOf, runMatrix, settle, sshMatrix, targetErrors } from './ssh-helpers.ts';
+import { doctor, expectNothingLeft, fingerprintOf, leftovers, openssh, runIdOf, runMatrix, settle, sshMatrix, targetErrors } from './ssh-helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from './sshd.ts';
 
 const ready = integrationAvailable('OpenSSH sshd and ssh (run as root)', sshdAvailable(), 'apt-get install openssh-server openssh-client, and run the tests as root');
@@ -85,10 +84,10 @@ describe.runIf(ready)('host keys of another type than the known ones (real sshd,
 
     // doctor says the same, and its fix does not suggest accepting the key either.
     const d = tempDir();
-    const doctor = await runCli(['doctor', '--target', 'impostor', '--accept-new', '-m', sshMatrix(d, edOnly, [{ name: 'impostor', extra: { knownHosts: kh } }])]);
-    expect(doctor.code).toBe(3);
-    expect(doctor.stdout).toContain('✗ HOST_KEY_MISMATCH');
-    expect(doctor.stdout).not.toMatch(/ssh-keyscan|--accept-new/);
+    const checked = await doctor(['--target', 'impostor', '--accept-new', '-m', sshMatrix(d, edOnly, [{ name: 'impostor', extra: { knownHosts: kh } }])]);
+    expect(checked.code).toBe(3);
+    expect(checked.stdout).toContain('✗ HOST_KEY_MISMATCH');
+    expect(checked.stdout).not.toMatch(/ssh-keyscan|--accept-new/);
     expect(readFileSync(kh, 'utf8')).toBe(before);
   });
 

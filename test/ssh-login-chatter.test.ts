@@ -13,9 +13,8 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectChain } from '../runners/registry.ts';
-import { runCli } from './cli.ts';
 import { integrationAvailable, tempDir } from './helpers.ts';
-import { expectNothingLeft, leftovers, openssh, runIdOf, runMatrix, settle, sshHop, sshMatrix, targetErrors, track } from './ssh-helpers.ts';
+import { doctor, expectNothingLeft, leftovers, openssh, runIdOf, runMatrix, settle, sshHop, sshMatrix, targetErrors, track } from './ssh-helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from './sshd.ts';
 
 const rootShell = (() => {
@@ -124,7 +123,7 @@ describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chat
 
   it('doctor --target says each step worked (not "the connection broke")', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--target', 'chatty', '-m', sshMatrix(dir, chatty, [{ name: 'chatty' }])]);
+    const r = await doctor(['--target', 'chatty', '-m', sshMatrix(dir, chatty, [{ name: 'chatty' }])]);
     expect(r.stdout).toMatch(/✓ reachable\s+ssh root@127\.0\.0\.1:\d+: host key verified, authenticated/);
     expect(r.stdout).toMatch(/✓ platform\s+linux\/\w+, shell posix/);
     expect(r.stdout).toMatch(/✓ cudaprobe\s+/);

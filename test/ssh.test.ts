@@ -14,9 +14,9 @@ import type { FactRecord, SysinfoRecord } from '../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../events/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
-import { runCli, startCli, whenOutput } from './cli.ts';
+import { startCli, whenOutput } from './cli.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
-import { expectNothingLeft, leftovers, runIdOf, runMatrix, settle, sshHop as sshHopOn, sshMatrix, targetErrors, track, type SshTarget } from './ssh-helpers.ts';
+import { doctor, expectNothingLeft, leftovers, runIdOf, runMatrix, settle, sshHop as sshHopOn, sshMatrix, targetErrors, track, type SshTarget } from './ssh-helpers.ts';
 import { freePort, keygen, sshdAvailable, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
 
 const ready = integrationAvailable('OpenSSH sshd (run as root)', sshdAvailable(), 'apt-get install openssh-server, and run the tests as root');
@@ -252,7 +252,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
 
   it('doctor --target checks each step and says what to fix', async () => {
     const dir = tempDir();
-    const good = await runCli(['doctor', '--target', 'remote', '-m', matrix(dir, [{ name: 'remote' }])]);
+    const good = await doctor(['--target', 'remote', '-m', matrix(dir, [{ name: 'remote' }])]);
     // Reached, but no driver there: a ✗ line, so exit 3.
     expect(good.code).toBe(3);
     expect(good.stdout).toMatch(/✓ reachable\s+ssh root@127\.0\.0\.1:\d+: host key verified, authenticated/);
@@ -262,7 +262,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const dir2 = tempDir();
     const stranger = path.join(dir2, 'stranger');
     keygen(stranger);
-    const bad = await runCli(['doctor', '--target', 'remote', '-m', matrix(dir2, [{ name: 'remote', extra: { identityFile: stranger } }])]);
+    const bad = await doctor(['--target', 'remote', '-m', matrix(dir2, [{ name: 'remote', extra: { identityFile: stranger } }])]);
     expect(bad.code).toBe(3);
     expect(bad.stdout).toContain('✗ AUTH_FAILED');
     expect(bad.stdout).toContain('fix: put the public key in the remote ~/.ssh/authorized_keys');
