@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
+import { checkOutputPath, isStdout, makeDir } from '../core/fs.ts';
 import { Reporters } from '../results/reporter.ts';
 import { createReporters, reporterNames, type ReporterChoice, type ReporterName } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
@@ -47,17 +48,34 @@ export function chooseReporters(opts: Pick<RunOptions, 'reporter' | 'junit' | 'j
   return choices;
 }
 
+/**
+ * Checks the outputs before anything runs: at most one reporter on stdout (two would make it
+ * unreadable), and every file where it can be written.
+ */
+export function checkOutputs(choices: ReporterChoice[], resultsDir: string): void {
+  const onStdout = choices.filter((c) => c.name !== 'console' && (c.path === undefined || isStdout(c.path)));
+  if (onStdout.length > 1) {
+    throw new CudamatrixError(
+      'USAGE',
+      `${onStdout.map((c) => c.name).join(' and ')} would both print to stdout, and neither could be read; give all but one a file (--reporter ${onStdout[1]!.name}:FILE)`,
+    );
+  }
+  for (const c of choices) if (c.path !== undefined) checkOutputPath(c.path, `--reporter ${c.name}:`);
+  makeDir(resultsDir, '--results-dir');
+}
+
 export async function runCommand(opts: RunOptions): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix);
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   const choices = chooseReporters(opts);
+  checkOutputs(choices, opts.resultsDir);
   // The run folder always gets the whole record, whatever the user chose to see.
   const reporters = new Reporters([
     ...createReporters(choices, { quiet: opts.quiet }),
     junitReporter((runDir) => path.join(runDir, 'junit.xml')),
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
   ]);
-  const interrupts = watchInterrupts((m) => process.stderr.write(`${m}\n`));
+  const interrupts = watchInterrupts((m) => reporters.message(m));
   // Every running probe listens for the abort: many at once is expected, not a leak.
   setMaxListeners(0, interrupts.signal);
   try {
@@ -69,7 +87,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       concurrency: opts.concurrency,
       signal: interrupts.signal,
       onEvent: (e) => reporters.event(e),
-      onProgress: (m) => process.stderr.write(`${m}\n`),
+      onProgress: (m) => reporters.message(m),
     });
     const summary = summarize(result.events);
     await reporters.end(summary, { runDir: result.runDir, eventsFile: result.eventsFile, strict: opts.strict });

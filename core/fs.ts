@@ -1,27 +1,37 @@
-import { lstatSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { CudamatrixError } from './errors.ts';
 
 /** Writes through a temporary file and a rename, so that a reader never sees half a file. */
 export function writeFileAtomic(file: string, text: string): void {
-  mkdirSync(path.dirname(file), { recursive: true });
+  makeDir(path.dirname(file), 'the folder of an output');
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, text);
   renameSync(tmp, file);
 }
 
+/** The standard streams by their names: written to as streams, never opened (which truncates). */
+function standardStream(target: string): number | undefined {
+  if (target === '-' || target === '/dev/stdout') return 1;
+  if (target === '/dev/stderr') return 2;
+  const fd = /^\/(?:dev\/fd|proc\/self\/fd)\/(\d+)$/.exec(target);
+  return fd ? Number(fd[1]) : undefined;
+}
+
 /**
- * Writes an output the user named (--junit FILE, --reporter json:FILE): "-" is stdout; a path
- * that exists and is not a plain regular file (/dev/stdout and other links, /dev/null, a FIFO)
- * is written through, never replaced; a new path or a regular file is replaced atomically.
+ * Writes an output the user named (--junit FILE, --reporter json:FILE): "-" and /dev/stdout are
+ * stdout (appended to, even when stdout is a file, so nothing printed before is lost); another
+ * path that exists and is not a plain regular file (a link, /dev/null, a FIFO) is written
+ * through, never replaced; a new path or a regular file is replaced atomically.
  */
 export function writeOutput(target: string, text: string): void {
-  if (target === '-') {
-    process.stdout.write(text);
-    return;
-  }
+  const fd = standardStream(target);
+  if (fd === 1) return void process.stdout.write(text);
+  if (fd === 2) return void process.stderr.write(text);
+  if (fd !== undefined) return void writeSync(fd, text);
   let existing: ReturnType<typeof lstatSync> | undefined;
   try {
-    existing = lstatSync(target); // the path itself: /dev/stdout is a link, whatever it points to
+    existing = lstatSync(target); // the path itself: a link, whatever it points to
   } catch {
     existing = undefined;
   }
@@ -30,4 +40,48 @@ export function writeOutput(target: string, text: string): void {
     return;
   }
   writeFileAtomic(target, text);
+}
+
+/** Whether an output goes to stdout ("-", /dev/stdout). */
+export function isStdout(target: string): boolean {
+  return standardStream(target) === 1;
+}
+
+/**
+ * Makes a folder and the folders above it, one at a time. (mkdirSync's recursive mode loops for
+ * ever on some paths, /proc/x among them.) A part that exists and is not a folder, or a folder
+ * that cannot be made, is a usage error that names `what`.
+ */
+export function makeDir(dir: string, what: string): void {
+  const missing: string[] = [];
+  let at = path.resolve(dir);
+  while (!existsSync(at)) {
+    missing.unshift(at);
+    const up = path.dirname(at);
+    if (up === at) break;
+    at = up;
+  }
+  if (existsSync(at) && !statSync(at).isDirectory()) {
+    throw new CudamatrixError('USAGE', `${what} ${dir} cannot be made: ${at} is not a folder; name a folder you can write to`);
+  }
+  for (const part of missing) {
+    try {
+      mkdirSync(part);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST' && statSync(part).isDirectory()) continue;
+      throw new CudamatrixError('USAGE', `${what} ${dir} cannot be made (${(error as NodeJS.ErrnoException).code ?? (error as Error).message} at ${part}); name a folder you can write to`);
+    }
+  }
+}
+
+/**
+ * Checks, before a run starts, that an output can be written where the user named it, so that
+ * a mistyped path fails at once instead of after an hour of measuring.
+ */
+export function checkOutputPath(target: string, what: string): void {
+  if (standardStream(target) !== undefined) return;
+  if (existsSync(target) && statSync(target).isDirectory()) {
+    throw new CudamatrixError('USAGE', `${what} ${target} is a folder; name a file (e.g. ${path.join(target, 'junit.xml')})`);
+  }
+  makeDir(path.dirname(path.resolve(target)), `${what} ${target}: its folder`);
 }

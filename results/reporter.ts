@@ -15,11 +15,14 @@ export interface RunContext {
 export interface Reporter {
   name: string;
   onEvent?(event: RunEvent): void;
+  /** A note for the person watching (a compile starts, the run is interrupted). */
+  onMessage?(text: string): void;
   onEnd?(summary: RunSummary, context: RunContext): void | Promise<void>;
 }
 
 export class Reporters {
-  private readonly broken = new Set<string>();
+  /** Reporters switched off after a failure (by instance: two JUnit files are two reporters). */
+  private readonly broken = new Set<Reporter>();
 
   constructor(
     private readonly list: Reporter[],
@@ -30,9 +33,16 @@ export class Reporters {
     for (const r of this.list) this.guard(r, () => r.onEvent?.(event));
   }
 
+  /** A note to the person watching: through the reporters that show notes, else on stderr. */
+  message(text: string): void {
+    const shown = this.list.filter((r) => r.onMessage && !this.broken.has(r));
+    if (shown.length === 0) return void this.warn(text);
+    for (const r of shown) this.guard(r, () => r.onMessage!(text));
+  }
+
   async end(summary: RunSummary, context: RunContext): Promise<void> {
     for (const r of this.list) {
-      if (this.broken.has(r.name)) continue;
+      if (this.broken.has(r)) continue;
       try {
         await r.onEnd?.(summary, context);
       } catch (error) {
@@ -42,7 +52,7 @@ export class Reporters {
   }
 
   private guard(r: Reporter, fn: () => void): void {
-    if (this.broken.has(r.name)) return;
+    if (this.broken.has(r)) return;
     try {
       fn();
     } catch (error) {
@@ -51,7 +61,7 @@ export class Reporters {
   }
 
   private fail(r: Reporter, error: unknown): void {
-    this.broken.add(r.name);
+    this.broken.add(r);
     this.warn(`warning: reporter "${r.name}" failed and was switched off: ${describeError(error)}`);
   }
 }

@@ -9,9 +9,9 @@
  * the caller (the CLI) feeds the reporters and judges the expectations.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError, describeError } from '../core/errors.ts';
+import { makeDir } from '../core/fs.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { EVENTS_SCHEMA_VERSION, type CellEndEvent, type RunEvent } from '../events/events.ts';
 import type { Target } from '../matrix/load.ts';
@@ -58,7 +58,7 @@ export function newRunId(now = new Date()): string {
 export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<ExecuteResult> {
   const runId = options.runId ?? newRunId();
   const runDir = path.join(options.runsDir, runId);
-  mkdirSync(runDir, { recursive: true });
+  makeDir(runDir, 'the run folder');
   const eventsFile = path.join(runDir, 'events.jsonl');
   const log = new EventLog(eventsFile);
   const emit = (event: RunEvent): void => {

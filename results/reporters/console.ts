@@ -45,17 +45,23 @@ const CLEAR_LINE = '\r\u001b[K';
  * (when stdout carries JUnit or JSON), and then the same switches apply with stderr's terminal.
  */
 export function colorEnabled(out: ConsoleOut, env: NodeJS.ProcessEnv = process.env, argv: string[] = process.argv): boolean {
-  if (out === process.stdout && env === process.env && argv === process.argv) return pc.isColorSupported;
   if (env.NO_COLOR || argv.includes('--no-color')) return false;
-  return Boolean(env.FORCE_COLOR || argv.includes('--color') || env.CI || (out.isTTY && env.TERM !== 'dumb'));
+  // FORCE_COLOR=0 (or false) turns colours off, as in Node and chalk; any other value on.
+  if (env.FORCE_COLOR !== undefined && env.FORCE_COLOR !== '') return !['0', 'false'].includes(env.FORCE_COLOR);
+  return Boolean(argv.includes('--color') || env.CI || (out.isTTY && env.TERM !== 'dumb'));
+}
+
+/** Whether the live progress line is drawn: on a real terminal only, never in CI or on a dumb one. */
+export function progressEnabled(out: ConsoleOut, env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(out.isTTY) && !env.CI && env.TERM !== 'dumb';
 }
 
 export function consoleReporter(options: ConsoleOptions = {}): Reporter {
   const out: ConsoleOut = options.out ?? process.stdout;
   const c = pc.createColors(options.color ?? colorEnabled(out));
   const statusPaint = { passed: c.green, skipped: c.yellow, error: c.red, cancelled: c.magenta, 'not-run': c.magenta, failed: c.red } as const;
-  // The live line: only on a terminal, and not under --quiet.
-  const live = Boolean(out.isTTY) && !options.quiet;
+  // The live line: only on a real terminal, not in CI, and not under --quiet.
+  const live = progressEnabled(out) && !options.quiet;
   let shown = '';
   let timer: ReturnType<typeof setInterval> | undefined;
   let frame = 0;
@@ -100,13 +106,21 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
 
   return {
     name: 'console',
+    onMessage(text: string) {
+      // Notes from the run (a compile, Ctrl-C) go to stderr; the progress line is cleared first.
+      clearProgress();
+      process.stderr.write(`${text}\n`);
+    },
     onEvent(e: RunEvent) {
       if (options.quiet) return;
       switch (e.type) {
         case 'run-start':
           total = e.cells.length;
           startedAt = Date.now();
-          say(`cudamatrix ${e.version}: run ${e.runId}${e.shard ? ` (shard ${e.shard.index}/${e.shard.total})` : ''}, ${e.cells.length} cell${e.cells.length === 1 ? '' : 's'} from ${e.matrix.file}`);
+          say(
+            `cudamatrix ${e.version}: run ${e.runId}${e.shard ? ` (shard ${e.shard.index}/${e.shard.total})` : ''}, ${e.cells.length} cell${e.cells.length === 1 ? '' : 's'} from ${e.matrix.file}${e.options.quick ? ' (--quick: small parameters)' : ''}`,
+          );
+          if (e.shard && e.cells.length === 0) say(`shard ${e.shard.index}/${e.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards`);
           if (live && !timer) {
             timer = setInterval(drawProgress, PROGRESS_TICK_MS);
             timer.unref?.();
@@ -203,7 +217,8 @@ function targetBlock(t: TargetResult, c: Colors): string[] {
   for (const cell of planned) {
     if (cell.probe === 'sysinfo') continue;
     const facts = cell.records.filter((r): r is Extract<ProbeRecord, { type: 'fact' }> => r.type === 'fact');
-    const metrics = keyMetrics[cell.probe]?.(cell) ?? [];
+    // A probe that did not pass may have printed metrics with no value before it stopped.
+    const metrics = cell.status === 'passed' ? (keyMetrics[cell.probe]?.(cell) ?? []) : [];
     const metricVerdicts = t.verdicts.filter((v) => v.expectation.metric?.startsWith(`${cell.probe}.`) && v.status !== 'skipped');
     if (!facts.length && !metrics.length) continue;
     const spec = probeSpec(cell.probe);

@@ -3,6 +3,7 @@
  * path writes there ("-" is stdout); junit and json without a path write to stdout, and the
  * console then moves to stderr so that stdout stays machine-readable.
  */
+import { isStdout } from '../../core/fs.ts';
 import type { Reporter } from '../reporter.ts';
 import { consoleReporter } from './console.ts';
 import { jsonReporter } from './json.ts';
@@ -30,7 +31,7 @@ export const reporterNames = Object.keys(builtIn) as ReporterName[];
 
 /** Whether a choice prints to stdout. */
 function usesStdout(c: ReporterChoice): boolean {
-  return c.name !== 'console' && (c.path === undefined || c.path === '-');
+  return c.name !== 'console' && (c.path === undefined || isStdout(c.path));
 }
 
 export function createReporters(choices: ReporterChoice[], env: ReporterEnv): Reporter[] {

@@ -25,6 +25,7 @@ export function junitXml(summary: RunSummary): string {
       const tc = suite.testCase().className(`${t.name}.probes`).name(`probe ${c.probe} runs`).time(c.durationMs / 1000);
       if (c.status === 'skipped') tc.skipped().standardOutput(`skipped: ${c.reason ?? ''}`);
       else if (c.status === 'cancelled') tc.skipped().standardOutput(`cancelled: ${c.reason ?? ''}`);
+      else if (c.status === 'not-run') tc.skipped().standardOutput(`not run: ${c.reason ?? ''}`);
       else if (c.status === 'error') tc.error(c.reason ?? 'probe failed', c.errorCode ?? 'PROBE_CRASHED');
       if (c.stderrTail) tc.standardError(c.stderrTail);
     }
