@@ -10,8 +10,14 @@ const common = {
   platform: 'node',
   target: 'node20',
   format: 'esm',
-  // CommonJS dependencies call require(); give the ES module bundle one.
-  banner: { js: "import { createRequire as __cmRequire } from 'node:module'; const require = __cmRequire(import.meta.url);" },
+  // CommonJS dependencies call require() and use __dirname; give the ES module bundle both.
+  banner: {
+    js:
+      "import { createRequire as __cmRequire } from 'node:module'; import { fileURLToPath as __cmPath } from 'node:url'; " +
+      'const require = __cmRequire(import.meta.url); const __filename = __cmPath(import.meta.url); const __dirname = __cmPath(new URL(".", import.meta.url));',
+  },
+  // ssh2's optional native speed-up: pnpm does not build it, and ssh2 does without it.
+  external: ['cpu-features', '*.node'],
   logLevel: 'warning',
 } as const;
 await build({ ...common, entryPoints: ['cli/entry.ts'], outfile: 'dist/cudamatrix.mjs' });
