@@ -17,7 +17,7 @@ const common = {
       'const require = __cmRequire(import.meta.url); const __filename = __cmPath(import.meta.url); const __dirname = __cmPath(new URL(".", import.meta.url));',
   },
   // ssh2's optional native speed-up: pnpm does not build it, and ssh2 does without it.
-  external: ['cpu-features', '*.node'],
+  external: ['cpu-features', '*.node'] as string[],
   logLevel: 'warning',
 } as const;
 await build({ ...common, entryPoints: ['cli/entry.ts'], outfile: 'dist/cudamatrix.mjs' });
