@@ -11,7 +11,7 @@ import { readEventLog, type RunEvent, type RunStartEvent } from '../../events/ev
 import { cell, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
 import { repoRoot, tempDir } from '../../test/helpers.ts';
 import { summarize } from '../verdicts.ts';
-import { colorEnabled, consoleReporter, type ConsoleOptions } from './console.ts';
+import { colorEnabled, consoleReporter, progressEnabled, type ConsoleOptions } from './console.ts';
 
 const recordDir = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux');
 const h200 = readEventLog(path.join(recordDir, 'events.jsonl'));
@@ -169,7 +169,8 @@ describe('console: terminals, pipes and colours', () => {
     vi.useFakeTimers();
     const writes: string[] = [];
     const tty = { isTTY: true, columns: 60, write: (t: string) => writes.push(t) };
-    const r = consoleReporter({ out: tty, color: false });
+    // A terminal outside CI (the suite itself may run under CI=true).
+    const r = consoleReporter({ out: tty, color: false, env: {} });
     const cellStart = (probe: string): RunEvent => ({ type: 'cell-start', cell: `local/${probe}`, target: 'local', probe, time: '' });
     r.onEvent!(runStart({}, ['local/sysinfo', 'local/pinned-vram']));
     r.onEvent!(targetStart('local'));
@@ -207,7 +208,7 @@ describe('console: terminals, pipes and colours', () => {
   it('takes a terminal that does not say its width as 80 columns wide', () => {
     vi.useFakeTimers();
     const writes: string[] = [];
-    const r = consoleReporter({ out: { isTTY: true, columns: 0, write: (t: string) => writes.push(t) }, color: false });
+    const r = consoleReporter({ out: { isTTY: true, columns: 0, write: (t: string) => writes.push(t) }, color: false, env: {} });
     r.onEvent!(runStart({}, ['local/sysinfo']));
     r.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
     vi.advanceTimersByTime(100);
@@ -219,7 +220,7 @@ describe('console: terminals, pipes and colours', () => {
   it('draws no progress line under quiet, even on a terminal', () => {
     vi.useFakeTimers();
     const writes: string[] = [];
-    const r = consoleReporter({ out: { isTTY: true, write: (t: string) => writes.push(t) }, color: false, quiet: true });
+    const r = consoleReporter({ out: { isTTY: true, write: (t: string) => writes.push(t) }, color: false, quiet: true, env: {} });
     r.onEvent!(runStart({}, ['local/sysinfo']));
     r.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
     vi.advanceTimersByTime(1000);
@@ -231,6 +232,10 @@ describe('console: terminals, pipes and colours', () => {
     const pipe = { write: () => true };
     expect(colorEnabled(stderrTty, {}, [])).toBe(true);
     expect(colorEnabled(stderrTty, { TERM: 'dumb' }, [])).toBe(false);
+    expect(colorEnabled(stderrTty, { FORCE_COLOR: '0' }, [])).toBe(false);
+    expect(progressEnabled(stderrTty, {})).toBe(true);
+    expect(progressEnabled(stderrTty, { CI: 'true' })).toBe(false);
+    expect(progressEnabled(stderrTty, { TERM: 'dumb' })).toBe(false);
     expect(colorEnabled(stderrTty, { NO_COLOR: '1' }, [])).toBe(false);
     expect(colorEnabled(pipe, {}, [])).toBe(false);
     expect(colorEnabled(pipe, { FORCE_COLOR: '1' }, [])).toBe(true);

@@ -27,6 +27,8 @@ export interface ConsoleOptions {
   out?: ConsoleOut;
   /** Colours on or off; by default from the environment and the stream (see colorEnabled). */
   color?: boolean;
+  /** The environment that decides colours and the progress line (default: this process's). */
+  env?: NodeJS.ProcessEnv;
   /** Only the summary at the end: no line per cell, no progress line. */
   quiet?: boolean;
 }
@@ -58,10 +60,11 @@ export function progressEnabled(out: ConsoleOut, env: NodeJS.ProcessEnv = proces
 
 export function consoleReporter(options: ConsoleOptions = {}): Reporter {
   const out: ConsoleOut = options.out ?? process.stdout;
-  const c = pc.createColors(options.color ?? colorEnabled(out));
+  const env = options.env ?? process.env;
+  const c = pc.createColors(options.color ?? colorEnabled(out, env));
   const statusPaint = { passed: c.green, skipped: c.yellow, error: c.red, cancelled: c.magenta, 'not-run': c.magenta, failed: c.red } as const;
   // The live line: only on a real terminal, not in CI, and not under --quiet.
-  const live = progressEnabled(out) && !options.quiet;
+  const live = progressEnabled(out, env) && !options.quiet;
   let shown = '';
   let timer: ReturnType<typeof setInterval> | undefined;
   let frame = 0;
