@@ -237,6 +237,36 @@ describe('outputs (defects 1 and 10)', () => {
     expect(r.stderr).toContain('Exit status: 0');
   });
 
+  it('checks outputs before the run: an unmakeable --results-dir, a folder as a file, two reporters on stdout (exit 2, nothing run)', async () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 1);
+    const cases: [string[], string][] = [
+      [['--results-dir', '/proc/cudamatrix-x'], '--results-dir /proc/cudamatrix-x cannot be made'],
+      [['--results-dir', '/dev/null'], '/dev/null is not a folder'],
+      [['--junit', dir], `is a folder; name a file`],
+      [['--json', '--junit', '/dev/stdout'], 'would both print to stdout'],
+    ];
+    for (const [args, text] of cases) {
+      const r = await runCli(['run', '-m', m, ...args]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain(text);
+      expect(r.stderr).not.toMatch(noStackTrace);
+    }
+  });
+
+  it('--junit /dev/stdout, with stdout a file: the file holds the whole XML alone, the console goes to stderr', () => {
+    const dir = tempDir();
+    const m = writeMatrix(dir, 1);
+    const out = path.join(dir, 'out.xml');
+    const err = path.join(dir, 'err.txt');
+    const quoted = [process.execPath, '--import', tsxLoader, cliEntry, 'run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', '/dev/stdout'].map((a) => JSON.stringify(a)).join(' ');
+    const r = spawnSync('bash', ['-c', `${quoted} > ${JSON.stringify(out)} 2> ${JSON.stringify(err)}`], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    expect(r.status).toBe(0);
+    // Before, opening /dev/stdout truncated the file and the console lines in it were lost.
+    validateJunit(readFileSync(out, 'utf8'));
+    expect(readFileSync(err, 'utf8')).toContain('Exit status: 0');
+  });
+
   it('refuses an unknown reporter with the known ones', async () => {
     const r = await runCli(['run', '--reporter', 'xml:out.xml']);
     expect(r.code).toBe(2);
