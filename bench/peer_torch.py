@@ -1,5 +1,7 @@
 """The peer of bench/probe-accuracy: the same measurements as cudaprobe's timing probes, made
-through PyTorch on the same GPU in the same run. Prints one JSON object.
+through PyTorch on the same GPU in the same run. Prints one JSON object. bench/probe-accuracy
+starts it as a fresh process once per round (after one warm-up run), alternating with cudaprobe,
+with the same sizes, repetitions and warm-up copies per series as cudaprobe's.
 
   python3 bench/peer_torch.py --sizes-mib 16,256,1024 --reps 20 --warmup 3 --targets-us 1,2,5,10,20 --iterations 10000
 """

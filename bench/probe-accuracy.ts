@@ -1,79 +1,316 @@
 /**
  * bench/probe-accuracy: are cudaprobe's timing probes right? Runs transfer-bandwidth,
  * event-timing and sync-latency, and the same measurements through PyTorch (bench/peer_torch.py,
- * torch.cuda.Event / pinned tensors / torch.cuda._sleep) in the same run on the same GPU, and
- * prints the ratios. Pinned H2D and D2H must be within 5 % of PyTorch's and not above the PCIe
- * link's theoretical rate (generation x width from sysinfo).
+ * torch.cuda.Event / pinned tensors / torch.cuda._sleep) on the same GPU in the same run.
  *
- *   pnpm bench:accuracy [--python python3] [--out FILE]     (needs a GPU and torch)
+ * How: one warm-up round of each side first (a whole run of each, discarded but kept in the
+ * JSON), then --rounds rounds (default 5), each running cudaprobe's three probes and the peer
+ * once, as fresh processes, in alternating order (cudaprobe first in even rounds, the peer first
+ * in odd ones). Both sides time the same sizes with the same repetitions and the same warm-up
+ * copies per series (repetitions=20, warmup=3). Every side's value is the median over rounds;
+ * its spread is (max - min) / median over the rounds.
+ *
+ * The checks (12 with the default sizes 16, 256 and 1024 MiB, H2D and D2H):
+ * - ratio: pinned bandwidth, cudaprobe against PyTorch, passes when
+ *     |median(cudaprobe) / median(torch) - 1| <= max(5 %, s_cudaprobe + s_torch)
+ *   where s is that side's (max - min) / median over the rounds: a difference the rounds
+ *   themselves show on either side is not held against the probe; a larger one fails
+ *   (bench/stats.ts ratioCheck, tested in bench/stats.test.ts). With one round, 5 %.
+ * - link: the median of cudaprobe's pinned bandwidth is not above the PCIe link's theoretical
+ *   rate (maximum generation x width from sysinfo, after encoding). Skipped, not failed, when
+ *   sysinfo cannot read the link.
+ * Event resolution, event-timed spins and sync latency are reported with their spreads, not
+ * checked (the peer's sync latency carries Python's own overhead).
+ *
+ * Without a GPU (cudaprobe sysinfo exits 3), or without python/torch/CUDA in torch, it prints one
+ * line saying what is missing, writes the JSON with `skipped: "<reason>"` and exits 0.
+ * Exit 1: a check failed, or a side failed to run; 2: a bad option.
+ *
+ *   pnpm bench:accuracy [--rounds 5] [--probe FILE] [--python python3] [--out FILE] [--tiny]
+ *
+ * --probe FILE: use that cudaprobe binary (e.g. an installed package's prebuilt one) instead of
+ * building one. --tiny: one round at 16 MiB with short series (for the tests: it runs the code
+ * path, its figures mean little). On the H200 the default run takes about 1.5 to 2 minutes
+ * (mostly cudaprobe's pageable 1 GiB copies and torch's import, six times each).
  */
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../core/package-root.ts';
 import { buildProbe } from '../probes/build.ts';
-import { parseProbeOutput, type MetricRecord, type SysinfoRecord } from '../probes/protocol.ts';
+import { parseProbeOutput, type MetricRecord, type ProbeRecord } from '../probes/protocol.ts';
 import { formatTable } from '../results/reporters/console.ts';
 import { nodeArch } from '../runners/local.ts';
+import { formatSpread, ratioCheck, roundOrder, spread, type Spread } from './stats.ts';
 
-const { values } = parseArgs({ options: { python: { type: 'string', default: 'python3' }, out: { type: 'string' } } });
-const SIZES_MIB = [16, 256, 1024];
-const probe = await buildProbe({ platform: 'linux', arch: nodeArch() });
-
-function run(name: string, params: string[] = []) {
-  const stdout = execFileSync(probe.path, ['run', name, ...params.flatMap((p) => ['--param', p])], { encoding: 'utf8', maxBuffer: 1 << 26 });
-  return parseProbeOutput(stdout).records;
+function usage(message: string): never {
+  console.error(`bench/probe-accuracy: ${message}\nusage: probe-accuracy [--rounds N] [--probe FILE] [--python PYTHON] [--out FILE] [--tiny]`);
+  process.exit(2);
 }
-const metric = (records: ReturnType<typeof run>, name: string, attrs: Record<string, unknown> = {}) =>
-  (records.find((r) => r.type === 'metric' && r.name === name && Object.entries(attrs).every(([k, v]) => r.attrs?.[k] === v)) as MetricRecord | undefined)?.value ?? NaN;
 
-const sysinfo = Object.fromEntries(run('sysinfo').filter((r): r is SysinfoRecord => r.type === 'sysinfo').map((r) => [r.name, r.value]));
-const transfer = run('transfer-bandwidth', [`sizes_mib=${SIZES_MIB.join(',')}`]);
-const events = run('event-timing');
-const sync = run('sync-latency');
-const peer = JSON.parse(
-  execFileSync(values.python!, [path.join(packageRoot(), 'bench', 'peer_torch.py'), '--sizes-mib', SIZES_MIB.join(',')], { encoding: 'utf8', maxBuffer: 1 << 26 }),
-) as {
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      python: { type: 'string', default: 'python3' },
+      out: { type: 'string' },
+      probe: { type: 'string' },
+      rounds: { type: 'string' },
+      tiny: { type: 'boolean', default: false },
+    },
+  });
+} catch (error) {
+  usage((error as Error).message);
+}
+const { values } = parsed;
+const tiny = values.tiny!;
+const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
+if (!Number.isInteger(rounds) || rounds < 1) usage(`--rounds takes a whole number >= 1, got ${values.rounds}`);
+const SIZES_MIB = tiny ? [16] : [16, 256, 1024];
+const TARGETS_US = [1, 2, 5, 10, 20];
+const REPS = 20; // cudaprobe's minimum for transfer-bandwidth
+const WARMUP = 3; // copies before each timed series, on both sides
+const EVENT_REPS = tiny ? 5 : 50;
+const SYNC_ITERATIONS = tiny ? 100 : 10000;
+const python = values.python!;
+const out = path.resolve(values.out ?? path.join(packageRoot(), 'bench', 'out', 'probe-accuracy.json'));
+const peerScript = path.join(packageRoot(), 'bench', 'peer_torch.py');
+const started = performance.now();
+
+function writeOut(result: Record<string, unknown>): void {
+  mkdirSync(path.dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ bench: 'probe-accuracy', node: process.version, ...result, elapsedS: (performance.now() - started) / 1000 }, null, 2)}\n`);
+}
+
+if (values.probe && !existsSync(values.probe)) usage(`--probe ${values.probe}: no such file`);
+const probePath = values.probe ? path.resolve(values.probe) : (await buildProbe({ platform: 'linux', arch: nodeArch() })).path;
+
+interface ProbeRun {
+  status: number | null;
+  records: ProbeRecord[];
+  stderr: string;
+  ms: number;
+}
+
+function runProbe(name: string, params: string[] = []): ProbeRun {
+  const t0 = performance.now();
+  const r = spawnSync(probePath, ['run', name, '--device', '0', ...params.flatMap((p) => ['--param', p])], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const ms = performance.now() - t0;
+  if (r.error) throw new Error(`could not run ${probePath}: ${r.error.message}`);
+  return { status: r.status, records: parseProbeOutput(r.stdout).records, stderr: r.stderr, ms };
+}
+
+/** A probe that must have run (exit 0): its metric records. */
+function measured(name: string, params: string[]): { metrics: MetricRecord[]; ms: number } {
+  const r = runProbe(name, params);
+  if (r.status !== 0) {
+    const said = r.records.filter((x) => x.type === 'error' || x.type === 'skip').map((x) => ('message' in x ? x.message : (x as { reason: string }).reason));
+    throw new Error(`cudaprobe run ${name} exited ${r.status}: ${said.join('; ') || r.stderr.trim().slice(-500)}`);
+  }
+  return { metrics: r.records.filter((x): x is MetricRecord => x.type === 'metric'), ms: r.ms };
+}
+
+// ---- what is missing? ------------------------------------------------------------------------
+
+const missing: string[] = [];
+const sysRun = runProbe('sysinfo');
+const sysinfo = Object.fromEntries(sysRun.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value]] : [])));
+if (sysRun.status === 3) {
+  const skip = sysRun.records.find((r) => r.type === 'skip') as { reason: string } | undefined;
+  missing.push(`no usable GPU: ${skip?.reason ?? 'cudaprobe sysinfo exited 3 (no usable driver or device)'}`);
+} else if (sysRun.status !== 0) {
+  console.error(`bench/probe-accuracy: cudaprobe sysinfo exited ${sysRun.status}: ${sysRun.stderr.trim().slice(-500)}`);
+  writeOut({ error: `cudaprobe sysinfo exited ${sysRun.status}`, probe: probePath, sysinfo });
+  process.exit(1);
+}
+
+let torchInfo: { torch: string; cuda: boolean; device: string | null } | undefined;
+{
+  const check = spawnSync(
+    python,
+    ['-c', 'import json, torch; ok = torch.cuda.is_available(); print(json.dumps({"torch": torch.__version__, "cuda": ok, "device": torch.cuda.get_device_name(0) if ok else None}))'],
+    { encoding: 'utf8', timeout: 120_000 },
+  );
+  if (check.error) {
+    missing.push(`${python} cannot be run (${(check.error as NodeJS.ErrnoException).code ?? check.error.message}; --python names the interpreter)`);
+  } else if (check.status !== 0) {
+    const last = check.stderr.trim().split('\n').at(-1) ?? '';
+    missing.push(/No module named .?torch/.test(check.stderr) ? `PyTorch is not installed for ${python} (pip install torch)` : `${python} could not import torch: ${last}`);
+  } else {
+    torchInfo = JSON.parse(check.stdout.trim().split('\n').at(-1)!) as typeof torchInfo;
+    if (!torchInfo!.cuda) missing.push(`PyTorch ${torchInfo!.torch} cannot use CUDA here (torch.cuda.is_available() is false)`);
+  }
+}
+
+if (missing.length) {
+  const reason = missing.join('; ');
+  console.log(`probe-accuracy: skipped: ${reason}`);
+  writeOut({ skipped: reason, missing, probe: probePath, python, torch: torchInfo ?? null, sysinfo, rounds: [], checks: [] });
+  process.exit(0);
+}
+
+// ---- the rounds ------------------------------------------------------------------------------
+
+interface PeerResult {
   torch: string;
   device: string;
   bandwidth: { direction: string; size_bytes: number; gbps: number }[];
-  events: { resolution_us: number; distinct_values: number; elapsed_us: Record<string, number> };
+  events: { resolution_us: number | null; distinct_values: number; elapsed_us: Record<string, number> };
   sync: { p50_us: number; p99_us: number; min_us: number };
-};
+}
+interface CudaprobeRound {
+  transfer: MetricRecord[];
+  events: MetricRecord[];
+  sync: MetricRecord[];
+  ms: number;
+}
+interface Round {
+  round: number;
+  order: string[];
+  cudaprobe: CudaprobeRound;
+  peer: PeerResult & { ms: number };
+}
+
+function cudaprobeSide(): CudaprobeRound {
+  const transfer = measured('transfer-bandwidth', [`sizes_mib=${SIZES_MIB.join(',')}`, `repetitions=${REPS}`, `warmup=${WARMUP}`]);
+  const events = measured('event-timing', [`targets_us=${TARGETS_US.join(',')}`, `repetitions=${EVENT_REPS}`]);
+  const sync = measured('sync-latency', [`iterations=${SYNC_ITERATIONS}`]);
+  return { transfer: transfer.metrics, events: events.metrics, sync: sync.metrics, ms: transfer.ms + events.ms + sync.ms };
+}
+
+function peerSide(): PeerResult & { ms: number } {
+  const args = [peerScript, '--sizes-mib', SIZES_MIB.join(','), '--reps', String(REPS), '--warmup', String(WARMUP), '--targets-us', TARGETS_US.join(','), '--event-reps', String(EVENT_REPS), '--iterations', String(SYNC_ITERATIONS)];
+  const t0 = performance.now();
+  const r = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const ms = performance.now() - t0;
+  if (r.error || r.status !== 0) throw new Error(`the PyTorch peer (${python} ${args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr.trim().slice(-800)}`);
+  return { ...(JSON.parse(r.stdout.trim().split('\n').at(-1)!) as PeerResult), ms };
+}
+
+const metricOf = (records: MetricRecord[], name: string, attrs: Record<string, unknown> = {}): number =>
+  records.find((r) => r.name === name && Object.entries(attrs).every(([k, v]) => r.attrs?.[k] === v))?.value ?? NaN;
+
+const warmup: { cudaprobe?: CudaprobeRound; peer?: PeerResult & { ms: number } } = {};
+const done: Round[] = [];
+try {
+  // Equal warm-up: one whole run of each side, discarded (clocks, the link, page cache, torch's files).
+  process.stdout.write('warm-up: cudaprobe, PyTorch ... ');
+  warmup.cudaprobe = cudaprobeSide();
+  warmup.peer = peerSide();
+  process.stdout.write('done\n');
+  for (let i = 0; i < rounds; i++) {
+    const order = roundOrder(i, ['cudaprobe', 'peer'] as const);
+    const round: Partial<Round> = { round: i + 1, order };
+    for (const side of order) {
+      if (side === 'cudaprobe') round.cudaprobe = cudaprobeSide();
+      else round.peer = peerSide();
+    }
+    done.push(round as Round);
+    process.stdout.write(`round ${i + 1}/${rounds} (${order.join(' then ')}): cudaprobe ${(round.cudaprobe!.ms / 1000).toFixed(1)} s, PyTorch ${(round.peer!.ms / 1000).toFixed(1)} s\n`);
+  }
+} catch (error) {
+  console.error(`bench/probe-accuracy: ${(error as Error).message}`);
+  writeOut({ error: (error as Error).message, probe: probePath, python, sysinfo, warmup, rounds: done });
+  process.exit(1);
+}
+
+// ---- the comparison --------------------------------------------------------------------------
 
 const gen = Number(sysinfo.pcie_gen_max);
 const width = Number(sysinfo.pcie_width_max);
 const rates: Record<number, number> = { 1: 2.5, 2: 5, 3: 8, 4: 16, 5: 32, 6: 64 };
 const efficiency = gen <= 2 ? 0.8 : gen <= 5 ? 128 / 130 : 242 / 256;
-const linkGbps = (rates[gen] ?? NaN) * width * efficiency / 8;
+const linkGbps = ((rates[gen] ?? NaN) * width * efficiency) / 8;
 
-const rows: string[][] = [];
-const checks: { what: string; ok: boolean }[] = [];
-for (const p of peer.bandwidth) {
-  const ours = metric(transfer, 'bandwidth_gbps', { direction: p.direction, memory: 'pinned', size_bytes: p.size_bytes });
-  const ratio = ours / p.gbps;
-  const within = Math.abs(ratio - 1) <= 0.05;
-  const underLink = ours <= linkGbps;
-  rows.push([`pinned ${p.direction} ${p.size_bytes / 1024 ** 2} MiB (GB/s)`, ours.toFixed(2), p.gbps.toFixed(2), ratio.toFixed(3), within && underLink ? 'ok' : 'FAIL']);
-  checks.push({ what: `pinned ${p.direction} ${p.size_bytes} within 5 % of torch`, ok: within }, { what: `pinned ${p.direction} ${p.size_bytes} <= link ${linkGbps.toFixed(1)} GB/s`, ok: underLink });
+type Status = 'pass' | 'fail' | 'skip';
+interface Check {
+  what: string;
+  kind: 'ratio' | 'link';
+  status: Status;
+  detail: string;
 }
-const ev = metric(events, 'resolution_us');
-rows.push(['event resolution (us)', ev.toFixed(4), peer.events.resolution_us.toFixed(4), (ev / peer.events.resolution_us).toFixed(3), 'info']);
-for (const t of Object.keys(peer.events.elapsed_us)) {
-  const ours = metric(events, 'elapsed_us', { target_us: Number(t) });
-  rows.push([`event-timed ${t} us spin (us)`, ours.toFixed(2), peer.events.elapsed_us[t]!.toFixed(2), (ours / peer.events.elapsed_us[t]!).toFixed(3), 'info']);
+interface Comparison {
+  what: string;
+  unit: string;
+  cudaprobe: Spread;
+  torch: Spread;
+  ratio: number;
+  /** For the checked rows: the allowed |ratio - 1| and whether it held. */
+  tolerance?: number;
+  ok?: boolean;
+}
+const checks: Check[] = [];
+const comparisons: Comparison[] = [];
+const rows: string[][] = [];
+const fmt = (x: number, digits: number) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
+const cell = (s: Spread, digits: number) => `${fmt(s.median, digits)} (${formatSpread(s)})`;
+
+for (const mib of SIZES_MIB) {
+  const bytes = mib * 1024 ** 2;
+  for (const direction of ['h2d', 'd2h']) {
+    const ours = done.map((r) => metricOf(r.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pinned', size_bytes: bytes }));
+    const peer = done.map((r) => r.peer.bandwidth.find((b) => b.direction === direction && b.size_bytes === bytes)?.gbps ?? NaN);
+    const what = `pinned ${direction.toUpperCase()} ${mib} MiB`;
+    const c = ratioCheck(ours, peer);
+    comparisons.push({ what, unit: 'GB/s', cudaprobe: c.ours, torch: c.peer, ratio: c.ratio, tolerance: c.tolerance, ok: c.ok });
+    checks.push({
+      what: `${what}: within max(5 %, spreads) of PyTorch`,
+      kind: 'ratio',
+      status: c.ok ? 'pass' : 'fail',
+      detail: c.ok ? `ratio ${fmt(c.ratio, 3)}, tolerance ${(c.tolerance * 100).toFixed(1)} %` : c.why,
+    });
+    const link: Status = !Number.isFinite(linkGbps) ? 'skip' : c.ours.median <= linkGbps ? 'pass' : 'fail';
+    checks.push({
+      what: `${what}: not above the PCIe link (${fmt(linkGbps, 1)} GB/s)`,
+      kind: 'link',
+      status: link,
+      detail: link === 'skip' ? 'sysinfo did not give the link generation and width' : `median ${fmt(c.ours.median, 2)} GB/s, max ${fmt(c.ours.max, 2)} GB/s`,
+    });
+    const verdict = !c.ok || link === 'fail' ? 'FAIL' : c.widenedBySpread ? `ok (within spread)` : 'ok';
+    rows.push([`${what} (GB/s)`, cell(c.ours, 2), cell(c.peer, 2), fmt(c.ratio, 3), `${(c.tolerance * 100).toFixed(1)} %`, verdict]);
+  }
+}
+
+function info(what: string, unit: string, ours: number[], peer: number[], digits: number): void {
+  const o = spread(ours);
+  const p = spread(peer);
+  const ratio = o.median / p.median;
+  comparisons.push({ what, unit, cudaprobe: o, torch: p, ratio });
+  rows.push([`${what} (${unit})`, cell(o, digits), cell(p, digits), fmt(ratio, 3), '', 'info']);
+}
+info('event resolution', 'us', done.map((r) => metricOf(r.cudaprobe.events, 'resolution_us')), done.map((r) => r.peer.events.resolution_us ?? NaN), 4);
+for (const t of TARGETS_US) {
+  info(`event-timed ${t} us spin`, 'us', done.map((r) => metricOf(r.cudaprobe.events, 'elapsed_us', { target_us: t })), done.map((r) => r.peer.events.elapsed_us[String(t)] ?? NaN), 2);
 }
 for (const k of ['p50_us', 'p99_us', 'min_us'] as const) {
-  const ours = metric(sync, k);
-  rows.push([`sync latency ${k.replace('_us', '')} (us)`, ours.toFixed(2), peer.sync[k].toFixed(2), (ours / peer.sync[k]).toFixed(3), 'info']);
+  info(`sync latency ${k.replace('_us', '')}`, 'us', done.map((r) => metricOf(r.cudaprobe.sync, k)), done.map((r) => r.peer.sync[k]), 2);
 }
 
-console.log(`\nprobe accuracy on ${sysinfo.gpu_name} (driver ${sysinfo.driver_version}, PCIe gen${gen} x${width} = ${linkGbps.toFixed(1)} GB/s theoretical), peer: PyTorch ${peer.torch}\n`);
-console.log(formatTable(['measurement', 'cudaprobe', 'torch', 'ratio', 'check'], rows));
-const failed = checks.filter((c) => !c.ok);
-console.log(`\n${checks.length - failed.length}/${checks.length} checks passed${failed.length ? `: FAILED ${failed.map((f) => f.what).join('; ')}` : ''}`);
-const out = values.out ?? path.join(packageRoot(), 'bench', 'out', 'probe-accuracy.json');
-mkdirSync(path.dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify({ sysinfo, linkGbps, peer, cudaprobe: { transfer, events, sync }, rows, checks }, null, 2)}\n`);
+const elapsedS = (performance.now() - started) / 1000;
+console.log(
+  `\nprobe accuracy on ${sysinfo.gpu_name} (driver ${sysinfo.driver_version}, PCIe gen${gen} x${width} = ${fmt(linkGbps, 1)} GB/s theoretical), ` +
+    `peer: PyTorch ${done[0]?.peer.torch}; median of ${rounds} alternated round(s) after one warm-up round each, spread = (max - min) / median\n`,
+);
+console.log(formatTable(['measurement', 'cudaprobe median (spread)', 'torch median (spread)', 'ratio', 'tolerance', 'check'], rows));
+const failed = checks.filter((c) => c.status === 'fail');
+const passed = checks.filter((c) => c.status === 'pass');
+const skippedChecks = checks.filter((c) => c.status === 'skip');
+console.log(
+  `\n${passed.length}/${checks.length} checks passed${skippedChecks.length ? `, ${skippedChecks.length} skipped (${skippedChecks[0]!.detail})` : ''}` +
+    `${failed.length ? `: FAILED ${failed.map((f) => `${f.what} (${f.detail})`).join('; ')}` : ''} (${elapsedS.toFixed(0)} s)`,
+);
+writeOut({
+  probe: probePath,
+  python,
+  torch: torchInfo,
+  sysinfo,
+  linkGbps,
+  settings: { rounds, sizesMib: SIZES_MIB, repetitions: REPS, warmup: WARMUP, targetsUs: TARGETS_US, eventRepetitions: EVENT_REPS, syncIterations: SYNC_ITERATIONS, tiny },
+  rule: '|median(cudaprobe) / median(torch) - 1| <= max(5 %, s_cudaprobe + s_torch), s = (max - min) / median over the rounds; link: median(cudaprobe) <= PCIe theoretical rate',
+  warmup,
+  rounds: done,
+  comparisons,
+  checks,
+});
 process.exitCode = failed.length ? 1 : 0;
