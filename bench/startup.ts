@@ -1,0 +1,133 @@
+/**
+ * bench/startup: how long the CLI takes to start, against bare Node.js, hyperfine-style: every
+ * command once per round, in an order rotated each round (so that none always runs first or
+ * after the same neighbour), after warm-up runs of each; medians and spreads over the rounds.
+ *
+ *   node -e 0                        bare Node.js, the floor
+ *   node CLI --version
+ *   node CLI plan                    on the embedded default matrix
+ *   node CLI probes list
+ *
+ * Each is spawned without a shell (spawnSync of this same node binary, stdout to /dev/null) and
+ * timed with performance.now() around the spawn. The budget: --version and plan within 60 ms of
+ * bare Node's median; over it, OVER BUDGET and exit 1 (not with --tiny, which only runs the code
+ * path: 2 rounds after 1 warm-up).
+ *
+ *   pnpm bench:startup [--cli FILE] [--rounds 20] [--warmup 3] [--out FILE] [--tiny]
+ *
+ * --cli FILE: the CLI to measure, a JavaScript file run with this node (an installed package's
+ * bin script, a bundle). Default: the built CLI of this checkout (pnpm build): bin/cudamatrix.mjs
+ * when dist/cudamatrix.cjs is there (the bin script runs that bundle), else dist/cudamatrix.mjs.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { packageRoot } from '../core/package-root.ts';
+import { formatTable } from '../results/reporters/console.ts';
+import { formatSpread, roundOrder, spread, type Spread } from './stats.ts';
+
+const BUDGET_MS = 60;
+
+function usage(message: string): never {
+  console.error(`bench/startup: ${message}`);
+  process.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({ options: { cli: { type: 'string' }, rounds: { type: 'string' }, warmup: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+} catch (error) {
+  usage((error as Error).message);
+}
+const { values } = parsed;
+const tiny = values.tiny!;
+const rounds = Number(values.rounds ?? (tiny ? 2 : 20));
+const warmup = Number(values.warmup ?? (tiny ? 1 : 3));
+if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(warmup) || warmup < 0) usage('--rounds takes a whole number >= 1 and --warmup one >= 0');
+
+function defaultCli(): string {
+  const root = packageRoot();
+  if (existsSync(path.join(root, 'dist', 'cudamatrix.cjs'))) return path.join(root, 'bin', 'cudamatrix.mjs');
+  const esm = path.join(root, 'dist', 'cudamatrix.mjs');
+  if (existsSync(esm)) return esm;
+  usage(`no built CLI in ${path.join(root, 'dist')}: run \`pnpm build\` first, or name the CLI to measure with --cli FILE`);
+}
+const cli = values.cli ? path.resolve(values.cli) : defaultCli();
+if (!existsSync(cli)) usage(`--cli ${values.cli}: no such file${values.cli?.includes('dist') ? ' (run `pnpm build` first)' : ''}`);
+
+interface Command {
+  key: string;
+  label: string;
+  args: string[];
+  budgeted: boolean;
+}
+const commands: Command[] = [
+  { key: 'bare', label: 'node -e 0', args: ['-e', '0'], budgeted: false },
+  { key: 'version', label: 'cudamatrix --version', args: [cli, '--version'], budgeted: true },
+  { key: 'plan', label: 'cudamatrix plan (default matrix)', args: [cli, 'plan'], budgeted: true },
+  { key: 'probesList', label: 'cudamatrix probes list', args: [cli, 'probes', 'list'], budgeted: false },
+];
+
+// The commands run in a folder of their own, so that nothing they might write lands in the checkout.
+const cwd = mkdtempSync(path.join(tmpdir(), 'cm-bench-startup-'));
+process.once('exit', () => rmSync(cwd, { recursive: true, force: true }));
+const env = { ...process.env, NO_COLOR: '1' };
+
+function time(c: Command): number {
+  const t0 = performance.now();
+  const r = spawnSync(process.execPath, c.args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  const ms = performance.now() - t0;
+  if (r.error || r.status !== 0) {
+    console.error(`bench/startup: \`${c.label}\` (${process.execPath} ${c.args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stderr.trim().slice(-2000)}`);
+    process.exit(1);
+  }
+  return ms;
+}
+
+const samples: Record<string, number[]> = Object.fromEntries(commands.map((c) => [c.key, []]));
+for (let i = 0; i < warmup; i++) for (const c of roundOrder(i, commands)) time(c);
+for (let i = 0; i < rounds; i++) for (const c of roundOrder(i, commands)) samples[c.key]!.push(time(c));
+
+const bare = spread(samples.bare!);
+interface Result {
+  key: string;
+  command: string;
+  ms: Spread;
+  deltaMs: number;
+  budgetMs: number | null;
+  over: boolean;
+}
+const results: Result[] = commands.map((c) => {
+  const s = spread(samples[c.key]!);
+  const deltaMs = s.median - bare.median;
+  return { key: c.key, command: c.label, ms: s, deltaMs, budgetMs: c.budgeted ? BUDGET_MS : null, over: c.budgeted && deltaMs > BUDGET_MS };
+});
+console.log(`\nstart-up of ${path.relative(process.cwd(), cli) || cli} against bare Node.js ${process.version} (${process.platform}/${process.arch}), median of ${rounds} alternated round(s) after ${warmup} warm-up round(s)\n`);
+console.log(
+  formatTable(
+    ['command', 'median ms', 'min-max ms', 'spread', 'vs bare node', 'budget'],
+    results.map((r) => [
+      r.command,
+      r.ms.median.toFixed(1),
+      `${r.ms.min.toFixed(1)}-${r.ms.max.toFixed(1)}`,
+      formatSpread(r.ms),
+      r.key === 'bare' ? '' : `+${r.deltaMs.toFixed(1)} ms`,
+      r.budgetMs === null ? '' : `+${r.budgetMs} ms: ${r.over ? 'OVER BUDGET' : 'ok'}`,
+    ]),
+  ),
+);
+const over = results.filter((r) => r.over);
+console.log(
+  over.length
+    ? `\nOVER BUDGET: ${over.map((r) => `${r.command} +${r.deltaMs.toFixed(1)} ms`).join(', ')} (budget +${BUDGET_MS} ms over bare node)${tiny ? ' (not enforced: --tiny)' : ''}`
+    : `\nwithin budget: --version and plan within +${BUDGET_MS} ms of bare node`,
+);
+const out = path.resolve(values.out ?? path.join(packageRoot(), 'bench', 'out', 'startup.json'));
+mkdirSync(path.dirname(out), { recursive: true });
+writeFileSync(
+  out,
+  `${JSON.stringify({ bench: 'startup', node: process.version, cli, rounds, warmup, tiny, budgetMs: BUDGET_MS, enforced: !tiny, samplesMs: samples, results, overBudget: over.map((r) => r.key) }, null, 2)}\n`,
+);
+process.exitCode = over.length && !tiny ? 1 : 0;
