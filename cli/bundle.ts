@@ -1,14 +1,41 @@
 /**
- * Bundles the CLI into dist/cudamatrix.mjs (pnpm build): one file that runs with plain Node.js,
- * for machines that get a copy of the tree without node_modules (the GPU machine). It still
- * reads matrix/default.yaml, package.json and the cudaprobe sources from the tree around it.
+ * Bundles the CLI (pnpm build) into dist/cudamatrix.cjs: one file that runs with plain Node.js
+ * and needs no node_modules, started by bin/cudamatrix.mjs. It reads matrix/default.yaml and
+ * package.json from the folder above it (the package, or the checkout).
+ *
+ * CommonJS, not an ES module, for start-up time: Node.js 20 can cache the compiled code of a
+ * script (vm.Script cachedData) but not of an ES module (NODE_COMPILE_CACHE is Node.js 22),
+ * and the bin script uses that cache so that --version and plan start within a few tens of
+ * milliseconds of bare Node (bench/startup). The transports' code sits in the same file but is
+ * only run when a target needs it (the registry imports it lazily).
  */
-import { build } from 'esbuild';
+import { build, type BuildOptions } from 'esbuild';
 
-const common = {
+const common: BuildOptions = {
   bundle: true,
   platform: 'node',
   target: 'node20',
+  logLevel: 'warning',
+  // ssh2's optional native speed-ups: pnpm does not build them, and ssh2 does without them.
+  external: ['cpu-features', '*.node'],
+};
+
+await build({
+  ...common,
+  entryPoints: ['cli/entry.ts'],
+  outfile: 'dist/cudamatrix.cjs',
+  format: 'cjs',
+  minify: true,
+  // The sources find package.json and matrix/ from their own URL; in the bundle that is the bundle's.
+  define: { 'import.meta.url': '__cmImportMetaUrl' },
+  banner: { js: "const __cmImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+});
+
+// The GPU-machine benchmark travels as a bundle too (an ES module: it has top-level await).
+await build({
+  ...common,
+  entryPoints: ['bench/probe-accuracy.ts'],
+  outfile: 'dist/probe-accuracy.mjs',
   format: 'esm',
   // CommonJS dependencies call require() and use __dirname; give the ES module bundle both.
   banner: {
@@ -16,11 +43,5 @@ const common = {
       "import { createRequire as __cmRequire } from 'node:module'; import { fileURLToPath as __cmPath } from 'node:url'; " +
       'const require = __cmRequire(import.meta.url); const __filename = __cmPath(import.meta.url); const __dirname = __cmPath(new URL(".", import.meta.url));',
   },
-  // ssh2's optional native speed-up: pnpm does not build it, and ssh2 does without it.
-  external: ['cpu-features', '*.node'] as string[],
-  logLevel: 'warning',
-} as const;
-await build({ ...common, entryPoints: ['cli/entry.ts'], outfile: 'dist/cudamatrix.mjs' });
-// The GPU-machine benchmark travels the same way.
-await build({ ...common, entryPoints: ['bench/probe-accuracy.ts'], outfile: 'dist/probe-accuracy.mjs' });
-console.log('wrote dist/cudamatrix.mjs and dist/probe-accuracy.mjs');
+});
+console.log('wrote dist/cudamatrix.cjs and dist/probe-accuracy.mjs');

@@ -7,25 +7,15 @@
 import { execa } from 'execa';
 import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { formatValue } from '../core/units.ts';
-import { buildOnce, buildProbe } from '../probes/build.ts';
+import { chooseProbe, probeBinaries, probeBinary } from '../probes/binary.ts';
 import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
 import { reapContainers } from '../runners/docker/reap.ts';
-import { localTransport, nodeArch } from '../runners/local.ts';
+import { connectLocal, nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
 import type { Hop } from '../runners/registry.ts';
 import type { Session } from '../runners/transport.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
-
-/** The exit statuses of `cudamatrix doctor`, for its --help. */
-export const doctorExitHelp = `
-Exit status:
-  0  every check passed (✓), or --reap removed what it could prove was left behind
-  2  usage error (a flag without the one it needs, flags that do not go together), or with
-     --target a matrix error or an unknown target
-  3  a check failed (✗): no compiler or the cudaprobe build failed, no NVIDIA driver, NVML or
-     GPU; with --target, the target unreachable (host key, authentication, engine); with
-     --reap, the Docker engine unreachable. What to fix is printed at the end.`;
 
 export interface DoctorOptions {
   target?: string;
@@ -151,7 +141,7 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   let session: Session | undefined;
   try {
     // Built once, for the transports that need it before the session (docker) and for deploying.
-    const build = buildOnce({ onProgress: (m) => process.stderr.write(`${m}\n`) });
+    const build = probeBinaries({ onProgress: (m) => process.stderr.write(`${m}\n`) });
     session = await connectChain(target.hops, {
       target: name,
       runId: `doctor-${Date.now()}`,
@@ -162,7 +152,7 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
     say(true, 'reachable', reachedWords(target.hops, session.description));
     say(true, 'platform', `${session.platform}/${session.arch}, shell ${session.shell}`);
     const deployed = await deployProbe(session, build);
-    say(true, 'cudaprobe', `${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`);
+    say(true, 'cudaprobe', `${deployed.binary.prebuilt ? 'prebuilt, ' : ''}${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`);
     const run = await runProbe(session, deployed, 'sysinfo', { timeoutMs: 120_000, device: target.device });
     const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
     const v = (n: string) => s[n]?.value;
@@ -205,25 +195,30 @@ export async function doctorCommand(): Promise<number> {
   checks.push({ name: 'node', ok: true, detail: `${process.version} on ${process.platform}/${nodeArch()}` });
 
   let built = false;
+  const choice = await chooseProbe(platform, nodeArch());
   try {
-    const b = await buildProbe({ platform, arch: nodeArch(), onProgress: (m) => process.stderr.write(`${m}\n`) });
+    const b = await probeBinary({ platform, arch: nodeArch(), onProgress: (m) => process.stderr.write(`${m}\n`) });
     built = true;
-    checks.push({ name: 'compiler', ok: true, detail: b.compiler });
-    checks.push({ name: 'cudaprobe', ok: true, detail: `${b.path} (${b.built ? 'built now' : 'cached'})` });
+    if (b.prebuilt) {
+      checks.push({ name: 'cudaprobe', ok: true, detail: `${choice.why}: ${b.path} (sha256 ${b.hash}…, built with ${b.compiler}); no compiler needed` });
+    } else {
+      checks.push({ name: 'compiler', ok: true, detail: b.compiler });
+      checks.push({ name: 'cudaprobe', ok: true, detail: `compiled from the sources, as ${choice.why}: ${b.path} (${b.built ? 'built now' : 'cached'})` });
+    }
   } catch (error) {
-    checks.push({ name: 'cudaprobe', ok: false, detail: `build failed: ${describeError(error)}`, fix: buildFix() });
+    const fix = choice.use === 'compile' ? buildFix() : 'reinstall cudamatrix, or use a package made for this platform';
+    checks.push({ name: 'cudaprobe', ok: false, detail: `${choice.use === 'compile' ? 'build failed: ' : ''}${describeError(error)}`, fix });
   }
-  const mingw = await execa('x86_64-w64-mingw32-g++-posix', ['--version'], { reject: false });
-  checks.push({
-    name: 'windows build',
-    ok: null,
-    detail: mingw.exitCode === 0 ? `MinGW-w64 available: ${String(mingw.stdout).split('\n')[0]}` : 'no MinGW-w64: Windows targets need a prebuilt cudaprobe.exe (Debian: g++-mingw-w64-x86-64-posix)',
-  });
-
+  // Other platforms' binaries: what targets of those platforms would get.
+  for (const [platformOf, archOf] of [['linux', 'x86_64'], ['linux', 'aarch64'], ['windows', 'x86_64']] as const) {
+    if (platformOf === platform && archOf === nodeArch()) continue;
+    const other = await chooseProbe(platformOf, archOf);
+    checks.push({ name: `${other.key} targets`, ok: null, detail: other.use === 'prebuilt' ? `prebuilt cudaprobe (sha256 ${other.entry.sha256.slice(0, 16)}…)` : other.use === 'compile' ? `compiled on first use (${other.why})` : other.why });
+  }
   if (!built) {
     checks.push({ name: 'driver, GPU', ok: null, detail: 'not checked: cudaprobe measures them, and it could not be built' });
   } else {
-    const session = await localTransport.connect({}, { target: 'doctor', runId: 'doctor' });
+    const session = await connectLocal({}, { target: 'doctor', runId: 'doctor' });
     try {
       const run = await runProbe(session, await deployProbe(session), 'sysinfo', { timeoutMs: 60_000 });
       const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));

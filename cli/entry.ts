@@ -12,4 +12,7 @@ for (const stream of [process.stdout, process.stderr]) {
   });
 }
 
-process.exitCode = await main(process.argv);
+// No top-level await: the bundle is CommonJS, so that Node 20 can cache its compiled code (bin/).
+void main(process.argv).then((code) => {
+  process.exitCode = code;
+});

@@ -1,15 +1,12 @@
 /**
  * The cudamatrix command line. Expected failures (a bad matrix, an unreachable target) print
- * one clear message and exit with their code; only a bug prints a stack trace
- * (and only with CUDAMATRIX_DEBUG=1).
+ * one clear message and exit with their code; only a bug prints a stack trace (and only with
+ * CUDAMATRIX_DEBUG=1). Each command's code is imported when the command runs, so that
+ * --version and --help start without the transports, reporters and matrix loader.
  */
 import { Command, CommanderError, Option } from 'commander';
 import { CudamatrixError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { TOOL_VERSION } from '../core/version.ts';
-import { doctorAction, doctorExitHelp } from './doctor.ts';
-import { planCommand } from './plan.ts';
-import { probesListCommand } from './probes.ts';
-import { runCommand } from './run.ts';
 
 const exitCodesHelp = `
 Exit status:
@@ -19,6 +16,16 @@ Exit status:
   3    infrastructure error (target unreachable, probe crashed or timed out)
   4    --strict, and nothing was measured (no usable driver on any target)
   130  interrupted (results for what finished are still written)`;
+
+/** The exit statuses of `cudamatrix doctor`, for its --help. */
+const doctorExitHelp = `
+Exit status:
+  0  every check passed (✓), or --reap removed what it could prove was left behind
+  2  usage error (a flag without the one it needs, flags that do not go together), or with
+     --target a matrix error or an unknown target
+  3  a check failed (✗): no compiler or the cudaprobe build failed, no NVIDIA driver, NVML or
+     GPU; with --target, the target unreachable (host key, authentication, engine); with
+     --reap, the Docker engine unreachable. What to fix is printed at the end.`;
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -54,14 +61,14 @@ export function buildProgram(): Command {
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText('after', exitCodesHelp)
     .action(async (opts) => {
-      process.exitCode = await runCommand(opts);
+      process.exitCode = await (await import('./run.ts')).runCommand(opts);
     });
 
   filterOptions(program.command('plan'))
     .description('list the cells (target/probe) a run would execute, without running anything')
     .option('--json', 'print the plan as JSON', false)
     .action(async (opts) => {
-      process.exitCode = await planCommand(opts);
+      process.exitCode = await (await import('./plan.ts')).planCommand(opts);
     });
 
   const probes = program.command('probes').description('the probe catalogue');
@@ -70,8 +77,8 @@ export function buildProgram(): Command {
     .description('list the probes, the claims they decide, and (with --facts) every fact and metric')
     .option('--facts', 'also list each probe\'s facts and metrics', false)
     .option('--json', 'print the catalogue as JSON', false)
-    .action((opts) => {
-      process.exitCode = probesListCommand(opts);
+    .action(async (opts) => {
+      process.exitCode = (await import('./probes.ts')).probesListCommand(opts);
     });
 
   program
@@ -85,7 +92,7 @@ export function buildProgram(): Command {
     .option('--older-than <duration>', 'with --reap: also remove the containers of runs started longer ago than this (6h, 90m, 2d), whichever machine started them')
     .addHelpText('after', doctorExitHelp)
     .action(async (opts: { target?: string; matrix?: string; acceptNew: boolean; reap: boolean; endpoint?: string; olderThan?: string }) => {
-      process.exitCode = await doctorAction(opts);
+      process.exitCode = await (await import('./doctor.ts')).doctorAction(opts);
     });
   return program;
 }

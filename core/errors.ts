@@ -49,6 +49,7 @@ export const errorCodes = {
   NVIDIA_RUNTIME_MISSING: 'infrastructure',
   TRANSPORT_FAILED: 'infrastructure',
   PROBE_BUILD_FAILED: 'infrastructure',
+  PROBE_MISSING: 'infrastructure',
   /** A bug in cudamatrix, caught so that it ends one target and not the run. */
   INTERNAL: 'infrastructure',
   // running probes

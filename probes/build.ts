@@ -19,8 +19,10 @@ export interface ProbeBinary {
   /** Hash of sources + compiler + flags: names the binary in caches, here and on targets. */
   hash: string;
   compiler: string;
-  /** Whether this call compiled it (false: taken from the cache). */
+  /** Whether this call compiled it (false: taken from the cache, or prebuilt). */
   built: boolean;
+  /** The package's prebuilt binary (./binary.ts), not compiled on this machine. */
+  prebuilt: boolean;
 }
 
 export interface BuildOptions {
@@ -124,7 +126,7 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   const hash = hasher.digest('hex').slice(0, 16);
   const dir = path.join(options.cacheDir ?? defaultCacheDir(), 'cudaprobe', `${platform}-${arch}-${hash}`);
   const binary = path.join(dir, tc.exe);
-  if (existsSync(binary)) return { platform, arch, path: binary, hash, compiler: identity, built: false };
+  if (existsSync(binary)) return { platform, arch, path: binary, hash, compiler: identity, built: false, prebuilt: false };
 
   options.onProgress?.(`compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} ...`);
   await mkdir(dir, { recursive: true });
@@ -143,7 +145,7 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   } finally {
     await rm(work, { recursive: true, force: true });
   }
-  return { platform, arch, path: binary, hash, compiler: identity, built: true };
+  return { platform, arch, path: binary, hash, compiler: identity, built: true, prebuilt: false };
 }
 
 async function compile(tc: Toolchain, args: string[], platform: Platform, arch: string, signal?: AbortSignal): Promise<void> {
@@ -178,18 +180,4 @@ async function runLimited(jobs: (() => Promise<void>)[], limit: number): Promise
     }),
   );
   if (failures.length) throw failures[0];
-}
-
-/** Builds each platform/arch once per run, however many targets need it at the same time. */
-export function buildOnce(options: Omit<BuildOptions, 'platform' | 'arch'> = {}) {
-  const builds = new Map<string, Promise<ProbeBinary>>();
-  return (platform: Platform, arch: string): Promise<ProbeBinary> => {
-    const key = `${platform}/${arch}`;
-    let b = builds.get(key);
-    if (!b) {
-      b = buildProbe({ ...options, platform, arch });
-      builds.set(key, b);
-    }
-    return b;
-  };
 }

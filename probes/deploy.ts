@@ -1,6 +1,7 @@
 /** Puts the right cudaprobe binary on a target, through the target's session. */
 import type { Platform, Session } from '../runners/transport.ts';
-import { buildProbe, type ProbeBinary } from './build.ts';
+import type { ProbeBinary } from './build.ts';
+import { probeBinary } from './binary.ts';
 
 export interface DeployedProbe {
   binary: ProbeBinary;
@@ -12,8 +13,8 @@ export interface DeployedProbe {
 
 export type BuildFor = (platform: Platform, arch: string) => Promise<ProbeBinary>;
 
-/** Builds (or takes from the cache) the binary for the session's platform and uploads it. */
-export async function deployProbe(session: Session, build: BuildFor = (platform, arch) => buildProbe({ platform, arch })): Promise<DeployedProbe> {
+/** Takes the binary for the session's platform (prebuilt, cached or compiled) and uploads it. */
+export async function deployProbe(session: Session, build: BuildFor = (platform, arch) => probeBinary({ platform, arch })): Promise<DeployedProbe> {
   const binary = await build(session.platform, session.arch);
   const name = session.platform === 'windows' ? 'cudaprobe.exe' : 'cudaprobe';
   if (session.installCached) {

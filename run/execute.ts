@@ -15,7 +15,7 @@ import { makeDir } from '../core/fs.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { EVENTS_SCHEMA_VERSION, type CellEndEvent, type RunEvent } from '../events/events.ts';
 import type { Target } from '../matrix/load.ts';
-import { buildOnce } from '../probes/build.ts';
+import { probeBinaries } from '../probes/binary.ts';
 import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
 import { runProbe, type ProbeRun } from '../probes/run-probe.ts';
@@ -66,7 +66,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     options.onEvent?.(event);
   };
   const started = Date.now();
-  const build = options.build ?? buildOnce({ onProgress: options.onProgress, signal: options.signal });
+  const build = options.build ?? probeBinaries({ onProgress: options.onProgress, signal: options.signal });
   emit({
     type: 'run-start',
     schemaVersion: EVENTS_SCHEMA_VERSION,

@@ -4,26 +4,18 @@ import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { arch as osArch, tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { z } from 'zod';
 import { supervise } from './supervise.ts';
-import type { ExecOptions, ExecResult, Platform, Session, TransportKind } from './transport.ts';
+import type { ConnectContext, ExecOptions, ExecResult, Platform, Session } from './transport.ts';
 
 /** After SIGTERM, how long a process tree gets before SIGKILL. */
 const KILL_GRACE_MS = 2000;
 
-const localOptions = z.strictObject({});
-
-export const localTransport: TransportKind<z.infer<typeof localOptions>> = {
-  kind: 'local',
-  description: 'this machine: probes run as child processes',
-  options: localOptions,
-  chainable: false,
-  async connect(_options, context) {
-    const workDir = await mkdtemp(path.join(tmpdir(), `cudamatrix-${context.runId}-`));
-    liveWorkDirs.add(workDir);
-    return new LocalSession(workDir);
-  },
-};
+/** Opens a session on this machine (the `local` transport; its options are in ./kinds.ts). */
+export async function connectLocal(_options: object, context: ConnectContext): Promise<Session> {
+  const workDir = await mkdtemp(path.join(tmpdir(), `cudamatrix-${context.runId}-`));
+  liveWorkDirs.add(workDir);
+  return new LocalSession(workDir);
+}
 
 export function nodeArch(): string {
   return ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[osArch()] ?? osArch();

@@ -1,15 +1,26 @@
-/** The typed registry of transports, keyed by kind. */
+/**
+ * The typed registry of transports, keyed by kind. It holds each kind's options and host key;
+ * the code that connects is imported when a target of that kind connects (TransportKind.load).
+ */
+import { z } from 'zod';
 import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
-import { dockerTransport } from './docker/transport.ts';
-import { localTransport } from './local.ts';
-import { sshTransport } from './ssh/transport.ts';
+import { dockerKind } from './docker/options.ts';
+import { sshKind } from './ssh/options.ts';
 import type { ConnectContext, Session, TransportKind } from './transport.ts';
 
+const localKind: TransportKind<object> = {
+  kind: 'local',
+  description: 'this machine: probes run as child processes',
+  options: z.strictObject({}),
+  chainable: false,
+  load: async () => (await import('./local.ts')).connectLocal,
+};
+
 const kinds = new Map<string, TransportKind<any>>([
-  [localTransport.kind, localTransport],
-  [sshTransport.kind, sshTransport],
-  [dockerTransport.kind, dockerTransport],
+  [localKind.kind, localKind],
+  [sshKind.kind, sshKind],
+  [dockerKind.kind, dockerKind],
 ]);
 
 export function transportKinds(): string[] {
@@ -55,7 +66,8 @@ export async function connectChain(hops: Hop[], context: Omit<ConnectContext, 'v
     for (const hop of hops) {
       const kind = transportKind(hop.kind);
       const { kind: _kind, ...options } = hop;
-      via = await kind.connect(kind.options.parse(options), { ...context, via });
+      const connect = await kind.load();
+      via = await connect(kind.options.parse(options), { ...context, via });
       opened.push(via);
     }
     if (!via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}" has no transport`);

@@ -81,14 +81,22 @@ export interface ConnectContext {
   onProgress?(message: string): void;
 }
 
-/** One kind of transport: its options (validated from the matrix) and how to connect. */
+/** Opens a session on a target of one transport kind. */
+export type Connect<Options> = (options: Options, context: ConnectContext) => Promise<Session>;
+
+/**
+ * One kind of transport as the matrix knows it: its options (validated from the matrix), the
+ * host they reach, and where the code that connects lives. That code (ssh2, dockerode, execa)
+ * is loaded only when a target of the kind connects, so that --help, plan and probes list
+ * start without it.
+ */
 export interface TransportKind<Options = unknown> {
   kind: string;
   description: string;
   options: z.ZodType<Options>;
   /** Whether the kind can follow another hop in a chain (wsl after ssh), or must come first. */
   chainable: boolean;
-  connect(options: Options, context: ConnectContext): Promise<Session>;
   /** The host these options reach ("ssh:gpu-box:22"); defaults to the kind's name. */
   hostKey?(options: Options): string;
+  load(): Promise<Connect<Options>>;
 }

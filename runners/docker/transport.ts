@@ -13,96 +13,20 @@ import { PassThrough, Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
 import DockerClient from 'dockerode';
-import { z } from 'zod';
 import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
 import { supervise, type StopReason } from '../supervise.ts';
-import type { ExecOptions, ExecResult, Session, TransportKind } from '../transport.ts';
+import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
 import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout } from './calls.ts';
-import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem, resolveEngine, unreachable, type ResolvedEngine } from './engine.ts';
-import { IMAGE_REFERENCE_PATTERN, imageReferenceProblem } from './reference.ts';
+import { resolveEngine, unreachable, type ResolvedEngine } from './engine.ts';
+import { DEFAULT_BASE, type DockerTargetOptions } from './options.ts';
 import { RUN_LABEL, runLabels } from './reap.ts';
 import { directoryTar, extractFirstFile, fileTar } from './tar.ts';
 
 export { RUN_LABEL } from './reap.ts';
 
-const DEFAULT_BASE = 'nvidia/cuda:12.6.3-base-ubuntu24.04';
 const PROBE_DIR = '/opt/cudamatrix/bin';
 const WORK_DIR = '/tmp/cudamatrix-run';
-
-/**
- * The engine's endpoint, checked at load time as far as its text allows (scheme, host, socket
- * path, no password), so that a bad one is a matrix error at its line, not a failure mid-run.
- * The JSON Schema gets the same rules as a pattern; the loader gets the precise message and fix.
- */
-const endpoint = z
-  .string()
-  .superRefine((value, ctx) => {
-    const problem = endpointProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, params: { fix: problem.fix, ...(problem.secret ? { code: 'MATRIX_SECRET' } : {}) } });
-  })
-  .meta({ pattern: ENDPOINT_PATTERN });
-
-const context = z
-  .string()
-  .superRefine((value, ctx) => {
-    if (!CONTEXT_NAME.test(value)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `${JSON.stringify(value)} cannot be a Docker context name (letters, digits, "_", ".", "+", "-", at least two, starting with a letter or digit)`,
-        params: { fix: 'write the name "docker context ls" shows' },
-      });
-    }
-  })
-  .meta({ pattern: CONTEXT_NAME.source });
-
-/**
- * An image reference, checked against Docker's reference grammar when the matrix is loaded:
- * Docker refuses upper case in a repository name at once, so it is a matrix error at its line.
- */
-const imageReference = z
-  .string()
-  .min(1)
-  .superRefine((value, ctx) => {
-    const problem = imageReferenceProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, params: { fix: problem.fix } });
-  })
-  .meta({ pattern: IMAGE_REFERENCE_PATTERN });
-
-const seconds = z.number().positive().max(3600);
-
-export const dockerOptions = z
-  .strictObject({
-    endpoint: endpoint.optional().describe('Engine endpoint: unix:///var/run/docker.sock, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the current Docker context)'),
-    context: context.optional().describe('A Docker CLI context name'),
-    image: imageReference.optional().describe('Run in this image (it needs glibc; cudaprobe is copied in). Default: build docker/Dockerfile'),
-    base: imageReference.optional().describe(`Base image for docker/Dockerfile (ARG BASE; default ${DEFAULT_BASE})`),
-    pull: z.boolean().optional().describe('Pull the image (or the base) when the engine does not have it (default false: nothing is pulled)'),
-    gpus: z
-      .union([z.literal('all'), z.literal('none'), z.array(z.string().min(1)).min(1)])
-      .optional()
-      .describe('GPUs to request, as docker run --gpus: all (default), none, or device indexes/UUIDs'),
-    capabilities: z.array(z.string().min(1)).min(1).optional().describe('Driver capabilities (default compute, utility)'),
-    runtime: z.string().min(1).optional().describe('Container runtime to use (e.g. nvidia, for engines older than DeviceRequests)'),
-    network: z.string().min(1).optional().describe('Network mode (default none)'),
-    connectTimeout: seconds.optional().describe(`Seconds to wait for the engine's first answers (ping, info) (default ${DEFAULT_CONNECT_TIMEOUT_S})`),
-    callTimeout: seconds
-      .optional()
-      .describe(`Seconds to wait for each later call to the engine: create, start, exec, inspect, kill, remove, copy (default ${DEFAULT_CALL_TIMEOUT_S})`),
-  })
-  .superRefine((o, ctx) => {
-    // As the Docker CLI refuses --host with --context: which engine is meant is unclear.
-    if (o.endpoint !== undefined && o.context !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        message: 'a Docker target names its engine by "endpoint" or by "context", not both',
-        path: ['context'],
-        params: { fix: 'remove one of them' },
-      });
-    }
-  })
-  .meta({ not: { required: ['endpoint', 'context'] } });
-export type DockerTargetOptions = z.infer<typeof dockerOptions>;
 
 function hash(...parts: (string | Buffer)[]): string {
   const h = createHash('sha256');
@@ -160,143 +84,135 @@ async function pull(e: BoundedEngine, image: string, progress: (line: string) =>
   }
 }
 
-export const dockerTransport: TransportKind<DockerTargetOptions> = {
-  kind: 'docker',
-  description: 'a container on a Docker engine, with the GPUs the NVIDIA runtime gives it',
-  options: dockerOptions,
-  chainable: false,
-  hostKey(o) {
-    return `docker:${resolveEngine(o).endpoint}`;
-  },
-  async connect(o, context) {
-    if (context.via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}": docker must be the first hop; for a remote engine use endpoint: ssh://user@host`);
-    const engine = resolveEngine(o);
-    // No socket-wide idle timeout: a probe's exec may be silent for as long as its timeout allows.
-    const e = new BoundedEngine(new DockerClient(engine.options), engine, (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000, (o.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000);
-    const docker = e.docker;
-    const progress = context.onProgress ?? (() => undefined);
-    let info: { Architecture?: string; OSType?: string };
-    try {
-      await e.call('ping', (abortSignal) => withSignal(docker).ping({ abortSignal }), { connect: true });
-      info = (await e.call('info', (abortSignal) => withSignal(docker).info({ abortSignal }), { connect: true })) as typeof info;
-    } catch (error) {
-      throw unreachable(engine, error);
-    }
-    if (info.OSType && info.OSType !== 'linux') {
-      throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} runs ${info.OSType} containers; cudaprobe's containers are Linux`);
-    }
-    const arch = info.Architecture === 'aarch64' || info.Architecture === 'arm64' ? 'aarch64' : 'x86_64';
-    if (!context.binaryFor) throw new CudamatrixError('TRANSPORT_FAILED', 'the docker transport needs the probe binary before it starts a container');
-    const binary = await context.binaryFor('linux', arch);
-    const binaryKey = `linux-${arch}-${binary.hash}`;
+/** Opens a session in a new container on the target's engine (the image built or found first). */
+export const connectDocker: Connect<DockerTargetOptions> = async (o, context) => {
+  if (context.via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}": docker must be the first hop; for a remote engine use endpoint: ssh://user@host`);
+  const engine = resolveEngine(o);
+  // No socket-wide idle timeout: a probe's exec may be silent for as long as its timeout allows.
+  const e = new BoundedEngine(new DockerClient(engine.options), engine, (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000, (o.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000);
+  const docker = e.docker;
+  const progress = context.onProgress ?? (() => undefined);
+  let info: { Architecture?: string; OSType?: string };
+  try {
+    await e.call('ping', (abortSignal) => withSignal(docker).ping({ abortSignal }), { connect: true });
+    info = (await e.call('info', (abortSignal) => withSignal(docker).info({ abortSignal }), { connect: true })) as typeof info;
+  } catch (error) {
+    throw unreachable(engine, error);
+  }
+  if (info.OSType && info.OSType !== 'linux') {
+    throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} runs ${info.OSType} containers; cudaprobe's containers are Linux`);
+  }
+  const arch = info.Architecture === 'aarch64' || info.Architecture === 'arm64' ? 'aarch64' : 'x86_64';
+  if (!context.binaryFor) throw new CudamatrixError('TRANSPORT_FAILED', 'the docker transport needs the probe binary before it starts a container');
+  const binary = await context.binaryFor('linux', arch);
+  const binaryKey = `linux-${arch}-${binary.hash}`;
 
-    // The image: the one named, or docker/Dockerfile built once per probe hash and base.
-    // Nothing is pulled unless pull: true, the base of docker/Dockerfile included.
-    let image: string;
-    let baked = false;
-    if (o.image) {
-      image = o.image;
-      if (!(await imageExists(e, image))) {
+  // The image: the one named, or docker/Dockerfile built once per probe hash and base.
+  // Nothing is pulled unless pull: true, the base of docker/Dockerfile included.
+  let image: string;
+  let baked = false;
+  if (o.image) {
+    image = o.image;
+    if (!(await imageExists(e, image))) {
+      if (!o.pull) {
+        throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} has no image ${image}; pull it there first, or set pull: true`);
+      }
+      await pull(e, image, progress);
+    }
+  } else {
+    const dockerfile = readFileSync(path.join(packageRoot(), 'docker', 'Dockerfile'));
+    const base = o.base ?? DEFAULT_BASE;
+    image = `cudamatrix-probe:${binary.hash}-${hash(dockerfile, base).slice(0, 12)}`;
+    baked = true;
+    if (!(await imageExists(e, image))) {
+      // The build would pull a base the engine lacks: look first ("scratch" is no image).
+      if (base !== 'scratch' && !(await imageExists(e, base))) {
         if (!o.pull) {
-          throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} has no image ${image}; pull it there first, or set pull: true`);
-        }
-        await pull(e, image, progress);
-      }
-    } else {
-      const dockerfile = readFileSync(path.join(packageRoot(), 'docker', 'Dockerfile'));
-      const base = o.base ?? DEFAULT_BASE;
-      image = `cudamatrix-probe:${binary.hash}-${hash(dockerfile, base).slice(0, 12)}`;
-      baked = true;
-      if (!(await imageExists(e, image))) {
-        // The build would pull a base the engine lacks: look first ("scratch" is no image).
-        if (base !== 'scratch' && !(await imageExists(e, base))) {
-          if (!o.pull) {
-            throw new CudamatrixError(
-              'TARGET_UNREACHABLE',
-              `the Docker engine at ${engine.endpoint} has no image ${base}, the base docker/Dockerfile is built FROM${o.base ? '' : ' (the default base)'}, and nothing is pulled unless pull: true. ` +
-                `Pull it on that engine first (docker pull ${base}), set pull: true on this target, or name a base the engine has (base: ...; it needs glibc)`,
-            );
-          }
-          await pull(e, base, progress);
-        }
-        progress(`building ${image} FROM ${base} on ${engine.endpoint} ...`);
-        const tar = await fileTar([
-          { name: 'Dockerfile', content: dockerfile, mode: 0o644 },
-          { name: 'cudaprobe', content: readFileSync(binary.path), mode: 0o755 },
-        ]);
-        try {
-          const stream = await e.call(`building ${image}`, (abortSignal) =>
-            docker.buildImage(Readable.from([tar]), { t: image, buildargs: { BASE: base }, labels: { 'cudamatrix.probe-hash': binary.hash }, abortSignal }),
+          throw new CudamatrixError(
+            'TARGET_UNREACHABLE',
+            `the Docker engine at ${engine.endpoint} has no image ${base}, the base docker/Dockerfile is built FROM${o.base ? '' : ' (the default base)'}, and nothing is pulled unless pull: true. ` +
+              `Pull it on that engine first (docker pull ${base}), set pull: true on this target, or name a base the engine has (base: ...; it needs glibc)`,
           );
-          await e.follow(`building ${image}`, stream, (line) => progress(`  ${line}`));
-        } catch (error) {
-          if (isEngineTimeout(error)) throw error;
-          throw new CudamatrixError('PROBE_BUILD_FAILED', `building ${image} FROM ${base} failed: ${describeError(error)}`, { cause: error });
         }
+        await pull(e, base, progress);
       }
-    }
-
-    const gpus = o.gpus ?? 'all';
-    const deviceRequests =
-      gpus === 'none'
-        ? undefined
-        : [{ Driver: 'nvidia', Count: gpus === 'all' ? -1 : 0, DeviceIDs: gpus === 'all' ? undefined : gpus, Capabilities: [o.capabilities ?? ['compute', 'utility']] }];
-    let container: Dockerode.Container;
-    try {
-      container = await e.call(`creating a container from ${image}`, (abortSignal) =>
-        docker.createContainer({
-          Image: image,
-          Entrypoint: [`${PROBE_DIR}/cudaprobe`],
-          Cmd: ['wait'],
-          WorkingDir: '/',
-          Labels: { [RUN_LABEL]: context.runId, 'cudamatrix.target': context.target, ...runLabels() },
-          HostConfig: {
-            NetworkMode: o.network ?? 'none',
-            Init: true,
-            AutoRemove: false,
-            DeviceRequests: deviceRequests,
-            Runtime: o.runtime,
-          },
-          abortSignal,
-        }),
-      );
-    } catch (error) {
-      if (error instanceof CudamatrixError) throw error;
-      if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
-      throw new CudamatrixError('TARGET_UNREACHABLE', `creating a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
-    }
-    const remove = () => e.call(`removing container ${container.id.slice(0, 12)}`, (abortSignal) => container.remove({ force: true, v: true, abortSignal })).catch(() => undefined);
-    let name: string;
-    try {
-      // Archives are unpacked at / with full paths, so that missing directories are made too.
-      if (!baked) {
-        const probeTar = await fileTar([{ name: `${PROBE_DIR.slice(1)}/cudaprobe`, content: readFileSync(binary.path), mode: 0o755 }]);
-        await e.call('copying cudaprobe into the container', (abortSignal) => container.putArchive(probeTar, { path: '/', abortSignal }));
-      }
-      const workTar = await directoryTar(WORK_DIR.slice(1));
-      await e.call('making the work folder in the container', (abortSignal) => container.putArchive(workTar, { path: '/', abortSignal }));
-      await e.call('starting the container', (abortSignal) => container.start({ abortSignal }));
-      // Its main process is cudaprobe itself: wait until it says it runs, or has exited (it
-      // cannot run in the image).
-      const state = await waitUntilReady(e, container);
-      if (!state.Running) {
-        const logs = String(await e.call('reading the container log', (abortSignal) => container.logs({ stdout: true, stderr: true, tail: 5, abortSignal })).catch(() => ''))
-          .replace(/[^\x20-\x7e\n]/g, '')
-          .trim();
-        throw new CudamatrixError(
-          'TARGET_UNREACHABLE',
-          `cudaprobe cannot run in image ${image}: its container exited at once with code ${state.ExitCode}${logs ? ` (${logs})` : ''}; the image needs glibc (use a glibc-based image, or leave image: out to build docker/Dockerfile)`,
+      progress(`building ${image} FROM ${base} on ${engine.endpoint} ...`);
+      const tar = await fileTar([
+        { name: 'Dockerfile', content: dockerfile, mode: 0o644 },
+        { name: 'cudaprobe', content: readFileSync(binary.path), mode: 0o755 },
+      ]);
+      try {
+        const stream = await e.call(`building ${image}`, (abortSignal) =>
+          docker.buildImage(Readable.from([tar]), { t: image, buildargs: { BASE: base }, labels: { 'cudamatrix.probe-hash': binary.hash }, abortSignal }),
         );
+        await e.follow(`building ${image}`, stream, (line) => progress(`  ${line}`));
+      } catch (error) {
+        if (isEngineTimeout(error)) throw error;
+        throw new CudamatrixError('PROBE_BUILD_FAILED', `building ${image} FROM ${base} failed: ${describeError(error)}`, { cause: error });
       }
-      name = state.Name.replace(/^\//, '');
-    } catch (error) {
-      await remove();
-      if (error instanceof CudamatrixError) throw error;
-      if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
-      throw new CudamatrixError('TARGET_UNREACHABLE', `starting a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
     }
-    return new DockerSession(e, container, name, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked, progress);
-  },
+  }
+
+  const gpus = o.gpus ?? 'all';
+  const deviceRequests =
+    gpus === 'none'
+      ? undefined
+      : [{ Driver: 'nvidia', Count: gpus === 'all' ? -1 : 0, DeviceIDs: gpus === 'all' ? undefined : gpus, Capabilities: [o.capabilities ?? ['compute', 'utility']] }];
+  let container: Dockerode.Container;
+  try {
+    container = await e.call(`creating a container from ${image}`, (abortSignal) =>
+      docker.createContainer({
+        Image: image,
+        Entrypoint: [`${PROBE_DIR}/cudaprobe`],
+        Cmd: ['wait'],
+        WorkingDir: '/',
+        Labels: { [RUN_LABEL]: context.runId, 'cudamatrix.target': context.target, ...runLabels() },
+        HostConfig: {
+          NetworkMode: o.network ?? 'none',
+          Init: true,
+          AutoRemove: false,
+          DeviceRequests: deviceRequests,
+          Runtime: o.runtime,
+        },
+        abortSignal,
+      }),
+    );
+  } catch (error) {
+    if (error instanceof CudamatrixError) throw error;
+    if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
+    throw new CudamatrixError('TARGET_UNREACHABLE', `creating a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
+  }
+  const remove = () => e.call(`removing container ${container.id.slice(0, 12)}`, (abortSignal) => container.remove({ force: true, v: true, abortSignal })).catch(() => undefined);
+  let name: string;
+  try {
+    // Archives are unpacked at / with full paths, so that missing directories are made too.
+    if (!baked) {
+      const probeTar = await fileTar([{ name: `${PROBE_DIR.slice(1)}/cudaprobe`, content: readFileSync(binary.path), mode: 0o755 }]);
+      await e.call('copying cudaprobe into the container', (abortSignal) => container.putArchive(probeTar, { path: '/', abortSignal }));
+    }
+    const workTar = await directoryTar(WORK_DIR.slice(1));
+    await e.call('making the work folder in the container', (abortSignal) => container.putArchive(workTar, { path: '/', abortSignal }));
+    await e.call('starting the container', (abortSignal) => container.start({ abortSignal }));
+    // Its main process is cudaprobe itself: wait until it says it runs, or has exited (it
+    // cannot run in the image).
+    const state = await waitUntilReady(e, container);
+    if (!state.Running) {
+      const logs = String(await e.call('reading the container log', (abortSignal) => container.logs({ stdout: true, stderr: true, tail: 5, abortSignal })).catch(() => ''))
+        .replace(/[^\x20-\x7e\n]/g, '')
+        .trim();
+      throw new CudamatrixError(
+        'TARGET_UNREACHABLE',
+        `cudaprobe cannot run in image ${image}: its container exited at once with code ${state.ExitCode}${logs ? ` (${logs})` : ''}; the image needs glibc (use a glibc-based image, or leave image: out to build docker/Dockerfile)`,
+      );
+    }
+    name = state.Name.replace(/^\//, '');
+  } catch (error) {
+    await remove();
+    if (error instanceof CudamatrixError) throw error;
+    if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
+    throw new CudamatrixError('TARGET_UNREACHABLE', `starting a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
+  }
+  return new DockerSession(e, container, name, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked, progress);
 };
 
 /** How many times (100 ms apart) a container is looked at after a command was killed, before "running" is believed. */

@@ -5,60 +5,15 @@
  * and bounded retries with backoff for connection failures only. Never a password.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { homedir, userInfo } from 'node:os';
-import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import ssh2, { type AnyAuthMethod, type Client, type ConnectConfig } from 'ssh2';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
 import { appendKnownHost, checkHostKey, fingerprint, hostKeyAlgorithmsFor, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
-import { expandHome, parseJumpHop, resolveSshConfig } from './ssh-config.ts';
+import { resolveEndpoint, type Endpoint, type SshConnectOptions } from './endpoint.ts';
+import { parseJumpHop } from './ssh-config.ts';
 
 // ssh2 is CommonJS; its named exports are reached through the default export.
 const { Client: SshClient, utils } = ssh2;
-
-export interface SshConnectOptions {
-  host: string;
-  port?: number;
-  user?: string;
-  identityFile?: string;
-  /** The environment variable that holds the identity file's passphrase. */
-  passphraseEnv?: string;
-  /** Use ssh-agent (SSH_AUTH_SOCK) when it is set (default true). */
-  agent?: boolean;
-  knownHosts?: string;
-  hostKeyPolicy?: 'strict' | 'accept-new';
-  /** ssh_config file to read aliases from (default ~/.ssh/config); false: none. */
-  sshConfig?: string | false;
-  proxyJump?: string;
-  connectTimeoutMs?: number;
-  keepaliveMs?: number;
-  retries?: number;
-}
-
-export interface Endpoint {
-  host: string;
-  port: number;
-  user: string;
-  /** "user@host:port", for messages and as the connection's identity. */
-  label: string;
-  identityFiles: string[];
-  knownHostsFiles: string[];
-  jumps: string[];
-}
-
-const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((f) => path.join(homedir(), '.ssh', f));
-
-/** Where the options lead, after ~/.ssh/config. Pure: reads files, opens nothing. */
-export function resolveEndpoint(o: SshConnectOptions): Endpoint {
-  const r = resolveSshConfig(o.host, o.sshConfig === undefined ? path.join(homedir(), '.ssh', 'config') : o.sshConfig);
-  const host = r.hostName;
-  const port = o.port ?? r.port ?? 22;
-  const user = o.user ?? r.user ?? userInfo().username;
-  const identityFiles = o.identityFile ? [expandHome(o.identityFile)] : r.identityFiles.length ? r.identityFiles : DEFAULT_IDENTITIES;
-  const knownHostsFiles = o.knownHosts ? [expandHome(o.knownHosts)] : r.userKnownHostsFiles.length ? r.userKnownHostsFiles : [path.join(homedir(), '.ssh', 'known_hosts')];
-  const jumpSpec = o.proxyJump ?? r.proxyJump;
-  return { host, port, user, label: `${user}@${host}:${port}`, identityFiles, knownHostsFiles, jumps: jumpSpec ? jumpSpec.split(',').map((s) => s.trim()) : [] };
-}
 
 interface Auth {
   methods: AnyAuthMethod[];

@@ -5,13 +5,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { integrationAvailable } from '../../test/helpers.ts';
-import { sshdAvailable, startSshd, type Sshd } from '../../test/sshd.ts';
+import { sshdReady, startSshd, type Sshd } from '../../test/sshd.ts';
 import { connectChain } from '../registry.ts';
 import type { Session } from '../transport.ts';
 import { afterMarker, MarkerStrip } from './session.ts';
 
-const ready = integrationAvailable('OpenSSH sshd (run as root)', sshdAvailable(), 'apt-get install openssh-server, and run the tests as root');
+const ready = sshdReady();
 
 const running = (marker: string) =>
   execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
