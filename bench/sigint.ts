@@ -6,7 +6,10 @@
  * (and, with --docker, no container) behind. Before the fix, 2/10 local runs lost everything
  * (tsx's CLI wrapper relayed the signal, then SIGKILLed node 30 ms later when it did not exit).
  *
- *   pnpm bench:sigint [--rounds 20] [--load N busy loops, default 4 per core] [--docker]
+ *   pnpm bench:sigint [--rounds 20] [--load N busy loops, default 4 per core] [--docker] [--out FILE] [--tiny]
+ *
+ * --tiny: 1 round, no busy loops (for the tests); its checks still apply (exit 1 when a round
+ * lost its results or left something behind).
  *
  * The hanging probe is cudaprobe's test hook CUDAPROBE_TEST_DELAY_MS (it waits before starting).
  */
@@ -21,8 +24,22 @@ import { formatTable } from '../results/reporters/console.ts';
 import { nodeArch } from '../runners/local.ts';
 import { repoRoot, tempDir } from '../test/helpers.ts';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '20' }, load: { type: 'string', default: String(4 * availableParallelism()) }, docker: { type: 'boolean', default: false } } });
-const rounds = Number(values.rounds);
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string' },
+    load: { type: 'string' },
+    docker: { type: 'boolean', default: false },
+    out: { type: 'string' },
+    tiny: { type: 'boolean', default: false },
+  },
+});
+const tiny = values.tiny!;
+const rounds = Number(values.rounds ?? (tiny ? 1 : 20));
+const load = Number(values.load ?? (tiny ? 0 : 4 * availableParallelism()));
+if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(load) || load < 0) {
+  console.error('bench/sigint: --rounds takes a whole number >= 1 and --load one >= 0');
+  process.exit(2);
+}
 const work = tempDir('cm-bench-sigint-');
 const matrixFile = path.join(work, 'matrix.yaml');
 const targets = ['  - name: here-a', '  - name: here-b'];
@@ -82,7 +99,7 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
 // The probe is built before the cores are loaded: the rounds measure Ctrl-C, not the compiler.
 await buildProbe({ platform: 'linux', arch: nodeArch() });
 // Load every core, as a busy CI machine is.
-const burners = Array.from({ length: Number(values.load) }, () => spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' }));
+const burners = Array.from({ length: load }, () => spawn('sh', ['-c', 'while :; do :; done'], { stdio: 'ignore' }));
 const rows: string[][] = [];
 const results: { round: number; exitCode: number | null; kept: boolean; leftovers: number; exitMs: number }[] = [];
 try {
@@ -101,7 +118,10 @@ try {
     if (!(await until(() => marked(marker, true).length >= 1, 60_000))) throw new Error(`round ${round}: the probes never started; see ${work}/out-${round}.txt`);
     const signalled = performance.now();
     process.kill(-child.pid!, 'SIGINT');
-    const exitCode = await Promise.race([exited, new Promise<null>((r) => setTimeout(() => r(null), 60_000))]);
+    let timer: NodeJS.Timeout | undefined;
+    const exitCode = await Promise.race([exited, new Promise<null>((r) => (timer = setTimeout(() => r(null), 60_000)))]);
+    // (a pending timer would keep this process alive for a minute after the last round)
+    clearTimeout(timer);
     // The run is over when the whole group is gone (pnpm may exit before node has written).
     await until(() => groupMembers(child.pid!).length === 0, 60_000);
     const exitMs = performance.now() - signalled;
@@ -124,11 +144,11 @@ try {
 
 const keptCount = results.filter((r) => r.kept).length;
 const clean = results.filter((r) => r.leftovers === 0).length;
-console.log(`\nSIGINT to the process group of \`pnpm matrix\` while a probe hangs, ${values.load} busy loops on ${availableParallelism()} cores${values.docker ? ', with a Docker target' : ''}\n`);
+console.log(`\nSIGINT to the process group of \`pnpm matrix\` while a probe hangs, ${load} busy loops on ${availableParallelism()} cores${values.docker ? ', with a Docker target' : ''}\n`);
 console.log(formatTable(['round', 'pnpm exit', 'results', 'left behind', 'ms until the group is gone'], rows));
 console.log(`\nresults kept in ${keptCount}/${rounds} rounds; nothing left behind in ${clean}/${rounds}`);
-const outDir = path.join(import.meta.dirname, 'out');
-mkdirSync(outDir, { recursive: true });
-writeFileSync(path.join(outDir, 'sigint.json'), `${JSON.stringify({ rounds, docker: values.docker, node: process.version, cores: availableParallelism(), keptCount, clean, results }, null, 2)}\n`);
+const outFile = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'sigint.json'));
+mkdirSync(path.dirname(outFile), { recursive: true });
+writeFileSync(outFile, `${JSON.stringify({ bench: 'sigint', rounds, tiny, load, docker: values.docker, node: process.version, cores: availableParallelism(), keptCount, clean, results }, null, 2)}\n`);
 rmSync(work, { recursive: true, force: true });
 process.exitCode = keptCount === rounds && clean === rounds ? 0 : 1;
