@@ -31,17 +31,4 @@ await build({
   banner: { js: "const __cmImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 
-// The GPU-machine benchmark travels as a bundle too (an ES module: it has top-level await).
-await build({
-  ...common,
-  entryPoints: ['bench/probe-accuracy.ts'],
-  outfile: 'dist/probe-accuracy.mjs',
-  format: 'esm',
-  // CommonJS dependencies call require() and use __dirname; give the ES module bundle both.
-  banner: {
-    js:
-      "import { createRequire as __cmRequire } from 'node:module'; import { fileURLToPath as __cmPath } from 'node:url'; " +
-      'const require = __cmRequire(import.meta.url); const __filename = __cmPath(import.meta.url); const __dirname = __cmPath(new URL(".", import.meta.url));',
-  },
-});
-console.log('wrote dist/cudamatrix.cjs and dist/probe-accuracy.mjs');
+console.log('wrote dist/cudamatrix.cjs');
