@@ -281,7 +281,9 @@ function info(what: string, unit: string, ours: number[], peer: number[], digits
 }
 info('event resolution', 'us', done.map((r) => metricOf(r.cudaprobe.events, 'resolution_us')), done.map((r) => r.peer.events.resolution_us ?? NaN), 4);
 for (const t of TARGETS_US) {
-  info(`event-timed ${t} us spin`, 'us', done.map((r) => metricOf(r.cudaprobe.events, 'elapsed_us', { target_us: t })), done.map((r) => r.peer.events.elapsed_us[String(t)] ?? NaN), 2);
+  // The peer's keys are Python's str(float): "1.0", "20.0".
+  const peerElapsed = (r: Round) => Object.entries(r.peer.events.elapsed_us).find(([k]) => Number(k) === t)?.[1] ?? NaN;
+  info(`event-timed ${t} us spin`, 'us', done.map((r) => metricOf(r.cudaprobe.events, 'elapsed_us', { target_us: t })), done.map(peerElapsed), 2);
 }
 for (const k of ['p50_us', 'p99_us', 'min_us'] as const) {
   info(`sync latency ${k.replace('_us', '')}`, 'us', done.map((r) => metricOf(r.cudaprobe.sync, k)), done.map((r) => r.peer.sync[k]), 2);
