@@ -150,8 +150,8 @@ describe('cudaprobe (Linux build)', () => {
     expect(r.stdout).toBe('');
   });
 
-  it('embeds PTX that ptxas accepts (ISA 6.0, sm_50 target, loadable by R470+)', () => {
-    if (!integrationAvailable('ptxas', hasCommand('ptxas', ['--version']), 'install the CUDA toolkit')) return;
+  const havePtxas = integrationAvailable('ptxas', hasCommand('ptxas', ['--version']), 'install the CUDA toolkit');
+  it.runIf(havePtxas)('embeds PTX that ptxas accepts (ISA 6.0, sm_50 target, loadable by R470+)', () => {
     const ptx = run(['ptx']).stdout;
     expect(ptx).toMatch(/^\.version 6\.0$/m);
     expect(ptx).toMatch(/^\.target sm_50$/m);

@@ -35,7 +35,7 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     expect(r.stdout).toMatch(/reason: no NVIDIA driver found/);
     expect(r.stdout).toContain('Exit status: 0');
     const xml = readFileSync(path.join(dir, 'junit.xml'), 'utf8');
-    validateJunit(xml);
+    await validateJunit(xml);
     expect(xml).toContain('<skipped/>');
     const runDir = onlyRunDir(path.join(dir, 'runs'));
     for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
@@ -115,7 +115,7 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     expect(cells.filter((c) => c.type === 'cell-end' && c.status === 'error')).toEqual([]);
     expect(r.stdout).not.toContain('cancelled before this probe started');
     const xml = readFileSync(path.join(dir, 'j.xml'), 'utf8');
-    validateJunit(xml);
+    await validateJunit(xml);
     expect(xml).toMatch(/<testsuites [^>]*errors="0"/);
   });
 });

@@ -8,6 +8,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { findOnPath } from './helpers.ts';
 
 /** The environment for a docker CLI call that must reach `host` and nothing else. */
 export function dockerCliEnv(host: string): NodeJS.ProcessEnv {
@@ -24,9 +25,9 @@ export function engineAnswers(host: string): boolean {
   }
 }
 
+/** On PATH only (root's PATH has /usr/sbin), so that a narrowed PATH hides it. */
 export function findDockerd(): string | undefined {
-  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/sbin', '/usr/bin', '/sbin', '/bin'].filter(Boolean);
-  return dirs.map((d) => path.join(d, 'dockerd')).find((f) => existsSync(f));
+  return findOnPath('dockerd');
 }
 
 export interface TestEngine {

@@ -16,13 +16,11 @@ import { nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
 import type { Session } from '../runners/transport.ts';
 import { startCli, whenOutput } from './cli.ts';
-import { buildDelayImage, buildTestBase, busyboxAvailable, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { buildDelayImage, buildTestBase, dockerToolsReady, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 
 const noEngine = testDockerUnavailable();
-const ready = noEngine
-  ? integrationAvailable('a Docker engine for the tests', false, noEngine)
-  : integrationAvailable('busybox-static (the base image is built from it)', busyboxAvailable(), 'apt-get install busybox-static');
+const ready = dockerToolsReady() && integrationAvailable('a Docker engine for the tests', !noEngine, noEngine);
 
 let base: string;
 let slow: string;

@@ -19,13 +19,13 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, type CliResult } from './cli.ts';
 import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
-import { buildDelayImage, buildTestBase, busyboxAvailable, dockerOn, leftoversOf } from './docker.ts';
+import { buildDelayImage, buildTestBase, dockerToolsReady, dockerOn, leftoversOf } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 
 const canStartEngine =
   integrationAvailable('dockerd (this test starts a Docker engine of its own)', findDockerd() !== undefined, 'apt-get install docker.io') &&
   integrationAvailable('root (dockerd must be started as root)', process.getuid?.() === 0, 'run the tests as root') &&
-  integrationAvailable('busybox-static (the base image is built from it)', busyboxAvailable(), 'apt-get install busybox-static');
+  dockerToolsReady();
 
 /** A run, with no Docker settings of this machine: the matrix names the engine. */
 const noDockerEnv = { DOCKER_HOST: undefined, DOCKER_CONTEXT: undefined, DOCKER_TLS_VERIFY: undefined, DOCKER_CERT_PATH: undefined };

@@ -17,14 +17,14 @@ import { readEventLog } from '../events/events.ts';
 import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { cliEntry, runCli, startCli, tsxLoader, type CliResult } from './cli.ts';
-import { buildDelayImage, buildTestBase, busyboxAvailable, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { buildDelayImage, buildTestBase, dockerToolsReady, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from './helpers.ts';
 
 const noEngine = testDockerUnavailable();
-const ready = noEngine
-  ? integrationAvailable('a Docker engine for the tests', false, noEngine)
-  : integrationAvailable('busybox-static (the base image is built from it)', busyboxAvailable(), 'apt-get install busybox-static') &&
-    integrationAvailable('unshare (util-linux) and root, for a second host name', hasCommand('unshare', ['--uts', 'true']), 'apt-get install util-linux; run as root');
+const ready =
+  dockerToolsReady() &&
+  integrationAvailable('a Docker engine for the tests', !noEngine, noEngine) &&
+  integrationAvailable('unshare (util-linux) and root, for a second host name', hasCommand('unshare', ['--uts', 'true']), 'apt-get install util-linux; run as root');
 
 let hang: string;
 beforeAll(async () => {

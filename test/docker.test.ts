@@ -18,13 +18,11 @@ import { readEventLog, type RunEvent } from '../events/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';
-import { buildBareImage, buildTestBase, busyboxAvailable, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { buildBareImage, buildTestBase, dockerToolsReady, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
 
 const noEngine = testDockerUnavailable();
-const ready = noEngine
-  ? integrationAvailable('a Docker engine for the tests', false, noEngine)
-  : integrationAvailable('busybox-static (the base image is built from it)', busyboxAvailable(), 'apt-get install busybox-static');
+const ready = dockerToolsReady() && integrationAvailable('a Docker engine for the tests', !noEngine, noEngine);
 
 let base: string;
 beforeAll(async () => {
@@ -77,7 +75,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     expect(inside.container_runtime).toMatchObject({ value: null, reason: 'no NVIDIA container runtime markers' });
     const readyEvent = r.events.find((e) => e.type === 'target-ready' && e.target === 'in-docker');
     expect(readyEvent).toMatchObject({ platform: 'linux', probe: { uploaded: false, path: '/opt/cudamatrix/bin/cudaprobe' } });
-    validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
+    await validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
     expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
   });
 

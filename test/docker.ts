@@ -12,7 +12,7 @@ import { copyFileSync, existsSync, mkdirSync, realpathSync, writeFileSync } from
 import path from 'node:path';
 import { inject } from 'vitest';
 import { dockerCliEnv, engineAnswers } from './docker-engine.ts';
-import { tempDir } from './helpers.ts';
+import { commandsAvailable, findOnPath, tempDir } from './helpers.ts';
 
 /** The engine for the tests, or null (then testDockerUnavailable says why). */
 export const testDockerHost: string | null = inject('dockerHost');
@@ -46,10 +46,16 @@ export function dockerOn(on: string, args: string[], options: ExecFileSyncOption
   return String(execFileSync('docker', ['-H', on, ...args], { stdio: 'pipe', timeout: 120_000, ...options, env: { ...dockerCliEnv(on), ...options.env } }));
 }
 
-const BUSYBOX = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p));
+const BUSYBOX = findOnPath('busybox');
 
-export function busyboxAvailable(): boolean {
-  return BUSYBOX !== undefined;
+/**
+ * Whether the Docker tests have the tools they run here: the docker CLI (they look at the engine
+ * with it), and busybox-static and ldd (the base image is built from busybox and the libraries
+ * ldd names). When not, they skip saying what is missing, or fail under
+ * CUDAMATRIX_REQUIRE_INTEGRATION=1.
+ */
+export function dockerToolsReady(): boolean {
+  return commandsAvailable('the Docker tests', { docker: 'docker.io', busybox: 'busybox-static', ldd: 'libc-bin' });
 }
 
 /** Builds (once per content) an image with busybox and the libraries `binary` needs. */

@@ -4,10 +4,11 @@
  * missing tool fails the suite instead of silently testing less.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { validateXML } from 'xmllint-wasm';
 
 export const requireIntegration = process.env.CUDAMATRIX_REQUIRE_INTEGRATION === '1';
 
@@ -21,12 +22,43 @@ export function hasCommand(command: string, args: string[] = ['--version']): boo
 }
 
 /**
- * Returns true when `command` can be used. When not: throws under
+ * The absolute path of `command` in a folder of PATH, or undefined. Tests look their tools up on
+ * PATH, never at fixed paths, so that a run with a PATH of only node, pnpm and g++ sees what a
+ * fresh machine has.
+ */
+export function findOnPath(command: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const file = path.join(dir || '.', command);
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return file;
+    } catch {
+      // not there, or not executable: try the next folder
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Whether the commands `what` runs are all on PATH (`commands`: each with its Debian package).
+ * When not: the same skip (or failure) as integrationAvailable's, naming the missing ones and
+ * their packages.
+ */
+export function commandsAvailable(what: string, commands: Record<string, string>): boolean {
+  const missing = Object.keys(commands).filter((c) => findOnPath(c) === undefined);
+  const packages = [...new Set(missing.map((c) => commands[c]))];
+  return missing.length === 0 || skipOrFail(`${what}: ${missing.join(', ')} not found on PATH (apt-get install ${packages.join(' ')})`);
+}
+
+/**
+ * Returns `available`. When it is false: throws under
  * CUDAMATRIX_REQUIRE_INTEGRATION=1, else warns and returns false (the caller skips).
  */
 export function integrationAvailable(what: string, available: boolean, install: string): boolean {
-  if (available) return true;
-  const message = `${what} is not available (${install})`;
+  return available || skipOrFail(`${what} is not available (${install})`);
+}
+
+function skipOrFail(message: string): false {
   if (requireIntegration) throw new Error(`CUDAMATRIX_REQUIRE_INTEGRATION=1 but ${message}`);
   console.warn(`\n*** SKIPPING integration tests: ${message} ***\n`);
   return false;
@@ -69,7 +101,11 @@ export const repoRoot = path.resolve(import.meta.dirname, '..');
  */
 export const testCacheDir = process.env.CUDAMATRIX_CACHE || path.join(tmpdir(), 'cudamatrix-test-cache');
 
-export const WINE = '/usr/lib/wine/wine64';
+/**
+ * Debian's wine64 (the package .ci/run installs) is not on PATH, so a narrowed PATH cannot hide
+ * it: CUDAMATRIX_TEST_WINE names another one (a path that does not exist: a machine without Wine).
+ */
+export const WINE = process.env.CUDAMATRIX_TEST_WINE || '/usr/lib/wine/wine64';
 
 /**
  * The JUnit schema CI tools validate against. It lives in the shared folder beside the
@@ -77,9 +113,13 @@ export const WINE = '/usr/lib/wine/wine64';
  */
 export const junitXsd = [path.resolve(repoRoot, '..', 'shared', 'junit', 'junit-10.xsd'), path.join(repoRoot, 'test', 'fixtures', 'junit-10.xsd')].find((f) => existsSync(f))!;
 
-/** Validates JUnit XML with xmllint against the JUnit 10 schema; throws with xmllint's message. */
-export function validateJunit(xml: string): void {
-  const file = path.join(tempDir(), 'junit.xml');
-  writeFileSync(file, xml);
-  execFileSync('xmllint', ['--noout', '--schema', junitXsd, file], { stdio: 'pipe' });
+/**
+ * Validates JUnit XML against the JUnit 10 schema with libxml2's xmllint compiled to WebAssembly
+ * (xmllint-wasm), so no system xmllint is needed; throws with the validator's message.
+ */
+export async function validateJunit(xml: string): Promise<void> {
+  // Both a document that is not well-formed and one the schema refuses come back as
+  // valid: false with xmllint's messages; xmllint failing in another way rejects.
+  const result = await validateXML({ xml: [{ fileName: 'junit.xml', contents: xml }], schema: [{ fileName: 'junit-10.xsd', contents: readFileSync(junitXsd, 'utf8') }] });
+  if (!result.valid) throw new Error(`junit.xml does not validate against the JUnit 10 schema:\n${result.rawOutput.trim()}`);
 }

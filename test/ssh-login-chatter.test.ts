@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectChain } from '../runners/registry.ts';
 import { integrationAvailable, tempDir } from './helpers.ts';
 import { doctor, expectNothingLeft, leftovers, openssh, runIdOf, runMatrix, settle, sshHop, sshMatrix, targetErrors, track } from './ssh-helpers.ts';
-import { sshdAvailable, startSshd, type Sshd } from './sshd.ts';
+import { sshdReady, startSshd, type Sshd } from './sshd.ts';
 
 const rootShell = (() => {
   try {
@@ -24,11 +24,9 @@ const rootShell = (() => {
     return '';
   }
 })();
-const ready = integrationAvailable(
-  "OpenSSH sshd (run as root, root's login shell bash, which reads $HOME/.bashrc)",
-  sshdAvailable() && rootShell.endsWith('/bash'),
-  'apt-get install openssh-server, run the tests as root, with bash as root\'s login shell',
-);
+const ready =
+  sshdReady() &&
+  integrationAvailable("root's login shell bash (it reads $HOME/.bashrc)", rootShell.endsWith('/bash'), "make bash root's login shell");
 
 const GREETING = 'Welcome to gpu-node-7';
 

@@ -15,11 +15,11 @@ import { readEventLog, type RunEvent } from '../events/events.ts';
 import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
 import { startCli, whenOutput } from './cli.ts';
-import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
+import { commandsAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
 import { doctor, expectNothingLeft, leftovers, runIdOf, runMatrix, settle, sshHop as sshHopOn, sshMatrix, targetErrors, track, type SshTarget } from './ssh-helpers.ts';
-import { freePort, keygen, sshdAvailable, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
+import { freePort, keygen, sshdReady, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
 
-const ready = integrationAvailable('OpenSSH sshd (run as root)', sshdAvailable(), 'apt-get install openssh-server, and run the tests as root');
+const ready = sshdReady();
 
 let sshd: Sshd;
 beforeAll(async () => {
@@ -57,7 +57,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     expect(facts('over-ssh').length).toBeGreaterThan(15);
     const ready = r.events.find((e) => e.type === 'target-ready' && e.target === 'over-ssh');
     expect(ready).toMatchObject({ session: `ssh root@127.0.0.1:${sshd.ports[0]}`, platform: 'linux' });
-    validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
+    await validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
     await settle();
     expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
   });
@@ -270,7 +270,8 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
 });
 
 describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
-  it('shares one connection between the targets on one host, and runs them one at a time by default', async () => {
+  // ss counts the connections the run holds open.
+  it.runIf(commandsAvailable('the test of one SSH connection per host', { ss: 'iproute2' }))('shares one connection between the targets on one host, and runs them one at a time by default', async () => {
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'a' }, { name: 'b' }, { name: 'c' }], 'all');
     const port = sshd.ports[0]!;
@@ -300,7 +301,7 @@ describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
     const events = readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
     expect(events.filter((e) => e.type === 'cell-end' && e.status === 'cancelled').length).toBeGreaterThan(0);
-    validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
+    await validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
     await settle();
     expect(leftovers(runIdOf(events))).toEqual({ dirs: [], processes: [] });
   });

@@ -7,13 +7,28 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import path from 'node:path';
-import { tempDir } from './helpers.ts';
+import { commandsAvailable, findOnPath, integrationAvailable, tempDir } from './helpers.ts';
 
-export const SSHD = '/usr/sbin/sshd';
+/** Found on PATH (root's PATH has /usr/sbin), so that a narrowed PATH hides it. */
+export const SSHD = findOnPath('sshd') ?? 'sshd';
 export const SFTP_SERVER = ['/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server'].find((p) => existsSync(p)) ?? '/usr/lib/openssh/sftp-server';
 
 export function sshdAvailable(): boolean {
-  return existsSync(SSHD) && typeof process.getuid === 'function' && process.getuid() === 0;
+  return findOnPath('sshd') !== undefined && typeof process.getuid === 'function' && process.getuid() === 0;
+}
+
+/**
+ * Whether the SSH tests can run here: sshd, OpenSSH's client tools (the keys are made with
+ * ssh-keygen; behaviour is compared with ssh and sftp; ssh-agent serves a key), ps (what a session
+ * left behind is looked for among the processes), and root (sshd's privilege separation). When
+ * not, they skip saying what is missing, or fail under CUDAMATRIX_REQUIRE_INTEGRATION=1.
+ */
+export function sshdReady(): boolean {
+  const tools = { sshd: 'openssh-server', ssh: 'openssh-client', sftp: 'openssh-client', 'ssh-keygen': 'openssh-client', 'ssh-agent': 'openssh-client', 'ssh-add': 'openssh-client', ps: 'procps' };
+  return (
+    commandsAvailable('the SSH tests (a real sshd on 127.0.0.1)', tools) &&
+    integrationAvailable('root, for the SSH tests (sshd is started as root)', process.getuid?.() === 0, 'run the tests as root')
+  );
 }
 
 export const TEST_PASSPHRASE = 'correct horse battery staple 7f3a';
