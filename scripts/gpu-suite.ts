@@ -1,0 +1,88 @@
+/**
+ * The GPU run, on the lent H200 machine, from the installed package (scripts/gpu-prepare.ts
+ * makes .gpu/; this file travels bundled as .gpu/gpu-suite.mjs):
+ *   1. npm install -g .gpu/cudamatrix.tgz into an empty prefix, offline;
+ *   2. a PATH with Node.js and nvidia-smi alone, shown to have no compiler; cudamatrix doctor;
+ *   3. the whole default matrix (every probe) through the installed `cudamatrix run`, timed;
+ *   4. bench/probe-accuracy against PyTorch, on the package's prebuilt cudaprobe;
+ *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo).
+ * Everything lands under $OUT; a step that fails is recorded and the next one still runs.
+ *
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [cudamatrix run options ...]
+ */
+import { chmodSync, copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { $ } from 'zx';
+
+const out = process.env.OUT ?? '/tmp/gpu-out';
+const root = process.cwd();
+const gpu = path.join(root, '.gpu');
+const work = '/tmp/cudamatrix-gpu';
+mkdirSync(out, { recursive: true });
+mkdirSync(work, { recursive: true });
+const args = process.argv.slice(2);
+const skipAccuracy = args.includes('--skip-accuracy');
+const runArgs = args.filter((a) => a !== '--skip-accuracy');
+
+const log: string[] = [];
+function note(line: string): void {
+  console.log(line);
+  log.push(line);
+  writeFileSync(path.join(out, 'gpu-suite.log'), `${log.join('\n')}\n`);
+}
+
+/** Runs a step, saves its output to $OUT/<name>.txt, and returns its exit code and wall time. */
+async function step(name: string, command: () => Promise<{ stdout: string; stderr: string; exitCode: number | null }>): Promise<number | null> {
+  const t0 = performance.now();
+  const r = await command();
+  const ms = Math.round(performance.now() - t0);
+  writeFileSync(path.join(out, `${name}.txt`), `${r.stdout}${r.stderr ? `\n--- stderr ---\n${r.stderr}` : ''}`);
+  note(`${name}: exit ${r.exitCode}, ${ms} ms`);
+  return r.exitCode;
+}
+
+// 1. The package, installed as a user would; npm itself is carried too (the machine has none).
+const node = process.execPath;
+await $`tar -C ${work} -xJf ${path.join(gpu, 'npm.tar.xz')}`;
+const prefix = path.join(work, 'prefix');
+await step('install', () =>
+  $({ nothrow: true })`${node} ${path.join(work, 'npm', 'bin', 'npm-cli.js')} install --global --prefix ${prefix} --offline --no-audit --no-fund --cache ${path.join(work, 'npm-cache')} ${path.join(gpu, 'cudamatrix.tgz')}`,
+);
+const installed = path.join(prefix, 'lib', 'node_modules', 'cudamatrix');
+const cudamatrix = path.join(prefix, 'bin', 'cudamatrix');
+
+// 2. Node.js and nvidia-smi (for the peer facts) are all there is on this PATH.
+const bin = path.join(work, 'bin');
+mkdirSync(bin, { recursive: true });
+symlinkSync(node, path.join(bin, 'node'));
+const smi = (await $({ nothrow: true })`command -v nvidia-smi`).stdout.trim();
+if (smi) symlinkSync(smi, path.join(bin, 'nvidia-smi'));
+const env = { PATH: bin, HOME: work, TMPDIR: '/tmp', CUDAMATRIX_CACHE: path.join(work, 'cache'), NO_COLOR: '1' };
+const withEnv = $({ nothrow: true, env, cwd: work });
+await step('no-compiler', () => $({ nothrow: true, env })`/bin/sh -c ${'echo "PATH=$PATH"; /bin/ls -la "$PATH"; for c in g++ c++ clang++ cc gcc nvcc; do command -v $c || echo "$c: not found"; done'}`);
+await step('version', () => withEnv`${cudamatrix} --version`);
+await step('doctor', () => withEnv`${cudamatrix} doctor`);
+
+// 3. The whole default matrix.
+await step('suite', () => withEnv`${cudamatrix} run --results-dir ${path.join(out, 'runs')} --junit ${path.join(out, 'junit.xml')} ${runArgs}`);
+await step('compile-cache', () => $({ nothrow: true })`ls -laR ${path.join(work, 'cache')}`);
+
+// 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
+// the package's files do not carry; cudamatrix sets it when it deploys the binary too).
+if (!skipAccuracy) {
+  const probe = path.join(work, 'cudaprobe');
+  copyFileSync(path.join(installed, 'prebuilt', 'linux-x64', 'cudaprobe'), probe);
+  chmodSync(probe, 0o755);
+  await step('probe-accuracy', () => $({ nothrow: true })`${node} ${path.join(gpu, 'probe-accuracy.mjs')} --probe ${probe} --out ${path.join(out, 'probe-accuracy.json')}`);
+}
+
+// 5. The machine as nvidia-smi and PyTorch see it.
+await step('peer', () =>
+  $({ nothrow: true })`/bin/sh -c ${[
+    'nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,compute_cap --format=csv',
+    'nvidia-smi | head -5',
+    'cat /proc/driver/nvidia/version',
+    'uname -a',
+    'python3 -c "import torch; print(\'torch\', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"',
+  ].join('; ')}`,
+);
