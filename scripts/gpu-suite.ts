@@ -6,19 +6,25 @@
  *   3. the whole default matrix (every probe) through the installed `cudamatrix run`, timed;
  *   4. bench/probe-accuracy against PyTorch, on the package's prebuilt cudaprobe;
  *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo).
- * Everything lands under $OUT; a step that fails is recorded and the next one still runs.
+ * Everything lands in $OUT/gpu-suite.tgz (the device returns at most 8 files), with the log of
+ * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
+ * still runs.
  *
  *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [cudamatrix run options ...]
  */
-import { chmodSync, copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { $ } from 'zx';
 
-const out = process.env.OUT ?? '/tmp/gpu-out';
+const result = process.env.OUT ?? '/tmp/gpu-out';
+const out = '/tmp/cudamatrix-gpu-out';
 const root = process.cwd();
 const gpu = path.join(root, '.gpu');
 const work = '/tmp/cudamatrix-gpu';
+// A fresh start each time (the same machine may run this twice).
+for (const dir of [out, work]) rmSync(dir, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
+mkdirSync(result, { recursive: true });
 mkdirSync(work, { recursive: true });
 const args = process.argv.slice(2);
 const skipAccuracy = args.includes('--skip-accuracy');
@@ -86,3 +92,6 @@ await step('peer', () =>
     'python3 -c "import torch; print(\'torch\', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"',
   ].join('; ')}`,
 );
+
+await $`tar -C ${out} -czf ${path.join(result, 'gpu-suite.tgz')} .`;
+copyFileSync(path.join(out, 'gpu-suite.log'), path.join(result, 'gpu-suite.log'));
