@@ -17,11 +17,15 @@ const localKind: TransportKind<object> = {
   load: async () => (await import('./local.ts')).connectLocal,
 };
 
-const kinds = new Map<string, TransportKind<any>>([
-  [localKind.kind, localKind],
-  [sshKind.kind, sshKind],
-  [dockerKind.kind, dockerKind],
-]);
+// The implementations are imported here, dynamically: they import their options modules, so an
+// options module that imported its implementation back would make a cycle.
+const kinds = new Map<string, TransportKind<any>>(
+  [
+    localKind,
+    { ...sshKind, load: async () => (await import('./ssh/transport.ts')).connectSsh },
+    { ...dockerKind, load: async () => (await import('./docker/transport.ts')).connectDocker },
+  ].map((k) => [k.kind, k]),
+);
 
 export function transportKinds(): string[] {
   return [...kinds.keys()].sort();

@@ -100,3 +100,6 @@ export interface TransportKind<Options = unknown> {
   hostKey?(options: Options): string;
   load(): Promise<Connect<Options>>;
 }
+
+/** A kind without its loader: what a transport's options module declares (the registry adds load). */
+export type KindOptions<Options> = Omit<TransportKind<Options>, 'load'>;

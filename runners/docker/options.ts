@@ -1,6 +1,6 @@
 /** The `docker` transport as the matrix knows it: its options, checked at load, and the engine they reach. */
 import { z } from 'zod';
-import type { TransportKind } from '../transport.ts';
+import type { KindOptions } from '../transport.ts';
 import { DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S } from './calls.ts';
 import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem, resolveEngine } from './engine.ts';
 import { IMAGE_REFERENCE_PATTERN, imageReferenceProblem } from './reference.ts';
@@ -81,7 +81,7 @@ export const dockerOptions = z
   .meta({ not: { required: ['endpoint', 'context'] } });
 export type DockerTargetOptions = z.infer<typeof dockerOptions>;
 
-export const dockerKind: TransportKind<DockerTargetOptions> = {
+export const dockerKind: KindOptions<DockerTargetOptions> = {
   kind: 'docker',
   description: 'a container on a Docker engine, with the GPUs the NVIDIA runtime gives it',
   options: dockerOptions,
@@ -89,5 +89,4 @@ export const dockerKind: TransportKind<DockerTargetOptions> = {
   hostKey(o) {
     return `docker:${resolveEngine(o).endpoint}`;
   },
-  load: async () => (await import('./transport.ts')).connectDocker,
 };

@@ -1,6 +1,6 @@
 /** The `ssh` transport as the matrix knows it: its options, checked at load, and the host they reach. */
 import { z } from 'zod';
-import type { TransportKind } from '../transport.ts';
+import type { KindOptions } from '../transport.ts';
 import { resolveEndpoint, type SshConnectOptions } from './endpoint.ts';
 
 const seconds = z.number().positive().max(3600);
@@ -106,7 +106,7 @@ export function connectOptions(o: SshOptions): SshConnectOptions {
   };
 }
 
-export const sshKind: TransportKind<SshOptions> = {
+export const sshKind: KindOptions<SshOptions> = {
   kind: 'ssh',
   description: 'a host reached over SSH (OpenSSH server on Linux or Windows)',
   options: sshOptions,
@@ -114,5 +114,4 @@ export const sshKind: TransportKind<SshOptions> = {
   hostKey(o) {
     return `ssh:${resolveEndpoint(connectOptions(o)).label}`;
   },
-  load: async () => (await import('./transport.ts')).connectSsh,
 };
