@@ -5,10 +5,12 @@
  *
  * How: one warm-up round of each side first (a whole run of each, discarded but kept in the
  * JSON), then --rounds rounds (default 5), each running cudaprobe's three probes and the peer
- * once, as fresh processes, in alternating order (cudaprobe first in even rounds, the peer first
- * in odd ones). Both sides time the same sizes with the same repetitions and the same warm-up
- * copies per series (repetitions=20, warmup=3). Every side's value is the median over rounds;
- * its spread is (max - min) / median over the rounds.
+ * once, as fresh processes, in alternating order (cudaprobe first in odd rounds, the peer first
+ * in even ones). Both sides run the same series in the same order (per size, per direction:
+ * pageable, then pinned) with the same repetitions and warm-up copies per series
+ * (repetitions=20, warmup=3): a process's first series warms its GPU and link up, so the order is
+ * part of an equal warm-up. Every side's value is the median over rounds; its spread is
+ * (max - min) / median over the rounds.
  *
  * The checks (12 with the default sizes 16, 256 and 1024 MiB, H2D and D2H):
  * - ratio: pinned bandwidth, cudaprobe against PyTorch, passes when
@@ -19,8 +21,8 @@
  * - link: the median of cudaprobe's pinned bandwidth is not above the PCIe link's theoretical
  *   rate (maximum generation x width from sysinfo, after encoding). Skipped, not failed, when
  *   sysinfo cannot read the link.
- * Event resolution, event-timed spins and sync latency are reported with their spreads, not
- * checked (the peer's sync latency carries Python's own overhead).
+ * Pageable bandwidth, event resolution, event-timed spins and sync latency are reported with
+ * their spreads, not checked (the peer's sync latency carries Python's own overhead).
  *
  * Without a GPU (cudaprobe sysinfo exits 3), or without python/torch/CUDA in torch, it prints one
  * line saying what is missing, writes the JSON with `skipped: "<reason>"` and exits 0.
@@ -30,8 +32,8 @@
  *
  * --probe FILE: use that cudaprobe binary (e.g. an installed package's prebuilt one) instead of
  * building one. --tiny: one round at 16 MiB with short series (for the tests: it runs the code
- * path, its figures mean little). On the H200 the default run takes about 1.5 to 2 minutes
- * (mostly cudaprobe's pageable 1 GiB copies and torch's import, six times each).
+ * path, its figures mean little). On the H200 the default run takes about 2 minutes (mostly the
+ * pageable 1 GiB copies on both sides and torch's import, six times each).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -155,7 +157,8 @@ if (missing.length) {
 interface PeerResult {
   torch: string;
   device: string;
-  bandwidth: { direction: string; size_bytes: number; gbps: number }[];
+  /** `memory` absent: an older peer that measured pinned copies only. */
+  bandwidth: { direction: string; memory?: string; size_bytes: number; gbps: number }[];
   events: { resolution_us: number | null; distinct_values: number; elapsed_us: Record<string, number> };
   sync: { p50_us: number; p99_us: number; min_us: number };
 }
@@ -250,7 +253,7 @@ for (const mib of SIZES_MIB) {
   const bytes = mib * 1024 ** 2;
   for (const direction of ['h2d', 'd2h']) {
     const ours = done.map((r) => metricOf(r.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pinned', size_bytes: bytes }));
-    const peer = done.map((r) => r.peer.bandwidth.find((b) => b.direction === direction && b.size_bytes === bytes)?.gbps ?? NaN);
+    const peer = done.map((r) => r.peer.bandwidth.find((b) => b.direction === direction && (b.memory ?? 'pinned') === 'pinned' && b.size_bytes === bytes)?.gbps ?? NaN);
     const what = `pinned ${direction.toUpperCase()} ${mib} MiB`;
     const c = ratioCheck(ours, peer);
     comparisons.push({ what, unit: 'GB/s', cudaprobe: c.ours, torch: c.peer, ratio: c.ratio, tolerance: c.tolerance, ok: c.ok });
@@ -278,6 +281,14 @@ function info(what: string, unit: string, ours: number[], peer: number[], digits
   const ratio = o.median / p.median;
   comparisons.push({ what, unit, cudaprobe: o, torch: p, ratio });
   rows.push([`${what} (${unit})`, cell(o, digits), cell(p, digits), fmt(ratio, 3), '', 'info']);
+}
+for (const mib of SIZES_MIB) {
+  const bytes = mib * 1024 ** 2;
+  for (const direction of ['h2d', 'd2h']) {
+    const ours = done.map((r) => metricOf(r.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pageable', size_bytes: bytes }));
+    const peer = done.map((r) => r.peer.bandwidth.find((b) => b.direction === direction && b.memory === 'pageable' && b.size_bytes === bytes)?.gbps ?? NaN);
+    info(`pageable ${direction.toUpperCase()} ${mib} MiB`, 'GB/s', ours, peer, 2);
+  }
 }
 info('event resolution', 'us', done.map((r) => metricOf(r.cudaprobe.events, 'resolution_us')), done.map((r) => r.peer.events.resolution_us ?? NaN), 4);
 for (const t of TARGETS_US) {

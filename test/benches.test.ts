@@ -135,12 +135,12 @@ describe('bench/probe-accuracy', () => {
       expect(j.warmup).toMatchObject({ cudaprobe: expect.any(Object), peer: expect.any(Object) });
       expect(j.rounds.map((x) => x.order)).toEqual([['cudaprobe', 'peer'], ['peer', 'cudaprobe'], ['cudaprobe', 'peer']]);
       expect(j.rounds[0]!.cudaprobe.transfer.length).toBeGreaterThan(0);
-      expect(j.rounds[0]!.peer.bandwidth).toHaveLength(2);
+      expect(j.rounds[0]!.peer.bandwidth).toHaveLength(4);
       expect(j.comparisons[0]!.cudaprobe.values).toHaveLength(3);
       // every row found its values on both sides (the peer's keys are Python's: "1.0" us)
       const c = j.comparisons as unknown as { what: string; cudaprobe: { median: number }; torch: { median: number } }[];
       expect(c.filter((x) => !(Number.isFinite(x.cudaprobe.median) && Number.isFinite(x.torch.median))).map((x) => x.what)).toEqual([]);
-      expect(c).toHaveLength(2 + 1 + 5 + 3);
+      expect(c).toHaveLength(2 + 2 + 1 + 5 + 3);
       expect(j.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass']);
       expect(r.stdout).toMatch(/4\/4 checks passed/);
     });
@@ -251,7 +251,8 @@ const gbps = Number(process.env.STANDIN_PEER_GBPS || 54.5);
 console.log(JSON.stringify({
   torch: '0.0-standin',
   device: 'Stand-in GPU',
-  bandwidth: opt('--sizes-mib').split(',').map(Number).flatMap((mib) => ['h2d', 'd2h'].map((direction) => ({ direction, size_bytes: mib * 1048576, gbps: gbps * noise() }))),
+  bandwidth: opt('--sizes-mib').split(',').map(Number).flatMap((mib) =>
+    ['h2d', 'd2h'].flatMap((direction) => ['pageable', 'pinned'].map((memory) => ({ direction, memory, size_bytes: mib * 1048576, gbps: (memory === 'pinned' ? gbps : 7.2) * noise() })))),
   events: { resolution_us: 0.032, distinct_values: 40, elapsed_us: Object.fromEntries(opt('--targets-us').split(',').map((t) => [Number(t).toFixed(1), (Number(t) + 2.8) * noise()])) },
   sync: { p50_us: 10 * noise(), p99_us: 18 * noise(), min_us: 8 * noise() },
 }));
