@@ -41,7 +41,8 @@ export interface TargetReadyEvent {
   session: string;
   platform: string;
   arch: string;
-  probe: { hash: string; built: boolean; uploaded?: boolean; path?: string };
+  /** built: compiled by this run; prebuilt: the package's own binary (absent from older logs). */
+  probe: { hash: string; built: boolean; prebuilt?: boolean; uploaded?: boolean; path?: string };
 }
 
 /** The target could not be used (unreachable, deploy failed, environment mismatch...). */

@@ -168,7 +168,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       session: session.description,
       platform: session.platform,
       arch: session.arch,
-      probe: { hash: deployed.binary.hash, built: deployed.binary.built, uploaded: deployed.uploaded, path: deployed.remotePath },
+      probe: { hash: deployed.binary.hash, built: deployed.binary.built, prebuilt: deployed.binary.prebuilt, uploaded: deployed.uploaded, path: deployed.remotePath },
     });
 
     // A transport failure (the connection dropped) ends the target: its remaining cells are

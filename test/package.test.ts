@@ -98,6 +98,7 @@ describe.runIf(ready)('the installed package', () => {
     expect(readdirSync(path.join(runs, run!)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
     const events = readFileSync(path.join(runs, run!, 'events.jsonl'), 'utf8');
     expect(events).toMatch(/"type":"cell-end"/);
+    expect(events).toMatch(/"type":"target-ready".*"probe":\{[^}]*"built":false,"prebuilt":true/);
     // A compiled cudaprobe would sit in the cache's cudaprobe/ folder; only V8's code cache is there.
     expect(readdirSync(path.join(home, 'cache'))).toEqual(['v8']);
   });
