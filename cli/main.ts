@@ -23,9 +23,10 @@ Exit status:
   0  every check passed (✓), or --reap removed what it could prove was left behind
   2  usage error (a flag without the one it needs, flags that do not go together), or with
      --target a matrix error or an unknown target
-  3  a check failed (✗): no compiler or the cudaprobe build failed, no NVIDIA driver, NVML or
-     GPU; with --target, the target unreachable (host key, authentication, engine); with
-     --reap, the Docker engine unreachable. What to fix is printed at the end.`;
+  3  a check failed (✗): no cudaprobe (a package without this platform's binary, or a
+     checkout without a compiler or whose build failed), no NVIDIA driver, NVML or GPU; with
+     --target, the target unreachable (host key, authentication, engine); with --reap, the
+     Docker engine unreachable. What to fix is printed at the end.`;
 
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
@@ -83,7 +84,7 @@ export function buildProgram(): Command {
 
   program
     .command('doctor')
-    .description('check what this machine has (compiler, cudaprobe build, driver, NVML, CUDA runtime, GPUs), or with --target what a target has')
+    .description('check what this machine has (which cudaprobe and why: prebuilt or compiled; driver, NVML, CUDA runtime, GPUs), or with --target what a target has')
     .option('--target <name>', 'check one target of the matrix: reachability, host key, authentication, platform, cudaprobe, driver, NVML')
     .addOption(matrixOption())
     .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts', false)
