@@ -27,8 +27,8 @@ import { executePlan } from '../run/execute.ts';
 import { planCells } from '../run/plan.ts';
 import { nodeArch } from '../runners/local.ts';
 import { tempDir } from '../test/helpers.ts';
-import { sshdAvailable } from '../test/sshd.ts';
-import { portBaseOption, startBenchSshd, type BenchSshd } from './sshd.ts';
+import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
+import { portBaseOption } from './sshd.ts';
 import { median } from './stats.ts';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string' }, out: { type: 'string' }, 'port-base': { type: 'string' }, tiny: { type: 'boolean', default: false } } });
@@ -50,10 +50,10 @@ const SLOW_TARGETS = tiny ? 2 : 8;
 const FAST_HOSTS = tiny ? 2 : 8;
 const CONCURRENCY = tiny ? 2 : 4;
 const portBase = portBaseOption(values['port-base'], 1 + FAST_HOSTS);
-const slow = await startBenchSshd({ count: 1, portBase, extraConfig: [`SetEnv CUDAPROBE_TEST_DELAY_MS=${SLOW_MS}`] });
-const fast = await startBenchSshd({ count: FAST_HOSTS, portBase: portBase === undefined ? undefined : portBase + 1, extraConfig: [`SetEnv CUDAPROBE_TEST_DELAY_MS=${FAST_MS}`] });
+const slow = await startSshd(1, [`SetEnv CUDAPROBE_TEST_DELAY_MS=${SLOW_MS}`], { portBase });
+const fast = await startSshd(FAST_HOSTS, [`SetEnv CUDAPROBE_TEST_DELAY_MS=${FAST_MS}`], { portBase: portBase === undefined ? undefined : portBase + 1 });
 const work = tempDir('cm-bench-schedule-');
-const hop = (s: BenchSshd, port: number) =>
+const hop = (s: Sshd, port: number) =>
   JSON.stringify({ kind: 'ssh', host: '127.0.0.1', port, identityFile: s.key, knownHosts: s.knownHosts, sshConfig: false, retries: 0 });
 const targets = [
   ...Array.from({ length: SLOW_TARGETS }, (_, i) => `  - name: slow-${i}\n    transport: ${hop(slow, slow.ports[0]!)}`),

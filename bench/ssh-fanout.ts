@@ -36,8 +36,8 @@ import { summarize } from '../results/verdicts.ts';
 import { formatTable } from '../results/reporters/console.ts';
 import { nodeArch } from '../runners/local.ts';
 import { tempDir } from '../test/helpers.ts';
-import { sshdAvailable } from '../test/sshd.ts';
-import { portBaseOption, startBenchSshd } from './sshd.ts';
+import { sshdAvailable, startSshd } from '../test/sshd.ts';
+import { portBaseOption } from './sshd.ts';
 import { formatSpread, median, roundOrder, spread } from './stats.ts';
 
 function usage(message: string): never {
@@ -82,8 +82,7 @@ if (!sshdAvailable()) usage('needs OpenSSH sshd and root (apt-get install openss
 const work = tempDir('cm-fanout-');
 /** The "remote" side of target i: its own probe cache and temp folder. */
 const remote = (port: number) => path.join(work, 'remote', String(port));
-const sshd = await startBenchSshd({
-  count: n,
+const sshd = await startSshd(n, [], {
   portBase,
   perPort: (port) => [`SetEnv XDG_CACHE_HOME=${path.join(remote(port), 'cache')} TMPDIR=${path.join(remote(port), 'tmp')}`],
 });

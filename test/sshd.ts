@@ -78,20 +78,52 @@ export function keygen(file: string, passphrase = ''): void {
   execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', passphrase, '-C', 'cudamatrix-test', '-f', file]);
 }
 
+export interface SshdOptions {
+  /** Listen on portBase, portBase + 1, ... (the benches' --port-base); default: free ports from the kernel. */
+  portBase?: number;
+  /** sshd_config lines for one port, in a Match LocalPort block (e.g. a probe cache of its own per target). */
+  perPort?: (port: number, index: number) => string[];
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+async function choosePorts(count: number, portBase: number | undefined): Promise<number[]> {
+  const ports: number[] = [];
+  for (let i = 0; i < count; i++) {
+    if (portBase === undefined) {
+      ports.push(await freePort());
+      continue;
+    }
+    const port = portBase + i;
+    if (!(await portIsFree(port))) throw new Error(`port ${port} on 127.0.0.1 is in use (port base ${portBase} needs ${count} free ports)`);
+    ports.push(port);
+  }
+  return ports;
+}
+
 /** `extraConfig`: more sshd_config lines (e.g. "SetEnv NAME=VALUE" for the sessions' environment). */
-export async function startSshd(portCount = 1, extraConfig: string[] = []): Promise<Sshd> {
+export async function startSshd(portCount = 1, extraConfig: string[] = [], options: SshdOptions = {}): Promise<Sshd> {
   const dir = tempDir('cm-sshd-');
   mkdirSync('/run/sshd', { recursive: true });
   keygen(path.join(dir, 'host_ed25519'));
   keygen(path.join(dir, 'user_ed25519'));
   keygen(path.join(dir, 'user_encrypted'), TEST_PASSPHRASE);
   writeFileSync(path.join(dir, 'authorized_keys'), ['user_ed25519', 'user_encrypted'].map((k) => readFileSync(path.join(dir, `${k}.pub`), 'utf8')).join(''));
-  const ports: number[] = [];
-  for (let i = 0; i < portCount; i++) ports.push(await freePort());
+  const ports = await choosePorts(portCount, options.portBase);
   const groups: number[][] = [];
   for (let i = 0; i < ports.length; i += 16) groups.push(ports.slice(i, i + 16));
   const configs = groups.map((group, g) => {
     const config = path.join(dir, `sshd_config.${g}`);
+    const matches = group.flatMap((port) => {
+      const lines = options.perPort?.(port, ports.indexOf(port)) ?? [];
+      return lines.length ? [`Match LocalPort ${port}`, ...lines.map((l) => `  ${l}`)] : [];
+    });
     writeFileSync(
       config,
       [
@@ -110,6 +142,8 @@ export async function startSshd(portCount = 1, extraConfig: string[] = []): Prom
       'MaxSessions 100',
       'MaxStartups 200:30:400',
       ...extraConfig,
+      // Match blocks last: they run to the end of the file.
+      ...matches,
       '',
       ].join('\n'),
     );
