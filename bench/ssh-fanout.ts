@@ -18,8 +18,8 @@
  *   pnpm bench:ssh-fanout [--targets 32] [--rounds 5] [--cli FILE] [--out FILE] [--port-base N] [--tiny]
  *
  * --cli FILE: the cudamatrix to run as a child process (node FILE run ...): an installed
- * package's bin script, a bundle. Default: the built CLI of this checkout (bin/cudamatrix.mjs over
- * dist/cudamatrix.cjs, else dist/cudamatrix.mjs; none: run pnpm build). --tiny: 2 targets, 1 round.
+ * package's bin script. Default: the built CLI of this checkout (bin/cudamatrix.cjs over
+ * dist/cudamatrix.cjs; none: run pnpm build; bench/cli-file.ts). --tiny: 2 targets, 1 round.
  * Needs sshd, ssh, scp, xargs, and root (sshd's privilege separation).
  */
 import { spawnSync } from 'node:child_process';
@@ -27,6 +27,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, wri
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../core/package-root.ts';
+import { cliFile } from './cli-file.ts';
 import { readEventLog, type TargetReadyEvent } from '../events/events.ts';
 import { parseMatrix } from '../matrix/load.ts';
 import { planCells } from '../run/plan.ts';
@@ -68,15 +69,7 @@ const portBase = portBaseOption(values['port-base'], n);
 const WARM_BUDGET = 1.0;
 const COLD_BUDGET = 1.5;
 
-function defaultCli(): string {
-  const root = packageRoot();
-  if (existsSync(path.join(root, 'dist', 'cudamatrix.cjs'))) return path.join(root, 'bin', 'cudamatrix.mjs');
-  const esm = path.join(root, 'dist', 'cudamatrix.mjs');
-  if (existsSync(esm)) return esm;
-  usage(`no built CLI in ${path.join(root, 'dist')}: run \`pnpm build\` first, or name the CLI to run with --cli FILE`);
-}
-const cli = values.cli ? path.resolve(values.cli) : defaultCli();
-if (!existsSync(cli)) usage(`--cli ${values.cli}: no such file`);
+const cli = cliFile(values.cli, usage);
 if (!sshdAvailable()) usage('needs OpenSSH sshd and root (apt-get install openssh-server openssh-client; run as root)');
 
 const work = tempDir('cm-fanout-');

@@ -16,8 +16,8 @@
  *   pnpm bench:startup [--cli FILE] [--rounds 20] [--warmup 3] [--out FILE] [--tiny]
  *
  * --cli FILE: the CLI to measure, a JavaScript file run with this node (an installed package's
- * bin script, a bundle). Default: the built CLI of this checkout (pnpm build): bin/cudamatrix.mjs
- * when dist/cudamatrix.cjs is there (the bin script runs that bundle), else dist/cudamatrix.mjs.
+ * bin script). Default: the built CLI of this checkout (pnpm build): bin/cudamatrix.cjs, which runs
+ * dist/cudamatrix.cjs (bench/cli-file.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../core/package-root.ts';
+import { cliFile } from './cli-file.ts';
 import { formatTable } from '../results/reporters/console.ts';
 import { formatSpread, roundOrder, spread, type Spread } from './stats.ts';
 
@@ -47,15 +48,7 @@ const rounds = Number(values.rounds ?? (tiny ? 2 : 20));
 const warmup = Number(values.warmup ?? (tiny ? 1 : 3));
 if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(warmup) || warmup < 0) usage('--rounds takes a whole number >= 1 and --warmup one >= 0');
 
-function defaultCli(): string {
-  const root = packageRoot();
-  if (existsSync(path.join(root, 'dist', 'cudamatrix.cjs'))) return path.join(root, 'bin', 'cudamatrix.mjs');
-  const esm = path.join(root, 'dist', 'cudamatrix.mjs');
-  if (existsSync(esm)) return esm;
-  usage(`no built CLI in ${path.join(root, 'dist')}: run \`pnpm build\` first, or name the CLI to measure with --cli FILE`);
-}
-const cli = values.cli ? path.resolve(values.cli) : defaultCli();
-if (!existsSync(cli)) usage(`--cli ${values.cli}: no such file${values.cli?.includes('dist') ? ' (run `pnpm build` first)' : ''}`);
+const cli = cliFile(values.cli, usage);
 
 interface Command {
   key: string;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The process entry of the CLI (pnpm scripts, bin/cudamatrix.mjs and the bundle start here).
+// The process entry of the CLI (pnpm scripts, bin/cudamatrix.cjs and the bundle start here).
 import { main } from './main.ts';
 
 // A reader that goes away (`cudamatrix run | head -3`) must stop the printing, never the run:

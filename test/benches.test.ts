@@ -24,7 +24,7 @@ import { integrationAvailable, repoRoot, tempDir } from './helpers.ts';
 import { sshdAvailable } from './sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches. */
-const LIBRARIES = ['stats.ts', 'sshd.ts'];
+const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts'];
 const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint'];
 
 function onPath(command: string): boolean {
@@ -180,10 +180,11 @@ describe('bench/startup', () => {
     expectNothingLeft();
   });
 
-  it('a --cli that is not there: says so and to run pnpm build (exit 2), no stack trace', async () => {
-    const r = await runBench('startup', ['--tiny', '--cli', path.join(outDir, 'dist', 'cudamatrix.mjs')], { outName: 'startup-missing' });
+  it('a --cli that is not there: says so (exit 2), no stack trace', async () => {
+    const missing = path.join(outDir, 'dist', 'cudamatrix.cjs');
+    const r = await runBench('startup', ['--tiny', '--cli', missing], { outName: 'startup-missing' });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/no such file \(run `pnpm build` first\)/);
+    expect(r.stderr).toContain(`--cli ${missing}: no such file`);
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 });

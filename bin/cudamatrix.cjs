@@ -7,14 +7,15 @@
 // cache folder: Node.js 20 has no compile cache of its own (NODE_COMPILE_CACHE is Node.js 22),
 // and compiling the bundle's code anew is most of what `--version` and `plan` would cost. A
 // cache that is missing, stale (another bundle or Node.js) or unwritable only costs that time.
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { createRequire, Module } from 'node:module';
-import { homedir } from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import vm from 'node:vm';
+// This file is CommonJS too: an ES module entry costs Node's ES module loader, a few ms more.
+'use strict';
+const { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } = require('node:fs');
+const { createRequire, Module } = require('node:module');
+const { homedir } = require('node:os');
+const path = require('node:path');
+const vm = require('node:vm');
 
-const bundle = fileURLToPath(new URL('../dist/cudamatrix.cjs', import.meta.url));
+const bundle = path.join(__dirname, '..', 'dist', 'cudamatrix.cjs');
 
 /** The cudamatrix cache folder (as probes/build.ts defaultCacheDir). */
 function cacheRoot() {
@@ -60,6 +61,5 @@ function runBundle() {
 if (existsSync(bundle)) {
   runBundle();
 } else {
-  await import('tsx/esm');
-  await import('../cli/entry.ts');
+  import('tsx/esm').then(() => import('../cli/entry.ts'));
 }
