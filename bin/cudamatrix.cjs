@@ -24,6 +24,19 @@ function cacheRoot() {
   return path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'), 'cudamatrix');
 }
 
+/**
+ * Makes the folder and its missing parents, one level at a time and at most eight: Node's own
+ * recursive mkdir spins forever under /proc (HOME=/proc/nope), and a cache is not worth a hang.
+ */
+function makeCacheDir(dir) {
+  const missing = [];
+  for (let d = dir; !existsSync(d); d = path.dirname(d)) {
+    if (missing.length === 8 || d === path.dirname(d)) throw new Error(`cannot make ${dir}`);
+    missing.push(d);
+  }
+  for (const d of missing.reverse()) mkdirSync(d);
+}
+
 function runBundle() {
   const stat = statSync(bundle);
   // One cache per command: each holds the code that command compiled, and no more.
@@ -43,7 +56,7 @@ function runBundle() {
     // Written at exit, so that it holds the code this command compiled while it ran.
     process.once('exit', () => {
       try {
-        mkdirSync(path.dirname(cacheFile), { recursive: true });
+        makeCacheDir(path.dirname(cacheFile));
         const partial = `${cacheFile}.${process.pid}.tmp`;
         writeFileSync(partial, script.createCachedData());
         renameSync(partial, cacheFile);

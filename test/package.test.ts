@@ -77,6 +77,16 @@ describe.runIf(ready)('the installed package', () => {
     expect(probes.stdout).toMatch(/^sysinfo\s+C4/m);
   });
 
+  it('starts when its code cache cannot be written: a HOME under /proc, a read-only cache folder', () => {
+    // Node's recursive mkdir spins forever under /proc: the bin script must not use it.
+    for (const env of [{ HOME: '/proc/nope' }, { HOME: home, CUDAMATRIX_CACHE: '/proc/nope/cache' }]) {
+      const r = spawnSync(installed.bin, ['--version'], { encoding: 'utf8', timeout: 20_000, env: { PATH: nodeOnly, ...env } });
+      expect(r.error, JSON.stringify(env)).toBeUndefined();
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    }
+  });
+
   it('doctor uses the prebuilt cudaprobe and needs no compiler', () => {
     const r = cudamatrix(['doctor']);
     // No driver on this machine: exit 3, but the probe ran.
