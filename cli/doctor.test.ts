@@ -53,6 +53,14 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
     expect(r.code).toBe(3);
   });
 
+  it('when the build cache cannot be made (HOME under /proc): exit 3 at once, and says to set CUDAMATRIX_CACHE', async () => {
+    // Node's recursive mkdir spins forever under /proc; this used to hang.
+    const r = await runCli(['doctor'], { env: { HOME: '/proc/nope', CUDAMATRIX_CACHE: '', XDG_CACHE_HOME: '' } });
+    expect(r.stdout).toMatch(/✗ cudaprobe\s+build failed: the cudaprobe build cache .* \/proc\/nope\/\.cache\/cudamatrix\/.* cannot be made \(ENOENT at \/proc\/nope\)/);
+    expect(r.stdout).toMatch(/^ {2}cudaprobe\s+set CUDAMATRIX_CACHE to a folder you can write to$/m);
+    expect(r.code).toBe(3);
+  }, 30_000);
+
   it('when cudaprobe cannot be built (no compiler, nothing cached): exit 3, the build ✗, and what to fix', async () => {
     // CXX names no compiler, PATH has neither g++ nor clang++, and the cache is empty.
     const emptyBin = tempDir('cm-nobin-');

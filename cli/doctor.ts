@@ -206,7 +206,8 @@ export async function doctorCommand(): Promise<number> {
       checks.push({ name: 'cudaprobe', ok: true, detail: `compiled from the sources, as ${choice.why}: ${b.path} (${b.built ? 'built now' : 'cached'})` });
     }
   } catch (error) {
-    const fix = choice.use === 'compile' ? buildFix() : 'reinstall cudamatrix, or use a package made for this platform';
+    const cacheUnusable = error instanceof CudamatrixError && error.code === 'USAGE';
+    const fix = cacheUnusable ? 'set CUDAMATRIX_CACHE to a folder you can write to' : choice.use === 'compile' ? buildFix() : 'reinstall cudamatrix, or use a package made for this platform';
     checks.push({ name: 'cudaprobe', ok: false, detail: `${choice.use === 'compile' ? 'build failed: ' : ''}${describeError(error)}`, fix });
   }
   // Other platforms' binaries: what targets of those platforms would get.

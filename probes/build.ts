@@ -4,11 +4,12 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { CudamatrixError } from '../core/errors.ts';
+import { makeDir } from '../core/fs.ts';
 import { packageRoot } from '../core/package-root.ts';
 import type { Platform } from '../runners/transport.ts';
 
@@ -129,7 +130,7 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   if (existsSync(binary)) return { platform, arch, path: binary, hash, compiler: identity, built: false, prebuilt: false };
 
   options.onProgress?.(`compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} ...`);
-  await mkdir(dir, { recursive: true });
+  makeDir(dir, 'the cudaprobe build cache (CUDAMATRIX_CACHE, else ~/.cache/cudamatrix)');
   // Objects and the binary get private names first and are renamed at the end: a build
   // interrupted half-way never poisons the cache.
   const work = await mkdtemp(path.join(dir, `build-${process.pid}-`));

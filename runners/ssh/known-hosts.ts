@@ -6,8 +6,9 @@
  * is refused unless accept-new, which records it.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { makeDir } from '../../core/fs.ts';
 import { sshGlob } from './glob.ts';
 
 export interface KnownHost {
@@ -135,7 +136,7 @@ export function readKnownHosts(files: string[]): KnownHost[] {
 
 /** Records a newly accepted key (accept-new), as `ssh -o StrictHostKeyChecking=accept-new` does. */
 export function appendKnownHost(file: string, host: string, port: number, keyBlob: Buffer): void {
-  mkdirSync(path.dirname(file), { recursive: true });
+  makeDir(path.dirname(file), 'the folder of the known_hosts file');
   const text = existsSync(file) ? readFileSync(file, 'utf8') : '';
   const sep = text === '' || text.endsWith('\n') ? '' : '\n';
   appendFileSync(file, `${sep}${hostToken(host, port)} ${keyTypeOf(keyBlob)} ${keyBlob.toString('base64')}\n`, { mode: 0o600 });
