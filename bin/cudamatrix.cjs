@@ -9,7 +9,8 @@
 // cache that is missing, stale (another bundle or Node.js) or unwritable only costs that time.
 // This file is CommonJS too: an ES module entry costs Node's ES module loader, a few ms more.
 'use strict';
-const { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } = require('node:fs');
+const { createHash } = require('node:crypto');
+const { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } = require('node:fs');
 const { createRequire, Module } = require('node:module');
 const { homedir } = require('node:os');
 const path = require('node:path');
@@ -37,29 +38,53 @@ function makeCacheDir(dir) {
   for (const d of missing.reverse()) mkdirSync(d);
 }
 
+const sha256 = (data) => createHash('sha256').update(data).digest();
+
+/** Code cache files of other bundles or Node.js versions, unused for this long, are removed. */
+const STALE_MS = 14 * 24 * 3600 * 1000;
+
+/**
+ * Reads a code cache file: a sha256 of the data, then the data. V8 checks little of what it is
+ * given (a damaged cache crashed Node in a test), so a file whose hash does not match is not used.
+ */
+function readCache(file) {
+  try {
+    const content = readFileSync(file);
+    const data = content.subarray(32);
+    return content.length > 32 && sha256(data).equals(content.subarray(0, 32)) ? data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function writeCache(file, data, keep) {
+  const dir = path.dirname(file);
+  makeCacheDir(dir);
+  const partial = `${file}.${process.pid}.tmp`;
+  writeFileSync(partial, Buffer.concat([sha256(data), data]));
+  renameSync(partial, file);
+  for (const name of readdirSync(dir)) {
+    const other = path.join(dir, name);
+    if (!name.startsWith(keep) && Date.now() - statSync(other).mtimeMs > STALE_MS) rmSync(other, { force: true });
+  }
+}
+
 function runBundle() {
-  const stat = statSync(bundle);
+  // The bundle's first line names its content hash (cli/bundle.ts): the cache is keyed by what
+  // the code is, not by a file date that tar, Docker or Nix may have reset.
+  const source = readFileSync(bundle, 'utf8');
+  const bundleHash = /^\/\/ cudamatrix bundle ([0-9a-f]{16})/.exec(source)?.[1] ?? `size${source.length}`;
+  const keep = `cli-${process.version}-${process.arch}-${bundleHash}-`;
   // One cache per command: each holds the code that command compiled, and no more.
   const command = /^[a-z-]+$/.test(process.argv[2] ?? '') ? process.argv[2] : 'other';
-  const key = `${process.version}-${process.arch}-${stat.size}-${Math.trunc(stat.mtimeMs)}-${command}`;
-  const cacheFile = path.join(cacheRoot(), 'v8', `cli-${key}.bin`);
-  let cachedData;
-  try {
-    cachedData = readFileSync(cacheFile);
-  } catch {
-    cachedData = undefined;
-  }
-  // The bundle as Node.js would wrap a CommonJS module (its first line is a #! line).
-  const source = readFileSync(bundle, 'utf8').replace(/^#!.*/, '');
+  const cacheFile = path.join(cacheRoot(), 'v8', `${keep}${command}.bin`);
+  const cachedData = readCache(cacheFile);
   const script = new vm.Script(Module.wrap(source), { filename: bundle, cachedData });
   if (!cachedData || script.cachedDataRejected) {
     // Written at exit, so that it holds the code this command compiled while it ran.
     process.once('exit', () => {
       try {
-        makeCacheDir(path.dirname(cacheFile));
-        const partial = `${cacheFile}.${process.pid}.tmp`;
-        writeFileSync(partial, script.createCachedData());
-        renameSync(partial, cacheFile);
+        writeCache(cacheFile, script.createCachedData(), keep);
       } catch {
         // A read-only home or a full disk: the next start compiles again, nothing else.
       }

@@ -1,6 +1,6 @@
 /**
  * Bundles the CLI (pnpm build) into dist/cudamatrix.cjs: one file that runs with plain Node.js
- * and needs no node_modules, started by bin/cudamatrix.mjs. It reads matrix/default.yaml and
+ * and needs no node_modules, started by bin/cudamatrix.cjs. It reads matrix/default.yaml and
  * package.json from the folder above it (the package, or the checkout).
  *
  * CommonJS, not an ES module, for start-up time: Node.js 20 can cache the compiled code of a
@@ -9,6 +9,8 @@
  * milliseconds of bare Node (bench/startup). The transports' code sits in the same file but is
  * only run when a target needs it (the registry imports it lazily).
  */
+import { createHash } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 
 /**
@@ -55,4 +57,9 @@ await build({
   banner: { js: "const __cmImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 
-console.log('wrote dist/cudamatrix.cjs');
+// The first line names the content's hash: bin/cudamatrix.cjs keys its code cache by it.
+// (No #! line: the bundle is never run as a command itself.)
+const code = readFileSync('dist/cudamatrix.cjs', 'utf8').replace(/^#!.*\n/, '');
+const hash = createHash('sha256').update(code).digest('hex').slice(0, 16);
+writeFileSync('dist/cudamatrix.cjs', `// cudamatrix bundle ${hash}\n${code}`);
+console.log(`wrote dist/cudamatrix.cjs (${hash})`);
