@@ -111,7 +111,9 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
     const hint =
       platform === 'windows'
         ? 'install MinGW-w64 (Debian: apt-get install g++-mingw-w64-x86-64-posix)'
-        : `install a C++17 compiler for ${platform}/${arch} (Debian: apt-get install g++)`;
+        : process.platform === 'linux' && toolchains(platform, arch).some((t) => t.compiler === `${arch}-linux-gnu-g++`)
+          ? `install a C++17 cross compiler for linux/${arch} (Debian: apt-get install g++-${arch.replace(/_/g, '-')}-linux-gnu)`
+          : `install a C++17 compiler for ${platform}/${arch} (Debian: apt-get install g++)`;
     throw new CudamatrixError(
       'PROBE_BUILD_FAILED',
       `no compiler for cudaprobe on ${platform}/${arch}${tried.length ? ` (tried ${tried.join(', ')})` : ''}: ${hint}`,

@@ -6,7 +6,7 @@
  *
  *   pnpm pack            (or: pnpm exec tsx scripts/prepare-package.ts)
  *
- * "postpack" runs it with --clean, which removes prebuilt/ again: a development checkout
+ * "postpack" runs it with --clean, which removes prebuilt/ and dist/ again: a development checkout
  * compiles cudaprobe from its sources (probes/binary.ts), so what runs there is always what
  * the sources say, and the tests see the same checkout whether or not a package was made.
  *
@@ -17,7 +17,8 @@
 import { createHash } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { $, chalk } from 'zx';
+import { $, chalk, ProcessOutput } from 'zx';
+import { CudamatrixError } from '../core/errors.ts';
 import { packageRoot } from '../core/package-root.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { PREBUILT_DIR, platformKey, sourceHashes, type PrebuiltManifest } from '../probes/binary.ts';
@@ -33,27 +34,49 @@ const PLATFORMS: [Platform, string][] = [
 
 const root = packageRoot();
 const out = path.join(root, PREBUILT_DIR);
-if (process.argv.includes('--clean')) {
+/** What the package is made of besides the sources: removed after packing, and on a failure. */
+const clean = () => {
   rmSync(out, { recursive: true, force: true });
+  rmSync(path.join(root, 'dist'), { recursive: true, force: true });
+};
+if (process.argv.includes('--clean')) {
+  // After packing (postpack): a checkout then compiles cudaprobe from its sources, and its
+  // bin script runs the sources, never a bundle older than them.
+  clean();
   process.exit(0);
 }
 $.cwd = root;
 $.verbose = false;
 
-console.log('bundling the CLI ...');
-await $`node --import tsx cli/bundle.ts`;
+// Ctrl-C stops the compilers (buildProbe removes its half-built objects) and the half-made package.
+// A lasting listener, not a once: execa's exit hook re-raises a signal nobody else listens to.
+const stop = new AbortController();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => stop.abort());
 
-rmSync(out, { recursive: true, force: true });
-const manifest: PrebuiltManifest = { version: TOOL_VERSION, sources: await sourceHashes(probeSourceDir()), binaries: {} };
-for (const [platform, arch] of PLATFORMS) {
-  const key = platformKey(platform, arch);
-  const binary = await buildProbe({ platform, arch, onProgress: (m) => console.log(m) });
-  const name = path.basename(binary.path);
-  mkdirSync(path.join(out, key), { recursive: true });
-  copyFileSync(binary.path, path.join(out, key, name));
-  const sha256 = createHash('sha256').update(readFileSync(binary.path)).digest('hex');
-  manifest.binaries[key] = { file: `${key}/${name}`, sha256, compiler: binary.compiler };
-  console.log(`${chalk.green('✓')} ${key}: ${name}, sha256 ${sha256.slice(0, 16)}…, ${binary.compiler}`);
+try {
+  console.log('bundling the CLI ...');
+  await $`node --import tsx cli/bundle.ts`;
+  rmSync(out, { recursive: true, force: true });
+  const manifest: PrebuiltManifest = { version: TOOL_VERSION, sources: await sourceHashes(probeSourceDir()), binaries: {} };
+  for (const [platform, arch] of PLATFORMS) {
+    const key = platformKey(platform, arch);
+    const binary = await buildProbe({ platform, arch, onProgress: (m) => console.log(m), signal: stop.signal });
+    const name = path.basename(binary.path);
+    mkdirSync(path.join(out, key), { recursive: true });
+    copyFileSync(binary.path, path.join(out, key, name));
+    const sha256 = createHash('sha256').update(readFileSync(binary.path)).digest('hex');
+    manifest.binaries[key] = { file: `${key}/${name}`, sha256, compiler: binary.compiler };
+    console.log(`${chalk.green('✓')} ${key}: ${name}, sha256 ${sha256.slice(0, 16)}…, ${binary.compiler}`);
+  }
+  writeFileSync(path.join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  console.log(`wrote ${PREBUILT_DIR}/manifest.json`);
+} catch (error) {
+  clean();
+  if (stop.signal.aborted) {
+    console.error('interrupted: no package made');
+    process.exit(130);
+  }
+  const message = error instanceof CudamatrixError ? `error [${error.code}]: ${error.message}` : error instanceof ProcessOutput ? `bundling the CLI failed:\n${error.stderr}` : String(error);
+  console.error(`${message}\nno package made`);
+  process.exit(1);
 }
-writeFileSync(path.join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-console.log(`wrote ${PREBUILT_DIR}/manifest.json`);
