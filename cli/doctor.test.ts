@@ -70,9 +70,12 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(r.stdout).toMatch(/✗ cudaprobe\s+build failed: no compiler for cudaprobe on linux\/\w+ \(tried \/nonexistent\/bin\/c\+\+, g\+\+, clang\+\+\)/);
     expect(r.stdout).not.toMatch(/✓ compiler/);
-    expect(r.stdout).toMatch(/i driver, GPU\s+not checked: cudaprobe measures them, and it could not be built/);
+    expect(r.stdout).toMatch(/i driver, GPU\s+not checked: cudaprobe measures them, and there is none for this machine/);
     expect(r.stdout).toContain('1 problem(s): probes that need them will be skipped. To fix:');
     expect(r.stdout).toMatch(/^ {2}cudaprobe\s+CXX is set to "\/nonexistent\/bin\/c\+\+", which did not work/m);
+    // Targets of the other platforms: which compiler they would need, since none is there.
+    expect(r.stdout).toMatch(/i linux-arm64 targets\s+no compiler for cudaprobe on linux\/aarch64 .*apt-get install g\+\+-aarch64-linux-gnu/);
+    expect(r.stdout).toMatch(/i windows-x64 targets\s+no compiler for cudaprobe on windows\/x86_64 .*g\+\+-mingw-w64-x86-64-posix/);
     expect(r.code).toBe(3);
   });
 

@@ -8,6 +8,7 @@ import { execa } from 'execa';
 import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { formatValue } from '../core/units.ts';
 import { chooseProbe, probeBinaries, probeBinary } from '../probes/binary.ts';
+import { compilerFor } from '../probes/build.ts';
 import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
 import { reapContainers } from '../runners/docker/reap.ts';
@@ -203,7 +204,7 @@ export async function doctorCommand(): Promise<number> {
       checks.push({ name: 'cudaprobe', ok: true, detail: `${choice.why}: ${b.path} (sha256 ${b.hash}…, built with ${b.compiler}); no compiler needed` });
     } else {
       checks.push({ name: 'compiler', ok: true, detail: b.compiler });
-      checks.push({ name: 'cudaprobe', ok: true, detail: `compiled from the sources, as ${choice.why}: ${b.path} (${b.built ? 'built now' : 'cached'})` });
+      checks.push({ name: 'cudaprobe', ok: true, detail: `compiled: ${choice.why}; ${b.path} (${b.built ? 'built now' : 'cached'})` });
     }
   } catch (error) {
     const cacheUnusable = error instanceof CudamatrixError && error.code === 'USAGE';
@@ -214,10 +215,16 @@ export async function doctorCommand(): Promise<number> {
   for (const [platformOf, archOf] of [['linux', 'x86_64'], ['linux', 'aarch64'], ['windows', 'x86_64']] as const) {
     if (platformOf === platform && archOf === nodeArch()) continue;
     const other = await chooseProbe(platformOf, archOf);
-    checks.push({ name: `${other.key} targets`, ok: null, detail: other.use === 'prebuilt' ? `prebuilt cudaprobe (sha256 ${other.entry.sha256.slice(0, 16)}…)` : other.use === 'compile' ? `compiled on first use (${other.why})` : other.why });
+    let detail = other.why;
+    if (other.use === 'prebuilt') detail = `prebuilt cudaprobe (sha256 ${other.entry.sha256.slice(0, 16)}…)`;
+    if (other.use === 'compile') {
+      const c = await compilerFor(platformOf, archOf);
+      detail = 'compiler' in c ? `compiled on first use, with ${c.compiler}` : c.missing;
+    }
+    checks.push({ name: `${other.key} targets`, ok: null, detail });
   }
   if (!built) {
-    checks.push({ name: 'driver, GPU', ok: null, detail: 'not checked: cudaprobe measures them, and it could not be built' });
+    checks.push({ name: 'driver, GPU', ok: null, detail: 'not checked: cudaprobe measures them, and there is none for this machine' });
   } else {
     const session = await connectLocal({}, { target: 'doctor', runId: 'doctor' });
     try {

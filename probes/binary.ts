@@ -89,7 +89,7 @@ export async function chooseProbe(platform: Platform, arch: string, root = packa
     const have = Object.keys(manifest?.binaries ?? {}).join(', ') || 'none';
     return { use: 'none', key, why: `this cudamatrix package has no cudaprobe for ${key} (it has: ${have}) and no sources to compile one from` };
   }
-  if (!manifest) return { use: 'compile', key, why: 'a development checkout without prebuilt binaries (pnpm pack makes them)' };
+  if (!manifest) return { use: 'compile', key, why: 'this is a development checkout, which compiles cudaprobe from its sources' };
   if (!entry) return { use: 'compile', key, why: `the prebuilt binaries have no ${key} build` };
   const changed = changedSources(manifest.sources, await sourceHashes(sources));
   if (changed.length) return { use: 'compile', key, why: `the probe sources changed since the prebuilt binaries were made: ${changed.join(', ')}` };

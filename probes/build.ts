@@ -94,31 +94,34 @@ async function sourceFiles(dir: string): Promise<string[]> {
   return names.map((n) => path.join(dir, n));
 }
 
+/** The first compiler for the platform that answers --version, or why there is none. */
+async function chooseToolchain(platform: Platform, arch: string): Promise<{ tc: Toolchain; identity: string } | { missing: string }> {
+  for (const tc of toolchains(platform, arch)) {
+    const identity = await compilerIdentity(tc.compiler);
+    if (identity) return { tc, identity };
+  }
+  const tried = toolchains(platform, arch).map((t) => t.compiler);
+  const hint =
+    platform === 'windows'
+      ? 'install MinGW-w64 (Debian: apt-get install g++-mingw-w64-x86-64-posix)'
+      : process.platform === 'linux' && tried.includes(`${arch}-linux-gnu-g++`)
+        ? `install a C++17 cross compiler for linux/${arch} (Debian: apt-get install g++-${arch.replace(/_/g, '-')}-linux-gnu)`
+        : `install a C++17 compiler for ${platform}/${arch} (Debian: apt-get install g++)`;
+  return { missing: `no compiler for cudaprobe on ${platform}/${arch}${tried.length ? ` (tried ${tried.join(', ')})` : ''}: ${hint}` };
+}
+
+/** The compiler a build for the platform would use (its --version line), or why there is none. */
+export async function compilerFor(platform: Platform, arch: string): Promise<{ compiler: string } | { missing: string }> {
+  const chosen = await chooseToolchain(platform, arch);
+  return 'missing' in chosen ? chosen : { compiler: chosen.identity };
+}
+
 export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   const { platform, arch } = options;
   const sourceDir = probeSourceDir();
   const sources = await sourceFiles(sourceDir);
-  let chosen: { tc: Toolchain; identity: string } | undefined;
-  for (const tc of toolchains(platform, arch)) {
-    const identity = await compilerIdentity(tc.compiler);
-    if (identity) {
-      chosen = { tc, identity };
-      break;
-    }
-  }
-  if (!chosen) {
-    const tried = toolchains(platform, arch).map((t) => t.compiler);
-    const hint =
-      platform === 'windows'
-        ? 'install MinGW-w64 (Debian: apt-get install g++-mingw-w64-x86-64-posix)'
-        : process.platform === 'linux' && toolchains(platform, arch).some((t) => t.compiler === `${arch}-linux-gnu-g++`)
-          ? `install a C++17 cross compiler for linux/${arch} (Debian: apt-get install g++-${arch.replace(/_/g, '-')}-linux-gnu)`
-          : `install a C++17 compiler for ${platform}/${arch} (Debian: apt-get install g++)`;
-    throw new CudamatrixError(
-      'PROBE_BUILD_FAILED',
-      `no compiler for cudaprobe on ${platform}/${arch}${tried.length ? ` (tried ${tried.join(', ')})` : ''}: ${hint}`,
-    );
-  }
+  const chosen = await chooseToolchain(platform, arch);
+  if ('missing' in chosen) throw new CudamatrixError('PROBE_BUILD_FAILED', chosen.missing);
   const { tc, identity } = chosen;
   const hasher = createHash('sha256');
   hasher.update(`${platform}/${arch}\n${identity}\n${tc.flags.join(' ')}\n${tc.libs.join(' ')}\n`);
