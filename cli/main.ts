@@ -129,6 +129,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`error [${error.code}]: ${error.message}\n`);
       return exitCodeFor(error);
     }
+    if ((error as NodeJS.ErrnoException)?.syscall === 'uv_cwd') {
+      process.stderr.write('error [USAGE]: the current folder no longer exists (it was removed or moved); cd to one that does and run again\n');
+      return ExitCode.configuration;
+    }
     const e = error as Error;
     process.stderr.write(`internal error: ${e?.message ?? String(error)}\nThis is a bug in cudamatrix; run again with CUDAMATRIX_DEBUG=1 for the stack trace and report it.\n`);
     if (process.env.CUDAMATRIX_DEBUG) process.stderr.write(`${e?.stack ?? ''}\n`);

@@ -7,5 +7,7 @@ export async function loadMatrixArg(file: string | undefined): Promise<Matrix> {
   if (file) return loadMatrixFile(file);
   const builtIn = path.join(packageRoot(), 'matrix', 'default.yaml');
   const m = await loadMatrixFile(builtIn);
-  return { ...m, file: path.relative(process.cwd(), builtIn) || builtIn };
+  // Relative where that is short (in a checkout: matrix/default.yaml), else where it is installed.
+  const relative = path.relative(process.cwd(), builtIn);
+  return { ...m, file: relative && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : builtIn };
 }

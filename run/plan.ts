@@ -70,7 +70,7 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
     throw new CudamatrixError(
       'NO_CELLS',
       `no cell of ${matrix.file} matches ${filters.join(' and ') || 'the matrix'}; targets: ${matrix.targets.map((t) => t.name).join(', ')}; ` +
-        'run "cudamatrix plan" to list the cells',
+        `probes: ${[...new Set(matrix.targets.flatMap((t) => t.probes))].join(', ')}; run "cudamatrix plan" to list the cells`,
     );
   }
   const shard = options.shard ? parseShard(options.shard) : undefined;

@@ -71,7 +71,8 @@ describe.runIf(ready)('the installed package', () => {
     expect(version.stdout.trim()).toBe(pkg.version);
     const plan = cudamatrix(['plan']);
     expect(plan.status, plan.stderr).toBe(0);
-    expect(plan.stdout).toMatch(/\d+ cells on 1 target from .*matrix[/\\]default\.yaml/);
+    // The embedded default matrix is named by where it is installed, not by a ../.. path from here.
+    expect(plan.stdout).toContain(`cells on 1 target from ${path.join(installed.root, 'matrix', 'default.yaml')}\n`);
     const probes = cudamatrix(['probes', 'list']);
     expect(probes.status, probes.stderr).toBe(0);
     expect(probes.stdout).toMatch(/^sysinfo\s+C4/m);
@@ -85,6 +86,17 @@ describe.runIf(ready)('the installed package', () => {
       expect(r.status, r.stderr).toBe(0);
       expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     }
+  });
+
+  it('says so when the current folder was removed (a usage error, not "internal error")', () => {
+    const gone = tempDir('cm-gone-');
+    const r = spawnSync('/bin/sh', ['-c', 'cd "$1" && /bin/rmdir "$1" && exec "$2" plan', 'sh', gone, installed.bin], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: { PATH: nodeOnly, HOME: home },
+    });
+    expect(r.stderr).toBe('error [USAGE]: the current folder no longer exists (it was removed or moved); cd to one that does and run again\n');
+    expect(r.status).toBe(2);
   });
 
   it('doctor uses the prebuilt cudaprobe and needs no compiler', () => {
