@@ -14,3 +14,18 @@ export function packageRoot(): string {
   }
   throw new Error('cannot find the cudamatrix folder (matrix/default.yaml) above this module');
 }
+
+/**
+ * A file of the cudamatrix folder, named for people: relative to the current folder when it is
+ * below it (in a checkout: matrix/default.yaml), else by its full path (an installed package).
+ */
+export function packageFileForDisplay(...parts: string[]): string {
+  const file = path.join(packageRoot(), ...parts);
+  let relative = '';
+  try {
+    relative = path.relative(process.cwd(), file);
+  } catch {
+    // The current folder is gone: the full path it is.
+  }
+  return relative && !relative.startsWith('..') && !path.isAbsolute(relative) ? relative : file;
+}

@@ -8,6 +8,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
+import { packageFileForDisplay } from '../core/package-root.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
 import { allResultNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
@@ -114,7 +115,7 @@ export function parseMatrix(text: string, file: string): Matrix {
     ]);
   }
   if (input === null || input === undefined) {
-    throw new MatrixError(file, [issue('MATRIX_INVALID', 'the file is empty', 'start it with "version: 1" and a "targets:" list (see matrix/examples/)', 1, 1)]);
+    throw new MatrixError(file, [issue('MATRIX_INVALID', 'the file is empty', `start it with "version: 1" and a "targets:" list (see ${packageFileForDisplay('matrix', 'examples')})`, 1, 1)]);
   }
   if (typeof input !== 'object' || Array.isArray(input)) {
     throw new MatrixError(file, [
@@ -293,7 +294,7 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
         return branches[0]!.flatMap((inner) => mapIssue(inner, path, input, loc));
       }
       if (isTransportPath(path)) return [unknownTransport(value, make)];
-      return [make('MATRIX_TYPE', `${where} has the wrong form (${describeValue(value)})`, 'see matrix/schema.json or the README for the allowed forms')];
+      return [make('MATRIX_TYPE', `${where} has the wrong form (${describeValue(value)})`, `see ${packageFileForDisplay('matrix', 'schema.json')} or the README for the allowed forms`)];
     }
     case 'custom': {
       // A refinement may say what to do about it, and give a more precise code.
@@ -342,7 +343,7 @@ function fixFor(zi: ZodIssue): string {
     return zi.inclusive === false ? `use a value greater than ${String(zi.minimum)}` : `use a value of at least ${String(zi.minimum)}`;
   }
   if (zi.code === 'too_big') return zi.inclusive === false ? `use a value less than ${String(zi.maximum)}` : `use a value of at most ${String(zi.maximum)}`;
-  return 'correct the value (see matrix/schema.json)';
+  return `correct the value (see ${packageFileForDisplay('matrix', 'schema.json')})`;
 }
 
 /** The keys an object at `path` may have, for "did you mean". */

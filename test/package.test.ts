@@ -49,13 +49,13 @@ const sysinfo = (stdout: string) =>
   Object.fromEntries(parseProbeOutput(stdout).records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r as SysinfoRecord]] : [])));
 
 describe.runIf(ready)('the installed package', () => {
-  it('holds the bundled CLI, the default matrix, its schema, the Dockerfile and three prebuilt cudaprobes, and depends on nothing', () => {
+  it('holds the bundled CLI, the default matrix, its schema, the example matrices, the Dockerfile and three prebuilt cudaprobes, and depends on nothing', () => {
     const pkg = JSON.parse(readFileSync(path.join(installed.root, 'package.json'), 'utf8'));
     expect(pkg.dependencies ?? {}).toEqual({});
     expect(pkg.engines.node).toBe('>=20.19');
     expect(readdirSync(installed.root).sort()).toEqual(['README.md', 'bin', 'dist', 'docker', 'matrix', 'package.json', 'prebuilt']);
     expect(readdirSync(path.join(installed.root, 'dist'))).toEqual(['cudamatrix.cjs']);
-    expect(readdirSync(path.join(installed.root, 'matrix')).sort()).toEqual(['default.yaml', 'schema.json']);
+    expect(readdirSync(path.join(installed.root, 'matrix')).sort()).toEqual(['default.yaml', 'examples', 'schema.json']);
     const manifest = JSON.parse(readFileSync(path.join(installed.root, 'prebuilt', 'manifest.json'), 'utf8')) as PrebuiltManifest;
     expect(Object.keys(manifest.binaries).sort()).toEqual(['linux-arm64', 'linux-x64', 'windows-x64']);
     for (const b of Object.values(manifest.binaries)) {
@@ -88,9 +88,9 @@ describe.runIf(ready)('the installed package', () => {
     }
   });
 
-  it('says so when the current folder was removed (a usage error, not "internal error")', () => {
+  it('run says so when the current folder was removed (a usage error, not "internal error")', () => {
     const gone = tempDir('cm-gone-');
-    const r = spawnSync('/bin/sh', ['-c', 'cd "$1" && /bin/rmdir "$1" && exec "$2" plan', 'sh', gone, installed.bin], {
+    const r = spawnSync('/bin/sh', ['-c', 'cd "$1" && /bin/rmdir "$1" && exec "$2" run -q', 'sh', gone, installed.bin], {
       encoding: 'utf8',
       timeout: 20_000,
       env: { PATH: nodeOnly, HOME: home },
