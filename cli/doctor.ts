@@ -71,8 +71,14 @@ interface Check {
   fix?: string;
 }
 
+/** What to do about an unreachable target, in the words of its first hop's transport. */
+const unreachableFix: Record<string, string> = {
+  ssh: 'check the host name and port, that sshd runs there, and that no firewall is in the way',
+  docker: 'check the endpoint: that dockerd runs and its socket (or host and port) is the one named, and that you may use it (the docker group, or root)',
+};
+
 const fixes: Record<string, string> = {
-  TARGET_UNREACHABLE: 'check the host name and port, that sshd (or the Docker engine) runs there, and that no firewall is in the way',
+  TARGET_UNREACHABLE: 'check the host name and port, that the server runs there, and that no firewall is in the way',
   HOST_KEY_UNKNOWN: 'add the host key to known_hosts (ssh-keyscan), or run once with --accept-new',
   HOST_KEY_MISMATCH: 'find out why the host key changed before removing the old line from known_hosts',
   AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile (the private key, not the .pub), passphraseEnv and user',
@@ -165,8 +171,9 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
     return conclude(checks, write, `Target ${name} has everything probes need.`);
   } catch (error) {
     const code = error instanceof CudamatrixError ? error.code : 'TARGET_UNREACHABLE';
-    say(false, code, describeError(error), fixes[code]);
-    if (fixes[code]) write(`  fix: ${fixes[code]}\n`);
+    const fix = (code === 'TARGET_UNREACHABLE' && unreachableFix[target.hops[0]?.kind ?? '']) || fixes[code];
+    say(false, code, describeError(error), fix);
+    if (fix) write(`  fix: ${fix}\n`);
     return exitCodeFor(error instanceof CudamatrixError ? error : new CudamatrixError('TARGET_UNREACHABLE', describeError(error)));
   } finally {
     if (session) await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);

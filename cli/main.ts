@@ -56,7 +56,7 @@ export function buildProgram(): Command {
     .option('--reporter <name[:path]>', 'console (default), junit or json, each with an optional path (junit:out.xml or junit=out.xml; "-" or none is stdout); repeatable; replaces the default console', collect)
     .option('--junit <file>', 'also write JUnit XML to this file (as --reporter junit:FILE)')
     .option('--json', 'print the JSON summary on stdout (the console moves to stderr)', false)
-    .option('--results-dir <dir>', 'folder for run folders (each run writes <dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs')
+    .option('--results-dir <dir>', 'folder for run folders (each run writes <dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs' /* run.ts DEFAULT_RESULTS_DIR; not imported, so that --help loads no command's code */)
     .option('--concurrency <n>', 'targets at once (default: the matrix\'s; never two on one host)', (v) => positiveInt(v, '--concurrency'))
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')

@@ -52,6 +52,9 @@ export function chooseReporters(opts: Pick<RunOptions, 'reporter' | 'junit' | 'j
  * Checks the outputs before anything runs: at most one reporter on stdout (two would make it
  * unreadable), and every file where it can be written.
  */
+/** Where run folders go unless --results-dir says otherwise (relative to the current folder). */
+export const DEFAULT_RESULTS_DIR = 'results/runs';
+
 export function checkOutputs(choices: ReporterChoice[], resultsDir: string): void {
   const onStdout = choices.filter((c) => c.name !== 'console' && (c.path === undefined || isStdout(c.path)));
   if (onStdout.length > 1) {
@@ -61,7 +64,7 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
     );
   }
   for (const c of choices) if (c.path !== undefined) checkOutputPath(c.path, `--reporter ${c.name}:`);
-  makeDir(resultsDir, '--results-dir');
+  makeDir(resultsDir, resultsDir === DEFAULT_RESULTS_DIR ? 'the run folders\' place (--results-dir, by default results/runs here)' : '--results-dir');
 }
 
 export async function runCommand(opts: RunOptions): Promise<number> {
