@@ -64,7 +64,7 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
     );
   }
   for (const c of choices) if (c.path !== undefined) checkOutputPath(c.path, `--reporter ${c.name}:`);
-  makeDir(resultsDir, resultsDir === DEFAULT_RESULTS_DIR ? 'the run folders\' place (--results-dir, by default results/runs here)' : '--results-dir');
+  makeDir(resultsDir, resultsDir === DEFAULT_RESULTS_DIR ? 'the default --results-dir' : '--results-dir');
 }
 
 export async function runCommand(opts: RunOptions): Promise<number> {
