@@ -29,9 +29,10 @@ let compiled: ReturnType<typeof compile> | undefined;
 const validator = () => (compiled ??= compile());
 
 function compile() {
-  // Strict, but for two idioms: "required" in a subschema (the keys are declared beside it), and
-  // union types (zod writes type: [string, number] for a union of primitives).
-  const ajv = new Ajv2020.default({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true });
+  // Strict, but for three idioms: "required" in a subschema (the keys are declared beside it),
+  // union types (zod writes type: [string, number] for a union of primitives), and an open tuple
+  // (a transport chain: the first hop of any kind, then any number of hops that can follow one).
+  const ajv = new Ajv2020.default({ allErrors: true, strict: true, strictRequired: false, allowUnionTypes: true, strictTuples: false });
   return ajv.compile(schema);
 }
 

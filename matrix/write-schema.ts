@@ -90,7 +90,7 @@ function transportChainSchema(json: Json): void {
   const first = json.items as Json;
   json.prefixItems = [first];
   json.items = chainable.length
-    ? { allOf: [first], anyOf: [{ enum: chainable }, { required: ['kind'], properties: { kind: { enum: chainable } } }] }
+    ? { allOf: [first], anyOf: [{ type: 'string', enum: chainable }, { type: 'object', required: ['kind'], properties: { kind: { enum: chainable } } }] }
     : false;
 }
 

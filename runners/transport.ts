@@ -3,6 +3,7 @@
  * that runs argv arrays (quoted by the session for its own remote shell, never concatenated
  * into a shell string), moves files, and cleans up after itself when disposed.
  */
+import type { Duplex } from 'node:stream';
 import type { z } from 'zod';
 
 export type Platform = 'linux' | 'windows';
@@ -61,6 +62,13 @@ export interface Session extends AsyncDisposable {
    * it is missing or differs (remote transports). Without it, files go to the work directory.
    */
   installCached?(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }>;
+  /**
+   * Runs a command with its stdin and stdout as one byte stream, for a protocol spoken through
+   * it: a later hop's Docker engine through `docker system dial-stdio`, as DOCKER_HOST=ssh://
+   * does. The stream ends with an error that carries the command's stderr when it fails, and
+   * destroying it stops the command. Sessions that cannot carry bytes both ways leave it out.
+   */
+  openStream?(argv: string[]): Promise<Duplex>;
 }
 
 export interface ConnectContext {

@@ -85,7 +85,8 @@ export const dockerKind: KindOptions<DockerTargetOptions> = {
   kind: 'docker',
   description: 'a container on a Docker engine, with the GPUs the NVIDIA runtime gives it',
   options: dockerOptions,
-  chainable: false,
+  // After an ssh or wsl hop: the engine that hop's docker CLI reaches (runners/docker/dial.ts).
+  chainable: true,
   hostKey(o) {
     return `docker:${resolveEngine(o).endpoint}`;
   },

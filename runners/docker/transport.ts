@@ -16,8 +16,9 @@ import DockerClient from 'dockerode';
 import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
 import { supervise, type StopReason } from '../supervise.ts';
-import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
+import type { Connect, ConnectContext, ExecOptions, ExecResult, Session } from '../transport.ts';
 import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout } from './calls.ts';
+import { engineThrough } from './dial.ts';
 import { resolveEngine, unreachable, type ResolvedEngine } from './engine.ts';
 import { DEFAULT_BASE, type DockerTargetOptions } from './options.ts';
 import { RUN_LABEL, runLabels } from './reap.ts';
@@ -86,8 +87,29 @@ async function pull(e: BoundedEngine, image: string, progress: (line: string) =>
 
 /** Opens a session in a new container on the target's engine (the image built or found first). */
 export const connectDocker: Connect<DockerTargetOptions> = async (o, context) => {
-  if (context.via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}": docker must be the first hop; for a remote engine use endpoint: ssh://user@host`);
-  const engine = resolveEngine(o);
+  // After another hop, the engine is reached through it (docker system dial-stdio there); its
+  // streams are closed once the container is removed, or when the session cannot be opened.
+  const through = context.via ? engineThrough(context.via, context.target, o) : undefined;
+  try {
+    const session = await openContainer(o, context, through ?? resolveEngine(o));
+    if (!through) return session;
+    const dispose = session[Symbol.asyncDispose].bind(session);
+    return Object.assign(session, {
+      async [Symbol.asyncDispose]() {
+        try {
+          await dispose();
+        } finally {
+          through.close();
+        }
+      },
+    });
+  } catch (error) {
+    through?.close();
+    throw error;
+  }
+};
+
+async function openContainer(o: DockerTargetOptions, context: ConnectContext, engine: ResolvedEngine): Promise<DockerSession> {
   // No socket-wide idle timeout: a probe's exec may be silent for as long as its timeout allows.
   const e = new BoundedEngine(new DockerClient(engine.options), engine, (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000, (o.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000);
   const docker = e.docker;
@@ -213,7 +235,7 @@ export const connectDocker: Connect<DockerTargetOptions> = async (o, context) =>
     throw new CudamatrixError('TARGET_UNREACHABLE', `starting a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
   }
   return new DockerSession(e, container, name, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked, progress);
-};
+}
 
 /** How many times (100 ms apart) a container is looked at after a command was killed, before "running" is believed. */
 const SETTLE_LOOKS = 20;

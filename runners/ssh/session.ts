@@ -8,12 +8,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
-import type { Readable, Writable } from 'node:stream';
+import { Duplex, PassThrough, type Readable, type Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Client, ClientChannel, SFTPWrapper } from 'ssh2';
 import { CudamatrixError } from '../../core/errors.ts';
 import { type ExecEnd, type Launched, supervise } from '../supervise.ts';
 import type { ExecOptions, ExecResult, Platform, Session, Shell } from '../transport.ts';
+import { socketLike, streamEnded } from '../stream.ts';
 import { quoteArgv, quotePosix, quotePowerShell } from './quote.ts';
 
 /**
@@ -567,6 +568,47 @@ export class SshSession implements Session {
         });
         if (o.stdin) o.stdin.pipe(stream);
         else stream.end();
+      });
+    });
+  }
+
+  /**
+   * A command's stdin and stdout as one byte stream, on a channel of its own (POSIX hosts: a
+   * Windows shell does not pass bytes through unchanged). What a login script prints before the
+   * command's marker line is dropped, as for files.
+   */
+  openStream(argv: string[]): Promise<Duplex> {
+    if (this.platform !== 'linux') {
+      return Promise.reject(new CudamatrixError('MATRIX_INVALID', `${this.description} is a Windows host: a later hop cannot stream through its shell; reach the engine or distro another way`));
+    }
+    const nonce = newNonce();
+    const marker = Buffer.from(`cm-begin-${nonce}\n`);
+    return new Promise((resolve, reject) => {
+      this.client.exec(this.commandLine(argv, {}, nonce), (err, channel) => {
+        if (err) return reject(transportFailed(err));
+        const out = new PassThrough();
+        const errStrip = new MarkerStrip(`cm-begin-${nonce}`);
+        const decoder = new StringDecoder('utf8');
+        let stderr = '';
+        channel.stderr.on('data', (d: Buffer) => (stderr = (stderr + errStrip.feed(decoder.write(d))).slice(-4000)));
+        let head: Buffer | undefined = Buffer.alloc(0);
+        channel.on('data', (d: Buffer) => {
+          if (head) {
+            head = Buffer.concat([head, d]);
+            const at = head.indexOf(marker);
+            if (at < 0) return;
+            d = head.subarray(at + marker.length);
+            head = undefined;
+          }
+          if (d.length) out.write(d);
+        });
+        const stream = socketLike(Duplex.from({ readable: out, writable: channel }));
+        channel.on('exit', (code: number | null, signal?: string) => {
+          if (code !== 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal ?? null, stderr + errStrip.end()));
+        });
+        channel.on('close', () => out.end());
+        stream.once('close', () => channel.close());
+        resolve(stream);
       });
     });
   }

@@ -1,0 +1,47 @@
+/**
+ * Commands as byte streams (Session.openStream): a child process's stdin and stdout as one
+ * Duplex, and the few socket methods Node's HTTP client calls on what an Agent gives it, so that
+ * such a stream can carry the Docker engine's API (`docker system dial-stdio`).
+ */
+import { spawn } from 'node:child_process';
+import { Duplex } from 'node:stream';
+import { CudamatrixError } from '../core/errors.ts';
+
+/** Why a streamed command ended, with the end of its stderr. */
+export function streamEnded(argv: string[], code: number | null, signal: string | null, stderr: string): Error {
+  const how = signal ? `was stopped (${signal})` : `exited ${code}`;
+  return new Error(`${argv.join(' ')} ${how}${stderr.trim() ? `: ${stderr.trim().slice(-600)}` : ''}`);
+}
+
+/**
+ * Gives a Duplex the socket methods the HTTP client and Agent call (timeouts, keep-alive,
+ * Nagle, ref counting), as no-ops: the stream underneath has none of its own.
+ */
+export function socketLike(stream: Duplex): Duplex {
+  const s = stream as Duplex & Record<string, unknown>;
+  for (const method of ['setTimeout', 'setNoDelay', 'setKeepAlive', 'ref', 'unref']) {
+    if (typeof s[method] !== 'function') s[method] = () => stream;
+  }
+  return stream;
+}
+
+/** Starts a local command; resolves once it runs, with its stdin and stdout as one stream. */
+export function streamProcess(argv: string[]): Promise<Duplex> {
+  const [file, ...args] = argv;
+  if (!file) return Promise.reject(new Error('streamProcess needs a command'));
+  const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)));
+  const stream = socketLike(Duplex.from({ readable: child.stdout, writable: child.stdin }));
+  child.once('exit', (code, signal) => {
+    if (code !== 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal, stderr));
+  });
+  // The reader is done with it (the engine connection closed): the command goes too.
+  stream.once('close', () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill();
+  });
+  return new Promise((resolve, reject) => {
+    child.once('spawn', () => resolve(stream));
+    child.once('error', (error) => reject(new CudamatrixError('TRANSPORT_FAILED', `cannot start ${file}: ${error.message}`, { cause: error })));
+  });
+}
