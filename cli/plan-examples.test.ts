@@ -1,0 +1,34 @@
+/**
+ * Every example matrix in matrix/examples/ is one `cudamatrix plan` accepts: each is checked
+ * through the real CLI, so that an example can never teach a form the tool refuses.
+ */
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../test/cli.ts';
+import { repoRoot } from '../test/helpers.ts';
+
+const examples = readdirSync(path.join(repoRoot, 'matrix', 'examples')).filter((f) => f.endsWith('.yaml'));
+
+describe('cudamatrix plan on every example matrix', () => {
+  it('has examples to check', () => {
+    expect(examples.length).toBeGreaterThanOrEqual(3);
+  });
+
+  for (const name of examples) {
+    it(`plans ${name}`, async () => {
+      const r = await runCli(['plan', '-m', path.join('matrix', 'examples', name), '--json']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const plan = JSON.parse(r.stdout) as { cells: { target: string; probe: string }[] };
+      expect(plan.cells.length).toBeGreaterThan(0);
+    });
+  }
+
+  it('plans the Linux server natively and through ssh, then docker', async () => {
+    const r = await runCli(['plan', '-m', 'matrix/examples/linux-gpu-server.yaml']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/^gpu-server\/sysinfo\s+linux\s+ssh\s/m);
+    expect(r.stdout).toMatch(/^gpu-server-docker\/sysinfo\s+linux\s+ssh → docker\s/m);
+  });
+});
