@@ -47,6 +47,18 @@ export const errorCodes = {
   HOST_KEY_UNKNOWN: 'infrastructure',
   AUTH_FAILED: 'infrastructure',
   NVIDIA_RUNTIME_MISSING: 'infrastructure',
+  /** WSL targets: wsl.exe is not on PATH (of this machine, or of the hop before). */
+  WSL_NOT_FOUND: 'infrastructure',
+  /** WSL targets: wsl.exe is there but WSL is not installed, too old, or has no distribution. */
+  WSL_NOT_INSTALLED: 'infrastructure',
+  /** WSL targets: no distribution of that name (or no default one). */
+  WSL_DISTRO_NOT_FOUND: 'infrastructure',
+  /** WSL targets: the distribution runs under WSL 1, which has no GPU. */
+  WSL_VERSION_1: 'infrastructure',
+  /** WSL targets: no /dev/dxg in the distribution (GPU paravirtualisation is off). */
+  WSL_NO_GPU: 'infrastructure',
+  /** WSL targets: no libcuda.so.1 under /usr/lib/wsl/lib (no NVIDIA driver on the Windows host). */
+  WSL_NO_LIBCUDA: 'infrastructure',
   TRANSPORT_FAILED: 'infrastructure',
   PROBE_BUILD_FAILED: 'infrastructure',
   PROBE_MISSING: 'infrastructure',

@@ -7,6 +7,7 @@ import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { dockerKind } from './docker/options.ts';
 import { sshKind } from './ssh/options.ts';
+import { wslKind } from './wsl/options.ts';
 import type { ConnectContext, Session, TransportKind } from './transport.ts';
 
 const localKind: TransportKind<object> = {
@@ -24,6 +25,7 @@ const kinds = new Map<string, TransportKind<any>>(
     localKind,
     { ...sshKind, load: async () => (await import('./ssh/transport.ts')).connectSsh },
     { ...dockerKind, load: async () => (await import('./docker/transport.ts')).connectDocker },
+    { ...wslKind, load: async () => (await import('./wsl/transport.ts')).connectWsl },
   ].map((k) => [k.kind, k]),
 );
 

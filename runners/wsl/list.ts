@@ -1,0 +1,89 @@
+/**
+ * What wsl.exe prints, read without trusting its words. `wsl.exe --list --verbose` (and every
+ * message of wsl.exe itself) is UTF-16LE without a byte-order mark, unless WSL_UTF8=1 was in its
+ * environment (then UTF-8): the encoding is told from the bytes, not from the variable, since
+ * the variable may not reach wsl.exe (from inside WSL it must also be listed in WSLENV). The
+ * text is localised (the header, the state words, the messages), so the table is read by the
+ * positions of its columns and only non-localised tokens (error codes such as
+ * WSL_E_DISTRO_NOT_FOUND, URLs) are looked for in messages.
+ *
+ * The table, as microsoft/WSL's ListDistributionsHelper prints it (src/windows/common/WslClient.cpp):
+ * `"%s %-Ns%-16s%s\n"`: a "*" (the default distribution) or a space, a space, the name padded,
+ * the state padded to 16, the WSL version number; a header line first; the default sorted first.
+ */
+
+export interface WslDistro {
+  name: string;
+  /** The state as wsl.exe wrote it ("Running", "Stopped", "Wird ausgeführt", …): shown, never compared. */
+  state: string;
+  /** 1 or 2. */
+  version: number;
+  isDefault: boolean;
+}
+
+/**
+ * Decodes what wsl.exe printed. A Buffer (this machine's wsl.exe): UTF-16LE when the bytes say
+ * so (a byte-order mark, or NUL bytes in the odd positions, which ASCII text in UTF-16LE has),
+ * else UTF-8. A string (what a previous hop already decoded as UTF-8): UTF-16LE text shows as
+ * characters separated by NULs there, which are dropped; characters outside ASCII were lost on
+ * that hop already (they show as U+FFFD), which spares the distribution names (ASCII) and the
+ * error codes.
+ */
+export function decodeWslOutput(output: Buffer | string): string {
+  if (typeof output === 'string') return output.replace(/^\uFEFF/, '').replace(/\u0000/g, '');
+  if (output.length >= 2 && output[0] === 0xff && output[1] === 0xfe) return output.subarray(2).toString('utf16le');
+  if (looksUtf16le(output)) return output.subarray(0, output.length - (output.length % 2)).toString('utf16le');
+  return output.toString('utf8').replace(/^\uFEFF/, '');
+}
+
+/** Most odd bytes NUL, few even ones: text of mostly ASCII characters in UTF-16LE. */
+function looksUtf16le(bytes: Buffer): boolean {
+  if (bytes.length < 2) return false;
+  let oddNul = 0;
+  let evenNul = 0;
+  const n = bytes.length - (bytes.length % 2);
+  for (let i = 0; i < n; i += 2) {
+    if (bytes[i] === 0) evenNul++;
+    if (bytes[i + 1] === 0) oddNul++;
+  }
+  const pairs = n / 2;
+  return oddNul >= pairs / 2 && evenNul < pairs / 4;
+}
+
+/**
+ * The distributions in `wsl.exe --list --verbose` output (decoded). Lines that are not rows
+ * (the header, whose last column is a word, blank lines) are skipped; a row is: the marker
+ * column, the name (distribution names have no spaces), the state (any words, localised), and
+ * the version number last.
+ */
+export function parseWslList(text: string): WslDistro[] {
+  const distros: WslDistro[] = [];
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.replace(/\r$/, '');
+    const m = /^([* ])\s*(\S+)\s+(.*?)\s*(\d+)\s*$/.exec(line);
+    if (!m) continue;
+    const [, marker, name, state, version] = m;
+    distros.push({ name: name!, state: state!.trim(), version: Number(version), isDefault: marker === '*' });
+  }
+  return distros;
+}
+
+/** Non-localised tokens in wsl.exe's messages, for telling its failures apart. */
+export const WslToken = {
+  distroNotFound: /WSL_E_DISTRO_NOT_FOUND/,
+  noDistros: /WSL_E_DEFAULT_DISTRO_NOT_FOUND/,
+  userNotFound: /WSL_E_USER_NOT_FOUND/,
+  /**
+   * WSL not installed: the inbox wsl.exe's "…is not installed… https://aka.ms/wslinstall", the
+   * optional component not enabled (0x8007019e), or its WSL_E_ code.
+   */
+  notInstalled: /aka\.ms\/wslinstall|0x8007019e|WSL_E_WSL_OPTIONAL_COMPONENT_REQUIRED|WSL_E_NOT_INSTALLED/i,
+  /** "Error code: Wsl/…": any wsl.exe error (the words before it are localised). */
+  anyError: /\bWsl\/[A-Za-z0-9_/]+|\bWSL_E_[A-Z0-9_]+|\b0x8[0-9a-fA-F]{7}\b/,
+} as const;
+
+/** A message of wsl.exe on one line, for an error message of ours. */
+export function oneLine(text: string, max = 400): string {
+  const t = text.trim().replace(/\s*[\r\n]+\s*/g, ' | ');
+  return t.length > max ? `${t.slice(0, max)}…` : t;
+}

@@ -1,0 +1,453 @@
+/**
+ * The `wsl` transport: a WSL distribution of a Windows host, reached through wsl.exe. First in a
+ * chain, wsl.exe runs here as a child process (cudamatrix on the Windows machine, or inside WSL
+ * with Windows interop); after another hop ([ssh, wsl]), it runs through that hop's session,
+ * which quotes it for its own shell. Every command is an argv:
+ *
+ *   wsl.exe --distribution NAME [--user U] --cd DIR --exec sh -c BOOT SCRIPT ARGS...
+ *
+ * never a shell command line for wsl.exe's default shell. BOOT is a fixed one-liner that decodes
+ * SCRIPT (base64, so that no quote or line break of ours has to survive PowerShell, cmd or
+ * wsl.exe's own Windows command-line parsing on the way) and runs it with ARGS as its arguments.
+ *
+ * What runs in the distribution:
+ *   - at connect, a look around (architecture, /dev/dxg, /usr/lib/wsl/lib/libcuda.so.1, TMPDIR,
+ *     the cache folder): running any command starts a stopped distribution;
+ *   - a guardian that owns the session's work directory: it makes it, and removes it when the
+ *     wsl.exe that started it goes away (the session is disposed, cudamatrix is killed, the hop
+ *     before drops). Killing wsl.exe does not end the Linux processes it started (they are
+ *     reparented to init: microsoft/WSL#2496), so each Linux side watches its own parent, the
+ *     relay of its wsl.exe, which does end with it;
+ *   - each command under a guard: it runs in a session and process group of its own; when its
+ *     wsl.exe goes (a timeout, a cancellation, a dropped hop: the hop kills wsl.exe), the guard
+ *     kills that group (TERM, KILL 2 s later). The guard marks the command's start on stderr, so
+ *     that wsl.exe's own failures (a distribution that vanished, WSL errors) are told apart from
+ *     the command's output.
+ * Files go through the command's stdin and stdout as base64 text; the Linux cudaprobe runs in
+ * the distribution from a per-hash cache in its home.
+ */
+import { execFile } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { accessSync, constants, statSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
+import { execProcessTree } from '../local.ts';
+import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
+import { decodeWslOutput, oneLine, parseWslList, WslToken, type WslDistro } from './list.ts';
+import { DEFAULT_CONNECT_TIMEOUT_S, type WslOptions } from './options.ts';
+
+/** Copying a file through a command: bounded, so that a frozen distribution does not hold the run. */
+const COPY_TIMEOUT_MS = 5 * 60_000;
+/** Removing the work directory at dispose, then the guardian's end. */
+const DISPOSE_TIMEOUT_MS = 10_000;
+
+/**
+ * Decodes $0 (base64) and evaluates it in this shell, so that "$1"… are the arguments. The
+ * decoded text is split into words and joined with spaces by eval: the scripts below are one
+ * line, their statements separated by ";", with no runs of spaces that matter.
+ */
+const BOOT = 'set -f; eval $(echo $0 | base64 -d)';
+
+/** A script for BOOT: its statements joined into one line. */
+function script(...statements: string[]): string {
+  // A statement that ends in "&" (in the background) is already ended: "a &; b" is a syntax error.
+  const line = statements.map((st, i) => (i === statements.length - 1 ? st : st.endsWith('&') ? `${st} ` : `${st}; `)).join('');
+  if (/[\r\n\t]| {2}/.test(line)) throw new Error('a WSL script must be one line without runs of spaces');
+  return Buffer.from(line, 'utf8').toString('base64');
+}
+
+/** argv for wsl.exe's --exec: sh running `body` with these arguments. */
+function shArgv(body: string, ...args: string[]): string[] {
+  return ['sh', '-c', BOOT, body, ...args];
+}
+
+/** The look around at connect: "cm-wsl-info-NONCE", then arch, dxg, libcuda, TMPDIR, cache folder. */
+const INFO = script(
+  `printf 'cm-wsl-info-%s\\n' "$1"`,
+  'uname -m',
+  'if [ -e /dev/dxg ]; then echo 1; else echo 0; fi',
+  'if [ -e /usr/lib/wsl/lib/libcuda.so.1 ]; then echo 1; else echo 0; fi',
+  `printf '%s\\n' "\${TMPDIR:-/tmp}"`,
+  `printf '%s\\n' "\${XDG_CACHE_HOME:-$HOME/.cache}"`,
+);
+
+/**
+ * The guardian ($1: the work directory): makes it, and removes it when it ends. It ends when its
+ * parent (the relay of its wsl.exe) is gone, on TERM/HUP/INT, or when writing to wsl.exe fails.
+ * It writes a line every 2 s: a relay whose own reader has gone (a hop's channel closed) finds
+ * that out when it writes, and ends.
+ */
+const GUARDIAN = script(
+  'd=$1',
+  `trap 'rm -rf "$d"' EXIT`,
+  `trap 'exit 143' TERM HUP INT`,
+  `trap 'exit 141' PIPE`,
+  'mkdir -m 700 "$d" || exit 1',
+  `while kill -0 $PPID 2>/dev/null; do printf '\\n' || exit 141; sleep 2; done`,
+);
+
+/** Waits until the guardian has made the directory ($1), for at most $2 tenths of a second. */
+const WAIT_DIR = script('i=0', 'while [ ! -d "$1" ]; do i=$((i+1)); [ $i -gt $2 ] && exit 1; sleep 0.1 2>/dev/null || sleep 1; done');
+
+/**
+ * The guard around every command ($1 nonce, $2 directory, then the argv): the start marker on
+ * stderr, the command in a session of its own with this stdin, and a watcher that kills its
+ * process group when the guard's parent (the relay of wsl.exe) is gone.
+ */
+const GUARD = script(
+  `printf 'cm-wsl-run-%s\\n' "$1" >&2`,
+  'cd "$2" || exit 125',
+  'shift 2',
+  'exec 3<&0',
+  'setsid "$@" <&3 3<&- &',
+  'pid=$!',
+  'exec 3<&-',
+  '( while kill -0 $PPID 2>/dev/null; do sleep 1; done; kill -TERM -$pid 2>/dev/null; sleep 2; kill -KILL -$pid 2>/dev/null ) </dev/null >/dev/null 2>&1 &',
+  'w=$!',
+  'wait $pid',
+  'c=$?',
+  'kill $w 2>/dev/null',
+  'exit $c',
+);
+
+const RM_DIR = script('rm -rf "$1"');
+const WRITE_FILE = script('base64 -d > "$1" && chmod $2 "$1"');
+const READ_FILE = script('base64 < "$1"');
+const SHA_OF = script('if [ -f "$1" ]; then sha256sum "$1"; else echo -; fi');
+const MAKE_DIRS = script('mkdir -p "$1"');
+const MOVE_AND_HASH = script('mv -f "$1" "$2" && sha256sum "$2"');
+
+/** How wsl.exe is run: here, or through the previous hop's session. */
+interface WslRunner {
+  /** Where wsl.exe runs, for messages: "this machine", "ssh 10.0.0.5:22". */
+  where: string;
+  hostKey: string;
+  /** Runs wsl.exe with these arguments (stdin, timeout, cancellation as ExecOptions). */
+  run(args: string[], options: ExecOptions): Promise<ExecResult>;
+  /** `wsl.exe --list --verbose`, decoded from its bytes where they are at hand. */
+  list(timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean; stdout: string; stderr: string }>;
+  /** A long-lived command: with an (empty) stdin where that gives it a channel of its own. */
+  longLived: Pick<ExecOptions, 'stdin'>;
+}
+
+/** wsl.exe in a folder of this machine's PATH, or undefined. */
+function findWslExe(): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, 'wsl.exe');
+    try {
+      if (!statSync(file).isFile()) continue;
+      if (process.platform !== 'win32') accessSync(file, constants.X_OK);
+      return file;
+    } catch {
+      // not there, or not executable: the next folder
+    }
+  }
+  return undefined;
+}
+
+function localRunner(target: string): WslRunner {
+  const wsl = findWslExe();
+  if (!wsl) {
+    throw new CudamatrixError(
+      'WSL_NOT_FOUND',
+      `target "${target}": wsl.exe is not on PATH of this machine. WSL targets run their commands through wsl.exe, which Windows 10 (2004 or later) and Windows 11 have in C:\\Windows\\System32: run cudamatrix on the Windows machine whose distribution you measure, or reach that machine first with a chain, e.g. transport: [{kind: ssh, host: my-workstation}, {kind: wsl, distribution: Ubuntu-24.04}]`,
+    );
+  }
+  return {
+    where: 'this machine',
+    hostKey: 'local',
+    run: (args, options) => execProcessTree([wsl, ...args], options),
+    list: (timeoutMs, signal) =>
+      new Promise((resolve) => {
+        execFile(wsl, ['--list', '--verbose'], { encoding: 'buffer', timeout: timeoutMs, signal, maxBuffer: 4 * 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {
+          const e = error as (NodeJS.ErrnoException & { killed?: boolean; code?: number | string }) | null;
+          const exitCode = e ? (typeof e.code === 'number' ? e.code : null) : 0;
+          const failedToStart = e && typeof e.code === 'string' ? `${e.message}\n` : '';
+          resolve({ exitCode, timedOut: Boolean(e?.killed && !signal?.aborted), stdout: decodeWslOutput(stdout), stderr: failedToStart + decodeWslOutput(stderr) });
+        });
+      }),
+    longLived: {},
+  };
+}
+
+function viaRunner(via: Session): WslRunner {
+  return {
+    where: via.description,
+    hostKey: via.hostKey,
+    run: (args, options) => via.exec(['wsl.exe', ...args], options),
+    list: async (timeoutMs, signal) => {
+      const r = await via.exec(['wsl.exe', '--list', '--verbose'], { timeoutMs, signal });
+      return { exitCode: r.exitCode, timedOut: r.timedOut, stdout: decodeWslOutput(r.stdout), stderr: decodeWslOutput(r.stderr) };
+    },
+    // On a POSIX host the SSH session runs commands without stdin one at a time through its
+    // helper: a command that lives as long as the session must have a channel of its own.
+    longLived: { stdin: '' },
+  };
+}
+
+/** Whether the hop's shell could not find wsl.exe: sh (127), cmd (9009), PowerShell (CommandNotFoundException). */
+function notFoundOnHop(r: { exitCode: number | null; stderr: string }): boolean {
+  return r.exitCode === 127 || r.exitCode === 9009 || /CommandNotFoundException/.test(r.stderr);
+}
+
+/** Opens a session in a WSL distribution: this machine's, or through the previous hop. */
+export const connectWsl: Connect<WslOptions> = async (o, context) => {
+  const timeoutMs = (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000;
+  const runner = context.via ? viaRunner(context.via) : localRunner(context.target);
+  const distros = await listDistros(runner, timeoutMs, context.signal);
+  const distro = pickDistro(distros, o.distribution, runner.where);
+  if (distro.version === 1) {
+    throw new CudamatrixError(
+      'WSL_VERSION_1',
+      `WSL distribution "${distro.name}" on ${runner.where} runs under WSL 1, which has no GPU: CUDA in WSL needs WSL 2 (/dev/dxg), so its probes cannot run there and nothing was run in it. Convert it with "wsl.exe --set-version ${distro.name} 2", or name a WSL 2 distribution (there: ${describeDistros(distros)})`,
+    );
+  }
+  return WslSession.open(runner, distro, o, context.runId, timeoutMs, context.signal);
+};
+
+async function listDistros(runner: WslRunner, timeoutMs: number, signal?: AbortSignal): Promise<WslDistro[]> {
+  const r = await runner.list(timeoutMs, signal);
+  const said = oneLine(`${r.stdout}\n${r.stderr}`);
+  if (r.timedOut) {
+    throw new CudamatrixError('TARGET_UNREACHABLE', `"wsl.exe --list --verbose" on ${runner.where} did not answer within ${timeoutMs / 1000} s (connectTimeout); it printed: ${said || 'nothing'}`);
+  }
+  if (notFoundOnHop(r)) {
+    throw new CudamatrixError(
+      'WSL_NOT_FOUND',
+      `wsl.exe is not on PATH on ${runner.where}: WSL runs only on Windows (10 2004 or later, 11), where wsl.exe is in C:\\Windows\\System32. Is that host the Windows machine whose distribution you measure? (${said || 'no output'})`,
+    );
+  }
+  const distros = parseWslList(r.stdout);
+  if (r.exitCode === 0 && distros.length > 0) return distros;
+  if (WslToken.notInstalled.test(said)) {
+    throw new CudamatrixError(
+      'WSL_NOT_INSTALLED',
+      `WSL is not installed on ${runner.where}; wsl.exe said: ${said}. Install it there from an administrator prompt with "wsl.exe --install", restart Windows, then install a distribution ("wsl.exe --install Ubuntu-24.04")`,
+    );
+  }
+  const otherError = WslToken.anyError.test(said) && !WslToken.noDistros.test(said);
+  if (distros.length === 0 && /--exec\b/.test(said) && !otherError) {
+    throw new CudamatrixError(
+      'WSL_NOT_INSTALLED',
+      `the wsl.exe on ${runner.where} does not know "--list --verbose" (it printed its usage): it predates WSL 2, which CUDA needs. Update Windows (Windows 10 2004 or later; GPU support needs Windows 11 or Windows 10 21H2) and WSL ("wsl.exe --update")`,
+    );
+  }
+  if (distros.length === 0 && (WslToken.noDistros.test(said) || ((r.exitCode === 0 || wslFailed(r.exitCode)) && !otherError))) {
+    throw new CudamatrixError(
+      'WSL_DISTRO_NOT_FOUND',
+      `WSL on ${runner.where} lists no distribution ("wsl.exe --list --verbose" exited ${r.exitCode}${said ? `: ${said}` : ''}). Install one there ("wsl.exe --install Ubuntu-24.04") and name it as distribution:`,
+    );
+  }
+  throw new CudamatrixError('TRANSPORT_FAILED', `"wsl.exe --list --verbose" failed on ${runner.where} (exit status ${r.exitCode}): ${said || 'no output'}`);
+}
+
+/** wsl.exe's own failures exit with -1: 255 from a POSIX view, 4294967295 as a Windows DWORD. */
+function wslFailed(code: number | null): boolean {
+  return code === 255 || code === -1 || code === 4294967295;
+}
+
+function describeDistros(distros: WslDistro[]): string {
+  return distros.map((d) => `${d.name} (WSL ${d.version}${d.isDefault ? ', default' : ''}${d.state ? `, ${d.state}` : ''})`).join(', ') || 'none';
+}
+
+/** The distribution the options name (its name as wsl.exe spells it), or the default one. */
+function pickDistro(distros: WslDistro[], name: string | undefined, where: string): WslDistro {
+  if (name === undefined) {
+    const d = distros.find((x) => x.isDefault);
+    if (d) return d;
+    throw new CudamatrixError(
+      'WSL_DISTRO_NOT_FOUND',
+      `WSL on ${where} has no default distribution (none is marked * by "wsl.exe --list --verbose"); name one as distribution: (there: ${describeDistros(distros)}), or set one with "wsl.exe --set-default NAME"`,
+    );
+  }
+  const d = distros.find((x) => x.name === name) ?? distros.find((x) => x.name.toLowerCase() === name.toLowerCase());
+  if (d) return d;
+  throw new CudamatrixError(
+    'WSL_DISTRO_NOT_FOUND',
+    `there is no WSL distribution "${name}" on ${where}; there are: ${describeDistros(distros)}. Write one of those as distribution:, or install it there ("wsl.exe --install ${name}", or "wsl.exe --list --online" for the names)`,
+  );
+}
+
+class WslSession implements Session {
+  readonly platform = 'linux' as const;
+  readonly shell = 'posix' as const;
+  readonly description: string;
+  readonly hostKey: string;
+  private readonly guardianStop = new AbortController();
+  private guardianDone: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    private readonly runner: WslRunner,
+    private readonly distro: WslDistro,
+    private readonly user: string | undefined,
+    readonly arch: string,
+    readonly workDir: string,
+    private readonly cacheBase: string,
+  ) {
+    this.description = runner.where === 'this machine' ? `wsl ${distro.name}` : `${runner.where} → wsl ${distro.name}`;
+    this.hostKey = runner.hostKey;
+  }
+
+  static async open(runner: WslRunner, distro: WslDistro, o: WslOptions, runId: string, timeoutMs: number, signal?: AbortSignal): Promise<WslSession> {
+    const base = (cwd: string) => wslArgs(distro.name, o.user, cwd);
+    const nonce = randomBytes(6).toString('hex');
+    // Running a command starts the distribution if it is stopped (the first one takes longer).
+    const info = await runner.run([...base('/'), '--exec', ...shArgv(INFO, nonce)], { timeoutMs, signal });
+    const marker = `cm-wsl-info-${nonce}\n`;
+    const at = info.stdout.indexOf(marker);
+    if (at < 0 || info.exitCode !== 0) throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
+    const [machine, dxg, libcuda, tmp, cacheBase] = info.stdout.slice(at + marker.length).split('\n').map((l) => l.replace(/\r$/, ''));
+    const where = `WSL distribution "${distro.name}" on ${runner.where}`;
+    if (dxg !== '1') {
+      throw new CudamatrixError(
+        'WSL_NO_GPU',
+        `there is no /dev/dxg in ${where}: GPU paravirtualisation is off there, so CUDA cannot reach the GPU. It needs WSL 2 on Windows 11 or Windows 10 21H2 or later, an up-to-date WSL ("wsl.exe --update") and the NVIDIA driver for Windows on the host; then "wsl.exe --shutdown" and try again`,
+      );
+    }
+    if (libcuda !== '1') {
+      throw new CudamatrixError(
+        'WSL_NO_LIBCUDA',
+        `there is no libcuda.so.1 under /usr/lib/wsl/lib in ${where}: the NVIDIA driver for Windows provides it to every WSL 2 distribution. Install (or update) the NVIDIA driver on the Windows host, not a Linux driver inside the distribution; then "wsl.exe --shutdown" and try again`,
+      );
+    }
+    if (!machine || !tmp?.startsWith('/') || !cacheBase?.startsWith('/')) {
+      throw new CudamatrixError('TRANSPORT_FAILED', `setting up a session in ${where} gave an answer cudamatrix cannot read: ${oneLine(info.stdout.slice(at))}`);
+    }
+    const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
+    const workDir = `${tmp.replace(/\/+$/, '')}/cudamatrix-${tag}-${nonce}`;
+    const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine;
+    const session = new WslSession(runner, distro, o.user, arch, workDir, cacheBase);
+    await session.startGuardian(timeoutMs, signal);
+    return session;
+  }
+
+  /** Starts the guardian of the work directory and waits until it has made it. */
+  private async startGuardian(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const guardian = this.runner.run([...this.args('/'), '--exec', ...shArgv(GUARDIAN, this.workDir)], { ...this.runner.longLived, signal: this.guardianStop.signal });
+    this.guardianDone = guardian.catch(() => undefined);
+    const ended = guardian.then(
+      (r) => r,
+      (error: unknown) => error,
+    );
+    const ready = this.runCommand(shArgv(WAIT_DIR, this.workDir, String(Math.ceil(timeoutMs / 100))), { cwd: '/', timeoutMs: timeoutMs + 5000, signal });
+    const first = await Promise.race([ready.then((r) => ({ ready: r })), ended.then((r) => ({ ended: r }))]);
+    if ('ready' in first && first.ready.exitCode === 0) return;
+    this.guardianStop.abort();
+    await withTimeout(this.guardianDone, 5000);
+    if ('ended' in first) {
+      const r = first.ended;
+      if (r instanceof Error) throw r;
+      throw failure(r as ExecResult, this.runner, this.distro, this.user, `making the session's work directory ${this.workDir} in ${this.distro.name}`, timeoutMs);
+    }
+    const r = first.ready;
+    throw new CudamatrixError('TRANSPORT_FAILED', `the session's work directory ${this.workDir} did not appear in WSL distribution "${this.distro.name}" on ${this.runner.where}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+  }
+
+  private args(cwd: string): string[] {
+    return wslArgs(this.distro.name, this.user, cwd);
+  }
+
+  exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return this.runCommand(argv, options);
+  }
+
+  /** Runs argv in the distribution under the guard (see GUARD). */
+  private async runCommand(argv: string[], options: ExecOptions): Promise<ExecResult> {
+    const nonce = randomBytes(6).toString('hex');
+    const cwd = options.cwd ?? this.workDir;
+    const env = Object.entries(options.env ?? {});
+    const command = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
+    const r = await this.runner.run([...this.args(cwd), '--exec', ...shArgv(GUARD, nonce, cwd), ...command], {
+      stdin: options.stdin,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      maxOutput: options.maxOutput,
+    });
+    const marker = `cm-wsl-run-${nonce}\n`;
+    const at = r.stderr.indexOf(marker);
+    if (at >= 0) return { ...r, command: argv, stderr: r.stderr.slice(at + marker.length) };
+    // Stopped before the command started: the caller's own outcome (a timeout, a cancellation).
+    if (r.timedOut || r.cancelled || r.truncated) return { ...r, command: argv };
+    throw failure(r, this.runner, this.distro, this.user, `running ${argv[0] ?? 'a command'} in ${this.distro.name}`);
+  }
+
+  async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
+    const data = await readFile(localPath);
+    const r = await this.runCommand(shArgv(WRITE_FILE, remotePath, options.executable ? '755' : '644'), { cwd: '/', stdin: data.toString('base64'), timeoutMs: COPY_TIMEOUT_MS });
+    if (r.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+  }
+
+  async get(remotePath: string, localPath: string): Promise<void> {
+    const r = await this.runCommand(shArgv(READ_FILE, remotePath), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    if (r.exitCode !== 0) {
+      await rm(localPath, { force: true });
+      throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+    }
+    await writeFile(localPath, Buffer.from(r.stdout, 'base64'));
+  }
+
+  joinPath(...parts: string[]): string {
+    return parts.join('/').replace(/\/+/g, '/');
+  }
+
+  /**
+   * Puts a file in the distribution's per-hash cache ($XDG_CACHE_HOME or ~/.cache, then
+   * cudamatrix/deployed/<key>/), checked by its SHA-256; copies it only when missing or different.
+   */
+  async installCached(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }> {
+    if (!/^[A-Za-z0-9._-]+$/.test(key) || !/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`bad cache key ${key}/${name}`);
+    const sha = createHash('sha256').update(await readFile(localPath)).digest('hex');
+    const dir = `${this.cacheBase.replace(/\/+$/, '')}/cudamatrix/deployed/${key}`;
+    const target = `${dir}/${name}`;
+    const cached = await this.runCommand(shArgv(SHA_OF, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    if (cached.exitCode === 0 && cached.stdout.trim().split(/\s+/)[0] === sha) return { path: target, uploaded: false };
+    const made = await this.runCommand(shArgv(MAKE_DIRS, dir), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`);
+    // Beside it, then renamed: a reader never runs half a binary.
+    const partial = `${target}.upload-${randomBytes(4).toString('hex')}`;
+    await this.put(localPath, partial, { executable: true });
+    const moved = await this.runCommand(shArgv(MOVE_AND_HASH, partial, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    const placed = moved.exitCode === 0 ? (moved.stdout.trim().split(/\s+/)[0] ?? '') : '';
+    if (placed !== sha) throw new CudamatrixError('TRANSPORT_FAILED', `the probe copied to ${this.description}:${target} does not verify (${oneLine(moved.stderr) || 'hash differs'})`);
+    return { path: target, uploaded: true };
+  }
+
+  /** Removes the work directory, then ends the guardian (which would remove it too). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.runCommand(shArgv(RM_DIR, this.workDir), { cwd: '/', timeoutMs: DISPOSE_TIMEOUT_MS }).catch(() => undefined);
+    } finally {
+      this.guardianStop.abort();
+      await withTimeout(this.guardianDone, 5000);
+    }
+  }
+}
+
+function wslArgs(distribution: string, user: string | undefined, cwd: string): string[] {
+  return ['--distribution', distribution, ...(user ? ['--user', user] : []), '--cd', cwd];
+}
+
+/**
+ * Why wsl.exe did not run a command (its marker never came): the distribution vanished, the user
+ * does not exist, WSL broke, the hop could not run wsl.exe, or it ran out of time.
+ */
+function failure(r: ExecResult, runner: WslRunner, distro: WslDistro, user: string | undefined, what: string, timeoutMs?: number): CudamatrixError {
+  const said = oneLine(`${decodeWslOutput(r.stdout)}\n${decodeWslOutput(r.stderr)}`);
+  const where = `WSL distribution "${distro.name}" on ${runner.where}`;
+  const error = (code: ErrorCode, message: string) => new CudamatrixError(code, message);
+  if (r.timedOut) return error('TARGET_UNREACHABLE', `${what} did not finish within ${(timeoutMs ?? 0) / 1000} s (connectTimeout): ${said || 'no output'}; starting a stopped WSL 2 distribution can take a while, so a larger connectTimeout may help`);
+  if (notFoundOnHop(r)) return error('WSL_NOT_FOUND', `wsl.exe is not on PATH on ${runner.where}: ${said || `exit status ${r.exitCode}`}`);
+  if (WslToken.distroNotFound.test(said)) return error('WSL_DISTRO_NOT_FOUND', `${where} is gone (it was listed a moment ago): wsl.exe said: ${said}`);
+  if (WslToken.userNotFound.test(said)) return error('TARGET_UNREACHABLE', `there is no user "${user ?? '(the default user)'}" in ${where}; wsl.exe said: ${said}. Create the user there, or change user: in the matrix`);
+  if (WslToken.notInstalled.test(said)) return error('WSL_NOT_INSTALLED', `WSL on ${runner.where} cannot run ${distro.name}; wsl.exe said: ${said}. Install WSL ("wsl.exe --install" as administrator) and restart Windows`);
+  return error('TRANSPORT_FAILED', `${what}: wsl.exe did not run it (exit status ${r.exitCode}${r.signal ? `, ${r.signal}` : ''}): ${said || 'no output'}`);
+}
+
+/** Waits for `p`, or `ms` at most; the timer does not keep the process alive. */
+async function withTimeout(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}

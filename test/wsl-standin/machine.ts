@@ -1,0 +1,137 @@
+/**
+ * A Windows machine's WSL, as the stand-in wsl.exe (./wsl.exe) sees it: a folder with
+ * distros.json (the distributions: name, state, version, default) and one root filesystem per
+ * distribution, assembled here from busybox-static, the shared libraries cudaprobe needs (as
+ * ldd names them), /etc/passwd and a /dev/null. A WSL 2 distribution gets /dev/dxg and
+ * /usr/lib/wsl/lib/libcuda.so.1 as empty files unless told otherwise: cudaprobe then finds the
+ * paravirtualised GPU's device and driver, fails to load the driver, and takes its no-driver path.
+ *
+ * This is a stand-in because no Windows machine is reachable from this project's machines; see
+ * the header of ./wsl.exe for what it does like the real wsl.exe, and where that comes from.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { findOnPath, tempDir } from '../helpers.ts';
+
+/** The folder of the stand-in wsl.exe: put it on PATH. */
+export const STANDIN_BIN = path.resolve(import.meta.dirname);
+export const STANDIN_WSL = path.join(STANDIN_BIN, 'wsl.exe');
+/** The program ./wsl.exe runs (with node): what a running stand-in shows in ps. */
+export const STANDIN_PROGRAM = path.join(STANDIN_BIN, 'standin.mjs');
+
+export interface StandinDistro {
+  name: string;
+  version: 1 | 2;
+  state?: 'Running' | 'Stopped';
+  default?: boolean;
+  defaultUser?: string;
+  /** What of WSL's GPU paravirtualisation the distribution has (default for WSL 2: both). */
+  gpu?: { dxg: boolean; libcuda: boolean };
+}
+
+/** distros.json: the machine's WSL. */
+export interface MachineFile {
+  installed?: boolean;
+  locale?: string;
+  distros: { name: string; state: string; version: number; default?: boolean; defaultUser?: string }[];
+}
+
+export interface StandinMachine {
+  /** CUDAMATRIX_WSL_STANDIN_ROOT. */
+  root: string;
+  /** The environment for a process that runs the stand-in: PATH with it first, and the root. */
+  env(extra?: Record<string, string>): Record<string, string>;
+  /** A distribution's root filesystem, as a folder of this machine. */
+  distroRoot(name: string): string;
+  /** The machine as distros.json has it now (states change when a command starts a distribution). */
+  read(): MachineFile;
+  write(machine: MachineFile): void;
+}
+
+/** The tools the stand-in machine is made from and runs with; each with its Debian package. */
+export const STANDIN_TOOLS = { busybox: 'busybox-static', ldd: 'libc-bin', chroot: 'coreutils', mknod: 'coreutils' };
+
+/**
+ * Makes a machine with these distributions. `libsOf`: a binary (cudaprobe) whose shared libraries
+ * each distribution gets, so that it runs there.
+ */
+export function makeStandinMachine(distros: StandinDistro[], o: { libsOf: string; locale?: 'en-US' | 'de-DE'; installed?: boolean }): StandinMachine {
+  const root = tempDir('cm-wsl-machine-');
+  const busybox = findOnPath('busybox');
+  if (!busybox) throw new Error('busybox (busybox-static) is needed for the WSL stand-in');
+  const applets = execFileSync(busybox, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  const libs = execFileSync('ldd', [o.libsOf], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => /(\/\S+) \(0x/.exec(l)?.[1])
+    .filter((p): p is string => Boolean(p));
+  for (const d of distros) {
+    const fs = path.join(root, d.name);
+    for (const dir of ['bin', 'etc', 'root', 'home/builder', 'tmp', 'dev', 'proc', 'usr/bin']) mkdirSync(path.join(fs, dir), { recursive: true });
+    chmodSync(path.join(fs, 'tmp'), 0o1777);
+    chownSync(path.join(fs, 'home/builder'), 1000, 1000);
+    copyFileSync(busybox, path.join(fs, 'bin', 'busybox'));
+    chmodSync(path.join(fs, 'bin', 'busybox'), 0o755);
+    for (const a of applets) {
+      if (a === 'busybox') continue;
+      try {
+        symlinkSync('busybox', path.join(fs, 'bin', a));
+      } catch {
+        // listed twice
+      }
+    }
+    for (const lib of libs) {
+      mkdirSync(path.join(fs, path.dirname(lib)), { recursive: true });
+      copyFileSync(realpathSync(lib), path.join(fs, lib));
+    }
+    writeFileSync(path.join(fs, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/sh\nbuilder:x:1000:1000:builder:/home/builder:/bin/sh\n');
+    writeFileSync(path.join(fs, 'etc', 'group'), 'root:x:0:\nbuilder:x:1000:\n');
+    writeFileSync(path.join(fs, 'etc', 'os-release'), `NAME="Stand-in ${d.name}"\nID=standin\nPRETTY_NAME="${d.name} (cudamatrix's WSL stand-in)"\n`);
+    execFileSync('mknod', ['-m', '666', path.join(fs, 'dev', 'null'), 'c', '1', '3']);
+    const gpu = d.gpu ?? { dxg: d.version === 2, libcuda: d.version === 2 };
+    if (gpu.dxg) writeFileSync(path.join(fs, 'dev', 'dxg'), '');
+    if (gpu.libcuda) {
+      mkdirSync(path.join(fs, 'usr/lib/wsl/lib'), { recursive: true });
+      writeFileSync(path.join(fs, 'usr/lib/wsl/lib/libcuda.so.1'), '');
+    }
+  }
+  const machineFile = path.join(root, 'distros.json');
+  const machine: StandinMachine = {
+    root,
+    env: (extra = {}) => ({ PATH: `${STANDIN_BIN}${path.delimiter}${process.env.PATH ?? ''}`, CUDAMATRIX_WSL_STANDIN_ROOT: root, ...extra }),
+    distroRoot: (name) => path.join(root, name),
+    read: () => JSON.parse(readFileSync(machineFile, 'utf8')),
+    write: (m) => writeFileSync(machineFile, `${JSON.stringify(m, null, 2)}\n`),
+  };
+  machine.write({
+    installed: o.installed ?? true,
+    locale: o.locale ?? 'en-US',
+    distros: distros.map((d) => ({ name: d.name, state: d.state ?? 'Stopped', version: d.version, default: d.default ?? false, defaultUser: d.defaultUser ?? 'root' })),
+  });
+  return machine;
+}
+
+/** Work folders of cudamatrix sessions left in a distribution's /tmp. */
+export function leftInDistro(machine: StandinMachine, name: string): string[] {
+  return readdirSync(path.join(machine.distroRoot(name), 'tmp')).filter((f) => f.startsWith('cudamatrix-'));
+}
+
+/** Processes still running from the stand-in: wsl.exe itself, or anything chrooted into its machine. */
+export function standinProcesses(machine: StandinMachine): string[] {
+  const table = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n');
+  const mine: string[] = [];
+  for (const line of table) {
+    const pid = Number(line.trim().split(/\s+/)[0]);
+    if (!pid || pid === process.pid) continue;
+    if (line.includes(STANDIN_PROGRAM) || line.includes(STANDIN_WSL)) {
+      mine.push(line.trim());
+      continue;
+    }
+    try {
+      if (realpathSync(`/proc/${pid}/root`).startsWith(machine.root)) mine.push(line.trim());
+    } catch {
+      // gone, or not ours to look at
+    }
+  }
+  return mine;
+}

@@ -1,0 +1,258 @@
+#!/usr/bin/env node
+/*
+ * A STAND-IN for Windows' wsl.exe, for cudamatrix's tests. It is not WSL and runs no Windows
+ * code: no Windows machine is reachable from this project's machines, so the WSL transport is
+ * exercised against this program, which ./wsl.exe runs: that folder goes on PATH (on this
+ * machine, or on the PATH of the test sshd's sessions for [ssh, wsl]). It behaves like the real wsl.exe in what cudamatrix
+ * relies on, and refuses everything else:
+ *
+ *   wsl.exe --list --verbose | -l -v | --list -v | -l --verbose
+ *   wsl.exe [--distribution|-d NAME] [--user|-u USER] [--cd DIR] --exec|-e PROGRAM ARGS...
+ *
+ * - Its own output (the list, every message) is UTF-16LE without a byte-order mark, with CRLF
+ *   line ends, unless WSL_UTF8 is exactly "1" (then UTF-8): microsoft/WSL WslClient.cpp sets the
+ *   C runtime to _O_U16TEXT unless getenv("WSL_UTF8") is "1" (then _O_U8TEXT); wprintf in text
+ *   mode writes "\n" as "\r\n". A program run with --exec writes its own bytes, unchanged.
+ * - The list: a header line, then one row per distribution, the default one first and marked
+ *   "*", printed with ListDistributionsHelper's format "%s %-Ns%-16s%s\n" (N = the longest name,
+ *   at least "NAME", plus 4). The header and state words follow the machine's locale: "en-US"
+ *   (NAME STATE VERSION, Running/Stopped, as in WslClient.cpp) or "de-DE" (NAME STATUS VERSION,
+ *   "Wird ausgeführt"/"Beendet": this stand-in's own German rendering, there to prove that
+ *   cudamatrix reads no words; the real German strings may differ).
+ * - Failures of wsl.exe itself exit with -1 (255 as a POSIX exit status): WslMain "uses exit code
+ *   -1 so invokers of wsl.exe can distinguish between a Linux process failure and a wsl.exe
+ *   failure". A missing distribution prints "There is no distribution with the supplied name."
+ *   and "Error code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND" (the text as WSL's en-US Resources.resw
+ *   MessageDistroNotFound has it; the code line as users report it, e.g. microsoft/WSL#12654,
+ *   docker/for-win#14948: "exit status 0xffffffff"). No distribution at all: "Windows Subsystem
+ *   for Linux has no installed distributions..." without an error code line (WslClient.cpp does
+ *   not print the code for WSL_E_DEFAULT_DISTRO_NOT_FOUND). An unknown option: "Invalid command
+ *   line argument: X" / "Please use 'wsl.exe --help'..." on stdout (MessageInvalidCommandLine).
+ *   WSL not installed (the inbox wsl.exe without the WSL package): "The Windows Subsystem for
+ *   Linux is not installed. You can install by running 'wsl.exe --install'." and the
+ *   https://aka.ms/wslinstall link, as users quote it; its exit status is this stand-in's guess.
+ *   Messages go to stderr except those WslClient.cpp prints to stdout.
+ * - A distribution is a folder, $CUDAMATRIX_WSL_STANDIN_ROOT/<name>/, with a root filesystem of
+ *   its own (busybox, the libraries cudaprobe needs, /etc/passwd, /dev/null, and for a WSL 2
+ *   distribution with a GPU /dev/dxg and /usr/lib/wsl/lib/libcuda.so.1, here empty files: the
+ *   driver does not load, as on a machine without a usable GPU). The machine is
+ *   $CUDAMATRIX_WSL_STANDIN_ROOT/distros.json:
+ *     {"installed": true, "locale": "en-US",
+ *      "distros": [{"name": "Ubuntu-24.04", "state": "Stopped", "version": 2, "default": true, "defaultUser": "root"}]}
+ *   --exec runs the program chrooted into that folder (so this stand-in must run as root), as the
+ *   user (from its /etc/passwd), with a fresh Linux environment (PATH, HOME, USER, SHELL,
+ *   WSL_DISTRO_NAME, and the variables WSLENV lists, as WSL passes them), in a session of its
+ *   own. Running a command starts a stopped distribution (its state becomes Running).
+ * - Killing wsl.exe does not end the Linux processes it started (microsoft/WSL#2496: they are
+ *   reparented to init). This stand-in relays the program's stdio through its own pipes and is
+ *   their parent, as WSL's per-command relay is; it ends on a signal without passing it on, and
+ *   when its own stdout is gone (a closed channel), so the Linux side sees its parent go.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const FAILED = 255; // -1 as a POSIX exit status
+const utf8 = process.env.WSL_UTF8 === '1';
+
+const strings = {
+  'en-US': {
+    header: ['NAME', 'STATE', 'VERSION'],
+    Running: 'Running',
+    Stopped: 'Stopped',
+    errorCode: 'Error code',
+    distroNotFound: 'There is no distribution with the supplied name.',
+    noDistros:
+      "Windows Subsystem for Linux has no installed distributions.\nYou can resolve this by installing a distribution with the instructions below:\n\nUse 'wsl.exe --list --online' to list available distributions\nand 'wsl.exe --install <Distro>' to install.",
+    invalidArgument: (a) => `Invalid command line argument: ${a}\nPlease use 'wsl.exe --help' to get a list of supported arguments.`,
+    missingValue: (a) => `Command line argument ${a} requires a value.\nPlease use 'wsl.exe --help' to get a list of supported arguments.`,
+    userNotFound: 'User not found.',
+    invalidParameter: 'The parameter is incorrect.',
+    notInstalled: "The Windows Subsystem for Linux is not installed. You can install by running 'wsl.exe --install'.\nFor more information please visit https://aka.ms/wslinstall",
+  },
+  'de-DE': {
+    header: ['NAME', 'STATUS', 'VERSION'],
+    Running: 'Wird ausgeführt',
+    Stopped: 'Beendet',
+    errorCode: 'Fehlercode',
+    distroNotFound: 'Es ist keine Distribution mit dem angegebenen Namen vorhanden.',
+    noDistros:
+      "Für das Windows-Subsystem für Linux sind keine Distributionen installiert.\nVerwenden Sie 'wsl.exe --list --online', um verfügbare Distributionen aufzulisten,\nund 'wsl.exe --install <Distro>' für die Installation.",
+    invalidArgument: (a) => `Ungültiges Befehlszeilenargument: ${a}\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
+    missingValue: (a) => `Das Befehlszeilenargument ${a} erfordert einen Wert.\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
+    userNotFound: 'Benutzer nicht gefunden.',
+    invalidParameter: 'Falscher Parameter.',
+    notInstalled:
+      "Das Windows-Subsystem für Linux ist nicht installiert. Sie können es installieren, indem Sie 'wsl.exe --install' ausführen.\nWeitere Informationen finden Sie unter https://aka.ms/wslinstall",
+  },
+};
+
+/** wsl.exe's own text: UTF-16LE (no BOM) or UTF-8 under WSL_UTF8=1, CRLF line ends. */
+function encode(text) {
+  const crlf = text.replace(/\r?\n/g, '\r\n');
+  return Buffer.from(crlf, utf8 ? 'utf8' : 'utf16le');
+}
+
+function write(stream, text) {
+  stream.write(encode(text.endsWith('\n') ? text : `${text}\n`));
+}
+
+/** A failure of wsl.exe itself: the message, and exit -1. */
+function fail(text, stream = process.stderr) {
+  write(stream, text);
+  process.exitCode = FAILED;
+}
+
+/** Not a behaviour of the real wsl.exe: this stand-in was asked for something it does not do. */
+function standinRefuses(why) {
+  process.stderr.write(`wsl.exe stand-in (not the real WSL): ${why}\n`);
+  process.exitCode = FAILED;
+}
+
+const root = process.env.CUDAMATRIX_WSL_STANDIN_ROOT;
+const machineFile = root ? path.join(root, 'distros.json') : '';
+
+function loadMachine() {
+  return JSON.parse(readFileSync(machineFile, 'utf8'));
+}
+
+function saveMachine(machine) {
+  const tmp = `${machineFile}.${process.pid}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(machine, null, 2)}\n`);
+  renameSync(tmp, machineFile);
+}
+
+function main(args) {
+  if (!root || !existsSync(machineFile)) return standinRefuses('CUDAMATRIX_WSL_STANDIN_ROOT must name a folder with a distros.json');
+  const machine = loadMachine();
+  const t = strings[machine.locale ?? 'en-US'];
+  if (!t) return standinRefuses(`unknown locale ${machine.locale}`);
+  if (machine.installed === false) return fail(t.notInstalled, process.stdout);
+  const distros = machine.distros ?? [];
+  const find = (name) => distros.find((d) => d.name.toLowerCase() === name.toLowerCase());
+
+  let distro;
+  let user;
+  let cwd;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === '-d' || a === '--distribution') {
+      const name = args[++i];
+      if (!name) return fail(t.missingValue('--distribution'), process.stdout);
+      distro = find(name);
+      // As WslMain: the name is looked up as soon as it is read.
+      if (!distro) return fail(`${t.distroNotFound}\n${t.errorCode}: Wsl/Service/WSL_E_DISTRO_NOT_FOUND`);
+    } else if (a === '-u' || a === '--user') {
+      user = args[++i];
+      if (!user) return fail(t.missingValue('--user'), process.stdout);
+    } else if (a === '--cd') {
+      cwd = args[++i];
+      if (!cwd) return fail(t.missingValue('--cd'), process.stdout);
+    } else if (a === '-e' || a === '--exec') {
+      return exec(machine, t, distro, user, cwd, args.slice(i + 1));
+    } else if (a === '-l' || a === '--list') {
+      const rest = args.slice(i + 1);
+      const bad = rest.find((r) => r !== '-v' && r !== '--verbose');
+      if (bad !== undefined) return fail(t.invalidArgument(bad), process.stdout);
+      if (rest.length !== 1) return standinRefuses(`only "--list --verbose" is supported, not ${JSON.stringify(['--list', ...rest].join(' '))}`);
+      return list(machine, t);
+    } else if (a.startsWith('-')) {
+      return fail(t.invalidArgument(a), process.stdout);
+    } else {
+      return standinRefuses(`a command line for the default shell (${JSON.stringify(args.slice(i).join(' '))}): cudamatrix only uses --exec`);
+    }
+  }
+  return standinRefuses('no --exec and no --list: the real wsl.exe would start an interactive shell');
+}
+
+function list(machine, t) {
+  const distros = [...(machine.distros ?? [])].sort((a, b) => Number(Boolean(b.default)) - Number(Boolean(a.default)));
+  if (distros.length === 0) return fail(t.noDistros);
+  const width = Math.max(t.header[0].length, ...distros.map((d) => d.name.length)) + 4;
+  const row = (mark, name, state, version) => `${mark} ${name.padEnd(width)}${state.padEnd(16)}${version}\n`;
+  let out = row(' ', ...t.header);
+  for (const d of distros) out += row(d.default ? '*' : ' ', d.name, t[d.state] ?? d.state, String(d.version));
+  process.stdout.write(encode(out));
+}
+
+/** The user's entry in the distribution's /etc/passwd. */
+function passwdEntry(distroRoot, name) {
+  const file = path.join(distroRoot, 'etc', 'passwd');
+  if (!existsSync(file)) return undefined;
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const [n, , uid, gid, , home, shell] = line.split(':');
+    if (n === name) return { name: n, uid, gid, home, shell };
+  }
+  return undefined;
+}
+
+/** The variables WSLENV names ("A:B/p:C/u"), from this process's environment. */
+function wslenvVariables() {
+  const out = {};
+  for (const entry of (process.env.WSLENV ?? '').split(':')) {
+    const name = entry.split('/')[0];
+    if (name && process.env[name] !== undefined) out[name] = process.env[name];
+  }
+  if (process.env.WSLENV !== undefined) out.WSLENV = process.env.WSLENV;
+  return out;
+}
+
+function exec(machine, t, chosen, userName, cwdArg, command) {
+  if (command.length === 0) return fail(`${t.invalidParameter}\n${t.errorCode}: Wsl/E_INVALIDARG`);
+  const distro = chosen ?? (machine.distros ?? []).find((d) => d.default);
+  if (!distro) return fail(t.noDistros);
+  if (process.getuid?.() !== 0) return standinRefuses('it runs distributions with chroot, which needs root');
+  const distroRoot = path.join(root, distro.name);
+  if (!existsSync(distroRoot)) return standinRefuses(`no root filesystem for ${distro.name} at ${distroRoot}`);
+  const account = passwdEntry(distroRoot, userName ?? distro.defaultUser ?? 'root');
+  if (!account) return fail(`${t.userNotFound}\n${t.errorCode}: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND`);
+  let dir = '/';
+  if (cwdArg === '~') dir = account.home;
+  else if (cwdArg?.startsWith('/')) dir = cwdArg;
+  else if (cwdArg !== undefined) return standinRefuses(`--cd with a Windows path (${cwdArg}): cudamatrix passes Linux paths`);
+
+  // Running a command starts the distribution.
+  if (distro.state !== 'Running') {
+    const fresh = loadMachine();
+    const d = fresh.distros.find((x) => x.name === distro.name);
+    if (d && d.state !== 'Running') {
+      d.state = 'Running';
+      saveMachine(fresh);
+    }
+  }
+
+  const env = {
+    PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    HOME: account.home,
+    USER: account.name,
+    LOGNAME: account.name,
+    SHELL: account.shell || '/bin/sh',
+    LANG: 'C.UTF-8',
+    WSL_DISTRO_NAME: distro.name,
+    ...wslenvVariables(),
+  };
+  const chroot = ['/usr/sbin/chroot', '/usr/bin/chroot'].find((c) => existsSync(c)) ?? 'chroot';
+  // init's part: change to the directory (or stay at / when it is not there), then exec.
+  const child = spawn(chroot, [`--userspec=${account.uid}:${account.gid}`, distroRoot, '/bin/sh', '-c', 'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', 'wsl-init', dir, ...command], {
+    env,
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
+  // The relay: the program's output through this process; its stdin from ours.
+  const relayGone = () => process.exit(FAILED);
+  process.stdout.on('error', relayGone);
+  process.stderr.on('error', relayGone);
+  child.stdout.on('data', (d) => process.stdout.write(d));
+  child.stderr.on('data', (d) => process.stderr.write(d));
+  child.stdin.on('error', () => undefined);
+  process.stdin.on('error', () => undefined);
+  process.stdin.pipe(child.stdin);
+  child.on('error', (e) => standinRefuses(`cannot run chroot: ${e.message}`));
+  child.on('close', (code, signal) => {
+    process.stdin.unpipe(child.stdin);
+    process.stdin.destroy();
+    process.exitCode = code ?? 128 + (signal === 'SIGKILL' ? 9 : signal === 'SIGTERM' ? 15 : 1);
+  });
+}
+
+main(process.argv.slice(2));
