@@ -62,6 +62,14 @@ function shArgv(body: string, ...args: string[]): string[] {
   return ['sh', '-c', BOOT, body, ...args];
 }
 
+/**
+ * Whether this shell's parent, the relay of its wsl.exe, is still there: it is, while this shell
+ * has not been reparented (its PPid in /proc is still the one it started with). `kill -0` would
+ * not do: the relay runs as root, and a command run as another user may not signal it. Without
+ * /proc, `kill -0` is the fallback.
+ */
+const ALIVE = 'alive() { if [ -r /proc/$$/stat ]; then read -r x x x p x < /proc/$$/stat; [ "$p" = "$PPID" ]; else kill -0 $PPID 2>/dev/null; fi; }';
+
 /** The look around at connect: "cm-wsl-info-NONCE", then arch, dxg, libcuda, TMPDIR, cache folder. */
 const INFO = script(
   `printf 'cm-wsl-info-%s\\n' "$1"`,
@@ -79,12 +87,13 @@ const INFO = script(
  * that out when it writes, and ends.
  */
 const GUARDIAN = script(
+  ALIVE,
   'd=$1',
   `trap 'rm -rf "$d"' EXIT`,
   `trap 'exit 143' TERM HUP INT`,
   `trap 'exit 141' PIPE`,
   'mkdir -m 700 "$d" || exit 1',
-  `while kill -0 $PPID 2>/dev/null; do printf '\\n' || exit 141; sleep 2; done`,
+  `while alive; do printf '\\n' || exit 141; sleep 2; done`,
 );
 
 /** Waits until the guardian has made the directory ($1), for at most $2 tenths of a second. */
@@ -96,6 +105,7 @@ const WAIT_DIR = script('i=0', 'while [ ! -d "$1" ]; do i=$((i+1)); [ $i -gt $2 
  * process group when the guard's parent (the relay of wsl.exe) is gone.
  */
 const GUARD = script(
+  ALIVE,
   `printf 'cm-wsl-run-%s\\n' "$1" >&2`,
   'cd "$2" || exit 125',
   'shift 2',
@@ -103,11 +113,12 @@ const GUARD = script(
   'setsid "$@" <&3 3<&- &',
   'pid=$!',
   'exec 3<&-',
-  '( while kill -0 $PPID 2>/dev/null; do sleep 1; done; kill -TERM -$pid 2>/dev/null; sleep 2; kill -KILL -$pid 2>/dev/null ) </dev/null >/dev/null 2>&1 &',
+  '( while alive; do sleep 1; done; kill -TERM -$pid 2>/dev/null; sleep 2; kill -KILL -$pid 2>/dev/null ) </dev/null >/dev/null 2>&1 &',
   'w=$!',
   'wait $pid',
   'c=$?',
-  'kill $w 2>/dev/null',
+  // Ended while its wsl.exe is still there: the watcher goes. Else it still has a KILL to send.
+  'if alive; then kill $w 2>/dev/null; fi',
   'exit $c',
 );
 

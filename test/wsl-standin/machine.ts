@@ -50,7 +50,7 @@ export interface StandinMachine {
 }
 
 /** The tools the stand-in machine is made from and runs with; each with its Debian package. */
-export const STANDIN_TOOLS = { busybox: 'busybox-static', ldd: 'libc-bin', chroot: 'coreutils', mknod: 'coreutils' };
+export const STANDIN_TOOLS = { busybox: 'busybox-static', ldd: 'libc-bin', chroot: 'coreutils', mknod: 'coreutils', unshare: 'util-linux', mount: 'mount' };
 
 /**
  * Makes a machine with these distributions. `libsOf`: a binary (cudaprobe) whose shared libraries

@@ -39,7 +39,8 @@
  *   $CUDAMATRIX_WSL_STANDIN_ROOT/distros.json:
  *     {"installed": true, "locale": "en-US",
  *      "distros": [{"name": "Ubuntu-24.04", "state": "Stopped", "version": 2, "default": true, "defaultUser": "root"}]}
- *   --exec runs the program chrooted into that folder (so this stand-in must run as root), as the
+ *   --exec runs the program chrooted into that folder, with a /proc mounted in a mount namespace
+ *   of the command's own (so this stand-in must run as root, with unshare and mount), as the
  *   user (from its /etc/passwd), with a fresh Linux environment (PATH, HOME, USER, SHELL,
  *   WSL_DISTRO_NAME, and the variables WSLENV lists, as WSL passes them), in a session of its
  *   own. Running a command starts a stopped distribution (its state becomes Running).
@@ -232,8 +233,12 @@ function exec(machine, t, chosen, userName, cwdArg, command) {
     ...wslenvVariables(),
   };
   const chroot = ['/usr/sbin/chroot', '/usr/bin/chroot'].find((c) => existsSync(c)) ?? 'chroot';
-  // init's part: change to the directory (or stay at / when it is not there), then exec.
-  const child = spawn(chroot, [`--userspec=${account.uid}:${account.gid}`, distroRoot, '/bin/sh', '-c', 'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', 'wsl-init', dir, ...command], {
+  const unshare = ['/usr/bin/unshare', '/bin/unshare'].find((c) => existsSync(c)) ?? 'unshare';
+  // The distribution's /proc: mounted in a mount namespace of this command's own (gone when its
+  // processes are), so that nothing is mounted on this machine. Then init's part: change to the
+  // directory (or stay at / when it is not there), and exec the program.
+  const inside = [chroot, `--userspec=${account.uid}:${account.gid}`, distroRoot, '/bin/sh', '-c', 'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', 'wsl-init', dir, ...command];
+  const child = spawn(unshare, ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', 'mount -t proc proc "$1/proc" 2>/dev/null; shift; exec "$@"', 'wsl-vm', distroRoot, ...inside], {
     env,
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
