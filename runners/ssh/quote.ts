@@ -53,7 +53,25 @@ export function quoteArgv(argv: string[], shell: Shell): string {
     case 'powershell':
       // The call operator runs the program named by the first (quoted) word.
       return `& ${argv.map(quotePowerShell).join(' ')}`;
-    case 'cmd':
-      return argv.map(quoteCmd).join(' ');
+    case 'cmd': {
+      const line = argv.map(quoteCmd).join(' ');
+      // Windows OpenSSH runs `cmd.exe /c "LINE"`: its two quotes count too. Over the limit,
+      // Microsoft's cmd.exe says "The command line is too long"; Wine's ran nothing and
+      // exited 0 (test/windows-quoting.test.ts), which would read as a probe that printed nothing.
+      if (line.length + 2 > CMD_MAX_LINE) {
+        throw new CudamatrixError(
+          'USAGE',
+          `the command line for cmd.exe would be ${line.length + 2} characters, and cmd.exe runs at most ${CMD_MAX_LINE}; shorten the arguments (or make PowerShell the host's OpenSSH DefaultShell and set shell: powershell)`,
+        );
+      }
+      return line;
+    }
   }
 }
+
+/**
+ * The longest command line cmd.exe runs, in UTF-16 code units ("The maximum length of the string
+ * that you can use at the command prompt is 8191 characters": Microsoft's "Command prompt
+ * (Cmd.exe) command-line string limitation").
+ */
+export const CMD_MAX_LINE = 8191;
