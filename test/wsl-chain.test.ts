@@ -69,16 +69,26 @@ function eventsOf(dir: string): { runDir: string; events: RunEvent[] } {
 const targetErrors = (events: RunEvent[]) => Object.fromEntries(events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
 const cells = (events: RunEvent[], target: string) => events.flatMap((e) => (e.type === 'cell-end' && e.planned && e.target === target ? [e] : []));
 
-/** Nothing left at any hop: on the SSH host (run folders, helpers, probes), in the distributions, and no stand-in running. */
+/**
+ * What the run left on the SSH host: its run folders and helpers (test/ssh-helpers.ts's
+ * leftovers, less the probes it lists from every run: in [ssh, wsl] the probe runs in the
+ * distribution, where standinProcesses looks, and other test files' probes are not ours).
+ */
+function sshHostLeftovers(runId: string): string[] {
+  const { dirs, processes } = leftovers(runId);
+  return [...dirs, ...processes.filter((p) => !p.includes('cudamatrix/deployed/'))];
+}
+
+/** Nothing left at any hop: on the SSH host, in the distributions, and no stand-in running. */
 async function expectNothingLeft(m: StandinMachine, runId: string, ms = 12_000): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
     const left = {
-      sshHost: leftovers(runId),
+      sshHost: sshHostLeftovers(runId),
       wslProcesses: standinProcesses(m),
       wslDirs: m.read().distros.flatMap((d) => leftInDistro(m, d.name).map((f) => `${d.name}:/tmp/${f}`)),
     };
-    if (!left.sshHost.dirs.length && !left.sshHost.processes.length && !left.wslProcesses.length && !left.wslDirs.length) return;
+    if (!left.sshHost.length && !left.wslProcesses.length && !left.wslDirs.length) return;
     if (Date.now() > until) throw new Error(`left behind: ${JSON.stringify(left)}`);
     await new Promise((r) => setTimeout(r, 200));
   }

@@ -116,19 +116,24 @@ export function leftInDistro(machine: StandinMachine, name: string): string[] {
   return readdirSync(path.join(machine.distroRoot(name), 'tmp')).filter((f) => f.startsWith('cudamatrix-'));
 }
 
-/** Processes still running from the stand-in: wsl.exe itself, or anything chrooted into its machine. */
+/**
+ * Processes still running from this machine's stand-in: wsl.exe itself (a stand-in whose
+ * environment names this machine), or anything chrooted into one of its distributions. Other
+ * machines' (other tests running at the same time) are not counted.
+ */
 export function standinProcesses(machine: StandinMachine): string[] {
   const table = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' }).split('\n');
   const mine: string[] = [];
   for (const line of table) {
     const pid = Number(line.trim().split(/\s+/)[0]);
     if (!pid || pid === process.pid) continue;
-    if (line.includes(STANDIN_PROGRAM) || line.includes(STANDIN_WSL)) {
-      mine.push(line.trim());
-      continue;
-    }
     try {
-      if (realpathSync(`/proc/${pid}/root`).startsWith(machine.root)) mine.push(line.trim());
+      if (line.includes(STANDIN_PROGRAM) || line.includes(STANDIN_WSL)) {
+        const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+        if (env.includes(`CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}`)) mine.push(line.trim());
+      } else if (realpathSync(`/proc/${pid}/root`).startsWith(`${machine.root}/`)) {
+        mine.push(line.trim());
+      }
     } catch {
       // gone, or not ours to look at
     }
