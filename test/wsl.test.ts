@@ -321,6 +321,16 @@ describe('matrix/examples/wsl2-workstation.yaml', () => {
     expect(names).toContain('workstation-wsl2/sysinfo');
     expect(names).toContain('workstation-wsl2-over-ssh/pinned-vram');
   });
+
+  it('a distribution name with a space, or a wsl.exe option for one, is refused when the matrix is loaded', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'm.yaml');
+    writeFileSync(file, 'version: 1\ntargets:\n  - name: a\n    transport: {kind: wsl, distribution: "Ubuntu 24.04"}\n  - name: b\n    transport: {kind: wsl, distribution: "-d"}\n');
+    const r = await runCli(['plan', '-m', file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/"Ubuntu 24\.04" is not a WSL distribution name: names have no spaces/);
+    expect(r.stderr).toMatch(/"-d" is not a WSL distribution name but a wsl\.exe option/);
+  });
 });
 
 afterEach(() => {
