@@ -4,7 +4,7 @@
  * directories, probes, helpers), and OpenSSH's own client run the same way, to compare with.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readEventLog, type RunEvent } from '../events/events.ts';
 import { runCli, type CliResult } from './cli.ts';
@@ -107,10 +107,23 @@ export function leftovers(runId: string, o: { sessionOpen?: boolean } = {}): { d
   const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
   const dirs = readdirSync('/tmp').filter((d) => d.startsWith(`cudamatrix-${tag}-`));
   const helper = new RegExp(`cudamatrix-helper '?${tag}'? `);
-  const processes = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+  // Processes of this machine's own root: the WSL tests' stand-in distributions run cudaprobe
+  // from the same cache path inside a chroot of their own, and are not this test's.
+  const processes = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
     .split('\n')
+    .map((l) => /^\s*(\d+)\s(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null && rootOf(m[1]!) === '/')
+    .map((m) => m[2]!)
     .filter((l) => (l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || /^sleep 4[0-9]{2}$/.test(l.trim()) || (!o.sessionOpen && helper.test(`${l} `)));
   return { dirs, processes };
+}
+
+function rootOf(pid: string): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/root`);
+  } catch {
+    return undefined; // gone, or not ours to look at
+  }
 }
 
 export async function settle(ms = 300): Promise<void> {
