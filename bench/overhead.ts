@@ -12,6 +12,13 @@
  * and says what each side ran. Overhead per target = (cudamatrix - peer) / targets; the budget
  * is 100 ms (exit 1 over it, except with --tiny).
  *
+ * Then a row per hop kind, in-process, on the same number of targets each running sysinfo: a
+ * WSL distribution (`wsl`, through the stand-in wsl.exe of the tests: no Windows machine is
+ * reachable here) and one behind an SSH host (`[ssh, wsl]`, the loopback sshd), each against
+ * `local` in the same rounds. The per-cell overhead of a hop = (its time - local's) / cells /
+ * hops; budget +50 ms per hop per cell. Skipped, with the reason, without root and the
+ * stand-in's tools or sshd.
+ *
  *   pnpm bench:overhead [--targets 50] [--rounds 5] [--out FILE] [--tiny]
  *
  * --tiny: 2 targets, 1 round, budget not enforced (for the tests).
@@ -31,7 +38,9 @@ import { junitReporter } from '../results/reporters/junit.ts';
 import { consoleReporter, formatTable } from '../results/reporters/console.ts';
 import { nodeArch } from '../runners/local.ts';
 import { cliEntry, tsxLoader } from '../test/cli.ts';
-import { tempDir } from '../test/helpers.ts';
+import { findOnPath, tempDir } from '../test/helpers.ts';
+import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
+import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl-standin/machine.ts';
 import { median, roundOrder } from './stats.ts';
 
 const { values } = parseArgs({ options: { targets: { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
@@ -63,15 +72,24 @@ function peer(): number {
 let cudamatrixProbeRuns: Record<string, number> = {};
 
 async function inProcess(): Promise<number> {
+  return runMatrixText(matrixText);
+}
+
+/** One in-process run of a matrix (executePlan, every reporter on); its wall time in ms. */
+async function runMatrixText(text: string): Promise<number> {
   const t0 = performance.now();
-  const plan = planCells(parseMatrix(matrixText, matrixFile));
+  const plan = planCells(parseMatrix(text, matrixFile));
   const sink = { write: () => true };
   const reporters = new Reporters([consoleReporter({ out: sink }), junitReporter((d) => path.join(d, 'junit.xml')), jsonReporter((d) => path.join(d, 'summary.json'))]);
   const run = await executePlan(plan, { runsDir: path.join(work, 'runs'), onEvent: (e) => reporters.event(e) });
   await reporters.end(summarize(run.events), { runDir: run.runDir, eventsFile: run.eventsFile, strict: false });
   const ms = performance.now() - t0;
-  cudamatrixProbeRuns = {};
-  for (const e of run.events) if (e.type === 'cell-end') cudamatrixProbeRuns[e.probe] = (cudamatrixProbeRuns[e.probe] ?? 0) + 1;
+  const failed = run.events.filter((e) => e.type === 'target-error' || (e.type === 'cell-end' && e.status === 'error'));
+  if (failed.length) throw new Error(`the run failed: ${JSON.stringify(failed[0]).slice(0, 400)}`);
+  if (text === matrixText) {
+    cudamatrixProbeRuns = {};
+    for (const e of run.events) if (e.type === 'cell-end') cudamatrixProbeRuns[e.probe] = (cudamatrixProbeRuns[e.probe] ?? 0) + 1;
+  }
   return ms;
 }
 
@@ -85,6 +103,7 @@ function cliProcess(): number {
 }
 
 const samples = { peer: [] as number[], inProcess: [] as number[], cli: [] as number[] };
+const hops = await hopTargets(targets);
 const sides = {
   peer: async () => samples.peer.push(peer()),
   inProcess: async () => samples.inProcess.push(await inProcess()),
@@ -99,6 +118,16 @@ if (!tiny) {
 for (let i = 0; i < rounds; i++) {
   for (const side of roundOrder(i, ['peer', 'inProcess', 'cli'] as const)) await sides[side]();
 }
+// The hop rows: each hop kind against local, alternated, after a warm-up of each.
+const hopSamples: Record<string, number[]> = Object.fromEntries(['local', ...Object.keys(hops.matrices)].map((k) => [k, []]));
+const kinds = Object.keys(hopSamples);
+if (kinds.length > 1) {
+  if (!tiny) for (const k of kinds) await runMatrixText(hops.matrices[k] ?? matrixText);
+  for (let i = 0; i < rounds; i++) {
+    for (const k of roundOrder(i, kinds)) hopSamples[k]!.push(await runMatrixText(hops.matrices[k] ?? matrixText));
+  }
+}
+await hops.stop();
 const ran = Object.entries(cudamatrixProbeRuns).map(([probeName, count]) => `${probeName} x ${count}`).join(', ');
 const likeWithLike = ran === `sysinfo x ${targets}`;
 const p = median(samples.peer);
@@ -118,6 +147,24 @@ if (!likeWithLike) console.log(`\nNOT LIKE WITH LIKE: cudamatrix ran ${ran}, the
 const worst = Math.max(rows[1][3], rows[2][3]);
 const within = worst < 100;
 console.log(`\noverhead per target: ${worst.toFixed(1)} ms (budget 100 ms): ${within ? 'within budget' : 'OVER BUDGET'}${tiny ? ' (not enforced: --tiny)' : ''}`);
+// Per hop: (median of the kind - median of local) / cells / hops.
+const hopCount: Record<string, number> = { wsl: 1, 'ssh-wsl': 2 };
+const hopRows = Object.keys(hops.matrices).map((k) => {
+  const t = median(hopSamples[k]!);
+  const perHop = (t - median(hopSamples.local!)) / targets / hopCount[k]!;
+  return { kind: k, medianMs: t, perHopPerCellMs: perHop, within: perHop <= 50 };
+});
+if (hopRows.length) {
+  console.log(`\nper hop kind, in-process, ${targets} targets x sysinfo, median of ${rounds} alternated round(s) against local in the same rounds (wsl: the tests' stand-in wsl.exe)\n`);
+  console.log(
+    formatTable(
+      ['transport', 'total ms', 'overhead ms per hop per cell', 'budget'],
+      [['local', median(hopSamples.local!).toFixed(0), '', ''], ...hopRows.map((r) => [r.kind === 'ssh-wsl' ? '[ssh, wsl]' : r.kind, r.medianMs.toFixed(0), r.perHopPerCellMs.toFixed(1), `+50 ms: ${r.within ? 'ok' : 'OVER BUDGET'}`])],
+    ),
+  );
+}
+for (const why of hops.skipped) console.log(`hop rows: ${why}`);
+const hopsWithin = hopRows.every((r) => r.within);
 const out = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'overhead.json'));
 mkdirSync(path.dirname(out), { recursive: true });
 writeFileSync(
@@ -134,6 +181,7 @@ writeFileSync(
       samplesMs: samples,
       medianMs: Object.fromEntries(rows.map(([w, , t]) => [w, t])),
       overheadPerTargetMs: worst,
+      hops: { samplesMs: hopSamples, rows: hopRows, skipped: hops.skipped, budgetPerHopPerCellMs: 50 },
       budgetMs: 100,
       enforced: !tiny,
     },
@@ -141,4 +189,31 @@ writeFileSync(
     2,
   )}\n`,
 );
-process.exitCode = !likeWithLike || (!within && !tiny) ? 1 : 0;
+process.exitCode = !likeWithLike || ((!within || !hopsWithin) && !tiny) ? 1 : 0;
+
+/**
+ * The matrices of the hop rows: `count` targets each in a stand-in WSL distribution, first hop
+ * and behind the loopback sshd. What cannot be set up here is skipped, with why.
+ */
+async function hopTargets(count: number): Promise<{ matrices: Record<string, string>; skipped: string[]; stop(): Promise<void> }> {
+  const skipped: string[] = [];
+  const missing = Object.keys(STANDIN_TOOLS).filter((t) => !findOnPath(t));
+  if (process.getuid?.() !== 0 || missing.length) {
+    return { matrices: {}, skipped: [`wsl and [ssh, wsl] skipped: the WSL stand-in needs root and ${Object.keys(STANDIN_TOOLS).join(', ')}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`], stop: async () => undefined };
+  }
+  const machine = makeStandinMachine([{ name: 'Bench', version: 2, default: true }], { libsOf: probe.path });
+  // This process runs the first-hop wsl.exe: the stand-in goes on its PATH.
+  Object.assign(process.env, machine.env());
+  const targetsOf = (transport: unknown) => `version: 1\nconcurrency: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n${Array.from({ length: count }, (_, i) => `  - name: t${i}\n    transport: ${JSON.stringify(transport)}`).join('\n')}\n`;
+  const matrices: Record<string, string> = { wsl: targetsOf({ kind: 'wsl', distribution: 'Bench' }) };
+  let sshd: Sshd | undefined;
+  if (sshdAvailable()) {
+    const pathDirs = [STANDIN_BIN, path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+    sshd = await startSshd(1, [`SetEnv PATH=${pathDirs.join(':')} CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}`]);
+    const ssh = { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, agent: false };
+    matrices['ssh-wsl'] = targetsOf([ssh, { kind: 'wsl', distribution: 'Bench' }]);
+  } else {
+    skipped.push('[ssh, wsl] skipped: needs OpenSSH sshd and root');
+  }
+  return { matrices, skipped, stop: async () => sshd?.stop() };
+}
