@@ -4,7 +4,7 @@
  * such a stream can carry the Docker engine's API (`docker system dial-stdio`).
  */
 import { spawn } from 'node:child_process';
-import { Duplex } from 'node:stream';
+import { Duplex, PassThrough } from 'node:stream';
 import { CudamatrixError } from '../core/errors.ts';
 
 /** Why a streamed command ended, with the end of its stderr. */
@@ -32,9 +32,19 @@ export function streamProcess(argv: string[]): Promise<Duplex> {
   const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   let stderr = '';
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)));
-  const stream = socketLike(Duplex.from({ readable: child.stdout, writable: child.stdin }));
+  // stdout through a PassThrough that counts: whether the command said anything decides below.
+  const out = new PassThrough();
+  let received = 0;
+  child.stdout.on('data', (d: Buffer) => {
+    received += d.length;
+    out.write(d);
+  });
+  child.stdout.once('end', () => out.end());
+  const stream = socketLike(Duplex.from({ readable: out, writable: child.stdin }));
+  // A command that failed before it said anything: the stream fails with its stderr. One that
+  // spoke and then exited non-zero (dial-stdio, as its peer hung up) ends as the stream does.
   child.once('exit', (code, signal) => {
-    if (code !== 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal, stderr));
+    if (code !== 0 && received === 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal, stderr));
   });
   // The reader is done with it (the engine connection closed): the command goes too.
   stream.once('close', () => {

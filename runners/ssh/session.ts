@@ -592,6 +592,7 @@ export class SshSession implements Session {
         let stderr = '';
         channel.stderr.on('data', (d: Buffer) => (stderr = (stderr + errStrip.feed(decoder.write(d))).slice(-4000)));
         let head: Buffer | undefined = Buffer.alloc(0);
+        let received = 0;
         channel.on('data', (d: Buffer) => {
           if (head) {
             head = Buffer.concat([head, d]);
@@ -600,11 +601,15 @@ export class SshSession implements Session {
             d = head.subarray(at + marker.length);
             head = undefined;
           }
+          received += d.length;
           if (d.length) out.write(d);
         });
         const stream = socketLike(Duplex.from({ readable: out, writable: channel }));
+        // A command that failed before it said anything (no engine there): the stream fails with
+        // its stderr. One that spoke and then exited non-zero (dial-stdio, as its peer hung up)
+        // ends as the stream does, with every byte it sent still read.
         channel.on('exit', (code: number | null, signal?: string) => {
-          if (code !== 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal ?? null, stderr + errStrip.end()));
+          if (code !== 0 && received === 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal ?? null, stderr + errStrip.end()));
         });
         channel.on('close', () => out.end());
         stream.once('close', () => channel.close());
