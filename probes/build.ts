@@ -45,8 +45,16 @@ export function probeSourceDir(): string {
   return dir;
 }
 
+/**
+ * The cudamatrix cache folder, by one rule that bin/cudamatrix.cjs (its cacheRoot, V8's code
+ * cache under v8/) follows too: CUDAMATRIX_CACHE; on Windows %LOCALAPPDATA%\cudamatrix\cache
+ * (the folder Windows keeps per user and per machine, not roaming, with the cache in a folder of
+ * its own beside whatever else cudamatrix may keep there); else $XDG_CACHE_HOME/cudamatrix,
+ * ~/.cache/cudamatrix.
+ */
 export function defaultCacheDir(): string {
   if (process.env.CUDAMATRIX_CACHE) return process.env.CUDAMATRIX_CACHE;
+  if (process.platform === 'win32' && process.env.LOCALAPPDATA) return path.join(process.env.LOCALAPPDATA, 'cudamatrix', 'cache');
   const base = process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
   return path.join(base, 'cudamatrix');
 }

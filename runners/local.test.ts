@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandsAvailable, tempDir } from '../test/helpers.ts';
-import { execProcessTree, connectLocal } from './local.ts';
+import { execProcessTree, connectLocal, parseProcessTable, processTree } from './local.ts';
 import type { Session } from './transport.ts';
 
 /** ps lists the processes, to prove a killed tree is gone. */
@@ -101,5 +101,56 @@ describe('local transport', () => {
 
   it('runs argv directly with execProcessTree as well', async () => {
     expect((await execProcessTree(['echo', 'ok'])).stdout).toBe('ok\n');
+  });
+});
+
+describe('the process table of a Windows host (the tree walk where taskkill has no /T)', () => {
+  /** What Wine 8's wmic printed (UTF-16LE with a byte order mark; no space after the wide name). */
+  const wine = Buffer.from(
+    '\uFEFFParentProcessIDProcessID\r\n40    56    \r\n56    84    \r\n0     1248  \r\n1248  1280  \r\n1280  1316  \r\n1248  1352  \r\n',
+    'utf16le',
+  );
+  /** What Windows' wmic writes to a pipe: the ANSI code page, CR CR LF line ends, padded columns. */
+  const windows = Buffer.from('ParentProcessId  ProcessId  \r\r\n0                0          \r\r\n0                4          \r\r\n4                96         \r\r\n652              7720       \r\r\n7720             7740       \r\r\n\r\r\n', 'latin1');
+
+  it('reads both encodings and either column order, in the order listed', () => {
+    expect(parseProcessTable(wine)).toEqual([
+      [56, 40],
+      [84, 56],
+      [1248, 0],
+      [1280, 1248],
+      [1316, 1280],
+      [1352, 1248],
+    ]);
+    expect(parseProcessTable(windows)).toEqual([
+      [0, 0],
+      [4, 0],
+      [96, 4],
+      [7720, 652],
+      [7740, 7720],
+    ]);
+    const pidFirst = Buffer.from('ProcessId  ParentProcessId\r\n10         2\r\nbogus line\r\n11         10\r\n', 'latin1');
+    expect(parseProcessTable(pidFirst)).toEqual([
+      [10, 2],
+      [11, 10],
+    ]);
+    expect(parseProcessTable(Buffer.from('Error: Command line not supported\r\n'))).toEqual([]);
+    expect(parseProcessTable(Buffer.alloc(0))).toEqual([]);
+  });
+
+  it('takes the root and its descendants, root first, and never a process older than its named parent', () => {
+    expect(processTree(1280, parseProcessTable(wine))).toEqual([1280, 1316]);
+    expect(processTree(1248, parseProcessTable(wine))).toEqual([1248, 1280, 1316, 1352]);
+    // services.exe (56) names 40 as its parent, a process long gone. A probe that now has PID 40
+    // is listed after services.exe: services.exe is not its child.
+    const reused: [number, number][] = [
+      [56, 40],
+      [84, 56],
+      [40, 1248],
+      [500, 40],
+    ];
+    expect(processTree(40, reused)).toEqual([40, 500]);
+    // Not in the table (it could not be read): the root alone.
+    expect(processTree(7, [])).toEqual([7]);
   });
 });

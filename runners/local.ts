@@ -2,8 +2,8 @@
  * The local transport: probes run as child processes of cudamatrix on this machine, Linux or
  * Windows (cudamatrix itself running as a Windows process: a self-hosted runner, a workstation).
  */
-import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { arch as osArch, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -105,20 +105,21 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
       const pid = child.pid;
       if (pid === undefined) return;
       if (isWindows) {
-        void endTreeWindows(pid);
-        // Ended once more if its first process still runs (Node holds its handle until it has
-        // exited, so the PID cannot be another process's yet).
+        // Only while it runs: Node holds its handle until it has exited, so until then the PID
+        // cannot be another process's. Once more after the grace if it still runs.
+        if (running()) void endTreeWindows(pid);
         setTimeout(() => {
-          if (child.exitCode === null && child.signalCode === null) void endTreeWindows(pid);
+          if (running()) void endTreeWindows(pid);
         }, KILL_GRACE_MS).unref();
         return;
       }
       signalTree(pid, 'SIGTERM');
       setTimeout(() => signalTree(pid, 'SIGKILL'), KILL_GRACE_MS).unref();
     };
+    const running = () => child.exitCode === null && child.signalCode === null;
     if (child.pid !== undefined) {
       const pid = child.pid;
-      liveGroups.add(pid);
+      liveGroups.set(pid, running);
       void done.finally(() => liveGroups.delete(pid));
     }
     return { done, stop };
@@ -131,12 +132,12 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
  * crash) would leave them running and their folders behind: both go on the way out,
  * synchronously, since nothing asynchronous runs in an exit handler.
  */
-const liveGroups = new Set<number>();
+const liveGroups = new Map<number, () => boolean>();
 const liveWorkDirs = new Set<string>();
 process.on('exit', () => {
-  for (const pid of liveGroups) {
-    if (isWindows) endTreeWindowsSync(pid);
-    else signalTree(pid, 'SIGKILL');
+  for (const [pid, running] of liveGroups) {
+    if (!isWindows) signalTree(pid, 'SIGKILL');
+    else if (running()) endTreeWindowsSync(pid);
   }
   for (const dir of liveWorkDirs) rmSync(dir, { recursive: true, force: true, maxRetries: isWindows ? 5 : 0, retryDelay: 100 });
 });
@@ -153,12 +154,16 @@ function signalTree(pid: number, signal: NodeJS.Signals): void {
 /*
  * Windows has no process groups and no signals: a tree is ended by terminating each of its
  * processes (TerminateProcess, which process.kill calls there). `taskkill /T /F /PID` does that on
- * Windows, walking the tree by parent PID. Wine's taskkill (8.0, Debian's, where the tests run)
- * has no /T ("Unknown or invalid command line option", exit 1); whenever taskkill fails but for
- * "no such process" (128), the tree is walked here from `wmic process get
- * ParentProcessId,ProcessId` (Wine has it; so does Windows up to 11 23H2, where it is deprecated)
- * and each process terminated. The first process is ended first, so that it starts no more;
- * on the way out (an exit handler, synchronous) the same steps run synchronously.
+ * Windows. Wine's taskkill (8.0, Debian's, where the tests run) has no /T ("Unknown or invalid
+ * command line option", exit 1), so whenever taskkill fails, but for "no such process" (128), the
+ * tree is walked here from `wmic process get ParentProcessId,ProcessId`, which both have (Windows
+ * up to 11 23H2 by default; it is deprecated there), and each process of it is terminated, the
+ * first one first so that it starts no more. The same steps run synchronously on the way out
+ * (an exit handler). The walk is only started while the first process runs (its PID is then its
+ * own), and it follows a parent PID only to processes listed after the parent: wmic lists
+ * processes in the order they were created, and a process older than the one whose PID it names as
+ * its parent was started by an earlier holder of that PID (Wine reuses PIDs at once: its own
+ * services.exe, whose parent has exited, would otherwise be taken for a child of a probe).
  */
 
 /** How long taskkill or wmic may take. */
@@ -175,28 +180,59 @@ const WMIC_ARGS = ['process', 'get', 'ParentProcessId,ProcessId'];
 async function endTreeWindows(pid: number): Promise<void> {
   const taskkill = await execa(systemTool('taskkill.exe'), taskkillArgs(pid), { reject: false, stdin: 'ignore', windowsHide: true, timeout: WINDOWS_TOOL_TIMEOUT_MS });
   if (taskkill.exitCode === 0 || taskkill.exitCode === TASKKILL_NOT_FOUND) return;
-  const ended = terminateAll(processTree(new Set([pid]), await processTable()));
-  // Once more for a process started while the first list was read (only the new ones: a PID
-  // already ended may be another process's by now).
-  const later = processTree(ended, await processTable());
-  terminateAll(new Set([...later].filter((p) => !ended.has(p))));
+  terminateAll(processTree(pid, parseProcessTable(await readProcessTable())));
 }
 
-async function processTable(): Promise<Map<number, number>> {
-  const wmic = await execa(systemTool('wbem', 'WMIC.exe'), WMIC_ARGS, { reject: false, stdin: 'ignore', windowsHide: true, timeout: WINDOWS_TOOL_TIMEOUT_MS, encoding: 'buffer' });
-  return parseProcessTable(Buffer.from(wmic.stdout ?? new Uint8Array()));
+/**
+ * What wmic prints, once its output ends, a moment after it exits, or at the timeout. Not
+ * execa's wait: a process wmic started may hold its output open (under Wine it starts the
+ * desktop process, explorer.exe, when there is none), and a wmic that hangs after printing its
+ * table (seen under Wine) has still printed it.
+ */
+function readProcessTable(): Promise<Buffer> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const finish = (): void => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks));
+    };
+    const wmic = spawn(systemTool('wbem', 'WMIC.exe'), WMIC_ARGS, { stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true });
+    const timer = setTimeout(() => {
+      wmic.kill();
+      finish();
+    }, WINDOWS_TOOL_TIMEOUT_MS);
+    wmic.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    wmic.stdout.on('end', finish);
+    wmic.on('error', finish);
+    wmic.on('exit', () => setTimeout(finish, 200).unref());
+  });
 }
 
 function endTreeWindowsSync(pid: number): void {
   const options = { stdio: 'ignore', windowsHide: true, timeout: WINDOWS_TOOL_TIMEOUT_MS } as const;
   const taskkill = spawnSync(systemTool('taskkill.exe'), taskkillArgs(pid), options);
   if (taskkill.status === 0 || taskkill.status === TASKKILL_NOT_FOUND) return;
-  const wmic = spawnSync(systemTool('wbem', 'WMIC.exe'), WMIC_ARGS, { ...options, stdio: ['ignore', 'pipe', 'ignore'] });
-  terminateAll(processTree(new Set([pid]), parseProcessTable(wmic.stdout ?? Buffer.alloc(0))));
+  // wmic's output goes to a file: a pipe that a process wmic started holds open would keep
+  // spawnSync waiting past the timeout.
+  const file = path.join(tmpdir(), `cudamatrix-wmic-${process.pid}-${pid}.txt`);
+  let table = Buffer.alloc(0);
+  try {
+    const fd = openSync(file, 'w');
+    try {
+      spawnSync(systemTool('wbem', 'WMIC.exe'), WMIC_ARGS, { ...options, stdio: ['ignore', fd, 'ignore'] });
+    } finally {
+      closeSync(fd);
+    }
+    table = readFileSync(file);
+  } catch {
+    // No table: the first process alone is ended.
+  } finally {
+    rmSync(file, { force: true });
+  }
+  terminateAll(processTree(pid, parseProcessTable(table)));
 }
 
-/** Terminates each process (the roots first); returns them all. */
-function terminateAll(pids: Set<number>): Set<number> {
+function terminateAll(pids: number[]): void {
   for (const pid of pids) {
     try {
       process.kill(pid, 'SIGKILL');
@@ -204,45 +240,44 @@ function terminateAll(pids: Set<number>): Set<number> {
       // Already gone.
     }
   }
-  return pids;
 }
 
 /**
- * The process table wmic prints for `process get ParentProcessId,ProcessId`: PID -> parent PID.
- * Windows' wmic writes the ANSI code page to a pipe (lines end in CR CR LF), Wine's UTF-16LE with
- * a byte order mark; the columns are found by their names in the header, in any order.
+ * The process table wmic prints for `process get ParentProcessId,ProcessId`, in its order:
+ * [PID, parent PID] rows. Windows' wmic writes the ANSI code page to a pipe (lines end in CR CR
+ * LF), Wine's UTF-16LE with a byte order mark. The column order is read from the header, by where
+ * each name stands in it (Wine 8 leaves no space after a name wider than its values:
+ * "ParentProcessIDProcessID").
  */
-export function parseProcessTable(output: Buffer): Map<number, number> {
+export function parseProcessTable(output: Buffer): [pid: number, parent: number][] {
   const utf16 = (output[0] === 0xff && output[1] === 0xfe) || (output.length > 1 && output[1] === 0);
   const text = (utf16 ? output.toString('utf16le') : output.toString('latin1')).replace(/^\uFEFF/, '');
-  const [header, ...rows] = text.split(/\r*\n/).map((line) => line.trim()).filter(Boolean);
-  const columns = (header ?? '').toLowerCase().split(/\s+/);
-  const pidAt = columns.indexOf('processid');
-  const parentAt = columns.indexOf('parentprocessid');
-  const table = new Map<number, number>();
-  if (pidAt < 0 || parentAt < 0) return table;
-  for (const row of rows) {
+  const [header = '', ...rows] = text.split(/\r*\n/).map((line) => line.trim()).filter(Boolean);
+  const parentAt = header.search(/parentprocessid/i);
+  const pidAt = header.search(/(?<!parent)processid/i);
+  if (parentAt < 0 || pidAt < 0) return [];
+  return rows.flatMap((row) => {
     const cells = row.split(/\s+/);
-    const pid = Number(cells[pidAt]);
-    const parent = Number(cells[parentAt]);
-    if (Number.isInteger(pid) && Number.isInteger(parent) && cells.length === columns.length) table.set(pid, parent);
-  }
-  return table;
+    if (cells.length !== 2 || !cells.every((c) => /^\d+$/.test(c))) return [];
+    const [first, second] = cells.map(Number) as [number, number];
+    return [parentAt < pidAt ? [second, first] : [first, second]];
+  });
 }
 
 /**
- * The roots and every process descended from them in a process table, roots first. A PID whose
- * parent PID is its own (Windows' System Idle Process, 0) is not followed.
+ * The root and the processes descended from it, root first, from a process table in creation
+ * order: a process counts as a child only when it is listed after its parent (see above). Just
+ * the root when it is not in the table (the table could not be read).
  */
-export function processTree(roots: Set<number>, table: Map<number, number>): Set<number> {
-  const tree = new Set(roots);
-  for (let grew = true; grew; ) {
-    grew = false;
-    for (const [pid, parent] of table) {
-      if (pid !== parent && tree.has(parent) && !tree.has(pid)) {
-        tree.add(pid);
-        grew = true;
-      }
+export function processTree(root: number, table: [pid: number, parent: number][]): number[] {
+  const tree = [root];
+  const inTree = new Set(tree);
+  const from = table.findIndex(([pid]) => pid === root);
+  if (from < 0) return tree;
+  for (const [pid, parent] of table.slice(from + 1)) {
+    if (inTree.has(parent) && !inTree.has(pid)) {
+      inTree.add(pid);
+      tree.push(pid);
     }
   }
   return tree;
