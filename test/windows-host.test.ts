@@ -295,6 +295,8 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     ['to cudamatrix only', false],
     ['to cudamatrix and the probe, as a Windows console does', true],
   ])('on Ctrl-C (SIGINT %s) cancels the probe, writes results and exits 130, leaving no cudaprobe.exe', async (_how, toProbeToo) => {
+    // None from an earlier test: the one found below must be this run's.
+    expect(linuxSide(/cudaprobe\.exe/i)).toEqual([]);
     const cwd = tempDir('cm-win-sigint-');
     writeFileSync(path.join(cwd, 'hang.yaml'), 'version: 1\ntargets:\n  - name: hang\n    transport: local\n    probes: [sysinfo, event-timing]\n');
     const { child, done } = startCudamatrix(['run', '-m', 'hang.yaml'], { cwd, extraEnv: { CUDAPROBE_TEST_DELAY_MS: '120000' }, detached: true });
