@@ -4,7 +4,7 @@
  * such a stream can carry the Docker engine's API (`docker system dial-stdio`).
  */
 import { spawn } from 'node:child_process';
-import { Duplex, PassThrough } from 'node:stream';
+import { Duplex, PassThrough, Writable } from 'node:stream';
 import { CudamatrixError } from '../core/errors.ts';
 
 /** Why a streamed command ended, with the end of its stderr. */
@@ -25,6 +25,33 @@ export function socketLike(stream: Duplex): Duplex {
   return stream;
 }
 
+/**
+ * The writing side of a command's stream: what is written goes to its stdin while that is open.
+ * Not the stdin itself: when the command ends (its peer hung up), its stdin closes before the
+ * stream was ended, and Duplex.from would take that for a premature close and destroy the
+ * stream, with the end of what the command printed still unread.
+ */
+export function forwardTo(target: Writable): Writable {
+  target.on('error', () => undefined); // EPIPE once the command has gone: nothing to deliver to.
+  return new Writable({
+    write(chunk, _encoding, done) {
+      if (!target.writable) return done();
+      if (target.write(chunk)) return done();
+      const go = () => {
+        target.off('drain', go);
+        target.off('close', go);
+        done();
+      };
+      target.on('drain', go);
+      target.on('close', go);
+    },
+    final(done) {
+      if (target.writable) target.end();
+      done();
+    },
+  });
+}
+
 /** Starts a local command; resolves once it runs, with its stdin and stdout as one stream. */
 export function streamProcess(argv: string[]): Promise<Duplex> {
   const [file, ...args] = argv;
@@ -40,13 +67,14 @@ export function streamProcess(argv: string[]): Promise<Duplex> {
     out.write(d);
   });
   child.stdout.once('end', () => out.end());
-  const stream = socketLike(Duplex.from({ readable: out, writable: child.stdin }));
+  const stream = socketLike(Duplex.from({ readable: out, writable: forwardTo(child.stdin) }));
   // A command that failed before it said anything: the stream fails with its stderr. One that
   // spoke and then exited non-zero (dial-stdio, as its peer hung up) ends as the stream does.
   child.once('exit', (code, signal) => {
     if (code !== 0 && received === 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal, stderr));
   });
   // The reader is done with it (the engine connection closed): the command goes too.
+  stream.on('error', () => undefined); // its user listens too; this keeps a late one from being uncaught
   stream.once('close', () => {
     if (child.exitCode === null && child.signalCode === null) child.kill();
   });

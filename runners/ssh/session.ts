@@ -14,7 +14,7 @@ import type { Client, ClientChannel, SFTPWrapper } from 'ssh2';
 import { CudamatrixError } from '../../core/errors.ts';
 import { type ExecEnd, type Launched, supervise } from '../supervise.ts';
 import type { ExecOptions, ExecResult, Platform, Session, Shell } from '../transport.ts';
-import { socketLike, streamEnded } from '../stream.ts';
+import { forwardTo, socketLike, streamEnded } from '../stream.ts';
 import { quoteArgv, quotePosix, quotePowerShell } from './quote.ts';
 
 /**
@@ -604,7 +604,7 @@ export class SshSession implements Session {
           received += d.length;
           if (d.length) out.write(d);
         });
-        const stream = socketLike(Duplex.from({ readable: out, writable: channel }));
+        const stream = socketLike(Duplex.from({ readable: out, writable: forwardTo(channel) }));
         // A command that failed before it said anything (no engine there): the stream fails with
         // its stderr. One that spoke and then exited non-zero (dial-stdio, as its peer hung up)
         // ends as the stream does, with every byte it sent still read.
