@@ -7,12 +7,12 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
 import { packageRoot } from '../core/package-root.ts';
 import type { Platform } from '../runners/transport.ts';
-import { buildProbe, type BuildOptions, type ProbeBinary } from './build.ts';
+import { buildProbe, sourceFiles, type BuildOptions, type ProbeBinary } from './build.ts';
 
 /** The package's folder of prebuilt binaries. */
 export const PREBUILT_DIR = 'prebuilt';
@@ -50,9 +50,8 @@ export function sourceDirIfAny(root = packageRoot()): string | undefined {
 
 /** sha256 of each source file of cudaprobe, by name. */
 export async function sourceHashes(dir: string): Promise<Record<string, string>> {
-  const names = (await readdir(dir)).filter((n) => /\.(cpp|hpp)$/.test(n)).sort();
   const hashes: Record<string, string> = {};
-  for (const n of names) hashes[n] = sha256(await readFile(path.join(dir, n)));
+  for (const file of await sourceFiles(dir)) hashes[path.basename(file)] = sha256(await readFile(file));
   return hashes;
 }
 

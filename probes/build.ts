@@ -97,7 +97,8 @@ async function compilerIdentity(compiler: string): Promise<string | undefined> {
   return r.exitCode === 0 ? String(r.stdout).split('\n')[0] : undefined;
 }
 
-async function sourceFiles(dir: string): Promise<string[]> {
+/** cudaprobe's source files (*.cpp, *.hpp) in `dir`, sorted: what a build compiles and hashes. */
+export async function sourceFiles(dir: string): Promise<string[]> {
   const names = (await readdir(dir)).filter((n) => /\.(cpp|hpp)$/.test(n)).sort();
   return names.map((n) => path.join(dir, n));
 }
