@@ -21,6 +21,16 @@ export const ExitCode = {
  *   infrastructure — a target could not be used (exit 3): unreachable, refused, dropped
  *   probe          — the probe itself failed on the target (exit 3): crashed, timed out
  *   interrupted    — the run was stopped by a signal (exit 130)
+ *   not-applicable — the target cannot run these probes by its nature (a WSL 1 distribution
+ *                    has no GPU, whatever is installed): nothing is broken and nothing could
+ *                    be measured there, so in a run its cells are skipped with the error's
+ *                    message as the reason, as a probe skips on a machine without a driver,
+ *                    and the run's exit status is what skipped cells give (0; 4 with --strict
+ *                    when nothing at all was measured). Thrown out of a command that asked
+ *                    for that very target (doctor --target), it is still exit 3: the target
+ *                    cannot do what was asked. Only for what no repair of the target's setup
+ *                    short of making it another kind of target changes; a GPU switched off or
+ *                    a driver missing stays infrastructure, since the user meant it to have one.
  */
 export const errorCodes = {
   // the matrix file
@@ -53,8 +63,8 @@ export const errorCodes = {
   WSL_NOT_INSTALLED: 'infrastructure',
   /** WSL targets: no distribution of that name (or no default one). */
   WSL_DISTRO_NOT_FOUND: 'infrastructure',
-  /** WSL targets: the distribution runs under WSL 1, which has no GPU. */
-  WSL_VERSION_1: 'infrastructure',
+  /** WSL targets: the distribution runs under WSL 1, which has no GPU: its cells are skipped. */
+  WSL_VERSION_1: 'not-applicable',
   /** WSL targets: no /dev/dxg in the distribution (GPU paravirtualisation is off). */
   WSL_NO_GPU: 'infrastructure',
   /** WSL targets: no libcuda.so.1 under /usr/lib/wsl/lib (no NVIDIA driver on the Windows host). */
@@ -74,7 +84,7 @@ export const errorCodes = {
   INTERRUPTED: 'interrupted',
 } as const satisfies Record<string, ErrorClass>;
 
-export type ErrorClass = 'configuration' | 'infrastructure' | 'probe' | 'interrupted';
+export type ErrorClass = 'configuration' | 'infrastructure' | 'probe' | 'interrupted' | 'not-applicable';
 export type ErrorCode = keyof typeof errorCodes;
 
 /** The class of a code; codes not in the table (from a newer event log) count as infrastructure. */
@@ -82,7 +92,20 @@ export function errorClassOf(code: string): ErrorClass {
   return (errorCodes as Record<string, ErrorClass>)[code] ?? 'infrastructure';
 }
 
-/** The exit status for an error of this code. */
+/**
+ * Whether a target that fails with this code is skipped rather than failed: it cannot run
+ * these probes by its nature (class not-applicable), so the run engine ends its cells as
+ * skipped with the error's message as the reason, and the run does not fail because of it.
+ */
+export function isNotApplicable(code: string): boolean {
+  return errorClassOf(code) === 'not-applicable';
+}
+
+/**
+ * The exit status for an error of this code that ends a command. A not-applicable code only
+ * gets here from a command about that one target (doctor --target): exit 3, it cannot be used;
+ * in a run the engine turns it into skipped cells and never throws it.
+ */
 export function exitCodeForCode(code: string): number {
   const cls = errorClassOf(code);
   if (cls === 'interrupted') return ExitCode.interrupted;

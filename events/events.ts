@@ -45,7 +45,12 @@ export interface TargetReadyEvent {
   probe: { hash: string; built: boolean; prebuilt?: boolean; uploaded?: boolean; path?: string };
 }
 
-/** The target could not be used (unreachable, deploy failed, environment mismatch...). */
+/**
+ * The target could not be used (unreachable, deploy failed, environment mismatch...). The
+ * code's class (core/errors.ts) says what that means: for a not-applicable code (WSL_VERSION_1:
+ * the target cannot run probes by its nature) its cells end as skipped, not as errors, and
+ * the run does not fail because of it.
+ */
 export interface TargetErrorEvent {
   type: 'target-error';
   target: string;
@@ -79,6 +84,10 @@ export interface CellEndEvent {
   time: string;
   status: CellStatus;
   reason?: string;
+  /**
+   * The code of what ended the cell: with status error, what failed; with status skipped, the
+   * not-applicable code of its target (WSL_VERSION_1), absent when the probe itself skipped.
+   */
   errorCode?: string;
   /** The parameters the probe ran with (defaults, --quick, the matrix's). */
   params?: Record<string, unknown>;

@@ -100,6 +100,32 @@ describe('verdicts', () => {
     expect(exitCodeOf(skipped, { strict: true })).toBe(4);
   });
 
+  it('skips a target that cannot run probes by its nature (WSL_VERSION_1): no error, and the exit status of skipped cells', () => {
+    const why = 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"';
+    const wsl1 = [
+      targetStart('wsl1', [], 'wsl2'),
+      { type: 'target-error' as const, target: 'wsl1', time: '', code: 'WSL_VERSION_1', message: why },
+      cell('wsl1', 'sysinfo', 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 }),
+    ];
+    const expectations = { wsl2: [{ fact: 'sysinfo.wsl_version', equals: 2 }] };
+    const alone = summarize([runStart(expectations), ...wsl1, runEnd]);
+    const t = alone.targets[0]!;
+    expect(t.error).toBeUndefined();
+    expect(t.skipped).toMatchObject({ code: 'WSL_VERSION_1', message: why });
+    expect(t.verdicts.map((v) => [v.status, v.message])).toEqual([['skipped', `probe sysinfo was skipped: ${why}`]]);
+    expect(alone).toMatchObject({ hasInfrastructureError: false, hasConfigurationError: false, nothingMeasured: true, counts: { cells: { skipped: 1 } } });
+    expect(exitCodeOf(alone, { strict: false })).toBe(0);
+    expect(exitCodeOf(alone, { strict: true })).toBe(4);
+    // Beside a target that measured, --strict is satisfied; beside one that failed, that one decides.
+    const measured = summarize([runStart(expectations), ...wsl1, targetStart('gpu'), cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), runEnd]);
+    expect(exitCodeOf(measured, { strict: true })).toBe(0);
+    const crashed = summarize([runStart(expectations), ...wsl1, targetStart('box'), cell('box', 'sysinfo', 'error', [], { errorCode: 'PROBE_CRASHED' }), runEnd]);
+    expect(exitCodeOf(crashed, { strict: false })).toBe(3);
+    // A log written before WSL 1 was a skip has its cells as errors: rendered as it was recorded.
+    const older = summarize([runStart(), wsl1[0]!, wsl1[1]!, cell('wsl1', 'sysinfo', 'error', [], { reason: why, errorCode: 'WSL_VERSION_1' }), runEnd]);
+    expect(exitCodeOf(older, { strict: false })).toBe(3);
+  });
+
   it('keeps one sysinfo run per target when shards are merged', () => {
     const c = cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux' }));
     const s = summarize([runStart(), targetStart('a'), c, { ...c, planned: false }, c, runEnd]);

@@ -2,7 +2,7 @@
  * The verdict engine: from an event log to, per target, the cells that ran and every
  * expectation judged against what the probes observed. Pure: the same log gives the same verdicts.
  */
-import { errorClassOf, ExitCode } from '../core/errors.ts';
+import { errorClassOf, ExitCode, isNotApplicable } from '../core/errors.ts';
 import { formatValue, toUnit } from '../core/units.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import { resolveResultName } from '../probes/catalogue.ts';
@@ -31,7 +31,14 @@ export interface TargetResult {
   environmentClass: string | null;
   sysinfo: Record<string, Scalar>;
   ready?: TargetReadyEvent;
+  /** What made the target unusable (its cells are errors); not a not-applicable code. */
   error?: TargetErrorEvent;
+  /**
+   * The target cannot run these probes by its nature (a target-error of class not-applicable,
+   * such as WSL_VERSION_1): its cells are skipped with the message as the reason, and the run
+   * does not fail because of it.
+   */
+  skipped?: TargetErrorEvent;
   cells: CellEndEvent[];
   verdicts: Verdict[];
 }
@@ -41,7 +48,7 @@ export interface RunSummary {
   end?: RunEndEvent;
   targets: TargetResult[];
   counts: { cells: Record<string, number>; verdicts: Record<VerdictStatus, number> };
-  /** Nothing was measured: every planned cell was skipped (no driver anywhere). */
+  /** Nothing was measured: every planned cell was skipped (no driver anywhere, or a target that cannot run probes). */
   nothingMeasured: boolean;
   hasConfigurationError: boolean;
   hasInfrastructureError: boolean;
@@ -69,7 +76,8 @@ export function summarize(events: RunEvent[]): RunSummary {
     } else if (e.type === 'target-ready') {
       target(e.target).ready = e;
     } else if (e.type === 'target-error') {
-      target(e.target).error ??= e;
+      if (isNotApplicable(e.code)) target(e.target).skipped ??= e;
+      else target(e.target).error ??= e;
     } else if (e.type === 'cell-end') {
       const t = target(e.target);
       // Merged shards may each carry the target's sysinfo run; one is enough.
@@ -93,6 +101,8 @@ export function summarize(events: RunEvent[]): RunSummary {
   for (const c of planned) cells[c.status] = (cells[c.status] ?? 0) + 1;
   const verdicts: Record<VerdictStatus, number> = { passed: 0, failed: 0, skipped: 0, error: 0 };
   for (const v of targets.flatMap((t) => t.verdicts)) verdicts[v.status]++;
+  // A target skipped by its nature (t.skipped) is no error: its cells are skipped, as on a
+  // machine without a driver, and count as such (nothingMeasured and --strict included).
   const errors = targets.flatMap((t) => [
     ...(t.error ? [t.error.code] : []),
     ...t.cells.filter((c) => c.status === 'error').map((c) => c.errorCode ?? 'PROBE_CRASHED'),

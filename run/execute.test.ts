@@ -3,12 +3,26 @@
  * code where the matrix loader would refuse the input: the engine itself must never let one
  * target's failure abort the run.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CudamatrixError } from '../core/errors.ts';
 import type { CellEndEvent, RunEvent } from '../events/events.ts';
 import { parseMatrix } from '../matrix/load.ts';
+import { exitCodeOf, summarize } from '../results/verdicts.ts';
+import { connectChain } from '../runners/registry.ts';
 import { tempDir } from '../test/helpers.ts';
 import { executePlan } from './execute.ts';
 import { planCells } from './plan.ts';
+
+// connectChain as it is, unless a test makes one target's transport fail in a way of its choosing
+// (what the WSL transport says of a WSL 1 distribution; test/wsl.test.ts has the real one).
+vi.mock('../runners/registry.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../runners/registry.ts')>();
+  return { ...real, connectChain: vi.fn(real.connectChain) };
+});
+const realConnectChain = (await vi.importActual<typeof import('../runners/registry.ts')>('../runners/registry.ts')).connectChain;
+afterEach(() => {
+  vi.mocked(connectChain).mockImplementation(realConnectChain);
+});
 
 describe('the run engine', () => {
   it('ends a target whose transport options are unusable with an error, and finishes the others (defect 3)', async () => {
@@ -34,6 +48,45 @@ describe('the run engine', () => {
     expect(cells.map((c) => `${c.cell}:${c.status}`)).toEqual(['a/sysinfo:not-run', 'a/sync-latency:not-run', 'b/sysinfo:not-run', 'b/sync-latency:not-run']);
     expect(result.events.filter((e) => e.type === 'cell-start')).toEqual([]);
     expect(result.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
+  });
+
+  it('skips the cells of a target that cannot run probes by its nature (WSL_VERSION_1), and the run does not fail for it', async () => {
+    const wsl1 = 'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
+    vi.mocked(connectChain).mockImplementation((hops, context) =>
+      context.target === 'legacy' ? Promise.reject(new CudamatrixError('WSL_VERSION_1', wsl1)) : realConnectChain(hops, context),
+    );
+    const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo, pinned-vram]}\ntargets:\n  - name: here\n  - name: legacy\n', 'wsl1.yaml');
+    const result = await executePlan(planCells(matrix), { runsDir: tempDir() });
+    // Recorded as the transport said it, with its code, then every cell of the target skipped with
+    // that message: no cell-start, since nothing ran there.
+    const legacy = result.events.filter((e) => 'target' in e && e.target === 'legacy');
+    expect(legacy.map((e) => e.type)).toEqual(['target-start', 'target-error', 'cell-end', 'cell-end']);
+    expect(legacy[1]).toMatchObject({ type: 'target-error', code: 'WSL_VERSION_1', message: wsl1 });
+    const cells = legacy.filter((e): e is CellEndEvent => e.type === 'cell-end');
+    expect(cells.map((c) => [c.cell, c.status, c.reason, c.errorCode])).toEqual([
+      ['legacy/sysinfo', 'skipped', wsl1, 'WSL_VERSION_1'],
+      ['legacy/pinned-vram', 'skipped', wsl1, 'WSL_VERSION_1'],
+    ]);
+    // This machine has no driver: everything is skipped, which is exit 0 (4 with --strict), as
+    // for a run with no WSL 1 target at all.
+    const summary = summarize(result.events);
+    expect(summary.hasInfrastructureError).toBe(false);
+    const target = summary.targets.find((t) => t.name === 'legacy')!;
+    expect(target.error).toBeUndefined();
+    expect(target.skipped).toMatchObject({ code: 'WSL_VERSION_1', message: wsl1 });
+    expect(exitCodeOf(summary, { strict: false })).toBe(0);
+    expect(exitCodeOf(summary, { strict: true })).toBe(4);
+  });
+
+  it('still ends a target with errors when its transport fails with an infrastructure code', async () => {
+    vi.mocked(connectChain).mockImplementation((hops, context) =>
+      context.target === 'nogpu' ? Promise.reject(new CudamatrixError('WSL_NO_GPU', 'no /dev/dxg in WSL distribution "NoGpu"')) : realConnectChain(hops, context),
+    );
+    const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n  - name: here\n  - name: nogpu\n', 'nogpu.yaml');
+    const result = await executePlan(planCells(matrix), { runsDir: tempDir() });
+    const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end' && e.target === 'nogpu');
+    expect(cells.map((c) => [c.status, c.errorCode])).toEqual([['error', 'WSL_NO_GPU']]);
+    expect(exitCodeOf(summarize(result.events), { strict: false })).toBe(3);
   });
 
   it('emits cell-start before each cell runs', async () => {

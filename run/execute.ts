@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { CudamatrixError, describeError } from '../core/errors.ts';
+import { CudamatrixError, describeError, isNotApplicable } from '../core/errors.ts';
 import { makeDir } from '../core/fs.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { EVENTS_SCHEMA_VERSION, type CellEndEvent, type RunEvent } from '../events/events.ts';
@@ -122,7 +122,8 @@ interface TargetContext {
 /**
  * One target from start to end. Never throws: whatever goes wrong (a bad option, a dropped
  * connection, a bug) ends this target with an error for its remaining cells, and the other
- * targets carry on.
+ * targets carry on. A transport that finds the target cannot run probes by its nature (an
+ * error of class not-applicable, such as WSL_VERSION_1) ends its cells as skipped instead.
  */
 async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Promise<void> {
   const now = () => new Date().toISOString();
@@ -134,9 +135,13 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
     pending.delete(cell.probe);
     emit(cell);
   };
+  // A code of class not-applicable (a WSL 1 distribution: no GPU by construction) is recorded
+  // the same way, but the target's cells are skipped, not failed: the message says why, and what
+  // to do, and the run does not fail because of it (core/errors.ts).
   const failRest = (code: string, message: string): void => {
     emit({ type: 'target-error', target: t.name, time: now(), code, message });
-    for (const probe of [...pending]) end(blankCell(t, probe, { status: 'error', errorCode: code, reason: message }));
+    const status = isNotApplicable(code) ? 'skipped' : 'error';
+    for (const probe of [...pending]) end(blankCell(t, probe, { status, errorCode: code, reason: message }));
   };
   const notRunRest = (): void => {
     for (const probe of [...pending]) end(blankCell(t, probe, { status: 'not-run', reason: NOT_RUN_REASON }));

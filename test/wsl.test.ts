@@ -12,7 +12,7 @@
  * filesystems), ldd and ps; without them these tests skip, saying so.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../events/events.ts';
@@ -20,8 +20,8 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { connectWsl } from '../runners/wsl/transport.ts';
 import { runCli } from './cli.ts';
-import { commandsAvailable, integrationAvailable, repoRoot, tempDir, testCacheDir } from './helpers.ts';
-import { leftInDistro, makeStandinMachine, STANDIN_TOOLS, STANDIN_WSL, standinProcesses, type StandinDistro, type StandinMachine } from './wsl-standin/machine.ts';
+import { commandsAvailable, integrationAvailable, repoRoot, tempDir, testCacheDir, validateJunit } from './helpers.ts';
+import { leftInDistro, makeStandinMachine, STANDIN_TOOLS, STANDIN_WSL, standinProcesses, terminateDistro, type StandinDistro, type StandinMachine } from './wsl-standin/machine.ts';
 
 const ready =
   commandsAvailable('the WSL tests (a stand-in wsl.exe that runs distributions with chroot)', { ...STANDIN_TOOLS, ps: 'procps' }) &&
@@ -224,18 +224,66 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
       code: 'WSL_DISTRO_NOT_FOUND',
       message: expect.stringMatching(/no WSL distribution "Fedora-42" on this machine; there are: Ubuntu-24\.04 \(WSL 2, default, Stopped\), Legacy \(WSL 1, Stopped\), NoGpu .*wsl\.exe --install Fedora-42/),
     });
+    // WSL 1 is recorded with its code too, but it is a skip, not an error (the test below).
     expect(errors.wsl1).toMatchObject({ code: 'WSL_VERSION_1', message: expect.stringMatching(/"Legacy" on this machine runs under WSL 1, which has no GPU.*wsl\.exe --set-version Legacy 2/) });
     expect(errors['no-dxg']).toMatchObject({ code: 'WSL_NO_GPU', message: expect.stringMatching(/no \/dev\/dxg in WSL distribution "NoGpu".*GPU paravirtualisation is off/) });
     expect(errors['no-libcuda']).toMatchObject({ code: 'WSL_NO_LIBCUDA', message: expect.stringMatching(/no libcuda\.so\.1 under \/usr\/lib\/wsl\/lib in WSL distribution "NoDriver".*NVIDIA driver/) });
     expect(errors['no-user']).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringMatching(/no user "nobody-here" in WSL distribution "Ubuntu-24\.04".*WSL_E_USER_NOT_FOUND/) });
     expect(errors.fine).toBeUndefined();
-    for (const t of ['missing', 'wsl1', 'no-dxg', 'no-libcuda']) {
+    for (const t of ['missing', 'no-dxg', 'no-libcuda']) {
       expect(cells(r.events, t).map((c) => [c.status, c.errorCode])).toEqual([['error', errors[t]!.code]]);
     }
+    expect(cells(r.events, 'wsl1').map((c) => [c.status, c.errorCode, c.reason])).toEqual([['skipped', 'WSL_VERSION_1', errors.wsl1!.message]]);
     // The WSL 1 distribution was not even started: nothing ran in it.
     expect(m.read().distros.find((d) => d.name === 'Legacy')!.state).toBe('Stopped');
     // The user's session ran as that user, in a work folder of its own.
     expect(readyEvent(r.events, 'fine')).toMatchObject({ probe: { path: expect.stringMatching(/^\/home\/builder\/\.cache\/cudamatrix\/deployed\//) } });
+  });
+
+  it('skips the cells of a WSL 1 distribution, saying why, and the run beside a WSL 2 one does not fail for it', async () => {
+    const m = machine([
+      { name: 'Ubuntu-24.04', version: 2, default: true },
+      { name: 'Legacy', version: 1 },
+    ]);
+    const dir = tempDir();
+    const junitFile = path.join(dir, 'junit.xml');
+    const file = writeMatrix(dir, [
+      { name: 'wsl2', transport: { kind: 'wsl' } },
+      { name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } },
+    ], '[sysinfo, pinned-vram]');
+    const r = await run(m, file, dir, ['--junit', junitFile]);
+    // This machine has no driver: everything is skipped, which is exit 0, as without the WSL 1 target.
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const reason = /WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU.*wsl\.exe --set-version Legacy 2/;
+    expect(targetErrors(r.events).wsl1).toMatchObject({ code: 'WSL_VERSION_1', message: expect.stringMatching(reason) });
+    const legacy = cells(r.events, 'wsl1');
+    expect(legacy.map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+      ['sysinfo', 'skipped', 'WSL_VERSION_1'],
+      ['pinned-vram', 'skipped', 'WSL_VERSION_1'],
+    ]);
+    for (const c of legacy) expect(c.reason).toMatch(reason);
+    // Nothing ran in it, nor was it started; the WSL 2 target ran as usual (no driver: skipped by cudaprobe).
+    expect(r.events.some((e) => e.type === 'cell-start' && e.target === 'wsl1')).toBe(false);
+    expect(m.read().distros.find((d) => d.name === 'Legacy')!.state).toBe('Stopped');
+    expect(readyEvent(r.events, 'wsl2')).toMatchObject({ session: 'wsl Ubuntu-24.04' });
+    expect(cells(r.events, 'wsl2').map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+      ['sysinfo', 'skipped', undefined],
+      ['pinned-vram', 'skipped', undefined],
+    ]);
+    // Said as a skip, with the reason, in the console, JUnit and the JSON summary.
+    expect(r.stdout).toMatch(/- wsl1 skipped: WSL_VERSION_1: WSL distribution "Legacy" on this machine runs under WSL 1/);
+    expect(r.stdout).not.toMatch(/✗/);
+    const xml = readFileSync(junitFile, 'utf8');
+    await validateJunit(xml);
+    const suite = /<testsuite name="wsl1"[^>]*>[\s\S]*?<\/testsuite>/.exec(xml)![0];
+    expect(suite).toMatch(/errors="0" skipped="2"/);
+    expect(suite).toMatch(/<testcase classname="wsl1.probes" name="probe sysinfo runs" time="0">\s*<skipped message="WSL distribution &quot;Legacy&quot; on this machine runs under WSL 1, which has no GPU[^"]*" type="WSL_VERSION_1"\/>/);
+    const summary = JSON.parse(readFileSync(path.join(r.runDir, 'summary.json'), 'utf8')) as { targets: { name: string; error: unknown; skipped: { code: string; reason: string } | null }[] };
+    expect(summary.targets.find((t) => t.name === 'wsl1')).toMatchObject({ error: null, skipped: { code: 'WSL_VERSION_1', reason: expect.stringMatching(reason) } });
+    // --strict: nothing was measured anywhere (exit 4), as on a machine without a driver.
+    const dir2 = tempDir();
+    const strict = await run(m, writeMatrix(dir2, [{ name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } }]), dir2, ['--strict']);
+    expect(strict.code, strict.stdout + strict.stderr).toBe(4);
   });
 
   it('says when wsl.exe is not on PATH, when WSL is not installed, and when it has no distribution', async () => {
@@ -304,11 +352,14 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
     Object.assign(process.env, m.env());
     const session = await connectWsl({ distribution: 'Ubuntu' }, { target: 't', runId: 'api-000000000002' });
     expect(leftInDistro(m, 'Ubuntu')).toHaveLength(1);
+    // "wsl.exe --unregister Ubuntu": its processes end (the session's agent among them) and its files go.
     const now = m.read();
     m.write({ ...now, distros: now.distros.filter((d) => d.name !== 'Ubuntu') });
+    terminateDistro(m, 'Ubuntu');
+    rmSync(m.distroRoot('Ubuntu'), { recursive: true, force: true });
     await expect(session.exec(['true'])).rejects.toMatchObject({ code: 'WSL_DISTRO_NOT_FOUND', message: expect.stringMatching(/"Ubuntu" on this machine is gone.*WSL_E_DISTRO_NOT_FOUND/) });
     await session[Symbol.asyncDispose]();
-    // The guardian inside removes the folder when its wsl.exe goes (afterEach waits for it).
+    // Nothing of the session is left running (afterEach).
   });
 });
 

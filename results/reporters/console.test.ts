@@ -149,6 +149,27 @@ describe('console: an interrupted run', () => {
   });
 });
 
+describe('console: a target that cannot run probes by its nature (WSL 1)', () => {
+  const why = 'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
+  const events: RunEvent[] = [
+    runStart({}, ['wsl1/sysinfo', 'wsl1/pinned-vram']),
+    targetStart('wsl1', [], 'wsl2', ['sysinfo', 'pinned-vram']),
+    { type: 'target-error', target: 'wsl1', time: '2026-11-29T12:00:00.100Z', code: 'WSL_VERSION_1', message: why },
+    ...['sysinfo', 'pinned-vram'].map((p) => cell('wsl1', p, 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 })),
+    { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: false },
+  ];
+  const { text } = render(events);
+
+  it('says it is skipped and why, as a skip and not as an error, and exits 0', () => {
+    expect(text).toContain(`  - wsl1 skipped: WSL_VERSION_1: ${why}\n`);
+    expect(text).toContain(`- [1/2] wsl1/sysinfo skipped in 0 ms: WSL_VERSION_1: ${why}`);
+    expect(text).toContain(`  skipped: sysinfo, pinned-vram — WSL_VERSION_1: ${why}`);
+    expect(text).not.toMatch(/✗|target error|No usable NVIDIA driver/);
+    expect(text).toContain('Nothing was measured: every probe was skipped.');
+    expect(text).toContain('Exit status: 0');
+  });
+});
+
 describe('console: terminals, pipes and colours', () => {
   afterEach(() => {
     vi.useRealTimers();

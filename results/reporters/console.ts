@@ -9,6 +9,7 @@
  * stream is a terminal; nothing but plain lines is written where the stream is not a terminal.
  */
 import pc from 'picocolors';
+import { isNotApplicable } from '../../core/errors.ts';
 import { formatValue } from '../../core/units.ts';
 import type { CellEndEvent, RunEvent } from '../../events/events.ts';
 import { probeSpec } from '../../probes/catalogue.ts';
@@ -137,7 +138,9 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           say(`  reached ${e.session} (${e.platform}/${e.arch}), cudaprobe ${e.probe.hash}${e.probe.built ? ' (built now)' : ''}`);
           break;
         case 'target-error':
-          say(c.red(`  ✗ ${e.target}: ${e.code}: ${e.message}`));
+          // A target that cannot run probes by its nature (WSL 1) is skipped, not failed.
+          if (isNotApplicable(e.code)) say(c.yellow(`  ${marks.skipped} ${e.target} skipped: ${e.code}: ${e.message}`));
+          else say(c.red(`  ✗ ${e.target}: ${e.code}: ${e.message}`));
           break;
         case 'cell-start':
           running.set(e.cell, Date.now());
@@ -183,7 +186,14 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       if (summary.nothingMeasured) {
         const reasons = [...new Set(summary.targets.flatMap((t) => t.cells.filter((x) => x.planned && x.status === 'skipped').map((x) => x.reason ?? '')))];
         say('');
-        say(c.yellow(`No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped.`));
+        // "No driver" only when no target was skipped for what it is (a WSL 1 distribution).
+        say(
+          c.yellow(
+            summary.targets.some((t) => t.skipped)
+              ? 'Nothing was measured: every probe was skipped.'
+              : `No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped.`,
+          ),
+        );
         for (const r of reasons.slice(0, 3)) say(`  reason: ${r}`);
       }
       const notRun = summary.counts.cells['not-run'] ?? 0;

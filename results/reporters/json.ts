@@ -20,6 +20,8 @@ export function summaryJson(summary: RunSummary): string {
         environment: { declared: t.declaredEnvironment, detected: t.detectedEnvironment, class: t.environmentClass },
         sysinfo: t.sysinfo,
         error: t.error ? { code: t.error.code, message: t.error.message } : null,
+        // A target that cannot run probes by its nature (WSL 1): why its cells were skipped.
+        skipped: t.skipped ? { code: t.skipped.code, reason: t.skipped.message } : null,
         cells: t.cells.filter((c) => c.planned).map(({ type: _t, ...c }) => c),
         verdicts: t.verdicts,
       })),

@@ -15,6 +15,10 @@ const events = [
   targetStart('unreachable'),
   { type: 'target-error' as const, target: 'unreachable', time: '', code: 'TARGET_UNREACHABLE', message: 'connect ECONNREFUSED' },
   cell('unreachable', 'sysinfo', 'error', [], { reason: 'connect ECONNREFUSED', errorCode: 'TARGET_UNREACHABLE' }),
+  // A target that cannot run probes by its nature: its cells are skipped with the transport's message.
+  targetStart('wsl1', [{ fact: 'sysinfo.wsl_version', equals: 2 }], 'wsl2'),
+  { type: 'target-error' as const, target: 'wsl1', time: '', code: 'WSL_VERSION_1', message: 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"' },
+  cell('wsl1', 'sysinfo', 'skipped', [], { durationMs: 0, reason: 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"', errorCode: 'WSL_VERSION_1' }),
   runEnd,
 ];
 
@@ -34,7 +38,7 @@ describe('JUnit reporter', () => {
   });
 
   it('has a suite per target with sysinfo properties, and a case per cell and per expectation', () => {
-    expect(xml.match(/<testsuite /g)).toHaveLength(4);
+    expect(xml.match(/<testsuite /g)).toHaveLength(5);
     expect(xml).toContain('<property name="sysinfo.gpu_name" value="NVIDIA H200 &lt;&amp;&quot;quoted&quot;>"/>');
     expect(xml).toContain('<property name="sysinfo.driver_model" value="null"/>');
     expect(xml).toMatch(/<testcase classname="gpu.expectations" name="sysinfo.gpu_name == &quot;NVIDIA H100&quot; \[linux\]">\s*<failure message="expected sysinfo.gpu_name/);
@@ -42,5 +46,14 @@ describe('JUnit reporter', () => {
     expect(xml).toMatch(/<error message="killed by SIGSEGV" type="PROBE_CRASHED"/);
     expect(xml).toMatch(/<error message="connect ECONNREFUSED" type="TARGET_UNREACHABLE"/);
     expect(xml).toContain('<system-err><![CDATA[Segmentation fault]]></system-err>');
+  });
+
+  it('skips the cells of a target that cannot run probes by its nature, with the reason and the code, and no error', () => {
+    const suite = /<testsuite name="wsl1"[^>]*>[\s\S]*?<\/testsuite>/.exec(xml)![0];
+    expect(suite).toMatch(/tests="2" failures="0" errors="0" skipped="2"/);
+    expect(suite).toMatch(/name="probe sysinfo runs" time="0">\s*<skipped message="WSL distribution &quot;Legacy&quot; runs under WSL 1, which has no GPU: &quot;wsl.exe --set-version Legacy 2&quot;" type="WSL_VERSION_1"\/>/);
+    // Its expectations are not judged: skipped, with the probe's reason.
+    expect(suite).toMatch(/name="sysinfo.wsl_version == 2 \[target\]">\s*<skipped\/>\s*<system-out><!\[CDATA\[skipped: probe sysinfo was skipped: WSL distribution "Legacy" runs under WSL 1/);
+    expect(suite).not.toMatch(/<error|<failure/);
   });
 });

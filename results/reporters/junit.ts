@@ -1,9 +1,12 @@
 /**
  * JUnit XML (junit-report-builder): one testsuite per target, with the target's sysinfo as
  * properties; one testcase per probe cell (did the probe run) and one per expectation.
- * Skipped cases carry the reason in system-out, since the schema's skipped element has none here.
+ * Skipped cases carry the reason in system-out; the cells of a target that cannot run probes by
+ * its nature (a not-applicable code such as WSL_VERSION_1) also as <skipped message="..."
+ * type="CODE">, which CI tools show beside the skip.
  */
-import junit from 'junit-report-builder';
+import junit, { type TestCase } from 'junit-report-builder';
+import { isNotApplicable } from '../../core/errors.ts';
 import { writeOutput } from '../../core/fs.ts';
 import type { Reporter } from '../reporter.ts';
 import type { RunSummary } from '../verdicts.ts';
@@ -23,7 +26,8 @@ export function junitXml(summary: RunSummary): string {
 
     for (const c of t.cells.filter((c) => c.planned)) {
       const tc = suite.testCase().className(`${t.name}.probes`).name(`probe ${c.probe} runs`).time(c.durationMs / 1000);
-      if (c.status === 'skipped') tc.skipped().standardOutput(`skipped: ${c.reason ?? ''}`);
+      if (c.status === 'skipped' && c.errorCode && isNotApplicable(c.errorCode)) skipWithMessage(tc, c.reason ?? '', c.errorCode).standardOutput(`skipped: ${c.reason ?? ''}`);
+      else if (c.status === 'skipped') tc.skipped().standardOutput(`skipped: ${c.reason ?? ''}`);
       else if (c.status === 'cancelled') tc.skipped().standardOutput(`cancelled: ${c.reason ?? ''}`);
       else if (c.status === 'not-run') tc.skipped().standardOutput(`not run: ${c.reason ?? ''}`);
       else if (c.status === 'error') tc.error(c.reason ?? 'probe failed', c.errorCode ?? 'PROBE_CRASHED');
@@ -40,6 +44,24 @@ export function junitXml(summary: RunSummary): string {
   // junit-report-builder puts a "skipped" count on <testsuites>; the JUnit 10 schema that CI
   // tools validate against allows it on <testsuite> only.
   return report.build().replace(/(<testsuites\b[^>]*?) skipped="\d+"/, '$1');
+}
+
+/**
+ * Marks a case skipped, with the reason as the <skipped> element's message and the code as its
+ * type: the JUnit schema allows both, but junit-report-builder's skipped() takes neither, so they
+ * are set on the element it builds.
+ */
+function skipWithMessage(tc: TestCase, message: string, type: string): TestCase {
+  tc.skipped();
+  const build = tc.build.bind(tc);
+  tc.build = (parent) => {
+    const element = build(parent);
+    const skipped = (element.children as { name?: string }[]).find((n) => n.name === 'skipped') as typeof element | undefined;
+    if (message) skipped?.att('message', message);
+    skipped?.att('type', type);
+    return element;
+  };
+  return tc;
 }
 
 export function junitReporter(file: string | ((runDir: string) => string)): Reporter {
