@@ -12,16 +12,19 @@
  * and says what each side ran. Overhead per target = (cudamatrix - peer) / targets; the budget
  * is 100 ms (exit 1 over it, except with --tiny).
  *
- * Then a row per hop kind, in-process, on the same number of targets each running sysinfo: a
- * WSL distribution (`wsl`, through the stand-in wsl.exe of the tests: no Windows machine is
- * reachable here) and one behind an SSH host (`[ssh, wsl]`, the loopback sshd), each against
+ * Then a row per hop kind, in-process: `--hop-targets` targets (default 10) each running every
+ * probe (the default matrix's `probes: all`; the no-driver path here), in a WSL distribution
+ * (`wsl`, through the stand-in wsl.exe of the tests: no Windows machine is reachable here) and
+ * in one behind an SSH host (`[ssh, wsl]`, the loopback sshd), each against the same targets on
  * `local` in the same rounds. The per-cell overhead of a hop = (its time - local's) / cells /
- * hops; budget +50 ms per hop per cell. Skipped, with the reason, without root and the
+ * hops, where a target's connection (listing the distributions, starting the session's agent)
+ * is shared by its cells as in a real run; budget +50 ms per hop per cell. The per-target
+ * column shows the same difference per target. Skipped, with the reason, without root and the
  * stand-in's tools or sshd.
  *
- *   pnpm bench:overhead [--targets 50] [--rounds 5] [--out FILE] [--tiny]
+ *   pnpm bench:overhead [--targets 50] [--hop-targets 10] [--rounds 5] [--out FILE] [--tiny]
  *
- * --tiny: 2 targets, 1 round, budget not enforced (for the tests).
+ * --tiny: 2 targets (1 for the hop rows), 1 round, budget not enforced (for the tests).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -43,12 +46,13 @@ import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
 import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl-standin/machine.ts';
 import { median, roundOrder } from './stats.ts';
 
-const { values } = parseArgs({ options: { targets: { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+const { values } = parseArgs({ options: { targets: { type: 'string' }, 'hop-targets': { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
 const tiny = values.tiny!;
 const targets = Number(values.targets ?? (tiny ? 2 : 50));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
-if (!(Number.isInteger(targets) && targets >= 1 && Number.isInteger(rounds) && rounds >= 1)) {
-  console.error('bench/overhead: --targets and --rounds take whole numbers >= 1');
+const hopTargetCount = Number(values['hop-targets'] ?? (tiny ? 1 : 10));
+if (![targets, rounds, hopTargetCount].every((n) => Number.isInteger(n) && n >= 1)) {
+  console.error('bench/overhead: --targets, --hop-targets and --rounds take whole numbers >= 1');
   process.exit(2);
 }
 
@@ -70,6 +74,8 @@ function peer(): number {
 
 /** How many probe runs (cells) the last in-process run made: the peer must make as many. */
 let cudamatrixProbeRuns: Record<string, number> = {};
+/** How many cells the last in-process run ended. */
+let lastCells = 0;
 
 async function inProcess(): Promise<number> {
   return runMatrixText(matrixText);
@@ -86,6 +92,7 @@ async function runMatrixText(text: string): Promise<number> {
   const ms = performance.now() - t0;
   const failed = run.events.filter((e) => e.type === 'target-error' || (e.type === 'cell-end' && e.status === 'error'));
   if (failed.length) throw new Error(`the run failed: ${JSON.stringify(failed[0]).slice(0, 400)}`);
+  lastCells = run.events.filter((e) => e.type === 'cell-end').length;
   if (text === matrixText) {
     cudamatrixProbeRuns = {};
     for (const e of run.events) if (e.type === 'cell-end') cudamatrixProbeRuns[e.probe] = (cudamatrixProbeRuns[e.probe] ?? 0) + 1;
@@ -103,7 +110,7 @@ function cliProcess(): number {
 }
 
 const samples = { peer: [] as number[], inProcess: [] as number[], cli: [] as number[] };
-const hops = await hopTargets(targets);
+const hops = await hopTargets(hopTargetCount);
 const sides = {
   peer: async () => samples.peer.push(peer()),
   inProcess: async () => samples.inProcess.push(await inProcess()),
@@ -119,12 +126,16 @@ for (let i = 0; i < rounds; i++) {
   for (const side of roundOrder(i, ['peer', 'inProcess', 'cli'] as const)) await sides[side]();
 }
 // The hop rows: each hop kind against local, alternated, after a warm-up of each.
-const hopSamples: Record<string, number[]> = Object.fromEntries(['local', ...Object.keys(hops.matrices)].map((k) => [k, []]));
+const hopSamples: Record<string, number[]> = Object.fromEntries(Object.keys(hops.matrices).map((k) => [k, []]));
+const hopCells: Record<string, number> = {};
 const kinds = Object.keys(hopSamples);
 if (kinds.length > 1) {
-  if (!tiny) for (const k of kinds) await runMatrixText(hops.matrices[k] ?? matrixText);
+  if (!tiny) for (const k of kinds) await runMatrixText(hops.matrices[k]!);
   for (let i = 0; i < rounds; i++) {
-    for (const k of roundOrder(i, kinds)) hopSamples[k]!.push(await runMatrixText(hops.matrices[k] ?? matrixText));
+    for (const k of roundOrder(i, kinds)) {
+      hopSamples[k]!.push(await runMatrixText(hops.matrices[k]!));
+      hopCells[k] = lastCells;
+    }
   }
 }
 await hops.stop();
@@ -149,17 +160,24 @@ const within = worst < 100;
 console.log(`\noverhead per target: ${worst.toFixed(1)} ms (budget 100 ms): ${within ? 'within budget' : 'OVER BUDGET'}${tiny ? ' (not enforced: --tiny)' : ''}`);
 // Per hop: (median of the kind - median of local) / cells / hops.
 const hopCount: Record<string, number> = { wsl: 1, 'ssh-wsl': 2 };
-const hopRows = Object.keys(hops.matrices).map((k) => {
+const hopRows = kinds.length > 1 ? kinds.filter((k) => k !== 'local').map((k) => {
   const t = median(hopSamples[k]!);
-  const perHop = (t - median(hopSamples.local!)) / targets / hopCount[k]!;
-  return { kind: k, medianMs: t, perHopPerCellMs: perHop, within: perHop <= 50 };
-});
+  const extra = t - median(hopSamples.local!);
+  if (hopCells[k] !== hopCells.local) throw new Error(`${k} ran ${hopCells[k]} cells, local ${hopCells.local}: not like with like`);
+  const perHop = extra / hopCells[k]! / hopCount[k]!;
+  return { kind: k, medianMs: t, cells: hopCells[k]!, perHopPerTargetMs: extra / hopTargetCount / hopCount[k]!, perHopPerCellMs: perHop, within: perHop <= 50 };
+}) : [];
 if (hopRows.length) {
-  console.log(`\nper hop kind, in-process, ${targets} targets x sysinfo, median of ${rounds} alternated round(s) against local in the same rounds (wsl: the tests' stand-in wsl.exe)\n`);
+  console.log(
+    `\nper hop kind, in-process, ${hopTargetCount} target(s) x every probe (${hopCells.local} cells), median of ${rounds} alternated round(s) against local in the same rounds (wsl: the tests' stand-in wsl.exe)\n`,
+  );
   console.log(
     formatTable(
-      ['transport', 'total ms', 'overhead ms per hop per cell', 'budget'],
-      [['local', median(hopSamples.local!).toFixed(0), '', ''], ...hopRows.map((r) => [r.kind === 'ssh-wsl' ? '[ssh, wsl]' : r.kind, r.medianMs.toFixed(0), r.perHopPerCellMs.toFixed(1), `+50 ms: ${r.within ? 'ok' : 'OVER BUDGET'}`])],
+      ['transport', 'total ms', 'overhead ms per hop per target', 'overhead ms per hop per cell', 'budget'],
+      [
+        ['local', median(hopSamples.local!).toFixed(0), '', '', ''],
+        ...hopRows.map((r) => [r.kind === 'ssh-wsl' ? '[ssh, wsl]' : r.kind, r.medianMs.toFixed(0), r.perHopPerTargetMs.toFixed(1), r.perHopPerCellMs.toFixed(1), `+50 ms per cell: ${r.within ? 'ok' : 'OVER BUDGET'}`]),
+      ],
     ),
   );
 }
@@ -181,7 +199,7 @@ writeFileSync(
       samplesMs: samples,
       medianMs: Object.fromEntries(rows.map(([w, , t]) => [w, t])),
       overheadPerTargetMs: worst,
-      hops: { samplesMs: hopSamples, rows: hopRows, skipped: hops.skipped, budgetPerHopPerCellMs: 50 },
+      hops: { targets: hopTargetCount, cells: hopCells, samplesMs: hopSamples, rows: hopRows, skipped: hops.skipped, budgetPerHopPerCellMs: 50 },
       budgetMs: 100,
       enforced: !tiny,
     },
@@ -204,8 +222,8 @@ async function hopTargets(count: number): Promise<{ matrices: Record<string, str
   const machine = makeStandinMachine([{ name: 'Bench', version: 2, default: true }], { libsOf: probe.path });
   // This process runs the first-hop wsl.exe: the stand-in goes on its PATH.
   Object.assign(process.env, machine.env());
-  const targetsOf = (transport: unknown) => `version: 1\nconcurrency: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n${Array.from({ length: count }, (_, i) => `  - name: t${i}\n    transport: ${JSON.stringify(transport)}`).join('\n')}\n`;
-  const matrices: Record<string, string> = { wsl: targetsOf({ kind: 'wsl', distribution: 'Bench' }) };
+  const targetsOf = (transport: unknown) => `version: 1\nconcurrency: 1\ndefaults: {probes: all}\ntargets:\n${Array.from({ length: count }, (_, i) => `  - name: t${i}\n    transport: ${JSON.stringify(transport)}`).join('\n')}\n`;
+  const matrices: Record<string, string> = { local: targetsOf({ kind: 'local' }), wsl: targetsOf({ kind: 'wsl', distribution: 'Bench' }) };
   let sshd: Sshd | undefined;
   if (sshdAvailable()) {
     const pathDirs = [STANDIN_BIN, path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];

@@ -6,26 +6,26 @@
  *
  *   wsl.exe --distribution NAME [--user U] --cd DIR --exec sh -c BOOT SCRIPT ARGS...
  *
- * never a shell command line for wsl.exe's default shell. BOOT is a fixed one-liner that decodes
- * SCRIPT (base64, so that no quote or line break of ours has to survive PowerShell, cmd or
- * wsl.exe's own Windows command-line parsing on the way) and runs it with ARGS as its arguments.
+ * never a shell command line for wsl.exe's default shell (./scripts.ts says what BOOT is).
  *
- * What runs in the distribution:
- *   - at connect, a look around (architecture, /dev/dxg, /usr/lib/wsl/lib/libcuda.so.1, TMPDIR,
- *     the cache folder): running any command starts a stopped distribution;
- *   - a guardian that owns the session's work directory: it makes it, and removes it when the
- *     wsl.exe that started it goes away (the session is disposed, cudamatrix is killed, the hop
- *     before drops). Killing wsl.exe does not end the Linux processes it started (they are
- *     reparented to init: microsoft/WSL#2496), so each Linux side watches its own parent, the
- *     relay of its wsl.exe, which ends with it (what #2496 shows; not checked on Windows here:
- *     none is reachable, and the tests run against a stand-in wsl.exe that behaves so);
- *   - each command under a guard: it runs in a session and process group of its own; when its
- *     wsl.exe goes (a timeout, a cancellation, a dropped hop: the hop kills wsl.exe), the guard
- *     kills that group (TERM, KILL 2 s later). The guard marks the command's start on stderr, so
- *     that wsl.exe's own failures (a distribution that vanished, WSL errors) are told apart from
- *     the command's output.
- * Files go through the command's stdin and stdout as base64 text; the Linux cudaprobe runs in
- * the distribution from a per-hash cache in its home.
+ * A session is one long-lived wsl.exe running the agent (scripts.ts AGENT, ./agent.ts): it
+ * looks around (architecture, /dev/dxg, /usr/lib/wsl/lib/libcuda.so.1, TMPDIR, the cache
+ * folder; running any command starts a stopped distribution), makes the session's work
+ * directory, and runs the session's commands one at a time, each in a process group of its own,
+ * for the cost of a fork instead of a wsl.exe start. A command with stdin (copying a file in),
+ * one asked for while the agent is busy, and every command where the hop before cannot carry a
+ * byte stream (an SSH hop to a Windows host, whose shell is not known to pass bytes unchanged)
+ * runs through a wsl.exe of its own under a guard (scripts.ts GUARD); without an agent, a
+ * guardian (scripts.ts GUARDIAN) owns the work directory instead.
+ *
+ * Killing wsl.exe does not end the Linux processes it started (they are reparented to init:
+ * microsoft/WSL#2496), so each Linux side watches its own parent, the relay of its wsl.exe, which
+ * ends with it (what #2496 shows; not checked on Windows here: none is reachable, and the tests
+ * run against a stand-in wsl.exe that behaves so): when cudamatrix is killed or the hop before
+ * drops, the running command's process group is killed and the work directory removed.
+ *
+ * Files go through a command's stdin and stdout as base64 text; the Linux cudaprobe runs in the
+ * distribution from a per-hash cache in its home.
  */
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -33,102 +33,23 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
+import type { Duplex } from 'node:stream';
 import { execProcessTree } from '../local.ts';
+import { quotePosix } from '../ssh/quote.ts';
+import { streamProcess } from '../stream.ts';
+import { supervise, type ExecEnd } from '../supervise.ts';
 import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
+import { WslAgent } from './agent.ts';
 import { decodeWslOutput, oneLine, parseWslList, WslToken, type WslDistro } from './list.ts';
 import { DEFAULT_CONNECT_TIMEOUT_S, type WslOptions } from './options.ts';
+import { AGENT, GUARD, GUARDIAN, INFO, MAKE_DIRS, MOVE_AND_HASH, READ_FILE, RM_DIR, SHA_OF, shArgv, WAIT_DIR, WRITE_FILE } from './scripts.ts';
 
 /** Copying a file through a command: bounded, so that a frozen distribution does not hold the run. */
 const COPY_TIMEOUT_MS = 5 * 60_000;
-/** Removing the work directory at dispose, then the guardian's end. */
+/** Removing the work directory at dispose, then the guardian's or the agent's end; stopping a command's group. */
 const DISPOSE_TIMEOUT_MS = 10_000;
-
-/**
- * Decodes $0 (base64) and evaluates it in this shell, so that "$1"… are the arguments. The
- * decoded text is split into words and joined with spaces by eval: the scripts below are one
- * line, their statements separated by ";", with no runs of spaces that matter.
- */
-const BOOT = 'set -f; eval $(echo $0 | base64 -d)';
-
-/** A script for BOOT: its statements joined into one line. */
-function script(...statements: string[]): string {
-  // A statement that ends in "&" (in the background) is already ended: "a &; b" is a syntax error.
-  const line = statements.map((st, i) => (i === statements.length - 1 ? st : st.endsWith('&') ? `${st} ` : `${st}; `)).join('');
-  if (/[\r\n\t]| {2}/.test(line)) throw new Error('a WSL script must be one line without runs of spaces');
-  return Buffer.from(line, 'utf8').toString('base64');
-}
-
-/** argv for wsl.exe's --exec: sh running `body` with these arguments. */
-function shArgv(body: string, ...args: string[]): string[] {
-  return ['sh', '-c', BOOT, body, ...args];
-}
-
-/**
- * Whether this shell's parent, the relay of its wsl.exe, is still there: it is, while this shell
- * has not been reparented (its PPid in /proc is still the one it started with). `kill -0` would
- * not do: the relay runs as root, and a command run as another user may not signal it. Without
- * /proc, `kill -0` is the fallback.
- */
-const ALIVE = 'alive() { if [ -r /proc/$$/stat ]; then read -r x x x p x < /proc/$$/stat; [ "$p" = "$PPID" ]; else kill -0 $PPID 2>/dev/null; fi; }';
-
-/** The look around at connect: "cm-wsl-info-NONCE", then arch, dxg, libcuda, TMPDIR, cache folder. */
-const INFO = script(
-  `printf 'cm-wsl-info-%s\\n' "$1"`,
-  'uname -m',
-  'if [ -e /dev/dxg ]; then echo 1; else echo 0; fi',
-  'if [ -e /usr/lib/wsl/lib/libcuda.so.1 ]; then echo 1; else echo 0; fi',
-  `printf '%s\\n' "\${TMPDIR:-/tmp}"`,
-  `printf '%s\\n' "\${XDG_CACHE_HOME:-$HOME/.cache}"`,
-);
-
-/**
- * The guardian ($1: the work directory): makes it, and removes it when it ends. It ends when its
- * parent (the relay of its wsl.exe) is gone, on TERM/HUP/INT, or when writing to wsl.exe fails.
- * It writes a line every 2 s: a relay whose own reader has gone (a hop's channel closed) finds
- * that out when it writes, and ends.
- */
-const GUARDIAN = script(
-  ALIVE,
-  'd=$1',
-  `trap 'rm -rf "$d"' EXIT`,
-  `trap 'exit 143' TERM HUP INT`,
-  `trap 'exit 141' PIPE`,
-  'mkdir -m 700 "$d" || exit 1',
-  `while alive; do printf '\\n' || exit 141; sleep 2; done`,
-);
-
-/** Waits until the guardian has made the directory ($1), for at most $2 tenths of a second. */
-const WAIT_DIR = script('i=0', 'while [ ! -d "$1" ]; do i=$((i+1)); [ $i -gt $2 ] && exit 1; sleep 0.1 2>/dev/null || sleep 1; done');
-
-/**
- * The guard around every command ($1 nonce, $2 directory, then the argv): the start marker on
- * stderr, the command in a session of its own with this stdin, and a watcher that kills its
- * process group when the guard's parent (the relay of wsl.exe) is gone.
- */
-const GUARD = script(
-  ALIVE,
-  `printf 'cm-wsl-run-%s\\n' "$1" >&2`,
-  'cd "$2" || exit 125',
-  'shift 2',
-  'exec 3<&0',
-  'setsid "$@" <&3 3<&- &',
-  'pid=$!',
-  'exec 3<&-',
-  '( while alive; do sleep 1; done; kill -TERM -$pid 2>/dev/null; sleep 2; kill -KILL -$pid 2>/dev/null ) </dev/null >/dev/null 2>&1 &',
-  'w=$!',
-  'wait $pid',
-  'c=$?',
-  // Ended while its wsl.exe is still there: the watcher goes. Else it still has a KILL to send.
-  'if alive; then kill $w 2>/dev/null; fi',
-  'exit $c',
-);
-
-const RM_DIR = script('rm -rf "$1"');
-const WRITE_FILE = script('base64 -d > "$1" && chmod $2 "$1"');
-const READ_FILE = script('base64 < "$1"');
-const SHA_OF = script('if [ -f "$1" ]; then sha256sum "$1"; else echo -; fi');
-const MAKE_DIRS = script('mkdir -p "$1"');
-const MOVE_AND_HASH = script('mv -f "$1" "$2" && sha256sum "$2"');
+/** How long a stopped command may take to be reported by the agent before the agent itself is stopped. */
+const STOP_GRACE_MS = 15_000;
 
 /** How wsl.exe is run: here, or through the previous hop's session. */
 interface WslRunner {
@@ -141,6 +62,8 @@ interface WslRunner {
   list(timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean; stdout: string; stderr: string }>;
   /** A long-lived command: with an (empty) stdin where that gives it a channel of its own. */
   longLived: Pick<ExecOptions, 'stdin'>;
+  /** Runs wsl.exe with its stdin and stdout as one byte stream; absent where the hop cannot carry one. */
+  stream?(args: string[]): Promise<Duplex>;
 }
 
 /** wsl.exe in a folder of this machine's PATH, or undefined. */
@@ -181,6 +104,7 @@ function localRunner(target: string): WslRunner {
         });
       }),
     longLived: {},
+    stream: (args) => streamProcess([wsl, ...args]),
   };
 }
 
@@ -196,6 +120,8 @@ function viaRunner(via: Session): WslRunner {
     // On a POSIX host the SSH session runs commands without stdin one at a time through its
     // helper: a command that lives as long as the session must have a channel of its own.
     longLived: { stdin: '' },
+    // An SSH hop to a Windows host refuses streams (its shell is not known to pass bytes unchanged).
+    stream: via.openStream && via.platform === 'linux' ? (args) => via.openStream!(['wsl.exe', ...args]) : undefined,
   };
 }
 
@@ -282,11 +208,37 @@ function pickDistro(distros: WslDistro[], name: string | undefined, where: strin
   );
 }
 
+/** What the look around says (scripts.ts INFO_LINES), checked: the architecture, TMPDIR and the cache folder. */
+function readLookAround(lines: string[], where: string, answer: string): { arch: string; tmp: string; cacheBase: string } {
+  const [machine, dxg, libcuda, tmp, cacheBase] = lines;
+  if (dxg !== '1') {
+    throw new CudamatrixError(
+      'WSL_NO_GPU',
+      `there is no /dev/dxg in ${where}: GPU paravirtualisation is off there, so CUDA cannot reach the GPU. It needs WSL 2 on Windows 11 or Windows 10 21H2 or later, an up-to-date WSL ("wsl.exe --update") and the NVIDIA driver for Windows on the host; then "wsl.exe --shutdown" and try again`,
+    );
+  }
+  if (libcuda !== '1') {
+    throw new CudamatrixError(
+      'WSL_NO_LIBCUDA',
+      `there is no libcuda.so.1 under /usr/lib/wsl/lib in ${where}: the NVIDIA driver for Windows provides it to every WSL 2 distribution. Install (or update) the NVIDIA driver on the Windows host, not a Linux driver inside the distribution; then "wsl.exe --shutdown" and try again`,
+    );
+  }
+  if (!machine || !tmp?.startsWith('/') || !cacheBase?.startsWith('/')) {
+    throw new CudamatrixError('TRANSPORT_FAILED', `setting up a session in ${where} gave an answer cudamatrix cannot read: ${oneLine(answer)}`);
+  }
+  const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine;
+  return { arch, tmp, cacheBase };
+}
+
 class WslSession implements Session {
   readonly platform = 'linux' as const;
   readonly shell = 'posix' as const;
   readonly description: string;
   readonly hostKey: string;
+  /** The agent that runs this session's commands; undefined where the hop cannot carry its stream. */
+  private agent: WslAgent | undefined;
+  /** Why the agent ended, once asked (whyAgentEnded). */
+  private agentEnd: Promise<Error> | undefined;
   private readonly guardianStop = new AbortController();
   private guardianDone: Promise<unknown> = Promise.resolve();
 
@@ -303,39 +255,55 @@ class WslSession implements Session {
   }
 
   static async open(runner: WslRunner, distro: WslDistro, o: WslOptions, runId: string, timeoutMs: number, signal?: AbortSignal): Promise<WslSession> {
-    const base = (cwd: string) => wslArgs(distro.name, o.user, cwd);
     const nonce = randomBytes(6).toString('hex');
-    // Running a command starts the distribution if it is stopped (the first one takes longer).
-    const info = await runner.run([...base('/'), '--exec', ...shArgv(INFO, nonce)], { timeoutMs, signal });
-    const marker = `cm-wsl-info-${nonce}\n`;
-    const at = info.stdout.indexOf(marker);
-    if (at < 0 || info.exitCode !== 0) throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
-    const [machine, dxg, libcuda, tmp, cacheBase] = info.stdout.slice(at + marker.length).split('\n').map((l) => l.replace(/\r$/, ''));
-    const where = `WSL distribution "${distro.name}" on ${runner.where}`;
-    if (dxg !== '1') {
-      throw new CudamatrixError(
-        'WSL_NO_GPU',
-        `there is no /dev/dxg in ${where}: GPU paravirtualisation is off there, so CUDA cannot reach the GPU. It needs WSL 2 on Windows 11 or Windows 10 21H2 or later, an up-to-date WSL ("wsl.exe --update") and the NVIDIA driver for Windows on the host; then "wsl.exe --shutdown" and try again`,
-      );
-    }
-    if (libcuda !== '1') {
-      throw new CudamatrixError(
-        'WSL_NO_LIBCUDA',
-        `there is no libcuda.so.1 under /usr/lib/wsl/lib in ${where}: the NVIDIA driver for Windows provides it to every WSL 2 distribution. Install (or update) the NVIDIA driver on the Windows host, not a Linux driver inside the distribution; then "wsl.exe --shutdown" and try again`,
-      );
-    }
-    if (!machine || !tmp?.startsWith('/') || !cacheBase?.startsWith('/')) {
-      throw new CudamatrixError('TRANSPORT_FAILED', `setting up a session in ${where} gave an answer cudamatrix cannot read: ${oneLine(info.stdout.slice(at))}`);
-    }
     const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
-    const workDir = `${tmp.replace(/\/+$/, '')}/cudamatrix-${tag}-${nonce}`;
-    const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine;
-    const session = new WslSession(runner, distro, o.user, arch, workDir, cacheBase);
-    await session.startGuardian(timeoutMs, signal);
-    return session;
+    const dirName = `cudamatrix-${tag}-${nonce}`;
+    const where = `WSL distribution "${distro.name}" on ${runner.where}`;
+    const args = wslArgs(distro.name, o.user, '/');
+    if (!runner.stream) {
+      // Running a command starts the distribution if it is stopped (the first one takes longer).
+      const info = await runner.run([...args, '--exec', ...shArgv(INFO, nonce)], { timeoutMs, signal });
+      const marker = `cm-wsl-info-${nonce}\n`;
+      const at = info.stdout.indexOf(marker);
+      if (at < 0 || info.exitCode !== 0) throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
+      const lines = info.stdout.slice(at + marker.length).split('\n').map((l) => l.replace(/\r$/, ''));
+      const { arch, tmp, cacheBase } = readLookAround(lines, where, info.stdout.slice(at));
+      const session = new WslSession(runner, distro, o.user, arch, `${tmp.replace(/\/+$/, '')}/${dirName}`, cacheBase);
+      await session.startGuardian(timeoutMs, signal);
+      return session;
+    }
+
+    // The agent: it starts the distribution if it is stopped, looks around and makes the work directory.
+    const started = runner.stream([...args, '--exec', ...shArgv(AGENT, nonce, dirName)]);
+    const agent = new WslAgent(await started, nonce, (cause) =>
+      new CudamatrixError('TRANSPORT_FAILED', `the wsl.exe that runs the commands of ${where} has ended${cause ? `: ${oneLine(decodeWslOutput(cause.message))}` : ''}`, { cause }),
+    );
+    let hello;
+    try {
+      hello = await withDeadline(agent.hello, timeoutMs, signal);
+    } catch (error) {
+      agent.destroy();
+      if (error === DEADLINE) {
+        throw new CudamatrixError('TARGET_UNREACHABLE', `setting up a session in ${distro.name} did not finish within ${timeoutMs / 1000} s (connectTimeout); starting a stopped WSL 2 distribution can take a while, so a larger connectTimeout may help`);
+      }
+      if (signal?.aborted) throw error;
+      // Why it did not start: the same look around through a wsl.exe of its own says it best.
+      const info = await runner.run([...args, '--exec', ...shArgv(INFO, nonce)], { timeoutMs, signal });
+      if (info.exitCode !== 0 || !info.stdout.includes(`cm-wsl-info-${nonce}\n`)) throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
+      throw error;
+    }
+    try {
+      const { arch, cacheBase } = readLookAround(hello.lookAround, where, hello.lookAround.join(' '));
+      const session = new WslSession(runner, distro, o.user, arch, hello.workDir, cacheBase);
+      session.agent = agent;
+      return session;
+    } catch (error) {
+      await agent.close(DISPOSE_TIMEOUT_MS);
+      throw error;
+    }
   }
 
-  /** Starts the guardian of the work directory and waits until it has made it. */
+  /** Starts the guardian of the work directory (no agent) and waits until it has made it. */
   private async startGuardian(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     const guardian = this.runner.run([...this.args('/'), '--exec', ...shArgv(GUARDIAN, this.workDir)], { ...this.runner.longLived, signal: this.guardianStop.signal });
     this.guardianDone = guardian.catch(() => undefined);
@@ -343,7 +311,7 @@ class WslSession implements Session {
       (r) => r,
       (error: unknown) => error,
     );
-    const ready = this.runCommand(shArgv(WAIT_DIR, this.workDir, String(Math.ceil(timeoutMs / 100))), { cwd: '/', timeoutMs: timeoutMs + 5000, signal });
+    const ready = this.runAlone(shArgv(WAIT_DIR, this.workDir, String(Math.ceil(timeoutMs / 100))), { cwd: '/', timeoutMs: timeoutMs + 5000, signal });
     const first = await Promise.race([ready.then((r) => ({ ready: r })), ended.then((r) => ({ ended: r }))]);
     if ('ready' in first && first.ready.exitCode === 0) return;
     this.guardianStop.abort();
@@ -361,17 +329,85 @@ class WslSession implements Session {
     return wslArgs(this.distro.name, this.user, cwd);
   }
 
+  /** Through the agent when it is idle and the command needs no stdin; else through a wsl.exe of its own. */
   exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
-    return this.runCommand(argv, options);
+    const agent = this.agent;
+    if (agent?.failure) return this.whyAgentEnded(agent.failure).then((error) => Promise.reject(error));
+    if (agent && !agent.busy && options.stdin === undefined) return this.runOnAgent(agent, argv, options);
+    return this.runAlone(argv, options);
   }
 
-  /** Runs argv in the distribution under the guard (see GUARD). */
-  private async runCommand(argv: string[], options: ExecOptions): Promise<ExecResult> {
+  /** argv with the environment set, as `env NAME=VALUE... argv`. */
+  private static withEnv(argv: string[], options: ExecOptions): string[] {
+    const env = Object.entries(options.env ?? {});
+    return env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
+  }
+
+  /**
+   * Runs argv through the agent. A timeout or a cancellation stops its process group; an agent
+   * that then still does not report the command's end is stopped too, and the session with it.
+   */
+  private runOnAgent(agent: WslAgent, argv: string[], options: ExecOptions): Promise<ExecResult> {
     const nonce = randomBytes(6).toString('hex');
     const cwd = options.cwd ?? this.workDir;
-    const env = Object.entries(options.env ?? {});
-    const command = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
-    const r = await this.runner.run([...this.args(cwd), '--exec', ...shArgv(GUARD, nonce, cwd), ...command], {
+    const text = `cd ${quotePosix(cwd)} || exit 125; exec ${WslSession.withEnv(argv, options).map(quotePosix).join(' ')}`;
+    return supervise(argv, options, (io) => {
+      let started = false;
+      let stopWanted = false;
+      let ended = false;
+      const stop = (): void => {
+        agent.stop(nonce);
+        setTimeout(() => {
+          if (!ended) agent.destroy(new Error(`${argv[0] ?? 'a command'} did not end within ${STOP_GRACE_MS / 1000} s of being stopped`));
+        }, STOP_GRACE_MS).unref();
+      };
+      const done = new Promise<ExecEnd>((resolve, reject) => {
+        agent.run(nonce, text, {
+          started: () => {
+            started = true;
+            if (stopWanted) stop();
+          },
+          done: (status, stdout, stderr) => {
+            ended = true;
+            io.stdout(stdout.toString('utf8'));
+            io.stderr(stderr.toString('utf8'));
+            resolve({ exitCode: status, signal: null });
+          },
+          failed: (error) => {
+            ended = true;
+            void this.whyAgentEnded(error).then(reject);
+          },
+        });
+      });
+      return {
+        done,
+        stop: () => {
+          if (ended) return;
+          stopWanted = true;
+          if (started) stop();
+        },
+      };
+    });
+  }
+
+  /**
+   * Why the agent's wsl.exe ended, which ends the session: a wsl.exe of its own says whether the
+   * hop before is gone (its error names that hop), the distribution is gone, or WSL broke; when
+   * that one runs, the agent's own end is the reason.
+   */
+  private whyAgentEnded(agentError: Error): Promise<Error> {
+    this.agentEnd ??= this.runner.run([...this.args('/'), '--exec', 'true'], { timeoutMs: DISPOSE_TIMEOUT_MS }).then(
+      (r) => (r.exitCode === 0 ? agentError : failure(r, this.runner, this.distro, this.user, `running a command in ${this.distro.name}`, DISPOSE_TIMEOUT_MS)),
+      (error: unknown) => (error instanceof Error ? error : agentError),
+    );
+    return this.agentEnd;
+  }
+
+  /** Runs argv in the distribution through a wsl.exe of its own, under the guard (scripts.ts GUARD). */
+  private async runAlone(argv: string[], options: ExecOptions): Promise<ExecResult> {
+    const nonce = randomBytes(6).toString('hex');
+    const cwd = options.cwd ?? this.workDir;
+    const r = await this.runner.run([...this.args(cwd), '--exec', ...shArgv(GUARD, nonce, cwd), ...WslSession.withEnv(argv, options)], {
       stdin: options.stdin,
       timeoutMs: options.timeoutMs,
       signal: options.signal,
@@ -387,12 +423,12 @@ class WslSession implements Session {
 
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     const data = await readFile(localPath);
-    const r = await this.runCommand(shArgv(WRITE_FILE, remotePath, options.executable ? '755' : '644'), { cwd: '/', stdin: data.toString('base64'), timeoutMs: COPY_TIMEOUT_MS });
+    const r = await this.exec(shArgv(WRITE_FILE, remotePath, options.executable ? '755' : '644'), { cwd: '/', stdin: data.toString('base64'), timeoutMs: COPY_TIMEOUT_MS });
     if (r.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {
-    const r = await this.runCommand(shArgv(READ_FILE, remotePath), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    const r = await this.exec(shArgv(READ_FILE, remotePath), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
     if (r.exitCode !== 0) {
       await rm(localPath, { force: true });
       throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
@@ -413,23 +449,39 @@ class WslSession implements Session {
     const sha = createHash('sha256').update(await readFile(localPath)).digest('hex');
     const dir = `${this.cacheBase.replace(/\/+$/, '')}/cudamatrix/deployed/${key}`;
     const target = `${dir}/${name}`;
-    const cached = await this.runCommand(shArgv(SHA_OF, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    const cached = await this.exec(shArgv(SHA_OF, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
     if (cached.exitCode === 0 && cached.stdout.trim().split(/\s+/)[0] === sha) return { path: target, uploaded: false };
-    const made = await this.runCommand(shArgv(MAKE_DIRS, dir), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    const made = await this.exec(shArgv(MAKE_DIRS, dir), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
     if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`);
     // Beside it, then renamed: a reader never runs half a binary.
     const partial = `${target}.upload-${randomBytes(4).toString('hex')}`;
     await this.put(localPath, partial, { executable: true });
-    const moved = await this.runCommand(shArgv(MOVE_AND_HASH, partial, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    const moved = await this.exec(shArgv(MOVE_AND_HASH, partial, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
     const placed = moved.exitCode === 0 ? (moved.stdout.trim().split(/\s+/)[0] ?? '') : '';
     if (placed !== sha) throw new CudamatrixError('TRANSPORT_FAILED', `the probe copied to ${this.description}:${target} does not verify (${oneLine(moved.stderr) || 'hash differs'})`);
     return { path: target, uploaded: true };
   }
 
-  /** Removes the work directory, then ends the guardian (which would remove it too). */
+  /**
+   * A command's stdin and stdout as one byte stream (a Docker engine in the distribution, through
+   * `docker system dial-stdio`), through a wsl.exe of its own under the guard.
+   */
+  openStream(argv: string[]): Promise<Duplex> {
+    if (!this.runner.stream) {
+      return Promise.reject(new CudamatrixError('MATRIX_INVALID', `${this.description}: the hop before cannot carry a byte stream to wsl.exe, so a later hop cannot stream through it`));
+    }
+    const nonce = randomBytes(6).toString('hex');
+    return this.runner.stream([...this.args(this.workDir), '--exec', ...shArgv(GUARD, nonce, this.workDir), ...argv]);
+  }
+
+  /**
+   * With the agent: ends its stdin, and it removes the work directory and exits. Without: removes
+   * the work directory, then ends the guardian (which would remove it too).
+   */
   async [Symbol.asyncDispose](): Promise<void> {
+    if (this.agent && !this.agent.failure) return this.agent.close(DISPOSE_TIMEOUT_MS);
     try {
-      await this.runCommand(shArgv(RM_DIR, this.workDir), { cwd: '/', timeoutMs: DISPOSE_TIMEOUT_MS }).catch(() => undefined);
+      await this.runAlone(shArgv(RM_DIR, this.workDir), { cwd: '/', timeoutMs: DISPOSE_TIMEOUT_MS }).catch(() => undefined);
     } finally {
       this.guardianStop.abort();
       await withTimeout(this.guardianDone, 5000);
@@ -455,6 +507,28 @@ function failure(r: ExecResult, runner: WslRunner, distro: WslDistro, user: stri
   if (WslToken.userNotFound.test(said)) return error('TARGET_UNREACHABLE', `there is no user "${user ?? '(the default user)'}" in ${where}; wsl.exe said: ${said}. Create the user there, or change user: in the matrix`);
   if (WslToken.notInstalled.test(said)) return error('WSL_NOT_INSTALLED', `WSL on ${runner.where} cannot run ${distro.name}; wsl.exe said: ${said}. Install WSL ("wsl.exe --install" as administrator) and restart Windows`);
   return error('TRANSPORT_FAILED', `${what}: wsl.exe did not run it (exit status ${r.exitCode}${r.signal ? `, ${r.signal}` : ''}): ${said || 'no output'}`);
+}
+
+const DEADLINE = new Error('deadline');
+
+/** `p`, or DEADLINE thrown after `ms`, or the signal's reason when it is aborted first. */
+async function withDeadline<T>(p: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(DEADLINE), ms);
+        onAbort = () => reject(signal!.reason);
+        if (signal?.aborted) onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
 }
 
 /** Waits for `p`, or `ms` at most; the timer does not keep the process alive. */

@@ -117,6 +117,21 @@ export function leftInDistro(machine: StandinMachine, name: string): string[] {
 }
 
 /**
+ * Ends every process running in a distribution, as `wsl.exe --terminate` (and --unregister)
+ * does on Windows: the stand-in starts no long-lived instance of its own to stop.
+ */
+export function terminateDistro(machine: StandinMachine, name: string): void {
+  const root = realpathSync(machine.distroRoot(name));
+  for (const pid of readdirSync('/proc').filter((f) => /^\d+$/.test(f))) {
+    try {
+      if (realpathSync(`/proc/${pid}/root`) === root) process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // gone, or not ours
+    }
+  }
+}
+
+/**
  * Processes still running from this machine's stand-in: wsl.exe itself (a stand-in whose
  * environment names this machine), or anything chrooted into one of its distributions. Other
  * machines' (other tests running at the same time) are not counted.

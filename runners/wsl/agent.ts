@@ -1,0 +1,155 @@
+/**
+ * The controller's side of the WSL agent (scripts.ts AGENT): one wsl.exe per session whose sh
+ * runs the session's commands one at a time. This module speaks its protocol over the wsl.exe's
+ * stdin and stdout: it writes one request line per command and reads the framed answers
+ * (a start line, a done line, then the command's stdout and stderr by byte count).
+ */
+import type { Duplex } from 'node:stream';
+import { INFO_LINES } from './scripts.ts';
+
+/** What the agent said when it started: the look around and the work directory it made. */
+export interface AgentHello {
+  /** uname -m, /dev/dxg (1/0), libcuda.so.1 (1/0), TMPDIR, the cache folder: scripts.ts INFO_LINES. */
+  lookAround: string[];
+  workDir: string;
+}
+
+export interface AgentCommand {
+  started(pid: number): void;
+  done(status: number, stdout: Buffer, stderr: Buffer): void;
+  failed(error: Error): void;
+}
+
+const START = /^cm-wsl-start ([0-9a-f]+) (\d+)$/;
+const DONE = /^cm-wsl-done ([0-9a-f]+) (\d+) +(\d+) +(\d+)$/;
+
+export class WslAgent {
+  readonly hello: Promise<AgentHello>;
+  private buffer: Buffer = Buffer.alloc(0);
+  private helloLines: string[] | undefined;
+  private resolveHello!: (hello: AgentHello) => void;
+  private rejectHello!: (error: Error) => void;
+  private current: { nonce: string; command: AgentCommand; output?: { status: number; outLength: number; errLength: number } } | undefined;
+  private ended: Error | undefined;
+  private readonly closed: Promise<void>;
+
+  /**
+   * `describeEnd` turns how the stream ended into the error every waiting and later command
+   * gets: the agent is gone, and with it the session.
+   */
+  constructor(
+    private readonly stream: Duplex,
+    private readonly nonce: string,
+    private readonly describeEnd: (cause: Error | undefined) => Error,
+  ) {
+    this.hello = new Promise((resolve, reject) => {
+      this.resolveHello = resolve;
+      this.rejectHello = reject;
+    });
+    this.hello.catch(() => undefined); // a caller that never asks is not an unhandled rejection
+    stream.on('data', (chunk: Buffer) => this.receive(chunk));
+    stream.on('error', (error: Error) => this.end(error));
+    // The agent exited (its output ended) while its stdin may still be open.
+    stream.on('end', () => this.end(undefined));
+    this.closed = new Promise((resolve) => stream.once('close', resolve));
+    void this.closed.then(() => this.end(undefined));
+  }
+
+  /** Why the agent can no longer run commands; undefined while it can. */
+  get failure(): Error | undefined {
+    return this.ended;
+  }
+
+  /** Whether a command runs now (the agent runs one at a time). */
+  get busy(): boolean {
+    return this.current !== undefined;
+  }
+
+  /** Sends a command (a sh script); its answers come to `command`. The agent must be idle. */
+  run(nonce: string, scriptText: string, command: AgentCommand): void {
+    if (this.ended) return command.failed(this.ended);
+    if (this.current) throw new Error('the WSL agent runs one command at a time');
+    this.current = { nonce, command };
+    this.stream.write(`run ${nonce} ${Buffer.from(scriptText, 'utf8').toString('base64')}\n`);
+  }
+
+  /** Stops the running command `nonce` (TERM to its process group, KILL 2 s later), once it has started. */
+  stop(nonce: string): void {
+    if (!this.ended && this.current?.nonce === nonce) this.stream.write(`stop ${nonce}\n`);
+  }
+
+  /** Ends the agent's stdin: it removes the work directory and exits. Waits `ms` at most, then kills it. */
+  async close(ms: number): Promise<void> {
+    if (!this.stream.destroyed) this.stream.end();
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.closed, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
+    this.destroy();
+  }
+
+  /** Stops the agent's wsl.exe at once; the Linux side then cleans up by itself (scripts.ts AGENT). */
+  destroy(error?: Error): void {
+    if (error) this.end(error);
+    this.stream.destroy();
+  }
+
+  private receive(chunk: Buffer): void {
+    this.buffer = this.buffer.length ? Buffer.concat([this.buffer, chunk]) : chunk;
+    try {
+      while (this.step());
+    } catch (error) {
+      this.destroy(error as Error);
+    }
+  }
+
+  /** Takes one thing (a line, or a command's output) from the buffer; false when more is needed. */
+  private step(): boolean {
+    const output = this.current?.output;
+    if (output) {
+      const need = output.outLength + output.errLength;
+      if (this.buffer.length < need) return false;
+      const stdout = this.buffer.subarray(0, output.outLength);
+      const stderr = this.buffer.subarray(output.outLength, need);
+      this.buffer = this.buffer.subarray(need);
+      const { command } = this.current!;
+      this.current = undefined;
+      command.done(output.status, stdout, stderr);
+      return true;
+    }
+    const eol = this.buffer.indexOf(10);
+    if (eol < 0) return false;
+    const line = this.buffer.subarray(0, eol).toString('utf8').replace(/\r$/, '');
+    this.buffer = this.buffer.subarray(eol + 1);
+    if (!this.helloLines) {
+      // What comes before the marker (nothing, normally) is not ours.
+      if (line === `cm-wsl-info-${this.nonce}`) this.helloLines = [];
+      return true;
+    }
+    if (this.helloLines.length <= INFO_LINES) {
+      this.helloLines.push(line);
+      if (this.helloLines.length === INFO_LINES + 1) this.resolveHello({ lookAround: this.helloLines.slice(0, INFO_LINES), workDir: this.helloLines[INFO_LINES]! });
+      return true;
+    }
+    const current = this.current;
+    const start = START.exec(line);
+    if (start && current && start[1] === current.nonce) {
+      current.command.started(Number(start[2]));
+      return true;
+    }
+    const done = DONE.exec(line);
+    if (done && current && done[1] === current.nonce) {
+      current.output = { status: Number(done[2]), outLength: Number(done[3]), errLength: Number(done[4]) };
+      return true;
+    }
+    throw new Error(`the WSL agent said what cudamatrix does not expect: ${JSON.stringify(line.slice(0, 200))}`);
+  }
+
+  private end(cause: Error | undefined): void {
+    if (this.ended) return;
+    this.ended = this.describeEnd(cause);
+    this.rejectHello(this.ended);
+    const current = this.current;
+    this.current = undefined;
+    current?.command.failed(this.ended);
+  }
+}
