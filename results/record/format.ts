@@ -1,0 +1,171 @@
+/**
+ * The behaviour record: one normalised, committed file per observation (one target of one run:
+ * an environment, a GPU, a driver version, an OS build), under results/records/driver-<version>/.
+ * It keeps what the reference table and the charts need and nothing volatile: the facts, every
+ * metric with its attributes, the memory probes' samples (memory per phase per source), the
+ * cells' outcomes, the sysinfo, and the verdicts against the default expectations
+ * (matrix/default.yaml) — not the run's own matrix, so that records from different matrices
+ * compare. It is made from an event log (live or merged) by recordsFromEvents, and read by
+ * `report` and `diff`.
+ *
+ * Identity: `key` says what was observed (the table's column: environment, driver; with the GPU
+ * and OS); two records with the same key and the same fact values are the same observation
+ * (the second is not written); the same key with different facts is a conflict, kept and shown.
+ */
+import { createHash } from 'node:crypto';
+import type { CellEndEvent, RunEvent, RunStartEvent } from '../../events/events.ts';
+import type { Expectation } from '../../matrix/schema.ts';
+import type { Scalar } from '../../probes/protocol.ts';
+import { summarize, type VerdictStatus } from '../verdicts.ts';
+
+export const RECORD_SCHEMA = 1;
+
+/** What an observation is of. */
+export interface ObservationKey {
+  /** linux, wsl2, wddm, tcc, mcdm (the environment class the probe detected or the matrix declared). */
+  environment: string;
+  gpu: string;
+  driver: string;
+  /** os_name (e.g. "Ubuntu 24.04.3 LTS", "Windows 11 Pro"). */
+  os: string;
+  /** Windows build (null on Linux). */
+  osBuild: string | null;
+  /** docker, podman... (null when not in a container). */
+  container: string | null;
+}
+
+export interface RecordedFact {
+  value: Scalar;
+  reason?: string;
+  evidence?: Record<string, unknown>;
+}
+
+export interface RecordedMetric {
+  /** probe.metric */
+  name: string;
+  value: number | null;
+  unit: string;
+  attrs?: Record<string, Scalar>;
+  reason?: string;
+}
+
+export interface RecordedSample {
+  probe: string;
+  phase: string;
+  attrs?: Record<string, Scalar>;
+  /** Source name -> bytes (null where the platform lacks the source; see probes/catalogue.ts sampleReadings). */
+  readings: Record<string, number | null>;
+}
+
+export interface RecordedVerdict {
+  title: string;
+  status: VerdictStatus;
+  actual: string;
+  message: string;
+  /** The expectation's `why` from matrix/default.yaml. */
+  why?: string;
+}
+
+export interface BehaviourRecord {
+  recordSchema: typeof RECORD_SCHEMA;
+  /** sha256 of the run id and target, 16 hex digits: the same observation recorded twice has the same id. */
+  id: string;
+  key: ObservationKey;
+  observed: {
+    /** When the run started (ISO 8601). */
+    date: string;
+    runId: string;
+    target: string;
+    /** What the target was reached through ("local", "ssh gpu-box:22 → docker ..."). */
+    session: string | null;
+    transport: string[];
+  };
+  tool: { cudamatrix: string; cudaprobe: string | null; probeHash: string | null };
+  sysinfo: Record<string, Scalar>;
+  /** probe.fact -> the fact. */
+  facts: Record<string, RecordedFact>;
+  metrics: RecordedMetric[];
+  samples: RecordedSample[];
+  cells: { probe: string; status: string; reason?: string; errorCode?: string }[];
+  verdicts: RecordedVerdict[];
+}
+
+/** The key as one line: the column of the behaviour table ("linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS"). */
+export function keyText(key: ObservationKey): string {
+  return [key.environment, key.gpu, key.driver, key.os, key.osBuild, key.container ? `in ${key.container}` : null].filter((p) => p !== null && p !== '').join(' · ');
+}
+
+/** Whether two records are the same observation: the same key and the same fact values. */
+export function sameObservation(a: BehaviourRecord, b: BehaviourRecord): boolean {
+  if (keyText(a.key) !== keyText(b.key)) return false;
+  const names = new Set([...Object.keys(a.facts), ...Object.keys(b.facts)]);
+  return [...names].every((n) => a.facts[n]?.value === b.facts[n]?.value);
+}
+
+/** The record's file, relative to results/records/: driver-<version>/<environment>-<gpu>-<date>-<id>.json. */
+export function recordPath(r: BehaviourRecord): string {
+  const slug = (s: string) =>
+    s
+      .toLowerCase()
+      .replace(/[^a-z0-9.]+/g, '-')
+      .replace(/^-+|-+$/g, '') || 'unknown';
+  return `driver-${slug(r.key.driver)}/${slug(r.key.environment)}-${slug(r.key.gpu.replace(/^nvidia\s+/i, ''))}${r.key.container ? `-${slug(r.key.container)}` : ''}-${r.observed.date.slice(0, 10)}-${r.id.slice(0, 8)}.json`;
+}
+
+const asString = (v: Scalar | undefined): string | null => (v === undefined || v === null ? null : String(v));
+
+/**
+ * One record per target of the run that measured something on a GPU (its sysinfo names a driver
+ * version and a GPU). Targets without a driver, unreachable ones, and ones whose every probe was
+ * skipped give none: they observed nothing about a driver. `defaults`: the default
+ * expectations (matrix/default.yaml's), which the verdicts are judged against.
+ */
+export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<string, Expectation[]>>): BehaviourRecord[] {
+  const start = events.find((e): e is RunStartEvent => e.type === 'run-start');
+  if (!start) throw new Error('event log without run-start');
+  // The same log, judged against the default expectations instead of the run's matrix's.
+  const rejudged = events.map((e) => (e.type === 'run-start' ? { ...e, matrix: { ...e.matrix, expectations: defaults } } : e));
+  const summary = summarize(rejudged);
+  const whyOf = new Map<string, string>();
+  for (const list of Object.values(defaults)) for (const x of list ?? []) if (x.why) whyOf.set(JSON.stringify(x), x.why);
+  const records: BehaviourRecord[] = [];
+  for (const t of summary.targets) {
+    const s = t.sysinfo;
+    const driver = asString(s.driver_version);
+    const gpu = asString(s.gpu_name);
+    const measured = t.cells.filter((c) => c.planned && c.status === 'passed');
+    if (!driver || !gpu || measured.length === 0) continue;
+    const facts: Record<string, RecordedFact> = {};
+    const metrics: RecordedMetric[] = [];
+    const samples: RecordedSample[] = [];
+    const cells: CellEndEvent[] = t.cells.filter((c) => c.planned);
+    for (const c of cells) {
+      for (const r of c.records) {
+        if (r.type === 'fact') facts[`${c.probe}.${r.name}`] = { value: r.value, ...(r.reason ? { reason: r.reason } : {}), ...(r.evidence ? { evidence: r.evidence } : {}) };
+        else if (r.type === 'metric') metrics.push({ name: `${c.probe}.${r.name}`, value: r.value, unit: r.unit, ...(r.attrs ? { attrs: r.attrs } : {}), ...(r.reason ? { reason: r.reason } : {}) });
+        else if (r.type === 'sample') samples.push({ probe: c.probe, phase: r.phase, ...(r.attrs ? { attrs: r.attrs } : {}), readings: r.readings });
+      }
+    }
+    records.push({
+      recordSchema: RECORD_SCHEMA,
+      id: createHash('sha256').update(`${start.runId}\0${t.name}`).digest('hex').slice(0, 16),
+      key: {
+        environment: t.environmentClass ?? 'unknown',
+        gpu,
+        driver,
+        os: asString(s.os_name) ?? asString(s.os_family) ?? 'unknown',
+        osBuild: asString(s.os_build),
+        container: asString(s.container),
+      },
+      observed: { date: start.started, runId: start.runId, target: t.name, session: t.ready?.session ?? null, transport: events.flatMap((e) => (e.type === 'target-start' && e.target === t.name ? e.transport : [])) },
+      tool: { cudamatrix: start.version, cudaprobe: asString(s.tool_version), probeHash: t.ready?.probe.hash ?? null },
+      sysinfo: s,
+      facts,
+      metrics,
+      samples,
+      cells: cells.map((c) => ({ probe: c.probe, status: c.status, ...(c.reason ? { reason: c.reason } : {}), ...(c.errorCode ? { errorCode: c.errorCode } : {}) })),
+      verdicts: t.verdicts.map((v) => ({ title: v.title, status: v.status, actual: v.actual, message: v.message, ...(whyOf.has(JSON.stringify(v.expectation)) ? { why: whyOf.get(JSON.stringify(v.expectation)) } : {}) })),
+    });
+  }
+  return records;
+}
