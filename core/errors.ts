@@ -81,6 +81,8 @@ export const errorCodes = {
   // results
   EVENTS_INVALID: 'configuration',
   EVENTS_TOO_NEW: 'configuration',
+  /** A behaviour record (results/records/driver-<v>/*.json) that cannot be read, or is of a newer schema. */
+  RECORD_INVALID: 'configuration',
   INTERRUPTED: 'interrupted',
 } as const satisfies Record<string, ErrorClass>;
 
