@@ -4,7 +4,7 @@
  */
 import { describeError } from '../core/errors.ts';
 import type { RunEvent } from '../events/events.ts';
-import type { RunSummary } from './verdicts.ts';
+import { withEventsFile, type RunSummary } from './verdicts.ts';
 
 export interface RunContext {
   runDir: string;
@@ -40,7 +40,9 @@ export class Reporters {
     for (const r of shown) this.guard(r, () => r.onMessage!(text));
   }
 
+  /** Ends the run in every reporter; the summary's verdicts name the event log (context.eventsFile). */
   async end(summary: RunSummary, context: RunContext): Promise<void> {
+    summary = withEventsFile(summary, context.eventsFile);
     for (const r of this.list) {
       if (this.broken.has(r)) continue;
       try {

@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fixture.ts';
 import { repoRoot } from '../test/helpers.ts';
 import { readEventLog } from '../events/events.ts';
-import { exitCodeOf, summarize } from './verdicts.ts';
+import { formatValue } from '../core/units.ts';
+import { factIn, h200Events, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../test/h200-fixture.ts';
+import { exitCodeOf, summarize, withEventsFile, type FactEvidence, type MetricEvidence, type Verdict } from './verdicts.ts';
 
 const h200 = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux-sysinfo', 'events.jsonl');
 
@@ -89,6 +91,16 @@ describe('verdicts', () => {
     expect(missing.targets[0]!.verdicts[0]).toMatchObject({ status: 'failed', message: expect.stringContaining('not measured') });
   });
 
+  it('applies every bound given: ">=" or "<=" beside "between" narrows it, as the title\'s "and" says', () => {
+    const metric = (value: number) => ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sysinfo', name: 'fake', value, unit: 'count', attrs: { v: value } }) as const;
+    const both = [{ metric: 'sysinfo.fake', '>=': 3, between: [5, 10] as [number, number] }, { metric: 'sysinfo.fake', '<=': 20, between: [1, 8] as [number, number], where: { v: 9 } }];
+    const s = summarize([runStart(), targetStart('m', both), cell('m', 'sysinfo', 'passed', [metric(4), metric(9)]), runEnd]);
+    expect(s.targets[0]!.verdicts.map((v) => [v.title, v.status, v.evidence && 'bounds' in v.evidence ? v.evidence.bounds : null])).toEqual([
+      ['sysinfo.fake >= 3 and between 5 and 10', 'failed', { low: 5, high: 10, unit: 'count' }],
+      ['sysinfo.fake {"v":9} <= 20 and between 1 and 8', 'failed', { low: 1, high: 8, unit: 'count' }],
+    ]);
+  });
+
   it('orders exit codes: interrupted, configuration, infrastructure, failed, strict-nothing, ok', () => {
     const mismatch = summarize([runStart(), targetStart('a'), { type: 'target-error', target: 'a', time: '', code: 'ENVIRONMENT_MISMATCH', message: 'x' }, runEnd]);
     expect(exitCodeOf(mismatch, { strict: false })).toBe(2);
@@ -130,5 +142,97 @@ describe('verdicts', () => {
     const c = cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux' }));
     const s = summarize([runStart(), targetStart('a'), c, { ...c, planned: false }, c, runEnd]);
     expect(s.targets[0]!.cells).toHaveLength(2);
+  });
+});
+
+describe('evidence in verdicts', () => {
+  const verdictOf = (events: Parameters<typeof summarize>[0], title: string): Verdict => {
+    const v = summarize(events).targets[0]!.verdicts.find((x) => x.title === title);
+    if (!v) throw new Error(`no verdict "${title}"`);
+    return v;
+  };
+  const bandwidthTitle = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
+
+  it('names the failing sample of a metric (the 1 MiB transfer of the H200 run) and how many matching samples were within', () => {
+    const events = h200WithLinuxExpectations([pinnedH2dAtLeast40]);
+    const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
+    // The real run: four sizes, of which only the smallest is below 40 GB/s.
+    expect(samples.map((m) => m.attrs?.size_bytes)).toEqual([1024 ** 2, 16 * 1024 ** 2, 256 * 1024 ** 2, 1024 ** 3]);
+    const [small, ...large] = samples;
+    expect(small!.value!).toBeLessThan(40);
+    for (const m of large) expect(m.value!).toBeGreaterThanOrEqual(40);
+
+    const v = verdictOf(events, bandwidthTitle);
+    expect(v.status).toBe('failed');
+    expect(v.message).toBe(`expected ${bandwidthTitle}, observed ${formatValue(small!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`);
+    expect(v.why).toBe(pinnedH2dAtLeast40.why);
+    const e = v.evidence as MetricEvidence;
+    expect(e).toEqual({
+      kind: 'metric',
+      bounds: { low: 40, high: null, unit: 'GB/s' },
+      outside: [{ attrs: small!.attrs, value: small!.value, unit: 'GB/s' }],
+      within: large.map((m) => ({ attrs: m.attrs, value: m.value, unit: 'GB/s' })),
+    });
+    // The fields other code reads stay as they were.
+    expect(v.actual).toContain(`${formatValue(small!.value, 'GB/s')} {"direction":"h2d","memory":"pinned","size_bytes":1048576}`);
+  });
+
+  it('gives a passed metric its samples too, all within', () => {
+    const v = verdictOf(h200Events, 'pinned-vram.device_growth_per_gib_bytes {"api":"driver","kind":"pinned"} <= 64 MiB');
+    const samples = metricsIn(h200Events, 'pinned-vram.device_growth_per_gib_bytes', { api: 'driver', kind: 'pinned' });
+    expect(samples.length).toBeGreaterThan(0);
+    expect(v).toMatchObject({ status: 'passed', why: expect.stringContaining('page tables') });
+    expect(v.evidence).toEqual({ kind: 'metric', bounds: { low: null, high: 64 * 1024 ** 2, unit: 'bytes' }, outside: [], within: samples.map((m) => ({ attrs: m.attrs, value: m.value, unit: m.unit })) });
+  });
+
+  it('fails a metric on a sample without a value, with the probe\'s reason, and names every failing one', () => {
+    const metric = (value: number | null, size: number, reason?: string) =>
+      ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sysinfo', name: 'fake', value, unit: 'count', attrs: { size_bytes: size, mode: 'x' }, ...(reason ? { reason } : {}) }) as const;
+    const events = [runStart(), targetStart('m', [{ metric: 'sysinfo.fake', '<=': 10, where: { mode: 'x' } }]), cell('m', 'sysinfo', 'passed', [metric(3, 1024), metric(null, 2048, 'timed out'), metric(12, 4096)]), runEnd];
+    const v = summarize(events).targets[0]!.verdicts[0]!;
+    expect(v.message).toBe('expected sysinfo.fake {"mode":"x"} <= 10, observed not measured (timed out) at size 2 KiB, 12 count at size 4 KiB; 1 of 3 matching samples within');
+    expect((v.evidence as MetricEvidence).outside.map((s) => [s.value, s.reason])).toEqual([[null, 'timed out'], [12, undefined]]);
+  });
+
+  it('gives a fact its value, the probe\'s evidence and a line for people naming the deciding source', () => {
+    const events = h200WithLinuxExpectations([{ fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+    const fact = factIn(events, 'pinned-vram.counts_as_vram');
+    const ev = fact.evidence as Record<string, number | string>;
+    expect(ev.source).toBe('nvml_process_used_bytes');
+    const v = verdictOf(events, 'pinned-vram.counts_as_vram == true');
+    expect(v).toMatchObject({ status: 'failed', why: 'the design card says so (C1)', message: 'expected pinned-vram.counts_as_vram to be true, observed false' });
+    const e = v.evidence as FactEvidence;
+    expect(e).toMatchObject({ kind: 'fact', value: false, evidence: fact.evidence });
+    const grew = (key: string) => `${(ev[key] as number) >= 0 ? '+' : ''}${formatValue(ev[key] as number, 'bytes')}`;
+    expect(e.summary).toBe(
+      `NVML process memory ${grew('nvml_process_used_bytes')} for ${formatValue(ev.size_bytes as number, 'bytes')} (the deciding source); ` +
+        `NVML device memory ${grew('nvml_device_used_bytes')}, cuMemGetInfo used ${grew('subject_cu_used_bytes')}, resident set ${grew('subject_rss_bytes')}, system available memory ${grew('system_available_bytes')}`,
+    );
+  });
+
+  it('gives a sysinfo fact its source, and a null fact its reason', () => {
+    const events = [
+      runStart({ linux: [{ fact: 'sysinfo.gpu_name', equals: 'NVIDIA A100' }, { fact: 'sysinfo.driver_model', equals: 'WDDM' }] }),
+      targetStart('box'),
+      cell('box', 'sysinfo', 'passed', [
+        { schema: 'cudaprobe/1', type: 'sysinfo', probe: 'sysinfo', name: 'environment', value: 'linux' },
+        { schema: 'cudaprobe/1', type: 'sysinfo', probe: 'sysinfo', name: 'gpu_name', value: 'NVIDIA H200', source: 'NVML' },
+        { schema: 'cudaprobe/1', type: 'sysinfo', probe: 'sysinfo', name: 'driver_model', value: null, reason: 'NVML: Not Supported' },
+      ]),
+      runEnd,
+    ];
+    const [name, model] = summarize(events).targets[0]!.verdicts;
+    expect(name!.evidence).toEqual({ kind: 'fact', value: 'NVIDIA H200', source: 'NVML' });
+    expect(model!.evidence).toEqual({ kind: 'fact', value: null, reason: 'NVML: Not Supported' });
+  });
+
+  it('puts the event log on the summary and on every verdict, when the caller knows it', () => {
+    expect(summarize(h200Events).targets[0]!.verdicts.every((v) => v.eventsFile === undefined)).toBe(true);
+    const s = summarize(h200Events, { eventsFile: 'runs/a/events.jsonl' });
+    expect(s.eventsFile).toBe('runs/a/events.jsonl');
+    expect(s.targets[0]!.verdicts.map((v) => v.eventsFile)).toEqual(s.targets[0]!.verdicts.map(() => 'runs/a/events.jsonl'));
+    // A summary that names its log keeps it; one that does not takes the reporters' path.
+    expect(withEventsFile(s, 'elsewhere.jsonl').targets[0]!.verdicts[0]!.eventsFile).toBe('runs/a/events.jsonl');
+    expect(withEventsFile(summarize(h200Events), 'b.jsonl').targets[0]!.verdicts[0]!.eventsFile).toBe('b.jsonl');
   });
 });

@@ -8,6 +8,9 @@ import type { Expectation } from '../matrix/schema.ts';
 import { resolveResultName } from '../probes/catalogue.ts';
 import type { MetricRecord, Scalar } from '../probes/protocol.ts';
 import type { CellEndEvent, RunEndEvent, RunEvent, RunStartEvent, TargetErrorEvent, TargetReadyEvent, TargetStartEvent } from '../events/events.ts';
+import { describeFactEvidence, sampleText, varyingAttrs, type SampleEvidence, type VerdictEvidence } from './evidence.ts';
+
+export type { FactEvidence, MetricEvidence, SampleEvidence, VerdictEvidence } from './evidence.ts';
 
 export type VerdictStatus = 'passed' | 'failed' | 'skipped' | 'error';
 
@@ -21,6 +24,16 @@ export interface Verdict {
   status: VerdictStatus;
   actual: string;
   message: string;
+  /** The matrix's `why` for the expectation, where it gives one. */
+  why?: string;
+  /**
+   * What the verdict rests on: for a metric every matching sample, within and outside the bounds;
+   * for a fact its value, reason and the probe's evidence. Absent where nothing was judged
+   * (skipped, the probe failed or did not report the result).
+   */
+  evidence?: VerdictEvidence;
+  /** The run's event log, with every record and reading behind the verdict (when known). */
+  eventsFile?: string;
 }
 
 export interface TargetResult {
@@ -53,9 +66,11 @@ export interface RunSummary {
   hasConfigurationError: boolean;
   hasInfrastructureError: boolean;
   interrupted: boolean;
+  /** The event log the summary was made from, when the caller gave it. */
+  eventsFile?: string;
 }
 
-export function summarize(events: RunEvent[]): RunSummary {
+export function summarize(events: RunEvent[], options: { eventsFile?: string } = {}): RunSummary {
   const start = events.find((e): e is RunStartEvent => e.type === 'run-start');
   if (!start) throw new Error('event log without run-start');
   const end = events.find((e): e is RunEndEvent => e.type === 'run-end');
@@ -107,7 +122,7 @@ export function summarize(events: RunEvent[]): RunSummary {
     ...(t.error ? [t.error.code] : []),
     ...t.cells.filter((c) => c.status === 'error').map((c) => c.errorCode ?? 'PROBE_CRASHED'),
   ]);
-  return {
+  const summary: RunSummary = {
     start,
     end,
     targets,
@@ -116,6 +131,20 @@ export function summarize(events: RunEvent[]): RunSummary {
     hasConfigurationError: errors.some((c) => errorClassOf(c) === 'configuration'),
     hasInfrastructureError: errors.some((c) => errorClassOf(c) !== 'configuration'),
     interrupted: Boolean(end?.interrupted) || !end,
+  };
+  return options.eventsFile === undefined ? summary : withEventsFile(summary, options.eventsFile);
+}
+
+/**
+ * The summary with the event log's path on it and on every verdict (the reporters know the path
+ * only at the end of a run). A summary that already names one keeps it.
+ */
+export function withEventsFile(summary: RunSummary, eventsFile: string): RunSummary {
+  const file = summary.eventsFile ?? eventsFile;
+  return {
+    ...summary,
+    eventsFile: file,
+    targets: summary.targets.map((t) => ({ ...t, verdicts: t.verdicts.map((v) => ({ ...v, eventsFile: v.eventsFile ?? file })) })),
   };
 }
 
@@ -151,7 +180,7 @@ function judgeTarget(t: TargetResult, start: RunStartEvent, s: TargetStartEvent)
     // Class expectations only apply to the probes this target ran in this run or shard.
     if (!plannedProbes.has(probe)) continue;
     const cell = t.cells.find((c) => c.probe === probe && c.planned)!;
-    const base = { target: t.name, source, expectation: e, title: titleOf(e) };
+    const base: VerdictBase = { target: t.name, source, expectation: e, title: titleOf(e), ...(e.why ? { why: e.why } : {}) };
     // An interrupted run is not a failure of the driver: what it did not finish is not judged.
     if (cell.status === 'not-run' || cell.status === 'cancelled') {
       const what = cell.status === 'not-run' ? 'did not run' : 'was stopped before it finished';
@@ -181,19 +210,27 @@ function measured(cell: CellEndEvent, e: Expectation): boolean {
   return cell.records.some((r) => kinds.includes(r.type) && 'name' in r && r.name === name && 'value' in r && r.value !== null);
 }
 
-type VerdictBase = Omit<Verdict, 'status' | 'actual' | 'message'>;
+type VerdictBase = Omit<Verdict, 'status' | 'actual' | 'message' | 'evidence' | 'eventsFile'>;
 
 function judgeFact(base: VerdictBase, cell: CellEndEvent, qualified: string, equals: Scalar): Verdict {
   const name = qualified.slice(qualified.indexOf('.') + 1);
   const rec = cell.records.find((r) => (r.type === 'fact' || r.type === 'sysinfo') && r.name === name) as
-    | { value: Scalar; reason?: string }
+    | { value: Scalar; reason?: string; source?: string; evidence?: Record<string, unknown> }
     | undefined;
   if (!rec) {
     return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}` };
   }
+  const hasEvidence = rec.evidence !== undefined && Object.keys(rec.evidence).length > 0;
+  const evidence: VerdictEvidence = {
+    kind: 'fact',
+    value: rec.value,
+    ...(rec.reason ? { reason: rec.reason } : {}),
+    ...(rec.source ? { source: rec.source } : {}),
+    ...(hasEvidence ? { evidence: rec.evidence, summary: describeFactEvidence(rec.evidence!) } : {}),
+  };
   const actual = rec.value === null ? `null${rec.reason ? ` (${rec.reason})` : ''}` : JSON.stringify(rec.value);
-  if (rec.value === equals) return { ...base, status: 'passed', actual, message: `${qualified} is ${actual}` };
-  return { ...base, status: 'failed', actual, message: `expected ${qualified} to be ${JSON.stringify(equals)}, observed ${actual}` };
+  if (rec.value === equals) return { ...base, status: 'passed', actual, message: `${qualified} is ${actual}`, evidence };
+  return { ...base, status: 'failed', actual, message: `expected ${qualified} to be ${JSON.stringify(equals)}, observed ${actual}`, evidence };
 }
 
 function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Verdict {
@@ -207,14 +244,41 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
   if (matches.length === 0) {
     return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}${e.where ? ` where ${JSON.stringify(e.where)}` : ''}` };
   }
-  const low = e['>='] !== undefined ? toUnit(e['>='], unit) : e.between ? toUnit(e.between[0], unit) : -Infinity;
-  const high = e['<='] !== undefined ? toUnit(e['<='], unit) : e.between ? toUnit(e.between[1], unit) : Infinity;
-  const outside = matches.filter((m) => m.value === null || m.value < low || m.value > high);
+  // The matrix may give ">=" or "<=" beside "between"; the title joins them with "and", so each
+  // applies (before, "between" was ignored on a side that ">=" or "<=" also bounded).
+  const bound = (values: (number | string | undefined)[], pick: (...n: number[]) => number, open: number) => {
+    const given = values.filter((v): v is number | string => v !== undefined).map((v) => toUnit(v, unit));
+    return given.length ? pick(...given) : open;
+  };
+  const low = bound([e['>='], e.between?.[0]], Math.max, -Infinity);
+  const high = bound([e['<='], e.between?.[1]], Math.min, Infinity);
+  // Every matching sample must be within the bounds, and one without a value fails: an
+  // expectation on a series (every transfer size, say) holds for each of its samples.
+  const isOutside = (m: MetricRecord) => m.value === null || m.value < low || m.value > high;
+  const sample = (m: MetricRecord): SampleEvidence => ({ attrs: m.attrs ?? {}, value: m.value, unit: m.unit, ...(m.reason ? { reason: m.reason } : {}) });
+  const within = matches.filter((m) => !isOutside(m)).map(sample);
+  const outside = matches.filter(isOutside).map(sample);
+  const evidence: VerdictEvidence = {
+    kind: 'metric',
+    bounds: { low: Number.isFinite(low) ? low : null, high: Number.isFinite(high) ? high : null, unit },
+    within,
+    outside,
+  };
   const actual = matches.map((m) => formatValue(m.value, m.unit) + (m.attrs && Object.keys(m.attrs).length ? ` ${JSON.stringify(m.attrs)}` : '')).join(', ');
-  if (outside.length === 0) return { ...base, status: 'passed', actual, message: `${qualified} = ${actual}` };
-  const first = outside[0]!;
-  const why = first.value === null ? `not measured${first.reason ? ` (${first.reason})` : ''}` : formatValue(first.value, first.unit);
-  return { ...base, status: 'failed', actual, message: `expected ${base.title}, observed ${why}` };
+  if (outside.length === 0) return { ...base, status: 'passed', actual, message: `${qualified} = ${actual}`, evidence };
+  return { ...base, status: 'failed', actual, message: `expected ${base.title}, observed ${failedSamplesText(outside, within)}`, evidence };
+}
+
+/**
+ * "36.7 GB/s at size 1 MiB; 3 of 4 matching samples within": the failing samples (at most three
+ * named), each with the attributes that set the matching samples apart, and how many passed.
+ */
+function failedSamplesText(outside: SampleEvidence[], within: SampleEvidence[]): string {
+  const keys = varyingAttrs([...outside, ...within]);
+  const shown = outside.slice(0, 3).map((s) => sampleText(s, keys));
+  const more = outside.length > shown.length ? ` and ${outside.length - shown.length} more` : '';
+  const total = outside.length + within.length;
+  return `${shown.join(', ')}${more}${total > 1 ? `; ${within.length} of ${total} matching samples within` : ''}`;
 }
 
 export function titleOf(e: Expectation): string {

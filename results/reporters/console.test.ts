@@ -7,8 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { formatValue } from '../../core/units.ts';
 import { readEventLog, type RunEvent, type RunStartEvent } from '../../events/events.ts';
 import { cell, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
+import { metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
 import { repoRoot, tempDir } from '../../test/helpers.ts';
 import { summarize } from '../verdicts.ts';
 import { colorEnabled, consoleReporter, progressEnabled, type ConsoleOptions } from './console.ts';
@@ -99,19 +101,42 @@ describe('console: expectations not met', () => {
   const events = withLinuxExpectations([
     { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card: pinned memory counts against VRAM (C1)' },
     { metric: 'sync-latency.p99_us', '<=': '10 us', why: 'a bound this GPU does not meet' },
+    pinnedH2dAtLeast40,
   ]);
   const { text } = render(events);
+  const lines = text.split('\n');
 
   it('gives each its message, the matrix\'s why, what was observed and the evidence', () => {
     expect(text).toContain('Expectations not met:');
     expect(text).toContain('✗ local: pinned-vram.counts_as_vram == true [linux] — expected pinned-vram.counts_as_vram to be true, observed false');
     expect(text).toMatch(/why: +the design card: pinned memory counts against VRAM \(C1\)/);
     expect(text).toMatch(/observed: +false/);
-    expect(text).toMatch(/evidence: +size_bytes 4 GiB, nvml_process_used_bytes 0 B, .*source nvml_process_used_bytes/);
+    // The probe's evidence as a line, the deciding source first (the numbers are the run's: see verdicts.test.ts).
+    expect(text).toMatch(/evidence: +NVML process memory \+0 B for 4 GiB \(the deciding source\); NVML device memory \+8 MiB, cuMemGetInfo used \+8 MiB, resident set \+4 GiB/);
     expect(text).toContain('✗ local: sync-latency.p99_us <= 10 us [linux] — expected sync-latency.p99_us <= 10 us, observed 15.7 us');
     expect(text).toMatch(/why: +a bound this GPU does not meet/);
-    expect(text).toMatch(/observed: +15\.7 us \{"iterations":10000\}/);
+    // A lone sample: its attributes, as "where" did not fix them.
+    expect(text).toMatch(/outside: +15\.7 us at iterations 10000$/m);
     expect(text).toContain('Exit status: 1');
+  });
+
+  it('names the failing sample of a metric, the range of those within, the why, and the event log once', () => {
+    const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
+    const [small, ...large] = samples;
+    const gbps = (v: number | null) => formatValue(v, 'GB/s');
+    const title = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
+    const at = lines.findIndex((l) => l.includes(`✗ local: ${title} [linux]`));
+    expect(at).toBeGreaterThan(0);
+    expect(lines[at]).toContain(`— expected ${title}, observed ${gbps(small!.value)} at size 1 MiB; 3 of 4 matching samples within`);
+    const values = large.map((m) => m.value!);
+    expect(lines.slice(at + 1, at + 4)).toEqual([
+      `      why:       ${pinnedH2dAtLeast40.why}`,
+      `      outside:   ${gbps(small!.value)} at size 1 MiB`,
+      `      within:    ${gbps(Math.min(...values))} to ${gbps(Math.max(...values))} (3 of 4: size 16 MiB, 256 MiB, 1 GiB)`,
+    ]);
+    // The log path once, at the end, saying what it holds.
+    expect(text.match(/runs\/x\/events\.jsonl/g)).toHaveLength(1);
+    expect(text).toContain('Events: runs/x/events.jsonl (every sample and reading behind these verdicts)');
   });
 
   it('marks the fact that failed where the facts are listed', () => {

@@ -14,6 +14,7 @@ import { formatValue } from '../../core/units.ts';
 import type { CellEndEvent, RunEvent } from '../../events/events.ts';
 import { probeSpec } from '../../probes/catalogue.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from '../../probes/protocol.ts';
+import { attrText, attrsText, rangeText, sampleText, varyingAttrs, type SampleEvidence } from '../evidence.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
 import { exitCodeOf, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
 
@@ -178,7 +179,7 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         say(c.bold('Expectations not met:'));
         for (const v of bad) {
           say(`  ${c.red(marks[v.status])} ${v.target}: ${v.title} [${v.source}] — ${v.message}`);
-          for (const [label, text] of evidenceOf(v, summary)) say(`      ${c.dim(`${label}:`.padEnd(10))} ${text}`);
+          for (const [label, text] of evidenceOf(v)) say(`      ${c.dim(`${label}:`.padEnd(10))} ${text}`);
         }
       }
       say('');
@@ -205,7 +206,8 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       const v = summary.counts.verdicts;
       say('');
       say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
-      say(`Events: ${context.eventsFile}`);
+      // The log path once: with failures, it is where every sample and reading behind them is.
+      say(`Events: ${summary.eventsFile ?? context.eventsFile}${bad.length ? ' (every sample and reading behind these verdicts)' : ''}`);
       const code = exitCodeOf(summary, { strict: context.strict });
       const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : ''}`;
       say(code === 0 ? exit : c.bold(exit));
@@ -522,33 +524,45 @@ const keyMetrics: Record<string, (cell: CellEndEvent) => Line[]> = {
 // ---------------------------------------------------------------------------------------------
 // Failed expectations: the evidence
 
-function evidenceOf(v: Verdict, summary: RunSummary): Line[] {
+/**
+ * Under a failed expectation: the matrix's why, then for a metric the samples outside the bounds
+ * (with the attributes that set them apart) and the range of those within; for a fact what was
+ * observed and the probe's evidence, or a sysinfo value's source.
+ */
+function evidenceOf(v: Verdict): Line[] {
   const lines: Line[] = [];
-  if (v.expectation.why) lines.push(['why', v.expectation.why]);
-  if (v.actual !== '—') lines.push(['observed', v.actual]);
-  const qualified = v.expectation.fact;
-  if (qualified && !qualified.startsWith('sysinfo.')) {
-    const probe = qualified.slice(0, qualified.indexOf('.'));
-    const name = qualified.slice(qualified.indexOf('.') + 1);
-    const cell = summary.targets.find((t) => t.name === v.target)?.cells.find((x) => x.planned && x.probe === probe);
-    const evidence = cell && factEvidence(cell, name);
-    if (evidence && Object.keys(evidence).length) lines.push(['evidence', formatEvidence(evidence)]);
-  } else if (qualified?.startsWith('sysinfo.')) {
-    const t = summary.targets.find((x) => x.name === v.target);
-    const rec = t?.cells.flatMap((x) => x.records).find((r) => r.type === 'sysinfo' && r.name === qualified.slice('sysinfo.'.length));
-    if (rec && rec.type === 'sysinfo' && rec.source) lines.push(['source', rec.source]);
+  if (v.why) lines.push(['why', v.why]);
+  const e = v.evidence;
+  if (e?.kind === 'metric') {
+    const all = [...e.outside, ...e.within];
+    // The attributes that tell the samples apart; for a lone sample, those "where" did not fix.
+    const varying = varyingAttrs(all);
+    const where = Object.keys(v.expectation.where ?? {});
+    const keys = varying.length ? varying : Object.keys(all[0]?.attrs ?? {}).filter((k) => !where.includes(k));
+    const shown = e.outside.slice(0, 5).map((s) => sampleText(s, keys));
+    lines.push(['outside', `${shown.join(', ')}${e.outside.length > shown.length ? ` and ${e.outside.length - shown.length} more` : ''}`]);
+    if (e.within.length) lines.push(['within', `${rangeText(e.within)} (${e.within.length} of ${all.length}${keys.length ? `: ${pointsText(e.within, keys)}` : ''})`]);
+  } else if (e?.kind === 'fact') {
+    lines.push(['observed', v.actual]);
+    if (e.summary) lines.push(['evidence', e.summary.length > 240 ? `${e.summary.slice(0, 239)}…` : e.summary]);
+    if (e.source) lines.push(['source', e.source]);
   }
   return lines;
 }
 
-function formatEvidence(evidence: Record<string, unknown>): string {
-  return Object.entries(evidence)
-    .map(([k, val]) => {
-      let text = typeof val === 'number' && /_bytes$/.test(k) ? formatValue(val, 'bytes') : typeof val === 'string' ? val : JSON.stringify(val);
-      if (text.length > 80) text = `${text.slice(0, 77)}...`;
-      return `${k} ${text}`;
-    })
-    .join(', ');
+/** Where the samples were taken: "size 16 MiB, 256 MiB, 1 GiB" for one attribute, else "a 1, b 2; a 3, b 4". */
+function pointsText(samples: SampleEvidence[], keys: string[]): string {
+  const cut = samples.slice(0, 8);
+  const more = samples.length > cut.length ? `, and ${samples.length - cut.length} more` : '';
+  if (keys.length === 1) {
+    const [key] = keys as [string];
+    const texts = cut.map((s) => attrText(key, s.attrs[key]));
+    const name = texts[0]!.split(' ')[0]!;
+    // "size 16 MiB, 256 MiB": the attribute's name once, when every text starts with it.
+    if (texts.every((t) => t.startsWith(`${name} `))) return `${name} ${texts.map((t) => t.slice(name.length + 1)).join(', ')}${more}`;
+    return `${texts.join(', ')}${more}`;
+  }
+  return `${cut.map((s) => attrsText(s.attrs, keys)).join('; ')}${more}`;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,17 @@
-/** The run summary as JSON: targets, cells with their records, verdicts and counts. */
+/**
+ * The run summary as JSON: targets, cells with their records, verdicts and counts. Each verdict
+ * carries its evidence (every matching sample within and outside the bounds, or the fact's value,
+ * reason and probe evidence), the matrix's `why` and the event log's path.
+ */
 import { writeOutput } from '../../core/fs.ts';
 import type { Reporter } from '../reporter.ts';
-import type { RunSummary } from '../verdicts.ts';
+import { withEventsFile, type RunSummary } from '../verdicts.ts';
 
 export function summaryJson(summary: RunSummary): string {
   return `${JSON.stringify(
     {
       runId: summary.start.runId,
+      events: summary.eventsFile ?? null,
       tool: { name: summary.start.tool, version: summary.start.version },
       started: summary.start.started,
       finished: summary.end?.finished ?? null,
@@ -35,7 +40,7 @@ export function jsonReporter(file: string | ((runDir: string) => string)): Repor
   return {
     name: 'json',
     onEnd(summary, context) {
-      writeOutput(typeof file === 'string' ? file : file(context.runDir), summaryJson(summary));
+      writeOutput(typeof file === 'string' ? file : file(context.runDir), summaryJson(withEventsFile(summary, context.eventsFile)));
     },
   };
 }

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { formatValue } from '../../core/units.ts';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
-import { validateJunit } from '../../test/helpers.ts';
+import { factIn, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
+import { tempDir, validateJunit } from '../../test/helpers.ts';
 import { summarize } from '../verdicts.ts';
-import { junitXml } from './junit.ts';
+import { junitReporter, junitXml } from './junit.ts';
 
 const events = [
   runStart({ linux: [{ fact: 'sysinfo.tcc_driver', equals: false }, { fact: 'sysinfo.gpu_name', equals: 'NVIDIA H100' }] }),
@@ -57,3 +61,61 @@ describe('JUnit reporter', () => {
     expect(suite).not.toMatch(/<error|<failure/);
   });
 });
+
+describe('JUnit: the evidence in a <failure> body', () => {
+  const events = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+  const dir = tempDir();
+  const file = path.join(dir, 'junit.xml');
+  // Through the reporter, as a run ends: the event log's path comes from the run's context.
+  junitReporter(file).onEnd!(summarize(events), { runDir: dir, eventsFile: path.join(dir, 'events.jsonl'), strict: false });
+  const xml = readFileSync(file, 'utf8');
+  /** The text of the <failure> of the testcase whose name starts with `title`. */
+  const failureBody = (title: string): string => {
+    const esc = title.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const m = new RegExp(`<testcase classname="local.expectations" name="${esc} \\[linux\\]">\\s*<failure message="[^"]*" type="EXPECTATION_FAILED"><!\\[CDATA\\[([\\s\\S]*?)\\]\\]></failure>`).exec(xml);
+    if (!m) throw new Error(`no failure with a body for ${title}`);
+    return m[1]!;
+  };
+
+  it('still validates against the JUnit 10 schema', async () => {
+    await expect(validateJunit(xml)).resolves.toBeUndefined();
+  });
+
+  it('gives a failed metric the expectation, its why, every matching sample marked ok or FAIL, and the event log', () => {
+    const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
+    const row = (mark: string, m: (typeof samples)[number]) => `  ${mark.padEnd(4)}  ${formatValue(m.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(m.attrs!.size_bytes as number, 'bytes')}`;
+    const title = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
+    const body = failureBody(title).split('\n');
+    expect(body).toEqual([
+      `expectation: ${title} [from linux]`,
+      `result: expected ${title}, observed ${formatValue(samples[0]!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`,
+      `why: ${pinnedH2dAtLeast40.why}`,
+      'matching samples: 4, 1 outside the bounds (each one must be within)',
+      row('FAIL', samples[0]!),
+      ...samples.slice(1).map((m) => row('ok', m)),
+      `event log: ${path.join(dir, 'events.jsonl')}`,
+    ]);
+  });
+
+  it('gives a failed fact its value, the probe\'s evidence and its deciding source', () => {
+    const fact = factIn(events, 'pinned-vram.counts_as_vram');
+    const body = failureBody('pinned-vram.counts_as_vram == true');
+    expect(body).toContain('why: the design card says so (C1)');
+    expect(body).toContain(`observed: ${JSON.stringify(fact.value)}`);
+    expect(body).toContain(`deciding source: NVML process memory (${fact.evidence!.source})`);
+    expect(body).toMatch(new RegExp(`^evidence: NVML process memory \\+0 B for ${formatValue(fact.evidence!.size_bytes as number, 'bytes')} \\(the deciding source\\); NVML device memory \\+${formatValue(fact.evidence!.nvml_device_used_bytes as number, 'bytes')}, `, 'm'));
+    expect(body).toContain(`event log: ${path.join(dir, 'events.jsonl')}`);
+  });
+
+  it('gives an expectation that could not be judged its reason and why in the <error> body', async () => {
+    const broken = junitXml(
+      summarize(
+        [runStart({ linux: [{ metric: 'sysinfo.fake', '>=': 1, why: 'a metric sysinfo does not report' }] }), targetStart('box'), cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), runEnd],
+        { eventsFile: 'runs/y/events.jsonl' },
+      ),
+    );
+    expect(broken).toMatch(/<error message="probe sysinfo did not report sysinfo.fake" type="EXPECTATION_ERROR"><!\[CDATA\[expectation: sysinfo.fake >= 1 \[from linux\]\nresult: probe sysinfo did not report sysinfo.fake\nwhy: a metric sysinfo does not report\nevent log: runs\/y\/events.jsonl\]\]><\/error>/);
+    await expect(validateJunit(broken)).resolves.toBeUndefined();
+  });
+});
+
