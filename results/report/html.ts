@@ -1,0 +1,70 @@
+/**
+ * results/behaviour.html: one self-contained page (inline CSS, inline script, the data embedded
+ * as JSON; nothing fetched, so it works offline and from file://). Deterministic like
+ * BEHAVIOUR.md: no date of generation, the data in a fixed order.
+ */
+import { CLIENT_SCRIPT } from './client.ts';
+import type { LoadedRecord } from './load.ts';
+import { pageData } from './page-data.ts';
+import { buildTable, type BehaviourTable } from './table.ts';
+
+const CSS = `
+:root { color-scheme: light; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg-alt: #f6f8fa; --bad: #b42318; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0 auto; padding: 16px 24px 48px; max-width: 1500px; }
+h1 { font-size: 24px; margin: 8px 0; } h2 { font-size: 19px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); } h3 { font-size: 15px; margin: 18px 0 6px; }
+a { color: #0969da; text-decoration: none; } a:hover { text-decoration: underline; }
+.scroll { overflow-x: auto; max-width: 100%; }
+table { border-collapse: collapse; margin: 6px 0 12px; }
+th, td { border: 1px solid var(--line); padding: 3px 8px; vertical-align: top; text-align: left; }
+thead th { background: var(--bg-alt); }
+table.facts th small { display: block; color: var(--muted); font-weight: normal; max-width: 420px; }
+table.facts th.col { min-width: 160px; font-weight: 600; }
+table.facts tr.group th { background: #eef2f7; }
+table.numbers td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.none { color: var(--muted); text-align: center; }
+td.conflict { background: #fff4e5; } td.varies { background: #f3f0ff; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px 28px; }
+.chart-and-table { max-width: 680px; }
+figure.chart-box { margin: 0; }
+figcaption { font-weight: 600; margin: 4px 0; }
+svg.chart { max-width: 100%; height: auto; background: #fff; }
+svg.chart text { font-size: 11px; fill: var(--muted); } svg.chart text.label { font-size: 12px; fill: var(--fg); }
+svg.chart line.grid { stroke: #eaeef2; } svg.chart line.zero { stroke: #8c959f; }
+svg.chart line.hline { stroke: var(--bad); stroke-dasharray: 5 4; } svg.chart text.hline-label { fill: var(--bad); }
+svg.chart text.point-label { fill: var(--fg); }
+.legend span { margin-right: 14px; white-space: nowrap; } .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; border-radius: 2px; }
+.note { color: var(--muted); }
+`;
+
+/** JSON that is safe inside <script>: no "</script", "<!--" or line separators can end or change it. */
+export function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+}
+
+export function renderHtml(records: readonly LoadedRecord[], opts: { recordsLink: string; recordsDirName: string }, table: BehaviourTable = buildTable(records)): string {
+  const data = pageData(records, opts.recordsLink, table);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>cudamatrix: how the NVIDIA driver behaves</title>
+<style>${CSS}</style>
+</head>
+<body>
+<h1>How the NVIDIA driver behaves</h1>
+<p>What cudamatrix measured, per environment, GPU and driver version, from the behaviour records under <code>${escapeHtml(opts.recordsDirName)}</code>
+(written by <code>cudamatrix report</code>; the same table as Markdown is BEHAVIOUR.md). Memory charts show each source's change since the
+first phase; the tables under them the readings as recorded. The claims (C1–C14) are those of CLAIMS.md.</p>
+<noscript><p><strong>This page draws its tables and charts with JavaScript; turn it on, or read BEHAVIOUR.md.</strong></p></noscript>
+<main id="report"></main>
+<script type="application/json" id="report-data">${scriptJson(data)}</script>
+<script>${CLIENT_SCRIPT}</script>
+</body>
+</html>
+`;
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}

@@ -1,0 +1,235 @@
+/**
+ * The data behind behaviour.html, built once in Node and embedded in the page as JSON, from
+ * which the page's own script draws every table and chart (so the tables and the charts show
+ * the same numbers). Tables cover every column; the detail charts (memory per phase per source,
+ * bandwidth against size, latencies, the pinned ceiling) show one record per column, the
+ * newest: their samples are most of a record's size, and the page must stay small with
+ * thousands of records. Strings that repeat (values, phases, sources, links) are kept once in
+ * `strs` and referred to by index.
+ */
+import { catalogue, sampleReadings } from '../../probes/catalogue.ts';
+import type { Scalar } from '../../probes/protocol.ts';
+import type { BehaviourRecord, RecordedSample } from '../record/format.ts';
+import type { LoadedRecord } from './load.ts';
+import { buildTable, valueText, type BehaviourTable } from './table.ts';
+
+/** An index into PageData.strs. */
+type S = number;
+
+export interface PageData {
+  records: number;
+  strs: string[];
+  columns: { text: S; env: S; driver: S; gpu: S; records: number; link: S; date: S; conflicts: number }[];
+  /** Per fact row; a cell is -1 (not recorded), a value index (one value, linking to the column's record) or [value, link, reason?][] (several, or another record). */
+  facts: { probe: S; title: S; claims: S[]; rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[] }[] }[];
+  /** Key metrics of each column's chosen record: null, [value] or [value, note]. */
+  metrics: { metric: S; label: S; unit: S; claims: S[]; cells: ([number | null] | [number | null, S] | null)[] }[];
+  /** Reading source -> what it is. */
+  sources: Record<string, string>;
+  /** Probe -> title and claims, for the detail headings. */
+  probes: Record<string, { title: string; claims: string[] }>;
+  details: PageDetail[];
+}
+
+export interface MemorySeries {
+  label: S;
+  phases: S[];
+  sources: S[];
+  /** [source][phase], bytes as recorded. */
+  values: (number | null)[][];
+}
+
+export interface PageDetail {
+  mem: { probe: S; series: MemorySeries[] }[];
+  /** Per direction and memory: [size_bytes, GB/s][]. */
+  bw: { name: S; points: [number, number | null][] }[];
+  sync: [S, number | null][];
+  /** [target_us, event-timed us, host-timed us][] and the resolution. */
+  ev: { points: [number, number | null, number | null][]; resolution: number | null } | null;
+  /** Driver-API levels: [prefill %, free VRAM bytes, ceiling bytes, stopped by, chunk ms]; runtime variants: [variant, ceiling, chunk ms]. */
+  ceil: { levels: [number, number | null, number | null, S, number | null][]; cap: number | null; variants: [S, number | null, number | null][] } | null;
+}
+
+class Strings {
+  readonly list: string[] = [];
+  private readonly index = new Map<string, number>();
+  of(s: string): number {
+    let i = this.index.get(s);
+    if (i === undefined) {
+      i = this.list.length;
+      this.list.push(s);
+      this.index.set(s, i);
+    }
+    return i;
+  }
+}
+
+/** Attributes that differ between the phases of one subject (or carry a measured delay), not between subjects. */
+const PHASE_ATTRS = new Set(['allocated', 'settle_s', 'wait_s']);
+
+const num = (v: Scalar | undefined): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+function gib(bytes: number): string {
+  return `${Number((bytes / 1024 ** 3).toFixed(2))} GiB`;
+}
+
+/** One series per subject: the samples grouped by their attributes less the per-phase ones. */
+function memorySeries(samples: RecordedSample[], strs: Strings, pick: (attrs: Record<string, Scalar>) => boolean): MemorySeries[] {
+  const groups = new Map<string, { attrs: Record<string, Scalar>; samples: RecordedSample[] }>();
+  for (const s of samples) {
+    const attrs = Object.fromEntries(Object.entries(s.attrs ?? {}).filter(([k]) => !PHASE_ATTRS.has(k)));
+    if (!pick(attrs)) continue;
+    const k = JSON.stringify(Object.keys(attrs).sort().map((a) => [a, attrs[a]]));
+    const g = groups.get(k);
+    if (g) g.samples.push(s);
+    else groups.set(k, { attrs, samples: [s] });
+  }
+  return [...groups.values()].map(({ attrs, samples: list }) => {
+    const sources = Object.keys(sampleReadings).filter((src) => list.some((s) => typeof s.readings[src] === 'number'));
+    // Sources of a newer cudaprobe, after the known ones.
+    for (const s of list) for (const src of Object.keys(s.readings).sort()) if (!sources.includes(src) && typeof s.readings[src] === 'number') sources.push(src);
+    const parts = [attrs.kind, attrs.api ? `${attrs.api} API` : undefined, typeof attrs.processes === 'number' ? `${attrs.processes} processes` : undefined, typeof attrs.size_bytes === 'number' ? `${gib(attrs.size_bytes)}${typeof attrs.processes === 'number' ? ' each' : ''}` : undefined];
+    return {
+      label: strs.of(parts.filter((p) => p !== undefined).join(' · ')),
+      phases: list.map((s) => strs.of(s.phase)),
+      sources: sources.map((src) => strs.of(src)),
+      values: sources.map((src) => list.map((s) => num(s.readings[src] ?? null))),
+    };
+  });
+}
+
+function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
+  const samplesOf = (probe: string) => r.samples.filter((s) => s.probe === probe);
+  const mem: PageDetail['mem'] = [];
+  const vram = samplesOf('pinned-vram');
+  if (vram.length) {
+    // The largest size pinned (the one the facts are decided on), its control, and the registered series.
+    const largest = Math.max(...vram.filter((s) => s.attrs?.kind === 'pinned').map((s) => Number(s.attrs?.size_bytes ?? 0)), 0);
+    mem.push({ probe: strs.of('pinned-vram'), series: memorySeries(vram, strs, (a) => a.kind === 'registered' || a.size_bytes === largest || largest === 0) });
+  }
+  for (const probe of ['pinned-release', 'multi-process-pinned']) {
+    const list = samplesOf(probe);
+    if (list.length) mem.push({ probe: strs.of(probe), series: memorySeries(list, strs, () => true) });
+  }
+  const metrics = (name: string) => r.metrics.filter((m) => m.name === name);
+
+  const bwSeries = new Map<string, [number, number | null][]>();
+  for (const m of metrics('transfer-bandwidth.bandwidth_gbps')) {
+    const size = num(m.attrs?.size_bytes);
+    if (size === null) continue;
+    const name = `${String(m.attrs?.direction ?? '?').toUpperCase()} ${String(m.attrs?.memory ?? '?')}`;
+    if (!bwSeries.has(name)) bwSeries.set(name, []);
+    bwSeries.get(name)!.push([size, m.value]);
+  }
+  const bw = [...bwSeries.entries()].map(([name, points]) => ({ name: strs.of(name), points: points.sort((a, b) => a[0] - b[0]) }));
+
+  const sync: PageDetail['sync'] = [];
+  for (const n of ['min_us', 'p50_us', 'mean_us', 'p99_us']) {
+    const m = metrics(`sync-latency.${n}`)[0];
+    if (m) sync.push([strs.of(n.replace(/_us$/, '')), m.value]);
+  }
+
+  const targets = new Map<number, [number, number | null, number | null]>();
+  for (const [name, at] of [['event-timing.elapsed_us', 1], ['event-timing.host_elapsed_us', 2]] as const) {
+    for (const m of metrics(name)) {
+      const t = num(m.attrs?.target_us);
+      if (t === null) continue;
+      const p = targets.get(t) ?? [t, null, null];
+      p[at] = m.value;
+      targets.set(t, p);
+    }
+  }
+  const resolution = metrics('event-timing.resolution_us')[0]?.value ?? null;
+  const ev = targets.size || resolution !== null ? { points: [...targets.values()].sort((a, b) => a[0] - b[0]), resolution } : null;
+
+  let ceil: PageDetail['ceil'] = null;
+  const ceilings = metrics('pinned-ceiling.ceiling_bytes');
+  if (ceilings.length) {
+    const free = metrics('pinned-ceiling.free_vram_bytes');
+    const chunk = metrics('pinned-ceiling.chunk_alloc_ms');
+    const levels: NonNullable<PageDetail['ceil']>['levels'] = [];
+    const variants: NonNullable<PageDetail['ceil']>['variants'] = [];
+    let cap: number | null = null;
+    ceilings.forEach((m) => {
+      cap = num(m.attrs?.cap_bytes) ?? cap;
+      const prefill = num(m.attrs?.prefill_percent);
+      if (prefill !== null) {
+        const same = (x: { attrs?: Record<string, Scalar> }) => x.attrs?.prefill_percent === prefill && x.attrs?.api === m.attrs?.api;
+        levels.push([prefill, free.find(same)?.value ?? null, m.value, strs.of(String(m.attrs?.stopped_by ?? '')), chunk.find(same)?.value ?? null]);
+      } else if (typeof m.attrs?.variant === 'string') {
+        // The reset comparison runs its variants alternately, several rounds: pair each ceiling with the chunk time of its round.
+        const round = ceilings.filter((c) => c.attrs?.variant === m.attrs?.variant).indexOf(m);
+        const times = chunk.filter((c) => c.attrs?.variant === m.attrs?.variant);
+        variants.push([strs.of(m.attrs.variant), m.value, times[round]?.value ?? null]);
+      }
+    });
+    ceil = { levels: levels.sort((a, b) => a[0] - b[0]), cap, variants };
+  }
+  return { mem, bw, sync, ev, ceil };
+}
+
+export function pageData(records: readonly LoadedRecord[], recordsLink: string, table: BehaviourTable = buildTable(records)): PageData {
+  const strs = new Strings();
+  const { columns, groups } = table;
+  const linkOf = (r: LoadedRecord) => strs.of(`${recordsLink}/${r.file}`);
+  const data: PageData = {
+    records: records.length,
+    strs: strs.list,
+    columns: columns.map((c, i) => ({
+      text: strs.of(c.text),
+      env: strs.of(c.key.environment),
+      driver: strs.of(c.key.driver),
+      gpu: strs.of(c.key.gpu),
+      records: c.records.length,
+      link: linkOf(c.chosen),
+      date: strs.of(c.chosen.record.observed.date.slice(0, 10)),
+      conflicts: groups.reduce((n, g) => n + g.rows.filter((row) => row.kind === 'fact' && row.cells[i]?.differs).length, 0),
+    })),
+    facts: [],
+    metrics: [],
+    sources: sampleReadings,
+    probes: Object.fromEntries(catalogue.map((p) => [p.name, { title: p.title, claims: p.claims }])),
+    details: [],
+  };
+  data.facts = groups.map((g) => ({
+    probe: strs.of(g.probe),
+    title: strs.of(g.title),
+    claims: g.claims.map((c) => strs.of(c)),
+    rows: g.rows.map((row) => ({
+      fact: strs.of(row.fact),
+      desc: strs.of(row.description),
+      sys: row.kind === 'sysinfo' ? 1 : 0,
+      cells: row.cells.map((cell, i) => {
+        if (!cell) return -1;
+        const chosen = columns[i]!.chosen;
+        const only = cell.values[0]!;
+        if (cell.values.length === 1 && only.records.includes(chosen) && !only.reason) return strs.of(valueText(only.value));
+        return cell.values.map((v): [S, S, S?] => {
+          // Link each value to the newest record that observed it.
+          const at: [S, S, S?] = [strs.of(valueText(v.value)), linkOf(v.records[v.records.length - 1]!)];
+          if (v.reason) at.push(strs.of(v.reason));
+          return at;
+        });
+      }),
+    })),
+  }));
+  data.metrics = table.metrics.map((row) => ({
+    metric: strs.of(row.spec.metric),
+    label: strs.of(row.spec.label),
+    unit: strs.of(row.cells.flat()[0]?.metric.unit ?? ''),
+    claims: row.claims.map((c) => strs.of(c)),
+    cells: row.cells.map((list, i) => {
+      const got = list.find((x) => x.record === columns[i]!.chosen);
+      if (!got) return null;
+      const a = got.metric.attrs ?? {};
+      const note = [typeof a.size_bytes === 'number' && row.spec.largestSize ? gibOrMib(a.size_bytes) : '', typeof a.source === 'string' ? a.source : '', typeof a.stopped_by === 'string' ? `stopped by ${a.stopped_by}` : ''].filter(Boolean).join(', ');
+      return note ? [got.metric.value, strs.of(note)] : [got.metric.value];
+    }),
+  }));
+  data.details = columns.map((c) => detailOf(c.chosen.record, strs));
+  return data;
+}
+
+function gibOrMib(bytes: number): string {
+  return bytes >= 1024 ** 3 ? gib(bytes) : `${Number((bytes / 1024 ** 2).toFixed(2))} MiB`;
+}

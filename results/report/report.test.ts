@@ -1,0 +1,233 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { formatValue } from '../../core/units.ts';
+import { probeSpec } from '../../probes/catalogue.ts';
+import { loaded, h200Records, variant, writeRecords } from '../../test/report-fixture.ts';
+import { repoRoot, tempDir } from '../../test/helpers.ts';
+import { keyText, recordPath, type BehaviourRecord } from '../record/format.ts';
+import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from './index.ts';
+import { loadRecords } from './load.ts';
+import { mdText, renderMarkdown } from './markdown.ts';
+import { pageData } from './page-data.ts';
+import { columnsOf, compareVersions } from './table.ts';
+
+const paths = { recordsLink: 'records', recordsDirName: 'results/records' };
+let first: BehaviourRecord;
+let second: BehaviourRecord;
+beforeAll(async () => {
+  [first, second] = await h200Records();
+});
+
+/** The Markdown table row whose first cell starts with `start`. */
+function row(md: string, start: string): string {
+  const line = md.split('\n').find((l) => l.startsWith(`| ${start}`));
+  if (!line) throw new Error(`no row ${start} in\n${md}`);
+  return line;
+}
+
+/** The cells of a Markdown table row (split at pipes that are not escaped). */
+const cells = (line: string) => line.slice(2, -2).split(/(?<!\\) \| /);
+
+describe('BEHAVIOUR.md', () => {
+  it('has a row per fact of the record, grouped by probe, with its claims, description and the value linking to the record', () => {
+    const md = renderMarkdown(loaded([first]), paths);
+    const href = `records/${recordPath(first)}`;
+    const facts = Object.entries(first.facts);
+    expect(facts.length).toBeGreaterThan(10);
+    for (const [name, fact] of facts) {
+      const [probe, factName] = name.split('.') as [string, string];
+      const spec = probeSpec(probe)!;
+      const line = row(md, mdText(factName));
+      expect(cells(line)).toEqual([`${mdText(factName)}: ${mdText(spec.facts.find((f) => f.name === factName)!.description)}`, spec.claims.join(', '), `[${String(fact.value)}${fact.value === null ? '\\*' : ''}](${href})`]);
+      // under its probe's heading row
+      const lines = md.split('\n');
+      const heading = lines.slice(0, lines.indexOf(line)).reverse().find((l) => l.startsWith('| **'));
+      expect(heading).toContain(`**${probe}**`);
+    }
+    // The column is the record's key.
+    expect(md).toContain(`| fact | claims | ${mdText(keyText(first.key))} |`);
+    // A fact without a value says why.
+    const nulls = facts.filter(([, f]) => f.value === null);
+    for (const [name, f] of nulls) expect(md).toContain(`**${mdText(name)}**: ${mdText(f.reason!)}`);
+  });
+
+  it('every link points at a record file that exists, relative to the Markdown file', () => {
+    const dir = tempDir('cm-report-');
+    writeRecords(path.join(dir, 'records'), [first, second]);
+    const md = renderMarkdown(loadRecords(path.join(dir, 'records')), reportPaths(path.join(dir, 'records'), dir));
+    const targets = [...md.matchAll(/\]\(([^)]+)\)/g)].map((m) => decodeURI(m[1]!));
+    expect(targets.length).toBeGreaterThan(40);
+    for (const t of new Set(targets)) expect(existsSync(path.join(dir, t)), t).toBe(true);
+  });
+
+  it('is deterministic: the same records in any order give the same bytes', () => {
+    const a = renderMarkdown(loaded([first, second]), paths);
+    const b = renderMarkdown(loaded([second, first]), paths);
+    expect(b).toBe(a);
+    expect(a).not.toMatch(/generated (on|at) \d/i);
+  });
+
+  it('two agreeing records of one key: one column, the value linking to the newest, with the count; both listed under Records; no conflict', () => {
+    const md = renderMarkdown(loaded([first, second]), paths);
+    expect(columnsOf(loaded([first, second]))).toHaveLength(1);
+    expect(second.observed.date > first.observed.date).toBe(true);
+    const line = row(md, 'counts_as_vram:');
+    expect(cells(line)[2]).toBe(`[${second.facts['pinned-vram.counts_as_vram']!.value}](records/${recordPath(second)}) (2 records)`);
+    expect(md).toContain('None: the records of each column agree on every fact.');
+    const records = md.slice(md.indexOf('## Records'));
+    for (const r of [first, second]) expect(records).toContain(`](records/${recordPath(r)}) (run ${r.observed.runId}`);
+    // a key metric: the newest value, with how many records and their range
+    const p50 = [first, second].map((r) => r.metrics.find((m) => m.name === 'sync-latency.p50_us')!.value!);
+    expect(cells(row(md, 'sync-latency.p50_us'))[2]).toBe(`[${formatValue(p50[1]!, 'us')}](records/${recordPath(second)}) (2 records: ${formatValue(Math.min(...p50), 'us')} to ${formatValue(Math.max(...p50), 'us')})`);
+  });
+
+  it('the same key with a different fact is a conflict, shown in the cell and listed', () => {
+    const other = variant(second, 'c0ffee00c0ffee00', (r) => {
+      r.facts['pinned-release.released'] = { value: 'on-exit' };
+    });
+    const md = renderMarkdown(loaded([first, other]), paths);
+    const was = String(first.facts['pinned-release.released']!.value);
+    expect(cells(row(md, 'released:'))[2]).toBe(`⚠ conflict: [${was}](records/${recordPath(first)}) ≠ [on-exit](records/${recordPath(other)})`);
+    expect(cells(row(md, 'released_runtime:'))[2]).not.toContain('conflict');
+    expect(md).toMatch(new RegExp(`^- ${escapeRe(mdText(keyText(first.key)))}: \\*\\*pinned-release.released\\*\\* is ${was} in .*; on-exit in .*c0ffee00`, 'm'));
+  });
+
+  it('columns are sorted: environment (linux, wsl2, wddm, ...), then driver version as numbers; a fact a column lacks is –', () => {
+    const wsl = variant(first, 'aaaaaaaaaaaaaaaa', (r) => {
+      r.key = { ...r.key, environment: 'wsl2', driver: '575.51', container: null };
+      delete r.facts['cuda-log.logs_errors'];
+    });
+    const older = variant(first, 'bbbbbbbbbbbbbbbb', (r) => {
+      r.key = { ...r.key, driver: '575.9' };
+    });
+    const md = renderMarkdown(loaded([wsl, first, older]), paths);
+    const header = cells(row(md, 'fact | claims'));
+    expect(header.slice(2)).toEqual([older, first, wsl].map((r) => mdText(keyText(r.key))));
+    expect(cells(row(md, 'logs_errors:'))[4]).toBe('–');
+    expect(compareVersions('575.9', '575.51')).toBeLessThan(0);
+    expect(compareVersions('580.159.04', '580.65.06')).toBeGreaterThan(0);
+  });
+
+  it('text from a record cannot break the table or open a link', () => {
+    const odd = variant(first, 'dddddddddddddddd', (r) => {
+      r.key = { ...r.key, os: 'Evil | OS [x](http://e) <b>' };
+      r.facts['cuda-graph.supported'] = { value: 'a|b' };
+    });
+    const md = renderMarkdown(loaded([odd]), paths);
+    const header = row(md, 'fact | claims');
+    expect(cells(header)).toHaveLength(3);
+    expect(cells(row(md, 'supported:'))).toHaveLength(3);
+    expect(md).not.toMatch(/(?<!\\)\]\(http:\/\/e\)/);
+    expect(md).not.toMatch(/(?<!\\)<b>/);
+    expect(md).toContain('Evil \\| OS \\[x\\](http://e) \\<b\\>');
+  });
+
+  it('no records: says so and how to make some', () => {
+    expect(renderMarkdown([], paths)).toContain('No behaviour records yet under `results/records`');
+  });
+});
+
+describe('the page data', () => {
+  it('charts the newest record of a column: memory per phase per source, bandwidth by size, latencies, the ceiling', () => {
+    const data = pageData(loaded([first, second]), 'records');
+    const S = data.strs;
+    expect(data.columns).toHaveLength(1);
+    expect(S[data.columns[0]!.link]).toBe(`records/${recordPath(second)}`);
+    const d = data.details[0]!;
+    // pinned-vram: the largest size pinned, its control and the registered series; every phase and non-null source
+    const vram = d.mem.find((m) => S[m.probe] === 'pinned-vram')!;
+    const largest = Math.max(...second.samples.filter((s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned').map((s) => Number(s.attrs!.size_bytes)));
+    const labels = vram.series.map((s) => S[s.label]);
+    expect(labels).toContain(`pinned · driver API · ${largest / 1024 ** 3} GiB`);
+    expect(labels).toContain(`device · driver API · ${largest / 1024 ** 3} GiB`);
+    expect(labels.some((l) => l!.startsWith('registered'))).toBe(true);
+    const series = vram.series[labels.indexOf(`pinned · driver API · ${largest / 1024 ** 3} GiB`)]!;
+    const samples = second.samples.filter((s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned' && s.attrs.api === 'driver' && s.attrs.size_bytes === largest);
+    expect(series.phases.map((p) => S[p])).toEqual(samples.map((s) => s.phase));
+    const rss = series.sources.map((x) => S[x]).indexOf('subject_rss_bytes');
+    expect(series.values[rss]).toEqual(samples.map((s) => s.readings.subject_rss_bytes ?? null));
+    expect(d.mem.map((m) => S[m.probe])).toEqual(['pinned-vram', 'pinned-release', 'multi-process-pinned']);
+    // bandwidth: one series per direction and memory, sizes ascending, values exact
+    const bw = second.metrics.filter((m) => m.name === 'transfer-bandwidth.bandwidth_gbps');
+    expect(d.bw.flatMap((s) => s.points)).toHaveLength(bw.length);
+    for (const s of d.bw) expect(s.points.map((p) => p[0])).toEqual([...s.points.map((p) => p[0])].sort((a, b) => a - b));
+    const h2d = bw.find((m) => m.attrs?.direction === 'h2d' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 1048576)!;
+    expect(d.bw.find((s) => S[s.name] === 'H2D pinned')!.points[0]).toEqual([1048576, h2d.value]);
+    expect(d.sync.map(([n, v]) => [S[n], v])).toEqual(['min', 'p50', 'mean', 'p99'].map((n) => [n, second.metrics.find((m) => m.name === `sync-latency.${n}_us`)!.value]));
+    expect(d.ev!.points.length).toBe(second.metrics.filter((m) => m.name === 'event-timing.elapsed_us').length);
+    expect(d.ceil!.levels.map((l) => l[0])).toEqual([0, 50, 90]);
+  });
+
+  it('the page stays small: the data of one record per column, strings kept once', () => {
+    const records = Array.from({ length: 40 }, (_, i) => variant(first, `${i}`.padStart(16, 'e'), (r) => {
+      r.observed.date = `2026-12-${String((i % 28) + 1).padStart(2, '0')}T00:00:00.000Z`;
+    }));
+    const one = renderReport(loaded([first]), paths).html.length;
+    const forty = renderReport(loaded(records), paths).html.length;
+    // forty records of one key: one column, so hardly bigger than one record's page
+    expect(forty).toBeLessThan(one * 1.05);
+  });
+});
+
+describe('loadRecords', () => {
+  let dir: string;
+  const write = (name: string, text: string) => {
+    mkdirSync(path.join(dir, 'driver-1.0'), { recursive: true });
+    writeFileSync(path.join(dir, 'driver-1.0', name), text);
+    return path.join(dir, 'driver-1.0', name);
+  };
+  beforeAll(() => {
+    dir = tempDir('cm-records-');
+  });
+
+  it('reads driver-*/*.json, sorted, and leaves the run folders one level deeper alone', () => {
+    const d = tempDir('cm-records-');
+    writeRecords(d, [second, first]);
+    mkdirSync(path.join(d, 'driver-580.159.04', 'h200-linux'));
+    writeFileSync(path.join(d, 'driver-580.159.04', 'h200-linux', 'summary.json'), '{"not":"a record"}');
+    expect(loadRecords(d).map((r) => r.file)).toEqual([recordPath(first), recordPath(second)].sort());
+  });
+
+  it.each([
+    ['not JSON', '{"recordSchema": 1,', /is not JSON/],
+    ['not a record', '{"targets": []}', /has no recordSchema/],
+    ['a newer schema', JSON.stringify({ recordSchema: 99 }), /record schema 99; this cudamatrix reads schema 1 and older: upgrade cudamatrix/],
+    ['a key without a GPU', JSON.stringify({ recordSchema: 1, id: 'x', key: { environment: 'linux', driver: '1', os: 'x', osBuild: null, container: null } }), /key\.gpu: expected a string, got undefined/],
+    ['a fact without a value', null, /facts\["pinned-vram\.counts_as_vram"\]: expected \{value/],
+    ['a metric with a text value', null, /metrics\[0\]: expected \{name, value: a number or null/],
+  ])('%s: RECORD_INVALID naming the file and the place', (what, text, message) => {
+    let body = text;
+    if (body === null) {
+      const r = structuredClone(first) as unknown as { facts: Record<string, unknown>; metrics: { value: unknown }[] };
+      if (what.startsWith('a fact')) r.facts['pinned-vram.counts_as_vram'] = { reason: 'x' };
+      else r.metrics[0]!.value = 'fast';
+      body = JSON.stringify(r);
+    }
+    const d = tempDir('cm-records-');
+    mkdirSync(path.join(d, 'driver-1.0'));
+    const file = path.join(d, 'driver-1.0', 'x.json');
+    writeFileSync(file, body);
+    expect(() => loadRecords(d)).toThrow(expect.objectContaining({ code: 'RECORD_INVALID', message: expect.stringMatching(message) }));
+    expect(() => loadRecords(d)).toThrow(file);
+  });
+
+  it('a records folder that is not there: USAGE, naming it', () => {
+    write('ok.txt', '');
+    expect(() => loadRecords(path.join(dir, 'nope'))).toThrow(expect.objectContaining({ code: 'USAGE', message: expect.stringContaining(path.join(dir, 'nope')) }));
+  });
+});
+
+describe('the committed report', () => {
+  it('results/BEHAVIOUR.md and results/behaviour.html are what the committed records give', () => {
+    const recordsDir = path.join(repoRoot, 'results', 'records');
+    const out = path.join(repoRoot, 'results');
+    const outputs = renderReport(loadRecords(recordsDir), reportPaths(recordsDir, out));
+    expect(readFileSync(path.join(out, MARKDOWN_FILE), 'utf8'), 'run `pnpm cudamatrix report` and commit results/BEHAVIOUR.md').toBe(outputs.markdown);
+    expect(readFileSync(path.join(out, HTML_FILE), 'utf8') === outputs.html, 'run `pnpm cudamatrix report` and commit results/behaviour.html').toBe(true);
+  });
+});
+
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

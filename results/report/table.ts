@@ -1,0 +1,311 @@
+/**
+ * The behaviour table both report outputs are drawn from: one column per observation key
+ * (environment · GPU · driver · OS · OS build · container, keyText's line), one row per fact
+ * (grouped by probe, in the catalogue's order, with the claims the probe decides), and a few
+ * key metrics per column. Every cell keeps the records its values come from, so that each
+ * value can link to its evidence; several records of one key that disagree on a fact are a
+ * conflict (sameObservation's rule), kept and shown as such.
+ *
+ * Deterministic: the same records (in any order) give the same table.
+ */
+import { catalogue, probeSpec } from '../../probes/catalogue.ts';
+import type { Scalar } from '../../probes/protocol.ts';
+import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../record/format.ts';
+import type { LoadedRecord } from './load.ts';
+
+export interface Column {
+  key: ObservationKey;
+  /** keyText(key): the column's heading. */
+  text: string;
+  /** Oldest first (date, then id). */
+  records: LoadedRecord[];
+  /** The record that the page's charts and numbers show for this column: the newest. */
+  chosen: LoadedRecord;
+}
+
+/** Plain code-point order, not the locale's: the output must not depend on the machine. */
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Versions and builds compared part by part, numbers as numbers ("575.9" < "575.51" < "580.1"). */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.\-_ ]/);
+  const pb = b.split(/[.\-_ ]/);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i] ?? '';
+    const y = pb[i] ?? '';
+    const nx = /^\d+$/.test(x) ? Number(x) : NaN;
+    const ny = /^\d+$/.test(y) ? Number(y) : NaN;
+    const c = Number.isNaN(nx) || Number.isNaN(ny) ? cmp(x, y) : nx - ny;
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+/** The environments in CLAIMS.md's order; others after them, by name. */
+const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
+const envRank = (e: string) => (ENVIRONMENTS.includes(e) ? ENVIRONMENTS.indexOf(e) : ENVIRONMENTS.length);
+
+export function compareKeys(a: ObservationKey, b: ObservationKey): number {
+  return (
+    envRank(a.environment) - envRank(b.environment) ||
+    cmp(a.environment, b.environment) ||
+    compareVersions(a.driver, b.driver) ||
+    cmp(a.gpu, b.gpu) ||
+    cmp(a.os, b.os) ||
+    compareVersions(a.osBuild ?? '', b.osBuild ?? '') ||
+    cmp(a.container ?? '', b.container ?? '')
+  );
+}
+
+const byDate = (a: LoadedRecord, b: LoadedRecord) => cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file);
+
+/** The records grouped by key, in column order. */
+export function columnsOf(records: readonly LoadedRecord[]): Column[] {
+  const byKey = new Map<string, LoadedRecord[]>();
+  for (const r of records) {
+    const text = keyText(r.record.key);
+    const list = byKey.get(text);
+    if (list) list.push(r);
+    else byKey.set(text, [r]);
+  }
+  return [...byKey.entries()]
+    .map(([text, list]) => {
+      const sorted = [...list].sort(byDate);
+      return { key: sorted[0]!.record.key, text, records: sorted, chosen: sorted[sorted.length - 1]! };
+    })
+    .sort((a, b) => compareKeys(a.key, b.key) || cmp(a.text, b.text));
+}
+
+/** One value of a cell and the records that observed it. */
+export interface ValueGroup {
+  value: Scalar;
+  records: LoadedRecord[];
+  /** Why the value is null, where the probe said (the first record's reason). */
+  reason?: string;
+}
+
+export interface Cell {
+  /** In the order of the first record that has each value (oldest first). */
+  values: ValueGroup[];
+  /** Records of this key disagree on a fact (for sysinfo rows: they differ, which is no conflict). */
+  differs: boolean;
+}
+
+export interface Row {
+  /** probe.fact, or sysinfo.<name> for the sysinfo rows. */
+  name: string;
+  probe: string;
+  fact: string;
+  description: string;
+  /** 'fact': a probe's fact (differing values are a conflict); 'sysinfo': what the machine reported. */
+  kind: 'fact' | 'sysinfo';
+  /** One per column; null where no record of the column has it. */
+  cells: (Cell | null)[];
+}
+
+export interface RowGroup {
+  probe: string;
+  title: string;
+  claims: string[];
+  rows: Row[];
+}
+
+/**
+ * The sysinfo values worth a row: what tells environments apart (driver model, TCC, WSL, HAGS)
+ * and the versions and hardware beside the key. Not identities (UUID, bus id) or values that
+ * change from one run to the next (the current PCIe link).
+ */
+export const SYSINFO_ROWS = ['driver_model', 'tcc_driver', 'wsl_version', 'hags', 'cuda_driver_version', 'cudart_version', 'compute_capability', 'memory_total_bytes', 'pcie_gen_max', 'pcie_width_max', 'kernel'];
+
+/** Tells values of different types apart (true from "true", null from "null") without JSON.stringify's cost. */
+const valueKey = (v: Scalar) => (v === null ? 'null' : `${typeof v}:${String(v)}`);
+
+/** A cell's values as they are gathered: value key -> the group. */
+type Gathering = Map<string, ValueGroup>;
+
+function add(cells: Map<string, Gathering>, name: string, value: Scalar, reason: string | undefined, r: LoadedRecord): void {
+  let groups = cells.get(name);
+  if (!groups) cells.set(name, (groups = new Map()));
+  const k = valueKey(value);
+  const g = groups.get(k);
+  if (g) g.records.push(r);
+  else groups.set(k, reason ? { value, records: [r], reason } : { value, records: [r] });
+}
+
+/** One pass over a column's records: every fact's and every sysinfo row's values, with their records. */
+function gather(c: Column): { facts: Map<string, Gathering>; sysinfo: Map<string, Gathering> } {
+  const facts = new Map<string, Gathering>();
+  const sysinfo = new Map<string, Gathering>();
+  for (const r of c.records) {
+    const rf = r.record.facts;
+    for (const name in rf) add(facts, name, rf[name]!.value, rf[name]!.reason, r);
+    const si = r.record.sysinfo;
+    for (const name of SYSINFO_ROWS) if (name in si) add(sysinfo, name, si[name] ?? null, undefined, r);
+  }
+  return { facts, sysinfo };
+}
+
+function cellOf(groups: Gathering | undefined): Cell | null {
+  if (!groups) return null;
+  return { values: [...groups.values()], differs: groups.size > 1 };
+}
+
+/** The fact rows, grouped by probe: catalogue order, then facts the catalogue does not know (a newer cudaprobe's), by name. */
+export function factGroups(columns: readonly Column[]): RowGroup[] {
+  const gathered = columns.map(gather);
+  const seen = new Map<string, Set<string>>();
+  for (const g of gathered) {
+    for (const name of g.facts.keys()) {
+      const dot = name.indexOf('.');
+      const probe = dot > 0 ? name.slice(0, dot) : '(no probe)';
+      if (!seen.has(probe)) seen.set(probe, new Set());
+      seen.get(probe)!.add(name.slice(dot + 1));
+    }
+  }
+  const known = catalogue.map((p) => p.name);
+  const probes = [...seen.keys()].sort((a, b) => (known.includes(a) ? known.indexOf(a) : known.length) - (known.includes(b) ? known.indexOf(b) : known.length) || cmp(a, b));
+  const groups: RowGroup[] = [];
+  const sysSpec = probeSpec('sysinfo')!;
+  const sysRows = SYSINFO_ROWS.map((fact) => ({
+    name: `sysinfo.${fact}`,
+    probe: 'sysinfo',
+    fact,
+    description: sysSpec.facts.find((f) => f.name === fact)?.description ?? '',
+    kind: 'sysinfo' as const,
+    cells: gathered.map((g) => cellOf(g.sysinfo.get(fact))),
+  })).filter((row) => row.cells.some((c) => c !== null && c.values.some((v) => v.value !== null)));
+  if (sysRows.length) groups.push({ probe: 'sysinfo', title: sysSpec.title, claims: sysSpec.claims, rows: sysRows });
+  for (const probe of probes) {
+    const spec = probeSpec(probe);
+    const order = spec?.facts.map((f) => f.name) ?? [];
+    const facts = [...seen.get(probe)!].sort((a, b) => (order.includes(a) ? order.indexOf(a) : order.length) - (order.includes(b) ? order.indexOf(b) : order.length) || cmp(a, b));
+    groups.push({
+      probe,
+      title: spec?.title ?? 'not in this cudamatrix\'s catalogue (written by a newer cudaprobe?)',
+      claims: spec?.claims ?? [],
+      rows: facts.map((fact) => {
+        const name = `${probe}.${fact}`;
+        return {
+          name,
+          probe,
+          fact,
+          description: spec?.facts.find((f) => f.name === fact)?.description ?? '',
+          kind: 'fact' as const,
+          cells: gathered.map((g) => cellOf(g.facts.get(name))),
+        };
+      }),
+    });
+  }
+  return groups;
+}
+
+/** A key metric: one number per record, picked from its metrics. */
+export interface MetricRowSpec {
+  /** probe.metric */
+  metric: string;
+  label: string;
+  /** Attributes the metric must have. */
+  where?: Record<string, Scalar>;
+  /** Of several matches, the one of the largest attrs.size_bytes (the steady-state transfer). */
+  largestSize?: boolean;
+}
+
+/** The numbers behind the claims that metrics, not facts, decide (C5, C7, C8, C12), and the growth behind C1. */
+export const KEY_METRICS: MetricRowSpec[] = [
+  { metric: 'pinned-vram.device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cuMemHostAlloc (deciding source)', where: { api: 'driver', kind: 'pinned' } },
+  { metric: 'pinned-vram.device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cudaMallocHost (deciding source)', where: { api: 'runtime', kind: 'pinned' } },
+  { metric: 'pinned-release.release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } },
+  { metric: 'pinned-ceiling.ceiling_bytes', label: 'pinned ceiling, VRAM not pre-filled', where: { prefill_percent: 0 } },
+  { metric: 'transfer-bandwidth.bandwidth_gbps', label: 'H2D pinned', where: { direction: 'h2d', memory: 'pinned' }, largestSize: true },
+  { metric: 'transfer-bandwidth.bandwidth_gbps', label: 'D2H pinned', where: { direction: 'd2h', memory: 'pinned' }, largestSize: true },
+  { metric: 'transfer-bandwidth.bandwidth_gbps', label: 'H2D pageable', where: { direction: 'h2d', memory: 'pageable' }, largestSize: true },
+  { metric: 'transfer-bandwidth.pageable_pinned_ratio', label: 'H2D pageable / pinned', where: { direction: 'h2d' }, largestSize: true },
+  { metric: 'event-timing.resolution_us', label: 'event timing resolution' },
+  { metric: 'sync-latency.p50_us', label: 'launch + synchronize, median' },
+  { metric: 'sync-latency.p99_us', label: 'launch + synchronize, 99th percentile' },
+  { metric: 'cuda-graph.graph_speedup', label: 'graph launch speed-up over plain launches' },
+];
+
+/** The metric a spec picks from a record, or undefined. */
+export function pickMetric(r: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
+  return pickMetrics(r, [spec])[0];
+}
+
+const matches = (m: RecordedMetric, spec: MetricRowSpec) => !spec.where || Object.keys(spec.where).every((k) => m.attrs?.[k] === spec.where![k]);
+
+/**
+ * The metric each spec picks from a record, in one pass over its metrics (thousands of records
+ * of ~170 metrics each: one pass per spec would be a dozen).
+ */
+function pickMetrics(r: BehaviourRecord, specs: readonly MetricRowSpec[], byName = specsByName(specs)): (RecordedMetric | undefined)[] {
+  const picked: (RecordedMetric | undefined)[] = new Array(specs.length);
+  for (const m of r.metrics) {
+    const candidates = byName.get(m.name);
+    if (!candidates) continue;
+    for (const i of candidates) {
+      const spec = specs[i]!;
+      const best = picked[i];
+      if (!matches(m, spec)) continue;
+      if (!best) picked[i] = m;
+      else if (spec.largestSize && Number(m.attrs?.size_bytes ?? 0) > Number(best.attrs?.size_bytes ?? 0)) picked[i] = m;
+    }
+  }
+  return picked;
+}
+
+function specsByName(specs: readonly MetricRowSpec[]): Map<string, number[]> {
+  const byName = new Map<string, number[]>();
+  specs.forEach((spec, i) => byName.set(spec.metric, [...(byName.get(spec.metric) ?? []), i]));
+  return byName;
+}
+
+export interface MetricRow {
+  spec: MetricRowSpec;
+  probe: string;
+  claims: string[];
+  /** Per column, per record (oldest first): the picked metric, or undefined. */
+  cells: { record: LoadedRecord; metric: RecordedMetric }[][];
+}
+
+export function metricRows(columns: readonly Column[]): MetricRow[] {
+  const byName = specsByName(KEY_METRICS);
+  const rows: MetricRow[] = KEY_METRICS.map((spec) => {
+    const probe = spec.metric.slice(0, spec.metric.indexOf('.'));
+    return { spec, probe, claims: probeSpec(probe)?.claims ?? [], cells: columns.map(() => []) };
+  });
+  columns.forEach((c, ci) => {
+    for (const record of c.records) {
+      pickMetrics(record.record, KEY_METRICS, byName).forEach((metric, i) => {
+        if (metric) rows[i]!.cells[ci]!.push({ record, metric });
+      });
+    }
+  });
+  return rows.filter((row) => row.cells.some((c) => c.length > 0));
+}
+
+/** The conflicts: per column, the facts its records disagree on. */
+export function conflictsOf(columns: readonly Column[], groups: readonly RowGroup[]): { column: Column; row: Row; cell: Cell }[] {
+  const out: { column: Column; row: Row; cell: Cell }[] = [];
+  columns.forEach((column, i) => {
+    for (const g of groups) for (const row of g.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
+  });
+  return out;
+}
+
+/** A value as the tables write it. */
+export function valueText(v: Scalar): string {
+  return v === null ? 'null' : String(v);
+}
+
+/** Everything both outputs are drawn from, built once. */
+export interface BehaviourTable {
+  records: readonly LoadedRecord[];
+  columns: Column[];
+  groups: RowGroup[];
+  metrics: MetricRow[];
+}
+
+export function buildTable(records: readonly LoadedRecord[]): BehaviourTable {
+  const columns = columnsOf(records);
+  return { records, columns, groups: factGroups(columns), metrics: metricRows(columns) };
+}
