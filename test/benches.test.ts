@@ -25,7 +25,7 @@ import { sshdAvailable } from './sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches. */
 const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts'];
-const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint'];
+const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report'];
 
 function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(path.delimiter).some((dir) => {
@@ -164,6 +164,21 @@ describe('bench/overhead', () => {
     expect(r.json).toMatchObject({ bench: 'overhead', targets: 2, rounds: 1, likeWithLike: true, ran: { peer: 'sysinfo x 2', cudamatrix: { sysinfo: 2 } }, enforced: false });
     expect(r.json.samplesMs).toMatchObject({ peer: [expect.any(Number)], inProcess: [expect.any(Number)], cli: [expect.any(Number)] });
     expect(r.stdout).toMatch(/what it ran/);
+    expectNothingLeft();
+  });
+});
+
+describe('bench/report', () => {
+  it('--tiny: report and the JSON peer over synthetic records, the page size, budgets printed, not enforced', async () => {
+    const r = await runBench('report', ['--tiny']);
+    expect(r.code, failed(r)).toBe(0);
+    expect(r.json).toMatchObject({ bench: 'report', records: 50, columns: 10, rounds: 1, enforced: false, budget: { reportMs: 1000, diffMs: 1000, pageBytes: 2 * 1024 * 1024 } });
+    const samples = r.json.samplesMs as Record<string, number[]>;
+    expect(samples.peer).toHaveLength(1);
+    expect(samples.report).toHaveLength(1);
+    expect(r.json.pageBytes).toBeGreaterThan(r.json.emptyPageBytes as number);
+    expect((r.json.load as { files: number }).files).toBe(50);
+    expect(r.stdout).toMatch(/report: renderReport, BEHAVIOUR\.md \+ behaviour\.html/);
     expectNothingLeft();
   });
 });

@@ -1,0 +1,229 @@
+/**
+ * bench/report: `cudamatrix report` (and `cudamatrix diff`, where it has landed) over many
+ * behaviour records.
+ *
+ * The records: --records synthetic ones (default 10,000), each a full copy of the real H200
+ * record of 2026-11-29 (made from its event log with recordsFromEvents, as `cudamatrix record`
+ * does) with another key and other values: environment (5: linux, wsl2, wddm, tcc, mcdm), GPU
+ * (5), driver version (8), so --keys observation keys (default 200) with the rest of the
+ * records as further observations of them; every metric value and memory reading scaled by up
+ * to ±10 %, its own run id, id and date; about 1 in 10 records with pinned-release.released
+ * flipped (a conflict with the other records of its key). Seeded: the same every run.
+ *
+ * Timed in this process, alternated rounds after a warm-up (medians):
+ * - peer: JSON.parse(JSON.stringify(record)) of every record: what merely copying the records
+ *   through JSON once costs, the least any tool reading them does.
+ * - report: renderReport of the loaded records, both outputs (BEHAVIOUR.md and behaviour.html):
+ *   everything `cudamatrix report` does after reading the files. Budget 1 s.
+ * - diff: diffRecords (results/record/diff.ts) of each record against the base record, where
+ *   that module exists; otherwise the row says it is missing. Budget 1 s.
+ * - load: loadRecords of the records written to a temp folder (compact JSON, as files), against
+ *   readFileSync + JSON.parse of the same files; reported, not budgeted: reading the files is
+ *   bound by JSON.parse, which the peer measures.
+ * And the page's size against 2 MB.
+ *
+ *   pnpm bench:report [--records 10000] [--keys 200] [--rounds 5] [--no-load] [--page FILE] [--out FILE] [--tiny]
+ *
+ * --page FILE: also write the page of the synthetic records there (to look at it in a browser).
+ *
+ * --tiny: 50 records over 10 keys, 1 round, budgets not enforced (for the tests).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { recordPath, type BehaviourRecord } from '../results/record/format.ts';
+import { renderReport } from '../results/report/index.ts';
+import { loadRecords, recordFiles, type LoadedRecord } from '../results/report/load.ts';
+import { columnsOf } from '../results/report/table.ts';
+import { formatTable } from '../results/reporters/console.ts';
+import { tempDir } from '../test/helpers.ts';
+import { h200Records } from '../test/report-fixture.ts';
+import { median, roundOrder } from './stats.ts';
+
+const { values } = parseArgs({ options: { records: { type: 'string' }, keys: { type: 'string' }, rounds: { type: 'string' }, page: { type: 'string' }, 'no-load': { type: 'boolean', default: false }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+const tiny = values.tiny!;
+const count = Number(values.records ?? (tiny ? 50 : 10_000));
+const keys = Number(values.keys ?? (tiny ? 10 : 200));
+const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
+if (![count, keys, rounds].every((n) => Number.isInteger(n) && n >= 1) || keys > 200) {
+  console.error('bench/report: --records, --keys and --rounds take whole numbers >= 1 (--keys at most 200: 5 environments x 5 GPUs x 8 drivers)');
+  process.exit(2);
+}
+const BUDGET_MS = 1000;
+const BUDGET_PAGE_BYTES = 2 * 1024 * 1024;
+
+const base = (await h200Records())[0]!;
+
+/** A small seeded generator (mulberry32): the same records every run. */
+function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
+const GPUS = ['NVIDIA H200', 'NVIDIA GeForce RTX 4090', 'NVIDIA RTX A6000', 'NVIDIA GeForce RTX 3060', 'NVIDIA L40S'];
+const DRIVERS = ['550.163.01', '560.94', '566.36', '570.172.08', '572.83', '575.64.05', '576.88', '580.159.04'];
+
+function synthetic(i: number): BehaviourRecord {
+  const rnd = random(i + 1);
+  const k = i % keys;
+  const environment = ENVIRONMENTS[k % 5]!;
+  const windows = ['wddm', 'tcc', 'mcdm'].includes(environment);
+  const scale = () => 1 + (rnd() - 0.5) * 0.2;
+  const r = structuredClone(base);
+  // As recordsFromEvents makes them: a hash (recordPath names a file by the id's first 8 digits).
+  r.id = createHash('sha256').update(`synthetic ${i}`).digest('hex').slice(0, 16);
+  const day = new Date(Date.UTC(2026, 0, 1) + (i % 700) * 86_400_000).toISOString();
+  r.observed = { ...r.observed, date: day, runId: `${day.replace(/[:.]/g, '-')}-${i.toString(16)}` };
+  r.key = {
+    environment,
+    gpu: GPUS[Math.floor(k / 5) % 5]!,
+    driver: DRIVERS[Math.floor(k / 25) % 8]!,
+    os: windows ? 'Windows 11 Pro' : 'Ubuntu 24.04.3 LTS',
+    osBuild: windows ? '26100' : null,
+    container: environment === 'linux' ? 'docker' : null,
+  };
+  // Nine significant digits, as cudaprobe prints them.
+  for (const m of r.metrics) if (m.value !== null) m.value = Number((m.value * scale()).toPrecision(9));
+  for (const s of r.samples) {
+    const f = scale();
+    for (const src of Object.keys(s.readings)) {
+      const v = s.readings[src];
+      if (typeof v === 'number') s.readings[src] = Math.round(v * f);
+    }
+  }
+  if (rnd() < 0.1) r.facts['pinned-release.released'] = { value: 'on-exit' };
+  return r;
+}
+
+const made0 = performance.now();
+const records: LoadedRecord[] = Array.from({ length: count }, (_, i) => {
+  const record = synthetic(i);
+  return { file: recordPath(record), record };
+});
+const makeMs = performance.now() - made0;
+const recordBytes = Buffer.byteLength(JSON.stringify(records[0]!.record));
+const columns = columnsOf(records).length;
+const paths = { recordsLink: 'records', recordsDirName: 'results/records' };
+
+// diffRecords, where results/record/diff.ts has landed (another part of issue 12).
+const diffModule = path.join(import.meta.dirname, '..', 'results', 'record', 'diff.ts');
+type DiffFn = (a: BehaviourRecord, b: BehaviourRecord) => unknown;
+const diffRecords: DiffFn | undefined = existsSync(diffModule) ? ((await import(pathToFileURL(diffModule).href)) as { diffRecords?: DiffFn }).diffRecords : undefined;
+
+let lastOutputs = { markdown: '', html: '' };
+const sides: Record<string, () => void> = {
+  peer: () => {
+    for (const r of records) JSON.parse(JSON.stringify(r.record));
+  },
+  report: () => {
+    lastOutputs = renderReport(records, paths);
+  },
+  ...(diffRecords ? { diff: () => { for (const r of records) diffRecords(base, r.record); } } : {}),
+};
+const samples: Record<string, number[]> = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
+if (!tiny) for (const fn of Object.values(sides)) fn();
+for (let round = 0; round < rounds; round++) {
+  for (const side of roundOrder(round, Object.keys(sides))) {
+    const t0 = performance.now();
+    sides[side]!();
+    samples[side]!.push(performance.now() - t0);
+  }
+}
+
+// Reading the files: loadRecords against readFileSync + JSON.parse of the same files.
+const load: { files: number; bytes: number; samplesMs: { loadRecords: number[]; peer: number[] } } | null = values['no-load'] ? null : (() => {
+  const dir = tempDir('cm-bench-records-');
+  let bytes = 0;
+  for (const r of records) {
+    const file = path.join(dir, r.file);
+    mkdirSync(path.dirname(file), { recursive: true });
+    const text = JSON.stringify(r.record);
+    bytes += Buffer.byteLength(text);
+    writeFileSync(file, text);
+  }
+  const files = recordFiles(dir);
+  const loadSides = {
+    loadRecords: () => loadRecords(dir),
+    peer: () => files.map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8'))),
+  };
+  const s = { loadRecords: [] as number[], peer: [] as number[] };
+  if (!tiny) for (const fn of Object.values(loadSides)) fn();
+  for (let round = 0; round < rounds; round++) {
+    for (const side of roundOrder(round, ['loadRecords', 'peer'] as const)) {
+      const t0 = performance.now();
+      loadSides[side]();
+      s[side].push(performance.now() - t0);
+    }
+  }
+  return { files: files.length, bytes, samplesMs: s };
+})();
+
+if (values.page) writeFileSync(values.page, lastOutputs.html);
+const peer = median(samples.peer!);
+// The page's fixed part (style, script, headings) against what each column adds.
+const emptyPageBytes = Buffer.byteLength(renderReport([], paths).html);
+const pageBytes = Buffer.byteLength(lastOutputs.html);
+const markdownBytes = Buffer.byteLength(lastOutputs.markdown);
+const reportMs = median(samples.report!);
+const diffMs = diffRecords ? median(samples.diff!) : NaN;
+const within = { report: reportMs <= BUDGET_MS, diff: !diffRecords || diffMs <= BUDGET_MS, page: pageBytes <= BUDGET_PAGE_BYTES };
+const ok = (b: boolean) => (b ? 'within' : 'OVER BUDGET');
+const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
+const perColumn = (pageBytes - emptyPageBytes) / Math.max(columns, 1);
+
+console.log(`\n${count} synthetic records over ${columns} observation keys (columns); each a full copy of the H200 record of 2026-11-29 (${(recordBytes / 1024).toFixed(1)} KiB as compact JSON: ${base.metrics.length} metrics, ${base.samples.length} memory samples, ${Object.keys(base.facts).length} facts) with its own key, run, date and values (±10 %), about 1 in 10 (seeded) with a fact flipped; made in ${makeMs.toFixed(0)} ms`);
+console.log(`median of ${rounds} alternated round(s) in this process (${process.version}, ${process.platform}/${process.arch})\n`);
+const rows: [string, number, string, string][] = [
+  ['peer: JSON.parse(JSON.stringify(record)) of every record', peer, '', ''],
+  ['report: renderReport, BEHAVIOUR.md + behaviour.html', reportMs, `${BUDGET_MS} ms`, ok(within.report)],
+  diffRecords ? ['diff: diffRecords(base, record) of every record', diffMs, `${BUDGET_MS} ms`, ok(within.diff)] : ['diff: not run (results/record/diff.ts has not landed)', NaN, `${BUDGET_MS} ms`, 'not measured'],
+];
+console.log(formatTable(['what', 'ms', 'ratio to peer', 'budget', ''], rows.map(([what, ms, budget, verdict]) => [what, Number.isFinite(ms) ? ms.toFixed(0) : '—', Number.isFinite(ms) ? (ms / peer).toFixed(2) : '—', budget, verdict])));
+console.log(`\nbehaviour.html: ${kib(pageBytes)} (budget ${kib(BUDGET_PAGE_BYTES)}): ${ok(within.page)}; ${kib(emptyPageBytes)} fixed + ${(perColumn / 1024).toFixed(1)} KiB per column, so 2 MiB holds about ${Math.floor((BUDGET_PAGE_BYTES - emptyPageBytes) / perColumn)} columns, whatever the records per column (the charts show one record per column). BEHAVIOUR.md: ${kib(markdownBytes)} (links to every record).`);
+if (load) {
+  const l = median(load.samplesMs.loadRecords);
+  const p = median(load.samplesMs.peer);
+  console.log(`\nreading the files (${load.files} files, ${(load.bytes / 1024 ** 2).toFixed(0)} MiB): loadRecords ${l.toFixed(0)} ms, readFileSync + JSON.parse of the same files (peer) ${p.toFixed(0)} ms, ratio ${(l / p).toFixed(2)}; not budgeted: JSON.parse of that much JSON alone takes that long`);
+}
+if (tiny) console.log('\n(--tiny: budgets not enforced)');
+
+const out = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'report.json'));
+mkdirSync(path.dirname(out), { recursive: true });
+writeFileSync(
+  out,
+  `${JSON.stringify(
+    {
+      bench: 'report',
+      records: count,
+      columns,
+      rounds,
+      tiny,
+      node: process.version,
+      synthetic: { base: 'the H200 record of 2026-11-29', recordBytes, metrics: base.metrics.length, samples: base.samples.length, facts: Object.keys(base.facts).length, varied: 'key (environment, GPU, driver), id, run id, date; metrics and readings scaled by up to +-10 %; about 1 in 10 records (seeded) has pinned-release.released flipped' },
+      samplesMs: samples,
+      medianMs: { peer, report: reportMs, diff: diffRecords ? diffMs : null },
+      ratioToPeer: { report: reportMs / peer, diff: diffRecords ? diffMs / peer : null },
+      diff: diffRecords ? 'measured' : 'not run: results/record/diff.ts has not landed',
+      pageBytes,
+      emptyPageBytes,
+      pageBytesPerColumn: perColumn,
+      markdownBytes,
+      load,
+      budget: { reportMs: BUDGET_MS, diffMs: BUDGET_MS, pageBytes: BUDGET_PAGE_BYTES },
+      within,
+      enforced: !tiny,
+    },
+    null,
+    2,
+  )}\n`,
+);
+process.exitCode = !tiny && !(within.report && within.diff && within.page) ? 1 : 0;
