@@ -159,6 +159,17 @@ describe('the page data', () => {
     expect(d.ceil!.levels.map((l) => l[0])).toEqual([0, 50, 90]);
   });
 
+  it('record text cannot end the page script: the embedded JSON escapes every <', () => {
+    const odd = variant(first, 'ffffffffffffffff', (r) => {
+      r.key = { ...r.key, os: '</script><script>alert(1)</script><!--' };
+    });
+    const html = renderReport(loaded([odd]), paths).html;
+    expect(html).not.toContain('<script>alert(1)');
+    expect(html.match(/<\/script>/g)).toHaveLength(2);
+    const json = html.slice(html.indexOf('id="report-data">') + 'id="report-data">'.length, html.indexOf('</script>'));
+    expect(JSON.parse(json).strs).toContain(keyText(odd.key));
+  });
+
   it('the page stays small: the data of one record per column, strings kept once', () => {
     const records = Array.from({ length: 40 }, (_, i) => variant(first, `${i}`.padStart(16, 'e'), (r) => {
       r.observed.date = `2026-12-${String((i % 28) + 1).padStart(2, '0')}T00:00:00.000Z`;
