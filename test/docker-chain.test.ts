@@ -3,16 +3,22 @@
  * engine of that host, reached as DOCKER_HOST=ssh:// reaches one: `docker system dial-stdio` run
  * over the SSH session carries the engine's API. Real parts only: the loopback sshd of the tests,
  * whose sessions get DOCKER_HOST pointing at the suite's own dockerd, and that engine.
+ *
+ * The SSH hop lost mid-run (its sshd processes killed): the run ends saying which hop, and the
+ * container does not outlive it. Before, it kept running on the engine for good: its main
+ * process waited for a removal that could no longer come. Now the container's stdin is the
+ * run's attach connection, through the hop (the lifeline, runners/docker/transport.ts): the
+ * engine sees that connection end, cudaprobe wait --stdin exits, and AutoRemove removes it.
  */
-import { execFileSync } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../events/events.ts';
 import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
-import { runCli } from './cli.ts';
-import { buildTestBase, dockerEnv, dockerToolsReady, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { runCli, startCli, type CliResult } from './cli.ts';
+import { buildDelayImage, buildTestBase, docker, dockerEnv, dockerToolsReady, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 import { sshdReady, startSshd, type Sshd } from './sshd.ts';
 
@@ -21,23 +27,64 @@ const ready = sshdReady() && dockerToolsReady() && integrationAvailable('a Docke
 
 let sshd: Sshd;
 let base: string;
+let hang: string;
 beforeAll(async () => {
   if (!ready) return;
   const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
   base = buildTestBase(probe.path);
+  // Probes that wait ten minutes first: the hop is lost while one runs.
+  hang = buildDelayImage(600_000, base);
   // The host's docker CLI uses the suite's engine, as a real host's uses its own.
   sshd = await startSshd(1, [`SetEnv DOCKER_HOST=${testDockerHost}`]);
 }, 180_000);
+const started: ChildProcess[] = [];
 afterAll(async () => {
   await sshd?.stop();
+  // Every run this file started has ended.
+  expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
 });
 
+async function until(what: string, check: () => boolean, ms: number): Promise<number> {
+  const from = Date.now();
+  while (!check()) {
+    if (Date.now() - from > ms) throw new Error(`${what}: not within ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return Date.now() - from;
+}
+
+/** The run's result, or null when it has not ended within `ms` (it is killed then, by its PID). */
+async function within(run: { child: ChildProcess; done: Promise<CliResult> }, ms: number): Promise<CliResult | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
+  const r = await Promise.race([run.done, late]);
+  clearTimeout(timer);
+  if (r === null && run.child.exitCode === null && run.child.pid) {
+    process.kill(run.child.pid, 'SIGKILL');
+    await run.done;
+  }
+  return r;
+}
+
+/**
+ * The docker system dial-stdio commands of this file's SSH sessions: those with the suite
+ * engine's DOCKER_HOST (sshd's SetEnv). Not every one on the machine: other test files (the WSL
+ * stand-in) run such commands at the same time, for their own engines.
+ */
 const dialers = () => {
+  let pids: string[];
   try {
-    return execFileSync('pgrep', ['-f', 'docker system dial-stdio'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    pids = execFileSync('pgrep', ['-f', 'docker system dial-stdio'], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
   } catch {
     return [];
   }
+  return pids.filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`DOCKER_HOST=${testDockerHost}`);
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
 };
 
 describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker system dial-stdio', () => {
@@ -65,6 +112,64 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
     expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
     expect(dialers()).toEqual([]);
   }, 300_000);
+
+  it('the SSH hop lost mid-probe: the run ends naming the hop, and the engine removes the container by itself (no reap)', async () => {
+    // An sshd of this test's own: all of its processes are killed, as a host or link dying is.
+    const own = await startSshd(1, [`SetEnv DOCKER_HOST=${testDockerHost}`]);
+    let run: ReturnType<typeof startCli> | undefined;
+    let lost = false;
+    try {
+      const dir = tempDir();
+      const port = own.ports[0]!;
+      const ssh = { kind: 'ssh', host: '127.0.0.1', port, identityFile: own.key, knownHosts: own.knownHosts, sshConfig: false, agent: false };
+      const file = path.join(dir, 'matrix.yaml');
+      writeFileSync(file, ['version: 1', 'targets:', '  - name: hop-lost', `    transport: ${JSON.stringify([ssh, { kind: 'docker', image: hang, gpus: 'none' }])}`, '    probes: [sysinfo, event-timing]', ''].join('\n'));
+      run = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...dockerEnv(), DOCKER_HOST: 'unix:///nonexistent/docker.sock' } });
+      started.push(run.child);
+      const containerOf = () => docker(['ps', '-aq', '--filter', 'label=cudamatrix.target=hop-lost']).trim();
+      await until(
+        'cudaprobe run sysinfo in the container',
+        () => {
+          const id = containerOf();
+          try {
+            return id !== '' && docker(['top', id]).includes('cudaprobe run sysinfo');
+          } catch {
+            return false; // not started yet
+          }
+        },
+        60_000,
+      );
+      const runId = docker(['inspect', '-f', '{{index .Config.Labels "cudamatrix.run-id"}}', containerOf()]).trim();
+      // The lifeline and the probe's exec, each a dial-stdio on the host.
+      expect(dialers().length).toBeGreaterThanOrEqual(2);
+      own.killAll();
+      lost = true;
+      const lostAt = Date.now();
+      const r = await within(run, 60_000);
+      expect(r, 'the run did not end within 60 s of the hop dying').not.toBeNull();
+      expect(r!.stderr).not.toMatch(/\n\s+at /);
+      expect(r!.code).toBe(3);
+      const events: RunEvent[] = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
+      const cells = events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+      expect(cells.map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+        ['sysinfo', 'error', 'TRANSPORT_FAILED'],
+        ['event-timing', 'error', 'TRANSPORT_FAILED'],
+      ]);
+      // Which hop: the engine is reached through dial-stdio on that SSH host.
+      const hop = new RegExp(`docker system dial-stdio on ssh root@127\\.0\\.0\\.1:${port}\\b`);
+      expect(cells[0]!.reason).toMatch(hop);
+      expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringMatching(hop) });
+      // Nothing reaps it: the engine has removed it, and its volume, by itself.
+      const gone = await until('the container of the run removed by the engine', () => leftoversOf(runId).containers.length === 0, 15_000);
+      expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
+      console.log(`[ssh, docker] hop lost: the run ended ${((Date.now() - lostAt) / 1000).toFixed(1)} s later (${cells[0]!.reason}); its container was gone ${(gone / 1000).toFixed(1)} s after that`);
+      await until('no docker system dial-stdio left on the host', () => dialers().length === 0, 15_000);
+    } finally {
+      if (run?.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
+      if (!lost) own.killAll();
+      await own.stop();
+    }
+  }, 180_000);
 
   it('says which hop failed when the SSH host has no docker that answers', async () => {
     const dir = tempDir();

@@ -5,40 +5,59 @@
  * run of this machine whose cudamatrix is gone, or, with --older-than, a run older than that.
  *
  * The other machine is a real cudamatrix run in a UTS namespace of its own with another host
- * name (unshare --uts), whose probe hangs (cudaprobe's test hook set in the image). On the
- * suite's Docker engine; images named, so that the probe image builds of test/docker.test.ts
- * are not disturbed.
+ * name (unshare --uts), whose probe hangs (cudaprobe's test hook set in the image). The dead run
+ * of this machine reaches the engine through a proxy that never closes the engine's side of a
+ * connection: without it, the engine would see the killed run's connection end and remove its
+ * container by itself (the lifeline, test/docker-lifeline.test.ts), and there would be nothing
+ * to reap. On a Docker engine of this file's own (its own socket, data root and pidfile, started
+ * here and stopped by its PID at the end): `--older-than 1s` removes every run's container on
+ * the engine it is given, whoever started it, and on the suite's engine that would be the
+ * containers of the other test files running meanwhile.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog } from '../events/events.ts';
 import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { cliEntry, runCli, startCli, tsxLoader, type CliResult } from './cli.ts';
-import { buildDelayImage, buildTestBase, dockerToolsReady, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
+import { buildDelayImage, buildTestBase, dockerToolsReady, dockerOn, leftoversOf } from './docker.ts';
+import { startHoldingProxy, type HoldingProxy } from './docker-lifeline-proxy.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from './helpers.ts';
 
-const noEngine = testDockerUnavailable();
 const ready =
+  integrationAvailable('dockerd (this test starts a Docker engine of its own)', findDockerd() !== undefined, 'apt-get install docker.io') &&
+  integrationAvailable('root (dockerd must be started as root)', process.getuid?.() === 0, 'run the tests as root') &&
   dockerToolsReady() &&
-  integrationAvailable('a Docker engine for the tests', !noEngine, noEngine) &&
   integrationAvailable('unshare (util-linux) and root, for a second host name', hasCommand('unshare', ['--uts', 'true']), 'apt-get install util-linux; run as root');
 
+let own: TestEngine | undefined;
 let hang: string;
 beforeAll(async () => {
   if (!ready) return;
+  own = await startTestEngine(tmpdir());
   const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
   // Each probe waits ten minutes: a run that is alive for as long as the test needs.
-  hang = buildDelayImage(600_000, buildTestBase(probe.path));
+  hang = buildDelayImage(600_000, buildTestBase(probe.path, 'cudamatrix-test-base', own.host), own.host);
 }, 180_000);
 
+const engine = () => own!.host;
+const docker = (args: string[]) => dockerOn(engine(), args);
+/** A run's environment: this file's engine, and none of this machine's Docker settings. */
+const engineEnv = (): NodeJS.ProcessEnv => ({ DOCKER_HOST: engine(), DOCKER_CONTEXT: undefined, DOCKER_TLS_VERIFY: undefined, DOCKER_CERT_PATH: undefined });
+
 const children: ChildProcess[] = [];
-afterAll(() => {
+let proxy: HoldingProxy | undefined;
+afterAll(async () => {
+  await proxy?.close();
   // Every run this file started has ended.
   expect(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
-});
+  // Stopped by its PID; its dockerd and containerd gone, its folder removed.
+  if (own) expect(await own.stop()).toEqual([]);
+}, 120_000);
 
 function matrix(dir: string, target: string): string {
   const file = path.join(dir, 'matrix.yaml');
@@ -50,7 +69,7 @@ function matrix(dir: string, target: string): string {
 function startElsewhere(host: string, args: string[]): { child: ChildProcess; done: Promise<CliResult> } {
   const child = spawn('unshare', ['--uts', 'sh', '-c', `hostname ${host} && exec "$0" "$@"`, process.execPath, '--import', tsxLoader, cliEntry, ...args], {
     cwd: repoRoot,
-    env: { ...process.env, NO_COLOR: '1', ...dockerEnv() },
+    env: { ...process.env, NO_COLOR: '1', ...engineEnv() },
   });
   let stdout = '';
   let stderr = '';
@@ -89,9 +108,11 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
     const otherDir = tempDir();
     const other = startElsewhere('other-runner', ['run', '-m', matrix(otherDir, 'reap-other'), '--results-dir', path.join(otherDir, 'runs')]);
     children.push(other.child);
-    // A run of this machine that crashed: its process is gone, its container left behind.
+    // A run of this machine that crashed: its process is gone, its container left behind (the
+    // engine never learns that its connection ended).
+    proxy = await startHoldingProxy(engine());
     const deadDir = tempDir();
-    const dead = startCli(['run', '-m', matrix(deadDir, 'reap-dead'), '--results-dir', path.join(deadDir, 'runs')], { env: dockerEnv() });
+    const dead = startCli(['run', '-m', matrix(deadDir, 'reap-dead'), '--results-dir', path.join(deadDir, 'runs')], { env: { ...engineEnv(), DOCKER_HOST: proxy.host } });
     children.push(dead.child);
     try {
       await until('the probes of both runs running in their containers', () => probeRuns('reap-other') && probeRuns('reap-dead'));
@@ -101,40 +122,42 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       const otherRun = runIdIn(otherDir);
       const deadRun = runIdIn(deadDir);
       const otherContainer = containerOf('reap-other');
-      expect(leftoversOf(deadRun).containers).toHaveLength(1);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(proxy.held()).toBeGreaterThan(0);
+      expect(leftoversOf(deadRun, engine()).containers).toHaveLength(1);
 
-      const reap = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!], { env: dockerEnv() });
+      const reap = await runCli(['doctor', '--reap', '--endpoint', engine()], { env: engineEnv() });
       expect(reap.stderr).toBe('');
       expect(reap.code).toBe(0);
       expect(reap.stdout).toMatch(new RegExp(`^removed \\S+ \\(run ${deadRun}\\): its cudamatrix \\(pid ${dead.child.pid}\\) is no longer running$`, 'm'));
       expect(reap.stdout).toMatch(
         new RegExp(`^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner", not on this one \\("[^"]+"\\): whether that cudamatrix still runs cannot be told from here$`, 'm'),
       );
-      expect(reap.stdout).toMatch(new RegExp(`container\\(s\\) of earlier runs removed from ${testDockerHost!.replace(/[/.]/g, '\\$&')} \\(from --endpoint\\), \\d+ kept`));
+      expect(reap.stdout).toMatch(new RegExp(`container\\(s\\) of earlier runs removed from ${engine().replace(/[/.]/g, '\\$&')} \\(from --endpoint\\), \\d+ kept`));
       expect(reap.stdout).toContain('--older-than DURATION (e.g. --older-than 6h)');
-      expect(leftoversOf(deadRun)).toMatchObject({ containers: [] });
+      expect(leftoversOf(deadRun, engine())).toMatchObject({ containers: [] });
       // The other machine's run is untouched: its container runs, its probe still waits.
       expect(docker(['inspect', '-f', '{{.State.Running}}', otherContainer]).trim()).toBe('true');
       expect(probeRuns('reap-other')).toBe(true);
       expect(other.child.exitCode).toBeNull();
 
       // A bound it is within: kept, and said so.
-      const young = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!, '--older-than', '6h'], { env: dockerEnv() });
+      const young = await runCli(['doctor', '--reap', '--endpoint', engine(), '--older-than', '6h'], { env: engineEnv() });
       expect(young.code).toBe(0);
       expect(young.stdout).toMatch(new RegExp(`^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner".*; started \\d+ s ago, less than --older-than 6 h$`, 'm'));
       expect(other.child.exitCode).toBeNull();
 
       // A bound it is past: removed, whoever started it; that run then ends as a transport failure.
       await new Promise((r) => setTimeout(r, 1100));
-      const old = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!, '--older-than', '1s'], { env: dockerEnv() });
+      const old = await runCli(['doctor', '--reap', '--endpoint', engine(), '--older-than', '1s'], { env: engineEnv() });
       expect(old.code).toBe(0);
       expect(old.stdout).toMatch(new RegExp(`^removed \\S+ \\(run ${otherRun}\\): started \\d+ s ago, more than --older-than 1 s$`, 'm'));
       const ended = await other.done;
       expect(ended.code).toBe(3);
       const cell = readEventLog(path.join(otherDir, 'runs', readdirSync(path.join(otherDir, 'runs'))[0]!, 'events.jsonl')).find((e) => e.type === 'cell-end');
       expect(cell).toMatchObject({ probe: 'sysinfo', status: 'error', errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(/container \S+ on \S+ (was removed|stopped) while cudaprobe ran in it/) });
-      expect(leftoversOf(otherRun)).toEqual({ containers: [], volumes: [] });
-      expect(leftoversOf(deadRun)).toEqual({ containers: [], volumes: [] });
+      expect(leftoversOf(otherRun, engine())).toEqual({ containers: [], volumes: [] });
+      expect(leftoversOf(deadRun, engine())).toEqual({ containers: [], volumes: [] });
     } finally {
       for (const c of [other.child, dead.child]) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     }
@@ -142,7 +165,7 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
 
   it('says the engine came from --endpoint when it cannot be reached', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--reap', '--endpoint', `unix://${dir}/none.sock`], { env: dockerEnv() });
+    const r = await runCli(['doctor', '--reap', '--endpoint', `unix://${dir}/none.sock`], { env: engineEnv() });
     expect(r.code).toBe(3);
     expect(existsSync(`${dir}/none.sock`)).toBe(false);
     expect(r.stderr).toContain(`error [TARGET_UNREACHABLE]: cannot reach the Docker engine at unix://${dir}/none.sock (from --endpoint): no socket there (is dockerd running?)`);

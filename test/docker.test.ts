@@ -19,6 +19,7 @@ import { connectChain } from '../runners/registry.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';
 import { buildBareImage, buildTestBase, dockerToolsReady, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { startHoldingProxy } from './docker-lifeline-proxy.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from './helpers.ts';
 
 const noEngine = testDockerUnavailable();
@@ -222,21 +223,31 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
   });
 
-  it('doctor --reap removes what a crashed run left behind', async () => {
-    const dir = tempDir();
-    const file = matrix(dir, [{ name: 'crash', transport: inDocker() }]);
-    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: dockerEnv() });
-    // A crash: nothing gets to clean up.
-    await whenOutput(child, '[1/', () => child.kill('SIGKILL'));
-    await done;
-    const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
-    expect(leftoversOf(runId).containers).toHaveLength(1);
-    // --endpoint, not DOCKER_HOST (which leads nowhere here), names the engine.
-    const reap = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!], { env: { ...dockerEnv(), DOCKER_HOST: `unix://${dir}/nowhere.sock` } });
-    expect(reap.stderr).toBe('');
-    expect(reap.code).toBe(0);
-    expect(reap.stdout).toMatch(new RegExp(`removed \\S+ \\(run ${runId}\\)`));
-    expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
+  it('doctor --reap removes what a crashed run left behind when the engine never learnt of the crash', async () => {
+    // A crashed run's container normally goes by itself (its connection ends: the lifeline,
+    // test/docker-lifeline.test.ts). Not when the engine still believes that connection open:
+    // the run reaches it through a proxy that holds the engine's side of each connection.
+    const proxy = await startHoldingProxy(testDockerHost!);
+    try {
+      const dir = tempDir();
+      const file = matrix(dir, [{ name: 'crash', transport: inDocker() }]);
+      const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: { ...dockerEnv(), DOCKER_HOST: proxy.host } });
+      // A crash: nothing gets to clean up.
+      await whenOutput(child, '[1/', () => child.kill('SIGKILL'));
+      await done;
+      const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
+      await new Promise((r) => setTimeout(r, 2000));
+      expect(proxy.held()).toBeGreaterThan(0);
+      expect(leftoversOf(runId).containers).toHaveLength(1);
+      // --endpoint, not DOCKER_HOST (which leads nowhere here), names the engine.
+      const reap = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!], { env: { ...dockerEnv(), DOCKER_HOST: `unix://${dir}/nowhere.sock` } });
+      expect(reap.stderr).toBe('');
+      expect(reap.code).toBe(0);
+      expect(reap.stdout).toMatch(new RegExp(`removed \\S+ \\(run ${runId}\\)`));
+      expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('doctor --target speaks of the engine and the container, not of host keys', async () => {
@@ -267,7 +278,9 @@ describe.runIf(ready)('Docker sessions', () => {
       // The container: labelled with the run, no network, docker-init as PID 1.
       const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.run-id=docker-timeout-test']).trim();
       const inspected = JSON.parse(docker(['inspect', id]))[0];
-      expect(inspected.HostConfig).toMatchObject({ NetworkMode: 'none', Init: true });
+      expect(inspected.HostConfig).toMatchObject({ NetworkMode: 'none', Init: true, AutoRemove: true });
+      // Its main process ends with this session's connection (the lifeline).
+      expect(inspected.Config).toMatchObject({ OpenStdin: true, StdinOnce: true });
       expect(inspected.Config.Labels).toMatchObject({ 'cudamatrix.run-id': 'docker-timeout-test', 'cudamatrix.target': 'hang' });
       const hung = await session.exec(['/bin/busybox', 'sh', '-c', '/bin/busybox sleep 300 & /bin/busybox sleep 301'], { timeoutMs: 1000 });
       expect(hung).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGKILL' });

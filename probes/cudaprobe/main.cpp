@@ -6,12 +6,19 @@
 //   cudaprobe subject [--device N]              a memory probe's subject (started by the probe)
 //   cudaprobe judge PROBE                       decide a memory probe's facts again from its
 //                                               recorded JSON lines on stdin
-//   cudaprobe wait                              block until stopped (keeps a probe container alive)
+//   cudaprobe wait [--stdin] [--usr1-kills-others]
+//                                               block until stopped, or with --stdin until stdin
+//                                               ends (a probe container's main process, which
+//                                               thus ends with the controller's connection);
+//                                               with --usr1-kills-others (Linux, in a container
+//                                               under docker-init) SIGUSR1 kills every other
+//                                               process of the container but its init
 //   cudaprobe ptx                               the embedded PTX kernels
 //   cudaprobe version
 //
 // Exit codes: 0 ran, 1 probe failure, 2 usage error, 3 everything skipped (no usable driver or
 // device, or a probe for another platform).
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +28,7 @@
 #ifdef _WIN32
 #include <windows.h>
 #else
+#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -91,7 +99,7 @@ const char* kUsage =
     "       cudaprobe run PROBE [--device N] [--param NAME=VALUE]...\n"
     "       cudaprobe subject [--device N]\n"
     "       cudaprobe judge PROBE < recorded-lines\n"
-    "       cudaprobe wait\n"
+    "       cudaprobe wait [--stdin] [--usr1-kills-others]\n"
     "       cudaprobe ptx\n"
     "       cudaprobe version\n";
 
@@ -200,6 +208,82 @@ int run(int argc, char** argv) {
   }
 }
 
+#ifndef _WIN32
+// SIGUSR1 under --usr1-kills-others: every process of this PID namespace but its init and this
+// one gets SIGKILL (the commands run in the container with docker exec, which the engine cannot
+// signal itself); the container stays up for the next command.
+extern "C" void killOthers(int) { kill(-1, SIGKILL); }
+
+// Whether kill(-1) stays inside a container: this process is in a PID namespace other than the
+// host's (whose /proc/self/ns/pid inode is the kernel's constant PROC_PID_INIT_INO) and is a
+// child of that namespace's init.
+bool inContainerPidNamespace() {
+  struct stat st;
+  return getppid() == 1 && stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != 0xEFFFFFFCu;
+}
+#endif
+
+// The main process of a probe container: it only has to stay alive while the container is used
+// (docker-init, PID 1, reaps what the probes leave). With --stdin it ends, exit 0, when its
+// stdin does: the container's stdin is the controller's attach connection (StdinOnce), so the
+// container ends, and is removed (AutoRemove), when the controller or a hop to the engine dies.
+// Plain, it blocks until a signal ends it. The line on stderr says it runs.
+int waitCommand(int argc, char** argv) {
+  bool untilEof = false;
+  bool usr1KillsOthers = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--stdin") {
+      untilEof = true;
+    } else if (a == "--usr1-kills-others") {
+      usr1KillsOthers = true;
+    } else {
+      return usage("unknown argument " + a);
+    }
+  }
+#ifndef _WIN32
+  if (usr1KillsOthers) {
+    if (inContainerPidNamespace()) {
+      struct sigaction sa;
+      std::memset(&sa, 0, sizeof sa);
+      sa.sa_handler = killOthers;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      sigaction(SIGUSR1, &sa, nullptr);
+    } else {
+      // Left at its default (it ends this process): outside a container kill(-1) would reach
+      // every process of the user.
+      std::fputs("cudaprobe: not in a container's PID namespace under its init: SIGUSR1 only ends this process\n", stderr);
+    }
+  }
+#else
+  (void)usr1KillsOthers;  // no signals to send on Windows
+#endif
+  std::fputs("cudaprobe: waiting\n", stderr);
+  std::fflush(stderr);
+  if (!untilEof) {
+    for (;;) {
+#ifdef _WIN32
+      Sleep(INFINITE);
+#else
+      pause();
+#endif
+    }
+  }
+  char buf[512];
+#ifdef _WIN32
+  while (std::fread(buf, 1, sizeof buf, stdin) > 0) {
+  }
+#else
+  for (;;) {
+    ssize_t n = read(0, buf, sizeof buf);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    break;  // end of input, or it is gone (EBADF, EIO)
+  }
+#endif
+  return cp::kExitRan;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -212,19 +296,7 @@ int main(int argc, char** argv) {
     if (argc != 3) return usage("judge needs a probe name");
     return cp::runJudge(argv[2]);
   }
-  if (cmd == "wait") {
-    // The main process of a probe container: it only has to stay alive until the container is
-    // stopped (SIGTERM ends it; docker-init reaps what the probes leave). The line says it runs.
-    std::fputs("cudaprobe: waiting\n", stderr);
-    std::fflush(stderr);
-    for (;;) {
-#ifdef _WIN32
-      Sleep(INFINITE);
-#else
-      pause();
-#endif
-    }
-  }
+  if (cmd == "wait") return waitCommand(argc, argv);
   if (cmd == "ptx") {
     std::fputs(cp::kKernelsPtx, stdout);
     return cp::kExitRan;

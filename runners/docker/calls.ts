@@ -123,3 +123,37 @@ export class BoundedEngine {
     });
   }
 }
+
+/**
+ * Whether an engine error says that a container is not there (404), or is being removed already
+ * (409 "removal of container … is already in progress": by the engine itself, AutoRemove, once
+ * its main process ended).
+ */
+export const goneOrGoing = (error: unknown): boolean => httpStatus(error) === 404 || (httpStatus(error) === 409 && /already in progress/i.test(engineWords(error)));
+
+/**
+ * Removes a container (force: stopped first; v: its anonymous volumes too), each call bounded.
+ * 'removed': by this call; 'gone': it was not there, or the engine was removing it already and
+ * has now (waited for within the call bound, so that either way it is gone, not going).
+ */
+export async function removeContainer(e: BoundedEngine, container: Dockerode.Container, what: string): Promise<'removed' | 'gone'> {
+  try {
+    await e.call(what, (abortSignal) => container.remove({ force: true, v: true, abortSignal }));
+    return 'removed';
+  } catch (error) {
+    if (!goneOrGoing(error)) throw error;
+    if (httpStatus(error) === 404) return 'gone';
+    await e.call(`${what}: waiting for the engine's own removal of it to end`, async (abortSignal) => {
+      for (;;) {
+        try {
+          await container.inspect({ abortSignal });
+        } catch (lookedUp) {
+          if (httpStatus(lookedUp) === 404) return;
+          throw lookedUp;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    });
+    return 'gone';
+  }
+}

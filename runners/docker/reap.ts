@@ -1,7 +1,12 @@
 /**
  * `cudamatrix doctor --reap`: the containers that runs left on an engine, and which of them can
- * go. An engine may be shared (a CI engine used by runners on several machines): a container is
- * removed only when its run is provably over, never because it was started elsewhere:
+ * go. A run's containers normally go without it: each ends with its run's connection to the
+ * engine, and the engine removes it (the lifeline, ./transport.ts). What is left is what that
+ * cannot end: containers of a connection the engine still believes open (the controller's
+ * machine vanished without closing it, a hop that hangs, a frozen cudamatrix), of an engine
+ * that was frozen or restarted, and of older cudamatrix versions. An engine may be shared (a CI
+ * engine used by runners on several machines): a container is removed only when its run is
+ * provably over, never because it was started elsewhere:
  *
  * - started on this machine (same host name, same boot, same PID namespace) by a cudamatrix
  *   process that is gone (its pid is free, or now another process: its start time differs);
@@ -14,7 +19,7 @@ import { hostname } from 'node:os';
 import type Dockerode from 'dockerode';
 import DockerClient from 'dockerode';
 import { CudamatrixError } from '../../core/errors.ts';
-import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus } from './calls.ts';
+import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, removeContainer } from './calls.ts';
 import { resolveEngine, unreachable } from './engine.ts';
 
 export const RUN_LABEL = 'cudamatrix.run-id';
@@ -134,9 +139,9 @@ export async function reapContainers(
       continue;
     }
     try {
-      await e.call(`removing ${label}`, (abortSignal) => e.docker.getContainer(c.Id).remove({ force: true, v: true, abortSignal }));
+      // Gone meanwhile (its run's connection ended, and the engine removed it): not ours to list.
+      if ((await removeContainer(e, e.docker.getContainer(c.Id), `removing ${label}`)) === 'gone') continue;
     } catch (error) {
-      if (httpStatus(error) === 404) continue; // gone meanwhile
       if (error instanceof CudamatrixError) throw error;
       throw new CudamatrixError('TRANSPORT_FAILED', `removing ${label} from ${engine.endpoint} failed: ${engineWords(error)}`);
     }

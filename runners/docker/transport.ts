@@ -2,14 +2,17 @@
  * The `docker` transport: the probes run in a container on a local or remote Docker engine,
  * with the GPUs requested as `docker run --gpus` does (DeviceRequests, driver nvidia). The
  * container is labelled with the run, has no network by default, runs docker-init as PID 1 and
- * `cudaprobe wait` as its main process, and is removed when the session ends, however it ends.
+ * `cudaprobe wait --stdin` as its main process, and is removed when the session ends, however it
+ * ends: by the session, or by the engine itself once the session's connection is gone (the
+ * lifeline, below: cudamatrix killed, a hop to the engine lost).
  * Every call to the engine is bounded (./calls.ts): connectTimeout for the first answers,
  * callTimeout for each later call; a probe's own timeout bounds its exec.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
+import { PassThrough, Readable, Writable, type Duplex } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
 import DockerClient from 'dockerode';
@@ -17,7 +20,7 @@ import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
 import { supervise, type StopReason } from '../supervise.ts';
 import type { Connect, ConnectContext, ExecOptions, ExecResult, Session } from '../transport.ts';
-import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout } from './calls.ts';
+import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout, removeContainer } from './calls.ts';
 import { engineThrough } from './dial.ts';
 import { resolveEngine, unreachable, type ResolvedEngine } from './engine.ts';
 import { DEFAULT_BASE, type DockerTargetOptions } from './options.ts';
@@ -186,13 +189,21 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
       docker.createContainer({
         Image: image,
         Entrypoint: [`${PROBE_DIR}/cudaprobe`],
-        Cmd: ['wait'],
+        Cmd: ['wait', '--stdin', '--usr1-kills-others'],
         WorkingDir: '/',
+        // The lifeline: its stdin is the session's attach connection, closed by the engine
+        // when that connection ends (StdinOnce); cudaprobe then exits, and the engine removes
+        // the container (AutoRemove).
+        OpenStdin: true,
+        StdinOnce: true,
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
         Labels: { [RUN_LABEL]: context.runId, 'cudamatrix.target': context.target, ...runLabels() },
         HostConfig: {
           NetworkMode: o.network ?? 'none',
           Init: true,
-          AutoRemove: false,
+          AutoRemove: true,
           DeviceRequests: deviceRequests,
           Runtime: o.runtime,
         },
@@ -204,8 +215,9 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
     if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
     throw new CudamatrixError('TARGET_UNREACHABLE', `creating a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
   }
-  const remove = () => e.call(`removing container ${container.id.slice(0, 12)}`, (abortSignal) => container.remove({ force: true, v: true, abortSignal })).catch(() => undefined);
+  const remove = () => removeContainer(e, container, `removing container ${container.id.slice(0, 12)}`).catch(() => undefined);
   let name: string;
+  let lifeline: Lifeline | undefined;
   try {
     // Archives are unpacked at / with full paths, so that missing directories are made too.
     if (!baked) {
@@ -214,27 +226,37 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
     }
     const workTar = await directoryTar(WORK_DIR.slice(1));
     await e.call('making the work folder in the container', (abortSignal) => container.putArchive(workTar, { path: '/', abortSignal }));
-    await e.call('starting the container', (abortSignal) => container.start({ abortSignal }));
-    // Its main process is cudaprobe itself: wait until it says it runs, or has exited (it
-    // cannot run in the image).
-    const state = await waitUntilReady(e, container);
-    if (!state.Running) {
-      const logs = String(await e.call('reading the container log', (abortSignal) => container.logs({ stdout: true, stderr: true, tail: 5, abortSignal })).catch(() => ''))
-        .replace(/[^\x20-\x7e\n]/g, '')
-        .trim();
-      throw new CudamatrixError(
-        'TARGET_UNREACHABLE',
-        `cudaprobe cannot run in image ${image}: its container exited at once with code ${state.ExitCode}${logs ? ` (${logs})` : ''}; the image needs glibc (use a glibc-based image, or leave image: out to build docker/Dockerfile)`,
-      );
+    // Attached, and its exit waited for, before it starts: its stdin is held from its first
+    // moment, and nothing it prints or how it exits can be missed (it is removed once it has).
+    lifeline = await Lifeline.attach(e, container);
+    const exit = await nextExit(e, container);
+    try {
+      await e.call('starting the container', (abortSignal) => container.start({ abortSignal }));
+      // Its main process is cudaprobe itself: wait until it says it runs, or has exited (it
+      // cannot run in the image).
+      if (!(await untilReady(e, container, lifeline))) {
+        let timer: NodeJS.Timeout | undefined;
+        const code = await Promise.race([exit.code, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 5000)))]);
+        clearTimeout(timer);
+        const said = lifeline.said();
+        throw new CudamatrixError(
+          'TARGET_UNREACHABLE',
+          `cudaprobe cannot run in image ${image}: its container exited at once${code === undefined ? '' : ` with code ${code}`}${said ? ` (${said})` : ''}; the image needs glibc (use a glibc-based image, or leave image: out to build docker/Dockerfile)`,
+        );
+      }
+    } finally {
+      exit.cancel();
     }
-    name = state.Name.replace(/^\//, '');
+    const inspected = (await e.call('inspecting the container', (abortSignal) => container.inspect({ abortSignal }))) as ContainerState;
+    name = inspected.Name.replace(/^\//, '');
   } catch (error) {
     await remove();
+    lifeline?.close();
     if (error instanceof CudamatrixError) throw error;
     if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
     throw new CudamatrixError('TARGET_UNREACHABLE', `starting a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
   }
-  return new DockerSession(e, container, name, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked, progress);
+  return new DockerSession(e, container, lifeline, name, `docker ${name} (${image}) on ${engine.endpoint}`, `docker:${engine.endpoint}`, arch, binaryKey, !baked, progress);
 }
 
 /** How many times (100 ms apart) a container is looked at after a command was killed, before "running" is believed. */
@@ -245,16 +267,131 @@ interface ContainerState {
   State: { Running: boolean; Status: string; ExitCode: number; OOMKilled?: boolean };
 }
 
-/** Waits (up to 30 s) for "cudaprobe: waiting" in the container's log, or for it to stop. */
-async function waitUntilReady(e: BoundedEngine, container: Dockerode.Container): Promise<{ Running: boolean; ExitCode: number; Name: string }> {
-  const until = Date.now() + 30_000;
-  for (;;) {
+/** How long the main process may take to say that it runs before a running container is believed ready. */
+const READY_MS = 30_000;
+
+/**
+ * The lifeline of a probe container: an attach to its main process (`cudaprobe wait --stdin`),
+ * made before it starts and held open, with nothing written to it, for the session's life. The
+ * container has StdinOnce: when this connection ends, whether the session closes it or it is
+ * lost (cudamatrix killed, the engine's socket or a hop to it gone: ssh, dial-stdio), the engine
+ * closes that stdin, cudaprobe exits, and the engine removes the container (AutoRemove). It also
+ * carries what the main process prints: that it runs, or why it could not.
+ */
+class Lifeline {
+  private text = '';
+  private readonly waiting: Promise<void>;
+  readonly ended: Promise<void>;
+
+  private constructor(
+    private readonly stream: Duplex,
+    e: BoundedEngine,
+  ) {
+    let sawWaiting!: () => void;
+    this.waiting = new Promise((resolve) => (sawWaiting = resolve));
+    const take = new Writable({
+      write: (chunk: Buffer, _encoding, done) => {
+        if (this.text.length < 4096) this.text += chunk.toString('utf8');
+        if (this.text.includes('cudaprobe: waiting')) sawWaiting();
+        done();
+      },
+    });
+    e.docker.modem.demuxStream(stream, take, take);
+    this.ended = new Promise((resolve) => {
+      stream.once('end', () => resolve());
+      stream.once('close', () => resolve());
+      stream.on('error', () => resolve());
+    });
+  }
+
+  static async attach(e: BoundedEngine, container: Dockerode.Container): Promise<Lifeline> {
+    const stream = (await e.call('attaching to the container', (abortSignal) =>
+      container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true, abortSignal }),
+    )) as unknown as Duplex;
+    return new Lifeline(stream, e);
+  }
+
+  /** Resolves with true once the main process has said that it runs, false once it has ended first. */
+  get ready(): Promise<boolean> {
+    return Promise.race([this.waiting.then(() => true), this.ended.then(() => false)]);
+  }
+
+  /** What the main process printed, as a line (the last lines, printable characters only). */
+  said(): string {
+    return this.text
+      .replace(/[^\x20-\x7e\n]/g, '')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .slice(-5)
+      .join(' | ');
+  }
+
+  close(): void {
+    this.stream.destroy();
+  }
+}
+
+/**
+ * Waits for the container's next exit (registered with the engine before it is started, which
+ * answers its headers once the wait is in place); `code` is its exit code, undefined when that
+ * could not be had. `cancel` ends the wait.
+ */
+async function nextExit(e: BoundedEngine, container: Dockerode.Container): Promise<{ code: Promise<number | undefined>; cancel(): void }> {
+  const response = await e.call('waiting for the container to exit', (abortSignal) =>
+    new Promise<IncomingMessage>((resolve, reject) => {
+      e.docker.modem.dial(
+        {
+          path: `/containers/${container.id}/wait?`,
+          method: 'POST',
+          isStream: true,
+          abortSignal,
+          statusCodes: { 200: true, 400: 'bad parameter', 404: 'no such container', 500: 'server error' },
+          options: { condition: 'next-exit' },
+        },
+        (err, stream) => (err ? reject(err) : resolve(stream as IncomingMessage)),
+      );
+    }),
+  );
+  const code = new Promise<number | undefined>((resolve) => {
+    let body = '';
+    response.setEncoding('utf8');
+    response.on('data', (d: string) => (body += d));
+    response.once('end', () => {
+      const status = (() => {
+        try {
+          return (JSON.parse(body) as { StatusCode?: unknown }).StatusCode;
+        } catch {
+          return undefined;
+        }
+      })();
+      resolve(typeof status === 'number' ? status : undefined);
+    });
+    response.once('close', () => resolve(undefined));
+    response.on('error', () => resolve(undefined));
+  });
+  return { code, cancel: () => response.destroy() };
+}
+
+/**
+ * Waits (up to READY_MS) for the main process to say "cudaprobe: waiting" on the lifeline.
+ * True: it runs (or, silent that long, the container still runs); false: it exited first.
+ */
+async function untilReady(e: BoundedEngine, container: Dockerode.Container, lifeline: Lifeline): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const slow = new Promise<'slow'>((resolve) => (timer = setTimeout(() => resolve('slow'), READY_MS)));
+  try {
+    const ready = await Promise.race([lifeline.ready, slow]);
+    if (ready !== 'slow') return ready;
+  } finally {
+    clearTimeout(timer);
+  }
+  try {
     const inspected = (await e.call('inspecting the container', (abortSignal) => container.inspect({ abortSignal }))) as ContainerState;
-    const state = { ...inspected.State, Name: inspected.Name };
-    if (!state.Running || Date.now() > until) return state;
-    const logs = String(await e.call('reading the container log', (abortSignal) => container.logs({ stdout: true, stderr: true, abortSignal })));
-    if (logs.includes('cudaprobe: waiting')) return state;
-    await new Promise((r) => setTimeout(r, 100));
+    return inspected.State.Running;
+  } catch (error) {
+    if (httpStatus(error) === 404) return false; // exited, and removed
+    throw error;
   }
 }
 
@@ -275,6 +412,8 @@ class DockerSession implements Session {
   constructor(
     private readonly e: BoundedEngine,
     private readonly container: Dockerode.Container,
+    /** Held open until the session ends: the container ends and goes with it. */
+    private readonly lifeline: Lifeline,
     private readonly name: string,
     readonly description: string,
     readonly hostKey: string,
@@ -363,16 +502,21 @@ class DockerSession implements Session {
         stream.on('error', () => resolve());
       });
       // A docker exec cannot be signalled through the API: a runaway command is stopped by
-      // killing the container (all its processes), which is then started again for the next one.
+      // SIGUSR1 to the container (docker-init passes it to cudaprobe wait), which kills every
+      // process in it but docker-init and itself; the container runs on for the next command.
+      // (Killing the container itself would end it for good: it is removed once it stops.)
       let killing: Promise<void> | undefined;
+      let notKilled: unknown;
       let stopAsked!: () => void;
       const stopped = new Promise<void>((resolve) => (stopAsked = resolve));
       const stop = (why: StopReason) => {
-        killing ??= this.e.call(stopWords[why], (abortSignal) => this.container.kill({ abortSignal })).then(
+        killing ??= this.e.call(stopWords[why], (abortSignal) => this.container.kill({ signal: 'SIGUSR1', abortSignal })).then(
           () => undefined,
           (error) => {
-            // Already stopped is stopped; an engine that does not answer is a failure.
+            // Not running any more (its processes are gone with it): said below. An engine
+            // that does not answer is a failure.
             if (isEngineTimeout(error)) throw error;
+            notKilled = error;
           },
         );
         stopAsked();
@@ -382,7 +526,7 @@ class DockerSession implements Session {
         if (killing) {
           try {
             await killing;
-            await this.e.within(`ending ${command}'s output after its container was killed`, ended);
+            await this.e.within(`ending ${command}'s output after it was killed`, ended);
           } catch (error) {
             // Given up on the engine: its socket must not keep this process alive.
             (stream as unknown as Readable).destroy();
@@ -413,13 +557,10 @@ class DockerSession implements Session {
           if (!ran) throw this.fail(notStarted(engineWords(lost)));
           return { exitCode: ran.ExitCode, signal: null };
         }
-        // Back to a running container for the next command, unless the run is being cancelled.
-        if (!options.signal?.aborted) {
-          try {
-            await this.e.call('starting the container again after a command was stopped', (abortSignal) => this.container.start({ abortSignal }));
-          } catch (error) {
-            this.fail(error instanceof CudamatrixError ? error : new CudamatrixError('TRANSPORT_FAILED', `${this.where} could not be started again after a command was stopped: ${engineWords(error)}`));
-          }
+        // The signal could not be sent: the container stopped (and went) meanwhile.
+        if (notKilled !== undefined) {
+          const gone = await this.containerGone(command);
+          if (gone) throw this.fail(gone);
         }
         return { exitCode: null, signal: 'SIGKILL' };
       })();
@@ -462,15 +603,19 @@ class DockerSession implements Session {
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
-    // Force: stops it first; v: its anonymous volumes go with it.
+    // Removed while the lifeline holds it (so that it is gone, not going, when this returns);
+    // force: stopped first; v: its anonymous volumes go with it. Gone already, or being removed
+    // by the engine (its main process ended), is removed.
     try {
-      await this.e.call('removing the container', (abortSignal) => this.container.remove({ force: true, v: true, abortSignal }));
+      await removeContainer(this.e, this.container, 'removing the container');
     } catch (error) {
-      if (httpStatus(error) === 404) return;
       this.warn(
         `warning: ${this.where} was not removed (${error instanceof CudamatrixError ? error.message : engineWords(error)}); ` +
+          `the engine removes it itself once it notices that this connection is gone (its main process ends with it); if it does not, ` +
           `"cudamatrix doctor --reap" removes it once the engine answers`,
       );
+    } finally {
+      this.lifeline.close();
     }
   }
 }
