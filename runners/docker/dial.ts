@@ -24,6 +24,9 @@ export function engineThrough(via: Session, target: string, o: { endpoint?: stri
     openStream(argv).then(
       (stream) => {
         streams.add(stream);
+        // The HTTP client listens for errors only while a request uses the connection; one that
+        // fails between requests (the engine refusing an exec start) must not crash the process.
+        stream.on('error', () => undefined);
         stream.once('close', () => streams.delete(stream));
         callback(null, stream);
       },
