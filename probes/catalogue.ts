@@ -18,6 +18,27 @@ export interface MetricSpec {
   name: string;
   unit: Unit;
   description: string;
+  /**
+   * How far the metric moves between two runs of one driver on one machine with nothing changed:
+   * `cudamatrix diff` flags a move beyond it (results/record/diff.ts). One rule, or several of
+   * which the first whose `where` matches the series' attrs applies.
+   */
+  tolerance?: MetricTolerance | MetricTolerance[];
+}
+
+/**
+ * A metric's noise. A change is |a - b| / max(|a|, |b|) (so that a -> b and b -> a are judged
+ * alike); it is noise when at most `relative`, or when |a - b| is at most `absolute` (in the
+ * metric's unit: for values near zero, where any fraction is large). Calibrated on the H200
+ * (driver 580.159.04): the four committed default-suite runs (2026-11-29, 2026-11-30, and two
+ * back to back on 2026-12-01), with margin over the largest change between any two of them;
+ * the README's "Behaviour records" gives the figures.
+ */
+export interface MetricTolerance {
+  relative: number;
+  absolute?: number;
+  /** Only for series whose attrs have these values ({below: N}: a number under N). */
+  where?: Record<string, string | number | boolean | { below: number }>;
 }
 
 export interface ProbeSpec {
@@ -33,6 +54,7 @@ export interface ProbeSpec {
   metrics: MetricSpec[];
 }
 
+const MiB = 1024 * 1024;
 const environments = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'] as const;
 const vramValues = [true, false, 'partial'] as const;
 
@@ -60,11 +82,11 @@ export const sampleReadings: Record<string, string> = {
 };
 
 const memoryMetrics: MetricSpec[] = [
-  { name: 'alloc_ms', unit: 'ms', description: 'Time of the allocation call' },
-  { name: 'touch_ms', unit: 'ms', description: 'Time to touch every page (memset from the host; cuMemsetD32 for device memory)' },
-  { name: 'free_ms', unit: 'ms', description: 'Time of the free call' },
-  { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device-memory source from baseline to after-touch (attrs.source names it)' },
-  { name: 'host_growth_bytes', unit: 'bytes', description: "Growth of the subject's resident set from baseline to after-touch" },
+  { name: 'alloc_ms', unit: 'ms', description: 'Time of the allocation call', tolerance: { relative: 0.7 } },
+  { name: 'touch_ms', unit: 'ms', description: 'Time to touch every page (memset from the host; cuMemsetD32 for device memory)', tolerance: { relative: 0.45 } },
+  { name: 'free_ms', unit: 'ms', description: 'Time of the free call', tolerance: { relative: 0.7 } },
+  { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device-memory source from baseline to after-touch (attrs.source names it)', tolerance: { relative: 0.05, absolute: 4 * MiB } },
+  { name: 'host_growth_bytes', unit: 'bytes', description: "Growth of the subject's resident set from baseline to after-touch", tolerance: { relative: 0.05, absolute: 16 * MiB } },
 ];
 
 const sysinfo: ProbeSpec = {
@@ -141,7 +163,7 @@ const pinnedVram: ProbeSpec = {
   ],
   metrics: [
     ...memoryMetrics,
-    { name: 'device_growth_per_gib_bytes', unit: 'bytes', description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)' },
+    { name: 'device_growth_per_gib_bytes', unit: 'bytes', description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)', tolerance: { relative: 0.05, absolute: MiB } },
   ],
 };
 
@@ -163,9 +185,9 @@ const pinnedRelease: ProbeSpec = {
     { name: 'released_runtime', description: 'When cudaFreeHost memory is returned', values: ['on-free', 'on-exit', 'never'] },
   ],
   metrics: [
-    { name: 'retained_after_free_bytes', unit: 'bytes', description: 'Still held on the charged source at a wait after free' },
-    { name: 'release_delay_s', unit: 's', description: 'First wait after free at which it was seen returned' },
-    { name: 'exit_release_delay_s', unit: 's', description: 'Time after the subject exited until the readings settled' },
+    { name: 'retained_after_free_bytes', unit: 'bytes', description: 'Still held on the charged source at a wait after free', tolerance: { relative: 0.05, absolute: 16 * MiB } },
+    { name: 'release_delay_s', unit: 's', description: 'First wait after free at which it was seen returned', tolerance: { relative: 0 } },
+    { name: 'exit_release_delay_s', unit: 's', description: 'Time after the subject exited until the readings settled', tolerance: { relative: 0.5, absolute: 0.5 } },
   ],
 };
 
@@ -181,8 +203,8 @@ const multiProcessPinned: ProbeSpec = {
   }),
   facts: [{ name: 'vram_growth', description: 'Device growth with all pinned: none, sum-of-processes (within 25 % of K x N), or partial', values: ['none', 'sum-of-processes', 'partial'] }],
   metrics: [
-    { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device source with all subjects pinned (attrs.source)' },
-    { name: 'system_growth_bytes', unit: 'bytes', description: 'Drop of available system memory with all subjects pinned' },
+    { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device source with all subjects pinned (attrs.source)', tolerance: { relative: 0.05, absolute: 4 * MiB } },
+    { name: 'system_growth_bytes', unit: 'bytes', description: 'Drop of available system memory with all subjects pinned', tolerance: { relative: 0.05, absolute: 64 * MiB } },
   ],
 };
 
@@ -208,9 +230,9 @@ const pinnedCeiling: ProbeSpec = {
     { name: 'reset_helps', description: 'cudaDeviceReset first gives a higher ceiling or clearly faster pinning (C11)', values: [true, false] },
   ],
   metrics: [
-    { name: 'ceiling_bytes', unit: 'bytes', description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant, stopped_by)' },
-    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill' },
-    { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk' },
+    { name: 'ceiling_bytes', unit: 'bytes', description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant, stopped_by)', tolerance: { relative: 0.05 } },
+    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill', tolerance: { relative: 0.02 } },
+    { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk', tolerance: { relative: 0.7 } },
   ],
 };
 
@@ -227,10 +249,14 @@ const transferBandwidth: ProbeSpec = {
   }),
   facts: [],
   metrics: [
-    { name: 'bandwidth_gbps', unit: 'GB/s', description: 'Copy bandwidth (attrs: direction h2d|d2h, memory pageable|pinned, size_bytes)' },
-    { name: 'pageable_pinned_ratio', unit: 'ratio', description: 'Pageable bandwidth over pinned bandwidth (attrs: direction, size_bytes)' },
-    { name: 'pcie_theoretical_gbps', unit: 'GB/s', description: "The link's payload rate from its maximum generation and width" },
-    { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate' },
+    { name: 'bandwidth_gbps', unit: 'GB/s', description: 'Copy bandwidth (attrs: direction h2d|d2h, memory pageable|pinned, size_bytes)', tolerance: [
+        { where: { memory: 'pinned', size_bytes: { below: 16 * MiB } }, relative: 0.1 },
+        { where: { memory: 'pinned' }, relative: 0.03 },
+        { relative: 0.45 },
+      ] },
+    { name: 'pageable_pinned_ratio', unit: 'ratio', description: 'Pageable bandwidth over pinned bandwidth (attrs: direction, size_bytes)', tolerance: { relative: 0.45 } },
+    { name: 'pcie_theoretical_gbps', unit: 'GB/s', description: "The link's payload rate from its maximum generation and width", tolerance: { relative: 0 } },
+    { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate', tolerance: { relative: 0.03 } },
   ],
 };
 
@@ -246,12 +272,12 @@ const eventTiming: ProbeSpec = {
   }),
   facts: [{ name: 'resolution_class', description: 'Event resolution: sub-microsecond (< 1 us), microsecond, or millisecond', values: ['sub-microsecond', 'microsecond', 'millisecond'] }],
   metrics: [
-    { name: 'resolution_us', unit: 'us', description: 'Smallest step between distinct event-timed values' },
-    { name: 'distinct_values', unit: 'count', description: 'Distinct elapsed times seen' },
-    { name: 'elapsed_us', unit: 'us', description: 'Median event-timed duration (attrs.target_us)' },
-    { name: 'host_elapsed_us', unit: 'us', description: 'Median host-timed launch-to-completion (attrs.target_us)' },
-    { name: 'host_clock_resolution_us', unit: 'us', description: "The host clock's smallest step" },
-    { name: 'spin_cycles_per_us', unit: 'cycles', description: 'SM clock cycles per microsecond (spin calibration)' },
+    { name: 'resolution_us', unit: 'us', description: 'Smallest step between distinct event-timed values', tolerance: { relative: 0.1 } },
+    { name: 'distinct_values', unit: 'count', description: 'Distinct elapsed times seen', tolerance: { relative: 0.5 } },
+    { name: 'elapsed_us', unit: 'us', description: 'Median event-timed duration (attrs.target_us)', tolerance: { relative: 0.1 } },
+    { name: 'host_elapsed_us', unit: 'us', description: 'Median host-timed launch-to-completion (attrs.target_us)', tolerance: { relative: 0.35 } },
+    { name: 'host_clock_resolution_us', unit: 'us', description: "The host clock's smallest step", tolerance: { relative: 0.5 } },
+    { name: 'spin_cycles_per_us', unit: 'cycles', description: 'SM clock cycles per microsecond (spin calibration)', tolerance: { relative: 0.05 } },
   ],
 };
 
@@ -264,10 +290,10 @@ const syncLatency: ProbeSpec = {
   params: z.strictObject({ iterations: count(10000, 100, 'Timed iterations') }),
   facts: [],
   metrics: [
-    { name: 'p50_us', unit: 'us', description: 'Median latency' },
-    { name: 'p99_us', unit: 'us', description: '99th percentile latency' },
-    { name: 'mean_us', unit: 'us', description: 'Mean latency' },
-    { name: 'min_us', unit: 'us', description: 'Smallest latency' },
+    { name: 'p50_us', unit: 'us', description: 'Median latency', tolerance: { relative: 0.15 } },
+    { name: 'p99_us', unit: 'us', description: '99th percentile latency', tolerance: { relative: 0.3 } },
+    { name: 'mean_us', unit: 'us', description: 'Mean latency', tolerance: { relative: 0.15 } },
+    { name: 'min_us', unit: 'us', description: 'Smallest latency', tolerance: { relative: 0.15 } },
   ],
 };
 
@@ -288,11 +314,11 @@ const streamPriority: ProbeSpec = {
   }),
   facts: [{ name: 'honoured', description: 'Stream priorities change which kernel the GPU runs first', values: [true, false] }],
   metrics: [
-    { name: 'priority_least', unit: 'count', description: 'Least stream priority (cuCtxGetStreamPriorityRange)' },
-    { name: 'priority_greatest', unit: 'count', description: 'Greatest stream priority' },
-    { name: 'high_done_ms', unit: 'ms', description: 'Short kernel completion after the long one started (attrs.mode)' },
-    { name: 'long_done_ms', unit: 'ms', description: 'Long kernel completion (attrs.mode)' },
-    { name: 'high_done_ratio', unit: 'ratio', description: 'high_done_ms / long_done_ms (attrs.mode)' },
+    { name: 'priority_least', unit: 'count', description: 'Least stream priority (cuCtxGetStreamPriorityRange)', tolerance: { relative: 0 } },
+    { name: 'priority_greatest', unit: 'count', description: 'Greatest stream priority', tolerance: { relative: 0 } },
+    { name: 'high_done_ms', unit: 'ms', description: 'Short kernel completion after the long one started (attrs.mode)', tolerance: { relative: 0.1 } },
+    { name: 'long_done_ms', unit: 'ms', description: 'Long kernel completion (attrs.mode)', tolerance: { relative: 0.1 } },
+    { name: 'high_done_ratio', unit: 'ratio', description: 'high_done_ms / long_done_ms (attrs.mode)', tolerance: { relative: 0.1 } },
   ],
 };
 
@@ -308,11 +334,11 @@ const cudaGraph: ProbeSpec = {
   }),
   facts: [{ name: 'supported', description: 'Stream capture, instantiation and launch of a graph work', values: [true, false] }],
   metrics: [
-    { name: 'graph_us', unit: 'us', description: 'Graph launch + synchronize' },
-    { name: 'plain_us', unit: 'us', description: 'The same kernels launched one by one + synchronize' },
-    { name: 'graph_per_kernel_us', unit: 'us', description: 'graph_us per kernel' },
-    { name: 'plain_per_kernel_us', unit: 'us', description: 'plain_us per kernel' },
-    { name: 'graph_speedup', unit: 'ratio', description: 'plain_us / graph_us' },
+    { name: 'graph_us', unit: 'us', description: 'Graph launch + synchronize', tolerance: { relative: 0.1 } },
+    { name: 'plain_us', unit: 'us', description: 'The same kernels launched one by one + synchronize', tolerance: { relative: 0.4 } },
+    { name: 'graph_per_kernel_us', unit: 'us', description: 'graph_us per kernel', tolerance: { relative: 0.1 } },
+    { name: 'plain_per_kernel_us', unit: 'us', description: 'plain_us per kernel', tolerance: { relative: 0.4 } },
+    { name: 'graph_speedup', unit: 'ratio', description: 'plain_us / graph_us', tolerance: { relative: 0.4 } },
   ],
 };
 
@@ -332,9 +358,9 @@ const managedMemory: ProbeSpec = {
     { name: 'roundtrip_ok', description: 'CPU write, GPU fill, CPU read back gave the right values', values: [true, false] },
   ],
   metrics: [
-    { name: 'cpu_first_touch_ms', unit: 'ms', description: 'CPU writing the whole allocation first' },
-    { name: 'gpu_fill_ms', unit: 'ms', description: 'Kernel filling it (migration included)' },
-    { name: 'cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back (migration included)' },
+    { name: 'cpu_first_touch_ms', unit: 'ms', description: 'CPU writing the whole allocation first', tolerance: { relative: 0.5 } },
+    { name: 'gpu_fill_ms', unit: 'ms', description: 'Kernel filling it (migration included)', tolerance: { relative: 0.5 } },
+    { name: 'cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back (migration included)', tolerance: { relative: 0.5 } },
   ],
 };
 
@@ -353,9 +379,9 @@ const cudaLog: ProbeSpec = {
     { name: 'logs_errors', description: 'An error is logged', values: [true, false] },
   ],
   metrics: [
-    { name: 'runtime_version', unit: 'count', description: 'cudaRuntimeGetVersion' },
-    { name: 'lines_pin_only', unit: 'count', description: 'Lines logged by the subject that only pinned' },
-    { name: 'lines_with_error', unit: 'count', description: 'Lines logged by the subject that also made an error' },
+    { name: 'runtime_version', unit: 'count', description: 'cudaRuntimeGetVersion', tolerance: { relative: 0 } },
+    { name: 'lines_pin_only', unit: 'count', description: 'Lines logged by the subject that only pinned', tolerance: { relative: 0 } },
+    { name: 'lines_with_error', unit: 'count', description: 'Lines logged by the subject that also made an error', tolerance: { relative: 0 } },
   ],
 };
 
@@ -369,7 +395,7 @@ const windowsRegistry: ProbeSpec = {
   platforms: ['windows'],
   params: z.strictObject({}),
   facts: [{ name: 'gpu_memory_compression_value_exists', description: 'The EnableGpuMemoryCompression value exists', values: [true, false] }],
-  metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({ name: `registry_${v}`, unit: 'count' as const, description: `DWORD value ${v}` })),
+  metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({ name: `registry_${v}`, unit: 'count' as const, description: `DWORD value ${v}`, tolerance: { relative: 0 } })),
 };
 
 export const catalogue: readonly ProbeSpec[] = [

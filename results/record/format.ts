@@ -81,6 +81,12 @@ export interface BehaviourRecord {
     transport: string[];
   };
   tool: { cudamatrix: string; cudaprobe: string | null; probeHash: string | null };
+  /**
+   * The run's event log, relative to the repository root with / separators, where `cudamatrix
+   * record` found it inside the repository (the raw run folder committed beside the records);
+   * absent for records from elsewhere (a submitted file).
+   */
+  evidence?: string;
   sysinfo: Record<string, Scalar>;
   /** probe.fact -> the fact. */
   facts: Record<string, RecordedFact>;
@@ -168,4 +174,48 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
     });
   }
   return records;
+}
+
+/** The same object with its keys in this order, then any others sorted (a newer writer's fields are kept). */
+function ordered(o: Record<string, unknown>, first: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of first) if (o[k] !== undefined) out[k] = o[k];
+  for (const k of Object.keys(o).filter((k) => !first.includes(k)).sort()) if (o[k] !== undefined) out[k] = o[k];
+  return out;
+}
+
+/** Keys sorted at every depth: maps whose keys come from the probe (attrs, readings, evidence). */
+function sortedDeep(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedDeep);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(
+    Object.keys(v)
+      .sort()
+      .map((k) => [k, sortedDeep((v as Record<string, unknown>)[k])]),
+  );
+}
+
+/**
+ * A record as its committed file: pretty-printed JSON with a stable key order, so that git
+ * diffs show only what changed. The record's own structure keeps the order of the interface
+ * above; maps named by the probe or the catalogue (facts, sysinfo, attrs, readings, evidence)
+ * are sorted by key. Arrays keep their order (the log's).
+ */
+export function recordJson(r: BehaviourRecord): string {
+  const x = r as unknown as Record<string, unknown>;
+  const top = ordered(x, ['recordSchema', 'id', 'key', 'observed', 'tool', 'evidence', 'sysinfo', 'facts', 'metrics', 'samples', 'cells', 'verdicts']);
+  top.key = ordered(r.key as unknown as Record<string, unknown>, ['environment', 'gpu', 'driver', 'os', 'osBuild', 'container']);
+  top.observed = ordered(r.observed as unknown as Record<string, unknown>, ['date', 'runId', 'target', 'session', 'transport']);
+  top.tool = ordered(r.tool as unknown as Record<string, unknown>, ['cudamatrix', 'cudaprobe', 'probeHash']);
+  top.sysinfo = sortedDeep(r.sysinfo);
+  top.facts = Object.fromEntries(
+    Object.keys(r.facts)
+      .sort()
+      .map((n) => [n, sortedDeep(ordered(r.facts[n] as unknown as Record<string, unknown>, ['value', 'reason', 'evidence']))]),
+  );
+  top.metrics = r.metrics.map((m) => ({ ...ordered(m as unknown as Record<string, unknown>, ['name', 'value', 'unit', 'attrs', 'reason']), ...(m.attrs ? { attrs: sortedDeep(m.attrs) } : {}) }));
+  top.samples = r.samples.map((s) => ({ ...ordered(s as unknown as Record<string, unknown>, ['probe', 'phase', 'attrs', 'readings']), ...(s.attrs ? { attrs: sortedDeep(s.attrs) } : {}), readings: sortedDeep(s.readings) }));
+  top.cells = r.cells.map((c) => ordered(c as unknown as Record<string, unknown>, ['probe', 'status', 'reason', 'errorCode']));
+  top.verdicts = r.verdicts.map((v) => ordered(v as unknown as Record<string, unknown>, ['title', 'status', 'actual', 'message', 'why']));
+  return `${JSON.stringify(top, null, 2)}\n`;
 }

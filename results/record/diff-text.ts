@@ -1,0 +1,64 @@
+/** `cudamatrix diff` as people read it: per pair of records, what changed, then the verdict. */
+import { formatValue } from '../../core/units.ts';
+import type { Scalar } from '../../probes/protocol.ts';
+import { DEFAULT_TOLERANCE, noiseText, seriesText, type DiffSide, type MetricComparison, type PairDiff, type RecordsDiff } from './diff.ts';
+
+const show = (v: Scalar | undefined) => (v === undefined ? '(absent)' : typeof v === 'string' ? v : JSON.stringify(v));
+const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+function sideLine(s: DiffSide, file: string | undefined): string {
+  return `driver ${s.driver}, run ${s.runId} (${s.date.slice(0, 10)}), target ${s.target}${file ? `, ${file}` : ''}`;
+}
+
+function metricLines(m: MetricComparison, indent: string): string[] {
+  const values = `${formatValue(m.a, m.unit)} → ${formatValue(m.b, m.unit)}`;
+  const ratio = m.a !== null && m.b !== null && m.a !== 0 ? ` (×${+(m.b / m.a).toPrecision(3)})` : '';
+  const moved = m.move === null ? '' : `moved ${pct(m.move)}${ratio}, `;
+  return [`${indent}${seriesText(m.name, m.attrs)}`, `${indent}    ${values}: ${moved}${m.problem ? m.problem : `noise ±${pct(m.noise)}: ${noiseText(m)}`}`];
+}
+
+function pairLines(p: PairDiff, files: Map<string, string>, all: boolean): string[] {
+  const out = [p.key, `  a  ${sideLine(p.a, files.get(p.a.id))}`, `  b  ${sideLine(p.b, files.get(p.b.id))}`];
+  out.push(`  facts    ${p.factsCompared} compared: ${p.facts.length === 0 ? 'none changed' : `${p.facts.length} changed`}`);
+  const width = Math.max(0, ...p.facts.map((f) => f.name.length));
+  for (const f of p.facts) out.push(`    ${f.name.padEnd(width)}  ${show(f.a)} → ${show(f.b)}`);
+  out.push(`  cells    ${p.cellsCompared} compared: ${p.cells.length === 0 ? 'same outcomes' : `${p.cells.length} changed`}`);
+  for (const c of p.cells) out.push(`    ${c.probe}  ${c.a} → ${c.b}`);
+  const t = p.metricTally;
+  out.push(`  metrics  ${t.compared} compared: ${t.flagged === 0 ? 'none beyond noise' : `${t.flagged} beyond noise`}`);
+  for (const m of p.metrics.filter((x) => x.flagged)) out.push(...metricLines(m, '    '));
+  const from = [`the catalogue for ${t.noiseFrom.catalogue}`, `the spread of repeats for ${t.noiseFrom.spread}`, ...(t.noiseFrom.default ? [`the default ±${pct(DEFAULT_TOLERANCE)} for ${t.noiseFrom.default} (not in the catalogue)`] : [])].join(', ');
+  out.push(`    noise decided by ${from}`);
+  const n = t.nearest;
+  if (n) out.push(`    nearest its noise: ${seriesText(n.name, n.attrs)} moved ${pct(n.move)}${n.absolute ? ` (${formatValue(n.delta, n.unit)})` : ''}, noise ±${pct(n.noise)}${n.absolute ? ` or ${formatValue(n.absolute, n.unit)}` : ''}`);
+  if (all) {
+    out.push('  every metric compared:');
+    for (const m of p.metrics) out.push(...metricLines(m, `    ${m.flagged ? '✗ ' : '  '}`));
+  }
+  for (const [name, only] of [['a', p.onlyA], ['b', p.onlyB]] as const) {
+    const parts = [only.facts.length ? plural(only.facts.length, 'fact') : '', only.metrics.length ? plural(only.metrics.length, 'metric series') : '', only.cells.length ? `cells ${only.cells.join(', ')}` : ''].filter(Boolean);
+    if (parts.length) out.push(`  only in ${name} (not compared): ${parts.join('; ')}${only.facts.length && only.facts.length <= 5 ? ` (${only.facts.join(', ')})` : ''}`);
+  }
+  return out;
+}
+
+/** The whole diff as text; `files`: record id -> the file it was read from, where it was. */
+export function formatDiff(d: RecordsDiff, inputs: { a: string; b: string }, files: Map<string, string>, all = false): string {
+  const out = [`a: ${inputs.a}`, `b: ${inputs.b}`, ''];
+  for (const p of d.pairs) out.push(...pairLines(p, files, all), '');
+  for (const [name, list] of [['a', d.onlyA], ['b', d.onlyB]] as const) {
+    for (const u of list) out.push(`only in ${name}: ${u.key} (${sideLine(u.record, files.get(u.record.id))}): ${u.reason}`);
+  }
+  if (d.onlyA.length || d.onlyB.length) out.push('');
+  const facts = d.pairs.reduce((n, p) => n + p.facts.length, 0);
+  const cells = d.pairs.reduce((n, p) => n + p.cells.length, 0);
+  const metrics = d.pairs.reduce((n, p) => n + p.metricTally.flagged, 0);
+  const pairs = plural(d.pairs.length, 'pair');
+  out.push(
+    d.changed
+      ? `Behaviour changed (${pairs} of records compared): ${[facts ? plural(facts, 'fact') + ' changed' : '', cells ? plural(cells, 'cell outcome') + ' changed' : '', metrics ? plural(metrics, 'metric') + ' beyond noise' : ''].filter(Boolean).join(', ')}.`
+      : `Same behaviour (${pairs} of records compared): no fact or cell outcome changed, no metric beyond its noise.`,
+  );
+  return `${out.join('\n')}\n`;
+}

@@ -1,0 +1,124 @@
+/**
+ * What `record` and `diff` take as an input, read into behaviour records: an event log (an
+ * events.jsonl, or the run folder holding one), a record file, a file of records submitted by a
+ * user (`record --submit`), or a folder of records (results/records, or one driver-<v>/ of it).
+ * Every failure names the file and what would fix it.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { CudamatrixError } from '../../core/errors.ts';
+import { readEventLog, type RunEvent } from '../../events/events.ts';
+import type { Expectation } from '../../matrix/schema.ts';
+import { checkRecord, invalid, isObject } from './check.ts';
+import { recordsFromEvents, type BehaviourRecord } from './format.ts';
+import { isSubmission, parseSubmission } from './submit.ts';
+
+export type InputKind = 'event-log' | 'record' | 'submission' | 'records-folder';
+
+export interface InputRecord {
+  record: BehaviourRecord;
+  /** The file it was read from (for records and folders of them), else null. */
+  file: string | null;
+}
+
+export interface Input {
+  /** The path as given. */
+  source: string;
+  kind: InputKind;
+  /** The events.jsonl read, for an event log or run folder. */
+  eventLog?: string;
+  records: InputRecord[];
+  /** For an event log: why each target without a record gave none (no driver, unreachable...). */
+  unrecorded: string[];
+}
+
+/** Why each target of a log that gave no record gave none, in words. */
+function unrecordedTargets(events: RunEvent[], recorded: Set<string>): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    if (e.type !== 'target-start' || recorded.has(e.target)) continue;
+    const error = events.find((x) => x.type === 'target-error' && x.target === e.target);
+    if (error?.type === 'target-error') {
+      out.push(`${e.target}: not reached (${error.code}: ${error.message})`);
+      continue;
+    }
+    const sysinfo = events.find((x) => x.type === 'cell-end' && x.target === e.target && x.probe === 'sysinfo');
+    const facts = new Map(sysinfo?.type === 'cell-end' ? sysinfo.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value] as const] : [])) : []);
+    if (facts.get('driver_found') === false) out.push(`${e.target}: no NVIDIA driver (the CUDA driver library could not be loaded)`);
+    else if (!facts.get('driver_version') || !facts.get('gpu_name')) out.push(`${e.target}: no GPU observed (sysinfo names no driver version or GPU)`);
+    else out.push(`${e.target}: no probe measured anything (every cell skipped, failed or not run)`);
+  }
+  return out;
+}
+
+function fromEventLog(source: string, file: string, defaults: Expectations): Input {
+  const events = readEventLog(file);
+  const records = recordsFromEvents(events, defaults);
+  return { source, kind: 'event-log', eventLog: file, records: records.map((record) => ({ record, file: null })), unrecorded: unrecordedTargets(events, new Set(records.map((r) => r.observed.target))) };
+}
+
+type Expectations = Partial<Record<string, Expectation[]>>;
+
+/** The record files of a folder: its *.json and those of its subfolders (driver-<v>/), not run folders (they hold an events.jsonl: evidence, not records). */
+function recordFilesUnder(dir: string, depth = 0): string[] {
+  const names = readdirSync(dir).sort();
+  if (depth > 0 && names.includes('events.jsonl')) return [];
+  const files: string[] = [];
+  for (const name of names) {
+    const full = path.join(dir, name);
+    const st = statSync(full);
+    if (st.isFile() && name.endsWith('.json')) files.push(full);
+    else if (st.isDirectory() && depth < 1) files.push(...recordFilesUnder(full, depth + 1));
+  }
+  return files;
+}
+
+function readRecordFile(file: string, text: string): BehaviourRecord[] {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    throw invalid(file, `not JSON (${(e as Error).message})`);
+  }
+  return Array.isArray(data) ? data.map((d, i) => checkRecord(d, `${file} [${i}]`)) : [checkRecord(data, file)];
+}
+
+/**
+ * Reads one input. `defaults`: the default expectations, which records made from an event log
+ * are judged against (matrix/default.yaml's).
+ */
+export function readInput(source: string, defaults: Expectations): Input {
+  let st;
+  try {
+    st = statSync(source);
+  } catch {
+    throw new CudamatrixError('USAGE', `${source} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json), a file made by record --submit, or a folder of records`);
+  }
+  if (st.isDirectory()) {
+    const log = path.join(source, 'events.jsonl');
+    if (statSync(log, { throwIfNoEntry: false })?.isFile()) return fromEventLog(source, log, defaults);
+    const files = recordFilesUnder(source);
+    if (files.length === 0) {
+      throw new CudamatrixError('USAGE', `${source} holds neither an events.jsonl (a run folder) nor record files (*.json, or driver-<version>/*.json); pass a run folder or a folder of records`);
+    }
+    return { source, kind: 'records-folder', records: files.flatMap((f) => readRecordFile(f, readFileSync(f, 'utf8')).map((record) => ({ record, file: f }))), unrecorded: [] };
+  }
+  const text = readFileSync(source, 'utf8');
+  if (isSubmission(text)) return { source, kind: 'submission', records: parseSubmission(text, source).map((record) => ({ record, file: null })), unrecorded: [] };
+  const trimmed = text.trimStart();
+  // An event log is JSON lines whose first is a run-start event; a record is one JSON document.
+  const newline = trimmed.indexOf('\n');
+  const firstLine = newline < 0 ? trimmed : trimmed.slice(0, newline);
+  let first: unknown;
+  try {
+    first = JSON.parse(firstLine);
+  } catch {
+    first = undefined;
+  }
+  if (isObject(first) && 'type' in first) return fromEventLog(source, source, defaults);
+  if (trimmed.startsWith('{') || trimmed.startsWith('[')) return { source, kind: 'record', records: readRecordFile(source, text).map((record) => ({ record, file: source })), unrecorded: [] };
+  throw new CudamatrixError(
+    'RECORD_INVALID',
+    `${source} is neither an event log (events.jsonl: JSON lines, the first a run-start event), a behaviour record (JSON with recordSchema), nor a file made by \`cudamatrix record --submit\`; pass one of those`,
+  );
+}

@@ -1,0 +1,217 @@
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { CudamatrixError } from '../../core/errors.ts';
+import { tempDir } from '../../test/helpers.ts';
+import { defaultExpectations, doctored, H200_DIR, H200_RUNS, h200Records, noDriverLog } from './fixture.ts';
+import { recordJson, recordPath, type BehaviourRecord } from './format.ts';
+import { readInput } from './read.ts';
+import { redactRecord, redactText } from './redact.ts';
+import { RecordStore } from './store.ts';
+import { parseSubmission, renderSubmission } from './submit.ts';
+
+let runs: BehaviourRecord[];
+beforeAll(async () => {
+  runs = await h200Records();
+});
+
+function codeOf(fn: () => unknown): { code: string; message: string } {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof CudamatrixError) return { code: e.code, message: e.message };
+    throw e;
+  }
+  throw new Error('did not throw');
+}
+
+describe('the record file', () => {
+  it('is pretty JSON with the interface order at the top and sorted maps: the same record in another key order gives the same bytes', () => {
+    const r = runs[0]!;
+    const text = recordJson(r);
+    expect(Object.keys(JSON.parse(text)).slice(0, 6)).toEqual(['recordSchema', 'id', 'key', 'observed', 'tool', 'sysinfo']);
+    expect(text.split('\n')[1]).toBe('  "recordSchema": 1,');
+    // the probe's attr order and the log's fact order do not matter
+    const shuffled = structuredClone(r);
+    shuffled.facts = Object.fromEntries(Object.entries(r.facts).reverse());
+    shuffled.sysinfo = Object.fromEntries(Object.entries(r.sysinfo).reverse());
+    for (const m of shuffled.metrics) if (m.attrs) m.attrs = Object.fromEntries(Object.entries(m.attrs).reverse());
+    expect(recordJson(shuffled)).toBe(text);
+    // nothing is lost
+    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(r)));
+  });
+
+  it('the committed H200 record is what `record` writes from its log today (redacted, with its evidence)', () => {
+    const file = path.join(H200_DIR, recordPath(runs[0]!).replace(/^driver-[^/]+\//, ''));
+    const expected = recordJson({ ...redactRecord(runs[0]!), evidence: 'results/records/driver-580.159.04/h200-linux/events.jsonl' });
+    expect(readFileSync(file, 'utf8'), 'run `pnpm cudamatrix record results/records/driver-580.159.04/h200-linux` again and commit the record').toBe(expected);
+    // the one record of driver 580.159.04: the three later runs are the same observation
+    expect(readdirSync(H200_DIR).filter((n) => n.endsWith('.json'))).toEqual([path.basename(file)]);
+  });
+});
+
+describe('redaction', () => {
+  it('removes the GPU UUID, user and host names and home folders, and keeps the key, id, dates and fact values', () => {
+    const r = doctored(runs[0]!, runs[0]!.id, (x) => {
+      x.observed.session = 'ssh alice@gpu-box.lan:22 → wsl Ubuntu';
+      x.sysinfo.cudart_library = 'C:\\Users\\alice\\AppData\\Local\\cudart64_12.dll';
+      x.facts['cuda-log.log_file_written']!.evidence = { path: '/home/bob/.cache/cuda.log' };
+      x.cells[0]!.reason = 'docker probe-1 (nvidia/cuda@sha256:0123abcd) on ssh carol@[::1]:2222';
+    });
+    const clean = redactRecord(r);
+    expect(clean.sysinfo).not.toHaveProperty('gpu_uuid');
+    expect(clean.observed.session).toBe('ssh <user>@<host> → wsl Ubuntu');
+    expect(clean.sysinfo.cudart_library).toBe('C:\\Users\\<user>\\AppData\\Local\\cudart64_12.dll');
+    expect(clean.facts['cuda-log.log_file_written']!.evidence).toEqual({ path: '/home/<user>/.cache/cuda.log' });
+    expect(clean.cells[0]!.reason).toBe('docker probe-1 (nvidia/cuda@sha256:0123abcd) on ssh <user>@<host>');
+    expect(JSON.stringify(clean)).not.toMatch(/alice|bob|carol|gpu-box/);
+    expect([clean.id, clean.key, clean.observed.date, clean.observed.runId]).toEqual([r.id, r.key, r.observed.date, r.observed.runId]);
+    expect(Object.values(clean.facts).map((f) => f.value)).toEqual(Object.values(r.facts).map((f) => f.value));
+    // idempotent: a submitted record goes through it again when committed
+    expect(redactRecord(clean)).toEqual(clean);
+    expect(redactText('/Users/<user>/x')).toBe('/Users/<user>/x');
+  });
+});
+
+describe('the records folder', () => {
+  it('writes a record at its path; the same observation again (another run, same key and facts) is not written and names the file', () => {
+    const dir = tempDir('cm-store-');
+    const store = new RecordStore(dir);
+    const first = store.store(runs[0]!);
+    expect(first).toEqual({ kind: 'written', file: path.join(dir, recordPath(runs[0]!)), conflicts: [], partial: [] });
+    expect(readFileSync(first.file, 'utf8')).toBe(recordJson(runs[0]!));
+    for (const r of runs.slice(1)) expect(store.store(r)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(r)), existing: first.file });
+    // a new store reads the folder from disk: the same
+    expect(new RecordStore(dir).store(runs[1]!).kind).toBe('duplicate');
+    expect(existsSync(path.join(dir, recordPath(runs[1]!)))).toBe(false);
+  });
+
+  it('the same key with another fact value is written and reported as a conflict with the differing facts', () => {
+    const dir = tempDir('cm-store-');
+    const store = new RecordStore(dir);
+    store.store(runs[0]!);
+    const other = doctored(runs[1]!, 'c0ffee00c0ffee00', (x) => {
+      x.facts['pinned-release.released']!.value = 'on-exit';
+      x.facts['stream-priority.honoured']!.value = false;
+    });
+    const outcome = store.store(other);
+    expect(outcome.kind).toBe('written');
+    if (outcome.kind !== 'written') return;
+    expect(outcome.conflicts).toEqual([
+      {
+        file: path.join(dir, recordPath(runs[0]!)),
+        facts: [
+          { name: 'pinned-release.released', here: 'on-exit', there: 'on-free' },
+          { name: 'stream-priority.honoured', here: false, there: true },
+        ],
+      },
+    ]);
+    expect(readdirSync(path.join(dir, 'driver-580.159.04')).sort()).toEqual([path.basename(recordPath(runs[0]!)), path.basename(recordPath(other))].sort());
+  });
+
+  it('a run of fewer probes (facts only one side has, none different) is written without a conflict', () => {
+    const dir = tempDir('cm-store-');
+    const store = new RecordStore(dir);
+    store.store(runs[0]!);
+    const fewer = doctored(runs[1]!, 'fe11e5f0fe11e5f0', (x) => {
+      x.facts = { 'cuda-graph.supported': x.facts['cuda-graph.supported']! };
+    });
+    const outcome = store.store(fewer);
+    expect(outcome.kind).toBe('written');
+    if (outcome.kind !== 'written') return;
+    expect(outcome.conflicts).toEqual([]);
+    expect(outcome.partial).toHaveLength(1);
+    expect(outcome.partial[0]!.facts.every((f) => f.here === undefined)).toBe(true);
+  });
+
+  it('another record of the same run at the same path is not overwritten (a clash); a broken file in the folder is named', () => {
+    const dir = tempDir('cm-store-');
+    const store = new RecordStore(dir);
+    const written = store.store(runs[0]!);
+    const changed = doctored(runs[0]!, runs[0]!.id, (x) => void (x.facts['cuda-graph.supported']!.value = false));
+    expect(store.store(changed)).toEqual({ kind: 'clash', file: written.file });
+    expect(readFileSync(written.file, 'utf8')).toBe(recordJson(runs[0]!));
+    writeFileSync(path.join(dir, 'driver-580.159.04', 'broken.json'), '{"recordSchema": 1, "id": ');
+    const e = codeOf(() => new RecordStore(dir).store(runs[1]!));
+    expect(e.code).toBe('RECORD_INVALID');
+    expect(e.message).toContain(path.join(dir, 'driver-580.159.04', 'broken.json'));
+    expect(e.message).toContain('not JSON');
+  });
+});
+
+describe('the submitted file', () => {
+  it('carries the records and a summary; read back, it gives the same records, also with CRLF line ends', () => {
+    const records = [redactRecord(runs[0]!)];
+    const text = renderSubmission(records, '0.1.0');
+    expect(text).toContain('# cudamatrix behaviour records: 1 observation');
+    expect(text).toContain('## linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker');
+    expect(text).toContain('| `pinned-vram.counts_as_vram` | false |');
+    expect(text).toContain('Against the default expectations (matrix/default.yaml): 15 passed.');
+    expect(text).toContain('Removed first: the GPU UUID');
+    expect(text).not.toContain(runs[0]!.sysinfo.gpu_uuid as string);
+    expect(renderSubmission(records, '0.1.0')).toBe(text);
+    const back = parseSubmission(text, 'sub.md');
+    expect(back.map(recordJson)).toEqual(records.map(recordJson));
+    expect(parseSubmission(text.replace(/\n/g, '\r\n'), 'sub.md').map(recordJson)).toEqual(records.map(recordJson));
+  });
+
+  it('records edited by hand, a newer format or a missing block are refused, naming the file', () => {
+    const text = renderSubmission([redactRecord(runs[0]!)], '0.1.0');
+    const edited = text.replace('"value": "on-free"', '"value": "on-exit"');
+    expect(edited).not.toBe(text);
+    expect(codeOf(() => parseSubmission(edited, 'sub.md'))).toEqual({ code: 'RECORD_INVALID', message: expect.stringMatching(/^sub\.md: the records were changed after cudamatrix wrote them/) });
+    expect(codeOf(() => parseSubmission(text.replace('cudamatrix-submission 1 ', 'cudamatrix-submission 2 '), 'sub.md')).message).toMatch(/sub\.md is a submission of format 2; .* upgrade cudamatrix/);
+    expect(codeOf(() => parseSubmission(text.replace('json cudamatrix-records', 'json'), 'sub.md')).message).toMatch(/^sub\.md: no ```json cudamatrix-records block/);
+  });
+});
+
+describe('inputs', () => {
+  it('an event log, its run folder, a record file, a submitted file and a folder of records (run folders in it skipped)', async () => {
+    const defaults = await defaultExpectations();
+    const log = readInput(H200_RUNS[0]!, defaults);
+    expect([log.kind, log.records.length, log.eventLog]).toEqual(['event-log', 1, H200_RUNS[0]]);
+    expect(readInput(path.dirname(H200_RUNS[0]!), defaults).kind).toBe('event-log');
+    const folder = readInput(H200_DIR, defaults);
+    expect(folder.kind).toBe('records-folder');
+    expect(folder.records.map((r) => path.relative(H200_DIR, r.file!))).toEqual([path.basename(recordPath(runs[0]!))]);
+    const dir = tempDir('cm-inputs-');
+    const sub = path.join(dir, 'anything.txt');
+    writeFileSync(sub, renderSubmission([redactRecord(runs[0]!)], '0.1.0'));
+    expect(readInput(sub, defaults).kind).toBe('submission');
+    const rec = path.join(dir, 'one.json');
+    writeFileSync(rec, JSON.stringify(runs[0]));
+    expect(readInput(rec, defaults)).toMatchObject({ kind: 'record', records: [{ file: rec }] });
+  });
+
+  it('a log whose target found no driver gives no record, and says why', async () => {
+    const dir = tempDir('cm-inputs-');
+    const file = path.join(dir, 'events.jsonl');
+    writeFileSync(file, noDriverLog());
+    const input = readInput(file, await defaultExpectations());
+    expect(input.records).toEqual([]);
+    expect(input.unrecorded).toEqual(['local: no NVIDIA driver (the CUDA driver library could not be loaded)']);
+  });
+
+  it('bad inputs: a missing path, a file that is no log or record, a newer event or record schema, each named', async () => {
+    const defaults = await defaultExpectations();
+    const dir = tempDir('cm-inputs-');
+    const missing = path.join(dir, 'nope.jsonl');
+    expect(codeOf(() => readInput(missing, defaults))).toEqual({ code: 'USAGE', message: expect.stringContaining(`${missing} does not exist`) });
+    const text = path.join(dir, 'notes.txt');
+    writeFileSync(text, 'just some notes\n');
+    expect(codeOf(() => readInput(text, defaults))).toEqual({ code: 'RECORD_INVALID', message: expect.stringContaining(`${text} is neither an event log`) });
+    const newLog = path.join(dir, 'new.jsonl');
+    const lines = readFileSync(H200_RUNS[0]!, 'utf8').split('\n');
+    lines[0] = lines[0]!.replace('"schemaVersion":1', '"schemaVersion":2');
+    writeFileSync(newLog, lines.join('\n'));
+    expect(codeOf(() => readInput(newLog, defaults))).toEqual({ code: 'EVENTS_TOO_NEW', message: expect.stringMatching(new RegExp(`^${newLog} was written with event schema 2 .*upgrade cudamatrix`)) });
+    const newRecord = path.join(dir, 'new.json');
+    writeFileSync(newRecord, JSON.stringify({ ...runs[0], recordSchema: 2 }));
+    expect(codeOf(() => readInput(newRecord, defaults))).toEqual({ code: 'RECORD_INVALID', message: expect.stringMatching(new RegExp(`^behaviour record ${newRecord} has record schema 2; .*upgrade cudamatrix`)) });
+    const bad = path.join(dir, 'bad.json');
+    writeFileSync(bad, JSON.stringify({ ...runs[0], metrics: [{ name: 'x', value: 'fast', unit: 'us' }] }));
+    expect(codeOf(() => readInput(bad, defaults)).message).toContain(`behaviour record ${bad}: metrics[0]: expected {name, value: a number or null, unit, attrs?}`);
+    const empty = tempDir('cm-inputs-empty-');
+    expect(codeOf(() => readInput(empty, defaults)).message).toContain(`${empty} holds neither an events.jsonl (a run folder) nor record files`);
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * The committed records folder (results/records/): where `record` writes each record, at
+ * recordPath, unless the same observation is already there. Records of one key always share a
+ * folder (driver-<version>/: the driver is part of the key), so only that folder is read.
+ *
+ * - the same key and the same facts as a record already there (sameObservation): not written,
+ *   the existing file named;
+ * - the same key, a fact that both have with different values: written, a CONFLICT naming the
+ *   other file and the facts that differ (the report shows it as such);
+ * - the same key, no shared fact different, but facts only one of them has (a run of fewer
+ *   probes): written, not a conflict;
+ * - a file already at the record's path (the same run and target) that is not the same
+ *   observation: not overwritten, a clash (the record of one run should not change).
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic } from '../../core/fs.ts';
+import type { Scalar } from '../../probes/protocol.ts';
+import { checkRecord, invalid } from './check.ts';
+import { keyText, recordJson, recordPath, sameObservation, type BehaviourRecord } from './format.ts';
+
+export interface FactDifference {
+  name: string;
+  /** The value in the record being stored (undefined: it lacks the fact). */
+  here: Scalar | undefined;
+  /** The value in the record already there. */
+  there: Scalar | undefined;
+}
+
+export type StoreOutcome =
+  | { kind: 'written'; file: string; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[] }
+  | { kind: 'duplicate'; file: string; existing: string }
+  | { kind: 'clash'; file: string };
+
+/** Facts whose values differ between two records (a fact one lacks counts, with undefined). */
+export function factDifferences(here: BehaviourRecord, there: BehaviourRecord): FactDifference[] {
+  const names = [...new Set([...Object.keys(here.facts), ...Object.keys(there.facts)])].sort();
+  return names.filter((n) => here.facts[n]?.value !== there.facts[n]?.value).map((n) => ({ name: n, here: here.facts[n]?.value, there: there.facts[n]?.value }));
+}
+
+/** Records folder -> the records of each driver folder read so far (relative path -> record). */
+export class RecordStore {
+  private readonly folders = new Map<string, Map<string, BehaviourRecord>>();
+  constructor(readonly dir: string) {}
+
+  private folder(sub: string): Map<string, BehaviourRecord> {
+    let got = this.folders.get(sub);
+    if (got) return got;
+    got = new Map();
+    const at = path.join(this.dir, sub);
+    const names = statSync(at, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(at).filter((n) => n.endsWith('.json')).sort() : [];
+    for (const name of names) {
+      const file = path.join(at, name);
+      let data: unknown;
+      try {
+        data = JSON.parse(readFileSync(file, 'utf8'));
+      } catch (e) {
+        throw invalid(file, `not JSON (${(e as Error).message})`);
+      }
+      got.set(`${sub}/${name}`, checkRecord(data, file));
+    }
+    this.folders.set(sub, got);
+    return got;
+  }
+
+  /** Writes the record unless its observation is there already; says what it did. */
+  store(record: BehaviourRecord): StoreOutcome {
+    const rel = recordPath(record);
+    const file = path.join(this.dir, rel);
+    const existing = this.folder(path.posix.dirname(rel));
+    const key = keyText(record.key);
+    const same = [...existing].filter(([, r]) => keyText(r.key) === key);
+    const duplicate = same.find(([, r]) => sameObservation(r, record));
+    if (duplicate) return { kind: 'duplicate', file, existing: path.join(this.dir, duplicate[0]) };
+    if (existing.has(rel)) return { kind: 'clash', file };
+    const conflicts: { file: string; facts: FactDifference[] }[] = [];
+    const partial: { file: string; facts: FactDifference[] }[] = [];
+    for (const [other, r] of same) {
+      const facts = factDifferences(record, r);
+      const target = facts.some((f) => f.here !== undefined && f.there !== undefined) ? conflicts : partial;
+      target.push({ file: path.join(this.dir, other), facts });
+    }
+    // Written whole or not at all: a half-written record would break every later read of the folder.
+    writeFileAtomic(file, recordJson(record));
+    existing.set(rel, record);
+    return { kind: 'written', file, conflicts, partial };
+  }
+}
