@@ -119,6 +119,72 @@ Exit status:
     .action(async (opts: { recordsDir: string; out: string; check: boolean }) => {
       process.exitCode = (await import('./report.ts')).reportCommand(opts);
     });
+
+  program
+    .command('record')
+    .description('write behaviour records (results/records/driver-<version>/*.json, one per observation: a target of a run that measured a GPU) from event logs, run folders or a file a user submitted; with --submit, one file to attach to a pull request instead')
+    .argument('<inputs...>', 'events.jsonl files, run folders (results/runs/<run-id>), files made by record --submit, or record files')
+    .option('--records-dir <dir>', 'where the records go: <dir>/driver-<version>/<environment>-<gpu>-<date>-<id>.json', 'results/records')
+    .option('--submit <file>', 'write nothing under --records-dir; write FILE (Markdown: a summary and the records) to attach to a pull request ("-": stdout)')
+    .addHelpText(
+      'after',
+      `
+A record holds what the run observed: key (environment, GPU, driver, OS, OS build, container),
+facts, every metric with its attributes, the memory samples, the cells' outcomes, the sysinfo,
+and the verdicts against the default expectations (matrix/default.yaml, whatever matrix the run
+used, so that records compare). Before it is written the GPU UUID and user and host names
+(user@host, home folders in paths) are removed. An event log inside the repository is named in
+the record as its evidence.
+
+  identical  the same key and the same facts as a record already there: not written, that
+             file named (a second run that saw the same is the same observation)
+  CONFLICT   the same key, a fact with another value: written, both kept, the differing
+             facts listed; the report shows the conflict
+  no GPU     a log whose targets found no driver or GPU gives no record, and says why
+
+Measured elsewhere (Windows, WSL2, another GPU)? Run the probes, then
+  cudamatrix record results/runs/<run-id> --submit cudamatrix-records.txt
+and attach that file to a pull request or an issue (GitHub takes .txt attachments); a
+maintainer runs cudamatrix record FILE and commits what it writes.
+
+Exit status:
+  0  written, or already recorded (conflicts included: they are data, and listed)
+  2  an input that cannot be read (named, with what is wrong), or a record file at the path
+     of this record with other facts (a run's record does not change)
+  4  no input holds an observation of a GPU: nothing recorded`,
+    )
+    .action(async (inputs: string[], opts: { recordsDir: string; submit?: string }) => {
+      process.exitCode = await (await import('./record.ts')).recordCommand(inputs, opts);
+    });
+
+  program
+    .command('diff')
+    .description('what changed between two runs, records or driver versions: facts, cell outcomes, and metrics that moved beyond their noise')
+    .argument('<a>', 'the old side: an events.jsonl, a run folder, a record, a file made by record --submit, or a folder of records (results/records/driver-<version>)')
+    .argument('<b>', 'the new side, the same kinds')
+    .option('--json', 'print the diff as JSON (schema cudamatrix-diff/1, every metric compared)', false)
+    .option('--all', 'list every metric compared, with its move and its noise, not only those beyond it', false)
+    .addHelpText(
+      'after',
+      `
+Records are paired by key without the driver (environment, GPU, OS, OS build, container), so
+two driver versions' folders compare like with like; of several records of one key on a side,
+the newest is compared. Of each pair: facts both have whose values differ, cells whose outcome
+differs, and metrics (each name and attrs both have) that moved beyond their noise. A move is
+|a - b| / max(|a|, |b|). Noise is the metric's tolerance in the probe catalogue
+(probes/catalogue.ts, calibrated on four runs of one driver on the H200), or the spread of
+the series' repeated values in a record where that is larger. What is on one side only is
+listed, not counted as a change.
+
+Exit status:
+  0  the same behaviour: no fact or cell outcome changed, no metric beyond its noise
+  1  behaviour changed
+  2  an input that cannot be read (named), a side with no GPU observation, or no record of
+     one side that pairs with one of the other`,
+    )
+    .action(async (a: string, b: string, opts: { json: boolean; all: boolean }) => {
+      process.exitCode = await (await import('./diff.ts')).diffCommand(a, b, opts);
+    });
   return program;
 }
 

@@ -1,0 +1,67 @@
+/**
+ * cudamatrix diff A B: what changed between two runs, records, submitted files or folders of
+ * records (two driver versions), with an exit status a workflow can fail a release on.
+ */
+import { CudamatrixError, ExitCode } from '../core/errors.ts';
+import { diffRecords, noiseText, type RecordsDiff } from '../results/record/diff.ts';
+import { formatDiff } from '../results/record/diff-text.ts';
+import { keyText } from '../results/record/format.ts';
+import { readInput, type Input } from '../results/record/read.ts';
+import { loadMatrixArg } from './matrix-arg.ts';
+
+export const DIFF_SCHEMA = 'cudamatrix-diff/1';
+
+export interface DiffOptions {
+  json: boolean;
+  all: boolean;
+}
+
+function describe(input: Input): string {
+  const what = { 'event-log': 'event log', record: 'record', submission: 'submitted file', 'records-folder': 'folder of records' }[input.kind];
+  return `${input.source} (${what}, ${input.records.length} observation${input.records.length === 1 ? '' : 's'})`;
+}
+
+/** The diff as JSON: every pair with its changed facts and cells, its metrics (with how their noise was decided) and what was not compared. */
+function diffJson(d: RecordsDiff, a: Input, b: Input, files: Map<string, string>): unknown {
+  const withFile = <T extends { id: string }>(s: T) => ({ ...s, file: files.get(s.id) ?? null });
+  return {
+    schema: DIFF_SCHEMA,
+    changed: d.changed,
+    a: { source: a.source, kind: a.kind, records: a.records.length },
+    b: { source: b.source, kind: b.kind, records: b.records.length },
+    pairs: d.pairs.map((p) => ({ ...p, a: withFile(p.a), b: withFile(p.b), metrics: p.metrics.map((m) => ({ ...m, noiseText: noiseText(m) })) })),
+    onlyA: d.onlyA.map((u) => ({ ...u, record: withFile(u.record) })),
+    onlyB: d.onlyB.map((u) => ({ ...u, record: withFile(u.record) })),
+  };
+}
+
+export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOptions): Promise<number> {
+  const defaults = (await loadMatrixArg(undefined)).expectations;
+  const a = readInput(sourceA, defaults);
+  const b = readInput(sourceB, defaults);
+  for (const input of [a, b]) {
+    if (input.records.length === 0) {
+      throw new CudamatrixError(
+        'NOTHING_TO_COMPARE',
+        `${input.source} holds no observation of a GPU${input.unrecorded.length ? ` (${input.unrecorded.join('; ')})` : ''}; diff compares runs that measured a GPU`,
+      );
+    }
+  }
+  const d = diffRecords(
+    a.records.map((r) => r.record),
+    b.records.map((r) => r.record),
+    { all: opts.all || opts.json },
+  );
+  if (d.pairs.length === 0) {
+    const keys = (i: Input) => [...new Set(i.records.map((r) => keyText({ ...r.record.key, driver: '' })))].join('; ');
+    throw new CudamatrixError(
+      'NOTHING_TO_COMPARE',
+      `no observation of ${a.source} has a counterpart in ${b.source}: records pair by environment, GPU, OS and container (not the driver). a has ${keys(a)}; b has ${keys(b)}`,
+    );
+  }
+  const files = new Map<string, string>();
+  for (const input of [a, b]) for (const r of input.records) if (r.file) files.set(r.record.id, r.file);
+  if (opts.json) process.stdout.write(`${JSON.stringify(diffJson(d, a, b, files), null, 2)}\n`);
+  else process.stdout.write(formatDiff(d, { a: describe(a), b: describe(b) }, files, opts.all));
+  return d.changed ? ExitCode.expectationFailed : ExitCode.ok;
+}

@@ -1,0 +1,135 @@
+/**
+ * cudamatrix record: turns event logs (or a file a user submitted) into behaviour records under
+ * results/records/, one file per observation, each judged against the default expectations;
+ * with --submit, into one file to attach to a pull request instead.
+ */
+import { existsSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { checkOutputPath, isStdout, writeOutput } from '../core/fs.ts';
+import { ExitCode } from '../core/errors.ts';
+import { TOOL_VERSION } from '../core/version.ts';
+import { keyText, sameObservation, type BehaviourRecord } from '../results/record/format.ts';
+import { readInput, type Input } from '../results/record/read.ts';
+import { REDACTED, redactRecord } from '../results/record/redact.ts';
+import { RecordStore } from '../results/record/store.ts';
+import { renderSubmission } from '../results/record/submit.ts';
+import { loadMatrixArg } from './matrix-arg.ts';
+
+export interface RecordOptions {
+  recordsDir: string;
+  submit?: string;
+}
+
+/** The repository the records folder lies in (the nearest folder above it with a .git), if any. */
+function repositoryOf(dir: string): string | null {
+  let at = path.resolve(dir);
+  for (;;) {
+    if (existsSync(path.join(at, '.git'))) return at;
+    const up = path.dirname(at);
+    if (up === at) return null;
+    at = up;
+  }
+}
+
+/** The event log relative to the repository, / separated, where it lies inside it. */
+function evidenceOf(log: string, repo: string | null): string | undefined {
+  if (!repo) return undefined;
+  const rel = path.relative(realpathSync(repo), realpathSync(log));
+  return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : undefined;
+}
+
+const show = (v: unknown) => (v === undefined ? '(absent)' : typeof v === 'string' ? v : JSON.stringify(v));
+
+function describeInput(input: Input): string {
+  const what = { 'event-log': 'event log', record: 'record file', submission: 'submitted file', 'records-folder': 'folder of records' }[input.kind];
+  return `${input.source} (${what}): ${input.records.length} observation${input.records.length === 1 ? '' : 's'}`;
+}
+
+export async function recordCommand(sources: string[], opts: RecordOptions): Promise<number> {
+  if (opts.submit) checkOutputPath(opts.submit, '--submit');
+  const defaults = (await loadMatrixArg(undefined)).expectations;
+  // Every input is read before anything is written: a bad one stops the command with nothing half done.
+  const inputs = sources.map((s) => readInput(s, defaults));
+  const repo = opts.submit ? null : repositoryOf(opts.recordsDir);
+  const prepared = inputs.map((input) => ({
+    input,
+    records: input.records.map(({ record }) => {
+      const evidence = input.eventLog ? evidenceOf(input.eventLog, repo) : record.evidence;
+      const clean = redactRecord(record);
+      return evidence ? { ...clean, evidence } : clean;
+    }),
+  }));
+  const log = opts.submit && isStdout(opts.submit) ? process.stderr : process.stdout;
+  const say = (line: string) => log.write(`${line}\n`);
+  let total = 0;
+  for (const { input, records } of prepared) {
+    total += records.length;
+    if (records.length === 0) {
+      say(`${input.source}: no GPU observation, nothing to record${input.unrecorded.length ? `: ${input.unrecorded.join('; ')}` : ''}`);
+    }
+  }
+  if (total === 0) {
+    process.stderr.write(`nothing recorded: no input holds an observation of a GPU (a record needs a target whose sysinfo found a driver and a GPU, and a probe that measured something)\n`);
+    return ExitCode.nothingMeasured;
+  }
+  return opts.submit ? submit(prepared, opts.submit, say) : store(prepared, opts.recordsDir, say);
+}
+
+function submit(prepared: { input: Input; records: BehaviourRecord[] }[], file: string, say: (l: string) => void): number {
+  const chosen: BehaviourRecord[] = [];
+  for (const { input, records } of prepared) {
+    say(describeInput(input));
+    for (const r of records) {
+      const same = chosen.find((c) => sameObservation(c, r));
+      say(`  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})${same ? `: the same observation as run ${same.observed.runId}, left out` : ''}`);
+      if (!same) chosen.push(r);
+    }
+  }
+  writeOutput(file, renderSubmission(chosen, TOOL_VERSION));
+  if (!isStdout(file)) say(`\nwrote ${file}: ${chosen.length} observation${chosen.length === 1 ? '' : 's'} with a summary. Attach it to a pull request (or an issue) of the cudamatrix repository; a maintainer commits it with \`cudamatrix record ${path.basename(file)}\`.`);
+  say(`Removed from it: ${REDACTED.join('; ')}. Read it before you send it: it is Markdown and JSON, nothing else.`);
+  return ExitCode.ok;
+}
+
+function store(prepared: { input: Input; records: BehaviourRecord[] }[], dir: string, say: (l: string) => void): number {
+  const records = new RecordStore(dir);
+  let clashes = 0;
+  let conflicts = 0;
+  for (const { input, records: list } of prepared) {
+    if (list.length === 0) continue;
+    say(describeInput(input));
+    for (const r of list) {
+      say(`  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})`);
+      const outcome = records.store(r);
+      if (outcome.kind === 'duplicate') {
+        say(`    already recorded: ${outcome.existing} has the same key and the same facts; not written`);
+        continue;
+      }
+      if (outcome.kind === 'clash') {
+        clashes++;
+        say(`    NOT WRITTEN: ${outcome.file} already holds a record of this run and target with other facts; a run's record does not change (remove that file first if this one is right)`);
+        continue;
+      }
+      const passed = r.verdicts.filter((v) => v.status === 'passed').length;
+      say(`    written ${outcome.file}: ${Object.keys(r.facts).length} facts, ${r.metrics.length} metrics; default expectations: ${passed} of ${r.verdicts.length} passed${r.evidence ? `; evidence ${r.evidence}` : ''}`);
+      for (const c of outcome.conflicts) {
+        conflicts++;
+        say(`    CONFLICT with ${c.file} (same key, different facts; both are kept and the report shows the conflict):`);
+        const width = Math.max(...c.facts.map((f) => f.name.length));
+        for (const f of c.facts) say(`      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here`);
+      }
+      for (const p of partialLines(outcome.partial)) say(p);
+    }
+  }
+  if (conflicts) say(`\n${conflicts} conflict${conflicts === 1 ? '' : 's'}: the same observation key with other fact values. Look for what the key does not say (a setting, a reboot, hardware) before trusting either.`);
+  return clashes ? ExitCode.configuration : ExitCode.ok;
+}
+
+/** Records of the same key that only lack or add facts (a run of other probes): not a conflict. */
+function partialLines(partial: { file: string; facts: { name: string; here: unknown; there: unknown }[] }[]): string[] {
+  return partial.map((p) => {
+    const here = p.facts.filter((f) => f.there === undefined).length;
+    const there = p.facts.filter((f) => f.here === undefined).length;
+    return `    same key as ${p.file}, no fact in both that differs (${here} only here, ${there} only there: other probes ran); not a conflict`;
+  });
+}

@@ -1,0 +1,150 @@
+/** `cudamatrix record` and `cudamatrix diff` as a user runs them: the real CLI process. */
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { doctored, H200_DIR, H200_RUNS, h200Records, metricOf, noDriverLog } from '../results/record/fixture.ts';
+import { recordJson, recordPath, type BehaviourRecord } from '../results/record/format.ts';
+import { redactRecord } from '../results/record/redact.ts';
+import { runCli } from './cli.ts';
+import { tempDir } from './helpers.ts';
+
+let runs: BehaviourRecord[];
+beforeAll(async () => {
+  runs = await h200Records();
+});
+
+/** The first H200 log with pinned-release.released saying on-exit: the same key, another fact. */
+function conflictingLog(): string {
+  return readFileSync(H200_RUNS[1]!, 'utf8').replace(/("name":"released","value":)"on-free"/, '$1"on-exit"');
+}
+
+describe('cudamatrix record', () => {
+  it('--help says what a record is, identical and conflicting observations, --submit and the exit statuses', async () => {
+    const r = await runCli(['record', '--help']);
+    expect(r.code).toBe(0);
+    for (const s of ['<inputs...>', '--records-dir <dir>', '(default: "results/records")', '--submit <file>', 'identical', 'CONFLICT', 'no GPU', 'GPU UUID', 'Exit status:', '4  no input holds an observation']) expect(r.stdout).toContain(s);
+  });
+
+  it('writes the first H200 run, finds the second the same observation, and reports a conflicting log with its facts', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const records = path.join(dir, 'records');
+    const r = await runCli(['record', '--records-dir', records, H200_RUNS[0]!, path.dirname(H200_RUNS[1]!)]);
+    expect(r.code, r.stderr).toBe(0);
+    const file = path.join(records, recordPath(runs[0]!));
+    expect(r.stdout).toContain(`    written ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed\n`);
+    expect(r.stdout).toContain(`    already recorded: ${file} has the same key and the same facts; not written\n`);
+    // outside a repository: no evidence path
+    expect(readFileSync(file, 'utf8')).toBe(recordJson(redactRecord(runs[0]!)));
+
+    const log = path.join(dir, 'events.jsonl');
+    writeFileSync(log, conflictingLog());
+    const c = await runCli(['record', '--records-dir', records, log]);
+    expect(c.code, c.stderr).toBe(0);
+    expect(c.stdout).toContain(`    CONFLICT with ${file} (same key, different facts; both are kept and the report shows the conflict):\n      pinned-release.released  on-free there, on-exit here\n`);
+    expect(c.stdout).toContain('1 conflict: the same observation key with other fact values.');
+    expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(2);
+  });
+
+  it('a log without a driver says so and exits 4; a bad input stops it with nothing written (exit 2)', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const log = path.join(dir, 'events.jsonl');
+    writeFileSync(log, noDriverLog());
+    const r = await runCli(['record', '--records-dir', path.join(dir, 'records'), log]);
+    expect(r.code).toBe(4);
+    expect(r.stdout).toContain(`${log}: no GPU observation, nothing to record: local: no NVIDIA driver (the CUDA driver library could not be loaded)`);
+    expect(r.stderr).toContain('nothing recorded: no input holds an observation of a GPU');
+    const bad = await runCli(['record', '--records-dir', path.join(dir, 'records'), H200_RUNS[0]!, path.join(dir, 'missing.jsonl')]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe(`error [USAGE]: ${path.join(dir, 'missing.jsonl')} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json), a file made by record --submit, or a folder of records\n`);
+    expect(readdirSync(dir)).toEqual(['events.jsonl']);
+  });
+
+  it('--submit writes one file with the summary and the records; `record FILE` commits them', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const sub = path.join(dir, 'cudamatrix-records.txt');
+    const r = await runCli(['record', H200_RUNS[0]!, H200_RUNS[2]!, '--submit', sub], { cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('the same observation as run 2026-11-29T17-04-21-010Z-e253d5, left out');
+    expect(r.stdout).toContain(`wrote ${sub}: 1 observation with a summary.`);
+    expect(readdirSync(dir)).toEqual(['cudamatrix-records.txt']); // no records folder
+    const text = readFileSync(sub, 'utf8');
+    expect(text).toContain('| `pinned-release.released` | on-free |');
+    expect(text).not.toContain(String(runs[0]!.sysinfo.gpu_uuid));
+    const records = path.join(dir, 'records');
+    const c = await runCli(['record', '--records-dir', records, sub]);
+    expect(c.code, c.stderr).toBe(0);
+    expect(c.stdout).toContain(`${sub} (submitted file): 1 observation`);
+    expect(readFileSync(path.join(records, recordPath(runs[0]!)), 'utf8')).toBe(recordJson(redactRecord(runs[0]!)));
+  });
+});
+
+describe('cudamatrix diff', () => {
+  it('the first two H200 runs (event logs): the same behaviour, exit 0', async () => {
+    const r = await runCli(['diff', H200_RUNS[0]!, path.dirname(H200_RUNS[1]!)]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('  facts    20 compared: none changed\n  cells    13 compared: same outcomes\n  metrics  166 compared: none beyond noise\n    noise decided by the catalogue for 166, the spread of repeats for 0\n');
+    expect(r.stdout).toMatch(/Same behaviour \(1 pair of records compared\): no fact or cell outcome changed, no metric beyond its noise\.\n$/);
+  });
+
+  it('the committed record against a doctored copy (a fact changed, a pinned bandwidth halved): both named, exit 1; --json says the same', async () => {
+    const dir = tempDir('cm-diff-cli-');
+    const copy = doctored(runs[0]!, 'd0c704edd0c704ed', (x) => {
+      x.facts['pinned-vram.counts_as_vram']!.value = true;
+      metricOf(x, 'transfer-bandwidth.bandwidth_gbps', { direction: 'd2h', memory: 'pinned', size_bytes: 16 * 1024 ** 2 }).value! /= 2;
+    });
+    const file = path.join(dir, 'doctored.json');
+    writeFileSync(file, recordJson(copy));
+    const r = await runCli(['diff', H200_DIR, file]);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stdout).toContain('    pinned-vram.counts_as_vram  false → true\n');
+    expect(r.stdout).toContain('    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), noise ±3 %: catalogue ±3 %\n');
+    expect(r.stdout).toContain(`  b  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${file}\n`);
+    expect(r.stdout).toMatch(/Behaviour changed \(1 pair of records compared\): 1 fact changed, 1 metric beyond noise\.\n$/);
+
+    const j = await runCli(['diff', '--json', H200_DIR, file]);
+    expect(j.code).toBe(1);
+    const out = JSON.parse(j.stdout);
+    expect(Object.keys(out)).toEqual(['schema', 'changed', 'a', 'b', 'pairs', 'onlyA', 'onlyB']);
+    expect(out).toMatchObject({ schema: 'cudamatrix-diff/1', changed: true, a: { source: H200_DIR, kind: 'records-folder', records: 1 }, b: { source: file, kind: 'record', records: 1 }, onlyA: [], onlyB: [] });
+    const p = out.pairs[0];
+    expect(p.a).toEqual({ id: runs[0]!.id, driver: '580.159.04', date: runs[0]!.observed.date, runId: runs[0]!.observed.runId, target: 'local', file: path.join(H200_DIR, path.basename(recordPath(runs[0]!))) });
+    expect(p.facts).toEqual([{ name: 'pinned-vram.counts_as_vram', a: false, b: true }]);
+    expect(p.metrics).toHaveLength(166); // --json lists every metric compared
+    expect(p.metrics.filter((m: { flagged: boolean }) => m.flagged)).toEqual([
+      {
+        name: 'transfer-bandwidth.bandwidth_gbps',
+        attrs: { direction: 'd2h', memory: 'pinned', size_bytes: 16777216 },
+        unit: 'GB/s',
+        a: 53.8698166,
+        b: 26.9349083,
+        repeats: { a: 1, b: 1 },
+        move: 0.5,
+        noise: 0.03,
+        tolerance: 0.03,
+        absolute: 0,
+        spread: 0,
+        noiseFrom: 'catalogue',
+        flagged: true,
+        noiseText: 'catalogue ±3 %',
+      },
+    ]);
+    expect(p.metricTally).toMatchObject({ compared: 166, flagged: 1, noiseFrom: { catalogue: 166, spread: 0, default: 0 } });
+  });
+
+  it('usage errors exit 2 naming the input: a missing file, a side without a GPU, nothing that pairs', async () => {
+    const dir = tempDir('cm-diff-cli-');
+    const missing = await runCli(['diff', H200_RUNS[0]!, path.join(dir, 'nope')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`error [USAGE]: ${path.join(dir, 'nope')} does not exist`);
+    const log = path.join(dir, 'events.jsonl');
+    writeFileSync(log, noDriverLog());
+    const none = await runCli(['diff', H200_RUNS[0]!, log]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe(`error [NOTHING_TO_COMPARE]: ${log} holds no observation of a GPU (local: no NVIDIA driver (the CUDA driver library could not be loaded)); diff compares runs that measured a GPU\n`);
+    const wsl = path.join(dir, 'wsl.json');
+    writeFileSync(wsl, recordJson(doctored(runs[0]!, '0000000000000001', (x) => void (x.key = { ...x.key, environment: 'wsl2' }))));
+    const apart = await runCli(['diff', H200_RUNS[0]!, wsl]);
+    expect(apart.code).toBe(2);
+    expect(apart.stderr).toContain(`no observation of ${H200_RUNS[0]} has a counterpart in ${wsl}: records pair by environment, GPU, OS and container (not the driver). a has linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker; b has wsl2 · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker`);
+  });
+});
