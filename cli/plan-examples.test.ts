@@ -31,4 +31,12 @@ describe('cudamatrix plan on every example matrix', () => {
     expect(r.stdout).toMatch(/^gpu-server\/sysinfo\s+linux\s+ssh\s/m);
     expect(r.stdout).toMatch(/^gpu-server-docker\/sysinfo\s+linux\s+ssh → docker\s/m);
   });
+
+  it('plans the Windows workstation natively (WDDM), in its WSL 2 distribution, and in Docker Engine there', async () => {
+    const r = await runCli(['plan', '-m', 'matrix/examples/windows-workstation.yaml']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^workstation-native\/sysinfo\s+wddm\s+local\s/m);
+    expect(r.stdout).toMatch(/^workstation-wsl2\/sysinfo\s+wsl2\s+wsl\s/m);
+    expect(r.stdout).toMatch(/^workstation-wsl2-docker\/sysinfo\s+wsl2\s+wsl → docker\s/m);
+  });
 });

@@ -6,6 +6,12 @@
  * /usr/lib/wsl/lib/libcuda.so.1 as empty files unless told otherwise: cudaprobe then finds the
  * paravirtualised GPU's device and driver, fails to load the driver, and takes its no-driver path.
  *
+ * A distribution made with `docker: true` also has this machine's docker CLI at /usr/bin/docker
+ * (with the shared libraries it needs, if any) and a /var/run (a link to /run, as in Ubuntu) for
+ * an engine's API socket: ./engine.ts starts a dockerd of the test's own that listens there too,
+ * so that `docker` in the distribution reaches it at its default unix:///var/run/docker.sock, as
+ * Docker Engine installed in a WSL 2 distribution is reached there.
+ *
  * This is a stand-in because no Windows machine is reachable from this project's machines; see
  * the header of ./wsl.exe for what it does like the real wsl.exe, and where that comes from.
  */
@@ -28,6 +34,8 @@ export interface StandinDistro {
   defaultUser?: string;
   /** What of WSL's GPU paravirtualisation the distribution has (default for WSL 2: both). */
   gpu?: { dxg: boolean; libcuda: boolean };
+  /** The docker CLI at /usr/bin/docker and a /var/run for an engine's socket (see ./engine.ts). */
+  docker?: boolean;
 }
 
 /** distros.json: the machine's WSL. */
@@ -52,6 +60,31 @@ export interface StandinMachine {
 /** The tools the stand-in machine is made from and runs with; each with its Debian package. */
 export const STANDIN_TOOLS = { busybox: 'busybox-static', ldd: 'libc-bin', chroot: 'coreutils', mknod: 'coreutils', unshare: 'util-linux', mount: 'mount' };
 
+/** What a distribution with `docker: true` is made with (and its engine run by), besides STANDIN_TOOLS. */
+export const STANDIN_DOCKER_TOOLS = { docker: 'docker.io', dockerd: 'docker.io' };
+
+/** The shared libraries `binary` needs, as ldd names them; none for a static binary (ldd then fails). */
+function sharedLibraries(binary: string): string[] {
+  let out: string;
+  try {
+    out = execFileSync('ldd', [binary], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (error) {
+    const said = `${(error as { stdout?: string }).stdout ?? ''}${(error as { stderr?: string }).stderr ?? ''}`;
+    if (/not a dynamic executable|statically linked/.test(said)) return [];
+    throw error;
+  }
+  return out
+    .split('\n')
+    .map((l) => /(\/\S+) \(0x/.exec(l)?.[1])
+    .filter((p): p is string => Boolean(p));
+}
+
+/** Copies `lib` (a path ldd named) into the root filesystem `fs` at the same path. */
+function copyLibrary(fs: string, lib: string): void {
+  mkdirSync(path.join(fs, path.dirname(lib)), { recursive: true });
+  copyFileSync(realpathSync(lib), path.join(fs, lib));
+}
+
 /**
  * Makes a machine with these distributions. `libsOf`: a binary (cudaprobe) whose shared libraries
  * each distribution gets, so that it runs there.
@@ -61,10 +94,9 @@ export function makeStandinMachine(distros: StandinDistro[], o: { libsOf: string
   const busybox = findOnPath('busybox');
   if (!busybox) throw new Error('busybox (busybox-static) is needed for the WSL stand-in');
   const applets = execFileSync(busybox, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  const libs = execFileSync('ldd', [o.libsOf], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => /(\/\S+) \(0x/.exec(l)?.[1])
-    .filter((p): p is string => Boolean(p));
+  const libs = sharedLibraries(o.libsOf);
+  const dockerCli = distros.some((d) => d.docker) ? findOnPath('docker') : undefined;
+  if (distros.some((d) => d.docker) && !dockerCli) throw new Error('the docker CLI (docker.io) is needed for a stand-in distribution with docker: true');
   for (const d of distros) {
     const fs = path.join(root, d.name);
     for (const dir of ['bin', 'etc', 'root', 'home/builder', 'tmp', 'dev', 'proc', 'usr/bin']) mkdirSync(path.join(fs, dir), { recursive: true });
@@ -80,9 +112,15 @@ export function makeStandinMachine(distros: StandinDistro[], o: { libsOf: string
         // listed twice
       }
     }
-    for (const lib of libs) {
-      mkdirSync(path.join(fs, path.dirname(lib)), { recursive: true });
-      copyFileSync(realpathSync(lib), path.join(fs, lib));
+    for (const lib of libs) copyLibrary(fs, lib);
+    if (d.docker && dockerCli) {
+      copyFileSync(realpathSync(dockerCli), path.join(fs, 'usr/bin/docker'));
+      chmodSync(path.join(fs, 'usr/bin/docker'), 0o755);
+      for (const lib of sharedLibraries(dockerCli)) copyLibrary(fs, lib);
+      // /var/run -> /run, as in Ubuntu: the engine's socket goes in /run (./engine.ts).
+      mkdirSync(path.join(fs, 'run'), { recursive: true });
+      mkdirSync(path.join(fs, 'var'), { recursive: true });
+      symlinkSync('../run', path.join(fs, 'var/run'));
     }
     writeFileSync(path.join(fs, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/sh\nbuilder:x:1000:1000:builder:/home/builder:/bin/sh\n');
     writeFileSync(path.join(fs, 'etc', 'group'), 'root:x:0:\nbuilder:x:1000:\n');
