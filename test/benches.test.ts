@@ -176,6 +176,8 @@ describe('bench/report', () => {
     const samples = r.json.samplesMs as Record<string, number[]>;
     expect(samples.peer).toHaveLength(1);
     expect(samples.report).toHaveLength(1);
+    expect(samples.diff).toHaveLength(1);
+    expect(r.json.diffPairs).toBe(40);
     expect(r.json.pageBytes).toBeGreaterThan(r.json.emptyPageBytes as number);
     expect((r.json.load as { files: number }).files).toBe(50);
     expect(r.stdout).toMatch(/report: renderReport, BEHAVIOUR\.md \+ behaviour\.html/);

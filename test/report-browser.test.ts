@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BehaviourRecord } from '../results/record/format.ts';
 import { HTML_FILE, renderReport, reportPaths } from '../results/report/index.ts';
 import { loadRecords } from '../results/report/load.ts';
+import { columnsOf } from '../results/report/table.ts';
 import { commandsAvailable, findOnPath, repoRoot, tempDir } from './helpers.ts';
 import { h200Records, variant, writeRecords } from './report-fixture.ts';
 
@@ -145,8 +146,15 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       expect(errors).toEqual([]);
       expect(requests).toEqual([]);
       for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
-      const records = loadRecords(path.join(repoRoot, 'results', 'records')).length;
-      await expect(page.locator('#summary').textContent()).resolves.toMatch(new RegExp(`^${records} records? in `));
+      const records = loadRecords(path.join(repoRoot, 'results', 'records'));
+      await expect(page.locator('#summary').textContent()).resolves.toMatch(new RegExp(`^${records.length} records? in `));
+      // The first column's newest record: its figures, as text.
+      const newest = columnsOf(records)[0]?.chosen.record;
+      if (newest) {
+        const bw = newest.metrics.find((m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned');
+        if (bw) await expect(page.locator('#column-details').getByRole('cell', { name: String(bw.value), exact: true }).first().isVisible()).resolves.toBe(true);
+        await expect(page.locator('table.facts tr[data-fact="pinned-vram.counts_as_vram"] td').nth(1).textContent()).resolves.toBe(String(newest.facts['pinned-vram.counts_as_vram']?.value));
+      }
       mkdirSync(artifacts, { recursive: true });
       await page.screenshot({ path: path.join(artifacts, 'committed-behaviour.png'), fullPage: true });
     } finally {

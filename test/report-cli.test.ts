@@ -57,7 +57,7 @@ describe('cudamatrix report', () => {
     writeFileSync(bad, JSON.stringify({ ...records[0], key: { ...records[0]!.key, driver: 999 } }));
     const r = await runCli(['report', '--records-dir', dir, '--out', path.join(dir, 'out')]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`error [RECORD_INVALID]: behaviour record ${bad} key.driver: expected a string, got 999; records are written by \`cudamatrix record\` (fix or remove the file, or write it again from its run's events.jsonl)\n`);
+    expect(r.stderr).toBe(`error [RECORD_INVALID]: behaviour record ${bad}: key.driver: expected a string, got 999; records are written by \`cudamatrix record\` (write it again from its run's events.jsonl)\n`);
   });
 
   it('a records folder that is not there: exit 2, naming it', async () => {

@@ -218,7 +218,7 @@ export const CLIENT_SCRIPT = String.raw`
     var c = cols[i], d = D.details[i];
     chartCount = 0;
     while (details.firstChild) details.removeChild(details.firstChild);
-    details.appendChild(el('p', {}, [colName(i) + ' ' + S[c.text] + ': record ', link(S[c.date], S[c.link]),
+    details.appendChild(el('p', {}, [colName(i) + ' ' + S[c.text] + ': record ', link(S[c.date], S[c.link]), c.events >= 0 ? ' (' : null, c.events >= 0 ? link('event log', S[c.events]) : null, c.events >= 0 ? ')' : null,
       c.records > 1 ? ' (the newest of ' + c.records + ' records' + (c.conflicts ? ', which disagree on ' + c.conflicts + ' fact' + (c.conflicts > 1 ? 's' : '') : '') + ')' : '']));
 
     d.mem.forEach(function (m) {

@@ -42,7 +42,7 @@ export function scriptJson(value: unknown): string {
 }
 
 export function renderHtml(records: readonly LoadedRecord[], opts: { recordsLink: string; recordsDirName: string }, table: BehaviourTable = buildTable(records)): string {
-  const data = pageData(records, opts.recordsLink, table);
+  const data = pageData(records, opts.recordsLink, table, opts.recordsDirName);
   return `<!doctype html>
 <html lang="en">
 <head>

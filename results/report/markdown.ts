@@ -158,9 +158,19 @@ function recordLine(r: LoadedRecord, opts: MarkdownOptions): string {
   const measured = (rec.cells ?? []).filter((c) => c.status === 'passed').length;
   return (
     `${link(mdText(`${rec.observed.date.slice(0, 10)} ${shortId(r)}`), `${opts.recordsLink}/${r.file}`)} ` +
-    `(run ${mdText(rec.observed.runId ?? '?')}, cudaprobe ${mdText(rec.tool?.cudaprobe ?? '?')}, ${measured} probes measured; ` +
+    `(run ${mdText(rec.observed.runId ?? '?')}${evidenceLink(rec.evidence, opts)}, cudaprobe ${mdText(rec.tool?.cudaprobe ?? '?')}, ${measured} probes measured; ` +
     `default expectations: ${passed} met${failed ? `, ${failed} not met` : ''})`
   );
+}
+
+/**
+ * The run's event log, where the record names one (relative to the repository root): linked
+ * when it lies under the records folder, as `cudamatrix record` keeps the raw runs; else named.
+ */
+function evidenceLink(evidence: string | undefined, opts: MarkdownOptions): string {
+  if (typeof evidence !== 'string' || !evidence) return '';
+  const under = `${opts.recordsDirName}/`;
+  return evidence.startsWith(under) ? `, ${link('event log', `${opts.recordsLink}/${evidence.slice(under.length)}`)}` : `, event log ${mdText(evidence)}`;
 }
 
 export type { Column };

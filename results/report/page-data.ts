@@ -19,7 +19,8 @@ type S = number;
 export interface PageData {
   records: number;
   strs: string[];
-  columns: { text: S; env: S; driver: S; gpu: S; records: number; link: S; date: S; conflicts: number }[];
+  /** events: the link to the chosen record's event log, where it lies under the records folder; -1 if not. */
+  columns: { text: S; env: S; driver: S; gpu: S; records: number; link: S; events: S | -1; date: S; conflicts: number }[];
   /** Per fact row; a cell is -1 (not recorded), a value index (one value, linking to the column's record) or [value, link, reason?][] (several, or another record). */
   facts: { probe: S; title: S; claims: S[]; rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[] }[] }[];
   /** Key metrics of each column's chosen record: null, [value] or [value, note]. */
@@ -168,7 +169,7 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
   return { mem, bw, sync, ev, ceil };
 }
 
-export function pageData(records: readonly LoadedRecord[], recordsLink: string, table: BehaviourTable = buildTable(records)): PageData {
+export function pageData(records: readonly LoadedRecord[], recordsLink: string, table: BehaviourTable = buildTable(records), recordsDirName = ''): PageData {
   const strs = new Strings();
   const { columns, groups } = table;
   const linkOf = (r: LoadedRecord) => strs.of(`${recordsLink}/${r.file}`);
@@ -182,6 +183,7 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
       gpu: strs.of(c.key.gpu),
       records: c.records.length,
       link: linkOf(c.chosen),
+      events: eventsLink(c.chosen.record.evidence, recordsLink, recordsDirName, strs),
       date: strs.of(c.chosen.record.observed.date.slice(0, 10)),
       conflicts: groups.reduce((n, g) => n + g.rows.filter((row) => row.kind === 'fact' && row.cells[i]?.differs).length, 0),
     })),
@@ -232,4 +234,10 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
 
 function gibOrMib(bytes: number): string {
   return bytes >= 1024 ** 3 ? gib(bytes) : `${Number((bytes / 1024 ** 2).toFixed(2))} MiB`;
+}
+
+/** The event log a record names (relative to the repository root), as a link, where it lies under the records folder. */
+function eventsLink(evidence: string | undefined, recordsLink: string, recordsDirName: string, strs: Strings): S | -1 {
+  const under = `${recordsDirName}/`;
+  return typeof evidence === 'string' && recordsDirName && evidence.startsWith(under) ? strs.of(`${recordsLink}/${evidence.slice(under.length)}`) : -1;
 }

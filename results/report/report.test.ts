@@ -201,17 +201,19 @@ describe('loadRecords', () => {
   });
 
   it.each([
-    ['not JSON', '{"recordSchema": 1,', /is not JSON/],
-    ['not a record', '{"targets": []}', /has no recordSchema/],
+    ['not JSON', '{"recordSchema": 1,', /: not JSON \(/],
+    ['not a record', '{"targets": []}', /: no recordSchema \(is this a behaviour record\?\)/],
     ['a newer schema', JSON.stringify({ recordSchema: 99 }), /record schema 99; this cudamatrix reads schema 1 and older: upgrade cudamatrix/],
     ['a key without a GPU', JSON.stringify({ recordSchema: 1, id: 'x', key: { environment: 'linux', driver: '1', os: 'x', osBuild: null, container: null } }), /key\.gpu: expected a string, got undefined/],
     ['a fact without a value', null, /facts\["pinned-vram\.counts_as_vram"\]: expected \{value/],
     ['a metric with a text value', null, /metrics\[0\]: expected \{name, value: a number or null/],
+    ['a sample without readings', null, /samples\[3\]: expected \{probe, phase, attrs\?, readings\}/],
   ])('%s: RECORD_INVALID naming the file and the place', (what, text, message) => {
     let body = text;
     if (body === null) {
       const r = structuredClone(first) as unknown as { facts: Record<string, unknown>; metrics: { value: unknown }[] };
       if (what.startsWith('a fact')) r.facts['pinned-vram.counts_as_vram'] = { reason: 'x' };
+      else if (what.startsWith('a sample')) delete (r as unknown as { samples: { readings?: unknown }[] }).samples[3]!.readings;
       else r.metrics[0]!.value = 'fast';
       body = JSON.stringify(r);
     }
@@ -236,6 +238,20 @@ describe('the committed report', () => {
     const outputs = renderReport(loadRecords(recordsDir), reportPaths(recordsDir, out));
     expect(readFileSync(path.join(out, MARKDOWN_FILE), 'utf8'), 'run `pnpm cudamatrix report` and commit results/BEHAVIOUR.md').toBe(outputs.markdown);
     expect(readFileSync(path.join(out, HTML_FILE), 'utf8') === outputs.html, 'run `pnpm cudamatrix report` and commit results/behaviour.html').toBe(true);
+  });
+});
+
+describe('the committed BEHAVIOUR.md', () => {
+  it('links only to files that exist: the records and their event logs', () => {
+    const md = readFileSync(path.join(repoRoot, 'results', MARKDOWN_FILE), 'utf8');
+    const targets = [...new Set([...md.matchAll(/\]\(([^)]+)\)/g)].map((m) => decodeURI(m[1]!)))];
+    const records = loadRecords(path.join(repoRoot, 'results', 'records'));
+    expect(targets.length).toBeGreaterThanOrEqual(records.length);
+    for (const t of targets) expect(existsSync(path.join(repoRoot, 'results', t)), t).toBe(true);
+    for (const r of records) {
+      expect(targets).toContain(`records/${r.file}`);
+      if (r.record.evidence) expect(targets).toContain(path.relative('results', r.record.evidence));
+    }
   });
 });
 
