@@ -66,12 +66,14 @@ export function streamProcess(argv: string[]): Promise<Duplex> {
     received += d.length;
     out.write(d);
   });
-  child.stdout.once('end', () => out.end());
   const stream = socketLike(Duplex.from({ readable: out, writable: forwardTo(child.stdin) }));
-  // A command that failed before it said anything: the stream fails with its stderr. One that
-  // spoke and then exited non-zero (dial-stdio, as its peer hung up) ends as the stream does.
-  child.once('exit', (code, signal) => {
+  // Ended when the command has exited and its output is all read ('close'): a command that
+  // failed before it said anything (no docker CLI there) fails the stream with its stderr, which
+  // an end of the output seen first would have hidden behind the reader's "socket hang up". One
+  // that spoke and then exited non-zero (dial-stdio, as its peer hung up) ends as the stream does.
+  child.once('close', (code, signal) => {
     if (code !== 0 && received === 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal, stderr));
+    else out.end();
   });
   // The reader is done with it (the engine connection closed): the command goes too.
   stream.on('error', () => undefined); // its user listens too; this keeps a late one from being uncaught
