@@ -7,17 +7,25 @@
  *
  * Per round, fresh copies (JSON round trip, not timed): first pass "cold" (nothing of the copies
  * seen yet), second pass "warm" (their series already keyed); median of the rounds. Budget 1 s.
+ * The peer, in the same rounds: JSON.parse(JSON.stringify()) of the same copies (what reading
+ * them back costs at the least), for a ratio.
  *
- *   pnpm exec tsx bench/diff.ts [--pairs 10000] [--rounds 5]
+ *   pnpm bench:diff [--pairs 10000] [--rounds 5] [--out FILE] [--tiny]
+ *
+ * --tiny: 20 pairs, 1 round, budget not enforced (for the tests).
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { diffRecords } from '../results/record/diff.ts';
 import { h200Records } from '../results/record/fixture.ts';
+import { formatTable } from '../results/reporters/console.ts';
 import { median } from './stats.ts';
 
-const { values } = parseArgs({ options: { pairs: { type: 'string', default: '10000' }, rounds: { type: 'string', default: '5' } } });
-const pairs = Number(values.pairs);
-const rounds = Number(values.rounds);
+const { values } = parseArgs({ options: { pairs: { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+const tiny = values.tiny!;
+const pairs = Number(values.pairs ?? (tiny ? 20 : 10000));
+const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
 if (![pairs, rounds].every((n) => Number.isInteger(n) && n >= 1)) {
   console.error('bench/diff: --pairs and --rounds take whole numbers >= 1');
   process.exit(2);
@@ -34,9 +42,13 @@ const template = Array.from({ length: 16 }, (_, i) => {
 
 const cold: number[] = [];
 const warm: number[] = [];
+const peer: number[] = [];
 let changed = 0;
 for (let round = 0; round < rounds; round++) {
   const copies = Array.from({ length: pairs }, (_, i) => JSON.parse(template[i % template.length]!));
+  const t0 = performance.now();
+  for (const c of copies) JSON.parse(JSON.stringify(c));
+  peer.push(performance.now() - t0);
   for (const pass of [cold, warm]) {
     const t0 = performance.now();
     changed = 0;
@@ -45,5 +57,20 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 const ok = (ms: number) => (ms <= 1000 ? 'within' : 'OVER BUDGET');
-console.log(`${pairs} pairs of full H200 records (171 metrics, 20 facts), the same key, values varied by up to ±10 %; median of ${rounds} rounds (${process.version}, ${process.platform}/${process.arch})`);
-console.log(`cold (fresh records): ${median(cold).toFixed(0)} ms (${ok(median(cold))} the 1 s budget); warm: ${median(warm).toFixed(0)} ms; ${changed} of ${pairs} flagged as changed`);
+const medians = { peer: median(peer), cold: median(cold), warm: median(warm) };
+console.log(`${pairs} pairs of full H200 records (171 metrics, 20 facts), the same key, values varied by up to ±10 %; median of ${rounds} rounds (${process.version}, ${process.platform}/${process.arch})\n`);
+console.log(
+  formatTable(
+    ['what', 'ms', 'ratio to peer', 'budget'],
+    [
+      ['peer: JSON.parse(JSON.stringify()) of the same records', medians.peer.toFixed(0), '1.00', ''],
+      ['diffRecords, cold (fresh records)', medians.cold.toFixed(0), (medians.cold / medians.peer).toFixed(2), `1000 ms: ${ok(medians.cold)}`],
+      ['diffRecords, warm (series keyed)', medians.warm.toFixed(0), (medians.warm / medians.peer).toFixed(2), `1000 ms: ${ok(medians.warm)}`],
+    ],
+  ),
+);
+console.log(`\n${changed} of ${pairs} pairs flagged as changed (values varied by up to ±10 %, beyond several tolerances)${tiny ? '; budget not enforced (--tiny)' : ''}`);
+const out = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'diff.json'));
+mkdirSync(path.dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify({ bench: 'diff', pairs, rounds, tiny, node: process.version, samplesMs: { peer, cold, warm }, medianMs: medians, changed, budgetMs: 1000, enforced: !tiny }, null, 2)}\n`);
+process.exitCode = !tiny && medians.cold > 1000 ? 1 : 0;

@@ -25,7 +25,7 @@ import { sshdAvailable } from './sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches. */
 const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts'];
-const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report'];
+const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff'];
 
 function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(path.delimiter).some((dir) => {
@@ -164,6 +164,17 @@ describe('bench/overhead', () => {
     expect(r.json).toMatchObject({ bench: 'overhead', targets: 2, rounds: 1, likeWithLike: true, ran: { peer: 'sysinfo x 2', cudamatrix: { sysinfo: 2 } }, enforced: false });
     expect(r.json.samplesMs).toMatchObject({ peer: [expect.any(Number)], inProcess: [expect.any(Number)], cli: [expect.any(Number)] });
     expect(r.stdout).toMatch(/what it ran/);
+    expectNothingLeft();
+  });
+});
+
+describe('bench/diff', () => {
+  it('--tiny: diffRecords over pairs of H200 records against the JSON peer, budget printed, not enforced', async () => {
+    const r = await runBench('diff', ['--tiny']);
+    expect(r.code, failed(r)).toBe(0);
+    expect(r.json).toMatchObject({ bench: 'diff', pairs: 20, rounds: 1, enforced: false, budgetMs: 1000 });
+    expect((r.json.samplesMs as Record<string, number[]>).cold).toHaveLength(1);
+    expect(r.stdout).toMatch(/diffRecords, cold/);
     expectNothingLeft();
   });
 });
