@@ -85,6 +85,12 @@ export const errorCodes = {
   RECORD_INVALID: 'configuration',
   /** cudamatrix diff: a side holds no GPU observation, or no record of one side pairs with one of the other (exit 2, not "same"). */
   NOTHING_TO_COMPARE: 'configuration',
+  /** cudamatrix merge: the same event log twice, or two logs of one run id and shard. */
+  MERGE_DUPLICATE: 'configuration',
+  /** cudamatrix merge: two logs planned the same cell (target/probe). */
+  MERGE_OVERLAP: 'configuration',
+  /** cudamatrix merge: logs of different cudamatrix versions, or of matrices that disagree. */
+  MERGE_MISMATCH: 'configuration',
   INTERRUPTED: 'interrupted',
 } as const satisfies Record<string, ErrorClass>;
 

@@ -1,0 +1,46 @@
+/**
+ * cudamatrix merge: event logs of shards or machines into one run folder, rendered as `run`
+ * renders its own: the merged events.jsonl, junit.xml and summary.json in the folder, the console
+ * (a replay of the merged log) on stdout, and --junit / --json / --reporter as run takes them.
+ * The exit status is the merged run's, as run's is.
+ */
+import path from 'node:path';
+import { mergeEventLogs, readLogs, writeMergedRun } from '../results/merge.ts';
+import { Reporters } from '../results/reporter.ts';
+import { createReporters } from '../results/reporters/index.ts';
+import { jsonReporter } from '../results/reporters/json.ts';
+import { junitReporter } from '../results/reporters/junit.ts';
+import { exitCodeOf, summarize } from '../results/verdicts.ts';
+import { checkOutputs, chooseReporters } from './run.ts';
+
+export interface MergeCommandOptions {
+  reporter?: string[];
+  junit?: string;
+  json: boolean;
+  resultsDir: string;
+  strict: boolean;
+  quiet: boolean;
+}
+
+export async function mergeCommand(logs: string[], opts: MergeCommandOptions): Promise<number> {
+  const choices = chooseReporters(opts);
+  // Every log is read and checked before anything is written: a refused merge leaves nothing behind.
+  const merged = mergeEventLogs(readLogs(logs), { strict: opts.strict });
+  checkOutputs(choices, opts.resultsDir);
+  const { runDir, eventsFile } = writeMergedRun(merged, opts.resultsDir);
+
+  // The run folder always gets the whole record, whatever the user chose to see (as run).
+  const reporters = new Reporters([
+    ...createReporters(choices, { quiet: opts.quiet }),
+    junitReporter((dir) => path.join(dir, 'junit.xml')),
+    jsonReporter((dir) => path.join(dir, 'summary.json')),
+  ]);
+  for (const w of merged.warnings) reporters.message(`warning: ${w}`);
+  const from = merged.start.mergedFrom.map((s) => `${s.file} (${s.shard ? `shard ${s.shard.index}/${s.shard.total}` : `run ${s.runId}`})`);
+  reporters.message(`merged ${from.length} log${from.length === 1 ? '' : 's'} into ${eventsFile}: ${from.join(', ')}`);
+  for (const e of merged.events) reporters.event(e);
+  const strict = merged.start.options.strict;
+  const summary = summarize(merged.events);
+  await reporters.end(summary, { runDir, eventsFile, strict });
+  return exitCodeOf(summary, { strict });
+}

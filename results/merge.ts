@@ -1,0 +1,338 @@
+/**
+ * Merging event logs: the shards of one run (`run --shard i/n`), or runs of one matrix on several
+ * machines, into one log that summaries, JUnit, records and reports read exactly as they read a
+ * single run's. Pure apart from reading the logs: logs in, one log out, with what was refused or
+ * is worth a warning.
+ *
+ * The merged log:
+ *   run-start  runId: made from the logs (the earliest start, then a hash of their run ids and
+ *              shards), so that merging the same logs again gives the same run; started: the
+ *              earliest; shard: null; version, schema and matrix expectations: those of the logs
+ *              (they must agree); cells: every log's planned cells, in the order of the targets
+ *              below; options: strict when asked for or when every log was, quick when any was;
+ *              mergedFrom: each log's file, run id, shard and start (an addition the readers of
+ *              schema 1 ignore).
+ *   targets    each target's events together, in the order its log wrote them: the target's
+ *              order within each log is kept, and targets of different logs, which no log
+ *              orders, go by name (code-unit order). The result does not depend on the order
+ *              the logs are given in.
+ *   run-end    finished: the latest end; interrupted when any log was, or ended without a
+ *              run-end (a killed run).
+ *
+ * Refused (a CudamatrixError naming both files): a newer event schema (readEventLog); the same
+ * log twice, or two logs of one run id and shard; two logs that planned the same cell; logs of
+ * different cudamatrix versions; logs whose matrices disagree (expectations, or a target
+ * defined differently). Warned: different matrix file names (one matrix may sit at different
+ * paths on different machines), a mix of --quick and full runs, shards missing from a split, and
+ * a log without a run-end.
+ */
+import { createHash } from 'node:crypto';
+import { realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { CudamatrixError } from '../core/errors.ts';
+import { makeDir, writeFileAtomic } from '../core/fs.ts';
+import { EVENTS_SCHEMA_VERSION, readEventLog, type RunEndEvent, type RunEvent, type RunStartEvent, type TargetStartEvent } from '../events/events.ts';
+
+/** An event log read from a file. */
+export interface LogInput {
+  /** The events.jsonl it was read from (as given, or inside the run folder given). */
+  file: string;
+  events: RunEvent[];
+}
+
+/** Where a merged run came from: one entry per log. */
+export interface MergeSource {
+  file: string;
+  runId: string;
+  shard: RunStartEvent['shard'];
+  started: string;
+}
+
+/** The merged run-start: a run-start with where it came from. */
+export type MergedRunStart = RunStartEvent & { mergedFrom: MergeSource[] };
+
+export interface MergedRun {
+  start: MergedRunStart;
+  /** run-start, every target's events, run-end. */
+  events: RunEvent[];
+  /** What is worth saying but does not stop the merge. */
+  warnings: string[];
+}
+
+export interface MergeOptions {
+  /** --strict: the merged run is strict whatever the logs were. */
+  strict?: boolean;
+}
+
+/**
+ * The events.jsonl of each argument: a file as it is, a folder as the run folder holding one.
+ * A newer schema is refused by readEventLog, whose message names the file.
+ */
+export function readLogs(args: string[]): LogInput[] {
+  return args.map((arg) => {
+    const st = statSync(arg, { throwIfNoEntry: false });
+    if (!st) throw new CudamatrixError('USAGE', `${arg} does not exist; pass event logs (events.jsonl) or run folders (results/runs/<run-id>)`);
+    const file = st.isDirectory() ? path.join(arg, 'events.jsonl') : arg;
+    if (st.isDirectory() && !statSync(file, { throwIfNoEntry: false })?.isFile()) {
+      throw new CudamatrixError('USAGE', `${arg} is a folder without an events.jsonl; pass a run folder (results/runs/<run-id>) or the events.jsonl itself`);
+    }
+    return { file, events: readEventLog(file) };
+  });
+}
+
+const startOf = (log: LogInput) => log.events[0] as RunStartEvent;
+const shardText = (s: RunStartEvent['shard']) => (s ? `shard ${s.index}/${s.total}` : 'no shard');
+const targetOf = (cell: string) => cell.slice(0, cell.lastIndexOf('/'));
+const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+function realpath(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return path.resolve(file);
+  }
+}
+
+/** Up to `max` names, then how many more. */
+function some(names: string[], max = 5): string {
+  return names.length > max ? `${names.slice(0, max).join(', ')} and ${names.length - max} more` : names.join(', ');
+}
+
+/** The cells a log planned: its run-start's list, and any planned cell it ended that the list lacks. */
+function plannedCells(log: LogInput): string[] {
+  const cells = [...startOf(log).cells];
+  for (const e of log.events) if (e.type === 'cell-end' && e.planned && !cells.includes(e.cell)) cells.push(e.cell);
+  return cells;
+}
+
+/** The log's targets: in the order its events first name them, then those it planned but never started. */
+function targetsOf(log: LogInput): string[] {
+  const seen = new Set<string>();
+  for (const e of log.events) if ('target' in e) seen.add(e.target);
+  for (const c of startOf(log).cells) seen.add(targetOf(c));
+  return [...seen];
+}
+
+/** Logs in a fixed order, whatever order they were given in: by shard index, start, run id, file. */
+function ordered(logs: LogInput[]): LogInput[] {
+  const key = (l: LogInput) => startOf(l);
+  return [...logs].sort(
+    (a, b) =>
+      (key(a).shard?.index ?? 0) - (key(b).shard?.index ?? 0) ||
+      Date.parse(key(a).started) - Date.parse(key(b).started) ||
+      byCodeUnits(key(a).runId, key(b).runId) ||
+      byCodeUnits(a.file, b.file),
+  );
+}
+
+function checkDuplicates(logs: LogInput[]): void {
+  for (let i = 0; i < logs.length; i++) {
+    for (let j = i + 1; j < logs.length; j++) {
+      const [a, b] = [logs[i]!, logs[j]!];
+      const [sa, sb] = [startOf(a), startOf(b)];
+      if (sa.runId !== sb.runId || !isDeepStrictEqual(sa.shard, sb.shard)) continue;
+      const what = `run ${sa.runId}, ${shardText(sa.shard)}`;
+      if (realpath(a.file) === realpath(b.file)) {
+        throw new CudamatrixError('MERGE_DUPLICATE', `${a.file} and ${b.file} are the same event log (${what}), given twice; pass each log once`);
+      }
+      throw new CudamatrixError('MERGE_DUPLICATE', `${a.file} and ${b.file} are the same run (${what}): one log and a copy of it; pass one of them`);
+    }
+  }
+}
+
+function checkOverlaps(logs: LogInput[]): void {
+  const owner = new Map<string, LogInput>();
+  const clashes = new Map<string, { a: LogInput; b: LogInput; cells: string[] }>();
+  for (const log of logs) {
+    for (const cell of plannedCells(log)) {
+      const first = owner.get(cell);
+      if (!first) {
+        owner.set(cell, log);
+        continue;
+      }
+      const key = `${first.file}\0${log.file}`;
+      if (!clashes.has(key)) clashes.set(key, { a: first, b: log, cells: [] });
+      clashes.get(key)!.cells.push(cell);
+    }
+  }
+  if (clashes.size === 0) return;
+  const lines = [...clashes.values()].map(({ a, b, cells }) => `${a.file} (run ${startOf(a).runId}, ${shardText(startOf(a).shard)}) and ${b.file} (run ${startOf(b).runId}, ${shardText(startOf(b).shard)}) both hold ${cells.length} cell${cells.length === 1 ? '' : 's'}: ${some(cells)}`);
+  throw new CudamatrixError(
+    'MERGE_OVERLAP',
+    `the logs overlap: ${lines.join('; ')}. Shards of one run never share a cell, so these are two runs of the same cells (a shard run again, or the shards of two runs); merge one log per cell`,
+  );
+}
+
+/** The expectations of each environment class, a missing class as none. */
+function sameExpectations(a: RunStartEvent, b: RunStartEvent): string[] {
+  const classes = [...new Set([...Object.keys(a.matrix.expectations), ...Object.keys(b.matrix.expectations)])].sort(byCodeUnits);
+  return classes.filter((c) => !isDeepStrictEqual(a.matrix.expectations[c] ?? [], b.matrix.expectations[c] ?? []));
+}
+
+function checkSameMatrix(logs: LogInput[]): void {
+  const [first, ...rest] = logs as [LogInput, ...LogInput[]];
+  const s0 = startOf(first);
+  for (const log of rest) {
+    const s = startOf(log);
+    if (s.version !== s0.version) {
+      throw new CudamatrixError(
+        'MERGE_MISMATCH',
+        `${first.file} was written by cudamatrix ${s0.version} and ${log.file} by cudamatrix ${s.version}; a merged run has one version (its records name the version that measured them), so merge the logs of one version, or record each log on its own (cudamatrix record LOG)`,
+      );
+    }
+    const differ = sameExpectations(s0, s);
+    if (differ.length) {
+      throw new CudamatrixError(
+        'MERGE_MISMATCH',
+        `${first.file} and ${log.file} come from different matrices: their expectations for ${differ.join(', ')} differ, and a merged run is judged against one matrix; merge the logs of runs of one matrix`,
+      );
+    }
+  }
+  // A target in several logs (its probes split between them) must be the same target in each.
+  const defined = new Map<string, { log: LogInput; e: TargetStartEvent }>();
+  for (const log of logs) {
+    for (const e of log.events) {
+      if (e.type !== 'target-start') continue;
+      const other = defined.get(e.target);
+      if (!other) {
+        defined.set(e.target, { log, e });
+        continue;
+      }
+      const fields = (['environment', 'transport', 'expect'] as const).filter((k) => !isDeepStrictEqual(other.e[k], e[k]));
+      if (fields.length) {
+        throw new CudamatrixError(
+          'MERGE_MISMATCH',
+          `target "${e.target}" is defined differently in ${other.log.file} and ${log.file} (${fields.join(', ')}): the logs come from different matrices; merge the logs of runs of one matrix`,
+        );
+      }
+    }
+  }
+}
+
+function warningsOf(logs: LogInput[]): string[] {
+  const warnings: string[] = [];
+  const files = [...new Set(logs.map((l) => startOf(l).matrix.file))];
+  if (files.length > 1) warnings.push(`the logs name different matrix files (${files.join(', ')}); their expectations agree, so they are taken as one matrix, named ${files[0]}`);
+  const quick = logs.filter((l) => startOf(l).options.quick);
+  if (quick.length > 0 && quick.length < logs.length) {
+    warnings.push(`${some(quick.map((l) => l.file))} ran with --quick (small parameters) and the others did not: each cell keeps the parameters it ran with`);
+  }
+  const totals = [...new Set(logs.flatMap((l) => (startOf(l).shard ? [startOf(l).shard!.total] : [])))];
+  for (const total of totals) {
+    const have = new Set(logs.flatMap((l) => (startOf(l).shard?.total === total ? [startOf(l).shard!.index] : [])));
+    const missing = Array.from({ length: total }, (_, i) => i + 1).filter((i) => !have.has(i));
+    const one = missing.length === 1;
+    if (missing.length) warnings.push(`shard${one ? '' : 's'} ${missing.map((i) => `${i}/${total}`).join(', ')} of the split into ${total} ${one ? 'is' : 'are'} not among the logs: the merged run lacks ${one ? 'its' : 'their'} cells`);
+  }
+  for (const log of logs) {
+    if (!log.events.some((e) => e.type === 'run-end')) warnings.push(`${log.file} has no run-end (the run was killed before it finished): what it did not finish is missing, and the merged run counts as interrupted`);
+  }
+  return warnings;
+}
+
+/** The same logs give the same id: the earliest start, as run ids begin, then a hash of the logs' run ids and shards. */
+export function mergedRunId(logs: LogInput[], started: string): string {
+  const parts = logs.map((l) => `${startOf(l).runId}\0${shardText(startOf(l).shard)}`).sort(byCodeUnits);
+  const hash = createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 6);
+  return `${started.replace(/[:.]/g, '-')}-merged-${hash}`;
+}
+
+/**
+ * Targets in the order every log gives (its own order is kept); between logs, which do not say
+ * where one log's targets stood among another's in the matrix, by name.
+ */
+function targetOrder(logs: LogInput[]): string[] {
+  const chains = logs.map(targetsOf);
+  const placed: string[] = [];
+  const done = new Set<string>();
+  for (;;) {
+    const heads: string[] = [];
+    for (const chain of chains) {
+      while (chain.length && done.has(chain[0]!)) chain.shift();
+      if (chain.length) heads.push(chain[0]!);
+    }
+    if (heads.length === 0) return placed;
+    const next = heads.sort(byCodeUnits)[0]!;
+    done.add(next);
+    placed.push(next);
+  }
+}
+
+/** When a log ended: its run-end, or for a killed run the last time it wrote. */
+function endOf(log: LogInput): { finished: string; interrupted: boolean } {
+  const end = log.events.find((e): e is RunEndEvent => e.type === 'run-end');
+  if (end) return { finished: end.finished, interrupted: end.interrupted };
+  const times = log.events.flatMap((e) => ('time' in e && e.time ? [e.time] : []));
+  return { finished: times.at(-1) ?? startOf(log).started, interrupted: true };
+}
+
+const earliest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) < Date.parse(a) ? b : a));
+const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
+
+/** Merges logs into one run (see the top of this file for what it looks like and what is refused). */
+export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): MergedRun {
+  if (given.length === 0) throw new CudamatrixError('USAGE', 'nothing to merge: pass the event logs (events.jsonl) or run folders of the shards');
+  const logs = ordered(given);
+  checkDuplicates(logs);
+  checkSameMatrix(logs);
+  checkOverlaps(logs);
+
+  const starts = logs.map(startOf);
+  const first = starts[0]!;
+  const started = earliest(starts.map((s) => s.started));
+  const order = targetOrder(logs);
+  const cells = order.flatMap((t) => logs.flatMap((l) => startOf(l).cells.filter((c) => targetOf(c) === t)));
+  const start: MergedRunStart = {
+    type: 'run-start',
+    schemaVersion: EVENTS_SCHEMA_VERSION,
+    tool: 'cudamatrix',
+    version: first.version,
+    runId: mergedRunId(logs, started),
+    started,
+    shard: null,
+    matrix: { file: first.matrix.file, ...(first.matrix.description !== undefined ? { description: first.matrix.description } : {}), expectations: first.matrix.expectations },
+    cells,
+    options: { strict: options.strict || starts.every((s) => s.options.strict), quick: starts.some((s) => Boolean(s.options.quick)) },
+    mergedFrom: logs.map((l) => ({ file: l.file, runId: startOf(l).runId, shard: startOf(l).shard, started: startOf(l).started })),
+  };
+
+  const events: RunEvent[] = [start];
+  for (const target of order) {
+    const parts = logs.filter((l) => l.events.some((e) => 'target' in e && e.target === target));
+    // A target whose probes were split between logs starts once, with all of its probes.
+    const probes = [...new Set(parts.flatMap((l) => l.events.flatMap((e) => (e.type === 'target-start' && e.target === target ? e.probes : []))))];
+    // And with one sysinfo run, as a single run has: the planned one, else the first log's.
+    const sysinfoFrom = parts.find((l) => l.events.some((e) => e.type === 'cell-end' && e.target === target && e.probe === 'sysinfo' && e.planned)) ?? parts[0];
+    let started = false;
+    for (const log of parts) {
+      for (const e of log.events) {
+        if (!('target' in e) || e.target !== target) continue;
+        if ((e.type === 'cell-start' || e.type === 'cell-end') && e.probe === 'sysinfo' && log !== sysinfoFrom) continue;
+        if (e.type === 'target-start') {
+          if (started) continue;
+          started = true;
+          events.push(parts.length > 1 ? { ...e, probes } : e);
+        } else {
+          events.push(e);
+        }
+      }
+    }
+  }
+  const ends = logs.map(endOf);
+  const finished = latest(ends.map((e) => e.finished));
+  events.push({ type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(started)), interrupted: ends.some((e) => e.interrupted) });
+  return { start, events, warnings: warningsOf(logs) };
+}
+
+/**
+ * Writes the merged run's folder, <resultsDir>/<run-id>/events.jsonl, as run writes its own (one
+ * event a line). The same logs give the same run id: a second merge of them replaces the file.
+ */
+export function writeMergedRun(merged: MergedRun, resultsDir: string): { runDir: string; eventsFile: string } {
+  const runDir = path.join(resultsDir, merged.start.runId);
+  makeDir(runDir, 'the run folder');
+  const eventsFile = path.join(runDir, 'events.jsonl');
+  writeFileAtomic(eventsFile, merged.events.map((e) => `${JSON.stringify(e)}\n`).join(''));
+  return { runDir, eventsFile };
+}
