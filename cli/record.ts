@@ -9,7 +9,7 @@ import { checkOutputPath, isStdout, writeOutput } from '../core/fs.ts';
 import { ExitCode } from '../core/errors.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { keyText, sameObservation, type BehaviourRecord } from '../results/record/format.ts';
-import { readInput, type Input } from '../results/record/read.ts';
+import { measuredSomething, NOTHING_MEASURED, readInput, type Input } from '../results/record/read.ts';
 import { REDACTED, redactRecord } from '../results/record/redact.ts';
 import { RecordStore } from '../results/record/store.ts';
 import { renderSubmission } from '../results/record/submit.ts';
@@ -53,7 +53,9 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   const repo = opts.submit ? null : repositoryOf(opts.recordsDir);
   const prepared = inputs.map((input) => ({
     input,
-    records: input.records.map(({ record }) => {
+    // A record of nothing (no fact, no metric) would, being newer, hide a full record of its key: never written.
+    empty: input.records.filter(({ record }) => !measuredSomething(record)).map(({ record, file }) => `${file ?? record.observed.target} (${keyText(record.key)}): ${NOTHING_MEASURED}`),
+    records: input.records.filter(({ record }) => measuredSomething(record)).map(({ record }) => {
       const evidence = input.eventLog ? evidenceOf(input.eventLog, repo) : record.evidence;
       const clean = redactRecord(record);
       return evidence ? { ...clean, evidence } : clean;
@@ -62,20 +64,21 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   const log = opts.submit && isStdout(opts.submit) ? process.stderr : process.stdout;
   const say = (line: string) => log.write(`${line}\n`);
   let total = 0;
-  for (const { input, records } of prepared) {
+  for (const { input, records, empty } of prepared) {
     total += records.length;
+    const why = [...input.unrecorded, ...empty];
     if (records.length === 0) {
-      say(`${input.source}: no GPU observation, nothing to record${input.unrecorded.length ? `: ${input.unrecorded.join('; ')}` : ''}`);
-    }
+      say(`${input.source}: no GPU observation, nothing to record${why.length ? `: ${why.join('; ')}` : ''}`);
+    } else if (empty.length) say(`${input.source}: not recorded: ${empty.join('; ')}`);
   }
   if (total === 0) {
-    process.stderr.write(`nothing recorded: no input holds an observation of a GPU (a record needs a target whose sysinfo found a driver and a GPU, and a probe that measured something)\n`);
+    process.stderr.write(`nothing recorded: no input holds an observation of a GPU (a record needs a target whose sysinfo found a driver and a GPU, and a probe that measured a fact or a metric)\n`);
     return ExitCode.nothingMeasured;
   }
   return opts.submit ? submit(prepared, opts.submit, say) : store(prepared, opts.recordsDir, say);
 }
 
-function submit(prepared: { input: Input; records: BehaviourRecord[] }[], file: string, say: (l: string) => void): number {
+function submit(prepared: { input: Input; records: BehaviourRecord[]; empty: string[] }[], file: string, say: (l: string) => void): number {
   const chosen: BehaviourRecord[] = [];
   for (const { input, records } of prepared) {
     say(describeInput(input));
@@ -91,7 +94,7 @@ function submit(prepared: { input: Input; records: BehaviourRecord[] }[], file: 
   return ExitCode.ok;
 }
 
-function store(prepared: { input: Input; records: BehaviourRecord[] }[], dir: string, say: (l: string) => void): number {
+function store(prepared: { input: Input; records: BehaviourRecord[]; empty: string[] }[], dir: string, say: (l: string) => void): number {
   const records = new RecordStore(dir);
   let clashes = 0;
   let conflicts = 0;

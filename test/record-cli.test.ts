@@ -1,5 +1,5 @@
 /** `cudamatrix record` and `cudamatrix diff` as a user runs them: the real CLI process. */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { doctored, H200_DIR, H200_RUNS, h200Records, metricOf, noDriverLog } from '../results/record/fixture.ts';
@@ -75,6 +75,36 @@ describe('cudamatrix record', () => {
     expect(c.code, c.stderr).toBe(0);
     expect(c.stdout).toContain(`${sub} (submitted file): 1 observation`);
     expect(readFileSync(path.join(records, recordPath(runs[0]!)), 'utf8')).toBe(recordJson(redactRecord(runs[0]!)));
+  });
+});
+
+const SYSINFO_LOG = path.join(H200_DIR, 'h200-linux-sysinfo', 'events.jsonl');
+
+describe('cudamatrix record: what it refuses', () => {
+  it('a sysinfo-only run (no fact, no metric) writes no record and says so per target, exit 4', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const records = path.join(dir, 'records');
+    const r = await runCli(['record', '--records-dir', records, SYSINFO_LOG]);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stdout).toContain(`${SYSINFO_LOG}: no GPU observation, nothing to record: local: no fact and no metric measured (only sysinfo ran, or every other probe gave nothing); a record needs at least one`);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it('diff pairs the newest record of a key that has facts: an empty newer record does not hide a full one', async () => {
+    const dir = tempDir('cm-diff-cli-');
+    const empty = doctored(runs[0]!, 'e0e0e0e0e0e0e0e0', (x) => {
+      x.facts = {};
+      x.metrics = [];
+      x.observed.date = '2027-01-01T00:00:00.000Z';
+    });
+    const folder = path.join(dir, 'a');
+    mkdirSync(folder);
+    writeFileSync(path.join(folder, 'full.json'), recordJson(runs[0]!));
+    writeFileSync(path.join(folder, 'empty.json'), recordJson(empty));
+    const r = await runCli(['diff', folder, H200_RUNS[1]!]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('  facts    20 compared: none changed\n');
+    expect(r.stdout).toContain('an observation of this key without facts; the newest with facts');
   });
 });
 

@@ -4,7 +4,8 @@
  *
  * Records are paired by their key without the driver (environment, GPU, OS, OS build,
  * container), so that driver-575 against driver-580 compares like with like. A key with several
- * records on one side (conflicting observations kept in a folder) compares its newest.
+ * records on one side (conflicting observations kept in a folder) compares its newest that has
+ * facts (a record without any, of a run of sysinfo alone, never hides one with them).
  *
  * Of a pair: the facts that both have and whose values differ; the cells whose outcome differs
  * (a probe that passed and now fails); and every metric series both have (name and attrs),
@@ -367,7 +368,10 @@ export function seriesText(name: string, attrs: Record<string, Scalar> | undefin
   return entries.length ? `${name} {${entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ')}}` : name;
 }
 
-const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) => (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+const hasFacts = (r: BehaviourRecord) => Object.keys(r.facts).length > 0;
+/** The one compared first: a record with facts before one without (a run of sysinfo alone must not hide a full one), then the newest. */
+const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
+  Number(hasFacts(y)) - Number(hasFacts(x)) || (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
 
 function byKey(records: BehaviourRecord[]): Map<string, BehaviourRecord[]> {
   const out = new Map<string, BehaviourRecord[]>();
@@ -392,7 +396,10 @@ export function diffRecords(a: BehaviourRecord | BehaviourRecord[], b: Behaviour
   const pairs: PairDiff[] = [];
   const onlyA: Unpaired[] = [];
   const onlyB: Unpaired[] = [];
-  const older = (newest: BehaviourRecord) => `an older observation of this key; the newest (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`;
+  const older = (newest: BehaviourRecord, r: BehaviourRecord) =>
+    !hasFacts(r) && hasFacts(newest)
+      ? `an observation of this key without facts; the newest with facts (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`
+      : `an older observation of this key; the newest (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`;
   for (const [key, la] of ga) {
     const lb = gb.get(key);
     if (!lb) {
@@ -400,8 +407,8 @@ export function diffRecords(a: BehaviourRecord | BehaviourRecord[], b: Behaviour
       continue;
     }
     pairs.push(diffPair(la[0]!, lb[0]!, options.all ?? false));
-    for (const r of la.slice(1)) onlyA.push({ key, record: side(r), reason: older(la[0]!) });
-    for (const r of lb.slice(1)) onlyB.push({ key, record: side(r), reason: older(lb[0]!) });
+    for (const r of la.slice(1)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r) });
+    for (const r of lb.slice(1)) onlyB.push({ key, record: side(r), reason: older(lb[0]!, r) });
   }
   for (const [key, lb] of gb) if (!ga.has(key)) for (const r of lb) onlyB.push({ key, record: side(r), reason: 'no observation of this key on the other side' });
   return { changed: pairs.some((p) => p.changed), pairs, onlyA, onlyB };

@@ -32,11 +32,21 @@ export interface Input {
   unrecorded: string[];
 }
 
+/** Whether a record observed anything: a fact or a metric (a run of sysinfo alone gives neither). */
+export const measuredSomething = (r: BehaviourRecord): boolean => Object.keys(r.facts).length > 0 || r.metrics.length > 0;
+
+/** Why a target's record measured nothing, in words. */
+export const NOTHING_MEASURED = 'no fact and no metric measured (only sysinfo ran, or every other probe gave nothing); a record needs at least one';
+
 /** Why each target of a log that gave no record gave none, in words. */
-function unrecordedTargets(events: RunEvent[], recorded: Set<string>): string[] {
+function unrecordedTargets(events: RunEvent[], recorded: Set<string>, empty: Set<string>): string[] {
   const out: string[] = [];
   for (const e of events) {
     if (e.type !== 'target-start' || recorded.has(e.target)) continue;
+    if (empty.has(e.target)) {
+      out.push(`${e.target}: ${NOTHING_MEASURED}`);
+      continue;
+    }
     const error = events.find((x) => x.type === 'target-error' && x.target === e.target);
     if (error?.type === 'target-error') {
       out.push(`${e.target}: not reached (${error.code}: ${error.message})`);
@@ -53,8 +63,11 @@ function unrecordedTargets(events: RunEvent[], recorded: Set<string>): string[] 
 
 function fromEventLog(source: string, file: string, defaults: Expectations): Input {
   const events = readEventLog(file);
-  const records = recordsFromEvents(events, defaults);
-  return { source, kind: 'event-log', eventLog: file, records: records.map((record) => ({ record, file: null })), unrecorded: unrecordedTargets(events, new Set(records.map((r) => r.observed.target))) };
+  const all = recordsFromEvents(events, defaults);
+  // A target whose record holds no fact and no metric (sysinfo alone) observed nothing to record or compare.
+  const records = all.filter(measuredSomething);
+  const empty = new Set(all.filter((r) => !measuredSomething(r)).map((r) => r.observed.target));
+  return { source, kind: 'event-log', eventLog: file, records: records.map((record) => ({ record, file: null })), unrecorded: unrecordedTargets(events, new Set(records.map((r) => r.observed.target)), empty) };
 }
 
 type Expectations = Partial<Record<string, Expectation[]>>;
