@@ -49,7 +49,7 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   if (opts.submit) checkOutputPath(opts.submit, '--submit');
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // Every input is read before anything is written: a bad one stops the command with nothing half done.
-  const inputs = sources.map((s) => readInput(s, defaults));
+  const inputs = sources.map((s) => readInput(s, defaults, { complete: true }));
   const repo = opts.submit ? null : repositoryOf(opts.recordsDir);
   const prepared = inputs.map((input) => ({
     input,
@@ -114,7 +114,13 @@ function store(prepared: { input: Input; records: BehaviourRecord[]; empty: stri
         continue;
       }
       const passed = r.verdicts.filter((v) => v.status === 'passed').length;
-      say(`    written ${outcome.file}: ${Object.keys(r.facts).length} facts, ${r.metrics.length} metrics; default expectations: ${passed} of ${r.verdicts.length} passed${r.evidence ? `; evidence ${r.evidence}` : ''}`);
+      const counts = `${Object.keys(r.facts).length} facts, ${r.metrics.length} metrics; default expectations: ${passed} of ${r.verdicts.length} passed${r.evidence ? `; evidence ${r.evidence}` : ''}`;
+      if (outcome.kind === 'written') say(`    written ${outcome.file}: ${counts}`);
+      else {
+        say(
+          `    REPLACED ${outcome.file}: ${counts}; it held a record of this run and target with fewer facts or cells (${outcome.before.facts} facts, ${outcome.before.cells} cells), none different: made from a truncated log of the run`,
+        );
+      }
       for (const c of outcome.conflicts) {
         conflicts++;
         say(`    CONFLICT with ${c.file} (same key, different facts; both are kept and the report shows the conflict):`);

@@ -90,6 +90,35 @@ describe('cudamatrix record: what it refuses', () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
+  it('an incomplete event log (a cut-off last line, no run-end) is refused naming the file; the full log replaces a record of the same run with fewer facts', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const records = path.join(dir, 'records');
+    const lines = readFileSync(H200_RUNS[0]!, 'utf8').trimEnd().split('\n');
+    const cut = path.join(dir, 'cut.jsonl');
+    writeFileSync(cut, `${lines.slice(0, -1).join('\n')}\n${lines[lines.length - 1]!.slice(0, 20)}`);
+    const noEnd = path.join(dir, 'no-end.jsonl');
+    writeFileSync(noEnd, `${lines.slice(0, 8).join('\n')}\n`);
+    for (const [log, why] of [[cut, `its last line (${lines.length}) is cut off`], [noEnd, 'it has no run-end event']] as const) {
+      const r = await runCli(['record', '--records-dir', records, log]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`error [EVENTS_INVALID]: ${log} is an incomplete event log (${why}): the run crashed or was cut short, or the file was truncated; a record is made from the log of a run that ended (run it again, or record the complete events.jsonl)\n`);
+    }
+    expect(readdirSync(dir).sort()).toEqual(['cut.jsonl', 'no-end.jsonl']);
+    // A record of the same run with fewer facts and cells (as a truncated log gave before): the full log replaces it.
+    const clean = redactRecord(runs[0]!);
+    const part = doctored(clean, clean.id, (x) => {
+      x.facts = Object.fromEntries(Object.entries(x.facts).slice(0, 3));
+      x.cells = x.cells.slice(0, 2);
+    });
+    const file = path.join(records, recordPath(runs[0]!));
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, recordJson(part));
+    const r = await runCli(['record', '--records-dir', records, H200_RUNS[0]!]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain(`    REPLACED ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed; it held a record of this run and target with fewer facts or cells (3 facts, 2 cells), none different: made from a truncated log of the run\n`);
+    expect(readFileSync(file, 'utf8')).toBe(recordJson(clean));
+  });
+
   it('diff pairs the newest record of a key that has facts: an empty newer record does not hide a full one', async () => {
     const dir = tempDir('cm-diff-cli-');
     const empty = doctored(runs[0]!, 'e0e0e0e0e0e0e0e0', (x) => {

@@ -61,8 +61,31 @@ function unrecordedTargets(events: RunEvent[], recorded: Set<string>, empty: Set
   return out;
 }
 
-function fromEventLog(source: string, file: string, defaults: Expectations): Input {
+/**
+ * Why an event log is incomplete (a partial last line, or no run-end event: a run that crashed
+ * or was cut short, or a file truncated in a copy), or null when it is whole.
+ */
+export function incompleteLog(file: string, events: RunEvent[]): string | null {
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim());
+  const last = lines[lines.length - 1];
+  try {
+    if (last !== undefined) JSON.parse(last);
+  } catch {
+    return `its last line (${lines.length}) is cut off`;
+  }
+  if (!events.some((e) => e.type === 'run-end')) return 'it has no run-end event';
+  return null;
+}
+
+function fromEventLog(source: string, file: string, defaults: Expectations, complete: boolean): Input {
   const events = readEventLog(file);
+  const why = complete ? incompleteLog(file, events) : null;
+  if (why) {
+    throw new CudamatrixError(
+      'EVENTS_INVALID',
+      `${file} is an incomplete event log (${why}): the run crashed or was cut short, or the file was truncated; a record is made from the log of a run that ended (run it again, or record the complete events.jsonl)`,
+    );
+  }
   const all = recordsFromEvents(events, defaults);
   // A target whose record holds no fact and no metric (sysinfo alone) observed nothing to record or compare.
   const records = all.filter(measuredSomething);
@@ -98,9 +121,11 @@ function readRecordFile(file: string, text: string): BehaviourRecord[] {
 
 /**
  * Reads one input. `defaults`: the default expectations, which records made from an event log
- * are judged against (matrix/default.yaml's).
+ * are judged against (matrix/default.yaml's). `complete`: refuse an event log that is incomplete
+ * (see incompleteLog), as `record` does: a record of part of a run must not stand for the run.
  */
-export function readInput(source: string, defaults: Expectations): Input {
+export function readInput(source: string, defaults: Expectations, options: { complete?: boolean } = {}): Input {
+  const complete = options.complete ?? false;
   let st;
   try {
     st = statSync(source);
@@ -109,7 +134,7 @@ export function readInput(source: string, defaults: Expectations): Input {
   }
   if (st.isDirectory()) {
     const log = path.join(source, 'events.jsonl');
-    if (statSync(log, { throwIfNoEntry: false })?.isFile()) return fromEventLog(source, log, defaults);
+    if (statSync(log, { throwIfNoEntry: false })?.isFile()) return fromEventLog(source, log, defaults, complete);
     const files = recordFilesUnder(source);
     if (files.length === 0) {
       throw new CudamatrixError('USAGE', `${source} holds neither an events.jsonl (a run folder) nor record files (*.json, or driver-<version>/*.json); pass a run folder or a folder of records`);
@@ -128,7 +153,7 @@ export function readInput(source: string, defaults: Expectations): Input {
   } catch {
     first = undefined;
   }
-  if (isObject(first) && 'type' in first) return fromEventLog(source, source, defaults);
+  if (isObject(first) && 'type' in first) return fromEventLog(source, source, defaults, complete);
   if (trimmed.startsWith('{') || trimmed.startsWith('[')) return { source, kind: 'record', records: readRecordFile(source, text).map((record) => ({ record, file: source })), unrecorded: [] };
   throw new CudamatrixError(
     'RECORD_INVALID',

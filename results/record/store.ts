@@ -10,7 +10,9 @@
  * - the same key, no shared fact different, but facts only one of them has (a run of fewer
  *   probes): written, not a conflict;
  * - a file already at the record's path (the same run and target) that is not the same
- *   observation: not overwritten, a clash (the record of one run should not change).
+ *   observation: not overwritten, a clash (the record of one run should not change); unless
+ *   that record has fewer facts or cells and none that differ (made from a truncated log of
+ *   the run): then replaced, and said.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -29,6 +31,7 @@ export interface FactDifference {
 
 export type StoreOutcome =
   | { kind: 'written'; file: string; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[] }
+  | { kind: 'replaced'; file: string; before: { facts: number; cells: number }; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[] }
   | { kind: 'duplicate'; file: string; existing: string }
   | { kind: 'clash'; file: string };
 
@@ -72,10 +75,19 @@ export class RecordStore {
     const same = [...existing].filter(([, r]) => keyText(r.key) === key);
     const duplicate = same.find(([, r]) => sameObservation(r, record));
     if (duplicate) return { kind: 'duplicate', file, existing: path.join(this.dir, duplicate[0]) };
-    if (existing.has(rel)) return { kind: 'clash', file };
+    const there = existing.get(rel);
+    // The same run and target with fewer facts or cells, none different: a truncated log's record, which the whole log's replaces.
+    const replaces =
+      there !== undefined &&
+      there.observed.runId === record.observed.runId &&
+      (Object.keys(there.facts).length < Object.keys(record.facts).length || there.cells.length < record.cells.length) &&
+      Object.keys(there.facts).every((n) => n in record.facts && record.facts[n]!.value === there.facts[n]!.value) &&
+      there.cells.every((c) => record.cells.some((d) => d.probe === c.probe));
+    if (there && !replaces) return { kind: 'clash', file };
     const conflicts: { file: string; facts: FactDifference[] }[] = [];
     const partial: { file: string; facts: FactDifference[] }[] = [];
     for (const [other, r] of same) {
+      if (other === rel) continue;
       const facts = factDifferences(record, r);
       const target = facts.some((f) => f.here !== undefined && f.there !== undefined) ? conflicts : partial;
       target.push({ file: path.join(this.dir, other), facts });
@@ -83,6 +95,7 @@ export class RecordStore {
     // Written whole or not at all: a half-written record would break every later read of the folder.
     writeFileAtomic(file, recordJson(record));
     existing.set(rel, record);
+    if (there) return { kind: 'replaced', file, before: { facts: Object.keys(there.facts).length, cells: there.cells.length }, conflicts, partial };
     return { kind: 'written', file, conflicts, partial };
   }
 }
