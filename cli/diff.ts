@@ -4,7 +4,7 @@
  */
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { diffRecords, noiseText, type RecordsDiff } from '../results/record/diff.ts';
-import { formatDiff } from '../results/record/diff-text.ts';
+import { formatDiff, type SideFiles } from '../results/record/diff-text.ts';
 import { keyText } from '../results/record/format.ts';
 import { readInput, type Input } from '../results/record/read.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
@@ -22,16 +22,16 @@ function describe(input: Input): string {
 }
 
 /** The diff as JSON: every pair with its changed facts and cells, its metrics (with how their noise was decided) and what was not compared. */
-function diffJson(d: RecordsDiff, a: Input, b: Input, files: Map<string, string>): unknown {
-  const withFile = <T extends { id: string }>(s: T) => ({ ...s, file: files.get(s.id) ?? null });
+function diffJson(d: RecordsDiff, a: Input, b: Input, files: SideFiles): unknown {
+  const withFile = <T extends { id: string }>(s: T, side: 'a' | 'b') => ({ ...s, file: files[side].get(s.id) ?? null });
   return {
     schema: DIFF_SCHEMA,
     changed: d.changed,
     a: { source: a.source, kind: a.kind, records: a.records.length },
     b: { source: b.source, kind: b.kind, records: b.records.length },
-    pairs: d.pairs.map((p) => ({ ...p, a: withFile(p.a), b: withFile(p.b), metrics: p.metrics.map((m) => ({ ...m, noiseText: noiseText(m) })) })),
-    onlyA: d.onlyA.map((u) => ({ ...u, record: withFile(u.record) })),
-    onlyB: d.onlyB.map((u) => ({ ...u, record: withFile(u.record) })),
+    pairs: d.pairs.map((p) => ({ ...p, a: withFile(p.a, 'a'), b: withFile(p.b, 'b'), metrics: p.metrics.map((m) => ({ ...m, noiseText: noiseText(m) })) })),
+    onlyA: d.onlyA.map((u) => ({ ...u, record: withFile(u.record, 'a') })),
+    onlyB: d.onlyB.map((u) => ({ ...u, record: withFile(u.record, 'b') })),
   };
 }
 
@@ -59,8 +59,9 @@ export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOp
       `no observation of ${a.source} has a counterpart in ${b.source}: records pair by environment, GPU, OS and container (not the driver). a has ${keys(a)}; b has ${keys(b)}`,
     );
   }
-  const files = new Map<string, string>();
-  for (const input of [a, b]) for (const r of input.records) if (r.file) files.set(r.record.id, r.file);
+  // Per side: both sides may hold a record of one id (a record against the log it came from, a doctored copy).
+  const filesOf = (input: Input) => new Map(input.records.flatMap((r) => (r.file ? [[r.record.id, r.file] as const] : [])));
+  const files: SideFiles = { a: filesOf(a), b: filesOf(b) };
   if (opts.json) process.stdout.write(`${JSON.stringify(diffJson(d, a, b, files), null, 2)}\n`);
   else process.stdout.write(formatDiff(d, { a: describe(a), b: describe(b) }, files, opts.all));
   return d.changed ? ExitCode.expectationFailed : ExitCode.ok;

@@ -147,7 +147,7 @@ describe('cudamatrix diff', () => {
 
   it('the committed record against a doctored copy (a fact changed, a pinned bandwidth halved): both named, exit 1; --json says the same', async () => {
     const dir = tempDir('cm-diff-cli-');
-    const copy = doctored(runs[0]!, 'd0c704edd0c704ed', (x) => {
+    const copy = doctored(runs[0]!, runs[0]!.id, (x) => {
       x.facts['pinned-vram.counts_as_vram']!.value = true;
       metricOf(x, 'transfer-bandwidth.bandwidth_gbps', { direction: 'd2h', memory: 'pinned', size_bytes: 16 * 1024 ** 2 }).value! /= 2;
     });
@@ -157,6 +157,9 @@ describe('cudamatrix diff', () => {
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain('    pinned-vram.counts_as_vram  false → true\n');
     expect(r.stdout).toContain('    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), noise ±3 %: catalogue ±3 %\n');
+    const committed = path.join(H200_DIR, path.basename(recordPath(runs[0]!)));
+    // the same record id on both sides: each line names its own side's file
+    expect(r.stdout).toContain(`  a  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${committed}\n`);
     expect(r.stdout).toContain(`  b  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${file}\n`);
     expect(r.stdout).toMatch(/Behaviour changed \(1 pair of records compared\): 1 fact changed, 1 metric beyond noise\.\n$/);
 
@@ -166,7 +169,8 @@ describe('cudamatrix diff', () => {
     expect(Object.keys(out)).toEqual(['schema', 'changed', 'a', 'b', 'pairs', 'onlyA', 'onlyB']);
     expect(out).toMatchObject({ schema: 'cudamatrix-diff/1', changed: true, a: { source: H200_DIR, kind: 'records-folder', records: 1 }, b: { source: file, kind: 'record', records: 1 }, onlyA: [], onlyB: [] });
     const p = out.pairs[0];
-    expect(p.a).toEqual({ id: runs[0]!.id, driver: '580.159.04', date: runs[0]!.observed.date, runId: runs[0]!.observed.runId, target: 'local', file: path.join(H200_DIR, path.basename(recordPath(runs[0]!))) });
+    expect(p.a).toEqual({ id: runs[0]!.id, driver: '580.159.04', date: runs[0]!.observed.date, runId: runs[0]!.observed.runId, target: 'local', file: committed });
+    expect(p.b.file).toBe(file);
     expect(p.facts).toEqual([{ name: 'pinned-vram.counts_as_vram', a: false, b: true }]);
     expect(p.metrics).toHaveLength(166); // --json lists every metric compared
     expect(p.metrics.filter((m: { flagged: boolean }) => m.flagged)).toEqual([

@@ -18,8 +18,14 @@ function metricLines(m: MetricComparison, indent: string): string[] {
   return [`${indent}${seriesText(m.name, m.attrs)}`, `${indent}    ${values}: ${moved}${m.problem ? m.problem : `noise ±${pct(m.noise)}: ${noiseText(m)}`}`];
 }
 
-function pairLines(p: PairDiff, files: Map<string, string>, all: boolean): string[] {
-  const out = [p.key, `  a  ${sideLine(p.a, files.get(p.a.id))}`, `  b  ${sideLine(p.b, files.get(p.b.id))}`];
+/** Record id -> the file it was read from, per side: both sides may hold one id (a record against the log it came from, a doctored copy). */
+export interface SideFiles {
+  a: Map<string, string>;
+  b: Map<string, string>;
+}
+
+function pairLines(p: PairDiff, files: SideFiles, all: boolean): string[] {
+  const out = [p.key, `  a  ${sideLine(p.a, files.a.get(p.a.id))}`, `  b  ${sideLine(p.b, files.b.get(p.b.id))}`];
   out.push(`  facts    ${p.factsCompared} compared: ${p.facts.length === 0 ? 'none changed' : `${p.facts.length} changed`}`);
   const width = Math.max(0, ...p.facts.map((f) => f.name.length));
   for (const f of p.facts) out.push(`    ${f.name.padEnd(width)}  ${show(f.a)} → ${show(f.b)}`);
@@ -43,12 +49,13 @@ function pairLines(p: PairDiff, files: Map<string, string>, all: boolean): strin
   return out;
 }
 
-/** The whole diff as text; `files`: record id -> the file it was read from, where it was. */
-export function formatDiff(d: RecordsDiff, inputs: { a: string; b: string }, files: Map<string, string>, all = false): string {
+/** The whole diff as text; `files`: record id -> the file it was read from, where it was (one map for both sides, or one per side). */
+export function formatDiff(d: RecordsDiff, inputs: { a: string; b: string }, filesOf: Map<string, string> | SideFiles, all = false): string {
+  const files = filesOf instanceof Map ? { a: filesOf, b: filesOf } : filesOf;
   const out = [`a: ${inputs.a}`, `b: ${inputs.b}`, ''];
   for (const p of d.pairs) out.push(...pairLines(p, files, all), '');
   for (const [name, list] of [['a', d.onlyA], ['b', d.onlyB]] as const) {
-    for (const u of list) out.push(`only in ${name}: ${u.key} (${sideLine(u.record, files.get(u.record.id))}): ${u.reason}`);
+    for (const u of list) out.push(`only in ${name}: ${u.key} (${sideLine(u.record, files[name].get(u.record.id))}): ${u.reason}`);
   }
   if (d.onlyA.length || d.onlyB.length) out.push('');
   const facts = d.pairs.reduce((n, p) => n + p.facts.length, 0);
