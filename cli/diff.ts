@@ -59,6 +59,13 @@ export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOp
       `no observation of ${a.source} has a counterpart in ${b.source}: records pair by environment, GPU, OS and container (not the driver). a has ${keys(a)}; b has ${keys(b)}`,
     );
   }
+  const compared = d.pairs.reduce((n, p) => n + p.factsCompared + p.metricTally.compared, 0);
+  if (compared === 0) {
+    throw new CudamatrixError(
+      'NOTHING_TO_COMPARE',
+      `nothing that compares between ${a.source} and ${b.source}: ${d.pairs.length === 1 ? 'the pair' : `the ${d.pairs.length} pairs`} of records share no fact and no metric series (records without facts or metrics, or runs of other probes); diff compares what both sides measured`,
+    );
+  }
   // Per side: both sides may hold a record of one id (a record against the log it came from, a doctored copy).
   const filesOf = (input: Input) => new Map(input.records.flatMap((r) => (r.file ? [[r.record.id, r.file] as const] : [])));
   const files: SideFiles = { a: filesOf(a), b: filesOf(b) };

@@ -208,6 +208,17 @@ describe('cudamatrix diff', () => {
     writeFileSync(wsl, recordJson(doctored(runs[0]!, '0000000000000001', (x) => void (x.key = { ...x.key, environment: 'wsl2' }))));
     const apart = await runCli(['diff', H200_RUNS[0]!, wsl]);
     expect(apart.code).toBe(2);
+    const bare = (id: string) => doctored(runs[0]!, id, (x) => {
+      x.facts = {};
+      x.metrics = [];
+    });
+    const [e1, e2] = [path.join(dir, 'e1.json'), path.join(dir, 'e2.json')];
+    writeFileSync(e1, recordJson(bare('e1e1e1e1e1e1e1e1')));
+    writeFileSync(e2, recordJson(bare('e2e2e2e2e2e2e2e2')));
+    const nothing = await runCli(['diff', e1, e2]);
+    expect(nothing.code).toBe(2);
+    expect(nothing.stdout).toBe('');
+    expect(nothing.stderr).toBe(`error [NOTHING_TO_COMPARE]: nothing that compares between ${e1} and ${e2}: the pair of records share no fact and no metric series (records without facts or metrics, or runs of other probes); diff compares what both sides measured\n`);
     expect(apart.stderr).toContain(`no observation of ${H200_RUNS[0]} has a counterpart in ${wsl}: records pair by environment, GPU, OS and container (not the driver). a has linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker; b has wsl2 · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker`);
   });
 });
