@@ -204,8 +204,9 @@ The merged run is rendered exactly as a single run of the same cells: the consol
 junit.xml and summary.json beside its events.jsonl, and cudamatrix record and report read it as
 any run. Its run id is made from the logs' (merging the same logs again replaces the same run
 folder); it starts when the earliest log started, has no shard, and is interrupted when any
-log was or has no run-end (a killed run). Each target keeps its own events in its log's order;
-targets of different logs, which no log orders, follow in name order.
+log was. A log without a run-end (a killed run) leaves the merged log without one: interrupted,
+and incomplete as that log is (record refuses both). Each target keeps its events in its log's
+order; targets of different logs, which no log orders, follow in name order.
 
 Refused (exit 2, naming both files):
   a newer event schema                   upgrade cudamatrix
@@ -222,7 +223,7 @@ Exit status (the merged run's, as for run):
   2    a log refused (above), unreadable or not found; or a target's configuration error
   3    a target was unreachable or a probe crashed or timed out in a log
   4    --strict (or every log ran with it), and nothing was measured
-  130  a log was interrupted (or killed): its results are merged, the rest is missing`,
+  130  a log was interrupted or killed: what it finished is merged, the rest is missing`,
     )
     .action(async (logs: string[], opts) => {
       process.exitCode = await (await import('./merge.ts')).mergeCommand(logs, opts);

@@ -83,15 +83,19 @@ describe('merging event logs', () => {
     expect(summarize(merged).counts).toEqual(summarize(h200Events).counts);
   });
 
-  it('marks the merged run interrupted when a shard was, and when a shard has no run-end (killed)', () => {
+  it('marks the merged run interrupted when a shard was; a shard without a run-end (killed) leaves the merged log without one', () => {
     const stopped = shardLog('b/events.jsonl', ['gpu-a'], { shard: [2, 2], interrupted: true });
     const m = mergeEventLogs([a, stopped]);
     expect(m.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
     expect(exitCodeOf(summarize(m.events), { strict: false })).toBe(130);
     const killed = shardLog('k/events.jsonl', ['gpu-a'], { shard: [2, 2], interrupted: null });
     const k = mergeEventLogs([a, killed]);
-    expect(k.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true, finished: '2026-11-29T12:01:00.000Z' });
-    expect(k.warnings).toEqual(['k/events.jsonl has no run-end (the run was killed before it finished): what it did not finish is missing, and the merged run counts as interrupted']);
+    expect(k.events.filter((e) => e.type === 'run-end')).toEqual([]);
+    expect(targetsIn(k.events)).toEqual(['gpu-a', 'gpu-b', 'gpu-d']);
+    expect(summarize(k.events).interrupted).toBe(true);
+    expect(k.warnings).toEqual([
+      'k/events.jsonl has no run-end (the run was killed, or the file cut short): what it did not finish is missing, and the merged log has no run-end either, so it counts as interrupted and is as incomplete as that log (record refuses it)',
+    ]);
   });
 
   it('refuses the same log twice, and two logs of one run id and shard, naming both files', () => {
@@ -251,9 +255,13 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
     writeFileSync(file, `${text}\n`);
     const r = await runCli(['merge', shardDirs[0]!, file, '--results-dir', killed, '-q']);
     expect(r.code).toBe(130);
-    expect(r.stderr).toContain(`warning: ${file} has no run-end (the run was killed before it finished)`);
+    expect(r.stderr).toContain(`warning: ${file} has no run-end (the run was killed, or the file cut short)`);
     expect(r.stdout).toContain('The run was interrupted; the results above cover what finished.');
     expect(r.stdout).toContain('Exit status: 130');
+    // The merged log is as incomplete as the killed shard's: no record is made of it.
+    const record = await runCli(['record', only(killed), '--records-dir', runs('records')]);
+    expect(record.code).toBe(2);
+    expect(record.stderr).toContain('is an incomplete event log (it has no run-end event)');
   });
 
   it('exits 2 and writes nothing for a duplicate, an overlap or a newer schema, naming the files', async () => {
@@ -276,7 +284,7 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
   it('explains itself in --help: inputs, what is refused, and the exit statuses', async () => {
     const r = await runCli(['merge', '--help']);
     expect(r.code).toBe(0);
-    for (const text of ['<logs...>', '--results-dir <dir>', '--junit <file>', '--json', 'Refused (exit 2, naming both files)', 'two logs that planned the same cell', 'Exit status', '130  a log was interrupted']) {
+    for (const text of ['<logs...>', '--results-dir <dir>', '--junit <file>', '--json', 'Refused (exit 2, naming both files)', 'two logs that planned the same cell', 'Exit status', '130  a log was interrupted or killed']) {
       expect(r.stdout).toContain(text);
     }
   });

@@ -16,8 +16,9 @@
  *              order within each log is kept, and targets of different logs, which no log
  *              orders, go by name (code-unit order). The result does not depend on the order
  *              the logs are given in.
- *   run-end    finished: the latest end; interrupted when any log was, or ended without a
- *              run-end (a killed run).
+ *   run-end    finished: the latest end; interrupted when any log was. A log without a run-end
+ *              (a killed run, or a file cut short) leaves the merged log without one too: it
+ *              counts as interrupted, and like that log it is incomplete (record refuses both).
  *
  * Refused (a CudamatrixError naming both files): a newer event schema (readEventLog); the same
  * log twice, or two logs of one run id and shard; two logs that planned the same cell; logs of
@@ -226,7 +227,9 @@ function warningsOf(logs: LogInput[]): string[] {
     if (missing.length) warnings.push(`shard${one ? '' : 's'} ${missing.map((i) => `${i}/${total}`).join(', ')} of the split into ${total} ${one ? 'is' : 'are'} not among the logs: the merged run lacks ${one ? 'its' : 'their'} cells`);
   }
   for (const log of logs) {
-    if (!log.events.some((e) => e.type === 'run-end')) warnings.push(`${log.file} has no run-end (the run was killed before it finished): what it did not finish is missing, and the merged run counts as interrupted`);
+    if (!log.events.some((e) => e.type === 'run-end')) {
+      warnings.push(`${log.file} has no run-end (the run was killed, or the file cut short): what it did not finish is missing, and the merged log has no run-end either, so it counts as interrupted and is as incomplete as that log (record refuses it)`);
+    }
   }
   return warnings;
 }
@@ -259,13 +262,7 @@ function targetOrder(logs: LogInput[]): string[] {
   }
 }
 
-/** When a log ended: its run-end, or for a killed run the last time it wrote. */
-function endOf(log: LogInput): { finished: string; interrupted: boolean } {
-  const end = log.events.find((e): e is RunEndEvent => e.type === 'run-end');
-  if (end) return { finished: end.finished, interrupted: end.interrupted };
-  const times = log.events.flatMap((e) => ('time' in e && e.time ? [e.time] : []));
-  return { finished: times.at(-1) ?? startOf(log).started, interrupted: true };
-}
+const endOf = (log: LogInput) => log.events.find((e): e is RunEndEvent => e.type === 'run-end');
 
 const earliest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) < Date.parse(a) ? b : a));
 const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
@@ -320,8 +317,11 @@ export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): M
     }
   }
   const ends = logs.map(endOf);
-  const finished = latest(ends.map((e) => e.finished));
-  events.push({ type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(started)), interrupted: ends.some((e) => e.interrupted) });
+  // A log that never ended (killed, or cut short) is incomplete, and so is the merged log: no run-end.
+  if (ends.every((e) => e !== undefined)) {
+    const finished = latest(ends.map((e) => e!.finished));
+    events.push({ type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(started)), interrupted: ends.some((e) => e!.interrupted) });
+  }
   return { start, events, warnings: warningsOf(logs) };
 }
 
