@@ -1,15 +1,28 @@
+/**
+ * The verdict engine. Every test runs twice (test/live-and-merged.ts): on the log as given, and on
+ * the same log cut into shard logs and merged by cudamatrix merge; the verdicts must be the same.
+ * A real run on this machine, live and as two shards merged, is judged alike too.
+ */
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fixture.ts';
 import { repoRoot } from '../test/helpers.ts';
-import { readEventLog } from '../events/events.ts';
+import { readEventLog, type RunEvent } from '../events/events.ts';
 import { formatValue } from '../core/units.ts';
 import { factIn, h200Events, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../test/h200-fixture.ts';
-import { exitCodeOf, summarize, withEventsFile, type FactEvidence, type MetricEvidence, type Verdict } from './verdicts.ts';
+import { mergedShards, noDriverHere, realRun, SOURCES, type RunSource, type SourceName } from '../test/live-and-merged.ts';
+import { exitCodeOf, summarize as summarizeLog, withEventsFile, type FactEvidence, type MetricEvidence, type Verdict } from './verdicts.ts';
+
+/** summarize, on the log as given ('live') or on the same log merged from its shards. */
+const summarizer =
+  (source: SourceName) =>
+  (events: RunEvent[], options?: { eventsFile?: string }): ReturnType<typeof summarizeLog> =>
+    summarizeLog(source === 'live' ? events : mergedShards(events), options);
 
 const h200 = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux-sysinfo', 'events.jsonl');
 
-describe('verdicts', () => {
+describe.each(SOURCES)('verdicts (%s)', (source) => {
+  const summarize = summarizer(source);
   it('judges the committed H200 record: Linux detected, its class expectations met', () => {
     const s = summarize(readEventLog(h200));
     const t = s.targets[0]!;
@@ -145,7 +158,8 @@ describe('verdicts', () => {
   });
 });
 
-describe('evidence in verdicts', () => {
+describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
+  const summarize = summarizer(source);
   const verdictOf = (events: Parameters<typeof summarize>[0], title: string): Verdict => {
     const v = summarize(events).targets[0]!.verdicts.find((x) => x.title === title);
     if (!v) throw new Error(`no verdict "${title}"`);
@@ -234,5 +248,29 @@ describe('evidence in verdicts', () => {
     // A summary that names its log keeps it; one that does not takes the reporters' path.
     expect(withEventsFile(s, 'elsewhere.jsonl').targets[0]!.verdicts[0]!.eventsFile).toBe('runs/a/events.jsonl');
     expect(withEventsFile(summarize(h200Events), 'b.jsonl').targets[0]!.verdicts[0]!.eventsFile).toBe('b.jsonl');
+  });
+});
+
+describe.runIf(noDriverHere).each(SOURCES)('verdicts of a real run on this machine (%s)', (source) => {
+  let src: RunSource;
+  beforeAll(async () => {
+    src = await realRun(source);
+  });
+
+  it('judges each target: the failed target expectation, skips where no driver, an error where the target was unreachable', () => {
+    const s = summarizeLog(src.events, { eventsFile: src.eventsFile });
+    expect(s.targets.map((t) => [t.name, t.verdicts.map((v) => [v.title, v.source, v.status])])).toEqual([
+      ['alpha', [['cuda-graph.supported == true', 'all', 'skipped'], ['sysinfo.os_family == "windows"', 'target', 'failed'], ['sync-latency.p50_us <= 100 us', 'linux', 'skipped']]],
+      ['bravo', [['cuda-graph.supported == true', 'all', 'error']]],
+      ['charlie', [['cuda-graph.supported == true', 'all', 'skipped'], ['sysinfo.os_family == "linux"', 'linux', 'passed'], ['sync-latency.p50_us <= 100 us', 'linux', 'skipped']]],
+    ]);
+    expect(s.targets[0]!.verdicts[1]).toMatchObject({ evidence: { kind: 'fact', value: 'linux', source: 'os' }, eventsFile: src.eventsFile });
+    expect(exitCodeOf(s, { strict: false })).toBe(3);
+  });
+
+  it('gives the live run\'s verdicts, word for word, and its counts', async () => {
+    const [live, here] = [summarizeLog((await realRun('live')).events), summarizeLog(src.events)];
+    expect(here.targets.map((t) => t.verdicts)).toEqual(live.targets.map((t) => t.verdicts));
+    expect([here.counts, here.nothingMeasured, here.hasInfrastructureError, here.interrupted]).toEqual([live.counts, live.nothingMeasured, live.hasInfrastructureError, live.interrupted]);
   });
 });

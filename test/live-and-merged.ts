@@ -82,6 +82,18 @@ export async function liveAndMerged(yaml: string, shards = 2): Promise<{ live: R
   return { live, merged: { events: readLogs([eventsFile])[0]!.events, runId: m.start.runId, runDir, eventsFile }, shards: parts };
 }
 
+/** The two sources every reporter test renders, in the order describe.each takes them. */
+export const SOURCES: SourceName[] = ['live', 'merged shards'];
+
+/** The run of REAL_RUNS_MATRIX a source names: the live run, or the merged shards. */
+export async function realRun(name: SourceName): Promise<RunSource> {
+  const runs = await realRuns();
+  return name === 'live' ? runs.live : runs.merged;
+}
+
+/** The run id of a log. */
+export const runIdOf = (events: RunEvent[]): string => (events[0] as RunStartEvent).runId;
+
 let realRunsOnce: ReturnType<typeof liveAndMerged> | undefined;
 
 /** The runs of REAL_RUNS_MATRIX, made once per test file. */
@@ -118,7 +130,7 @@ export function mergedShards(events: RunEvent[], groups?: string[][]): RunEvent[
 }
 
 /** For describe.each: the log as it is ('live'), and merged from its shards ('merged shards'). */
-export function twice(events: RunEvent[], groups?: string[][]): [SourceName, RunEvent[]][] {
+export function twice(events: RunEvent[], groups?: string[][]): [[SourceName, RunEvent[]], [SourceName, RunEvent[]]] {
   return [
     ['live', events],
     ['merged shards', mergedShards(events, groups)],

@@ -2,16 +2,22 @@
  * The console reporter: what it says the driver does (rendered from the committed H200 record),
  * the evidence of failed expectations, interrupted runs, and what it writes to a terminal and to
  * a pipe (the live progress line, colours and the switches NO_COLOR / FORCE_COLOR / CI).
+ *
+ * Every test of a rendered log runs twice (test/live-and-merged.ts): on the log as a run wrote
+ * it, and on the same log cut into shard logs and merged by cudamatrix merge; and a real run on
+ * this machine, live and as two shards merged. Both must print the same, run ids, times,
+ * durations and folders aside. The terminal tests feed events by hand and render no log.
  */
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { formatValue } from '../../core/units.ts';
 import { readEventLog, type RunEvent, type RunStartEvent } from '../../events/events.ts';
 import { cell, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
 import { metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
 import { repoRoot, tempDir } from '../../test/helpers.ts';
+import { noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../../test/live-and-merged.ts';
 import { summarize } from '../verdicts.ts';
 import { colorEnabled, consoleReporter, progressEnabled, type ConsoleOptions } from './console.ts';
 
@@ -35,7 +41,7 @@ function withLinuxExpectations(replace: NonNullable<RunStartEvent['matrix']['exp
   return [{ ...start, matrix: { ...start.matrix, expectations: { ...start.matrix.expectations, linux: [...linux, ...replace] } } }, ...h200.slice(1)];
 }
 
-describe('console: what the driver does (the H200 record)', () => {
+describe.each(twice(h200))('console: what the driver does (the H200 record, %s)', (_source, h200) => {
   const { text } = render(h200);
   const lines = text.split('\n');
 
@@ -97,12 +103,13 @@ describe('console: what the driver does (the H200 record)', () => {
   });
 });
 
-describe('console: expectations not met', () => {
-  const events = withLinuxExpectations([
-    { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card: pinned memory counts against VRAM (C1)' },
-    { metric: 'sync-latency.p99_us', '<=': '10 us', why: 'a bound this GPU does not meet' },
-    pinnedH2dAtLeast40,
-  ]);
+const notMet = withLinuxExpectations([
+  { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card: pinned memory counts against VRAM (C1)' },
+  { metric: 'sync-latency.p99_us', '<=': '10 us', why: 'a bound this GPU does not meet' },
+  pinnedH2dAtLeast40,
+]);
+
+describe.each(twice(notMet))('console: expectations not met (%s)', (_source, events) => {
   const { text } = render(events);
   const lines = text.split('\n');
 
@@ -145,20 +152,22 @@ describe('console: expectations not met', () => {
   });
 });
 
-describe('console: an interrupted run', () => {
-  const cells = ['a', 'b', 'c', 'd', 'e'].map((t) => `${t}/sysinfo`);
-  const start = (t: string): RunEvent => ({ type: 'cell-start', cell: `${t}/sysinfo`, target: t, probe: 'sysinfo', time: '2026-11-29T12:00:00.500Z' });
-  const events: RunEvent[] = [
-    runStart({}, cells),
-    targetStart('a'),
-    start('a'),
-    cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux', driver_version: '580.1', gpu_name: 'NVIDIA H200' })),
-    targetStart('b'),
-    start('b'),
-    cell('b', 'sysinfo', 'cancelled', [], { reason: 'the run was interrupted while this probe ran' }),
-    ...['c', 'd', 'e'].flatMap((t) => [targetStart(t), cell(t, 'sysinfo', 'not-run', [], { reason: 'the run was interrupted before this cell started', durationMs: 0 })]),
-    { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: true },
-  ];
+const interruptedCellStart = (t: string): RunEvent => ({ type: 'cell-start', cell: `${t}/sysinfo`, target: t, probe: 'sysinfo', time: '2026-11-29T12:00:00.500Z' });
+const interrupted: RunEvent[] = [
+  runStart({}, ['a', 'b', 'c', 'd', 'e'].map((t) => `${t}/sysinfo`)),
+  targetStart('a'),
+  interruptedCellStart('a'),
+  cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux', driver_version: '580.1', gpu_name: 'NVIDIA H200' })),
+  targetStart('b'),
+  interruptedCellStart('b'),
+  cell('b', 'sysinfo', 'cancelled', [], { reason: 'the run was interrupted while this probe ran' }),
+  ...['c', 'd', 'e'].flatMap((t) => [targetStart(t), cell(t, 'sysinfo', 'not-run', [], { reason: 'the run was interrupted before this cell started', durationMs: 0 })]),
+  { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: true },
+];
+/** Shards of two hosts (a, b on one; c, d, e on the other), both interrupted. */
+const interruptedShards = [['a', 'b'], ['c', 'd', 'e']];
+
+describe.each(twice(interrupted, interruptedShards))('console: an interrupted run (%s)', (_source, events) => {
   const { text } = render(events);
 
   it('sums up the cells that never started in one line, and gives the cancelled one its line', () => {
@@ -174,15 +183,16 @@ describe('console: an interrupted run', () => {
   });
 });
 
-describe('console: a target that cannot run probes by its nature (WSL 1)', () => {
-  const why = 'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
-  const events: RunEvent[] = [
-    runStart({}, ['wsl1/sysinfo', 'wsl1/pinned-vram']),
-    targetStart('wsl1', [], 'wsl2', ['sysinfo', 'pinned-vram']),
-    { type: 'target-error', target: 'wsl1', time: '2026-11-29T12:00:00.100Z', code: 'WSL_VERSION_1', message: why },
-    ...['sysinfo', 'pinned-vram'].map((p) => cell('wsl1', p, 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 })),
-    { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: false },
-  ];
+const why = 'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
+const wsl1: RunEvent[] = [
+  runStart({}, ['wsl1/sysinfo', 'wsl1/pinned-vram']),
+  targetStart('wsl1', [], 'wsl2', ['sysinfo', 'pinned-vram']),
+  { type: 'target-error', target: 'wsl1', time: '2026-11-29T12:00:00.100Z', code: 'WSL_VERSION_1', message: why },
+  ...['sysinfo', 'pinned-vram'].map((p) => cell('wsl1', p, 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 })),
+  { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: false },
+];
+
+describe.each(twice(wsl1))('console: a target that cannot run probes by its nature (WSL 1, %s)', (_source, events) => {
   const { text } = render(events);
 
   it('says it is skipped and why, as a skip and not as an error, and exits 0', () => {
@@ -192,6 +202,64 @@ describe('console: a target that cannot run probes by its nature (WSL 1)', () =>
     expect(text).not.toMatch(/✗|target error|No usable NVIDIA driver/);
     expect(text).toContain('Nothing was measured: every probe was skipped.');
     expect(text).toContain('Exit status: 0');
+  });
+});
+
+describe('console: the same from the live log and from merged shards', () => {
+  it.each([
+    ['the H200 record', h200, undefined],
+    ['expectations not met', notMet, undefined],
+    ['an interrupted run', interrupted, interruptedShards],
+    ['WSL 1', wsl1, undefined],
+  ] as const)('%s', (_what, events, groups) => {
+    const [[, live], [, merged]] = twice(events, groups as string[][] | undefined);
+    expect(runIdOf(merged)).not.toBe(runIdOf(live));
+    expect(normalise(render(merged).text, { runId: runIdOf(merged) })).toBe(normalise(render(live).text, { runId: runIdOf(live) }));
+  });
+});
+
+/** The console of a real run (test/live-and-merged.ts), with its own event log's path. */
+function renderRun(src: RunSource): string {
+  const writes: string[] = [];
+  const r = consoleReporter({ color: false, out: { write: (t: string) => writes.push(t) } });
+  for (const e of src.events) r.onEvent!(e);
+  r.onEnd!(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
+  return writes.join('');
+}
+
+describe.runIf(noDriverHere).each(SOURCES)('console: a real run on this machine (%s)', (source) => {
+  let src: RunSource;
+  let text: string;
+  beforeAll(async () => {
+    src = await realRun(source);
+    text = renderRun(src);
+  });
+
+  it('follows the run target by target: the cells of alpha, the unreachable bravo, charlie', () => {
+    const lines = text.split('\n');
+    expect(lines[0]).toMatch(new RegExp(`^cudamatrix \\S+: run ${src.runId}, 9 cells from live-and-merged\\.yaml$`));
+    const order = ['▶ alpha ', '[1/9] alpha/sysinfo', '[3/9] alpha/cuda-graph', '▶ bravo ', '[4/9] bravo/sysinfo error', '▶ charlie ', '[9/9] charlie/cuda-graph skipped'];
+    const at = order.map((t) => lines.findIndex((l) => l.includes(t)));
+    expect(at.every((i) => i > 0)).toBe(true);
+    expect([...at].sort((x, y) => x - y)).toEqual(at);
+    expect(text).toMatch(/^ {2}✗ bravo: (AUTH_FAILED|TARGET_UNREACHABLE): /m);
+  });
+
+  it('sums up: the failed expectation with its why and evidence, the error, the table, the counts, the events and exit 3', () => {
+    expect(text).toContain('✗ alpha: sysinfo.os_family == "windows" [target] — expected sysinfo.os_family to be "windows", observed "linux"');
+    expect(text).toMatch(/why: +a wrong expectation, so that a failure and its evidence are rendered\n +observed: +"linux"\n +source: +os\n/);
+    expect(text).toMatch(/✗ bravo: cuda-graph\.supported == true \[all\] — probe cuda-graph failed: (AUTH_FAILED|TARGET_UNREACHABLE): /);
+    expect(text).toMatch(/^alpha +linux +none found .* 0\/3\/0 +0\/1\/2\/0$/m);
+    expect(text).toMatch(/^bravo +unknown .* 0\/0\/3 +0\/0\/0\/1$/m);
+    expect(text).toMatch(/^charlie +linux +none found .* 0\/3\/0 +1\/0\/2\/0$/m);
+    expect(text).toContain('Expectations: 1 passed, 1 failed, 4 skipped, 1 errors.');
+    expect(text).toContain(`Events: ${src.eventsFile} (every sample and reading behind these verdicts)`);
+    expect(text.trimEnd().endsWith('Exit status: 3')).toBe(true);
+  });
+
+  it('prints what the live run prints', async () => {
+    const live = await realRun('live');
+    expect(normalise(text, src)).toBe(normalise(renderRun(live), live));
   });
 });
 

@@ -1,25 +1,35 @@
-import { describe, expect, it } from 'vitest';
+/**
+ * The JSON summary. Every test of a rendered log runs twice (test/live-and-merged.ts): on the log
+ * as a run wrote it, and on the same log cut into shard logs and merged by cudamatrix merge; and
+ * a real run on this machine, live and as two shards merged. Both must give the same JSON, run
+ * ids, times, durations and folders aside.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { RunEvent } from '../../events/events.ts';
 import { cell, runEnd, runStart, targetStart } from '../../test/events-fixture.ts';
 import { factIn, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
 import { tempDir } from '../../test/helpers.ts';
+import { noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../../test/live-and-merged.ts';
 import { summarize } from '../verdicts.ts';
 import { jsonReporter, summaryJson } from './json.ts';
 
-describe('JSON summary', () => {
+const why = 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"';
+const skippedAndDown: RunEvent[] = [
+  runStart(),
+  targetStart('wsl1'),
+  { type: 'target-error' as const, target: 'wsl1', time: '', code: 'WSL_VERSION_1', message: why },
+  cell('wsl1', 'sysinfo', 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 }),
+  targetStart('down'),
+  { type: 'target-error' as const, target: 'down', time: '', code: 'TARGET_UNREACHABLE', message: 'connect ECONNREFUSED' },
+  cell('down', 'sysinfo', 'error', [], { reason: 'connect ECONNREFUSED', errorCode: 'TARGET_UNREACHABLE' }),
+  runEnd,
+];
+const h200Failing = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+
+describe.each(twice(skippedAndDown))('JSON summary (%s)', (_source, events) => {
   it('gives a target that cannot run probes by its nature as skipped, with the reason, and not as an error', () => {
-    const why = 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"';
-    const events = [
-      runStart(),
-      targetStart('wsl1'),
-      { type: 'target-error' as const, target: 'wsl1', time: '', code: 'WSL_VERSION_1', message: why },
-      cell('wsl1', 'sysinfo', 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 }),
-      targetStart('down'),
-      { type: 'target-error' as const, target: 'down', time: '', code: 'TARGET_UNREACHABLE', message: 'connect ECONNREFUSED' },
-      cell('down', 'sysinfo', 'error', [], { reason: 'connect ECONNREFUSED', errorCode: 'TARGET_UNREACHABLE' }),
-      runEnd,
-    ];
     const json = JSON.parse(summaryJson(summarize(events))) as { counts: { cells: Record<string, number> }; targets: Record<string, unknown>[] };
     expect(json.counts.cells).toEqual({ skipped: 1, error: 1 });
     expect(json.targets[0]).toMatchObject({ name: 'wsl1', error: null, skipped: { code: 'WSL_VERSION_1', reason: why }, cells: [{ status: 'skipped', reason: why }] });
@@ -27,9 +37,8 @@ describe('JSON summary', () => {
   });
 });
 
-describe('JSON summary: the evidence per verdict', () => {
+describe.each(twice(h200Failing))('JSON summary: the evidence per verdict (%s)', (_source, events) => {
   it('gives each verdict its samples within and outside the bounds, or the fact\'s evidence, its why and the event log', () => {
-    const events = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
     const dir = tempDir();
     const eventsFile = path.join(dir, 'events.jsonl');
     jsonReporter((runDir) => path.join(runDir, 'summary.json')).onEnd!(summarize(events), { runDir: dir, eventsFile, strict: false });
@@ -57,3 +66,48 @@ describe('JSON summary: the evidence per verdict', () => {
   });
 });
 
+
+describe('JSON summary: the same from the live log and from merged shards', () => {
+  it.each([
+    ['a skipped and an unreachable target', skippedAndDown],
+    ['the H200 run with failing expectations', h200Failing],
+  ])('%s', (_what, events) => {
+    const [[, live], [, merged]] = twice(events);
+    const json = (e: RunEvent[]) => normalise(summaryJson(summarize(e, { eventsFile: 'runs/x/events.jsonl' })), { runId: runIdOf(e) });
+    expect(json(merged)).toBe(json(live));
+    expect(JSON.parse(summaryJson(summarize(merged)))).toMatchObject({ runId: runIdOf(merged), shard: null });
+  });
+});
+
+/** summary.json of a real run (test/live-and-merged.ts), as the reporter writes it into a run folder. */
+function summaryOfRun(src: RunSource): string {
+  const runDir = tempDir();
+  jsonReporter((dir) => path.join(dir, 'summary.json')).onEnd!(summarize(src.events), { runDir, eventsFile: src.eventsFile, strict: false });
+  return readFileSync(path.join(runDir, 'summary.json'), 'utf8');
+}
+
+describe.runIf(noDriverHere).each(SOURCES)('JSON summary: a real run on this machine (%s)', (source) => {
+  let src: RunSource;
+  let text: string;
+  beforeAll(async () => {
+    src = await realRun(source);
+    text = summaryOfRun(src);
+  });
+
+  it('names the run and its log, counts cells and verdicts, and gives every target in the run\'s order', () => {
+    type Json = { runId: string; events: string; shard: unknown; counts: unknown; targets: { name: string; error: { code: string } | null; cells: { cell: string; status: string }[]; verdicts: { title: string; status: string; eventsFile: string; why?: string }[] }[] };
+    const json = JSON.parse(text) as Json;
+    expect(json).toMatchObject({ runId: src.runId, events: src.eventsFile, shard: null });
+    expect(json.counts).toEqual({ cells: { skipped: 6, error: 3 }, verdicts: { passed: 1, failed: 1, skipped: 4, error: 1 } });
+    expect(json.targets.map((t) => t.name)).toEqual(['alpha', 'bravo', 'charlie']);
+    expect(json.targets[1]!.error?.code).toMatch(/^(AUTH_FAILED|TARGET_UNREACHABLE)$/);
+    expect(json.targets[0]!.cells.map((c) => [c.cell, c.status])).toEqual([['alpha/sysinfo', 'skipped'], ['alpha/sync-latency', 'skipped'], ['alpha/cuda-graph', 'skipped']]);
+    const failed = json.targets[0]!.verdicts.find((v) => v.status === 'failed')!;
+    expect(failed).toMatchObject({ title: 'sysinfo.os_family == "windows"', why: 'a wrong expectation, so that a failure and its evidence are rendered', eventsFile: src.eventsFile, evidence: { kind: 'fact', value: 'linux', source: 'os' } });
+  });
+
+  it('is the live run\'s summary', async () => {
+    const live = await realRun('live');
+    expect(normalise(text, src)).toBe(normalise(summaryOfRun(live), live));
+  });
+});

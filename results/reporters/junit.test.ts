@@ -1,14 +1,22 @@
-import { describe, expect, it } from 'vitest';
+/**
+ * The JUnit reporter. Every test of a rendered log runs twice (test/live-and-merged.ts): on the
+ * log as a run wrote it, and on the same log cut into shard logs and merged by cudamatrix merge;
+ * and a real run on this machine, live and as two shards merged. Both must give the same XML,
+ * run ids, times, durations and folders aside.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { formatValue } from '../../core/units.ts';
+import type { RunEvent } from '../../events/events.ts';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
 import { factIn, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
 import { tempDir, validateJunit } from '../../test/helpers.ts';
+import { mergedShards, noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../../test/live-and-merged.ts';
 import { summarize } from '../verdicts.ts';
 import { junitReporter, junitXml } from './junit.ts';
 
-const events = [
+const targets: RunEvent[] = [
   runStart({ linux: [{ fact: 'sysinfo.tcc_driver', equals: false }, { fact: 'sysinfo.gpu_name', equals: 'NVIDIA H100' }] }),
   targetStart('gpu', [], 'auto'),
   cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', gpu_name: 'NVIDIA H200 <&"quoted">', tcc_driver: false, driver_model: null })),
@@ -26,7 +34,10 @@ const events = [
   runEnd,
 ];
 
-describe('JUnit reporter', () => {
+/** Shards as of two hosts: gpu, nodriver and crashed on one; unreachable and wsl1 on the other. */
+const targetShards = [['gpu', 'nodriver', 'crashed'], ['unreachable', 'wsl1']];
+
+describe.each(twice(targets, targetShards))('JUnit reporter (%s)', (_source, events) => {
   const xml = junitXml(summarize(events));
 
   it('validates against the JUnit 10 schema', async () => {
@@ -62,8 +73,9 @@ describe('JUnit reporter', () => {
   });
 });
 
-describe('JUnit: the evidence in a <failure> body', () => {
-  const events = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+const h200Failing = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+
+describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)', (source, events) => {
   const dir = tempDir();
   const file = path.join(dir, 'junit.xml');
   // Through the reporter, as a run ends: the event log's path comes from the run's context.
@@ -108,14 +120,53 @@ describe('JUnit: the evidence in a <failure> body', () => {
   });
 
   it('gives an expectation that could not be judged its reason and why in the <error> body', async () => {
-    const broken = junitXml(
-      summarize(
-        [runStart({ linux: [{ metric: 'sysinfo.fake', '>=': 1, why: 'a metric sysinfo does not report' }] }), targetStart('box'), cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), runEnd],
-        { eventsFile: 'runs/y/events.jsonl' },
-      ),
-    );
+    const log = [runStart({ linux: [{ metric: 'sysinfo.fake', '>=': 1, why: 'a metric sysinfo does not report' }] }), targetStart('box'), cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), runEnd];
+    const broken = junitXml(summarize(source === 'live' ? log : mergedShards(log), { eventsFile: 'runs/y/events.jsonl' }));
     expect(broken).toMatch(/<error message="probe sysinfo did not report sysinfo.fake" type="EXPECTATION_ERROR"><!\[CDATA\[expectation: sysinfo.fake >= 1 \[from linux\]\nresult: probe sysinfo did not report sysinfo.fake\nwhy: a metric sysinfo does not report\nevent log: runs\/y\/events.jsonl\]\]><\/error>/);
     await expect(validateJunit(broken)).resolves.toBeUndefined();
   });
 });
 
+
+describe('JUnit: the same from the live log and from merged shards', () => {
+  it.each([
+    ['targets of every kind', targets, targetShards],
+    ['the H200 run with failing expectations', h200Failing, undefined],
+  ] as const)('%s', (_what, events, groups) => {
+    const [[, live], [, merged]] = twice(events, groups as string[][] | undefined);
+    const xml = (e: RunEvent[]) => normalise(junitXml(summarize(e, { eventsFile: 'runs/x/events.jsonl' })), { runId: runIdOf(e) });
+    expect(xml(merged)).toBe(xml(live));
+    expect(xml(live)).toContain('<testsuites name="cudamatrix <run-id>"');
+  });
+});
+
+/** JUnit of a real run (test/live-and-merged.ts), written by the reporter into its run folder. */
+function junitOfRun(src: RunSource): string {
+  const file = path.join(tempDir(), 'junit.xml');
+  junitReporter(file).onEnd!(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
+  return readFileSync(file, 'utf8');
+}
+
+describe.runIf(noDriverHere).each(SOURCES)('JUnit: a real run on this machine (%s)', (source) => {
+  let src: RunSource;
+  let xml: string;
+  beforeAll(async () => {
+    src = await realRun(source);
+    xml = junitOfRun(src);
+  });
+
+  it('validates, with a suite per target in the run\'s order and the failure\'s body naming this run\'s log', async () => {
+    await validateJunit(xml);
+    expect([...xml.matchAll(/<testsuite name="([^"]+)"/g)].map((m) => m[1])).toEqual(['alpha', 'bravo', 'charlie']);
+    expect(xml).toMatch(/<testsuites name="cudamatrix ([^"]+)" tests="16" failures="1" errors="4">/);
+    expect(xml).toContain(`<testsuites name="cudamatrix ${src.runId}"`);
+    expect(xml).toMatch(/<failure message="expected sysinfo.os_family to be &quot;windows&quot;, observed &quot;linux&quot;" type="EXPECTATION_FAILED"><!\[CDATA\[expectation: sysinfo.os_family == "windows" \[from target\]/);
+    expect(xml).toContain(`event log: ${src.eventsFile}]]></failure>`);
+    expect(xml).toMatch(/<error message="[^"]*" type="(AUTH_FAILED|TARGET_UNREACHABLE)"/);
+  });
+
+  it('is the live run\'s JUnit', async () => {
+    const live = await realRun('live');
+    expect(normalise(xml, src)).toBe(normalise(junitOfRun(live), live));
+  });
+});
