@@ -32,6 +32,7 @@ function diffJson(d: RecordsDiff, a: Input, b: Input, files: SideFiles): unknown
     pairs: d.pairs.map((p) => ({ ...p, a: withFile(p.a, 'a'), b: withFile(p.b, 'b'), metrics: p.metrics.map((m) => ({ ...m, noiseText: noiseText(m) })) })),
     onlyA: d.onlyA.map((u) => ({ ...u, record: withFile(u.record, 'a') })),
     onlyB: d.onlyB.map((u) => ({ ...u, record: withFile(u.record, 'b') })),
+    conflicts: d.conflicts.map((c) => ({ ...c, records: c.records.map((r) => withFile(r, c.side)) })),
   };
 }
 

@@ -166,8 +166,8 @@ describe('cudamatrix diff', () => {
     const j = await runCli(['diff', '--json', H200_DIR, file]);
     expect(j.code).toBe(1);
     const out = JSON.parse(j.stdout);
-    expect(Object.keys(out)).toEqual(['schema', 'changed', 'a', 'b', 'pairs', 'onlyA', 'onlyB']);
-    expect(out).toMatchObject({ schema: 'cudamatrix-diff/1', changed: true, a: { source: H200_DIR, kind: 'records-folder', records: 1 }, b: { source: file, kind: 'record', records: 1 }, onlyA: [], onlyB: [] });
+    expect(Object.keys(out)).toEqual(['schema', 'changed', 'a', 'b', 'pairs', 'onlyA', 'onlyB', 'conflicts']);
+    expect(out).toMatchObject({ schema: 'cudamatrix-diff/1', changed: true, a: { source: H200_DIR, kind: 'records-folder', records: 1 }, b: { source: file, kind: 'record', records: 1 }, onlyA: [], onlyB: [], conflicts: [] });
     const p = out.pairs[0];
     expect(p.a).toEqual({ id: runs[0]!.id, driver: '580.159.04', date: runs[0]!.observed.date, runId: runs[0]!.observed.runId, target: 'local', file: committed });
     expect(p.b.file).toBe(file);
@@ -192,6 +192,21 @@ describe('cudamatrix diff', () => {
       },
     ]);
     expect(p.metricTally).toMatchObject({ compared: 166, flagged: 1, noiseFrom: { catalogue: 166, spread: 0, default: 0 } });
+  });
+
+  it('a conflict inside one side (two records of one key, a fact different) is said, not listed as "only in b"', async () => {
+    const dir = tempDir('cm-diff-cli-');
+    const folder = path.join(dir, 'b');
+    mkdirSync(folder);
+    const other = doctored(runs[0]!, 'c0c0c0c0c0c0c0c0', (x) => void (x.facts['pinned-release.released']!.value = 'on-exit'));
+    writeFileSync(path.join(folder, 'one.json'), recordJson(runs[0]!));
+    writeFileSync(path.join(folder, 'two.json'), recordJson(other));
+    const r = await runCli(['diff', H200_RUNS[1]!, folder]);
+    expect(r.stdout).not.toContain('only in b:');
+    expect(r.stdout).toContain(`also in b, not compared: linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker (driver 580.159.04, run ${runs[0]!.observed.runId} (2026-11-29), target local, ${path.join(folder, 'two.json')}): an older observation of this key`);
+    expect(r.stdout).toContain(`CONFLICT in b: linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker: 2 records disagree on 1 fact (pinned-release.released): ${runs[0]!.id.slice(0, 8)} (2026-11-29), c0c0c0c0 (2026-11-29); only one of them was compared`);
+    const j = JSON.parse((await runCli(['diff', '--json', H200_RUNS[1]!, folder])).stdout);
+    expect(j.conflicts).toEqual([{ side: 'b', key: 'linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker', facts: ['pinned-release.released'], records: [expect.objectContaining({ id: runs[0]!.id, file: path.join(folder, 'one.json') }), expect.objectContaining({ id: 'c0c0c0c0c0c0c0c0', file: path.join(folder, 'two.json') })] }]);
   });
 
   it('usage errors exit 2 naming the input: a missing file, a side without a GPU, nothing that pairs', async () => {

@@ -5,7 +5,7 @@ import { DEFAULT_TOLERANCE, noiseText, seriesText, type DiffSide, type MetricCom
 
 const show = (v: Scalar | undefined) => (v === undefined ? '(absent)' : typeof v === 'string' ? v : JSON.stringify(v));
 const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
-const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 || word.endsWith('series') ? '' : 's'}`;
 
 function sideLine(s: DiffSide, file: string | undefined): string {
   return `driver ${s.driver}, run ${s.runId} (${s.date.slice(0, 10)}), target ${s.target}${file ? `, ${file}` : ''}`;
@@ -55,9 +55,13 @@ export function formatDiff(d: RecordsDiff, inputs: { a: string; b: string }, fil
   const out = [`a: ${inputs.a}`, `b: ${inputs.b}`, ''];
   for (const p of d.pairs) out.push(...pairLines(p, files, all), '');
   for (const [name, list] of [['a', d.onlyA], ['b', d.onlyB]] as const) {
-    for (const u of list) out.push(`only in ${name}: ${u.key} (${sideLine(u.record, files[name].get(u.record.id))}): ${u.reason}`);
+    for (const u of list) out.push(`${u.comparedInstead ? `also in ${name}, not compared` : `only in ${name}`}: ${u.key} (${sideLine(u.record, files[name].get(u.record.id))}): ${u.reason}`);
   }
-  if (d.onlyA.length || d.onlyB.length) out.push('');
+  for (const c of d.conflicts ?? []) {
+    const ids = c.records.map((r) => `${r.id.slice(0, 8)} (${r.date.slice(0, 10)})`).join(', ');
+    out.push(`CONFLICT in ${c.side}: ${c.key}: ${c.records.length} records disagree on ${plural(c.facts.length, 'fact')} (${c.facts.join(', ')}): ${ids}; only one of them was compared: look at both before trusting the diff`);
+  }
+  if (d.onlyA.length || d.onlyB.length || d.conflicts?.length) out.push('');
   const facts = d.pairs.reduce((n, p) => n + p.facts.length, 0);
   const cells = d.pairs.reduce((n, p) => n + p.cells.length, 0);
   const metrics = d.pairs.reduce((n, p) => n + p.metricTally.flagged, 0);

@@ -47,6 +47,12 @@ describe('diff of the committed H200 runs (one driver, one machine)', () => {
 });
 
 describe('a doctored copy', () => {
+  it('series on one side only are counted in words: "1 metric series", "2 metric series" (not "seriess")', () => {
+    const fewer = (n: number) => doctored(runs[0]!, 'f0f0f0f0f0f0f0f0', (x) => void x.metrics.splice(0, n));
+    expect(formatDiff(diffRecords(runs[0]!, fewer(1)), { a: 'a', b: 'b' }, new Map())).toContain('  only in a (not compared): 1 metric series\n');
+    expect(formatDiff(diffRecords(runs[0]!, fewer(2)), { a: 'a', b: 'b' }, new Map())).toContain('  only in a (not compared): 2 metric series\n');
+  });
+
   it('one fact changed and one pinned bandwidth halved: both flagged, and nothing else', () => {
     const copy = doctored(runs[0]!, 'd0c704edd0c704ed', (x) => {
       x.facts['pinned-release.released']!.value = 'on-exit';

@@ -95,6 +95,18 @@ export interface Unpaired {
   record: DiffSide;
   /** Why it was not compared. */
   reason: string;
+  /** The id of the record of this key on the same side that was compared instead (absent: the other side has no record of the key). */
+  comparedInstead?: string;
+}
+
+/** Records of one full key (driver included) on one side whose facts disagree: a conflict kept in a folder. */
+export interface SideConflict {
+  side: 'a' | 'b';
+  /** The full key (with the driver). */
+  key: string;
+  records: DiffSide[];
+  /** The facts they both have with different values. */
+  facts: string[];
 }
 
 export interface RecordsDiff {
@@ -103,6 +115,8 @@ export interface RecordsDiff {
   /** Observations of a key that the other side has none of, and older ones of a compared key. */
   onlyA: Unpaired[];
   onlyB: Unpaired[];
+  /** Keys with records on one side that disagree on a fact: only the first of them was compared. */
+  conflicts: SideConflict[];
 }
 
 const side = (r: BehaviourRecord): DiffSide => ({ id: r.id, driver: r.key.driver, date: r.observed.date, runId: r.observed.runId, target: r.observed.target });
@@ -385,6 +399,36 @@ function byKey(records: BehaviourRecord[]): Map<string, BehaviourRecord[]> {
   return out;
 }
 
+/** Per full key (driver included) of a side, the records that disagree on a fact both have. */
+function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>): SideConflict[] {
+  const out: SideConflict[] = [];
+  for (const list of groups.values()) {
+    if (list.length < 2) continue;
+    const byFull = new Map<string, BehaviourRecord[]>();
+    for (const r of list) {
+      const k = keyText(r.key);
+      byFull.set(k, [...(byFull.get(k) ?? []), r]);
+    }
+    for (const [key, rs] of byFull) {
+      const facts = new Set<string>();
+      const involved = new Set<BehaviourRecord>();
+      for (let i = 0; i < rs.length; i++) {
+        for (let j = i + 1; j < rs.length; j++) {
+          for (const [n, f] of Object.entries(rs[i]!.facts)) {
+            const g = rs[j]!.facts[n];
+            if (g && g.value !== f.value) {
+              facts.add(n);
+              involved.add(rs[i]!).add(rs[j]!);
+            }
+          }
+        }
+      }
+      if (facts.size) out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: [...facts].sort() });
+    }
+  }
+  return out;
+}
+
 /**
  * The differences between two sets of records (or two records). `changed` says whether
  * behaviour changed: a fact or a cell's outcome, or a metric beyond its noise, in any pair.
@@ -407,9 +451,10 @@ export function diffRecords(a: BehaviourRecord | BehaviourRecord[], b: Behaviour
       continue;
     }
     pairs.push(diffPair(la[0]!, lb[0]!, options.all ?? false));
-    for (const r of la.slice(1)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r) });
-    for (const r of lb.slice(1)) onlyB.push({ key, record: side(r), reason: older(lb[0]!, r) });
+    for (const r of la.slice(1)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r), comparedInstead: la[0]!.id });
+    for (const r of lb.slice(1)) onlyB.push({ key, record: side(r), reason: older(lb[0]!, r), comparedInstead: lb[0]!.id });
   }
   for (const [key, lb] of gb) if (!ga.has(key)) for (const r of lb) onlyB.push({ key, record: side(r), reason: 'no observation of this key on the other side' });
-  return { changed: pairs.some((p) => p.changed), pairs, onlyA, onlyB };
+  const conflicts = [...sideConflicts('a', ga), ...sideConflicts('b', gb)];
+  return { changed: pairs.some((p) => p.changed), pairs, onlyA, onlyB, conflicts };
 }
