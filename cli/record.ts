@@ -3,10 +3,10 @@
  * results/records/, one file per observation, each judged against the default expectations;
  * with --submit, into one file to attach to a pull request instead.
  */
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { checkOutputPath, isStdout, writeOutput } from '../core/fs.ts';
-import { ExitCode } from '../core/errors.ts';
+import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { keyText, sameObservation, type BehaviourRecord } from '../results/record/format.ts';
 import { measuredSomething, NOTHING_MEASURED, readInput, type Input } from '../results/record/read.ts';
@@ -45,8 +45,18 @@ function describeInput(input: Input): string {
   return `${input.source} (${what}): ${input.records.length} observation${input.records.length === 1 ? '' : 's'}`;
 }
 
+/** --records-dir must be a folder (or not yet there), and the records root, not one driver-<version>/ of it. */
+function checkRecordsDir(dir: string): void {
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (st && !st.isDirectory()) throw new CudamatrixError('USAGE', `--records-dir ${dir} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json`);
+  if (/^driver-/.test(path.basename(path.resolve(dir)))) {
+    throw new CudamatrixError('USAGE', `--records-dir ${dir} is a driver folder; pass the records root (${path.dirname(dir)}): record writes each record under its own driver-<version>/ there`);
+  }
+}
+
 export async function recordCommand(sources: string[], opts: RecordOptions): Promise<number> {
   if (opts.submit) checkOutputPath(opts.submit, '--submit');
+  else checkRecordsDir(opts.recordsDir);
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // Every input is read before anything is written: a bad one stops the command with nothing half done.
   const inputs = sources.map((s) => readInput(s, defaults, { complete: true }));

@@ -119,6 +119,23 @@ describe('cudamatrix record: what it refuses', () => {
     expect(readFileSync(file, 'utf8')).toBe(recordJson(clean));
   });
 
+  it('--records-dir that is a file, /dev/null or a driver folder: a usage error naming it, nothing written', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const file = path.join(dir, 'file');
+    writeFileSync(file, '');
+    for (const bad of [file, '/dev/null']) {
+      const r = await runCli(['record', '--records-dir', bad, H200_RUNS[0]!]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`error [USAGE]: --records-dir ${bad} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json\n`);
+    }
+    const driver = path.join(dir, 'records', 'driver-580.159.04');
+    mkdirSync(driver, { recursive: true });
+    const r = await runCli(['record', '--records-dir', driver, H200_RUNS[0]!]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`error [USAGE]: --records-dir ${driver} is a driver folder; pass the records root (${path.join(dir, 'records')}): record writes each record under its own driver-<version>/ there\n`);
+    expect(readdirSync(driver)).toEqual([]);
+  });
+
   it('diff pairs the newest record of a key that has facts: an empty newer record does not hide a full one', async () => {
     const dir = tempDir('cm-diff-cli-');
     const empty = doctored(runs[0]!, 'e0e0e0e0e0e0e0e0', (x) => {
