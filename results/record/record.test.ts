@@ -71,6 +71,22 @@ describe('redaction', () => {
     expect(redactRecord(clean)).toEqual(clean);
     expect(redactText('/Users/<user>/x')).toBe('/Users/<user>/x');
   });
+
+  it('a GPU or MIG UUID anywhere in a text field (a reason, evidence, a fact value, sysinfo) becomes GPU-<uuid>', () => {
+    const uuid = 'GPU-8f3a2b1c-4d5e-6f70-8192-a3b4c5d6e7f8';
+    const r = doctored(runs[0]!, runs[0]!.id, (x) => {
+      x.cells[0]!.reason = `failed on ${uuid}`;
+      x.facts['cuda-log.log_file_written']!.evidence = { line: `device ${uuid.toLowerCase()} MIG-11111111-2222-3333-4444-555555555555` };
+      x.facts['pinned-release.released']!.value = `on-free (${uuid})`;
+      x.sysinfo.gpu_list = uuid;
+    });
+    const clean = redactRecord(r);
+    expect(JSON.stringify(clean)).not.toMatch(/8f3a2b1c|11111111-2222/i);
+    expect(clean.cells[0]!.reason).toBe('failed on GPU-<uuid>');
+    expect(clean.facts['cuda-log.log_file_written']!.evidence).toEqual({ line: 'device gpu-<uuid> MIG-<uuid>' });
+    expect(clean.facts['pinned-release.released']!.value).toBe('on-free (GPU-<uuid>)');
+    expect(redactRecord(clean)).toEqual(clean);
+  });
 });
 
 describe('the records folder', () => {

@@ -8,6 +8,7 @@
  * evidence (numbers, and cuda-log's first logged line), metrics, memory readings, the matrix's
  * target name, and the session the target was reached through. What is removed:
  * - sysinfo.gpu_uuid: a serial number of the user's GPU, the same in every run (nothing reads it);
+ *   and a GPU or MIG UUID anywhere else (a fact's evidence, a reason, a fact's value), as GPU-<uuid>;
  * - user and host names where a string names them: `user@host[:port]` (an SSH session, "ssh
  *   alice@box:22 → wsl Ubuntu") becomes `<user>@<host>`, and the user's folder in a path
  *   (/home/alice/, /Users/alice/, C:\Users\alice\) becomes `<user>` (a library loaded from there).
@@ -17,7 +18,7 @@ import type { BehaviourRecord } from './format.ts';
 
 /** What redaction removes, for the submitted file's summary. */
 export const REDACTED = [
-  'the GPU UUID (sysinfo.gpu_uuid)',
+  'the GPU UUID (sysinfo.gpu_uuid; GPU-… and MIG-… UUIDs anywhere else become GPU-<uuid>)',
   'user and host names in the session a target was reached through (user@host:port becomes <user>@<host>)',
   'user names in paths (/home/NAME, /Users/NAME, C:\\Users\\NAME become <user>)',
 ] as const;
@@ -26,9 +27,15 @@ export const REDACTED = [
 const userAtHost = /[A-Za-z0-9._%+-]+@(?!sha\d+:)(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::\d+)?/g;
 const homeFolder = /(\/home\/|\/Users\/|[A-Za-z]:[\\/]+Users[\\/]+|\\\\[^\\]+\\Users\\)(?!<user>)[^\\/\s"']+/gi;
 
-/** A string without user and host names. */
+// nvidia-smi's and NVML's GPU and MIG UUIDs: a serial number of the user's GPU wherever a probe logged it.
+const gpuUuid = /\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
+
+/** A string without GPU UUIDs. */
+const redactUuid = (s: string) => s.replace(gpuUuid, '$1-<uuid>');
+
+/** A string without user and host names and GPU UUIDs. */
 export function redactText(s: string): string {
-  return s.replace(userAtHost, '<user>@<host>').replace(homeFolder, '$1<user>');
+  return redactUuid(s.replace(userAtHost, '<user>@<host>').replace(homeFolder, '$1<user>'));
 }
 
 function redactDeep(v: unknown): unknown {
@@ -46,5 +53,5 @@ function redactDeep(v: unknown): unknown {
 export function redactRecord(r: BehaviourRecord): BehaviourRecord {
   const { gpu_uuid: _uuid, ...sysinfo } = r.sysinfo;
   const out = redactDeep({ ...r, sysinfo }) as BehaviourRecord;
-  return { ...out, id: r.id, key: r.key, observed: { ...out.observed, date: r.observed.date, runId: r.observed.runId }, facts: Object.fromEntries(Object.entries(out.facts).map(([n, f]) => [n, { ...f, value: r.facts[n]!.value }])) };
+  return { ...out, id: r.id, key: r.key, observed: { ...out.observed, date: r.observed.date, runId: r.observed.runId }, facts: Object.fromEntries(Object.entries(out.facts).map(([n, f]) => { const v = r.facts[n]!.value; return [n, { ...f, value: typeof v === 'string' ? redactUuid(v) : v }]; })) };
 }
