@@ -176,6 +176,9 @@ describe('the submitted file', () => {
     const edited = text.replace('"value": "on-free"', '"value": "on-exit"');
     expect(edited).not.toBe(text);
     expect(codeOf(() => parseSubmission(edited, 'sub.md'))).toEqual({ code: 'RECORD_INVALID', message: expect.stringMatching(/^sub\.md: the records were changed after cudamatrix wrote them/) });
+    const summaryEdited = text.replace('| `pinned-release.released` | on-free |', '| `pinned-release.released` | on-exit |');
+    expect(summaryEdited).not.toBe(text);
+    expect(codeOf(() => parseSubmission(summaryEdited, 'sub.md'))).toEqual({ code: 'RECORD_INVALID', message: expect.stringMatching(/^sub\.md: the summary was changed after cudamatrix wrote it/) });
     expect(codeOf(() => parseSubmission(text.replace('cudamatrix-submission 1 ', 'cudamatrix-submission 2 '), 'sub.md')).message).toMatch(/sub\.md is a submission of format 2; .* upgrade cudamatrix/);
     expect(codeOf(() => parseSubmission(text.replace('json cudamatrix-records', 'json'), 'sub.md')).message).toMatch(/^sub\.md: no ```json cudamatrix-records block/);
   });

@@ -120,5 +120,14 @@ export function parseSubmission(text: string, file: string): BehaviourRecord[] {
       `${file}: the records were changed after cudamatrix wrote them (their sha256 is not the marker's); records are committed as measured: ask the submitter for the file as \`cudamatrix record --submit\` wrote it`,
     );
   }
+  // The summary is not in the digest: it must be the one these records give, or a reviewer reads what is not committed.
+  const version = /Made by `cudamatrix record --submit` \(cudamatrix ([^)\s]+)\)/.exec(t)?.[1] ?? '';
+  const head = (x: string) => x.slice(0, x.indexOf('<details>')).replace(/[ \t]+$/gm, '');
+  if (head(renderSubmission(records, version)) !== head(t)) {
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}: the summary was changed after cudamatrix wrote it (it is not what the records give); ask the submitter for the file as \`cudamatrix record --submit\` wrote it`,
+    );
+  }
   return records;
 }
