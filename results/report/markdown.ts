@@ -158,7 +158,7 @@ function recordLine(r: LoadedRecord, opts: MarkdownOptions): string {
   const measured = (rec.cells ?? []).filter((c) => c.status === 'passed').length;
   return (
     `${link(mdText(`${rec.observed.date.slice(0, 10)} ${shortId(r)}`), `${opts.recordsLink}/${r.file}`)} ` +
-    `(run ${mdText(rec.observed.runId ?? '?')}${evidenceLink(rec.evidence, opts)}, cudaprobe ${mdText(rec.tool?.cudaprobe ?? '?')}, ${measured} probes measured; ` +
+    `(run ${mdText(rec.observed.runId ?? '?')}${evidenceLink(rec.evidence, opts)}, cudaprobe ${mdText(rec.tool?.cudaprobe ?? '?')}, ${measured} probe${measured === 1 ? '' : 's'} measured; ` +
     `default expectations: ${passed} met${failed ? `, ${failed} not met` : ''})`
   );
 }

@@ -68,6 +68,18 @@ describe('BEHAVIOUR.md', () => {
     expect(a).not.toMatch(/generated (on|at) \d/i);
   });
 
+  it('charts a column from its newest record with facts: an empty newer record (an older cudamatrix wrote those) does not hide a full one', () => {
+    const empty = variant(second, 'e0e0e0e0e0e0e0e0', (r) => {
+      r.observed.date = '2099-01-01T00:00:00.000Z';
+      r.facts = {};
+      r.metrics = [];
+      r.samples = [];
+    });
+    const [column] = columnsOf(loaded([first, empty]));
+    expect(column!.records).toHaveLength(2);
+    expect(column!.chosen.record.id).toBe(first.id);
+  });
+
   it('two agreeing records of one key: one column, the value linking to the newest, with the count; both listed under Records; no conflict', () => {
     const md = renderMarkdown(loaded([first, second]), paths);
     expect(columnsOf(loaded([first, second]))).toHaveLength(1);

@@ -19,7 +19,7 @@ export interface Column {
   text: string;
   /** Oldest first (date, then id). */
   records: LoadedRecord[];
-  /** The record that the page's charts and numbers show for this column: the newest. */
+  /** The record that the page's charts and numbers show for this column: the newest with facts. */
   chosen: LoadedRecord;
 }
 
@@ -71,7 +71,10 @@ export function columnsOf(records: readonly LoadedRecord[]): Column[] {
   return [...byKey.entries()]
     .map(([text, list]) => {
       const sorted = [...list].sort(byDate);
-      return { key: sorted[0]!.record.key, text, records: sorted, chosen: sorted[sorted.length - 1]! };
+      // The newest record that observed facts: an empty newer one (written by an older cudamatrix)
+      // must not hide a full one's charts.
+      const withFacts = sorted.filter((r) => Object.keys(r.record.facts).length > 0);
+      return { key: sorted[0]!.record.key, text, records: sorted, chosen: (withFacts.length ? withFacts : sorted)[(withFacts.length ? withFacts : sorted).length - 1]! };
     })
     .sort((a, b) => compareKeys(a.key, b.key) || cmp(a.text, b.text));
 }
