@@ -37,7 +37,7 @@ export function buildProgram(): Command {
     .description('Measures what the NVIDIA driver really does on each target of a matrix, and checks it against expectations.')
     .version(TOOL_VERSION)
     .showHelpAfterError('(run with --help for usage)')
-    .addHelpText('after', exitCodesHelp)
+    .addHelpText('after', `${exitCodesHelp.replace('Exit status:', 'Exit status of run (and merge; every other command lists its own in its --help):')}`)
     .exitOverride();
 
   const matrixOption = () => new Option('-m, --matrix <file>', 'matrix file (default: the embedded matrix/default.yaml: this machine, every probe)');
@@ -140,7 +140,9 @@ the record as its evidence.
              file named (a second run that saw the same is the same observation)
   CONFLICT   the same key, a fact with another value: written, both kept, the differing
              facts listed; the report shows the conflict
-  no GPU     a log whose targets found no driver or GPU gives no record, and says why
+  no GPU     a log whose targets found no driver or GPU, or measured no fact and no metric
+             (only sysinfo ran), gives no record, and says why
+  REPLACED   a record of the same run that a cut-off log gave, replaced by the full log's
 
 Measured elsewhere (Windows, WSL2, another GPU)? Run the probes, then
   cudamatrix record results/runs/<run-id> --submit cudamatrix-records.txt
@@ -149,8 +151,10 @@ maintainer runs cudamatrix record FILE and commits what it writes.
 
 Exit status:
   0  written, or already recorded (conflicts included: they are data, and listed)
-  2  an input that cannot be read (named, with what is wrong), or a record file at the path
-     of this record with other facts (a run's record does not change)
+  2  an input that cannot be read (named, with what is wrong), an incomplete event log (a
+     cut-off last line or no run-end: a crashed run or a killed shard), --records-dir that is
+     not a records root, or a record file at the path of this record with other facts (a
+     run's record does not change)
   4  no input holds an observation of a GPU: nothing recorded`,
     )
     .action(async (inputs: string[], opts: { recordsDir: string; submit?: string }) => {
@@ -169,7 +173,8 @@ Exit status:
       `
 Records are paired by key without the driver (environment, GPU, OS, OS build, container), so
 two driver versions' folders compare like with like; of several records of one key on a side,
-the newest is compared. Of each pair: facts both have whose values differ, cells whose outcome
+the newest that observed facts is compared (a side whose records of one key disagree says
+CONFLICT). Of each pair: facts both have whose values differ, cells whose outcome
 differs, and metrics (each name and attrs both have) that moved beyond their noise. A move is
 |a - b| / max(|a|, |b|). Noise is the metric's tolerance in the probe catalogue
 (probes/catalogue.ts, calibrated on four runs of one driver on the H200), or the spread of
@@ -179,8 +184,8 @@ listed, not counted as a change.
 Exit status:
   0  the same behaviour: no fact or cell outcome changed, no metric beyond its noise
   1  behaviour changed
-  2  an input that cannot be read (named), a side with no GPU observation, or no record of
-     one side that pairs with one of the other`,
+  2  an input that cannot be read (named), a side with no GPU observation, no record of one
+     side that pairs with one of the other, or pairs that share no fact and no metric`,
     )
     .action(async (a: string, b: string, opts: { json: boolean; all: boolean }) => {
       process.exitCode = await (await import('./diff.ts')).diffCommand(a, b, opts);
