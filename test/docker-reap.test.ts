@@ -115,7 +115,20 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
     const dead = startCli(['run', '-m', matrix(deadDir, 'reap-dead'), '--results-dir', path.join(deadDir, 'runs')], { env: { ...engineEnv(), DOCKER_HOST: proxy.host } });
     children.push(dead.child);
     try {
-      await until('the probes of both runs running in their containers', () => probeRuns('reap-other') && probeRuns('reap-dead'));
+      // A run that ended (or failed) before its probe ran says why at once, not after 60 s.
+      const outputs = { other: { stdout: '', stderr: '' }, dead: { stdout: '', stderr: '' } };
+      for (const [name, c] of [['other', other.child], ['dead', dead.child]] as const) {
+        c.stdout!.on('data', (d) => (outputs[name].stdout += d));
+        c.stderr!.on('data', (d) => (outputs[name].stderr += d));
+      }
+      await until('the probes of both runs running in their containers', () => {
+        for (const [name, c] of [['other', other.child], ['dead', dead.child]] as const) {
+          if (c.exitCode !== null || c.signalCode !== null) throw new Error(`the ${name} run ended before its probe ran (${c.exitCode ?? c.signalCode}): ${outputs[name].stdout.slice(-1500)}\n${outputs[name].stderr.slice(-1500)}`);
+        }
+        return probeRuns('reap-other') && probeRuns('reap-dead');
+      }).catch((error: Error) => {
+        throw new Error(`${error.message}; containers: other ${containerOf('reap-other') || 'none'}, dead ${containerOf('reap-dead') || 'none'}; the runs said: other ${JSON.stringify(outputs.other).slice(-1500)}, dead ${JSON.stringify(outputs.dead).slice(-1500)}`);
+      });
       expect(labelOf(containerOf('reap-other'), 'cudamatrix.host')).toBe('other-runner');
       process.kill(dead.child.pid!, 'SIGKILL');
       await dead.done;
