@@ -5,7 +5,7 @@
  * points at: only this one, or one named by CUDAMATRIX_TEST_DOCKER_HOST.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { findOnPath } from './helpers.ts';
@@ -65,15 +65,17 @@ function logTail(dir: string): string {
 /**
  * Starts `dockerd --bridge=none --iptables=false` (as .ci/run used to: no network here) on a
  * socket in a new folder under `parent`. Throws, with dockerd's log, when it does not answer.
+ * `extraSockets`: more API sockets (paths) it listens on, each removed when it stops (a stand-in
+ * WSL distribution's /var/run/docker.sock: test/wsl-standin/engine.ts).
  */
-export async function startTestEngine(parent: string, timeoutMs = 60_000): Promise<TestEngine> {
+export async function startTestEngine(parent: string, timeoutMs = 60_000, extraSockets: string[] = []): Promise<TestEngine> {
   const dockerd = findDockerd();
   if (!dockerd) throw new Error('dockerd is not installed (apt-get install docker.io)');
   if (process.getuid?.() !== 0) throw new Error('dockerd must be started as root, and the tests do not run as root');
   const dir = mkdtempSync(path.join(parent, 'cm-dockerd-'));
   const host = `unix://${path.join(dir, 'docker.sock')}`;
   const log = openSync(path.join(dir, 'dockerd.log'), 'a');
-  const args = ['--bridge=none', '--iptables=false', '-H', host, '--data-root', path.join(dir, 'data'), '--exec-root', path.join(dir, 'exec'), '--pidfile', path.join(dir, 'docker.pid')];
+  const args = ['--bridge=none', '--iptables=false', '-H', host, ...extraSockets.flatMap((socket) => ['-H', `unix://${socket}`]), '--data-root', path.join(dir, 'data'), '--exec-root', path.join(dir, 'exec'), '--pidfile', path.join(dir, 'docker.pid')];
   // Not detached: a Ctrl-C on the terminal reaches dockerd too, and it shuts down.
   const child = spawn(dockerd, args, { stdio: ['ignore', log, log] });
   closeSync(log);
@@ -113,6 +115,7 @@ export async function startTestEngine(parent: string, timeoutMs = 60_000): Promi
         // reported above; the removal below says whether it mattered
       }
     }
+    for (const socket of extraSockets) rmSync(socket, { force: true });
     try {
       await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
     } catch (error) {
@@ -128,7 +131,7 @@ export async function startTestEngine(parent: string, timeoutMs = 60_000): Promi
       await rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch(() => undefined);
       throw new Error(`dockerd exited (${exited}) before it answered on ${host}:\n${tail}`);
     }
-    if (engineAnswers(host)) return { host, pid, dir, stop };
+    if (engineAnswers(host) && extraSockets.every((socket) => existsSync(socket))) return { host, pid, dir, stop };
     if (Date.now() > until) {
       const tail = logTail(dir);
       await stop();
