@@ -18,7 +18,7 @@ import { readEventLog, type RunEvent } from '../events/events.ts';
 import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, type CliResult } from './cli.ts';
-import { buildDelayImage, buildTestBase, docker, dockerEnv, dockerToolsReady, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { buildDelayImage, buildTestBase, containerOfTarget, docker, dockerEnv, dockerToolsReady, leftoversOf, probeRunsIn, testDockerHost, testDockerUnavailable, until } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 import { sshdReady, startSshd, type Sshd } from './sshd.ts';
 
@@ -44,14 +44,6 @@ afterAll(async () => {
   expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
 });
 
-async function until(what: string, check: () => boolean, ms: number): Promise<number> {
-  const from = Date.now();
-  while (!check()) {
-    if (Date.now() - from > ms) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return Date.now() - from;
-}
 
 /** The run's result, or null when it has not ended within `ms` (it is killed then, by its PID). */
 async function within(run: { child: ChildProcess; done: Promise<CliResult> }, ms: number): Promise<CliResult | null> {
@@ -126,19 +118,8 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
       writeFileSync(file, ['version: 1', 'targets:', '  - name: hop-lost', `    transport: ${JSON.stringify([ssh, { kind: 'docker', image: hang, gpus: 'none' }])}`, '    probes: [sysinfo, event-timing]', ''].join('\n'));
       run = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...dockerEnv(), DOCKER_HOST: 'unix:///nonexistent/docker.sock' } });
       started.push(run.child);
-      const containerOf = () => docker(['ps', '-aq', '--filter', 'label=cudamatrix.target=hop-lost']).trim();
-      await until(
-        'cudaprobe run sysinfo in the container',
-        () => {
-          const id = containerOf();
-          try {
-            return id !== '' && docker(['top', id]).includes('cudaprobe run sysinfo');
-          } catch {
-            return false; // not started yet
-          }
-        },
-        60_000,
-      );
+      const containerOf = () => containerOfTarget(docker, 'hop-lost');
+      await until('cudaprobe run sysinfo in the container', () => probeRunsIn(docker, 'hop-lost'), 60_000);
       const runId = docker(['inspect', '-f', '{{index .Config.Labels "cudamatrix.run-id"}}', containerOf()]).trim();
       // The lifeline and the probe's exec, each a dial-stdio on the host.
       expect(dialers().length).toBeGreaterThanOrEqual(2);

@@ -19,7 +19,7 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, type CliResult } from './cli.ts';
 import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
-import { buildDelayImage, buildTestBase, dockerToolsReady, dockerOn, leftoversOf } from './docker.ts';
+import { buildDelayImage, buildTestBase, dockerToolsReady, dockerOn, leftoversOf, probeRunsIn, until } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 
 const canStartEngine =
@@ -60,13 +60,6 @@ async function within(run: ReturnType<typeof startCli>, ms: number): Promise<Cli
   return r;
 }
 
-async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe runs', () => {
   let own: TestEngine | undefined;
@@ -93,14 +86,7 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
     let frozenAt: number;
     try {
       // The probe runs (waiting in the container) once docker top shows it.
-      await until('cudaprobe run sysinfo in the container', () => {
-        const id = dockerOn(engine.host, ['ps', '-q', '--filter', 'label=cudamatrix.target=frozen']).trim();
-        try {
-          return id !== '' && dockerOn(engine.host, ['top', id]).includes('cudaprobe run sysinfo');
-        } catch {
-          return false; // not started yet
-        }
-      });
+      await until('cudaprobe run sysinfo in the container', () => probeRunsIn((args) => dockerOn(engine.host, args), 'frozen'));
       process.kill(engine.pid, 'SIGSTOP');
       frozenAt = Date.now();
       r = await within(run, 60_000);

@@ -18,7 +18,7 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
 import { startCli } from './cli.ts';
-import { buildDelayImage, buildTestBase, docker, dockerEnv, dockerToolsReady, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import { buildDelayImage, buildTestBase, containerOfTarget, docker, dockerEnv, dockerToolsReady, leftoversOf, probeRunsIn, testDockerHost, testDockerUnavailable, until } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 
 const noEngine = testDockerUnavailable();
@@ -42,24 +42,9 @@ afterAll(() => {
   expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
 });
 
-async function until(what: string, check: () => boolean, ms: number): Promise<number> {
-  const from = Date.now();
-  while (!check()) {
-    if (Date.now() - from > ms) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return Date.now() - from;
-}
 
-const containerOf = (target: string) => docker(['ps', '-aq', '--filter', `label=cudamatrix.target=${target}`]).trim();
-const probeRuns = (target: string) => {
-  const id = containerOf(target);
-  try {
-    return id !== '' && docker(['top', id]).includes('cudaprobe run sysinfo');
-  } catch {
-    return false; // not started yet
-  }
-};
+const containerOf = (target: string) => containerOfTarget(docker, target);
+const probeRuns = (target: string) => probeRunsIn(docker, target);
 
 /** What the engine reported of a container between two times (unix seconds): "die 0", "destroy". */
 const eventsOf = (id: string, since: number) =>

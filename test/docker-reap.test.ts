@@ -24,7 +24,7 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { cliEntry, runCli, startCli, tsxLoader, type CliResult } from './cli.ts';
 import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
-import { buildDelayImage, buildTestBase, dockerToolsReady, dockerOn, leftoversOf } from './docker.ts';
+import { buildDelayImage, buildTestBase, containerOfTarget, dockerToolsReady, dockerOn, leftoversOf, probeRunsIn, until } from './docker.ts';
 import { startHoldingProxy, type HoldingProxy } from './docker-lifeline-proxy.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from './helpers.ts';
 
@@ -79,23 +79,9 @@ function startElsewhere(host: string, args: string[]): { child: ChildProcess; do
   return { child, done };
 }
 
-async function until(what: string, check: () => boolean, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
-const containerOf = (target: string) => docker(['ps', '-aq', '--filter', `label=cudamatrix.target=${target}`]).trim();
-const probeRuns = (target: string) => {
-  const id = containerOf(target);
-  try {
-    return id !== '' && docker(['top', id]).includes('cudaprobe run sysinfo');
-  } catch {
-    return false; // not started yet
-  }
-};
+const containerOf = (target: string) => containerOfTarget(docker, target);
+const probeRuns = (target: string) => probeRunsIn(docker, target);
 function runIdIn(dir: string): string {
   const runs = path.join(dir, 'runs');
   return (readEventLog(path.join(runs, readdirSync(runs)[0]!, 'events.jsonl'))[0] as { runId: string }).runId;

@@ -110,3 +110,28 @@ export function buildBareImage(tag = 'cudamatrix-test-bare'): string {
   docker(['build', '-q', '-t', tag, dir]);
   return tag;
 }
+
+/** Waits until `check()` holds, polling every 100 ms, for at most `ms`; returns how long it took. */
+export async function until(what: string, check: () => boolean, ms = 60_000): Promise<number> {
+  const from = Date.now();
+  while (!check()) {
+    if (Date.now() - from > ms) throw new Error(`${what}: not within ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return Date.now() - from;
+}
+
+/** The container of a target (by cudamatrix's target label) on an engine, '' when there is none. */
+export function containerOfTarget(on: (args: string[]) => string, target: string): string {
+  return on(['ps', '-aq', '--filter', `label=cudamatrix.target=${target}`]).trim();
+}
+
+/** Whether `cudaprobe run PROBE` runs in the target's container now (docker top). */
+export function probeRunsIn(on: (args: string[]) => string, target: string, probe = 'sysinfo'): boolean {
+  const id = containerOfTarget(on, target);
+  try {
+    return id !== '' && on(['top', id]).includes(`cudaprobe run ${probe}`);
+  } catch {
+    return false; // not started yet, or gone
+  }
+}

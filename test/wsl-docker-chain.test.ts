@@ -32,7 +32,7 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { RUN_LABEL } from '../runners/docker/reap.ts';
 import { startCli, type CliResult } from './cli.ts';
-import { buildDelayImage, buildTestBase, dockerOn, dockerToolsReady } from './docker.ts';
+import { buildDelayImage, buildTestBase, containerOfTarget, dockerOn, dockerToolsReady, probeRunsIn, until } from './docker.ts';
 import { commandsAvailable, integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 import { startDistroEngine, type DistroEngine } from './wsl-standin/engine.ts';
 import { leftInDistro, makeStandinMachine, STANDIN_DOCKER_TOOLS, STANDIN_PROGRAM, STANDIN_TOOLS, standinProcesses, type StandinMachine } from './wsl-standin/machine.ts';
@@ -99,14 +99,6 @@ async function within(run: ReturnType<typeof startCli>, ms: number): Promise<Cli
   return r;
 }
 
-async function until(what: string, check: () => boolean, ms: number): Promise<number> {
-  const from = Date.now();
-  while (!check()) {
-    if (Date.now() - from > ms) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return Date.now() - from;
-}
 
 function writeMatrix(dir: string, name: string, transport: unknown, probes: string): string {
   const file = path.join(dir, 'matrix.yaml');
@@ -192,19 +184,8 @@ describe.runIf(ready)('[wsl, docker]: Docker Engine in a WSL 2 distribution, thr
     const dir = tempDir();
     const file = writeMatrix(dir, 'hop-lost', [{ kind: 'wsl', distribution: DISTRO }, { kind: 'docker', image: hang, gpus: 'none' }], '[sysinfo, event-timing]');
     const run = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
-    const containerOf = () => on(['ps', '-aq', '--filter', 'label=cudamatrix.target=hop-lost']).trim();
-    await until(
-      'cudaprobe run sysinfo in the container',
-      () => {
-        const id = containerOf();
-        try {
-          return id !== '' && on(['top', id]).includes('cudaprobe run sysinfo');
-        } catch {
-          return false; // not started yet
-        }
-      },
-      90_000,
-    );
+    const containerOf = () => containerOfTarget(on, 'hop-lost');
+    await until('cudaprobe run sysinfo in the container', () => probeRunsIn(on, 'hop-lost'), 90_000);
     const runId = on(['inspect', '-f', `{{index .Config.Labels "${RUN_LABEL}"}}`, containerOf()]).trim();
     // Every wsl.exe that carries the engine's API now (the container's attach, the probe's exec).
     const carriers = dialCarriers();
