@@ -40,6 +40,8 @@ export interface Target {
   device: number;
   timeoutMs: number;
   expect: Expectation[];
+  /** GitHub Actions runner labels this target needs (a job of its own), if any. */
+  runsOn?: string[];
 }
 
 export interface Matrix {
@@ -559,6 +561,7 @@ function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
       device: t.device ?? doc.defaults.device,
       timeoutMs: durationMs(t.timeout ?? doc.defaults.timeout),
       expect: t.expect ?? [],
+      ...(t.runsOn ? { runsOn: typeof t.runsOn === 'string' ? [t.runsOn] : t.runsOn } : {}),
     };
   });
   return { file, description: doc.description, concurrency: doc.concurrency, hostConcurrency: doc.hostConcurrency, targets, expectations };

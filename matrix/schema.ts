@@ -121,6 +121,9 @@ export const transport = z
 /** "all" or probe names; the names are checked against the catalogue by the loader (and in the JSON Schema). */
 export const probeList = z.union([z.literal('all'), z.array(z.string()).min(1)]);
 
+/** A GitHub Actions runner label: printable, no spaces or commas (a list is written as a YAML list). */
+const runnerLabel = z.string().regex(/^[^\s,]+$/, 'a runner label has no spaces or commas (write several labels as a list: [self-hosted, linux, gpu])').max(100);
+
 const target = z.strictObject({
   name: name.describe('Unique name of the target; cells are named target/probe'),
   description: z.string().optional(),
@@ -131,6 +134,10 @@ const target = z.strictObject({
   device: z.number().int().nonnegative().optional().describe('CUDA device index'),
   timeout: duration.optional().describe('Per-probe timeout'),
   expect: z.array(expectation).optional().describe('Expectations for this target; they win over the environment class'),
+  runsOn: z
+    .union([runnerLabel, z.array(runnerLabel).min(1)])
+    .optional()
+    .describe('GitHub Actions: the self-hosted runner labels this target needs (e.g. [self-hosted, windows, gpu, wddm]); `cudamatrix gha matrix` gives it a job of its own on such a runner. Without it, the target is reached through its transport from a shared job'),
 });
 
 export const matrixSchema = z.strictObject({

@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import { CudamatrixError } from '../core/errors.ts';
+import { parseMatrix } from '../matrix/load.ts';
+import { ghaMatrix } from './gha-matrix.ts';
+
+const lab = parseMatrix(
+  [
+    'version: 1',
+    'defaults: {probes: [sysinfo, sync-latency]}',
+    'targets:',
+    '  - {name: wddm-box, runsOn: [self-hosted, windows, gpu, wddm]}',
+    '  - {name: linux-gpu, runsOn: gpu-linux}',
+    '  - {name: far-a, transport: {kind: ssh, host: far.example}}',
+    '  - {name: far-b, transport: {kind: ssh, host: far.example}, probes: [sysinfo]}',
+    '  - {name: near, transport: {kind: ssh, host: near.example}}',
+    '  - {name: here}',
+  ].join('\n'),
+  'lab.yaml',
+);
+
+describe('gha matrix', () => {
+  it('gives a labelled target a job of its own on its labels, and the rest one shared job', () => {
+    const m = ghaMatrix(lab);
+    expect(m.include).toEqual([
+      { name: 'wddm-box', targets: 'wddm-box', runsOn: ['self-hosted', 'windows', 'gpu', 'wddm'], labelled: true },
+      { name: 'linux-gpu', targets: 'linux-gpu', runsOn: ['gpu-linux'], labelled: true },
+      { name: 'transport', targets: 'far-a,far-b,near,here', runsOn: ['self-hosted', 'linux'], labelled: false },
+    ]);
+    // What fromJSON gets: plain JSON, one line.
+    expect(JSON.parse(JSON.stringify(m))).toEqual(m);
+  });
+
+  it('splits the targets without labels into shards of whole hosts, with the labels asked for', () => {
+    const m = ghaMatrix(lab, { shards: 2, runsOn: ['self-hosted', 'lab-net'] });
+    const shared = m.include.filter((e) => !e.labelled);
+    expect(shared.map((e) => e.name)).toEqual(['transport-1-of-2', 'transport-2-of-2']);
+    for (const e of shared) expect(e.runsOn).toEqual(['self-hosted', 'lab-net']);
+    // far-a and far-b are one host: never in two jobs.
+    const jobOf = (t: string) => shared.find((e) => e.targets.split(',').includes(t))!.name;
+    expect(jobOf('far-a')).toBe(jobOf('far-b'));
+    expect(shared.flatMap((e) => e.targets.split(',')).sort()).toEqual(['far-a', 'far-b', 'here', 'near']);
+  });
+
+  it('makes no job for an empty shard (more shards than hosts)', () => {
+    const m = ghaMatrix(lab, { shards: 8 });
+    const shared = m.include.filter((e) => !e.labelled);
+    expect(shared).toHaveLength(3); // three hosts: far.example, near.example, this machine
+    expect(new Set(shared.map((e) => e.name)).size).toBe(3);
+  });
+
+  it('follows --target and --probe', () => {
+    const m = ghaMatrix(lab, { targets: ['wddm-box', 'near'], probes: ['sync-*'] });
+    expect(m.include.map((e) => [e.name, e.targets])).toEqual([
+      ['wddm-box', 'wddm-box'],
+      ['transport', 'near'],
+    ]);
+    // far-b runs only sysinfo: with --probe sync-* it has no cell and no job.
+    expect(ghaMatrix(lab, { probes: ['sync-*'] }).include.find((e) => e.name === 'transport')!.targets).toBe('far-a,near,here');
+  });
+
+  it('refuses a labelled target named as the shared job would be, naming the fix', () => {
+    const clash = parseMatrix('version: 1\ntargets:\n  - {name: transport, runsOn: [gpu]}\n  - {name: other}\n', 'clash.yaml');
+    expect(() => ghaMatrix(clash)).toThrow(CudamatrixError);
+    expect(() => ghaMatrix(clash)).toThrow(/clash\.yaml: target "transport" has the name gha matrix gives the job of the targets without runsOn.*rename the target/);
+  });
+
+  it('rejects a runner label with a space or a comma, at its place in the file', () => {
+    expect(() => parseMatrix('version: 1\ntargets:\n  - name: a\n    runsOn: [self-hosted, "gpu box"]\n', 'bad.yaml')).toThrow(/bad\.yaml:4.*runner label has no spaces or commas/s);
+  });
+});
