@@ -70,6 +70,8 @@ export const errorCodes = {
   /** WSL targets: no libcuda.so.1 under /usr/lib/wsl/lib (no NVIDIA driver on the Windows host). */
   WSL_NO_LIBCUDA: 'infrastructure',
   TRANSPORT_FAILED: 'infrastructure',
+  /** gha merge: a job of the fanned-out run left no event log, or one that stops short (runner lost, job killed). */
+  JOB_LOST: 'infrastructure',
   PROBE_BUILD_FAILED: 'infrastructure',
   PROBE_MISSING: 'infrastructure',
   /** A bug in cudamatrix, caught so that it ends one target and not the run. */
