@@ -7,11 +7,12 @@
 import path from 'node:path';
 import { mergeEventLogs, readLogs, writeMergedRun } from '../results/merge.ts';
 import { Reporters } from '../results/reporter.ts';
+import { githubReporter, isGithubActions } from '../results/reporters/github.ts';
 import { createReporters } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
-import { checkOutputs, chooseReporters } from './run.ts';
+import { checkOutputs, chooseReporters, stdoutTaken } from './run.ts';
 
 export interface MergeCommandOptions {
   reporter?: string[];
@@ -34,6 +35,7 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
     ...createReporters(choices, { quiet: opts.quiet }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
+    ...(isGithubActions() ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),
   ]);
   for (const w of merged.warnings) reporters.message(`warning: ${w}`);
   const from = merged.start.mergedFrom.map((s) => `${s.file} (${s.shard ? `shard ${s.shard.index}/${s.shard.total}` : `run ${s.runId}`})`);

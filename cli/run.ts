@@ -3,10 +3,12 @@ import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
 import { checkOutputPath, isStdout, makeDir } from '../core/fs.ts';
 import { Reporters } from '../results/reporter.ts';
+import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
 import { createReporters, reporterNames, type ReporterChoice, type ReporterName } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
+import type { Matrix } from '../matrix/load.ts';
 import { executePlan } from '../run/execute.ts';
 import { planCells } from '../run/plan.ts';
 import { watchInterrupts } from './interrupt.ts';
@@ -55,6 +57,11 @@ export function chooseReporters(opts: Pick<RunOptions, 'reporter' | 'junit' | 'j
 /** Where run folders go unless --results-dir says otherwise (relative to the current folder). */
 export const DEFAULT_RESULTS_DIR = 'results/runs';
 
+/** Whether a reporter prints to stdout (which then carries a report, and nothing else may write there). */
+export function stdoutTaken(choices: ReporterChoice[]): boolean {
+  return choices.some((c) => c.name !== 'console' && (c.path === undefined || isStdout(c.path)));
+}
+
 export function checkOutputs(choices: ReporterChoice[], resultsDir: string): void {
   const onStdout = choices.filter((c) => c.name !== 'console' && (c.path === undefined || isStdout(c.path)));
   if (onStdout.length > 1) {
@@ -69,14 +76,18 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
 
 export async function runCommand(opts: RunOptions): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix);
-  const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   const choices = chooseReporters(opts);
+  const github = isGithubActions();
+  // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
+  if (github) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: stdoutTaken(choices) });
+  const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   checkOutputs(choices, opts.resultsDir);
   // The run folder always gets the whole record, whatever the user chose to see.
   const reporters = new Reporters([
     ...createReporters(choices, { quiet: opts.quiet }),
     junitReporter((runDir) => path.join(runDir, 'junit.xml')),
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
+    ...(github ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),
   ]);
   const interrupts = watchInterrupts((m) => reporters.message(m));
   // Every running probe listens for the abort: many at once is expected, not a leak.
@@ -98,4 +109,9 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   } finally {
     interrupts.dispose();
   }
+}
+
+/** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv). */
+function passphraseEnvs(matrix: Matrix): string[] {
+  return matrix.targets.flatMap((t) => t.hops.flatMap((h) => (typeof h.passphraseEnv === 'string' ? [h.passphraseEnv] : [])));
 }
