@@ -8,7 +8,7 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { formatValue } from '../../core/units.ts';
 import type { RunEvent, RunStartEvent } from '../../events/events.ts';
 import type { Expectation } from '../../matrix/schema.ts';
@@ -77,8 +77,15 @@ const files = tempDir('cm-github-');
 const summaryFile = path.join(files, 'step-summary.md');
 const outputFile = path.join(files, 'output.txt');
 writeFileSync(summaryFile, '');
+const before = { GITHUB_STEP_SUMMARY: process.env.GITHUB_STEP_SUMMARY, GITHUB_OUTPUT: process.env.GITHUB_OUTPUT };
 process.env.GITHUB_STEP_SUMMARY = summaryFile;
 process.env.GITHUB_OUTPUT = outputFile;
+afterAll(() => {
+  for (const [name, value] of Object.entries(before)) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
 
 interface Rendered {
   stdout: string;
@@ -415,8 +422,11 @@ targets:
     });
     expect(r.code, r.stderr).toBe(3);
     const lines = r.stdout.split('\n');
-    // The mask comes first: the runner hides the value in every line after it (the console prints the why).
-    expect(lines[0]).toBe(`::add-mask::${SECRET}`);
+    // The masks come first (this one, and any of secret-named variables the environment has):
+    // the runner hides the value in every line after it (the console prints the why).
+    const mask = lines.indexOf(`::add-mask::${SECRET}`);
+    expect(mask).toBeGreaterThanOrEqual(0);
+    expect(lines.slice(0, mask + 1).every((l) => l.startsWith('::add-mask::'))).toBe(true);
     expect(lines.slice(1).some((l) => l.includes(SECRET))).toBe(true);
     expect(r.stderr).not.toContain(SECRET);
     const summary = readFileSync(summaryPath, 'utf8');
