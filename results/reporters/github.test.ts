@@ -18,7 +18,7 @@ import { runCli } from '../../test/cli.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { noDriverHere, realRuns, twice } from '../../test/live-and-merged.ts';
 import { summarize } from '../verdicts.ts';
-import { githubReporter, maskSecretValues, MAX_ANNOTATIONS, SUMMARY_BUDGET_BYTES, type GithubReporterOptions } from './github.ts';
+import { appendGithubSummary, githubReporter, maskSecretValues, MAX_ANNOTATIONS, SUMMARY_BUDGET_BYTES, type GithubReporterOptions } from './github.ts';
 
 // ---------------------------------------------------------------------------------------------
 // What the runner reads
@@ -267,6 +267,21 @@ describe('GitHub reporter: streams and extras', () => {
     expect(r.outputs).toMatchObject({ 'behaviour-changed': 'true', lost: 'a,b', failed: '2' });
     expect(r.summary.indexOf('### Behaviour records')).toBeGreaterThan(r.summary.lastIndexOf('</details>'));
     expect(r.summary.trimEnd().endsWith('2 records written')).toBe(true);
+  });
+});
+
+describe('GitHub reporter: appendGithubSummary', () => {
+  it('appends, and cuts what would take the file past GitHub\'s 1 MiB a step, with a note', async () => {
+    writeFileSync(summaryFile, `${'x'.repeat(900 * 1024)}\n`);
+    await appendGithubSummary('## a section\n\nsmall');
+    expect(readFileSync(summaryFile, 'utf8').endsWith('## a section\n\nsmall\n')).toBe(true);
+    await appendGithubSummary(`## too much\n\n${'é'.repeat(100 * 1024)}`);
+    const text = readFileSync(summaryFile, 'utf8');
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(960 * 1024);
+    expect(Buffer.byteLength(text)).toBeGreaterThan(959 * 1024);
+    expect(text).toContain('## too much\n\néé');
+    expect(text.endsWith("_The rest of this section is left out: the job summary would pass GitHub's limit of 1 MiB per step._\n\n")).toBe(true);
+    expect(text).not.toContain('\uFFFD');
   });
 });
 

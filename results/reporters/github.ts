@@ -178,8 +178,7 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
         annotate(summary);
       });
       const v = summary.counts.verdicts;
-      onStream(toStderr, () =>
-        setGithubOutputs({
+      setGithubOutputs({
           total: String(v.passed + v.failed + v.error + v.skipped),
           passed: String(v.passed),
           failed: String(v.failed),
@@ -191,8 +190,7 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
           'run-dir': context.runDir,
           'events-file': summary.eventsFile ?? context.eventsFile,
           ...extras.outputs,
-        }),
-      );
+      });
       await appendGithubSummary(summaryMarkdown(summary, context, extras.sections ?? []));
     },
   };
