@@ -7,7 +7,7 @@
 import path from 'node:path';
 import { mergeEventLogs, readLogs, writeMergedRun } from '../results/merge.ts';
 import { Reporters } from '../results/reporter.ts';
-import { githubReporter, isGithubActions } from '../results/reporters/github.ts';
+import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
 import { createReporters } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
@@ -25,6 +25,8 @@ export interface MergeCommandOptions {
 
 export async function mergeCommand(logs: string[], opts: MergeCommandOptions): Promise<number> {
   const choices = chooseReporters(opts);
+  // No matrix here to name its secrets: those the environment's variable names give away.
+  if (isGithubActions()) maskSecretValues(process.env, [], { stdoutTaken: stdoutTaken(choices) });
   // Every log is read and checked before anything is written: a refused merge leaves nothing behind.
   const merged = mergeEventLogs(readLogs(logs), { strict: opts.strict });
   checkOutputs(choices, opts.resultsDir);

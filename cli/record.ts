@@ -60,8 +60,18 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // Every input is read before anything is written: a bad one stops the command with nothing half done.
   const inputs = sources.map((s) => readInput(s, defaults, { complete: true }));
-  const repo = opts.submit ? null : repositoryOf(opts.recordsDir);
-  const prepared = inputs.map((input) => ({
+  const prepared = prepareInputs(inputs, opts.submit ? null : repositoryOf(opts.recordsDir));
+  const log = opts.submit && isStdout(opts.submit) ? process.stderr : process.stdout;
+  const say = (line: string) => log.write(`${line}\n`);
+  if (!reportUnrecorded(prepared, say)) return ExitCode.nothingMeasured;
+  return opts.submit ? submit(prepared, opts.submit, say) : store(prepared, opts.recordsDir, say).status;
+}
+
+type Prepared = { input: Input; records: BehaviourRecord[]; empty: string[] };
+
+/** The records of each input that hold an observation, redacted, with their evidence (the log inside the repository). */
+function prepareInputs(inputs: Input[], repo: string | null): Prepared[] {
+  return inputs.map((input) => ({
     input,
     // A record of nothing (no fact, no metric) would, being newer, hide a full record of its key: never written.
     empty: input.records.filter(({ record }) => !measuredSomething(record)).map(({ record, file }) => `${file ?? record.observed.target} (${keyText(record.key)}): ${NOTHING_MEASURED}`),
@@ -71,8 +81,10 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
       return evidence ? { ...clean, evidence } : clean;
     }),
   }));
-  const log = opts.submit && isStdout(opts.submit) ? process.stderr : process.stdout;
-  const say = (line: string) => log.write(`${line}\n`);
+}
+
+/** Says what was not recorded and why; false when nothing at all is to be recorded. */
+function reportUnrecorded(prepared: Prepared[], say: (l: string) => void): boolean {
   let total = 0;
   for (const { input, records, empty } of prepared) {
     total += records.length;
@@ -83,12 +95,24 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   }
   if (total === 0) {
     process.stderr.write(`nothing recorded: no input holds an observation of a GPU (a record needs a target whose sysinfo found a driver and a GPU, and a probe that measured a fact or a metric)\n`);
-    return ExitCode.nothingMeasured;
   }
-  return opts.submit ? submit(prepared, opts.submit, say) : store(prepared, opts.recordsDir, say);
+  return total > 0;
 }
 
-function submit(prepared: { input: Input; records: BehaviourRecord[]; empty: string[] }[], file: string, say: (l: string) => void): number {
+/**
+ * Records inputs already read (gha merge: the merged run, less its lost targets) into the records
+ * folder as `cudamatrix record` does, saying what it did; returns the records it made and the files
+ * it wrote.
+ */
+export function recordInputs(inputs: Input[], recordsDir: string, say: (l: string) => void): { status: number; records: BehaviourRecord[]; written: string[] } {
+  checkRecordsDir(recordsDir);
+  const prepared = prepareInputs(inputs, repositoryOf(recordsDir));
+  if (!reportUnrecorded(prepared, say)) return { status: ExitCode.nothingMeasured, records: [], written: [] };
+  return { ...store(prepared, recordsDir, say), records: prepared.flatMap((p) => p.records) };
+}
+
+
+function submit(prepared: Prepared[], file: string, say: (l: string) => void): number {
   const chosen: BehaviourRecord[] = [];
   for (const { input, records } of prepared) {
     say(describeInput(input));
@@ -104,8 +128,9 @@ function submit(prepared: { input: Input; records: BehaviourRecord[]; empty: str
   return ExitCode.ok;
 }
 
-function store(prepared: { input: Input; records: BehaviourRecord[]; empty: string[] }[], dir: string, say: (l: string) => void): number {
+function store(prepared: Prepared[], dir: string, say: (l: string) => void): { status: number; written: string[] } {
   const records = new RecordStore(dir);
+  const written: string[] = [];
   let clashes = 0;
   let conflicts = 0;
   for (const { input, records: list } of prepared) {
@@ -125,6 +150,7 @@ function store(prepared: { input: Input; records: BehaviourRecord[]; empty: stri
       }
       const passed = r.verdicts.filter((v) => v.status === 'passed').length;
       const counts = `${Object.keys(r.facts).length} facts, ${r.metrics.length} metrics; default expectations: ${passed} of ${r.verdicts.length} passed${r.evidence ? `; evidence ${r.evidence}` : ''}`;
+      written.push(outcome.file);
       if (outcome.kind === 'written') say(`    written ${outcome.file}: ${counts}`);
       else {
         say(
@@ -141,7 +167,7 @@ function store(prepared: { input: Input; records: BehaviourRecord[]; empty: stri
     }
   }
   if (conflicts) say(`\n${conflicts} conflict${conflicts === 1 ? '' : 's'}: the same observation key with other fact values. Look for what the key does not say (a setting, a reboot, hardware) before trusting either.`);
-  return clashes ? ExitCode.configuration : ExitCode.ok;
+  return { status: clashes ? ExitCode.configuration : ExitCode.ok, written };
 }
 
 /** Records of the same key that only lack or add facts (a run of other probes): not a conflict. */

@@ -112,6 +112,6 @@ export async function runCommand(opts: RunOptions): Promise<number> {
 }
 
 /** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv). */
-function passphraseEnvs(matrix: Matrix): string[] {
+export function passphraseEnvs(matrix: Matrix): string[] {
   return matrix.targets.flatMap((t) => t.hops.flatMap((h) => (typeof h.passphraseEnv === 'string' ? [h.passphraseEnv] : [])));
 }

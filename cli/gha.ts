@@ -1,0 +1,264 @@
+/**
+ * cudamatrix gha matrix | gha merge: the two ends of a fanned-out run on GitHub Actions. GitHub
+ * Actions is the scheduler (one job per labelled target, a few for the rest); cudamatrix says which
+ * jobs there are (gha matrix, for `fromJSON`) and puts their event logs back together (gha merge:
+ * merge, account for lost jobs, JUnit, the summary, the behaviour records and the report).
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { CudamatrixError, ExitCode } from '../core/errors.ts';
+import type { RunEvent } from '../events/events.ts';
+import type { Matrix } from '../matrix/load.ts';
+import { accountForLostJobs, type LostTarget, type OwedTarget } from '../results/lost-jobs.ts';
+import { mergeEventLogs, readLogs, writeMergedRun, type MergedRun, type MergedRunStart } from '../results/merge.ts';
+import { diffRecords, type RecordsDiff } from '../results/record/diff.ts';
+import { readInput } from '../results/record/read.ts';
+import { loadRecords } from '../results/report/load.ts';
+import { Reporters } from '../results/reporter.ts';
+import { appendGithubSummary, githubReporter, isGithubActions, maskSecretValues, setGithubOutputs, type GithubExtras } from '../results/reporters/github.ts';
+import { createReporters } from '../results/reporters/index.ts';
+import { jsonReporter } from '../results/reporters/json.ts';
+import { junitReporter } from '../results/reporters/junit.ts';
+import { exitCodeOf, summarize } from '../results/verdicts.ts';
+import { EVENTS_SCHEMA_VERSION } from '../events/events.ts';
+import { TOOL_VERSION } from '../core/version.ts';
+import { ghaMatrix, type GhaEntry, type GhaMatrix } from '../run/gha-matrix.ts';
+import { planCells } from '../run/plan.ts';
+import { loadMatrixArg } from './matrix-arg.ts';
+import { recordInputs } from './record.ts';
+import { reportCommand } from './report.ts';
+import { checkOutputs, chooseReporters, passphraseEnvs } from './run.ts';
+
+export interface GhaMatrixOptions {
+  matrix?: string;
+  target?: string[];
+  probe?: string[];
+  shards: number;
+  runsOn?: string;
+}
+
+const labels = (text: string) => text.split(',').map((l) => l.trim()).filter(Boolean);
+
+export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> {
+  const matrix = await loadMatrixArg(opts.matrix);
+  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix));
+  if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0) throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
+  const jobs = ghaMatrix(matrix, { targets: opts.target, probes: opts.probe, shards: opts.shards, runsOn: opts.runsOn ? labels(opts.runsOn) : undefined });
+  const json = JSON.stringify(jobs);
+  // stdout is the JSON alone (for fromJSON and pipes); what it means goes to stderr.
+  process.stdout.write(`${json}\n`);
+  process.stderr.write(`${jobs.include.length} job${jobs.include.length === 1 ? '' : 's'} for ${matrix.file}:\n${jobs.include.map((e) => `  ${e.name}: ${e.targets} on [${e.runsOn.join(', ')}]`).join('\n')}\n`);
+  if (isGithubActions()) {
+    setGithubOutputs({ matrix: json, count: String(jobs.include.length) });
+    await appendGithubSummary(planSummary(matrix, jobs));
+  }
+  return ExitCode.ok;
+}
+
+function planSummary(matrix: Matrix, jobs: GhaMatrix): string {
+  const rows = jobs.include.map((e) => `| ${e.name} | ${e.targets.split(',').join(', ')} | ${e.runsOn.join(', ')} |`);
+  return [`## cudamatrix plan: ${jobs.include.length} job${jobs.include.length === 1 ? '' : 's'}`, '', `Matrix: \`${matrix.file}\``, '', '| job | targets | runs on |', '| --- | --- | --- |', ...rows, ''].join('\n');
+}
+
+export interface GhaMergeOptions {
+  plan: string;
+  matrix?: string;
+  probe?: string[];
+  resultsDir: string;
+  junit?: string;
+  recordsDir: string;
+  reportDir: string;
+  record: boolean;
+  quiet: boolean;
+}
+
+/** --plan: the JSON gha matrix printed, given as text or as a file holding it. */
+export function readPlan(arg: string): GhaEntry[] {
+  const isText = arg.trim().startsWith('{');
+  let text = arg;
+  if (!isText) {
+    try {
+      text = readFileSync(arg, 'utf8');
+    } catch {
+      throw new CudamatrixError('USAGE', `--plan ${arg}: no such file; pass the JSON that cudamatrix gha matrix printed (the plan job's "matrix" output), as text or as a file`);
+    }
+  }
+  const where = isText ? '--plan' : `--plan ${arg}`;
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (e) {
+    throw new CudamatrixError('USAGE', `${where} is not JSON (${(e as Error).message}); pass what cudamatrix gha matrix printed`);
+  }
+  const include = (data as { include?: unknown })?.include;
+  const ok = Array.isArray(include) && include.every((e) => typeof e?.name === 'string' && typeof e?.targets === 'string' && e.targets.length > 0);
+  if (!ok) throw new CudamatrixError('USAGE', `${where} is not a gha matrix plan ({"include":[{"name","targets","runsOn"}...]}); pass what cudamatrix gha matrix printed`);
+  return include as GhaEntry[];
+}
+
+/** The events.jsonl files under the given folders (artifacts downloaded one folder each), and the files given. */
+export function findEventLogs(args: string[]): string[] {
+  const found: string[] = [];
+  const walk = (dir: string, depth: number) => {
+    for (const name of readdirSync(dir).sort()) {
+      const full = path.join(dir, name);
+      const st = statSync(full);
+      if (st.isDirectory() && depth < 6) walk(full, depth + 1);
+      else if (st.isFile() && name === 'events.jsonl') found.push(full);
+    }
+  };
+  for (const arg of args) {
+    const st = statSync(arg, { throwIfNoEntry: false });
+    if (!st) throw new CudamatrixError('USAGE', `${arg} does not exist; pass the folder the event-log artifacts were downloaded to (or events.jsonl files)`);
+    if (st.isDirectory()) walk(arg, 0);
+    else found.push(arg);
+  }
+  return found;
+}
+
+/** What each job of the plan owed: its targets, as run would start them, with their planned cells. */
+function owedBy(plan: GhaEntry[], matrix: Matrix, probes: string[] | undefined): OwedTarget[] {
+  const byName = new Map(matrix.targets.map((t) => [t.name, t]));
+  return plan.flatMap((entry) =>
+    entry.targets.split(',').map((name) => {
+      const t = byName.get(name);
+      if (!t) throw new CudamatrixError('USAGE', `--plan: job "${entry.name}" owes target "${name}", which ${matrix.file} does not define; pass the matrix the plan was made from (--matrix)`);
+      const cells = planCells(matrix, { targets: [name], probes }).cells;
+      return { job: entry.name, cells: cells.map((c) => c.name), start: { target: name, environment: t.environment, transport: t.hops.map((h) => h.kind), probes: cells.map((c) => c.probe), expect: t.expect } };
+    }),
+  );
+}
+
+/** With no log at all (every job lost), the merged run starts from the matrix. */
+function emptyRun(matrix: Matrix, now: string): MergedRun {
+  const start: MergedRunStart = {
+    type: 'run-start', schemaVersion: EVENTS_SCHEMA_VERSION, tool: 'cudamatrix', version: TOOL_VERSION,
+    runId: `${now.replace(/[:.]/g, '-')}-merged-nolog`, started: now, shard: null,
+    matrix: { file: matrix.file, ...(matrix.description !== undefined ? { description: matrix.description } : {}), expectations: matrix.expectations },
+    cells: [], options: { strict: false }, mergedFrom: [],
+  };
+  return { start, events: [start], warnings: [] };
+}
+
+/** The targets of the logs that stop without a run-end (killed mid-run). */
+function cutShortTargets(logs: { events: RunEvent[] }[]): Set<string> {
+  const names = new Set<string>();
+  for (const log of logs) {
+    if (log.events.some((e) => e.type === 'run-end')) continue;
+    for (const e of log.events) if ('target' in e) names.add(e.target);
+  }
+  return names;
+}
+
+export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Promise<number> {
+  const plan = readPlan(opts.plan);
+  const matrix = await loadMatrixArg(opts.matrix);
+  // Before anything prints: the secrets the matrix names, and those the environment's names give away.
+  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix));
+  const owed = owedBy(plan, matrix, opts.probe);
+  const files = findEventLogs(args);
+  const logs = readLogs(files);
+  const choices = chooseReporters({ junit: opts.junit, json: false });
+  checkOutputs(choices, opts.resultsDir);
+
+  const now = new Date().toISOString();
+  const merged = logs.length ? mergeEventLogs(logs) : emptyRun(matrix, now);
+  const { events, lost } = accountForLostJobs(merged.events, owed, cutShortTargets(logs), now);
+  const run: MergedRun = { ...merged, start: { ...(events[0] as MergedRunStart), mergedFrom: merged.start.mergedFrom }, events };
+  run.events[0] = run.start;
+  const { runDir, eventsFile } = writeMergedRun(run, opts.resultsDir);
+
+  // The records are made before the reporters end (the job summary and the outputs say what
+  // changed), and what was recorded is said after the run's own summary.
+  const recordLines: string[] = [];
+  const recorded = opts.record ? recordRun(eventsFile, lost, (await loadMatrixArg(undefined)).expectations, opts, (l) => recordLines.push(l)) : undefined;
+  const extras = ghaExtras(lost, recorded, runDir);
+
+  const reporters = new Reporters([
+    ...createReporters(choices, { quiet: opts.quiet }),
+    junitReporter((dir) => path.join(dir, 'junit.xml')),
+    jsonReporter((dir) => path.join(dir, 'summary.json')),
+    ...(isGithubActions() ? [githubReporter({ extras: () => extras })] : []),
+  ]);
+  // mergeEventLogs' warning about a log without a run-end is answered here: its target is accounted for below.
+  for (const w of merged.warnings.filter((w) => !/has no run-end/.test(w))) reporters.message(`warning: ${w}`);
+  reporters.message(`merged ${logs.length} event log${logs.length === 1 ? '' : 's'} of ${plan.length} job${plan.length === 1 ? '' : 's'} into ${eventsFile}`);
+  for (const l of lost) reporters.message(`LOST: target ${l.target} (job ${l.job}): ${l.how === 'no-log' ? 'no event log' : 'its event log stops without an end'}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`);
+  for (const e of run.events) reporters.event(e);
+  const summary = summarize(run.events);
+  await reporters.end(summary, { runDir, eventsFile, strict: run.start.options.strict });
+  if (recordLines.length) process.stdout.write(`${recordLines.join('\n')}\n`);
+  // The report shows the records folder as it now is.
+  if (recorded?.written.length) reportCommand({ recordsDir: opts.recordsDir, out: opts.reportDir, check: false });
+  const status = exitCodeOf(summary, { strict: run.start.options.strict });
+  // A record that could not be written (a clash: a file of this run with other facts) fails a run that otherwise passed.
+  return status === ExitCode.ok && recorded && recorded.status === ExitCode.configuration ? recorded.status : status;
+}
+
+interface Recorded {
+  written: string[];
+  diff: RecordsDiff | null;
+  status: number;
+}
+
+/** Records of the merged run (less its lost targets) into --records-dir, compared with those already there; then the report. */
+function recordRun(eventsFile: string, lost: LostTarget[], defaults: Matrix['expectations'], opts: GhaMergeOptions, say: (l: string) => void): Recorded {
+  const lostNames = new Set(lost.map((l) => l.target));
+  const committed = statSync(opts.recordsDir, { throwIfNoEntry: false })?.isDirectory() ? loadRecords(opts.recordsDir).map((l) => l.record) : [];
+  const input = readInput(eventsFile, defaults, { complete: true });
+  const kept = { ...input, records: input.records.filter(({ record }) => !lostNames.has(record.observed.target)) };
+  say(`\nBehaviour records (${opts.recordsDir}):`);
+  const { status, records, written } = recordInputs([kept], opts.recordsDir, say);
+  const diff = records.length ? diffRecords(committed, records) : null;
+  return { written, diff, status };
+}
+
+const valueText = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v : JSON.stringify(v));
+
+/** What gha merge adds to the GitHub reporter's outputs and job summary: the lost jobs, and the behaviour against the committed records. */
+function ghaExtras(lost: LostTarget[], recorded: Recorded | undefined, runDir: string): GithubExtras {
+  const diff = recorded?.diff ?? null;
+  const fresh = diff ? diff.onlyB.filter((u) => u.comparedInstead === undefined) : [];
+  const outputs: Record<string, string> = {
+    'run-dir': runDir,
+    lost: lost.map((l) => l.target).join(','),
+    'behaviour-changed': String(Boolean(diff?.changed)),
+    'new-observations': String(fresh.length),
+    'records-written': String(recorded?.written.length ?? 0),
+    records: (recorded?.written ?? []).join('\n'),
+  };
+  const sections: string[] = [];
+  if (lost.length) {
+    sections.push(
+      [
+        `### Lost: ${lost.length} target${lost.length === 1 ? '' : 's'}`,
+        '',
+        '| target | job | what is known | cells ended as JOB_LOST |',
+        '| --- | --- | --- | --- |',
+        ...lost.map((l) => `| ${l.target} | ${l.job} | ${l.how === 'no-log' ? 'no event log (artifact missing)' : 'event log stops without an end'} | ${l.cells.length} |`),
+        '',
+      ].join('\n'),
+    );
+  }
+  if (recorded) sections.push(behaviourSection(recorded, fresh.map((u) => u.key)));
+  return { outputs, sections };
+}
+
+function behaviourSection(recorded: Recorded, freshKeys: string[]): string {
+  const lines = ['### Behaviour against the committed records', ''];
+  const diff = recorded.diff;
+  if (!diff) lines.push('Nothing recorded: no target of this run observed a GPU (a record needs a driver, a GPU and a measured fact or metric).');
+  else {
+    lines.push(diff.changed ? '**Behaviour changed.**' : 'No behaviour changed: every fact and cell outcome is the same, and no metric moved beyond its noise.', '');
+    for (const p of diff.pairs.filter((x) => x.changed)) {
+      lines.push(`- **${p.key}**: driver ${p.a.driver} (${p.a.date.slice(0, 10)}) -> ${p.b.driver} (${p.b.date.slice(0, 10)})`);
+      for (const f of p.facts) lines.push(`  - fact \`${f.name}\`: ${valueText(f.a)} -> ${valueText(f.b)}`);
+      for (const c of p.cells) lines.push(`  - probe ${c.probe}: ${c.a} -> ${c.b}`);
+      for (const m of p.metrics.filter((x) => x.flagged)) lines.push(`  - metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${m.a ?? '-'} -> ${m.b ?? '-'} ${m.unit} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`);
+    }
+    for (const k of freshKeys) lines.push(`- new observation: ${k}`);
+  }
+  if (recorded.written.length) lines.push('', `Written (${recorded.written.length}):`, '', ...recorded.written.map((f) => `- \`${f}\``));
+  lines.push('');
+  return lines.join('\n');
+}

@@ -1,0 +1,184 @@
+/**
+ * cudamatrix gha matrix and gha merge through the real CLI, with GITHUB_ACTIONS=true and the
+ * runner's files pointing at temp files: the plan, jobs' logs merged back, lost jobs (no log; a log
+ * killed mid-run) marked, and the behaviour records compared with those already committed — on
+ * the real H200 logs committed under results/records. (test/gha-e2e.test.ts plays the workflow
+ * itself; this file covers what gha merge decides.)
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { readEventLog } from '../events/events.ts';
+import { H200_RUNS } from '../results/record/fixture.ts';
+import { runCli, startCli } from './cli.ts';
+import { parseFileCommand } from './gha-player-log.ts';
+import { repoRoot, tempDir, validateJunit } from './helpers.ts';
+
+/** A step's runner files, as GitHub gives them: empty files named by the environment. */
+function actionsEnv(dir: string) {
+  const files = { GITHUB_OUTPUT: path.join(dir, 'output'), GITHUB_STEP_SUMMARY: path.join(dir, 'summary.md') };
+  for (const f of Object.values(files)) writeFileSync(f, '');
+  return {
+    env: { GITHUB_ACTIONS: 'true', ...files },
+    outputs: () => Object.fromEntries(parseFileCommand(readFileSync(files.GITHUB_OUTPUT, 'utf8'), 'GITHUB_OUTPUT')),
+    summary: () => readFileSync(files.GITHUB_STEP_SUMMARY, 'utf8'),
+  };
+}
+
+const LAB = `version: 1
+defaults: {probes: [sysinfo, sync-latency]}
+targets:
+  - name: gpu-box
+    runsOn: [self-hosted, linux, gpu]
+    expect:
+      - {fact: sysinfo.os_family, equals: windows, why: fails here on purpose}
+  - name: shared-a
+  - name: shared-b
+`;
+
+/** SIGKILL a process and every process under it (found by parent id), children first. */
+function killTree(pid: number): void {
+  // (ps exits 1 when there are none.)
+  const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map(Number).filter(Boolean);
+  try {
+    process.kill(pid, 'SIGSTOP');
+  } catch {}
+  for (const c of children) killTree(c);
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {}
+}
+
+const PLAN_ONE_LOCAL = JSON.stringify({ include: [{ name: 'local', targets: 'local', runsOn: ['self-hosted', 'gpu'], labelled: true }] });
+
+describe('gha matrix and gha merge', () => {
+  it('plans, runs each job, and merges the jobs back into one judged run with the job summary and outputs', async () => {
+    const dir = tempDir();
+    const matrix = path.join(dir, 'lab.yaml');
+    writeFileSync(matrix, LAB);
+    const plan = actionsEnv(path.join(dir));
+    const planned = await runCli(['gha', 'matrix', '-m', matrix], { env: plan.env });
+    expect(planned.code).toBe(0);
+    const jobs = JSON.parse(planned.stdout) as { include: { name: string; targets: string }[] };
+    expect(jobs.include.map((e) => [e.name, e.targets])).toEqual([
+      ['gpu-box', 'gpu-box'],
+      ['transport', 'shared-a,shared-b'],
+    ]);
+    expect(JSON.parse(plan.outputs().matrix!)).toEqual(jobs);
+    expect(plan.summary()).toContain('| transport | shared-a, shared-b | self-hosted, linux |');
+
+    const artifacts = path.join(dir, 'artifacts');
+    for (const job of jobs.include) {
+      const step = actionsEnv(tempDir());
+      const r = await runCli(['run', '-m', matrix, '--target', job.targets, '--results-dir', path.join(artifacts, `cudamatrix-events-${job.name}`)], { env: step.env });
+      expect(r.code).toBe(job.name === 'gpu-box' ? 1 : 0);
+    }
+
+    const merge = actionsEnv(tempDir());
+    const junit = path.join(dir, 'junit.xml');
+    const r = await runCli(['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--junit', junit, '--records-dir', path.join(dir, 'records'), '--report-dir', path.join(dir, 'report')], { env: merge.env });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('merged 2 event logs of 2 jobs');
+    const out = merge.outputs();
+    expect(out).toMatchObject({ total: '1', failed: '1', cells: '6', lost: '', 'behaviour-changed': 'false', 'records-written': '0', 'exit-code': '1' });
+    expect(readdirSync(out['run-dir']!)).toEqual(expect.arrayContaining(['events.jsonl', 'junit.xml', 'summary.json']));
+    expect(r.stdout).toMatch(/^::error title=gpu-box%3A sysinfo.os_family == "windows"::/m);
+    expect(merge.summary()).toContain('Nothing recorded: no target of this run observed a GPU');
+    await validateJunit(readFileSync(junit, 'utf8'));
+  });
+
+  it('marks a job that left no log, and one killed mid-run, as lost: the merge still ends, judged', async () => {
+    const dir = tempDir();
+    const matrix = path.join(dir, 'lab.yaml');
+    writeFileSync(matrix, LAB);
+    const planned = await runCli(['gha', 'matrix', '-m', matrix]);
+    const artifacts = path.join(dir, 'artifacts');
+    // gpu-box's job is killed (SIGKILL, as a runner that dies) while its second probe runs; the
+    // transport job never uploads anything.
+    const results = path.join(artifacts, 'cudamatrix-events-gpu-box');
+    const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], { env: { CUDAPROBE_TEST_DELAY_MS: '60000' } });
+    const started = Date.now();
+    for (;;) {
+      const runs = existsSync(results) ? readdirSync(results) : [];
+      const log = runs.length ? path.join(results, runs[0]!, 'events.jsonl') : '';
+      if (log && existsSync(log) && readFileSync(log, 'utf8').includes('"cell-start"')) break;
+      if (Date.now() - started > 30_000) throw new Error('the run never started a probe');
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    // The whole tree, as when the machine goes: the probe runs in a session of its own.
+    killTree(child.pid!);
+    await done;
+    // What a dead runner leaves in its temp folder (the local session's work folder) goes with the test's.
+    const runId = readdirSync(results)[0]!;
+    for (const n of readdirSync(tmpdir())) if (n.startsWith(`cudamatrix-${runId}-`)) rmSync(path.join(tmpdir(), n), { recursive: true, force: true });
+
+    const merge = actionsEnv(tempDir());
+    const junit = path.join(dir, 'junit.xml');
+    const r = await runCli(['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--junit', junit, '--no-record'], { env: merge.env });
+    expect(r.code).toBe(3);
+    const out = merge.outputs();
+    expect(out.lost).toBe('gpu-box,shared-a,shared-b');
+    expect(out.interrupted).toBe('false');
+    expect(r.stderr).toMatch(/LOST: target gpu-box \(job gpu-box\): its event log stops without an end; 2 cells ended as JOB_LOST/);
+    expect(r.stderr).toMatch(/LOST: target shared-a \(job transport\): no event log/);
+    const events = readEventLog(out['events-file']!);
+    expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: false });
+    expect(events.filter((e) => e.type === 'cell-end' && e.errorCode === 'JOB_LOST')).toHaveLength(6);
+    const xml = readFileSync(junit, 'utf8');
+    await validateJunit(xml);
+    // Six cells, and gpu-box's expectation on sysinfo, which never finished.
+    expect(xml).toMatch(/<testsuites [^>]*errors="7"/);
+    expect(xml).toContain('job &quot;transport&quot; left no event log for target shared-a');
+    expect(merge.summary()).toContain('| gpu-box | gpu-box | event log stops without an end | 2 |');
+    // The annotations name the lost targets (a job of its own for each).
+    expect(r.stdout).toMatch(/^::error title=shared-b%3A JOB_LOST::job "transport" left no event log/m);
+  });
+
+  it('on the real H200 logs: the same behaviour as the committed record is no change; a changed fact is, and is recorded and reported', async () => {
+    const dir = tempDir();
+    const records = path.join(dir, 'records');
+    cpSync(path.join(repoRoot, 'results', 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
+    const artifacts = path.join(dir, 'artifacts', 'cudamatrix-events-local');
+    mkdirSync(artifacts, { recursive: true });
+    cpSync(H200_RUNS[3]!, path.join(artifacts, 'events.jsonl'));
+    const same = actionsEnv(tempDir());
+    const args = (results: string) => ['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', results, '--records-dir', records, '--report-dir', path.join(dir, 'report'), '-q'];
+    const r1 = await runCli(args(path.join(dir, 'merged-1')), { env: same.env });
+    expect(r1.code).toBe(0);
+    expect(same.outputs()).toMatchObject({ passed: '15', failed: '0', 'behaviour-changed': 'false', 'new-observations': '0', 'records-written': '0' });
+    expect(r1.stdout).toMatch(/already recorded: .*linux-h200-docker-2026-11-29-01c49d70\.json has the same key and the same facts; not written/);
+    expect(same.summary()).toContain('No behaviour changed');
+    expect(existsSync(path.join(dir, 'report'))).toBe(false);
+
+    // The same run with one fact changed (as a driver that started counting pinned memory as VRAM).
+    const text = readFileSync(H200_RUNS[3]!, 'utf8');
+    const doctored = text.replace(/("name":"counts_as_vram","value":)false/, '$1true');
+    expect(doctored).not.toBe(text);
+    writeFileSync(path.join(artifacts, 'events.jsonl'), doctored.replace(/"runId":"([^"]+)"/, '"runId":"$1-doctored"'));
+    const changed = actionsEnv(tempDir());
+    const r2 = await runCli(args(path.join(dir, 'merged-2')), { env: changed.env });
+    const out = changed.outputs();
+    expect(out).toMatchObject({ 'behaviour-changed': 'true', 'records-written': '1' });
+    expect(r2.stdout).toMatch(/CONFLICT with .*linux-h200-docker-2026-11-29-01c49d70\.json/);
+    expect(existsSync(out.records!)).toBe(true);
+    expect(changed.summary()).toMatch(/\*\*Behaviour changed\.\*\*[\s\S]*fact `pinned-vram\.counts_as_vram`: false -> true/);
+    // The report was regenerated from the records folder as it now is.
+    expect(readFileSync(path.join(dir, 'report', 'BEHAVIOUR.md'), 'utf8')).toContain(path.basename(out.records!, '.json').slice(0, 20));
+    // An expectation of the default matrix fails on the changed fact, as it should.
+    expect(r2.code).toBe(1);
+  });
+
+  it('refuses a --plan that is not a plan, or names a target the matrix lacks, naming the fix', async () => {
+    const dir = tempDir();
+    const bad = await runCli(['gha', 'merge', dir, '--plan', '{"jobs":[]}']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--plan is not a gha matrix plan');
+    const missing = await runCli(['gha', 'merge', dir, '--plan', path.join(dir, 'nope.json')]);
+    expect(missing.stderr).toContain(`--plan ${path.join(dir, 'nope.json')}: no such file; pass the JSON that cudamatrix gha matrix printed`);
+    const other = await runCli(['gha', 'merge', dir, '--plan', JSON.stringify({ include: [{ name: 'x', targets: 'elsewhere', runsOn: ['a'] }] })]);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/job "x" owes target "elsewhere", which .*default\.yaml does not define; pass the matrix the plan was made from \(--matrix\)/);
+  });
+});
