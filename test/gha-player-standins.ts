@@ -6,9 +6,10 @@
  *                              repository's files from the local folder `repos` names
  *   actions/setup-node         nothing: this machine's node is used
  *   actions/upload-artifact    v4+: copies `path` into <artifactsDir>/<name> (the least common
- *                              ancestor of the paths as its root, hidden files left out unless
- *                              include-hidden-files, if-no-files-found, overwrite, a name used twice
- *                              refused as GitHub refuses it)
+ *                              ancestor of the paths as its root; hidden files and folders, the
+ *                              searched folder's own name included, left out unless
+ *                              include-hidden-files; if-no-files-found; overwrite; a name used
+ *                              twice refused as GitHub refuses it)
  *   actions/download-artifact  v4+: `name`, or `pattern` (each artifact in its own folder unless
  *                              merge-multiple) into `path`
  * Each logs that it is a stand-in. Nothing is fetched, no ref is checked out, no token is used.
@@ -146,7 +147,8 @@ const uploadArtifact: StandIn = (ctx) => {
     const base = searchPaths[i]!;
     const match = GLOB.test(pattern) ? picomatch(pattern, { dot: true }) : () => true;
     for (const f of allFiles(base)) {
-      const hidden = path.relative(base, f).split(path.sep).some((s) => s.startsWith('.'));
+      // As @actions/glob's excludeHiddenFiles: the search path's own name counts too (.cudamatrix/x is hidden).
+      const hidden = [path.basename(base), ...path.relative(base, f).split(path.sep)].some((s) => s.startsWith('.'));
       if (match(f) && !excludes.some((m) => m(f)) && (!hidden || ctx.with['include-hidden-files'] === 'true')) found.add(f);
     }
   });

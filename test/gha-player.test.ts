@@ -252,7 +252,8 @@ describe('playWorkflow', () => {
     expect(step('build')).toMatchObject({ kind: 'replaced', outcome: 'success', outputs: { file: 'pkg.tgz' } });
     expect(step('build').log).toContain("[player] step 'build' is replaced by the test's substitute");
     const artifacts = path.join(root, 'artifacts');
-    expect(readdirSync(artifacts).sort()).toEqual(['res', 'two']);
+    expect(readdirSync(artifacts).sort()).toEqual(['hid2', 'res', 'two']);
+    expect(up.annotations).toContainEqual({ level: 'warning', message: 'No files were found with the provided path: .hid/. No artifacts will be uploaded.', step: 'hidden-dir' });
     expect(readdirSync(path.join(artifacts, 'res'))).toEqual(['run1']); // the folder's contents, .hidden left out
     expect(existsSync(path.join(artifacts, 'two', 'res', 'run1', 'events.jsonl')) && existsSync(path.join(artifacts, 'two', 'other.txt'))).toBe(true);
     const errors = Object.fromEntries(up.annotations.filter((a) => a.level === 'error').map((a) => [a.step, a.message]));
@@ -262,6 +263,28 @@ describe('playWorkflow', () => {
     expect(logLines(up.log)).toContain('e'); // downloaded back and read
     expect(up.log).toContain('is a stand-in');
     expect(up.status).toBe('success');
+  });
+
+  it('checks out another repository from its folder, plays setup-node, an action of a repository folder and a declared stand-in', async () => {
+    const { run } = await play('artifacts.yml', {
+      repos: { 'octo-org/tools': fixture('tools'), 'octo-org/fixtures': fixtures },
+      actions: {
+        'my-org/deploy': (ctx) => {
+          ctx.log(`[test] my-org/deploy@${ctx.ref} stand-in: ${ctx.with.target}`);
+          ctx.setOutput('url', `https://${ctx.with.target}.example`);
+        },
+      },
+    });
+    const co = leg(run, 'co');
+    const step = (id: string) => co.steps.find((s) => s.id === id)!;
+    expect(co.steps[2]).toMatchObject({ outcome: 'success' }); // tools-copy/.github/workflows/called.yml is there
+    expect(step('nowhere').outcome).toBe('failure');
+    expect(co.annotations.find((a) => a.step === 'nowhere')?.message).toBe("[player] actions/checkout stand-in: no local folder for repository 'nobody/none'; pass repos: { 'nobody/none': <folder> } to the player");
+    expect(step('remote')).toMatchObject({ kind: 'node', outputs: { message: 'Hello, remote!' } });
+    expect(step('declared')).toMatchObject({ kind: 'stand-in', outputs: { url: 'https://staging.example' } });
+    expect(logLines(co.log)).toContain(`node ${process.version} | Hello, remote! | https://staging.example`);
+    expect(co.log).toContain('[test] my-org/deploy@v2 stand-in: staging');
+    expect(co.status).toBe('success');
   });
 
   it('plays a caller of a reusable workflow with its with: as inputs, secrets inherited, outputs back to the caller', async () => {
@@ -279,6 +302,26 @@ describe('playWorkflow', () => {
     const missing = await play('caller.yml', { secrets: {} });
     expect(missing.run.jobs.call).toMatchObject({ result: 'failure', error: expect.stringContaining('Secret TOKEN is required') });
     expect(missing.run.jobs.after!.result).toBe('skipped');
+  });
+});
+
+describe('matrix legs', () => {
+  it('fail-fast: one at a time, the legs after a failed one never start', async () => {
+    const { run } = await play('failfast.yml');
+    expect(run.jobs.legs!.legs.map((l) => [l.name, l.status])).toEqual([['legs (fail)', 'failure']]);
+    expect(run.jobs.legs!.result).toBe('failure');
+  });
+
+  it('fail-fast: legs played at once are cancelled when one fails (their if: cancelled() steps run)', async () => {
+    const started = Date.now();
+    const { run } = await play('failfast.yml', { maxParallel: 3 });
+    expect(run.jobs.legs!.legs.map((l) => [l.name, l.status])).toEqual([
+      ['legs (fail)', 'failure'],
+      ['legs (slow-1)', 'cancelled'],
+      ['legs (slow-2)', 'cancelled'],
+    ]);
+    expect(logLines(run.jobs.legs!.legs[2]!.log)).toContain('cancelled slow-2');
+    expect(Date.now() - started).toBeLessThan(10_000); // not the legs' 20 s sleeps
   });
 });
 
@@ -352,5 +395,14 @@ describe('a step killed mid-run', () => {
     expect(t.annotations[0]?.message).toBe("The action 'Run sleep 20' has timed out after 0.01 minutes.");
     expect(logLines(t.log)).toContain('slow failure/success');
     expect(t.status).toBe('success');
+  });
+
+  it('cancels the job after its timeout-minutes (if: always() steps still run)', async () => {
+    const root = tempDir('cm-gha-player-');
+    const t = await playJob({ workflowFile: fixture('kill.yml'), jobId: 'job-timeout', workspace: root, artifactsDir: path.join(root, 'artifacts') });
+    expect(t.status).toBe('cancelled');
+    expect(t.steps.map((s) => s.outcome)).toEqual(['cancelled', 'success']);
+    expect(logLines(t.log)).toContain('status cancelled');
+    expect(t.annotations[0]?.message).toBe('The job running on runner gha-player has exceeded the maximum execution time of 0.01 minutes.');
   });
 });
