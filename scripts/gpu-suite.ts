@@ -10,9 +10,11 @@
  * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
  * still runs.
  *
- *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [cudamatrix run options ...]
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [cudamatrix run options ...]
+ *
+ * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3.
  */
-import { chmodSync, copyFileSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { $ } from 'zx';
 
@@ -28,7 +30,9 @@ mkdirSync(result, { recursive: true });
 mkdirSync(work, { recursive: true });
 const args = process.argv.slice(2);
 const skipAccuracy = args.includes('--skip-accuracy');
-const runArgs = args.filter((a) => a !== '--skip-accuracy');
+const skipSuite = args.includes('--skip-suite');
+const gha = args.includes('--gha');
+const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha'].includes(a));
 
 const log: string[] = [];
 function note(line: string): void {
@@ -70,8 +74,34 @@ await step('version', () => withEnv`${cudamatrix} --version`);
 await step('doctor', () => withEnv`${cudamatrix} doctor`);
 
 // 3. The whole default matrix.
-await step('suite', () => withEnv`${cudamatrix} run --results-dir ${path.join(out, 'runs')} --junit ${path.join(out, 'junit.xml')} ${runArgs}`);
-await step('compile-cache', () => $({ nothrow: true })`ls -laR ${path.join(work, 'cache')}`);
+if (!skipSuite) {
+  await step('suite', () => withEnv`${cudamatrix} run --results-dir ${path.join(out, 'runs')} --junit ${path.join(out, 'junit.xml')} ${runArgs}`);
+  await step('compile-cache', () => $({ nothrow: true })`ls -laR ${path.join(work, 'cache')}`);
+}
+
+// 3b. --gha: the GitHub Actions workflow's commands as its jobs run them (gpu-matrix.yml: plan ->
+// one probe job per entry -> merge), each step with GITHUB_ACTIONS=true and its own output and
+// summary files, merged against a copy of the records committed in this checkout.
+if (gha) {
+  const dir = path.join(out, 'gha');
+  mkdirSync(dir, { recursive: true });
+  const records = path.join(work, 'records');
+  cpSync(path.join(root, 'results', 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
+  const actions = (name: string) => {
+    for (const f of ['output', 'summary.md']) writeFileSync(path.join(dir, `${name}.${f}`), '');
+    return { ...env, GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: path.join(dir, `${name}.output`), GITHUB_STEP_SUMMARY: path.join(dir, `${name}.summary.md`) };
+  };
+  const planned = await $({ nothrow: true, env: actions('plan'), cwd: work })`${cudamatrix} gha matrix`;
+  writeFileSync(path.join(dir, 'plan.json'), planned.stdout);
+  note(`gha-plan: exit ${planned.exitCode}: ${planned.stdout.trim()}`);
+  const entries = (JSON.parse(planned.stdout || '{"include":[]}') as { include: { name: string; targets: string }[] }).include;
+  for (const e of entries) {
+    await step(`gha-probe-${e.name}`, () => $({ nothrow: true, env: actions(`probe-${e.name}`), cwd: work })`${cudamatrix} run --target ${e.targets} --results-dir ${path.join(dir, 'artifacts', `cudamatrix-events-${e.name}`)}`);
+  }
+  await step('gha-merge', () =>
+    $({ nothrow: true, env: actions('merge'), cwd: work })`${cudamatrix} gha merge ${path.join(dir, 'artifacts')} --plan ${planned.stdout.trim()} --results-dir ${path.join(dir, 'merged')} --junit ${path.join(dir, 'junit.xml')} --records-dir ${records} --report-dir ${path.join(dir, 'report')}`,
+  );
+}
 
 // 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
 // the package's files do not carry; cudamatrix sets it when it deploys the binary too).
