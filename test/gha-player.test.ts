@@ -305,6 +305,24 @@ describe('playWorkflow', () => {
   });
 });
 
+describe('run: steps', () => {
+  it("use GitHub's shells: unspecified is bash -e (no pipefail), shell: bash adds pipefail, a custom shell, defaults.run, a missing working-directory", async () => {
+    const { run } = await play('shells.yml');
+    const shells = leg(run, 'shells');
+    expect(shells.steps.map((s) => [s.id, s.outcome, s.exitCode])).toEqual([
+      ['plain', 'success', 0],
+      ['bash', 'failure', 1],
+      ['custom', 'success', 0],
+      ['wd', 'failure', null],
+    ]);
+    expect(logLines(shells.log)).toContain('node ran function');
+    expect(shells.annotations.find((a) => a.step === 'wd')?.message).toMatch(/with working directory '.*\/missing-dir'\. No such file or directory/);
+    const defaults = leg(run, 'defaults');
+    expect(defaults.steps.map((s) => s.outcome)).toEqual(['failure', 'success']);
+    expect(logLines(defaults.log)).toContain('in sub');
+  });
+});
+
 describe('matrix legs', () => {
   it('fail-fast: one at a time, the legs after a failed one never start', async () => {
     const { run } = await play('failfast.yml');
