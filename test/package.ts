@@ -4,21 +4,58 @@
  * `npm install -g` of the tarball into an empty prefix, offline: it has no dependencies to fetch.
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
-import { repoRoot, tempDir } from './helpers.ts';
+import { repoRoot, tempDir, testCacheDir } from './helpers.ts';
 
 /** What `pnpm pack` needs of the checkout: the sources, the probe sources, the manifest files. */
 const PACK_INPUTS = ['bin', 'cli', 'core', 'events', 'matrix', 'probes', 'results', 'run', 'runners', 'scripts', 'docker', 'package.json', 'pnpm-lock.yaml', 'tsconfig.json', 'README.md'];
 
-/** Packs a copy of the checkout; returns the tarball's path. Compiles cudaprobe three times (cached). */
+/**
+ * Packs a copy of the checkout; returns the tarball's path. Compiles cudaprobe three times (cached).
+ * The tarball is kept in the suite's cache under a hash of every packed input, so that the test
+ * files that need the package (package, action, the workflow played end to end) pack it once.
+ */
 export function packCheckout(): string {
+  const cached = path.join(testCacheDir, 'packages', `cudamatrix-${packInputsHash()}.tgz`);
+  if (existsSync(cached)) return cached;
+  const fresh = packFresh();
+  mkdirSync(path.dirname(cached), { recursive: true });
+  // Two test files packing at once both succeed; the rename makes either tarball the cached one whole.
+  const partial = `${cached}.${process.pid}.partial`;
+  copyFileSync(fresh, partial);
+  renameSync(partial, cached);
+  // Packages of older sources are of no more use.
+  for (const name of readdirSync(path.dirname(cached))) if (/^cudamatrix-[0-9a-f]{16}\.tgz$/.test(name) && name !== path.basename(cached)) rmSync(path.join(path.dirname(cached), name), { force: true });
+  return cached;
+}
+
+const packed = (src: string) => !/[/\\](runs|dist|prebuilt|out|node_modules)$/.test(src);
+
+/** sha256 over the packed inputs' paths and contents. */
+function packInputsHash(): string {
+  const hash = createHash('sha256');
+  const walk = (rel: string) => {
+    const full = path.join(repoRoot, rel);
+    if (!packed(full) || !existsSync(full)) return;
+    if (statSync(full).isDirectory()) {
+      for (const name of readdirSync(full).sort()) walk(path.join(rel, name));
+    } else {
+      hash.update(`${rel}\0`).update(readFileSync(full)).update('\0');
+    }
+  };
+  for (const entry of PACK_INPUTS) walk(entry);
+  return hash.digest('hex').slice(0, 16);
+}
+
+function packFresh(): string {
   const copy = tempDir('cm-pack-');
   for (const entry of PACK_INPUTS) {
     cpSync(path.join(repoRoot, entry), path.join(copy, entry), {
       recursive: true,
       // Run folders and earlier builds are not inputs.
-      filter: (src) => !/[/\\](runs|dist|prebuilt|out)$/.test(src),
+      filter: packed,
     });
   }
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
