@@ -37,7 +37,10 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     setupFiles: ['test/setup-temp.ts'],
     // One cudaprobe build cache for the whole suite (see test/helpers.ts).
-    env: { CUDAMATRIX_CACHE: path.join(tmpdir(), 'cudamatrix-test-cache') },
+    // When the suite itself runs in a GitHub Actions job (ci.yml), the CLIs it starts must not
+    // write into that job's summary, outputs and annotations: a test that wants the GitHub
+    // reporter gives its children GITHUB_ACTIONS=true and files of its own.
+    env: { CUDAMATRIX_CACHE: path.join(tmpdir(), 'cudamatrix-test-cache'), GITHUB_ACTIONS: '', GITHUB_OUTPUT: '', GITHUB_STEP_SUMMARY: '', GITHUB_ENV: '', GITHUB_PATH: '' },
     // @actions/workflow-parser imports its JSON schemas without import attributes, which Node's
     // own ES module loader refuses: run it (and the expressions package it imports) through Vite.
     server: { deps: { inline: ['@actions/workflow-parser', '@actions/expressions'] } },

@@ -330,6 +330,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (error instanceof CudamatrixError) {
       process.stderr.write(`error [${error.code}]: ${error.message}\n`);
+      // In a GitHub Actions step, also an annotation (the module is loaded only there).
+      if (process.env.GITHUB_ACTIONS === 'true') (await import('../results/reporters/github.ts')).annotateFatal(error.code, error.message);
       return exitCodeFor(error);
     }
     if ((error as NodeJS.ErrnoException)?.syscall === 'uv_cwd') {

@@ -172,9 +172,13 @@ describe('gha matrix and gha merge', () => {
 
   it('refuses a --plan that is not a plan, or names a target the matrix lacks, naming the fix', async () => {
     const dir = tempDir();
-    const bad = await runCli(['gha', 'merge', dir, '--plan', '{"jobs":[]}']);
+    const step = actionsEnv(tempDir());
+    const bad = await runCli(['gha', 'merge', dir, '--plan', '{"jobs":[]}'], { env: step.env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--plan is not a gha matrix plan');
+    // In a step, also an annotation (on stderr: stdout stays empty).
+    expect(bad.stderr).toMatch(/^::error title=cudamatrix%3A USAGE::--plan is not a gha matrix plan/m);
+    expect(bad.stdout).toBe('');
     const missing = await runCli(['gha', 'merge', dir, '--plan', path.join(dir, 'nope.json')]);
     expect(missing.stderr).toContain(`--plan ${path.join(dir, 'nope.json')}: no such file; pass the JSON that cudamatrix gha matrix printed`);
     const other = await runCli(['gha', 'merge', dir, '--plan', JSON.stringify({ include: [{ name: 'x', targets: 'elsewhere', runsOn: ['a'] }] })]);

@@ -23,6 +23,15 @@ import { attrsText, readingLabels, sampleValueText } from '../evidence.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
 import { exitCodeOf, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
 
+/**
+ * A command that stops with an error (a matrix that does not load, a bad --plan) as an annotation,
+ * so that the run's page shows why the step failed, not only its log. On stderr: stdout may be
+ * promised to a report.
+ */
+export function annotateFatal(code: string, message: string): void {
+  onStream(true, () => core.error(redact(message), { title: `cudamatrix: ${code}` }));
+}
+
 /** Whether this process runs in a GitHub Actions step. */
 export function isGithubActions(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.GITHUB_ACTIONS === 'true';
