@@ -9,8 +9,8 @@ import path from 'node:path';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import type { RunEvent } from '../events/events.ts';
 import type { Matrix } from '../matrix/load.ts';
-import { accountForLostJobs, type LostTarget, type OwedTarget } from '../results/lost-jobs.ts';
-import { mergeEventLogs, readLogs, writeMergedRun, type MergedRun, type MergedRunStart } from '../results/merge.ts';
+import { accountForLostJobs, type JobEnds, type LostTarget, type OwedTarget } from '../results/lost-jobs.ts';
+import { mergeEventLogs, readLogs, writeMergedRun, type LogInput, type MergedRun, type MergedRunStart } from '../results/merge.ts';
 import { diffRecords, type RecordsDiff } from '../results/record/diff.ts';
 import { readInput } from '../results/record/read.ts';
 import { loadRecords } from '../results/report/load.ts';
@@ -41,7 +41,8 @@ const labels = (text: string) => text.split(',').map((l) => l.trim()).filter(Boo
 
 export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix);
-  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix));
+  // stdout is the plan's JSON alone: the masks go to stderr (the runner reads commands there too).
+  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: true });
   if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0) throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
   const jobs = ghaMatrix(matrix, { targets: opts.target, probes: opts.probe, shards: opts.shards, runsOn: opts.runsOn ? labels(opts.runsOn) : undefined });
   const json = JSON.stringify(jobs);
@@ -72,18 +73,25 @@ export interface GhaMergeOptions {
   quiet: boolean;
 }
 
+/** The file's stat, or nothing when there is none (JSON text is often too long to be a file name at all). */
+function statOrNothing(arg: string) {
+  try {
+    return statSync(arg, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
 /** --plan: the JSON gha matrix printed, given as text or as a file holding it. */
 export function readPlan(arg: string): GhaEntry[] {
-  const isText = arg.trim().startsWith('{');
-  let text = arg;
-  if (!isText) {
-    try {
-      text = readFileSync(arg, 'utf8');
-    } catch {
-      throw new CudamatrixError('USAGE', `--plan ${arg}: no such file; pass the JSON that cudamatrix gha matrix printed (the plan job's "matrix" output), as text or as a file`);
-    }
-  }
-  const where = isText ? '--plan' : `--plan ${arg}`;
+  const st = statOrNothing(arg);
+  const hint = 'pass the JSON that cudamatrix gha matrix printed (the plan job\'s "matrix" output), as text or as a file';
+  if (st?.isDirectory()) throw new CudamatrixError('USAGE', `--plan ${arg} is a folder; ${hint}`);
+  const isFile = Boolean(st?.isFile());
+  // Neither a file nor anything like JSON: most likely a file name mistyped.
+  if (!isFile && !/^\s*[[{]/.test(arg)) throw new CudamatrixError('USAGE', `--plan ${arg}: no such file, and not JSON; ${hint}`);
+  const text = isFile ? readFileSync(arg, 'utf8') : arg;
+  const where = isFile ? `--plan ${arg}` : '--plan';
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -129,6 +137,20 @@ function owedBy(plan: GhaEntry[], matrix: Matrix, probes: string[] | undefined):
   );
 }
 
+/** A log of targets the plan does not list is of another run (or another plan): refused, naming it. */
+function checkLogsInPlan(logs: LogInput[], owed: OwedTarget[]): void {
+  const planned = new Set(owed.map((t) => t.start.target));
+  for (const log of logs) {
+    const strangers = [...new Set(log.events.flatMap((e) => ('target' in e && !planned.has(e.target) ? [e.target] : [])))];
+    if (strangers.length) {
+      throw new CudamatrixError(
+        'USAGE',
+        `${log.file} holds target${strangers.length === 1 ? '' : 's'} ${strangers.join(', ')}, which the plan does not list (it lists ${[...planned].join(', ')}): the log is of another run or another matrix; pass the plan and the matrix (--matrix) of the run the logs come from`,
+      );
+    }
+  }
+}
+
 /** With no log at all (every job lost), the merged run starts from the matrix. */
 function emptyRun(matrix: Matrix, now: string): MergedRun {
   const start: MergedRunStart = {
@@ -140,14 +162,16 @@ function emptyRun(matrix: Matrix, now: string): MergedRun {
   return { start, events: [start], warnings: [] };
 }
 
-/** The targets of the logs that stop without a run-end (killed mid-run). */
-function cutShortTargets(logs: { events: RunEvent[] }[]): Set<string> {
-  const names = new Set<string>();
+/** How each log ended, by its targets: without a run-end (killed mid-run), or interrupted (the job timed out or was cancelled). */
+function jobEnds(logs: { events: RunEvent[] }[]): JobEnds {
+  const cutShort = new Set<string>();
+  const interrupted = new Set<string>();
   for (const log of logs) {
-    if (log.events.some((e) => e.type === 'run-end')) continue;
-    for (const e of log.events) if ('target' in e) names.add(e.target);
+    const end = log.events.find((e) => e.type === 'run-end');
+    const into = !end ? cutShort : end.interrupted ? interrupted : undefined;
+    if (into) for (const e of log.events) if ('target' in e) into.add(e.target);
   }
-  return names;
+  return { cutShort, interrupted };
 }
 
 export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Promise<number> {
@@ -158,12 +182,13 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   const owed = owedBy(plan, matrix, opts.probe);
   const files = findEventLogs(args);
   const logs = readLogs(files);
+  checkLogsInPlan(logs, owed);
   const choices = chooseReporters({ junit: opts.junit, json: false });
   checkOutputs(choices, opts.resultsDir);
 
   const now = new Date().toISOString();
   const merged = logs.length ? mergeEventLogs(logs) : emptyRun(matrix, now);
-  const { events, lost } = accountForLostJobs(merged.events, owed, cutShortTargets(logs), now);
+  const { events, lost } = accountForLostJobs(merged.events, owed, jobEnds(logs), now);
   const run: MergedRun = { ...merged, start: { ...(events[0] as MergedRunStart), mergedFrom: merged.start.mergedFrom }, events };
   run.events[0] = run.start;
   const { runDir, eventsFile } = writeMergedRun(run, opts.resultsDir);
@@ -183,7 +208,7 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   // mergeEventLogs' warning about a log without a run-end is answered here: its target is accounted for below.
   for (const w of merged.warnings.filter((w) => !/has no run-end/.test(w))) reporters.message(`warning: ${w}`);
   reporters.message(`merged ${logs.length} event log${logs.length === 1 ? '' : 's'} of ${plan.length} job${plan.length === 1 ? '' : 's'} into ${eventsFile}`);
-  for (const l of lost) reporters.message(`LOST: target ${l.target} (job ${l.job}): ${l.how === 'no-log' ? 'no event log' : 'its event log stops without an end'}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`);
+  for (const l of lost) reporters.message(`LOST: target ${l.target} (job ${l.job}): ${HOW[l.how]}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`);
   for (const e of run.events) reporters.event(e);
   const summary = summarize(run.events);
   await reporters.end(summary, { runDir, eventsFile, strict: run.start.options.strict });
@@ -213,6 +238,13 @@ function recordRun(eventsFile: string, lost: LostTarget[], defaults: Matrix['exp
   return { written, diff, status };
 }
 
+/** What is known of a lost target's job, in a few words. */
+const HOW: Record<LostTarget['how'], string> = {
+  'no-log': 'no event log (artifact missing)',
+  'cut-short': 'its event log stops without an end',
+  interrupted: 'stopped before it finished (timed out or cancelled)',
+};
+
 const valueText = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v : JSON.stringify(v));
 
 /** What gha merge adds to the GitHub reporter's outputs and job summary: the lost jobs, and the behaviour against the committed records. */
@@ -235,7 +267,7 @@ function ghaExtras(lost: LostTarget[], recorded: Recorded | undefined, runDir: s
         '',
         '| target | job | what is known | cells ended as JOB_LOST |',
         '| --- | --- | --- | --- |',
-        ...lost.map((l) => `| ${l.target} | ${l.job} | ${l.how === 'no-log' ? 'no event log (artifact missing)' : 'event log stops without an end'} | ${l.cells.length} |`),
+        ...lost.map((l) => `| ${l.target} | ${l.job} | ${HOW[l.how]} | ${l.cells.length} |`),
         '',
       ].join('\n'),
     );

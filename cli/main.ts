@@ -278,8 +278,9 @@ Exit status: 0 the matrix printed; 2 a matrix or command-line error (named).`,
       'after',
       `
 Every planned cell that no log finished (a job cancelled or timed out, a runner lost, an artifact
-missing, a step killed mid-run) ends as an error with code JOB_LOST on its target, which names the
-job and what is known: the merged run is complete, says which targets were lost, and the other
+missing, a step killed mid-run; a run that ended interrupted counts so too: the runner sends Ctrl-C
+to a job that times out) ends as an error with code JOB_LOST on its target, which names the job
+and what is known: the merged run is complete, says which targets were lost, and the other
 targets are judged, recorded and reported as usual (lost targets are not recorded). The records
 are compared with those already in --records-dir before they are written.
 
@@ -291,9 +292,9 @@ new-observations, records-written, records (the files, one per line), lost (targ
 Exit status (the merged run's, as for run):
   0    every expectation met (or nothing to judge)
   1    an expectation failed
-  2    a log refused, unreadable or not found; --plan or --matrix invalid; a configuration error
-  3    a target was lost (JOB_LOST), unreachable, or a probe crashed or timed out
-  130  a job's run was interrupted (Ctrl-C) and ended so: what it finished is merged`,
+  2    a log refused, unreadable, not found, or of a target the plan does not list; --plan or
+       --matrix invalid; a configuration error
+  3    a target was lost (JOB_LOST), unreachable, or a probe crashed or timed out`,
     )
     .action(async (paths: string[], opts) => {
       process.exitCode = await (await import('./gha.ts')).ghaMergeCommand(paths, opts);
@@ -325,7 +326,8 @@ export async function main(argv: string[]): Promise<number> {
     return Number(process.exitCode ?? 0);
   } catch (error) {
     if (error instanceof CommanderError) {
-      // Help and version exit 0; usage mistakes are configuration errors.
+      // Help and version exit 0; usage mistakes are configuration errors (commander said what; in a GitHub Actions step also an annotation).
+      if (error.exitCode !== 0 && process.env.GITHUB_ACTIONS === 'true') (await import('../results/reporters/github.ts')).annotateFatal('USAGE', error.message.replace(/^error: /, ''));
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.configuration;
     }
     if (error instanceof CudamatrixError) {

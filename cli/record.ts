@@ -83,8 +83,8 @@ function prepareInputs(inputs: Input[], repo: string | null): Prepared[] {
   }));
 }
 
-/** Says what was not recorded and why; false when nothing at all is to be recorded. */
-function reportUnrecorded(prepared: Prepared[], say: (l: string) => void): boolean {
+/** Says what was not recorded and why; false when nothing at all is to be recorded (said on stderr unless `quiet`). */
+function reportUnrecorded(prepared: Prepared[], say: (l: string) => void, quiet = false): boolean {
   let total = 0;
   for (const { input, records, empty } of prepared) {
     total += records.length;
@@ -93,7 +93,7 @@ function reportUnrecorded(prepared: Prepared[], say: (l: string) => void): boole
       say(`${input.source}: no GPU observation, nothing to record${why.length ? `: ${why.join('; ')}` : ''}`);
     } else if (empty.length) say(`${input.source}: not recorded: ${empty.join('; ')}`);
   }
-  if (total === 0) {
+  if (total === 0 && !quiet) {
     process.stderr.write(`nothing recorded: no input holds an observation of a GPU (a record needs a target whose sysinfo found a driver and a GPU, and a probe that measured a fact or a metric)\n`);
   }
   return total > 0;
@@ -107,7 +107,8 @@ function reportUnrecorded(prepared: Prepared[], say: (l: string) => void): boole
 export function recordInputs(inputs: Input[], recordsDir: string, say: (l: string) => void): { status: number; records: BehaviourRecord[]; written: string[] } {
   checkRecordsDir(recordsDir);
   const prepared = prepareInputs(inputs, repositoryOf(recordsDir));
-  if (!reportUnrecorded(prepared, say)) return { status: ExitCode.nothingMeasured, records: [], written: [] };
+  // (The lines already say that nothing is recorded, and why.)
+  if (!reportUnrecorded(prepared, say, true)) return { status: ExitCode.nothingMeasured, records: [], written: [] };
   return { ...store(prepared, recordsDir, say), records: prepared.flatMap((p) => p.records) };
 }
 

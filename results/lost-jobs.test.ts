@@ -27,7 +27,7 @@ describe('accounting for lost jobs (gha merge)', () => {
   ];
 
   it('ends every cell no log finished as JOB_LOST, says which job and what is known, and ends the run', () => {
-    const { events, lost } = accountForLostJobs(merged, owed, new Set(['cut']), NOW);
+    const { events, lost } = accountForLostJobs(merged, owed, { cutShort: new Set(['cut']), interrupted: new Set() }, NOW);
     expect(lost).toEqual([
       { target: 'cut', job: 'cut-job', how: 'cut-short', cells: ['cut/sync-latency', 'cut/event-timing'] },
       { target: 'gone', job: 'gone-job', how: 'no-log', cells: ['gone/sysinfo'] },
@@ -51,7 +51,7 @@ describe('accounting for lost jobs (gha merge)', () => {
   });
 
   it('judges the result as a run with an infrastructure error, not an interrupted one, and keeps the other targets', () => {
-    const { events } = accountForLostJobs(merged, owed, new Set(['cut']), NOW);
+    const { events } = accountForLostJobs(merged, owed, { cutShort: new Set(['cut']), interrupted: new Set() }, NOW);
     const summary = summarize(events);
     expect(summary.interrupted).toBe(false);
     expect(summary.hasInfrastructureError).toBe(true);
@@ -64,16 +64,39 @@ describe('accounting for lost jobs (gha merge)', () => {
 
   it('leaves a complete run alone, and does not call an interrupted (ended) log lost', () => {
     const complete = [...merged.slice(0, 4), runEnd];
-    const done = accountForLostJobs(complete, [owed[0]!], new Set(), NOW);
+    const done = accountForLostJobs(complete, [owed[0]!], { cutShort: new Set(), interrupted: new Set() }, NOW);
     expect(done.lost).toEqual([]);
     expect(done.events).toEqual(complete);
-    // A log that ended interrupted (Ctrl-C) ended its own cells as not-run: nothing is lost.
-    const interrupted = [...merged.slice(0, 5), cell('cut', 'sysinfo', 'passed'), cell('cut', 'sync-latency', 'not-run'), cell('cut', 'event-timing', 'not-run'), { ...runEnd, interrupted: true } as RunEvent];
-    expect(accountForLostJobs(interrupted, owed.slice(0, 2), new Set(), NOW).lost).toEqual([]);
+  });
+
+  it('counts the cells a timed-out or cancelled job did not finish as lost, and the merge as complete', () => {
+    // The runner's Ctrl-C on a timeout: the run ends interrupted, its unfinished cells not run or cancelled.
+    const interrupted = [
+      ...merged.slice(0, 5),
+      cell('cut', 'sysinfo', 'passed'),
+      cell('cut', 'sync-latency', 'cancelled', [], { time: '2026-11-29T12:00:07.000Z' }),
+      cell('cut', 'event-timing', 'not-run', [], { time: '2026-11-29T12:00:07.000Z' }),
+      { ...runEnd, interrupted: true } as RunEvent,
+    ];
+    const { events, lost } = accountForLostJobs(interrupted, owed.slice(0, 2), { cutShort: new Set(), interrupted: new Set(['cut']) }, NOW);
+    expect(lost).toEqual([{ target: 'cut', job: 'cut-job', how: 'interrupted', cells: ['cut/sync-latency', 'cut/event-timing'] }]);
+    // The not-run and cancelled ends are replaced, not doubled.
+    expect(ends(events).filter((e) => e.target === 'cut').map((e) => [e.probe, e.status])).toEqual([
+      ['sysinfo', 'passed'],
+      ['sync-latency', 'error'],
+      ['event-timing', 'error'],
+    ]);
+    expect(errors(events)[0]!.message).toMatch(/job "cut-job" was stopped at 2026-11-29T12:00:01.000Z before target cut finished \(the job timed out or was cancelled/);
+    const summary = summarize(events);
+    expect(summary.interrupted).toBe(false);
+    expect(exitCodeOf(summary, { strict: false })).toBe(3);
+    // A log that ended normally owes nothing, interrupted flag or not.
+    const done = [...merged.slice(0, 4), { ...runEnd, interrupted: true } as RunEvent];
+    expect(accountForLostJobs(done, [owed[0]!], { cutShort: new Set(), interrupted: new Set(['ok']) }, NOW).lost).toEqual([]);
   });
 
   it('makes a run of nothing but lost jobs when no job left a log', () => {
-    const { events, lost } = accountForLostJobs([runStart({}, [])], owed, new Set(), NOW);
+    const { events, lost } = accountForLostJobs([runStart({}, [])], owed, { cutShort: new Set(), interrupted: new Set() }, NOW);
     expect(lost.map((l) => [l.target, l.how])).toEqual([['ok', 'no-log'], ['cut', 'no-log'], ['gone', 'no-log']]);
     expect(ends(events)).toHaveLength(6);
     expect(summarize(events).counts.cells).toEqual({ error: 6 });

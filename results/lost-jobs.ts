@@ -23,8 +23,12 @@ export interface OwedTarget {
 export interface LostTarget {
   target: string;
   job: string;
-  /** no-log: nothing of the target in any log; cut-short: its log stops without a run-end. */
-  how: 'no-log' | 'cut-short';
+  /**
+   * no-log: nothing of the target in any log; cut-short: its log stops without a run-end (killed);
+   * interrupted: its run ended interrupted (the job timed out or was cancelled: the runner sends
+   * Ctrl-C), with cells not run or stopped.
+   */
+  how: 'no-log' | 'cut-short' | 'interrupted';
   /** The cells that ended as JOB_LOST. */
   cells: string[];
 }
@@ -33,14 +37,25 @@ const probeOf = (cell: string) => cell.slice(cell.lastIndexOf('/') + 1);
 const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
 const timeOf = (e: RunEvent): string | undefined => ('time' in e ? e.time : e.type === 'run-start' ? e.started : e.type === 'run-end' ? e.finished : undefined);
 
+/** What the logs say about how each job ended, by target. */
+export interface JobEnds {
+  /** Targets whose log has no run-end. */
+  cutShort: ReadonlySet<string>;
+  /** Targets whose log's run-end says interrupted. */
+  interrupted: ReadonlySet<string>;
+}
+
 /**
- * `events`: a merged run (run-start first; a run-end when every log had one). `cutShort`: the
- * targets whose log had no run-end. Returns the events with every owed cell accounted for and a
- * run-end, and the targets that were lost.
+ * `events`: a merged run (run-start first; a run-end when every log had one). Returns the events
+ * with every owed cell accounted for and a run-end that is not interrupted (in a fanned-out run
+ * an interrupted job is a job that timed out or was cancelled: its unfinished cells are lost, and
+ * the merge itself is complete), and the targets that were lost.
  */
-export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], cutShort: ReadonlySet<string>, now: string): { events: RunEvent[]; lost: LostTarget[] } {
+export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], ends: JobEnds, now: string): { events: RunEvent[]; lost: LostTarget[] } {
   const start = events[0] as RunStartEvent;
-  const ended = new Set(events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e.cell] : [])));
+  // An interrupted run ends its unfinished cells as not run or cancelled: here they are lost, and those ends are replaced.
+  const stopped = (e: RunEvent): boolean => e.type === 'cell-end' && e.planned && ends.interrupted.has(e.target) && (e.status === 'not-run' || e.status === 'cancelled');
+  const ended = new Set(events.flatMap((e) => (e.type === 'cell-end' && e.planned && !stopped(e) ? [e.cell] : [])));
   const seen = new Set(events.flatMap((e) => ('target' in e ? [e.target] : [])));
   // When a job with no log was lost is not known: the last thing any log saw (or now, with none).
   const times = events.flatMap((e) => timeOf(e) ?? []).filter((t) => !Number.isNaN(Date.parse(t)));
@@ -50,15 +65,18 @@ export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], cutSh
   const added = new Map<string, RunEvent[]>();
   for (const t of owed) {
     const missing = t.cells.filter((c) => !ended.has(c));
-    // Cells of a log that ended (interrupted by Ctrl-C, say) were ended by it as not-run: only a
-    // target with no log, or one whose log stops short, is lost.
-    if (missing.length === 0 || (seen.has(t.start.target) && !cutShort.has(t.start.target))) continue;
-    const how = seen.has(t.start.target) ? 'cut-short' : 'no-log';
-    const time = how === 'no-log' ? lostAt : latest(events.flatMap((e) => ('target' in e && e.target === t.start.target ? [e.time] : [])));
-    const message =
-      how === 'no-log'
-        ? `job "${t.job}" left no event log for target ${t.start.target} (its artifact is missing: the job was cancelled, timed out, failed before cudamatrix started, or its runner was lost); ${missing.length} planned cell${missing.length === 1 ? '' : 's'} not run. See that job's log on GitHub`
-        : `job "${t.job}"'s event log for target ${t.start.target} stops at ${time} without an end (the job was killed or its runner was lost mid-run); ${missing.length} planned cell${missing.length === 1 ? '' : 's'} never finished: ${missing.map(probeOf).join(', ')}`;
+    // A target whose log ended normally finished what it owed; one with no log, a log that stops
+    // short, or a run that ended interrupted is lost for the cells it did not finish.
+    const target = t.start.target;
+    if (missing.length === 0 || (seen.has(target) && !ends.cutShort.has(target) && !ends.interrupted.has(target))) continue;
+    const how = !seen.has(target) ? 'no-log' : ends.cutShort.has(target) ? 'cut-short' : 'interrupted';
+    const time = how === 'no-log' ? lostAt : latest(events.flatMap((e) => ('target' in e && e.target === target && !stopped(e) ? [e.time] : [])));
+    const cells = `${missing.length} planned cell${missing.length === 1 ? '' : 's'}`;
+    const message = {
+      'no-log': `job "${t.job}" left no event log for target ${target} (its artifact is missing: the job was cancelled, timed out, failed before cudamatrix started, or its runner was lost); ${cells} not run. See that job's log on GitHub`,
+      'cut-short': `job "${t.job}"'s event log for target ${target} stops at ${time} without an end (the job was killed or its runner was lost mid-run); ${cells} never finished: ${missing.map(probeOf).join(', ')}`,
+      interrupted: `job "${t.job}" was stopped at ${time} before target ${target} finished (the job timed out or was cancelled: its run ended interrupted); ${cells} not finished: ${missing.map(probeOf).join(', ')}`,
+    }[how];
     const list: RunEvent[] = [];
     if (how === 'no-log') list.push({ type: 'target-start', time, ...t.start });
     list.push({ type: 'target-error', target: t.start.target, time, code: 'JOB_LOST', message });
@@ -74,7 +92,7 @@ export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], cutSh
   }
 
   // Each target's accounting follows its own events; targets no log named come last, in plan order.
-  const body = events.filter((e) => e.type !== 'run-start' && e.type !== 'run-end');
+  const body = events.filter((e) => e.type !== 'run-start' && e.type !== 'run-end' && !stopped(e));
   const out: RunEvent[] = [];
   const placed = new Set<string>();
   const lastIndex = new Map<string, number>();
@@ -93,6 +111,6 @@ export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], cutSh
   const cells = [...start.cells, ...owedCells.filter((c) => !start.cells.includes(c))];
   const end = events.find((e): e is RunEndEvent => e.type === 'run-end');
   const finished = end?.finished ?? lostAt;
-  const runEnd: RunEndEvent = end ?? { type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(start.started)), interrupted: false };
+  const runEnd: RunEndEvent = end ? { ...end, interrupted: false } : { type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(start.started)), interrupted: false };
   return { events: [{ ...start, cells }, ...out, runEnd], lost };
 }

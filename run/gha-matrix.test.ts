@@ -24,7 +24,7 @@ describe('gha matrix', () => {
     expect(m.include).toEqual([
       { name: 'wddm-box', targets: 'wddm-box', runsOn: ['self-hosted', 'windows', 'gpu', 'wddm'], labelled: true },
       { name: 'linux-gpu', targets: 'linux-gpu', runsOn: ['gpu-linux'], labelled: true },
-      { name: 'transport', targets: 'far-a,far-b,near,here', runsOn: ['self-hosted', 'linux'], labelled: false },
+      { name: 'shared', targets: 'far-a,far-b,near,here', runsOn: ['self-hosted', 'linux'], labelled: false },
     ]);
     // What fromJSON gets: plain JSON, one line.
     expect(JSON.parse(JSON.stringify(m))).toEqual(m);
@@ -33,7 +33,7 @@ describe('gha matrix', () => {
   it('splits the targets without labels into shards of whole hosts, with the labels asked for', () => {
     const m = ghaMatrix(lab, { shards: 2, runsOn: ['self-hosted', 'lab-net'] });
     const shared = m.include.filter((e) => !e.labelled);
-    expect(shared.map((e) => e.name)).toEqual(['transport-1-of-2', 'transport-2-of-2']);
+    expect(shared.map((e) => e.name)).toEqual(['shared-1-of-2', 'shared-2-of-2']);
     for (const e of shared) expect(e.runsOn).toEqual(['self-hosted', 'lab-net']);
     // far-a and far-b are one host: never in two jobs.
     const jobOf = (t: string) => shared.find((e) => e.targets.split(',').includes(t))!.name;
@@ -52,16 +52,43 @@ describe('gha matrix', () => {
     const m = ghaMatrix(lab, { targets: ['wddm-box', 'near'], probes: ['sync-*'] });
     expect(m.include.map((e) => [e.name, e.targets])).toEqual([
       ['wddm-box', 'wddm-box'],
-      ['transport', 'near'],
+      ['shared', 'near'],
     ]);
     // far-b runs only sysinfo: with --probe sync-* it has no cell and no job.
-    expect(ghaMatrix(lab, { probes: ['sync-*'] }).include.find((e) => e.name === 'transport')!.targets).toBe('far-a,near,here');
+    expect(ghaMatrix(lab, { probes: ['sync-*'] }).include.find((e) => e.name === 'shared')!.targets).toBe('far-a,near,here');
   });
 
   it('refuses a labelled target named as the shared job would be, naming the fix', () => {
-    const clash = parseMatrix('version: 1\ntargets:\n  - {name: transport, runsOn: [gpu]}\n  - {name: other}\n', 'clash.yaml');
+    const clash = parseMatrix('version: 1\ntargets:\n  - {name: shared, runsOn: [gpu]}\n  - {name: other}\n', 'clash.yaml');
     expect(() => ghaMatrix(clash)).toThrow(CudamatrixError);
-    expect(() => ghaMatrix(clash)).toThrow(/clash\.yaml: target "transport" has the name gha matrix gives the job of the targets without runsOn.*rename the target/);
+    expect(() => ghaMatrix(clash)).toThrow(/clash\.yaml: target "shared" has the name gha matrix gives the job of the targets without runsOn.*rename the target/);
+  });
+
+  it('never gives one SSH host to two jobs: same labels share a job, different ones are refused', () => {
+    const together = parseMatrix(
+      [
+        'version: 1',
+        'targets:',
+        '  - {name: native, runsOn: [self-hosted, lab], transport: {kind: ssh, host: gpu1.lab}}',
+        '  - {name: in-docker, runsOn: [self-hosted, lab], transport: [{kind: ssh, host: gpu1.lab}, {kind: docker, base: "nvidia/cuda:12.6.3-base-ubuntu24.04"}]}',
+        '  - {name: other, runsOn: [self-hosted, lab], transport: {kind: ssh, host: gpu2.lab}}',
+        '  - {name: here-a, runsOn: [self-hosted, lab]}',
+        '  - {name: here-b, runsOn: [self-hosted, lab]}',
+      ].join('\n'),
+      'together.yaml',
+    );
+    // Local targets of two labelled jobs run on whichever runners take them: one job each.
+    expect(ghaMatrix(together).include.map((e) => [e.name, e.targets])).toEqual([
+      ['native', 'native,in-docker'],
+      ['other', 'other'],
+      ['here-a', 'here-a'],
+      ['here-b', 'here-b'],
+    ]);
+    const split = parseMatrix(
+      'version: 1\ntargets:\n  - {name: native, runsOn: [self-hosted, lab], transport: {kind: ssh, host: gpu1.lab}}\n  - {name: in-docker, transport: [{kind: ssh, host: gpu1.lab}, docker]}\n',
+      'split.yaml',
+    );
+    expect(() => ghaMatrix(split)).toThrow(/split\.yaml: targets "native" \(job native\) and "in-docker" \(job shared\) are both reached on the same SSH host.*give them the same runsOn/);
   });
 
   it('rejects a runner label with a space or a comma, at its place in the file', () => {

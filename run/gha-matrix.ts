@@ -9,13 +9,14 @@
  * depends on how another machine would shard, and `gha merge` knows which targets each job owed.
  */
 import { CudamatrixError } from '../core/errors.ts';
-import type { Matrix } from '../matrix/load.ts';
+import type { Matrix, Target } from '../matrix/load.ts';
+import { hostKeyOf } from '../runners/registry.ts';
 import { planCells, shardCells, type Cell } from './plan.ts';
 
 export interface GhaEntry {
-  /** Unique and safe in an artifact name: a labelled target's name, or transport[-i-of-n]. */
+  /** Unique and safe in an artifact name: a labelled target's name, or shared[-i-of-n]. */
   name: string;
-  /** Comma-separated target names, for `cudamatrix run --target`. */
+  /** Comma-separated target names, for `cudamatrix run --target` (a labelled job holds several when they are reached on one SSH host with the same labels). */
   targets: string;
   /** The labels for the job's runs-on. */
   runsOn: string[];
@@ -38,24 +39,47 @@ export interface GhaMatrixOptions {
 
 export const DEFAULT_RUNS_ON = ['self-hosted', 'linux'];
 
+/** The machine a target's first hop reaches over SSH (its host key), if any; local, WSL and local Docker targets are the runner's own machine. */
+function remoteHostOf(t: Target): string | undefined {
+  return t.hops[0]?.kind === 'ssh' ? hostKeyOf(t.hops) : undefined;
+}
+
 export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMatrix {
   const plan = planCells(matrix, { targets: options.targets, probes: options.probes });
   const shards = options.shards ?? 1;
   const include: GhaEntry[] = [];
   const unlabelled: Cell[] = [];
+  // Labelled targets reached over SSH on one host with the same labels share a job: one job at a time per machine.
+  const labelledJobs = new Map<string, GhaEntry>();
   for (const t of plan.targets) {
-    if (t.runsOn) include.push({ name: t.name, targets: t.name, runsOn: t.runsOn, labelled: true });
-    else unlabelled.push(...plan.cells.filter((c) => c.target === t.name));
-  }
-  if (unlabelled.length) {
-    for (let index = 1; index <= shards; index++) {
-      const cells = shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index, total: shards });
-      // Fewer hosts than shards leaves a shard empty: no job for it.
-      if (cells.length === 0) continue;
-      const targets = [...new Set(cells.map((c) => c.target))];
-      include.push({ name: shards === 1 ? 'transport' : `transport-${index}-of-${shards}`, targets: targets.join(','), runsOn: options.runsOn ?? DEFAULT_RUNS_ON, labelled: false });
+    if (!t.runsOn) {
+      unlabelled.push(...plan.cells.filter((c) => c.target === t.name));
+      continue;
+    }
+    const key = `${t.runsOn.join(',')}\0${remoteHostOf(t) ?? `target:${t.name}`}`;
+    const job = labelledJobs.get(key);
+    if (job) job.targets += `,${t.name}`;
+    else {
+      const entry = { name: t.name, targets: t.name, runsOn: t.runsOn, labelled: true };
+      labelledJobs.set(key, entry);
+      include.push(entry);
     }
   }
+  if (unlabelled.length) {
+    const parts = Array.from({ length: shards }, (_, i) => (shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards })))
+      // Fewer hosts than shards leaves a shard empty: no job for it.
+      .filter((cells) => cells.length > 0);
+    parts.forEach((cells, i) => {
+      const targets = [...new Set(cells.map((c) => c.target))];
+      include.push({ name: parts.length === 1 ? 'shared' : `shared-${i + 1}-of-${parts.length}`, targets: targets.join(','), runsOn: options.runsOn ?? DEFAULT_RUNS_ON, labelled: false });
+    });
+  }
+  checkNames(matrix, include);
+  checkHosts(matrix, plan.targets, include);
+  return { include };
+}
+
+function checkNames(matrix: Matrix, include: GhaEntry[]): void {
   const taken = new Map<string, GhaEntry>();
   for (const e of include) {
     const other = taken.get(e.name);
@@ -67,5 +91,25 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
     }
     taken.set(e.name, e);
   }
-  return { include };
+}
+
+/** No host may be measured by two jobs at once: an SSH host reached from two jobs is refused. */
+function checkHosts(matrix: Matrix, targets: Target[], include: GhaEntry[]): void {
+  const jobOf = new Map(include.flatMap((e) => e.targets.split(',').map((t) => [t, e] as const)));
+  const seen = new Map<string, { target: string; job: GhaEntry }>();
+  for (const t of targets) {
+    const host = remoteHostOf(t);
+    if (!host) continue;
+    const job = jobOf.get(t.name)!;
+    const first = seen.get(host);
+    if (!first) {
+      seen.set(host, { target: t.name, job });
+      continue;
+    }
+    if (first.job === job) continue;
+    throw new CudamatrixError(
+      'MATRIX_INVALID',
+      `${matrix.file}: targets "${first.target}" (job ${first.job.name}) and "${t.name}" (job ${job.name}) are both reached on the same SSH host, and two jobs would measure it at once; give them the same runsOn (they then share a job), or neither a runsOn (the shared jobs keep a host's targets together)`,
+    );
+  }
 }

@@ -203,9 +203,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
       ['local', 'local', 'self-hosted,linux,gpu,h200'],
       ['gpu-box', 'gpu-box', 'self-hosted,linux,gpu'],
       ['killed-box', 'killed-box', 'self-hosted,linux,flaky'],
-      ['transport', 'ssh-box', 'self-hosted,linux'],
+      ['shared', 'ssh-box', 'self-hosted,linux'],
     ]);
-    expect(plan.summary).toContain('| transport | ssh-box | self-hosted, linux |');
+    expect(plan.summary).toContain('| shared | ssh-box | self-hosted, linux |');
     const probes = play.jobs['gpu-lab']!.calls[0]!.jobs.probe!.legs;
     expect(probes.map((l) => l.runsOn.join(','))).toEqual(jobs.include.map((e) => e.runsOn.join(',')));
   });
@@ -225,7 +225,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
     expect(killed.steps.map((s) => s.id)).not.toContain('upload-events');
     expect(existsSync(path.join(dir, 'artifacts', 'cudamatrix-events-killed-box'))).toBe(false);
 
-    const shared = leg(play, 'probe', 'transport');
+    const shared = leg(play, 'probe', 'shared');
     expect(shared.status).toBe('success');
     expect(shared.log).toMatch(/ssh-box/);
     // The passphrase reached the run (the target connected) and was masked before anything printed.

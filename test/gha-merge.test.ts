@@ -12,7 +12,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEventLog } from '../events/events.ts';
 import { H200_RUNS } from '../results/record/fixture.ts';
-import { runCli, startCli } from './cli.ts';
+import { runCli, startCli, whenOutput } from './cli.ts';
 import { parseFileCommand } from './gha-player-log.ts';
 import { repoRoot, tempDir, validateJunit } from './helpers.ts';
 
@@ -64,10 +64,10 @@ describe('gha matrix and gha merge', () => {
     const jobs = JSON.parse(planned.stdout) as { include: { name: string; targets: string }[] };
     expect(jobs.include.map((e) => [e.name, e.targets])).toEqual([
       ['gpu-box', 'gpu-box'],
-      ['transport', 'shared-a,shared-b'],
+      ['shared', 'shared-a,shared-b'],
     ]);
     expect(JSON.parse(plan.outputs().matrix!)).toEqual(jobs);
-    expect(plan.summary()).toContain('| transport | shared-a, shared-b | self-hosted, linux |');
+    expect(plan.summary()).toContain('| shared | shared-a, shared-b | self-hosted, linux |');
 
     const artifacts = path.join(dir, 'artifacts');
     for (const job of jobs.include) {
@@ -96,7 +96,7 @@ describe('gha matrix and gha merge', () => {
     const planned = await runCli(['gha', 'matrix', '-m', matrix]);
     const artifacts = path.join(dir, 'artifacts');
     // gpu-box's job is killed (SIGKILL, as a runner that dies) while its second probe runs; the
-    // transport job never uploads anything.
+    // shared job never uploads anything.
     const results = path.join(artifacts, 'cudamatrix-events-gpu-box');
     const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], { env: { CUDAPROBE_TEST_DELAY_MS: '60000' } });
     const started = Date.now();
@@ -122,7 +122,7 @@ describe('gha matrix and gha merge', () => {
     expect(out.lost).toBe('gpu-box,shared-a,shared-b');
     expect(out.interrupted).toBe('false');
     expect(r.stderr).toMatch(/LOST: target gpu-box \(job gpu-box\): its event log stops without an end; 2 cells ended as JOB_LOST/);
-    expect(r.stderr).toMatch(/LOST: target shared-a \(job transport\): no event log/);
+    expect(r.stderr).toMatch(/LOST: target shared-a \(job shared\): no event log/);
     const events = readEventLog(out['events-file']!);
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: false });
     expect(events.filter((e) => e.type === 'cell-end' && e.errorCode === 'JOB_LOST')).toHaveLength(6);
@@ -130,10 +130,52 @@ describe('gha matrix and gha merge', () => {
     await validateJunit(xml);
     // Six cells, and gpu-box's expectation on sysinfo, which never finished.
     expect(xml).toMatch(/<testsuites [^>]*errors="7"/);
-    expect(xml).toContain('job &quot;transport&quot; left no event log for target shared-a');
-    expect(merge.summary()).toContain('| gpu-box | gpu-box | event log stops without an end | 2 |');
+    expect(xml).toContain('job &quot;shared&quot; left no event log for target shared-a');
+    expect(merge.summary()).toContain('| gpu-box | gpu-box | its event log stops without an end | 2 |');
     // The annotations name the lost targets (a job of its own for each).
-    expect(r.stdout).toMatch(/^::error title=shared-b%3A JOB_LOST::job "transport" left no event log/m);
+    expect(r.stdout).toMatch(/^::error title=shared-b%3A JOB_LOST::job "shared" left no event log/m);
+  });
+
+  it('counts a job that timed out or was cancelled (its run interrupted by the runner\'s Ctrl-C) as lost, not the merge as interrupted', async () => {
+    const dir = tempDir();
+    const matrix = path.join(dir, 'lab.yaml');
+    writeFileSync(matrix, LAB);
+    const planned = await runCli(['gha', 'matrix', '-m', matrix]);
+    const artifacts = path.join(dir, 'artifacts');
+    const results = path.join(artifacts, 'cudamatrix-events-gpu-box');
+    const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], { env: { CUDAPROBE_TEST_DELAY_MS: '60000' } });
+    await whenOutput(child, '▶ gpu-box', () => setTimeout(() => child.kill('SIGINT'), 300));
+    expect((await done).code).toBe(130);
+    const shared = await runCli(['run', '-m', matrix, '--target', 'shared-a,shared-b', '--results-dir', path.join(artifacts, 'cudamatrix-events-shared')]);
+    expect(shared.code).toBe(0);
+
+    const merge = actionsEnv(tempDir());
+    const r = await runCli(['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--no-record'], { env: merge.env });
+    expect(r.code).toBe(3);
+    expect(merge.outputs()).toMatchObject({ lost: 'gpu-box', interrupted: 'false', 'exit-code': '3' });
+    expect(r.stderr).toMatch(/LOST: target gpu-box \(job gpu-box\): stopped before it finished \(timed out or cancelled\); 2 cells ended as JOB_LOST/);
+    expect(merge.summary()).toContain('| gpu-box | gpu-box | stopped before it finished (timed out or cancelled) | 2 |');
+  });
+
+  it('refuses logs of targets the plan does not list, naming the log', async () => {
+    const dir = tempDir();
+    const matrix = path.join(dir, 'lab.yaml');
+    writeFileSync(matrix, LAB);
+    const artifacts = path.join(dir, 'artifacts');
+    expect((await runCli(['run', '-m', matrix, '--target', 'shared-a', '--results-dir', artifacts])).code).toBe(0);
+    // The default matrix's plan (target local) with the lab's log.
+    const r = await runCli(['gha', 'merge', artifacts, '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'merged'), '--no-record']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/events\.jsonl holds target shared-a, which the plan does not list \(it lists local\): the log is of another run or another matrix/);
+    expect(existsSync(path.join(dir, 'merged'))).toBe(false);
+  });
+
+  it('keeps gha matrix\'s stdout the JSON alone under GitHub Actions, secrets masked on stderr', async () => {
+    const step = actionsEnv(tempDir());
+    const r = await runCli(['gha', 'matrix'], { env: { ...step.env, LAB_API_TOKEN: 's3cr3t-value-123' } });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ include: [{ name: 'shared', targets: 'local', runsOn: ['self-hosted', 'linux'], labelled: false }] });
+    expect(r.stderr).toContain('::add-mask::s3cr3t-value-123');
   });
 
   it('on the real H200 logs: the same behaviour as the committed record is no change; a changed fact is, and is recorded and reported', async () => {
@@ -180,7 +222,7 @@ describe('gha matrix and gha merge', () => {
     expect(bad.stderr).toMatch(/^::error title=cudamatrix%3A USAGE::--plan is not a gha matrix plan/m);
     expect(bad.stdout).toBe('');
     const missing = await runCli(['gha', 'merge', dir, '--plan', path.join(dir, 'nope.json')]);
-    expect(missing.stderr).toContain(`--plan ${path.join(dir, 'nope.json')}: no such file; pass the JSON that cudamatrix gha matrix printed`);
+    expect(missing.stderr).toContain(`--plan ${path.join(dir, 'nope.json')}: no such file, and not JSON; pass the JSON that cudamatrix gha matrix printed`);
     const other = await runCli(['gha', 'merge', dir, '--plan', JSON.stringify({ include: [{ name: 'x', targets: 'elsewhere', runsOn: ['a'] }] })]);
     expect(other.code).toBe(2);
     expect(other.stderr).toMatch(/job "x" owes target "elsewhere", which .*default\.yaml does not define; pass the matrix the plan was made from \(--matrix\)/);
