@@ -23,6 +23,24 @@ export interface PrebuiltBinary {
   sha256: string;
   /** The compiler that built it (its --version line). */
   compiler: string;
+  /**
+   * Linux: the oldest glibc it runs on (the highest GLIBC_x.y symbol version it needs): that of
+   * the machine that packed it, since glibc's own symbols and those the static libstdc++ uses
+   * are versioned by the glibc built against.
+   */
+  glibc?: string;
+}
+
+/** The highest GLIBC_x.y version an ELF binary asks for (its version-needed strings), if any. */
+export function glibcFloor(binary: Buffer): string | undefined {
+  const versions = [...new Set(binary.toString('latin1').match(/GLIBC_2\.\d+(?:\.\d+)?/g) ?? [])].map((v) => v.slice('GLIBC_'.length));
+  const key = (v: string) => v.split('.').map(Number);
+  versions.sort((a, b) => {
+    const [x, y] = [key(a), key(b)];
+    for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+    return 0;
+  });
+  return versions.at(-1);
 }
 
 export interface PrebuiltManifest {

@@ -80,8 +80,10 @@ function toolchains(platform: Platform, arch: string): Toolchain[] {
       { compiler: 'x86_64-w64-mingw32-g++', flags, libs, exe: 'cudaprobe.exe' },
     ];
   }
-  // Static libstdc++ and libgcc: the binary needs only glibc, so it runs in slim containers
-  // and on older distributions than the one it was built on.
+  // Static libstdc++ and libgcc: the binary needs only glibc, so it runs in slim containers. Not
+  // on a glibc older than the build machine's, though: its symbols are versioned by the glibc
+  // built against (Debian 12: 2.36). The package records each binary's floor (binary.ts, glibc);
+  // the GitHub workflow packs on an older distribution for that reason.
   const flags = [...common, '-static-libstdc++', '-static-libgcc', '-pthread'];
   const libs = ['-ldl'];
   const hostArch = ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[process.arch] ?? process.arch;

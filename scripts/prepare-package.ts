@@ -21,7 +21,7 @@ import { $, chalk, ProcessOutput } from 'zx';
 import { CudamatrixError } from '../core/errors.ts';
 import { packageRoot } from '../core/package-root.ts';
 import { TOOL_VERSION } from '../core/version.ts';
-import { PREBUILT_DIR, platformKey, sourceHashes, type PrebuiltManifest } from '../probes/binary.ts';
+import { glibcFloor, PREBUILT_DIR, platformKey, sourceHashes, type PrebuiltManifest } from '../probes/binary.ts';
 import { buildProbe, probeSourceDir } from '../probes/build.ts';
 import type { Platform } from '../runners/transport.ts';
 
@@ -64,9 +64,11 @@ try {
     const name = path.basename(binary.path);
     mkdirSync(path.join(out, key), { recursive: true });
     copyFileSync(binary.path, path.join(out, key, name));
-    const sha256 = createHash('sha256').update(readFileSync(binary.path)).digest('hex');
-    manifest.binaries[key] = { file: `${key}/${name}`, sha256, compiler: binary.compiler };
-    console.log(`${chalk.green('✓')} ${key}: ${name}, sha256 ${sha256.slice(0, 16)}…, ${binary.compiler}`);
+    const bytes = readFileSync(binary.path);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const glibc = platform === 'linux' ? glibcFloor(bytes) : undefined;
+    manifest.binaries[key] = { file: `${key}/${name}`, sha256, compiler: binary.compiler, ...(glibc ? { glibc } : {}) };
+    console.log(`${chalk.green('✓')} ${key}: ${name}, sha256 ${sha256.slice(0, 16)}…, ${binary.compiler}${glibc ? `, needs glibc ${glibc} or newer` : ''}`);
   }
   writeFileSync(path.join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   console.log(`wrote ${PREBUILT_DIR}/manifest.json`);

@@ -5,7 +5,7 @@
  * matrix. Its prebuilt Linux arm64 cudaprobe runs its no-driver path under qemu-aarch64-static,
  * and its Windows one under Wine, both from the installed package.
  */
-import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
+import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
@@ -63,6 +63,16 @@ describe.runIf(ready)('the installed package', () => {
       expect(createHash('sha256').update(content).digest('hex'), b.file).toBe(b.sha256);
     }
     expect(manifest.sources['main.cpp']).toMatch(/^[0-9a-f]{64}$/);
+    // Each Linux binary's glibc floor, as binutils' objdump reads its dynamic symbols (a peer of
+    // the manifest's reading), and never above this machine's glibc, which built it.
+    const here = /(\d+\.\d+)\s*$/.exec(execFileSync('ldd', ['--version'], { encoding: 'utf8' }).split('\n')[0]!)![1]!;
+    for (const [key, objdump] of [['linux-x64', 'objdump'], ['linux-arm64', 'aarch64-linux-gnu-objdump']] as const) {
+      const symbols = execFileSync(objdump, ['-T', path.join(installed.root, 'prebuilt', manifest.binaries[key]!.file)], { encoding: 'utf8' });
+      const floor = [...symbols.matchAll(/GLIBC_(2\.\d+(?:\.\d+)?)/g)].map((m) => m[1]!).sort((a, b) => Number(a.split('.')[1]) - Number(b.split('.')[1])).at(-1);
+      expect(manifest.binaries[key]!.glibc, key).toBe(floor);
+      expect(Number(floor!.split('.')[1]), `${key} needs glibc ${floor}, this machine has ${here}`).toBeLessThanOrEqual(Number(here.split('.')[1]));
+    }
+    expect(manifest.binaries['windows-x64']!.glibc).toBeUndefined();
   });
 
   it('answers --version, plan and probes list with Node.js alone on PATH', () => {
