@@ -71,7 +71,8 @@ function toolchains(platform: Platform, arch: string): Toolchain[] {
   const common = ['-std=c++17', '-O2', '-Wall', '-Wextra'];
   if (platform === 'windows') {
     if (arch !== 'x86_64') return [];
-    const flags = [...common, '-static'];
+    // Windows 10's API: older MinGW headers (Debian 11's: 0x502) leave out PdhAddEnglishCounterW.
+    const flags = [...common, '-static', '-D_WIN32_WINNT=0x0A00'];
     const libs = ['-lpsapi', '-lpdh', '-ldxgi', '-ladvapi32'];
     const native = process.platform === 'win32' ? [{ compiler: 'g++', flags, libs, exe: 'cudaprobe.exe' }] : [];
     return [
@@ -82,8 +83,8 @@ function toolchains(platform: Platform, arch: string): Toolchain[] {
   }
   // Static libstdc++ and libgcc: the binary needs only glibc, so it runs in slim containers. Not
   // on a glibc older than the build machine's, though: its symbols are versioned by the glibc
-  // built against (Debian 12: 2.36). The package records each binary's floor (binary.ts, glibc);
-  // the GitHub workflow packs on an older distribution for that reason.
+  // built against (Debian 12: 2.36; Debian 11: 2.17). The package records each binary's floor
+  // (binary.ts, glibc); the GitHub workflow packs in Debian 11 for that reason.
   const flags = [...common, '-static-libstdc++', '-static-libgcc', '-pthread'];
   const libs = ['-ldl'];
   const hostArch = ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[process.arch] ?? process.arch;

@@ -279,7 +279,7 @@ describe.runIf(ready)('the action with the package packed from this checkout', (
     });
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const plan = JSON.parse(r.stdout.trim().split('\n')[1]!) as { include: { name: string; runsOn: string[] }[] };
-    expect(plan.include.map((e) => `${e.name} ${e.runsOn.join(',')}`)).toEqual(['win-wddm self-hosted,windows,x64,gpu,wddm', 'win-wsl2 self-hosted,windows,x64,gpu,wsl2', 'transport self-hosted,linux']);
+    expect(plan.include.map((e) => `${e.name} ${e.runsOn.join(',')}`)).toEqual(['win-wddm self-hosted,windows,x64,gpu,wddm', 'win-wsl2 self-hosted,windows,x64,gpu,wsl2', 'shared self-hosted,linux']);
     const written = readFileSync(outputs, 'utf8');
     expect(written).toContain(JSON.stringify(plan));
     expect(written).toMatch(/count<<|count=3/);

@@ -18,7 +18,8 @@
  *   ssh-box     no runsOn          reached over SSH (a real sshd on 127.0.0.1, an encrypted key whose
  *                                  passphrase the runner's environment holds) from the shared job
  *
- * Declared stand-ins (the player logs each): actions/checkout, setup-node, upload-/download-artifact
+ * Declared stand-ins (the player logs each): the plan job's node:20-bullseye container (its steps run
+ * on this machine); actions/checkout, setup-node, upload-/download-artifact
  * (folders, see test/gha-player-standins.ts); the plan job's package build (pnpm pack on GitHub's
  * runner) replaced by the tarball test/package.ts packs from this checkout; `gh`, which would talk
  * to GitHub, by a script that records its arguments (git itself is real: the pull request's branch
@@ -129,6 +130,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
       workspace,
       artifactsDir: path.join(dir, 'artifacts'),
       repos: { 'your-org/cudamatrix': cudamatrix },
+      // The plan job packs in a node:20-bullseye container on GitHub; here its steps run on this
+      // machine (Debian 12, Node.js 20), and the packing step itself is replaced below.
+      containers: 'run-here',
       // The runner machine's environment: the SSH key's passphrase (the matrix names it with passphraseEnv), and gh.
       env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, LAB_SSH_PASSPHRASE: TEST_PASSPHRASE, NO_COLOR: '1' },
       replaceSteps: {

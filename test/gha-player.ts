@@ -131,6 +131,11 @@ export interface PlayCommon {
   killMeans?: 'runner-lost' | 'step-failed';
   /** Cancels the run (as the Cancel button: running steps interrupted, `if: always()` steps still run). */
   signal?: AbortSignal;
+  /**
+   * A job with `container:`: refused (the default), or its steps played on this machine as if it
+   * were the image ('run-here'; the job's log says so). Services are never played.
+   */
+  containers?: 'refuse' | 'run-here';
   /** ::debug:: lines in the log, RUNNER_DEBUG=1 (also when secrets or vars set ACTIONS_STEP_DEBUG=true). */
   debug?: boolean;
 }
@@ -923,12 +928,14 @@ async function playJobIn(run: Run, jobId: string, leg: { matrix: Dict | null; in
   const job = run.wf.jobs[jobId];
   if (!job) throw new Error(`${run.wf.file}: no job '${jobId}' (jobs: ${Object.keys(run.wf.jobs).join(', ')})`);
   const where = `${run.wf.file}: jobs.${jobId}`;
-  if (job.container || job.services) throw new Error(`${where}: container and services are not played`);
+  if (job.services) throw new Error(`${where}: services are not played`);
+  if (job.container && leg.common.containers !== 'run-here') throw new Error(`${where}: a container job is not played (containers: 'run-here' plays its steps on this machine)`);
   if (job.uses) throw new Error(`${where}: a job that calls a reusable workflow is played by playWorkflow`);
   const common = leg.common;
   const debug = Boolean(common.debug) || run.secrets.ACTIONS_STEP_DEBUG === 'true' || run.vars.ACTIONS_STEP_DEBUG === 'true';
   const log = new JobLog(debug);
   for (const v of Object.values(run.secrets)) log.masker.add(v);
+  if (job.container) log.lines.push(`[player] container ${JSON.stringify(job.container)} is not played: the job's steps run on this machine`);
   const strategyDef = (job.strategy ?? {}) as Dict;
   const runnerTemp = mkdtempSync(path.join(tmpdir(), 'cm-gha-runner-'));
   const state: JobState = {

@@ -198,6 +198,16 @@ describe('what the parser cannot check', () => {
       expect(plan.steps?.find((s) => s.id === 'package')?.run).toMatch(/pnpm pack/);
     });
 
+    it('packs in Debian 11, so that the Linux cudaprobe needs glibc 2.17 rather than the runner\'s own (README: Install)', () => {
+      expect((plan as { container?: unknown }).container).toBe('node:20-bullseye');
+      const pack = String(plan.steps?.find((s) => s.id === 'package')?.run);
+      // Root in the container: no sudo there.
+      expect(pack).not.toMatch(/\bsudo\b/);
+      expect(pack).toMatch(/apt-get install .*g\+\+ g\+\+-aarch64-linux-gnu g\+\+-mingw-w64-x86-64-posix/);
+      // A caller that forgot cudamatrix-repository gets a clear error, not a failed pack of its own repository.
+      expect(pack).toMatch(/::error title=cudamatrix-repository::/);
+    });
+
     it('the probe jobs run on the labels of their entry, with actions only: no run: step, so no shell on Windows runners', () => {
       expect(probe['runs-on']).toBe('${{ matrix.runsOn }}');
       expect((probe as { strategy?: { 'fail-fast'?: boolean; matrix?: string } }).strategy).toEqual({ 'fail-fast': false, matrix: '${{ fromJSON(needs.plan.outputs.matrix) }}' });
