@@ -24,7 +24,7 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { cliEntry, runCli, startCli, tsxLoader, type CliResult } from './cli.ts';
 import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
-import { buildDelayImage, buildTestBase, containerOfTarget, dockerToolsReady, dockerOn, leftoversOf, probeRunsIn, until } from './docker.ts';
+import { buildDelayImage, buildTestBase, containerOfTarget, dockerOnAsync, dockerToolsReady, dockerOn, leftoversOf, probeRunsIn, until } from './docker.ts';
 import { startHoldingProxy, type HoldingProxy } from './docker-lifeline-proxy.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from './helpers.ts';
 
@@ -81,7 +81,8 @@ function startElsewhere(host: string, args: string[]): { child: ChildProcess; do
 
 
 const containerOf = (target: string) => containerOfTarget(docker, target);
-const probeRuns = (target: string) => probeRunsIn(docker, target);
+// Asynchronous: the holding proxy this test's dead run goes through lives in this process.
+const probeRuns = (target: string) => probeRunsIn((args) => dockerOnAsync(engine(), args), target);
 function runIdIn(dir: string): string {
   const runs = path.join(dir, 'runs');
   return (readEventLog(path.join(runs, readdirSync(runs)[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
@@ -111,7 +112,7 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
         for (const [name, c] of [['other', other.child], ['dead', dead.child]] as const) {
           if (c.exitCode !== null || c.signalCode !== null) throw new Error(`the ${name} run ended before its probe ran (${c.exitCode ?? c.signalCode}): ${outputs[name].stdout.slice(-1500)}\n${outputs[name].stderr.slice(-1500)}`);
         }
-        return probeRuns('reap-other') && probeRuns('reap-dead');
+        return Promise.all([probeRuns('reap-other'), probeRuns('reap-dead')]).then(([a, b]) => a && b);
       }).catch((error: Error) => {
         throw new Error(`${error.message}; containers: other ${containerOf('reap-other') || 'none'}, dead ${containerOf('reap-dead') || 'none'}; the runs said: other ${JSON.stringify(outputs.other).slice(-1500)}, dead ${JSON.stringify(outputs.dead).slice(-1500)}`);
       });
@@ -137,7 +138,7 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       expect(leftoversOf(deadRun, engine())).toMatchObject({ containers: [] });
       // The other machine's run is untouched: its container runs, its probe still waits.
       expect(docker(['inspect', '-f', '{{.State.Running}}', otherContainer]).trim()).toBe('true');
-      expect(probeRuns('reap-other')).toBe(true);
+      expect(await probeRuns('reap-other')).toBe(true);
       expect(other.child.exitCode).toBeNull();
 
       // A bound it is within: kept, and said so.

@@ -7,9 +7,10 @@
  * CUDAMATRIX_TEST_DOCKER_HOST names; never the one DOCKER_HOST or the Docker context points at.
  * Every docker CLI call here names it with -H, and CLI runs get it as DOCKER_HOST (dockerEnv).
  */
-import { execFileSync, type ExecFileSyncOptions } from 'node:child_process';
+import { execFile, execFileSync, type ExecFileSyncOptions } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { inject } from 'vitest';
 import { dockerCliEnv, engineAnswers } from './docker-engine.ts';
 import { commandsAvailable, findOnPath, tempDir } from './helpers.ts';
@@ -112,9 +113,9 @@ export function buildBareImage(tag = 'cudamatrix-test-bare'): string {
 }
 
 /** Waits until `check()` holds, polling every 100 ms, for at most `ms`; returns how long it took. */
-export async function until(what: string, check: () => boolean, ms = 60_000): Promise<number> {
+export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 60_000): Promise<number> {
   const from = Date.now();
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() - from > ms) throw new Error(`${what}: not within ${ms / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -126,12 +127,26 @@ export function containerOfTarget(on: (args: string[]) => string, target: string
   return on(['ps', '-aq', '--filter', `label=cudamatrix.target=${target}`]).trim();
 }
 
-/** Whether `cudaprobe run PROBE` runs in the target's container now (docker top). */
-export function probeRunsIn(on: (args: string[]) => string, target: string, probe = 'sysinfo'): boolean {
-  const id = containerOfTarget(on, target);
+/**
+ * Whether `cudaprobe run PROBE` runs in the target's container now (docker top). With `on`
+ * asynchronous (dockerOnAsync) the test process keeps serving what it serves meanwhile: a
+ * holding proxy in it (test/docker-lifeline-proxy.ts) forwards a run's every engine call, and a
+ * loop of synchronous docker commands starved it under load (docker-reap's run then never
+ * reached its container within 60 s).
+ */
+export async function probeRunsIn(on: (args: string[]) => string | Promise<string>, target: string, probe = 'sysinfo'): Promise<boolean> {
   try {
-    return id !== '' && on(['top', id]).includes(`cudaprobe run ${probe}`);
+    const id = (await on(['ps', '-aq', '--filter', `label=cudamatrix.target=${target}`])).trim();
+    return id !== '' && (await on(['top', id])).includes(`cudaprobe run ${probe}`);
   } catch {
     return false; // not started yet, or gone
   }
+}
+
+const execFileAsync = promisify(execFile);
+
+/** dockerOn without blocking the test process. */
+export async function dockerOnAsync(on: string, args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync('docker', ['-H', on, ...args], { timeout: 120_000, env: dockerCliEnv(on) });
+  return String(stdout);
 }
