@@ -84,14 +84,16 @@ function statOrNothing(arg: string) {
 
 /** --plan: the JSON gha matrix printed, given as text or as a file holding it. */
 export function readPlan(arg: string): GhaEntry[] {
-  const st = statOrNothing(arg);
   const hint = 'pass the JSON that cudamatrix gha matrix printed (the plan job\'s "matrix" output), as text or as a file';
-  if (st?.isDirectory()) throw new CudamatrixError('USAGE', `--plan ${arg} is a folder; ${hint}`);
+  if (arg.trim() === '') throw new CudamatrixError('USAGE', `--plan is empty (did the plan job's matrix output reach this step?); ${hint}`);
+  const st = statOrNothing(arg);
+  const shown = arg.length > 80 ? `${arg.slice(0, 77)}...` : arg;
+  if (st?.isDirectory()) throw new CudamatrixError('USAGE', `--plan ${shown} is a folder; ${hint}`);
   const isFile = Boolean(st?.isFile());
   // Neither a file nor anything like JSON: most likely a file name mistyped.
-  if (!isFile && !/^\s*[[{]/.test(arg)) throw new CudamatrixError('USAGE', `--plan ${arg}: no such file, and not JSON; ${hint}`);
+  if (!isFile && !/^\s*[[{]/.test(arg)) throw new CudamatrixError('USAGE', `--plan ${shown}: no such file, and not JSON; ${hint}`);
   const text = isFile ? readFileSync(arg, 'utf8') : arg;
-  const where = isFile ? `--plan ${arg}` : '--plan';
+  const where = isFile ? `--plan ${shown}` : '--plan';
   let data: unknown;
   try {
     data = JSON.parse(text);

@@ -86,7 +86,7 @@ describe('accounting for lost jobs (gha merge)', () => {
       ['sync-latency', 'error'],
       ['event-timing', 'error'],
     ]);
-    expect(errors(events)[0]!.message).toMatch(/job "cut-job" was stopped at 2026-11-29T12:00:01.000Z before target cut finished \(the job timed out or was cancelled/);
+    expect(errors(events)[0]!.message).toMatch(/job "cut-job" was stopped at 2026-11-29T12:00:07.000Z before target cut finished \(the job timed out or was cancelled/);
     const summary = summarize(events);
     expect(summary.interrupted).toBe(false);
     expect(exitCodeOf(summary, { strict: false })).toBe(3);

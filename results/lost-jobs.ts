@@ -70,7 +70,7 @@ export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], ends:
     const target = t.start.target;
     if (missing.length === 0 || (seen.has(target) && !ends.cutShort.has(target) && !ends.interrupted.has(target))) continue;
     const how = !seen.has(target) ? 'no-log' : ends.cutShort.has(target) ? 'cut-short' : 'interrupted';
-    const time = how === 'no-log' ? lostAt : latest(events.flatMap((e) => ('target' in e && e.target === target && !stopped(e) ? [e.time] : [])));
+    const time = how === 'no-log' ? lostAt : latest(events.flatMap((e) => ('target' in e && e.target === target ? [e.time] : [])));
     const cells = `${missing.length} planned cell${missing.length === 1 ? '' : 's'}`;
     const message = {
       'no-log': `job "${t.job}" left no event log for target ${target} (its artifact is missing: the job was cancelled, timed out, failed before cudamatrix started, or its runner was lost); ${cells} not run. See that job's log on GitHub`,

@@ -71,6 +71,7 @@ describe('gha matrix', () => {
         'targets:',
         '  - {name: native, runsOn: [self-hosted, lab], transport: {kind: ssh, host: gpu1.lab}}',
         '  - {name: in-docker, runsOn: [self-hosted, lab], transport: [{kind: ssh, host: gpu1.lab}, {kind: docker, base: "nvidia/cuda:12.6.3-base-ubuntu24.04"}]}',
+        '  - {name: also-native, runsOn: [Lab, self-hosted], transport: {kind: ssh, host: gpu1.lab}}',
         '  - {name: other, runsOn: [self-hosted, lab], transport: {kind: ssh, host: gpu2.lab}}',
         '  - {name: here-a, runsOn: [self-hosted, lab]}',
         '  - {name: here-b, runsOn: [self-hosted, lab]}',
@@ -79,7 +80,8 @@ describe('gha matrix', () => {
     );
     // Local targets of two labelled jobs run on whichever runners take them: one job each.
     expect(ghaMatrix(together).include.map((e) => [e.name, e.targets])).toEqual([
-      ['native', 'native,in-docker'],
+      // The same labels in another order and case are the same runners.
+      ['native', 'native,in-docker,also-native'],
       ['other', 'other'],
       ['here-a', 'here-a'],
       ['here-b', 'here-b'],

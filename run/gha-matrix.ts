@@ -56,7 +56,9 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
       unlabelled.push(...plan.cells.filter((c) => c.target === t.name));
       continue;
     }
-    const key = `${t.runsOn.join(',')}\0${remoteHostOf(t) ?? `target:${t.name}`}`;
+    // GitHub matches labels as a set, case-insensitively.
+    const labels = [...new Set(t.runsOn.map((l) => l.toLowerCase()))].sort().join(',');
+    const key = `${labels}\0${remoteHostOf(t) ?? `target:${t.name}`}`;
     const job = labelledJobs.get(key);
     if (job) job.targets += `,${t.name}`;
     else {

@@ -221,6 +221,8 @@ describe('gha matrix and gha merge', () => {
     // In a step, also an annotation (on stderr: stdout stays empty).
     expect(bad.stderr).toMatch(/^::error title=cudamatrix%3A USAGE::--plan is not a gha matrix plan/m);
     expect(bad.stdout).toBe('');
+    const empty = await runCli(['gha', 'merge', dir, '--plan', '']);
+    expect(empty.stderr).toContain("--plan is empty (did the plan job's matrix output reach this step?)");
     const missing = await runCli(['gha', 'merge', dir, '--plan', path.join(dir, 'nope.json')]);
     expect(missing.stderr).toContain(`--plan ${path.join(dir, 'nope.json')}: no such file, and not JSON; pass the JSON that cudamatrix gha matrix printed`);
     const other = await runCli(['gha', 'merge', dir, '--plan', JSON.stringify({ include: [{ name: 'x', targets: 'elsewhere', runsOn: ['a'] }] })]);
