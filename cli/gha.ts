@@ -228,7 +228,7 @@ interface Recorded {
   status: number;
 }
 
-/** Records of the merged run (less its lost targets) into --records-dir, compared with those already there; then the report. */
+/** Records of the merged run (less its lost targets) into --records-dir, compared with those already there first. */
 function recordRun(eventsFile: string, lost: LostTarget[], defaults: Matrix['expectations'], opts: GhaMergeOptions, say: (l: string) => void): Recorded {
   const lostNames = new Set(lost.map((l) => l.target));
   const committed = statSync(opts.recordsDir, { throwIfNoEntry: false })?.isDirectory() ? loadRecords(opts.recordsDir).map((l) => l.record) : [];
