@@ -51,6 +51,18 @@ function killTree(pid: number): void {
   } catch {}
 }
 
+/** The lab planned, and gpu-box's job started with every probe waiting a minute first (cudaprobe's test hook): for a test to stop it. */
+async function labWithSlowGpuBox() {
+  const dir = tempDir();
+  const matrix = path.join(dir, 'lab.yaml');
+  writeFileSync(matrix, LAB);
+  const planned = await runCli(['gha', 'matrix', '-m', matrix]);
+  const artifacts = path.join(dir, 'artifacts');
+  const results = path.join(artifacts, 'cudamatrix-events-gpu-box');
+  const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], { env: { CUDAPROBE_TEST_DELAY_MS: '60000' } });
+  return { dir, matrix, planned, artifacts, results, child, done };
+}
+
 const PLAN_ONE_LOCAL = JSON.stringify({ include: [{ name: 'local', targets: 'local', runsOn: ['self-hosted', 'gpu'], labelled: true }] });
 
 describe('gha matrix and gha merge', () => {
@@ -90,15 +102,9 @@ describe('gha matrix and gha merge', () => {
   });
 
   it('marks a job that left no log, and one killed mid-run, as lost: the merge still ends, judged', async () => {
-    const dir = tempDir();
-    const matrix = path.join(dir, 'lab.yaml');
-    writeFileSync(matrix, LAB);
-    const planned = await runCli(['gha', 'matrix', '-m', matrix]);
-    const artifacts = path.join(dir, 'artifacts');
     // gpu-box's job is killed (SIGKILL, as a runner that dies) while its second probe runs; the
     // shared job never uploads anything.
-    const results = path.join(artifacts, 'cudamatrix-events-gpu-box');
-    const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], { env: { CUDAPROBE_TEST_DELAY_MS: '60000' } });
+    const { dir, matrix, planned, artifacts, results, child, done } = await labWithSlowGpuBox();
     const started = Date.now();
     for (;;) {
       const runs = existsSync(results) ? readdirSync(results) : [];
@@ -137,13 +143,7 @@ describe('gha matrix and gha merge', () => {
   });
 
   it('counts a job that timed out or was cancelled (its run interrupted by the runner\'s Ctrl-C) as lost, not the merge as interrupted', async () => {
-    const dir = tempDir();
-    const matrix = path.join(dir, 'lab.yaml');
-    writeFileSync(matrix, LAB);
-    const planned = await runCli(['gha', 'matrix', '-m', matrix]);
-    const artifacts = path.join(dir, 'artifacts');
-    const results = path.join(artifacts, 'cudamatrix-events-gpu-box');
-    const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], { env: { CUDAPROBE_TEST_DELAY_MS: '60000' } });
+    const { dir, matrix, planned, artifacts, child, done } = await labWithSlowGpuBox();
     await whenOutput(child, '▶ gpu-box', () => setTimeout(() => child.kill('SIGINT'), 300));
     expect((await done).code).toBe(130);
     const shared = await runCli(['run', '-m', matrix, '--target', 'shared-a,shared-b', '--results-dir', path.join(artifacts, 'cudamatrix-events-shared')]);
