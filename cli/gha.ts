@@ -191,8 +191,9 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   const now = new Date().toISOString();
   const merged = logs.length ? mergeEventLogs(logs) : emptyRun(matrix, now);
   const { events, lost } = accountForLostJobs(merged.events, owed, jobEnds(logs), now);
-  const run: MergedRun = { ...merged, start: { ...(events[0] as MergedRunStart), mergedFrom: merged.start.mergedFrom }, events };
-  run.events[0] = run.start;
+  // The accounted run-start (every owed cell in it), still saying where the run came from.
+  const start: MergedRunStart = { ...(events[0] as MergedRunStart), mergedFrom: merged.start.mergedFrom };
+  const run: MergedRun = { ...merged, start, events: [start, ...events.slice(1)] };
   const { runDir, eventsFile } = writeMergedRun(run, opts.resultsDir);
 
   // The records are made before the reporters end (the job summary and the outputs say what

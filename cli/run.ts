@@ -1,10 +1,10 @@
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
-import { checkOutputPath, isStdout, makeDir } from '../core/fs.ts';
+import { checkOutputPath, makeDir } from '../core/fs.ts';
 import { Reporters } from '../results/reporter.ts';
 import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
-import { createReporters, reporterNames, type ReporterChoice, type ReporterName } from '../results/reporters/index.ts';
+import { createReporters, reporterNames, usesStdout, type ReporterChoice, type ReporterName } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
@@ -59,11 +59,11 @@ export const DEFAULT_RESULTS_DIR = 'results/runs';
 
 /** Whether a reporter prints to stdout (which then carries a report, and nothing else may write there). */
 export function stdoutTaken(choices: ReporterChoice[]): boolean {
-  return choices.some((c) => c.name !== 'console' && (c.path === undefined || isStdout(c.path)));
+  return choices.some(usesStdout);
 }
 
 export function checkOutputs(choices: ReporterChoice[], resultsDir: string): void {
-  const onStdout = choices.filter((c) => c.name !== 'console' && (c.path === undefined || isStdout(c.path)));
+  const onStdout = choices.filter(usesStdout);
   if (onStdout.length > 1) {
     throw new CudamatrixError(
       'USAGE',

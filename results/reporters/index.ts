@@ -30,7 +30,7 @@ export type ReporterName = keyof typeof builtIn;
 export const reporterNames = Object.keys(builtIn) as ReporterName[];
 
 /** Whether a choice prints to stdout. */
-function usesStdout(c: ReporterChoice): boolean {
+export function usesStdout(c: ReporterChoice): boolean {
   return c.name !== 'console' && (c.path === undefined || isStdout(c.path));
 }
 
