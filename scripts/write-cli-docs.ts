@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argument, Command, Option } from 'commander';
 import { buildProgram } from '../cli/main.ts';
+import { githubSlug as slug } from './github-slug.ts';
 
 export const CLI_DOCS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'cli.md');
 
@@ -95,14 +96,6 @@ function prose(text: string): string {
 
 function cell(text: string): string {
   return prose(text).replace(/\|/g, '\\|').replace(/\n/g, ' ');
-}
-
-/** GitHub's heading anchor: lower case, punctuation but - and _ dropped, spaces to -. */
-export function slug(heading: string): string {
-  return heading
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
