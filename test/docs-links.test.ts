@@ -32,8 +32,8 @@ describe('the docs\' links', () => {
     expect(brokenLinks(root)).toEqual([
       'README.md:4: docs/nowhere.md: no such file or folder (docs/nowhere.md)',
       'README.md:4: #no-such-heading: README.md has no heading with the anchor #no-such-heading',
-      'README.md:4: ../shared/CLAIMS.md: leaves the repository (link to a file inside it)',
-      'README.md:4: ../../etc/passwd: leaves the repository (link to a file inside it)',
+      'README.md:4: ../shared/CLAIMS.md: leaves the repository: link only to files inside it',
+      'README.md:4: ../../etc/passwd: leaves the repository: link only to files inside it',
       `docs/transports/ssh.md:3: ../cli.md: no such file or folder (${path.join('docs', 'cli.md')})`,
     ]);
   });

@@ -58,7 +58,7 @@ export function brokenLinks(root: string): string[] {
       const file = filePart === '' ? path.join(root, page) : path.resolve(path.dirname(path.join(root, page)), decodeURIComponent(filePart));
       const rel = path.relative(root, file);
       if (filePart.startsWith('/') || rel.startsWith('..') || path.isAbsolute(rel)) {
-        problems.push(`${at}: leaves the repository (link to a file inside it)`);
+        problems.push(`${at}: leaves the repository: link only to files inside it`);
         continue;
       }
       if (rel.split(path.sep)[0] === 'shared') {
