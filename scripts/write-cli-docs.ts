@@ -6,6 +6,7 @@
  *
  *   pnpm docs:cli
  */
+import type { EventEmitter } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,7 +78,8 @@ function defaultOf(option: Option): string {
 /** What `addHelpText('after', …)` added: commander keeps it only as an afterHelp listener. */
 function helpAfter(command: Command): string[] {
   const texts: string[] = [];
-  for (const listener of command.listeners('afterHelp')) {
+  // Command is an EventEmitter at run time; its typings do not say so.
+  for (const listener of (command as unknown as EventEmitter).listeners('afterHelp')) {
     let written = '';
     listener({ error: false, command, write: (text: string) => (written += text) });
     if (written.trim()) texts.push(written.replace(/^\n+/, '').trimEnd());
