@@ -41,8 +41,12 @@ function renderCommand(command: Command): string[] {
   const lines = [`## ${name}`, '', prose(command.description()), '', fence(`${name} ${command.usage()}`), ''];
   const args: readonly Argument[] = command.registeredArguments;
   if (args.length > 0) {
-    lines.push('| argument | | |', '| --- | --- | --- |');
-    for (const a of args) lines.push(`| \`${a.name()}${a.variadic ? '...' : ''}\` | ${a.required ? 'required' : 'optional'}${a.variadic ? ', one or more' : ''} | ${cell(a.description)} |`);
+    // As --help writes them: <required>, [optional], ... for one or more.
+    lines.push('| argument | what it is |', '| --- | --- |');
+    for (const a of args) {
+      const name = `${a.name()}${a.variadic ? '...' : ''}`;
+      lines.push(`| \`${a.required ? `<${name}>` : `[${name}]`}\` | ${cell(a.description)} |`);
+    }
     lines.push('');
   }
   const options = command.options.filter((o) => !o.hidden);
