@@ -25,6 +25,13 @@ describe('cudamatrix probes list', () => {
     expect(text).toContain(`sizes_mib=[${(effectiveParams('transfer-bandwidth').sizes_mib as number[]).join(',')}]`);
   });
 
+  it('says where the claims it cites are explained (docs/claims.md, a page of the repository)', () => {
+    const text = output({ facts: false, json: false });
+    expect(text).toMatch(/^pinned-vram\s+C1 C3 C4\s/m);
+    expect(text).toContain('docs/claims.md');
+    expect(text).not.toContain('shared/');
+  });
+
   it('--json gives each parameter with its type, default and description', () => {
     const probes = JSON.parse(output({ facts: false, json: true })) as { name: string; params: { name: string; type: string; default: unknown; description?: string }[] }[];
     const release = probes.find((p) => p.name === 'pinned-release')!;

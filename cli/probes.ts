@@ -59,6 +59,9 @@ function formatDefault(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
 }
 
+/** Where a user looks the claim ids up: the page ships with the repository, not beside it. */
+export const CLAIMS_PAGE_LINE = 'The claims (C1-C14), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.';
+
 export function probesListCommand(opts: { facts: boolean; json: boolean }): number {
   if (opts.json) {
     const out = catalogue.map((spec) => {
@@ -70,6 +73,7 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
   }
   const rows = catalogue.map((p) => [p.name, p.claims.join(' '), p.platforms.join(', '), p.title]);
   process.stdout.write(`${formatTable(['probe', 'claims', 'platforms', 'what it measures'], rows)}\n`);
+  process.stdout.write(`\n${CLAIMS_PAGE_LINE}\n`);
   if (opts.facts) {
     for (const p of catalogue) {
       process.stdout.write(`\n${p.name}: ${p.description}\n`);

@@ -32,7 +32,7 @@ export interface MetricSpec {
  * metric's unit: for values near zero, where any fraction is large). Calibrated on the H200
  * (driver 580.159.04): the four committed default-suite runs (2026-11-29, 2026-11-30, and two
  * back to back on 2026-12-01), with margin over the largest change between any two of them;
- * the README's "Behaviour records" gives the figures.
+ * docs/records.md gives the figures.
  */
 export interface MetricTolerance {
   relative: number;
@@ -44,7 +44,7 @@ export interface MetricTolerance {
 export interface ProbeSpec {
   name: string;
   title: string;
-  /** Claim ids from CLAIMS.md that this probe decides. */
+  /** Claim ids (docs/claims.md) that this probe decides. */
   claims: string[];
   description: string;
   platforms: Platform[];

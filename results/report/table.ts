@@ -41,7 +41,7 @@ export function compareVersions(a: string, b: string): number {
   return 0;
 }
 
-/** The environments in CLAIMS.md's order; others after them, by name. */
+/** The environments in docs/claims.md's order; others after them, by name. */
 const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
 const envRank = (e: string) => (ENVIRONMENTS.includes(e) ? ENVIRONMENTS.indexOf(e) : ENVIRONMENTS.length);
 
