@@ -53,7 +53,7 @@ describe.runIf(ready)('the installed package', () => {
     const pkg = JSON.parse(readFileSync(path.join(installed.root, 'package.json'), 'utf8'));
     expect(pkg.dependencies ?? {}).toEqual({});
     expect(pkg.engines.node).toBe('>=20.19');
-    expect(readdirSync(installed.root).sort()).toEqual(['README.md', 'bin', 'dist', 'docker', 'matrix', 'package.json', 'prebuilt']);
+    expect(readdirSync(installed.root).sort()).toEqual(['README.md', 'bin', 'dist', 'docker', 'docs', 'matrix', 'package.json', 'prebuilt']);
     expect(readdirSync(path.join(installed.root, 'dist'))).toEqual(['cudamatrix.cjs']);
     expect(readdirSync(path.join(installed.root, 'matrix')).sort()).toEqual(['default.yaml', 'examples', 'schema.json']);
     const manifest = JSON.parse(readFileSync(path.join(installed.root, 'prebuilt', 'manifest.json'), 'utf8')) as PrebuiltManifest;
