@@ -282,7 +282,11 @@ function problemsOf(summary: RunSummary): Problem[] {
 
 /** The targets whose every planned cell was skipped: nothing measured there (no usable driver, or a target that cannot have a GPU). */
 export function measuredNothing(summary: RunSummary): TargetResult[] {
-  return summary.targets.filter((t) => targetStatus(t) === 'skipped');
+  // As RunSummary.nothingMeasured, per target: whatever its verdicts (a fact of a skipped sysinfo is still judged).
+  return summary.targets.filter((t) => {
+    const planned = t.cells.filter((c) => c.planned);
+    return !t.error && planned.length > 0 && planned.every((c) => c.status === 'skipped');
+  });
 }
 
 /** Why a target measured nothing: its not-applicable error, or its first skipped probe's reason. */
