@@ -117,6 +117,7 @@ describe('the release workflow, played for a pushed tag', () => {
     expect(publish.args).toEqual(['publish', './package', '--access', 'public', '--provenance', '--ignore-scripts']);
     const pkg = publish.extra.pkg as Record<string, unknown>;
     expect(pkg).toMatchObject({ name: '@your-org/cudamatrix', version: VERSION, bin: { cudamatrix: 'bin/cudamatrix.cjs' } });
+    expect(pkg.repository).toEqual({ type: 'git', url: 'git+https://github.com/your-org/cudamatrix.git' });
     expect(pkg).not.toHaveProperty('private');
     expect(pkg).not.toHaveProperty('scripts');
     // The token reached npm through the environment; the file names the variable, not the token.
