@@ -13,13 +13,16 @@
  * so a path with spaces or a `$(...)` is one argument on every platform. The CLI itself writes the
  * step's outputs and summary (GITHUB_OUTPUT, GITHUB_STEP_SUMMARY).
  *
+ * With ssh-private-key (known-hosts, ssh-key-passphrase) the CLI gets the SSH secrets as files
+ * of this step under RUNNER_TEMP, removed when it ends (sshSecrets).
+ *
  * Inputs arrive as INPUT_<NAME> environment variables (the name upper-cased, spaces made `_`,
  * hyphens kept: INPUT_RESULTS-DIR). A bad input is a `::error::` line naming the input and the fix,
  * and exit status 2, as the CLI's configuration errors.
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { constants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { extractPackage, TarError } from './tar.mjs';
@@ -113,6 +116,36 @@ function cliArguments() {
   return [...words, ...options, ...args];
 }
 
+/**
+ * The SSH secrets of the inputs ssh-private-key, known-hosts and ssh-key-passphrase, for the CLI:
+ * masked before anything prints (a key line by line: the runner matches a mask within a line);
+ * the key and known_hosts written to files of their own (0600, created new) in a folder of this
+ * step (0700) under RUNNER_TEMP, named by CUDAMATRIX_SSH_IDENTITY_FILE and
+ * CUDAMATRIX_SSH_KNOWN_HOSTS; the passphrase in CUDAMATRIX_SSH_PASSPHRASE. `remove` deletes the
+ * folder (the runner empties RUNNER_TEMP at the job's end too, should this process be killed).
+ */
+function sshSecrets() {
+  const key = input('ssh-private-key');
+  const knownHosts = input('known-hosts');
+  const passphrase = input('ssh-key-passphrase');
+  if (!key && !knownHosts && !passphrase) return { env: {}, remove() {} };
+  if (passphrase && !key) fail('ssh-key-passphrase', 'is set but ssh-private-key is empty', 'pass the key it unlocks as ssh-private-key (or leave the passphrase out)');
+  for (const value of [passphrase, ...key.split(/\r?\n/)].map((v) => v.trim()).filter(Boolean)) process.stdout.write(`::add-mask::${value}\n`);
+  const dir = mkdtempSync(path.join(process.env.RUNNER_TEMP || tmpdir(), 'cudamatrix-ssh-'));
+  chmodSync(dir, 0o700);
+  const env = {};
+  const write = (name, text, variable) => {
+    const file = path.join(dir, name);
+    writeFileSync(file, text.endsWith('\n') ? text : `${text}\n`, { mode: 0o600, flag: 'wx' });
+    env[variable] = file;
+  };
+  if (key) write('id_key', key, 'CUDAMATRIX_SSH_IDENTITY_FILE');
+  if (knownHosts) write('known_hosts', knownHosts, 'CUDAMATRIX_SSH_KNOWN_HOSTS');
+  if (passphrase) env.CUDAMATRIX_SSH_PASSPHRASE = passphrase;
+  console.log(`SSH ${[key && 'key', knownHosts && 'known_hosts', passphrase && 'passphrase'].filter(Boolean).join(', ')} from the inputs, for this step: ${dir} (removed when it ends)`);
+  return { env, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 function main() {
   const tarball = findTarball(input('package'));
   const { dir, sha256, reused } = unpack(tarball);
@@ -122,8 +155,16 @@ function main() {
 
   const argv = [path.join(pkg, 'bin', 'cudamatrix.cjs'), ...cliArguments()];
   // The action's inputs are the action's: the CLI reads its own options, not INPUT_*.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('INPUT_')));
-  const child = spawn(process.execPath, argv, { stdio: 'inherit', env });
+  // Last before the CLI starts: nothing that can stop the action comes between writing the files and removing them.
+  const ssh = sshSecrets();
+  const env = { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('INPUT_'))), ...ssh.env };
+  let child;
+  try {
+    child = spawn(process.execPath, argv, { stdio: 'inherit', env });
+  } catch (error) {
+    ssh.remove();
+    throw error;
+  }
 
   // A cancelled job: the runner signals this process (SIGINT, then SIGTERM), not necessarily its
   // children. The CLI stops its probes, writes its results and exits 130 on either, so they are
@@ -136,10 +177,12 @@ function main() {
     });
   }
   child.on('error', (error) => {
+    ssh.remove();
     console.log(`::error title=cudamatrix action::${escapeData(`could not start ${process.execPath}: ${error.message}`)}`);
     process.exit(1);
   });
   child.on('exit', (code, signal) => {
+    ssh.remove();
     process.exitCode = code ?? 128 + (constants.signals[signal] ?? 0);
   });
 }

@@ -15,11 +15,11 @@ import { diffRecords, type RecordsDiff } from '../results/record/diff.ts';
 import { readInput } from '../results/record/read.ts';
 import { loadRecords } from '../results/report/load.ts';
 import { Reporters } from '../results/reporter.ts';
-import { appendGithubSummary, githubReporter, isGithubActions, maskSecretValues, setGithubOutputs, type GithubExtras } from '../results/reporters/github.ts';
+import { appendGithubSummary, githubReporter, isGithubActions, maskSecretValues, measuredNothing, setGithubOutputs, skipReason, type ExtraAnnotation, type GithubExtras } from '../results/reporters/github.ts';
 import { createReporters } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
-import { exitCodeOf, summarize } from '../results/verdicts.ts';
+import { exitCodeOf, summarize, type RunSummary } from '../results/verdicts.ts';
 import { EVENTS_SCHEMA_VERSION } from '../events/events.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { ghaMatrix, type GhaEntry, type GhaMatrix } from '../run/gha-matrix.ts';
@@ -71,6 +71,10 @@ export interface GhaMergeOptions {
   reportDir: string;
   record: boolean;
   quiet: boolean;
+  /** Exit 4 when nothing was measured, as run --strict (also when every log ran with it). */
+  strict: boolean;
+  /** Exit 5 when behaviour changed against the committed records, each change an error annotation. */
+  failOnChange: boolean;
 }
 
 /** The file's stat, or nothing when there is none (JSON text is often too long to be a file name at all). */
@@ -177,6 +181,7 @@ function jobEnds(logs: { events: RunEvent[] }[]): JobEnds {
 }
 
 export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Promise<number> {
+  if (opts.failOnChange && !opts.record) throw new CudamatrixError('USAGE', '--fail-on-change compares the run\'s records with the committed ones, and --no-record makes none: drop one of the two');
   const plan = readPlan(opts.plan);
   const matrix = await loadMatrixArg(opts.matrix);
   // Before anything prints: the secrets the matrix names, and those the environment's names give away.
@@ -191,8 +196,10 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   const now = new Date().toISOString();
   const merged = logs.length ? mergeEventLogs(logs) : emptyRun(matrix, now);
   const { events, lost } = accountForLostJobs(merged.events, owed, jobEnds(logs), now);
-  // The accounted run-start (every owed cell in it), still saying where the run came from.
-  const start: MergedRunStart = { ...(events[0] as MergedRunStart), mergedFrom: merged.start.mergedFrom };
+  // The accounted run-start (every owed cell in it), still saying where the run came from; strict when asked or when every log was.
+  const accounted = events[0] as MergedRunStart;
+  const strict = opts.strict || accounted.options.strict;
+  const start: MergedRunStart = { ...accounted, options: { ...accounted.options, strict }, mergedFrom: merged.start.mergedFrom };
   const run: MergedRun = { ...merged, start, events: [start, ...events.slice(1)] };
   const { runDir, eventsFile } = writeMergedRun(run, opts.resultsDir);
 
@@ -200,27 +207,92 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   // changed), and what was recorded is said after the run's own summary.
   const recordLines: string[] = [];
   const recorded = opts.record ? recordRun(eventsFile, lost, (await loadMatrixArg(undefined)).expectations, opts, (l) => recordLines.push(l)) : undefined;
+  const summary = summarize(run.events);
+  const status = mergeStatus(summary, strict, recorded, opts.failOnChange);
+  const jobOf = new Map(owed.map((o) => [o.start.target, plan.find((e) => e.name === o.job)!]));
+  const runnerOf = (target: string) => {
+    const entry = jobOf.get(target);
+    return entry && `job ${entry.name} on [${entry.runsOn.join(', ')}]`;
+  };
   const extras = ghaExtras(lost, recorded, runDir);
+  extras.sections = [...measuredNothingSection(summary, runnerOf, strict), ...(extras.sections ?? [])];
+  if (opts.failOnChange) extras.annotations = changeAnnotations(recorded);
 
   const reporters = new Reporters([
     ...createReporters(choices, { quiet: opts.quiet }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
-    ...(isGithubActions() ? [githubReporter({ extras: () => extras })] : []),
+    ...(isGithubActions() ? [githubReporter({ extras: () => extras, runnerOf })] : []),
   ]);
   // mergeEventLogs' warning about a log without a run-end is answered here: its target is accounted for below.
   for (const w of merged.warnings.filter((w) => !/has no run-end/.test(w))) reporters.message(`warning: ${w}`);
   reporters.message(`merged ${logs.length} event log${logs.length === 1 ? '' : 's'} of ${plan.length} job${plan.length === 1 ? '' : 's'} into ${eventsFile}`);
   for (const l of lost) reporters.message(`LOST: target ${l.target} (job ${l.job}): ${HOW[l.how]}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`);
   for (const e of run.events) reporters.event(e);
-  const summary = summarize(run.events);
-  await reporters.end(summary, { runDir, eventsFile, strict: run.start.options.strict });
+  await reporters.end(summary, { runDir, eventsFile, strict, exitCode: status });
   if (recordLines.length) process.stdout.write(`${recordLines.join('\n')}\n`);
   // The report shows the records folder as it now is.
   if (recorded?.written.length) reportCommand({ recordsDir: opts.recordsDir, out: opts.reportDir, check: false });
-  const status = exitCodeOf(summary, { strict: run.start.options.strict });
-  // A record that could not be written (a clash: a file of this run with other facts) fails a run that otherwise passed.
-  return status === ExitCode.ok && recorded && recorded.status === ExitCode.configuration ? recorded.status : status;
+  return status;
+}
+
+/**
+ * The merged run's exit status, and what only gha merge adds to it where the run otherwise
+ * passed: a record that could not be written (a clash: a file of this run with other facts) is 2,
+ * and with --fail-on-change changed behaviour is 5.
+ */
+function mergeStatus(summary: RunSummary, strict: boolean, recorded: Recorded | undefined, failOnChange: boolean): number {
+  const status = exitCodeOf(summary, { strict });
+  if (status !== ExitCode.ok || !recorded) return status;
+  if (recorded.status === ExitCode.configuration) return recorded.status;
+  if (failOnChange && recorded.diff?.changed) return ExitCode.behaviourChanged;
+  return status;
+}
+
+/** The targets that measured nothing, each with its job and runner labels: a runner that cannot see its GPU shows here. */
+function measuredNothingSection(summary: RunSummary, runnerOf: (target: string) => string | undefined, strict: boolean): string[] {
+  const empty = measuredNothing(summary);
+  if (!empty.length) return [];
+  const all = summary.nothingMeasured;
+  return [
+    [
+      `### Measured nothing: ${empty.length} target${empty.length === 1 ? '' : 's'}`,
+      '',
+      `Every probe of ${empty.length === 1 ? 'this target' : 'these targets'} was skipped: the runner found no usable NVIDIA driver (a Windows runner service in session 0 may not see the GPU), or the target cannot have one. ` +
+        (all ? (strict ? 'Nothing was measured anywhere, so the run fails (strict: exit 4).' : 'Nothing was measured anywhere; with strict this run would fail (exit 4).') : 'Other targets were measured.'),
+      '',
+      '| target | ran in | why |',
+      '| --- | --- | --- |',
+      ...empty.map((t) => `| ${cell(t.name)} | ${cell(runnerOf(t.name) ?? '—')} | ${cell(skipReason(t))} |`),
+      '',
+    ].join('\n'),
+  ];
+}
+
+const cell = (text: string) => text.replace(/\s*\r?\n\s*/g, ' ').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '&#124;');
+
+/** --fail-on-change: an error annotation per record whose behaviour changed, saying what changed. */
+function changeAnnotations(recorded: Recorded | undefined): ExtraAnnotation[] {
+  const changed = recorded?.diff?.pairs.filter((p) => p.changed) ?? [];
+  return changed.map((p) => ({
+    level: 'error',
+    title: `cudamatrix: behaviour changed: ${p.key}`,
+    message: [
+      `driver ${p.a.driver} (${p.a.date.slice(0, 10)}) -> ${p.b.driver} (${p.b.date.slice(0, 10)}), against the committed record (fail-on-change):`,
+      ...changeLines(p),
+    ].join('\n'),
+  }));
+}
+
+type ChangedPair = RecordsDiff['pairs'][number];
+
+/** What changed in a pair, a line each: facts, probes' outcomes, metrics beyond their noise. */
+function changeLines(p: ChangedPair): string[] {
+  return [
+    ...p.facts.map((f) => `fact \`${f.name}\`: ${valueText(f.a)} -> ${valueText(f.b)}`),
+    ...p.cells.map((c) => `probe ${c.probe}: ${c.a} -> ${c.b}`),
+    ...p.metrics.filter((x) => x.flagged).map((m) => `metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${m.a ?? '-'} -> ${m.b ?? '-'} ${m.unit} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`),
+  ];
 }
 
 interface Recorded {
@@ -287,9 +359,7 @@ function behaviourSection(recorded: Recorded, freshKeys: string[]): string {
     lines.push(diff.changed ? '**Behaviour changed.**' : 'No behaviour changed: every fact and cell outcome is the same, and no metric moved beyond its noise.', '');
     for (const p of diff.pairs.filter((x) => x.changed)) {
       lines.push(`- **${p.key}**: driver ${p.a.driver} (${p.a.date.slice(0, 10)}) -> ${p.b.driver} (${p.b.date.slice(0, 10)})`);
-      for (const f of p.facts) lines.push(`  - fact \`${f.name}\`: ${valueText(f.a)} -> ${valueText(f.b)}`);
-      for (const c of p.cells) lines.push(`  - probe ${c.probe}: ${c.a} -> ${c.b}`);
-      for (const m of p.metrics.filter((x) => x.flagged)) lines.push(`  - metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${m.a ?? '-'} -> ${m.b ?? '-'} ${m.unit} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`);
+      for (const l of changeLines(p)) lines.push(`  - ${l}`);
     }
     for (const k of freshKeys) lines.push(`- new observation: ${k}`);
   }

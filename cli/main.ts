@@ -272,6 +272,8 @@ Exit status: 0 the matrix printed; 2 a matrix or command-line error (named).`,
     .option('--records-dir <dir>', 'the behaviour records: the merged run\'s are written there, as cudamatrix record writes them', 'results/records')
     .option('--report-dir <dir>', 'folder for BEHAVIOUR.md and behaviour.html, regenerated when a record was written', 'results')
     .option('--no-record', 'write no records and no report')
+    .option('--strict', 'exit 4 when nothing was measured, as run --strict (also when every log ran with it); each target that measured nothing is named', false)
+    .option('--fail-on-change', 'exit 5 when behaviour changed against the committed records (behaviour-changed), each change an error annotation', false)
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText(
@@ -294,7 +296,12 @@ Exit status (the merged run's, as for run):
   1    an expectation failed
   2    a log refused, unreadable, not found, or of a target the plan does not list; --plan or
        --matrix invalid; a configuration error
-  3    a target was lost (JOB_LOST), unreachable, or a probe crashed or timed out`,
+  3    a target was lost (JOB_LOST), unreachable, or a probe crashed or timed out
+  4    --strict (or every log ran with it), and nothing was measured
+  5    --fail-on-change, and behaviour changed (the run otherwise passed)
+A target whose every probe was skipped (no usable driver: a runner that cannot see its GPU) is
+named in the job summary with its job and runner labels, and in an annotation: an error when that
+fails the run (--strict, nothing measured anywhere), else a warning.`,
     )
     .action(async (paths: string[], opts) => {
       process.exitCode = await (await import('./gha.ts')).ghaMergeCommand(paths, opts);

@@ -11,6 +11,8 @@ export const ExitCode = {
   configuration: 2,
   infrastructure: 3,
   nothingMeasured: 4,
+  /** gha merge --fail-on-change: a record of the run differs from the committed one (behaviour-changed). */
+  behaviourChanged: 5,
   interrupted: 130,
 } as const;
 

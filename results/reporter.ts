@@ -10,6 +10,8 @@ export interface RunContext {
   runDir: string;
   eventsFile: string;
   strict: boolean;
+  /** The command's exit status where more than the summary decides it (gha merge: a record clash, --fail-on-change). */
+  exitCode?: number;
 }
 
 export interface Reporter {

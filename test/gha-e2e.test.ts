@@ -1,6 +1,6 @@
 /**
  * The GitHub Actions workflow end to end, played here with the real commands (test/gha-player.ts):
- * the README's caller (docs/examples/driver-matrix.yml, byte for byte the README's snippet) calls
+ * the example caller (docs/examples/driver-matrix.yml, byte for byte docs/github-actions.md's snippet) calls
  * .github/workflows/gpu-matrix.yml, whose plan job runs `cudamatrix gha matrix` through the action
  * (action.yml) on the packed package, whose probe jobs run `cudamatrix run --target` per entry on
  * their runners, and whose merge job runs `cudamatrix gha merge`, uploads the results and opens the
@@ -15,8 +15,9 @@
  *   gpu-box     runsOn [.., gpu]   a real local run with an expectation that fails here
  *   killed-box  runsOn [.., flaky] a real local run whose runner is lost mid-probe (its process tree
  *                                  SIGKILLed, nothing after that step runs: no artifact)
- *   ssh-box     no runsOn          reached over SSH (a real sshd on 127.0.0.1, an encrypted key whose
- *                                  passphrase the runner's environment holds) from the shared job
+ *   ssh-box     no runsOn          reached over SSH (a real sshd on 127.0.0.1) from the shared job, with
+ *                                  the key (encrypted), known_hosts and passphrase the caller passes as
+ *                                  secrets: the target names none of them
  *
  * Declared stand-ins (the player logs each): the plan job's node:20-bullseye container (its steps run
  * on this machine); actions/checkout, setup-node, upload-/download-artifact
@@ -26,7 +27,7 @@
  * is pushed to a bare repository standing for the caller's GitHub repository).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
@@ -36,7 +37,6 @@ import { H200_RUNS } from '../results/record/fixture.ts';
 import { playWorkflow, type JobPlay, type LegInfo, type WorkflowPlay } from './gha-player.ts';
 import { repoRoot, tempDir, validateJunit } from './helpers.ts';
 import { packCheckout } from './package.ts';
-import { sshHop } from './ssh-helpers.ts';
 import { sshdReady, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
 
 const ready = sshdReady();
@@ -54,7 +54,8 @@ function labMatrix(sshd: Sshd): string {
       { name: 'local', runsOn: ['self-hosted', 'linux', 'gpu', 'h200'], probes },
       { name: 'gpu-box', runsOn: ['self-hosted', 'linux', 'gpu'], probes: ['sysinfo', 'sync-latency'], expect: [{ fact: 'sysinfo.os_family', equals: 'windows', why: 'fails on this Linux machine, on purpose' }] },
       { name: 'killed-box', runsOn: ['self-hosted', 'linux', 'flaky'], probes: ['sysinfo', 'sync-latency'] },
-      { name: 'ssh-box', transport: sshHop(sshd, { name: 'ssh-box', extra: { identityFile: sshd.encryptedKey, passphraseEnv: 'LAB_SSH_PASSPHRASE' } }), probes: ['sysinfo'] },
+      // No identityFile, knownHosts or passphraseEnv: the shared job's secrets give them.
+      { name: 'ssh-box', transport: { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], sshConfig: false, retries: 0 }, probes: ['sysinfo'] },
     ],
   });
 }
@@ -70,7 +71,7 @@ function leg(play: WorkflowPlay, jobId: string, name?: string): JobPlay {
   return found;
 }
 
-describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller', () => {
+describe.runIf(ready)('the GPU matrix workflow, played from the example caller (docs/github-actions.md)', () => {
   let sshd: Sshd;
   let tarball: string;
   let play: WorkflowPlay;
@@ -79,6 +80,11 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
   let ghCalls: string;
   /** The run id of the job whose runner is lost: what that machine would have taken down with it is cleared after. */
   let lostRun = '';
+  /** The caller's secrets (the repository's): the SSH key, known_hosts and passphrase. */
+  let secrets: Record<string, string>;
+  /** The shared job's secret files as its run step saw them (path -> mode), and what was left of them once it ended. */
+  const secretFiles = new Map<string, number>();
+  let secretFilesLeft: string[] | undefined;
 
   beforeAll(async () => {
     sshd = await startSshd(1);
@@ -123,7 +129,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
     const newDriver = h200Log.replace(/("name":"counts_as_vram","value":)false/, '$1true').replace(/"runId":"([^"]+)"/, '"runId":"$1-e2e"');
     expect(newDriver).not.toBe(h200Log);
 
+    secrets = { LAB_SSH_PRIVATE_KEY: readFileSync(sshd.encryptedKey, 'utf8'), LAB_SSH_KNOWN_HOSTS: readFileSync(sshd.knownHosts, 'utf8'), LAB_SSH_KEY_PASSPHRASE: TEST_PASSPHRASE };
     play = await playWorkflow({
+      secrets,
       workflowFile: path.join(lab, '.github/workflows/driver-matrix.yml'),
       event: 'workflow_dispatch',
       github: { repository: 'your-org/lab' },
@@ -133,8 +141,8 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
       // The plan job packs in a node:20-bullseye container on GitHub; here its steps run on this
       // machine (Debian 12, Node.js 20), and the packing step itself is replaced below.
       containers: 'run-here',
-      // The runner machine's environment: the SSH key's passphrase (the matrix names it with passphraseEnv), and gh.
-      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, LAB_SSH_PASSPHRASE: TEST_PASSPHRASE, NO_COLOR: '1' },
+      // The runner machine's environment: gh (the SSH secrets come from the caller's secrets).
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, NO_COLOR: '1' },
       replaceSteps: {
         // The package GitHub's runner would pack (the step's contract: one cudamatrix-*.tgz in .cudamatrix/, output tarball).
         'plan.package': (ctx) => {
@@ -155,6 +163,33 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
                 mkdirSync(runDir, { recursive: true });
                 writeFileSync(path.join(runDir, 'events.jsonl'), newDriver);
                 ctx.log(`[player] no GPU here: the run step is replaced by the H200's event log (${path.relative(repoRoot, H200_LOG)}, one fact changed)`);
+              },
+            },
+          };
+        }
+        if (l.jobId === 'probe' && name === 'shared') {
+          return {
+            hooks: {
+              // What the action writes for the step, while the CLI runs, and what is left when it has ended.
+              onStepSpawn: (step, child) => {
+                if (step.stepId !== 'run') return;
+                const runnerTemp = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('RUNNER_TEMP='))!.slice('RUNNER_TEMP='.length);
+                const look = () => {
+                  const dirs = readdirSync(runnerTemp).filter((n) => n.startsWith('cudamatrix-ssh-')).map((n) => path.join(runnerTemp, n));
+                  for (const d of dirs) for (const f of [d, ...readdirSync(d).map((n) => path.join(d, n))]) secretFiles.set(f, statSync(f).mode & 0o777);
+                  return dirs;
+                };
+                const timer = setInterval(() => {
+                  try {
+                    look();
+                  } catch {
+                    // removed between the listing and the stat: the step is ending
+                  }
+                }, 20);
+                child.once('exit', () => {
+                  clearInterval(timer);
+                  secretFilesLeft = look();
+                });
               },
             },
           };
@@ -214,7 +249,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
     expect(probes.map((l) => l.runsOn.join(','))).toEqual(jobs.include.map((e) => e.runsOn.join(',')));
   });
 
-  it('runs each probe job: a failed expectation fails its job (annotated), a lost runner leaves nothing, the SSH job passes', () => {
+  it('runs each probe job: a failed expectation fails its job (annotated), a lost runner leaves nothing, the SSH job reaches its target with the secrets', () => {
     const gpu = leg(play, 'probe', 'gpu-box');
     expect(gpu.status).toBe('failure');
     expect(gpu.steps.find((s) => s.id === 'run')!.exitCode).toBe(1);
@@ -229,17 +264,38 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
     expect(killed.steps.map((s) => s.id)).not.toContain('upload-events');
     expect(existsSync(path.join(dir, 'artifacts', 'cudamatrix-events-killed-box'))).toBe(false);
 
+    // The key, known_hosts and passphrase of the caller's secrets reached the run: the target connected
+    // (its sshd knows only that key, and the key only opens with the passphrase). No driver there:
+    // strict fails the job (exit 4) and names the target.
     const shared = leg(play, 'probe', 'shared');
-    expect(shared.status).toBe('success');
-    expect(shared.log).toMatch(/ssh-box/);
-    // The passphrase reached the run (the target connected) and was masked before anything printed.
-    expect(shared.steps.find((s) => s.id === 'run')!.log).toMatch(/reached ssh-box|ssh-box.*linux/);
+    const run = shared.steps.find((s) => s.id === 'run')!;
+    expect(run.log).toMatch(/reached ssh \S+@127\.0\.0\.1:\d+ \(linux/);
+    expect(run.log).toMatch(/SSH key, known_hosts, passphrase from the inputs, for this step: .*cudamatrix-ssh-/);
+    expect(run.exitCode).toBe(4);
+    expect(shared.annotations).toContainEqual(expect.objectContaining({ level: 'error', title: 'ssh-box: measured nothing' }));
   });
 
-  it('never shows the SSH passphrase in any log, summary or output', () => {
+  it('writes the SSH secrets in the shared job only, as files only its user can read, removed when the step ends', () => {
+    const modes = [...secretFiles.entries()].map(([f, mode]) => [path.basename(f).replace(/^cudamatrix-ssh-.*/, 'dir'), mode.toString(8)]);
+    expect(modes.sort()).toEqual([['dir', '700'], ['id_key', '600'], ['known_hosts', '600']]);
+    expect(secretFilesLeft).toEqual([]);
+    // The labelled jobs got none: their run steps wrote no secret files.
+    for (const name of ['gpu-box', 'local']) expect(leg(play, 'probe', name).log).not.toMatch(/from the inputs, for this step/);
+  });
+
+  it('never shows a secret in any log, summary or output, nor leaves one in a file', () => {
     const called = play.jobs['gpu-lab']!.calls[0]!;
     const everything = Object.values(called.jobs).flatMap((j) => j.legs.flatMap((l) => [l.log, l.summary, JSON.stringify(l.outputs), JSON.stringify(l.annotations)]));
-    for (const text of everything) expect(text).not.toContain(TEST_PASSPHRASE);
+    const keyLines = secrets.LAB_SSH_PRIVATE_KEY!.split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
+    expect(keyLines.length).toBeGreaterThan(2);
+    for (const text of everything) {
+      expect(text).not.toContain(TEST_PASSPHRASE);
+      for (const line of keyLines) expect(text).not.toContain(line);
+    }
+    // Nowhere in the runners' workspaces, the artifacts, the repositories (the runners' temp folders are gone with their jobs).
+    const found = spawnSync('grep', ['-rlF', '-e', keyLines[1]!, '-e', TEST_PASSPHRASE, dir], { encoding: 'utf8' });
+    expect(found.stdout).toBe('');
+    expect(found.status).toBe(1);
   });
 
   it('merges after failed and lost jobs: the lost target marked, the failed expectation and the changed behaviour reported', () => {
@@ -254,6 +310,11 @@ describe.runIf(ready)('the GPU matrix workflow, played from the README\'s caller
     expect(merge.summary).toMatch(/\| gpu-box \| linux \|/);
     expect(merge.summary).toContain('| killed-box | killed-box | no event log (artifact missing) | 2 |');
     expect(merge.summary).toMatch(/\*\*Behaviour changed\.\*\*[\s\S]*fact `pinned-vram\.counts_as_vram`: false -> true/);
+    // The runners that measured nothing (no driver on this machine), by job and labels: the H200 did measure, so a warning.
+    expect(merge.summary).toContain('### Measured nothing: 2 targets');
+    expect(merge.summary).toMatch(/^\| gpu-box \| job gpu-box on \[self-hosted, linux, gpu\] \| no NVIDIA driver found/m);
+    expect(merge.summary).toMatch(/^\| ssh-box \| job shared on \[self-hosted, linux\] \| no NVIDIA driver found/m);
+    expect(merge.annotations).toContainEqual(expect.objectContaining({ level: 'warning', title: 'gpu-box: measured nothing' }));
     const titles = merge.annotations.map((a) => `${a.level} ${a.title}`);
     expect(titles).toEqual(expect.arrayContaining(['error gpu-box: sysinfo.os_family == "windows"', 'error killed-box: JOB_LOST', 'error local: pinned-vram.counts_as_vram == false']));
     // The reusable workflow's outputs reach the caller.

@@ -212,6 +212,83 @@ describe('gha matrix and gha merge', () => {
     expect(r2.code).toBe(1);
   });
 
+  it('--strict: a lab whose runners all found no driver fails (exit 4), each runner that measured nothing named; without it the same merge passes, with warnings', async () => {
+    const dir = tempDir();
+    const matrix = path.join(dir, 'lab.yaml');
+    // The lab without gpu-box's failing expectation: nothing is judged, nothing fails.
+    writeFileSync(matrix, LAB.replace(/    expect:\n.*\n/, ''));
+    const planned = await runCli(['gha', 'matrix', '-m', matrix]);
+    const jobs = JSON.parse(planned.stdout) as { include: { name: string; targets: string }[] };
+    const artifacts = path.join(dir, 'artifacts');
+    // The probe jobs as a workflow without strict runs them: no driver here, so every cell is skipped and each job passes.
+    for (const job of jobs.include) expect((await runCli(['run', '-m', matrix, '--target', job.targets, '--results-dir', path.join(artifacts, `cudamatrix-events-${job.name}`)])).code).toBe(0);
+    const merge = (extra: string[]) => {
+      const step = actionsEnv(tempDir());
+      const args = ['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, `merged${extra.length}`), '--no-record', ...extra];
+      return runCli(args, { env: step.env }).then((r) => ({ ...r, outputs: step.outputs(), summary: step.summary() }));
+    };
+
+    const lax = await merge([]);
+    expect(lax.code).toBe(0);
+    expect(lax.outputs).toMatchObject({ 'exit-code': '0', skipped: '0', passed: '0' });
+    expect(lax.summary).toContain('### Measured nothing: 3 targets');
+    expect(lax.summary).toContain('with strict this run would fail (exit 4)');
+    expect(lax.stdout).toMatch(/^::warning title=gpu-box%3A measured nothing::job gpu-box on \[self-hosted, linux, gpu\]: every probe was skipped, nothing was measured: no NVIDIA driver found/m);
+
+    const strict = await merge(['--strict']);
+    expect(strict.code).toBe(4);
+    expect(strict.outputs['exit-code']).toBe('4');
+    expect(strict.summary).toMatch(/^## ⏭️ cudamatrix run .*\n\n\*\*Exit status 4\*\*: nothing measured \(--strict\)/m);
+    expect(strict.summary).not.toContain('every expectation met');
+    expect(strict.summary).toContain('so the run fails (strict: exit 4)');
+    // Per target, the job and the labels of the runner that measured nothing, and why.
+    expect(strict.summary).toMatch(/^\| gpu-box \| job gpu-box on \[self-hosted, linux, gpu\] \| no NVIDIA driver found/m);
+    expect(strict.summary).toMatch(/^\| shared-a \| job shared on \[self-hosted, linux\] \| no NVIDIA driver found/m);
+    expect(strict.summary).toMatch(/^\| shared-b \| job shared on \[self-hosted, linux\] \|/m);
+    for (const t of ['gpu-box', 'shared-a', 'shared-b']) expect(strict.stdout).toMatch(new RegExp(`^::error title=${t}%3A measured nothing::job `, 'm'));
+    expect(strict.stdout).toContain('Exit status: 4 (--strict: nothing was measured)');
+    // The merged run says it was strict: merge and record read it so.
+    expect((readEventLog(strict.outputs['events-file']!)[0] as { options: { strict: boolean } }).options.strict).toBe(true);
+  });
+
+  it('--fail-on-change: changed behaviour is exit 5 with an error annotation naming the change; without it the same merge passes', async () => {
+    const dir = tempDir();
+    const records = path.join(dir, 'records');
+    cpSync(path.join(repoRoot, 'results', 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
+    const artifacts = path.join(dir, 'artifacts', 'cudamatrix-events-local');
+    mkdirSync(artifacts, { recursive: true });
+    // A fact no expectation covers changed: every expectation is still met.
+    const text = readFileSync(H200_RUNS[3]!, 'utf8');
+    const doctored = text.replace(/("name":"registered_counts_as_vram","value":)false/, '$1true').replace(/"runId":"([^"]+)"/, '"runId":"$1-registered"');
+    expect(doctored).not.toBe(text);
+    writeFileSync(path.join(artifacts, 'events.jsonl'), doctored);
+    const merge = (name: string, extra: string[]) => {
+      const step = actionsEnv(tempDir());
+      const args = ['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, name), '--records-dir', path.join(dir, name, 'records'), '--report-dir', path.join(dir, name, 'report'), '-q', ...extra];
+      cpSync(records, path.join(dir, name, 'records'), { recursive: true });
+      return runCli(args, { env: step.env }).then((r) => ({ ...r, outputs: step.outputs(), summary: step.summary() }));
+    };
+
+    const lax = await merge('lax', []);
+    expect(lax.code).toBe(0);
+    expect(lax.outputs).toMatchObject({ 'behaviour-changed': 'true', failed: '0', 'exit-code': '0' });
+    expect(lax.stdout).not.toMatch(/^::error/m);
+
+    const strict = await merge('fail', ['--fail-on-change']);
+    expect(strict.code).toBe(5);
+    expect(strict.outputs).toMatchObject({ 'behaviour-changed': 'true', failed: '0', 'exit-code': '5' });
+    const annotation = /^::error title=cudamatrix%3A behaviour changed%3A ([^:]+)::(.*)$/m.exec(strict.stdout);
+    expect(annotation, strict.stdout).not.toBeNull();
+    expect(annotation![1]).toMatch(/linux.*H200/i);
+    expect(annotation![2]).toMatch(/driver 580\.159\.04 .*against the committed record \(fail-on-change\):%0Afact `pinned-vram\.registered_counts_as_vram`: false -> true/);
+    expect(strict.summary).toMatch(/^## ❌ cudamatrix run .*\n\n\*\*Exit status 5\*\*: behaviour changed against the committed records \(--fail-on-change\)/m);
+    expect(strict.stdout).toContain('Exit status: 5 (--fail-on-change: behaviour changed)');
+
+    const refused = await runCli(['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'refused'), '--no-record', '--fail-on-change']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--fail-on-change compares the run\'s records with the committed ones, and --no-record makes none: drop one of the two');
+  });
+
   it('refuses a --plan that is not a plan, or names a target the matrix lacks, naming the fix', async () => {
     const dir = tempDir();
     const step = actionsEnv(tempDir());

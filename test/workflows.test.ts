@@ -4,7 +4,7 @@
  * one behind the Actions language service) with no error and no warning, and what a parser cannot
  * see: third-party actions pinned, the probe job free of shell steps, the merge job running after
  * failed probe jobs, artifact names that agree between upload and download, a time limit and
- * permissions on every job, and the README's snippet the example caller itself.
+ * permissions on every job, and docs/github-actions.md's snippet the example caller itself.
  *
  * The parser imports its JSON schemas without import attributes, so vitest runs it through Vite
  * (vitest.config.ts: server.deps.inline).
@@ -119,13 +119,15 @@ describe('every workflow and action.yml parses with GitHub\'s parser, with no er
   });
 
   // The checks above mean something only if the parser does report these mistakes.
-  it('the parser does report a misspelt key, an unknown context, a caller\'s unknown input and a bad runtime', async () => {
+  it('the parser does report a misspelt key, an unknown context, a caller\'s unknown input and secret, and a bad runtime', async () => {
     const misspelt = read(GPU_MATRIX).replace('timeout-minutes: 30', 'timeout-minute: 30');
     expect((await workflowProblems('misspelt.yml', misspelt)).join('\n')).toMatch(/timeout-minute/);
     const unknownContext = read(GPU_MATRIX).replace('${{ matrix.runsOn }}', '${{ matrx.runsOn }}');
     expect((await workflowProblems('context.yml', unknownContext)).join('\n')).toMatch(/matrx/);
     const unknownInput = read(EXAMPLE).replace('open-pr: true', 'open-pull-request: true');
     expect((await workflowProblems('caller.yml', unknownInput)).join('\n')).toMatch(/open-pull-request/);
+    const unknownSecret = read(EXAMPLE).replace('ssh-private-key:', 'ssh-key:');
+    expect((await workflowProblems('caller.yml', unknownSecret)).join('\n')).toMatch(/ssh-key/);
     expect(actionProblems(read('action.yml').replace('using: node24', 'using: node99')).problems.join('\n')).toMatch(/node99/);
   });
 });
@@ -161,15 +163,23 @@ describe('what the parser cannot check', () => {
     const { plan, probe, merge } = wf.jobs as Record<'plan' | 'probe' | 'merge', Job>;
     const action = parse(read('action.yml')) as { inputs: Record<string, unknown> };
 
-    it('is a workflow and a reusable workflow, with the same inputs but where cudamatrix comes from', () => {
+    it('is a workflow and a reusable workflow, with the same inputs but the folders and where cudamatrix comes from', () => {
       const dispatch = Object.keys(wf.on.workflow_dispatch?.inputs ?? {});
       const call = Object.keys(wf.on.workflow_call?.inputs ?? {});
-      expect(call).toEqual([...dispatch, 'cudamatrix-repository', 'cudamatrix-ref']);
+      expect(call).toEqual([...dispatch, 'records-dir', 'report-dir', 'cudamatrix-repository', 'cudamatrix-ref']);
+      // A run of the workflow itself has no records-dir or report-dir: the env falls back to the call's defaults.
+      const env = (wf as { env?: Record<string, string> }).env;
+      expect(env).toEqual({ RECORDS_DIR: "${{ inputs.records-dir || 'results/records' }}", REPORT_DIR: "${{ inputs.report-dir || 'results' }}" });
+      expect(wf.on.workflow_call?.inputs?.['records-dir']).toMatchObject({ default: 'results/records' });
+      expect(wf.on.workflow_call?.inputs?.['report-dir']).toMatchObject({ default: 'results' });
       for (const name of dispatch) {
         const [d, c] = [wf.on.workflow_dispatch?.inputs?.[name], wf.on.workflow_call?.inputs?.[name]] as { type?: string; default?: unknown }[];
         expect([c?.type, c?.default], name).toEqual([d?.type, d?.default]);
       }
       expect(wf.on.workflow_call?.inputs?.['open-pr']?.type).toBe('boolean');
+      // Strict by default: a run that measured nothing cannot pass; a change fails only when asked.
+      expect(wf.on.workflow_call?.inputs?.strict).toMatchObject({ type: 'boolean', default: true });
+      expect(wf.on.workflow_call?.inputs?.['fail-on-change']).toMatchObject({ type: 'boolean', default: false });
       // GitHub allows ten inputs on workflow_dispatch.
       expect(dispatch.length).toBeLessThanOrEqual(10);
     });
@@ -206,6 +216,23 @@ describe('what the parser cannot check', () => {
       expect(pack).toMatch(/apt-get install .*g\+\+ g\+\+-aarch64-linux-gnu g\+\+-mingw-w64-x86-64-posix/);
       // A caller that forgot cudamatrix-repository gets a clear error, not a failed pack of its own repository.
       expect(pack).toMatch(/::error title=cudamatrix-repository::/);
+    });
+
+    it('passes strict to every probe job and to the merge, fail-on-change to the merge, the SSH secrets to the shared jobs only', () => {
+      const run = probe.steps!.find((s) => s.id === 'run')!;
+      const mergeStep = merge.steps!.find((s) => s.id === 'merge')!;
+      expect(String(run.with?.args).trim()).toBe("${{ inputs.strict && '--strict' || '' }}");
+      const mergeArgs = String(mergeStep.with?.args).trim().split('\n').map((l) => l.trim());
+      expect(mergeArgs.slice(-2)).toEqual(["${{ inputs.strict && '--strict' || '' }}", "${{ inputs.fail-on-change && '--fail-on-change' || '' }}"]);
+      const secrets = (wf.on.workflow_call as { secrets?: Record<string, { required?: boolean }> }).secrets ?? {};
+      expect(Object.keys(secrets)).toEqual(['ssh-private-key', 'known-hosts', 'ssh-key-passphrase']);
+      for (const [name, spec] of Object.entries(secrets)) {
+        expect(spec.required, name).toBe(false);
+        expect(run.with?.[name], name).toBe(`\${{ !matrix.labelled && secrets.${name} || '' }}`);
+      }
+      // No other step or job sees them.
+      const text = read(GPU_MATRIX);
+      expect([...text.matchAll(/secrets\.[\w-]+/g)].map((m) => m[0])).toEqual(Object.keys(secrets).map((n) => `secrets.${n}`));
     });
 
     it('the probe jobs run on the labels of their entry, with actions only: no run: step, so no shell on Windows runners', () => {
@@ -275,6 +302,37 @@ describe('what the parser cannot check', () => {
     });
   });
 
+  describe('release.yml', () => {
+    const wf = workflow('.github/workflows/release.yml');
+    const { pack, release, npm } = wf.jobs as Record<'pack' | 'release' | 'npm', Job & { container?: unknown }>;
+
+    it('runs on a pushed v* tag only, and packs as gpu-matrix.yml\'s plan job does (Debian 11: glibc 2.17)', () => {
+      expect(wf.on).toEqual({ push: { tags: ['v*'] } });
+      expect(pack.container).toBe('node:20-bullseye');
+      const packing = (j: Job) => String(j.steps?.find((x) => x.id === 'package')?.run).split('\n').filter((l) => /apt-get install|pnpm (install|pack)|npm install -g pnpm/.test(l)).map((l) => l.trim());
+      expect(packing(pack)).toEqual(packing(workflow(GPU_MATRIX).jobs.plan!));
+      expect(packing(pack)).toHaveLength(4);
+      // The tag is checked against package.json before anything is packed.
+      expect(pack.steps?.map((x) => x.id)).toEqual(['checkout', 'version', 'package', 'checksum', 'upload']);
+    });
+
+    it('writes only in the release job (contents: write, the token in its step\'s env alone); npm only with the project\'s variable', () => {
+      expect([pack.permissions, release.permissions, npm.permissions]).toEqual([{ contents: 'read' }, { contents: 'write' }, { contents: 'read', 'id-token': 'write' }]);
+      const step = release.steps!.find((x) => x.id === 'release')! as Step & { env?: Record<string, string> };
+      expect(step.env?.GH_TOKEN).toBe('${{ github.token }}');
+      expect(step.run).toMatch(/gh release create "\$TAG" "\$TARBALL" "\$TARBALL\.sha256" --repo "\$GITHUB_REPOSITORY" --verify-tag/);
+      expect(npm.if).toBe("${{ vars.NPM_PACKAGE_NAME != '' }}");
+      for (const job of Object.values(wf.jobs)) {
+        for (const x of job.steps ?? []) {
+          expect(x.id).toMatch(/^[a-z][a-z0-9-]*$/);
+          if (x.run) expect(x.run).not.toMatch(/\$\{\{/); // values reach scripts through env, never pasted in
+          if (x.uses?.startsWith('actions/checkout@')) expect(x.with?.['persist-credentials']).toBe(false);
+        }
+      }
+      expect(read('.github/workflows/release.yml').match(/github\.token|secrets\.\w+/g)).toEqual(['github.token', 'secrets.NPM_TOKEN']);
+    });
+  });
+
   it('ci.yml runs .ci/run, as root with CI=true, in the Debian 12 it is written for', () => {
     const ci = workflow('.github/workflows/ci.yml');
     const job = ci.jobs.test as Job & { container?: { image: string; options?: string } };
@@ -305,18 +363,23 @@ describe('what the parser cannot check', () => {
     expect(job!.with?.matrix).toMatch(/\.ya?ml$/);
     expect(Object.keys(caller.on).sort()).toEqual(['schedule', 'workflow_dispatch']);
     expect(job!.permissions).toEqual(workflow(GPU_MATRIX).jobs.merge!.permissions);
+    // Its own inputs reach the called workflow (docs/self-hosted-runners.md: "Checking a runner" runs it with targets).
+    for (const name of Object.keys(caller.on.workflow_dispatch?.inputs ?? {})) expect(String(job!.with?.[name]), name).toContain(`inputs.${name}`);
+    expect(Object.keys(caller.on.workflow_dispatch?.inputs ?? {})).toEqual(expect.arrayContaining(['targets', 'probes']));
+    // It passes the secrets gpu-matrix.yml declares, from its own.
+    const declared = Object.keys((workflow(GPU_MATRIX).on.workflow_call as { secrets?: Record<string, unknown> }).secrets ?? {});
+    expect(Object.keys((job as { secrets?: Record<string, string> }).secrets ?? {})).toEqual(declared);
   });
 
-  it('the README\'s "Run it in GitHub Actions" snippet is docs/examples/driver-matrix.yml, byte for byte', () => {
-    const readme = read('README.md');
+  it('docs/github-actions.md\'s caller snippet is docs/examples/driver-matrix.yml, byte for byte', () => {
+    const readme = read('docs/github-actions.md');
     const begin = '<!-- docs/examples/driver-matrix.yml: begin -->\n```yaml\n';
     const end = '```\n<!-- docs/examples/driver-matrix.yml: end -->';
     const from = readme.indexOf(begin);
     const to = readme.indexOf(end, from);
-    expect(from, `README.md has no block between ${JSON.stringify(begin)} and ${JSON.stringify(end)}`).toBeGreaterThan(-1);
+    expect(from, `docs/github-actions.md has no block between ${JSON.stringify(begin)} and ${JSON.stringify(end)}`).toBeGreaterThan(-1);
     expect(to).toBeGreaterThan(from);
-    expect(readme.slice(readme.lastIndexOf('\n## ', from), from)).toMatch(/^\n## Run it in GitHub Actions\n/);
     const snippet = readme.slice(from + begin.length, to);
-    expect(snippet, 'README.md\'s snippet differs from docs/examples/driver-matrix.yml: copy the file between the markers again').toBe(read(EXAMPLE));
+    expect(snippet, 'docs/github-actions.md\'s snippet differs from docs/examples/driver-matrix.yml: copy the file between the markers again').toBe(read(EXAMPLE));
   });
 });

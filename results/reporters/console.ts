@@ -208,8 +208,8 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
       // The log path once: with failures, it is where every sample and reading behind them is.
       say(`Events: ${summary.eventsFile ?? context.eventsFile}${bad.length ? ' (every sample and reading behind these verdicts)' : ''}`);
-      const code = exitCodeOf(summary, { strict: context.strict });
-      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : ''}`;
+      const code = context.exitCode ?? exitCodeOf(summary, { strict: context.strict });
+      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : ''}`;
       say(code === 0 ? exit : c.bold(exit));
     },
   };

@@ -37,9 +37,17 @@ export function isGithubActions(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.GITHUB_ACTIONS === 'true';
 }
 
-/** What a command adds to the reporter's end: more step outputs, and Markdown sections after the summary's own. */
+/** An annotation a command adds (gha merge: what changed, with --fail-on-change). */
+export interface ExtraAnnotation {
+  level: 'error' | 'warning';
+  title: string;
+  message: string;
+}
+
+/** What a command adds to the reporter's end: more step outputs, annotations (before the reporter's own), and Markdown sections after the summary's own. */
 export interface GithubExtras {
   outputs?: Record<string, string>;
+  annotations?: ExtraAnnotation[];
   sections?: string[];
 }
 
@@ -48,6 +56,8 @@ export interface GithubReporterOptions {
   extras?: () => GithubExtras | Promise<GithubExtras>;
   /** stdout carries a report (--json, --junit -): workflow commands go to stderr. */
   stdoutTaken?: boolean;
+  /** Where a target ran, for its annotations (gha merge: "job win-wddm on [self-hosted, windows]"). */
+  runnerOf?: (target: string) => string | undefined;
 }
 
 /** GitHub shows ten error annotations of a step (and ten warnings); the last one here sums up the rest. */
@@ -182,9 +192,10 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
     name: 'github',
     async onEnd(summary: RunSummary, context: RunContext) {
       const extras = (await options.extras?.()) ?? {};
+      const code = context.exitCode ?? exitCodeOf(summary, { strict: context.strict });
       onStream(toStderr, () => {
         logGroups(summary);
-        annotate(summary);
+        annotate(summary, code, extras.annotations ?? [], options.runnerOf);
       });
       const v = summary.counts.verdicts;
       setGithubOutputs({
@@ -194,13 +205,13 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
           errors: String(v.error),
           skipped: String(v.skipped),
           cells: String(summary.start.cells.length),
-          'exit-code': String(exitCodeOf(summary, { strict: context.strict })),
+          'exit-code': String(code),
           interrupted: String(summary.interrupted),
           'run-dir': context.runDir,
           'events-file': summary.eventsFile ?? context.eventsFile,
           ...extras.outputs,
       });
-      await appendGithubSummary(summaryMarkdown(summary, context, extras.sections ?? []));
+      await appendGithubSummary(summaryMarkdown(summary, code, context, extras.sections ?? []));
     },
   };
 }
@@ -269,10 +280,40 @@ function problemsOf(summary: RunSummary): Problem[] {
   return out;
 }
 
-/** Error annotations, at most MAX_ANNOTATIONS: the first ones as they are, then one for the rest; a warning for an interrupted run. */
-function annotate(summary: RunSummary): void {
+/** The targets whose every planned cell was skipped: nothing measured there (no usable driver, or a target that cannot have a GPU). */
+export function measuredNothing(summary: RunSummary): TargetResult[] {
+  // As RunSummary.nothingMeasured, per target: whatever its verdicts (a fact of a skipped sysinfo is still judged).
+  return summary.targets.filter((t) => {
+    const planned = t.cells.filter((c) => c.planned);
+    return !t.error && planned.length > 0 && planned.every((c) => c.status === 'skipped');
+  });
+}
+
+/** Why a target measured nothing: its not-applicable error, or its first skipped probe's reason. */
+export function skipReason(t: TargetResult): string {
+  return t.skipped?.message ?? t.cells.find((c) => c.planned && c.status === 'skipped')?.reason ?? 'every probe was skipped';
+}
+
+/**
+ * Error annotations, at most MAX_ANNOTATIONS: the command's own first, then the problems as they
+ * are, then one for the rest; a warning for an interrupted run. A target that measured nothing is
+ * named in one (an error when that is why the run fails, --strict, else a warning).
+ */
+function annotate(summary: RunSummary, code: number, extras: ExtraAnnotation[], runnerOf: GithubReporterOptions['runnerOf']): void {
+  for (const a of extras) (a.level === 'error' ? core.error : core.warning)(redact(cut(a.message, MESSAGE_CHARS)), { title: redact(oneLine(a.title, 200)) });
+  const empty = measuredNothing(summary);
+  for (const [i, t] of empty.entries()) {
+    const level = code === 4 ? core.error : core.warning;
+    if (i === MAX_ANNOTATIONS - 1 && empty.length > MAX_ANNOTATIONS) {
+      level(redact(`${empty.length - i} more targets measured nothing: ${empty.slice(i).map((x) => x.name).join(', ')}; see the job summary`), { title: `cudamatrix: ${empty.length - i} more targets measured nothing` });
+      break;
+    }
+    const where = runnerOf?.(t.name);
+    level(redact(cut(`${where ? `${where}: ` : ''}every probe was skipped, nothing was measured: ${skipReason(t)}`, MESSAGE_CHARS)), { title: redact(oneLine(`${t.name}: measured nothing`, 200)) });
+  }
+  const budget = Math.max(1, MAX_ANNOTATIONS - extras.filter((a) => a.level === 'error').length);
   const problems = problemsOf(summary);
-  const shown = problems.length > MAX_ANNOTATIONS ? problems.slice(0, MAX_ANNOTATIONS - 1) : problems;
+  const shown = problems.length > budget ? problems.slice(0, budget - 1) : problems;
   for (const p of shown) core.error(redact(cut(p.message, MESSAGE_CHARS)), { title: redact(oneLine(p.title, 200)) });
   const rest = problems.slice(shown.length);
   if (rest.length) {
@@ -302,11 +343,11 @@ const exitWords: Record<number, string> = {
   2: 'a configuration error',
   3: 'a target or a probe failed',
   4: 'nothing measured (--strict)',
+  5: 'behaviour changed against the committed records (--fail-on-change)',
   130: 'interrupted',
 };
 
-function summaryMarkdown(summary: RunSummary, context: RunContext, sections: string[]): string {
-  const code = exitCodeOf(summary, { strict: context.strict });
+function summaryMarkdown(summary: RunSummary, code: number, context: RunContext, sections: string[]): string {
   const runDir = context.runDir;
   const where = `\`junit.xml\` and \`summary.json\` in the run folder \`${esc(runDir)}\``;
   const start = summary.start as RunSummary['start'] & { mergedFrom?: unknown[] };
@@ -314,7 +355,7 @@ function summaryMarkdown(summary: RunSummary, context: RunContext, sections: str
   const v = summary.counts.verdicts;
   const what = start.mergedFrom ? ` (merged from ${start.mergedFrom.length} log${start.mergedFrom.length === 1 ? '' : 's'})` : start.shard ? ` (shard ${start.shard.index}/${start.shard.total})` : '';
   const head = [
-    `## ${statusMark[code === 0 ? 'passed' : code === 1 ? 'failed' : code === 130 ? 'interrupted' : code === 4 ? 'skipped' : 'error']} cudamatrix run \`${esc(start.runId)}\`${what}`,
+    `## ${statusMark[code === 0 ? 'passed' : code === 1 || code === 5 ? 'failed' : code === 130 ? 'interrupted' : code === 4 ? 'skipped' : 'error']} cudamatrix run \`${esc(start.runId)}\`${what}`,
     '',
     `**Exit status ${code}**: ${exitWords[code] ?? 'see the table'} · ${summary.targets.length} target${summary.targets.length === 1 ? '' : 's'} from \`${esc(start.matrix.file)}\``,
     '',
@@ -323,7 +364,11 @@ function summaryMarkdown(summary: RunSummary, context: RunContext, sections: str
   ];
   head.push('', `**Run folder**: \`${esc(runDir)}\`: \`events.jsonl\` (every sample and reading), \`junit.xml\`, \`summary.json\``);
   if (summary.interrupted) head.push('', '> [!WARNING]', '> The run was interrupted: the results cover what finished.');
-  if (summary.nothingMeasured) head.push('', '> [!NOTE]', '> Nothing was measured: every probe was skipped (no usable NVIDIA driver, or targets that cannot run probes).');
+  if (summary.nothingMeasured) head.push('', code === 4 ? '> [!CAUTION]' : '> [!NOTE]', `> Nothing was measured: every probe was skipped (no usable NVIDIA driver, or targets that cannot run probes)${code === 4 ? ', and --strict fails such a run' : ''}.`);
+  else {
+    const empty = measuredNothing(summary);
+    if (empty.length) head.push('', '> [!WARNING]', `> Nothing was measured on ${empty.length === 1 ? 'target' : 'targets'} ${esc(empty.map((t) => t.name).join(', '))}: every probe there was skipped (see the table).`);
+  }
   head.push('', ...table(summary.targets, Math.floor(SUMMARY_BUDGET_BYTES / 2), where), '');
 
   let extras = sections.map((s) => s.trim()).filter(Boolean).join('\n\n');

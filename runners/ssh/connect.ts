@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import ssh2, { type AnyAuthMethod, type Client, type ConnectConfig } from 'ssh2';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
 import { appendKnownHost, checkHostKey, fingerprint, hostKeyAlgorithmsFor, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
-import { resolveEndpoint, type Endpoint, type SshConnectOptions } from './endpoint.ts';
+import { resolveEndpoint, SSH_ENV, sshEnv, type Endpoint, type SshConnectOptions } from './endpoint.ts';
 import { parseJumpHop } from './ssh-config.ts';
 
 // ssh2 is CommonJS; its named exports are reached through the default export.
@@ -24,7 +24,9 @@ interface Auth {
 function authFor(o: SshConnectOptions, e: Endpoint): Auth {
   const methods: AnyAuthMethod[] = [];
   const tried: string[] = [];
-  const passphrase = o.passphraseEnv ? process.env[o.passphraseEnv] : undefined;
+  const passphraseFrom = o.passphraseEnv ?? (sshEnv('passphrase') !== undefined ? SSH_ENV.passphrase : undefined);
+  const passphrase = passphraseFrom ? process.env[passphraseFrom] : undefined;
+  const keyFrom = o.identityFile ? 'identityFile' : sshEnv('identityFile') ? SSH_ENV.identityFile : undefined;
   if (o.passphraseEnv && passphrase === undefined) {
     throw new CudamatrixError('AUTH_FAILED', `the environment variable ${o.passphraseEnv} (passphraseEnv) is not set; set it to the passphrase of ${e.identityFiles[0]}`);
   }
@@ -33,7 +35,7 @@ function authFor(o: SshConnectOptions, e: Endpoint): Auth {
     try {
       text = readFileSync(file);
     } catch {
-      if (o.identityFile) throw new CudamatrixError('AUTH_FAILED', `identity file ${file} cannot be read; check identityFile for target host ${o.host}`);
+      if (keyFrom) throw new CudamatrixError('AUTH_FAILED', `identity file ${file} cannot be read; check ${keyFrom} for target host ${o.host}`);
       continue;
     }
     const key = utils.parseKey(text, passphrase);
@@ -51,7 +53,7 @@ function authFor(o: SshConnectOptions, e: Endpoint): Auth {
       const why = encrypted
         ? passphrase === undefined
           ? `is encrypted: name the environment variable that holds its passphrase with passphraseEnv`
-          : `could not be decrypted with the passphrase from ${o.passphraseEnv}`
+          : `could not be decrypted with the passphrase from ${passphraseFrom}`
         : `is not a private key ssh2 can read (${key.message.replace(/passphrase.*$/i, '').trim()})`;
       throw new CudamatrixError('AUTH_FAILED', `identity file ${file} ${why}`);
     }

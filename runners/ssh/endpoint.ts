@@ -39,14 +39,29 @@ export interface Endpoint {
 
 const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((f) => path.join(homedir(), '.ssh', f));
 
+/**
+ * Where a job's key, known_hosts and passphrase are when the target names none: the cudamatrix
+ * action sets these from its ssh-* inputs (the reusable workflow's secrets, written to files under
+ * RUNNER_TEMP). A target's own identityFile, knownHosts and passphraseEnv win; ~/.ssh/config and
+ * the defaults come after.
+ */
+export const SSH_ENV = { identityFile: 'CUDAMATRIX_SSH_IDENTITY_FILE', knownHosts: 'CUDAMATRIX_SSH_KNOWN_HOSTS', passphrase: 'CUDAMATRIX_SSH_PASSPHRASE' } as const;
+
+/** The value of one of SSH_ENV's variables, or undefined when it is not set (or empty). */
+export function sshEnv(name: keyof typeof SSH_ENV): string | undefined {
+  return process.env[SSH_ENV[name]] || undefined;
+}
+
 /** Where the options lead, after ~/.ssh/config. Pure: reads files, opens nothing. */
 export function resolveEndpoint(o: SshConnectOptions): Endpoint {
   const r = resolveSshConfig(o.host, o.sshConfig === undefined ? path.join(homedir(), '.ssh', 'config') : o.sshConfig);
   const host = r.hostName;
   const port = o.port ?? r.port ?? 22;
   const user = o.user ?? r.user ?? userInfo().username;
-  const identityFiles = o.identityFile ? [expandHome(o.identityFile)] : r.identityFiles.length ? r.identityFiles : DEFAULT_IDENTITIES;
-  const knownHostsFiles = o.knownHosts ? [expandHome(o.knownHosts)] : r.userKnownHostsFiles.length ? r.userKnownHostsFiles : [path.join(homedir(), '.ssh', 'known_hosts')];
+  const key = o.identityFile ?? sshEnv('identityFile');
+  const knownHosts = o.knownHosts ?? sshEnv('knownHosts');
+  const identityFiles = key ? [expandHome(key)] : r.identityFiles.length ? r.identityFiles : DEFAULT_IDENTITIES;
+  const knownHostsFiles = knownHosts ? [expandHome(knownHosts)] : r.userKnownHostsFiles.length ? r.userKnownHostsFiles : [path.join(homedir(), '.ssh', 'known_hosts')];
   const jumpSpec = o.proxyJump ?? r.proxyJump;
   return { host, port, user, label: `${user}@${host}:${port}`, identityFiles, knownHostsFiles, jumps: jumpSpec ? jumpSpec.split(',').map((s) => s.trim()) : [] };
 }
