@@ -136,8 +136,11 @@ used, so that records compare). Before it is written the GPU UUID and user and h
 (user@host, home folders in paths) are removed. An event log inside the repository is named in
 the record as its evidence.
 
-  identical  the same key and the same facts as a record already there: not written, that
-             file named (a second run that saw the same is the same observation)
+  identical  the same key and the same facts as a record already there, and no metric beyond
+             its noise against it (diff's rules): not written, that file named (a second
+             run that saw the same is the same observation)
+  DRIFTED    the same key and facts, metrics beyond their noise (a same-driver regression):
+             written, the series listed; the report shows the drift
   CONFLICT   the same key, a fact with another value: written, both kept, the differing
              facts listed; the report shows the conflict
   no GPU     a log whose targets found no driver or GPU, or measured no fact and no metric
