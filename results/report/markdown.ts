@@ -33,7 +33,7 @@ export function mdText(s: string): string {
 /** Records linked per value in the list of conflicts; the others are counted. */
 const CONFLICT_LINKS = 5;
 /** Drifted series listed per column; the others are counted (cudamatrix diff lists them all). */
-const DRIFT_LINES = 12;
+const DRIFT_LINES = 8;
 const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
 
 const link = (text: string, target: string) => `[${text}](${encodeURI(target)})`;

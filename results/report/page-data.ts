@@ -51,7 +51,7 @@ export interface PageDrift {
 }
 
 /** Drifted series on the page per column; cudamatrix diff lists them all. */
-const DRIFT_SERIES = 20;
+const DRIFT_SERIES = 10;
 
 export interface MemorySeries {
   label: S;
