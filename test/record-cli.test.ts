@@ -70,6 +70,11 @@ describe('cudamatrix record', () => {
     expect(md).toContain('  - transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}: 53.9 GB/s → 27.1 GB/s (moved 49.7 %, noise ±3 %)\n');
     // diff of the folder against the run it now holds: the newest (halved) record is compared, the same behaviour.
     expect((await runCli(['diff', records, log])).code).toBe(0);
+    // --submit keeps it too: two observations, not one.
+    const sub = path.join(dir, 'sub.txt');
+    const s = await runCli(['record', H200_RUNS[0]!, log, '--submit', sub]);
+    expect(s.code, s.stderr).toBe(0);
+    expect(s.stdout).toContain(`wrote ${sub}: 2 observations with a summary.`);
   });
 
   it('a log without a driver says so and exits 4; a bad input stops it with nothing written (exit 2)', async () => {
