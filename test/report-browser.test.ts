@@ -179,7 +179,7 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       await expect(drifted.getAttribute('class')).resolves.toBe('drifted');
       const before = first.metrics.find((m) => m.name === bw.name && m.attrs?.direction === 'h2d' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 1073741824)!.value!;
       await expect(drifted.textContent()).resolves.toBe(`⚠ ${formatValue(before / 2, 'GB/s')} (1 GiB)was ${formatValue(before, 'GB/s')}`);
-      await expect(page.locator('p.drift-head').textContent()).resolves.toBe(`#2 linux · NVIDIA H200 · 590.10 · Ubuntu 24.04.3 LTS · in docker: 2026-12-02 against 2026-11-29 c3c3c3c3: 8 metric series beyond their noise`);
+      await expect(page.locator('p.drift-head').textContent()).resolves.toBe(`#2 linux · NVIDIA H200 · 590.10 · Ubuntu 24.04.3 LTS · in docker: 2026-12-02 d4d4d4d4 against 2026-11-29 c3c3c3c3: 8 metric series beyond their noise`);
       await expect(page.locator('table.drift tbody tr').count()).resolves.toBe(8);
       await expect(page.locator('#summary').textContent()).resolves.toBe('6 records in 3 columns; environments: linux, wsl2; driver versions: 580.159.04, 590.10, 581.57.');
 

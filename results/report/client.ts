@@ -256,7 +256,7 @@ export const CLIENT_SCRIPT = String.raw`
   else root.appendChild(el('p', {}, ['A column\'s newest record against the one before it, where metrics moved beyond their noise (cudamatrix diff\'s rules). The same facts with other numbers (a same-driver regression) is kept as a newer record of the column.']));
   drifted.forEach(function (i) {
     var c = cols[i], d = c.drift;
-    root.appendChild(el('p', { class: 'drift-head' }, [el('strong', {}, [colName(i) + ' ' + S[c.text]]), ': ', link(S[c.date], S[c.link]), ' against ', link(S[d.from], S[d.link]), ': ' + (d.series.length + d.more) + ' metric series beyond their noise' + (d.more ? ' (the first ' + d.series.length + ' here; cudamatrix diff lists them all)' : '')]));
+    root.appendChild(el('p', { class: 'drift-head' }, [el('strong', {}, [colName(i) + ' ' + S[c.text]]), ': ', link(S[d.to], S[c.link]), ' against ', link(S[d.from], S[d.link]), ': ' + (d.series.length + d.more) + ' metric series beyond their noise' + (d.more ? ' (the first ' + d.series.length + ' here; cudamatrix diff lists them all)' : '')]));
     root.appendChild(table(['series', 'before', 'newest', 'moved', 'noise'], d.series.map(function (s) {
       return [S[s[0]], num(s[2], S[s[1]]), num(s[3], S[s[1]]), s[4] === null ? '—' : formatValue(s[4] * 100, 'percent'), '±' + formatValue(s[5] * 100, 'percent')];
     }), 'numbers drift'));

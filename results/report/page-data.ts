@@ -42,8 +42,9 @@ export interface PageData {
   details: PageDetail[];
 }
 
-/** The drifted series: [series text, unit, before, newest, move, noise][]; `more`: how many were left out. */
+/** The drifted series: [series text, unit, before, newest, move, noise][]; `more`: how many were left out. to/from: the two records, as "date id". */
 export interface PageDrift {
+  to: S;
   from: S;
   link: S;
   series: [S, S, number | null, number | null, number | null, number][];
@@ -217,6 +218,7 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
       prev: prev[i]!,
       drift: c.drift
         ? {
+            to: strs.of(`${c.chosen.record.observed.date.slice(0, 10)} ${c.chosen.record.id.slice(0, 8)}`),
             from: strs.of(`${c.drift.from.record.observed.date.slice(0, 10)} ${c.drift.from.record.id.slice(0, 8)}`),
             link: linkOf(c.drift.from),
             series: c.drift.metrics.slice(0, DRIFT_SERIES).map((m) => [strs.of(seriesText(m.name, m.attrs)), strs.of(m.unit), m.a, m.b, m.move, m.noise]),
