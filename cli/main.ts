@@ -108,7 +108,10 @@ export function buildProgram(): Command {
 The page works offline (no CDN, nothing fetched): open behaviour.html in a browser. Its charts
 show the newest record of each column: memory per phase per source for pinned-vram,
 pinned-release and multi-process-pinned (C1-C3, C14), bandwidth against transfer size,
-latencies, and the pinned ceiling against free VRAM; its tables show the exact numbers.
+latencies, and the pinned ceiling against free VRAM, with another column drawn over them on
+request; its tables show the numbers as the console does (the exact value on hover). A fact
+that changed from the previous driver, and metrics that drifted beyond their noise from a
+column's record before the newest, are marked (docs/records.md).
 The same records always give the same bytes, so both files can be committed and checked.
 
 Exit status:
@@ -136,8 +139,11 @@ used, so that records compare). Before it is written the GPU UUID and user and h
 (user@host, home folders in paths) are removed. An event log inside the repository is named in
 the record as its evidence.
 
-  identical  the same key and the same facts as a record already there: not written, that
-             file named (a second run that saw the same is the same observation)
+  identical  the same key and the same facts as a record already there, and no metric beyond
+             its noise against it (diff's rules): not written, that file named (a second
+             run that saw the same is the same observation)
+  DRIFTED    the same key and facts, metrics beyond their noise (a same-driver regression):
+             written, the series listed; the report shows the drift
   CONFLICT   the same key, a fact with another value: written, both kept, the differing
              facts listed; the report shows the conflict
   no GPU     a log whose targets found no driver or GPU, or measured no fact and no metric

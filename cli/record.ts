@@ -11,7 +11,9 @@ import { TOOL_VERSION } from '../core/version.ts';
 import { keyText, sameObservation, type BehaviourRecord } from '../results/record/format.ts';
 import { measuredSomething, NOTHING_MEASURED, readInput, type Input } from '../results/record/read.ts';
 import { REDACTED, redactRecord } from '../results/record/redact.ts';
-import { RecordStore } from '../results/record/store.ts';
+import { diffPair } from '../results/record/diff.ts';
+import { metricLines } from '../results/record/diff-text.ts';
+import { RecordStore, type Drift } from '../results/record/store.ts';
 import { renderSubmission } from '../results/record/submit.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
@@ -118,7 +120,8 @@ function submit(prepared: Prepared[], file: string, say: (l: string) => void): n
   for (const { input, records } of prepared) {
     say(describeInput(input));
     for (const r of records) {
-      const same = chosen.find((c) => sameObservation(c, r));
+      // A drifted copy of an observation (metrics beyond their noise) is kept, as `record` keeps it.
+      const same = chosen.find((c) => sameObservation(c, r) && !diffPair(c, r).changed);
       say(`  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})${same ? `: the same observation as run ${same.observed.runId}, left out` : ''}`);
       if (!same) chosen.push(r);
     }
@@ -141,7 +144,7 @@ function store(prepared: Prepared[], dir: string, say: (l: string) => void): { s
       say(`  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})`);
       const outcome = records.store(r);
       if (outcome.kind === 'duplicate') {
-        say(`    already recorded: ${outcome.existing} has the same key and the same facts; not written`);
+        say(`    already recorded: ${outcome.existing} has the same key, the same facts and its metrics within their noise; not written`);
         continue;
       }
       if (outcome.kind === 'clash') {
@@ -165,10 +168,21 @@ function store(prepared: Prepared[], dir: string, say: (l: string) => void): { s
         for (const f of c.facts) say(`      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here`);
       }
       for (const p of partialLines(outcome.partial)) say(p);
+      if (outcome.kind === 'written' && outcome.drift) for (const l of driftLines(outcome.drift)) say(l);
     }
   }
   if (conflicts) say(`\n${conflicts} conflict${conflicts === 1 ? '' : 's'}: the same observation key with other fact values. Look for what the key does not say (a setting, a reboot, hardware) before trusting either.`);
   return { status: clashes ? ExitCode.configuration : ExitCode.ok, written };
+}
+
+/** The same observation with metrics (or cells) beyond their noise: why it was written. */
+function driftLines(d: Drift): string[] {
+  const what = [d.metrics.length ? `${d.metrics.length} metric series beyond their noise` : '', d.cells.length ? `${d.cells.length} probe outcome${d.cells.length === 1 ? '' : 's'} changed` : ''].filter(Boolean).join(', ');
+  return [
+    `    DRIFTED from ${d.file} (same key and facts; ${what}): kept as the newest record of this observation, which the report and diff use`,
+    ...d.cells.map((c) => `      ${c.probe}  ${c.a} → ${c.b}`),
+    ...d.metrics.flatMap((m) => metricLines(m, '      ')),
+  ];
 }
 
 /** Records of the same key that only lack or add facts (a run of other probes): not a conflict. */

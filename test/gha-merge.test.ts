@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEventLog } from '../events/events.ts';
-import { H200_RUNS } from '../results/record/fixture.ts';
+import { H200_RUNS, halvedBandwidthLog } from '../results/record/fixture.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';
 import { parseFileCommand } from './gha-player-log.ts';
 import { repoRoot, tempDir, validateJunit } from './helpers.ts';
@@ -190,7 +190,7 @@ describe('gha matrix and gha merge', () => {
     const r1 = await runCli(args(path.join(dir, 'merged-1')), { env: same.env });
     expect(r1.code).toBe(0);
     expect(same.outputs()).toMatchObject({ passed: '15', failed: '0', 'behaviour-changed': 'false', 'new-observations': '0', 'records-written': '0' });
-    expect(r1.stdout).toMatch(/already recorded: .*linux-h200-docker-2026-11-29-01c49d70\.json has the same key and the same facts; not written/);
+    expect(r1.stdout).toMatch(/already recorded: .*linux-h200-docker-2026-11-29-01c49d70\.json has the same key, the same facts and its metrics within their noise; not written/);
     expect(same.summary()).toContain('No behaviour changed');
     expect(existsSync(path.join(dir, 'report'))).toBe(false);
 
@@ -287,6 +287,25 @@ describe('gha matrix and gha merge', () => {
     const refused = await runCli(['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'refused'), '--no-record', '--fail-on-change']);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--fail-on-change compares the run\'s records with the committed ones, and --no-record makes none: drop one of the two');
+  });
+
+  it('on the real H200 logs: the same facts with pinned bandwidth halved (a same-driver regression) is recorded, so the pull request is opened', async () => {
+    const dir = tempDir();
+    const records = path.join(dir, 'records');
+    cpSync(path.join(repoRoot, 'results', 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
+    const artifacts = path.join(dir, 'artifacts', 'cudamatrix-events-local');
+    mkdirSync(artifacts, { recursive: true });
+    writeFileSync(path.join(artifacts, 'events.jsonl'), halvedBandwidthLog());
+    const step = actionsEnv(tempDir());
+    const r = await runCli(['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'merged'), '--records-dir', records, '--report-dir', path.join(dir, 'report'), '-q'], { env: step.env });
+    // Every default expectation is met: the regression is in the metrics.
+    expect(r.code, r.stderr).toBe(0);
+    const out = step.outputs();
+    expect(out).toMatchObject({ 'behaviour-changed': 'true', 'new-observations': '0', 'records-written': '1' });
+    expect(r.stdout).toMatch(/DRIFTED from .*linux-h200-docker-2026-11-29-01c49d70\.json \(same key and facts; 8 metric series beyond their noise\)/);
+    expect(existsSync(out.records!)).toBe(true);
+    expect(step.summary()).toMatch(/\*\*Behaviour changed\.\*\*[\s\S]*metric `transfer-bandwidth\.bandwidth_gbps` \{"direction":"h2d","memory":"pinned","size_bytes":1073741824\}: 55\.4169443 -> 27\.76712415 GB\/s/);
+    expect(readFileSync(path.join(dir, 'report', 'BEHAVIOUR.md'), 'utf8')).toContain('8 metric series beyond their noise');
   });
 
   it('refuses a --plan that is not a plan, or names a target the matrix lacks, naming the fix', async () => {

@@ -2,7 +2,7 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { doctored, H200_DIR, H200_RUNS, h200Records, metricOf, noDriverLog } from '../results/record/fixture.ts';
+import { doctored, H200_DIR, H200_RUNS, h200Records, halvedBandwidthLog, metricOf, noDriverLog } from '../results/record/fixture.ts';
 import { recordJson, recordPath, type BehaviourRecord } from '../results/record/format.ts';
 import { redactRecord } from '../results/record/redact.ts';
 import { runCli } from './cli.ts';
@@ -22,7 +22,7 @@ describe('cudamatrix record', () => {
   it('--help says what a record is, identical and conflicting observations, --submit and the exit statuses', async () => {
     const r = await runCli(['record', '--help']);
     expect(r.code).toBe(0);
-    for (const s of ['<inputs...>', '--records-dir <dir>', '(default: "results/records")', '--submit <file>', 'identical', 'CONFLICT', 'no GPU', 'GPU UUID', 'Exit status:', '4  no input holds an observation']) expect(r.stdout).toContain(s);
+    for (const s of ['<inputs...>', '--records-dir <dir>', '(default: "results/records")', '--submit <file>', 'identical', 'DRIFTED', 'CONFLICT', 'no GPU', 'GPU UUID', 'Exit status:', '4  no input holds an observation']) expect(r.stdout).toContain(s);
   });
 
   it('writes the first H200 run, finds the second the same observation, and reports a conflicting log with its facts', async () => {
@@ -32,7 +32,7 @@ describe('cudamatrix record', () => {
     expect(r.code, r.stderr).toBe(0);
     const file = path.join(records, recordPath(runs[0]!));
     expect(r.stdout).toContain(`    written ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed\n`);
-    expect(r.stdout).toContain(`    already recorded: ${file} has the same key and the same facts; not written\n`);
+    expect(r.stdout).toContain(`    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`);
     // outside a repository: no evidence path
     expect(readFileSync(file, 'utf8')).toBe(recordJson(redactRecord(runs[0]!)));
 
@@ -43,6 +43,38 @@ describe('cudamatrix record', () => {
     expect(c.stdout).toContain(`    CONFLICT with ${file} (same key, different facts; both are kept and the report shows the conflict):\n      pinned-release.released  on-free there, on-exit here\n`);
     expect(c.stdout).toContain('1 conflict: the same observation key with other fact values.');
     expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(2);
+  });
+
+  it('a same-driver regression (the 2026-12-01 run with pinned bandwidth halved) is written with its drift, and report shows it', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const records = path.join(dir, 'records');
+    expect((await runCli(['record', '--records-dir', records, H200_RUNS[0]!])).code).toBe(0);
+    const log = path.join(dir, 'events.jsonl');
+    writeFileSync(log, halvedBandwidthLog());
+    const r = await runCli(['record', '--records-dir', records, log]);
+    expect(r.code, r.stderr).toBe(0);
+    const first = path.join(records, recordPath(runs[0]!));
+    const file = path.join(records, recordPath(runs[3]!));
+    expect(r.stdout).toContain(`    written ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed\n`);
+    expect(r.stdout).toContain(`    DRIFTED from ${first} (same key and facts; 8 metric series beyond their noise): kept as the newest record of this observation, which the report and diff use\n`);
+    expect(r.stdout).toContain('      transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n          55.4 GB/s → 27.8 GB/s: moved 49.9 % (×0.501), noise ±3 %: catalogue ±3 %\n');
+    expect(r.stdout).not.toContain('CONFLICT');
+    // Recorded again: within noise of the halved record, which it follows.
+    expect((await runCli(['record', '--records-dir', records, log])).stdout).toContain(`    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`);
+
+    const out = path.join(dir, 'site');
+    expect((await runCli(['report', '--records-dir', records, '--out', out])).code).toBe(0);
+    const md = readFileSync(path.join(out, 'BEHAVIOUR.md'), 'utf8');
+    expect(md).toContain(`| [27.8 GB/s at 1 GiB](../records/${recordPath(runs[3]!)}) ⚠ drifted from 55.4 GB/s (2 records: 27.8 GB/s to 55.4 GB/s) |`);
+    expect(md).toContain(`: [2026-12-01 ${runs[3]!.id.slice(0, 8)}](../records/${recordPath(runs[3]!)}) against [2026-11-29 ${runs[0]!.id.slice(0, 8)}](../records/${recordPath(runs[0]!)}): 8 metric series beyond their noise\n`);
+    expect(md).toContain('  - transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}: 53.9 GB/s → 27.1 GB/s (moved 49.7 %, noise ±3 %)\n');
+    // diff of the folder against the run it now holds: the newest (halved) record is compared, the same behaviour.
+    expect((await runCli(['diff', records, log])).code).toBe(0);
+    // --submit keeps it too: two observations, not one.
+    const sub = path.join(dir, 'sub.txt');
+    const s = await runCli(['record', H200_RUNS[0]!, log, '--submit', sub]);
+    expect(s.code, s.stderr).toBe(0);
+    expect(s.stdout).toContain(`wrote ${sub}: 2 observations with a summary.`);
   });
 
   it('a log without a driver says so and exits 4; a bad input stops it with nothing written (exit 2)', async () => {

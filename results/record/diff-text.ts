@@ -11,7 +11,8 @@ function sideLine(s: DiffSide, file: string | undefined): string {
   return `driver ${s.driver}, run ${s.runId} (${s.date.slice(0, 10)}), target ${s.target}${file ? `, ${file}` : ''}`;
 }
 
-function metricLines(m: MetricComparison, indent: string): string[] {
+/** A compared series in two lines: its name and attrs, then the values, the move and the noise. */
+export function metricLines(m: MetricComparison, indent: string): string[] {
   const values = `${formatValue(m.a, m.unit)} → ${formatValue(m.b, m.unit)}`;
   const ratio = m.a !== null && m.b !== null && m.a !== 0 ? ` (×${+(m.b / m.a).toPrecision(3)})` : '';
   const moved = m.move === null ? '' : `moved ${pct(m.move)}${ratio}, `;

@@ -44,6 +44,25 @@ export function metricOf(r: BehaviourRecord, name: string, attrs: Record<string,
   return m;
 }
 
+/** An H200 event log's text with each probe record of its cells changed by `edit` (a doctored copy of a run, as `doctored` is of a record). */
+export function doctoredLog(log: string, edit: (r: { probe: string; type: string; name: string; value: unknown; attrs?: Record<string, unknown> }) => void): string {
+  const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+  return `${lines
+    .map((l) => {
+      const e = JSON.parse(l) as { type: string; records?: Parameters<typeof edit>[0][] };
+      if (e.type === 'cell-end') for (const r of e.records ?? []) edit(r);
+      return JSON.stringify(e);
+    })
+    .join('\n')}\n`;
+}
+
+/** The last H200 run (2026-12-01) with every pinned copy bandwidth halved: a same-driver regression, the same facts. */
+export function halvedBandwidthLog(): string {
+  return doctoredLog(H200_RUNS[3]!, (r) => {
+    if (r.type === 'metric' && r.name === 'bandwidth_gbps' && r.attrs?.memory === 'pinned' && typeof r.value === 'number') r.value /= 2;
+  });
+}
+
 /** The first H200 log with its sysinfo saying that no driver could be loaded, and every probe skipped. */
 export function noDriverLog(): string {
   const events = readFileSync(H200_RUNS[0]!, 'utf8')

@@ -140,6 +140,29 @@ describe('the records folder', () => {
     expect(outcome.partial[0]!.facts.every((f) => f.here === undefined)).toBe(true);
   });
 
+  it('the same facts with metrics beyond their noise (pinned bandwidth halved) is written with its drift; each run is compared with the record it follows in time', () => {
+    const dir = tempDir('cm-store-');
+    const store = new RecordStore(dir);
+    const first = store.store(runs[0]!);
+    const halve = (x: BehaviourRecord) => {
+      for (const m of x.metrics) if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned') m.value = m.value! / 2;
+    };
+    const slow = doctored(runs[3]!, 'a11a11a11a11a11a', halve);
+    const outcome = store.store(slow);
+    expect(outcome).toMatchObject({ kind: 'written', file: path.join(dir, recordPath(slow)), conflicts: [], partial: [], drift: { file: first.file, cells: [] } });
+    if (outcome.kind !== 'written') return;
+    expect(outcome.drift!.metrics.map((m) => [m.attrs.direction, m.attrs.size_bytes, m.flagged])).toEqual(
+      [1048576, 16777216, 268435456, 1073741824].flatMap((size) => [['h2d', size, true], ['d2h', size, true]]),
+    );
+    // 2026-11-30 follows the record of 2026-11-29 (within noise of it), not the halved one of 2026-12-01: the same observation.
+    expect(store.store(runs[1]!)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(runs[1]!)), existing: first.file });
+    // The same halved run again: a duplicate of the halved record. Back to normal after it: written, drifted from the halved one.
+    expect(store.store(doctored(slow, 'a22a22a22a22a22a', (x) => void (x.observed.date = '2026-12-02T00:00:00.000Z')))).toMatchObject({ kind: 'duplicate', existing: outcome.file });
+    const back = doctored(runs[3]!, 'b00b00b00b00b00b', (x) => void (x.observed.date = '2026-12-03T00:00:00.000Z'));
+    expect(store.store(back)).toMatchObject({ kind: 'written', drift: { file: outcome.file } });
+    expect(readdirSync(path.join(dir, 'driver-580.159.04'))).toHaveLength(3);
+  });
+
   it('another record of the same run at the same path is not overwritten (a clash); a broken file in the folder is named', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);

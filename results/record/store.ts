@@ -3,8 +3,13 @@
  * recordPath, unless the same observation is already there. Records of one key always share a
  * folder (driver-<version>/: the driver is part of the key), so only that folder is read.
  *
- * - the same key and the same facts as a record already there (sameObservation): not written,
- *   the existing file named;
+ * - the same key and the same facts as a record already there (sameObservation), and no
+ *   metric beyond its noise against the one of them it follows in time (diff's rules, the
+ *   nearest one dated before it, else the oldest): not written, that file named;
+ * - the same key and the same facts, but metrics beyond their noise against that record (a
+ *   same-driver regression: pinned bandwidth halved): written, the drift said. A record is
+ *   also the history of its key's metrics: the newest is what the report's numbers and diff
+ *   of a folder use, so a drift that was not written would leave them showing the old numbers;
  * - the same key, a fact that both have with different values: written, a CONFLICT naming the
  *   other file and the facts that differ (the report shows it as such);
  * - the same key, no shared fact different, but facts only one of them has (a run of fewer
@@ -19,6 +24,7 @@ import path from 'node:path';
 import { writeFileAtomic } from '../../core/fs.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import { checkRecord, invalid } from './check.ts';
+import { diffPair, type CellChange, type MetricComparison } from './diff.ts';
 import { keyText, recordJson, recordPath, sameObservation, type BehaviourRecord } from './format.ts';
 
 export interface FactDifference {
@@ -29,8 +35,16 @@ export interface FactDifference {
   there: Scalar | undefined;
 }
 
+/** The same observation as a record already there, whose metrics (or cells) moved beyond their noise. */
+export interface Drift {
+  /** The record it was compared with: the one of the same observation it follows in time. */
+  file: string;
+  metrics: MetricComparison[];
+  cells: CellChange[];
+}
+
 export type StoreOutcome =
-  | { kind: 'written'; file: string; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[] }
+  | { kind: 'written'; file: string; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[]; drift?: Drift }
   | { kind: 'replaced'; file: string; before: { facts: number; cells: number }; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[] }
   | { kind: 'duplicate'; file: string; existing: string }
   | { kind: 'clash'; file: string };
@@ -73,8 +87,13 @@ export class RecordStore {
     const existing = this.folder(path.posix.dirname(rel));
     const key = keyText(record.key);
     const same = [...existing].filter(([, r]) => keyText(r.key) === key);
-    const duplicate = same.find(([, r]) => sameObservation(r, record));
-    if (duplicate) return { kind: 'duplicate', file, existing: path.join(this.dir, duplicate[0]) };
+    const previous = predecessor(same.filter(([, r]) => sameObservation(r, record)), record);
+    let drift: Drift | undefined;
+    if (previous) {
+      const d = diffPair(previous[1], record);
+      if (!d.changed) return { kind: 'duplicate', file, existing: path.join(this.dir, previous[0]) };
+      drift = { file: path.join(this.dir, previous[0]), metrics: d.metrics, cells: d.cells };
+    }
     const there = existing.get(rel);
     // The same run and target with fewer facts or cells, none different: a truncated log's record, which the whole log's replaces.
     const replaces =
@@ -89,6 +108,8 @@ export class RecordStore {
     for (const [other, r] of same) {
       if (other === rel) continue;
       const facts = factDifferences(record, r);
+      // The same observation (a drift, said as such): neither a conflict nor a run of other probes.
+      if (facts.length === 0) continue;
       const target = facts.some((f) => f.here !== undefined && f.there !== undefined) ? conflicts : partial;
       target.push({ file: path.join(this.dir, other), facts });
     }
@@ -96,6 +117,20 @@ export class RecordStore {
     writeFileAtomic(file, recordJson(record));
     existing.set(rel, record);
     if (there) return { kind: 'replaced', file, before: { facts: Object.keys(there.facts).length, cells: there.cells.length }, conflicts, partial };
-    return { kind: 'written', file, conflicts, partial };
+    return { kind: 'written', file, conflicts, partial, ...(drift ? { drift } : {}) };
   }
+}
+
+const order = (a: BehaviourRecord, b: BehaviourRecord) => (a.observed.date < b.observed.date ? -1 : a.observed.date > b.observed.date ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
+ * Of the records of the same observation, the one `record` follows in time (the newest not
+ * newer than it; with none, the oldest): what it is compared with. Against the newest of all, a
+ * run recorded late would be judged against a later state; against any, a run back to normal
+ * after a regression would match the old record and the regression would stay the newest.
+ */
+function predecessor(list: [string, BehaviourRecord][], record: BehaviourRecord): [string, BehaviourRecord] | undefined {
+  const sorted = [...list].sort(([, a], [, b]) => order(a, b));
+  const before = sorted.filter(([, r]) => order(r, record) <= 0);
+  return before.length ? before[before.length - 1] : sorted[0];
 }

@@ -10,7 +10,7 @@ import { buildTable, type BehaviourTable } from './table.ts';
 
 const CSS = `
 :root { color-scheme: light; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg-alt: #f6f8fa; --bad: #b42318; }
-body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0 auto; padding: 16px 24px 48px; max-width: 1500px; }
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0 auto; padding: 16px clamp(10px, 3vw, 24px) 48px; max-width: 1500px; }
 h1 { font-size: 24px; margin: 8px 0; } h2 { font-size: 19px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); } h3 { font-size: 15px; margin: 18px 0 6px; }
 a { color: #0969da; text-decoration: none; } a:hover { text-decoration: underline; }
 .scroll { overflow-x: auto; max-width: 100%; }
@@ -23,16 +23,19 @@ table.facts tr.group th { background: #eef2f7; }
 table.numbers td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.none { color: var(--muted); text-align: center; }
 td.conflict { background: #fff4e5; } td.varies { background: #f3f0ff; }
-.charts { display: flex; flex-wrap: wrap; gap: 12px 28px; }
-.chart-and-table { max-width: 680px; }
+td.changed, td.drifted { background: #fff8c5; box-shadow: inset 3px 0 0 #d4a72c; font-weight: 600; }
+small.was { display: block; color: var(--muted); font-weight: normal; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 540px), 1fr)); gap: 12px 28px; }
+.chart-and-table { min-width: 0; }
 figure.chart-box { margin: 0; }
 figcaption { font-weight: 600; margin: 4px 0; }
-svg.chart { max-width: 100%; height: auto; background: #fff; }
+svg.chart { display: block; width: 100%; height: auto; background: #fff; }
 svg.chart text { font-size: 11px; fill: var(--muted); } svg.chart text.label { font-size: 12px; fill: var(--fg); }
 svg.chart line.grid { stroke: #eaeef2; } svg.chart line.zero { stroke: #8c959f; }
 svg.chart line.hline { stroke: var(--bad); stroke-dasharray: 5 4; } svg.chart text.hline-label { fill: var(--bad); }
 svg.chart text.point-label { fill: var(--fg); }
-.legend span { margin-right: 14px; white-space: nowrap; } .legend i { display: inline-block; width: 10px; height: 10px; margin-right: 4px; border-radius: 2px; }
+.legend span { margin-right: 14px; white-space: nowrap; display: inline-block; } .legend span.strong { font-weight: 600; } .legend svg.key { vertical-align: middle; }
+select { max-width: 100%; } .pickers label { display: inline-block; margin: 0 12px 6px 0; max-width: 100%; }
 .note { color: var(--muted); }
 `;
 

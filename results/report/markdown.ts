@@ -7,7 +7,8 @@
  */
 import { formatValue } from '../../core/units.ts';
 import type { Scalar } from '../../probes/protocol.ts';
-import { buildTable, conflictsOf, valueText, type BehaviourTable, type Cell, type Column } from './table.ts';
+import { seriesText } from '../record/diff.ts';
+import { buildTable, conflictsOf, isSeries, valueText, type BehaviourTable, type Cell, type Column } from './table.ts';
 import type { LoadedRecord } from './load.ts';
 
 export interface MarkdownOptions {
@@ -31,6 +32,9 @@ export function mdText(s: string): string {
 
 /** Records linked per value in the list of conflicts; the others are counted. */
 const CONFLICT_LINKS = 5;
+/** Drifted series listed per column; the others are counted (cudamatrix diff lists them all). */
+const DRIFT_LINES = 8;
+const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
 
 const link = (text: string, target: string) => `[${text}](${encodeURI(target)})`;
 const shortId = (r: LoadedRecord) => r.record.id.slice(0, 8);
@@ -94,13 +98,14 @@ export function renderMarkdown(records: readonly LoadedRecord[], opts: MarkdownO
     out.push('');
     out.push(...head(['metric', 'claims']));
     for (const row of metrics) {
-      const cells = row.cells.map((list) => {
+      const cells = row.cells.map((list, ci) => {
         if (list.length === 0) return '–';
         // The newest record's value, linked; with several records, how many and their range.
         const { record, metric } = list[list.length - 1]!;
         const a = metric.attrs ?? {};
         const notes = [row.spec.largestSize && typeof a.size_bytes === 'number' ? `at ${formatValue(a.size_bytes, 'bytes')}` : '', typeof a.source === 'string' ? `(${a.source})` : '', typeof a.stopped_by === 'string' ? `(${a.stopped_by})` : ''].filter(Boolean);
-        const text = link(mdText([formatValue(metric.value, metric.unit), ...notes].join(' ')), `${opts.recordsLink}/${record.file}`);
+        const drifted = columns[ci]!.drift?.metrics.find((m) => isSeries(m, metric));
+        const text = link(mdText([formatValue(metric.value, metric.unit), ...notes].join(' ')), `${opts.recordsLink}/${record.file}`) + (drifted ? ` ⚠ drifted from ${mdText(formatValue(drifted.a, drifted.unit))}` : '');
         if (list.length === 1) return text;
         const values = list.map((x) => x.metric.value).filter((v): v is number => v !== null);
         const range = values.length ? `: ${formatValue(Math.min(...values), metric.unit)} to ${formatValue(Math.max(...values), metric.unit)}` : '';
@@ -123,6 +128,24 @@ export function renderMarkdown(records: readonly LoadedRecord[], opts: MarkdownO
       return `${mdText(valueText(v.value))} in ${shown.join(', ')}${more}`;
     });
     out.push(`- ${mdText(column.text)}: **${mdText(row.name)}** is ${values.join('; ')}`);
+  }
+  out.push('');
+
+  out.push('## Metrics drifted');
+  out.push('');
+  const drifted = columns.filter((c) => c.drift);
+  if (drifted.length === 0) out.push('None: in every column with several records, the newest one\'s metrics are within their noise of the record before it.');
+  else out.push("A column's newest record against the one before it, where metrics moved beyond their noise (`cudamatrix diff`'s rules: the catalogue's tolerances, or the spread of repeats). The same facts with other numbers (a same-driver regression) is kept as a newer record; the key metrics above show the newest and mark ⚠ drifted.");
+  out.push('');
+  for (const c of drifted) {
+    const d = c.drift!;
+    const rec = (r: LoadedRecord) => link(`${r.record.observed.date.slice(0, 10)} ${shortId(r)}`, `${opts.recordsLink}/${r.file}`);
+    out.push(`- **${mdText(c.text)}**: ${rec(c.chosen)} against ${rec(d.from)}: ${d.metrics.length} metric series beyond their noise`);
+    for (const m of d.metrics.slice(0, DRIFT_LINES)) {
+      const moved = m.move === null ? (m.problem ?? 'not comparable') : `moved ${pct(m.move)}, noise ±${pct(m.noise)}`;
+      out.push(`  - ${mdText(seriesText(m.name, m.attrs))}: ${mdText(`${formatValue(m.a, m.unit)} → ${formatValue(m.b, m.unit)}`)} (${moved})`);
+    }
+    if (d.metrics.length > DRIFT_LINES) out.push(`  - and ${d.metrics.length - DRIFT_LINES} more: \`cudamatrix diff ${opts.recordsDirName}/${d.from.file} ${opts.recordsDirName}/${c.chosen.file}\` lists them`);
   }
   out.push('');
 

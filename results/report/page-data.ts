@@ -11,7 +11,10 @@ import { catalogue, sampleReadings } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import type { BehaviourRecord, RecordedSample } from '../record/format.ts';
 import type { LoadedRecord } from './load.ts';
-import { buildTable, valueText, type BehaviourTable } from './table.ts';
+import { formatValue } from '../../core/units.ts';
+import { seriesText } from '../record/diff.ts';
+import { keyText } from '../record/format.ts';
+import { buildTable, isSeries, valueText, type BehaviourTable } from './table.ts';
 
 /** An index into PageData.strs. */
 type S = number;
@@ -19,18 +22,37 @@ type S = number;
 export interface PageData {
   records: number;
   strs: string[];
-  /** events: the link to the chosen record's event log, where it lies under the records folder; -1 if not. */
-  columns: { text: S; env: S; driver: S; gpu: S; records: number; link: S; events: S | -1; date: S; conflicts: number }[];
-  /** Per fact row; a cell is -1 (not recorded), a value index (one value, linking to the column's record) or [value, link, reason?][] (several, or another record). */
-  facts: { probe: S; title: S; claims: S[]; rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[] }[] }[];
-  /** Key metrics of each column's chosen record: null, [value] or [value, note]. */
-  metrics: { metric: S; label: S; unit: S; claims: S[]; cells: ([number | null] | [number | null, S] | null)[] }[];
+  /**
+   * events: the link to the chosen record's event log, where it lies under the records folder; -1 if not.
+   * prev: the column of the same environment, GPU, OS and container with the driver before this one's; -1 if none.
+   * drift: the chosen record's metrics beyond their noise against the record before it (see table.ts).
+   */
+  columns: { text: S; env: S; driver: S; gpu: S; records: number; link: S; events: S | -1; date: S; conflicts: number; prev: number; drift: PageDrift | null }[];
+  /**
+   * Per fact row; a cell is -1 (not recorded), a value index (one value, linking to the column's record) or [value, link, reason?][] (several, or another record).
+   * changed: [column, the previous driver's value][] where the chosen values differ (the column's `prev`).
+   */
+  facts: { probe: S; title: S; claims: S[]; rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[]; changed?: [number, S][] }[] }[];
+  /** Key metrics of each column's chosen record: null, [value] or [value, note]; drifted: [column, the value in the record before][]. */
+  metrics: { metric: S; label: S; unit: S; claims: S[]; cells: ([number | null] | [number | null, S] | null)[]; drifted?: [number, number | null][] }[];
   /** Reading source -> what it is. */
   sources: Record<string, string>;
   /** Probe -> title and claims, for the detail headings. */
   probes: Record<string, { title: string; claims: string[] }>;
   details: PageDetail[];
 }
+
+/** The drifted series: [series text, unit, before, newest, move, noise][]; `more`: how many were left out. to/from: the two records, as "date id". */
+export interface PageDrift {
+  to: S;
+  from: S;
+  link: S;
+  series: [S, S, number | null, number | null, number | null, number][];
+  more: number;
+}
+
+/** Drifted series on the page per column; cudamatrix diff lists them all. */
+const DRIFT_SERIES = 10;
 
 export interface MemorySeries {
   label: S;
@@ -41,14 +63,15 @@ export interface MemorySeries {
 }
 
 export interface PageDetail {
-  mem: { probe: S; series: MemorySeries[] }[];
+  /** deciding: the source the probe's facts were decided on (their evidence's `source`), drawn on top; -1 if none. */
+  mem: { probe: S; deciding: S | -1; series: MemorySeries[] }[];
   /** Per direction and memory: [size_bytes, GB/s][]. */
   bw: { name: S; points: [number, number | null][] }[];
   sync: [S, number | null][];
   /** [target_us, event-timed us, host-timed us][] and the resolution. */
   ev: { points: [number, number | null, number | null][]; resolution: number | null } | null;
-  /** Driver-API levels: [prefill %, free VRAM bytes, ceiling bytes, stopped by, chunk ms]; runtime variants: [variant, ceiling, chunk ms]. */
-  ceil: { levels: [number, number | null, number | null, S, number | null][]; cap: number | null; variants: [S, number | null, number | null][] } | null;
+  /** Driver-API levels: [prefill %, free VRAM bytes, ceiling bytes, stopped by, chunk ms]; runtime variants: [variant, round (1-based), free VRAM bytes, ceiling, stopped by, chunk ms]. */
+  ceil: { levels: [number, number | null, number | null, S, number | null][]; cap: number | null; variants: [S, number, number | null, number | null, S, number | null][] } | null;
 }
 
 class Strings {
@@ -102,15 +125,20 @@ function memorySeries(samples: RecordedSample[], strs: Strings, pick: (attrs: Re
 function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
   const samplesOf = (probe: string) => r.samples.filter((s) => s.probe === probe);
   const mem: PageDetail['mem'] = [];
+  // The source a probe's facts were decided on: other sources that read 0 throughout would hide it.
+  const deciding = (probe: string): S | -1 => {
+    for (const [name, f] of Object.entries(r.facts)) if (name.startsWith(`${probe}.`) && typeof f.evidence?.source === 'string') return strs.of(f.evidence.source);
+    return -1;
+  };
   const vram = samplesOf('pinned-vram');
   if (vram.length) {
     // The largest size pinned (the one the facts are decided on), its control, and the registered series.
     const largest = Math.max(...vram.filter((s) => s.attrs?.kind === 'pinned').map((s) => Number(s.attrs?.size_bytes ?? 0)), 0);
-    mem.push({ probe: strs.of('pinned-vram'), series: memorySeries(vram, strs, (a) => a.kind === 'registered' || a.size_bytes === largest || largest === 0) });
+    mem.push({ probe: strs.of('pinned-vram'), deciding: deciding('pinned-vram'), series: memorySeries(vram, strs, (a) => a.kind === 'registered' || a.size_bytes === largest || largest === 0) });
   }
   for (const probe of ['pinned-release', 'multi-process-pinned']) {
     const list = samplesOf(probe);
-    if (list.length) mem.push({ probe: strs.of(probe), series: memorySeries(list, strs, () => true) });
+    if (list.length) mem.push({ probe: strs.of(probe), deciding: deciding(probe), series: memorySeries(list, strs, () => true) });
   }
   const metrics = (name: string) => r.metrics.filter((m) => m.name === name);
 
@@ -158,10 +186,10 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
         const same = (x: { attrs?: Record<string, Scalar> }) => x.attrs?.prefill_percent === prefill && x.attrs?.api === m.attrs?.api;
         levels.push([prefill, free.find(same)?.value ?? null, m.value, strs.of(String(m.attrs?.stopped_by ?? '')), chunk.find(same)?.value ?? null]);
       } else if (typeof m.attrs?.variant === 'string') {
-        // The reset comparison runs its variants alternately, several rounds: pair each ceiling with the chunk time of its round.
+        // The reset comparison runs its variants alternately, several rounds: pair each ceiling with the chunk time and free VRAM of its round.
         const round = ceilings.filter((c) => c.attrs?.variant === m.attrs?.variant).indexOf(m);
-        const times = chunk.filter((c) => c.attrs?.variant === m.attrs?.variant);
-        variants.push([strs.of(m.attrs.variant), m.value, times[round]?.value ?? null]);
+        const ofRound = (list: typeof chunk) => list.filter((c) => c.attrs?.variant === m.attrs?.variant)[round]?.value ?? null;
+        variants.push([strs.of(m.attrs.variant), round + 1, ofRound(free), m.value, strs.of(String(m.attrs?.stopped_by ?? '')), ofRound(chunk)]);
       }
     });
     ceil = { levels: levels.sort((a, b) => a[0] - b[0]), cap, variants };
@@ -173,6 +201,7 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
   const strs = new Strings();
   const { columns, groups } = table;
   const linkOf = (r: LoadedRecord) => strs.of(`${recordsLink}/${r.file}`);
+  const prev = previousDriverColumns(columns);
   const data: PageData = {
     records: records.length,
     strs: strs.list,
@@ -186,6 +215,16 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
       events: eventsLink(c.chosen.record.evidence, recordsLink, recordsDirName, strs),
       date: strs.of(c.chosen.record.observed.date.slice(0, 10)),
       conflicts: groups.reduce((n, g) => n + g.rows.filter((row) => row.kind === 'fact' && row.cells[i]?.differs).length, 0),
+      prev: prev[i]!,
+      drift: c.drift
+        ? {
+            to: strs.of(`${c.chosen.record.observed.date.slice(0, 10)} ${c.chosen.record.id.slice(0, 8)}`),
+            from: strs.of(`${c.drift.from.record.observed.date.slice(0, 10)} ${c.drift.from.record.id.slice(0, 8)}`),
+            link: linkOf(c.drift.from),
+            series: c.drift.metrics.slice(0, DRIFT_SERIES).map((m) => [strs.of(seriesText(m.name, m.attrs)), strs.of(m.unit), m.a, m.b, m.move, m.noise]),
+            more: Math.max(0, c.drift.metrics.length - DRIFT_SERIES),
+          }
+        : null,
     })),
     facts: [],
     metrics: [],
@@ -197,23 +236,35 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
     probe: strs.of(g.probe),
     title: strs.of(g.title),
     claims: g.claims.map((c) => strs.of(c)),
-    rows: g.rows.map((row) => ({
-      fact: strs.of(row.fact),
-      desc: strs.of(row.description),
-      sys: row.kind === 'sysinfo' ? 1 : 0,
-      cells: row.cells.map((cell, i) => {
-        if (!cell) return -1;
-        const chosen = columns[i]!.chosen;
-        const only = cell.values[0]!;
-        if (cell.values.length === 1 && only.records.includes(chosen) && !only.reason) return strs.of(valueText(only.value));
-        return cell.values.map((v): [S, S, S?] => {
-          // Link each value to the newest record that observed it.
-          const at: [S, S, S?] = [strs.of(valueText(v.value)), linkOf(v.records[v.records.length - 1]!)];
-          if (v.reason) at.push(strs.of(v.reason));
-          return at;
-        });
-      }),
-    })),
+    rows: g.rows.map((row) => {
+      // Byte counts (memory_total_bytes) as the console writes them; the rest as recorded.
+      const text = (v: Scalar) => (typeof v === 'number' && row.fact.endsWith('_bytes') ? formatValue(v, 'bytes') : valueText(v));
+      const chosenValue = (i: number) => row.cells[i]?.values.find((v) => v.records.includes(columns[i]!.chosen));
+      const changed: [number, S][] = [];
+      row.cells.forEach((_, i) => {
+        const was = prev[i]! >= 0 ? chosenValue(prev[i]!) : undefined;
+        const now = chosenValue(i);
+        if (was && now && valueText(was.value) !== valueText(now.value)) changed.push([i, strs.of(text(was.value))]);
+      });
+      return {
+        fact: strs.of(row.fact),
+        desc: strs.of(row.description),
+        sys: row.kind === 'sysinfo' ? 1 : 0,
+        cells: row.cells.map((cell, i) => {
+          if (!cell) return -1;
+          const chosen = columns[i]!.chosen;
+          const only = cell.values[0]!;
+          if (cell.values.length === 1 && only.records.includes(chosen) && !only.reason) return strs.of(text(only.value));
+          return cell.values.map((v): [S, S, S?] => {
+            // Link each value to the newest record that observed it.
+            const at: [S, S, S?] = [strs.of(text(v.value)), linkOf(v.records[v.records.length - 1]!)];
+            if (v.reason) at.push(strs.of(v.reason));
+            return at;
+          });
+        }),
+        ...(changed.length ? { changed } : {}),
+      };
+    }),
   }));
   data.metrics = table.metrics.map((row) => ({
     metric: strs.of(row.spec.metric),
@@ -227,9 +278,32 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
       const note = [typeof a.size_bytes === 'number' && row.spec.largestSize ? gibOrMib(a.size_bytes) : '', typeof a.source === 'string' ? a.source : '', typeof a.stopped_by === 'string' ? `stopped by ${a.stopped_by}` : ''].filter(Boolean).join(', ');
       return note ? [got.metric.value, strs.of(note)] : [got.metric.value];
     }),
+    ...drifted(row.cells, columns),
   }));
   data.details = columns.map((c) => detailOf(c.chosen.record, strs));
   return data;
+}
+
+/** Per column, the column of the same key less the driver with the driver just before it (columns are sorted by driver within a key); -1 if none. */
+function previousDriverColumns(columns: BehaviourTable['columns']): number[] {
+  const last = new Map<string, number>();
+  return columns.map((c, i) => {
+    const k = keyText({ ...c.key, driver: '' });
+    const before = last.get(k) ?? -1;
+    last.set(k, i);
+    return before;
+  });
+}
+
+/** A key-metric row's drifted columns: where its series moved beyond noise against the record before the chosen one. */
+function drifted(cells: BehaviourTable['metrics'][number]['cells'], columns: BehaviourTable['columns']): { drifted?: [number, number | null][] } {
+  const out: [number, number | null][] = [];
+  cells.forEach((list, i) => {
+    const got = list.find((x) => x.record === columns[i]!.chosen);
+    const m = got && columns[i]!.drift?.metrics.find((d) => isSeries(d, got.metric));
+    if (m) out.push([i, m.a]);
+  });
+  return out.length ? { drifted: out } : {};
 }
 
 function gibOrMib(bytes: number): string {

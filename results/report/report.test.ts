@@ -6,6 +6,7 @@ import { probeSpec } from '../../probes/catalogue.ts';
 import { loaded, h200Records, variant, writeRecords } from '../../test/report-fixture.ts';
 import { repoRoot, tempDir } from '../../test/helpers.ts';
 import { keyText, recordPath, type BehaviourRecord } from '../record/format.ts';
+import { FORMAT_SCRIPT } from './client.ts';
 import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from './index.ts';
 import { loadRecords } from './load.ts';
 import { mdText, renderMarkdown } from './markdown.ts';
@@ -169,6 +170,27 @@ describe('the page data', () => {
     expect(d.sync.map(([n, v]) => [S[n], v])).toEqual(['min', 'p50', 'mean', 'p99'].map((n) => [n, second.metrics.find((m) => m.name === `sync-latency.${n}_us`)!.value]));
     expect(d.ev!.points.length).toBe(second.metrics.filter((m) => m.name === 'event-timing.elapsed_us').length);
     expect(d.ceil!.levels.map((l) => l[0])).toEqual([0, 50, 90]);
+  });
+
+  it("the page's number formatter writes what the console's (core/units.ts formatValue) does", () => {
+    const pageFormat = new Function(`${FORMAT_SCRIPT}\nreturn formatValue;`)() as (v: number | null, unit: string) => string;
+    const values = [null, NaN, 0, -0.0004, 0.031998381, 0.119528903, 1, 7.39635149, 8.4335, 15.7021, 55.4169443, 99.96, 127.873168, 1023, 1024, 1536, 4194304, 1073741824, 150109880320, -4.06e9];
+    for (const unit of ['bytes', 'GB/s', 'us', 'ms', 's', 'ratio', 'percent', 'count']) for (const v of values) expect(pageFormat(v, unit), `${v} ${unit}`).toBe(formatValue(v, unit));
+  });
+
+  it('memory charts name the deciding source; the ceiling rows say what each is (API, pre-fill or variant and round); a fact that changed from the previous driver is marked', () => {
+    const newer = variant(first, 'c3c3c3c3c3c3c3c3', (r) => {
+      r.key = { ...r.key, driver: '590.10' };
+      r.facts['pinned-release.released'] = { value: 'on-exit' };
+    });
+    const data = pageData(loaded([first, newer]), 'records');
+    const S = data.strs;
+    expect(data.details[0]!.mem.map((m) => [S[m.probe], S[m.deciding as number]])).toEqual([['pinned-vram', 'nvml_process_used_bytes'], ['pinned-release', 'subject_rss_bytes'], ['multi-process-pinned', 'nvml_process_used_bytes']]);
+    const variants = data.details[0]!.ceil!.variants.map((v) => [S[v[0]], v[1]]);
+    expect(variants).toEqual([['no-reset', 1], ['reset', 1], ['no-reset', 2], ['reset', 2]]);
+    expect(data.columns.map((c) => c.prev)).toEqual([-1, 0]);
+    const rows = data.facts.flatMap((g) => g.rows.map((r) => [`${S[g.probe]}.${S[r.fact]}`, r.changed?.map(([i, was]) => [i, S[was]])]));
+    expect(rows.filter(([, c]) => c)).toEqual([['pinned-release.released', [[1, 'on-free']]]]);
   });
 
   it('record text cannot end the page script: the embedded JSON escapes every <', () => {

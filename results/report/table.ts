@@ -10,6 +10,7 @@
  */
 import { catalogue, probeSpec } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
+import { diffPair, type MetricComparison } from '../record/diff.ts';
 import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../record/format.ts';
 import type { LoadedRecord } from './load.ts';
 
@@ -21,6 +22,28 @@ export interface Column {
   records: LoadedRecord[];
   /** The record that the page's charts and numbers show for this column: the newest with facts. */
   chosen: LoadedRecord;
+  /** Where the chosen record's metrics moved beyond their noise against the record before it (diff's rules); null if none did. */
+  drift: ColumnDrift | null;
+}
+
+/** A column's newest record against the one before it: the series that moved beyond their noise. */
+export interface ColumnDrift {
+  from: LoadedRecord;
+  metrics: MetricComparison[];
+}
+
+/**
+ * The chosen record against the one before it (of those with facts), where metrics moved beyond
+ * their noise: a same-driver regression is kept as a newer record of the same observation.
+ * Only the newest step: every record against the next, for thousands of records, costs seconds.
+ */
+function driftOf(sorted: LoadedRecord[], chosen: LoadedRecord): ColumnDrift | null {
+  const withFacts = sorted.filter((r) => r === chosen || Object.keys(r.record.facts).length > 0);
+  const at = withFacts.indexOf(chosen);
+  if (at < 1) return null;
+  const from = withFacts[at - 1]!;
+  const metrics = diffPair(from.record, chosen.record).metrics.filter((m) => m.flagged);
+  return metrics.length ? { from, metrics } : null;
 }
 
 /** Plain code-point order, not the locale's: the output must not depend on the machine. */
@@ -74,7 +97,8 @@ export function columnsOf(records: readonly LoadedRecord[]): Column[] {
       // The newest record that observed facts: an empty newer one (written by an older cudamatrix)
       // must not hide a full one's charts.
       const withFacts = sorted.filter((r) => Object.keys(r.record.facts).length > 0);
-      return { key: sorted[0]!.record.key, text, records: sorted, chosen: (withFacts.length ? withFacts : sorted)[(withFacts.length ? withFacts : sorted).length - 1]! };
+      const chosen = (withFacts.length ? withFacts : sorted)[(withFacts.length ? withFacts : sorted).length - 1]!;
+      return { key: sorted[0]!.record.key, text, records: sorted, chosen, drift: driftOf(sorted, chosen) };
     })
     .sort((a, b) => compareKeys(a.key, b.key) || cmp(a.text, b.text));
 }
@@ -293,6 +317,13 @@ export function conflictsOf(columns: readonly Column[], groups: readonly RowGrou
     for (const g of groups) for (const row of g.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
   });
   return out;
+}
+
+/** Whether a compared series is the metric a key-metric row picked (the same name and attrs). */
+export function isSeries(m: MetricComparison, metric: RecordedMetric): boolean {
+  const a = m.attrs;
+  const b = metric.attrs ?? {};
+  return m.name === metric.name && Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k) => a[k] === b[k]);
 }
 
 /** A value as the tables write it. */
