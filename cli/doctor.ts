@@ -15,7 +15,7 @@ import { reapContainers } from '../runners/docker/reap.ts';
 import { connectLocal, nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
 import type { Hop } from '../runners/registry.ts';
-import type { Session } from '../runners/transport.ts';
+import { hostKeyAddedMessage, type Session } from '../runners/transport.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export interface DoctorOptions {
@@ -133,7 +133,7 @@ function reachedWords(hops: Hop[], description: string): string {
 
 /** `cudamatrix doctor --target NAME`: each step of reaching a target and running sysinfo there. */
 export async function doctorTarget(name: string, matrixFile: string | undefined, acceptNew: boolean): Promise<number> {
-  const matrix = await loadMatrixArg(matrixFile);
+  const matrix = await loadMatrixArg(matrixFile, { acceptNew });
   const target = matrix.targets.find((t) => t.name === name);
   if (!target) {
     throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
@@ -155,6 +155,7 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
       acceptNewHostKeys: acceptNew,
       binaryFor: build,
       onProgress: (m) => process.stderr.write(`${m}\n`),
+      onHostKeyAdded: (a) => process.stderr.write(`${hostKeyAddedMessage(a)}\n`),
     });
     say(true, 'reachable', reachedWords(target.hops, session.description));
     say(true, 'platform', `${session.platform}/${session.arch}, shell ${session.shell}`);

@@ -75,7 +75,7 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
 }
 
 export async function runCommand(opts: RunOptions): Promise<number> {
-  const matrix = await loadMatrixArg(opts.matrix);
+  const matrix = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
   const choices = chooseReporters(opts);
   const github = isGithubActions();
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
