@@ -6,6 +6,7 @@
  */
 import { execa } from 'execa';
 import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
+import { closestName } from '../core/suggest.ts';
 import { formatValue } from '../core/units.ts';
 import { chooseProbe, probeBinaries, probeBinary } from '../probes/binary.ts';
 import { compilerFor } from '../probes/build.ts';
@@ -136,7 +137,8 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   const matrix = await loadMatrixArg(matrixFile, { acceptNew });
   const target = matrix.targets.find((t) => t.name === name);
   if (!target) {
-    throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
+    const hint = closestName(name, matrix.targets.map((t) => t.name));
+    throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}${hint ? ` (did you mean "${hint}"?)` : ''}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
   }
   const write = (s: string) => process.stdout.write(s);
   const checks: Check[] = [];

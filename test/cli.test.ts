@@ -152,6 +152,14 @@ describe('cudamatrix command line', () => {
     [['run', '--concurrency', '0'], '--concurrency needs a whole number of at least 1'],
     [['frobnicate'], "unknown command 'frobnicate'"],
     [['run', '--colour'], "unknown option '--colour'"],
+    // Typos get the name they were probably meant to be (issue 20).
+    [['run', '-p', 'pinnedvram'], '"pinnedvram" matches no probe (did you mean "pinned-vram"?)'],
+    [['plan', '-t', 'lcal'], '"lcal" matches no target (did you mean "local"?)'],
+    [['run', '--reporter', 'jsn'], '--reporter "jsn": did you mean "json"?'],
+    [['doctor', '--targt', 'x'], '(Did you mean --target?)'],
+    [['gha', 'matrx'], '(Did you mean matrix?)'],
+    [['gha', 'matrix', '--shard', '2'], '(Did you mean --shards?)'],
+    [['doctor', '--target', 'locl'], 'no target "locl" in matrix/default.yaml (did you mean "local"?)'],
   ])('exits 2 on %j', async (args, message) => {
     const r = await runCli(args);
     expect(r.code).toBe(2);
