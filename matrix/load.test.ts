@@ -304,3 +304,40 @@ describe('issue 20: files a matrix names', () => {
     await expect(loadMatrixFile(file, { checkFiles: false })).resolves.toMatchObject({ targets: [{ name: 'lab' }] });
   });
 });
+
+describe('issue 20: extends: default', () => {
+  const defaults = parseMatrix(readFileSync(path.join(import.meta.dirname, 'default.yaml'), 'utf8'), 'default.yaml').expectations;
+
+  it("starts from the default expectations of every class; the file's own are added or replace the default's on the same result", () => {
+    const m = parseMatrix(
+      [
+        'version: 1',
+        'extends: default',
+        'expectations:',
+        '  linux:',
+        '    - {fact: pinned-vram.counts_as_vram, equals: true, why: our patched driver}',
+        '    - {metric: sync-latency.p50_us, "<=": 5 us}',
+        '    - {metric: sync-latency.p50_us, where: {x: 1}, "<=": 7 us}',
+        '  tcc:',
+        '    - {fact: cuda-graph.supported, equals: true}',
+        'targets: [{name: a}]',
+      ].join('\n'),
+      'ext.yaml',
+    );
+    expect(m.expectations.all).toEqual(defaults.all);
+    expect(m.expectations.wsl2).toEqual(defaults.wsl2);
+    const linux = m.expectations.linux!;
+    expect(linux).toHaveLength(defaults.linux!.length + 1);
+    const at = defaults.linux!.findIndex((e) => e.fact === 'pinned-vram.counts_as_vram');
+    expect(linux[at]).toEqual({ fact: 'pinned-vram.counts_as_vram', equals: true, why: 'our patched driver' });
+    expect(linux.filter((e) => e.metric === 'sync-latency.p50_us').map((e) => e['<='])).toEqual(['5 us', '7 us']);
+    expect(m.expectations.tcc).toEqual([...(defaults.tcc ?? []), { fact: 'cuda-graph.supported', equals: true }]);
+  });
+
+  it('without it, a matrix has only its own expectations; any other value is refused at its line', () => {
+    expect(parseMatrix('version: 1\ntargets: [{name: a}]\n', 'own.yaml').expectations).toEqual({});
+    const e = matrixError('version: 1\nextends: defaults\ntargets: [{name: a}]\n');
+    expect(e.issues[0]).toMatchObject({ line: 2 });
+    expect(e.message).toContain('did you mean "default"');
+  });
+});

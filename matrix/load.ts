@@ -4,14 +4,14 @@
  * problem is reported with its file, line and column, and the fix; all problems of a file are
  * reported at once.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
-import { packageFileForDisplay } from '../core/package-root.ts';
+import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
 import { allResultNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
@@ -625,6 +625,26 @@ function selectProbes(list: 'all' | string[]): string[] {
   return list === 'all' ? probeNames() : probeNames().filter((n) => list.includes(n));
 }
 
+/** The embedded default matrix's expectations, for "extends: default". */
+function defaultExpectations(): Matrix['expectations'] {
+  const file = path.join(packageRoot(), 'matrix', 'default.yaml');
+  return parseMatrix(readFileSync(file, 'utf8'), file, { checkFiles: false }).expectations;
+}
+
+/** What an expectation is about: one on the same fact, or the same metric and series, replaces it (as results/verdicts.ts judges). */
+function expectationKey(e: Expectation): string {
+  return e.fact !== undefined ? `fact:${e.fact}` : `metric:${e.metric}:${JSON.stringify(e.where ?? {})}`;
+}
+
+/** The inherited list with the file's own: an own expectation replaces an inherited one about the same result, in its place; the rest follow. */
+function extendExpectations(inherited: Expectation[] | undefined, own: Expectation[] | undefined): Expectation[] | undefined {
+  if (!inherited) return own;
+  const mine = new Map((own ?? []).map((e) => [expectationKey(e), e]));
+  const replaced = inherited.map((e) => mine.get(expectationKey(e)) ?? e);
+  const taken = new Set(inherited.map(expectationKey));
+  return [...replaced, ...(own ?? []).filter((e) => !taken.has(expectationKey(e)))];
+}
+
 /** A hop whose relative file options are made absolute (from the matrix's folder), as messages then show them. */
 function resolveHopFiles(hop: Hop, folder: string): Hop {
   const files = transportKind(hop.kind).localFiles ?? {};
@@ -637,8 +657,9 @@ function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
   const folder = matrixFolder(file);
   const defaultProbes = selectProbes(doc.defaults.probes);
   const expectations: Matrix['expectations'] = {};
+  const inherited = doc.extends === 'default' ? defaultExpectations() : {};
   for (const cls of ['all', ...environmentClasses] as const) {
-    const list = doc.expectations[cls];
+    const list = extendExpectations(inherited[cls], doc.expectations[cls]);
     if (list) expectations[cls] = list;
   }
   const targets = doc.targets.map((t): Target => {
