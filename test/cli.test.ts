@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { catalogue } from '../probes/catalogue.ts';
 import { readEventLog } from '../events/events.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';
-import { hasCommand, tempDir, validateJunit } from './helpers.ts';
+import { hasCommand, repoRoot, tempDir, validateJunit } from './helpers.ts';
 
 const noGpuHere = !hasCommand('nvidia-smi', ['-L']);
 
@@ -173,6 +173,16 @@ describe('cudamatrix command line', () => {
     for (const text of ['--matrix <file>', '--target <glob>', '--shard <i/n>', '--strict', '--junit <file>', '--reporter <name[:path]>', 'Exit status:', '130  interrupted']) {
       expect(r.stdout).toContain(text);
     }
+  });
+
+  it("names the record files in record --help as record writes them, the container part included (issue 20)", async () => {
+    const r = await runCli(['record', '--help']);
+    const pattern = /<dir>\/(driver-<version>\/\S+\.json)/.exec(r.stdout.replace(/\s+/g, ' '))?.[1];
+    expect(pattern).toBe('driver-<version>/<environment>-<gpu>[-<container>]-<date>-<id>.json');
+    const asRegex = new RegExp(`^${pattern!.replace(/[.]/g, '\\.').replace(/\[-<container>\]/, '(-[a-z0-9.-]+)?').replace(/<date>/, '\\d{4}-\\d{2}-\\d{2}').replace(/<[a-z]+>/g, '[a-z0-9.-]+')}$`);
+    const committed = readdirSync(path.join(repoRoot, 'results', 'records')).filter((d) => d.startsWith('driver-')).flatMap((d) => readdirSync(path.join(repoRoot, 'results', 'records', d)).filter((f) => f.endsWith('.json')).map((f) => `${d}/${f}`));
+    expect(committed.some((f) => f.includes('-docker-'))).toBe(true);
+    for (const f of committed) expect(f).toMatch(asRegex);
   });
 
   it('lists probes with their facts', async () => {
