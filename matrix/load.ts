@@ -604,7 +604,7 @@ class SemanticChecks {
   }
 }
 
-
+/** "~/" as the transports expand it (runners/ssh/ssh-config.ts expandHome), to look for the file. */
 function expandHomeDir(p: string): string {
   return p === '~' ? homedir() : p.startsWith('~/') ? path.join(homedir(), p.slice(2)) : p;
 }
