@@ -6,6 +6,7 @@
  */
 import { execa } from 'execa';
 import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
+import { closestName } from '../core/suggest.ts';
 import { formatValue } from '../core/units.ts';
 import { chooseProbe, probeBinaries, probeBinary } from '../probes/binary.ts';
 import { compilerFor } from '../probes/build.ts';
@@ -15,7 +16,7 @@ import { reapContainers } from '../runners/docker/reap.ts';
 import { connectLocal, nodeArch } from '../runners/local.ts';
 import { connectChain } from '../runners/registry.ts';
 import type { Hop } from '../runners/registry.ts';
-import type { Session } from '../runners/transport.ts';
+import { hostKeyAddedMessage, type Session } from '../runners/transport.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export interface DoctorOptions {
@@ -131,12 +132,25 @@ function reachedWords(hops: Hop[], description: string): string {
   return `${description}: ${hops.map((h) => `${h.kind}: ${words(h)}`).join('; ')}`;
 }
 
+/** A chain of hops for people: "ssh (host gpu-box, user ci, identityFile /home/me/.ssh/id_lab) → docker (gpus none)". */
+export function describeHops(hops: Hop[]): string {
+  return hops
+    .map(({ kind, ...options }) => {
+      const words = Object.entries(options)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(',') : typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`);
+      return words.length ? `${kind} (${words.join(', ')})` : kind;
+    })
+    .join(' → ');
+}
+
 /** `cudamatrix doctor --target NAME`: each step of reaching a target and running sysinfo there. */
 export async function doctorTarget(name: string, matrixFile: string | undefined, acceptNew: boolean): Promise<number> {
-  const matrix = await loadMatrixArg(matrixFile);
+  const matrix = await loadMatrixArg(matrixFile, { acceptNew });
   const target = matrix.targets.find((t) => t.name === name);
   if (!target) {
-    throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
+    const hint = closestName(name, matrix.targets.map((t) => t.name));
+    throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}${hint ? ` (did you mean "${hint}"?)` : ''}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
   }
   const write = (s: string) => process.stdout.write(s);
   const checks: Check[] = [];
@@ -144,7 +158,11 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
     checks.push({ name: what, ok, detail, fix });
     write(`${ok === null ? 'i' : ok ? '✓' : '✗'} ${what.padEnd(12)} ${detail}\n`);
   };
-  say(null, 'transport', target.hops.map((h) => JSON.stringify(h)).join(' -> '));
+  say(null, 'transport', describeHops(target.hops));
+  // A container that asks for no GPU has no driver by design: that is said, not failed.
+  const last = target.hops[target.hops.length - 1];
+  const noGpu = last?.kind === 'docker' && last.gpus === 'none';
+  const noGpuWords = 'none, as asked: the target requests no GPU (gpus: none in the matrix), so probes that need one are skipped there';
   let session: Session | undefined;
   try {
     // Built once, for the transports that need it before the session (docker) and for deploying.
@@ -155,6 +173,7 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
       acceptNewHostKeys: acceptNew,
       binaryFor: build,
       onProgress: (m) => process.stderr.write(`${m}\n`),
+      onHostKeyAdded: (a) => process.stderr.write(`${hostKeyAddedMessage(a)}\n`),
     });
     say(true, 'reachable', reachedWords(target.hops, session.description));
     say(true, 'platform', `${session.platform}/${session.arch}, shell ${session.shell}`);
@@ -165,6 +184,10 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
     const v = (n: string) => s[n]?.value;
     const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
     say(v('environment') !== null && v('environment') !== undefined, 'environment', String(v('environment') ?? `unknown: ${why('environment')}`), environmentFix);
+    if (noGpu && v('driver_found') !== true) {
+      say(null, 'driver', noGpuWords);
+      return conclude(checks, write, `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (gpus: none), so only sysinfo has anything to measure there.`);
+    }
     say(v('driver_found') === true, 'driver', v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'), driverFix);
     say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'), nvmlFix);
     say(run.status === 'passed', 'GPU', run.status === 'passed' ? `${v('gpu_name')} (${v('device_count')} device(s))` : (run.reason ?? ''), v('driver_found') ? gpuFix : 'see driver');

@@ -40,7 +40,8 @@ export interface GhaMatrixOptions {
 const labels = (text: string) => text.split(',').map((l) => l.trim()).filter(Boolean);
 
 export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> {
-  const matrix = await loadMatrixArg(opts.matrix);
+  // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
+  const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // stdout is the plan's JSON alone: the masks go to stderr (the runner reads commands there too).
   if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: true });
   if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0) throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
@@ -183,7 +184,8 @@ function jobEnds(logs: { events: RunEvent[] }[]): JobEnds {
 export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Promise<number> {
   if (opts.failOnChange && !opts.record) throw new CudamatrixError('USAGE', '--fail-on-change compares the run\'s records with the committed ones, and --no-record makes none: drop one of the two');
   const plan = readPlan(opts.plan);
-  const matrix = await loadMatrixArg(opts.matrix);
+  // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
+  const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // Before anything prints: the secrets the matrix names, and those the environment's names give away.
   if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix));
   const owed = owedBy(plan, matrix, opts.probe);

@@ -51,7 +51,7 @@ export function buildProgram(): Command {
   filterOptions(program.command('run'))
     .description('run the probes on every target and judge the expectations')
     .option('--strict', 'exit 4 when nothing was measured (no usable driver on any target)', false)
-    .option('--accept-new', 'accept and record the host keys of SSH hosts not yet in known_hosts (as ssh -o StrictHostKeyChecking=accept-new)', false)
+    .option('--accept-new', 'accept and record the host keys of SSH hosts not yet in known_hosts (as ssh -o StrictHostKeyChecking=accept-new); each key added is named on stderr and in the event log', false)
     .option('--quick', 'small parameters for every probe (CI-sized runs); the matrix\'s own parameters still win', false)
     .option('--reporter <name[:path]>', 'console (default), junit or json, each with an optional path (junit:out.xml or junit=out.xml; "-" or none is stdout); repeatable; replaces the default console', collect)
     .option('--junit <file>', 'also write JUnit XML to this file (as --reporter junit:FILE)')
@@ -72,6 +72,15 @@ export function buildProgram(): Command {
       process.exitCode = await (await import('./plan.ts')).planCommand(opts);
     });
 
+  program
+    .command('init')
+    .description('write a commented starter matrix that extends the default expectations (this machine, and an SSH and a Docker target to uncomment)')
+    .argument('[file]', 'the file to write (never overwritten)', 'cudamatrix.yaml' /* init.ts DEFAULT_INIT_FILE; not imported, so that --help loads no command's code */)
+    .addHelpText('after', '\nExit status: 0 written; 2 the file exists already (nothing written) or cannot be written.')
+    .action(async (file: string) => {
+      process.exitCode = (await import('./init.ts')).initCommand(file);
+    });
+
   const probes = program.command('probes').description('the probe catalogue');
   probes
     .command('list')
@@ -87,7 +96,7 @@ export function buildProgram(): Command {
     .description('check what this machine has (which cudaprobe and why: prebuilt or compiled; driver, NVML, CUDA runtime, GPUs), or with --target what a target has')
     .option('--target <name>', 'check one target of the matrix: reachability, host key, authentication, platform, cudaprobe, driver, NVML')
     .addOption(matrixOption())
-    .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts', false)
+    .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts (named on stderr as it is added)', false)
     .option('--reap', 'remove the containers (and their volumes) of cudamatrix runs that are over: started on this machine by a cudamatrix that is gone; runs of other machines are kept', false)
     .option('--endpoint <url>', 'with --reap: the Docker engine (default: DOCKER_HOST, then the current context)')
     .option('--older-than <duration>', 'with --reap: also remove the containers of runs started longer ago than this (6h, 90m, 2d), whichever machine started them')
@@ -127,7 +136,7 @@ Exit status:
     .command('record')
     .description('write behaviour records (results/records/driver-<version>/*.json, one per observation: a target of a run that measured a GPU) from event logs, run folders or a file a user submitted; with --submit, one file to attach to a pull request instead')
     .argument('<inputs...>', 'events.jsonl files, run folders (results/runs/<run-id>), files made by record --submit, or record files')
-    .option('--records-dir <dir>', 'where the records go: <dir>/driver-<version>/<environment>-<gpu>-<date>-<id>.json', 'results/records')
+    .option('--records-dir <dir>', 'where the records go: <dir>/driver-<version>/<environment>-<gpu>[-<container>]-<date>-<id>.json', 'results/records')
     .option('--submit <file>', 'write nothing under --records-dir; write FILE (Markdown: a summary and the records) to attach to a pull request ("-": stdout)')
     .addHelpText(
       'after',

@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
-import { loadMatrixFile, type Matrix } from '../matrix/load.ts';
+import { loadMatrixFile, type LoadOptions, type Matrix } from '../matrix/load.ts';
 
 /** The matrix named by --matrix, or the embedded default one. */
-export async function loadMatrixArg(file: string | undefined): Promise<Matrix> {
-  if (file) return loadMatrixFile(file);
+export async function loadMatrixArg(file: string | undefined, options: LoadOptions = {}): Promise<Matrix> {
+  if (file) return loadMatrixFile(file, options);
   const builtIn = path.join(packageRoot(), 'matrix', 'default.yaml');
   const m = await loadMatrixFile(builtIn);
   return { ...m, file: packageFileForDisplay('matrix', 'default.yaml') };

@@ -2,7 +2,7 @@
  * Every example matrix in matrix/examples/ is one `cudamatrix plan` accepts: each is checked
  * through the real CLI, so that an example can never teach a form the tool refuses.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../test/cli.ts';
@@ -24,6 +24,18 @@ describe('cudamatrix plan on every example matrix', () => {
       expect(plan.cells.length).toBeGreaterThan(0);
     });
   }
+
+  it('tells only commands that work from a checkout: cudamatrix (npm link) or pnpm -s cudamatrix, never npx (issue 20)', () => {
+    // No cudamatrix package is published: "npx cudamatrix" would fetch whatever has the name.
+    const commands = examples.flatMap((name) =>
+      readFileSync(path.join(repoRoot, 'matrix', 'examples', name), 'utf8')
+        .split('\n')
+        .filter((l) => /^#\s{2,}\S*\s*cudamatrix\s+[a-z]/.test(l))
+        .map((l) => [name, l.replace(/^#\s+/, '')]),
+    );
+    expect(commands.length).toBeGreaterThan(0);
+    for (const [name, command] of commands) expect(command, name).toMatch(/^(cudamatrix|pnpm -s cudamatrix) [a-z]/);
+  });
 
   it('plans the Linux server natively and through ssh, then docker', async () => {
     const r = await runCli(['plan', '-m', 'matrix/examples/linux-gpu-server.yaml']);

@@ -5,6 +5,7 @@ import { loadMatrixArg } from './matrix-arg.ts';
 export async function planCommand(opts: { matrix?: string; target?: string[]; probe?: string[]; shard?: string; json: boolean }): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix);
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
+  for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ matrix: matrix.file, shard: plan.shard ?? null, cells: plan.cells }, null, 2)}\n`);
     return 0;

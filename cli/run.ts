@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
+import { closestName } from '../core/suggest.ts';
 import { checkOutputPath, makeDir } from '../core/fs.ts';
 import { Reporters } from '../results/reporter.ts';
 import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
@@ -35,7 +36,11 @@ export function parseReporter(spec: string): ReporterChoice {
   const m = /^([a-z]+)(?:[:=](.+))?$/.exec(spec.trim());
   const name = m?.[1] as ReporterName | undefined;
   if (!m || !name || !reporterNames.includes(name)) {
-    throw new CudamatrixError('USAGE', `--reporter ${JSON.stringify(spec)}: the reporters are ${reporterNames.join(', ')}, each optionally with a path (junit:out.xml or junit=out.xml; "-" is stdout)`);
+    const hint = closestName(/^[a-z]+/i.exec(spec.trim())?.[0] ?? spec, reporterNames);
+    throw new CudamatrixError(
+      'USAGE',
+      `--reporter ${JSON.stringify(spec)}: ${hint && hint !== name ? `did you mean "${hint}"? ` : ''}the reporters are ${reporterNames.join(', ')}, each optionally with a path (junit:out.xml or junit=out.xml; "-" is stdout)`,
+    );
   }
   if (name === 'console' && m[2] !== undefined) throw new CudamatrixError('USAGE', '--reporter console prints to the terminal and takes no path');
   return { name, path: m[2] };
@@ -75,12 +80,13 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
 }
 
 export async function runCommand(opts: RunOptions): Promise<number> {
-  const matrix = await loadMatrixArg(opts.matrix);
+  const matrix = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
   const choices = chooseReporters(opts);
   const github = isGithubActions();
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
   if (github) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: stdoutTaken(choices) });
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
+  for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);
   // The run folder always gets the whole record, whatever the user chose to see.
   const reporters = new Reporters([

@@ -49,6 +49,8 @@ export const errorCodes = {
   MATRIX_UNKNOWN_FACT: 'configuration',
   MATRIX_UNKNOWN_PARAM: 'configuration',
   MATRIX_SECRET: 'configuration',
+  /** A file the matrix names (identityFile, knownHosts, sshConfig) is not there. */
+  MATRIX_FILE_MISSING: 'configuration',
   // the command line and the plan
   USAGE: 'configuration',
   NO_CELLS: 'configuration',

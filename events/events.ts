@@ -8,6 +8,7 @@ import { CudamatrixError } from '../core/errors.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import type { ProbeRecord, ProtocolProblem } from '../probes/protocol.ts';
 import type { ProbeStatus } from '../probes/run-probe.ts';
+import type { HostKeyAdded } from '../runners/transport.ts';
 
 export const EVENTS_SCHEMA_VERSION = 1;
 
@@ -43,6 +44,8 @@ export interface TargetReadyEvent {
   arch: string;
   /** built: compiled by this run; prebuilt: the package's own binary (absent from older logs). */
   probe: { hash: string; built: boolean; prebuilt?: boolean; uploaded?: boolean; path?: string };
+  /** Host keys that --accept-new (or hostKeyPolicy: accept-new) wrote to known_hosts while connecting; absent when none (and from older logs). */
+  hostKeysAdded?: HostKeyAdded[];
 }
 
 /**
@@ -57,6 +60,8 @@ export interface TargetErrorEvent {
   time: string;
   code: string;
   message: string;
+  /** As in target-ready: keys written before the connection failed (authentication, say). */
+  hostKeysAdded?: HostKeyAdded[];
 }
 
 /** A cell starts running (sysinfo's run included). */

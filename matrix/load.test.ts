@@ -231,3 +231,113 @@ describe('matrix loading', () => {
     }
   });
 });
+
+describe('issue 20: problems found at load, all in one pass', () => {
+  it('refuses a bare kind that needs options ("transport: ssh" has no host) at its line', () => {
+    const e = matrixError(['version: 1', 'targets:', '  - name: lab', '    transport: ssh'].join('\n'));
+    expect(e.issues).toHaveLength(1);
+    expect(e.issues[0]).toMatchObject({ code: 'MATRIX_INVALID', line: 4, col: 16 });
+    expect(e.message).toContain('transport "ssh" needs "host"');
+    expect(e.message).toContain('transport: { kind: ssh, host: ... }');
+    // In a chain too; kinds that need nothing still load bare.
+    expect(matrixError(['version: 1', 'targets:', '  - name: lab', '    transport: [ssh, docker]'].join('\n')).issues[0]).toMatchObject({ line: 4, col: 17 });
+    expect(parseMatrix(['version: 1', 'targets:', '  - name: c', '    transport: docker', '  - name: w', '    transport: wsl'].join('\n'), 'bare.yaml').targets).toHaveLength(2);
+  });
+
+  it('reports a misspelt class, a misspelt fact in it and a bad unit together', () => {
+    const text = ['version: 1', 'expectations:', '  linxu:', '    - fact: sysinfo.archh', '      equals: x86_64', '    - metric: sync-latency.p50_us', '      "<=": 50 parsecs', 'targets:', '  - name: a'].join('\n');
+    const e = matrixError(text);
+    expect(e.issues.map((i) => [i.code, i.line])).toEqual([
+      ['MATRIX_UNKNOWN_KEY', 3],
+      ['MATRIX_UNKNOWN_FACT', 4],
+      ['MATRIX_INVALID', 7],
+    ]);
+    expect(e.message).toContain('did you mean "linux"');
+  });
+
+  it('reports a secret and the other mistakes of its entry together, the secret once', () => {
+    const text = ['version: 1', 'targets:', '  - name: lab', '    transport:', '      kind: ssh', '      host: gpu-box', '      password: hunter2', '      identityFile: ~/.ssh/id_lab.pub'].join('\n');
+    const e = matrixError(text);
+    expect(e.issues.map((i) => [i.code, i.line])).toEqual([
+      ['MATRIX_SECRET', 7],
+      ['MATRIX_INVALID', 8],
+    ]);
+    expect(e.message).not.toContain('hunter2');
+  });
+});
+
+describe('issue 20: files a matrix names', () => {
+  const sshMatrix = (lines: string[]) => ['version: 1', 'targets:', '  - name: lab', '    transport:', '      kind: ssh', '      host: gpu-box', ...lines].join('\n');
+
+  it("takes relative paths from the matrix file's folder, whatever the current folder", async () => {
+    const dir = tempDir();
+    writeFileSync(path.join(dir, 'id_lab'), 'key');
+    writeFileSync(path.join(dir, 'known_hosts'), '');
+    const file = path.join(dir, 'lab.yaml');
+    writeFileSync(file, sshMatrix(['      identityFile: id_lab', '      knownHosts: ./known_hosts', '      sshConfig: false']));
+    const elsewhere = tempDir();
+    const cwd = process.cwd();
+    process.chdir(elsewhere);
+    try {
+      const hop = (await loadMatrixFile('../' + path.relative(path.dirname(elsewhere), file))).targets[0]!.hops[0]!;
+      expect(hop).toMatchObject({ identityFile: path.join(dir, 'id_lab'), knownHosts: path.join(dir, 'known_hosts') });
+    } finally {
+      process.chdir(cwd);
+    }
+  });
+
+  it('refuses a missing identity file or known_hosts at its line, with the absolute path', async () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'lab.yaml');
+    writeFileSync(file, sshMatrix(['      identityFile: keys/id_lab', '      knownHosts: known_hosts']));
+    const e = await loadError(file);
+    expect(e.issues.map((i) => [i.code, i.line, i.col])).toEqual([
+      ['MATRIX_FILE_MISSING', 7, 21],
+      ['MATRIX_FILE_MISSING', 8, 19],
+    ]);
+    expect(e.message).toContain(`identityFile ${path.join(dir, 'keys', 'id_lab')} ("keys/id_lab", taken from the matrix file's folder) does not exist`);
+    expect(e.message).toContain(`ssh-keyscan -p 22 gpu-box > ${path.join(dir, 'known_hosts')}`);
+    // accept-new creates known_hosts: then only the key is missing.
+    const accepting = await loadMatrixFile(file, { acceptNew: true }).catch((error: MatrixError) => error);
+    expect((accepting as MatrixError).issues.map((i) => i.line)).toEqual([7]);
+    // The plan job of gha matrix runs where the keys are not.
+    await expect(loadMatrixFile(file, { checkFiles: false })).resolves.toMatchObject({ targets: [{ name: 'lab' }] });
+  });
+});
+
+describe('issue 20: extends: default', () => {
+  const defaults = parseMatrix(readFileSync(path.join(import.meta.dirname, 'default.yaml'), 'utf8'), 'default.yaml').expectations;
+
+  it("starts from the default expectations of every class; the file's own are added or replace the default's on the same result", () => {
+    const m = parseMatrix(
+      [
+        'version: 1',
+        'extends: default',
+        'expectations:',
+        '  linux:',
+        '    - {fact: pinned-vram.counts_as_vram, equals: true, why: our patched driver}',
+        '    - {metric: sync-latency.p50_us, "<=": 5 us}',
+        '    - {metric: sync-latency.p50_us, where: {x: 1}, "<=": 7 us}',
+        '  tcc:',
+        '    - {fact: cuda-graph.supported, equals: true}',
+        'targets: [{name: a}]',
+      ].join('\n'),
+      'ext.yaml',
+    );
+    expect(m.expectations.all).toEqual(defaults.all);
+    expect(m.expectations.wsl2).toEqual(defaults.wsl2);
+    const linux = m.expectations.linux!;
+    expect(linux).toHaveLength(defaults.linux!.length + 1);
+    const at = defaults.linux!.findIndex((e) => e.fact === 'pinned-vram.counts_as_vram');
+    expect(linux[at]).toEqual({ fact: 'pinned-vram.counts_as_vram', equals: true, why: 'our patched driver' });
+    expect(linux.filter((e) => e.metric === 'sync-latency.p50_us').map((e) => e['<='])).toEqual(['5 us', '7 us']);
+    expect(m.expectations.tcc).toEqual([...(defaults.tcc ?? []), { fact: 'cuda-graph.supported', equals: true }]);
+  });
+
+  it('without it, a matrix has only its own expectations; any other value is refused at its line', () => {
+    expect(parseMatrix('version: 1\ntargets: [{name: a}]\n', 'own.yaml').expectations).toEqual({});
+    const e = matrixError('version: 1\nextends: defaults\ntargets: [{name: a}]\n');
+    expect(e.issues[0]).toMatchObject({ line: 2 });
+    expect(e.message).toContain('did you mean "default"');
+  });
+});

@@ -4,15 +4,19 @@
  * problem is reported with its file, line and column, and the fix; all problems of a file are
  * reported at once.
  */
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
-import { packageFileForDisplay } from '../core/package-root.ts';
+import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
 import { allResultNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
 import { transportKind, transportKinds, type Hop } from '../runners/registry.ts';
+import type { TransportKind } from '../runners/transport.ts';
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
 import {
@@ -54,7 +58,17 @@ export interface Matrix {
   expectations: Partial<Record<'all' | EnvironmentClass, Expectation[]>>;
 }
 
-export async function loadMatrixFile(file: string): Promise<Matrix> {
+export interface LoadOptions {
+  /**
+   * Refuse a missing file the matrix names (identityFile, knownHosts, sshConfig) at its line
+   * (default true). gha matrix plans on a runner that need not have the targets' keys.
+   */
+  checkFiles?: boolean;
+  /** Host keys will be accepted (--accept-new): a missing known_hosts file is then created, not an error. */
+  acceptNew?: boolean;
+}
+
+export async function loadMatrixFile(file: string, options: LoadOptions = {}): Promise<Matrix> {
   let size: number;
   try {
     const s = await stat(file);
@@ -68,7 +82,7 @@ export async function loadMatrixFile(file: string): Promise<Matrix> {
       issue('MATRIX_TOO_COMPLEX', `the file is ${size} bytes; a matrix may be at most ${MAX_MATRIX_BYTES}`, 'split it into several matrix files', 1, 1),
     ]);
   }
-  return parseMatrix(await readFile(file, 'utf8'), file);
+  return parseMatrix(await readFile(file, 'utf8'), file, options);
 }
 
 /**
@@ -87,7 +101,7 @@ function issue(code: ErrorCode, message: string, fix: string, line: number, col:
   return { code, message, fix, line, col };
 }
 
-export function parseMatrix(text: string, file: string): Matrix {
+export function parseMatrix(text: string, file: string, options: LoadOptions = {}): Matrix {
   if (text.length > MAX_MATRIX_BYTES) {
     throw new MatrixError(file, [issue('MATRIX_TOO_COMPLEX', `the text is longer than ${MAX_MATRIX_BYTES} characters`, 'split it into several matrix files', 1, 1)]);
   }
@@ -125,19 +139,34 @@ export function parseMatrix(text: string, file: string): Matrix {
     ]);
   }
 
+  // Secrets, the schema and the checks against the catalogue all run, whatever the others find:
+  // a file with several mistakes gets all of them in one pass, not in rounds.
   const secrets = findSecrets(input, [], locator);
-  if (secrets.length) throw new MatrixError(file, secrets);
-  // The schema and the checks against the catalogue both run, whatever the other finds: a file
-  // with several mistakes gets all of them in one pass, not in rounds.
   const parsed = matrixSchema.safeParse(input);
   const schemaIssues = parsed.success ? [] : rootCauses(parsed.error.issues.flatMap((i) => mapIssue(i, [], input, locator)));
-  const checks = new SemanticChecks(input as Record<string, unknown>, locator);
+  const checks = new SemanticChecks(input as Record<string, unknown>, locator, matrixFolder(file), options);
   checks.run();
-  const issues = mergeIssues(schemaIssues, checks.issues);
+  // A secret's key is also unknown to the schema: it is reported once, as the secret.
+  const notSecret = (i: MatrixIssue) => !secrets.some((s) => i.path && s.path && samePath(i.path, s.path));
+  const issues = mergeIssues(secrets, schemaIssues.filter(notSecret), checks.issues.filter(notSecret));
   // (A failed parse always has issues: rootCauses keeps the unknown key behind each one it drops.)
   if (issues.length || !parsed.success) throw new MatrixError(file, issues);
   return resolveMatrix(parsed.data, file);
 }
+
+/** The folder relative paths in a matrix are taken from: the matrix file's own. */
+function matrixFolder(file: string): string {
+  return path.dirname(path.resolve(file));
+}
+
+/** A path the matrix gives, as this machine will open it: "~/" stays for the transport to expand; a relative path is taken from the matrix's folder. */
+export function resolveLocalFile(value: string, folder: string): string {
+  return isRelative(value) ? path.resolve(folder, value) : value;
+}
+
+const isRelative = (value: string) => !(value === '~' || value.startsWith('~/') || path.isAbsolute(value));
+
+const samePath = (a: readonly PathKey[], b: readonly PathKey[]) => a.length === b.length && a.every((k, i) => k === b[i]);
 
 const SECRET_KEYS = /^(password|passwd|passphrase|private[_-]?key|secret|token|api[_-]?key)$/i;
 
@@ -395,6 +424,8 @@ class SemanticChecks {
   constructor(
     private readonly input: Record<string, unknown>,
     private readonly loc: Locator,
+    private readonly folder: string,
+    private readonly options: LoadOptions,
   ) {}
 
   private add(code: ErrorCode, message: string, fix: string, path: readonly PathKey[], key = false): void {
@@ -408,8 +439,8 @@ class SemanticChecks {
     const defaultProbes = defaults.probes === undefined ? probeNames() : this.probes(defaults.probes, ['defaults', 'probes']);
     if (isRecord(defaults.params)) this.params(defaults.params, ['defaults', 'params']);
     if (isRecord(root.expectations)) {
-      for (const cls of ['all', ...environmentClasses] as const) {
-        const list = root.expectations[cls];
+      // Every list, a misspelt class's too ("linxu:"): the schema reports the key, these its entries.
+      for (const [cls, list] of Object.entries(root.expectations)) {
         if (Array.isArray(list)) list.forEach((e, i) => this.expectation(e, ['expectations', cls, i]));
       }
     }
@@ -519,17 +550,72 @@ class SemanticChecks {
     return resolved.probe.name;
   }
 
-  /** A hop after the first must be of a kind that can be reached through another. */
+  /**
+   * Each hop of a transport: a kind after the first must be one that can be reached through
+   * another; a bare kind ("ssh") must be one that needs no options; the files it names must be there.
+   */
   private hops(spec: unknown, path: readonly PathKey[]): void {
-    if (!Array.isArray(spec)) return;
-    spec.forEach((h, i) => {
+    const list = Array.isArray(spec) ? spec : [spec];
+    list.forEach((h, i) => {
+      const at = Array.isArray(spec) ? [...path, i] : [...path];
       const kind = typeof h === 'string' ? h : isRecord(h) && typeof h.kind === 'string' ? h.kind : undefined;
-      if (i === 0 || kind === undefined || !transportKinds().includes(kind)) return;
-      if (!transportKind(kind).chainable) {
-        this.add('MATRIX_INVALID', `transport "${kind}" cannot follow another hop in a chain`, `put "${kind}" first, or remove the hops before it`, [...path, i]);
+      if (kind === undefined || !transportKinds().includes(kind)) return;
+      const known = transportKind(kind);
+      if (i > 0 && !known.chainable) {
+        this.add('MATRIX_INVALID', `transport "${kind}" cannot follow another hop in a chain`, `put "${kind}" first, or remove the hops before it`, at);
       }
+      if (typeof h === 'string') this.bareKind(known, at);
+      else if (isRecord(h)) this.localFiles(known, h, at);
     });
   }
+
+  private bareKind(known: TransportKind<unknown>, path: readonly PathKey[]): void {
+    const r = known.options.safeParse({});
+    if (r.success) return;
+    const missing = r.error.issues.filter((i) => i.code === 'invalid_type' && i.path.length === 1).map((i) => String(i.path[0]));
+    if (missing.length === 0) return;
+    const keys = missing.map((k) => `"${k}"`).join(', ');
+    this.add(
+      'MATRIX_INVALID',
+      `transport "${known.kind}" needs ${keys}, and a bare kind gives it no options`,
+      `write the transport as a mapping: transport: { kind: ${known.kind}, ${missing.map((k) => `${k}: ...`).join(', ')} }`,
+      path,
+    );
+  }
+
+  /** The files a hop names, taken from the matrix's folder when relative, must exist (known_hosts may be created by accept-new). */
+  private localFiles(known: TransportKind<unknown>, hop: Record<string, unknown>, at: readonly PathKey[]): void {
+    if (this.options.checkFiles === false) return;
+    const shape = (known.options as unknown as z.ZodObject).shape as Record<string, z.ZodType> | undefined;
+    for (const [key, mode] of Object.entries(known.localFiles ?? {})) {
+      const value = hop[key];
+      // A value of the wrong form is the schema's to report.
+      if (typeof value !== 'string' || !shape?.[key]?.safeParse(value).success) continue;
+      const file = expandHomeDir(resolveLocalFile(value, this.folder));
+      const given = file === value ? '' : ` (${JSON.stringify(value)}${isRelative(value) ? ", taken from the matrix file's folder" : ''})`;
+      if (existsSync(file)) {
+        if (!statSync(file).isFile()) this.add('MATRIX_FILE_MISSING', `${key} ${file}${given} is not a file`, `name a file in ${key}`, [...at, key]);
+        continue;
+      }
+      const accepting = this.options.acceptNew === true || hop.hostKeyPolicy === 'accept-new';
+      if (mode === 'created' && accepting && existsSync(path.dirname(file))) continue;
+      this.add('MATRIX_FILE_MISSING', `${key} ${file}${given} does not exist`, missingFileFix(key, file, hop), [...at, key]);
+    }
+  }
+}
+
+/** "~/" as the transports expand it (runners/ssh/ssh-config.ts expandHome), to look for the file. */
+function expandHomeDir(p: string): string {
+  return p === '~' ? homedir() : p.startsWith('~/') ? path.join(homedir(), p.slice(2)) : p;
+}
+
+function missingFileFix(key: string, file: string, hop: Record<string, unknown>): string {
+  if (key === 'knownHosts') {
+    const port = typeof hop.port === 'number' ? hop.port : 22;
+    return `add the host's key to it (ssh-keyscan -p ${port} ${String(hop.host ?? 'HOST')} > ${file}), or let cudamatrix create it and record the key on first use: --accept-new (or hostKeyPolicy: accept-new)`;
+  }
+  if (key === 'identityFile') return "write the path of the private key (a relative path is taken from the matrix file's folder), or remove identityFile to use ~/.ssh/config and the default keys";
+  return `write the path of an existing file (a relative path is taken from the matrix file's folder)${key === 'sshConfig' ? ', or sshConfig: false for none' : ''}`;
 }
 
 // ---- the resolved matrix -------------------------------------------------------------------
@@ -539,18 +625,48 @@ function selectProbes(list: 'all' | string[]): string[] {
   return list === 'all' ? probeNames() : probeNames().filter((n) => list.includes(n));
 }
 
+/** The embedded default matrix's expectations, for "extends: default". */
+function defaultExpectations(): Matrix['expectations'] {
+  const file = path.join(packageRoot(), 'matrix', 'default.yaml');
+  return parseMatrix(readFileSync(file, 'utf8'), file, { checkFiles: false }).expectations;
+}
+
+/** What an expectation is about: one on the same fact, or the same metric and series, replaces it (as results/verdicts.ts judges). */
+function expectationKey(e: Expectation): string {
+  return e.fact !== undefined ? `fact:${e.fact}` : `metric:${e.metric}:${JSON.stringify(e.where ?? {})}`;
+}
+
+/** The inherited list with the file's own: an own expectation replaces an inherited one about the same result, in its place; the rest follow. */
+function extendExpectations(inherited: Expectation[] | undefined, own: Expectation[] | undefined): Expectation[] | undefined {
+  if (!inherited) return own;
+  const mine = new Map((own ?? []).map((e) => [expectationKey(e), e]));
+  const replaced = inherited.map((e) => mine.get(expectationKey(e)) ?? e);
+  const taken = new Set(inherited.map(expectationKey));
+  return [...replaced, ...(own ?? []).filter((e) => !taken.has(expectationKey(e)))];
+}
+
+/** A hop whose relative file options are made absolute (from the matrix's folder), as messages then show them. */
+function resolveHopFiles(hop: Hop, folder: string): Hop {
+  const files = transportKind(hop.kind).localFiles ?? {};
+  const out: Hop = { ...hop };
+  for (const key of Object.keys(files)) if (typeof out[key] === 'string') out[key] = resolveLocalFile(out[key] as string, folder);
+  return out;
+}
+
 function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
+  const folder = matrixFolder(file);
   const defaultProbes = selectProbes(doc.defaults.probes);
   const expectations: Matrix['expectations'] = {};
+  const inherited = doc.extends === 'default' ? defaultExpectations() : {};
   for (const cls of ['all', ...environmentClasses] as const) {
-    const list = doc.expectations[cls];
+    const list = extendExpectations(inherited[cls], doc.expectations[cls]);
     if (list) expectations[cls] = list;
   }
   const targets = doc.targets.map((t): Target => {
     const probes = t.probes === undefined ? defaultProbes : selectProbes(t.probes);
     const params: Target['params'] = {};
     for (const p of probes) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
-    const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) => (typeof h === 'string' ? { kind: h } : (h as Hop)));
+    const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) => resolveHopFiles(typeof h === 'string' ? { kind: h } : (h as Hop), folder));
     return {
       name: t.name,
       description: t.description,

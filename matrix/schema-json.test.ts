@@ -113,7 +113,7 @@ targets:
 `,
     ];
     for (const text of matrices) {
-      expect(() => parseMatrix(text, 'ok.yaml')).not.toThrow();
+      expect(() => parseMatrix(text, 'ok.yaml', { checkFiles: false })).not.toThrow();
       const ok = validate(parseDocument(text).toJS());
       expect(ok ? [] : validate.errors).toEqual([]);
     }

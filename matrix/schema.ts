@@ -142,6 +142,10 @@ const target = z.strictObject({
 
 export const matrixSchema = z.strictObject({
   version: z.literal(MATRIX_VERSION).describe('Matrix format version'),
+  extends: z
+    .literal('default')
+    .optional()
+    .describe("default: start from the default expectations (matrix/default.yaml) of every environment class; this file's own expectations are added, and one on the same fact (or metric and where) replaces the default's"),
   description: z.string().optional(),
   concurrency: z.number().int().positive().max(256).default(4).describe('Targets run at once'),
   hostConcurrency: z.number().int().positive().max(64).default(1).describe('Targets run at once on one host (default 1: measurements on one host would disturb each other)'),

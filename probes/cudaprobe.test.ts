@@ -38,6 +38,15 @@ describe('cudaprobe (Linux build)', () => {
     expect(listed).toEqual(catalogue.map((p) => p.name));
   });
 
+  it('names every command it takes in its usage (issue 20: wait was missing)', () => {
+    const source = readFileSync(path.join(import.meta.dirname, 'cudaprobe', 'main.cpp'), 'utf8');
+    const commands = [...source.matchAll(/if \(cmd == "([a-z]+)"\)/g)].map((m) => m[1]!).filter((c) => c !== 'help');
+    expect(commands).toEqual(expect.arrayContaining(['list', 'run', 'judge', 'wait', 'version']));
+    const r = run(['--help']);
+    expect(r.code).toBe(0);
+    for (const c of commands) expect(r.stdout, c).toMatch(new RegExp(`^(usage:| {6}) cudaprobe ${c}\\b`, 'm'));
+  });
+
   it('has the same parameter defaults as the catalogue', () => {
     const listed = parseProbeOutput(run(['list']).stdout).records as unknown as { probe: string; params: Record<string, string> }[];
     for (const spec of catalogue) {

@@ -168,6 +168,23 @@ describe('multi-process-pinned and pinned-ceiling edge cases', () => {
     expect(f.tracks_free_vram!.value).toBe(true);
   });
 
+  it('decides that the ceiling does not track free VRAM when a level pinned more than the VRAM left free (issue 20)', () => {
+    // As the 16 GiB default would on the H200: every level at the cap, 16 GiB pinned with 13.9 GiB free at 90 %.
+    const records = recorded('pinned-ceiling');
+    for (const m of records) {
+      if (m.type === 'metric' && m.name === 'ceiling_bytes' && m.attrs?.api === 'driver') {
+        m.value = 16 * GiB;
+        m.attrs.cap_bytes = 16 * GiB;
+      }
+    }
+    const f = judge('pinned-ceiling', records);
+    expect(f.limited_by!.value).toBe('safety-cap');
+    expect(f.tracks_free_vram).toMatchObject({ value: false, evidence: { ceiling_bytes: 16 * GiB, free_vram_bytes: 14955970560, prefill_percent: 90 } });
+    // Without the free-VRAM readings it cannot tell, and says the cap is what to raise.
+    const blind = judge('pinned-ceiling', records.filter((r) => !(r.type === 'metric' && r.name === 'free_vram_bytes')));
+    expect(blind.tracks_free_vram).toMatchObject({ value: null, reason: expect.stringContaining('raise max_gib/max_fraction') });
+  });
+
   it('says a cudaDeviceReset helps only beyond the noise (30 % faster, or a 5 % higher ceiling)', () => {
     const records = recorded('pinned-ceiling');
     for (const m of records) {

@@ -20,7 +20,7 @@ import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
 import { runProbe, type ProbeRun } from '../probes/run-probe.ts';
 import { connectChain, hostKeyOf } from '../runners/registry.ts';
-import type { Session } from '../runners/transport.ts';
+import { hostKeyAddedMessage, type HostKeyAdded, type Session } from '../runners/transport.ts';
 import { EventLog } from './event-log.ts';
 import { cellName, type Plan } from './plan.ts';
 import { schedule } from './schedule.ts';
@@ -138,8 +138,15 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
   // A code of class not-applicable (a WSL 1 distribution: no GPU by construction) is recorded
   // the same way, but the target's cells are skipped, not failed: the message says why, and what
   // to do, and the run does not fail because of it (core/errors.ts).
+  // Keys accept-new trusted: said on stderr as OpenSSH says it, and kept in the log.
+  const keysAdded: HostKeyAdded[] = [];
+  const onHostKeyAdded = (a: HostKeyAdded): void => {
+    keysAdded.push(a);
+    ctx.onProgress?.(`${t.name}: ${hostKeyAddedMessage(a)}`);
+  };
+  const withKeys = () => (keysAdded.length ? { hostKeysAdded: [...keysAdded] } : {});
   const failRest = (code: string, message: string): void => {
-    emit({ type: 'target-error', target: t.name, time: now(), code, message });
+    emit({ type: 'target-error', target: t.name, time: now(), code, message, ...withKeys() });
     const status = isNotApplicable(code) ? 'skipped' : 'error';
     for (const probe of [...pending]) end(blankCell(t, probe, { status, errorCode: code, reason: message }));
   };
@@ -160,6 +167,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
         acceptNewHostKeys: ctx.acceptNewHostKeys,
         binaryFor: ctx.build,
         onProgress: ctx.onProgress,
+        onHostKeyAdded,
       });
       deployed = await deployProbe(session, ctx.build);
     } catch (error) {
@@ -174,6 +182,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       platform: session.platform,
       arch: session.arch,
       probe: { hash: deployed.binary.hash, built: deployed.binary.built, prebuilt: deployed.binary.prebuilt, uploaded: deployed.uploaded, path: deployed.remotePath },
+      ...withKeys(),
     });
 
     // A transport failure (the connection dropped) ends the target: its remaining cells are

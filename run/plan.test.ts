@@ -23,6 +23,18 @@ describe('planner', () => {
     expect(planCells(all, { probes: ['pinned-*'] }).cells.map((c) => c.probe)).toEqual(['pinned-vram', 'pinned-release', 'pinned-ceiling']);
   });
 
+  it('suggests the name a pattern that matches nothing was probably meant to be (issue 20)', () => {
+    const all = parseMatrix('version: 1\ntargets:\n  - name: gpu-box\n', 'all.yaml');
+    expect(() => planCells(all, { probes: ['pinnedvram'] })).toThrow('--probe pinnedvram ("pinnedvram" matches no probe (did you mean "pinned-vram"?))');
+    expect(() => planCells(all, { targets: ['gpubox'] })).toThrow('"gpubox" matches no target (did you mean "gpu-box"?)');
+    // A typo among good patterns is said, not fatal: the good ones run.
+    const plan = planCells(all, { probes: ['sysinfo,cudagraph', 'pinned-*'] });
+    expect(plan.cells.map((c) => c.probe)).toContain('sysinfo');
+    expect(plan.warnings).toEqual(['--probe "cudagraph" matches no probe (did you mean "cuda-graph"?)']);
+    expect(planCells(all, { probes: ['sysinfo', 'nothing-like-it'] }).warnings).toEqual(['--probe "nothing-like-it" matches no probe']);
+    expect(planCells(all).warnings).toEqual([]);
+  });
+
   it('says what exists when nothing matches', () => {
     expect(() => planCells(matrix, { targets: ['prod-*'] })).toThrow(/no cell .* matches --target prod-\*; targets: lab-a, lab-b/);
     try {

@@ -5,6 +5,7 @@
  */
 import picomatch from 'picomatch';
 import { CudamatrixError } from '../core/errors.ts';
+import { closestName } from '../core/suggest.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
 import { typicalMs } from '../probes/catalogue.ts';
 import { hostKeyOf } from '../runners/registry.ts';
@@ -27,6 +28,8 @@ export interface Plan {
   /** The targets that have at least one cell in this plan, in matrix order. */
   targets: Target[];
   shard?: Shard;
+  /** Patterns of --target/--probe that match no name while others did (a typo among good ones): said, not fatal. */
+  warnings: string[];
 }
 
 export interface PlanOptions {
@@ -63,20 +66,23 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
     }
   }
   if (cells.length === 0) {
-    const filters = [
-      options.targets?.length ? `--target ${options.targets.join(',')}` : '',
-      options.probes?.length ? `--probe ${options.probes.join(',')}` : '',
-    ].filter(Boolean);
+    const targetNames = matrix.targets.map((t) => t.name);
+    const probeNames = [...new Set(matrix.targets.flatMap((t) => t.probes))];
+    const filters = [filterWords('--target', 'target', options.targets, targetNames), filterWords('--probe', 'probe', options.probes, probeNames)].filter(Boolean);
     throw new CudamatrixError(
       'NO_CELLS',
-      `no cell of ${matrix.file} matches ${filters.join(' and ') || 'the matrix'}; targets: ${matrix.targets.map((t) => t.name).join(', ')}; ` +
-        `probes: ${[...new Set(matrix.targets.flatMap((t) => t.probes))].join(', ')}; run "cudamatrix plan" to list the cells`,
+      `no cell of ${matrix.file} matches ${filters.join(' and ') || 'the matrix'}; targets: ${targetNames.join(', ')}; ` +
+        `probes: ${probeNames.join(', ')}; run "cudamatrix plan" to list the cells`,
     );
   }
   const shard = options.shard ? parseShard(options.shard) : undefined;
   if (shard) cells = shardCells(matrix, cells, shard);
   const names = new Set(cells.map((c) => c.target));
-  return { matrix, cells, shard, targets: matrix.targets.filter((t) => names.has(t.name)) };
+  const warnings = [
+    ...unmatched('--target', 'target', options.targets, matrix.targets.map((t) => t.name)),
+    ...unmatched('--probe', 'probe', options.probes, [...new Set(matrix.targets.flatMap((t) => t.probes))]),
+  ];
+  return { matrix, cells, shard, targets: matrix.targets.filter((t) => names.has(t.name)), warnings };
 }
 
 /** How long a cell is expected to take (sysinfo runs on every target anyway). */
@@ -122,8 +128,29 @@ function hostOf(t: Target): string {
   }
 }
 
+function globList(globs: string[] | undefined): string[] {
+  return (globs ?? []).flatMap((g) => g.split(',')).map((g) => g.trim()).filter(Boolean);
+}
+
+/** "--probe pinnedvram (did you mean "pinned-vram"?)": each pattern that matches no name gets the closest one. */
+function filterWords(flag: string, what: string, globs: string[] | undefined, names: string[]): string {
+  const list = globList(globs);
+  if (list.length === 0) return '';
+  const hints = unmatched(flag, what, globs, names).filter((h) => h.includes('did you mean')).map((h) => h.slice(flag.length + 1));
+  return `${flag} ${list.join(',')}${hints.length ? ` (${hints.join('; ')})` : ''}`;
+}
+
+/** '--probe "cudagraph" matches no probe (did you mean "cuda-graph"?)' for each pattern that matches no name. */
+function unmatched(flag: string, what: string, globs: string[] | undefined, names: string[]): string[] {
+  return globList(globs).flatMap((g) => {
+    if (names.some((n) => picomatch(g)(n))) return [];
+    const hint = closestName(g, names);
+    return [`${flag} "${g}" matches no ${what}${hint ? ` (did you mean "${hint}"?)` : ''}`];
+  });
+}
+
 function globMatcher(globs: string[] | undefined): (name: string) => boolean {
-  const list = (globs ?? []).flatMap((g) => g.split(',')).map((g) => g.trim()).filter(Boolean);
+  const list = globList(globs);
   if (list.length === 0) return () => true;
   const matchers = list.map((g) => picomatch(g));
   return (name) => matchers.some((m) => m(name));

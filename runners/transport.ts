@@ -87,6 +87,24 @@ export interface ConnectContext {
   binaryFor?(platform: Platform, arch: string): Promise<{ path: string; hash: string }>;
   /** Progress of long steps (an image build), a line at a time. */
   onProgress?(message: string): void;
+  /** A host key that accept-new wrote to a known_hosts file (told once per key, as it is written). */
+  onHostKeyAdded?(added: HostKeyAdded): void;
+}
+
+/** A host key written to known_hosts by accept-new (runners/ssh/known-hosts.ts makes them). */
+export interface HostKeyAdded {
+  /** The known_hosts name: "gpu-box", "[gpu-box]:2222". */
+  host: string;
+  /** As OpenSSH names it: ED25519, ECDSA, RSA. */
+  keyType: string;
+  /** SHA256:..., as ssh-keygen -l shows it. */
+  fingerprint: string;
+  file: string;
+}
+
+/** As OpenSSH says it, with the fingerprint too, so that a CI log shows which key was trusted. */
+export function hostKeyAddedMessage(a: HostKeyAdded): string {
+  return `Permanently added '${a.host}' (${a.keyType}, ${a.fingerprint}) to ${a.file}`;
 }
 
 /** Opens a session on a target of one transport kind. */
@@ -106,6 +124,12 @@ export interface TransportKind<Options = unknown> {
   chainable: boolean;
   /** The host these options reach ("ssh:gpu-box:22"); defaults to the kind's name. */
   hostKey?(options: Options): string;
+  /**
+   * Options that name a file on this machine. The loader resolves a relative one against the
+   * matrix file's folder and refuses a missing one at its line; "created" files (known_hosts)
+   * may be missing when host keys are accepted (accept-new), which creates them.
+   */
+  localFiles?: Record<string, 'existing' | 'created'>;
   load(): Promise<Connect<Options>>;
 }
 

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { catalogue } from '../probes/catalogue.ts';
 import { readEventLog } from '../events/events.ts';
 import { runCli, startCli, whenOutput } from './cli.ts';
-import { hasCommand, tempDir, validateJunit } from './helpers.ts';
+import { hasCommand, repoRoot, tempDir, validateJunit } from './helpers.ts';
 
 const noGpuHere = !hasCommand('nvidia-smi', ['-L']);
 
@@ -152,6 +152,14 @@ describe('cudamatrix command line', () => {
     [['run', '--concurrency', '0'], '--concurrency needs a whole number of at least 1'],
     [['frobnicate'], "unknown command 'frobnicate'"],
     [['run', '--colour'], "unknown option '--colour'"],
+    // Typos get the name they were probably meant to be (issue 20).
+    [['run', '-p', 'pinnedvram'], '"pinnedvram" matches no probe (did you mean "pinned-vram"?)'],
+    [['plan', '-t', 'lcal'], '"lcal" matches no target (did you mean "local"?)'],
+    [['run', '--reporter', 'jsn'], '--reporter "jsn": did you mean "json"?'],
+    [['doctor', '--targt', 'x'], '(Did you mean --target?)'],
+    [['gha', 'matrx'], '(Did you mean matrix?)'],
+    [['gha', 'matrix', '--shard', '2'], '(Did you mean --shards?)'],
+    [['doctor', '--target', 'locl'], 'no target "locl" in matrix/default.yaml (did you mean "local"?)'],
   ])('exits 2 on %j', async (args, message) => {
     const r = await runCli(args);
     expect(r.code).toBe(2);
@@ -165,6 +173,16 @@ describe('cudamatrix command line', () => {
     for (const text of ['--matrix <file>', '--target <glob>', '--shard <i/n>', '--strict', '--junit <file>', '--reporter <name[:path]>', 'Exit status:', '130  interrupted']) {
       expect(r.stdout).toContain(text);
     }
+  });
+
+  it("names the record files in record --help as record writes them, the container part included (issue 20)", async () => {
+    const r = await runCli(['record', '--help']);
+    const pattern = /<dir>\/(driver-<version>\/\S+\.json)/.exec(r.stdout.replace(/\s+/g, ' '))?.[1];
+    expect(pattern).toBe('driver-<version>/<environment>-<gpu>[-<container>]-<date>-<id>.json');
+    const asRegex = new RegExp(`^${pattern!.replace(/[.]/g, '\\.').replace(/\[-<container>\]/, '(-[a-z0-9.-]+)?').replace(/<date>/, '\\d{4}-\\d{2}-\\d{2}').replace(/<[a-z]+>/g, '[a-z0-9.-]+')}$`);
+    const committed = readdirSync(path.join(repoRoot, 'results', 'records')).filter((d) => d.startsWith('driver-')).flatMap((d) => readdirSync(path.join(repoRoot, 'results', 'records', d)).filter((f) => f.endsWith('.json')).map((f) => `${d}/${f}`));
+    expect(committed.some((f) => f.includes('-docker-'))).toBe(true);
+    for (const f of committed) expect(f).toMatch(asRegex);
   });
 
   it('lists probes with their facts', async () => {

@@ -258,10 +258,13 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     expect(r.stdout).toContain(`(cudamatrix-probe:`);
     expect(r.stdout).toContain(` on ${testDockerHost}: engine reached, container started`);
     expect(r.stdout).not.toMatch(/host key|authenticat/i);
-    // No NVIDIA driver in the container: a ✗, so a non-zero exit, and what to fix.
-    expect(r.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
-    expect(r.stdout).toMatch(/To fix:\n {2}driver\s+install the NVIDIA driver/);
-    expect(r.code).toBe(3);
+    // The transport in words, not JSON (issue 20).
+    expect(r.stdout).toMatch(new RegExp(`^i transport +docker \\(base ${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, gpus none\\)$`, 'm'));
+    // gpus: none asks for no GPU: no driver there is what was asked, not a fault to fix (issue 20).
+    expect(r.stdout).toMatch(/^i driver +none, as asked: the target requests no GPU \(gpus: none in the matrix\)/m);
+    expect(r.stdout).not.toMatch(/NVIDIA Container Toolkit|✗/);
+    expect(r.stdout).toContain('it asks for no GPU (gpus: none)');
+    expect(r.code).toBe(0);
     expect(docker(['ps', '-aq', '--filter', 'label=cudamatrix.target=doctor-docker']).trim()).toBe('');
   });
 });

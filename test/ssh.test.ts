@@ -170,6 +170,17 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const accepted = await runMatrix(file, dir2, ['--accept-new']);
     expect(accepted.code).toBe(0);
     expect(readFileSync(kh, 'utf8')).toBe(`[127.0.0.1]:${sshd.ports[0]} ${sshd.hostKeyPub}\n`);
+    // Said as OpenSSH says it, with the fingerprint ssh-keygen shows, on stderr and in the log.
+    const fp = execFileSync('ssh-keygen', ['-lf', '-'], { input: sshd.hostKeyPub, encoding: 'utf8' }).split(' ')[1]!;
+    const added = `Permanently added '[127.0.0.1]:${sshd.ports[0]}' (ED25519, ${fp}) to ${kh}`;
+    expect(accepted.stderr).toContain(`new-host: ${added}`);
+    expect(accepted.stdout).not.toContain('Permanently added');
+    const ready = accepted.events.find((e) => e.type === 'target-ready');
+    expect(ready).toMatchObject({ hostKeysAdded: [{ host: `[127.0.0.1]:${sshd.ports[0]}`, keyType: 'ED25519', fingerprint: fp, file: kh }] });
+    // A key already known is not added again, and nothing is said.
+    const again = await runMatrix(file, tempDir(), ['--accept-new']);
+    expect(again.stderr).not.toContain('Permanently added');
+    expect(again.events.find((e) => e.type === 'target-ready')).not.toHaveProperty('hostKeysAdded');
   });
 
   it('when sshd is killed in the middle of a run: that target\'s remaining cells are errors, the others finish, nothing is left behind', async () => {

@@ -221,8 +221,10 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
   struct Level {
     double prefill, bytes, cap;
     bool failed;
+    double freeVram;
   };
   std::vector<Level> levels;
+  std::vector<std::pair<double, double>> freeAt;  // (prefill %, free VRAM after the pre-fill)
   std::vector<double> plainB, resetB, plainMs, resetMs;
   bool runtimeTried = false;
   for (const Json& m : r.metrics) {
@@ -230,8 +232,9 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
     std::string name = m.str("name");
     bool have = m.at("value").kind == Json::Number;
     if (a.str("api") == "driver" && name == "ceiling_bytes" && have) {
-      levels.push_back({a.num("prefill_percent", 0), m.num("value"), a.num("cap_bytes", 0), a.str("stopped_by") == "allocation-failure"});
+      levels.push_back({a.num("prefill_percent", 0), m.num("value"), a.num("cap_bytes", 0), a.str("stopped_by") == "allocation-failure", -1});
     }
+    if (a.str("api") == "driver" && name == "free_vram_bytes" && have) freeAt.emplace_back(a.num("prefill_percent", 0), m.num("value"));
     if (a.str("api") == "runtime") {
       runtimeTried = true;
       bool isReset = a.str("variant") == "reset";
@@ -239,7 +242,13 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
       if (name == "chunk_alloc_ms" && have) (isReset ? resetMs : plainMs).push_back(m.num("value"));
     }
   }
+  for (Level& l : levels) {
+    for (const auto& f : freeAt) if (f.first == l.prefill) l.freeVram = f.second;
+  }
   std::sort(levels.begin(), levels.end(), [](const Level& x, const Level& y) { return x.prefill < y.prefill; });
+  // A level that pinned more than the VRAM left free shows the ceiling does not follow free VRAM,
+  // even when no pin failed (pinned memory is host memory there).
+  auto beyond = std::find_if(levels.begin(), levels.end(), [](const Level& l) { return !l.failed && l.freeVram >= 0 && l.bytes > l.freeVram; });
   if (levels.empty()) {
     emitFact(probe, "limited_by", "null", Obj(), "no ceiling was measured");
   } else {
@@ -250,9 +259,12 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
   bool anyFailure = std::any_of(levels.begin(), levels.end(), [](const Level& l) { return l.failed; });
   if (levels.size() < 2) {
     emitFact(probe, "tracks_free_vram", "null", Obj(), "needs the ceiling at two or more pre-fill levels");
+  } else if (!anyFailure && beyond != levels.end()) {
+    emitFact(probe, "tracks_free_vram", "false",
+             Obj().num("ceiling_bytes", beyond->bytes).num("free_vram_bytes", beyond->freeVram).num("prefill_percent", beyond->prefill));
   } else if (!anyFailure) {
     emitFact(probe, "tracks_free_vram", "null", Obj().num("cap_bytes", levels.front().cap),
-             "every level stopped at the safety cap before pinning failed; raise max_gib/max_fraction to find the real ceiling");
+             "every level stopped at the safety cap (the lower of max_gib and max_fraction of the available memory) before pinning failed or exceeded the free VRAM; raise max_gib/max_fraction to find the real ceiling");
   } else {
     bool tracks = levels.back().bytes < 0.75 * levels.front().bytes;
     emitFact(probe, "tracks_free_vram", tracks ? "true" : "false",

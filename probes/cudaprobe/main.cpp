@@ -54,7 +54,7 @@ const std::vector<ProbeInfo>& probes() {
       {"multi-process-pinned", "whether several processes pinning at once add up (C14)", "linux,windows", "processes=2;size_gib=1",
        runMultiProcessPinned},
       {"pinned-ceiling", "how much can be pinned, against free VRAM and with cudaDeviceReset first (C11, C12)", "linux,windows",
-       "chunk_mib=256;max_gib=1;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2", runPinnedCeiling},
+       "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2", runPinnedCeiling},
       {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory (C8)", "linux,windows",
        "sizes_mib=1,16,256,1024;repetitions=20;warmup=2", runTransferBandwidth},
       {"event-timing", "the resolution of cuEventElapsedTime (C7)", "linux,windows", "targets_us=1,2,5,10,20;repetitions=50", runEventTiming},

@@ -324,7 +324,7 @@ bool measureCeiling(ProbeContext& ctx, Recorded& rec, const std::string& api, do
   full.num("cap_bytes", cap).str("stopped_by", stoppedByFailure ? "allocation-failure" : "safety-cap");
   if (stoppedByFailure) full.str("failure", a.str("error"));
   keep(emitMetric(ctx.probe, "ceiling_bytes", a.num("bytes"), "bytes", full));
-  if (freeVram >= 0) emitMetric(ctx.probe, "free_vram_bytes", freeVram, "bytes", attrs);
+  if (freeVram >= 0) keep(emitMetric(ctx.probe, "free_vram_bytes", freeVram, "bytes", attrs));
   if (a.num("ms_median", -1) >= 0) keep(emitMetric(ctx.probe, "chunk_alloc_ms", a.num("ms_median"), "ms", attrs));
   p.ask("free", a, error);  // released before exit as well as by it
   p.finish();

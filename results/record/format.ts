@@ -108,7 +108,7 @@ export function sameObservation(a: BehaviourRecord, b: BehaviourRecord): boolean
   return [...names].every((n) => a.facts[n]?.value === b.facts[n]?.value);
 }
 
-/** The record's file, relative to results/records/: driver-<version>/<environment>-<gpu>-<date>-<id>.json. */
+/** The record's file, relative to results/records/: driver-<version>/<environment>-<gpu>[-<container>]-<date>-<id>.json. */
 export function recordPath(r: BehaviourRecord): string {
   const slug = (s: string) =>
     s

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { formatValue } from '../../core/units.ts';
 import { readEventLog, type RunEvent, type RunStartEvent } from '../../events/events.ts';
-import { cell, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
+import { cell, runEnd, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
 import { metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
 import { repoRoot, tempDir } from '../../test/helpers.ts';
 import { noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../../test/live-and-merged.ts';
@@ -198,10 +198,62 @@ describe.each(twice(wsl1))('console: a target that cannot run probes by its natu
   it('says it is skipped and why, as a skip and not as an error, and exits 0', () => {
     expect(text).toContain(`  - wsl1 skipped: WSL_VERSION_1: ${why}\n`);
     expect(text).toContain(`- [1/2] wsl1/sysinfo skipped in 0 ms: WSL_VERSION_1: ${why}`);
-    expect(text).toContain(`  skipped: sysinfo, pinned-vram — WSL_VERSION_1: ${why}`);
+    expect(text).toContain(`  skipped (2): sysinfo, pinned-vram — WSL_VERSION_1: ${why}`);
     expect(text).not.toMatch(/✗|target error|No usable NVIDIA driver/);
     expect(text).toContain('Nothing was measured: every probe was skipped.');
     expect(text).toContain('Exit status: 0');
+  });
+});
+
+// Issue 20, defect 6: two targets without a driver (one also skips a Windows-only probe), and an
+// unreachable one with several expectations.
+const noDriver = 'no NVIDIA driver found: the CUDA driver library could not be loaded (libcuda.so.1: cannot open shared object file)';
+const unreachable = `cannot reach root@gpu-box:22: ${'connect ECONNREFUSED 10.0.0.5:22 '.repeat(10).trim()}`;
+const littleMeasured: RunEvent[] = [
+  runStart({ all: [{ fact: 'sysinfo.os_family', equals: 'linux' }, { fact: 'cuda-graph.supported', equals: true }, { fact: 'managed-memory.roundtrip_ok', equals: true }] }, [
+    ...['a', 'b'].flatMap((t) => ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry'].map((p) => `${t}/${p}`)),
+    'down/cuda-graph',
+    'down/managed-memory',
+  ]),
+  ...['a', 'b'].flatMap((t) => [
+    targetStart(t, [], 'auto', ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry']),
+    { type: 'target-ready', target: t, time: '2026-11-29T12:00:00.050Z', session: 'local', platform: 'linux', arch: 'x86_64', probe: { hash: 'h', built: false } } as RunEvent,
+    cell(t, 'sysinfo', 'skipped', sysinfo({ os_family: 'linux', environment: 'linux', driver_found: false }), { reason: noDriver }),
+    ...['cuda-graph', 'managed-memory'].map((p) => cell(t, p, 'skipped', [], { reason: noDriver })),
+    cell(t, 'windows-registry', 'skipped', [], { reason: 'this probe runs on windows only' }),
+  ]),
+  targetStart('down', [], 'auto', ['cuda-graph', 'managed-memory']),
+  { type: 'target-error', target: 'down', time: '2026-11-29T12:00:00.100Z', code: 'TARGET_UNREACHABLE', message: unreachable },
+  ...['cuda-graph', 'managed-memory'].map((p) => cell('down', p, 'error', [], { reason: unreachable, errorCode: 'TARGET_UNREACHABLE', durationMs: 0 })),
+  runEnd,
+];
+
+describe('console: when little was measured (issue 20)', () => {
+  const { text } = render(littleMeasured);
+  const count = (needle: string) => text.split(needle).length - 1;
+
+  it('says a reason once per target in the live lines; the cells after point to the first', () => {
+    expect(count(`skipped in 120 ms: ${noDriver}`)).toBe(2);
+    expect(text).toContain('[2/10] a/cuda-graph skipped in 120 ms (the same reason as a/sysinfo)');
+    expect(text).toContain('b/managed-memory skipped in 120 ms (the same reason as b/sysinfo)');
+    expect(text).toContain(`  skipped (3): sysinfo, cuda-graph, managed-memory — ${noDriver}`);
+  });
+
+  it('gives the unreachable target\'s reason once for its expectations, not once each', () => {
+    expect(text).toMatch(/down: 2 expectations not judged, all for one reason — TARGET_UNREACHABLE: cannot reach root@gpu-box:22/);
+    expect(text).toContain('which:     cuda-graph.supported == true [all]; managed-memory.roundtrip_ok == true [all]');
+    const notMetPart = text.slice(text.indexOf('Expectations not met:'), text.indexOf('target  '));
+    expect(notMetPart.split(unreachable).length - 1).toBe(1);
+  });
+
+  it('lists why nothing was measured without the platform skips, once with its count of targets', () => {
+    const nothing = littleMeasured.filter((e) => !('target' in e) || e.target !== 'down');
+    const { text: end } = render(nothing);
+    expect(end).toContain(`  reason (2 targets): ${noDriver}`);
+    expect(end).not.toMatch(/reason.*runs on windows only/);
+    // sysinfo.os_family was judged (sysinfo reports it without a driver): said, so that "every probe was skipped" does not read as a contradiction.
+    expect(end).toMatch(/Expectations: 2 passed, 0 failed/);
+    expect(end).toContain('No usable NVIDIA driver was found on any target: nothing was measured, and every probe was skipped (sysinfo still reported what it sees without one: the 2 expectations judged are on those facts).');
   });
 });
 

@@ -109,6 +109,9 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
     clearProgress();
   };
 
+  /** The first cell that gave each (target, outcome, reason): later ones name it instead of repeating it. */
+  const saidFirst = new Map<string, string>();
+
   return {
     name: 'console',
     onMessage(text: string) {
@@ -153,7 +156,12 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           // (those are summed up once at the end).
           if (!e.planned || e.status === 'not-run') break;
           done++;
-          const why = e.status === 'passed' ? '' : `: ${e.errorCode && !(e.reason ?? '').includes(e.errorCode) ? `${e.errorCode}: ` : ''}${e.reason ?? ''}`;
+          const reason = e.status === 'passed' ? '' : cellWhy(e);
+          // A reason is said once per target; the cells after it that end the same way point to it.
+          const key = `${e.target}\n${e.status}\n${reason}`;
+          const first = reason ? saidFirst.get(key) : undefined;
+          if (reason && !first) saidFirst.set(key, e.cell);
+          const why = !reason ? '' : first ? ` (the same reason as ${first})` : `: ${reason}`;
           say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
           break;
         }
@@ -177,25 +185,35 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       if (bad.length) {
         say('');
         say(c.bold('Expectations not met:'));
-        for (const v of bad) {
-          say(`  ${c.red(marks[v.status])} ${v.target}: ${v.title} [${v.source}] — ${v.message}`);
-          for (const [label, text] of evidenceOf(v)) say(`      ${c.dim(`${label}:`.padEnd(10))} ${text}`);
+        for (const g of groupVerdicts(bad)) {
+          if (g.verdicts.length === 1) {
+            const v = g.verdicts[0]!;
+            say(`  ${c.red(marks[v.status])} ${v.target}: ${v.title} [${v.source}] — ${v.message}`);
+            for (const [label, text] of evidenceOf(v)) say(`      ${c.dim(`${label}:`.padEnd(10))} ${text}`);
+          } else {
+            // Expectations that could not be judged for one reason (an unreachable target): the reason once.
+            const titles = g.verdicts.map((v) => `${v.title} [${v.source}]`).join('; ');
+            say(`  ${c.red(marks[g.status])} ${g.target}: ${g.verdicts.length} expectations not judged, all for one reason — ${g.reason}`);
+            say(`      ${c.dim('which:'.padEnd(10))} ${titles}`);
+          }
         }
       }
       say('');
       say(table(summary.targets));
       if (summary.nothingMeasured) {
-        const reasons = [...new Set(summary.targets.flatMap((t) => t.cells.filter((x) => x.planned && x.status === 'skipped').map((x) => x.reason ?? '')))];
         say('');
+        const judged = summary.counts.verdicts.passed + summary.counts.verdicts.failed;
+        // Said when expectations were judged all the same: sysinfo reports the OS and the environment without a driver.
+        const facts = judged ? ` (sysinfo still reported what it sees without one: the ${judged} expectation${judged === 1 ? '' : 's'} judged are on those facts)` : '';
         // "No driver" only when no target was skipped for what it is (a WSL 1 distribution).
         say(
           c.yellow(
             summary.targets.some((t) => t.skipped)
-              ? 'Nothing was measured: every probe was skipped.'
-              : `No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped.`,
+              ? `Nothing was measured: every probe was skipped${facts}.`
+              : `No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped${facts}.`,
           ),
         );
-        for (const r of reasons.slice(0, 3)) say(`  reason: ${r}`);
+        for (const r of skipReasons(summary.targets).slice(0, 3)) say(`  reason${r.targets > 1 ? ` (${r.targets} targets)` : ''}: ${r.reason}`);
       }
       const notRun = summary.counts.cells['not-run'] ?? 0;
       if (notRun > 0) {
@@ -248,7 +266,7 @@ function targetBlock(t: TargetResult, c: Colors): string[] {
   // The cells that did not pass, one line per outcome and reason.
   const groups = new Map<string, { status: CellEndEvent['status']; why: string; probes: string[] }>();
   for (const cell of planned.filter((x) => x.status !== 'passed')) {
-    const why = `${cell.errorCode && !(cell.reason ?? '').includes(cell.errorCode) ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`;
+    const why = cellWhy(cell);
     const key = `${cell.status}\n${why}`;
     const g = groups.get(key) ?? { status: cell.status, why, probes: [] };
     g.probes.push(cell.probe);
@@ -256,7 +274,8 @@ function targetBlock(t: TargetResult, c: Colors): string[] {
   }
   for (const g of groups.values()) {
     const paint = g.status === 'skipped' ? c.yellow : g.status === 'cancelled' ? c.magenta : c.red;
-    rows.push(`  ${paint(`${g.status}:`)} ${g.probes.join(', ')}${g.why ? c.dim(` — ${g.why}`) : ''}`);
+    const count = g.probes.length > 1 ? ` (${g.probes.length})` : '';
+    rows.push(`  ${paint(`${g.status}${count}:`)} ${g.probes.join(', ')}${g.why ? c.dim(` — ${g.why}`) : ''}`);
   }
   if (t.error && !planned.some((x) => x.errorCode === t.error!.code)) rows.push(`  ${c.red('target error:')} ${t.error.code}: ${t.error.message}`);
   const width = Math.min(44, Math.max(0, ...rows.map((r) => (typeof r === 'string' ? 0 : r[0].length))));
@@ -264,6 +283,46 @@ function targetBlock(t: TargetResult, c: Colors): string[] {
     c.bold(`${t.name}: what the driver does`),
     ...rows.map((r) => (typeof r === 'string' ? r : `  ${r[0].padEnd(width)}  ${r[1]}`)),
   ];
+}
+
+/** Why a cell did not pass: its reason, led by its error code when the reason does not name it. */
+function cellWhy(cell: CellEndEvent): string {
+  return `${cell.errorCode && !(cell.reason ?? '').includes(cell.errorCode) ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`;
+}
+
+/**
+ * Why nothing was measured: each reason once, with how many targets gave it. A probe skipped
+ * because it is for another platform (windows-registry on Linux) is no such reason.
+ */
+export function skipReasons(targets: TargetResult[]): { reason: string; targets: number }[] {
+  const count = new Map<string, Set<string>>();
+  for (const t of targets) {
+    const platform = t.ready?.platform ?? (typeof t.sysinfo.os_family === 'string' ? t.sysinfo.os_family : undefined);
+    for (const cell of t.cells.filter((x) => x.planned && x.status === 'skipped')) {
+      const platforms = probeSpec(cell.probe)?.platforms;
+      if (platform && platforms && !platforms.includes(platform as never)) continue;
+      const reason = cell.reason ?? '';
+      count.set(reason, (count.get(reason) ?? new Set()).add(t.name));
+    }
+  }
+  return [...count].map(([reason, names]) => ({ reason, targets: names.size }));
+}
+
+/**
+ * Failed and unjudged expectations, those of one target that failed for one reason (its probes
+ * all failed the same way, the target unreachable) together: the reason is said once.
+ */
+function groupVerdicts(bad: Verdict[]): { target: string; status: Verdict['status']; reason: string; verdicts: Verdict[] }[] {
+  const groups = new Map<string, { target: string; status: Verdict['status']; reason: string; verdicts: Verdict[] }>();
+  for (const v of bad) {
+    // "probe X failed: CODE: ..." differs only by its probe when the target is the cause.
+    const reason = v.status === 'error' ? v.message.replace(/^probe \S+ failed: /, '') : v.message;
+    const key = v.status === 'error' ? `${v.target}\n${reason}` : `${v.target}\n${v.title}\n${groups.size}`;
+    const g = groups.get(key) ?? { target: v.target, status: v.status, reason, verdicts: [] };
+    g.verdicts.push(v);
+    groups.set(key, g);
+  }
+  return [...groups.values()];
 }
 
 function factValue(v: Scalar): string {

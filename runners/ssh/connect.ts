@@ -8,7 +8,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
 import ssh2, { type AnyAuthMethod, type Client, type ConnectConfig } from 'ssh2';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
-import { appendKnownHost, checkHostKey, fingerprint, hostKeyAlgorithmsFor, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
+import type { HostKeyAdded } from '../transport.ts';
+import { appendKnownHost, checkHostKey, fingerprint, hostKeyAdded, hostKeyAlgorithmsFor, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
 import { resolveEndpoint, SSH_ENV, sshEnv, type Endpoint, type SshConnectOptions } from './endpoint.ts';
 import { parseJumpHop } from './ssh-config.ts';
 
@@ -80,7 +81,7 @@ class HostKeyRefusal extends Error {
 }
 
 /** Checks the offered host key; accept-new records an unknown host. Returns a refusal or undefined. */
-function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new', host: string, port: number): HostKeyRefusal | undefined {
+function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new', host: string, port: number, onAdded?: (a: HostKeyAdded) => void): HostKeyRefusal | undefined {
   const entries = readKnownHosts(e.knownHostsFiles);
   const check = checkHostKey(entries, host, port, key);
   const offered = `${keyTypeOf(key)} ${fingerprint(key)}`;
@@ -107,6 +108,7 @@ function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new'
     case 'unknown':
       if (policy === 'accept-new') {
         appendKnownHost(e.knownHostsFiles[0]!, host, port, key);
+        onAdded?.(hostKeyAdded(e.knownHostsFiles[0]!, host, port, key));
         return undefined;
       }
       return new HostKeyRefusal(
@@ -152,7 +154,7 @@ export function attemptsSummary(codes: (string | undefined)[], elapsedMs: number
 
 const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
-function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'strict' | 'accept-new', sock?: Duplex): Promise<Client> {
+function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'strict' | 'accept-new', sock?: Duplex, onAdded?: (a: HostKeyAdded) => void): Promise<Client> {
   // The key types known for this host are asked for first, as OpenSSH does: otherwise a host
   // known by its ECDSA key would show its ed25519 key (ssh2's first choice) and be refused.
   const knownAlgorithms = hostKeyAlgorithmsFor(readKnownHosts(e.knownHostsFiles), e.host, e.port);
@@ -191,7 +193,7 @@ function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'str
       authHandler: [...auth.methods],
       algorithms: knownAlgorithms ? { serverHostKey: knownFirst(knownAlgorithms) } : undefined,
       hostVerifier: (key: Buffer) => {
-        refusal = verifyHostKey(e, key, policy, e.host, e.port);
+        refusal = verifyHostKey(e, key, policy, e.host, e.port, onAdded);
         return refusal === undefined;
       },
     };
@@ -226,7 +228,10 @@ export interface OpenedConnection {
 }
 
 /** Connects (through ProxyJump hops), retrying connection failures only, with backoff. */
-export async function openConnection(o: SshConnectOptions, ctx: { acceptNewHostKeys?: boolean; signal?: AbortSignal } = {}): Promise<OpenedConnection> {
+export async function openConnection(
+  o: SshConnectOptions,
+  ctx: { acceptNewHostKeys?: boolean; signal?: AbortSignal; onHostKeyAdded?: (a: HostKeyAdded) => void } = {},
+): Promise<OpenedConnection> {
   const e = resolveEndpoint(o);
   const policy = ctx.acceptNewHostKeys ? 'accept-new' : (o.hostKeyPolicy ?? 'strict');
   const auth = authFor(o, e);
@@ -242,14 +247,14 @@ export async function openConnection(o: SshConnectOptions, ctx: { acceptNewHostK
         const j = parseJumpHop(hop);
         const jumpOptions: SshConnectOptions = { ...o, host: j.host, port: j.port, user: j.user, proxyJump: undefined, identityFile: o.identityFile };
         const je = resolveEndpoint(jumpOptions);
-        const jc = await connectOnce(je, jumpOptions, authFor(jumpOptions, je), policy, sock);
+        const jc = await connectOnce(je, jumpOptions, authFor(jumpOptions, je), policy, sock, ctx.onHostKeyAdded);
         jumps.push(jc);
         sock = undefined;
         // The next hop (or the target) is reached through this one.
         const next = jumps.length < e.jumps.length ? parseJumpHop(e.jumps[jumps.length]!) : { host: e.host, port: e.port };
         sock = await forwardOut(jc, resolveEndpoint({ ...o, host: next.host, port: next.port, proxyJump: undefined }).host, next.port ?? 22);
       }
-      const client = await connectOnce(e, o, auth, policy, sock);
+      const client = await connectOnce(e, o, auth, policy, sock, ctx.onHostKeyAdded);
       return { client, endpoint: e, jumps };
     } catch (error) {
       for (const j of jumps) j.end();

@@ -9,6 +9,7 @@ import { createHash, createHmac } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { makeDir } from '../../core/fs.ts';
+import type { HostKeyAdded } from '../transport.ts';
 import { sshGlob } from './glob.ts';
 
 export interface KnownHost {
@@ -71,6 +72,19 @@ export function matchesHost(entry: KnownHost, host: string, port: number): boole
 /** OpenSSH's fingerprint: SHA256, base64 without padding. */
 export function fingerprint(keyBlob: Buffer): string {
   return `SHA256:${createHash('sha256').update(keyBlob).digest('base64').replace(/=+$/, '')}`;
+}
+
+/** The key type as OpenSSH names it in messages: ED25519, ECDSA, RSA (the wire name otherwise). */
+export function keyTypeLabel(keyBlob: Buffer): string {
+  const type = keyTypeOf(keyBlob);
+  if (type === 'ssh-ed25519') return 'ED25519';
+  if (type.startsWith('ecdsa-sha2-')) return 'ECDSA';
+  if (type === 'ssh-rsa' || type.startsWith('rsa-sha2-')) return 'RSA';
+  return type;
+}
+
+export function hostKeyAdded(file: string, host: string, port: number, keyBlob: Buffer): HostKeyAdded {
+  return { host: hostToken(host, port), keyType: keyTypeLabel(keyBlob), fingerprint: fingerprint(keyBlob), file };
 }
 
 /** The key type inside an SSH wire-format public key ("ssh-ed25519"). */

@@ -6,7 +6,8 @@ import { resolveEndpoint, type SshConnectOptions } from './endpoint.ts';
 const seconds = z.number().positive().max(3600);
 
 /**
- * A file on this machine. cudamatrix expands "~/" but not "~user/" (which OpenSSH would): such
+ * A file on this machine; a relative path is taken from the matrix file's folder, and a missing
+ * file is refused at load (matrix/load.ts). cudamatrix expands "~/" but not "~user/" (which OpenSSH would): such
  * a path could only fail when the target connects, so it is refused when the matrix is loaded.
  */
 const localFile = z
@@ -80,14 +81,14 @@ export const sshOptions = z.strictObject({
   host: hostName.describe('Host name, address, or a Host alias from ~/.ssh/config (the user and the port go in user: and port:)'),
   port: z.number().int().min(1).max(65535).optional(),
   user: z.string().min(1).optional(),
-  identityFile: identityFile.optional().describe('Private key file, not the .pub (default: ~/.ssh/config, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)'),
+  identityFile: identityFile.optional().describe('Private key file, not the .pub; a relative path is taken from the matrix file\'s folder (default: ~/.ssh/config, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)'),
   passphraseEnv: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable')
     .optional()
     .describe('Environment variable holding the identity file\'s passphrase (never the passphrase itself)'),
   agent: z.boolean().optional().describe('Use ssh-agent ($SSH_AUTH_SOCK) too (default true)'),
-  knownHosts: localFile.optional().describe('known_hosts file (default: ~/.ssh/config, then ~/.ssh/known_hosts)'),
+  knownHosts: localFile.optional().describe('known_hosts file; a relative path is taken from the matrix file\'s folder; created by accept-new when missing (default: ~/.ssh/config, then ~/.ssh/known_hosts)'),
   hostKeyPolicy: z.enum(['strict', 'accept-new']).optional().describe('strict (default): unknown hosts are refused; accept-new: recorded on first use'),
   sshConfig: z.union([localFile, z.literal(false)]).optional().describe('ssh_config file for aliases (default ~/.ssh/config; false: none)'),
   proxyJump: z.string().min(1).optional().describe('Jump hosts, as ssh -J takes them: user@host:port,...'),
@@ -111,6 +112,7 @@ export const sshKind: KindOptions<SshOptions> = {
   description: 'a host reached over SSH (OpenSSH server on Linux or Windows)',
   options: sshOptions,
   chainable: false,
+  localFiles: { identityFile: 'existing', sshConfig: 'existing', knownHosts: 'created' },
   hostKey(o) {
     return `ssh:${resolveEndpoint(connectOptions(o)).label}`;
   },

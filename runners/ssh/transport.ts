@@ -20,7 +20,7 @@ export const connectSsh: Connect<SshOptions> = async (o, context) => {
   const key = poolKey(o);
   let entry = pool.get(key);
   if (!entry) {
-    entry = { connection: openConnection(connectOptions(o), { acceptNewHostKeys: context.acceptNewHostKeys, signal: context.signal }), refs: 0 };
+    entry = { connection: openConnection(connectOptions(o), { acceptNewHostKeys: context.acceptNewHostKeys, signal: context.signal, onHostKeyAdded: context.onHostKeyAdded }), refs: 0 };
     pool.set(key, entry);
     entry.connection.catch(() => pool.delete(key));
   }
