@@ -4,7 +4,7 @@
  * prints a stack trace for one of these.
  */
 
-/** Exit statuses of the `cudamatrix` CLI (documented in the README). */
+/** Exit statuses of the `cudamatrix` CLI (the exit table in README.md and docs/cli.md). */
 export const ExitCode = {
   ok: 0,
   expectationFailed: 1,

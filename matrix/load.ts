@@ -325,7 +325,7 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
         return branches[0]!.flatMap((inner) => mapIssue(inner, path, input, loc));
       }
       if (isTransportPath(path)) return [unknownTransport(value, make)];
-      return [make('MATRIX_TYPE', `${where} has the wrong form (${describeValue(value)})`, `see ${packageFileForDisplay('matrix', 'schema.json')} or the README for the allowed forms`)];
+      return [make('MATRIX_TYPE', `${where} has the wrong form (${describeValue(value)})`, `see ${packageFileForDisplay('matrix', 'schema.json')} or docs/matrix.md for the allowed forms`)];
     }
     case 'custom': {
       // A refinement may say what to do about it, and give a more precise code.
