@@ -186,7 +186,7 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
     say(v('environment') !== null && v('environment') !== undefined, 'environment', String(v('environment') ?? `unknown: ${why('environment')}`), environmentFix);
     if (noGpu && v('driver_found') !== true) {
       say(null, 'driver', noGpuWords);
-      return conclude(checks, write, `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (gpus: none), so only sysinfo has anything to measure there.`);
+      return conclude(checks, write, `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (gpus: none), so only sysinfo runs there (it reports the environment; its GPU facts are skipped).`);
     }
     say(v('driver_found') === true, 'driver', v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'), driverFix);
     say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'), nvmlFix);
@@ -194,7 +194,10 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
     return conclude(checks, write, `Target ${name} has everything probes need.`);
   } catch (error) {
     const code = error instanceof CudamatrixError ? error.code : 'TARGET_UNREACHABLE';
-    const fix = (code === 'TARGET_UNREACHABLE' && unreachableFix[target.hops[0]?.kind ?? '']) || fixes[code];
+    // An engine that answered "no image" was reached: its message names the fix, and the guess
+    // of why a target is unreachable (the socket, the host) would point the wrong way.
+    const reached = /has no image /.test(describeError(error));
+    const fix = reached ? undefined : (code === 'TARGET_UNREACHABLE' && unreachableFix[target.hops[0]?.kind ?? '']) || fixes[code];
     say(false, code, describeError(error), fix);
     if (fix) write(`  fix: ${fix}\n`);
     return exitCodeFor(error instanceof CudamatrixError ? error : new CudamatrixError('TARGET_UNREACHABLE', describeError(error)));

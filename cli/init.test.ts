@@ -20,6 +20,11 @@ describe('cudamatrix init', () => {
     const defaults = (await loadMatrixFile(path.join(repoRoot, 'matrix', 'default.yaml'))).expectations;
     expect((await loadMatrixFile(file)).expectations).toEqual(defaults);
 
+    // The file's own header names it (the new-user trial's init lab.yaml said cudamatrix.yaml).
+    const named = await runCli(['init', 'lab.yaml'], { cwd: dir });
+    expect(named.code, named.stderr).toBe(0);
+    expect(readFileSync(path.join(dir, 'lab.yaml'), 'utf8')).toContain('cudamatrix plan -m lab.yaml');
+
     writeFileSync(file, 'version: 1\ntargets: [{name: mine}]\n');
     const again = await runCli(['init', file]);
     expect(again.code).toBe(2);

@@ -10,9 +10,9 @@ import { packageFileForDisplay } from '../core/package-root.ts';
 
 export const DEFAULT_INIT_FILE = 'cudamatrix.yaml';
 
-export function starterMatrix(): string {
+export function starterMatrix(file = DEFAULT_INIT_FILE): string {
   return `# A cudamatrix matrix: the targets to measure, and what to expect of them.
-# Check it with:  cudamatrix plan -m ${DEFAULT_INIT_FILE}     Run it with:  cudamatrix run -m ${DEFAULT_INIT_FILE}
+# Check it with:  cudamatrix plan -m ${file}     Run it with:  cudamatrix run -m ${file}
 # Editors validate it against ${packageFileForDisplay('matrix', 'schema.json')}; the examples are in ${packageFileForDisplay('matrix', 'examples')}.
 version: 1
 
@@ -59,7 +59,7 @@ export function initCommand(file: string | undefined): number {
   const target = path.resolve(file ?? DEFAULT_INIT_FILE);
   try {
     // "wx": refuses an existing file (or a link) in the same call that creates it.
-    writeFileSync(target, starterMatrix(), { flag: 'wx' });
+    writeFileSync(target, starterMatrix(file ?? DEFAULT_INIT_FILE), { flag: 'wx' });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') throw new CudamatrixError('USAGE', `${target} already exists; nothing was written. Name another file (cudamatrix init other.yaml), or remove that one first`);

@@ -267,6 +267,15 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     expect(r.code).toBe(0);
     expect(docker(['ps', '-aq', '--filter', 'label=cudamatrix.target=doctor-docker']).trim()).toBe('');
   });
+
+  it('doctor --target on an engine without the base names the base and its fixes, not the socket (new-user trial)', async () => {
+    const dir = tempDir();
+    const r = await runCli(['doctor', '--target', 'no-base', '-m', matrix(dir, [{ name: 'no-base', transport: inDocker({ base: 'cudamatrix-test-absent-base:1' }) }])], { env: dockerEnv() });
+    expect(r.code).toBe(3);
+    expect(r.stdout).toContain('has no image cudamatrix-test-absent-base:1');
+    // The engine answered: the guess that its socket is wrong would send the user the wrong way.
+    expect(r.stdout).not.toContain('check the endpoint');
+  });
 });
 
 describe.runIf(ready)('Docker sessions', () => {
