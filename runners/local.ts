@@ -10,7 +10,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import type { Duplex, Writable } from 'node:stream';
 import { streamProcess } from './stream.ts';
-import { supervise } from './supervise.ts';
+import { DEFAULT_MAX_OUTPUT, supervise, type ExecIo } from './supervise.ts';
 import type { ConnectContext, ExecOptions, ExecResult, Platform, Session } from './transport.ts';
 
 /**
@@ -95,9 +95,16 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
       detached: !isWindows,
       windowsHide: true,
     });
-    child.stdout?.setEncoding('utf8').on('data', io.stdout);
-    child.stderr?.setEncoding('utf8').on('data', io.stderr);
+    const decoded = options.decode ? keepBytes(options.decode, options.maxOutput ?? DEFAULT_MAX_OUTPUT, io) : undefined;
+    if (decoded) {
+      child.stdout?.on('data', decoded.stdout);
+      child.stderr?.on('data', decoded.stderr);
+    } else {
+      child.stdout?.setEncoding('utf8').on('data', io.stdout);
+      child.stderr?.setEncoding('utf8').on('data', io.stderr);
+    }
     const done = child.then((r) => {
+      decoded?.flush();
       // Not started at all (no such file, not executable): say why where its errors would go.
       if (r.failed && r.exitCode === undefined && r.signal === undefined) io.stderr(r.shortMessage ?? r.message ?? '');
       return { exitCode: r.exitCode ?? null, signal: r.signal ?? null };
@@ -129,6 +136,39 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
     }
     return { done, stop };
   });
+}
+
+/**
+ * The output kept as bytes, decoded whole at the end (ExecOptions.decode): the decoder tells the
+ * encoding from all of it, and a chunk may end inside a character. At most 4 bytes a character
+ * of the cap are kept (UTF-8's longest); past that the command is stopped as a flood.
+ */
+function keepBytes(decode: (bytes: Buffer) => string, maxChars: number, io: ExecIo) {
+  const maxBytes = 4 * maxChars;
+  const keeper = (push: (text: string) => void) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    return {
+      take: (chunk: Buffer): void => {
+        if (size >= maxBytes) return;
+        const kept = chunk.subarray(0, maxBytes - size);
+        chunks.push(kept);
+        size += kept.length;
+        if (size >= maxBytes) io.overflow();
+      },
+      flush: () => push(decode(Buffer.concat(chunks))),
+    };
+  };
+  const out = keeper(io.stdout);
+  const err = keeper(io.stderr);
+  return {
+    stdout: out.take,
+    stderr: err.take,
+    flush: () => {
+      out.flush();
+      err.flush();
+    },
+  };
 }
 
 /**
