@@ -137,7 +137,8 @@ describe('a reader that goes away (defect 2)', () => {
     expect(stderr).not.toContain('EPIPE');
     expect(r.stdout.trim()).toBe('0');
     if (args[0] === 'run') await expectResultsWritten(dir, false);
-  });
+    // 300 targets: a minute or more on a busy 2-core machine (beside two busy loops: over 60 s).
+  }, 240_000);
 });
 
 describe('signals (defects 6 and 11)', () => {
