@@ -41,6 +41,9 @@ export async function runProbe(
   return classify(probe, exec);
 }
 
+/** Why a cell that started was stopped by a cancellation (an interrupt). */
+export const CANCELLED_REASON = 'cancelled before it finished';
+
 export function classify(probe: string, exec: ExecResult): ProbeRun {
   const { records, problems } = parseProbeOutput(exec.stdout);
   const run: ProbeRun = { probe, status: 'passed', records, problems, exec };
@@ -48,7 +51,7 @@ export function classify(probe: string, exec: ExecResult): ProbeRun {
   const firstError = records.find((r) => r.type === 'error');
   const skips = records.filter((r) => r.type === 'skip');
   if (exec.cancelled) {
-    return { ...run, status: 'cancelled', reason: 'cancelled before it finished' };
+    return { ...run, status: 'cancelled', reason: CANCELLED_REASON };
   }
   if (exec.timedOut) {
     return { ...run, status: 'error', errorCode: 'PROBE_TIMEOUT', reason: `timed out after ${Math.round(exec.durationMs)} ms; the process tree was killed` };

@@ -50,6 +50,32 @@ describe('the run engine', () => {
     expect(result.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
   });
 
+  it('ends a started cell "cancelled", not "not-run", when its exec rejects during the interrupt (issue 22.6)', async () => {
+    // What a real wsl.exe does on Ctrl-C (it dies; the agent's stream ends): the running exec
+    // rejects with a transport error instead of resolving as a stopped command. A real local
+    // session; only its exec of the probe is made to fail that way once the run is cancelled.
+    const controller = new AbortController();
+    vi.mocked(connectChain).mockImplementation(async (hops, context) => {
+      const session = await realConnectChain(hops, context);
+      const exec = session.exec.bind(session);
+      session.exec = (argv, options) =>
+        argv.includes('event-timing')
+          ? new Promise((_, reject) => options?.signal?.addEventListener('abort', () => reject(new CudamatrixError('TRANSPORT_FAILED', 'the wsl.exe that runs the commands has ended')), { once: true }))
+          : exec(argv, options);
+      return session;
+    });
+    const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo, sync-latency, event-timing]}\ntargets:\n  - name: a\n', 'cancel-mid.yaml');
+    const onEvent = (e: RunEvent) => {
+      if (e.type === 'cell-start' && e.probe === 'event-timing') setImmediate(() => controller.abort());
+    };
+    const result = await executePlan(planCells(matrix), { runsDir: tempDir(), signal: controller.signal, onEvent });
+    const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end');
+    expect(cells.map((c) => `${c.cell}:${c.status}`)).toEqual(['a/sysinfo:skipped', 'a/event-timing:cancelled', 'a/sync-latency:not-run']);
+    expect(cells[1]).toMatchObject({ reason: 'cancelled before it finished', planned: true });
+    expect(result.events.some((e) => e.type === 'target-error')).toBe(false);
+    expect(result.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
+  });
+
   it('skips the cells of a target that cannot run probes by its nature (WSL_VERSION_1), and the run does not fail for it', async () => {
     const wsl1 = 'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
     vi.mocked(connectChain).mockImplementation((hops, context) =>

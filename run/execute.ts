@@ -18,7 +18,7 @@ import type { Target } from '../matrix/load.ts';
 import { probeBinaries } from '../probes/binary.ts';
 import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
-import { runProbe, type ProbeRun } from '../probes/run-probe.ts';
+import { CANCELLED_REASON, runProbe, type ProbeRun } from '../probes/run-probe.ts';
 import { connectChain, hostKeyOf } from '../runners/registry.ts';
 import { hostKeyAddedMessage, type HostKeyAdded, type Session } from '../runners/transport.ts';
 import { EventLog } from './event-log.ts';
@@ -193,6 +193,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
         return undefined;
       }
       emit({ type: 'cell-start', cell: cellName(t.name, probe), target: t.name, probe, time: now() });
+      const startedAt = Date.now();
       try {
         const params = effectiveParams(probe, t.params[probe], ctx.quick);
         const result = await runProbe(session!, deployed, probe, { device: t.device, params, timeoutMs: t.timeoutMs, signal });
@@ -201,8 +202,14 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
         else emit(cell);
         return cell;
       } catch (error) {
-        if (signal?.aborted) notRunRest();
-        else failRest(codeOf(error, 'TRANSPORT_FAILED'), describeError(error));
+        if (signal?.aborted) {
+          // It started, so it was cancelled, whatever the transport's exec did on the way out (a
+          // real wsl.exe dies on Ctrl-C, and its agent's stream ends: the exec rejects).
+          const cancelled = { ...blankCell(t, probe, { status: 'cancelled', reason: CANCELLED_REASON }), durationMs: Date.now() - startedAt };
+          if (probes.includes(probe)) end(cancelled);
+          else emit({ ...cancelled, planned: false });
+          notRunRest();
+        } else failRest(codeOf(error, 'TRANSPORT_FAILED'), describeError(error));
         return undefined;
       }
     };

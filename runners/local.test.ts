@@ -99,6 +99,19 @@ describe('local transport', () => {
     expect(existsSync(s.workDir)).toBe(false);
   });
 
+  it('hands the bytes whole to ExecOptions.decode: a character cut between two writes stays whole (issue 22.7)', async () => {
+    // UTF-16LE of "找不到用户。" written in two pieces, the cut inside its third character.
+    const bytes = Buffer.from('找不到用户。', 'utf16le');
+    const script = `const b = Buffer.from('${bytes.toString('hex')}', 'hex'); process.stderr.write(b.subarray(0, 5)); setTimeout(() => process.stderr.write(b.subarray(5)), 200);`;
+    const r = await execProcessTree([process.execPath, '-e', script], { decode: (b) => b.toString('utf16le') });
+    expect(r.stderr).toBe('找不到用户。');
+    expect(r.truncated).toBe(false);
+    // Past four bytes a character of the cap, the command is stopped as a flood.
+    const flood = await execProcessTree(['sh', '-c', 'while :; do echo xxxxxxxx; done'], { decode: (b) => b.toString('utf8'), maxOutput: 1000 });
+    expect(flood.truncated).toBe(true);
+    expect(flood.stdout.length).toBeLessThanOrEqual(1000);
+  });
+
   it('runs argv directly with execProcessTree as well', async () => {
     expect((await execProcessTree(['echo', 'ok'])).stdout).toBe('ok\n');
   });

@@ -8,9 +8,9 @@ import { chmod, copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { arch as osArch, tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Writable } from 'node:stream';
 import { streamProcess } from './stream.ts';
-import { supervise } from './supervise.ts';
+import { DEFAULT_MAX_OUTPUT, supervise, type ExecIo } from './supervise.ts';
 import type { ConnectContext, ExecOptions, ExecResult, Platform, Session } from './transport.ts';
 
 /**
@@ -25,6 +25,7 @@ const isWindows = process.platform === 'win32';
 export async function connectLocal(_options: object, context: ConnectContext): Promise<Session> {
   const workDir = await mkdtemp(path.join(tmpdir(), `cudamatrix-${context.runId}-`));
   liveWorkDirs.add(workDir);
+  tellGuardian(`d${workDir}`);
   return new LocalSession(workDir);
 }
 
@@ -94,9 +95,16 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
       detached: !isWindows,
       windowsHide: true,
     });
-    child.stdout?.setEncoding('utf8').on('data', io.stdout);
-    child.stderr?.setEncoding('utf8').on('data', io.stderr);
+    const decoded = options.decode ? keepBytes(options.decode, options.maxOutput ?? DEFAULT_MAX_OUTPUT, io) : undefined;
+    if (decoded) {
+      child.stdout?.on('data', decoded.stdout);
+      child.stderr?.on('data', decoded.stderr);
+    } else {
+      child.stdout?.setEncoding('utf8').on('data', io.stdout);
+      child.stderr?.setEncoding('utf8').on('data', io.stderr);
+    }
     const done = child.then((r) => {
+      decoded?.flush();
       // Not started at all (no such file, not executable): say why where its errors would go.
       if (r.failed && r.exitCode === undefined && r.signal === undefined) io.stderr(r.shortMessage ?? r.message ?? '');
       return { exitCode: r.exitCode ?? null, signal: r.signal ?? null };
@@ -120,10 +128,47 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
     if (child.pid !== undefined) {
       const pid = child.pid;
       liveGroups.set(pid, running);
-      void done.finally(() => liveGroups.delete(pid));
+      tellGuardian(`+${pid}`);
+      void done.finally(() => {
+        liveGroups.delete(pid);
+        tellGuardian(`-${pid}`);
+      });
     }
     return { done, stop };
   });
+}
+
+/**
+ * The output kept as bytes, decoded whole at the end (ExecOptions.decode): the decoder tells the
+ * encoding from all of it, and a chunk may end inside a character. At most 4 bytes a character
+ * of the cap are kept (UTF-8's longest); past that the command is stopped as a flood.
+ */
+function keepBytes(decode: (bytes: Buffer) => string, maxChars: number, io: ExecIo) {
+  const maxBytes = 4 * maxChars;
+  const keeper = (push: (text: string) => void) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    return {
+      take: (chunk: Buffer): void => {
+        if (size >= maxBytes) return;
+        const kept = chunk.subarray(0, maxBytes - size);
+        chunks.push(kept);
+        size += kept.length;
+        if (size >= maxBytes) io.overflow();
+      },
+      flush: () => push(decode(Buffer.concat(chunks))),
+    };
+  };
+  const out = keeper(io.stdout);
+  const err = keeper(io.stderr);
+  return {
+    stdout: out.take,
+    stderr: err.take,
+    flush: () => {
+      out.flush();
+      err.flush();
+    },
+  };
 }
 
 /**
@@ -141,6 +186,47 @@ process.on('exit', () => {
   }
   for (const dir of liveWorkDirs) rmSync(dir, { recursive: true, force: true, maxRetries: isWindows ? 5 : 0, retryDelay: 100 });
 });
+
+/*
+ * The exit handler above does not run when cudamatrix is killed (SIGKILL, the OOM killer, a CI
+ * runner ending the job): its probes went on measuring on the GPU, in groups of their own, and
+ * their folders stayed. So on POSIX a guardian, a shell of its own session, is told each group
+ * ("+PGID", "-PGID" when it ends) and work folder ("dPATH"), one a line on its stdin; the end of
+ * its stdin, which the kernel closes when cudamatrix dies in any way, makes it SIGKILL the groups
+ * still listed and remove the folders. A probe's subjects are in its group. (Windows needs none:
+ * the children are in Node's job object, which ends them when cudamatrix dies.)
+ */
+const GUARDIAN = [
+  'trap "" INT HUP TERM',
+  'g=" " d=""',
+  'while IFS= read -r l; do',
+  '  case $l in',
+  '    +*) g="$g${l#+} " ;;',
+  '    -*) n=" "; for p in $g; do [ "$p" = "${l#-}" ] || n="$n$p "; done; g=$n ;;',
+  '    d*) d="$d${l#d}',
+  '" ;;',
+  '  esac',
+  'done',
+  'for p in $g; do kill -KILL -"$p" 2>/dev/null; done',
+  'printf %s "$d" | while IFS= read -r p; do [ -n "$p" ] && rm -rf -- "$p"; done',
+].join('\n');
+
+let guardian: Writable | undefined;
+
+function tellGuardian(line: string): void {
+  if (isWindows) return;
+  if (!guardian) {
+    const child = spawn('/bin/sh', ['-c', GUARDIAN], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    child.on('error', () => undefined);
+    child.unref();
+    const stdin = child.stdin!;
+    // A guardian that is gone (killed by hand) costs the protection, not the run.
+    stdin.on('error', () => undefined);
+    (stdin as Writable & { unref?: () => void }).unref?.();
+    guardian = stdin;
+  }
+  guardian.write(`${line}\n`);
+}
 
 /** POSIX: signals the process group the command leads. */
 function signalTree(pid: number, signal: NodeJS.Signals): void {

@@ -22,6 +22,8 @@ export type StopReason = 'timeout' | 'cancel' | 'flood';
 export interface ExecIo {
   stdout(text: string): void;
   stderr(text: string): void;
+  /** The transport kept as much of the output as it may (bytes it decodes at the end): stop it as a flood. */
+  overflow(): void;
 }
 
 /** How a command ended, as its transport saw it. */
@@ -82,7 +84,7 @@ export async function supervise(argv: string[], options: ExecOptions, launch: (i
     truncated = true;
     requestStop('flood');
   };
-  const io: ExecIo = { stdout: (text) => take('out', text), stderr: (text) => take('err', text) };
+  const io: ExecIo = { stdout: (text) => take('out', text), stderr: (text) => take('err', text), overflow };
 
   const timeout = options.timeoutMs;
   const timer =

@@ -40,6 +40,12 @@ export interface ExecOptions {
   maxOutput?: number;
   /** Aborting stops the command (and its process tree) and returns what it printed so far. */
   signal?: AbortSignal;
+  /**
+   * Decodes stdout and stderr from their bytes, each whole once the command has ended, where the
+   * transport has the bytes (local): for output whose encoding only its bytes tell (wsl.exe's
+   * UTF-16LE). Without it, and on other transports, output is read as UTF-8.
+   */
+  decode?: (bytes: Buffer) => string;
 }
 
 export interface Session extends AsyncDisposable {

@@ -82,6 +82,23 @@ async function startHangingRun(targets: number, stubborn = false) {
   return { dir, child, done, probesGone };
 }
 
+/**
+ * A local run of pinned-vram whose subject is busy for 10 minutes before it answers (cudaprobe's
+ * test hook), as in a long allocation: it does not see its stdin close. Resolves once the subject runs.
+ */
+async function startRunWithBusySubject() {
+  const dir = tempDir();
+  const m = writeMatrix(dir, 1, '[pinned-vram]');
+  const delay = uniqueDelay(600_000);
+  const marker = `CUDAPROBE_TEST_SUBJECT_DELAY_MS=${delay}`;
+  const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_SUBJECT_DELAY_MS: delay } });
+  const subjects = () => processesWith(marker).filter((p) => p.includes('cudaprobe subject'));
+  const probes = () => processesWith(marker).filter((p) => p.includes('cudaprobe run'));
+  expect(await eventually(() => subjects().length > 0, 120_000)).toBe(true);
+  const gone = () => eventually(() => processesWith(marker).length === 0);
+  return { dir, child, done, gone, subjects, probes };
+}
+
 const noStackTrace = /\n\s+at .+:\d+:\d+/;
 
 describe('a reader that goes away (defect 2)', () => {
@@ -120,7 +137,8 @@ describe('a reader that goes away (defect 2)', () => {
     expect(stderr).not.toContain('EPIPE');
     expect(r.stdout.trim()).toBe('0');
     if (args[0] === 'run') await expectResultsWritten(dir, false);
-  });
+    // 300 targets: a minute or more on a busy 2-core machine (beside two busy loops: over 60 s).
+  }, 240_000);
 });
 
 describe('signals (defects 6 and 11)', () => {
@@ -172,6 +190,38 @@ describe('signals (defects 6 and 11)', () => {
     // The local session's work folder goes on the way out too.
     const runId = readdirSync(path.join(dir, 'runs'))[0]!;
     expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
+  });
+
+  it('a SIGKILLed cudamatrix (no exit handler runs) leaves no probe, no guardian and no work folder behind (issue 22.1)', async () => {
+    // Its probes run in process groups of their own: only the guardian, which sees its stdin
+    // end when the kernel closes cudamatrix's end, can stop them. The marker is in the
+    // environment of the probes and of the guardian, which cudamatrix started.
+    const { dir, child, done, probesGone } = await startHangingRun(2);
+    const runId = readdirSync(path.join(dir, 'runs'))[0]!;
+    const workFolders = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`));
+    expect(workFolders()).toHaveLength(1);
+    child.kill('SIGKILL');
+    expect((await done).code).toBe(null);
+    expect(await probesGone()).toBe(true);
+    expect(await eventually(() => workFolders().length === 0)).toBe(true);
+  });
+
+  it('a SIGKILLed cudamatrix takes the memory probes\' subjects with the probe (issue 22.1)', async () => {
+    const { child, done, gone, subjects } = await startRunWithBusySubject();
+    expect(subjects()).toHaveLength(1);
+    child.kill('SIGKILL');
+    await done;
+    expect(await gone()).toBe(true);
+  });
+
+  it('a probe killed alone takes its busy subject with it (PR_SET_PDEATHSIG), and the run goes on to its end', async () => {
+    const { child, done, gone, subjects, probes } = await startRunWithBusySubject();
+    const [probe] = probes();
+    expect(subjects()).toHaveLength(1);
+    process.kill(Number(probe!.split(':')[0]), 'SIGKILL');
+    expect(await eventually(() => subjects().length === 0)).toBe(true);
+    expect((await done).code).not.toBe(null);
+    expect(await gone()).toBe(true);
   });
 
   // ps finds a compiler still working for the interrupted run.

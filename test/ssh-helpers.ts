@@ -4,11 +4,11 @@
  * directories, probes, helpers), and OpenSSH's own client run the same way, to compare with.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readEventLog, type RunEvent } from '../events/events.ts';
 import { runCli, type CliResult } from './cli.ts';
-import type { Sshd } from './sshd.ts';
+import { sshdPorts, type Sshd } from './sshd.ts';
 
 export interface SshTarget {
   name: string;
@@ -113,9 +113,25 @@ export function leftovers(runId: string, o: { sessionOpen?: boolean } = {}): { d
     .split('\n')
     .map((l) => /^\s*(\d+)\s(.*)$/.exec(l))
     .filter((m): m is RegExpExecArray => m !== null && rootOf(m[1]!) === '/')
-    .map((m) => m[2]!)
-    .filter((l) => (l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || /^sleep 4[0-9]{2}$/.test(l.trim()) || (!o.sessionOpen && helper.test(`${l} `)));
+    .filter((m) => {
+      const l = m[2]!;
+      if ((l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || (!o.sessionOpen && helper.test(`${l} `))) return true;
+      // The tests' remote `sleep 4xx` commands: only those under this process's sshds (a
+      // machine shared with other test runs and shells has sleeps of its own).
+      return /^sleep 4[0-9]{2}$/.test(l.trim()) && underOurSshd(m[1]!);
+    })
+    .map((m) => m[2]!);
   return { dirs, processes };
+}
+
+/** Whether the process runs in a session of one of this process's sshds (SSH_CONNECTION's server port). */
+function underOurSshd(pid: string): boolean {
+  try {
+    const port = /(?:^|\0)SSH_CONNECTION=\S+ \d+ \S+ (\d+)(?:\0|$)/.exec(readFileSync(`/proc/${pid}/environ`, 'utf8'))?.[1];
+    return port !== undefined && sshdPorts.has(Number(port));
+  } catch {
+    return false; // gone, or not ours to look at
+  }
 }
 
 function rootOf(pid: string): string | undefined {

@@ -287,8 +287,12 @@ describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
     const file = matrix(dir, [{ name: 'a' }, { name: 'b' }, { name: 'c' }], 'all');
     const port = sshd.ports[0]!;
     const pending = runMatrix(file, dir);
+    // Sampled until the run ends, not for a fixed 6 s: on a busy machine the run may not have
+    // connected by then.
+    let finished = false;
+    void pending.finally(() => (finished = true));
     let most = 0;
-    for (let i = 0; i < 60; i++) {
+    while (!finished) {
       await new Promise((r) => setTimeout(r, 100));
       const established = execFileSync('ss', ['-Htn', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).trim();
       most = Math.max(most, established ? established.split('\n').length : 0);

@@ -50,6 +50,12 @@ export interface Sshd {
   restart(): Promise<void>;
 }
 
+/**
+ * The ports of the sshds this process started: a remote command of this process's tests runs
+ * under one of them (SSH_CONNECTION names it), where another's tests or a shell's `sleep` do not.
+ */
+export const sshdPorts = new Set<number>();
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve) => {
     const s = createServer();
@@ -116,6 +122,7 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
   keygen(path.join(dir, 'user_encrypted'), TEST_PASSPHRASE);
   writeFileSync(path.join(dir, 'authorized_keys'), ['user_ed25519', 'user_encrypted'].map((k) => readFileSync(path.join(dir, `${k}.pub`), 'utf8')).join(''));
   const ports = await choosePorts(portCount, options.portBase);
+  for (const p of ports) sshdPorts.add(p);
   const groups: number[][] = [];
   for (let i = 0; i < ports.length; i += 16) groups.push(ports.slice(i, i + 16));
   const configs = groups.map((group, g) => {

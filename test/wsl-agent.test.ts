@@ -9,14 +9,15 @@
  *     through a wsl.exe of its own and a guardian owns the work folder.
  * Needs root, busybox-static, ldd and ps, as test/wsl.test.ts.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readEventLog } from '../events/events.ts';
 import { buildProbe } from '../probes/build.ts';
 import { connectLocal, nodeArch } from '../runners/local.ts';
 import type { Session } from '../runners/transport.ts';
 import { connectWsl } from '../runners/wsl/transport.ts';
-import { startCli } from './cli.ts';
+import { startCli, whenOutput } from './cli.ts';
 import { commandsAvailable, integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 import { leftInDistro, makeStandinMachine, STANDIN_TOOLS, standinProcesses, type StandinMachine } from './wsl-standin/machine.ts';
 
@@ -124,6 +125,38 @@ describe.skipIf(!ready)('cudamatrix killed while a probe runs in the distributio
     child.kill('SIGKILL');
     await done;
     // afterEach: no stand-in, no probe, no folder left within 8 s (the probe would run 30 s more).
+  });
+});
+
+describe.skipIf(!ready)('Ctrl-C while a probe runs in the distribution, and wsl.exe dies of it (issue 22.6)', () => {
+  it('ends the started cell "cancelled", not "not run", and leaves nothing', async () => {
+    // A real wsl.exe sets no console control handler: Windows' Ctrl-C, sent to every process
+    // of the console, ends it, so the agent's stream ends before it reports the stopped probe
+    // and the exec rejects. With the STAND-IN wsl.exe: frozen (SIGSTOP) so that it relays
+    // nothing, cudamatrix interrupted, then the stand-in killed.
+    const m = machine();
+    const dir = tempDir();
+    const file = path.join(dir, 'matrix.yaml');
+    writeFileSync(file, 'version: 1\ntargets:\n  - name: w\n    transport: {kind: wsl}\n    probes: [sysinfo, event-timing]\n');
+    const env = { ...process.env, ...m.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) };
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env });
+    const until = Date.now() + 60_000;
+    while (!standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    const wslExes = standinProcesses(m).filter((p) => p.includes('standin.mjs')).map((p) => Number(p.split(/\s+/)[0]));
+    expect(wslExes.length).toBeGreaterThan(0);
+    for (const pid of wslExes) process.kill(pid, 'SIGSTOP');
+    // Once cudamatrix says so, the run is cancelled; the frozen stand-in reported nothing.
+    const stopping = whenOutput(child, 'stopping running probes', () => undefined, 'stderr');
+    child.kill('SIGINT');
+    await stopping;
+    for (const pid of wslExes) process.kill(pid, 'SIGKILL');
+    const r = await done;
+    expect(r.code).toBe(130);
+    const runDir = path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!);
+    const cells = readEventLog(path.join(runDir, 'events.jsonl')).flatMap((e) => (e.type === 'cell-end' ? [`${e.cell}:${e.status}`] : []));
+    expect(cells).toEqual(['w/sysinfo:cancelled', 'w/event-timing:not-run']);
+    expect(r.stdout).not.toMatch(/2 cells not run/);
+    // afterEach: no stand-in, no probe, no folder left.
   });
 });
 

@@ -344,6 +344,23 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
     expect(leftInDistro(m, 'Ubuntu')).toEqual([]);
   });
 
+  it.each([
+    ['zh-CN', 'UTF-16LE', '找不到用户。'],
+    ['de-DE', 'cp850', 'Kein Benutzer für diesen Namen gefunden.'],
+    ['de-DE', 'windows-1252', 'Kein Benutzer für diesen Namen gefunden.'],
+  ])('keeps a %s message of wsl.exe in %s whole when it comes back through a command (issue 22.7)', async (locale, messageEncoding, said) => {
+    // The STAND-IN wsl.exe says "user not found" in that language: in UTF-16LE as wsl.exe does,
+    // or, to test the decoder, in a legacy code page. The message reaches cudamatrix through a
+    // command's stderr (the agent's start), not through --list.
+    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    m.write({ ...m.read(), locale, messageEncoding: messageEncoding === 'UTF-16LE' ? undefined : messageEncoding });
+    Object.assign(process.env, m.env());
+    const connecting = connectWsl({ user: 'nobody-here' }, { target: 't', runId: 'api-000000000003' });
+    await expect(connecting).rejects.toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining(`wsl.exe said: ${said}`) });
+    await expect(connecting).rejects.toMatchObject({ message: expect.stringContaining('WSL_E_USER_NOT_FOUND') });
+    await expect(connecting).rejects.not.toMatchObject({ message: expect.stringMatching(/\uFFFD|\u0000/) });
+  });
+
   it('says when the distribution is gone between connecting and a command, and still removes the work folder', async () => {
     const m = machine([
       { name: 'Ubuntu', version: 2, default: true },

@@ -151,6 +151,9 @@ int subject(int argc, char** argv) {
       return usage("unknown argument " + a);
     }
   }
+  // A test hook (never set in real runs): a subject busy for a known time, as in a long
+  // allocation, for the tests of a probe that dies under its subjects.
+  if (const char* delay = std::getenv("CUDAPROBE_TEST_SUBJECT_DELAY_MS")) cp::sleepSeconds(std::atof(delay) / 1000.0);
   return cp::runSubject(device);
 }
 

@@ -17,6 +17,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 #endif
 
@@ -203,12 +206,19 @@ bool Child::start(const std::string& exe, const std::vector<std::string>& args,
     error = std::string("pipe failed: ") + std::strerror(errno);
     return false;
   }
+  pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     error = std::string("fork failed: ") + std::strerror(errno);
     return false;
   }
   if (pid == 0) {
+#ifdef __linux__
+    // The subject ends when this process does, however it ends (SIGKILL, a crash): busy in a
+    // long allocation it would not see its stdin close, and would go on holding the GPU.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
+#endif
     // The child execs at once: nothing initialised in the parent (NVML) is used here.
     dup2(toChild[0], 0);
     dup2(fromChild[1], 1);

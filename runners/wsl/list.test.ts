@@ -45,6 +45,16 @@ describe('decodeWslOutput', () => {
     expect(decodeWslOutput(hopped)).toBe(english);
   });
 
+  it('reads Chinese UTF-16LE without a byte-order mark (few NULs: the characters are not ASCII)', () => {
+    const said = '找不到用户。\r\n错误代码: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND\r\n';
+    expect(decodeWslOutput(Buffer.from(said, 'utf16le'))).toBe(said);
+  });
+
+  it('reads a legacy code page where the bytes are not UTF-8: 1252, or 850 where a byte 1252 leaves undefined is there (issue 22.7)', () => {
+    expect(decodeWslOutput(Buffer.from([0x66, 0xfc, 0x72]))).toBe('für');
+    expect(decodeWslOutput(Buffer.from([0x66, 0x81, 0x72, 0x20, 0x84, 0x94, 0xe1]))).toBe('für äöß');
+  });
+
   it('does not take UTF-8 text with a stray NUL for UTF-16', () => {
     expect(decodeWslOutput(Buffer.from('plain text\u0000 here\n', 'utf8'))).toBe('plain text\u0000 here\n');
   });

@@ -24,7 +24,8 @@ export interface WslDistro {
 /**
  * Decodes what wsl.exe printed. A Buffer (this machine's wsl.exe): UTF-16LE when the bytes say
  * so (a byte-order mark, or NUL bytes in the odd positions, which ASCII text in UTF-16LE has),
- * else UTF-8. A string (what a previous hop already decoded as UTF-8): UTF-16LE text shows as
+ * else UTF-8, else a legacy code page (decodeLegacy). A string (what a previous hop already
+ * decoded as UTF-8): UTF-16LE text shows as
  * characters separated by NULs there, which are dropped; characters outside ASCII were lost on
  * that hop already (they show as U+FFFD), which spares the distribution names (ASCII) and the
  * error codes.
@@ -33,8 +34,32 @@ export function decodeWslOutput(output: Buffer | string): string {
   if (typeof output === 'string') return output.replace(/^\uFEFF/, '').replace(/\u0000/g, '');
   if (output.length >= 2 && output[0] === 0xff && output[1] === 0xfe) return output.subarray(2).toString('utf16le');
   if (looksUtf16le(output)) return output.subarray(0, output.length - (output.length % 2)).toString('utf16le');
-  return output.toString('utf8').replace(/^\uFEFF/, '');
+  try {
+    return UTF8.decode(output).replace(/^\uFEFF/, '');
+  } catch {
+    return decodeLegacy(output);
+  }
 }
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+const WINDOWS_1252 = new TextDecoder('windows-1252');
+
+/**
+ * Bytes that are neither UTF-16LE nor UTF-8: a legacy Windows code page (a program that writes
+ * narrow text, not wsl.exe's own messages). Which one is not told by the bytes; two are told
+ * apart: the ANSI code page 1252 (what a narrow write to a pipe gives in Western Europe), unless
+ * a byte that 1252 leaves undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) is there, then the OEM code
+ * page 850 (a console's), whose letters lie in 0x80-0x9F ("ü" is 0x81 there, 0xFC in 1252).
+ */
+function decodeLegacy(bytes: Buffer): string {
+  if (!bytes.some((b) => b === 0x81 || b === 0x8d || b === 0x8f || b === 0x90 || b === 0x9d)) return WINDOWS_1252.decode(bytes);
+  let text = '';
+  for (const b of bytes) text += b < 0x80 ? String.fromCharCode(b) : CP850_HIGH[b - 0x80];
+  return text;
+}
+
+/** Code page 850's characters for the bytes 0x80-0xFF. */
+const CP850_HIGH = 'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜø£Ø×ƒáíóúñÑªº¿®¬½¼¡«»░▒▓│┤ÁÂÀ©╣║╗╝¢¥┐└┴┬├─┼ãÃ╚╔╩╦╠═╬¤ðÐÊËÈıÍÎÏ┘┌█▄¦Ì▀ÓßÔÒõÕµþÞÚÛÙýÝ¯´\u00ad±‗¾¶§÷¸°¨·¹³²■\u00a0';
 
 /** Most odd bytes NUL, few even ones: text of mostly ASCII characters in UTF-16LE. */
 function looksUtf16le(bytes: Buffer): boolean {

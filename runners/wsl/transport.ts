@@ -93,7 +93,8 @@ function localRunner(target: string): WslRunner {
   return {
     where: 'this machine',
     hostKey: 'local',
-    run: (args, options) => execProcessTree([wsl, ...args], options),
+    // Its bytes go to decodeWslOutput whole: wsl.exe's own messages are UTF-16LE.
+    run: (args, options) => execProcessTree([wsl, ...args], { ...options, decode: decodeWslOutput }),
     list: (timeoutMs, signal) =>
       new Promise((resolve) => {
         execFile(wsl, ['--list', '--verbose'], { encoding: 'buffer', timeout: timeoutMs, signal, maxBuffer: 4 * 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {

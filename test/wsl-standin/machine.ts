@@ -42,6 +42,8 @@ export interface StandinDistro {
 export interface MachineFile {
   installed?: boolean;
   locale?: string;
+  /** The stand-in's own messages in a legacy code page ("cp850", "windows-1252") instead of UTF-16LE (./standin.mjs). */
+  messageEncoding?: string;
   distros: { name: string; state: string; version: number; default?: boolean; defaultUser?: string }[];
 }
 

@@ -16,7 +16,8 @@
  * - The list: a header line, then one row per distribution, the default one first and marked
  *   "*", printed with ListDistributionsHelper's format "%s %-Ns%-16s%s\n" (N = the longest name,
  *   at least "NAME", plus 4). The header and state words follow the machine's locale: "en-US"
- *   (NAME STATE VERSION, Running/Stopped, as in WslClient.cpp) or "de-DE" (NAME STATUS VERSION,
+ *   (NAME STATE VERSION, Running/Stopped, as in WslClient.cpp), "zh-CN" (the en-US table with
+ *   Chinese messages) or "de-DE" (NAME STATUS VERSION,
  *   "Wird ausgeführt"/"Beendet": this stand-in's own German rendering, there to prove that
  *   cudamatrix reads no words; the real German strings may differ).
  * - Failures of wsl.exe itself exit with -1 (255 as a POSIX exit status): WslMain "uses exit code
@@ -81,18 +82,30 @@ const strings = {
       "Für das Windows-Subsystem für Linux sind keine Distributionen installiert.\nVerwenden Sie 'wsl.exe --list --online', um verfügbare Distributionen aufzulisten,\nund 'wsl.exe --install <Distro>' für die Installation.",
     invalidArgument: (a) => `Ungültiges Befehlszeilenargument: ${a}\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
     missingValue: (a) => `Das Befehlszeilenargument ${a} erfordert einen Wert.\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
-    userNotFound: 'Benutzer nicht gefunden.',
+    userNotFound: 'Kein Benutzer für diesen Namen gefunden.',
     invalidParameter: 'Falscher Parameter.',
     notInstalled:
       "Das Windows-Subsystem für Linux ist nicht installiert. Sie können es installieren, indem Sie 'wsl.exe --install' ausführen.\nWeitere Informationen finden Sie unter https://aka.ms/wslinstall",
   },
 };
+// The messages of a Chinese Windows, as far as the tests need them (this stand-in's own rendering).
+strings['zh-CN'] = { ...strings['en-US'], errorCode: '错误代码', userNotFound: '找不到用户。', distroNotFound: '不存在具有所提供名称的分发。' };
 
-/** wsl.exe's own text: UTF-16LE (no BOM) or UTF-8 under WSL_UTF8=1, CRLF line ends. */
+/** Code page 850's characters for the bytes 0x80-0xFF. */
+const CP850_HIGH = 'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜø£Ø×ƒáíóúñÑªº¿®¬½¼¡«»░▒▓│┤ÁÂÀ©╣║╗╝¢¥┐└┴┬├─┼ãÃ╚╔╩╦╠═╬¤ðÐÊËÈıÍÎÏ┘┌█▄¦Ì▀ÓßÔÒõÕµþÞÚÛÙýÝ¯´\u00ad±‗¾¶§÷¸°¨·¹³²■\u00a0';
+
+/**
+ * wsl.exe's own text: UTF-16LE (no BOM) or UTF-8 under WSL_UTF8=1, CRLF line ends. With
+ * "messageEncoding": "cp850" or "windows-1252" in distros.json, a legacy code page instead: not
+ * what wsl.exe does, there to test the decoder with the narrow text other Windows programs write.
+ */
 function encode(text) {
   const crlf = text.replace(/\r?\n/g, '\r\n');
+  if (messageEncoding === 'cp850') return Buffer.from([...crlf].map((c) => (c.charCodeAt(0) < 0x80 ? c.charCodeAt(0) : 0x80 + Math.max(0, CP850_HIGH.indexOf(c)))));
+  if (messageEncoding === 'windows-1252') return Buffer.from(crlf, 'latin1');
   return Buffer.from(crlf, utf8 ? 'utf8' : 'utf16le');
 }
+let messageEncoding;
 
 function write(stream, text) {
   stream.write(encode(text.endsWith('\n') ? text : `${text}\n`));
@@ -126,6 +139,7 @@ function saveMachine(machine) {
 function main(args) {
   if (!root || !existsSync(machineFile)) return standinRefuses('CUDAMATRIX_WSL_STANDIN_ROOT must name a folder with a distros.json');
   const machine = loadMachine();
+  messageEncoding = machine.messageEncoding;
   const t = strings[machine.locale ?? 'en-US'];
   if (!t) return standinRefuses(`unknown locale ${machine.locale}`);
   if (machine.installed === false) return fail(t.notInstalled, process.stdout);
