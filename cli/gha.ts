@@ -214,11 +214,11 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   for (const l of lost) reporters.message(`LOST: target ${l.target} (job ${l.job}): ${HOW[l.how]}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`);
   for (const e of run.events) reporters.event(e);
   const summary = summarize(run.events);
-  await reporters.end(summary, { runDir, eventsFile, strict: run.start.options.strict });
+  const unwritten = await reporters.end(summary, { runDir, eventsFile, strict: run.start.options.strict });
   if (recordLines.length) process.stdout.write(`${recordLines.join('\n')}\n`);
   // The report shows the records folder as it now is.
   if (recorded?.written.length) reportCommand({ recordsDir: opts.recordsDir, out: opts.reportDir, check: false });
-  const status = exitCodeOf(summary, { strict: run.start.options.strict });
+  const status = exitCodeOf(summary, { strict: run.start.options.strict, unwritten });
   // A record that could not be written (a clash: a file of this run with other facts) fails a run that otherwise passed.
   return status === ExitCode.ok && recorded && recorded.status === ExitCode.configuration ? recorded.status : status;
 }

@@ -15,6 +15,9 @@ Exit status:
   2    configuration error (matrix, command line, declared environment differs from the detected one)
   3    infrastructure error (target unreachable, probe crashed or timed out)
   4    --strict, and nothing was measured (no usable driver on any target)
+  5    an output could not be written (a full disk, no permission): the event log, junit.xml
+       or summary.json of the run folder, or a --junit/--reporter file; each is named with
+       the cause. What was written is whole (the event log is cut back to its last whole line)
   130  interrupted (results for what finished are still written)`;
 
 /** The exit statuses of `cudamatrix doctor`, for its --help. */

@@ -45,6 +45,6 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
   for (const e of merged.events) reporters.event(e);
   const strict = merged.start.options.strict;
   const summary = summarize(merged.events);
-  await reporters.end(summary, { runDir, eventsFile, strict });
-  return exitCodeOf(summary, { strict });
+  const unwritten = await reporters.end(summary, { runDir, eventsFile, strict });
+  return exitCodeOf(summary, { strict, unwritten });
 }

@@ -104,8 +104,9 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       onProgress: (m) => reporters.message(m),
     });
     const summary = summarize(result.events);
-    await reporters.end(summary, { runDir: result.runDir, eventsFile: result.eventsFile, strict: opts.strict });
-    return exitCodeOf(summary, { strict: opts.strict });
+    const logFailure = result.logFailure ? [result.logFailure.message] : [];
+    const unwritten = await reporters.end(summary, { runDir: result.runDir, eventsFile: result.eventsFile, strict: opts.strict, unwritten: logFailure });
+    return exitCodeOf(summary, { strict: opts.strict, unwritten });
   } finally {
     interrupts.dispose();
   }

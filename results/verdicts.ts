@@ -148,8 +148,10 @@ export function withEventsFile(summary: RunSummary, eventsFile: string): RunSumm
   };
 }
 
-export function exitCodeOf(summary: RunSummary, options: { strict: boolean }): number {
+export function exitCodeOf(summary: RunSummary, options: { strict: boolean; unwritten?: readonly string[] }): number {
   if (summary.interrupted) return ExitCode.interrupted;
+  // An output the user asked for that is not there fails the job, whatever was measured.
+  if (options.unwritten?.length) return ExitCode.outputFailed;
   if (summary.hasConfigurationError) return ExitCode.configuration;
   if (summary.hasInfrastructureError) return ExitCode.infrastructure;
   if (summary.counts.verdicts.failed > 0 || summary.counts.verdicts.error > 0) return ExitCode.expectationFailed;

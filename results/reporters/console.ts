@@ -208,8 +208,9 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
       // The log path once: with failures, it is where every sample and reading behind them is.
       say(`Events: ${summary.eventsFile ?? context.eventsFile}${bad.length ? ' (every sample and reading behind these verdicts)' : ''}`);
-      const code = exitCodeOf(summary, { strict: context.strict });
-      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : ''}`;
+      for (const u of context.unwritten ?? []) say(c.red(`Not written: ${u}`));
+      const code = exitCodeOf(summary, { strict: context.strict, unwritten: context.unwritten });
+      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (an output could not be written)' : ''}`;
       say(code === 0 ? exit : c.bold(exit));
     },
   };

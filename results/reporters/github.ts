@@ -194,7 +194,7 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
           errors: String(v.error),
           skipped: String(v.skipped),
           cells: String(summary.start.cells.length),
-          'exit-code': String(exitCodeOf(summary, { strict: context.strict })),
+          'exit-code': String(exitCodeOf(summary, { strict: context.strict, unwritten: context.unwritten })),
           interrupted: String(summary.interrupted),
           'run-dir': context.runDir,
           'events-file': summary.eventsFile ?? context.eventsFile,
@@ -302,11 +302,12 @@ const exitWords: Record<number, string> = {
   2: 'a configuration error',
   3: 'a target or a probe failed',
   4: 'nothing measured (--strict)',
+  5: 'an output could not be written',
   130: 'interrupted',
 };
 
 function summaryMarkdown(summary: RunSummary, context: RunContext, sections: string[]): string {
-  const code = exitCodeOf(summary, { strict: context.strict });
+  const code = exitCodeOf(summary, { strict: context.strict, unwritten: context.unwritten });
   const runDir = context.runDir;
   const where = `\`junit.xml\` and \`summary.json\` in the run folder \`${esc(runDir)}\``;
   const start = summary.start as RunSummary['start'] & { mergedFrom?: unknown[] };
