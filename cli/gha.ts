@@ -71,6 +71,7 @@ export interface GhaMergeOptions {
   reportDir: string;
   record: boolean;
   quiet: boolean;
+  verbose?: boolean;
 }
 
 /** The file's stat, or nothing when there is none (JSON text is often too long to be a file name at all). */
@@ -203,7 +204,7 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   const extras = ghaExtras(lost, recorded, runDir);
 
   const reporters = new Reporters([
-    ...createReporters(choices, { quiet: opts.quiet }),
+    ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
     ...(isGithubActions() ? [githubReporter({ extras: () => extras })] : []),

@@ -62,6 +62,7 @@ export function buildProgram(): Command {
     .option('--results-dir <dir>', 'folder for run folders (each run writes <dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs' /* run.ts DEFAULT_RESULTS_DIR; not imported, so that --help loads no command's code */)
     .option('--concurrency <n>', 'targets at once (default: the matrix\'s; never two on one host)', (v) => positiveInt(v, '--concurrency'))
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText('after', exitCodesHelp)
     .action(async (opts) => {
@@ -204,6 +205,7 @@ Exit status:
     .option('--results-dir <dir>', 'folder for the merged run folder (<dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs')
     .option('--strict', 'exit 4 when nothing was measured (also when every log ran with --strict)', false)
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText(
       'after',
@@ -276,6 +278,7 @@ Exit status: 0 the matrix printed; 2 a matrix or command-line error (named).`,
     .option('--report-dir <dir>', 'folder for BEHAVIOUR.md and behaviour.html, regenerated when a record was written', 'results')
     .option('--no-record', 'write no records and no report')
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText(
       'after',

@@ -21,6 +21,7 @@ export interface MergeCommandOptions {
   resultsDir: string;
   strict: boolean;
   quiet: boolean;
+  verbose?: boolean;
 }
 
 export async function mergeCommand(logs: string[], opts: MergeCommandOptions): Promise<number> {
@@ -34,7 +35,7 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
 
   // The run folder always gets the whole record, whatever the user chose to see (as run).
   const reporters = new Reporters([
-    ...createReporters(choices, { quiet: opts.quiet }),
+    ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
     ...(isGithubActions() ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),

@@ -28,6 +28,7 @@ export interface RunOptions {
   resultsDir: string;
   concurrency?: number;
   quiet: boolean;
+  verbose?: boolean;
 }
 
 /** "junit:out.xml", "junit=out.xml", "json" -> a reporter choice; a wrong name is a usage error. */
@@ -84,7 +85,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   checkOutputs(choices, opts.resultsDir);
   // The run folder always gets the whole record, whatever the user chose to see.
   const reporters = new Reporters([
-    ...createReporters(choices, { quiet: opts.quiet }),
+    ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((runDir) => path.join(runDir, 'junit.xml')),
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
     ...(github ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),

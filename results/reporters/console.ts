@@ -33,7 +33,18 @@ export interface ConsoleOptions {
   env?: NodeJS.ProcessEnv;
   /** Only the summary at the end: no line per cell, no progress line. */
   quiet?: boolean;
+  /** Every target and cell, however many: no collapsing above COLLAPSE_ABOVE targets. */
+  verbose?: boolean;
 }
+
+/**
+ * Above this many targets the console collapses what went well, so that a fleet's run stays
+ * readable (2,000 targets x 13 probes would be 26,000 cell lines): while it runs, a line per
+ * problem (a failed cell, an unreachable target) and a progress line at each tenth of the cells;
+ * at the end, the blocks and table rows of the targets with a problem only, and how many went
+ * well. --verbose shows everything.
+ */
+export const COLLAPSE_ABOVE = 20;
 
 type Colors = ReturnType<typeof pc.createColors>;
 
@@ -75,6 +86,10 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
   let done = 0;
   // Seen a cell cancelled or not run: the run was interrupted, and targets that start now run nothing.
   let interrupted = false;
+  // Many targets: what went well is counted, not listed (COLLAPSE_ABOVE).
+  let collapsed = false;
+  let problems = 0;
+  let nextMilestone = 0;
   const running = new Map<string, number>();
 
   const clearProgress = (): void => {
@@ -122,20 +137,24 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         case 'run-start':
           total = e.cells.length;
           startedAt = Date.now();
+          collapsed = !options.verbose && new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size > COLLAPSE_ABOVE;
+          nextMilestone = Math.ceil(total / 10);
           say(
             `cudamatrix ${e.version}: run ${e.runId}${e.shard ? ` (shard ${e.shard.index}/${e.shard.total})` : ''}, ${e.cells.length} cell${e.cells.length === 1 ? '' : 's'} from ${e.matrix.file}${e.options.quick ? ' (--quick: small parameters)' : ''}`,
           );
           if (e.shard && e.cells.length === 0) say(`shard ${e.shard.index}/${e.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards`);
+          if (collapsed) say(`${new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size} targets: only problems are listed as they come, and progress at each tenth of the cells (--verbose lists every target and cell)`);
           if (live && !timer) {
             timer = setInterval(drawProgress, PROGRESS_TICK_MS);
             timer.unref?.();
           }
           break;
         case 'target-start':
-          if (interrupted) break;
+          if (interrupted || collapsed) break;
           say(`${c.bold('▶')} ${e.target} (${e.environment}, via ${e.transport.join(' → ')})`);
           break;
         case 'target-ready':
+          if (collapsed) break;
           say(`  reached ${e.session} (${e.platform}/${e.arch}), cudaprobe ${e.probe.hash}${e.probe.built ? ' (built now)' : ''}`);
           break;
         case 'target-error':
@@ -154,7 +173,14 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           if (!e.planned || e.status === 'not-run') break;
           done++;
           const why = e.status === 'passed' ? '' : `: ${e.errorCode && !(e.reason ?? '').includes(e.errorCode) ? `${e.errorCode}: ` : ''}${e.reason ?? ''}`;
-          say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
+          const problem = e.status !== 'passed' && e.status !== 'skipped';
+          if (problem) problems++;
+          if (!collapsed || problem) say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
+          if (collapsed && done >= nextMilestone) {
+            say(c.dim(`  [${done}/${total}] cells done in ${clock(Date.now() - startedAt)}, ${problems} with a problem`));
+            nextMilestone = Math.min(total, nextMilestone + Math.ceil(total / 10));
+            if (done >= total) nextMilestone = Infinity;
+          }
           break;
         }
         case 'run-end':
@@ -166,7 +192,10 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
     },
     onEnd(summary: RunSummary, context: RunContext) {
       stopProgress();
-      for (const t of summary.targets) {
+      // Many targets (COLLAPSE_ABOVE): those with a problem in full, the others counted.
+      const many = !options.verbose && summary.targets.length > COLLAPSE_ABOVE;
+      const listed = many ? summary.targets.filter(hasProblem) : summary.targets;
+      for (const t of listed) {
         const block = targetBlock(t, c);
         if (block.length) {
           say('');
@@ -183,7 +212,11 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         }
       }
       say('');
-      say(table(summary.targets));
+      say(table(listed));
+      if (listed.length < summary.targets.length) {
+        const fine = summary.targets.length - listed.length;
+        say(`${listed.length ? '' : '(no target with a problem)\n'}${fine} more target${fine === 1 ? '' : 's'} with no problem (every cell passed or skipped, no expectation failed) not listed; --verbose lists them`);
+      }
       if (summary.nothingMeasured) {
         const reasons = [...new Set(summary.targets.flatMap((t) => t.cells.filter((x) => x.planned && x.status === 'skipped').map((x) => x.reason ?? '')))];
         say('');
@@ -568,6 +601,11 @@ function pointsText(samples: SampleEvidence[], keys: string[]): string {
 
 // ---------------------------------------------------------------------------------------------
 // The summary table
+
+/** A target worth listing among many: unreachable, a cell that failed or was cancelled, or an expectation not met. */
+function hasProblem(t: TargetResult): boolean {
+  return Boolean(t.error) || t.cells.some((x) => x.planned && x.status !== 'passed' && x.status !== 'skipped' && x.status !== 'not-run') || t.verdicts.some((v) => v.status === 'failed' || v.status === 'error');
+}
 
 function table(targets: TargetResult[]): string {
   const header = ['target', 'environment', 'driver', 'GPU', 'memory', 'PCIe', 'probes run/skip/err', 'expectations pass/fail/skip/err'];
