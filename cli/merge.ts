@@ -9,6 +9,7 @@ import { mergeEventLogs, readLogs, writeMergedRun } from '../results/merge.ts';
 import { Reporters } from '../results/reporter.ts';
 import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
 import { createReporters } from '../results/reporters/index.ts';
+import { COLLAPSE_ABOVE } from '../results/reporters/console.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
@@ -42,7 +43,9 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
   ]);
   for (const w of merged.warnings) reporters.message(`warning: ${w}`);
   const from = merged.start.mergedFrom.map((s) => `${s.file} (${s.shard ? `shard ${s.shard.index}/${s.shard.total}` : `run ${s.runId}`})`);
-  reporters.message(`merged ${from.length} log${from.length === 1 ? '' : 's'} into ${eventsFile}: ${from.join(', ')}`);
+  // Many logs (a fleet's): counted, not listed in one line of thousands of paths, unless --verbose.
+  const which = from.length <= COLLAPSE_ABOVE || opts.verbose ? `: ${from.join(', ')}` : ` (--verbose names each)`;
+  reporters.message(`merged ${from.length} log${from.length === 1 ? '' : 's'} into ${eventsFile}${which}`);
   for (const e of merged.events) reporters.event(e);
   const strict = merged.start.options.strict;
   const summary = summarize(merged.events);
