@@ -10,7 +10,6 @@ import path from 'node:path';
 import { CudamatrixError } from '../../core/errors.ts';
 import { checkRecord, invalid, isObject } from '../record/check.ts';
 import { keyText, type BehaviourRecord } from '../record/format.ts';
-import { KEY_METRICS } from './table.ts';
 
 /** A record and where it lies, relative to the records folder, with / separators. */
 export interface LoadedRecord {
@@ -42,10 +41,11 @@ export function recordFiles(dir: string): string[] {
  * Every record under `dir`, read and checked; the first bad file stops it with its name and what
  * is wrong. Only the record each column shows in full (its newest with facts: columnsOf's
  * chosen) keeps its memory samples and every metric; the others keep what the tables read of
- * them (key, facts, sysinfo, cells, verdicts, the key metrics), as they are read. So memory is
- * bounded by the columns, not the records (10,000 records of 104 KiB: bench/scale).
+ * them (key, facts, sysinfo, cells, verdicts, and of the metrics those named in `keepMetrics`,
+ * the report's key metrics: all when not given), as they are read. So memory is bounded by the
+ * columns, not the records (10,000 records of 104 KiB: bench/scale).
  */
-export function loadRecords(dir: string): LoadedRecord[] {
+export function loadRecords(dir: string, keepMetrics?: ReadonlySet<string>): LoadedRecord[] {
   const loaded: LoadedRecord[] = [];
   const shown = new Map<string, LoadedRecord>();
   for (const file of recordFiles(dir)) {
@@ -62,9 +62,9 @@ export function loadRecords(dir: string): LoadedRecord[] {
     const held = shown.get(key);
     if (!held) shown.set(key, r);
     else if (shownBefore(r, held)) {
-      slim(held);
+      slim(held, keepMetrics);
       shown.set(key, r);
-    } else slim(r);
+    } else slim(r, keepMetrics);
   }
   return loaded;
 }
@@ -78,12 +78,10 @@ function shownBefore(a: LoadedRecord, b: LoadedRecord): boolean {
   return (cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file)) > 0;
 }
 
-const keyMetricNames = new Set(KEY_METRICS.map((m) => m.metric));
-
-/** A record its column does not show in full: no samples, only the key metrics. */
-function slim(r: LoadedRecord): void {
+/** A record its column does not show in full: no samples, only the metrics kept. */
+function slim(r: LoadedRecord, keepMetrics: ReadonlySet<string> | undefined): void {
   r.record.samples = [];
-  r.record.metrics = r.record.metrics.filter((m) => keyMetricNames.has(m.name));
+  if (keepMetrics) r.record.metrics = r.record.metrics.filter((m) => keepMetrics.has(m.name));
 }
 
 /**
