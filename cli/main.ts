@@ -118,7 +118,8 @@ The same records always give the same bytes, so both files can be committed and 
 Exit status:
   0  written (with --check: the files match the records)
   1  --check, and the files differ from what the records give
-  2  a record that cannot be read (named, with what is wrong), or a records folder that is not there`,
+  2  a record that cannot be read (named, with what is wrong), or a records folder that is not there
+  5  BEHAVIOUR.md or behaviour.html could not be written (a full disk, no permission: named, with the cause)`,
     )
     .action(async (opts: { recordsDir: string; out: string; check: boolean }) => {
       process.exitCode = (await import('./report.ts')).reportCommand(opts);
@@ -159,7 +160,9 @@ Exit status:
      cut-off last line or no run-end: a crashed run or a killed shard), --records-dir that is
      not a records root, or a record file at the path of this record with other facts (a
      run's record does not change)
-  4  no input holds an observation of a GPU: nothing recorded`,
+  4  no input holds an observation of a GPU: nothing recorded
+  5  a record could not be written (a full disk, no permission: named, with the cause); those
+     written before it stay, each whole`,
     )
     .action(async (inputs: string[], opts: { recordsDir: string; submit?: string }) => {
       process.exitCode = await (await import('./record.ts')).recordCommand(inputs, opts);

@@ -55,6 +55,15 @@ const canMount = smallDisk() !== undefined;
 unmountAll();
 afterEach(unmountAll);
 
+describe('exit status 5 in --help', () => {
+  it('run, record and report list it', async () => {
+    const [run, record, report] = await Promise.all([runCli(['run', '--help']), runCli(['record', '--help']), runCli(['report', '--help'])]);
+    expect(run.stdout).toContain('  5    an output could not be written (a full disk, no permission)');
+    expect(record.stdout).toContain('  5  a record could not be written (a full disk, no permission');
+    expect(report.stdout).toContain('  5  BEHAVIOUR.md or behaviour.html could not be written');
+  }, 60_000);
+});
+
 describe.runIf(canMount)('a full disk', () => {
   it.runIf(noGpuHere)('run: an event log that does not fit is cut back to its whole lines, every output named, exit 5, no temp file', async () => {
     const disk = smallDisk()!;
