@@ -52,7 +52,8 @@ export class BoundedEngine {
   private readonly waiting = new Set<{ what: string; fail: (error: EngineTimeout) => void }>();
   private watchdog: NodeJS.Timeout | undefined;
   private lastAnswer = 0;
-  private pinging = false;
+  /** The ping in flight, if one is: aborted when the watch ends, so that it keeps nothing alive. */
+  private ping: AbortController | undefined;
   /** Whether the watchdog runs: only where the call bound is longer (else the bound notices first). */
   private readonly watching: boolean;
 
@@ -95,6 +96,7 @@ export class BoundedEngine {
   private stopWatchdog(): void {
     clearInterval(this.watchdog);
     this.watchdog = undefined;
+    this.ping?.abort();
   }
 
   private frozenError(what: string): EngineTimeout {
@@ -113,10 +115,8 @@ export class BoundedEngine {
       this.waiting.clear();
       return;
     }
-    if (this.pinging) return;
-    this.pinging = true;
-    const abort = new AbortController();
-    const bound = setTimeout(() => abort.abort(), this.frozenMs);
+    if (this.ping) return;
+    const abort = (this.ping = new AbortController());
     (this.docker as unknown as { ping(o: { abortSignal: AbortSignal }): Promise<unknown> })
       .ping({ abortSignal: abort.signal })
       .then(
@@ -124,8 +124,7 @@ export class BoundedEngine {
         () => undefined, // an engine that refuses is not frozen: the calls fail on their own
       )
       .finally(() => {
-        clearTimeout(bound);
-        this.pinging = false;
+        if (this.ping === abort) this.ping = undefined;
       });
   }
 
