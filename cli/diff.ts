@@ -38,8 +38,8 @@ function diffJson(d: RecordsDiff, a: Input, b: Input, files: SideFiles): unknown
 
 export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOptions): Promise<number> {
   const defaults = (await loadMatrixArg(undefined)).expectations;
-  const a = readInput(sourceA, defaults);
-  const b = readInput(sourceB, defaults);
+  const a = readInput(sourceA, defaults, { forDiff: true });
+  const b = readInput(sourceB, defaults, { forDiff: true });
   for (const input of [a, b]) {
     if (input.records.length === 0) {
       throw new CudamatrixError(

@@ -19,7 +19,7 @@ import { appendGithubSummary, githubReporter, isGithubActions, maskSecretValues,
 import { createReporters } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
-import { exitCodeOf, summarize, type RunSummary } from '../results/verdicts.ts';
+import { exitCodeOf, shownExitCode, summarize, type RunSummary } from '../results/verdicts.ts';
 import { EVENTS_SCHEMA_VERSION } from '../events/events.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { ghaMatrix, type GhaEntry, type GhaMatrix } from '../run/gha-matrix.ts';
@@ -76,6 +76,7 @@ export interface GhaMergeOptions {
   strict: boolean;
   /** Exit 5 when behaviour changed against the committed records, each change an error annotation. */
   failOnChange: boolean;
+  verbose?: boolean;
 }
 
 /** The file's stat, or nothing when there is none (JSON text is often too long to be a file name at all). */
@@ -221,7 +222,7 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   if (opts.failOnChange) extras.annotations = changeAnnotations(recorded);
 
   const reporters = new Reporters([
-    ...createReporters(choices, { quiet: opts.quiet }),
+    ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
     ...(isGithubActions() ? [githubReporter({ extras: () => extras, runnerOf })] : []),
@@ -231,11 +232,11 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   reporters.message(`merged ${logs.length} event log${logs.length === 1 ? '' : 's'} of ${plan.length} job${plan.length === 1 ? '' : 's'} into ${eventsFile}`);
   for (const l of lost) reporters.message(`LOST: target ${l.target} (job ${l.job}): ${HOW[l.how]}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`);
   for (const e of run.events) reporters.event(e);
-  await reporters.end(summary, { runDir, eventsFile, strict, exitCode: status });
+  const unwritten = await reporters.end(summary, { runDir, eventsFile, strict, exitCode: status });
   if (recordLines.length) process.stdout.write(`${recordLines.join('\n')}\n`);
   // The report shows the records folder as it now is.
   if (recorded?.written.length) reportCommand({ recordsDir: opts.recordsDir, out: opts.reportDir, check: false });
-  return status;
+  return shownExitCode(summary, { strict, exitCode: status, unwritten });
 }
 
 /**

@@ -15,6 +15,9 @@ Exit status:
   2    configuration error (matrix, command line, declared environment differs from the detected one)
   3    infrastructure error (target unreachable, probe crashed or timed out)
   4    --strict, and nothing was measured (no usable driver on any target)
+  6    an output could not be written (a full disk, no permission): the event log, junit.xml
+       or summary.json of the run folder, or a --junit/--reporter file; each is named with
+       the cause. What was written is whole (the event log is cut back to its last whole line)
   130  interrupted (results for what finished are still written)`;
 
 /** The exit statuses of `cudamatrix doctor`, for its --help. */
@@ -59,6 +62,7 @@ export function buildProgram(): Command {
     .option('--results-dir <dir>', 'folder for run folders (each run writes <dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs' /* run.ts DEFAULT_RESULTS_DIR; not imported, so that --help loads no command's code */)
     .option('--concurrency <n>', 'targets at once (default: the matrix\'s; never two on one host)', (v) => positiveInt(v, '--concurrency'))
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText('after', exitCodesHelp)
     .action(async (opts) => {
@@ -126,7 +130,8 @@ The same records always give the same bytes, so both files can be committed and 
 Exit status:
   0  written (with --check: the files match the records)
   1  --check, and the files differ from what the records give
-  2  a record that cannot be read (named, with what is wrong), or a records folder that is not there`,
+  2  a record that cannot be read (named, with what is wrong), or a records folder that is not there
+  6  BEHAVIOUR.md or behaviour.html could not be written (a full disk, no permission: named, with the cause)`,
     )
     .action(async (opts: { recordsDir: string; out: string; check: boolean }) => {
       process.exitCode = (await import('./report.ts')).reportCommand(opts);
@@ -170,7 +175,9 @@ Exit status:
      cut-off last line or no run-end: a crashed run or a killed shard), --records-dir that is
      not a records root, or a record file at the path of this record with other facts (a
      run's record does not change)
-  4  no input holds an observation of a GPU: nothing recorded`,
+  4  no input holds an observation of a GPU: nothing recorded
+  6  a record could not be written (a full disk, no permission: named, with the cause); those
+     written before it stay, each whole`,
     )
     .action(async (inputs: string[], opts: { recordsDir: string; submit?: string }) => {
       process.exitCode = await (await import('./record.ts')).recordCommand(inputs, opts);
@@ -216,6 +223,7 @@ Exit status:
     .option('--results-dir <dir>', 'folder for the merged run folder (<dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs')
     .option('--strict', 'exit 4 when nothing was measured (also when every log ran with --strict)', false)
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText(
       'after',
@@ -290,6 +298,7 @@ Exit status: 0 the matrix printed; 2 a matrix or command-line error (named).`,
     .option('--strict', 'exit 4 when nothing was measured, as run --strict (also when every log ran with it); each target that measured nothing is named', false)
     .option('--fail-on-change', 'exit 5 when behaviour changed against the committed records (behaviour-changed), each change an error annotation', false)
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
+    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText(
       'after',
@@ -314,6 +323,7 @@ Exit status (the merged run's, as for run):
   3    a target was lost (JOB_LOST), unreachable, or a probe crashed or timed out
   4    --strict (or every log ran with it), and nothing was measured
   5    --fail-on-change, and behaviour changed (the run otherwise passed)
+  6    an output could not be written (a full disk, no permission), each named with the cause
 A target whose every probe was skipped (no usable driver: a runner that cannot see its GPU) is
 named in the job summary with its job and runner labels, and in an annotation: an error when that
 fails the run (--strict, nothing measured anywhere), else a warning.`,

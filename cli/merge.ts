@@ -9,6 +9,7 @@ import { mergeEventLogs, readLogs, writeMergedRun } from '../results/merge.ts';
 import { Reporters } from '../results/reporter.ts';
 import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
 import { createReporters } from '../results/reporters/index.ts';
+import { COLLAPSE_ABOVE } from '../results/reporters/console.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
@@ -21,6 +22,7 @@ export interface MergeCommandOptions {
   resultsDir: string;
   strict: boolean;
   quiet: boolean;
+  verbose?: boolean;
 }
 
 export async function mergeCommand(logs: string[], opts: MergeCommandOptions): Promise<number> {
@@ -34,17 +36,19 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
 
   // The run folder always gets the whole record, whatever the user chose to see (as run).
   const reporters = new Reporters([
-    ...createReporters(choices, { quiet: opts.quiet }),
+    ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
     ...(isGithubActions() ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),
   ]);
   for (const w of merged.warnings) reporters.message(`warning: ${w}`);
   const from = merged.start.mergedFrom.map((s) => `${s.file} (${s.shard ? `shard ${s.shard.index}/${s.shard.total}` : `run ${s.runId}`})`);
-  reporters.message(`merged ${from.length} log${from.length === 1 ? '' : 's'} into ${eventsFile}: ${from.join(', ')}`);
+  // Many logs (a fleet's): counted, not listed in one line of thousands of paths, unless --verbose.
+  const which = from.length <= COLLAPSE_ABOVE || opts.verbose ? `: ${from.join(', ')}` : ` (--verbose names each)`;
+  reporters.message(`merged ${from.length} log${from.length === 1 ? '' : 's'} into ${eventsFile}${which}`);
   for (const e of merged.events) reporters.event(e);
   const strict = merged.start.options.strict;
   const summary = summarize(merged.events);
-  await reporters.end(summary, { runDir, eventsFile, strict });
-  return exitCodeOf(summary, { strict });
+  const unwritten = await reporters.end(summary, { runDir, eventsFile, strict });
+  return exitCodeOf(summary, { strict, unwritten });
 }

@@ -5,7 +5,8 @@
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { checkOutputPath, isStdout, writeOutput } from '../core/fs.ts';
+import { checkOutputPath, isStdout, makeDir, writeOutput } from '../core/fs.ts';
+import { withLock } from '../core/lock.ts';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { keyText, sameObservation, type BehaviourRecord } from '../results/record/format.ts';
@@ -132,7 +133,17 @@ function submit(prepared: Prepared[], file: string, say: (l: string) => void): n
   return ExitCode.ok;
 }
 
+/**
+ * Stores the records holding the records folder's lock: many `record`s at once into one folder
+ * do what they would one after the other (an observation written once, never overwritten).
+ */
 function store(prepared: Prepared[], dir: string, say: (l: string) => void): { status: number; written: string[] } {
+  if (!prepared.some((p) => p.records.length)) return storeUnlocked(prepared, dir, say);
+  makeDir(dir, '--records-dir');
+  return withLock(path.join(dir, '.record.lock'), `recording into ${dir}`, () => storeUnlocked(prepared, dir, say));
+}
+
+function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => void): { status: number; written: string[] } {
   const records = new RecordStore(dir);
   const written: string[] = [];
   let clashes = 0;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { writeFileAtomic } from '../core/fs.ts';
 import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from '../results/report/index.ts';
 import { loadRecords } from '../results/report/load.ts';
-import { columnsOf } from '../results/report/table.ts';
+import { columnsOf, KEY_METRICS } from '../results/report/table.ts';
 
 export interface ReportOptions {
   recordsDir: string;
@@ -17,7 +17,8 @@ export interface ReportOptions {
 }
 
 export function reportCommand(opts: ReportOptions): number {
-  const records = loadRecords(opts.recordsDir);
+  // Of the records not shown in full, only the key metrics the tables read are kept.
+  const records = loadRecords(opts.recordsDir, new Set(KEY_METRICS.map((m) => m.metric)));
   const outputs = renderReport(records, reportPaths(opts.recordsDir, opts.out));
   const files: [string, string][] = [
     [path.join(opts.out, MARKDOWN_FILE), outputs.markdown],

@@ -29,6 +29,7 @@ export interface RunOptions {
   resultsDir: string;
   concurrency?: number;
   quiet: boolean;
+  verbose?: boolean;
 }
 
 /** "junit:out.xml", "junit=out.xml", "json" -> a reporter choice; a wrong name is a usage error. */
@@ -90,7 +91,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   checkOutputs(choices, opts.resultsDir);
   // The run folder always gets the whole record, whatever the user chose to see.
   const reporters = new Reporters([
-    ...createReporters(choices, { quiet: opts.quiet }),
+    ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((runDir) => path.join(runDir, 'junit.xml')),
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
     ...(github ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),
@@ -110,8 +111,9 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       onProgress: (m) => reporters.message(m),
     });
     const summary = summarize(result.events);
-    await reporters.end(summary, { runDir: result.runDir, eventsFile: result.eventsFile, strict: opts.strict });
-    return exitCodeOf(summary, { strict: opts.strict });
+    const logFailure = result.logFailure ? [result.logFailure.message] : [];
+    const unwritten = await reporters.end(summary, { runDir: result.runDir, eventsFile: result.eventsFile, strict: opts.strict, unwritten: logFailure });
+    return exitCodeOf(summary, { strict: opts.strict, unwritten });
   } finally {
     interrupts.dispose();
   }

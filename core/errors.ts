@@ -13,6 +13,8 @@ export const ExitCode = {
   nothingMeasured: 4,
   /** gha merge --fail-on-change: a record of the run differs from the committed one (behaviour-changed). */
   behaviourChanged: 5,
+  /** An output the user asked for (or the run folder's record) could not be written: a full disk, no permission. */
+  outputFailed: 6,
   interrupted: 130,
 } as const;
 
@@ -23,6 +25,7 @@ export const ExitCode = {
  *   infrastructure — a target could not be used (exit 3): unreachable, refused, dropped
  *   probe          — the probe itself failed on the target (exit 3): crashed, timed out
  *   interrupted    — the run was stopped by a signal (exit 130)
+ *   output         — an output could not be written (exit 5): a full disk, a read-only folder
  *   not-applicable — the target cannot run these probes by its nature (a WSL 1 distribution
  *                    has no GPU, whatever is installed): nothing is broken and nothing could
  *                    be measured there, so in a run its cells are skipped with the error's
@@ -97,10 +100,12 @@ export const errorCodes = {
   MERGE_OVERLAP: 'configuration',
   /** cudamatrix merge: logs of different cudamatrix versions, or of matrices that disagree. */
   MERGE_MISMATCH: 'configuration',
+  /** A file the command writes (an event log, JUnit, JSON, a record, the report) could not be written: a full disk, no permission. */
+  OUTPUT_FAILED: 'output',
   INTERRUPTED: 'interrupted',
 } as const satisfies Record<string, ErrorClass>;
 
-export type ErrorClass = 'configuration' | 'infrastructure' | 'probe' | 'interrupted' | 'not-applicable';
+export type ErrorClass = 'configuration' | 'infrastructure' | 'probe' | 'interrupted' | 'output' | 'not-applicable';
 export type ErrorCode = keyof typeof errorCodes;
 
 /** The class of a code; codes not in the table (from a newer event log) count as infrastructure. */
@@ -125,6 +130,7 @@ export function isNotApplicable(code: string): boolean {
 export function exitCodeForCode(code: string): number {
   const cls = errorClassOf(code);
   if (cls === 'interrupted') return ExitCode.interrupted;
+  if (cls === 'output') return ExitCode.outputFailed;
   return cls === 'configuration' ? ExitCode.configuration : ExitCode.infrastructure;
 }
 

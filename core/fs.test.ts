@@ -1,9 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { lstatSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../test/helpers.ts';
-import { writeOutput } from './fs.ts';
+import { writeFileExclusive, writeOutput } from './fs.ts';
+import { withLock } from './lock.ts';
 
 describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () => {
   it('writes through a symbolic link and leaves the link in place (/dev/stdout is one; defect 1)', () => {
@@ -44,5 +45,28 @@ describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () =
     writeOutput(file, 'two');
     expect(readFileSync(file, 'utf8')).toBe('two');
     expect(lstatSync(file).isFile()).toBe(true);
+  });
+});
+
+describe('writeFileExclusive and the records lock (many processes writing one folder)', () => {
+  it('writes a new file whole, never overwrites one that is there, and leaves no temporary file', () => {
+    const dir = tempDir();
+    const file = path.join(dir, 'r.json');
+    expect(writeFileExclusive(file, 'first')).toBe(true);
+    expect(writeFileExclusive(file, 'second')).toBe(false);
+    expect(readFileSync(file, 'utf8')).toBe('first');
+    expect(readdirSync(dir)).toEqual(['r.json']);
+  });
+
+  it('takes over the lock of a process that died holding it, and names a live holder after the wait', () => {
+    const dir = tempDir();
+    const lock = path.join(dir, '.record.lock');
+    // The pid of a process that has ended (and been reaped when execFileSync returns).
+    const dead = execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    writeFileSync(lock, `${dead}\n`);
+    expect(withLock(lock, 'recording into x', () => readFileSync(lock, 'utf8'))).toBe(`${process.pid}\n`);
+    expect(readdirSync(dir)).toEqual([]);
+    writeFileSync(lock, `${process.ppid}\n`);
+    expect(() => withLock(lock, 'recording into x', () => 1, 200)).toThrow(`recording into x: ${lock} has been held by process ${process.ppid} for over 0.2 s; if no other cudamatrix is writing there, remove that file and run again`);
   });
 });

@@ -1,13 +1,75 @@
-import { existsSync, lstatSync, mkdirSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, linkSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError } from './errors.ts';
 
-/** Writes through a temporary file and a rename, so that a reader never sees half a file. */
+const causes: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'the disk quota is used up',
+  EACCES: 'permission denied',
+  EPERM: 'not permitted',
+  EROFS: 'a read-only file system',
+  EFBIG: 'the file is too large for the file system',
+  EIO: 'an input/output error',
+};
+
+/** The error for a file that could not be written (exit 6): the file, the cause, what to do. */
+export function outputError(file: string, error: unknown, holds = 'nothing of it was written'): CudamatrixError {
+  if (error instanceof CudamatrixError) return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  const cause = code ? `${code}: ${causes[code] ?? (error as Error).message}` : (error as Error).message;
+  return new CudamatrixError('OUTPUT_FAILED', `${file} could not be written (${cause}); ${holds}. Free space there or name another place, and run again`, { cause: error });
+}
+
+/** A temporary name beside `file` that no other process or call picks: the pid and random bytes. */
+function tempName(file: string): string {
+  return `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
+}
+
+/** Writes `text` to a new temporary file beside `file` (created exclusively), or throws with it removed. */
+function writeTemp(file: string, text: string): string {
+  const tmp = tempName(file);
+  try {
+    writeFileSync(tmp, text, { flag: 'wx' });
+  } catch (error) {
+    rmSync(tmp, { force: true });
+    throw outputError(file, error);
+  }
+  return tmp;
+}
+
+/**
+ * Writes through a temporary file and a rename, so that a reader never sees half a file. On a
+ * failure (a full disk) the temporary file is removed and the error (OUTPUT_FAILED) names `file`.
+ */
 export function writeFileAtomic(file: string, text: string): void {
   makeDir(path.dirname(file), 'the folder of an output');
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
+  const tmp = writeTemp(file, text);
+  try {
+    renameSync(tmp, file);
+  } catch (error) {
+    rmSync(tmp, { force: true });
+    throw outputError(file, error);
+  }
+}
+
+/**
+ * Writes `file` whole, only if it is not there: false when it is (another process may have
+ * written it since this one looked). The link is the exclusive step, so two writers never
+ * overwrite each other and a reader never sees half a file.
+ */
+export function writeFileExclusive(file: string, text: string): boolean {
+  makeDir(path.dirname(file), 'the folder of an output');
+  const tmp = writeTemp(file, text);
+  try {
+    linkSync(tmp, file);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw outputError(file, error);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
 }
 
 /** The standard streams by their names: written to as streams, never opened (which truncates). */
@@ -36,7 +98,11 @@ export function writeOutput(target: string, text: string): void {
     existing = undefined;
   }
   if (existing && !existing.isFile()) {
-    writeFileSync(target, text);
+    try {
+      writeFileSync(target, text);
+    } catch (error) {
+      throw outputError(target, error);
+    }
     return;
   }
   writeFileAtomic(target, text);
@@ -71,6 +137,17 @@ export function makeDir(dir: string, what: string): void {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST' && statSync(part).isDirectory()) continue;
       throw new CudamatrixError('USAGE', `${what} ${dir} cannot be made (${(error as NodeJS.ErrnoException).code ?? (error as Error).message} at ${part}); name a folder you can write to`);
     }
+  }
+}
+
+/** Makes the folder `dir` (its parent exists): false when it is there already (another process took it). */
+export function makeNewDir(dir: string, what: string): boolean {
+  try {
+    mkdirSync(dir);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw outputError(`${what} ${dir}`, error);
   }
 }
 

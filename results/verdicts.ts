@@ -148,13 +148,26 @@ export function withEventsFile(summary: RunSummary, eventsFile: string): RunSumm
   };
 }
 
-export function exitCodeOf(summary: RunSummary, options: { strict: boolean }): number {
+export function exitCodeOf(summary: RunSummary, options: { strict: boolean; unwritten?: readonly string[] }): number {
   if (summary.interrupted) return ExitCode.interrupted;
+  // An output the user asked for that is not there fails the job, whatever was measured.
+  if (options.unwritten?.length) return ExitCode.outputFailed;
   if (summary.hasConfigurationError) return ExitCode.configuration;
   if (summary.hasInfrastructureError) return ExitCode.infrastructure;
   if (summary.counts.verdicts.failed > 0 || summary.counts.verdicts.error > 0) return ExitCode.expectationFailed;
   if (options.strict && summary.nothingMeasured) return ExitCode.nothingMeasured;
   return ExitCode.ok;
+}
+
+/**
+ * The status a command exits with and its reporters show: the run's own, or the caller's where it
+ * decides more (gha merge: a record clash, --fail-on-change), except that an interrupt and an
+ * output not written always win.
+ */
+export function shownExitCode(summary: RunSummary, context: { strict: boolean; exitCode?: number; unwritten?: readonly string[] }): number {
+  const own = exitCodeOf(summary, { strict: context.strict, unwritten: context.unwritten });
+  if (own === ExitCode.interrupted || own === ExitCode.outputFailed) return own;
+  return context.exitCode ?? own;
 }
 
 /** Key under which a target's expectation replaces a class expectation on the same result. */

@@ -11,7 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { CudamatrixError, describeError, isNotApplicable } from '../core/errors.ts';
-import { makeDir } from '../core/fs.ts';
+import { makeDir, makeNewDir } from '../core/fs.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { EVENTS_SCHEMA_VERSION, type CellEndEvent, type RunEvent } from '../events/events.ts';
 import type { Target } from '../matrix/load.ts';
@@ -47,6 +47,8 @@ export interface ExecuteResult {
   events: RunEvent[];
   runDir: string;
   eventsFile: string;
+  /** Why the event log stopped being written (a full disk), if it did. */
+  logFailure?: CudamatrixError;
 }
 
 export const NOT_RUN_REASON = 'the run was interrupted before this cell started';
@@ -56,9 +58,7 @@ export function newRunId(now = new Date()): string {
 }
 
 export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<ExecuteResult> {
-  const runId = options.runId ?? newRunId();
-  const runDir = path.join(options.runsDir, runId);
-  makeDir(runDir, 'the run folder');
+  const { runId, runDir } = claimRunDir(options.runsDir, options.runId);
   const eventsFile = path.join(runDir, 'events.jsonl');
   const log = new EventLog(eventsFile);
   const emit = (event: RunEvent): void => {
@@ -106,7 +106,23 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     emit({ type: 'run-end', finished: new Date().toISOString(), durationMs: Date.now() - started, interrupted: Boolean(options.signal?.aborted) });
     log.close();
   }
-  return { events: log.events, runDir, eventsFile };
+  return { events: log.events, runDir, eventsFile, logFailure: log.failure };
+}
+
+/**
+ * A new run folder of its own: runs started together with one --results-dir never share one
+ * (the folder is created exclusively; a taken id draws another). A given id (a test's) is used as it is.
+ */
+function claimRunDir(runsDir: string, given: string | undefined): { runId: string; runDir: string } {
+  if (given !== undefined) {
+    makeDir(path.join(runsDir, given), 'the run folder');
+    return { runId: given, runDir: path.join(runsDir, given) };
+  }
+  makeDir(runsDir, '--results-dir');
+  for (;;) {
+    const runId = newRunId();
+    if (makeNewDir(path.join(runsDir, runId), 'the run folder')) return { runId, runDir: path.join(runsDir, runId) };
+  }
 }
 
 interface TargetContext {

@@ -25,7 +25,7 @@ import { sshdAvailable } from './sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches. */
 const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts'];
-const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff'];
+const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
 
 function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(path.delimiter).some((dir) => {
@@ -177,6 +177,19 @@ describe('bench/diff', () => {
     expect(r.stdout).toMatch(/diffRecords, cold/);
     expectNothingLeft();
   });
+});
+
+describe('bench/scale', () => {
+  it('--tiny: plan, gha matrix, merge, report and diff in child processes against their peers, time and peak memory, budgets printed, not enforced', async () => {
+    const r = await runBench('scale', ['--tiny']);
+    expect(r.code, failed(r)).toBe(0);
+    expect(r.json).toMatchObject({ bench: 'scale', targets: 20, records: 50, rounds: 1, enforced: false });
+    const results = r.json.results as { name: string; ms: number; maxRssMiB: number; peerMs: number; budgetMs: number }[];
+    expect(results.map((x) => [x.name, x.budgetMs])).toEqual([['plan', 1000], ['gha matrix', 1000], ['merge', 5000], ['report', 1000], ['diff', 1000]]);
+    for (const x of results) expect([x.ms, x.maxRssMiB, x.peerMs].every((n) => n > 0)).toBe(true);
+    expect(r.stdout).toMatch(/merge\s+20 event logs/);
+    expectNothingLeft();
+  }, 300_000);
 });
 
 describe('bench/report', () => {

@@ -19,7 +19,9 @@ import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
 import { runCli, startCli, type CliResult } from './cli.ts';
 import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
-import { buildDelayImage, buildTestBase, dockerToolsReady, dockerOn, leftoversOf, probeRunsIn, until } from './docker.ts';
+import { FROZEN_AFTER_S } from '../runners/docker/calls.ts';
+import { startDelayProxy } from './docker-delay-proxy.ts';
+import { buildDelayImage, buildTestBase, dockerOnAsync, dockerToolsReady, dockerOn, leftoversOf, probeRunsIn, until } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from './helpers.ts';
 
 const canStartEngine =
@@ -39,6 +41,8 @@ function matrix(dir: string, transport: Record<string, unknown>, extra: string[]
 const eventsOf = (dir: string): RunEvent[] => readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
 
 const started: ChildProcess[] = [];
+/** How long the slow engine holds back one call: longer than the watchdog's bound, shorter than callTimeout's 60 s. */
+const SLOW_MS = 40_000;
 
 /** The CLI, remembered: the file checks at the end that each one has ended. */
 function start(args: string[]): ReturnType<typeof startCli> {
@@ -63,12 +67,14 @@ async function within(run: ReturnType<typeof startCli>, ms: number): Promise<Cli
 
 describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe runs', () => {
   let own: TestEngine | undefined;
+  let base: string;
   let hang: string;
   beforeAll(async () => {
     own = await startTestEngine(tmpdir());
     const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+    base = buildTestBase(probe.path, 'cudamatrix-test-base', own.host);
     // Probes that wait ten minutes: the engine is frozen while one runs.
-    hang = buildDelayImage(600_000, buildTestBase(probe.path, 'cudamatrix-test-base', own.host), own.host);
+    hang = buildDelayImage(600_000, base, own.host);
   }, 180_000);
   afterAll(async () => {
     if (!own) return;
@@ -117,6 +123,61 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
     expect(reap.code).toBe(0);
     expect(leftoversOf(runId, engine.host)).toEqual({ containers: [], volumes: [] });
   }, 150_000);
+
+  it(`is noticed by the watchdog's pings within ${FROZEN_AFTER_S} s, mid-probe, whatever the probe's timeout; the removal then fails at once`, async () => {
+    const engine = own!;
+    const dir = tempDir();
+    // No connectTimeout or callTimeout: the defaults. The probe may run for ten minutes.
+    const file = matrix(dir, { kind: 'docker', endpoint: engine.host, image: hang, gpus: 'none' }, ['    timeout: 10m']);
+    const run = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
+    let r: CliResult | null;
+    let frozenAt: number;
+    try {
+      await until('cudaprobe run sysinfo in the container', () => probeRunsIn((args) => dockerOnAsync(engine.host, args), 'frozen'));
+      process.kill(engine.pid, 'SIGSTOP');
+      frozenAt = Date.now();
+      r = await within(run, 120_000);
+    } finally {
+      process.kill(engine.pid, 'SIGCONT');
+    }
+    const took = Date.now() - frozenAt!;
+    // Before: the probe's 10 minutes, then 60 s for the kill and 60 s for the removal.
+    expect(r, 'the run did not end within 120 s of the engine freezing').not.toBeNull();
+    expect(took).toBeGreaterThanOrEqual(FROZEN_AFTER_S * 1000 - 1000);
+    // 30 s of unanswered pings, one ping interval (5 s), and the CLI's own time on a busy machine.
+    expect(took).toBeLessThan(FROZEN_AFTER_S * 1000 + 30_000);
+    expect(r!.code).toBe(3);
+    expect(r!.stderr).not.toMatch(/\n\s+at /);
+    const said = `the Docker engine at ${engine.host} (from matrix) answered no ping for ${FROZEN_AFTER_S} s (running cudaprobe)`;
+    const events = eventsOf(dir);
+    const runId = (events[0] as { runId: string }).runId;
+    expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringContaining(said) });
+    expect(r!.stderr).toMatch(/warning: container \S+ on \S+ was not removed \(the Docker engine at \S+ \(from matrix\) answered no ping for 30 s \(removing the container\)/);
+    const reap = await runCli(['doctor', '--reap', '--endpoint', engine.host], { env: noDockerEnv });
+    expect(reap.code).toBe(0);
+    expect(leftoversOf(runId, engine.host)).toEqual({ containers: [], volumes: [] });
+  }, 300_000);
+
+  it(`does not fail a call that is slow but live: a container create held back ${SLOW_MS / 1000} s while pings answer`, async () => {
+    const engine = own!;
+    const proxy = await startDelayProxy(new URL(engine.host).pathname, /^POST \S*\/containers\/create/, SLOW_MS);
+    try {
+      const dir = tempDir();
+      const file = matrix(dir, { kind: 'docker', endpoint: proxy.host, image: base, gpus: 'none' });
+      const from = Date.now();
+      const r = await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 180_000);
+      expect(r, 'the run did not end within 180 s').not.toBeNull();
+      expect(proxy.counts().delayed).toBe(1);
+      expect(Date.now() - from).toBeGreaterThanOrEqual(SLOW_MS);
+      expect(proxy.counts().pings).toBeGreaterThan(1);
+      expect(r!.stderr + r!.stdout).not.toContain('answered no ping');
+      // No driver in the container: every probe skipped, nothing failed.
+      expect(r!.code, r!.stdout + r!.stderr).toBe(0);
+      expect(eventsOf(dir).filter((e) => e.type === 'cell-end' && e.planned).map((e) => (e as { status: string }).status)).toEqual(['skipped', 'skipped']);
+    } finally {
+      await proxy.close();
+    }
+  }, 300_000);
 });
 
 describe('an endpoint that accepts connections and never answers', () => {

@@ -384,7 +384,7 @@ export function seriesText(name: string, attrs: Record<string, Scalar> | undefin
 
 const hasFacts = (r: BehaviourRecord) => Object.keys(r.facts).length > 0;
 /** The one compared first: a record with facts before one without (a run of sysinfo alone must not hide a full one), then the newest. */
-const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
+export const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
   Number(hasFacts(y)) - Number(hasFacts(x)) || (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
 
 function byKey(records: BehaviourRecord[]): Map<string, BehaviourRecord[]> {

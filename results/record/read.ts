@@ -11,6 +11,7 @@ import { readEventLog, type RunEvent } from '../../events/events.ts';
 import type { Expectation } from '../../matrix/schema.ts';
 import { checkRecord, invalid, isObject } from './check.ts';
 import { recordsFromEvents, type BehaviourRecord } from './format.ts';
+import { newestFirst, pairingKey } from './diff.ts';
 import { isSubmission, parseSubmission } from './submit.ts';
 
 export type InputKind = 'event-log' | 'record' | 'submission' | 'records-folder';
@@ -120,11 +121,30 @@ function readRecordFile(file: string, text: string): BehaviourRecord[] {
 }
 
 /**
+ * For diff, as a folder is read: of each key (without the driver) only the record diff compares
+ * (newestFirst's first) keeps its metrics and memory samples; the others keep what diff says of
+ * them (key, facts, date, id). Memory then grows with the keys, not the records.
+ */
+function compareOnly(compared: Map<string, BehaviourRecord>, record: BehaviourRecord): void {
+  const key = pairingKey(record);
+  const held = compared.get(key);
+  const slim = (r: BehaviourRecord) => {
+    r.metrics = [];
+    r.samples = [];
+  };
+  if (!held) compared.set(key, record);
+  else if (newestFirst(record, held) < 0) {
+    slim(held);
+    compared.set(key, record);
+  } else slim(record);
+}
+
+/**
  * Reads one input. `defaults`: the default expectations, which records made from an event log
  * are judged against (matrix/default.yaml's). `complete`: refuse an event log that is incomplete
  * (see incompleteLog), as `record` does: a record of part of a run must not stand for the run.
  */
-export function readInput(source: string, defaults: Expectations, options: { complete?: boolean } = {}): Input {
+export function readInput(source: string, defaults: Expectations, options: { complete?: boolean; forDiff?: boolean } = {}): Input {
   const complete = options.complete ?? false;
   let st;
   try {
@@ -139,7 +159,15 @@ export function readInput(source: string, defaults: Expectations, options: { com
     if (files.length === 0) {
       throw new CudamatrixError('USAGE', `${source} holds neither an events.jsonl (a run folder) nor record files (*.json, or driver-<version>/*.json); pass a run folder or a folder of records`);
     }
-    return { source, kind: 'records-folder', records: files.flatMap((f) => readRecordFile(f, readFileSync(f, 'utf8')).map((record) => ({ record, file: f }))), unrecorded: [] };
+    const records: Input['records'] = [];
+    const compared = new Map<string, BehaviourRecord>();
+    for (const f of files) {
+      for (const record of readRecordFile(f, readFileSync(f, 'utf8'))) {
+        records.push({ record, file: f });
+        if (options.forDiff) compareOnly(compared, record);
+      }
+    }
+    return { source, kind: 'records-folder', records, unrecorded: [] };
   }
   const text = readFileSync(source, 'utf8');
   if (isSubmission(text)) return { source, kind: 'submission', records: parseSubmission(text, source).map((record) => ({ record, file: null })), unrecorded: [] };

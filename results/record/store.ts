@@ -21,7 +21,7 @@
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../../core/fs.ts';
+import { writeFileAtomic, writeFileExclusive } from '../../core/fs.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import { checkRecord, invalid } from './check.ts';
 import { diffPair, type CellChange, type MetricComparison } from './diff.ts';
@@ -66,18 +66,19 @@ export class RecordStore {
     got = new Map();
     const at = path.join(this.dir, sub);
     const names = statSync(at, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(at).filter((n) => n.endsWith('.json')).sort() : [];
-    for (const name of names) {
-      const file = path.join(at, name);
-      let data: unknown;
-      try {
-        data = JSON.parse(readFileSync(file, 'utf8'));
-      } catch (e) {
-        throw invalid(file, `not JSON (${(e as Error).message})`);
-      }
-      got.set(`${sub}/${name}`, checkRecord(data, file));
-    }
+    for (const name of names) got.set(`${sub}/${name}`, this.read(path.join(at, name)));
     this.folders.set(sub, got);
     return got;
+  }
+
+  private read(file: string): BehaviourRecord {
+    let data: unknown;
+    try {
+      data = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw invalid(file, `not JSON (${(e as Error).message})`);
+    }
+    return checkRecord(data, file);
   }
 
   /** Writes the record unless its observation is there already; says what it did. */
@@ -114,7 +115,14 @@ export class RecordStore {
       target.push({ file: path.join(this.dir, other), facts });
     }
     // Written whole or not at all: a half-written record would break every later read of the folder.
-    writeFileAtomic(file, recordJson(record));
+    // A new file is created exclusively: a record another process wrote there since this one
+    // read the folder (two `record`s at once) is never overwritten, and is judged as one found.
+    if (there) writeFileAtomic(file, recordJson(record));
+    else if (!writeFileExclusive(file, recordJson(record))) {
+      const now = this.read(file);
+      existing.set(rel, now);
+      return sameObservation(now, record) ? { kind: 'duplicate', file, existing: file } : { kind: 'clash', file };
+    }
     existing.set(rel, record);
     if (there) return { kind: 'replaced', file, before: { facts: Object.keys(there.facts).length, cells: there.cells.length }, conflicts, partial };
     return { kind: 'written', file, conflicts, partial, ...(drift ? { drift } : {}) };

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError } from '../../core/errors.ts';
 import { checkRecord, invalid, isObject } from '../record/check.ts';
-import type { BehaviourRecord } from '../record/format.ts';
+import { keyText, type BehaviourRecord } from '../record/format.ts';
 
 /** A record and where it lies, relative to the records folder, with / separators. */
 export interface LoadedRecord {
@@ -37,9 +37,18 @@ export function recordFiles(dir: string): string[] {
   return files;
 }
 
-/** Every record under `dir`, read and checked; the first bad file stops it with its name and what is wrong. */
-export function loadRecords(dir: string): LoadedRecord[] {
-  return recordFiles(dir).map((file) => {
+/**
+ * Every record under `dir`, read and checked; the first bad file stops it with its name and what
+ * is wrong. Only the record each column shows in full (its newest with facts: columnsOf's
+ * chosen) keeps its memory samples and every metric; the others keep what the tables read of
+ * them (key, facts, sysinfo, cells, verdicts, and of the metrics those named in `keepMetrics`,
+ * the report's key metrics: all when not given), as they are read. So memory is bounded by the
+ * columns, not the records (10,000 records of 104 KiB: bench/scale).
+ */
+export function loadRecords(dir: string, keepMetrics?: ReadonlySet<string>): LoadedRecord[] {
+  const loaded: LoadedRecord[] = [];
+  const shown = new Map<string, LoadedRecord>();
+  for (const file of recordFiles(dir)) {
     const full = path.join(dir, file);
     let data: unknown;
     try {
@@ -47,8 +56,32 @@ export function loadRecords(dir: string): LoadedRecord[] {
     } catch (e) {
       throw invalid(full, `not JSON (${(e as Error).message})`);
     }
-    return { file, record: checkReportRecord(data, full) };
-  });
+    const r: LoadedRecord = { file, record: checkReportRecord(data, full) };
+    loaded.push(r);
+    const key = keyText(r.record.key);
+    const held = shown.get(key);
+    if (!held) shown.set(key, r);
+    else if (shownBefore(r, held)) {
+      slim(held, keepMetrics);
+      shown.set(key, r);
+    } else slim(r, keepMetrics);
+  }
+  return loaded;
+}
+
+const hasFacts = (r: LoadedRecord) => Object.keys(r.record.facts).length > 0;
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Whether `a` is shown rather than `b` (of one key): as columnsOf chooses, the newest with facts, else the newest. */
+function shownBefore(a: LoadedRecord, b: LoadedRecord): boolean {
+  if (hasFacts(a) !== hasFacts(b)) return hasFacts(a);
+  return (cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file)) > 0;
+}
+
+/** A record its column does not show in full: no samples, only the metrics kept. */
+function slim(r: LoadedRecord, keepMetrics: ReadonlySet<string> | undefined): void {
+  r.record.samples = [];
+  if (keepMetrics) r.record.metrics = r.record.metrics.filter((m) => keepMetrics.has(m.name));
 }
 
 /**

@@ -16,7 +16,7 @@ import { probeSpec } from '../../probes/catalogue.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from '../../probes/protocol.ts';
 import { attrText, attrsText, rangeText, sampleText, varyingAttrs, type SampleEvidence } from '../evidence.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
-import { exitCodeOf, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
+import { exitCodeOf, shownExitCode, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
 
 /** Where the console writes: a stream; `isTTY` and `columns` as a terminal's WriteStream has them. */
 export interface ConsoleOut {
@@ -33,7 +33,18 @@ export interface ConsoleOptions {
   env?: NodeJS.ProcessEnv;
   /** Only the summary at the end: no line per cell, no progress line. */
   quiet?: boolean;
+  /** Every target and cell, however many: no collapsing above COLLAPSE_ABOVE targets. */
+  verbose?: boolean;
 }
+
+/**
+ * Above this many targets the console collapses what went well, so that a fleet's run stays
+ * readable (2,000 targets x 13 probes would be 26,000 cell lines): while it runs, a line per
+ * problem (a failed cell, an unreachable target) and a progress line at each tenth of the cells;
+ * at the end, the blocks and table rows of the targets with a problem only, and how many went
+ * well. --verbose shows everything.
+ */
+export const COLLAPSE_ABOVE = 20;
 
 type Colors = ReturnType<typeof pc.createColors>;
 
@@ -75,6 +86,10 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
   let done = 0;
   // Seen a cell cancelled or not run: the run was interrupted, and targets that start now run nothing.
   let interrupted = false;
+  // Many targets: what went well is counted, not listed (COLLAPSE_ABOVE).
+  let collapsed = false;
+  let problems = 0;
+  let nextMilestone = 0;
   const running = new Map<string, number>();
 
   const clearProgress = (): void => {
@@ -125,20 +140,24 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         case 'run-start':
           total = e.cells.length;
           startedAt = Date.now();
+          collapsed = !options.verbose && new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size > COLLAPSE_ABOVE;
+          nextMilestone = Math.ceil(total / 10);
           say(
             `cudamatrix ${e.version}: run ${e.runId}${e.shard ? ` (shard ${e.shard.index}/${e.shard.total})` : ''}, ${e.cells.length} cell${e.cells.length === 1 ? '' : 's'} from ${e.matrix.file}${e.options.quick ? ' (--quick: small parameters)' : ''}`,
           );
           if (e.shard && e.cells.length === 0) say(`shard ${e.shard.index}/${e.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards`);
+          if (collapsed) say(`${new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size} targets: only problems are listed as they come, and progress at each tenth of the cells (--verbose lists every target and cell)`);
           if (live && !timer) {
             timer = setInterval(drawProgress, PROGRESS_TICK_MS);
             timer.unref?.();
           }
           break;
         case 'target-start':
-          if (interrupted) break;
+          if (interrupted || collapsed) break;
           say(`${c.bold('▶')} ${e.target} (${e.environment}, via ${e.transport.join(' → ')})`);
           break;
         case 'target-ready':
+          if (collapsed) break;
           say(`  reached ${e.session} (${e.platform}/${e.arch}), cudaprobe ${e.probe.hash}${e.probe.built ? ' (built now)' : ''}`);
           break;
         case 'target-error':
@@ -162,7 +181,14 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           const first = reason ? saidFirst.get(key) : undefined;
           if (reason && !first) saidFirst.set(key, e.cell);
           const why = !reason ? '' : first ? ` (the same reason as ${first})` : `: ${reason}`;
-          say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
+          const problem = e.status !== 'passed' && e.status !== 'skipped';
+          if (problem) problems++;
+          if (!collapsed || problem) say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
+          if (collapsed && done >= nextMilestone) {
+            say(c.dim(`  [${done}/${total}] cells done in ${clock(Date.now() - startedAt)}, ${problems} with a problem`));
+            nextMilestone = Math.min(total, nextMilestone + Math.ceil(total / 10));
+            if (done >= total) nextMilestone = Infinity;
+          }
           break;
         }
         case 'run-end':
@@ -174,7 +200,10 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
     },
     onEnd(summary: RunSummary, context: RunContext) {
       stopProgress();
-      for (const t of summary.targets) {
+      // Many targets (COLLAPSE_ABOVE): those with a problem in full, the others counted.
+      const many = !options.verbose && summary.targets.length > COLLAPSE_ABOVE;
+      const listed = many ? summary.targets.filter(hasProblem) : summary.targets;
+      for (const t of listed) {
         const block = targetBlock(t, c);
         if (block.length) {
           say('');
@@ -199,7 +228,11 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         }
       }
       say('');
-      say(table(summary.targets));
+      say(table(listed));
+      if (listed.length < summary.targets.length) {
+        const fine = summary.targets.length - listed.length;
+        say(`${listed.length ? '' : '(no target with a problem)\n'}${fine} more target${fine === 1 ? '' : 's'} with no problem (every cell passed or skipped, no expectation failed) not listed; --verbose lists them`);
+      }
       if (summary.nothingMeasured) {
         say('');
         const judged = summary.counts.verdicts.passed + summary.counts.verdicts.failed;
@@ -226,8 +259,9 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
       // The log path once: with failures, it is where every sample and reading behind them is.
       say(`Events: ${summary.eventsFile ?? context.eventsFile}${bad.length ? ' (every sample and reading behind these verdicts)' : ''}`);
-      const code = context.exitCode ?? exitCodeOf(summary, { strict: context.strict });
-      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : ''}`;
+      for (const u of context.unwritten ?? []) say(c.red(`Not written: ${u}`));
+      const code = shownExitCode(summary, context);
+      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : code === 6 ? ' (an output could not be written)' : ''}`;
       say(code === 0 ? exit : c.bold(exit));
     },
   };
@@ -626,6 +660,11 @@ function pointsText(samples: SampleEvidence[], keys: string[]): string {
 
 // ---------------------------------------------------------------------------------------------
 // The summary table
+
+/** A target worth listing among many: unreachable, a cell that failed or was cancelled, or an expectation not met. */
+function hasProblem(t: TargetResult): boolean {
+  return Boolean(t.error) || t.cells.some((x) => x.planned && x.status !== 'passed' && x.status !== 'skipped' && x.status !== 'not-run') || t.verdicts.some((v) => v.status === 'failed' || v.status === 'error');
+}
 
 function table(targets: TargetResult[]): string {
   const header = ['target', 'environment', 'driver', 'GPU', 'memory', 'PCIe', 'probes run/skip/err', 'expectations pass/fail/skip/err'];

@@ -21,7 +21,7 @@ import { existsSync, statSync } from 'node:fs';
 import * as core from '@actions/core';
 import { attrsText, readingLabels, sampleValueText } from '../evidence.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
-import { exitCodeOf, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
+import { exitCodeOf, shownExitCode, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
 
 /**
  * A command that stops with an error (a matrix that does not load, a bad --plan) as an annotation,
@@ -192,7 +192,7 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
     name: 'github',
     async onEnd(summary: RunSummary, context: RunContext) {
       const extras = (await options.extras?.()) ?? {};
-      const code = context.exitCode ?? exitCodeOf(summary, { strict: context.strict });
+      const code = shownExitCode(summary, context);
       onStream(toStderr, () => {
         logGroups(summary);
         annotate(summary, code, extras.annotations ?? [], options.runnerOf);
@@ -344,6 +344,7 @@ const exitWords: Record<number, string> = {
   3: 'a target or a probe failed',
   4: 'nothing measured (--strict)',
   5: 'behaviour changed against the committed records (--fail-on-change)',
+  6: 'an output could not be written',
   130: 'interrupted',
 };
 

@@ -17,11 +17,13 @@ export interface ReporterChoice {
 
 export interface ReporterEnv {
   quiet: boolean;
+  /** Every target and cell on the console, however many (no collapsing). */
+  verbose?: boolean;
 }
 
 const builtIn = {
   console: (_choice: ReporterChoice, env: ReporterEnv & { toStderr: boolean }): Reporter =>
-    consoleReporter({ out: env.toStderr ? process.stderr : process.stdout, quiet: env.quiet }),
+    consoleReporter({ out: env.toStderr ? process.stderr : process.stdout, quiet: env.quiet, verbose: env.verbose }),
   junit: (choice: ReporterChoice): Reporter => junitReporter(choice.path ?? '-'),
   json: (choice: ReporterChoice): Reporter => jsonReporter(choice.path ?? '-'),
 } as const;

@@ -3,6 +3,12 @@
  * or not an engine at all (a TCP port that accepts and never answers) must not hang a run. Each
  * call gets an AbortSignal that fires at its bound (the HTTP request is destroyed) and fails with
  * "the Docker engine at X did not answer within N s (what it was asked)".
+ *
+ * A frozen engine is noticed sooner than a call's bound, without failing a call that is only
+ * slow: while anything waits on the engine (a call, a build's progress, a command's output), a
+ * watchdog pings it (GET /_ping, a connection of its own) every few seconds. An engine that
+ * answers no ping for FROZEN_AFTER_S is frozen: everything waiting on it fails at once, and so
+ * does every later call (the target fails, and its container is left to the engine or reap).
  */
 import type { Readable } from 'node:stream';
 import type Dockerode from 'dockerode';
@@ -13,6 +19,11 @@ import type { ResolvedEngine } from './engine.ts';
 export const DEFAULT_CONNECT_TIMEOUT_S = 15;
 /** Seconds to wait for any later call (inspect, create, start, exec, kill, remove, archive). */
 export const DEFAULT_CALL_TIMEOUT_S = 60;
+/** Seconds without an answer to a ping after which the engine is taken for frozen. */
+export const FROZEN_AFTER_S = 30;
+/** How often the watchdog pings while something waits on the engine. */
+const PING_EVERY_MS = 5_000;
+
 /** Longest silence of an image build or pull (a pull reports progress every few seconds). */
 export const PROGRESS_SILENCE_MS = 5 * 60_000;
 
@@ -35,6 +46,17 @@ export function engineWords(error: unknown): string {
 export const httpStatus = (error: unknown): number | undefined => (error as { statusCode?: number })?.statusCode;
 
 export class BoundedEngine {
+  /** Set once the engine answered no ping for frozenMs: every wait fails with it from then on. */
+  private frozen: EngineTimeout | undefined;
+  /** What waits on the engine now, each with how to fail it when the engine freezes. */
+  private readonly waiting = new Set<{ what: string; fail: (error: EngineTimeout) => void }>();
+  private watchdog: NodeJS.Timeout | undefined;
+  private lastAnswer = 0;
+  /** The ping in flight, if one is: aborted when the watch ends, so that it keeps nothing alive. */
+  private ping: AbortController | undefined;
+  /** Whether the watchdog runs: only where the call bound is longer (else the bound notices first). */
+  private readonly watching: boolean;
+
   constructor(
     readonly docker: Dockerode,
     readonly engine: ResolvedEngine,
@@ -42,7 +64,69 @@ export class BoundedEngine {
     readonly connectMs: number,
     /** The bound of every other call. */
     readonly callMs: number,
-  ) {}
+    /** The watchdog's bound: pings unanswered for this long mean frozen. */
+    readonly frozenMs = FROZEN_AFTER_S * 1000,
+  ) {
+    this.watching = callMs > frozenMs;
+  }
+
+  /**
+   * Watches the engine while something waits on it: `fail` is called (once) when the engine
+   * freezes, at once when it is known frozen already. Returns the end of the wait.
+   */
+  watch(what: string, fail: (error: EngineTimeout) => void): () => void {
+    const entry = { what, fail };
+    if (!this.watching) return () => undefined;
+    if (this.frozen) {
+      fail(this.frozenError(what));
+      return () => undefined;
+    }
+    this.waiting.add(entry);
+    if (!this.watchdog) {
+      this.lastAnswer = Date.now();
+      this.watchdog = setInterval(() => this.tick(), Math.min(PING_EVERY_MS, this.frozenMs / 3));
+      this.watchdog.unref();
+    }
+    return () => {
+      this.waiting.delete(entry);
+      if (this.waiting.size === 0) this.stopWatchdog();
+    };
+  }
+
+  private stopWatchdog(): void {
+    clearInterval(this.watchdog);
+    this.watchdog = undefined;
+    this.ping?.abort();
+  }
+
+  private frozenError(what: string): EngineTimeout {
+    return new EngineTimeout(
+      'TRANSPORT_FAILED',
+      `the Docker engine at ${this.engine.endpoint} (from ${this.engine.source}) answered no ping for ${seconds(this.frozenMs)} (${what}); is it frozen (dockerd stopped) or overloaded? An engine that is only slow answers pings, and its calls are waited for up to callTimeout`,
+    );
+  }
+
+  /** One beat of the watchdog: frozen when no ping was answered for frozenMs, else one ping (one at a time). */
+  private tick(): void {
+    if (Date.now() - this.lastAnswer >= this.frozenMs) {
+      this.frozen = this.frozenError('frozen');
+      this.stopWatchdog();
+      for (const w of [...this.waiting]) w.fail(this.frozenError(w.what));
+      this.waiting.clear();
+      return;
+    }
+    if (this.ping) return;
+    const abort = (this.ping = new AbortController());
+    (this.docker as unknown as { ping(o: { abortSignal: AbortSignal }): Promise<unknown> })
+      .ping({ abortSignal: abort.signal })
+      .then(
+        () => void (this.lastAnswer = Date.now()),
+        () => undefined, // an engine that refuses is not frozen: the calls fail on their own
+      )
+      .finally(() => {
+        if (this.ping === abort) this.ping = undefined;
+      });
+  }
 
   get endpoint(): string {
     return this.engine.endpoint;
@@ -66,16 +150,25 @@ export class BoundedEngine {
     const ms = o.ms ?? (o.connect ? this.connectMs : this.callMs);
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
+    let unwatch = () => undefined as void;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         reject(this.timeout(what, ms, o.code ?? (o.connect ? 'TARGET_UNREACHABLE' : 'TRANSPORT_FAILED'), o.connect ? 'connectTimeout' : 'callTimeout'));
         abort.abort();
       }, ms);
+      // A bound longer than the watchdog's: a frozen engine is noticed by its pings first.
+      if (ms > this.frozenMs) {
+        unwatch = this.watch(what, (error) => {
+          reject(error);
+          abort.abort();
+        });
+      }
     });
     try {
       return await Promise.race([fn(abort.signal), timedOut]);
     } finally {
       clearTimeout(timer);
+      unwatch();
     }
   }
 
@@ -99,16 +192,23 @@ export class BoundedEngine {
         }, silenceMs);
       };
       let settled = false;
+      let unwatch = () => undefined as void;
       const settle = (error?: Error) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        unwatch();
         stream.removeListener('data', quiet);
         if (error) reject(error);
         else resolve();
       };
       quiet();
       stream.on('data', quiet);
+      // Progress says the engine lives; so does a ping between (a long step prints nothing).
+      unwatch = this.watch(what, (error) => {
+        settle(error);
+        (stream as Readable).destroy?.();
+      });
       this.docker.modem.followProgress(
         stream,
         (err: Error | null, output: { error?: string }[]) => {

@@ -20,7 +20,7 @@ import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
 import { supervise, type StopReason } from '../supervise.ts';
 import type { Connect, ConnectContext, ExecOptions, ExecResult, Session } from '../transport.ts';
-import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout, removeContainer } from './calls.ts';
+import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout, removeContainer, type EngineTimeout } from './calls.ts';
 import { engineThrough } from './dial.ts';
 import { resolveEngine, unreachable, type ResolvedEngine } from './engine.ts';
 import { DEFAULT_BASE, type DockerTargetOptions } from './options.ts';
@@ -521,8 +521,20 @@ class DockerSession implements Session {
         );
         stopAsked();
       };
+      // A frozen engine (no answer to the watchdog's pings) ends the wait for the command's
+      // output: nothing more can come, and nothing can stop it.
+      let frozen: EngineTimeout | undefined;
+      const unwatch = this.e.watch(`running ${command}`, (error) => {
+        frozen = error;
+        stopAsked();
+      });
       const done = (async () => {
         await Promise.race([ended, stopped]);
+        unwatch();
+        if (frozen) {
+          (stream as unknown as Readable).destroy();
+          throw this.fail(frozen);
+        }
         if (killing) {
           try {
             await killing;

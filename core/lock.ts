@@ -1,0 +1,58 @@
+/**
+ * A lock file for processes that read a folder and then write to it (`record`: is this
+ * observation there already?): held, the next process waits, so that many at once do what
+ * one after the other would. The lock file holds its owner's pid; one whose owner is dead
+ * (killed while holding it) is taken over.
+ */
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { CudamatrixError } from './errors.ts';
+
+/** How long to wait for another process's lock before giving up, naming it. */
+export const LOCK_WAIT_MS = 120_000;
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The pid in a lock file (NaN while its owner has not written it yet), undefined when it is gone. */
+function ownerOf(file: string): number | undefined {
+  try {
+    return Number(readFileSync(file, 'utf8').trim() || NaN);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs `fn` holding the lock file `file` (created exclusively, removed after). */
+export function withLock<T>(file: string, what: string, fn: () => T, waitMs = LOCK_WAIT_MS): T {
+  const deadline = Date.now() + waitMs;
+  let fd: number | undefined;
+  while (fd === undefined) {
+    try {
+      fd = openSync(file, 'wx');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new CudamatrixError('OUTPUT_FAILED', `${what}: the lock file ${file} could not be made (${(error as Error).message})`);
+      const owner = ownerOf(file);
+      if (owner === undefined) continue; // released meanwhile: try again
+      // An empty file is an owner between creating and writing it: wait. A dead owner's lock is taken over.
+      if (Number.isInteger(owner) && !alive(owner)) rmSync(file, { force: true });
+      else if (Date.now() > deadline) {
+        throw new CudamatrixError('OUTPUT_FAILED', `${what}: ${file} has been held by process ${owner} for over ${waitMs / 1000} s; if no other cudamatrix is writing there, remove that file and run again`);
+      } else Atomics.wait(pause, 0, 0, 20);
+    }
+  }
+  try {
+    writeSync(fd, `${process.pid}\n`);
+    return fn();
+  } finally {
+    closeSync(fd);
+    rmSync(file, { force: true });
+  }
+}
