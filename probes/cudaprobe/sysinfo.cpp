@@ -6,6 +6,7 @@
 #include "emit.hpp"
 #include "probe.hpp"
 #include "version.hpp"
+#include "winmem.hpp"
 
 namespace cp {
 
@@ -63,7 +64,7 @@ void reportRuntime() {
 }
 
 // Everything that needs the driver. Returns false when no usable driver or device is found.
-bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, std::string& whyNoDriver) {
+bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, std::string& whyNoDriver, DeviceAdapter& adapter) {
   Cuda& c = cuda();
   Nvml& n = nvml();
 
@@ -165,6 +166,7 @@ bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, 
     if (nr == 0) infoNum("nvml_memory_total_bytes", static_cast<double>(mem.total), "nvmlDeviceGetMemoryInfo");
   }
   if (os.family == "windows" && driverModel.empty() && tcc == 1) driverModel = "tcc";
+  adapter = deviceAdapter(dev, true);
   return true;
 }
 
@@ -199,14 +201,23 @@ int runSysinfo(ProbeContext& ctx) {
       else info("container_runtime", "nvidia", ci.nvidiaRuntime.c_str());
     }
   }
+  // The registry setting (it takes effect at the next boot, and only where the driver supports
+  // it); whether the scheduler runs now is hags_enabled, per adapter, below.
   std::string hagsReason;
   int hags = hwSchMode(hagsReason);
-  if (hags >= 0) infoBool("hags", hags == 2, "registry HwSchMode");
-  else infoNull("hags", hagsReason);
+  if (hags >= 0) infoBool("hags_setting", hags == 2, "registry HwSchMode");
+  else infoNull("hags_setting", hagsReason);
 
   reportRuntime();
   std::string driverModel, whyNoDriver;
-  bool ok = reportDriverAndGpu(ctx.device, os, driverModel, whyNoDriver);
+  DeviceAdapter adapter = deviceAdapter(0, false);
+  bool ok = reportDriverAndGpu(ctx.device, os, driverModel, whyNoDriver, adapter);
+  if (os.family == "windows") {
+    std::string why;
+    int on = hwSchedulerEnabled(adapter, why);
+    if (on >= 0) infoBool("hags_enabled", on == 1, "D3DKMTQueryAdapterInfo KMTQAITYPE_WDDM_2_7_CAPS HwSchEnabled");
+    else infoNull("hags_enabled", why);
+  }
   Detected d = detect(os, wsl, driverModel, ok);
   if (!d.environment.empty()) info("environment", d.environment, d.evidence.c_str());
   else infoNull("environment", d.evidence);
