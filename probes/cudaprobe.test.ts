@@ -4,7 +4,7 @@
  * and committed as records under results/records/.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
@@ -180,6 +180,8 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
   const ready = integrationAvailable('MinGW-w64 and Wine', haveMingw && haveWine, 'apt-get install g++-mingw-w64-x86-64-posix wine64');
   let exe: ProbeBinary;
   const wineEnv = { ...process.env, WINEDEBUG: '-all', WINEPREFIX: path.join(testCacheDir, 'wineprefix') };
+  /** Whether Wine has a DLL (Debian's wine64 keeps them in one folder). */
+  const hasDll = (name: string) => existsSync(path.join('/usr/lib/x86_64-linux-gnu/wine/x86_64-windows', name));
   const wine = (args: string[]) => {
     const r = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
     return { code: r.status, stdout: r.stdout };
@@ -207,7 +209,12 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     expect(s.cudart_found!.value).toBe(false);
     // Without a driver the Windows driver model, and so the environment, cannot be known.
     expect(s.environment).toMatchObject({ value: null, reason: expect.stringContaining('without a usable NVIDIA driver') });
-    expect(s.hags!.value).toBeNull();
+    // The registry setting, absent in Wine's registry; the live state needs the device's adapter.
+    expect(s.hags_setting).toMatchObject({ value: null, reason: expect.stringContaining('HwSchMode') });
+    expect(s.hags_enabled).toMatchObject({ value: null, reason: 'no CUDA device to match a GPU adapter with' });
+    expect(s.hags).toBeUndefined();
+    expect(s.os_name!.value).toMatch(/^Windows (11 )?\d+\.\d+\.\d+$/);
+    if (Number(s.os_build!.value) >= 22000) expect(s.os_name!.value).toMatch(/^Windows 11 /);
     expect(s.wsl).toBeUndefined();
   });
 
@@ -238,6 +245,35 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     expect(facts).toEqual([expect.objectContaining({ name: 'gpu_memory_compression_value_exists', value: false })]);
     const timing = wine(['run', 'sync-latency']);
     expect(timing.code).toBe(3);
+  });
+
+  it.runIf(ready)('reads an adapter that is not there as absent, each source with its reason: no PDH GPU counters, no DXGI adapter, no dxcore.dll (Wine 8), no D3DKMT adapter', () => {
+    const r = spawnSync(WINE, [exe.path, 'selftest', 'adapter', '0x00000000_0x0000D3E5'], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    expect(r.status).toBe(0);
+    const a = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
+    expect(a.pdh_adapter_dedicated_bytes).toBeNull();
+    expect(a.pdh_adapter_dedicated_bytes_reason).toMatch(/^PDH counter \\GPU Adapter Memory\(\*\)\\Dedicated Usage not available/);
+    expect(a.dxgi_local_bytes).toBeNull();
+    // DXGI lists display adapters only; DXCore (compute-only MCDM adapters too) is tried next.
+    expect(a.dxgi_local_bytes_reason).toMatch(/^(DXGI lists no adapter with the CUDA device's luid_0x00000000_0x0000D3E5|CreateDXGIFactory1 failed: 0x[0-9A-F]{8}); DXCore: /);
+    const dxcore = String(a.dxgi_local_bytes_reason).split('; DXCore: ')[1];
+    if (hasDll('dxcore.dll')) expect(dxcore).toMatch(/^no adapter has the CUDA device's luid_0x00000000_0x0000D3E5|^DXCoreCreateAdapterFactory failed/);
+    else expect(dxcore).toMatch(/^dxcore\.dll not available \(LoadLibrary error 126; it ships with Windows 10 2004 and later\)$/);
+    expect(a.hags_enabled).toBeNull();
+    expect(a.hags_enabled_reason).toMatch(/^D3DKMTOpenAdapterFromLuid\(luid_0x00000000_0x0000D3E5\) failed: NTSTATUS 0x[0-9A-F]{8}$|^gdi32\.dll lacks/);
+  });
+
+  it.runIf(ready)('starts its subjects from a folder whose name is outside the ANSI code page (C:\\Users\\Jürgen Ярослав): wide Win32 calls', () => {
+    const dir = path.join(tempDir(), 'Jürgen Ярослав');
+    mkdirSync(dir);
+    const copy = path.join(dir, 'cudaprobe.exe');
+    copyFileSync(exe.path, copy);
+    const r = spawnSync(WINE, [copy, 'run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver'], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    const records = parseProbeOutput(r.stdout).records;
+    expect(records.filter((x) => x.type === 'error')).toEqual([]);
+    const baseline = records.find((x) => x.type === 'sample');
+    // A subject ran: cudaprobe found its own path (GetModuleFileNameW) and started it (CreateProcessW).
+    expect(baseline?.type === 'sample' && baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
   });
 
   it.runIf(ready)('lists the same probes as the Linux build', () => {
