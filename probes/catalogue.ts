@@ -120,6 +120,7 @@ const sysinfo: ProbeSpec = {
     { name: 'tool_version', description: 'cudaprobe version' },
     { name: 'driver_found', description: 'The CUDA driver library (libcuda / nvcuda.dll) could be loaded', values: [true, false] },
     { name: 'driver_library', description: 'Which CUDA driver library was loaded' },
+    { name: 'driver_library_ignored', description: "Inside WSL2: other libcuda.so.1 files in the distribution (a Linux driver installed there), passed over for WSL's /usr/lib/wsl/lib/libcuda.so.1" },
     { name: 'driver_version', description: 'Driver version string (NVML)' },
     { name: 'cuda_driver_version', description: 'CUDA version the driver supports (cuDriverGetVersion)' },
     { name: 'nvml_found', description: 'NVML could be loaded and initialised', values: [true, false] },

@@ -131,6 +131,33 @@ describe('cudaprobe (Linux build)', () => {
     expect(seen.size).toBeGreaterThan(60);
   });
 
+  // WSL2 as the probe sees it, in a mount namespace of its own (root and unshare(1) needed): WSL2's
+  // kernel version in /proc/version, WSL's driver library in /usr/lib/wsl/lib and a Linux driver
+  // library installed in the distribution (/usr/lib over an overlay). Both libraries are empty
+  // stand-ins: which one was loaded shows in the reason the driver is unusable.
+  const canUnshare = process.getuid?.() === 0 && hasCommand('unshare', ['--version']) && hasCommand('gcc', ['--version']);
+  it.runIf(canUnshare)('inside WSL2 loads /usr/lib/wsl/lib/libcuda.so.1 before a Linux driver in the distribution, and says it found that one', () => {
+    const dir = tempDir();
+    execFileSync('gcc', ['-shared', '-o', path.join(dir, 'libcuda.so.1'), '-x', 'c', '/dev/null']);
+    writeFileSync(path.join(dir, 'version'), 'Linux version 5.15.167.4-microsoft-standard-WSL2 (root@f9c826d3017f) #1 SMP\n');
+    const libDir = `/usr/lib/${nodeArch()}-linux-gnu`;
+    const script = [
+      `mkdir ${dir}/u ${dir}/w`,
+      `mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=${dir}/u,workdir=${dir}/w /usr/lib`,
+      'mkdir -p /usr/lib/wsl/lib',
+      `cp ${dir}/libcuda.so.1 /usr/lib/wsl/lib/libcuda.so.1`,
+      `cp ${dir}/libcuda.so.1 ${libDir}/libcuda.so.1`,
+      `mount --bind ${dir}/version /proc/version`,
+      `exec ${probe.path} run sysinfo`,
+    ].join(' && ');
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const s = sysinfoOf(r.stdout);
+    expect(s.wsl_version!.value).toBe(2);
+    expect(s.cuda_driver_version!.reason).toBe('the CUDA driver library /usr/lib/wsl/lib/libcuda.so.1 lacks cuInit');
+    expect(s.driver_library_ignored!.value).toBe(`${libDir}/libcuda.so.1`);
+  });
+
   it('only reports sysinfo names the catalogue documents', () => {
     const documented = new Set(catalogue.find((p) => p.name === 'sysinfo')!.facts.map((f) => f.name));
     for (const name of Object.keys(sysinfoOf(run(['run', 'sysinfo']).stdout))) expect(documented, name).toContain(name);

@@ -80,7 +80,7 @@ bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, 
 
   infoBool("driver_found", c.ok(), "loader");
   if (!c.ok()) {
-    whyNoDriver = c.lib ? "the CUDA driver library lacks " + c.missing
+    whyNoDriver = c.lib ? "the CUDA driver library " + c.lib.path + " lacks " + c.missing
                         : "no NVIDIA driver found: the CUDA driver library could not be loaded (" + c.lib.error + ")";
     infoNull("cuda_driver_version", whyNoDriver);
     return false;
@@ -192,6 +192,13 @@ int runSysinfo(ProbeContext& ctx) {
     infoBool("wsl", wsl.isWsl, wsl.isWsl ? wsl.evidence.c_str() : "no WSL markers");
     if (wsl.isWsl) infoNum("wsl_version", wsl.version, wsl.evidence.c_str());
     else infoNull("wsl_version", "not running under WSL");
+    if (wsl.isWsl && wsl.version == 2) {
+      std::vector<std::string> other = ignoredDriverLibraries();
+      std::string list;
+      for (const auto& p : other) list += (list.empty() ? "" : ", ") + p;
+      if (other.empty()) infoNull("driver_library_ignored", "no other libcuda.so.1 in the distribution's library folders");
+      else info("driver_library_ignored", list, "WSL2 uses /usr/lib/wsl/lib/libcuda.so.1; a Linux driver installed in the distribution cannot drive the GPU");
+    }
     ContainerInfo ci = containerInfo();
     if (ci.kind.empty()) {
       infoNull("container", "no container markers (/.dockerenv, /run/.containerenv, /proc/1/cgroup)");
