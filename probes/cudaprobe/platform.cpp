@@ -144,6 +144,10 @@ int hwSchMode(std::string& reason) {
   DWORD value = 0, size = sizeof value;
   LONG rc = RegGetValueA(HKEY_LOCAL_MACHINE, "SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers",
                          "HwSchMode", RRF_RT_REG_DWORD, nullptr, &value, &size);
+  if (rc == ERROR_FILE_NOT_FOUND) {
+    reason = "registry value HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\HwSchMode is not set (the driver's default applies; hags_enabled says whether the scheduler runs)";
+    return -1;
+  }
   if (rc != ERROR_SUCCESS) {
     reason = "registry value HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\HwSchMode not readable (error " +
              std::to_string(rc) + ")";
