@@ -4,7 +4,7 @@
  * and committed as records under results/records/.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
@@ -140,6 +140,33 @@ describe('cudaprobe (Linux build)', () => {
     expect(seen.size).toBeGreaterThan(60);
   });
 
+  // WSL2 as the probe sees it, in a mount namespace of its own (root and unshare(1) needed): WSL2's
+  // kernel version in /proc/version, WSL's driver library in /usr/lib/wsl/lib and a Linux driver
+  // library installed in the distribution (/usr/lib over an overlay). Both libraries are empty
+  // stand-ins: which one was loaded shows in the reason the driver is unusable.
+  const canUnshare = process.getuid?.() === 0 && hasCommand('unshare', ['--version']) && hasCommand('gcc', ['--version']);
+  it.runIf(canUnshare)('inside WSL2 loads /usr/lib/wsl/lib/libcuda.so.1 before a Linux driver in the distribution, and says it found that one', () => {
+    const dir = tempDir();
+    execFileSync('gcc', ['-shared', '-o', path.join(dir, 'libcuda.so.1'), '-x', 'c', '/dev/null']);
+    writeFileSync(path.join(dir, 'version'), 'Linux version 5.15.167.4-microsoft-standard-WSL2 (root@f9c826d3017f) #1 SMP\n');
+    const libDir = `/usr/lib/${nodeArch()}-linux-gnu`;
+    const script = [
+      `mkdir ${dir}/u ${dir}/w`,
+      `mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=${dir}/u,workdir=${dir}/w /usr/lib`,
+      'mkdir -p /usr/lib/wsl/lib',
+      `cp ${dir}/libcuda.so.1 /usr/lib/wsl/lib/libcuda.so.1`,
+      `cp ${dir}/libcuda.so.1 ${libDir}/libcuda.so.1`,
+      `mount --bind ${dir}/version /proc/version`,
+      `exec ${probe.path} run sysinfo`,
+    ].join(' && ');
+    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const s = sysinfoOf(r.stdout);
+    expect(s.wsl_version!.value).toBe(2);
+    expect(s.cuda_driver_version!.reason).toBe('the CUDA driver library /usr/lib/wsl/lib/libcuda.so.1 lacks cuInit');
+    expect(s.driver_library_ignored!.value).toBe(`${libDir}/libcuda.so.1`);
+  });
+
   it('only reports sysinfo names the catalogue documents', () => {
     const documented = new Set(catalogue.find((p) => p.name === 'sysinfo')!.facts.map((f) => f.name));
     for (const name of Object.keys(sysinfoOf(run(['run', 'sysinfo']).stdout))) expect(documented, name).toContain(name);
@@ -180,7 +207,8 @@ describe('cudaprobe (Linux build)', () => {
     expect(again).toMatchObject({ path: probe.path, hash: probe.hash, built: false });
     const fresh = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: tempDir() });
     expect(fresh).toMatchObject({ hash: probe.hash, built: true });
-  });
+    // A fresh build of every source: 55 s to over 60 s on the 2-core dev box shared with others.
+  }, 300_000);
 });
 
 describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under Wine)', () => {
@@ -189,6 +217,8 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
   const ready = integrationAvailable('MinGW-w64 and Wine', haveMingw && haveWine, 'apt-get install g++-mingw-w64-x86-64-posix wine64');
   let exe: ProbeBinary;
   const wineEnv = { ...process.env, WINEDEBUG: '-all', WINEPREFIX: path.join(testCacheDir, 'wineprefix') };
+  /** Whether Wine has a DLL (Debian's wine64 keeps them in one folder). */
+  const hasDll = (name: string) => existsSync(path.join('/usr/lib/x86_64-linux-gnu/wine/x86_64-windows', name));
   const wine = (args: string[]) => {
     const r = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
     return { code: r.status, stdout: r.stdout };
@@ -216,7 +246,12 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     expect(s.cudart_found!.value).toBe(false);
     // Without a driver the Windows driver model, and so the environment, cannot be known.
     expect(s.environment).toMatchObject({ value: null, reason: expect.stringContaining('without a usable NVIDIA driver') });
-    expect(s.hags!.value).toBeNull();
+    // The registry setting, absent in Wine's registry; the live state needs the device's adapter.
+    expect(s.hags_setting).toMatchObject({ value: null, reason: expect.stringContaining('HwSchMode') });
+    expect(s.hags_enabled).toMatchObject({ value: null, reason: 'no CUDA device to match a GPU adapter with' });
+    expect(s.hags).toBeUndefined();
+    expect(s.os_name!.value).toMatch(/^Windows (11 )?\d+\.\d+\.\d+$/);
+    if (Number(s.os_build!.value) >= 22000) expect(s.os_name!.value).toMatch(/^Windows 11 /);
     expect(s.wsl).toBeUndefined();
   });
 
@@ -247,6 +282,35 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     expect(facts).toEqual([expect.objectContaining({ name: 'gpu_memory_compression_value_exists', value: false })]);
     const timing = wine(['run', 'sync-latency']);
     expect(timing.code).toBe(3);
+  });
+
+  it.runIf(ready)('reads an adapter that is not there as absent, each source with its reason: no PDH GPU counters, no DXGI adapter, no dxcore.dll (Wine 8), no D3DKMT adapter', () => {
+    const r = spawnSync(WINE, [exe.path, 'selftest', 'adapter', '0x00000000_0x0000D3E5'], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    expect(r.status).toBe(0);
+    const a = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
+    expect(a.pdh_adapter_dedicated_bytes).toBeNull();
+    expect(a.pdh_adapter_dedicated_bytes_reason).toMatch(/^PDH counter \\GPU Adapter Memory\(\*\)\\Dedicated Usage not available/);
+    expect(a.dxgi_local_bytes).toBeNull();
+    // DXGI lists display adapters only; DXCore (compute-only MCDM adapters too) is tried next.
+    expect(a.dxgi_local_bytes_reason).toMatch(/^(DXGI lists no adapter with the CUDA device's luid_0x00000000_0x0000D3E5|CreateDXGIFactory1 failed: 0x[0-9A-F]{8}); DXCore: /);
+    const dxcore = String(a.dxgi_local_bytes_reason).split('; DXCore: ')[1];
+    if (hasDll('dxcore.dll')) expect(dxcore).toMatch(/^no adapter has the CUDA device's luid_0x00000000_0x0000D3E5|^DXCoreCreateAdapterFactory failed/);
+    else expect(dxcore).toMatch(/^dxcore\.dll not available \(LoadLibrary error 126; it ships with Windows 10 2004 and later\)$/);
+    expect(a.hags_enabled).toBeNull();
+    expect(a.hags_enabled_reason).toMatch(/^D3DKMTOpenAdapterFromLuid\(luid_0x00000000_0x0000D3E5\) failed: NTSTATUS 0x[0-9A-F]{8}$|^gdi32\.dll lacks/);
+  });
+
+  it.runIf(ready)('starts its subjects from a folder whose name is outside the ANSI code page (C:\\Users\\Jürgen Ярослав): wide Win32 calls', () => {
+    const dir = path.join(tempDir(), 'Jürgen Ярослав');
+    mkdirSync(dir);
+    const copy = path.join(dir, 'cudaprobe.exe');
+    copyFileSync(exe.path, copy);
+    const r = spawnSync(WINE, [copy, 'run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver'], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    const records = parseProbeOutput(r.stdout).records;
+    expect(records.filter((x) => x.type === 'error')).toEqual([]);
+    const baseline = records.find((x) => x.type === 'sample');
+    // A subject ran: cudaprobe found its own path (GetModuleFileNameW) and started it (CreateProcessW).
+    expect(baseline?.type === 'sample' && baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
   });
 
   it.runIf(ready)('lists the same probes as the Linux build', () => {

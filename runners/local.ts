@@ -115,7 +115,7 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
       if (isWindows) {
         // Only while it runs: Node holds its handle until it has exited, so until then the PID
         // cannot be another process's. Once more after the grace if it still runs.
-        if (running()) void endTreeWindows(pid);
+        if (running()) void endTreeWindows(pid, io.stderr);
         setTimeout(() => {
           if (running()) void endTreeWindows(pid);
         }, KILL_GRACE_MS).unref();
@@ -263,10 +263,17 @@ function systemTool(...parts: string[]): string {
 const taskkillArgs = (pid: number) => ['/T', '/F', '/PID', String(pid)];
 const WMIC_ARGS = ['process', 'get', 'ParentProcessId,ProcessId'];
 
-async function endTreeWindows(pid: number): Promise<void> {
+/** `say`: where a tree that could not be walked is reported (the command's stderr). */
+async function endTreeWindows(pid: number, say?: (text: string) => void): Promise<void> {
   const taskkill = await execa(systemTool('taskkill.exe'), taskkillArgs(pid), { reject: false, stdin: 'ignore', windowsHide: true, timeout: WINDOWS_TOOL_TIMEOUT_MS });
   if (taskkill.exitCode === 0 || taskkill.exitCode === TASKKILL_NOT_FOUND) return;
-  terminateAll(processTree(pid, parseProcessTable(await readProcessTable())));
+  const table = parseProcessTable(await readProcessTable());
+  if (!table.length) {
+    // Windows 11 24H2 no longer installs wmic by default.
+    const why = taskkill.exitCode === undefined ? taskkill.shortMessage : `exit status ${taskkill.exitCode}`;
+    say?.(`\ncudamatrix: taskkill /T /F /PID ${pid} failed (${why}) and wmic, the fallback that walks the tree, gave no process table (Windows 11 24H2 no longer installs it by default): only PID ${pid} was ended, its child processes may still run\n`);
+  }
+  terminateAll(processTree(pid, table));
 }
 
 /**

@@ -7,10 +7,14 @@
  *   node.exe driver.cjs timeout MARK    a tree (node -> node -> node) past its timeout
  *   node.exe driver.cjs cancel MARK     the same tree, cancelled (what a Ctrl-C does to a cell)
  *   node.exe driver.cjs exit MARK       the same tree, and this process exits while it runs
+ *   node.exe driver.cjs no-tools MARK   the timeout, with neither taskkill nor wmic (SystemRoot
+ *                                       an empty folder: Windows 11 24H2 has no wmic)
  *
  * The tree's processes carry MARK in their command lines, so that the test finds them with ps.
  */
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { defaultCacheDir } from '../probes/build.ts';
 import { connectLocal, execProcessTree } from '../runners/local.ts';
 
@@ -45,7 +49,7 @@ async function tree(options: { timeoutMs?: number; signal?: AbortSignal }) {
   const pids = JSON.parse(r.stdout.trim().split(/\r?\n/)[0] || '{}') as { child?: number; grandchild?: number };
   // Terminated processes take a moment to go.
   await sleep(1000);
-  return { timedOut: r.timedOut, cancelled: r.cancelled, exitCode: r.exitCode, durationMs: Math.round(r.durationMs), pids, alive: Object.values(pids).filter(alive) };
+  return { timedOut: r.timedOut, cancelled: r.cancelled, exitCode: r.exitCode, durationMs: Math.round(r.durationMs), pids, alive: Object.values(pids).filter(alive), stderr: r.stderr };
 }
 
 async function main(): Promise<void> {
@@ -59,6 +63,13 @@ async function main(): Promise<void> {
     case 'timeout':
       say(await tree({ timeoutMs: 3000 }));
       break;
+    case 'no-tools': {
+      // Once the tree has started (its processes keep the real SystemRoot).
+      const empty = mkdtempSync(path.join(tmpdir(), 'cm-no-tools-'));
+      setTimeout(() => (process.env.SystemRoot = empty), 1000);
+      say(await tree({ timeoutMs: 3000 }));
+      break;
+    }
     case 'cancel': {
       const controller = new AbortController();
       setTimeout(() => controller.abort(), 3000);

@@ -1,6 +1,8 @@
 #include "cuda.hpp"
 
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 
 namespace cp {
 
@@ -14,10 +16,34 @@ static void bind(const Library& lib, const char* name, Fn& fn, std::string* miss
   if (!fn && missing && missing->empty()) *missing = name;
 }
 
+static const char* kWslDriver = "/usr/lib/wsl/lib/libcuda.so.1";
+
+static bool inWsl2() {
+  WslInfo w = wslInfo();
+  return w.isWsl && w.version == 2;
+}
+
 static std::vector<std::string> driverCandidates() {
   if (isWindows()) return {"nvcuda.dll"};
-  // /usr/lib/wsl/lib holds the WSL2 driver shim; the loader path finds it too when configured.
-  return {"libcuda.so.1", "libcuda.so", "/usr/lib/wsl/lib/libcuda.so.1"};
+  // Inside WSL2 the driver is Windows', reached through /usr/lib/wsl/lib: a Linux driver wrongly
+  // installed in the distribution cannot drive the GPU there, and the loader path may find it first.
+  if (inWsl2()) return {kWslDriver, "libcuda.so.1", "libcuda.so"};
+  return {"libcuda.so.1", "libcuda.so", kWslDriver};
+}
+
+std::vector<std::string> ignoredDriverLibraries() {
+  std::vector<std::string> found;
+#ifndef _WIN32
+  if (!inWsl2()) return found;
+  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"}) {
+    std::string path = std::string(dir) + "/libcuda.so.1";
+    char real[PATH_MAX];
+    if (!fileExists(path) || !realpath(path.c_str(), real)) continue;
+    // A link into /usr/lib/wsl is WSL's own.
+    if (std::string(real).rfind("/usr/lib/wsl/", 0) != 0) found.push_back(path);
+  }
+#endif
+  return found;
 }
 
 Cuda& cuda() {

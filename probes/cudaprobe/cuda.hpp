@@ -107,6 +107,10 @@ struct Cuda {
   std::string err(CUresult rc) const;  // "CUDA_ERROR_OUT_OF_MEMORY (2)"
 };
 
+// Inside WSL2: libcuda.so.1 files in the distribution's library folders that are not WSL's (a
+// Linux driver installed there), which the loader path could have found first. Elsewhere empty.
+std::vector<std::string> ignoredDriverLibraries();
+
 // Loads the driver library; on failure ok() is false and `lib.error`/`missing` say why.
 Cuda& cuda();
 

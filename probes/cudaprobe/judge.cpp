@@ -123,15 +123,35 @@ Charge chargeOf(const Snapshot& base, const Snapshot& touched, double bytes) {
   return Charge{};
 }
 
-Delta retained(const Charge& c, const Snapshot& base, const Snapshot& now) {
+// The device-wide sources that stand in for a per-process one once the subject has exited
+// (its per-process readings are then gone): on WDDM the memory returned at exit shows only
+// there.
+std::vector<std::string> deviceWideFor(const std::string& src) {
+  if (src == "pdh_process_shared_bytes" || src == "dxgi_nonlocal_bytes") return {"pdh_adapter_shared_bytes"};
+  if (src == "pdh_process_dedicated_bytes" || src == "dxgi_local_bytes") return {"pdh_adapter_dedicated_bytes", "nvml_device_used_bytes"};
+  if (src == "nvml_process_used_bytes" || src == "subject_cu_used_bytes") return {"nvml_device_used_bytes", "pdh_adapter_dedicated_bytes"};
+  return {};
+}
+
+Delta retained(const Charge& c, const Snapshot& base, const Snapshot& now, std::string* usedSource) {
   std::string src = c.source;
   bool inverse = c.inverse;
   auto it = now.find(src);
-  if (src == "subject_rss_bytes" && (it == now.end() || !it->second.ok())) {
-    // After the subject exited its RSS is gone: system memory stands in for it.
-    src = "system_available_bytes";
-    inverse = true;
+  if (it == now.end() || !it->second.ok()) {
+    if (src == "subject_rss_bytes") {
+      // After the subject exited its RSS is gone: system memory stands in for it.
+      src = "system_available_bytes";
+      inverse = true;
+    } else {
+      for (const std::string& wide : deviceWideFor(src)) {
+        if (growth(base, now, wide).ok) {
+          src = wide;
+          break;
+        }
+      }
+    }
   }
+  if (usedSource) *usedSource = src;
   Delta d = growth(base, now, src);
   if (d.ok && inverse) d.value = -d.value;
   return d;
@@ -179,8 +199,14 @@ void judgePinnedRelease(const std::string& probe, const Recorded& r) {
         emitFact(probe, fact, "null", ev, "no reading after the subject exited");
         continue;
       }
-      Delta held = retained(charge, base->readings, exited->readings);
+      std::string exitSource;
+      Delta held = retained(charge, base->readings, exited->readings, &exitSource);
       if (held.ok) ev.num("retained_after_exit_bytes", held.value);
+      if (exitSource != charge.source) ev.str("after_exit_source", exitSource);
+      if (!held.ok) {
+        emitFact(probe, fact, "null", ev, "no source read after the subject exited: " + held.reason);
+        continue;
+      }
       released = isReleased(charge, base->readings, exited->readings) ? "on-exit" : "never";
       if (released == "on-exit") emitMetric(probe, "exit_release_delay_s", exited->attrs.num("settle_s", 0), "s", Obj().str("api", api));
     }

@@ -26,8 +26,10 @@ struct Charge {
   bool inverse = false;  // system_available_bytes falls when memory is used
 };
 Charge chargeOf(const Snapshot& base, const Snapshot& touched, double bytes);
-// What is still held at `now`, against the baseline, on the charged source.
-Delta retained(const Charge& c, const Snapshot& base, const Snapshot& now);
+// What is still held at `now`, against the baseline, on the charged source; once that source is
+// gone (the subject exited) on the system- or device-wide source that stands in for it, named in
+// `usedSource`.
+Delta retained(const Charge& c, const Snapshot& base, const Snapshot& now, std::string* usedSource = nullptr);
 bool isReleased(const Charge& c, const Snapshot& base, const Snapshot& now);
 
 void judgePinnedVram(const std::string& probe, const Recorded& r);

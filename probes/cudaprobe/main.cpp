@@ -14,6 +14,7 @@
 //                                               under docker-init) SIGUSR1 kills every other
 //                                               process of the container but its init
 //   cudaprobe ptx                               the embedded PTX kernels
+//   cudaprobe selftest ...                      for the tests (selftest.hpp)
 //   cudaprobe version
 //
 // Exit codes: 0 ran, 1 probe failure, 2 usage error, 3 everything skipped (no usable driver or
@@ -39,6 +40,7 @@
 #include "kernels.hpp"
 #include "probe.hpp"
 #include "process.hpp"
+#include "selftest.hpp"
 #include "subject.hpp"
 #include "version.hpp"
 
@@ -106,9 +108,9 @@ const char* kUsage =
 // The path this program was started by, made absolute, for starting subjects of itself.
 std::string selfPath(const char* argv0) {
 #ifdef _WIN32
-  char buf[MAX_PATH];
-  DWORD n = GetModuleFileNameA(nullptr, buf, sizeof buf);
-  return n > 0 && n < sizeof buf ? std::string(buf, n) : std::string(argv0);
+  wchar_t buf[32768];  // the longest path Windows has; wide, so that C:\Users\Jürgen works
+  DWORD n = GetModuleFileNameW(nullptr, buf, sizeof buf / sizeof buf[0]);
+  return n > 0 && n < sizeof buf / sizeof buf[0] ? cp::toUtf8(std::wstring(buf, n)) : std::string(argv0);
 #else
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -300,6 +302,7 @@ int main(int argc, char** argv) {
     return cp::runJudge(argv[2]);
   }
   if (cmd == "wait") return waitCommand(argc, argv);
+  if (cmd == "selftest") return cp::runSelftest(argc, argv);
   if (cmd == "ptx") {
     std::fputs(cp::kKernelsPtx, stdout);
     return cp::kExitRan;

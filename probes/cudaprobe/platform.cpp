@@ -48,7 +48,7 @@ Library openFirst(const std::vector<std::string>& candidates) {
   Library lib;
   for (const auto& name : candidates) {
 #ifdef _WIN32
-    HMODULE h = LoadLibraryA(name.c_str());
+    HMODULE h = LoadLibraryW(fromUtf8(name).c_str());
     if (h) {
       lib.handle = reinterpret_cast<void*>(h);
       lib.path = name;
@@ -80,8 +80,24 @@ void* Library::symbol(const char* name) const {
 
 #ifdef _WIN32
 
+std::string toUtf8(const std::wstring& w) {
+  if (w.empty()) return "";
+  int n = WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), nullptr, 0, nullptr, nullptr);
+  std::string s(static_cast<size_t>(n), '\0');
+  WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), &s[0], n, nullptr, nullptr);
+  return s;
+}
+
+std::wstring fromUtf8(const std::string& s) {
+  if (s.empty()) return L"";
+  int n = MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), nullptr, 0);
+  std::wstring w(static_cast<size_t>(n), L'\0');
+  MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), &w[0], n);
+  return w;
+}
+
 bool fileExists(const std::string& path) {
-  return GetFileAttributesA(path.c_str()) != INVALID_FILE_ATTRIBUTES;
+  return GetFileAttributesW(fromUtf8(path).c_str()) != INVALID_FILE_ATTRIBUTES;
 }
 
 uint64_t processId() { return GetCurrentProcessId(); }
@@ -91,7 +107,7 @@ OsInfo osInfo() {
   info.family = "windows";
   // GetVersionEx lies to unmanifested programs; RtlGetVersion reports the real build.
   typedef LONG(WINAPI * RtlGetVersionFn)(OSVERSIONINFOEXW*);
-  HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
   OSVERSIONINFOEXW v{};
   v.dwOSVersionInfoSize = sizeof v;
   auto rtlGetVersion = ntdll ? reinterpret_cast<RtlGetVersionFn>(
@@ -101,7 +117,8 @@ OsInfo osInfo() {
     info.kernel = std::to_string(v.dwMajorVersion) + "." + std::to_string(v.dwMinorVersion) + "." +
                   std::to_string(v.dwBuildNumber);
     info.build = v.dwBuildNumber;
-    info.name = "Windows " + info.kernel;
+    // Windows 11 kept the version number 10.0: its builds start at 22000.
+    info.name = std::string(v.dwMajorVersion == 10 && v.dwBuildNumber >= 22000 ? "Windows 11 " : "Windows ") + info.kernel;
   } else {
     info.name = "Windows";
   }
@@ -127,6 +144,10 @@ int hwSchMode(std::string& reason) {
   DWORD value = 0, size = sizeof value;
   LONG rc = RegGetValueA(HKEY_LOCAL_MACHINE, "SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers",
                          "HwSchMode", RRF_RT_REG_DWORD, nullptr, &value, &size);
+  if (rc == ERROR_FILE_NOT_FOUND) {
+    reason = "registry value HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\HwSchMode is not set (the driver's default applies; hags_enabled says whether the scheduler runs)";
+    return -1;
+  }
   if (rc != ERROR_SUCCESS) {
     reason = "registry value HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\HwSchMode not readable (error " +
              std::to_string(rc) + ")";

@@ -50,6 +50,14 @@ ContainerInfo containerInfo();
 // Hardware-accelerated GPU scheduling (Windows registry HwSchMode): 2 = on, 1 = off, -1 unknown.
 int hwSchMode(std::string& reason);
 
+#ifdef _WIN32
+// Windows' wide (UTF-16) strings and cudaprobe's UTF-8 ones: every Win32 call that takes a name
+// or path uses its W form, so that a profile such as C:\Users\Jürgen works whatever the ANSI
+// code page.
+std::string toUtf8(const std::wstring& w);
+std::wstring fromUtf8(const std::string& s);
+#endif
+
 double nowSeconds();  // monotonic, high resolution
 uint64_t processId();
 

@@ -85,37 +85,65 @@ static std::string quoteArg(const std::string& a) {
   return out + "\"";
 }
 
+// The value of an environment variable, as UTF-8 ("" when unset).
+static std::string envUtf8(const std::string& name) {
+  std::wstring w = fromUtf8(name);
+  DWORD n = GetEnvironmentVariableW(w.c_str(), nullptr, 0);
+  if (n == 0) return "";
+  std::wstring v(n, L'\0');
+  n = GetEnvironmentVariableW(w.c_str(), &v[0], n);
+  v.resize(n);
+  return toUtf8(v);
+}
+
 bool Child::start(const std::string& exe, const std::vector<std::string>& args,
                   const std::vector<std::pair<std::string, std::string>>& env, std::string& error) {
   SECURITY_ATTRIBUTES sa{sizeof sa, nullptr, TRUE};
-  HANDLE childIn = nullptr, ourIn = nullptr, ourOut = nullptr, childOut = nullptr;
+  HANDLE childIn = nullptr, ourIn = nullptr, ourOut = nullptr, childOut = nullptr, childErr = nullptr;
   if (!CreatePipe(&childIn, &ourIn, &sa, 0) || !CreatePipe(&ourOut, &childOut, &sa, 0)) {
     error = "CreatePipe failed: error " + std::to_string(GetLastError());
     return false;
   }
   SetHandleInformation(ourIn, HANDLE_FLAG_INHERIT, 0);
   SetHandleInformation(ourOut, HANDLE_FLAG_INHERIT, 0);
+  // The child gets its two pipe ends and an inheritable copy of our stderr, and nothing else of
+  // ours (PROC_THREAD_ATTRIBUTE_HANDLE_LIST): every other inheritable handle stays here.
+  HANDLE ourErr = GetStdHandle(STD_ERROR_HANDLE);
+  if (ourErr && ourErr != INVALID_HANDLE_VALUE) DuplicateHandle(GetCurrentProcess(), ourErr, GetCurrentProcess(), &childErr, 0, TRUE, DUPLICATE_SAME_ACCESS);
+  std::vector<HANDLE> inherit = {childIn, childOut};
+  if (childErr) inherit.push_back(childErr);
+  SIZE_T attrSize = 0;
+  InitializeProcThreadAttributeList(nullptr, 1, 0, &attrSize);
+  std::vector<unsigned char> attrBuf(attrSize);
+  auto* attrs = reinterpret_cast<LPPROC_THREAD_ATTRIBUTE_LIST>(attrBuf.data());
+  bool haveList = InitializeProcThreadAttributeList(attrs, 1, 0, &attrSize) &&
+                  UpdateProcThreadAttribute(attrs, 0, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, inherit.data(), inherit.size() * sizeof(HANDLE), nullptr, nullptr);
   std::string cmd = quoteArg(exe);
   for (const auto& a : args) cmd += " " + quoteArg(a);
-  STARTUPINFOA si{};
-  si.cb = sizeof si;
-  si.dwFlags = STARTF_USESTDHANDLES;
-  si.hStdInput = childIn;
-  si.hStdOutput = childOut;
-  si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+  std::wstring wcmd = fromUtf8(cmd);
+  STARTUPINFOEXW si{};
+  si.StartupInfo.cb = haveList ? sizeof si : sizeof si.StartupInfo;
+  si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+  si.StartupInfo.hStdInput = childIn;
+  si.StartupInfo.hStdOutput = childOut;
+  si.StartupInfo.hStdError = childErr;
+  if (haveList) si.lpAttributeList = attrs;
   PROCESS_INFORMATION pi{};
   // The child inherits our environment; extra variables are set around CreateProcess
   // (cudaprobe is single-threaded) and restored after.
   std::vector<std::pair<std::string, std::string>> saved;
   for (const auto& kv : env) {
-    saved.emplace_back(kv.first, getEnv(kv.first.c_str()));
-    SetEnvironmentVariableA(kv.first.c_str(), kv.second.c_str());
+    saved.emplace_back(kv.first, envUtf8(kv.first));
+    SetEnvironmentVariableW(fromUtf8(kv.first).c_str(), fromUtf8(kv.second).c_str());
   }
-  BOOL ok = CreateProcessA(nullptr, &cmd[0], nullptr, nullptr, TRUE, CREATE_NO_WINDOW, nullptr, nullptr, &si, &pi);
+  DWORD flags = CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT | (haveList ? EXTENDED_STARTUPINFO_PRESENT : 0);
+  BOOL ok = CreateProcessW(nullptr, &wcmd[0], nullptr, nullptr, TRUE, flags, nullptr, nullptr, &si.StartupInfo, &pi);
   DWORD err = GetLastError();
-  for (const auto& kv : saved) SetEnvironmentVariableA(kv.first.c_str(), kv.second.empty() ? nullptr : kv.second.c_str());
+  for (const auto& kv : saved) SetEnvironmentVariableW(fromUtf8(kv.first).c_str(), kv.second.empty() ? nullptr : fromUtf8(kv.second).c_str());
+  if (haveList) DeleteProcThreadAttributeList(attrs);
   CloseHandle(childIn);
   CloseHandle(childOut);
+  if (childErr) CloseHandle(childErr);
   if (!ok) {
     CloseHandle(ourIn);
     CloseHandle(ourOut);

@@ -60,10 +60,16 @@ Sampler::Sampler(ProbeContext& ctx) : ctx_(ctx) {
   Cuda& c = cuda();
   if (c.ok() && c.cuInit(0) == 0) {
     CUdevice dev = 0;
-    if (c.cuDeviceGet(&dev, ctx.device) == 0) nvmlDevice_ = nvmlDeviceFor(dev, nvmlReason_);
-    else nvmlReason_ = "no CUDA device " + std::to_string(ctx.device);
+    if (c.cuDeviceGet(&dev, ctx.device) == 0) {
+      nvmlDevice_ = nvmlDeviceFor(dev, nvmlReason_);
+      adapter_ = deviceAdapter(dev, true);
+    } else {
+      nvmlReason_ = "no CUDA device " + std::to_string(ctx.device);
+      adapter_ = deviceAdapter(0, false);
+    }
   } else {
     nvmlReason_ = nvml().ok() ? "no usable CUDA driver to match the NVML device with" : nvml().whyNot();
+    adapter_ = deviceAdapter(0, false);
   }
 }
 
@@ -190,7 +196,7 @@ Snapshot Sampler::takeMany(const std::vector<SubjectProc*>& subjects) {
     rss.push_back(processResident(p->pid()));
     priv.push_back(processPrivate(p->pid()));
     nvmlProc.push_back(nvmlProcessUsed(p->pid()));
-    PdhReadings pdh = pdhReadings(p->pid());
+    PdhReadings pdh = pdhReadings(p->pid(), adapter_);
     pdhDed.push_back(pdh.processDedicated);
     pdhShared.push_back(pdh.processShared);
   }
@@ -205,7 +211,7 @@ Snapshot Sampler::takeMany(const std::vector<SubjectProc*>& subjects) {
   s["pdh_process_shared_bytes"] = total(pdhShared);
   // Device- and system-wide sources, read once.
   s["nvml_device_used_bytes"] = nvmlDeviceUsed();
-  PdhReadings adapter = pdhReadings(0);
+  PdhReadings adapter = pdhReadings(0, adapter_);
   s["pdh_adapter_dedicated_bytes"] = adapter.adapterDedicated;
   s["pdh_adapter_shared_bytes"] = adapter.adapterShared;
   s["system_available_bytes"] = systemAvailable();

@@ -13,6 +13,7 @@
 #include "json.hpp"
 #include "probe.hpp"
 #include "process.hpp"
+#include "winmem.hpp"
 
 namespace cp {
 
@@ -66,6 +67,7 @@ class Sampler {
   std::vector<Sample> samples_;
   void* nvmlDevice_ = nullptr;
   std::string nvmlReason_;
+  DeviceAdapter adapter_;  // the CUDA device's adapter, whose PDH instances are read
 };
 
 // A change between two readings (may be negative); unavailable when either side is.

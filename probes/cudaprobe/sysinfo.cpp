@@ -6,6 +6,7 @@
 #include "emit.hpp"
 #include "probe.hpp"
 #include "version.hpp"
+#include "winmem.hpp"
 
 namespace cp {
 
@@ -63,7 +64,7 @@ void reportRuntime() {
 }
 
 // Everything that needs the driver. Returns false when no usable driver or device is found.
-bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, std::string& whyNoDriver) {
+bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, std::string& whyNoDriver, DeviceAdapter& adapter) {
   Cuda& c = cuda();
   Nvml& n = nvml();
 
@@ -79,7 +80,7 @@ bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, 
 
   infoBool("driver_found", c.ok(), "loader");
   if (!c.ok()) {
-    whyNoDriver = c.lib ? "the CUDA driver library lacks " + c.missing
+    whyNoDriver = c.lib ? "the CUDA driver library " + c.lib.path + " lacks " + c.missing
                         : "no NVIDIA driver found: the CUDA driver library could not be loaded (" + c.lib.error + ")";
     infoNull("cuda_driver_version", whyNoDriver);
     return false;
@@ -165,6 +166,7 @@ bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, 
     if (nr == 0) infoNum("nvml_memory_total_bytes", static_cast<double>(mem.total), "nvmlDeviceGetMemoryInfo");
   }
   if (os.family == "windows" && driverModel.empty() && tcc == 1) driverModel = "tcc";
+  adapter = deviceAdapter(dev, true);
   return true;
 }
 
@@ -190,6 +192,13 @@ int runSysinfo(ProbeContext& ctx) {
     infoBool("wsl", wsl.isWsl, wsl.isWsl ? wsl.evidence.c_str() : "no WSL markers");
     if (wsl.isWsl) infoNum("wsl_version", wsl.version, wsl.evidence.c_str());
     else infoNull("wsl_version", "not running under WSL");
+    if (wsl.isWsl && wsl.version == 2) {
+      std::vector<std::string> other = ignoredDriverLibraries();
+      std::string list;
+      for (const auto& p : other) list += (list.empty() ? "" : ", ") + p;
+      if (other.empty()) infoNull("driver_library_ignored", "no other libcuda.so.1 in the distribution's library folders");
+      else info("driver_library_ignored", list, "WSL2 uses /usr/lib/wsl/lib/libcuda.so.1; a Linux driver installed in the distribution cannot drive the GPU");
+    }
     ContainerInfo ci = containerInfo();
     if (ci.kind.empty()) {
       infoNull("container", "no container markers (/.dockerenv, /run/.containerenv, /proc/1/cgroup)");
@@ -199,14 +208,23 @@ int runSysinfo(ProbeContext& ctx) {
       else info("container_runtime", "nvidia", ci.nvidiaRuntime.c_str());
     }
   }
+  // The registry setting (it takes effect at the next boot, and only where the driver supports
+  // it); whether the scheduler runs now is hags_enabled, per adapter, below.
   std::string hagsReason;
   int hags = hwSchMode(hagsReason);
-  if (hags >= 0) infoBool("hags", hags == 2, "registry HwSchMode");
-  else infoNull("hags", hagsReason);
+  if (hags >= 0) infoBool("hags_setting", hags == 2, "registry HwSchMode");
+  else infoNull("hags_setting", hagsReason);
 
   reportRuntime();
   std::string driverModel, whyNoDriver;
-  bool ok = reportDriverAndGpu(ctx.device, os, driverModel, whyNoDriver);
+  DeviceAdapter adapter = deviceAdapter(0, false);
+  bool ok = reportDriverAndGpu(ctx.device, os, driverModel, whyNoDriver, adapter);
+  if (os.family == "windows") {
+    std::string why;
+    int on = hwSchedulerEnabled(adapter, why);
+    if (on >= 0) infoBool("hags_enabled", on == 1, "D3DKMTQueryAdapterInfo KMTQAITYPE_WDDM_2_7_CAPS HwSchEnabled");
+    else infoNull("hags_enabled", why);
+  }
   Detected d = detect(os, wsl, driverModel, ok);
   if (!d.environment.empty()) info("environment", d.environment, d.evidence.c_str());
   else infoNull("environment", d.evidence);

@@ -122,6 +122,20 @@ describe('BEHAVIOUR.md', () => {
     expect(compareVersions('580.159.04', '580.65.06')).toBeGreaterThan(0);
   });
 
+  it('reads the HAGS setting of a record written before its rename (sysinfo hags) into the hags_setting row', () => {
+    const old = variant(first, 'eeeeeeeeeeeeeeee', (r) => {
+      r.key = { ...r.key, environment: 'wddm' };
+      r.sysinfo = { ...r.sysinfo, hags: true };
+    });
+    const now = variant(first, 'ffffffffffffffff', (r) => {
+      r.key = { ...r.key, environment: 'wddm', driver: '581.1' };
+      r.sysinfo = { ...r.sysinfo, hags_setting: false, hags_enabled: true };
+    });
+    const md = renderMarkdown(loaded([old, now]), paths);
+    expect(cells(row(md, 'hags_setting:')).slice(2)).toEqual([expect.stringContaining('true'), expect.stringContaining('false')]);
+    expect(cells(row(md, 'hags_enabled:')).slice(2)).toEqual(['–', expect.stringContaining('true')]);
+  });
+
   it('text from a record cannot break the table or open a link', () => {
     const odd = variant(first, 'dddddddddddddddd', (r) => {
       r.key = { ...r.key, os: 'Evil | OS [x](http://e) <b>' };

@@ -142,7 +142,10 @@ export interface RowGroup {
  * and the versions and hardware beside the key. Not identities (UUID, bus id) or values that
  * change from one run to the next (the current PCIe link).
  */
-export const SYSINFO_ROWS = ['driver_model', 'tcc_driver', 'wsl_version', 'hags', 'cuda_driver_version', 'cudart_version', 'compute_capability', 'memory_total_bytes', 'pcie_gen_max', 'pcie_width_max', 'kernel'];
+export const SYSINFO_ROWS = ['driver_model', 'tcc_driver', 'wsl_version', 'hags_enabled', 'hags_setting', 'cuda_driver_version', 'cudart_version', 'compute_capability', 'memory_total_bytes', 'pcie_gen_max', 'pcie_width_max', 'kernel'];
+
+/** Rows whose fact had another name in older records: they still fill the row. */
+const SYSINFO_OLD_NAMES: Record<string, string> = { hags_setting: 'hags' };
 
 /** Tells values of different types apart (true from "true", null from "null") without JSON.stringify's cost. */
 const valueKey = (v: Scalar) => (v === null ? 'null' : `${typeof v}:${String(v)}`);
@@ -167,7 +170,10 @@ function gather(c: Column): { facts: Map<string, Gathering>; sysinfo: Map<string
     const rf = r.record.facts;
     for (const name in rf) add(facts, name, rf[name]!.value, rf[name]!.reason, r);
     const si = r.record.sysinfo;
-    for (const name of SYSINFO_ROWS) if (name in si) add(sysinfo, name, si[name] ?? null, undefined, r);
+    for (const name of SYSINFO_ROWS) {
+      const as = name in si ? name : SYSINFO_OLD_NAMES[name];
+      if (as !== undefined && as in si) add(sysinfo, name, si[as] ?? null, undefined, r);
+    }
   }
   return { facts, sysinfo };
 }

@@ -431,3 +431,20 @@ describe('console: terminals, pipes and colours', () => {
     expect(run({ FORCE_COLOR: '1', NO_COLOR: '1' })).not.toContain(ESC);
   });
 });
+
+describe('console: the HAGS part of the driver model line', () => {
+  const line = (values: Record<string, string | number | boolean | null>) => {
+    const events: RunEvent[] = [runStart({}, ['w/sysinfo']), targetStart('w'), cell('w', 'sysinfo', 'passed', sysinfo({ environment: 'wddm', driver_model: 'wddm', ...values })), runEnd];
+    return render(events).text.split('\n').find((l) => l.trim().startsWith('driver model'))!.trim();
+  };
+
+  it.each([
+    [{ hags_enabled: true, hags_setting: true }, 'HAGS on'],
+    [{ hags_enabled: false, hags_setting: true }, 'HAGS off (setting on after reboot)'],
+    [{ hags_enabled: null, hags_setting: false }, 'HAGS setting off'],
+    // A record written before the fact was renamed: hags was the registry setting.
+    [{ hags: true }, 'HAGS setting on'],
+  ])('%j reads as "%s"', (values, expected) => {
+    expect(line(values)).toMatch(new RegExp(`^driver model +wddm, ${expected.replace(/[()]/g, '\\$&')}$`));
+  });
+});

@@ -426,7 +426,11 @@ function systemLines(t: TargetResult): [string, string][] {
     const parts = [model?.value != null ? String(model.value) : model ? `null${model.reason ? ` (${model.reason})` : ''}` : undefined];
     if (s('driver_model_pending') && s('driver_model_pending') !== s('driver_model')) parts.push(`${s('driver_model_pending')} after reboot`);
     if (typeof val('tcc_driver') === 'boolean') parts.push(`TCC ${val('tcc_driver') ? 'on' : 'off'}`);
-    if (typeof val('hags') === 'boolean') parts.push(`HAGS ${val('hags') ? 'on' : 'off'}`);
+    // Whether the hardware scheduler runs; else what the registry asks for (older records name that hags).
+    const enabled = val('hags_enabled');
+    const setting = records.has('hags_setting') ? val('hags_setting') : val('hags');
+    if (typeof enabled === 'boolean') parts.push(`HAGS ${enabled ? 'on' : 'off'}${typeof setting === 'boolean' && setting !== enabled ? ` (setting ${setting ? 'on' : 'off'} after reboot)` : ''}`);
+    else if (typeof setting === 'boolean') parts.push(`HAGS setting ${setting ? 'on' : 'off'}`);
     lines.push(['driver model', parts.filter(Boolean).join(', ')]);
   }
   return lines;

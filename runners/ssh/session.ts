@@ -139,6 +139,10 @@ export class MarkerStrip {
   private held = '';
   private state: 'looking' | 'line-end' | 'passing' = 'looking';
   chatter = '';
+  /** What followed the marker on its line (a Windows command's shell PID), once the line ended. */
+  rest?: string;
+  /** Called with `rest` when the marker's line has ended. */
+  onLine?: (rest: string) => void;
 
   constructor(
     private readonly marker: string,
@@ -168,18 +172,30 @@ export class MarkerStrip {
       this.held = '';
       this.state = 'line-end';
     }
-    // The marker's own line end ("\n", or "\r\n" from PowerShell), which may come in the next chunk.
-    if (text.startsWith('\r')) text = text.slice(1);
-    if (text.startsWith('\n')) {
-      this.state = 'passing';
-      return text.slice(1);
-    }
-    if (text) this.state = 'passing';
-    return text;
+    // The rest of the marker's line, up to its end ("\n", or "\r\n" from PowerShell), which may
+    // come in later chunks. A marker line is short: past 80 characters the rest is output.
+    this.held += text;
+    const nl = this.held.indexOf('\n');
+    if (nl < 0 && this.held.length <= 80) return '';
+    const line = nl < 0 ? '' : this.held.slice(0, nl);
+    const out = nl < 0 ? this.held : this.held.slice(nl + 1);
+    this.held = '';
+    this.state = 'passing';
+    this.rest = line.replace(/\r$/, '').trim();
+    this.onLine?.(this.rest);
+    return out;
   }
 
   /** At the end of the stream: if the marker never came, what was printed is all there was. */
   end(): string {
+    if (this.state === 'line-end') {
+      // The stream ended on the marker's line.
+      this.rest = this.held.replace(/\r$/, '').trim();
+      this.held = '';
+      this.state = 'passing';
+      this.onLine?.(this.rest);
+      return '';
+    }
     if (this.seen) return '';
     const rest = this.chatter + this.held;
     this.held = '';
@@ -420,34 +436,72 @@ export class SshSession implements Session {
             const outStrip = new MarkerStrip(`cm-begin-${nonce}`);
             const errStrip = new MarkerStrip(`cm-begin-${nonce}`);
             let stopped = false;
+            // A Windows command's begin marker carries the PID of the PowerShell that runs it.
+            let shellPid: number | undefined;
+            let settle: ((end: ExecEnd) => void) | undefined;
+            const endTree = (pid: number) =>
+              void this.endWindowsTree(pid, io.stderr).then((ended) => {
+                stream.close();
+                // sshd holds a channel open until its process exits (session.c): if the tree
+                // could not be ended, the command is given up on rather than waited for.
+                if (!ended) setTimeout(() => settle?.({ exitCode: null, signal: null }), 10_000).unref();
+              });
+            outStrip.onLine = (rest) => {
+              if (!/^\d+$/.test(rest)) return;
+              shellPid = Number(rest);
+              if (stopped) endTree(shellPid);
+            };
             stream.on('data', (d: Buffer) => io.stdout(outStrip.feed(out.write(d))));
             stream.stderr.on('data', (d: Buffer) => io.stderr(errStrip.feed(errDec.write(d))));
-            const done = new Promise<ExecEnd>((resolve, reject) =>
+            const done = new Promise<ExecEnd>((resolve, reject) => {
+              settle = resolve;
               stream.on('close', (code: number | null | undefined, signal?: string) => {
                 io.stdout(outStrip.feed(out.end()) + outStrip.end());
                 io.stderr(errStrip.feed(errDec.end()) + errStrip.end());
                 if (code === undefined && this.lost) return reject(transportFailed(this.lost));
                 // No exit status: the channel was closed under the command (the connection went).
                 if ((code === null || code === undefined) && !stopped) return reject(transportFailed(this.lost ?? new Error('the command ended without an exit status')));
+                // A stopped Windows command was ended (taskkill's TerminateProcess leaves exit status 1): it did not exit.
+                if (stopped && this.platform === 'windows') return resolve({ exitCode: null, signal: null });
                 // The wrapper reports a killed command as 128 + signal.
                 const killed = typeof code === 'number' && code > 128 && code < 160 && stopped;
                 resolve({ exitCode: killed ? null : (code ?? null), signal: signal ?? (killed ? signalName(code - 128) : null) });
-              }),
-            );
-            if (options.stdin !== undefined) stream.end(options.stdin);
-            // Closing the channel ends the command (Windows OpenSSH ends the process; a POSIX command
-            // that reads stdin sees its end). POSIX commands without stdin go through the helper,
-            // which kills the whole process group instead.
+              });
+            });
+            // stdin is closed at once when the command has none: PowerShell may not exit while its
+            // stdin is open.
+            stream.end(options.stdin);
             launched({
               done,
               stop: () => {
                 stopped = true;
-                stream.close();
+                // Win32-OpenSSH does not end a command when its channel closes (it ends the job
+                // object of the session's processes only when the shell exits; PowerShell/
+                // Win32-OpenSSH#1751): the tree is ended with taskkill over a second channel first.
+                // A POSIX command that reads stdin sees its end.
+                if (this.platform !== 'windows') return stream.close();
+                if (shellPid !== undefined) return endTree(shellPid);
+                // Stopped before its marker came: wait for the PID a while, then give up on it.
+                setTimeout(() => shellPid === undefined && stream.close(), 5_000).unref();
               },
             });
           });
         }),
     );
+  }
+
+  /**
+   * Ends a Windows process tree, from the PowerShell that runs a command down, on a channel of its
+   * own: `taskkill /F /T /PID` (cmd and PowerShell both run it as it is). When it fails, the
+   * command's stderr says so: its processes may still hold the GPU and its folder. True when the
+   * tree has ended.
+   */
+  private async endWindowsTree(pid: number, stderr: (text: string) => void): Promise<boolean> {
+    const r = await run(this.client, `taskkill /F /T /PID ${pid}`, { timeoutMs: 15_000, what: `taskkill /F /T /PID ${pid}` }).catch((e: Error) => e);
+    if (!(r instanceof Error) && (r.code === 0 || r.code === TASKKILL_NOT_FOUND)) return true;
+    const why = r instanceof Error ? r.message : `exit status ${r.code}: ${tail(r.stdout + r.stderr) || 'no output'}`;
+    stderr(`\ncudamatrix: taskkill /F /T /PID ${pid} on ${this.description} failed (${why}); the command's processes may still be running there: end them with Task Manager or taskkill\n`);
+    return false;
   }
 
   /** The command line for a channel of its own: marker lines on stdout and stderr first (see MarkerStrip). */
@@ -459,7 +513,7 @@ export class SshSession implements Session {
       return `printf 'cm-begin-%s\\n' ${nonce}; printf 'cm-begin-%s\\n' ${nonce} >&2; cd ${quotePosix(options.cwd ?? this.workDir)} && exec ${quoteArgv([...prefix, ...argv], 'posix')}`;
     }
     const script = [
-      `[Console]::Out.WriteLine('cm-begin-${nonce}')`,
+      `[Console]::Out.WriteLine('cm-begin-${nonce} ' + $PID)`,
       `[Console]::Error.WriteLine('cm-begin-${nonce}')`,
       `Set-Location -LiteralPath ${quotePowerShell(options.cwd ?? this.workDir)}`,
       ...env.map(([k, v]) => `$env:${k} = ${quotePowerShell(v)}`),
@@ -786,8 +840,22 @@ async function withTimeout(p: Promise<unknown> | undefined, ms: number): Promise
   clearTimeout(timer);
 }
 
+/**
+ * What every PowerShell script begins with. `$null;`: OpenSSH for Windows passes a command that
+ * begins with a quote to PowerShell unquoted, and it is split again (misc.c); this one begins with
+ * a statement. Then UTF-8 output (without a byte order mark), for PowerShell's own output and for
+ * its reading of native programs' (cudaprobe writes UTF-8): by default both are the OEM code page,
+ * in which a profile folder such as C:\Users\Jürgen comes back garbled. Where the console cannot
+ * be set (no console), the script goes on in the default.
+ */
+export const POWERSHELL_PRELUDE = '$null; try { [Console]::OutputEncoding = New-Object System.Text.UTF8Encoding $false } catch { }; ';
+
+/** taskkill's exit status when no process has that PID (the tree has ended already). */
+const TASKKILL_NOT_FOUND = 128;
+
 /** A PowerShell script as a command line for the remote shell (PowerShell itself, or cmd). */
-function powershell(shell: Shell, script: string): string {
+function powershell(shell: Shell, body: string): string {
+  const script = POWERSHELL_PRELUDE + body;
   if (shell === 'powershell') return script;
   // From cmd, start PowerShell with the script as one -Command argument.
   return quoteArgv(['powershell', '-NoProfile', '-NonInteractive', '-Command', script], 'cmd');

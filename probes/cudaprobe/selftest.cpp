@@ -1,0 +1,84 @@
+#include "selftest.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "emit.hpp"
+#include "pdh_instances.hpp"
+#include "probe.hpp"
+#include "winmem.hpp"
+
+namespace cp {
+
+namespace {
+
+void put(Obj& o, const char* key, const Reading& r) {
+  if (r.ok()) {
+    o.num(key, r.value);
+  } else {
+    o.null(key);
+    o.str((std::string(key) + "_reason").c_str(), r.reason);
+  }
+}
+
+bool parseLuid(const char* text, AdapterLuid& luid) {
+  GpuInstance g = parseGpuInstance(std::string("luid_") + text + "_phys_0");
+  if (!g.ok) {
+    std::fprintf(stderr, "cudaprobe: selftest: LUID %s is not 0xHHHHHHHH_0xLLLLLLLL\n", text);
+    return false;
+  }
+  luid = g.luid;
+  return true;
+}
+
+int pdhSelect(const char* pidText, const char* luidText) {
+  uint64_t pid = std::strtoull(pidText, nullptr, 10);
+  AdapterLuid luid;
+  bool haveLuid = std::strcmp(luidText, "-") != 0;
+  if (haveLuid && !parseLuid(luidText, luid)) return kExitUsage;
+  std::vector<CounterItem> items;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto tab = line.find('\t');
+    if (tab != std::string::npos) items.push_back({line.substr(0, tab), std::atof(line.c_str() + tab + 1)});
+  }
+  Obj o;
+  put(o, "value", selectInstances(items, pid, haveLuid ? &luid : nullptr, "no LUID given"));
+  std::printf("%s\n", o.json().c_str());
+  return kExitRan;
+}
+
+int adapter(const char* luidText) {
+  DeviceAdapter a;
+  if (!parseLuid(luidText, a.luid)) return kExitUsage;
+  a.known = true;
+  Obj o;
+  PdhReadings pdh = pdhReadings(0, a);
+  put(o, "pdh_adapter_dedicated_bytes", pdh.adapterDedicated);
+  DxgiReadings d = adapterMemory(a.luid);
+  put(o, "dxgi_local_bytes", d.local);
+  put(o, "dxgi_nonlocal_bytes", d.nonLocal);
+  std::string why;
+  int hags = hwSchedulerEnabled(a, why);
+  if (hags >= 0) o.boolean("hags_enabled", hags == 1);
+  else o.null("hags_enabled").str("hags_enabled_reason", why);
+  std::printf("%s\n", o.json().c_str());
+  return kExitRan;
+}
+
+}  // namespace
+
+int runSelftest(int argc, char** argv) {
+  std::string mode = argc > 2 ? argv[2] : "";
+  if (mode == "pdh-select" && argc == 5) return pdhSelect(argv[3], argv[4]);
+  if (mode == "adapter" && argc == 4) return adapter(argv[3]);
+  std::fprintf(stderr, "cudaprobe: selftest takes pdh-select PID LUID|-, or adapter LUID\n");
+  return kExitUsage;
+}
+
+}  // namespace cp

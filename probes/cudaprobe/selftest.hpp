@@ -1,0 +1,16 @@
+// `cudaprobe selftest ...`: the Windows adapter code on inputs the tests choose, for machines
+// without the GPU it needs (never used by a real run).
+//
+//   cudaprobe selftest pdh-select PID LUID|-   "NAME<TAB>VALUE" lines of a counter's instance list on
+//                                              stdin: what the sampler makes of them, for process
+//                                              PID (0: the adapter instances) on adapter LUID
+//                                              (0xHIGH_0xLOW; - for none)
+//   cudaprobe selftest adapter LUID            the adapter's PDH, DXGI/DXCore and scheduler
+//                                              readings, each a value or null with its reason
+#pragma once
+
+namespace cp {
+
+int runSelftest(int argc, char** argv);
+
+}  // namespace cp
