@@ -103,7 +103,8 @@ const char* kUsage =
     "       cudaprobe judge PROBE < recorded-lines\n"
     "       cudaprobe wait [--stdin] [--usr1-kills-others]\n"
     "       cudaprobe ptx\n"
-    "       cudaprobe version\n";
+    "       cudaprobe version\n"
+    "       cudaprobe selftest NAME < input   (tests only: the parsers, e.g. pdh-select)\n";
 
 // The path this program was started by, made absolute, for starting subjects of itself.
 std::string selfPath(const char* argv0) {
