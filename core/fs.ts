@@ -47,12 +47,27 @@ function* batched(text: Iterable<string>): Generator<string> {
   if (pending.length) yield pending.join('');
 }
 
-/** Writes every part of `text` to the open `fd`. */
+/**
+ * Writes every part of `text` to the open `fd`, encoded straight into a buffer of a MiB (no
+ * joined string to copy first); a part that may not fit (3 bytes a UTF-16 unit at most) flushes it.
+ */
 function writeParts(fd: number, text: Iterable<string>): void {
-  for (const part of batched(text)) {
-    const bytes = Buffer.from(part);
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at, bytes.length - at);
+  const buffer = Buffer.allocUnsafe(1 << 20);
+  let used = 0;
+  const write = (bytes: Buffer, length: number) => {
+    for (let at = 0; at < length; ) at += writeSync(fd, bytes, at, length - at);
+  };
+  for (const part of text) {
+    if (used + part.length * 3 > buffer.length) {
+      write(buffer, used);
+      used = 0;
+    }
+    if (part.length * 3 > buffer.length) {
+      const bytes = Buffer.from(part);
+      write(bytes, bytes.length);
+    } else used += buffer.write(part, used);
   }
+  write(buffer, used);
 }
 
 /** Writes `text` to the file `target` opened with `flag`, as writeFileSync does for a string. */
