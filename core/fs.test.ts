@@ -46,6 +46,22 @@ describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () =
     expect(readFileSync(file, 'utf8')).toBe('two');
     expect(lstatSync(file).isFile()).toBe(true);
   });
+
+  it('writes a text given in parts whole and in order, past a MiB and with multi-byte characters, to a new file and through a link', () => {
+    const dir = tempDir();
+    const parts = Array.from({ length: 3000 }, (_, i) => `${i} é 找不到 ${'x'.repeat(500)}\n`);
+    const file = path.join(dir, 'summary.json');
+    writeOutput(file, parts);
+    expect(readFileSync(file, 'utf8')).toBe(parts.join(''));
+    const link = path.join(dir, 'link');
+    symlinkSync(file, link);
+    writeOutput(link, (function* () {
+      yield 'one ';
+      yield 'two';
+    })());
+    expect(readFileSync(file, 'utf8')).toBe('one two');
+    expect(readdirSync(dir).sort()).toEqual(['link', 'summary.json']);
+  });
 });
 
 describe('writeFileExclusive and the records lock (many processes writing one folder)', () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError } from './errors.ts';
 
@@ -26,11 +26,66 @@ function tempName(file: string): string {
   return `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
 }
 
+/**
+ * An output's text: one string, or its parts in order (a large output, such as a merged fleet's
+ * event log or summary, written as it is made rather than held whole as one string).
+ */
+export type OutputText = string | Iterable<string>;
+
+/** The parts of `text` joined into strings of about a MiB: few system calls, and no string of the whole. */
+function* batched(text: Iterable<string>): Generator<string> {
+  let pending: string[] = [];
+  let size = 0;
+  for (const part of text) {
+    pending.push(part);
+    size += part.length;
+    if (size < 1 << 20) continue;
+    yield pending.join('');
+    pending = [];
+    size = 0;
+  }
+  if (pending.length) yield pending.join('');
+}
+
+/**
+ * Writes every part of `text` to the open `fd`, encoded straight into a buffer of a MiB (no
+ * joined string to copy first); a part that may not fit (3 bytes a UTF-16 unit at most) flushes it.
+ */
+function writeParts(fd: number, text: Iterable<string>): void {
+  const buffer = Buffer.allocUnsafe(1 << 20);
+  let used = 0;
+  const write = (bytes: Buffer, length: number) => {
+    for (let at = 0; at < length; ) at += writeSync(fd, bytes, at, length - at);
+  };
+  for (const part of text) {
+    if (used + part.length * 3 > buffer.length) {
+      write(buffer, used);
+      used = 0;
+    }
+    if (part.length * 3 > buffer.length) {
+      const bytes = Buffer.from(part);
+      write(bytes, bytes.length);
+    } else used += buffer.write(part, used);
+  }
+  write(buffer, used);
+}
+
+/** Writes `text` to the file `target` opened with `flag`, as writeFileSync does for a string. */
+function writeFileText(target: string, text: OutputText, flag: string): void {
+  if (typeof text === 'string') return void writeFileSync(target, text, { flag });
+  const fd = openSync(target, flag, 0o666);
+  try {
+    writeParts(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Writes `text` to a new temporary file beside `file` (created exclusively), or throws with it removed. */
-function writeTemp(file: string, text: string): string {
+function writeTemp(file: string, text: OutputText): string {
   const tmp = tempName(file);
   try {
-    writeFileSync(tmp, text, { flag: 'wx' });
+    writeFileText(tmp, text, 'wx');
   } catch (error) {
     rmSync(tmp, { force: true });
     throw outputError(file, error);
@@ -42,7 +97,7 @@ function writeTemp(file: string, text: string): string {
  * Writes through a temporary file and a rename, so that a reader never sees half a file. On a
  * failure (a full disk) the temporary file is removed and the error (OUTPUT_FAILED) names `file`.
  */
-export function writeFileAtomic(file: string, text: string): void {
+export function writeFileAtomic(file: string, text: OutputText): void {
   makeDir(path.dirname(file), 'the folder of an output');
   const tmp = writeTemp(file, text);
   try {
@@ -86,11 +141,14 @@ function standardStream(target: string): number | undefined {
  * path that exists and is not a plain regular file (a link, /dev/null, a FIFO) is written
  * through, never replaced; a new path or a regular file is replaced atomically.
  */
-export function writeOutput(target: string, text: string): void {
+export function writeOutput(target: string, text: OutputText): void {
   const fd = standardStream(target);
-  if (fd === 1) return void process.stdout.write(text);
-  if (fd === 2) return void process.stderr.write(text);
-  if (fd !== undefined) return void writeSync(fd, text);
+  if (fd === 1 || fd === 2) {
+    const stream = fd === 1 ? process.stdout : process.stderr;
+    for (const part of typeof text === 'string' ? [text] : batched(text)) stream.write(part);
+    return;
+  }
+  if (fd !== undefined) return void (typeof text === 'string' ? writeSync(fd, text) : writeParts(fd, text));
   let existing: ReturnType<typeof lstatSync> | undefined;
   try {
     existing = lstatSync(target); // the path itself: a link, whatever it points to
@@ -99,7 +157,7 @@ export function writeOutput(target: string, text: string): void {
   }
   if (existing && !existing.isFile()) {
     try {
-      writeFileSync(target, text);
+      writeFileText(target, text, 'w');
     } catch (error) {
       throw outputError(target, error);
     }

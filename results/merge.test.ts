@@ -70,6 +70,39 @@ describe('merging event logs', () => {
     expect(types).toEqual(['target-start', 'cell-end']);
   });
 
+  it('places, round by round, the least of the targets each log names next, for many logs whose own orders differ', () => {
+    // The order as described (the least of the chains' heads, then again), computed plainly.
+    const expected = (chains: string[][]) => {
+      const left = chains.map((c) => [...c]);
+      const placed: string[] = [];
+      while (left.some((c) => c.length)) {
+        const next = left.flatMap((c) => c.slice(0, 1)).sort()[0]!;
+        placed.push(next);
+        for (const c of left) if (c[0] === next) c.shift();
+      }
+      return placed;
+    };
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const names = Array.from({ length: 120 }, (_, i) => `gpu-${Math.floor(random() * 1e6).toString(36)}-${i}`);
+    const chains = Array.from({ length: 12 }, (_, l) => names.filter((_, i) => i % 12 === l).sort(() => random() - 0.5));
+    const logs = chains.map((c, l) => shardLog(`log-${l}/events.jsonl`, c));
+    const order = targetsIn(mergeEventLogs(logs).events);
+    expect(order).toEqual(expected(chains));
+    expect(order).not.toEqual([...names].sort());
+    expect(targetsIn(mergeEventLogs([...logs].reverse()).events)).toEqual(order);
+  });
+
+  it('refuses, of several logs given twice, the first that has a copy, with its first copy', () => {
+    const one = shardLog('one/events.jsonl', ['gpu-a'], { runId: 'run-1' });
+    const two = shardLog('two/events.jsonl', ['gpu-b'], { runId: 'run-2', started: '2026-11-29T11:00:00.000Z' });
+    const copy = (l: LogInput, file: string) => ({ file, events: l.events });
+    // Ordered by start, then file: two-again, two-copy, two, then one and one-copy.
+    expect(() => mergeEventLogs([one, copy(one, 'one-copy/events.jsonl'), two, copy(two, 'two-copy/events.jsonl'), copy(two, 'two-again/events.jsonl')])).toThrow(
+      /^two-again\/events\.jsonl and two-copy\/events\.jsonl are the same run \(run run-2, no shard\)/,
+    );
+  });
+
   it('gives the same records as the single run (the H200 log, merged from shard 1/2 holding its one host and an empty 2/2)', () => {
     const merged = mergeEventLogs(asShards(h200Events)).events;
     const defaults = (h200Events[0] as RunStartEvent).matrix.expectations;

@@ -13,7 +13,7 @@ import { factIn, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from
 import { tempDir } from '../../test/helpers.ts';
 import { noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../../test/live-and-merged.ts';
 import { summarize } from '../verdicts.ts';
-import { jsonReporter, summaryJson } from './json.ts';
+import { jsonReporter, summaryJson, summaryJsonParts } from './json.ts';
 
 const why = 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"';
 const skippedAndDown: RunEvent[] = [
@@ -34,6 +34,17 @@ describe.each(twice(skippedAndDown))('JSON summary (%s)', (_source, events) => {
     expect(json.counts.cells).toEqual({ skipped: 1, error: 1 });
     expect(json.targets[0]).toMatchObject({ name: 'wsl1', error: null, skipped: { code: 'WSL_VERSION_1', reason: why }, cells: [{ status: 'skipped', reason: why }] });
     expect(json.targets[1]).toMatchObject({ name: 'down', error: { code: 'TARGET_UNREACHABLE' }, skipped: null });
+  });
+});
+
+describe('JSON summary text', () => {
+  it("is JSON.stringify's text with an indent of 2, for several targets as for none (written target by target)", () => {
+    for (const events of [skippedAndDown, h200Failing, [runStart(), runEnd]]) {
+      const text = summaryJson(summarize(events));
+      expect(text).toBe(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
+      expect(text).toBe([...summaryJsonParts(summarize(events))].join(''));
+    }
+    expect((JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { name: string }[] }).targets.map((t) => t.name)).toEqual(['wsl1', 'down']);
   });
 });
 
