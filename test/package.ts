@@ -10,7 +10,7 @@ import path from 'node:path';
 import { repoRoot, tempDir, testCacheDir } from './helpers.ts';
 
 /** What `pnpm pack` needs of the checkout: the sources, the probe sources, the manifest files. */
-const PACK_INPUTS = ['bin', 'cli', 'core', 'events', 'matrix', 'probes', 'results', 'run', 'runners', 'scripts', 'docker', 'package.json', 'pnpm-lock.yaml', 'tsconfig.json', 'README.md'];
+const PACK_INPUTS = ['bin', 'cli', 'core', 'events', 'matrix', 'probes', 'results', 'run', 'runners', 'scripts', 'docker', 'package.json', 'pnpm-lock.yaml', 'tsconfig.json', 'README.md', 'docs'];
 
 /**
  * Packs a copy of the checkout; returns the tarball's path. Compiles cudaprobe three times (cached).
