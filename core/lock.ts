@@ -49,7 +49,14 @@ export function withLock<T>(file: string, what: string, fn: () => T, waitMs = LO
     }
   }
   try {
-    writeSync(fd, `${process.pid}\n`);
+    try {
+      writeSync(fd, `${process.pid}\n`);
+    } catch (error) {
+      // A full disk still lets the empty file exclude others (they wait for it, as for an owner
+      // about to write its pid); what fn then cannot write is the error that names the output.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOSPC' && code !== 'EDQUOT') throw new CudamatrixError('OUTPUT_FAILED', `${what}: the lock file ${file} could not be written (${(error as Error).message})`);
+    }
     return fn();
   } finally {
     closeSync(fd);
