@@ -12,7 +12,8 @@ export const LOCK_WAIT_MS = 120_000;
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
-function alive(pid: number): boolean {
+/** Whether process `pid` runs (EPERM: it does, as another user's). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -42,7 +43,7 @@ export function withLock<T>(file: string, what: string, fn: () => T, waitMs = LO
       const owner = ownerOf(file);
       if (owner === undefined) continue; // released meanwhile: try again
       // An empty file is an owner between creating and writing it: wait. A dead owner's lock is taken over.
-      if (Number.isInteger(owner) && !alive(owner)) rmSync(file, { force: true });
+      if (Number.isInteger(owner) && !processAlive(owner)) rmSync(file, { force: true });
       else if (Date.now() > deadline) {
         throw new CudamatrixError('OUTPUT_FAILED', `${what}: ${file} has been held by process ${owner} for over ${waitMs / 1000} s; if no other cudamatrix is writing there, remove that file and run again`);
       } else Atomics.wait(pause, 0, 0, 20);

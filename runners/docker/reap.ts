@@ -19,6 +19,7 @@ import { hostname } from 'node:os';
 import type Dockerode from 'dockerode';
 import DockerClient from 'dockerode';
 import { CudamatrixError } from '../../core/errors.ts';
+import { processAlive } from '../../core/lock.ts';
 import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, removeContainer } from './calls.ts';
 import { resolveEngine, unreachable } from './engine.ts';
 
@@ -60,14 +61,6 @@ export function runLabels(): Record<string, string> {
   return labels;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** "3 h 20 min", "45 s". */
 export function formatAge(ms: number): string {
@@ -101,7 +94,7 @@ export function reapVerdict(labels: Record<string, string>, ageMs: number, older
     return { remove: false, why: `its run was started in another PID namespace (${ns}, a container?) of this host, where pid ${pid} cannot be looked up from here${younger}` };
   }
   if (pid === process.pid) return { remove: false, why: `it belongs to this very process${younger}` };
-  if (!isAlive(pid)) return { remove: true, why: `its cudamatrix (pid ${pid}) is no longer running` };
+  if (!processAlive(pid)) return { remove: true, why: `its cudamatrix (pid ${pid}) is no longer running` };
   const start = labels[PID_START];
   if (start && processStart(pid) !== undefined && processStart(pid) !== start) return { remove: true, why: `its cudamatrix (pid ${pid}) is gone; that pid is now another process` };
   return { remove: false, why: `its cudamatrix (pid ${pid}) is still running${younger}` };
