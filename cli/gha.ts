@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
+import { formatValue } from '../core/units.ts';
 import type { RunEvent } from '../events/events.ts';
 import type { Matrix } from '../matrix/load.ts';
 import { accountForLostJobs, type JobEnds, type LostTarget, type OwedTarget } from '../results/lost-jobs.ts';
@@ -294,7 +295,7 @@ function changeLines(p: ChangedPair): string[] {
   return [
     ...p.facts.map((f) => `fact \`${f.name}\`: ${valueText(f.a)} -> ${valueText(f.b)}`),
     ...p.cells.map((c) => `probe ${c.probe}: ${c.a} -> ${c.b}`),
-    ...p.metrics.filter((x) => x.flagged).map((m) => `metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${m.a ?? '-'} -> ${m.b ?? '-'} ${m.unit} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`),
+    ...p.metrics.filter((x) => x.flagged).map((m) => `metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${formatValue(m.a, m.unit)} -> ${formatValue(m.b, m.unit)} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`),
   ];
 }
 

@@ -304,7 +304,7 @@ describe('gha matrix and gha merge', () => {
     expect(out).toMatchObject({ 'behaviour-changed': 'true', 'new-observations': '0', 'records-written': '1' });
     expect(r.stdout).toMatch(/DRIFTED from .*linux-h200-docker-2026-11-29-01c49d70\.json \(same key and facts; 8 metric series beyond their noise\)/);
     expect(existsSync(out.records!)).toBe(true);
-    expect(step.summary()).toMatch(/\*\*Behaviour changed\.\*\*[\s\S]*metric `transfer-bandwidth\.bandwidth_gbps` \{"direction":"h2d","memory":"pinned","size_bytes":1073741824\}: 55\.4169443 -> 27\.76712415 GB\/s/);
+    expect(step.summary()).toMatch(/\*\*Behaviour changed\.\*\*[\s\S]*metric `transfer-bandwidth\.bandwidth_gbps` \{"direction":"h2d","memory":"pinned","size_bytes":1073741824\}: 55\.4 GB\/s -> 27\.8 GB\/s/);
     expect(readFileSync(path.join(dir, 'report', 'BEHAVIOUR.md'), 'utf8')).toContain('8 metric series beyond their noise');
   });
 
