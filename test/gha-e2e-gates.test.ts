@@ -10,7 +10,6 @@
  *                   met, and with the caller's input fail-on-change the merge is red (exit 5) with
  *                   an error annotation saying what changed
  */
-import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -19,27 +18,16 @@ import { readEventLog, type RunStartEvent } from '../events/events.ts';
 import { H200_RUNS } from '../results/record/fixture.ts';
 import { playWorkflow, type JobPlay, type PlayWorkflowOptions, type WorkflowPlay } from './gha-player.ts';
 import { repoRoot, tempDir } from './helpers.ts';
+import { git, makeLab } from './gha-lab.ts';
 import { packCheckout } from './package.ts';
 
 const H200_LOG = H200_RUNS[3]!;
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 'lab', GIT_AUTHOR_EMAIL: 'lab@example.invalid', GIT_COMMITTER_NAME: 'lab', GIT_COMMITTER_EMAIL: 'lab@example.invalid' } });
 
 /** Plays the example caller on a lab of `matrix`, with the caller's dispatch inputs. */
 async function playLab(matrix: object, inputs: Record<string, string | boolean>, perLeg?: PlayWorkflowOptions['perLeg']): Promise<WorkflowPlay> {
   const tarball = packCheckout();
   const dir = tempDir('cm-gha-gates-');
-  const cudamatrix = path.join(dir, 'cudamatrix');
-  for (const f of ['.github/workflows/gpu-matrix.yml', 'action.yml', 'action']) cpSync(path.join(repoRoot, f), path.join(cudamatrix, f), { recursive: true });
-  const lab = path.join(dir, 'lab');
-  cpSync(path.join(repoRoot, 'docs/examples/driver-matrix.yml'), path.join(lab, '.github/workflows/driver-matrix.yml'));
-  mkdirSync(path.join(lab, 'matrix'), { recursive: true });
-  writeFileSync(path.join(lab, 'matrix/gpu-lab.yaml'), toYaml(matrix));
-  cpSync(path.join(repoRoot, 'results/records'), path.join(lab, 'results/records'), { recursive: true, filter: (src) => !src.endsWith('.jsonl') && !src.endsWith('.md') });
-  git(lab, 'init', '-q', '-b', 'main');
-  git(lab, 'add', '.');
-  git(lab, 'commit', '-q', '-m', 'the lab');
-  const origin = path.join(dir, 'origin.git');
-  git(dir, 'clone', '-q', '--bare', lab, origin);
+  const { cudamatrix, lab, origin } = makeLab(dir, toYaml(matrix));
   // gh talks to GitHub: a stand-in that only answers (the pull request is gha-e2e's subject).
   const bin = path.join(dir, 'bin');
   mkdirSync(bin);

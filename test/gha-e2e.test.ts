@@ -36,6 +36,7 @@ import { readEventLog, type RunStartEvent } from '../events/events.ts';
 import { H200_RUNS } from '../results/record/fixture.ts';
 import { playWorkflow, type JobPlay, type LegInfo, type WorkflowPlay } from './gha-player.ts';
 import { repoRoot, tempDir, validateJunit } from './helpers.ts';
+import { git, makeLab } from './gha-lab.ts';
 import { packCheckout } from './package.ts';
 import { sshdReady, startSshd, TEST_PASSPHRASE, type Sshd } from './sshd.ts';
 
@@ -60,7 +61,6 @@ function labMatrix(sshd: Sshd): string {
   });
 }
 
-const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 'lab', GIT_AUTHOR_EMAIL: 'lab@example.invalid', GIT_COMMITTER_NAME: 'lab', GIT_COMMITTER_EMAIL: 'lab@example.invalid' } });
 
 /** The leg of a called job by its matrix entry's name (or the job's only leg). */
 function leg(play: WorkflowPlay, jobId: string, name?: string): JobPlay {
@@ -91,21 +91,10 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     tarball = packCheckout();
     dir = tempDir('cm-gha-e2e-');
 
-    // cudamatrix as the caller names it (your-org/cudamatrix@v1): the reusable workflow and the action, from this checkout.
-    const cudamatrix = path.join(dir, 'cudamatrix');
-    for (const f of ['.github/workflows/gpu-matrix.yml', 'action.yml', 'action']) cpSync(path.join(repoRoot, f), path.join(cudamatrix, f), { recursive: true });
-
-    // The caller's repository (your-org/lab): the README's workflow, its lab matrix and the records committed so far.
-    const lab = path.join(dir, 'lab');
-    cpSync(path.join(repoRoot, 'docs/examples/driver-matrix.yml'), path.join(lab, '.github/workflows/driver-matrix.yml'));
-    mkdirSync(path.join(lab, 'matrix'), { recursive: true });
-    writeFileSync(path.join(lab, 'matrix/gpu-lab.yaml'), labMatrix(sshd));
-    cpSync(path.join(repoRoot, 'results/records'), path.join(lab, 'results/records'), { recursive: true, filter: (src) => !src.endsWith('.jsonl') && !src.endsWith('.md') });
-    git(lab, 'init', '-q', '-b', 'main');
-    git(lab, 'add', '.');
-    git(lab, 'commit', '-q', '-m', 'the lab');
-    origin = path.join(dir, 'origin.git');
-    git(dir, 'clone', '-q', '--bare', lab, origin);
+    // cudamatrix as the caller names it (your-org/cudamatrix), and the caller's repository (your-org/lab) with its origin.
+    const made = makeLab(dir, labMatrix(sshd));
+    const { cudamatrix, lab } = made;
+    origin = made.origin;
 
     // gh talks to GitHub: a script stands in that records what it was asked (and says so).
     const bin = path.join(dir, 'bin');
