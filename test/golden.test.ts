@@ -1,7 +1,8 @@
 /**
  * Golden files: every committed H200 event log rendered through every output (console, JUnit,
  * JSON summary, GitHub step summary, outputs and workflow commands, `record`'s files and its
- * console, BEHAVIOUR.md and the HTML page with its embedded data), compared byte for byte with
+ * console, BEHAVIOUR.md and the HTML page with its embedded data; gha merge of the GitHub Actions
+ * run), compared byte for byte with
  * test/fixtures/golden/. A refactor must leave them as they are; a change of output is made on
  * purpose with `UPDATE_GOLDEN=1 pnpm exec vitest run test/golden.test.ts` and reviewed in the
  * diff (docs/development.md).
@@ -9,6 +10,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { ghaMergeCommand } from '../cli/gha.ts';
 import { recordCommand } from '../cli/record.ts';
 import { readEventLog } from '../events/events.ts';
 import { renderReport, reportPaths } from '../results/report/index.ts';
@@ -165,6 +167,44 @@ describe('golden: record and report of the committed H200 logs', () => {
     expectGolden('report/behaviour.html', html);
     // The same data as the page embeds it, indented: a change shows in a readable diff.
     expectGolden('report/page-data.json', `${JSON.stringify(pageData(records, paths.recordsLink, undefined, paths.recordsDirName), null, 2)}\n`);
+  });
+});
+
+describe('golden: gha merge of the committed GitHub Actions run', () => {
+  const gha = path.join(recordsRoot, 'driver-580.159.04', 'h200-linux-gha-2026-12-01');
+
+  it('its console, workflow commands, step outputs and job summary, and the record and report it writes', async () => {
+    const root = path.join(files, 'gha-merge');
+    rmSync(root, { recursive: true, force: true });
+    const [resultsDir, recordsDir, reportDir] = ['runs', 'records', 'report'].map((d) => path.join(root, d));
+    writeFileSync(summaryFile, '');
+    writeFileSync(outputFile, '');
+    // As the step runs it; no colours whatever this process's CI says.
+    vi.stubEnv('GITHUB_ACTIONS', 'true');
+    vi.stubEnv('NO_COLOR', '1');
+    let status = -1;
+    const { stdout, stderr } = await captured(async () => {
+      status = await ghaMergeCommand([gha], {
+        plan: path.join(gha, 'plan.json'),
+        resultsDir,
+        recordsDir,
+        reportDir,
+        record: true,
+        quiet: false,
+        strict: false,
+        failOnChange: false,
+      });
+    });
+    vi.stubEnv('GITHUB_ACTIONS', undefined);
+    vi.stubEnv('NO_COLOR', undefined);
+    // The temporary folders and the checkout differ per machine; the random output delimiter per run.
+    const normal = (text: string) => text.split(root).join('<tmp>').split(repoRoot).join('<repo>').replace(/ghadelimiter_[0-9a-f-]{36}/g, 'ghadelimiter_UUID');
+    expectGolden('gha-merge/console.txt', normal(`exit ${status}\n${stdout}--- stderr\n${stderr}`));
+    expectGolden('gha-merge/github-step-summary.md', normal(readFileSync(summaryFile, 'utf8')));
+    expectGolden('gha-merge/github-output.txt', normal(readFileSync(outputFile, 'utf8')));
+    const written = filesUnder(root).filter((f) => !f.startsWith('runs/'));
+    expectGolden('gha-merge/files.txt', `${written.join('\n')}\n`);
+    for (const file of written) expectGolden(`gha-merge/${file}`, readFileSync(path.join(root, file), 'utf8'));
   });
 });
 
