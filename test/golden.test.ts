@@ -2,8 +2,7 @@
  * Golden files: every committed H200 event log rendered through every output (console, JUnit,
  * JSON summary, GitHub step summary, outputs and workflow commands, `record`'s files and its
  * console, BEHAVIOUR.md and the HTML page with its embedded data; gha merge of the GitHub Actions
- * run), compared byte for byte with
- * test/fixtures/golden/. A refactor must leave them as they are; a change of output is made on
+ * run), compared byte for byte with test/fixtures/golden/. A refactor must leave them as they are; a change of output is made on
  * purpose with `UPDATE_GOLDEN=1 pnpm exec vitest run test/golden.test.ts` and reviewed in the
  * diff (docs/development.md).
  */
