@@ -4,7 +4,9 @@ import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { checkOutputPath, makeDir } from '../core/fs.ts';
 import { Reporters } from '../results/reporter.ts';
-import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
+import { secretValues } from '../matrix/secrets.ts';
+import { githubReporter } from '../results/reporters/github.ts';
+import { GithubStep, isGithubActions } from '../results/reporters/github-step.ts';
 import { createReporters, reporterNames, usesStdout, type ReporterChoice, type ReporterName } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
@@ -83,9 +85,9 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
 export async function runCommand(opts: RunOptions): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
   const choices = chooseReporters(opts);
-  const github = isGithubActions();
+  const github = isGithubActions() ? new GithubStep({ stdoutTaken: stdoutTaken(choices) }) : undefined;
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
-  if (github) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: stdoutTaken(choices) });
+  github?.mask(secretValues(process.env, passphraseEnvs(matrix)));
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);
@@ -94,7 +96,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
     ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((runDir) => path.join(runDir, 'junit.xml')),
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
-    ...(github ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),
+    ...(github ? [githubReporter({ step: github })] : []),
   ]);
   const interrupts = watchInterrupts((m) => reporters.message(m));
   // Every running probe listens for the abort: many at once is expected, not a leak.

@@ -19,6 +19,7 @@ import { transportKind, transportKinds, type Hop } from '../runners/registry.ts'
 import type { TransportKind } from '../runners/transport.ts';
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
+import { SECRET_KEYS } from './secrets.ts';
 import {
   durationMs,
   environmentClasses,
@@ -167,8 +168,6 @@ export function resolveLocalFile(value: string, folder: string): string {
 const isRelative = (value: string) => !(value === '~' || value.startsWith('~/') || path.isAbsolute(value));
 
 const samePath = (a: readonly PathKey[], b: readonly PathKey[]) => a.length === b.length && a.every((k, i) => k === b[i]);
-
-const SECRET_KEYS = /^(password|passwd|passphrase|private[_-]?key|secret|token|api[_-]?key)$/i;
 
 /**
  * A secret written in the matrix is refused before anything else, and its value is never
