@@ -28,7 +28,7 @@ import { planCells } from '../run/plan.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 import { recordInputs } from './record.ts';
 import { reportCommand } from './report.ts';
-import { checkOutputs, chooseReporters, passphraseEnvs } from './run.ts';
+import { checkOutputs, chooseReporters, secretEnvNames } from './run.ts';
 
 export interface GhaMatrixOptions {
   matrix?: string;
@@ -44,7 +44,7 @@ export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> 
   // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
   const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // stdout is the plan's JSON alone: the masks go to stderr (the runner reads commands there too).
-  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: true });
+  if (isGithubActions()) maskSecretValues(process.env, secretEnvNames(matrix), { stdoutTaken: true });
   if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0) throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
   const jobs = ghaMatrix(matrix, { targets: opts.target, probes: opts.probe, shards: opts.shards, runsOn: opts.runsOn ? labels(opts.runsOn) : undefined });
   const json = JSON.stringify(jobs);
@@ -189,7 +189,7 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
   const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // Before anything prints: the secrets the matrix names, and those the environment's names give away.
-  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix));
+  if (isGithubActions()) maskSecretValues(process.env, secretEnvNames(matrix));
   const owed = owedBy(plan, matrix, opts.probe);
   const files = findEventLogs(args);
   const logs = readLogs(files);

@@ -11,6 +11,7 @@ import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
 import type { Matrix } from '../matrix/load.ts';
 import { executePlan } from '../run/execute.ts';
+import { secretEnvsOf } from '../runners/registry.ts';
 import { planCells } from '../run/plan.ts';
 import { watchInterrupts } from './interrupt.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
@@ -85,7 +86,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   const choices = chooseReporters(opts);
   const github = isGithubActions();
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
-  if (github) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: stdoutTaken(choices) });
+  if (github) maskSecretValues(process.env, secretEnvNames(matrix), { stdoutTaken: stdoutTaken(choices) });
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);
@@ -119,7 +120,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   }
 }
 
-/** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv). */
-export function passphraseEnvs(matrix: Matrix): string[] {
-  return matrix.targets.flatMap((t) => t.hops.flatMap((h) => (typeof h.passphraseEnv === 'string' ? [h.passphraseEnv] : [])));
+/** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv), as their kinds tell. */
+export function secretEnvNames(matrix: Matrix): string[] {
+  return matrix.targets.flatMap((t) => secretEnvsOf(t.hops));
 }
