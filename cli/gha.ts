@@ -31,7 +31,7 @@ import { planCells } from '../run/plan.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 import { recordInputs } from './record.ts';
 import { reportCommand } from './report.ts';
-import { checkOutputs, chooseReporters, passphraseEnvs } from './run.ts';
+import { checkOutputs, chooseReporters, secretEnvNames } from './run.ts';
 
 export interface GhaMatrixOptions {
   matrix?: string;
@@ -48,7 +48,7 @@ export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> 
   const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // stdout is the plan's JSON alone: the masks go to stderr (the runner reads commands there too).
   const github = isGithubActions() ? new GithubStep({ stdoutTaken: true }) : undefined;
-  github?.mask(secretValues(process.env, passphraseEnvs(matrix)));
+  github?.mask(secretValues(process.env, secretEnvNames(matrix)));
   if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0) throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
   const jobs = ghaMatrix(matrix, { targets: opts.target, probes: opts.probe, shards: opts.shards, runsOn: opts.runsOn ? labels(opts.runsOn) : undefined });
   const json = JSON.stringify(jobs);
@@ -194,7 +194,7 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // Before anything prints: the secrets the matrix names, and those the environment's names give away.
   const github = isGithubActions() ? new GithubStep() : undefined;
-  github?.mask(secretValues(process.env, passphraseEnvs(matrix)));
+  github?.mask(secretValues(process.env, secretEnvNames(matrix)));
   const owed = owedBy(plan, matrix, opts.probe);
   const files = findEventLogs(args);
   const logs = readLogs(files);

@@ -13,6 +13,7 @@ import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
 import type { Matrix } from '../matrix/load.ts';
 import { executePlan } from '../run/execute.ts';
+import { secretEnvsOf } from '../runners/registry.ts';
 import { planCells } from '../run/plan.ts';
 import { watchInterrupts } from './interrupt.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
@@ -87,7 +88,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   const choices = chooseReporters(opts);
   const github = isGithubActions() ? new GithubStep({ stdoutTaken: stdoutTaken(choices) }) : undefined;
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
-  github?.mask(secretValues(process.env, passphraseEnvs(matrix)));
+  github?.mask(secretValues(process.env, secretEnvNames(matrix)));
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);
@@ -121,7 +122,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   }
 }
 
-/** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv). */
-export function passphraseEnvs(matrix: Matrix): string[] {
-  return matrix.targets.flatMap((t) => t.hops.flatMap((h) => (typeof h.passphraseEnv === 'string' ? [h.passphraseEnv] : [])));
+/** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv), as their kinds tell. */
+export function secretEnvNames(matrix: Matrix): string[] {
+  return matrix.targets.flatMap((t) => secretEnvsOf(t.hops));
 }

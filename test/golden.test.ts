@@ -175,7 +175,7 @@ describe('golden: gha merge of the committed GitHub Actions run', () => {
   it('its console, workflow commands, step outputs and job summary, and the record and report it writes', async () => {
     const root = path.join(files, 'gha-merge');
     rmSync(root, { recursive: true, force: true });
-    const [resultsDir, recordsDir, reportDir] = ['runs', 'records', 'report'].map((d) => path.join(root, d));
+    const [resultsDir, recordsDir, reportDir] = ['runs', 'records', 'report'].map((d) => path.join(root, d)) as [string, string, string];
     writeFileSync(summaryFile, '');
     writeFileSync(outputFile, '');
     // As the step runs it; no colours whatever this process's CI says.
