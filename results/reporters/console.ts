@@ -12,7 +12,7 @@ import pc from 'picocolors';
 import { isNotApplicable } from '../../core/errors.ts';
 import { formatValue } from '../../core/units.ts';
 import type { CellEndEvent, RunEvent } from '../../events/events.ts';
-import { probeSpec } from '../../probes/catalogue.ts';
+import { pickKeyMetric, probeSpec } from '../../probes/catalogue.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from '../../probes/protocol.ts';
 import { attrText, attrsText, rangeText, sampleText, varyingAttrs, type SampleEvidence } from '../evidence.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
@@ -285,7 +285,7 @@ function targetBlock(t: TargetResult, c: Colors): string[] {
     if (cell.probe === 'sysinfo') continue;
     const facts = cell.records.filter((r): r is Extract<ProbeRecord, { type: 'fact' }> => r.type === 'fact');
     // A probe that did not pass may have printed metrics with no value before it stopped.
-    const metrics = cell.status === 'passed' ? (keyMetrics[cell.probe]?.(cell) ?? []) : [];
+    const metrics = cell.status === 'passed' ? summaryLines(cell) : [];
     const metricVerdicts = t.verdicts.filter((v) => v.expectation.metric?.startsWith(`${cell.probe}.`) && v.status !== 'skipped');
     if (!facts.length && !metrics.length) continue;
     const spec = probeSpec(cell.probe);
@@ -317,6 +317,17 @@ function targetBlock(t: TargetResult, c: Colors): string[] {
     c.bold(`${t.name}: what the driver does`),
     ...rows.map((r) => (typeof r === 'string' ? r : `  ${r[0].padEnd(width)}  ${r[1]}`)),
   ];
+}
+
+/** A passed cell's key numbers: its probe's summary lines, else its key metrics' values. */
+function summaryLines(cell: CellEndEvent): Line[] {
+  const spec = probeSpec(cell.probe);
+  if (spec?.summary) return spec.summary(cell.records);
+  const metrics = cell.records.filter((r): r is MetricRecord => r.type === 'metric');
+  return (spec?.keyMetrics ?? []).flatMap((k): Line[] => {
+    const m = pickKeyMetric(metrics, k);
+    return m ? [[k.label, formatValue(m.value, m.unit)]] : [];
+  });
 }
 
 /** Why a cell did not pass: its reason, led by its error code when the reason does not name it. */
@@ -436,187 +447,7 @@ function systemLines(t: TargetResult): [string, string][] {
   return lines;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Key metrics, per probe: a few numbers that say what the facts rest on.
-
 type Line = [label: string, text: string];
-
-function metricsOf(cell: CellEndEvent, name: string, where: Record<string, Scalar> = {}): MetricRecord[] {
-  return cell.records.filter(
-    (r): r is MetricRecord => r.type === 'metric' && r.name === name && Object.entries(where).every(([k, v]) => r.attrs?.[k] === v),
-  );
-}
-
-function fmt(m: MetricRecord | undefined): string {
-  return m ? formatValue(m.value, m.unit) : '—';
-}
-
-function signed(m: MetricRecord | undefined): string {
-  return m && m.value !== null && m.value >= 0 ? `+${fmt(m)}` : fmt(m);
-}
-
-function num(v: Scalar | undefined): number {
-  return typeof v === 'number' ? v : -Infinity;
-}
-
-/** The largest value of a numeric attribute among records. */
-function largest(ms: MetricRecord[], attr: string): number | undefined {
-  const sizes = ms.map((m) => m.attrs?.[attr]).filter((v): v is number => typeof v === 'number');
-  return sizes.length ? Math.max(...sizes) : undefined;
-}
-
-function factEvidence(cell: CellEndEvent, name: string): Record<string, unknown> | undefined {
-  const r = cell.records.find((x) => x.type === 'fact' && x.name === name);
-  return r && r.type === 'fact' ? r.evidence : undefined;
-}
-
-function mean(values: (number | null)[]): number | null {
-  const v = values.filter((x): x is number => x !== null);
-  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
-}
-
-const keyMetrics: Record<string, (cell: CellEndEvent) => Line[]> = {
-  'pinned-vram': (cell) => {
-    const lines: Line[] = [];
-    const perGib = metricsOf(cell, 'device_growth_per_gib_bytes');
-    if (perGib.length) {
-      const sources = [...new Set(perGib.map((m) => m.attrs?.source))];
-      const one = sources.length === 1 && sources[0];
-      const part = (m: MetricRecord) =>
-        `${fmt(m)} ${m.attrs?.kind === 'pinned' || m.attrs?.kind === undefined ? (m.attrs?.api ?? '') : `${m.attrs.kind}${m.attrs?.api === 'driver' ? '' : ` (${m.attrs?.api})`}`}${one ? '' : ` on ${m.attrs?.source}`}`.trim();
-      lines.push(['device growth per GiB pinned', `${perGib.map(part).join(', ')}${one ? ` (on ${one}, the deciding source)` : ''}`]);
-    }
-    // The largest size, driver API: what pinning did to the deciding source and to the host,
-    // beside the cuMemAlloc control of the same size.
-    const pinned = metricsOf(cell, 'device_growth_bytes', { kind: 'pinned', api: 'driver' });
-    const size = largest(pinned, 'size_bytes');
-    const source = perGib.find((m) => m.attrs?.api === 'driver')?.attrs?.source ?? factEvidence(cell, 'counts_as_vram')?.source;
-    if (size !== undefined && typeof source === 'string') {
-      const at = { size_bytes: size, source };
-      const dev = metricsOf(cell, 'device_growth_bytes', { ...at, kind: 'pinned', api: 'driver' })[0];
-      const host = metricsOf(cell, 'host_growth_bytes', { size_bytes: size, kind: 'pinned', api: 'driver' })[0];
-      const control = metricsOf(cell, 'device_growth_bytes', { ...at, kind: 'device' })[0];
-      lines.push([
-        `${formatValue(size, 'bytes')} pinned (driver API)`,
-        `device ${signed(dev)}, host ${signed(host)}${control ? `; ${formatValue(size, 'bytes')} of cuMemAlloc: device ${signed(control)}` : ''} (${source})`,
-      ]);
-    }
-    return lines;
-  },
-  'pinned-release': (cell) => {
-    const lines: Line[] = [];
-    const byApi = (ms: MetricRecord[], f: (m: MetricRecord) => string) => ms.map((m) => `${f(m)}${m.attrs?.api ? ` ${m.attrs.api}` : ''}`).join(', ');
-    const delay = metricsOf(cell, 'release_delay_s');
-    if (delay.length) lines.push(['returned after free', byApi(delay, (m) => (m.value === null ? `not within the waits${m.reason ? ` (${m.reason})` : ''}` : `in ${fmt(m)}`))]);
-    const exit = metricsOf(cell, 'exit_release_delay_s');
-    if (exit.length) lines.push(['settled after exit', byApi(exit, (m) => `in ${fmt(m)}`)]);
-    // The last reading after free, per API.
-    const retained = metricsOf(cell, 'retained_after_free_bytes');
-    const last = [...new Set(retained.map((m) => m.attrs?.api))].map((api) => retained.filter((m) => m.attrs?.api === api).sort((a, b) => num(b.attrs?.wait_s) - num(a.attrs?.wait_s))[0]!);
-    if (last.length) lines.push(['still held after free', byApi(last, (m) => `${fmt(m)}${typeof m.attrs?.wait_s === 'number' ? ` at ${m.attrs.wait_s} s` : ''}`)]);
-    return lines;
-  },
-  'multi-process-pinned': (cell) => {
-    const growth = metricsOf(cell, 'device_growth_bytes');
-    if (!growth.length) return [];
-    const source = factEvidence(cell, 'vram_growth')?.source;
-    const dev = growth.find((m) => m.attrs?.source === source) ?? growth[0]!;
-    const system = metricsOf(cell, 'system_growth_bytes')[0];
-    const processes = dev.attrs?.processes;
-    return [[`${processes ?? 'all'} processes pinned`, `device ${signed(dev)} (${dev.attrs?.source}), system memory ${signed(system)}`]];
-  },
-  'pinned-ceiling': (cell) => {
-    const lines: Line[] = [];
-    const levels = metricsOf(cell, 'ceiling_bytes').filter((m) => typeof m.attrs?.prefill_percent === 'number');
-    if (levels.length) {
-      const stops = [...new Set(levels.map((m) => m.attrs?.stopped_by))];
-      const part = (m: MetricRecord) => `${fmt(m)} at ${m.attrs?.prefill_percent} %${stops.length > 1 ? ` (${m.attrs?.stopped_by})` : ''}`;
-      lines.push(['ceiling by VRAM pre-fill', `${levels.map(part).join(', ')}${stops.length === 1 && stops[0] ? ` (stopped by ${stops[0]})` : ''}`]);
-    }
-    const variant = (v: string) => metricsOf(cell, 'chunk_alloc_ms', { variant: v });
-    const [reset, noReset] = [variant('reset'), variant('no-reset')];
-    if (reset.length && noReset.length) {
-      const ceiling = (v: string) => formatValue(mean(metricsOf(cell, 'ceiling_bytes', { variant: v }).map((m) => m.value)), 'bytes');
-      lines.push([
-        'with / without cudaDeviceReset',
-        `${ceiling('reset')} / ${ceiling('no-reset')} pinned, ${formatValue(mean(reset.map((m) => m.value)), 'ms')} / ${formatValue(mean(noReset.map((m) => m.value)), 'ms')} per chunk`,
-      ]);
-    }
-    return lines;
-  },
-  'transfer-bandwidth': (cell) => {
-    const lines: Line[] = [];
-    const bw = metricsOf(cell, 'bandwidth_gbps');
-    const size = largest(bw, 'size_bytes');
-    if (size !== undefined) {
-      const at = formatValue(size, 'bytes');
-      const dirs = (name: string, where: Record<string, Scalar>) =>
-        ['h2d', 'd2h'].flatMap((d) => metricsOf(cell, name, { ...where, direction: d, size_bytes: size }).map((m) => `${fmt(m)} ${d}`)).join(', ');
-      lines.push([`pinned at ${at}`, dirs('bandwidth_gbps', { memory: 'pinned' })]);
-      lines.push([`pageable at ${at}`, dirs('bandwidth_gbps', { memory: 'pageable' })]);
-      const ratio = dirs('pageable_pinned_ratio', {});
-      if (ratio) lines.push([`pageable/pinned at ${at}`, ratio]);
-    }
-    const link = metricsOf(cell, 'pcie_theoretical_gbps')[0];
-    if (link) {
-      const fractions = ['h2d', 'd2h'].flatMap((d) => metricsOf(cell, 'pinned_fraction_of_link', { direction: d }).map((m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`));
-      const what = typeof link.attrs?.gen === 'number' ? `gen${link.attrs.gen} x${link.attrs.width}, ` : '';
-      lines.push(['PCIe link', `${what}${fmt(link)}${fractions.length ? `; best pinned reaches ${fractions.join(', ')}` : ''}`]);
-    }
-    return lines;
-  },
-  'event-timing': (cell) => {
-    const lines: Line[] = [];
-    const res = metricsOf(cell, 'resolution_us')[0];
-    if (res) {
-      const distinct = metricsOf(cell, 'distinct_values')[0];
-      const host = metricsOf(cell, 'host_clock_resolution_us')[0];
-      const extra = [distinct && `${distinct.value} distinct values`, host && `host clock ${fmt(host)}`].filter(Boolean);
-      lines.push(['resolution', `${fmt(res)}${extra.length ? ` (${extra.join(', ')})` : ''}`]);
-    }
-    const elapsed = metricsOf(cell, 'elapsed_us').sort((a, b) => num(a.attrs?.target_us) - num(b.attrs?.target_us))[0];
-    if (elapsed && typeof elapsed.attrs?.target_us === 'number') {
-      const host = metricsOf(cell, 'host_elapsed_us', { target_us: elapsed.attrs.target_us })[0];
-      lines.push([`${elapsed.attrs.target_us} us spin timed`, `${fmt(elapsed)} by events${host ? `, ${fmt(host)} by the host clock` : ''}`]);
-    }
-    return lines;
-  },
-  'sync-latency': (cell) => {
-    const [p50, p99, avg, min] = ['p50_us', 'p99_us', 'mean_us', 'min_us'].map((n) => metricsOf(cell, n)[0]);
-    if (!p50 && !p99) return [];
-    const iterations = p50?.attrs?.iterations;
-    return [['launch + synchronize', `p50 ${fmt(p50)}, p99 ${fmt(p99)} (mean ${fmt(avg)}, min ${fmt(min)}${iterations ? `; ${iterations} iterations` : ''})`]];
-  },
-  'stream-priority': (cell) => {
-    const lines: Line[] = [];
-    const [prio, equal] = ['priority', 'equal'].map((mode) => metricsOf(cell, 'high_done_ratio', { mode })[0]);
-    if (prio || equal) lines.push(['short kernel done at', `${fmt(prio)} of the long kernel's time with priorities, ${fmt(equal)} at equal priority`]);
-    const [least, greatest] = ['priority_least', 'priority_greatest'].map((n) => metricsOf(cell, n)[0]);
-    if (least && greatest) lines.push(['priority range', `${least.value} (least) to ${greatest.value} (greatest)`]);
-    return lines;
-  },
-  'cuda-graph': (cell) => {
-    const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map((n) => metricsOf(cell, n)[0]);
-    if (!graph && !plain) return [];
-    const kernels = graph?.attrs?.kernels;
-    return [['launch per kernel', `${fmt(graph)} in a graph, ${fmt(plain)} one by one${speedup?.value != null ? ` (${fmt(speedup)}x${kernels ? `, ${kernels} kernels` : ''})` : ''}`]];
-  },
-  'managed-memory': (cell) => {
-    const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((n) => metricsOf(cell, n)[0]);
-    if (!touch && !fill && !back) return [];
-    const size = [touch, fill, back].find((m) => typeof m?.attrs?.size_bytes === 'number')?.attrs?.size_bytes as number | undefined;
-    return [[`round trip${size ? ` of ${formatValue(size, 'bytes')}` : ''}`, `CPU first touch ${fmt(touch)}, GPU fill ${fmt(fill)}, CPU read back ${fmt(back)}`]];
-  },
-  'cuda-log': (cell) => {
-    const [pin, err] = ['lines_pin_only', 'lines_with_error'].map((n) => metricsOf(cell, n)[0]);
-    if (!pin && !err) return [];
-    return [['lines logged', `${pin?.value ?? '—'} by a successful pin, ${err?.value ?? '—'} with a deliberate error`]];
-  },
-  'windows-registry': (cell) => {
-    const values = cell.records.filter((r): r is MetricRecord => r.type === 'metric' && r.name.startsWith('registry_') && r.value !== null);
-    return values.length ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]] : [];
-  },
-};
 
 // ---------------------------------------------------------------------------------------------
 // Failed expectations: the evidence
