@@ -86,7 +86,7 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
 }
 
 /** How long a cell is expected to take (sysinfo runs on every target anyway). */
-function expectedMs(cells: Cell[]): number {
+export function expectedMs(cells: Cell[]): number {
   const probes = new Set(['sysinfo', ...cells.map((c) => c.probe)]);
   return [...probes].reduce((sum, p) => sum + (probeSpec(p)?.typicalMs ?? 1000), 0);
 }
