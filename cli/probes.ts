@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { catalogue, effectiveParams, type ProbeSpec } from '../probes/catalogue.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 
 export interface ParamInfo {
   name: string;
