@@ -4,8 +4,10 @@
  * It must match what the cudaprobe binary lists (checked in the tests).
  */
 import { z } from 'zod';
-import type { Unit } from '../core/units.ts';
+import { formatValue, type Unit } from '../core/units.ts';
 import type { Platform } from '../runners/transport.ts';
+import type { MetricRecord, ProbeRecord, Scalar } from './protocol.ts';
+import { factEvidence, fmt, largest, mean, metricsOf, num, signed, type SummaryLine } from './summary-lines.ts';
 
 export interface FactSpec {
   name: string;
@@ -52,6 +54,32 @@ export interface ProbeSpec {
   params: z.ZodObject;
   facts: FactSpec[];
   metrics: MetricSpec[];
+  /** The --quick profile: parameters that keep it small, for CI-sized runs (the matrix's own still win). */
+  quick?: Record<string, unknown>;
+  /**
+   * How long it takes with its default parameters in the committed H200 run
+   * (results/records/driver-580.159.04/h200-linux/events.jsonl, rounded): shards are balanced by it
+   * (without it, 1 s).
+   */
+  typicalMs?: number;
+  /** The numbers behind its claims: rows of the report's metric table (BEHAVIOUR.md, behaviour.html). */
+  keyMetrics?: KeyMetric[];
+  /**
+   * The console's lines for a cell that passed, under "what the driver does" (helpers in
+   * ./summary-lines.ts). Without it the console lists its key metrics' values.
+   */
+  summary?: (records: readonly ProbeRecord[]) => SummaryLine[];
+}
+
+/** A key metric: one number per record, picked from the probe's metrics. */
+export interface KeyMetric {
+  /** A metric of the probe (its name without the probe's). */
+  metric: string;
+  label: string;
+  /** Attributes the metric must have. */
+  where?: Record<string, Scalar>;
+  /** Of several matches, the one of the largest attrs.size_bytes (the steady-state transfer). */
+  largestSize?: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -145,6 +173,7 @@ const sysinfo: ProbeSpec = {
     { name: 'driver_model_pending', description: 'Driver model after the next reboot (NVML)', values: ['wddm', 'tcc', 'mcdm'] },
   ],
   metrics: [],
+  typicalMs: 330,
 };
 
 const pinnedVram: ProbeSpec = {
@@ -172,6 +201,39 @@ const pinnedVram: ProbeSpec = {
     ...memoryMetrics,
     { name: 'device_growth_per_gib_bytes', unit: 'bytes', description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)', tolerance: { relative: 0.05, absolute: MiB } },
   ],
+  quick: { sizes_gib: [0.25], register_size_gib: 0.25, wait_s: 0.1 },
+  typicalMs: 17_300,
+  keyMetrics: [
+    { metric: 'device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cuMemHostAlloc (deciding source)', where: { api: 'driver', kind: 'pinned' } },
+    { metric: 'device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cudaMallocHost (deciding source)', where: { api: 'runtime', kind: 'pinned' } },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const perGib = metricsOf(records, 'device_growth_per_gib_bytes');
+    if (perGib.length) {
+      const sources = [...new Set(perGib.map((m) => m.attrs?.source))];
+      const one = sources.length === 1 && sources[0];
+      const part = (m: MetricRecord) =>
+        `${fmt(m)} ${m.attrs?.kind === 'pinned' || m.attrs?.kind === undefined ? (m.attrs?.api ?? '') : `${m.attrs.kind}${m.attrs?.api === 'driver' ? '' : ` (${m.attrs?.api})`}`}${one ? '' : ` on ${m.attrs?.source}`}`.trim();
+      lines.push(['device growth per GiB pinned', `${perGib.map(part).join(', ')}${one ? ` (on ${one}, the deciding source)` : ''}`]);
+    }
+    // The largest size, driver API: what pinning did to the deciding source and to the host,
+    // beside the cuMemAlloc control of the same size.
+    const pinned = metricsOf(records, 'device_growth_bytes', { kind: 'pinned', api: 'driver' });
+    const size = largest(pinned, 'size_bytes');
+    const source = perGib.find((m) => m.attrs?.api === 'driver')?.attrs?.source ?? factEvidence(records, 'counts_as_vram')?.source;
+    if (size !== undefined && typeof source === 'string') {
+      const at = { size_bytes: size, source };
+      const dev = metricsOf(records, 'device_growth_bytes', { ...at, kind: 'pinned', api: 'driver' })[0];
+      const host = metricsOf(records, 'host_growth_bytes', { size_bytes: size, kind: 'pinned', api: 'driver' })[0];
+      const control = metricsOf(records, 'device_growth_bytes', { ...at, kind: 'device' })[0];
+      lines.push([
+        `${formatValue(size, 'bytes')} pinned (driver API)`,
+        `device ${signed(dev)}, host ${signed(host)}${control ? `; ${formatValue(size, 'bytes')} of cuMemAlloc: device ${signed(control)}` : ''} (${source})`,
+      ]);
+    }
+    return lines;
+  },
 };
 
 const pinnedRelease: ProbeSpec = {
@@ -196,6 +258,24 @@ const pinnedRelease: ProbeSpec = {
     { name: 'release_delay_s', unit: 's', description: 'First wait after free at which it was seen returned', tolerance: { relative: 0 } },
     { name: 'exit_release_delay_s', unit: 's', description: 'Time after the subject exited until the readings settled', tolerance: { relative: 0.5, absolute: 0.5 } },
   ],
+  quick: { size_gib: 0.25, wait_s: [0, 1] },
+  typicalMs: 2_100,
+  keyMetrics: [
+    { metric: 'release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const byApi = (ms: MetricRecord[], f: (m: MetricRecord) => string) => ms.map((m) => `${f(m)}${m.attrs?.api ? ` ${m.attrs.api}` : ''}`).join(', ');
+    const delay = metricsOf(records, 'release_delay_s');
+    if (delay.length) lines.push(['returned after free', byApi(delay, (m) => (m.value === null ? `not within the waits${m.reason ? ` (${m.reason})` : ''}` : `in ${fmt(m)}`))]);
+    const exit = metricsOf(records, 'exit_release_delay_s');
+    if (exit.length) lines.push(['settled after exit', byApi(exit, (m) => `in ${fmt(m)}`)]);
+    // The last reading after free, per API.
+    const retained = metricsOf(records, 'retained_after_free_bytes');
+    const last = [...new Set(retained.map((m) => m.attrs?.api))].map((api) => retained.filter((m) => m.attrs?.api === api).sort((a, b) => num(b.attrs?.wait_s) - num(a.attrs?.wait_s))[0]!);
+    if (last.length) lines.push(['still held after free', byApi(last, (m) => `${fmt(m)}${typeof m.attrs?.wait_s === 'number' ? ` at ${m.attrs.wait_s} s` : ''}`)]);
+    return lines;
+  },
 };
 
 const multiProcessPinned: ProbeSpec = {
@@ -213,6 +293,17 @@ const multiProcessPinned: ProbeSpec = {
     { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device source with all subjects pinned (attrs.source)', tolerance: { relative: 0.05, absolute: 4 * MiB } },
     { name: 'system_growth_bytes', unit: 'bytes', description: 'Drop of available system memory with all subjects pinned', tolerance: { relative: 0.05, absolute: 64 * MiB } },
   ],
+  quick: { size_gib: 0.25 },
+  typicalMs: 1_900,
+  summary: (records) => {
+    const growth = metricsOf(records, 'device_growth_bytes');
+    if (!growth.length) return [];
+    const source = factEvidence(records, 'vram_growth')?.source;
+    const dev = growth.find((m) => m.attrs?.source === source) ?? growth[0]!;
+    const system = metricsOf(records, 'system_growth_bytes')[0];
+    const processes = dev.attrs?.processes;
+    return [[`${processes ?? 'all'} processes pinned`, `device ${signed(dev)} (${dev.attrs?.source}), system memory ${signed(system)}`]];
+  },
 };
 
 const pinnedCeiling: ProbeSpec = {
@@ -245,6 +336,30 @@ const pinnedCeiling: ProbeSpec = {
     { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill', tolerance: { relative: 0.02 } },
     { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk', tolerance: { relative: 0.7 } },
   ],
+  quick: { max_gib: 0.5, prefill_percent: [0, 90], reset_rounds: 1 },
+  typicalMs: 7_100,
+  keyMetrics: [
+    { metric: 'ceiling_bytes', label: 'pinned ceiling, VRAM not pre-filled', where: { prefill_percent: 0 } },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const levels = metricsOf(records, 'ceiling_bytes').filter((m) => typeof m.attrs?.prefill_percent === 'number');
+    if (levels.length) {
+      const stops = [...new Set(levels.map((m) => m.attrs?.stopped_by))];
+      const part = (m: MetricRecord) => `${fmt(m)} at ${m.attrs?.prefill_percent} %${stops.length > 1 ? ` (${m.attrs?.stopped_by})` : ''}`;
+      lines.push(['ceiling by VRAM pre-fill', `${levels.map(part).join(', ')}${stops.length === 1 && stops[0] ? ` (stopped by ${stops[0]})` : ''}`]);
+    }
+    const variant = (v: string) => metricsOf(records, 'chunk_alloc_ms', { variant: v });
+    const [reset, noReset] = [variant('reset'), variant('no-reset')];
+    if (reset.length && noReset.length) {
+      const ceiling = (v: string) => formatValue(mean(metricsOf(records, 'ceiling_bytes', { variant: v }).map((m) => m.value)), 'bytes');
+      lines.push([
+        'with / without cudaDeviceReset',
+        `${ceiling('reset')} / ${ceiling('no-reset')} pinned, ${formatValue(mean(reset.map((m) => m.value)), 'ms')} / ${formatValue(mean(noReset.map((m) => m.value)), 'ms')} per chunk`,
+      ]);
+    }
+    return lines;
+  },
 };
 
 const transferBandwidth: ProbeSpec = {
@@ -269,6 +384,35 @@ const transferBandwidth: ProbeSpec = {
     { name: 'pcie_theoretical_gbps', unit: 'GB/s', description: "The link's payload rate from its maximum generation and width", tolerance: { relative: 0 } },
     { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate', tolerance: { relative: 0.03 } },
   ],
+  quick: { sizes_mib: [1, 64] },
+  typicalMs: 10_300,
+  keyMetrics: [
+    { metric: 'bandwidth_gbps', label: 'H2D pinned', where: { direction: 'h2d', memory: 'pinned' }, largestSize: true },
+    { metric: 'bandwidth_gbps', label: 'D2H pinned', where: { direction: 'd2h', memory: 'pinned' }, largestSize: true },
+    { metric: 'bandwidth_gbps', label: 'H2D pageable', where: { direction: 'h2d', memory: 'pageable' }, largestSize: true },
+    { metric: 'pageable_pinned_ratio', label: 'H2D pageable / pinned', where: { direction: 'h2d' }, largestSize: true },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const bw = metricsOf(records, 'bandwidth_gbps');
+    const size = largest(bw, 'size_bytes');
+    if (size !== undefined) {
+      const at = formatValue(size, 'bytes');
+      const dirs = (name: string, where: Record<string, Scalar>) =>
+        ['h2d', 'd2h'].flatMap((d) => metricsOf(records, name, { ...where, direction: d, size_bytes: size }).map((m) => `${fmt(m)} ${d}`)).join(', ');
+      lines.push([`pinned at ${at}`, dirs('bandwidth_gbps', { memory: 'pinned' })]);
+      lines.push([`pageable at ${at}`, dirs('bandwidth_gbps', { memory: 'pageable' })]);
+      const ratio = dirs('pageable_pinned_ratio', {});
+      if (ratio) lines.push([`pageable/pinned at ${at}`, ratio]);
+    }
+    const link = metricsOf(records, 'pcie_theoretical_gbps')[0];
+    if (link) {
+      const fractions = ['h2d', 'd2h'].flatMap((d) => metricsOf(records, 'pinned_fraction_of_link', { direction: d }).map((m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`));
+      const what = typeof link.attrs?.gen === 'number' ? `gen${link.attrs.gen} x${link.attrs.width}, ` : '';
+      lines.push(['PCIe link', `${what}${fmt(link)}${fractions.length ? `; best pinned reaches ${fractions.join(', ')}` : ''}`]);
+    }
+    return lines;
+  },
 };
 
 const eventTiming: ProbeSpec = {
@@ -290,6 +434,27 @@ const eventTiming: ProbeSpec = {
     { name: 'host_clock_resolution_us', unit: 'us', description: "The host clock's smallest step", tolerance: { relative: 0.5 } },
     { name: 'spin_cycles_per_us', unit: 'cycles', description: 'SM clock cycles per microsecond (spin calibration)', tolerance: { relative: 0.05 } },
   ],
+  quick: { repetitions: 20 },
+  typicalMs: 420,
+  keyMetrics: [
+    { metric: 'resolution_us', label: 'event timing resolution' },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const res = metricsOf(records, 'resolution_us')[0];
+    if (res) {
+      const distinct = metricsOf(records, 'distinct_values')[0];
+      const host = metricsOf(records, 'host_clock_resolution_us')[0];
+      const extra = [distinct && `${distinct.value} distinct values`, host && `host clock ${fmt(host)}`].filter(Boolean);
+      lines.push(['resolution', `${fmt(res)}${extra.length ? ` (${extra.join(', ')})` : ''}`]);
+    }
+    const elapsed = metricsOf(records, 'elapsed_us').sort((a, b) => num(a.attrs?.target_us) - num(b.attrs?.target_us))[0];
+    if (elapsed && typeof elapsed.attrs?.target_us === 'number') {
+      const host = metricsOf(records, 'host_elapsed_us', { target_us: elapsed.attrs.target_us })[0];
+      lines.push([`${elapsed.attrs.target_us} us spin timed`, `${fmt(elapsed)} by events${host ? `, ${fmt(host)} by the host clock` : ''}`]);
+    }
+    return lines;
+  },
 };
 
 const syncLatency: ProbeSpec = {
@@ -306,6 +471,18 @@ const syncLatency: ProbeSpec = {
     { name: 'mean_us', unit: 'us', description: 'Mean latency', tolerance: { relative: 0.15 } },
     { name: 'min_us', unit: 'us', description: 'Smallest latency', tolerance: { relative: 0.15 } },
   ],
+  quick: { iterations: 1000 },
+  typicalMs: 390,
+  keyMetrics: [
+    { metric: 'p50_us', label: 'launch + synchronize, median' },
+    { metric: 'p99_us', label: 'launch + synchronize, 99th percentile' },
+  ],
+  summary: (records) => {
+    const [p50, p99, avg, min] = ['p50_us', 'p99_us', 'mean_us', 'min_us'].map((n) => metricsOf(records, n)[0]);
+    if (!p50 && !p99) return [];
+    const iterations = p50?.attrs?.iterations;
+    return [['launch + synchronize', `p50 ${fmt(p50)}, p99 ${fmt(p99)} (mean ${fmt(avg)}, min ${fmt(min)}${iterations ? `; ${iterations} iterations` : ''})`]];
+  },
 };
 
 const streamPriority: ProbeSpec = {
@@ -331,6 +508,16 @@ const streamPriority: ProbeSpec = {
     { name: 'long_done_ms', unit: 'ms', description: 'Long kernel completion (attrs.mode)', tolerance: { relative: 0.1 } },
     { name: 'high_done_ratio', unit: 'ratio', description: 'high_done_ms / long_done_ms (attrs.mode)', tolerance: { relative: 0.1 } },
   ],
+  quick: { repetitions: 2 },
+  typicalMs: 500,
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const [prio, equal] = ['priority', 'equal'].map((mode) => metricsOf(records, 'high_done_ratio', { mode })[0]);
+    if (prio || equal) lines.push(['short kernel done at', `${fmt(prio)} of the long kernel's time with priorities, ${fmt(equal)} at equal priority`]);
+    const [least, greatest] = ['priority_least', 'priority_greatest'].map((n) => metricsOf(records, n)[0]);
+    if (least && greatest) lines.push(['priority range', `${least.value} (least) to ${greatest.value} (greatest)`]);
+    return lines;
+  },
 };
 
 const cudaGraph: ProbeSpec = {
@@ -351,6 +538,17 @@ const cudaGraph: ProbeSpec = {
     { name: 'plain_per_kernel_us', unit: 'us', description: 'plain_us per kernel', tolerance: { relative: 0.4 } },
     { name: 'graph_speedup', unit: 'ratio', description: 'plain_us / graph_us', tolerance: { relative: 0.4 } },
   ],
+  quick: { repetitions: 5 },
+  typicalMs: 430,
+  keyMetrics: [
+    { metric: 'graph_speedup', label: 'graph launch speed-up over plain launches' },
+  ],
+  summary: (records) => {
+    const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map((n) => metricsOf(records, n)[0]);
+    if (!graph && !plain) return [];
+    const kernels = graph?.attrs?.kernels;
+    return [['launch per kernel', `${fmt(graph)} in a graph, ${fmt(plain)} one by one${speedup?.value != null ? ` (${fmt(speedup)}x${kernels ? `, ${kernels} kernels` : ''})` : ''}`]];
+  },
 };
 
 const managedMemory: ProbeSpec = {
@@ -373,6 +571,14 @@ const managedMemory: ProbeSpec = {
     { name: 'gpu_fill_ms', unit: 'ms', description: 'Kernel filling it (migration included)', tolerance: { relative: 0.5 } },
     { name: 'cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back (migration included)', tolerance: { relative: 0.5 } },
   ],
+  quick: { size_mib: 16 },
+  typicalMs: 370,
+  summary: (records) => {
+    const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((n) => metricsOf(records, n)[0]);
+    if (!touch && !fill && !back) return [];
+    const size = [touch, fill, back].find((m) => typeof m?.attrs?.size_bytes === 'number')?.attrs?.size_bytes as number | undefined;
+    return [[`round trip${size ? ` of ${formatValue(size, 'bytes')}` : ''}`, `CPU first touch ${fmt(touch)}, GPU fill ${fmt(fill)}, CPU read back ${fmt(back)}`]];
+  },
 };
 
 const cudaLog: ProbeSpec = {
@@ -394,6 +600,12 @@ const cudaLog: ProbeSpec = {
     { name: 'lines_pin_only', unit: 'count', description: 'Lines logged by the subject that only pinned', tolerance: { relative: 0 } },
     { name: 'lines_with_error', unit: 'count', description: 'Lines logged by the subject that also made an error', tolerance: { relative: 0 } },
   ],
+  typicalMs: 510,
+  summary: (records) => {
+    const [pin, err] = ['lines_pin_only', 'lines_with_error'].map((n) => metricsOf(records, n)[0]);
+    if (!pin && !err) return [];
+    return [['lines logged', `${pin?.value ?? '—'} by a successful pin, ${err?.value ?? '—'} with a deliberate error`]];
+  },
 };
 
 const windowsRegistry: ProbeSpec = {
@@ -407,6 +619,11 @@ const windowsRegistry: ProbeSpec = {
   params: z.strictObject({}),
   facts: [{ name: 'gpu_memory_compression_value_exists', description: 'The EnableGpuMemoryCompression value exists', values: [true, false] }],
   metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({ name: `registry_${v}`, unit: 'count' as const, description: `DWORD value ${v}`, tolerance: { relative: 0 } })),
+  typicalMs: 10,
+  summary: (records) => {
+    const values = records.filter((r): r is MetricRecord => r.type === 'metric' && r.name.startsWith('registry_') && r.value !== null);
+    return values.length ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]] : [];
+  },
 };
 
 export const catalogue: readonly ProbeSpec[] = [
@@ -425,28 +642,31 @@ export const catalogue: readonly ProbeSpec[] = [
   windowsRegistry,
 ];
 
-/**
- * The --quick profile: parameters that keep every probe small, for CI-sized runs. Explicit
- * parameters in the matrix still win.
- */
-export const quickParams: Record<string, Record<string, unknown>> = {
-  'pinned-vram': { sizes_gib: [0.25], register_size_gib: 0.25, wait_s: 0.1 },
-  'pinned-release': { size_gib: 0.25, wait_s: [0, 1] },
-  'multi-process-pinned': { size_gib: 0.25 },
-  'pinned-ceiling': { max_gib: 0.5, prefill_percent: [0, 90], reset_rounds: 1 },
-  'transfer-bandwidth': { sizes_mib: [1, 64] },
-  'event-timing': { repetitions: 20 },
-  'sync-latency': { iterations: 1000 },
-  'stream-priority': { repetitions: 2 },
-  'cuda-graph': { repetitions: 5 },
-  'managed-memory': { size_mib: 16 },
-};
+/** Whether a metric has the attributes a key metric asks for. */
+export function matchesKeyMetric(attrs: Record<string, Scalar> | undefined, k: KeyMetric): boolean {
+  return !k.where || Object.keys(k.where).every((a) => attrs?.[a] === k.where![a]);
+}
+
+/** Whether a match replaces the one picked so far: only for largestSize, when its size is larger. */
+export function replacesKeyMetric(m: { attrs?: Record<string, Scalar> }, best: { attrs?: Record<string, Scalar> }, k: KeyMetric): boolean {
+  return Boolean(k.largestSize) && Number(m.attrs?.size_bytes ?? 0) > Number(best.attrs?.size_bytes ?? 0);
+}
+
+/** The metric a key metric picks from a cell's metrics (named without the probe), or undefined. */
+export function pickKeyMetric<M extends { name: string; attrs?: Record<string, Scalar> }>(metrics: readonly M[], k: KeyMetric): M | undefined {
+  let best: M | undefined;
+  for (const m of metrics) {
+    if (m.name !== k.metric || !matchesKeyMetric(m.attrs, k)) continue;
+    if (!best || replacesKeyMetric(m, best, k)) best = m;
+  }
+  return best;
+}
 
 /** The parameters a probe runs with: its defaults, then the --quick profile, then the matrix's. */
 export function effectiveParams(probe: string, explicit: Record<string, unknown> = {}, quick = false): Record<string, unknown> {
   const spec = probeSpec(probe);
   if (!spec) throw new Error(`unknown probe ${probe}`);
-  return spec.params.parse({ ...(quick ? quickParams[probe] : {}), ...explicit }) as Record<string, unknown>;
+  return spec.params.parse({ ...(quick ? spec.quick : {}), ...explicit }) as Record<string, unknown>;
 }
 
 export function probeSpec(name: string): ProbeSpec | undefined {
@@ -490,24 +710,3 @@ export function paramArgs(params: Record<string, unknown>): string[] {
   }
   return args;
 }
-
-/**
- * How long each probe took with its default parameters in the committed H200 run
- * (results/records/driver-580.159.04/h200-linux/events.jsonl, rounded). Shards are balanced by
- * these; a probe missing here counts as one second.
- */
-export const typicalMs: Record<string, number> = {
-  sysinfo: 330,
-  'pinned-vram': 17_300,
-  'pinned-release': 2_100,
-  'multi-process-pinned': 1_900,
-  'pinned-ceiling': 7_100,
-  'transfer-bandwidth': 10_300,
-  'event-timing': 420,
-  'sync-latency': 390,
-  'stream-priority': 500,
-  'cuda-graph': 430,
-  'managed-memory': 370,
-  'cuda-log': 510,
-  'windows-registry': 10,
-};

@@ -7,7 +7,7 @@ import picomatch from 'picomatch';
 import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
-import { typicalMs } from '../probes/catalogue.ts';
+import { probeSpec } from '../probes/catalogue.ts';
 import { hostKeyOf } from '../runners/registry.ts';
 
 export interface Cell {
@@ -86,9 +86,9 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
 }
 
 /** How long a cell is expected to take (sysinfo runs on every target anyway). */
-function expectedMs(cells: Cell[]): number {
+export function expectedMs(cells: Cell[]): number {
   const probes = new Set(['sysinfo', ...cells.map((c) => c.probe)]);
-  return [...probes].reduce((sum, p) => sum + (typicalMs[p] ?? 1000), 0);
+  return [...probes].reduce((sum, p) => sum + (probeSpec(p)?.typicalMs ?? 1000), 0);
 }
 
 /**
