@@ -77,7 +77,10 @@ export interface PairDiff {
   key: string;
   a: DiffSide;
   b: DiffSide;
+  /** Facts both records decided, with different values: a change. */
   facts: FactChange[];
+  /** Facts one record decided and the other left undecided (null): newly decided (a null) or no longer (b null); listed, not a change. */
+  decided: FactChange[];
   cells: CellChange[];
   /** The series both records have that moved beyond their noise (with `all`, every one), in a's order. */
   metrics: MetricComparison[];
@@ -324,6 +327,7 @@ export function noiseText(m: MetricComparison): string {
 /** The differences between two records of one key (drivers may differ). */
 export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false): PairDiff {
   const facts: FactChange[] = [];
+  const decided: FactChange[] = [];
   const onlyA = { facts: [] as string[], metrics: [] as string[], cells: [] as string[] };
   const onlyB = { facts: [] as string[], metrics: [] as string[], cells: [] as string[] };
   let factsCompared = 0;
@@ -332,7 +336,7 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
     if (!g) onlyA.facts.push(name);
     else {
       factsCompared++;
-      if (f.value !== g.value) facts.push({ name, a: f.value, b: g.value });
+      if (f.value !== g.value) (f.value === null || g.value === null ? decided : facts).push({ name, a: f.value, b: g.value });
     }
   }
   for (const name of Object.keys(rb.facts)) if (!(name in ra.facts)) onlyB.facts.push(name);
@@ -373,7 +377,7 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
   }
 
   const changed = facts.length > 0 || cells.length > 0 || tally.flagged > 0;
-  return { key: pairingKey(ra), a: side(ra), b: side(rb), facts, cells, metrics, metricTally: tally, factsCompared, cellsCompared, onlyA, onlyB, changed };
+  return { key: pairingKey(ra), a: side(ra), b: side(rb), facts, decided, cells, metrics, metricTally: tally, factsCompared, cellsCompared, onlyA, onlyB, changed };
 }
 
 /** A series as people read it: name {attr: value, ...}. */
@@ -416,7 +420,8 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
         for (let j = i + 1; j < rs.length; j++) {
           for (const [n, f] of Object.entries(rs[i]!.facts)) {
             const g = rs[j]!.facts[n];
-            if (g && g.value !== f.value) {
+            // Decided in one, undecided (null) in the other is not a disagreement.
+            if (g && g.value !== f.value && g.value !== null && f.value !== null) {
               facts.add(n);
               involved.add(rs[i]!).add(rs[j]!);
             }
