@@ -1,22 +1,8 @@
 /**
  * What changed between two sets of behaviour records (two runs, two records, two driver
  * versions' folders): pure, so that `cudamatrix diff`, a workflow and bench/report call the same.
- *
- * Records are paired by their key without the driver (environment, GPU, OS, OS build,
- * container), so that driver-575 against driver-580 compares like with like. A key with several
- * records on one side (conflicting observations kept in a folder) compares its newest that has
- * facts (a record without any, of a run of sysinfo alone, never hides one with them).
- *
- * Of a pair: the facts that both have and whose values differ; the cells whose outcome differs
- * (a probe that passed and now fails); and every metric series both have (name and attrs),
- * flagged when it moved beyond its noise. A move is |a - b| / max(|a|, |b|), the same both
- * ways round. Its noise is the larger of the catalogue's tolerance for that metric
- * (probes/catalogue.ts, calibrated on two H200 runs of one driver) and the spread of the
- * series' repeated values within a record, where the probe repeats one (pinned-ceiling's
- * rounds): two repeats alone are too few to say what noise is (on the H200 the rounds of
- * chunk_alloc_ms spread 22 % within a run and moved 28 % between runs). A metric measured on
- * one side and null on the other is flagged too. Facts, metrics and cells found on one side only
- * are listed, not counted as changes: a run with other probes or parameters measured other things.
+ * How records pair, what is compared and how a metric's noise is decided: docs/records.md,
+ * "cudamatrix diff A B" and "Noise".
  */
 import { formatValue } from '../../core/units.ts';
 import { catalogue, type MetricTolerance } from '../../probes/catalogue.ts';
