@@ -397,24 +397,29 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
     const byFull = new Map<string, BehaviourRecord[]>();
     for (const r of list) {
       const k = keyText(r.key);
-      byFull.set(k, [...(byFull.get(k) ?? []), r]);
+      const same = byFull.get(k);
+      if (same) same.push(r);
+      else byFull.set(k, [r]);
     }
     for (const [key, rs] of byFull) {
-      const facts = new Set<string>();
-      const involved = new Set<BehaviourRecord>();
-      for (let i = 0; i < rs.length; i++) {
-        for (let j = i + 1; j < rs.length; j++) {
-          for (const [n, f] of Object.entries(rs[i]!.facts)) {
-            const g = rs[j]!.facts[n];
-            // Decided in one, undecided (null) in the other is not a disagreement.
-            if (g && g.value !== f.value && g.value !== null && f.value !== null) {
-              facts.add(n);
-              involved.add(rs[i]!).add(rs[j]!);
-            }
+      // A fact disagrees when its records hold two decided values (null is undecided, not a
+      // disagreement); every record that decided it is then one of those that disagree. One
+      // pass over the facts, not a comparison of every pair of records.
+      const values = new Map<string, { first: unknown; differs: boolean; records: BehaviourRecord[] }>();
+      for (const r of rs) {
+        for (const [n, f] of Object.entries(r.facts)) {
+          if (f.value === null) continue;
+          const v = values.get(n);
+          if (!v) values.set(n, { first: f.value, differs: false, records: [r] });
+          else {
+            v.differs ||= v.first !== f.value;
+            v.records.push(r);
           }
         }
       }
-      if (facts.size) out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: [...facts].sort() });
+      const facts = [...values].filter(([, v]) => v.differs);
+      const involved = new Set(facts.flatMap(([, v]) => v.records));
+      if (facts.length) out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: facts.map(([n]) => n).sort() });
     }
   }
   return out;

@@ -72,8 +72,11 @@ function loadIndex(file: string, folder: string, keep: string[]): IndexFile | nu
  * The digests of the record files `names` of `folder` (each file's records, as `read` gives
  * them from the file, in order): from the index where it is current, else read with `read`,
  * which checks them (a bad file stops it with its name, as before), and the index rewritten.
+ * `metrics: false`: the digests' metrics are left empty (the index keeps them all the same).
  */
-export function readDigests(folder: string, names: readonly string[], keep: ReadonlySet<string>, read: (file: string) => BehaviourRecord[]): BehaviourRecord[][] {
+export function readDigests(folder: string, names: readonly string[], keep: ReadonlySet<string>, read: (file: string) => BehaviourRecord[], options: { metrics?: boolean } = {}): BehaviourRecord[][] {
+  // Without metrics (diff, which reads the records it compares whole): none made from the index.
+  const withMetrics = options.metrics ?? true;
   const keepList = [...keep].sort();
   const indexFile = indexFileOf(folder);
   const index = loadIndex(indexFile, path.resolve(folder), keepList);
@@ -83,11 +86,13 @@ export function readDigests(folder: string, names: readonly string[], keep: Read
     const r = { ...s } as unknown as Record<string, unknown>;
     for (const k of SHARED) r[k] = shared[s[k]];
     const [shape, values] = s.metrics;
-    r.metrics = (shared[shape] as Omit<RecordedMetric, 'value'>[]).map((m, i) => ({ ...m, value: values[i]! }));
+    r.metrics = withMetrics ? (shared[shape] as Omit<RecordedMetric, 'value'>[]).map((m, i) => ({ ...m, value: values[i]! })) : [];
     return r as unknown as BehaviourRecord;
   };
   let dirty = index === null || known.size !== names.length;
   const out: BehaviourRecord[][] = [];
+  // Per file, its entry's records as the index holds them (null: read again), to write back as they are.
+  const kept: (Stored[] | null)[] = [];
   const stamps: string[] = [];
   for (const name of names) {
     const file = path.join(folder, name);
@@ -96,17 +101,19 @@ export function readDigests(folder: string, names: readonly string[], keep: Read
     const entry = known.get(name);
     if (entry && entry.stamp === stamp) {
       out.push(entry.records.map(materialize));
+      kept.push(entry.records);
       continue;
     }
     dirty = true;
     out.push(read(file).map((r) => digestOf(r, keep)));
+    kept.push(null);
   }
-  if (dirty) writeIndex(indexFile, { folder: path.resolve(folder), keep: keepList, names, stamps, digests: out, shared });
+  if (dirty) writeIndex(indexFile, { folder: path.resolve(folder), keep: keepList, names, stamps, digests: out, kept, shared });
   return out;
 }
 
 /** Writes the index; one that cannot be written (a read-only cache) only costs the next run its speed. */
-function writeIndex(file: string, at: { folder: string; keep: string[]; names: readonly string[]; stamps: string[]; digests: BehaviourRecord[][]; shared: unknown[] }): void {
+function writeIndex(file: string, at: { folder: string; keep: string[]; names: readonly string[]; stamps: string[]; digests: BehaviourRecord[][]; kept: (Stored[] | null)[]; shared: unknown[] }): void {
   // Parts already in the old index keep their place (found by identity); new ones by their JSON.
   const byObject = new Map<unknown, number>(at.shared.map((v, i) => [v, i]));
   let byText: Map<string, number> | null = null;
@@ -127,10 +134,13 @@ function writeIndex(file: string, at: { folder: string; keep: string[]; names: r
   const entries = at.names.map((name, n) => ({
     name,
     stamp: at.stamps[n]!,
-    records: at.digests[n]!.map((d) => {
+    // An entry still current is written as the index held it: its parts keep their places.
+    records: (at.kept[n] ?? at.digests[n]!).map((d) => {
+      if (at.kept[n]) return { ...d } as unknown as Record<string, unknown>;
       const s = { ...d } as unknown as Record<string, unknown>;
-      for (const k of SHARED) s[k] = place(d[k]);
-      s.metrics = [place(d.metrics.map(({ value: _v, ...shape }) => shape)), d.metrics.map((m) => m.value)];
+      const r = d as BehaviourRecord;
+      for (const k of SHARED) s[k] = place(r[k]);
+      s.metrics = [place(r.metrics.map(({ value: _v, ...shape }) => shape)), r.metrics.map((m) => m.value)];
       return s;
     }),
   }));

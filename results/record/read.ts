@@ -173,7 +173,7 @@ export function readInput(source: string, defaults: Expectations, options: { com
         let j = i;
         while (j < files.length && path.dirname(files[j]!) === folder) j++;
         const group = files.slice(i, j);
-        readDigests(folder, group.map((f) => path.basename(f)), options.keepMetrics, readFile).forEach((list, g) =>
+        readDigests(folder, group.map((f) => path.basename(f)), options.keepMetrics, readFile, { metrics: false }).forEach((list, g) =>
           list.forEach((record, n) => {
             at.set(record, { pos: records.length, file: group[g]!, n });
             records.push({ record, file: group[g]! });

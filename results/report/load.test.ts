@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileS
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { INDEX_FORMAT, indexFileOf } from '../record/index.ts';
+import { readInput } from '../record/read.ts';
 import { h200Records, loaded, variant, writeRecords } from '../../test/report-fixture.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { renderReport } from './index.ts';
@@ -85,5 +86,18 @@ describe('the records index', () => {
     for (const d of readdirSync(dir)) writeFileSync(indexFileOf(path.join(dir, d)), '{not json');
     expect(renderReport(loadRecords(dir, keep), paths)).toEqual(expected);
     expect(JSON.parse(readFileSync(indexFileOf(path.join(dir, readdirSync(dir)[0]!)), 'utf8')).format).toBe(INDEX_FORMAT);
+  });
+
+  it('diff and report share it: a diff that rewrites it (a record changed) keeps what report reads of the others', async () => {
+    const { dir, records } = await folder();
+    const driver = path.join(dir, 'driver-580.159.04');
+    readInput(driver, {}, { forDiff: true, keepMetrics: keep });
+    const changed = records.map((r) => structuredClone(r));
+    changed[2]!.facts['pinned-vram.counts_as_vram']!.value = true;
+    writeRecords(dir, [changed[2]!]);
+    const before = readFileSync(indexFileOf(driver), 'utf8');
+    readInput(driver, {}, { forDiff: true, keepMetrics: keep });
+    expect(readFileSync(indexFileOf(driver), 'utf8')).not.toBe(before);
+    expect(renderReport(loadRecords(dir, keep), paths)).toEqual(renderReport(loaded(changed.map((r) => structuredClone(r))), paths));
   });
 });
