@@ -26,8 +26,10 @@ the record as its evidence.
              run that saw the same is the same observation)
   DRIFTED    the same key and facts, metrics beyond their noise (a same-driver regression):
              written, the series listed; the report shows the drift
-  CONFLICT   the same key, a fact with another value: written, both kept, the differing
-             facts listed; the report shows the conflict
+  CONFLICT   the same key, a fact both decided with another value: written, both kept, the
+             differing facts listed; the report shows the conflict
+  NEWLY DECIDED  the same key, a fact one left undecided (null) that the other decided, none
+             decided differently: written, the fact listed; not a conflict
   no GPU     a log whose targets found no driver or GPU, or measured no fact and no metric
              (only sysinfo ran), gives no record, and says why
   REPLACED   a record of the same run that a cut-off log gave, replaced by the full log's

@@ -45,6 +45,30 @@ describe('cudamatrix record', () => {
     expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(2);
   });
 
+  it('a fact newly decided (the issues 19-22 H200 run decides pinned-ceiling.tracks_free_vram, null in the committed record) is said as such, not a CONFLICT', async () => {
+    const dir = tempDir('cm-record-cli-');
+    const records = path.join(dir, 'records');
+    const committed = path.join(H200_DIR, recordPath(runs[0]!).replace(/^driver-[^/]+\//, ''));
+    mkdirSync(path.join(records, 'driver-580.159.04'), { recursive: true });
+    const there = path.join(records, 'driver-580.159.04', path.basename(committed));
+    writeFileSync(there, readFileSync(committed));
+    expect(JSON.parse(readFileSync(there, 'utf8')).facts['pinned-ceiling.tracks_free_vram'].value).toBeNull();
+    const r = await runCli(['record', '--records-dir', records, path.join(H200_DIR, 'h200-linux-2026-12-01-issues19-22')]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toContain('CONFLICT');
+    expect(r.stdout).not.toMatch(/\bconflicts?\b:/);
+    expect(r.stdout).toContain(`    NEWLY DECIDED against ${there} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):\n      pinned-ceiling.tracks_free_vram  null there, false here (newly decided)\n`);
+    expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(2);
+
+    // diff says the same: no fact changed, one newly decided.
+    const d = await runCli(['diff', there, path.join(H200_DIR, 'h200-linux-2026-12-01-issues19-22')]);
+    expect(d.stdout).toContain('  facts    20 compared: none changed\n  decided  1 fact decided on one side only (null on the other; not a change):\n    pinned-ceiling.tracks_free_vram  null → false (newly decided)\n');
+    const j = JSON.parse((await runCli(['diff', '--json', there, path.join(H200_DIR, 'h200-linux-2026-12-01-issues19-22')])).stdout);
+    expect([j.pairs[0].facts, j.pairs[0].decided]).toEqual([[], [{ name: 'pinned-ceiling.tracks_free_vram', a: null, b: false }]]);
+    // Both records in one folder: decided in one, null in the other is no conflict inside it.
+    expect(JSON.parse((await runCli(['diff', '--json', H200_RUNS[0]!, records])).stdout).conflicts).toEqual([]);
+  });
+
   it('a same-driver regression (the 2026-12-01 run with pinned bandwidth halved) is written with its drift, and report shows it', async () => {
     const dir = tempDir('cm-record-cli-');
     const records = path.join(dir, 'records');

@@ -42,7 +42,11 @@ function driftOf(sorted: LoadedRecord[], chosen: LoadedRecord): ColumnDrift | nu
   const at = withFacts.indexOf(chosen);
   if (at < 1) return null;
   const from = withFacts[at - 1]!;
-  const metrics = diffPair(from.record, chosen.record).metrics.filter((m) => m.flagged);
+  // Only series both have can move: of the chosen record's, those of the names the one before has
+  // (a record read through the index keeps the key metrics only), not ~170 listed as one side's.
+  const names = new Set(from.record.metrics.map((m) => m.name));
+  const shown = chosen.record.metrics.length > names.size ? { ...chosen.record, metrics: chosen.record.metrics.filter((m) => names.has(m.name)) } : chosen.record;
+  const metrics = diffPair(from.record, shown).metrics.filter((m) => m.flagged);
   return metrics.length ? { from, metrics } : null;
 }
 
