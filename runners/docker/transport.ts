@@ -16,8 +16,10 @@ import { PassThrough, Readable, Writable, type Duplex } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type Dockerode from 'dockerode';
 import DockerClient from 'dockerode';
+import { normaliseArch } from '../../core/arch.ts';
 import { CudamatrixError, describeError } from '../../core/errors.ts';
 import { packageRoot } from '../../core/package-root.ts';
+import { oneLine } from '../../core/text.ts';
 import { supervise, type StopReason } from '../supervise.ts';
 import type { Connect, ConnectContext, ExecOptions, ExecResult, Session } from '../transport.ts';
 import { BoundedEngine, DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S, engineWords, httpStatus, isEngineTimeout, removeContainer, type EngineTimeout } from './calls.ts';
@@ -127,7 +129,8 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
   if (info.OSType && info.OSType !== 'linux') {
     throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} runs ${info.OSType} containers; cudaprobe's containers are Linux`);
   }
-  const arch = info.Architecture === 'aarch64' || info.Architecture === 'arm64' ? 'aarch64' : 'x86_64';
+  // An engine that names no architecture (or another one) gets the x86_64 probe, as before.
+  const arch = normaliseArch(info.Architecture ?? '') === 'aarch64' ? 'aarch64' : 'x86_64';
   if (!context.binaryFor) throw new CudamatrixError('TRANSPORT_FAILED', 'the docker transport needs the probe binary before it starts a container');
   const binary = await context.binaryFor('linux', arch);
   const binaryKey = `linux-${arch}-${binary.hash}`;
@@ -318,13 +321,7 @@ class Lifeline {
 
   /** What the main process printed, as a line (the last lines, printable characters only). */
   said(): string {
-    return this.text
-      .replace(/[^\x20-\x7e\n]/g, '')
-      .trim()
-      .split('\n')
-      .filter(Boolean)
-      .slice(-5)
-      .join(' | ');
+    return oneLine(this.text.replace(/[^\x20-\x7e\n]/g, ''), { keep: 'end', lines: 5, max: Infinity });
   }
 
   close(): void {
@@ -560,7 +557,7 @@ class DockerSession implements Session {
           }
           // Pid 0: no process was ever started ("OCI runtime exec failed: ...", "cannot exec in a
           // stopped state"); what the engine said is in the output.
-          const notStarted = (why: string) => new CudamatrixError('TRANSPORT_FAILED', `the Docker engine could not run ${command} in ${this.where}: ${clean(head) || why}`);
+          const notStarted = (why: string) => new CudamatrixError('TRANSPORT_FAILED', `the Docker engine could not run ${command} in ${this.where}: ${oneLine(head, { lines: 5, max: Infinity }) || why}`);
           if (ran?.Pid === 0) throw this.fail(notStarted(`exit code ${ran.ExitCode}, nothing said`));
           if (!ran || ran.ExitCode === null || ran.ExitCode >= 126) {
             const gone = await this.containerGone(command);
@@ -630,9 +627,4 @@ class DockerSession implements Session {
       this.lifeline.close();
     }
   }
-}
-
-/** The engine's text as one line: carriage returns and blank lines out. */
-function clean(text: string): string {
-  return text.replace(/\r/g, '').trim().split('\n').filter(Boolean).slice(0, 5).join(' | ');
 }

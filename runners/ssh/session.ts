@@ -11,7 +11,10 @@ import { readFile, rm } from 'node:fs/promises';
 import { Duplex, PassThrough, type Readable, type Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { Client, ClientChannel, SFTPWrapper } from 'ssh2';
+import { normaliseArch } from '../../core/arch.ts';
 import { CudamatrixError } from '../../core/errors.ts';
+import { oneLine } from '../../core/text.ts';
+import { withTimeout } from '../../core/timeout.ts';
 import { type ExecEnd, type Launched, supervise } from '../supervise.ts';
 import type { ExecOptions, ExecResult, Platform, Session, Shell } from '../transport.ts';
 import { forwardTo, socketLike, streamEnded } from '../stream.ts';
@@ -95,7 +98,7 @@ export function run(client: Client, command: string, options: { stdin?: string; 
         options.timeoutMs !== undefined
           ? setTimeout(() => {
               stream.close();
-              reject(new CudamatrixError('TRANSPORT_FAILED', `${options.what ?? 'a setup command'} did not finish within ${options.timeoutMs} ms (connectTimeout): ${tail(stdout + stderr) || 'no output'}`));
+              reject(new CudamatrixError('TRANSPORT_FAILED', `${options.what ?? 'a setup command'} did not finish within ${options.timeoutMs} ms (connectTimeout): ${oneLine(stdout + stderr, LAST_WORDS) || 'no output'}`));
             }, options.timeoutMs)
           : undefined;
       stream.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -124,11 +127,8 @@ export function afterMarker(text: string, marker: string): string | undefined {
   return text.slice(at + marker.length).replace(/^\r?\n/, '');
 }
 
-/** The end of a text, on one line, for an error message. */
-function tail(text: string, max = 300): string {
-  const t = text.trim().replace(/\s*\n\s*/g, ' | ');
-  return t.length > max ? `…${t.slice(-max)}` : t;
-}
+/** The end of what a remote command printed, on one line, for an error message. */
+const LAST_WORDS = { keep: 'end', max: 300 } as const;
 
 /**
  * Drops what comes before a marker line in a stream of text (a login script's chatter on a
@@ -261,14 +261,14 @@ export class SshSession implements Session {
       const m = /^ (\S+) (\S+) (\/.*)$/.exec(started.line);
       if (!m) {
         await started.close();
-        throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: the helper answered "${tail(started.line)}"`);
+        throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: the helper answered "${oneLine(started.line, LAST_WORDS)}"`);
       }
       const [, os, machine, workDir] = m;
       if (os !== 'Linux') {
         await started.close();
         throw new CudamatrixError('TARGET_UNREACHABLE', `${label} runs ${os}; cudaprobe targets Linux and Windows`);
       }
-      const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine!;
+      const arch = normaliseArch(machine!);
       const session = new SshSession(client, `ssh ${label}`, 'linux', arch, shell, workDir!, onDispose);
       session.adoptGuardian(started.channel, started.output);
       return session;
@@ -276,7 +276,8 @@ export class SshSession implements Session {
     const setup = { timeoutMs: setupTimeoutMs };
     const archNonce = newNonce();
     const a = await run(client, powershell(shell, `'cm-arch-${archNonce}'; $env:PROCESSOR_ARCHITECTURE`), { ...setup, what: 'reading the processor architecture' });
-    const arch = /ARM64/i.test(afterMarker(a.stdout, `cm-arch-${archNonce}`) ?? '') ? 'aarch64' : 'x86_64';
+    // PROCESSOR_ARCHITECTURE: AMD64 or ARM64 (x86 in a 32-bit PowerShell, which runs x64 programs too).
+    const arch = normaliseArch(afterMarker(a.stdout, `cm-arch-${archNonce}`) ?? '') === 'aarch64' ? 'aarch64' : 'x86_64';
     const dirNonce = newNonce();
     const d = await run(
       client,
@@ -284,7 +285,7 @@ export class SshSession implements Session {
       { ...setup, what: 'making the run directory' },
     );
     const workDir = (afterMarker(d.stdout, `cm-dir-${dirNonce}`) ?? '').trim().split(/\r?\n/)[0] ?? '';
-    if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir)) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${tail(d.stderr) || tail(d.stdout) || `exit status ${d.code}`}`);
+    if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir)) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${oneLine(d.stderr, LAST_WORDS) || oneLine(d.stdout, LAST_WORDS) || `exit status ${d.code}`}`);
     const session = new SshSession(client, `ssh ${label}`, 'windows', arch, shell, workDir, onDispose);
     const readyNonce = newNonce();
     const guardian = await startHelper(
@@ -499,7 +500,7 @@ export class SshSession implements Session {
   private async endWindowsTree(pid: number, stderr: (text: string) => void): Promise<boolean> {
     const r = await run(this.client, `taskkill /F /T /PID ${pid}`, { timeoutMs: 15_000, what: `taskkill /F /T /PID ${pid}` }).catch((e: Error) => e);
     if (!(r instanceof Error) && (r.code === 0 || r.code === TASKKILL_NOT_FOUND)) return true;
-    const why = r instanceof Error ? r.message : `exit status ${r.code}: ${tail(r.stdout + r.stderr) || 'no output'}`;
+    const why = r instanceof Error ? r.message : `exit status ${r.code}: ${oneLine(r.stdout + r.stderr, LAST_WORDS) || 'no output'}`;
     stderr(`\ncudamatrix: taskkill /F /T /PID ${pid} on ${this.description} failed (${why}); the command's processes may still be running there: end them with Task Manager or taskkill\n`);
     return false;
   }
@@ -545,7 +546,7 @@ export class SshSession implements Session {
       // stderr after the marker is cat's or chmod's: what a login script printed comes before.
       const command = `printf 'cm-put-%s\\n' ${nonce} >&2; cat > ${target} && chmod ${options.executable ? '755' : '644'} ${target}`;
       const r = await this.streamOnChannel(command, { marker: `cm-put-${nonce}`, stdin: createReadStream(localPath) });
-      if (r.code !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} on ${this.description}: ${tail(r.stderr) || `exit status ${r.code}`}`);
+      if (r.code !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`);
       return;
     }
     const sftp = await this.sftp();
@@ -563,7 +564,7 @@ export class SshSession implements Session {
       const r = await this.streamOnChannel(command, { marker: `cm-get-${nonce}`, stdout: file });
       if (r.code !== 0) {
         await rm(localPath, { force: true });
-        throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} on ${this.description}: ${tail(r.stderr) || `exit status ${r.code}`}`);
+        throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`);
       }
       return;
     }
@@ -703,7 +704,7 @@ export class SshSession implements Session {
     // small steps go through the helper: no channel (and no login script) of their own.
     if (this.platform === 'linux') {
       const made = await this.exec(['mkdir', '-p', dir]);
-      if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} on ${this.description}: ${tail(made.stderr)}`);
+      if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} on ${this.description}: ${oneLine(made.stderr, LAST_WORDS)}`);
     }
     const partial = `${target}.upload-${randomBytes(4).toString('hex')}`;
     await this.put(localPath, partial, { executable: true });
@@ -712,7 +713,7 @@ export class SshSession implements Session {
     if (this.platform === 'linux') {
       const mv = await this.exec(['sh', '-c', 'mv -f -- "$1" "$2" && sha256sum -- "$2"', 'sh', partial, target]);
       placedSha = mv.exitCode === 0 ? (mv.stdout.trim().split(/\s+/)[0] ?? '') : '';
-      why = tail(mv.stderr);
+      why = oneLine(mv.stderr, LAST_WORDS);
     } else {
       const nonce = newNonce();
       const mv = await run(
@@ -720,7 +721,7 @@ export class SshSession implements Session {
         powershell(this.shell, `Move-Item -Force -LiteralPath ${quotePowerShell(partial)} -Destination ${quotePowerShell(target)}; 'cm-hash-${nonce}'; (Get-FileHash -Algorithm SHA256 -LiteralPath ${quotePowerShell(target)}).Hash`),
       );
       placedSha = mv.code === 0 ? (afterMarker(mv.stdout, `cm-hash-${nonce}`) ?? '').trim().split(/\s+/)[0] ?? '' : '';
-      why = tail(mv.stderr);
+      why = oneLine(mv.stderr, LAST_WORDS);
     }
     if (placedSha.toLowerCase() !== sha) {
       throw new CudamatrixError('TRANSPORT_FAILED', `the probe uploaded to ${this.description}:${target} does not verify (${why || 'hash differs'})`);
@@ -788,7 +789,7 @@ function startHelper(client: Client, command: string, o: { marker: string; stder
           pendingErr = '';
         },
       };
-      const said = () => tail(`${head} ${errStrip ? errStrip.chatter + errStrip.end() : pendingErr}`);
+      const said = () => oneLine(`${head} ${errStrip ? errStrip.chatter + errStrip.end() : pendingErr}`, LAST_WORDS);
       const fail = (why: string) => {
         if (settled) return;
         settled = true;
@@ -831,13 +832,6 @@ function startHelper(client: Client, command: string, o: { marker: string; stder
       channel.on('close', () => fail(said() ? `the remote shell ended before cudamatrix's helper started; it printed: ${said()}` : "the remote shell ended before cudamatrix's helper started, and printed nothing"));
     });
   });
-}
-
-/** Waits for `p`, or `ms` at most; the timer does not keep the process alive after. */
-async function withTimeout(p: Promise<unknown> | undefined, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
 }
 
 /**

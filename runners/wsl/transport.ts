@@ -32,7 +32,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { accessSync, constants, statSync } from 'node:fs';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { normaliseArch } from '../../core/arch.ts';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
+import { oneLine } from '../../core/text.ts';
+import { DEADLINE, withDeadline, withTimeout } from '../../core/timeout.ts';
 import type { Duplex } from 'node:stream';
 import { execProcessTree } from '../local.ts';
 import { quotePosix } from '../ssh/quote.ts';
@@ -40,7 +43,7 @@ import { streamProcess } from '../stream.ts';
 import { supervise, type ExecEnd } from '../supervise.ts';
 import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
 import { WslAgent } from './agent.ts';
-import { decodeWslOutput, oneLine, parseWslList, WslToken, type WslDistro } from './list.ts';
+import { decodeWslOutput, parseWslList, WslToken, type WslDistro } from './list.ts';
 import { DEFAULT_CONNECT_TIMEOUT_S, type WslOptions } from './options.ts';
 import { AGENT, GUARD, GUARDIAN, INFO, MAKE_DIRS, MOVE_AND_HASH, READ_FILE, RM_DIR, SHA_OF, shArgv, WAIT_DIR, WRITE_FILE } from './scripts.ts';
 
@@ -227,7 +230,7 @@ function readLookAround(lines: string[], where: string, answer: string): { arch:
   if (!machine || !tmp?.startsWith('/') || !cacheBase?.startsWith('/')) {
     throw new CudamatrixError('TRANSPORT_FAILED', `setting up a session in ${where} gave an answer cudamatrix cannot read: ${oneLine(answer)}`);
   }
-  const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine;
+  const arch = normaliseArch(machine);
   return { arch, tmp, cacheBase };
 }
 
@@ -508,33 +511,4 @@ function failure(r: ExecResult, runner: WslRunner, distro: WslDistro, user: stri
   if (WslToken.userNotFound.test(said)) return error('TARGET_UNREACHABLE', `there is no user "${user ?? '(the default user)'}" in ${where}; wsl.exe said: ${said}. Create the user there, or change user: in the matrix`);
   if (WslToken.notInstalled.test(said)) return error('WSL_NOT_INSTALLED', `WSL on ${runner.where} cannot run ${distro.name}; wsl.exe said: ${said}. Install WSL ("wsl.exe --install" as administrator) and restart Windows`);
   return error('TRANSPORT_FAILED', `${what}: wsl.exe did not run it (exit status ${r.exitCode}${r.signal ? `, ${r.signal}` : ''}): ${said || 'no output'}`);
-}
-
-const DEADLINE = new Error('deadline');
-
-/** `p`, or DEADLINE thrown after `ms`, or the signal's reason when it is aborted first. */
-async function withDeadline<T>(p: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(DEADLINE), ms);
-        onAbort = () => reject(signal!.reason);
-        if (signal?.aborted) onAbort();
-        signal?.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-/** Waits for `p`, or `ms` at most; the timer does not keep the process alive. */
-async function withTimeout(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
 }
