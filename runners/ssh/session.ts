@@ -17,60 +17,10 @@ import { oneLine } from '../../core/text.ts';
 import { withTimeout } from '../../core/timeout.ts';
 import { type ExecEnd, type Launched, supervise } from '../supervise.ts';
 import type { ExecOptions, ExecResult, Platform, Session, Shell } from '../transport.ts';
+import { shellFile } from '../shell-files.ts';
 import { forwardTo, socketLike, streamEnded } from '../stream.ts';
 import { quoteArgv, quotePosix, quotePowerShell } from './quote.ts';
 
-/**
- * The POSIX helper: the one long-lived channel of a session; on a busy host every channel costs
- * an sshd fork (measured here: ~110 ms of CPU each), so it does everything a session needs.
- *   - At start it makes the run directory and prints "cm-setup-NONCE OS ARCH DIR" (and
- *     "cm-setup-NONCE" on stderr): whatever the login shell's rc files printed comes before.
- *   - "check KEY NAME": the SHA-256 and directory of a cached file ("cm-cache SHA DIR").
- *   - "run NONCE ARGS...": ARGS is shell-quoted (cwd first, then argv). The command runs in a
- *     session and process group of its own; its stdout and stderr go straight to the channel,
- *     and then the helper marks their ends with "\ncm-exit-NONCE CODE" and "cm-err-end-NONCE".
- *     While it runs, a watcher reads stdin: "stop" (a timeout, a cancellation, an output flood)
- *     kills the group; end of input (the connection dropped) kills it and removes the directory.
- *   - End of input when idle (the session is disposed, or the connection dropped) removes the
- *     run directory; so does a write to a connection that went away (SIGPIPE).
- */
-const POSIX_HELPER = [
-  'd="${TMPDIR:-/tmp}/cudamatrix-$1-$$"',
-  'mkdir -m 700 "$d" || exit 1',
-  // Whether the helper ends at the end of its input or by writing to a connection that went away
-  // (SIGPIPE, e.g. its setup line after cudamatrix gave up on it), the directory goes. No trap
-  // for TERM: a child (the watcher) killed with TERM right after its fork would inherit the trap
-  // for a moment and could lose the signal.
-  'trap \'rm -rf -- "$d"\' EXIT; trap \'exit 141\' PIPE',
-  'os=unknown; [ -r /proc/sys/kernel/ostype ] && read -r os </proc/sys/kernel/ostype',
-  // The setup lines carry the session's nonce ($2), written so that the command line itself does
-  // not contain "cm-setup-NONCE": what a login script prints before them is told apart.
-  'printf "cm-setup-%s\\n" "$2" >&2',
-  'printf "cm-setup-%s %s %s %s\\n" "$2" "$os" "$(uname -m)" "$d"',
-  'nl="\n"',
-  'exec 3<&0 </dev/null',
-  'while IFS= read -r line <&3; do',
-  '  case "$line" in',
-  '  check\\ *)',
-  '    set -- $line',
-  '    c="${XDG_CACHE_HOME:-$HOME/.cache}/cudamatrix/deployed/$2"',
-  '    h=-; [ -f "$c/$3" ] && h=$(sha256sum "$c/$3") && h=${h%% *}',
-  '    printf "cm-cache %s %s\\n" "$h" "$c" ;;',
-  '  run\\ *)',
-  '    rest=${line#run }; nonce=${rest%% *}; rest=${rest#* }',
-  '    eval "set -- $rest"',
-  '    ( cd "$1" || exit 125; shift; exec setsid sh -c \'printf "cm-started %s\\n" "$$"; exec "$@"\' cm "$@" ) 3<&- &',
-  '    pid=$!',
-  '    ( while IFS= read -r l; do [ "$l" = stop ] && { kill -TERM -"$pid" "$pid"; sleep 2; kill -KILL -"$pid" "$pid"; }; done',
-  '      kill -TERM -"$pid" "$pid"; rm -rf -- "$d"; sleep 2; kill -KILL -"$pid" "$pid" ) <&3 >/dev/null 2>&1 &',
-  '    watch=$!',
-  '    wait "$pid"; code=$?',
-  '    kill "$watch" 2>/dev/null; wait "$watch" 2>/dev/null',
-  '    printf "cm-err-end-%s\\n" "$nonce" >&2',
-  '    printf "\\ncm-exit-%s %s\\n" "$nonce" "$code" ;;',
-  '  esac',
-  'done',
-].join('\n');
 
 /** Quotes an argument for the helper's one-line "run" request: a newline becomes "$nl". */
 function quoteForLine(arg: string): string {
@@ -252,7 +202,7 @@ export class SshSession implements Session {
       const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
       const nonce = newNonce();
       // exec: the login shell that runs our command line need not stay around as well.
-      const started = await startHelper(client, `exec sh -c ${quotePosix(POSIX_HELPER)} cudamatrix-helper ${quotePosix(tag)} ${nonce}`, {
+      const started = await startHelper(client, `exec sh -c ${quotePosix(shellFile('ssh/agent.sh'))} cudamatrix-helper ${quotePosix(tag)} ${nonce}`, {
         marker: `cm-setup-${nonce}`,
         stderrMarker: `cm-setup-${nonce}`,
         timeoutMs: setupTimeoutMs,
@@ -343,7 +293,7 @@ export class SshSession implements Session {
     return this.execOnChannel(argv, options);
   }
 
-  /** Runs a command through the POSIX helper (see POSIX_HELPER): no channel of its own. */
+  /** Runs a command through the POSIX helper (see agent.sh): no channel of its own. */
   private execThroughHelper(argv: string[], options: ExecOptions): Promise<ExecResult> {
     if (this.lost || !this.guardian) return Promise.reject(transportFailed(this.lost ?? new Error('the session is closed')));
     const guardian = this.guardian;
@@ -755,7 +705,7 @@ type Started =
  * script printed before is dropped (on stderr too, up to `stderrMarker`, when given). What
  * follows goes to the handlers the caller installs. Fails when the channel closes first, or
  * when no marker came within `timeoutMs` (the channel is then closed); either way the helper,
- * if it started, removes what it made (POSIX_HELPER's trap).
+ * if it started, removes what it made (agent.sh's trap).
  */
 function startHelper(client: Client, command: string, o: { marker: string; stderrMarker?: string; timeoutMs: number }): Promise<Started> {
   return new Promise((resolve, reject) => {
