@@ -27,7 +27,7 @@
  * Files go through a command's stdin and stdout as base64 text; the Linux cudaprobe runs in the
  * distribution from a per-hash cache in its home.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { normaliseArch } from '../../core/arch.ts';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
@@ -35,6 +35,7 @@ import { oneLine } from '../../core/text.ts';
 import { DEADLINE, withDeadline, withTimeout } from '../../core/timeout.ts';
 import type { Duplex } from 'node:stream';
 import { findOnPath, hopLauncher, localLauncher, type Launcher } from '../launcher.ts';
+import { installCached } from '../remote-cache.ts';
 import { quotePosix } from '../ssh/quote.ts';
 import { supervise, type ExecEnd } from '../supervise.ts';
 import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
@@ -383,26 +384,32 @@ class WslSession implements Session {
     return parts.join('/').replace(/\/+/g, '/');
   }
 
-  /**
-   * Puts a file in the distribution's per-hash cache ($XDG_CACHE_HOME or ~/.cache, then
-   * cudamatrix/deployed/<key>/), checked by its SHA-256; copies it only when missing or different.
-   */
-  async installCached(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }> {
-    if (!/^[A-Za-z0-9._-]+$/.test(key) || !/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`bad cache key ${key}/${name}`);
-    const sha = createHash('sha256').update(await readFile(localPath)).digest('hex');
-    const dir = `${this.cacheBase.replace(/\/+$/, '')}/cudamatrix/deployed/${key}`;
-    const target = `${dir}/${name}`;
-    const cached = await this.exec(shArgv(SHA_OF, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    if (cached.exitCode === 0 && cached.stdout.trim().split(/\s+/)[0] === sha) return { path: target, uploaded: false };
-    const made = await this.exec(shArgv(MAKE_DIRS, dir), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`);
-    // Beside it, then renamed: a reader never runs half a binary.
-    const partial = `${target}.upload-${randomBytes(4).toString('hex')}`;
-    await this.put(localPath, partial, { executable: true });
-    const moved = await this.exec(shArgv(MOVE_AND_HASH, partial, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    const placed = moved.exitCode === 0 ? (moved.stdout.trim().split(/\s+/)[0] ?? '') : '';
-    if (placed !== sha) throw new CudamatrixError('TRANSPORT_FAILED', `the probe copied to ${this.description}:${target} does not verify (${oneLine(moved.stderr) || 'hash differs'})`);
-    return { path: target, uploaded: true };
+  /** Puts a file in the distribution's per-hash probe cache (remote-cache.ts), under $XDG_CACHE_HOME or ~/.cache. */
+  installCached(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }> {
+    const inCache = { cwd: '/', timeoutMs: COPY_TIMEOUT_MS };
+    return installCached(
+      {
+        description: this.description,
+        lookUp: async (k, n) => {
+          const dir = `${this.cacheBase.replace(/\/+$/, '')}/cudamatrix/deployed/${k}`;
+          const cached = await this.exec(shArgv(SHA_OF, `${dir}/${n}`), inCache);
+          return { dir, sha: cached.exitCode === 0 ? cached.stdout.trim().split(/\s+/)[0] : undefined };
+        },
+        makeDir: async (dir) => {
+          const made = await this.exec(shArgv(MAKE_DIRS, dir), inCache);
+          if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`);
+        },
+        put: (from, to, o) => this.put(from, to, o),
+        moveAndHash: async (from, to) => {
+          const moved = await this.exec(shArgv(MOVE_AND_HASH, from, to), inCache);
+          return { sha: moved.exitCode === 0 ? (moved.stdout.trim().split(/\s+/)[0] ?? '') : '', said: oneLine(moved.stderr) };
+        },
+        joinPath: (...parts) => this.joinPath(...parts),
+      },
+      localPath,
+      key,
+      name,
+    );
   }
 
   /**
