@@ -1,8 +1,8 @@
 #!/bin/sh
 # The POSIX agent of an SSH session (runners/ssh/posix-host.ts speaks to it): the one
-# long-lived channel of a session; on a busy host every channel costs an sshd fork (measured
-# here: ~110 ms of CPU each), so it does everything a session needs. Started as
-# `sh -c SCRIPT cudamatrix-helper TAG NONCE`, less the lines that begin with #.
+# long-lived channel of a session. On a busy host every channel costs an sshd fork (about 110 ms
+# of CPU each on the 2-core development machine), so it does everything a session needs.
+# Started as `sh -c SCRIPT cudamatrix-helper TAG NONCE`, less the lines that begin with #.
 #   - At start it makes the run directory and prints "cm-setup-NONCE OS ARCH DIR" (and
 #     "cm-setup-NONCE" on stderr): whatever the login shell's rc files printed comes before.
 #   - "check KEY NAME": the SHA-256 and directory of a cached file ("cm-cache SHA DIR").
