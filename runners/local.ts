@@ -9,6 +9,7 @@ import { arch as osArch, tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { Duplex, Writable } from 'node:stream';
+import { normaliseArch } from '../core/arch.ts';
 import { streamProcess } from './stream.ts';
 import { DEFAULT_MAX_OUTPUT, supervise, type ExecIo } from './supervise.ts';
 import type { ConnectContext, ExecOptions, ExecResult, Platform, Session } from './transport.ts';
@@ -30,7 +31,7 @@ export async function connectLocal(_options: object, context: ConnectContext): P
 }
 
 export function nodeArch(): string {
-  return ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[osArch()] ?? osArch();
+  return normaliseArch(osArch());
 }
 
 class LocalSession implements Session {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sshdReady, startSshd, type Sshd } from '../../test/sshd.ts';
 import { connectChain } from '../registry.ts';
 import type { Session } from '../transport.ts';
-import { afterMarker, MarkerStrip } from './session.ts';
+import { afterMarker, MarkerStrip } from './channel.ts';
 
 const ready = sshdReady();
 
