@@ -36,8 +36,15 @@ module.exports = {
       name: 'no-test-code-in-product',
       severity: 'error',
       comment: 'product code never imports tests or test helpers',
-      from: { pathNot: '(\\.test\\.ts$|^test/|^bench/)' },
-      to: { path: '(\\.test\\.ts$|^test/)' },
+      from: { pathNot: '(\\.test\\.ts$|^test/|^bench/|^tools/gha-player/)' },
+      to: { path: '(\\.test\\.ts$|^test/|^tools/gha-player/)' },
+    },
+    {
+      name: 'gha-player-stands-alone',
+      severity: 'error',
+      comment: 'tools/gha-player is a package of its own: it imports its dependencies, never the project',
+      from: { path: '^tools/gha-player/' },
+      to: { pathNot: '^(tools/gha-player/|node_modules/)', dependencyTypesNot: ['core'] },
     },
     { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
   ],
@@ -46,5 +53,7 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     exclude: { path: '(node_modules|dist)' },
+    // Packages that export ES modules only (@actions/expressions) resolve by their "import" condition.
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
   },
 };

@@ -16,7 +16,7 @@ import { stringify as toYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunStartEvent } from '../../events/events.ts';
 import { H200_RUNS } from '../../results/record/fixture.ts';
-import { playWorkflow, type JobPlay, type PlayWorkflowOptions, type WorkflowPlay } from '../gha-player.ts';
+import { playWorkflow, type JobPlay, type PlayWorkflowOptions, type WorkflowPlay } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir } from '../helpers.ts';
 import { git, makeLab } from './gha-lab.ts';
 import { packCheckout } from '../package.ts';

@@ -34,7 +34,7 @@ import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunStartEvent } from '../../events/events.ts';
 import { H200_RUNS } from '../../results/record/fixture.ts';
-import { playWorkflow, type JobPlay, type LegInfo, type WorkflowPlay } from '../gha-player.ts';
+import { playWorkflow, type JobPlay, type LegInfo, type WorkflowPlay } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir, validateJunit } from '../helpers.ts';
 import { git, makeLab } from './gha-lab.ts';
 import { packCheckout } from '../package.ts';

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { readEventLog } from '../../events/events.ts';
 import { H200_RUNS, halvedBandwidthLog } from '../../results/record/fixture.ts';
 import { runCli, startCli, whenOutput } from '../cli.ts';
-import { parseFileCommand } from '../gha-player-log.ts';
+import { parseFileCommand } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir, validateJunit } from '../helpers.ts';
 
 /** A step's runner files, as GitHub gives them: empty files named by the environment. */

@@ -15,7 +15,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, wr
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { playWorkflow, type JobPlay, type WorkflowPlay } from '../gha-player.ts';
+import { playWorkflow, type JobPlay, type WorkflowPlay } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir } from '../helpers.ts';
 import { packCheckout } from '../package.ts';
 

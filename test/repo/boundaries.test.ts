@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { repoRoot, tempDir } from '../helpers.ts';
 
 const depcruise = path.join(repoRoot, 'node_modules', '.bin', 'depcruise');
-const folders = ['core', 'runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli'];
+const folders = ['core', 'runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli', 'tools/gha-player'];
 
 function cruise(config: string, paths: string[]): { violations: { rule: { name: string }; from: string; to: string }[] } {
   const out = execFileSync(depcruise, ['--config', config, '--output-type', 'json', ...paths], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
@@ -28,6 +28,22 @@ describe('import boundaries', () => {
       expect(summary.violations.map((v) => v.rule.name)).toContain('runners-imports-up');
     } finally {
       execFileSync('rm', ['-f', probe]);
+    }
+  });
+
+  it('keep the workflow player a package of its own: it never imports the project, the product never imports it', () => {
+    const dir = tempDir('cm-bound-');
+    const inPlayer = path.join(repoRoot, 'tools', 'gha-player', `zz-boundary-check-${path.basename(dir)}.ts`);
+    const inRunners = path.join(repoRoot, 'runners', `zz-boundary-check-${path.basename(dir)}.ts`);
+    writeFileSync(inPlayer, "import { summarize } from '../../results/verdicts.ts';\nexport const x = summarize;\n");
+    writeFileSync(inRunners, "import { playWorkflow } from '@cudamatrix/gha-player';\nexport const x = playWorkflow;\n");
+    try {
+      const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, inPlayer), path.relative(repoRoot, inRunners)]);
+      const rules = summary.violations.map((v) => `${v.rule.name}: ${v.from}`);
+      expect(rules).toContain(`gha-player-stands-alone: ${path.relative(repoRoot, inPlayer)}`);
+      expect(rules).toContain(`no-test-code-in-product: ${path.relative(repoRoot, inRunners)}`);
+    } finally {
+      execFileSync('rm', ['-f', inPlayer, inRunners]);
     }
   });
 

@@ -1,5 +1,5 @@
 /**
- * Declared stand-ins for third-party actions, for the workflow player (test/gha-player.ts). A
+ * Declared stand-ins for third-party actions, for the workflow player (player.ts). A
  * stand-in does on this machine what the action would do on a runner, as far as a test needs:
  *   actions/checkout           nothing for the workflow's own repository (the workspace is the
  *                              checkout the test made); `repository:` (or `path:`) copies that

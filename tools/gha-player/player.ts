@@ -2,41 +2,7 @@
  * A GitHub Actions workflow player for the tests: plays a workflow's jobs on this Linux machine
  * the way a runner would, with the real commands, so a test can run plan -> probe -> merge as
  * GitHub would and assert what GitHub would show (outputs, summary, annotations, the masked log).
- *
- * What it plays:
- * - the YAML (the `yaml` package); `${{ }}` and `if:` evaluated by GitHub's own expression engine
- *   (@actions/expressions) over the contexts github, inputs, matrix, needs, steps, env, runner, job,
- *   jobs, secrets, strategy, vars, with success() failure() always() cancelled() and hashFiles()
- *   (test/gha-player-expr.ts); a missing value is null, '' in a string;
- * - a workflow's jobs in `needs` order, one at a time (matrix legs `maxParallel` at a time,
- *   fail-fast), for a workflow_dispatch / workflow_call / other event, inputs typed with their
- *   defaults; strategy.matrix expanded (vectors, include, exclude, fromJSON of a needs output); a
- *   job `uses:` of a reusable workflow (owner/repo/.github/workflows/x.yml@ref, through a map of
- *   local folders, or ./.github/workflows/x.yml) played with its `with:` as inputs, its outputs
- *   from on.workflow_call.outputs;
- * - `run:` steps in the shell GitHub would use (unspecified: `bash -e {0}`; `shell: bash`: `bash
- *   --noprofile --norc -eo pipefail {0}`; sh, python, pwsh, a custom `cmd {0}`), working-directory,
- *   env (workflow, job, step, GITHUB_ENV, GITHUB_PATH), the runner's variables, fresh GITHUB_OUTPUT
- *   / GITHUB_STEP_SUMMARY / GITHUB_ENV / GITHUB_PATH / GITHUB_STATE files per step, a RUNNER_TEMP
- *   per job (removed at its end), continue-on-error, timeout-minutes (step and job), defaults.run;
- * - `uses:` of an action from a folder (./path in the workspace, or owner/repo[/path]@ref through
- *   `repos`): node actions (`node <main>`, this machine's node, INPUT_<NAME> env with the action's
- *   defaults, outputs from GITHUB_OUTPUT) and composite actions (played step by step, inputs
- *   context, GITHUB_ACTION_PATH); third-party actions through declared stand-ins
- *   (test/gha-player-standins.ts: checkout, setup-node, upload/download-artifact v4, plus the
- *   test's own `actions`); an unknown action fails its step with a message that says so;
- * - workflow commands on stdout and stderr (error/warning/notice with their properties, group,
- *   add-mask, debug, stop-commands, set-output) and the log as GitHub shows it, masked, with
- *   GitHub's annotation limits and 1 MiB step-summary limit (test/gha-player-log.ts);
- * - a step's process tree killed mid-run (hooks.onStepSpawn): a runner lost (the job ends
- *   'killed', no later step runs, not even `if: always()` ones, no outputs) or, softer, the step
- *   failed and the job going on.
- * What it does not play: containers, services, docker actions, hosted-runner images (`runs-on` is
- * evaluated and reported, never matched: every job runs here), secrets beyond the given map,
- * environments and their protection rules, permissions, concurrency groups, caches, pre/post steps
- * of actions, other runs' artifacts, checking out a ref (a repository folder is copied as it is),
- * which contexts a key may use (the workflow parser checks that), and GitHub's job scheduling
- * beyond `needs` (jobs run one after the other).
+ * What it plays and what it does not: README.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -44,13 +10,14 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { constants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { coerceString, evaluateIf, evaluateString, evaluateValue, expandMatrix, type Contexts, type EvalScope, type Status } from './gha-player-expr.ts';
-import { JobLog, parseFileCommand, type Annotation, type LogGroup, type StepLog } from './gha-player-log.ts';
-import { defaultStandIns, type StandIn, type StandInContext } from './gha-player-standins.ts';
+import { coerceString, evaluateIf, evaluateString, evaluateValue, expandMatrix, type Contexts, type EvalScope, type Status } from './expr.ts';
+import { JobLog, parseFileCommand, type Annotation, type LogGroup, type StepLog } from './log.ts';
+import { defaultStandIns, type StandIn, type StandInContext } from './standins.ts';
 
-export { expandMatrix } from './gha-player-expr.ts';
-export type { Annotation, LogGroup } from './gha-player-log.ts';
-export type { StandIn, StandInContext } from './gha-player-standins.ts';
+export { expandMatrix } from './expr.ts';
+export { parseFileCommand } from './log.ts';
+export type { Annotation, LogGroup } from './log.ts';
+export type { StandIn, StandInContext } from './standins.ts';
 
 type Dict = Record<string, unknown>;
 type InputValue = string | boolean | number;

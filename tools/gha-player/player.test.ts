@@ -1,18 +1,28 @@
 /**
- * The workflow player (test/gha-player.ts) on tiny fixture workflows (test/fixtures/gha/): what
- * the end-to-end test of the GitHub Actions workflow relies on it for.
+ * The workflow player (player.ts) on tiny fixture workflows (fixtures/): what cudamatrix's
+ * end-to-end tests of its GitHub Actions workflows rely on it for.
  */
-import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { evaluateIf, evaluateTemplate, expandMatrix, hashFiles, splitTemplate } from './gha-player-expr.ts';
-import { parseFileCommand, parseWorkflowCommand } from './gha-player-log.ts';
-import { loadWorkflow, matrixEntries, playJob, playWorkflow, resolveInputs, resolveWorkflowUses, type JobPlay, type PlayWorkflowOptions, type WorkflowPlay } from './gha-player.ts';
-import { repoRoot, tempDir } from './helpers.ts';
-
-const fixtures = path.join(repoRoot, 'test', 'fixtures', 'gha');
+import { afterAll, describe, expect, it } from 'vitest';
+import { evaluateIf, evaluateTemplate, expandMatrix, hashFiles, splitTemplate } from './expr.ts';
+import { parseFileCommand, parseWorkflowCommand } from './log.ts';
+import { loadWorkflow, matrixEntries, playJob, playWorkflow, resolveInputs, resolveWorkflowUses, type JobPlay, type PlayWorkflowOptions, type WorkflowPlay } from './player.ts';
+const fixtures = path.join(import.meta.dirname, 'fixtures');
 const fixture = (name: string) => path.join(fixtures, name);
 const SECRETS = { TOKEN: 's3cr3t-value', GITHUB_TOKEN: 'ghs_faketoken123' };
+
+/** A new empty folder under the temp dir, removed when this file's tests end. */
+const madeDirs: string[] = [];
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of madeDirs.splice(0)) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+});
 
 /** A fresh workspace per job leg (as GitHub gives each job a fresh runner), holding the fixture actions. */
 function freshWorkspaces(root: string): PlayWorkflowOptions['workspace'] {

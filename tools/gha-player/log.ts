@@ -1,5 +1,5 @@
 /**
- * The runner's side of a step's output, for the workflow player (test/gha-player.ts): workflow
+ * The runner's side of a step's output, for the workflow player (player.ts): workflow
  * commands read from stdout and stderr lines (annotations, groups, masks, debug, stop-commands,
  * the deprecated set-output), the log as GitHub shows it (commands rendered as `##[error]`,
  * `##[group]`..., masked values as ***), GitHub's annotation limits, and the file commands

@@ -1,5 +1,5 @@
 /**
- * Expressions for the workflow player (test/gha-player.ts): `${{ }}` templates, `if:` conditions
+ * Expressions for the workflow player (player.ts): `${{ }}` templates, `if:` conditions
  * and strategy matrices, evaluated by GitHub's own expression engine (@actions/expressions) over
  * plain-JS contexts. What is the player's own here is only what the engine leaves to the runner:
  * the contexts, the status functions (success/failure/always/cancelled), hashFiles, how a template
