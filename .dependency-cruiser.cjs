@@ -1,5 +1,5 @@
 /**
- * Import boundaries (checked by test/boundaries.test.ts). Layers, lowest first:
+ * Import boundaries (checked by test/repo/boundaries.test.ts). Layers, lowest first:
  *   core -> runners -> probes -> matrix -> events -> run | results -> cli
  * A layer may import the layers below it, never above. matrix sits above probes and runners
  * because the matrix loader validates probe names, parameters and facts against the probe

@@ -66,7 +66,7 @@ function logTail(dir: string): string {
  * Starts `dockerd --bridge=none --iptables=false` (as .ci/run used to: no network here) on a
  * socket in a new folder under `parent`. Throws, with dockerd's log, when it does not answer.
  * `extraSockets`: more API sockets (paths) it listens on, each removed when it stops (a stand-in
- * WSL distribution's /var/run/docker.sock: test/wsl-standin/engine.ts).
+ * WSL distribution's /var/run/docker.sock: test/wsl/wsl-standin/engine.ts).
  */
 export async function startTestEngine(parent: string, timeoutMs = 60_000, extraSockets: string[] = []): Promise<TestEngine> {
   const dockerd = findDockerd();

@@ -4,11 +4,11 @@
  * cudamatrix dies without disposing its session (SIGKILL), the engine sees that connection end,
  * closes the stdin, cudaprobe exits 0, and the engine removes the container and its volumes by
  * itself, with no later run or `doctor --reap` needed. Before, the container ran on for good.
- * (A lost SSH hop to the engine: test/docker-chain.test.ts. A connection the engine still
- * believes open, the case left to `doctor --reap`: test/docker.test.ts, test/docker-reap.test.ts.)
+ * (A lost SSH hop to the engine: test/docker/docker-chain.test.ts. A connection the engine still
+ * believes open, the case left to `doctor --reap`: test/docker/docker.test.ts, test/docker/docker-reap.test.ts.)
  *
  * On the suite's Docker engine (test/global-setup.ts); images named, so that the probe image
- * builds of test/docker.test.ts are not disturbed.
+ * builds of test/docker/docker.test.ts are not disturbed.
  */
 import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';

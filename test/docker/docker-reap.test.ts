@@ -8,7 +8,7 @@
  * name (unshare --uts), whose probe hangs (cudaprobe's test hook set in the image). The dead run
  * of this machine reaches the engine through a proxy that never closes the engine's side of a
  * connection: without it, the engine would see the killed run's connection end and remove its
- * container by itself (the lifeline, test/docker-lifeline.test.ts), and there would be nothing
+ * container by itself (the lifeline, test/docker/docker-lifeline.test.ts), and there would be nothing
  * to reap. On a Docker engine of this file's own (its own socket, data root and pidfile, started
  * here and stopped by its PID at the end): `--older-than 1s` removes every run's container on
  * the engine it is given, whoever started it, and on the suite's engine that would be the

@@ -225,7 +225,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('doctor --reap removes what a crashed run left behind when the engine never learnt of the crash', async () => {
     // A crashed run's container normally goes by itself (its connection ends: the lifeline,
-    // test/docker-lifeline.test.ts). Not when the engine still believes that connection open:
+    // test/docker/docker-lifeline.test.ts). Not when the engine still believes that connection open:
     // the run reaches it through a proxy that holds the engine's side of each connection.
     const proxy = await startHoldingProxy(testDockerHost!);
     try {

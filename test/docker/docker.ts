@@ -130,7 +130,7 @@ export function containerOfTarget(on: (args: string[]) => string, target: string
 /**
  * Whether `cudaprobe run PROBE` runs in the target's container now (docker top). With `on`
  * asynchronous (dockerOnAsync) the test process keeps serving what it serves meanwhile: a
- * holding proxy in it (test/docker-lifeline-proxy.ts) forwards a run's every engine call, and a
+ * holding proxy in it (test/docker/docker-lifeline-proxy.ts) forwards a run's every engine call, and a
  * loop of synchronous docker commands starved it under load (docker-reap's run then never
  * reached its container within 60 s).
  */

@@ -1,4 +1,4 @@
-/** Every relative link of README.md and docs/ resolves inside the repository (test/docs-links.ts). */
+/** Every relative link of README.md and docs/ resolves inside the repository (test/docs/docs-links.ts). */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';

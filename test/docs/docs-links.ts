@@ -1,5 +1,5 @@
 /**
- * The link check of the docs (test/docs-links.test.ts): every relative link in README.md and
+ * The link check of the docs (test/docs/docs-links.test.ts): every relative link in README.md and
  * docs/**\/*.md must name a file or folder of the repository, and a #anchor into a Markdown page
  * one of its headings (GitHub's slugs). No link may leave the repository: none above its root,
  * none into shared/ (a folder beside some checkouts, not part of the project).

@@ -10,7 +10,7 @@
  *   (one per line, no shell) and that a SIGTERM reaches it; pax long names; and every bad input
  *   refused with an ::error:: naming the input, exit 2, nothing left behind (no package, a folder
  *   with none or two tarballs, a damaged or cut tarball, entries outside package/, a link).
- * - Under Wine, with the Windows node.exe (as test/windows-host.test.ts): the same package unpacked
+ * - Under Wine, with the Windows node.exe (as test/windows/windows-host.test.ts): the same package unpacked
  *   and run with Windows paths (Z:\...), and reused.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * The GPU matrix workflow's gates (issue 21), played from the example caller
- * (docs/examples/driver-matrix.yml) as test/gha-e2e.test.ts plays it, with the same stand-ins (the
+ * (docs/examples/driver-matrix.yml) as test/gha/gha-e2e.test.ts plays it, with the same stand-ins (the
  * plan job's container and package step, checkout and the artifact actions, `gh`):
  *   strict          a lab whose runners all find no driver (this machine has none): the probe jobs
  *                   and the merge fail (exit 4), and the merge's summary and annotations name

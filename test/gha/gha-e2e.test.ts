@@ -1,5 +1,5 @@
 /**
- * The GitHub Actions workflow end to end, played here with the real commands (test/gha-player.ts):
+ * The GitHub Actions workflow end to end, played here with the real commands (tools/gha-player/player.ts):
  * the example caller (docs/examples/driver-matrix.yml, byte for byte docs/github-actions.md's snippet) calls
  * .github/workflows/gpu-matrix.yml, whose plan job runs `cudamatrix gha matrix` through the action
  * (action.yml) on the packed package, whose probe jobs run `cudamatrix run --target` per entry on
@@ -21,7 +21,7 @@
  *
  * Declared stand-ins (the player logs each): the plan job's node:20-bullseye container (its steps run
  * on this machine); actions/checkout, setup-node, upload-/download-artifact
- * (folders, see test/gha-player-standins.ts); the plan job's package build (pnpm pack on GitHub's
+ * (folders, see tools/gha-player/standins.ts); the plan job's package build (pnpm pack on GitHub's
  * runner) replaced by the tarball test/package.ts packs from this checkout; `gh`, which would talk
  * to GitHub, by a script that records its arguments (git itself is real: the pull request's branch
  * is pushed to a bare repository standing for the caller's GitHub repository).

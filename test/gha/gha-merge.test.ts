@@ -2,7 +2,7 @@
  * cudamatrix gha matrix and gha merge through the real CLI, with GITHUB_ACTIONS=true and the
  * runner's files pointing at temp files: the plan, jobs' logs merged back, lost jobs (no log; a log
  * killed mid-run) marked, and the behaviour records compared with those already committed — on
- * the real H200 logs committed under results/records. (test/gha-e2e.test.ts plays the workflow
+ * the real H200 logs committed under results/records. (test/gha/gha-e2e.test.ts plays the workflow
  * itself; this file covers what gha merge decides.)
  */
 import { spawnSync } from 'node:child_process';

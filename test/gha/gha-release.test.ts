@@ -1,12 +1,12 @@
 /**
  * The release workflow (.github/workflows/release.yml), played here with the workflow player
- * (test/gha-player.ts) for a pushed tag: pack -> release -> npm, their real steps run, and what
+ * (tools/gha-player/player.ts) for a pushed tag: pack -> release -> npm, their real steps run, and what
  * a user then does with the release (check the sha256, npm install -g the downloaded file).
  *
  * Declared stand-ins (the player logs each): the pack job's node:20-bullseye container (its steps
  * run on this machine); actions/checkout, upload-/download-artifact (folders); the packing step
  * itself, replaced by the tarball test/package.ts packs from this checkout (as in
- * test/gha-e2e.test.ts); `gh`, which would talk to GitHub, by a script that records its arguments
+ * test/gha/gha-e2e.test.ts); `gh`, which would talk to GitHub, by a script that records its arguments
  * and keeps the files it would attach to the release; `npm` in the npm job, which would publish,
  * by a script that records its arguments and the package.json it would publish.
  */

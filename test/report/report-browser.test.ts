@@ -22,7 +22,7 @@ import { columnsOf } from '../../results/report/table.ts';
 import { commandsAvailable, findOnPath, repoRoot, tempDir } from '../helpers.ts';
 import { h200Records, variant, writeRecords } from '../report-fixture.ts';
 
-const haveChromium = commandsAvailable('the report page in headless Chromium (test/report-browser.test.ts)', { chromium: 'chromium' });
+const haveChromium = commandsAvailable('the report page in headless Chromium (test/report/report-browser.test.ts)', { chromium: 'chromium' });
 const artifacts = path.join(repoRoot, 'test-artifacts', 'report');
 
 interface Opened {

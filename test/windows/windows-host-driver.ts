@@ -1,5 +1,5 @@
 /**
- * Runs the local transport's own code as a Windows process, for test/windows-host.test.ts: the
+ * Runs the local transport's own code as a Windows process, for test/windows/windows-host.test.ts: the
  * test bundles this file with esbuild and runs it with the Windows node.exe under Wine. It prints
  * one JSON line of what it saw; the test also looks from the Linux side (ps).
  *

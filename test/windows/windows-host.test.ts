@@ -11,7 +11,7 @@
  * script's code cache and defaultCacheDir, cudaprobe.exe's CRLF output parsed, results written
  * to Z:\ and C:\ folders, a probe past its timeout ended with its tree, a Ctrl-C that cancels and
  * still writes results, and the tree of a command ended on a timeout, a cancellation and an exit
- * (test/windows-host-driver.ts runs runners/local.ts itself under node.exe). Not proved: anything
+ * (test/windows/windows-host-driver.ts runs runners/local.ts itself under node.exe). Not proved: anything
  * a real NVIDIA driver, WDDM, a real console's Ctrl-C or Windows' own taskkill /T would do (Wine
  * 8's taskkill has no /T, so the fallback walk is what runs here; see runners/local.ts).
  *
@@ -172,7 +172,7 @@ beforeAll(async () => {
   // The desktop process starts for the first process that needs one: this wmic.
   await wineSide();
 
-  // The local transport's own code as a Windows program (see test/windows-host-driver.ts).
+  // The local transport's own code as a Windows program (see test/windows/windows-host-driver.ts).
   driver = path.join(tempDir('cm-win-driver-'), 'driver.cjs');
   await build({
     entryPoints: [path.join(repoRoot, 'test', 'windows', 'windows-host-driver.ts')],
@@ -324,7 +324,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
   });
 });
 
-describe.runIf(ready)('the local transport\'s own code under node.exe (test/windows-host-driver.ts)', () => {
+describe.runIf(ready)('the local transport\'s own code under node.exe (test/windows/windows-host-driver.ts)', () => {
   const lastLine = (r: WinResult) => JSON.parse(r.stdout.trim().split(/\r?\n/).at(-1)!) as Record<string, unknown>;
 
   it('uses Windows paths: the work folder under os.tmpdir(), joinPath, the cache under %LOCALAPPDATA%\\cudamatrix\\cache as bin/cudamatrix.cjs does', async () => {

@@ -12,7 +12,7 @@
  *   (PowerShell/openssh-portable contrib/win32/win32compat/w32-doexec.c, do_exec_windows: for
  *   cmd no escaping, `"%s %s \"%s\""` of shell, "/c" and the command; pwd.c set_defaultshell:
  *   GetSystemDirectoryW() + "\cmd.exe" when DefaultShell is not set). spawn-cmdline.exe
- *   (test/fixtures/echo-argv.cpp) makes that CreateProcessW call under Wine, so the command line
+ *   (test/windows/echo-argv.cpp) makes that CreateProcessW call under Wine, so the command line
  *   is byte for byte cudamatrix's own; `wine prog args` would re-quote it. echo-argv.exe, the
  *   program at the end, reports its argv as the C runtime and as CommandLineToArgvW parsed it
  *   (Wine's implementations of both), in UTF-16 hex. Where Wine's cmd.exe is known to differ
@@ -536,7 +536,7 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
 });
 
 /**
- * Compiles test/fixtures/echo-argv.cpp twice (echo-argv.exe, spawn-cmdline.exe) with MinGW-w64,
+ * Compiles test/windows/echo-argv.cpp twice (echo-argv.exe, spawn-cmdline.exe) with MinGW-w64,
  * cached in the test cache by a hash of the source and flags.
  */
 function buildEchoArgv(): { echo: string; spawn: string } {

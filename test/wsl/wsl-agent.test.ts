@@ -1,13 +1,13 @@
 /**
  * The two ways a WSL session runs commands (runners/wsl/transport.ts), through the transport API
- * against the STAND-IN wsl.exe (test/wsl-standin: no Windows machine is reachable from this
- * project's machines; see test/wsl.test.ts):
+ * against the STAND-IN wsl.exe (test/wsl/wsl-standin: no Windows machine is reachable from this
+ * project's machines; see test/wsl/wsl.test.ts):
  *   - the agent, one long-lived wsl.exe per session, with a command through a wsl.exe of its own
  *     when the agent is busy;
  *   - no agent, where the hop before cannot carry a byte stream (an SSH hop to a Windows host):
  *     here a hop made from the local session without openStream. Every command then goes
  *     through a wsl.exe of its own and a guardian owns the work folder.
- * Needs root, busybox-static, ldd and ps, as test/wsl.test.ts.
+ * Needs root, busybox-static, ldd and ps, as test/wsl/wsl.test.ts.
  */
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

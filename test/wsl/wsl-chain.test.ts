@@ -1,12 +1,12 @@
 /**
  * The chain [ssh, wsl]: SSH to a Windows host, then wsl.exe there into a distribution. There is
  * no Windows host here, so the "Windows host" is the real OpenSSH sshd on 127.0.0.1 (test/sshd.ts)
- * whose sessions have the STAND-IN wsl.exe (test/wsl-standin: no Windows machine is reachable
+ * whose sessions have the STAND-IN wsl.exe (test/wsl/wsl-standin: no Windows machine is reachable
  * from this project's machines) on their PATH, set with sshd_config's SetEnv, with the stand-in's
  * machine folder. The SSH hop runs wsl.exe through its POSIX helper (and a channel of its own for
  * the WSL guardian); every wsl.exe argument is quoted by the SSH session for the remote shell.
  *
- * Needs what test/ssh.test.ts needs (sshd and OpenSSH's tools, ps, root) and what the stand-in
+ * Needs what test/ssh/ssh.test.ts needs (sshd and OpenSSH's tools, ps, root) and what the stand-in
  * needs (busybox-static, ldd, chroot, unshare, mount); without them these tests skip, saying so.
  */
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
@@ -70,7 +70,7 @@ const targetErrors = (events: RunEvent[]) => Object.fromEntries(events.flatMap((
 const cells = (events: RunEvent[], target: string) => events.flatMap((e) => (e.type === 'cell-end' && e.planned && e.target === target ? [e] : []));
 
 /**
- * What the run left on the SSH host: its run folders and helpers (test/ssh-helpers.ts's
+ * What the run left on the SSH host: its run folders and helpers (test/ssh/ssh-helpers.ts's
  * leftovers, less the probes it lists from every run: in [ssh, wsl] the probe runs in the
  * distribution, where standinProcesses looks, and other test files' probes are not ours).
  */

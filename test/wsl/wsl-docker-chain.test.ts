@@ -5,11 +5,11 @@
  * wsl.exe of its own (WslSession.openStream, runners/docker/dial.ts), whose stdin and stdout
  * carry the engine's API.
  *
- * wsl.exe here is the tests' STAND-IN (test/wsl-standin), not WSL: no Windows machine is
+ * wsl.exe here is the tests' STAND-IN (test/wsl/wsl-standin), not WSL: no Windows machine is
  * reachable from this project's machines. Its distribution is a chroot root filesystem
  * (busybox-static and the libraries cudaprobe needs), made with `docker: true`: this machine's
  * docker CLI at /usr/bin/docker. The engine is a dockerd of this file's own
- * (test/wsl-standin/engine.ts: its own data root, exec root, pid file and socket under the temp
+ * (test/wsl/wsl-standin/engine.ts: its own data root, exec root, pid file and socket under the temp
  * dir, --bridge=none --iptables=false), run on this machine, that also listens on the
  * distribution's /var/run/docker.sock, where the docker CLI in the distribution finds it by
  * default. The controller's own DOCKER_HOST points nowhere: only the distribution's engine can

@@ -1,12 +1,12 @@
 /**
  * The WSL transport (kind: wsl) as the first hop, end to end through the real CLI, against a
- * STAND-IN wsl.exe (test/wsl-standin): no Windows machine is reachable from this project's
+ * STAND-IN wsl.exe (test/wsl/wsl-standin): no Windows machine is reachable from this project's
  * machines, so the tests put a program named wsl.exe on PATH that takes the real one's argv
  * forms (and refuses others with its usage error), prints `--list --verbose` as it does
  * (UTF-16LE without a BOM, CRLF, the default marked *, a header; UTF-8 under WSL_UTF8=1; English
  * or German words), returns its exit status (-1) and messages for a missing distribution, and
  * runs --exec commands chrooted into a root filesystem per distribution. Its header says where
- * each of those facts comes from. The chain [ssh, wsl] is in test/wsl-chain.test.ts.
+ * each of those facts comes from. The chain [ssh, wsl] is in test/wsl/wsl-chain.test.ts.
  *
  * Needs root (the stand-in runs distributions with chroot), busybox-static (their root
  * filesystems), ldd and ps; without them these tests skip, saying so.
