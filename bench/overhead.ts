@@ -44,7 +44,7 @@ import { nodeArch } from '../runners/local.ts';
 import { cliEntry, tsxLoader } from '../test/cli.ts';
 import { findOnPath, tempDir } from '../test/helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
-import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl-standin/machine.ts';
+import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl/wsl-standin/machine.ts';
 import { median, roundOrder } from './stats.ts';
 
 const { values } = parseArgs({ options: { targets: { type: 'string' }, 'hop-targets': { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
