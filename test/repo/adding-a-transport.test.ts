@@ -8,8 +8,8 @@ import { spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tsxLoader, type CliResult } from './cli.ts';
-import { repoRoot, tempDir } from './helpers.ts';
+import { tsxLoader, type CliResult } from '../cli.ts';
+import { repoRoot, tempDir } from '../helpers.ts';
 
 /** Runs a script of the copy (its CLI by default) through tsx, as test/cli.ts runs the repository's. */
 function runCopy(copy: string, args: string[], script = path.join(copy, 'cli', 'entry.ts')): Promise<CliResult> {

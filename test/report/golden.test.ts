@@ -3,27 +3,27 @@
  * JSON summary, GitHub step summary, outputs and workflow commands, `record`'s files and its
  * console, BEHAVIOUR.md and the HTML page with its embedded data; gha merge of the GitHub Actions
  * run), compared byte for byte with test/fixtures/golden/. A refactor must leave them as they are; a change of output is made on
- * purpose with `UPDATE_GOLDEN=1 pnpm exec vitest run test/golden.test.ts` and reviewed in the
+ * purpose with `UPDATE_GOLDEN=1 pnpm exec vitest run test/report/golden.test.ts` and reviewed in the
  * diff (docs/development.md).
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { ghaMergeCommand } from '../cli/gha.ts';
-import { recordCommand } from '../cli/record.ts';
-import { readEventLog } from '../events/events.ts';
-import { renderReport, reportPaths } from '../results/report/index.ts';
-import { loadRecords } from '../results/report/load.ts';
-import { pageData } from '../results/report/page-data.ts';
-import { Reporters } from '../results/reporter.ts';
-import { consoleReporter } from '../results/reporters/console.ts';
-import { githubReporter } from '../results/reporters/github.ts';
-import { jsonReporter } from '../results/reporters/json.ts';
-import { junitReporter } from '../results/reporters/junit.ts';
-import { summarize } from '../results/verdicts.ts';
-import type { RunEvent } from '../events/events.ts';
-import { h200EventsFile, h200WithLinuxExpectations, pinnedH2dAtLeast40 } from './h200-fixture.ts';
-import { repoRoot, tempDir } from './helpers.ts';
+import { ghaMergeCommand } from '../../cli/gha.ts';
+import { recordCommand } from '../../cli/record.ts';
+import { readEventLog } from '../../events/events.ts';
+import { renderReport, reportPaths } from '../../results/report/index.ts';
+import { loadRecords } from '../../results/report/load.ts';
+import { pageData } from '../../results/report/page-data.ts';
+import { Reporters } from '../../results/reporter.ts';
+import { consoleReporter } from '../../results/reporters/console.ts';
+import { githubReporter } from '../../results/reporters/github.ts';
+import { jsonReporter } from '../../results/reporters/json.ts';
+import { junitReporter } from '../../results/reporters/junit.ts';
+import { summarize } from '../../results/verdicts.ts';
+import type { RunEvent } from '../../events/events.ts';
+import { h200EventsFile, h200WithLinuxExpectations, pinnedH2dAtLeast40 } from '../h200-fixture.ts';
+import { repoRoot, tempDir } from '../helpers.ts';
 
 const update = process.env.UPDATE_GOLDEN === '1';
 const goldenDir = path.join(repoRoot, 'test', 'fixtures', 'golden');
@@ -54,7 +54,7 @@ function expectGolden(file: string, actual: string): void {
   try {
     expected = readFileSync(at, 'utf8');
   } catch {
-    throw new Error(`no golden file ${path.relative(repoRoot, at)}: run UPDATE_GOLDEN=1 pnpm exec vitest run test/golden.test.ts and review the diff`);
+    throw new Error(`no golden file ${path.relative(repoRoot, at)}: run UPDATE_GOLDEN=1 pnpm exec vitest run test/report/golden.test.ts and review the diff`);
   }
   // Soft: every output is compared, and each that differs is named.
   expect.soft(actual, `${file} differs from its golden file (UPDATE_GOLDEN=1 rewrites it: see docs/development.md)`).toBe(expected);
