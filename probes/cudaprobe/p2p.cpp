@@ -137,7 +137,7 @@ class PairRun {
     CU(c.cuMemAlloc_v2(&bufA_.ptr, bytes_));
     CU(c.cuCtxSetCurrent(b_.ctx));
     CU(c.cuMemAlloc_v2(&bufB_.ptr, bytes_));
-    CU(c.cuMemHostAlloc(&host_.p, bytes_, 0));
+    CU(c.cuMemHostAlloc(&host_.p, bytes_, 1 /* CU_MEMHOSTALLOC_PORTABLE: pinned for both contexts */));
   }
 
   // Copies src -> dst `reps` times on a stream of the source; the median GB/s, and NVML's PCIe
@@ -436,37 +436,51 @@ int p2p(ProbeContext& ctx) {
            Obj().boolean("nvmlDeviceGetTopologyCommonAncestor", n.nvmlDeviceGetTopologyCommonAncestor != nullptr).boolean("nvmlDeviceGetP2PStatus", n.nvmlDeviceGetP2PStatus != nullptr),
            n.ok() ? "" : n.whyNot());
 
+  // MIG mode from NVML's own list of GPUs (CUDA may list a slice, never its parent); read, never changed.
+  std::vector<nvmlDevice_t> migParents;
+  std::vector<std::string> migBusIds;
+  std::string mig = "null", migWhy = n.ok() ? "" : n.whyNot();
+  unsigned nvmlCount = 0;
+  if (n.ok() && !n.nvmlDeviceGetMigMode) migWhy = "the NVML library lacks nvmlDeviceGetMigMode";
+  else if (n.ok() && n.nvmlDeviceGetCount_v2(&nvmlCount) == 0) {
+    int on = 0, off = 0, unsupported = 0;
+    for (unsigned i = 0; i < nvmlCount; ++i) {
+      nvmlDevice_t h = nullptr;
+      unsigned cur = 0, pending = 0;
+      if (n.nvmlDeviceGetHandleByIndex_v2(i, &h) != 0) continue;
+      nvmlReturn_t rc = n.nvmlDeviceGetMigMode(h, &cur, &pending);
+      if (rc == NVML_ERROR_NOT_SUPPORTED) ++unsupported;
+      else if (rc != 0) migWhy = "nvmlDeviceGetMigMode: " + n.err(rc);
+      else if (cur != 1) ++off;
+      else {
+        ++on;
+        migParents.push_back(h);
+        nvmlPciInfo_t pci{};
+        if (n.nvmlDeviceGetPciInfo_v3 && n.nvmlDeviceGetPciInfo_v3(h, &pci) == 0) migBusIds.push_back(pci.busId);
+      }
+    }
+    if (on) mig = "\"enabled\"";
+    else if (migWhy.empty()) mig = off ? "\"disabled\"" : unsupported ? "\"unsupported\"" : "null";
+    if (mig == "null" && migWhy.empty()) migWhy = "NVML lists no GPU";
+  } else if (n.ok()) {
+    migWhy = "nvmlDeviceGetCount failed";
+  }
+  emitFact(ctx.probe, "mig_mode", mig, Obj(), mig == "null" ? migWhy : "");
+  if (!migParents.empty()) emitMigFacts(ctx.probe, measureMig(ctx, migParents, migPinMib * kMiB));
+
   std::vector<P2pDevice> devices;
-  std::vector<nvmlDevice_t> handles, migParents;
-  std::string migWhy;
-  int migOn = -1;  // -1 unknown, 0 off everywhere, 1 on somewhere
+  std::vector<nvmlDevice_t> handles;
   for (int i = 0; i < count; ++i) {
     P2pDevice d;
     d.index = i;
     CUdevice dev = 0;
     CU(c.cuDeviceGet(&dev, i));
     d.busId = busIdOf(dev);
+    for (const auto& b : migBusIds) d.mig = d.mig || sameBus(b.c_str(), d.busId);
     std::string why;
-    nvmlDevice_t h = nvmlDeviceFor(dev, why);
-    handles.push_back(h);
-    unsigned cur = 0, pending = 0;
-    nvmlReturn_t rc = h && n.nvmlDeviceGetMigMode ? n.nvmlDeviceGetMigMode(h, &cur, &pending) : -1;
-    if (rc == 0) {
-      d.mig = cur == 1;
-      if (d.mig) migParents.push_back(h);
-      migOn = std::max(migOn, d.mig ? 1 : 0);
-    } else if (rc == NVML_ERROR_NOT_SUPPORTED) {
-      migOn = std::max(migOn, 0);
-      if (migWhy.empty()) migWhy = "unsupported";
-    } else if (migWhy.empty()) {
-      migWhy = h ? (n.nvmlDeviceGetMigMode ? "nvmlDeviceGetMigMode: " + n.err(rc) : "the NVML library lacks nvmlDeviceGetMigMode") : why;
-    }
+    handles.push_back(d.mig ? nullptr : nvmlDeviceFor(dev, why));
     devices.push_back(d);
   }
-  // MIG mode is read, never changed.
-  std::string mig = migOn == 1 ? "\"enabled\"" : migOn == 0 ? (migWhy == "unsupported" && migParents.empty() ? "\"unsupported\"" : "\"disabled\"") : "null";
-  emitFact(ctx.probe, "mig_mode", mig, Obj(), mig == "null" ? migWhy : "");
-  if (!migParents.empty()) emitMigFacts(ctx.probe, measureMig(ctx, migParents, migPinMib * kMiB));
 
   std::vector<P2pPair> pairs = pairsOf(devices);
   emitFact(ctx.probe, "pair_count", std::to_string(pairs.size()));

@@ -65,7 +65,7 @@ struct MigSlice {
 void emitMigFacts(const std::string& probe, const std::vector<MigSlice>& slices);
 
 // `cudaprobe selftest p2p-topology|p2p-staged|p2p-mig < input.json`: the facts of an input
-// (tests only; docs/probes.md gives the shapes).
+// (tests only: probes/p2p.test.ts writes the inputs' shapes).
 int p2pSelftest(const std::string& mode, const std::string& input);
 
 }  // namespace cp
