@@ -7,6 +7,7 @@
  *   gpu-suite.mjs        scripts/gpu-suite.ts, bundled with zx
  *   gpu-probes-raw.mjs   scripts/gpu-probes-raw.ts, bundled with zx
  *   probe-accuracy.mjs   bench/probe-accuracy.ts, bundled
+ *   p2p-check            bench/p2p-check.cu, built with nvcc (static cudart), where nvcc is
  *
  *   pnpm gpu:prepare     then, on the device:  xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-suite.mjs
  */
@@ -58,5 +59,12 @@ for (const [entry, out] of [
         'const require = __cmRequire(import.meta.url); const __filename = __cmPath(import.meta.url); const __dirname = __cmPath(new URL(".", import.meta.url));',
     },
   });
+}
+// The p2p probe's independent check (gpu-suite --p2p): the CUDA runtime API, compiled here.
+if ((await $({ nothrow: true })`command -v nvcc`).exitCode === 0) {
+  console.log('building p2p-check (nvcc) ...');
+  await $`nvcc -O2 -o ${path.join(gpu, 'p2p-check')} bench/p2p-check.cu`;
+} else {
+  console.log('nvcc not found: no p2p-check (gpu-suite --p2p needs it)');
 }
 console.log((await $`ls -la ${gpu}`).stdout);

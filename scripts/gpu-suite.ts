@@ -5,18 +5,23 @@
  *   2. a PATH with Node.js and nvidia-smi alone, shown to have no compiler; cudamatrix doctor;
  *   3. the whole default matrix (every probe) through the installed `cudamatrix run`, timed;
  *   4. bench/probe-accuracy against PyTorch, on the package's prebuilt cudaprobe;
- *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo).
+ *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo);
+ *   6. with --p2p (two or more GPUs): the p2p probe, its independent check (.gpu/p2p-check,
+ *      bench/p2p-check.cu) and nvidia-smi topo -m on the same pairs, compared
+ *      (bench/p2p-compare.ts) into p2p-compare.json.
  * Everything lands in $OUT/gpu-suite.tgz (the device returns at most 8 files), with the log of
  * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
  * still runs.
  *
- *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [cudamatrix run options ...]
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--p2p] [cudamatrix run options ...]
  *
- * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3.
+ * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3; --p2p
+ * adds step 6.
  */
 import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { $ } from 'zx';
+import { compareP2p } from '../bench/p2p-compare.ts';
 
 const result = process.env.OUT ?? '/tmp/gpu-out';
 const out = '/tmp/cudamatrix-gpu-out';
@@ -32,7 +37,8 @@ const args = process.argv.slice(2);
 const skipAccuracy = args.includes('--skip-accuracy');
 const skipSuite = args.includes('--skip-suite');
 const gha = args.includes('--gha');
-const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha'].includes(a));
+const p2p = args.includes('--p2p');
+const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--p2p'].includes(a));
 
 const log: string[] = [];
 function note(line: string): void {
@@ -105,10 +111,12 @@ if (gha) {
 
 // 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
 // the package's files do not carry; cudamatrix sets it when it deploys the binary too).
-if (!skipAccuracy) {
-  const probe = path.join(work, 'cudaprobe');
+const probe = path.join(work, 'cudaprobe');
+if (!skipAccuracy || p2p) {
   copyFileSync(path.join(installed, 'prebuilt', 'linux-x64', 'cudaprobe'), probe);
   chmodSync(probe, 0o755);
+}
+if (!skipAccuracy) {
   await step('probe-accuracy', () => $({ nothrow: true })`${node} ${path.join(gpu, 'probe-accuracy.mjs')} --probe ${probe} --out ${path.join(out, 'probe-accuracy.json')}`);
 }
 
@@ -122,6 +130,29 @@ await step('peer', () =>
     'python3 -c "import torch; print(\'torch\', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"',
   ].join('; ')}`,
 );
+
+// 6. --p2p: the same pairs through the p2p probe, the CUDA runtime API and nvidia-smi.
+if (p2p) {
+  const run = async (name: string, argv: string[]) => {
+    let stdout = '';
+    await step(name, async () => {
+      const r = await $({ nothrow: true })`${argv}`;
+      stdout = r.stdout;
+      return r;
+    });
+    return stdout;
+  };
+  const probeOut = await run('p2p-probe', [probe, 'run', 'p2p']);
+  const checkOut = await run('p2p-check', [path.join(gpu, 'p2p-check'), '256', '10']);
+  const topo = await run('p2p-topo', ['nvidia-smi', 'topo', '-m']);
+  await run('p2p-topo-p2p', ['nvidia-smi', 'topo', '-p2p', 'r']);
+  const compared = compareP2p(probeOut, checkOut, topo);
+  writeFileSync(path.join(out, 'p2p-compare.json'), `${JSON.stringify(compared, null, 2)}\n`);
+  for (const r of compared.rows) {
+    note(`p2p ${r.src} to ${r.dst} peer ${r.peer ? 'on' : 'off'}: probe ${r.probeGbps?.toFixed(1)} GB/s, check ${r.checkGbps?.toFixed(1)} GB/s, intact ${r.probeIntact}/${r.checkIntact}${r.agrees ? '' : ' DISAGREE'}`);
+  }
+  note(`p2p-compare: ${compared.agrees ? 'agrees' : 'disagrees'}${compared.problems.length ? `: ${compared.problems.join('; ')}` : ''}`);
+}
 
 await $`tar -C ${out} -czf ${path.join(result, 'gpu-suite.tgz')} .`;
 copyFileSync(path.join(out, 'gpu-suite.log'), path.join(result, 'gpu-suite.log'));

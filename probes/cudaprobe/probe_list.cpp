@@ -19,6 +19,7 @@ int cudaGraph(ProbeContext& ctx);           // timing_probes.cpp
 int managedMemory(ProbeContext& ctx);       // managed_memory.cpp
 int cudaLog(ProbeContext& ctx);             // settings_probes.cpp
 int windowsRegistry(ProbeContext& ctx);     // settings_probes.cpp
+int p2p(ProbeContext& ctx);                 // p2p.cpp
 
 const std::vector<ProbeInfo>& probes() {
   static const std::vector<ProbeInfo> all = {
@@ -41,6 +42,8 @@ const std::vector<ProbeInfo>& probes() {
       {"managed-memory", "managed memory and concurrent CPU/GPU access (C13)", "linux,windows", "size_mib=64", managedMemory},
       {"cuda-log", "what CUDA_LOG_FILE logs (C9)", "linux,windows", "log_level=", cudaLog},
       {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", windowsRegistry},
+      {"p2p", "peer access between every pair of GPUs, and MIG slices (C15, C16, C17, C18, C19)", "linux,windows",
+       "size_mib=256;repetitions=10;map_mib=256;mig_pin_mib=256", p2p},
   };
   return all;
 }
