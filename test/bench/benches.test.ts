@@ -24,7 +24,8 @@ import { integrationAvailable, repoRoot, tempDir } from '../helpers.ts';
 import { sshdAvailable } from '../sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches. */
-const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts'];
+// Used by benches and scripts/gpu-suite.ts, not run on their own (p2p-compare: its table of the p2p probe vs bench/p2p-check.cu).
+const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts'];
 const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
 
 function onPath(command: string): boolean {
