@@ -23,8 +23,7 @@ import { cliEntry, tsxLoader } from '../cli.ts';
 import { integrationAvailable, repoRoot, tempDir } from '../helpers.ts';
 import { sshdAvailable } from '../sshd.ts';
 
-/** bench/*.ts files that are shared code, not benches. */
-// Used by benches and scripts/gpu-suite.ts, not run on their own (p2p-compare: its table of the p2p probe vs bench/p2p-check.cu).
+/** bench/*.ts files that are shared code, not benches (p2p-compare: used by scripts/gpu-suite.ts). */
 const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts'];
 const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
 
