@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { dockerKind } from './docker/options.ts';
+import { slurmKind } from './slurm/options.ts';
 import { sshKind } from './ssh/options.ts';
 import { wslKind } from './wsl/options.ts';
 import type { ConnectContext, Session, TransportKind } from './transport.ts';
@@ -26,6 +27,7 @@ const kinds = new Map<string, TransportKind<any>>(
     { ...sshKind, load: async () => (await import('./ssh/transport.ts')).connectSsh },
     { ...dockerKind, load: async () => (await import('./docker/transport.ts')).connectDocker },
     { ...wslKind, load: async () => (await import('./wsl/transport.ts')).connectWsl },
+    { ...slurmKind, load: async () => (await import('./slurm/transport.ts')).connectSlurm },
   ].map((k) => [k.kind, k]),
 );
 
