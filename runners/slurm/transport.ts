@@ -76,7 +76,9 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
   const runner = context.via ? viaRunner(context.via) : localRunner();
   const nonce = randomBytes(6).toString('hex');
   const jobName = `cm-${context.runId}-${nonce}`;
-  const argv = ['salloc', '--quiet', ...allocationArgs(o, jobName), 'srun', '--overlap', '--quiet', '--nodes=1', '--ntasks=1', 'sh', '-c', LIFELINE, 'sh', `cm-slurm-${nonce}`, nonce];
+  // --kill-command: when Slurm revokes the allocation (scancel, the time limit, the node down),
+  // salloc kills the lifeline's srun at once instead of waiting for it.
+  const argv = ['salloc', '--quiet', '--kill-command=KILL', ...allocationArgs(o, jobName), 'srun', '--overlap', '--quiet', '--nodes=1', '--ntasks=1', 'sh', '-c', LIFELINE, 'sh', `cm-slurm-${nonce}`, nonce];
   let lifeline: Duplex;
   try {
     lifeline = await runner.stream(argv);
@@ -85,9 +87,10 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
   }
   const queueWaitMs = (o.queueWait ?? DEFAULT_QUEUE_WAIT_S) * 1000;
   const ready = await waitReady(lifeline, nonce, queueWaitMs, context.signal).catch(async (error: unknown) => {
-    lifeline.destroy();
-    // Still in the queue (or never let in): why, said by Slurm, then cancelled.
+    // Still in the queue (or never let in): why, said by Slurm (asked before salloc goes, which
+    // takes the job with it), then cancelled.
     const job = await jobByName(runner, jobName);
+    lifeline.destroy();
     if (job) await runner.run(['scancel', '--quiet', job.id], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
     if (error === DEADLINE) {
       throw new CudamatrixError(
@@ -207,22 +210,24 @@ class SlurmSession implements Session {
       return { ...r, command: argv, exitCode: Number(m[1]), signal: null, stderr };
     }
     if (r.timedOut || r.cancelled || r.truncated) {
-      await this.cancelStep(nonce, r.timedOut ? `${argv[0] ?? 'a command'} ran past its timeout` : r.cancelled ? 'the run was interrupted' : 'it printed more than the output cap');
+      await this.stopped(argv, nonce, r.timedOut ? 'ran past its timeout' : r.cancelled ? 'was stopped: the run was interrupted' : 'printed more than the output cap');
       return { ...r, command: argv };
     }
     throw await this.whyJobEnded(argv, r.stderr);
   }
 
-  /** Cancels the step of this name, if it is still there, and says so. */
-  private async cancelStep(nonce: string, why: string): Promise<void> {
+  /**
+   * After a stopped step's srun has ended: a step still there (an srun killed before it could
+   * end it) is cancelled. Either way the run is told.
+   */
+  private async stopped(argv: string[], nonce: string, why: string): Promise<void> {
     const r = await this.runner.run(['squeue', '--noheader', '--steps', `--jobs=${this.jobId}`, '--format=%i %j'], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
     const stepId = r?.stdout
       .split('\n')
       .map((l) => l.trim().split(/\s+/))
       .find((f) => f[1] === `cm-step-${nonce}`)?.[0];
-    if (!stepId) return;
-    await this.runner.run(['scancel', '--quiet', stepId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
-    this.onProgress?.(`${this.target}: Slurm step ${stepId} cancelled (scancel): ${why}`);
+    if (stepId) await this.runner.run(['scancel', '--quiet', stepId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    this.onProgress?.(`${this.target}: ${argv[0] ?? 'a command'} ${why}: its step of Slurm job ${this.jobId} ${stepId ? `was cancelled (scancel ${stepId})` : 'ended with its srun'}`);
   }
 
   /** The job went away under a step: its node down or drained, the job cancelled or past its time limit. */
@@ -230,10 +235,11 @@ class SlurmSession implements Session {
     const what = `${argv[0] ?? 'a command'}`;
     const r = await this.runner.run(['scontrol', '--oneliner', 'show', 'node', this.node], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
     const state = /\bState=(\S+)/.exec(r?.stdout ?? '')?.[1] ?? '';
-    const reason = /\bReason=(.*?)(?: \w+=|$)/.exec(r?.stdout ?? '')?.[1]?.trim();
+    const reason = /\bReason=([^\n]*?)(?= \w+=|\s*$)/.exec(r?.stdout ?? '')?.[1]?.replace(/\s*\[[^\]]*\]$/, '').trim();
     const said = oneLine(srunSaid);
-    if (/DOWN|DRAIN|FAIL|NOT_RESPONDING|\*/.test(state)) {
-      return new CudamatrixError('SLURM_NODE_DOWN', `node ${this.node} is ${state}${reason ? ` (reason: ${reason})` : ''}: Slurm job ${this.jobId} ended while ${what} ran there${said ? `; srun said: ${said}` : ''}`);
+    // The node's state now, or srun's word for it (a node back in service already).
+    if (/DOWN|DRAIN|FAIL|NOT_RESPONDING|\*/.test(state) || /Node failure on/.test(said)) {
+      return new CudamatrixError('SLURM_NODE_DOWN', `node ${this.node} is ${state || 'unknown'}${reason ? ` (reason: ${reason})` : ''}: Slurm job ${this.jobId} ended while ${what} ran there${said ? `; srun said: ${said}` : ''}`);
     }
     return new CudamatrixError('SLURM_JOB_ENDED', `Slurm job ${this.jobId} on ${this.node} ended while ${what} ran (cancelled, or past its time limit: "sacct -j ${this.jobId}" says which)${said ? `; srun said: ${said}` : ''}`);
   }

@@ -88,7 +88,13 @@ async function poll<T>(what: string, ms: number, check: () => Promise<T | undefi
   }
 }
 
-/** The processes whose environment names this slurm.conf, less `except`: "PID ARGS". */
+/** What a job leaves running: Slurm's own processes of a job, and every task (they have SLURM_JOB_ID). */
+const JOB_COMMANDS = new Set(['srun', 'salloc', 'sbatch', 'slurmstepd']);
+
+/**
+ * The processes of this lab's jobs (their environment names this slurm.conf: the lab's daemons
+ * and the tests' processes pass it on), less `except`: "PID ARGS".
+ */
 function processesWithConf(conf: string, except: Set<number>): string[] {
   const found: string[] = [];
   const needle = Buffer.from(`SLURM_CONF=${conf}\0`);
@@ -98,9 +104,12 @@ function processesWithConf(conf: string, except: Set<number>): string[] {
     try {
       const environ = readFileSync(`/proc/${pid}/environ`);
       if (!environ.includes(needle)) continue;
+      const comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+      const ofJob = JOB_COMMANDS.has(comm) || comm.startsWith('slurmstepd') || environ.includes('\0SLURM_JOB_ID=');
+      // Once the daemons are stopped (no exceptions), they count too.
+      const daemon = except.size === 0 && ['munged', 'slurmctld', 'slurmd', 'slurmscriptd'].includes(comm);
+      if (!ofJob && !daemon) continue;
       const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
-      // slurmctld's own helper, which lives as long as it does.
-      if (args.endsWith('slurmscriptd') && except.size > 0) continue;
       found.push(`${pid} ${args}`);
     } catch {
       // gone meanwhile, or a zombie
@@ -157,7 +166,7 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
       'GresTypes=gpu',
       // The nodes as written here, not the host's own count (both share one machine).
       'SlurmdParameters=config_overrides',
-      'ReturnToService=2',
+      'ReturnToService=1',
       'MpiDefault=none',
       'JobAcctGatherType=jobacct_gather/none',
       'AccountingStorageType=accounting_storage/none',
