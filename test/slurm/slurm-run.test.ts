@@ -1,0 +1,101 @@
+/**
+ * `cudamatrix run` with slurm targets on a real Slurm (test/slurm/slurm-lab.ts), cudamatrix on
+ * the "login node" (this machine): the whole probe suite's no-driver path through srun, and
+ * nothing left in the queue or on the node after a run, Ctrl-C, a probe past its timeout, or the
+ * CLI killed (SIGKILL: the job ends with its lifeline).
+ */
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readEventLog, type RunEvent } from '../../events/events.ts';
+import { runCli, startCli } from '../cli.ts';
+import { tempDir } from '../helpers.ts';
+import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
+
+const ready = slurmReady();
+let lab: SlurmLab | undefined;
+
+beforeAll(async () => {
+  if (ready) lab = await startSlurmLab(2);
+}, 120_000);
+
+afterAll(async () => {
+  const left = await lab?.stop();
+  expect(left ?? []).toEqual([]);
+});
+
+/** The work directories sessions make on the node (under the TMPDIR the steps get from the CLI). */
+const workDirsLeft = () => readdirSync(tmpdir()).filter((f) => f.startsWith('cm-slurm-') && !f.startsWith('cm-slurm-lab-'));
+
+afterEach(async () => {
+  if (!lab) return;
+  expect(await lab.settled()).toEqual({ queue: [], processes: [] });
+  expect(workDirsLeft()).toEqual([]);
+});
+
+function writeMatrix(dir: string, hop: Record<string, unknown>, probes: string, extra: string[] = []): string {
+  const file = path.join(dir, 'matrix.yaml');
+  writeFileSync(file, ['version: 1', `defaults: {probes: ${probes}}`, 'targets:', '  - name: node', `    transport: [${JSON.stringify({ kind: 'slurm', ...hop })}]`, ...extra, ''].join('\n'));
+  return file;
+}
+
+function eventsOf(dir: string): RunEvent[] {
+  const runs = readdirSync(path.join(dir, 'runs'));
+  return readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
+}
+
+const cells = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+
+/** Resolves once the probe runs on the node (a task of the job, under its slurmstepd). */
+async function probeRunning(): Promise<void> {
+  await expect.poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 }).toBe(true);
+}
+
+describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the login node)', () => {
+  it('runs the whole probe suite through srun on one node, writes the results, and leaves nothing in the queue or on the node', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, { partition: lab!.partition }, 'all');
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: lab!.env });
+    expect(r.code, r.stderr).toBe(0);
+    const events = eventsOf(dir);
+    expect(events.find((e) => e.type === 'target-ready')).toMatchObject({ session: expect.stringMatching(/^slurm job \d+ on n[12]$/), platform: 'linux' });
+    const suite = cells(events);
+    expect(suite.length).toBe(13);
+    // No driver here: every probe skips, each having run on the node (sysinfo says where).
+    expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
+    expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'run-end' });
+  });
+
+  it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, {}, '[sysinfo]');
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    await probeRunning();
+    child.kill('SIGINT');
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(`${r.stdout}\n${r.stderr}`).toMatch(/node: Slurm job \d+ cancelled \(scancel\): the run was interrupted/);
+    expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'cancelled' }]);
+  }, 120_000);
+
+  it('a probe past its timeout: its step is stopped, the run says so, the cell is PROBE_TIMEOUT', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, {}, '[sysinfo]', ['    timeout: 2s']);
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    expect(r.code).toBe(3);
+    expect(`${r.stdout}\n${r.stderr}`).toMatch(/node: \S*cudaprobe\S* ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)/);
+    expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'error', errorCode: 'PROBE_TIMEOUT' }]);
+  });
+
+  it('the CLI killed (SIGKILL) mid-probe: the job ends with its lifeline, nothing is left', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, {}, '[sysinfo]');
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    await probeRunning();
+    child.kill('SIGKILL');
+    expect((await done).code).toBe(null);
+    // afterEach: the queue empty, no step or task left, no work directory.
+  }, 120_000);
+});
