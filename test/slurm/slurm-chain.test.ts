@@ -1,0 +1,87 @@
+/**
+ * The chain [ssh, slurm]: SSH to a login node, then salloc/srun there, on a real sshd
+ * (test/sshd.ts) whose sessions reach the lab's cluster (test/slurm/slurm-lab.ts) through
+ * SLURM_CONF, set with sshd_config's SetEnv. The whole suite through both hops, and the SSH hop
+ * lost mid-probe: the job ends with its lifeline (salloc's stdin is the SSH channel).
+ */
+import { readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readEventLog, type RunEvent } from '../../events/events.ts';
+import { runCli, startCli } from '../cli.ts';
+import { tempDir } from '../helpers.ts';
+import { sshHop } from '../ssh-helpers.ts';
+import { sshdReady, startSshd, type Sshd } from '../sshd.ts';
+import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
+
+const ready = sshdReady() && slurmReady();
+let lab: SlurmLab | undefined;
+let sshd: Sshd | undefined;
+/** An sshd of its own for the test that kills it. */
+let doomed: Sshd | undefined;
+
+beforeAll(async () => {
+  if (!ready) return;
+  lab = await startSlurmLab(2);
+  // The login node's sessions: the lab's cluster, and this test file's temp dir for the steps' TMPDIR.
+  const env = [`SetEnv SLURM_CONF=${lab.conf} TMPDIR=${tmpdir()}`];
+  // The doomed one's probes wait (the test hook, passed on by srun) until it is killed.
+  [sshd, doomed] = await Promise.all([startSshd(1, env), startSshd(1, [`${env[0]} CUDAPROBE_TEST_DELAY_MS=120000`])]);
+}, 120_000);
+
+afterAll(async () => {
+  await sshd?.stop();
+  await doomed?.stop();
+  const left = await lab?.stop();
+  expect(left ?? []).toEqual([]);
+});
+
+const workDirsLeft = () => readdirSync(tmpdir()).filter((f) => f.startsWith('cm-slurm-') && !f.startsWith('cm-slurm-lab-'));
+
+afterEach(async () => {
+  if (!lab) return;
+  expect(await lab.settled()).toEqual({ queue: [], processes: [] });
+  expect(workDirsLeft()).toEqual([]);
+});
+
+function writeMatrix(dir: string, server: Sshd, probes: string): string {
+  const file = path.join(dir, 'matrix.yaml');
+  const hops = [sshHop(server, { name: 'login' }), { kind: 'slurm', partition: lab!.partition }];
+  writeFileSync(file, ['version: 1', `defaults: {probes: ${probes}}`, 'targets:', '  - name: node', `    transport: ${JSON.stringify(hops)}`, ''].join('\n'));
+  return file;
+}
+
+function eventsOf(dir: string): RunEvent[] {
+  const runs = readdirSync(path.join(dir, 'runs'));
+  return readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
+}
+
+const cells = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+
+describe.skipIf(!ready)('[ssh, slurm]: a Slurm node reached through an SSH login node', () => {
+  it('runs the whole probe suite through the login node on one node, and leaves nothing in the queue or on the node', async () => {
+    const dir = tempDir();
+    const r = await runCli(['run', '-m', writeMatrix(dir, sshd!, 'all'), '--results-dir', path.join(dir, 'runs')]);
+    expect(r.code, r.stderr).toBe(0);
+    const events = eventsOf(dir);
+    expect(events.find((e) => e.type === 'target-ready')).toMatchObject({
+      session: expect.stringMatching(new RegExp(`^slurm job \\d+ on n[12] via ssh (\\S+@)?127\\.0\\.0\\.1:${sshd!.ports[0]}$`)),
+    });
+    const suite = cells(events);
+    expect(suite.length).toBe(13);
+    expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
+  });
+
+  it('the SSH hop lost mid-probe: the target ends with an error, the job ends with its lifeline', async () => {
+    const dir = tempDir();
+    const { done } = startCli(['run', '-m', writeMatrix(dir, doomed!, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')]);
+    await expect.poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 }).toBe(true);
+    doomed!.killAll();
+    const r = await done;
+    expect(r.code).toBe(3);
+    const [cell] = cells(eventsOf(dir));
+    expect(cell).toMatchObject({ probe: 'sysinfo', status: 'error' });
+    // afterEach: the queue empty, no step, task, srun or salloc left, no work directory.
+  }, 120_000);
+});
