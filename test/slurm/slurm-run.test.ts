@@ -2,9 +2,9 @@
  * `cudamatrix run` with slurm targets on a real Slurm (test/slurm/slurm-lab.ts), cudamatrix on
  * the "login node" (this machine): the whole probe suite's no-driver path through srun, and
  * nothing left in the queue or on the node after a run, Ctrl-C, a probe past its timeout, or the
- * CLI killed (SIGKILL: the job ends with its lifeline).
+ * CLI killed (SIGKILL: the job ends with its lifeline). The nhc reporter's line per node.
  */
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -56,8 +56,11 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('runs the whole probe suite through srun on one node, writes the results, and leaves nothing in the queue or on the node', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, { partition: lab!.partition }, 'all');
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: lab!.env });
+    const nhc = path.join(dir, 'health.txt');
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: lab!.env });
     expect(r.code, r.stderr).toBe(0);
+    // The health checker's line: the node the job ran on, its exit status, why.
+    expect(readFileSync(nhc, 'utf8')).toMatch(/^n[12] 0 OK: 13 cells \(13 skipped\), 0 expectations passed\n$/);
     const events = eventsOf(dir);
     expect(events.find((e) => e.type === 'target-ready')).toMatchObject({ session: expect.stringMatching(/^slurm job \d+ on n[12]$/), platform: 'linux' });
     const suite = cells(events);
@@ -83,8 +86,10 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('a probe past its timeout: its step is stopped, the run says so, the cell is PROBE_TIMEOUT', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]', ['    timeout: 2s']);
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
     expect(r.code).toBe(3);
+    // nhc on stdout (the console moves to stderr): the node, exit status 3, the cell that failed.
+    expect(r.stdout).toMatch(/^n[12] 3 ERROR: nhc: Health check failed: node: sysinfo PROBE_TIMEOUT: timed out after \d+ ms/);
     expect(`${r.stdout}\n${r.stderr}`).toMatch(/node: \S*cudaprobe\S* ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)/);
     expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'error', errorCode: 'PROBE_TIMEOUT' }]);
   });
