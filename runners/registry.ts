@@ -58,9 +58,31 @@ export interface Hop {
 export function hostKeyOf(hops: Hop[]): string {
   const first = hops[0];
   if (!first) return 'local';
-  const kind = transportKind(first.kind);
-  const { kind: _kind, ...options } = first;
-  return kind.hostKey ? kind.hostKey(kind.options.parse(options)) : first.kind;
+  const key = (hop: Hop): string => {
+    const kind = transportKind(hop.kind);
+    const { kind: _kind, ...options } = hop;
+    return kind.hostKey ? kind.hostKey(kind.options.parse(options)) : hop.kind;
+  };
+  // A later hop that lands on a host of its own ([ssh, slurm]: a node, not the login node).
+  const last = hops.findLastIndex((h, i) => i > 0 && transportKind(h.kind).landsElsewhere);
+  return last > 0 ? `${key(first)}/${key(hops[last]!)}` : key(first);
+}
+
+/**
+ * The targets one matrix target stands for: itself, or one per element of a hop's fan-out
+ * (TransportKind.fanOut), named NAME@SUFFIX with that hop's options.
+ */
+export function fanOut(name: string, hops: Hop[]): { name: string; hops: Hop[] }[] {
+  for (const [i, hop] of hops.entries()) {
+    const kind = transportKind(hop.kind);
+    if (!kind.fanOut) continue;
+    const { kind: _kind, ...options } = hop;
+    const parsed = kind.options.safeParse(options);
+    const each = parsed.success ? kind.fanOut(parsed.data) : undefined;
+    if (!each) continue;
+    return each.map((e) => ({ name: `${name}@${e.suffix}`, hops: hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)) }));
+  }
+  return [{ name, hops }];
 }
 
 /**

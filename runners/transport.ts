@@ -131,6 +131,16 @@ export interface TransportKind<Options = unknown> {
   /** The host these options reach ("ssh:gpu-box:22"); defaults to the kind's name. */
   hostKey?(options: Options): string;
   /**
+   * After another hop, the target lands on a host of this hop's own (a Slurm node, not the login
+   * node): the chain's host key is then this hop's, within the hops before.
+   */
+  landsElsewhere?: boolean;
+  /**
+   * A hop that stands for many targets (slurm's nodes: gpu[01-16]): one per element, named
+   * TARGET@SUFFIX, with these options for the hop. Expanded when the matrix is loaded.
+   */
+  fanOut?(options: Options): { suffix: string; options: Options }[] | undefined;
+  /**
    * Options that name a file on this machine. The loader resolves a relative one against the
    * matrix file's folder and refuses a missing one at its line; "created" files (known_hosts)
    * may be missing when host keys are accepted (accept-new), which creates them.

@@ -1,6 +1,7 @@
 /** The `slurm` transport as the matrix knows it: its options, checked at load, and the host they reach. */
 import { z } from 'zod';
 import type { KindOptions } from '../transport.ts';
+import { expandHostlist } from './hostlist.ts';
 
 /** Seconds a job may wait in the queue before it is cancelled, with Slurm's reason in the error. */
 export const DEFAULT_QUEUE_WAIT_S = 300;
@@ -19,7 +20,19 @@ const word = (what: string, example: string) =>
  */
 const TIME = /^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|unlimited|INFINITE|infinite)$/;
 
+/** A hostlist expression that expands (./hostlist.ts); the error says what is wrong with it. */
+const hostlist = z
+  .string()
+  .min(1)
+  .superRefine((value, ctx) => {
+    const r = expandHostlist(value);
+    if ('error' in r) ctx.addIssue({ code: 'custom', message: `not a Slurm hostlist: ${r.error}`, params: { fix: 'write node names, or ranges in brackets, e.g. gpu[01-16] or n1,n2' } });
+  });
+
 export const slurmOptions = z.strictObject({
+  nodes: hostlist
+    .optional()
+    .describe('Fan-out: one target per node of this hostlist (gpu[01-16]), named TARGET@NODE, each pinned there with --nodelist'),
   partition: word('a partition name', 'gpu').optional().describe("The partition (salloc --partition; default: the cluster's default partition)"),
   account: word('an account name', 'proj123').optional().describe('The account the job is charged to (salloc --account)'),
   qos: word('a QOS name', 'normal').optional().describe('The quality of service (salloc --qos)'),
@@ -49,4 +62,14 @@ export const slurmKind: KindOptions<SlurmOptions> = {
   chainable: true,
   // The node is the scheduler's choice; targets pinned to different nodes may run at once.
   hostKey: (o) => `slurm:${o.nodelist ?? o.partition ?? 'default'}`,
+  landsElsewhere: true,
+  fanOut(o) {
+    if (o.nodes === undefined) return undefined;
+    const names = expandHostlist(o.nodes);
+    if ('error' in names) return undefined; // refused at load by the schema
+    return names.map((node) => {
+      const { nodes: _nodes, ...rest } = o;
+      return { suffix: node, options: { ...rest, nodelist: node } };
+    });
+  },
 };

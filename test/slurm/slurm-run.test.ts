@@ -34,9 +34,9 @@ afterEach(async () => {
   expect(workDirsLeft()).toEqual([]);
 });
 
-function writeMatrix(dir: string, hop: Record<string, unknown>, probes: string, extra: string[] = []): string {
+function writeMatrix(dir: string, hop: Record<string, unknown>, probes: string, extra: string[] = [], top: string[] = []): string {
   const file = path.join(dir, 'matrix.yaml');
-  writeFileSync(file, ['version: 1', `defaults: {probes: ${probes}}`, 'targets:', '  - name: node', `    transport: [${JSON.stringify({ kind: 'slurm', ...hop })}]`, ...extra, ''].join('\n'));
+  writeFileSync(file, ['version: 1', ...top, `defaults: {probes: ${probes}}`, 'targets:', '  - name: node', `    transport: [${JSON.stringify({ kind: 'slurm', ...hop })}]`, ...extra, ''].join('\n'));
   return file;
 }
 
@@ -69,6 +69,29 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
     expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
     expect(events.at(-1)).toMatchObject({ type: 'run-end' });
+  });
+
+  it('fans a target out over a hostlist: one target per node, pinned there, in one run with a line per node', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, { nodes: 'n[1-2]' }, '[sysinfo]', [], ['concurrency: 2']);
+    const plan = await runCli(['plan', '-m', file]);
+    expect(plan.stdout).toMatch(/node@n1/);
+    expect(plan.stdout).toMatch(/node@n2/);
+    const nhc = path.join(dir, 'health.txt');
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: lab!.env });
+    expect(r.code, r.stderr).toBe(0);
+    const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
+    expect(ready).toEqual({ 'node@n1': expect.stringMatching(/^slurm job \d+ on n1$/), 'node@n2': expect.stringMatching(/^slurm job \d+ on n2$/) });
+    expect(readFileSync(nhc, 'utf8').split('\n').filter(Boolean).sort()).toEqual(['n1 0 OK: 1 cells (1 skipped), 0 expectations passed', 'n2 0 OK: 1 cells (1 skipped), 0 expectations passed']);
+    expect(r.stdout).toMatch(/node@n1/);
+  });
+
+  it('refuses a hostlist that does not expand, at its line, with the fix', async () => {
+    const dir = tempDir();
+    const r = await runCli(['plan', '-m', writeMatrix(dir, { nodes: 'n[1-' }, '[sysinfo]')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/matrix\.yaml:5:\d+: .*not a Slurm hostlist: "n\[1-" has an unclosed or stray bracket/);
+    expect(r.stderr).toMatch(/fix: write node names, or ranges in brackets/);
   });
 
   it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {
