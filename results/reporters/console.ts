@@ -15,6 +15,7 @@ import type { CellEndEvent, RunEvent } from '../../events/events.ts';
 import { probeSpec } from '../../probes/catalogue.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from '../../probes/protocol.ts';
 import { attrText, attrsText, rangeText, sampleText, varyingAttrs, type SampleEvidence } from '../evidence.ts';
+import { nodesThatDifferLines } from '../fleet.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
 import { exitCodeOf, shownExitCode, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
 
@@ -233,6 +234,10 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         const fine = summary.targets.length - listed.length;
         say(`${listed.length ? '' : '(no target with a problem)\n'}${fine} more target${fine === 1 ? '' : 's'} with no problem (every cell passed or skipped, no expectation failed) not listed; --verbose lists them`);
       }
+      // A fan-out's nodes that differ from the rest (results/fleet.ts): the fleet's finding.
+      const differ = nodesThatDifferLines(summary);
+      if (differ.length) say('');
+      for (const line of differ) say(line.startsWith(' ') ? line : c.yellow(line));
       if (summary.nothingMeasured) {
         say('');
         const judged = summary.counts.verdicts.passed + summary.counts.verdicts.failed;

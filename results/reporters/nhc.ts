@@ -10,13 +10,9 @@
  */
 import { errorClassOf, ExitCode } from '../../core/errors.ts';
 import { writeOutput } from '../../core/fs.ts';
+import { nodeOf } from '../fleet.ts';
 import type { Reporter } from '../reporter.ts';
 import type { RunSummary, TargetResult } from '../verdicts.ts';
-
-/** The node a target ran on: a Slurm session says it, other sessions are named by their target. */
-export function nodeOf(t: TargetResult): string {
-  return /^slurm job \S+ on (\S+)/.exec(t.ready?.session ?? '')?.[1] ?? t.name;
-}
 
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
