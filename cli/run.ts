@@ -11,6 +11,7 @@ import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
 import type { Matrix } from '../matrix/load.ts';
 import { executePlan } from '../run/execute.ts';
+import { resolveFanOuts } from '../runners/registry.ts';
 import { planCells } from '../run/plan.ts';
 import { watchInterrupts } from './interrupt.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
@@ -81,11 +82,13 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
 }
 
 export async function runCommand(opts: RunOptions): Promise<number> {
-  const matrix = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
+  const loaded = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
   const choices = chooseReporters(opts);
   const github = isGithubActions();
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
-  if (github) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: stdoutTaken(choices) });
+  if (github) maskSecretValues(process.env, passphraseEnvs(loaded), { stdoutTaken: stdoutTaken(choices) });
+  // A fan-out only the cluster can list (slurm's nodes: all) becomes its targets before the plan.
+  const matrix = { ...loaded, targets: await resolveFanOuts(loaded.targets, { runId: `fan-out-${Date.now()}`, acceptNewHostKeys: opts.acceptNew }) };
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);

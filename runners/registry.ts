@@ -126,3 +126,37 @@ function chained(sessions: Session[]): Session {
     },
   });
 }
+
+/**
+ * The targets whose fan-out only their side can list (TransportKind.fanOutAtRun: slurm's nodes:
+ * all) replaced by one per element, NAME@SUFFIX; the others as they are. The hops before the
+ * fanning hop are connected for it (or the command runs here), then closed.
+ */
+export async function resolveFanOuts<T extends { name: string; hops: Hop[] }>(targets: T[], context: Omit<ConnectContext, 'via' | 'target'>): Promise<T[]> {
+  const out: T[] = [];
+  for (const t of targets) {
+    const listers = t.hops.map((h) => {
+      const kind = transportKind(h.kind);
+      const { kind: _kind, ...options } = h;
+      return kind.fanOutAtRun?.(kind.options.parse(options));
+    });
+    const i = listers.findIndex((l) => l !== undefined);
+    const list = listers[i];
+    const hop = t.hops[i];
+    if (!list || !hop) {
+      out.push(t);
+      continue;
+    }
+    const before = t.hops.slice(0, i);
+    const via = before.length ? await connectChain(before, { ...context, target: t.name }) : undefined;
+    try {
+      const run = async (argv: string[]) => (via ? via.exec(argv, { timeoutMs: 60_000, signal: context.signal }) : (await import('./local.ts')).execProcessTree(argv, { timeoutMs: 60_000, signal: context.signal }));
+      const each = await list(run);
+      for (const e of each) out.push({ ...t, name: `${t.name}@${e.suffix}`, hops: t.hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)) });
+    } finally {
+      if (via) await Promise.resolve(via[Symbol.asyncDispose]()).catch(() => undefined);
+    }
+  }
+  return out;
+}
+

@@ -141,6 +141,12 @@ export interface TransportKind<Options = unknown> {
    */
   fanOut?(options: Options): { suffix: string; options: Options }[] | undefined;
   /**
+   * A fan-out that only the target's side can list (slurm's nodes: all, asked of sinfo): the
+   * lister, given a way to run commands where the hop's run (through the hops before it, or
+   * here); undefined when these options need none. Used when a run starts, before its plan.
+   */
+  fanOutAtRun?(options: Options): ((run: (argv: string[]) => Promise<ExecResult>) => Promise<{ suffix: string; options: Options }[]>) | undefined;
+  /**
    * Options that name a file on this machine. The loader resolves a relative one against the
    * matrix file's folder and refuses a missing one at its line; "created" files (known_hosts)
    * may be missing when host keys are accepted (accept-new), which creates them.

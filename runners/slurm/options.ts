@@ -1,5 +1,6 @@
 /** The `slurm` transport as the matrix knows it: its options, checked at load, and the host they reach. */
 import { z } from 'zod';
+import { CudamatrixError } from '../../core/errors.ts';
 import type { KindOptions } from '../transport.ts';
 import { expandHostlist } from './hostlist.ts';
 
@@ -30,9 +31,10 @@ const hostlist = z
   });
 
 export const slurmOptions = z.strictObject({
-  nodes: hostlist
+  nodes: z
+    .union([z.literal('all'), hostlist])
     .optional()
-    .describe('Fan-out: one target per node of this hostlist (gpu[01-16]), named TARGET@NODE, each pinned there with --nodelist'),
+    .describe('Fan-out: one target per node of this hostlist (gpu[01-16]), or of the partition (all, asked of sinfo when the run starts), named TARGET@NODE, each pinned there with --nodelist'),
   partition: word('a partition name', 'gpu').optional().describe("The partition (salloc --partition; default: the cluster's default partition)"),
   account: word('an account name', 'proj123').optional().describe('The account the job is charged to (salloc --account)'),
   qos: word('a QOS name', 'normal').optional().describe('The quality of service (salloc --qos)'),
@@ -64,12 +66,29 @@ export const slurmKind: KindOptions<SlurmOptions> = {
   hostKey: (o) => `slurm:${o.nodelist ?? o.partition ?? 'default'}`,
   landsElsewhere: true,
   fanOut(o) {
-    if (o.nodes === undefined) return undefined;
+    if (o.nodes === undefined || o.nodes === 'all') return undefined;
     const names = expandHostlist(o.nodes);
     if ('error' in names) return undefined; // refused at load by the schema
     return names.map((node) => {
       const { nodes: _nodes, ...rest } = o;
       return { suffix: node, options: { ...rest, nodelist: node } };
     });
+  },
+  fanOutAtRun(o) {
+    if (o.nodes !== 'all') return undefined;
+    const { nodes: _nodes, ...rest } = o;
+    return async (run) => {
+      const argv = ['sinfo', '--noheader', '--Node', '--format=%N', ...(o.partition ? [`--partition=${o.partition}`] : [])];
+      const r = await run(argv);
+      const names = [...new Set(r.stdout.split('\n').map((l) => l.trim()).filter(Boolean))];
+      if (r.exitCode !== 0 || names.length === 0) {
+        const said = `${r.stderr} ${r.stdout}`.replace(/\s+/g, ' ').trim() || `exit status ${r.exitCode}`;
+        throw new CudamatrixError(
+          r.exitCode === 127 || /ENOENT|not found/.test(said) ? 'SLURM_NOT_FOUND' : 'SLURM_JOB_REFUSED',
+          `nodes: all: "${argv.join(' ')}" listed no node (${said}); run cudamatrix where Slurm's tools are (a login node, or [ssh, slurm]), check the partition, or write the nodes as a hostlist (nodes: gpu[01-16])`,
+        );
+      }
+      return names.map((node) => ({ suffix: node, options: { ...rest, nodelist: node } }));
+    };
   },
 };

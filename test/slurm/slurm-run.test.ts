@@ -88,6 +88,19 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(r.stdout).not.toMatch(/Nodes that differ/);
   });
 
+  it('nodes: all asks sinfo for the partition\'s nodes when the run starts: one target per node', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, { partition: lab!.partition, nodes: 'all' }, '[sysinfo]', [], ['concurrency: 2']);
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: lab!.env });
+    expect(r.code, r.stderr).toBe(0);
+    const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
+    expect(ready).toEqual({ 'node@n1': expect.stringMatching(/ on n1$/), 'node@n2': expect.stringMatching(/ on n2$/) });
+    // A partition sinfo does not know: the run does not start, and says why.
+    const bad = await runCli(['run', '-m', writeMatrix(dir, { partition: 'nosuch', nodes: 'all' }, '[sysinfo]'), '--results-dir', path.join(dir, 'runs2')], { env: lab!.env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/SLURM_JOB_REFUSED.*nodes: all: "sinfo --noheader --Node --format=%N --partition=nosuch" listed no node/);
+  });
+
   it('refuses a hostlist that does not expand, at its line, with the fix', async () => {
     const dir = tempDir();
     const r = await runCli(['plan', '-m', writeMatrix(dir, { nodes: 'n[1-' }, '[sysinfo]')]);
