@@ -123,6 +123,8 @@ function reachedWords(hops: Hop[], description: string): string {
         return 'host key verified, authenticated';
       case 'docker':
         return 'engine reached, container started';
+      case 'slurm':
+        return 'job granted, its lifeline step runs on the node';
       default:
         return 'connected';
     }

@@ -101,6 +101,14 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(bad.stderr).toMatch(/SLURM_JOB_REFUSED.*nodes: all: "sinfo --noheader --Node --format=%N --partition=nosuch" listed no node/);
   });
 
+  it('doctor --target: the job granted, cudaprobe on the node, and the missing driver said', async () => {
+    const dir = tempDir();
+    const r = await runCli(['doctor', '--target', 'node', '-m', writeMatrix(dir, { nodelist: 'n2' }, '[sysinfo]')], { env: lab!.env });
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(/✓ reachable +slurm job \d+ on n2: job granted, its lifeline step runs on the node/);
+    expect(r.stdout).toMatch(/✗ driver +no NVIDIA driver found/);
+  });
+
   it('refuses a hostlist that does not expand, at its line, with the fix', async () => {
     const dir = tempDir();
     const r = await runCli(['plan', '-m', writeMatrix(dir, { nodes: 'n[1-' }, '[sysinfo]')]);
