@@ -98,7 +98,10 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
         `target "${context.target}": Slurm job ${job?.id ?? jobName} waited ${queueWaitMs / 1000} s (queueWait) ${job ? `and is still ${job.state}, Slurm's reason: ${job.reason}` : 'and never started'}; it was cancelled (scancel). ${job?.reason.startsWith('ReqNodeNotAvail') ? 'The nodes it asked for are drained, down or reserved (sinfo -R says why)' : 'Allow a longer queueWait, or ask for a partition, QOS or GRES that is free sooner'}`,
       );
     }
-    if (context.signal?.aborted) throw error;
+    if (context.signal?.aborted) {
+      if (job) context.onProgress?.(`${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`);
+      throw error;
+    }
     throw sallocFailed(runner, error instanceof Error ? error.message : String(error));
   });
   return new SlurmSession(runner, lifeline, ready, context.target, context.signal, context.onProgress);

@@ -112,6 +112,21 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     }
   });
 
+  it('Ctrl-C while the job waits in the queue: it is cancelled, and said', async () => {
+    messages.length = 0;
+    await lab!.slurm('scontrol', 'update', 'nodename=n1', 'state=drain', 'reason=cm-test-wait');
+    try {
+      const abort = new AbortController();
+      const connecting = connect({ nodelist: 'n1', queueWait: 120 }, abort.signal);
+      await expect.poll(async () => (await lab!.queue()).some((l) => / PENDING /.test(l)), { timeout: 30_000 }).toBe(true);
+      abort.abort(new Error('interrupted'));
+      await expect(connecting).rejects.toThrow('interrupted');
+      expect(messages.join('\n')).toMatch(/^node: Slurm job \d+ cancelled \(scancel\) while PENDING: the run was interrupted$/m);
+    } finally {
+      await lab!.resume('n1');
+    }
+  });
+
   it('a drained node asked for by nodelist: the job pends with ReqNodeNotAvail, said in the error', async () => {
     await lab!.slurm('scontrol', 'update', 'nodename=n1', 'state=drain', 'reason=cm-test-maintenance');
     try {
