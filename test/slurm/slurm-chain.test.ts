@@ -5,7 +5,7 @@
  * lost mid-probe: the job ends with its lifeline (salloc's stdin is the SSH channel).
  */
 import { readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
@@ -20,12 +20,15 @@ let lab: SlurmLab | undefined;
 let sshd: Sshd | undefined;
 /** An sshd of its own for the test that kills it. */
 let doomed: Sshd | undefined;
+/** The steps' TMPDIR, where their work directories go. */
+let nodeTmp = '';
 
 beforeAll(async () => {
   if (!ready) return;
   lab = await startSlurmLab(2);
-  // The login node's sessions: the lab's cluster, and this test file's temp dir for the steps' TMPDIR.
-  const env = [`SetEnv SLURM_CONF=${lab.conf} TMPDIR=${tmpdir()}`];
+  nodeTmp = tempDir('cm-node-tmp-');
+  // The login node's sessions: the lab's cluster, and a TMPDIR of this file's own for the steps.
+  const env = [`SetEnv SLURM_CONF=${lab.conf} TMPDIR=${nodeTmp}`];
   // The doomed one's probes wait (the test hook, passed on by srun) until it is killed.
   [sshd, doomed] = await Promise.all([startSshd(1, env), startSshd(1, [`${env[0]} CUDAPROBE_TEST_DELAY_MS=120000`])]);
 }, 120_000);
@@ -37,9 +40,18 @@ afterAll(async () => {
   expect(left ?? []).toEqual([]);
 });
 
-const workDirsLeft = () => readdirSync(tmpdir()).filter((f) => f.startsWith('cm-slurm-') && !f.startsWith('cm-slurm-lab-'));
+const workDirsLeft = () => readdirSync(nodeTmp).filter((f) => f.startsWith('cm-slurm-'));
+
+/** CLIs a test started: one a failed test left running is killed (its job then ends with its lifeline). */
+const started: ChildProcess[] = [];
+function start(...args: Parameters<typeof startCli>): ReturnType<typeof startCli> {
+  const run = startCli(...args);
+  started.push(run.child);
+  return run;
+}
 
 afterEach(async () => {
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   if (!lab) return;
   expect(await lab.settled()).toEqual({ queue: [], processes: [] });
   expect(workDirsLeft()).toEqual([]);
@@ -83,7 +95,7 @@ describe.skipIf(!ready)('[ssh, slurm]: a Slurm node reached through an SSH login
 
   it('the SSH hop lost mid-probe: the target ends with an error, the job ends with its lifeline', async () => {
     const dir = tempDir();
-    const { done } = startCli(['run', '-m', writeMatrix(dir, doomed!, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')]);
+    const { done } = start(['run', '-m', writeMatrix(dir, doomed!, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')]);
     await expect.poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 }).toBe(true);
     doomed!.killAll();
     const r = await done;

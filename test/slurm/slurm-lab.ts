@@ -57,7 +57,10 @@ export interface SlurmLab {
   settled(ms?: number): Promise<{ queue: string[]; processes: string[] }>;
   /** Puts a node back to idle after a test drained it or took it down. */
   resume(node: string): Promise<void>;
-  /** Stops every daemon by PID and waits for each to exit; returns the lab's processes left after (none). */
+  /**
+   * Kills what jobs left (by PID), stops every daemon by PID and waits for each to exit; returns
+   * the job processes it had to kill and the lab's processes left after (both none normally).
+   */
   stop(): Promise<string[]>;
 }
 
@@ -222,6 +225,15 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
       await poll(`node ${node} idle again`, 60_000, async () => ((await lab.nodeStates())[node] === 'idle' ? true : undefined));
     },
     async stop() {
+      // A job's process left by a failed test: killed, so that it does not outlive the lab, and reported.
+      const left = lab.jobProcesses();
+      for (const line of left) {
+        try {
+          process.kill(Number(line.split(' ')[0]), 'SIGKILL');
+        } catch {
+          // gone meanwhile
+        }
+      }
       for (const d of [...daemons].reverse()) {
         if (d.exitCode !== null || d.signalCode !== null) continue;
         const exited = new Promise<void>((resolve) => d.once('exit', () => resolve()));
@@ -230,7 +242,7 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
         await exited;
         clearTimeout(timer);
       }
-      return processesWithConf(conf, new Set());
+      return [...left, ...processesWithConf(conf, new Set())];
     },
   };
 

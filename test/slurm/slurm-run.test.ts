@@ -5,7 +5,7 @@
  * CLI killed (SIGKILL: the job ends with its lifeline). The nhc reporter's line per node.
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
@@ -16,8 +16,12 @@ import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
 const ready = slurmReady();
 let lab: SlurmLab | undefined;
 
+/** The steps' TMPDIR (passed on from the CLI by srun): this file's own, where their work directories go. */
+let nodeTmp = '';
 beforeAll(async () => {
-  if (ready) lab = await startSlurmLab(2);
+  if (!ready) return;
+  lab = await startSlurmLab(2);
+  nodeTmp = tempDir('cm-node-tmp-');
 }, 120_000);
 
 afterAll(async () => {
@@ -25,10 +29,21 @@ afterAll(async () => {
   expect(left ?? []).toEqual([]);
 });
 
-/** The work directories sessions make on the node (under the TMPDIR the steps get from the CLI). */
-const workDirsLeft = () => readdirSync(tmpdir()).filter((f) => f.startsWith('cm-slurm-') && !f.startsWith('cm-slurm-lab-'));
+/** The work directories sessions made on the node. */
+const workDirsLeft = () => readdirSync(nodeTmp).filter((f) => f.startsWith('cm-slurm-'));
+/** The CLI's environment: the lab, and the steps' TMPDIR. */
+const cliEnv = (more: Record<string, string> = {}) => ({ ...lab!.env, TMPDIR: nodeTmp, ...more });
+
+/** CLIs a test started: one a failed test left running is killed (its job then ends with its lifeline). */
+const started: ChildProcess[] = [];
+function start(...args: Parameters<typeof startCli>): ReturnType<typeof startCli> {
+  const run = startCli(...args);
+  started.push(run.child);
+  return run;
+}
 
 afterEach(async () => {
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   if (!lab) return;
   expect(await lab.settled()).toEqual({ queue: [], processes: [] });
   expect(workDirsLeft()).toEqual([]);
@@ -57,7 +72,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     const dir = tempDir();
     const file = writeMatrix(dir, { partition: lab!.partition }, 'all');
     const nhc = path.join(dir, 'health.txt');
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: lab!.env });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: cliEnv() });
     expect(r.code, r.stderr).toBe(0);
     // The health checker's line: the node the job ran on, its exit status, why.
     expect(readFileSync(nhc, 'utf8')).toMatch(/^n[12] 0 OK: 13 cells \(13 skipped\), 0 expectations passed\n$/);
@@ -78,7 +93,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(plan.stdout).toMatch(/node@n1/);
     expect(plan.stdout).toMatch(/node@n2/);
     const nhc = path.join(dir, 'health.txt');
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: lab!.env });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: cliEnv() });
     expect(r.code, r.stderr).toBe(0);
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
     expect(ready).toEqual({ 'node@n1': expect.stringMatching(/^slurm job \d+ on n1$/), 'node@n2': expect.stringMatching(/^slurm job \d+ on n2$/) });
@@ -91,19 +106,19 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('nodes: all asks sinfo for the partition\'s nodes when the run starts: one target per node', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, { partition: lab!.partition, nodes: 'all' }, '[sysinfo]', [], ['concurrency: 2']);
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: lab!.env });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
     expect(r.code, r.stderr).toBe(0);
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
     expect(ready).toEqual({ 'node@n1': expect.stringMatching(/ on n1$/), 'node@n2': expect.stringMatching(/ on n2$/) });
     // A partition sinfo does not know: the run does not start, and says why.
-    const bad = await runCli(['run', '-m', writeMatrix(dir, { partition: 'nosuch', nodes: 'all' }, '[sysinfo]'), '--results-dir', path.join(dir, 'runs2')], { env: lab!.env });
+    const bad = await runCli(['run', '-m', writeMatrix(dir, { partition: 'nosuch', nodes: 'all' }, '[sysinfo]'), '--results-dir', path.join(dir, 'runs2')], { env: cliEnv() });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/SLURM_JOB_REFUSED.*nodes: all: "sinfo --noheader --Node --format=%N --partition=nosuch" listed no node/);
   });
 
   it('doctor --target: the job granted, cudaprobe on the node, and the missing driver said', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--target', 'node', '-m', writeMatrix(dir, { nodelist: 'n2' }, '[sysinfo]')], { env: lab!.env });
+    const r = await runCli(['doctor', '--target', 'node', '-m', writeMatrix(dir, { nodelist: 'n2' }, '[sysinfo]')], { env: cliEnv() });
     expect(r.code).toBe(3);
     expect(r.stdout).toMatch(/✓ reachable +slurm job \d+ on n2: job granted, its lifeline step runs on the node/);
     expect(r.stdout).toMatch(/✗ driver +no NVIDIA driver found/);
@@ -120,7 +135,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]');
-    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
     await probeRunning();
     child.kill('SIGINT');
     const r = await done;
@@ -132,7 +147,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('a probe past its timeout: its step is stopped, the run says so, the cell is PROBE_TIMEOUT', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]', ['    timeout: 2s']);
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
     expect(r.code).toBe(3);
     // nhc on stdout (the console moves to stderr): the node, exit status 3, the cell that failed.
     expect(r.stdout).toMatch(/^n[12] 3 ERROR: nhc: Health check failed: node: sysinfo PROBE_TIMEOUT: timed out after \d+ ms/);
@@ -143,7 +158,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('the CLI killed (SIGKILL) mid-probe: the job ends with its lifeline, nothing is left', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]');
-    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...lab!.env, CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
     await probeRunning();
     child.kill('SIGKILL');
     expect((await done).code).toBe(null);
