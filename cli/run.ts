@@ -13,7 +13,7 @@ import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
 import type { Matrix } from '../matrix/load.ts';
 import { executePlan } from '../run/execute.ts';
-import { secretEnvsOf } from '../runners/registry.ts';
+import { resolveFanOuts, secretEnvsOf } from '../runners/registry.ts';
 import { planCells } from '../run/plan.ts';
 import { watchInterrupts } from './interrupt.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
@@ -84,11 +84,13 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
 }
 
 export async function runCommand(opts: RunOptions): Promise<number> {
-  const matrix = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
+  const loaded = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
   const choices = chooseReporters(opts);
   const github = isGithubActions() ? new GithubStep({ stdoutTaken: stdoutTaken(choices) }) : undefined;
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
-  github?.mask(secretValues(process.env, secretEnvNames(matrix)));
+  github?.mask(secretValues(process.env, secretEnvNames(loaded)));
+  // A fan-out only the cluster can list (slurm's nodes: all) becomes its targets before the plan.
+  const matrix = { ...loaded, targets: await resolveFanOuts(loaded.targets, { runId: `fan-out-${Date.now()}`, acceptNewHostKeys: opts.acceptNew }) };
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);

@@ -63,6 +63,16 @@ export const errorCodes = {
   WSL_NO_GPU: 'infrastructure',
   /** WSL targets: no libcuda.so.1 under /usr/lib/wsl/lib (no NVIDIA driver on the Windows host). */
   WSL_NO_LIBCUDA: 'infrastructure',
+  /** Slurm targets: salloc is not on PATH (of this machine, or of the hop before): not a login node. */
+  SLURM_NOT_FOUND: 'infrastructure',
+  /** Slurm targets: salloc refused the job (a partition, account, QOS, GRES or node that is not there, or not allowed). */
+  SLURM_JOB_REFUSED: 'configuration',
+  /** Slurm targets: the job waited in the queue longer than queueWait (the message has Slurm's reason); it was cancelled. */
+  SLURM_QUEUE_TIMEOUT: 'infrastructure',
+  /** Slurm targets: the job's node went down or was drained while a probe ran there. */
+  SLURM_NODE_DOWN: 'infrastructure',
+  /** Slurm targets: the job ended under a probe (cancelled from outside, past its time limit). */
+  SLURM_JOB_ENDED: 'infrastructure',
   TRANSPORT_FAILED: 'infrastructure',
   /** gha merge: a job of the fanned-out run left no event log, or one that stops short (runner lost, job killed). */
   JOB_LOST: 'infrastructure',

@@ -15,7 +15,7 @@ import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
 import { allResultNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
-import { transportKind, transportKinds, type Hop, type NamedKind } from '../runners/registry.ts';
+import { fanOut, transportKind, transportKinds, type Hop, type NamedKind } from '../runners/registry.ts';
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
 import { SECRET_KEYS } from './secrets.ts';
@@ -651,23 +651,24 @@ function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
     const list = extendExpectations(inherited[cls], doc.expectations[cls]);
     if (list) expectations[cls] = list;
   }
-  const targets = doc.targets.map((t): Target => {
+  const targets = doc.targets.flatMap((t): Target[] => {
     const probes = t.probes === undefined ? defaultProbes : selectProbes(t.probes);
     const params: Target['params'] = {};
     for (const p of probes) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
     const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) => resolveHopFiles(typeof h === 'string' ? { kind: h } : (h as Hop), folder));
-    return {
-      name: t.name,
+    // A target that stands for many (slurm's nodes:) is one per node, NAME@NODE.
+    return fanOut(t.name, hops).map((one) => ({
+      name: one.name,
       description: t.description,
       environment: t.environment,
-      hops,
+      hops: one.hops,
       probes,
       params,
       device: t.device ?? doc.defaults.device,
       timeoutMs: durationMs(t.timeout ?? doc.defaults.timeout),
       expect: t.expect ?? [],
       ...(t.runsOn ? { runsOn: typeof t.runsOn === 'string' ? [t.runsOn] : t.runsOn } : {}),
-    };
+    }));
   });
   return { file, description: doc.description, concurrency: doc.concurrency, hostConcurrency: doc.hostConcurrency, targets, expectations };
 }

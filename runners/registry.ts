@@ -7,11 +7,12 @@ import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { docker } from './docker/kind.ts';
 import { local } from './local-kind.ts';
+import { slurm } from './slurm/kind.ts';
 import { ssh } from './ssh/kind.ts';
 import type { ConnectContext, Session, TransportKind } from './transport.ts';
 import { wsl } from './wsl/kind.ts';
 
-const kinds = { local, ssh, docker, wsl } satisfies Record<string, TransportKind<any>>;
+const kinds = { local, ssh, docker, wsl, slurm } satisfies Record<string, TransportKind<any>>;
 
 /** A registered kind, with its name. */
 export type NamedKind = TransportKind<unknown> & { kind: string };
@@ -51,8 +52,13 @@ function kindOf(hop: Hop): { kind: NamedKind; options: unknown } {
 export function hostKeyOf(hops: Hop[]): string {
   const first = hops[0];
   if (!first) return 'local';
-  const { kind, options } = kindOf(first);
-  return kind.hostKey ? kind.hostKey(options) : first.kind;
+  const key = (hop: Hop): string => {
+    const { kind, options } = kindOf(hop);
+    return kind.hostKey ? kind.hostKey(options) : hop.kind;
+  };
+  // A later hop that lands on a host of its own ([ssh, slurm]: a node, not the login node).
+  const last = hops.findLastIndex((h, i) => i > 0 && transportKind(h.kind).landsElsewhere);
+  return last > 0 ? `${key(first)}/${key(hops[last]!)}` : key(first);
 }
 
 /** The machine a chain's probes run on when it is not the one cudamatrix runs on (TransportKind.machine); undefined when it is. */
@@ -89,6 +95,20 @@ export function reachedWords(hop: Hop): string {
 /** What the kind of a hop says to do about an error of this code there, if it says anything. */
 export function fixAt(hop: Hop | undefined, code: ErrorCode): string | undefined {
   return hop ? transportKind(hop.kind).fixes?.[code] : undefined;
+}
+
+/**
+ * The targets one matrix target stands for: itself, or one per element of a hop's fan-out
+ * (TransportKind.fanOut), named NAME@SUFFIX with that hop's options.
+ */
+export function fanOut(name: string, hops: Hop[]): { name: string; hops: Hop[] }[] {
+  for (const [i, hop] of hops.entries()) {
+    const { kind, options } = kindOf(hop);
+    const each = kind.fanOut?.(options);
+    if (!each) continue;
+    return each.map((e) => ({ name: `${name}@${e.suffix}`, hops: hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)) }));
+  }
+  return [{ name, hops }];
 }
 
 /**
@@ -133,3 +153,36 @@ function chained(sessions: Session[]): Session {
     },
   });
 }
+
+/**
+ * The targets whose fan-out only their side can list (TransportKind.fanOutAtRun: slurm's nodes:
+ * all) replaced by one per element, NAME@SUFFIX; the others as they are. The hops before the
+ * fanning hop are connected for it (or the command runs here), then closed.
+ */
+export async function resolveFanOuts<T extends { name: string; hops: Hop[] }>(targets: T[], context: Omit<ConnectContext, 'via' | 'target'>): Promise<T[]> {
+  const out: T[] = [];
+  for (const t of targets) {
+    const listers = t.hops.map((h) => {
+      const { kind, options } = kindOf(h);
+      return kind.fanOutAtRun?.(options);
+    });
+    const i = listers.findIndex((l) => l !== undefined);
+    const list = listers[i];
+    const hop = t.hops[i];
+    if (!list || !hop) {
+      out.push(t);
+      continue;
+    }
+    const before = t.hops.slice(0, i);
+    const via = before.length ? await connectChain(before, { ...context, target: t.name }) : undefined;
+    try {
+      const run = async (argv: string[]) => (via ? via.exec(argv, { timeoutMs: 60_000, signal: context.signal }) : (await import('./local.ts')).execProcessTree(argv, { timeoutMs: 60_000, signal: context.signal }));
+      const each = await list(run);
+      for (const e of each) out.push({ ...t, name: `${t.name}@${e.suffix}`, hops: t.hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)) });
+    } finally {
+      if (via) await Promise.resolve(via[Symbol.asyncDispose]()).catch(() => undefined);
+    }
+  }
+  return out;
+}
+

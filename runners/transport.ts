@@ -142,6 +142,22 @@ export interface TransportKind<Options = unknown> {
   /** The host these options reach ("ssh:gpu-box:22"): targets of one host take turns. Default: the kind's name. */
   hostKey?(options: Options): string;
   /**
+   * After another hop, the target lands on a host of this hop's own (a Slurm node, not the login
+   * node): the chain's host key is then this hop's, within the hops before.
+   */
+  landsElsewhere?: boolean;
+  /**
+   * A hop that stands for many targets (slurm's nodes: gpu[01-16]): one per element, named
+   * TARGET@SUFFIX, with these options for the hop. Expanded when the matrix is loaded.
+   */
+  fanOut?(options: Options): { suffix: string; options: Options }[] | undefined;
+  /**
+   * A fan-out that only the target's side can list (slurm's nodes: all, asked of sinfo): the
+   * lister, given a way to run commands where the hop's run (through the hops before it, or
+   * here); undefined when these options need none. Used when a run starts, before its plan.
+   */
+  fanOutAtRun?(options: Options): ((run: (argv: string[]) => Promise<ExecResult>) => Promise<{ suffix: string; options: Options }[]>) | undefined;
+  /**
    * The machine this hop's probes run on when it is another than the one the hop is reached from,
    * in a name every kind that reaches that machine gives ("ssh:ci@gpu-box:22"); undefined: the
    * machine of the hop before (for a first hop, the one cudamatrix runs on). gha matrix keeps the

@@ -72,6 +72,15 @@ describe('redaction', () => {
     expect(redactText('/Users/<user>/x')).toBe('/Users/<user>/x');
   });
 
+  it('a slurm session loses its job number and node, and the login node its user and host', () => {
+    const r = doctored(runs[0]!, runs[0]!.id, (x) => {
+      x.observed.session = 'slurm job 4711 on gpu07 via ssh ci@login1.cluster.example.org:22';
+    });
+    const clean = redactRecord(r);
+    expect(clean.observed.session).toBe('slurm job <job> on <node> via ssh <user>@<host>');
+    expect(redactRecord(clean)).toEqual(clean);
+  });
+
   it('a GPU or MIG UUID anywhere in a text field (a reason, evidence, a fact value, sysinfo) becomes GPU-<uuid>', () => {
     const uuid = 'GPU-8f3a2b1c-4d5e-6f70-8192-a3b4c5d6e7f8';
     const r = doctored(runs[0]!, runs[0]!.id, (x) => {

@@ -12,6 +12,7 @@
  * - user and host names where a string names them: `user@host[:port]` (an SSH session, "ssh
  *   alice@box:22 → wsl Ubuntu") becomes `<user>@<host>`, and the user's folder in a path
  *   (/home/alice/, /Users/alice/, C:\Users\alice\) becomes `<user>` (a library loaded from there).
+ * - a slurm session's job number and node ("slurm job 12 on gpu07" becomes "slurm job <job> on <node>").
  * The matrix's target name stays: the user chose it (the README says to name targets plainly).
  */
 import type { BehaviourRecord } from './format.ts';
@@ -21,6 +22,7 @@ export const REDACTED = [
   'the GPU UUID (sysinfo.gpu_uuid; GPU-… and MIG-… UUIDs anywhere else become GPU-<uuid>)',
   'user and host names in the session a target was reached through (user@host:port becomes <user>@<host>)',
   'user names in paths (/home/NAME, /Users/NAME, C:\\Users\\NAME become <user>)',
+  'the Slurm job and node of a slurm session (slurm job 12 on gpu07 becomes slurm job <job> on <node>)',
 ] as const;
 
 // Not an image digest (nvidia/cuda@sha256:...), which a Docker session names.
@@ -33,9 +35,12 @@ const gpuUuid = /\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-
 /** A string without GPU UUIDs. */
 const redactUuid = (s: string) => s.replace(gpuUuid, '$1-<uuid>');
 
+// A slurm session's job and node (runners/slurm): a cluster's node names are its hosts'.
+const slurmJob = /\bslurm job (?!<job>)\S+ on (?!<node>)[^\s,;)]+/g;
+
 /** A string without user and host names and GPU UUIDs. */
 export function redactText(s: string): string {
-  return redactUuid(s.replace(userAtHost, '<user>@<host>').replace(homeFolder, '$1<user>'));
+  return redactUuid(s.replace(userAtHost, '<user>@<host>').replace(homeFolder, '$1<user>').replace(slurmJob, 'slurm job <job> on <node>'));
 }
 
 function redactDeep(v: unknown): unknown {

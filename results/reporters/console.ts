@@ -13,6 +13,7 @@
 import pc from 'picocolors';
 import { isNotApplicable } from '../../core/errors.ts';
 import type { RunEvent } from '../../events/events.ts';
+import { nodesThatDifferLines } from '../fleet.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
 import { shownExitCode, type RunSummary, type Verdict } from '../verdicts.ts';
 import { evidenceOf, groupVerdicts } from './console/expectations.ts';
@@ -194,6 +195,10 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         const fine = summary.targets.length - listed.length;
         say(`${listed.length ? '' : '(no target with a problem)\n'}${fine} more target${fine === 1 ? '' : 's'} with no problem (every cell passed or skipped, no expectation failed) not listed; --verbose lists them`);
       }
+      // A fan-out's nodes that differ from the rest (results/fleet.ts): the fleet's finding.
+      const differ = nodesThatDifferLines(summary);
+      if (differ.length) say('');
+      for (const line of differ) say(line.startsWith(' ') ? line : c.yellow(line));
       if (summary.nothingMeasured) {
         say('');
         const judged = summary.counts.verdicts.passed + summary.counts.verdicts.failed;

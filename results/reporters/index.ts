@@ -1,6 +1,6 @@
 /**
  * The built-in reporters, by name, as `--reporter NAME[:PATH]` selects them. A reporter with a
- * path writes there ("-" is stdout); junit and json without a path write to stdout, and the
+ * path writes there ("-" is stdout); junit, json and nhc without a path write to stdout, and the
  * console then moves to stderr so that stdout stays machine-readable.
  */
 import { isStdout } from '../../core/fs.ts';
@@ -8,6 +8,7 @@ import type { Reporter } from '../reporter.ts';
 import { consoleReporter } from './console.ts';
 import { jsonReporter } from './json.ts';
 import { junitReporter } from './junit.ts';
+import { nhcReporter } from './nhc.ts';
 
 export interface ReporterChoice {
   name: ReporterName;
@@ -26,6 +27,7 @@ const builtIn = {
     consoleReporter({ out: env.toStderr ? process.stderr : process.stdout, quiet: env.quiet, verbose: env.verbose }),
   junit: (choice: ReporterChoice): Reporter => junitReporter(choice.path ?? '-'),
   json: (choice: ReporterChoice): Reporter => jsonReporter(choice.path ?? '-'),
+  nhc: (choice: ReporterChoice): Reporter => nhcReporter(choice.path ?? '-'),
 } as const;
 
 export type ReporterName = keyof typeof builtIn;

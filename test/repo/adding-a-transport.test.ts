@@ -56,9 +56,9 @@ export const connectEcho: Connect<EchoOptions> = async (o, context) => {
 
 /** The one registry line (with its import). */
 function register(registry: string): string {
-  const record = 'const kinds = { local, ssh, docker, wsl } satisfies';
+  const record = 'const kinds = { local, ssh, docker, wsl, slurm } satisfies';
   expect(registry).toContain(record);
-  return registry.replace(record, "import { echo } from './echo/kind.ts';\nconst kinds = { local, ssh, docker, wsl, echo } satisfies");
+  return registry.replace(record, "import { echo } from './echo/kind.ts';\nconst kinds = { local, ssh, docker, wsl, slurm, echo } satisfies");
 }
 
 describe('adding a transport', () => {

@@ -1,0 +1,292 @@
+/**
+ * The `slurm` transport: a node of a Slurm cluster. A session is one job: salloc, run from the
+ * login node (this machine, or the previous hop's: [ssh, slurm]), asks for one node and one task
+ * with the matrix's partition, account, QOS, GRES, constraint, nodelist and time limit, and runs
+ * a lifeline step on it (scripts.ts LIFELINE) whose stdin is ours. Every command is then a step
+ * of that job, `srun --jobid=J --overlap`, so that all of a target's probes, and whatever one
+ * probe starts, run on the one node the job was given, with the job's GPUs.
+ *
+ * Nothing is left in the queue: the session's end closes the lifeline's stdin and salloc gives
+ * the allocation back; so does cudamatrix killed or an SSH hop lost (the stdin ends with them). A
+ * command stopped (a timeout, Ctrl-C) has its step cancelled (scancel J.S), a run interrupted
+ * its job, and the run is told so. A job that waits in the queue longer than queueWait is
+ * cancelled, and the error gives Slurm's reason for the wait.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import type { Duplex } from 'node:stream';
+import { CudamatrixError } from '../../core/errors.ts';
+import { execProcessTree } from '../local.ts';
+import { streamProcess } from '../stream.ts';
+import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
+import { DEFAULT_GRES, DEFAULT_QUEUE_WAIT_S, type SlurmOptions } from './options.ts';
+import { LIFELINE, READ_FILE, STEP, WRITE_FILE } from './scripts.ts';
+
+/** Slurm's client commands (squeue, scancel, scontrol): bounded, so that a slurmctld that hangs does not hold the run. */
+const CLIENT_TIMEOUT_MS = 30_000;
+/** Copying a file through a step's stdin or stdout. */
+const COPY_TIMEOUT_MS = 5 * 60_000;
+/** How long salloc may take to give the allocation back once the lifeline's stdin is closed. */
+const RELEASE_TIMEOUT_MS = 15_000;
+
+/** Where salloc, srun and the client tools run: here, or through the previous hop's session. */
+interface SlurmRunner {
+  /** For messages: "this machine", "ssh login1:22". */
+  where: string;
+  run(argv: string[], options: ExecOptions): Promise<ExecResult>;
+  /** A long-lived command with its stdin and stdout as a byte stream (the lifeline). */
+  stream(argv: string[]): Promise<Duplex>;
+}
+
+function localRunner(): SlurmRunner {
+  return { where: 'this machine', run: (argv, options) => execProcessTree(argv, options), stream: (argv) => streamProcess(argv) };
+}
+
+function viaRunner(via: Session): SlurmRunner {
+  if (!via.openStream || via.platform !== 'linux') {
+    throw new CudamatrixError('MATRIX_INVALID', `a slurm hop needs a Linux login node that can carry a byte stream (its lifeline); ${via.description} cannot: reach the login node with an ssh hop`);
+  }
+  return { where: via.description, run: (argv, options) => via.exec(argv, options), stream: (argv) => via.openStream!(argv) };
+}
+
+/** The first line of what a command said, made one line. */
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, ' ').trim().slice(0, 600);
+}
+
+/** salloc's options from the matrix's. */
+export function allocationArgs(o: SlurmOptions, jobName: string): string[] {
+  const gres = o.gres ?? DEFAULT_GRES;
+  return [
+    `--job-name=${jobName}`,
+    '--nodes=1',
+    '--ntasks=1',
+    ...(o.partition ? [`--partition=${o.partition}`] : []),
+    ...(o.account ? [`--account=${o.account}`] : []),
+    ...(o.qos ? [`--qos=${o.qos}`] : []),
+    ...(gres !== 'none' ? [`--gres=${gres}`] : []),
+    ...(o.constraint ? [`--constraint=${o.constraint}`] : []),
+    ...(o.nodelist ? [`--nodelist=${o.nodelist}`] : []),
+    ...(o.timeLimit ? [`--time=${o.timeLimit}`] : []),
+  ];
+}
+
+/** Opens a session on a node of a Slurm cluster: a job of its own, from this machine or through the previous hop. */
+export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
+  const runner = context.via ? viaRunner(context.via) : localRunner();
+  const nonce = randomBytes(6).toString('hex');
+  const jobName = `cm-${context.runId}-${nonce}`;
+  // --kill-command: when Slurm revokes the allocation (scancel, the time limit, the node down),
+  // salloc kills the lifeline's srun at once instead of waiting for it.
+  const argv = ['salloc', '--quiet', '--kill-command=KILL', ...allocationArgs(o, jobName), 'srun', '--overlap', '--quiet', '--nodes=1', '--ntasks=1', 'sh', '-c', LIFELINE, 'sh', `cm-slurm-${nonce}`, nonce];
+  let lifeline: Duplex;
+  try {
+    lifeline = await runner.stream(argv);
+  } catch (error) {
+    throw sallocFailed(runner, error instanceof Error ? error.message : String(error));
+  }
+  const queueWaitMs = (o.queueWait ?? DEFAULT_QUEUE_WAIT_S) * 1000;
+  const ready = await waitReady(lifeline, nonce, queueWaitMs, context.signal).catch(async (error: unknown) => {
+    // Still in the queue (or never let in): why, said by Slurm (asked before salloc goes, which
+    // takes the job with it), then cancelled.
+    const job = await jobByName(runner, jobName);
+    lifeline.destroy();
+    if (job) await runner.run(['scancel', '--quiet', job.id], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    if (error === DEADLINE) {
+      throw new CudamatrixError(
+        'SLURM_QUEUE_TIMEOUT',
+        `target "${context.target}": Slurm job ${job?.id ?? jobName} waited ${queueWaitMs / 1000} s (queueWait) ${job ? `and is still ${job.state}, Slurm's reason: ${job.reason}` : 'and never started'}; it was cancelled (scancel). ${job?.reason.startsWith('ReqNodeNotAvail') ? 'The nodes it asked for are drained, down or reserved (sinfo -R says why)' : 'Allow a longer queueWait, or ask for a partition, QOS or GRES that is free sooner'}`,
+      );
+    }
+    if (context.signal?.aborted) {
+      if (job) context.onProgress?.(`${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`);
+      throw error;
+    }
+    throw sallocFailed(runner, error instanceof Error ? error.message : String(error));
+  });
+  return new SlurmSession(runner, lifeline, ready, context.target, context.signal, context.onProgress);
+};
+
+function sallocFailed(runner: SlurmRunner, said: string): CudamatrixError {
+  if (/ENOENT|not found|No such file/i.test(said) && !/salloc: error/.test(said)) {
+    return new CudamatrixError('SLURM_NOT_FOUND', `salloc is not on PATH on ${runner.where}: run cudamatrix on a login node of the cluster (with Slurm's client tools), or reach one first: transport: [{kind: ssh, host: login1}, {kind: slurm}] (${oneLine(said)})`);
+  }
+  return new CudamatrixError('SLURM_JOB_REFUSED', `Slurm did not start the job on ${runner.where}: ${oneLine(said.replace(/^.*?salloc /, 'salloc '))}. Check partition, account, qos, gres, constraint and nodelist against "sinfo" and "sacctmgr show assoc user=$USER"`);
+}
+
+interface Ready {
+  jobId: string;
+  node: string;
+  arch: string;
+  workDir: string;
+}
+
+const DEADLINE = new Error('deadline');
+
+/** Reads the lifeline's ready line; rejects with DEADLINE after `ms`, or with why the stream ended. */
+function waitReady(lifeline: Duplex, nonce: string, ms: number, signal?: AbortSignal): Promise<Ready> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const timer = setTimeout(() => finish(DEADLINE), ms);
+    const onAbort = () => finish(signal!.reason instanceof Error ? signal!.reason : new Error('cancelled'));
+    const onData = (d: Buffer) => {
+      seen += d.toString('utf8');
+      const m = new RegExp(`cm-slurm-ready ${nonce} (\\S+) (\\S+) (\\S+) (\\S+)\\n`).exec(seen);
+      if (m) finish(undefined, { jobId: m[1]!, node: m[2]!, arch: m[3]!, workDir: m[4]! });
+    };
+    const onError = (error: Error) => finish(error);
+    const onEnd = () => finish(new Error(`salloc ended before the job started${seen.trim() ? `: ${seen.trim()}` : ''}`));
+    const finish = (error: Error | undefined, ready?: Ready) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      lifeline.off('data', onData).off('error', onError).off('end', onEnd).off('close', onEnd);
+      if (ready) resolve(ready);
+      else reject(error);
+    };
+    lifeline.on('data', onData).on('error', onError).on('end', onEnd).on('close', onEnd);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+interface QueuedJob {
+  id: string;
+  state: string;
+  reason: string;
+}
+
+/** The job of that name in the queue, or undefined. */
+async function jobByName(runner: SlurmRunner, name: string): Promise<QueuedJob | undefined> {
+  const r = await runner.run(['squeue', '--noheader', `--name=${name}`, '--format=%i|%T|%r'], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+  const line = r?.stdout.split('\n').find((l) => l.includes('|'));
+  if (!line) return undefined;
+  const [id, state, reason] = line.trim().split('|');
+  return { id: id!, state: state!, reason: reason ?? '' };
+}
+
+class SlurmSession implements Session {
+  readonly description: string;
+  readonly hostKey: string;
+  readonly platform = 'linux' as const;
+  readonly shell = 'posix' as const;
+  readonly arch: string;
+  readonly workDir: string;
+  private readonly jobId: string;
+  private readonly node: string;
+  /** Why the lifeline ended before the session did (the job was cancelled, its node went down). */
+  private lifelineEnded = false;
+  private readonly released: Promise<void>;
+  private disposed = false;
+
+  constructor(
+    private readonly runner: SlurmRunner,
+    private readonly lifeline: Duplex,
+    ready: Ready,
+    private readonly target: string,
+    private readonly signal: AbortSignal | undefined,
+    private readonly onProgress: ((message: string) => void) | undefined,
+  ) {
+    this.jobId = ready.jobId;
+    this.node = ready.node;
+    this.arch = ready.arch;
+    this.workDir = ready.workDir;
+    this.description = `slurm job ${ready.jobId} on ${ready.node}${runner.where === 'this machine' ? '' : ` via ${runner.where}`}`;
+    this.hostKey = `slurm:${ready.node}`;
+    lifeline.on('error', () => undefined);
+    lifeline.resume();
+    this.released = new Promise((resolve) => lifeline.once('close', () => resolve()));
+    void this.released.then(() => (this.lifelineEnded = true));
+  }
+
+  /** One step of the job, under STEP: its exit status from the marker, srun's own lines left in stderr. */
+  async exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
+    if (this.lifelineEnded) throw await this.whyJobEnded(argv, '');
+    const nonce = randomBytes(6).toString('hex');
+    const env = Object.entries(options.env ?? {});
+    const command = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
+    const step = ['srun', `--jobid=${this.jobId}`, '--overlap', '--quiet', '--nodes=1', '--ntasks=1', `--job-name=cm-step-${nonce}`, 'sh', '-c', STEP, 'sh', nonce, options.cwd ?? this.workDir, ...command];
+    const r = await this.runner.run(step, { stdin: options.stdin, timeoutMs: options.timeoutMs, signal: options.signal, maxOutput: options.maxOutput });
+    const marker = new RegExp(`cm-slurm-exit-${nonce} (\\d+)\\n`);
+    const m = marker.exec(r.stderr);
+    if (m) {
+      const stderr = r.stderr.slice(0, m.index) + r.stderr.slice(m.index + m[0].length);
+      return { ...r, command: argv, exitCode: Number(m[1]), signal: null, stderr };
+    }
+    if (r.timedOut || r.cancelled || r.truncated) {
+      await this.stopped(argv, nonce, r.timedOut ? 'ran past its timeout' : r.cancelled ? 'was stopped: the run was interrupted' : 'printed more than the output cap');
+      return { ...r, command: argv };
+    }
+    throw await this.whyJobEnded(argv, r.stderr);
+  }
+
+  /**
+   * After a stopped step's srun has ended: a step still there (an srun killed before it could
+   * end it) is cancelled. Either way the run is told.
+   */
+  private async stopped(argv: string[], nonce: string, why: string): Promise<void> {
+    const r = await this.runner.run(['squeue', '--noheader', '--steps', `--jobs=${this.jobId}`, '--format=%i %j'], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    const stepId = r?.stdout
+      .split('\n')
+      .map((l) => l.trim().split(/\s+/))
+      .find((f) => f[1] === `cm-step-${nonce}`)?.[0];
+    if (stepId) await this.runner.run(['scancel', '--quiet', stepId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    this.onProgress?.(`${this.target}: ${argv[0] ?? 'a command'} ${why}: its step of Slurm job ${this.jobId} ${stepId ? `was cancelled (scancel ${stepId})` : 'ended with its srun'}`);
+  }
+
+  /** The job went away under a step: its node down or drained, the job cancelled or past its time limit. */
+  private async whyJobEnded(argv: string[], srunSaid: string): Promise<CudamatrixError> {
+    const what = `${argv[0] ?? 'a command'}`;
+    const r = await this.runner.run(['scontrol', '--oneliner', 'show', 'node', this.node], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    const state = /\bState=(\S+)/.exec(r?.stdout ?? '')?.[1] ?? '';
+    const reason = /\bReason=([^\n]*?)(?= \w+=|\s*$)/.exec(r?.stdout ?? '')?.[1]?.replace(/\s*\[[^\]]*\]$/, '').trim();
+    const said = oneLine(srunSaid);
+    // The node's state now, or srun's word for it (a node back in service already).
+    if (/DOWN|DRAIN|FAIL|NOT_RESPONDING|\*/.test(state) || /Node failure on/.test(said)) {
+      return new CudamatrixError('SLURM_NODE_DOWN', `node ${this.node} is ${state || 'unknown'}${reason ? ` (reason: ${reason})` : ''}: Slurm job ${this.jobId} ended while ${what} ran there${said ? `; srun said: ${said}` : ''}`);
+    }
+    return new CudamatrixError('SLURM_JOB_ENDED', `Slurm job ${this.jobId} on ${this.node} ended while ${what} ran (cancelled, or past its time limit: "sacct -j ${this.jobId}" says which)${said ? `; srun said: ${said}` : ''}`);
+  }
+
+  async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
+    const data = await readFile(localPath);
+    const r = await this.exec(['sh', '-c', WRITE_FILE, 'sh', remotePath, options.executable ? '755' : '644'], { cwd: '/', stdin: data.toString('base64'), timeoutMs: COPY_TIMEOUT_MS });
+    if (r.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+  }
+
+  async get(remotePath: string, localPath: string): Promise<void> {
+    const r = await this.exec(['sh', '-c', READ_FILE, 'sh', remotePath], { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    if (r.exitCode !== 0) {
+      await rm(localPath, { force: true });
+      throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+    }
+    await writeFile(localPath, Buffer.from(r.stdout, 'base64'));
+  }
+
+  joinPath(...parts: string[]): string {
+    return parts.join('/').replace(/\/+/g, '/');
+  }
+
+  /**
+   * Closes the lifeline's stdin: it removes the work directory, salloc gives the allocation back.
+   * A run interrupted cancels the job first; a job still there after RELEASE_TIMEOUT_MS is
+   * cancelled too. Either is said.
+   */
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    if (this.signal?.aborted && !this.lifelineEnded) await this.cancelJob('the run was interrupted');
+    this.lifeline.end();
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([this.released.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), RELEASE_TIMEOUT_MS)))]);
+    clearTimeout(timer);
+    if (!inTime) {
+      await this.cancelJob(`salloc did not give the allocation back within ${RELEASE_TIMEOUT_MS / 1000} s`);
+      this.lifeline.destroy();
+    }
+  }
+
+  private async cancelJob(why: string): Promise<void> {
+    const r = await this.runner.run(['scancel', this.jobId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    if (r?.exitCode === 0) this.onProgress?.(`${this.target}: Slurm job ${this.jobId} cancelled (scancel): ${why}`);
+  }
+}

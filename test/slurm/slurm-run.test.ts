@@ -1,0 +1,171 @@
+/**
+ * `cudamatrix run` with slurm targets on a real Slurm (test/slurm/slurm-lab.ts), cudamatrix on
+ * the "login node" (this machine): the whole probe suite's no-driver path through srun, and
+ * nothing left in the queue or on the node after a run, Ctrl-C, a probe past its timeout, or the
+ * CLI killed (SIGKILL: the job ends with its lifeline). The nhc reporter's line per node.
+ */
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readEventLog, type RunEvent } from '../../events/events.ts';
+import { runCli, startCli } from '../cli.ts';
+import { tempDir } from '../helpers.ts';
+import { probeNames } from '../../probes/catalogue.ts';
+import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
+
+/** The cells of probes: all (the catalogue's probes). */
+const SUITE = probeNames().length;
+
+const ready = slurmReady();
+let lab: SlurmLab | undefined;
+
+/** The steps' TMPDIR (passed on from the CLI by srun): this file's own, where their work directories go. */
+let nodeTmp = '';
+beforeAll(async () => {
+  if (!ready) return;
+  lab = await startSlurmLab(2);
+  nodeTmp = tempDir('cm-node-tmp-');
+}, 120_000);
+
+afterAll(async () => {
+  const left = await lab?.stop();
+  expect(left ?? []).toEqual([]);
+});
+
+/** The work directories sessions made on the node. */
+const workDirsLeft = () => readdirSync(nodeTmp).filter((f) => f.startsWith('cm-slurm-'));
+/** The CLI's environment: the lab, and the steps' TMPDIR. */
+const cliEnv = (more: Record<string, string> = {}) => ({ ...lab!.env, TMPDIR: nodeTmp, ...more });
+
+/** CLIs a test started: one a failed test left running is killed (its job then ends with its lifeline). */
+const started: ChildProcess[] = [];
+function start(...args: Parameters<typeof startCli>): ReturnType<typeof startCli> {
+  const run = startCli(...args);
+  started.push(run.child);
+  return run;
+}
+
+afterEach(async () => {
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  if (!lab) return;
+  expect(await lab.settled()).toEqual({ queue: [], processes: [] });
+  expect(workDirsLeft()).toEqual([]);
+});
+
+function writeMatrix(dir: string, hop: Record<string, unknown>, probes: string, extra: string[] = [], top: string[] = []): string {
+  const file = path.join(dir, 'matrix.yaml');
+  writeFileSync(file, ['version: 1', ...top, `defaults: {probes: ${probes}}`, 'targets:', '  - name: node', `    transport: [${JSON.stringify({ kind: 'slurm', ...hop })}]`, ...extra, ''].join('\n'));
+  return file;
+}
+
+function eventsOf(dir: string): RunEvent[] {
+  const runs = readdirSync(path.join(dir, 'runs'));
+  return readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
+}
+
+const cells = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+
+/** Resolves once the probe runs on the node (a task of the job, under its slurmstepd). */
+async function probeRunning(): Promise<void> {
+  await expect.poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 }).toBe(true);
+}
+
+describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the login node)', () => {
+  it('runs the whole probe suite through srun on one node, writes the results, and leaves nothing in the queue or on the node', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, { partition: lab!.partition }, 'all');
+    const nhc = path.join(dir, 'health.txt');
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: cliEnv() });
+    expect(r.code, r.stderr).toBe(0);
+    // The health checker's line: the node the job ran on, its exit status, why.
+    expect(readFileSync(nhc, 'utf8')).toMatch(new RegExp(`^n[12] 0 OK: ${SUITE} cells \\(${SUITE} skipped\\), 0 expectations passed\n$`));
+    const events = eventsOf(dir);
+    expect(events.find((e) => e.type === 'target-ready')).toMatchObject({ session: expect.stringMatching(/^slurm job \d+ on n[12]$/), platform: 'linux' });
+    const suite = cells(events);
+    expect(suite.length).toBe(SUITE);
+    // No driver here: every probe skips, each having run on the node (sysinfo says where).
+    expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
+    expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'run-end' });
+  });
+
+  it('fans a target out over a hostlist: one target per node, pinned there, in one run with a line per node', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, { nodes: 'n[1-2]' }, '[sysinfo]', [], ['concurrency: 2']);
+    const plan = await runCli(['plan', '-m', file]);
+    expect(plan.stdout).toMatch(/node@n1/);
+    expect(plan.stdout).toMatch(/node@n2/);
+    const nhc = path.join(dir, 'health.txt');
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: cliEnv() });
+    expect(r.code, r.stderr).toBe(0);
+    const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
+    expect(ready).toEqual({ 'node@n1': expect.stringMatching(/^slurm job \d+ on n1$/), 'node@n2': expect.stringMatching(/^slurm job \d+ on n2$/) });
+    expect(readFileSync(nhc, 'utf8').split('\n').filter(Boolean).sort()).toEqual(['n1 0 OK: 1 cells (1 skipped), 0 expectations passed', 'n2 0 OK: 1 cells (1 skipped), 0 expectations passed']);
+    expect(r.stdout).toMatch(/node@n1/);
+    // The two lab nodes are alike: none is named as differing (results/fleet.test.ts has ones that do).
+    expect(r.stdout).not.toMatch(/Nodes that differ/);
+  });
+
+  it('nodes: all asks sinfo for the partition\'s nodes when the run starts: one target per node', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, { partition: lab!.partition, nodes: 'all' }, '[sysinfo]', [], ['concurrency: 2']);
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
+    expect(r.code, r.stderr).toBe(0);
+    const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
+    expect(ready).toEqual({ 'node@n1': expect.stringMatching(/ on n1$/), 'node@n2': expect.stringMatching(/ on n2$/) });
+    // A partition sinfo does not know: the run does not start, and says why.
+    const bad = await runCli(['run', '-m', writeMatrix(dir, { partition: 'nosuch', nodes: 'all' }, '[sysinfo]'), '--results-dir', path.join(dir, 'runs2')], { env: cliEnv() });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/SLURM_JOB_REFUSED.*nodes: all: "sinfo --noheader --Node --format=%N --partition=nosuch" listed no node/);
+  });
+
+  it('doctor --target: the job granted, cudaprobe on the node, and the missing driver said', async () => {
+    const dir = tempDir();
+    const r = await runCli(['doctor', '--target', 'node', '-m', writeMatrix(dir, { nodelist: 'n2' }, '[sysinfo]')], { env: cliEnv() });
+    expect(r.code).toBe(3);
+    expect(r.stdout).toMatch(/✓ reachable +slurm job \d+ on n2: job granted, its lifeline step runs on the node/);
+    expect(r.stdout).toMatch(/✗ driver +no NVIDIA driver found/);
+  });
+
+  it('refuses a hostlist that does not expand, at its line, with the fix', async () => {
+    const dir = tempDir();
+    const r = await runCli(['plan', '-m', writeMatrix(dir, { nodes: 'n[1-' }, '[sysinfo]')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/matrix\.yaml:5:\d+: .*not a Slurm hostlist: "n\[1-" has an unclosed or stray bracket/);
+    expect(r.stderr).toMatch(/fix: write node names, or ranges in brackets/);
+  });
+
+  it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, {}, '[sysinfo]');
+    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
+    await probeRunning();
+    child.kill('SIGINT');
+    const r = await done;
+    expect(r.code).toBe(130);
+    expect(`${r.stdout}\n${r.stderr}`).toMatch(/node: Slurm job \d+ cancelled \(scancel\): the run was interrupted/);
+    expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'cancelled' }]);
+  }, 120_000);
+
+  it('a probe past its timeout: its step is stopped, the run says so, the cell is PROBE_TIMEOUT', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, {}, '[sysinfo]', ['    timeout: 2s']);
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
+    expect(r.code).toBe(3);
+    // nhc on stdout (the console moves to stderr): the node, exit status 3, the cell that failed.
+    expect(r.stdout).toMatch(/^n[12] 3 ERROR: nhc: Health check failed: node: sysinfo PROBE_TIMEOUT: timed out after \d+ ms/);
+    expect(`${r.stdout}\n${r.stderr}`).toMatch(/node: \S*cudaprobe\S* ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)/);
+    expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'error', errorCode: 'PROBE_TIMEOUT' }]);
+  });
+
+  it('the CLI killed (SIGKILL) mid-probe: the job ends with its lifeline, nothing is left', async () => {
+    const dir = tempDir();
+    const file = writeMatrix(dir, {}, '[sysinfo]');
+    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
+    await probeRunning();
+    child.kill('SIGKILL');
+    expect((await done).code).toBe(null);
+    // afterEach: the queue empty, no step or task left, no work directory.
+  }, 120_000);
+});

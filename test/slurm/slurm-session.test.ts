@@ -1,0 +1,161 @@
+/**
+ * The slurm transport's session on a real Slurm (test/slurm/slurm-lab.ts): a job per session, a
+ * step per command on the job's node with its GPU, files both ways, the queue wait bounded with
+ * Slurm's reason, a step past its timeout cancelled, a node taken down under a step named, and
+ * nothing left in the queue or on the node after each.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CudamatrixError } from '../../core/errors.ts';
+import { connectChain, type Hop } from '../../runners/registry.ts';
+import type { Session } from '../../runners/transport.ts';
+import { tempDir } from '../helpers.ts';
+import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
+
+const ready = slurmReady();
+let lab: SlurmLab | undefined;
+
+beforeAll(async () => {
+  if (!ready) return;
+  lab = await startSlurmLab(2);
+  // The client tools this process starts (salloc, srun, squeue) find the lab by it.
+  process.env.SLURM_CONF = lab.conf;
+}, 120_000);
+
+afterAll(async () => {
+  delete process.env.SLURM_CONF;
+  const left = await lab?.stop();
+  expect(left ?? []).toEqual([]);
+});
+
+afterEach(async () => {
+  if (lab) expect(await lab.settled()).toEqual({ queue: [], processes: [] });
+});
+
+const messages: string[] = [];
+function connect(options: Record<string, unknown> = {}, signal?: AbortSignal): Promise<Session> {
+  const hops: Hop[] = [{ kind: 'slurm', queueWait: 60, ...options }];
+  return connectChain(hops, { target: 'node', runId: `t${randomBytes(3).toString('hex')}`, signal, onProgress: (m) => messages.push(m) });
+}
+
+async function rejection(p: Promise<unknown>): Promise<CudamatrixError> {
+  const error = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(CudamatrixError);
+  return error as CudamatrixError;
+}
+
+describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
+  it('runs every command as a step of one job, on its node with its GPU, and removes the work directory at the end', async () => {
+    const s = await connect({ nodelist: 'n2' });
+    let workDir: string;
+    try {
+      expect(s.description).toMatch(/^slurm job \d+ on n2$/);
+      expect(s.platform).toBe('linux');
+      workDir = s.workDir;
+      const jobId = /job (\d+)/.exec(s.description)![1];
+      const a = await s.exec(['sh', '-c', 'echo "$SLURM_JOB_ID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $(pwd)"']);
+      expect(a).toMatchObject({ exitCode: 0, stderr: '', stdout: `${jobId} n2 0 ${workDir}\n` });
+      // Exit statuses, stderr as the command wrote it (no srun lines), stdin, env, cwd.
+      const b = await s.exec(['sh', '-c', 'echo oops >&2; exit 3']);
+      expect(b).toMatchObject({ exitCode: 3, stderr: 'oops\n', timedOut: false });
+      expect((await s.exec(['cat'], { stdin: 'through srun\n' })).stdout).toBe('through srun\n');
+      expect((await s.exec(['sh', '-c', 'echo "$CM_X"'], { env: { CM_X: 'a b' } })).stdout).toBe('a b\n');
+      expect((await s.exec(['pwd'], { cwd: '/no/such/dir' })).exitCode).toBe(125);
+      expect((await s.exec(['no-such-command-cm'])).exitCode).toBe(127);
+      // Files both ways, byte for byte.
+      const dir = tempDir();
+      const bytes = randomBytes(200_000);
+      writeFileSync(path.join(dir, 'in.bin'), bytes);
+      await s.put(path.join(dir, 'in.bin'), s.joinPath(workDir, 'x.bin'), { executable: true });
+      expect((await s.exec(['sh', '-c', 'stat -c %a x.bin'])).stdout.trim()).toBe('755');
+      await s.get(s.joinPath(workDir, 'x.bin'), path.join(dir, 'out.bin'));
+      expect(readFileSync(path.join(dir, 'out.bin')).equals(bytes)).toBe(true);
+      expect(existsSync(workDir)).toBe(true);
+    } finally {
+      await s[Symbol.asyncDispose]();
+    }
+    expect(existsSync(workDir)).toBe(false);
+  });
+
+  it('cancels a step past its timeout (scancel) and says so; the job goes on', async () => {
+    messages.length = 0;
+    const s = await connect();
+    try {
+      const r = await s.exec(['sleep', '120'], { timeoutMs: 1500 });
+      expect(r.timedOut).toBe(true);
+      expect(messages.join('\n')).toMatch(/^node: sleep ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)$/m);
+      const steps = await lab!.slurm('squeue', '--noheader', '--steps', '--format=%i %j');
+      expect(steps).not.toMatch(/cm-step-/);
+      expect((await s.exec(['true'])).exitCode).toBe(0);
+    } finally {
+      await s[Symbol.asyncDispose]();
+    }
+  });
+
+  it('a job that waits past queueWait is cancelled, and the error gives Slurm\'s reason (Resources)', async () => {
+    // Both GPUs held by another job: ours pends for Resources.
+    const holder = lab!.slurm('srun', '-N2', '--gres=gpu:1', '-J', 'holder', 'sleep', '300').catch(() => undefined);
+    try {
+      await expect.poll(async () => (await lab!.queue()).some((l) => l.includes(' holder RUNNING ')), { timeout: 60_000 }).toBe(true);
+      const error = await rejection(connect({ queueWait: 3 }));
+      expect(error.code).toBe('SLURM_QUEUE_TIMEOUT');
+      expect(error.message).toMatch(/^target "node": Slurm job \d+ waited 3 s \(queueWait\) and is still PENDING, Slurm's reason: Resources; it was cancelled \(scancel\)/);
+      expect((await lab!.queue()).filter((l) => !l.includes(' holder '))).toEqual([]);
+    } finally {
+      await lab!.slurm('scancel', '--name=holder');
+      await holder;
+    }
+  });
+
+  it('Ctrl-C while the job waits in the queue: it is cancelled, and said', async () => {
+    messages.length = 0;
+    await lab!.slurm('scontrol', 'update', 'nodename=n1', 'state=drain', 'reason=cm-test-wait');
+    try {
+      const abort = new AbortController();
+      const connecting = connect({ nodelist: 'n1', queueWait: 120 }, abort.signal);
+      await expect.poll(async () => (await lab!.queue()).some((l) => / PENDING /.test(l)), { timeout: 30_000 }).toBe(true);
+      abort.abort(new Error('interrupted'));
+      await expect(connecting).rejects.toThrow('interrupted');
+      expect(messages.join('\n')).toMatch(/^node: Slurm job \d+ cancelled \(scancel\) while PENDING: the run was interrupted$/m);
+    } finally {
+      await lab!.resume('n1');
+    }
+  });
+
+  it('a drained node asked for by nodelist: the job pends with ReqNodeNotAvail, said in the error', async () => {
+    await lab!.slurm('scontrol', 'update', 'nodename=n1', 'state=drain', 'reason=cm-test-maintenance');
+    try {
+      const error = await rejection(connect({ nodelist: 'n1', queueWait: 3 }));
+      expect(error.code).toBe('SLURM_QUEUE_TIMEOUT');
+      expect(error.message).toMatch(/Slurm's reason: ReqNodeNotAvail.*drained, down or reserved/);
+    } finally {
+      await lab!.resume('n1');
+    }
+  });
+
+  it('a node taken down under a running step is SLURM_NODE_DOWN naming the node and the reason', async () => {
+    const s = await connect({ nodelist: 'n2' });
+    try {
+      const running = s.exec(['sleep', '120'], { timeoutMs: 90_000 });
+      await expect.poll(async () => /cm-step-/.test(await lab!.slurm('squeue', '--noheader', '--steps', '--format=%j')), { timeout: 30_000 }).toBe(true);
+      await lab!.slurm('scontrol', 'update', 'nodename=n2', 'state=down', 'reason=cm-test-gpu-fell-off');
+      const error = await rejection(running);
+      expect(error.code).toBe('SLURM_NODE_DOWN');
+      expect(error.message).toMatch(/^node n2 is DOWN\S* \(reason: cm-test-gpu-fell-off\): Slurm job \d+ ended while sleep ran there/);
+    } finally {
+      await s[Symbol.asyncDispose]();
+      await lab!.resume('n2');
+    }
+  });
+
+  it('refuses a partition that is not there, with salloc\'s words', async () => {
+    const error = await rejection(connect({ partition: 'nosuch' }));
+    expect(error.code).toBe('SLURM_JOB_REFUSED');
+    expect(error.message).toMatch(/invalid partition/i);
+  });
+});
