@@ -56,7 +56,7 @@ const std::vector<ProbeInfo>& probes() {
       {"multi-process-pinned", "whether several processes pinning at once add up (C14)", "linux,windows", "processes=2;size_gib=1",
        runMultiProcessPinned},
       {"pinned-ceiling", "how much can be pinned, against free VRAM and with cudaDeviceReset first (C11, C12)", "linux,windows",
-       "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2", runPinnedCeiling},
+       "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2;registered_rounds=1", runPinnedCeiling},
       {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory (C8)", "linux,windows",
        "sizes_mib=1,16,256,1024;repetitions=20;warmup=2", runTransferBandwidth},
       {"event-timing", "the resolution of cuEventElapsedTime (C7)", "linux,windows", "targets_us=1,2,5,10,20;repetitions=50", runEventTiming},
@@ -64,9 +64,15 @@ const std::vector<ProbeInfo>& probes() {
       {"stream-priority", "whether stream priorities are honoured (C6)", "linux,windows", "repetitions=5;block_us=1000;waves=10;delay_ms=1",
        runStreamPriority},
       {"cuda-graph", "CUDA Graphs support and launch cost (C5)", "linux,windows", "kernels=1000;repetitions=20", runCudaGraph},
-      {"managed-memory", "managed memory and concurrent CPU/GPU access (C13)", "linux,windows", "size_mib=64", runManagedMemory},
+      {"managed-memory", "managed memory and concurrent CPU/GPU access (C13); opt-in: a managed allocation of percent_of_free (C18)", "linux,windows",
+       "size_mib=64;percent_of_free=0", runManagedMemory},
       {"cuda-log", "what CUDA_LOG_FILE logs (C9)", "linux,windows", "log_level=", runCudaLog},
       {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", runWindowsRegistry},
+      // Opt-in (they fill the card), bounded, and last.
+      {"alloc-ceiling", "how much device memory can be allocated against the free VRAM reported (C15); opt-in", "linux,windows",
+       "apis=driver,runtime,async;chunk_mib=256;max_gib=16;granularity_mib=64", runAllocCeiling},
+      {"sysmem-fallback", "whether allocations past VRAM spill into system memory, and what a spilled chunk costs (C16); opt-in", "linux,windows",
+       "api=runtime;chunk_mib=256;past_vram_gib=2;max_gib=0", runSysmemFallback},
   };
   return all;
 }

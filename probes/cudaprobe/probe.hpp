@@ -70,5 +70,8 @@ int runCudaGraph(ProbeContext& ctx);
 int runManagedMemory(ProbeContext& ctx);
 int runCudaLog(ProbeContext& ctx);
 int runWindowsRegistry(ProbeContext& ctx);
+// Issue 24: opt-in memory probes (alloc_ceiling_probe.cpp, sysmem_fallback_probe.cpp).
+int runAllocCeiling(ProbeContext& ctx);
+int runSysmemFallback(ProbeContext& ctx);
 
 }  // namespace cp
