@@ -65,7 +65,7 @@ export function compareVersions(a: string, b: string): number {
 }
 
 /** The environments in docs/claims.md's order; others after them, by name. */
-const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
+const ENVIRONMENTS = ['linux', 'wsl2', 'wsl2-docker', 'wddm', 'tcc', 'mcdm'];
 const envRank = (e: string) => (ENVIRONMENTS.includes(e) ? ENVIRONMENTS.indexOf(e) : ENVIRONMENTS.length);
 
 export function compareKeys(a: ObservationKey, b: ObservationKey): number {
