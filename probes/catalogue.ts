@@ -392,7 +392,7 @@ const managedMemory: ProbeSpec = {
     { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM before the percent_of_free step', tolerance: { relative: 0.02 } },
     { name: 'managed_bytes', unit: 'bytes', description: 'Size of the percent_of_free allocation', tolerance: { relative: 0.02 } },
     { name: 'large_gpu_fill_gbps', unit: 'GB/s', description: 'Kernel filling the percent_of_free allocation (first-touch migration or eviction included)', tolerance: { relative: 0.5 } },
-    { name: 'large_cpu_read_back_ms', unit: 'ms', description: 'CPU reading one word a page of it back', tolerance: { relative: 0.5 } },
+    { name: 'large_cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back at up to 4096 places, a page or more apart', tolerance: { relative: 0.5 } },
   ],
 };
 
@@ -488,7 +488,7 @@ const sysmemFallback: ProbeSpec = {
     { name: 'total_vram_bytes', unit: 'bytes', description: 'Total VRAM', tolerance: { relative: 0 } },
     { name: 'allocated_bytes', unit: 'bytes', description: 'Chunks held before a failure or the bound (attrs: stopped_by, target_bytes)', tolerance: { relative: 0.02 } },
     { name: 'past_free_vram_bytes', unit: 'bytes', description: 'allocated_bytes less the free VRAM at the start (negative: it stopped before)', tolerance: { relative: 0.1, absolute: 512 * MiB } },
-    { name: 'first_chunk_write_gbps', unit: 'GB/s', description: 'cuMemsetD32 bandwidth of the first chunk, median of 3', tolerance: { relative: 0.2 } },
+    { name: 'first_chunk_write_gbps', unit: 'GB/s', description: 'cuMemsetD32 bandwidth of the first chunk (4 memsets + 1 synchronize, host-timed), median of 3', tolerance: { relative: 0.2 } },
     { name: 'last_chunk_write_gbps', unit: 'GB/s', description: 'The same for the last chunk', tolerance: { relative: 0.2 } },
     { name: 'last_first_write_ratio', unit: 'ratio', description: 'last_chunk_write_gbps / first_chunk_write_gbps', tolerance: { relative: 0.2 } },
     { name: 'shared_usage_growth_bytes', unit: 'bytes', description: 'Growth of the subject\'s PDH Shared Usage (Windows; null elsewhere)', tolerance: { relative: 0.1, absolute: 64 * MiB } },
