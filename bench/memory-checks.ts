@@ -20,7 +20,9 @@
  * It also writes <out dir>/new-probes.yaml, a matrix of the same probes and caps, for the
  * recorded run (scripts/gpu-suite.ts --new-probes).
  *
- *   tsx bench/memory-checks.ts [--probe FILE] [--python python3] [--out FILE] [--max-gib 16]
+ *   pnpm bench:memory [--probe FILE] [--python python3] [--out FILE] [--max-gib 16] [--tiny]
+ *
+ * --tiny: a 1 GiB cap (for the tests; its figures mean little).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -38,18 +40,18 @@ const CHUNK = 256 * MiB;
 const GRANULE = 64 * MiB;
 
 function usage(message: string): never {
-  console.error(`bench/memory-checks: ${message}\nusage: memory-checks [--probe FILE] [--python PYTHON] [--out FILE] [--max-gib N]`);
+  console.error(`bench/memory-checks: ${message}\nusage: memory-checks [--probe FILE] [--python PYTHON] [--out FILE] [--max-gib N] [--tiny]`);
   process.exit(2);
 }
 
 let parsed;
 try {
-  parsed = parseArgs({ options: { probe: { type: 'string' }, python: { type: 'string', default: 'python3' }, out: { type: 'string' }, 'max-gib': { type: 'string', default: '16' } } });
+  parsed = parseArgs({ options: { probe: { type: 'string' }, python: { type: 'string', default: 'python3' }, out: { type: 'string' }, 'max-gib': { type: 'string', default: '16' }, tiny: { type: 'boolean', default: false } } });
 } catch (error) {
   usage((error as Error).message);
 }
 const { values } = parsed;
-const maxGib = Number(values['max-gib']);
+const maxGib = values.tiny ? 1 : Number(values['max-gib']);
 if (!(maxGib > 0)) usage(`--max-gib takes a positive number, got ${values['max-gib']}`);
 if (values.probe && !existsSync(values.probe)) usage(`--probe ${values.probe}: no such file`);
 const python = values.python!;
