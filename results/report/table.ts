@@ -243,7 +243,7 @@ export interface MetricRowSpec {
   largestSize?: boolean;
 }
 
-/** The numbers behind the claims that metrics, not facts, decide (C5, C7, C8, C12), and the growth behind C1. */
+/** The numbers behind the claims that metrics, not facts, decide (C5, C7, C8, C12), the growth behind C1, and the ceilings behind C15-C17. */
 export const KEY_METRICS: MetricRowSpec[] = [
   { metric: 'pinned-vram.device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cuMemHostAlloc (deciding source)', where: { api: 'driver', kind: 'pinned' } },
   { metric: 'pinned-vram.device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cudaMallocHost (deciding source)', where: { api: 'runtime', kind: 'pinned' } },
@@ -257,6 +257,12 @@ export const KEY_METRICS: MetricRowSpec[] = [
   { metric: 'sync-latency.p50_us', label: 'launch + synchronize, median' },
   { metric: 'sync-latency.p99_us', label: 'launch + synchronize, 99th percentile' },
   { metric: 'cuda-graph.graph_speedup', label: 'graph launch speed-up over plain launches' },
+  { metric: 'pinned-ceiling.ceiling_bytes', label: 'registered ceiling (malloc + cuMemHostRegister)', where: { variant: 'registered' } },
+  { metric: 'alloc-ceiling.largest_single_bytes', label: 'largest single cuMemAlloc (to the cap)', where: { api: 'driver' } },
+  { metric: 'alloc-ceiling.cumulative_bytes', label: 'cuMemAlloc in 256 MiB chunks (to the cap)', where: { api: 'driver' } },
+  { metric: 'alloc-ceiling.shortfall_bytes', label: 'free VRAM that cuMemAlloc chunks could not get', where: { api: 'driver' } },
+  { metric: 'sysmem-fallback.past_free_vram_bytes', label: 'allocated past free VRAM (sysmem fallback)' },
+  { metric: 'sysmem-fallback.last_first_write_ratio', label: 'last / first chunk write bandwidth (sysmem fallback)' },
 ];
 
 /** The metric a spec picks from a record, or undefined. */

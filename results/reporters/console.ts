@@ -616,6 +616,20 @@ const keyMetrics: Record<string, (cell: CellEndEvent) => Line[]> = {
     const values = cell.records.filter((r): r is MetricRecord => r.type === 'metric' && r.name.startsWith('registry_') && r.value !== null);
     return values.length ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]] : [];
   },
+  'alloc-ceiling': (cell) =>
+    ['driver', 'runtime', 'async'].flatMap((api): Line[] => {
+      const [free, largest, held] = ['free_vram_bytes', 'largest_single_bytes', 'cumulative_bytes'].map((n) => metricsOf(cell, n, { api })[0]);
+      if (!free && !largest && !held) return [];
+      return [[`${api} API`, `free at start ${fmt(free)}, largest single ${fmt(largest)}, in chunks ${fmt(held)}${held?.attrs?.stopped_by ? ` (stopped by ${held.attrs.stopped_by})` : ''}`]];
+    }),
+  'sysmem-fallback': (cell) => {
+    const [allocated, free, first, last, shared] = ['allocated_bytes', 'free_vram_bytes', 'first_chunk_write_gbps', 'last_chunk_write_gbps', 'shared_usage_growth_bytes'].map((n) => metricsOf(cell, n)[0]);
+    if (!allocated) return [];
+    return [
+      ['allocated', `${fmt(allocated)} of ${fmt(free)} free${allocated.attrs?.stopped_by ? ` (stopped by ${allocated.attrs.stopped_by})` : ''}, Shared Usage ${signed(shared)}`],
+      ['chunk write bandwidth', `first ${fmt(first)}, last ${fmt(last)}`],
+    ];
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
