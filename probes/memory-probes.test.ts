@@ -21,7 +21,8 @@ function expectUsage(records: ProbeRecord[], message: string): void {
 
 const badParams: [string[], string][] = [
   [['run', 'alloc-ceiling', '--param', 'apis=cublas'], 'parameter apis must name driver, runtime and/or async'],
-  [['run', 'alloc-ceiling', '--param', 'max_gib=0.1'], 'max_gib at least one chunk'],
+  [['run', 'alloc-ceiling', '--param', 'max_gib=0.1'], 'max_gib 0 (the device\'s memory) or at least one chunk'],
+  [['run', 'alloc-ceiling', '--param', 'max_gib=-1'], 'max_gib 0 (the device\'s memory) or at least one chunk'],
   [['run', 'sysmem-fallback', '--param', 'past_vram_gib=8'], 'past_vram_gib takes 0 to 4 GiB'],
   [['run', 'sysmem-fallback', '--param', 'api=async'], 'parameter api takes driver or runtime'],
   [['run', 'managed-memory', '--param', 'percent_of_free=200'], 'percent_of_free takes 0 (off) to 150'],

@@ -1,8 +1,9 @@
 // alloc-ceiling (C15): how much device memory can really be allocated, against the free VRAM
 // the driver reports at the start. Per API (cuMemAlloc, cudaMalloc, cudaMallocAsync), in a fresh
 // subject: the largest single allocation (bisection) and the total of chunks held at once, both
-// bounded by max_gib. Opt-in: without a cap below VRAM it fills the card.
+// bounded by max_gib (0: the device's total memory, never past it). Opt-in: it fills the card.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -48,7 +49,7 @@ void emitReaches(const std::string& probe, const std::string& api, double freeVr
   emitFact(probe, name.c_str(), cumulative + slack >= freeVram ? "true" : "false", ev.num("shortfall_bytes", freeVram - cumulative));
 }
 
-bool measureApi(ProbeContext& ctx, const std::string& api, double chunk, double cap, double granularity, bool& failedRun) {
+bool measureApi(ProbeContext& ctx, const std::string& api, double chunk, double maxBytes, double granularity, bool& failedRun) {
   Obj attrs = Obj().str("api", api);
   SubjectProc p(ctx);
   if (!p.started || !p.hasDriver) {
@@ -64,6 +65,7 @@ bool measureApi(ProbeContext& ctx, const std::string& api, double chunk, double 
     return true;
   }
   double freeVram = a.num("cu_free"), total = a.num("cu_total");
+  double cap = std::floor((maxBytes > 0 ? std::min(maxBytes, total) : total) / granularity) * granularity;
   emitMetric(ctx.probe, "free_vram_bytes", freeVram, "bytes", attrs);
   emitMetric(ctx.probe, "total_vram_bytes", total, "bytes", attrs);
   char cmd[160];
@@ -99,10 +101,10 @@ bool measureApi(ProbeContext& ctx, const std::string& api, double chunk, double 
 int allocCeiling(ProbeContext& ctx) {
   std::vector<std::string> apis = ceilingApis(ctx.params);
   double chunk = ctx.params.number("chunk_mib") * kMiB;
-  double cap = ctx.params.number("max_gib") * kGiB;
+  double maxBytes = ctx.params.number("max_gib") * kGiB;
   double granularity = ctx.params.number("granularity_mib") * kMiB;
-  if (!(chunk > 0) || !(granularity > 0) || !(cap >= chunk) || !(cap >= granularity)) {
-    throw UsageError{"parameters chunk_mib, granularity_mib and max_gib must be positive, max_gib at least one chunk and one granule"};
+  if (!(chunk > 0) || !(granularity > 0) || maxBytes < 0 || (maxBytes > 0 && (maxBytes < chunk || maxBytes < granularity))) {
+    throw UsageError{"parameters chunk_mib and granularity_mib must be positive, and max_gib 0 (the device's memory) or at least one chunk and one granule"};
   }
   if (!requireDevice(ctx)) return kExitNoDriver;
   Cuda& c = cuda();
@@ -126,7 +128,7 @@ int allocCeiling(ProbeContext& ctx) {
                "async series");
       continue;
     }
-    measureApi(ctx, api, chunk, cap, granularity, failedRun);
+    measureApi(ctx, api, chunk, maxBytes, granularity, failedRun);
   }
   return failedRun ? kExitProbeFailure : kExitRan;
 }

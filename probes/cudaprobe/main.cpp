@@ -70,7 +70,7 @@ const std::vector<ProbeInfo>& probes() {
       {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", runWindowsRegistry},
       // Opt-in (they fill the card), bounded, and last.
       {"alloc-ceiling", "how much device memory can be allocated against the free VRAM reported (C15); opt-in", "linux,windows",
-       "apis=driver,runtime,async;chunk_mib=256;max_gib=16;granularity_mib=64", runAllocCeiling},
+       "apis=driver,runtime,async;chunk_mib=256;max_gib=0;granularity_mib=64", runAllocCeiling},
       {"sysmem-fallback", "whether allocations past VRAM spill into system memory, and what a spilled chunk costs (C16); opt-in", "linux,windows",
        "api=runtime;chunk_mib=256;past_vram_gib=2;max_gib=0", runSysmemFallback},
   };
