@@ -1,5 +1,5 @@
 /**
- * Import boundaries (checked by test/boundaries.test.ts). Layers, lowest first:
+ * Import boundaries (checked by test/repo/boundaries.test.ts). Layers, lowest first:
  *   core -> runners -> probes -> matrix -> events -> run | results -> cli
  * A layer may import the layers below it, never above. matrix sits above probes and runners
  * because the matrix loader validates probe names, parameters and facts against the probe
@@ -28,16 +28,23 @@ module.exports = {
     {
       name: 'actions-core-only-in-github-reporter',
       severity: 'error',
-      comment: '@actions/core is imported by the GitHub reporter only',
-      from: { pathNot: '^results/reporters/github\\.ts$' },
+      comment: '@actions/core is imported by the GitHub step (results/reporters/github-step.ts) only',
+      from: { pathNot: '^results/reporters/github-step\\.ts$' },
       to: { path: '@actions/core' },
     },
     {
       name: 'no-test-code-in-product',
       severity: 'error',
       comment: 'product code never imports tests or test helpers',
-      from: { pathNot: '(\\.test\\.ts$|^test/|^bench/)' },
-      to: { path: '(\\.test\\.ts$|^test/)' },
+      from: { pathNot: '(\\.test\\.ts$|^test/|^bench/|^tools/gha-player/)' },
+      to: { path: '(\\.test\\.ts$|^test/|^tools/gha-player/)' },
+    },
+    {
+      name: 'gha-player-stands-alone',
+      severity: 'error',
+      comment: 'tools/gha-player is a package of its own: it imports its dependencies, never the project',
+      from: { path: '^tools/gha-player/' },
+      to: { pathNot: '^(tools/gha-player/|node_modules/)', dependencyTypesNot: ['core'] },
     },
     { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
   ],
@@ -46,5 +53,7 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     exclude: { path: '(node_modules|dist)' },
+    // Packages that export ES modules only (@actions/expressions) resolve by their "import" condition.
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
   },
 };

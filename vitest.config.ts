@@ -26,7 +26,7 @@ export default defineConfig({
   plugins: [quietActionsSourcemaps],
   test: {
     include: ['**/*.test.ts'],
-    exclude: ['node_modules/**', 'dist/**'],
+    exclude: ['**/node_modules/**', 'dist/**'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores here and in CI: integration tests start real processes and services.

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { diffRecords } from '../results/record/diff.ts';
 import { h200Records } from '../results/record/fixture.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { median } from './stats.ts';
 
 const { values } = parseArgs({ options: { pairs: { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });

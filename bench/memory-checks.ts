@@ -29,9 +29,9 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../core/package-root.ts';
+import { formatTable } from '../core/text-table.ts';
 import { buildProbe } from '../probes/build.ts';
 import { parseProbeOutput, type ProbeRecord } from '../probes/protocol.ts';
-import { formatTable } from '../results/reporters/console.ts';
 import { nodeArch } from '../runners/local.ts';
 
 const GiB = 1024 ** 3;

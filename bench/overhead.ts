@@ -38,12 +38,13 @@ import { summarize } from '../results/verdicts.ts';
 import { Reporters } from '../results/reporter.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
-import { consoleReporter, formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
+import { consoleReporter } from '../results/reporters/console.ts';
 import { nodeArch } from '../runners/local.ts';
 import { cliEntry, tsxLoader } from '../test/cli.ts';
 import { findOnPath, tempDir } from '../test/helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
-import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl-standin/machine.ts';
+import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl/wsl-standin/machine.ts';
 import { median, roundOrder } from './stats.ts';
 
 const { values } = parseArgs({ options: { targets: { type: 'string' }, 'hop-targets': { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });

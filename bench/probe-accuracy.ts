@@ -42,7 +42,7 @@ import { parseArgs } from 'node:util';
 import { packageRoot } from '../core/package-root.ts';
 import { buildProbe } from '../probes/build.ts';
 import { parseProbeOutput, type MetricRecord, type ProbeRecord } from '../probes/protocol.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { nodeArch } from '../runners/local.ts';
 import { formatSpread, ratioCheck, roundOrder, spread, type Spread } from './stats.ts';
 

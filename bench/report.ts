@@ -41,7 +41,7 @@ import { recordPath, type BehaviourRecord } from '../results/record/format.ts';
 import { renderReport } from '../results/report/index.ts';
 import { loadRecords, recordFiles, type LoadedRecord } from '../results/report/load.ts';
 import { columnsOf } from '../results/report/table.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { tempDir } from '../test/helpers.ts';
 import { h200Records } from '../test/report-fixture.ts';
 import { median, roundOrder } from './stats.ts';

@@ -22,7 +22,7 @@ import { parseArgs } from 'node:util';
 import type { RunEvent } from '../events/events.ts';
 import { parseMatrix } from '../matrix/load.ts';
 import { buildProbe } from '../probes/build.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { executePlan } from '../run/execute.ts';
 import { planCells } from '../run/plan.ts';
 import { nodeArch } from '../runners/local.ts';

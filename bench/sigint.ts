@@ -20,7 +20,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { readEventLog } from '../events/events.ts';
 import { buildProbe } from '../probes/build.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { nodeArch } from '../runners/local.ts';
 import { repoRoot, tempDir } from '../test/helpers.ts';
 

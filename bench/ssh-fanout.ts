@@ -34,7 +34,7 @@ import { planCells } from '../run/plan.ts';
 import { buildProbe } from '../probes/build.ts';
 import { executePlan } from '../run/execute.ts';
 import { summarize } from '../results/verdicts.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { nodeArch } from '../runners/local.ts';
 import { tempDir } from '../test/helpers.ts';
 import { sshdAvailable, startSshd } from '../test/sshd.ts';

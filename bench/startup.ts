@@ -26,7 +26,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { packageRoot } from '../core/package-root.ts';
 import { cliFile } from './cli-file.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { formatSpread, roundOrder, spread, type Spread } from './stats.ts';
 
 const BUDGET_MS = 60;

@@ -10,7 +10,7 @@
  * only run when a target needs it (the registry imports it lazily).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { build, type BuildOptions, type Plugin } from 'esbuild';
 
 /**
@@ -39,6 +39,12 @@ const leaveOutUnused: Plugin = {
   },
 };
 
+/** Every .sh file under runners/, by its path there (what shellFile() asks for). */
+function shellFiles(): Record<string, string> {
+  const names = readdirSync('runners', { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.sh'));
+  return Object.fromEntries(names.map((name) => [name.split('\\').join('/'), readFileSync(`runners/${name}`, 'utf8')]));
+}
+
 const common: BuildOptions = {
   bundle: true,
   platform: 'node',
@@ -56,7 +62,8 @@ await build({
   format: 'cjs',
   minify: true,
   // The sources find package.json and matrix/ from their own URL; in the bundle that is the bundle's.
-  define: { 'import.meta.url': '__cmImportMetaUrl' },
+  // The remote shell scripts (runners/shell-files.ts) travel inside the bundle.
+  define: { 'import.meta.url': '__cmImportMetaUrl', CUDAMATRIX_SHELL_FILES: JSON.stringify(shellFiles()) },
   banner: { js: "const __cmImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 

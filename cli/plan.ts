@@ -1,5 +1,5 @@
 import { planCells } from '../run/plan.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export async function planCommand(opts: { matrix?: string; target?: string[]; probe?: string[]; shard?: string; json: boolean }): Promise<number> {

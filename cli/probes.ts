@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { catalogue, effectiveParams, type ProbeSpec } from '../probes/catalogue.ts';
-import { formatTable } from '../results/reporters/console.ts';
+import { formatTable } from '../core/text-table.ts';
 
 export interface ParamInfo {
   name: string;
@@ -60,15 +60,16 @@ function formatDefault(value: unknown): string {
 }
 
 /** Where a user looks the claim ids up: the page ships with the repository, not beside it. */
-export const CLAIMS_PAGE_LINE = 'The claims (C1-C18), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.';
+export const CLAIMS_PAGE_LINE = 'The claims (C1-C23), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.';
 
 export const OPT_IN_LINE = 'Opt-in probes are not in "probes: all": name them in a matrix\'s probes list, or exactly with --probe.';
 
 export function probesListCommand(opts: { facts: boolean; json: boolean }): number {
   if (opts.json) {
     const out = catalogue.map((spec) => {
-      const { params: _, ...p } = spec;
-      return { ...p, params: paramInfo(spec) };
+      // What a probe is and measures; not how the console, the report and shards use it.
+      const { name, title, claims, description, platforms, facts, metrics } = spec;
+      return { name, title, claims, description, platforms, facts, metrics, params: paramInfo(spec) };
     });
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return 0;

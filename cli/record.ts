@@ -178,6 +178,12 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
         const width = Math.max(...c.facts.map((f) => f.name.length));
         for (const f of c.facts) say(`      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here`);
       }
+      for (const d of outcome.decided) {
+        const newly = d.facts.some((f) => f.there === null && f.here !== null && f.here !== undefined);
+        say(`    ${newly ? 'NEWLY DECIDED' : 'LEFT UNDECIDED'} against ${d.file} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):`);
+        const width = Math.max(...d.facts.map((f) => f.name.length));
+        for (const f of d.facts) say(`      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here${f.here === undefined || f.there === undefined ? '' : f.there === null ? ' (newly decided)' : f.here === null ? ' (undecided here)' : ''}`);
+      }
       for (const p of partialLines(outcome.partial)) say(p);
       if (outcome.kind === 'written' && outcome.drift) for (const l of driftLines(outcome.drift)) say(l);
     }

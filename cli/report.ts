@@ -8,7 +8,8 @@ import path from 'node:path';
 import { writeFileAtomic } from '../core/fs.ts';
 import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from '../results/report/index.ts';
 import { loadRecords } from '../results/report/load.ts';
-import { columnsOf, KEY_METRICS } from '../results/report/table.ts';
+import { keyText } from '../results/record/format.ts';
+import { KEY_METRICS } from '../results/report/table.ts';
 
 export interface ReportOptions {
   recordsDir: string;
@@ -24,7 +25,8 @@ export function reportCommand(opts: ReportOptions): number {
     [path.join(opts.out, MARKDOWN_FILE), outputs.markdown],
     [path.join(opts.out, HTML_FILE), outputs.html],
   ];
-  const columns = columnsOf(records).length;
+  // One column per key (columnsOf's grouping, without its drift comparisons again).
+  const columns = new Set(records.map((r) => keyText(r.record.key))).size;
   const what = `${records.length} record${records.length === 1 ? '' : 's'} in ${columns} column${columns === 1 ? '' : 's'} from ${opts.recordsDir}`;
   if (opts.check) {
     const stale = files.filter(([file, text]) => !existsSync(file) || readFileSync(file, 'utf8') !== text).map(([file]) => file);

@@ -20,22 +20,7 @@ export const ExitCode = {
 
 /**
  * Every error code, with its class: the one table that exit statuses, verdicts and JUnit use.
- *   configuration  — the user's input is wrong (exit 2): the matrix, the command line, a
- *                    declared environment that differs from the detected one
- *   infrastructure — a target could not be used (exit 3): unreachable, refused, dropped
- *   probe          — the probe itself failed on the target (exit 3): crashed, timed out
- *   interrupted    — the run was stopped by a signal (exit 130)
- *   output         — an output could not be written (exit 5): a full disk, a read-only folder
- *   not-applicable — the target cannot run these probes by its nature (a WSL 1 distribution
- *                    has no GPU, whatever is installed): nothing is broken and nothing could
- *                    be measured there, so in a run its cells are skipped with the error's
- *                    message as the reason, as a probe skips on a machine without a driver,
- *                    and the run's exit status is what skipped cells give (0; 4 with --strict
- *                    when nothing at all was measured). Thrown out of a command that asked
- *                    for that very target (doctor --target), it is still exit 3: the target
- *                    cannot do what was asked. Only for what no repair of the target's setup
- *                    short of making it another kind of target changes; a GPU switched off or
- *                    a driver missing stays infrastructure, since the user meant it to have one.
+ * What each class means and which exit status it gives: docs/development.md, "Errors".
  */
 export const errorCodes = {
   // the matrix file
@@ -64,6 +49,8 @@ export const errorCodes = {
   HOST_KEY_UNKNOWN: 'infrastructure',
   AUTH_FAILED: 'infrastructure',
   NVIDIA_RUNTIME_MISSING: 'infrastructure',
+  /** Docker targets: the engine was reached but has not the image (or the base of docker/Dockerfile), and pull is off. */
+  DOCKER_IMAGE_MISSING: 'infrastructure',
   /** WSL targets: wsl.exe is not on PATH (of this machine, or of the hop before). */
   WSL_NOT_FOUND: 'infrastructure',
   /** WSL targets: wsl.exe is there but WSL is not installed, too old, or has no distribution. */

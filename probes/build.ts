@@ -8,6 +8,7 @@ import { mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { availableParallelism, homedir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
+import { normaliseArch } from '../core/arch.ts';
 import { CudamatrixError } from '../core/errors.ts';
 import { makeDir } from '../core/fs.ts';
 import { packageRoot } from '../core/package-root.ts';
@@ -87,7 +88,7 @@ function toolchains(platform: Platform, arch: string): Toolchain[] {
   // (binary.ts, glibc); the GitHub workflow packs in Debian 11 for that reason.
   const flags = [...common, '-static-libstdc++', '-static-libgcc', '-pthread'];
   const libs = ['-ldl'];
-  const hostArch = ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[process.arch] ?? process.arch;
+  const hostArch = normaliseArch(process.arch);
   if (process.platform === 'linux' && arch === hostArch) {
     const own = process.env.CXX ? [process.env.CXX] : [];
     return [...own, 'g++', 'clang++'].map((compiler) => ({ compiler, flags, libs, exe: 'cudaprobe' }));

@@ -4,8 +4,10 @@
  * It must match what the cudaprobe binary lists (checked in the tests).
  */
 import { z } from 'zod';
-import type { Unit } from '../core/units.ts';
+import { formatValue, type Unit } from '../core/units.ts';
 import type { Platform } from '../runners/transport.ts';
+import type { MetricRecord, ProbeRecord, Scalar } from './protocol.ts';
+import { factEvidence, fmt, largest, mean, metricsOf, num, signed, type SummaryLine } from './summary-lines.ts';
 
 export interface FactSpec {
   name: string;
@@ -52,12 +54,38 @@ export interface ProbeSpec {
   params: z.ZodObject;
   facts: FactSpec[];
   metrics: MetricSpec[];
+  /** The --quick profile: parameters that keep it small, for CI-sized runs (the matrix's own still win). */
+  quick?: Record<string, unknown>;
+  /**
+   * How long it takes with its default parameters in the committed H200 run
+   * (results/records/driver-580.159.04/h200-linux/events.jsonl, rounded): shards are balanced by it
+   * (without it, 1 s).
+   */
+  typicalMs?: number;
+  /** The numbers behind its claims: rows of the report's metric table (BEHAVIOUR.md, behaviour.html). */
+  keyMetrics?: KeyMetric[];
+  /**
+   * The console's lines for a cell that passed, under "what the driver does" (helpers in
+   * ./summary-lines.ts). Without it the console lists its key metrics' values.
+   */
+  summary?: (records: readonly ProbeRecord[]) => SummaryLine[];
   /**
    * Set for a probe that can exhaust memory or hang a desktop: why. It is left out of `probes:
    * all` and runs only where a matrix names it (or --probe names it exactly); bounded by its
    * parameters, and last on its target (it is at the end of the catalogue).
    */
   optIn?: string;
+}
+
+/** A key metric: one number per record, picked from the probe's metrics. */
+export interface KeyMetric {
+  /** A metric of the probe (its name without the probe's). */
+  metric: string;
+  label: string;
+  /** Attributes the metric must have. */
+  where?: Record<string, Scalar>;
+  /** Of several matches, the one of the largest attrs.size_bytes (the steady-state transfer). */
+  largestSize?: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -151,6 +179,7 @@ const sysinfo: ProbeSpec = {
     { name: 'driver_model_pending', description: 'Driver model after the next reboot (NVML)', values: ['wddm', 'tcc', 'mcdm'] },
   ],
   metrics: [],
+  typicalMs: 330,
 };
 
 const pinnedVram: ProbeSpec = {
@@ -178,6 +207,39 @@ const pinnedVram: ProbeSpec = {
     ...memoryMetrics,
     { name: 'device_growth_per_gib_bytes', unit: 'bytes', description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)', tolerance: { relative: 0.05, absolute: MiB } },
   ],
+  quick: { sizes_gib: [0.25], register_size_gib: 0.25, wait_s: 0.1 },
+  typicalMs: 17_300,
+  keyMetrics: [
+    { metric: 'device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cuMemHostAlloc (deciding source)', where: { api: 'driver', kind: 'pinned' } },
+    { metric: 'device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cudaMallocHost (deciding source)', where: { api: 'runtime', kind: 'pinned' } },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const perGib = metricsOf(records, 'device_growth_per_gib_bytes');
+    if (perGib.length) {
+      const sources = [...new Set(perGib.map((m) => m.attrs?.source))];
+      const one = sources.length === 1 && sources[0];
+      const part = (m: MetricRecord) =>
+        `${fmt(m)} ${m.attrs?.kind === 'pinned' || m.attrs?.kind === undefined ? (m.attrs?.api ?? '') : `${m.attrs.kind}${m.attrs?.api === 'driver' ? '' : ` (${m.attrs?.api})`}`}${one ? '' : ` on ${m.attrs?.source}`}`.trim();
+      lines.push(['device growth per GiB pinned', `${perGib.map(part).join(', ')}${one ? ` (on ${one}, the deciding source)` : ''}`]);
+    }
+    // The largest size, driver API: what pinning did to the deciding source and to the host,
+    // beside the cuMemAlloc control of the same size.
+    const pinned = metricsOf(records, 'device_growth_bytes', { kind: 'pinned', api: 'driver' });
+    const size = largest(pinned, 'size_bytes');
+    const source = perGib.find((m) => m.attrs?.api === 'driver')?.attrs?.source ?? factEvidence(records, 'counts_as_vram')?.source;
+    if (size !== undefined && typeof source === 'string') {
+      const at = { size_bytes: size, source };
+      const dev = metricsOf(records, 'device_growth_bytes', { ...at, kind: 'pinned', api: 'driver' })[0];
+      const host = metricsOf(records, 'host_growth_bytes', { size_bytes: size, kind: 'pinned', api: 'driver' })[0];
+      const control = metricsOf(records, 'device_growth_bytes', { ...at, kind: 'device' })[0];
+      lines.push([
+        `${formatValue(size, 'bytes')} pinned (driver API)`,
+        `device ${signed(dev)}, host ${signed(host)}${control ? `; ${formatValue(size, 'bytes')} of cuMemAlloc: device ${signed(control)}` : ''} (${source})`,
+      ]);
+    }
+    return lines;
+  },
 };
 
 const pinnedRelease: ProbeSpec = {
@@ -202,6 +264,24 @@ const pinnedRelease: ProbeSpec = {
     { name: 'release_delay_s', unit: 's', description: 'First wait after free at which it was seen returned', tolerance: { relative: 0 } },
     { name: 'exit_release_delay_s', unit: 's', description: 'Time after the subject exited until the readings settled', tolerance: { relative: 0.5, absolute: 0.5 } },
   ],
+  quick: { size_gib: 0.25, wait_s: [0, 1] },
+  typicalMs: 2_100,
+  keyMetrics: [
+    { metric: 'release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const byApi = (ms: MetricRecord[], f: (m: MetricRecord) => string) => ms.map((m) => `${f(m)}${m.attrs?.api ? ` ${m.attrs.api}` : ''}`).join(', ');
+    const delay = metricsOf(records, 'release_delay_s');
+    if (delay.length) lines.push(['returned after free', byApi(delay, (m) => (m.value === null ? `not within the waits${m.reason ? ` (${m.reason})` : ''}` : `in ${fmt(m)}`))]);
+    const exit = metricsOf(records, 'exit_release_delay_s');
+    if (exit.length) lines.push(['settled after exit', byApi(exit, (m) => `in ${fmt(m)}`)]);
+    // The last reading after free, per API.
+    const retained = metricsOf(records, 'retained_after_free_bytes');
+    const last = [...new Set(retained.map((m) => m.attrs?.api))].map((api) => retained.filter((m) => m.attrs?.api === api).sort((a, b) => num(b.attrs?.wait_s) - num(a.attrs?.wait_s))[0]!);
+    if (last.length) lines.push(['still held after free', byApi(last, (m) => `${fmt(m)}${typeof m.attrs?.wait_s === 'number' ? ` at ${m.attrs.wait_s} s` : ''}`)]);
+    return lines;
+  },
 };
 
 const multiProcessPinned: ProbeSpec = {
@@ -219,12 +299,23 @@ const multiProcessPinned: ProbeSpec = {
     { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device source with all subjects pinned (attrs.source)', tolerance: { relative: 0.05, absolute: 4 * MiB } },
     { name: 'system_growth_bytes', unit: 'bytes', description: 'Drop of available system memory with all subjects pinned', tolerance: { relative: 0.05, absolute: 64 * MiB } },
   ],
+  quick: { size_gib: 0.25 },
+  typicalMs: 1_900,
+  summary: (records) => {
+    const growth = metricsOf(records, 'device_growth_bytes');
+    if (!growth.length) return [];
+    const source = factEvidence(records, 'vram_growth')?.source;
+    const dev = growth.find((m) => m.attrs?.source === source) ?? growth[0]!;
+    const system = metricsOf(records, 'system_growth_bytes')[0];
+    const processes = dev.attrs?.processes;
+    return [[`${processes ?? 'all'} processes pinned`, `device ${signed(dev)} (${dev.attrs?.source}), system memory ${signed(system)}`]];
+  },
 };
 
 const pinnedCeiling: ProbeSpec = {
   name: 'pinned-ceiling',
   title: 'How much can be pinned?',
-  claims: ['C12', 'C11', 'C17'],
+  claims: ['C12', 'C11', 'C22'],
   description:
     'Pre-fills VRAM with cuMemAlloc to each level, then pins chunks until a pin fails or the safety cap is reached: ' +
     'the lower of max_gib (16 GiB) and max_fraction (0.5) of the available system memory. A level that pins more ' +
@@ -246,16 +337,41 @@ const pinnedCeiling: ProbeSpec = {
     { name: 'limited_by', description: 'What stopped the first level: allocation-failure (a real ceiling) or safety-cap', values: ['allocation-failure', 'safety-cap'] },
     { name: 'tracks_free_vram', description: 'The ceiling falls as VRAM fills; false also when a level pinned more than the VRAM left free (null when every level hit the safety cap below it)', values: [true, false] },
     { name: 'reset_helps', description: 'cudaDeviceReset first gives a higher ceiling or clearly faster pinning (C11)', values: [true, false] },
-    { name: 'registered_limited_by', description: 'What stopped registering malloc memory (cuMemHostRegister chunks): allocation-failure or safety-cap (C17)', values: ['allocation-failure', 'safety-cap'] },
-    { name: 'host_register_supported', description: 'CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: cudaHostRegister works on this device (C17)', values: [true, false] },
-    { name: 'host_pointer_for_registered_mem', description: 'CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the GPU reaches registered memory at the CPU\'s address (C17)', values: [true, false] },
-    { name: 'pageable_memory_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU reaches pageable memory without registering it (C17)', values: [true, false] },
+    { name: 'registered_limited_by', description: 'What stopped registering malloc memory (cuMemHostRegister chunks): allocation-failure or safety-cap (C22)', values: ['allocation-failure', 'safety-cap'] },
+    { name: 'host_register_supported', description: 'CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: cudaHostRegister works on this device (C22)', values: [true, false] },
+    { name: 'host_pointer_for_registered_mem', description: 'CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the GPU reaches registered memory at the CPU\'s address (C22)', values: [true, false] },
+    { name: 'pageable_memory_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU reaches pageable memory without registering it (C22)', values: [true, false] },
   ],
   metrics: [
     { name: 'ceiling_bytes', unit: 'bytes', description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant: reset, no-reset, registered; stopped_by)', tolerance: { relative: 0.05 } },
     { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill', tolerance: { relative: 0.02 } },
     { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk', tolerance: { relative: 0.7 } },
   ],
+  quick: { max_gib: 0.5, prefill_percent: [0, 90], reset_rounds: 1 },
+  typicalMs: 7_100,
+  keyMetrics: [
+    { metric: 'ceiling_bytes', label: 'pinned ceiling, VRAM not pre-filled', where: { prefill_percent: 0 } },
+    { metric: 'ceiling_bytes', label: 'registered ceiling (malloc + cuMemHostRegister)', where: { variant: 'registered' } },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const levels = metricsOf(records, 'ceiling_bytes').filter((m) => typeof m.attrs?.prefill_percent === 'number');
+    if (levels.length) {
+      const stops = [...new Set(levels.map((m) => m.attrs?.stopped_by))];
+      const part = (m: MetricRecord) => `${fmt(m)} at ${m.attrs?.prefill_percent} %${stops.length > 1 ? ` (${m.attrs?.stopped_by})` : ''}`;
+      lines.push(['ceiling by VRAM pre-fill', `${levels.map(part).join(', ')}${stops.length === 1 && stops[0] ? ` (stopped by ${stops[0]})` : ''}`]);
+    }
+    const variant = (v: string) => metricsOf(records, 'chunk_alloc_ms', { variant: v });
+    const [reset, noReset] = [variant('reset'), variant('no-reset')];
+    if (reset.length && noReset.length) {
+      const ceiling = (v: string) => formatValue(mean(metricsOf(records, 'ceiling_bytes', { variant: v }).map((m) => m.value)), 'bytes');
+      lines.push([
+        'with / without cudaDeviceReset',
+        `${ceiling('reset')} / ${ceiling('no-reset')} pinned, ${formatValue(mean(reset.map((m) => m.value)), 'ms')} / ${formatValue(mean(noReset.map((m) => m.value)), 'ms')} per chunk`,
+      ]);
+    }
+    return lines;
+  },
 };
 
 const transferBandwidth: ProbeSpec = {
@@ -280,6 +396,35 @@ const transferBandwidth: ProbeSpec = {
     { name: 'pcie_theoretical_gbps', unit: 'GB/s', description: "The link's payload rate from its maximum generation and width", tolerance: { relative: 0 } },
     { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate', tolerance: { relative: 0.03 } },
   ],
+  quick: { sizes_mib: [1, 64] },
+  typicalMs: 10_300,
+  keyMetrics: [
+    { metric: 'bandwidth_gbps', label: 'H2D pinned', where: { direction: 'h2d', memory: 'pinned' }, largestSize: true },
+    { metric: 'bandwidth_gbps', label: 'D2H pinned', where: { direction: 'd2h', memory: 'pinned' }, largestSize: true },
+    { metric: 'bandwidth_gbps', label: 'H2D pageable', where: { direction: 'h2d', memory: 'pageable' }, largestSize: true },
+    { metric: 'pageable_pinned_ratio', label: 'H2D pageable / pinned', where: { direction: 'h2d' }, largestSize: true },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const bw = metricsOf(records, 'bandwidth_gbps');
+    const size = largest(bw, 'size_bytes');
+    if (size !== undefined) {
+      const at = formatValue(size, 'bytes');
+      const dirs = (name: string, where: Record<string, Scalar>) =>
+        ['h2d', 'd2h'].flatMap((d) => metricsOf(records, name, { ...where, direction: d, size_bytes: size }).map((m) => `${fmt(m)} ${d}`)).join(', ');
+      lines.push([`pinned at ${at}`, dirs('bandwidth_gbps', { memory: 'pinned' })]);
+      lines.push([`pageable at ${at}`, dirs('bandwidth_gbps', { memory: 'pageable' })]);
+      const ratio = dirs('pageable_pinned_ratio', {});
+      if (ratio) lines.push([`pageable/pinned at ${at}`, ratio]);
+    }
+    const link = metricsOf(records, 'pcie_theoretical_gbps')[0];
+    if (link) {
+      const fractions = ['h2d', 'd2h'].flatMap((d) => metricsOf(records, 'pinned_fraction_of_link', { direction: d }).map((m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`));
+      const what = typeof link.attrs?.gen === 'number' ? `gen${link.attrs.gen} x${link.attrs.width}, ` : '';
+      lines.push(['PCIe link', `${what}${fmt(link)}${fractions.length ? `; best pinned reaches ${fractions.join(', ')}` : ''}`]);
+    }
+    return lines;
+  },
 };
 
 const eventTiming: ProbeSpec = {
@@ -301,6 +446,27 @@ const eventTiming: ProbeSpec = {
     { name: 'host_clock_resolution_us', unit: 'us', description: "The host clock's smallest step", tolerance: { relative: 0.5 } },
     { name: 'spin_cycles_per_us', unit: 'cycles', description: 'SM clock cycles per microsecond (spin calibration)', tolerance: { relative: 0.05 } },
   ],
+  quick: { repetitions: 20 },
+  typicalMs: 420,
+  keyMetrics: [
+    { metric: 'resolution_us', label: 'event timing resolution' },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const res = metricsOf(records, 'resolution_us')[0];
+    if (res) {
+      const distinct = metricsOf(records, 'distinct_values')[0];
+      const host = metricsOf(records, 'host_clock_resolution_us')[0];
+      const extra = [distinct && `${distinct.value} distinct values`, host && `host clock ${fmt(host)}`].filter(Boolean);
+      lines.push(['resolution', `${fmt(res)}${extra.length ? ` (${extra.join(', ')})` : ''}`]);
+    }
+    const elapsed = metricsOf(records, 'elapsed_us').sort((a, b) => num(a.attrs?.target_us) - num(b.attrs?.target_us))[0];
+    if (elapsed && typeof elapsed.attrs?.target_us === 'number') {
+      const host = metricsOf(records, 'host_elapsed_us', { target_us: elapsed.attrs.target_us })[0];
+      lines.push([`${elapsed.attrs.target_us} us spin timed`, `${fmt(elapsed)} by events${host ? `, ${fmt(host)} by the host clock` : ''}`]);
+    }
+    return lines;
+  },
 };
 
 const syncLatency: ProbeSpec = {
@@ -317,6 +483,18 @@ const syncLatency: ProbeSpec = {
     { name: 'mean_us', unit: 'us', description: 'Mean latency', tolerance: { relative: 0.15 } },
     { name: 'min_us', unit: 'us', description: 'Smallest latency', tolerance: { relative: 0.15 } },
   ],
+  quick: { iterations: 1000 },
+  typicalMs: 390,
+  keyMetrics: [
+    { metric: 'p50_us', label: 'launch + synchronize, median' },
+    { metric: 'p99_us', label: 'launch + synchronize, 99th percentile' },
+  ],
+  summary: (records) => {
+    const [p50, p99, avg, min] = ['p50_us', 'p99_us', 'mean_us', 'min_us'].map((n) => metricsOf(records, n)[0]);
+    if (!p50 && !p99) return [];
+    const iterations = p50?.attrs?.iterations;
+    return [['launch + synchronize', `p50 ${fmt(p50)}, p99 ${fmt(p99)} (mean ${fmt(avg)}, min ${fmt(min)}${iterations ? `; ${iterations} iterations` : ''})`]];
+  },
 };
 
 const streamPriority: ProbeSpec = {
@@ -342,6 +520,16 @@ const streamPriority: ProbeSpec = {
     { name: 'long_done_ms', unit: 'ms', description: 'Long kernel completion (attrs.mode)', tolerance: { relative: 0.1 } },
     { name: 'high_done_ratio', unit: 'ratio', description: 'high_done_ms / long_done_ms (attrs.mode)', tolerance: { relative: 0.1 } },
   ],
+  quick: { repetitions: 2 },
+  typicalMs: 500,
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const [prio, equal] = ['priority', 'equal'].map((mode) => metricsOf(records, 'high_done_ratio', { mode })[0]);
+    if (prio || equal) lines.push(['short kernel done at', `${fmt(prio)} of the long kernel's time with priorities, ${fmt(equal)} at equal priority`]);
+    const [least, greatest] = ['priority_least', 'priority_greatest'].map((n) => metricsOf(records, n)[0]);
+    if (least && greatest) lines.push(['priority range', `${least.value} (least) to ${greatest.value} (greatest)`]);
+    return lines;
+  },
 };
 
 const cudaGraph: ProbeSpec = {
@@ -362,12 +550,23 @@ const cudaGraph: ProbeSpec = {
     { name: 'plain_per_kernel_us', unit: 'us', description: 'plain_us per kernel', tolerance: { relative: 0.4 } },
     { name: 'graph_speedup', unit: 'ratio', description: 'plain_us / graph_us', tolerance: { relative: 0.4 } },
   ],
+  quick: { repetitions: 5 },
+  typicalMs: 430,
+  keyMetrics: [
+    { metric: 'graph_speedup', label: 'graph launch speed-up over plain launches' },
+  ],
+  summary: (records) => {
+    const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map((n) => metricsOf(records, n)[0]);
+    if (!graph && !plain) return [];
+    const kernels = graph?.attrs?.kernels;
+    return [['launch per kernel', `${fmt(graph)} in a graph, ${fmt(plain)} one by one${speedup?.value != null ? ` (${fmt(speedup)}x${kernels ? `, ${kernels} kernels` : ''})` : ''}`]];
+  },
 };
 
 const managedMemory: ProbeSpec = {
   name: 'managed-memory',
   title: 'Managed memory and concurrent access',
-  claims: ['C13', 'C18'],
+  claims: ['C13', 'C23'],
   description:
     'The managed-memory attributes, and a managed allocation written by the CPU, filled by a kernel and read back by the CPU ' +
     '(never concurrently: without concurrent access that is a fault).',
@@ -382,8 +581,8 @@ const managedMemory: ProbeSpec = {
     { name: 'concurrent_access', description: 'CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: CPU and GPU may touch managed memory at once', values: [true, false] },
     { name: 'pageable_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU can access pageable memory', values: [true, false] },
     { name: 'roundtrip_ok', description: 'CPU write, GPU fill, CPU read back gave the right values', values: [true, false] },
-    { name: 'large_roundtrip_ok', description: 'The percent_of_free step: the managed allocation, its GPU fill and CPU read back worked (C18)', values: [true, false] },
-    { name: 'oversubscription_ok', description: 'The same, with percent_of_free above 100: managed memory past free VRAM works (C18; null when not asked for)', values: [true, false] },
+    { name: 'large_roundtrip_ok', description: 'The percent_of_free step: the managed allocation, its GPU fill and CPU read back worked (C23)', values: [true, false] },
+    { name: 'oversubscription_ok', description: 'The same, with percent_of_free above 100: managed memory past free VRAM works (C23; null when not asked for)', values: [true, false] },
   ],
   metrics: [
     { name: 'cpu_first_touch_ms', unit: 'ms', description: 'CPU writing the whole allocation first', tolerance: { relative: 0.5 } },
@@ -394,6 +593,14 @@ const managedMemory: ProbeSpec = {
     { name: 'large_gpu_fill_gbps', unit: 'GB/s', description: 'Kernel filling the percent_of_free allocation (first-touch migration or eviction included)', tolerance: { relative: 0.5 } },
     { name: 'large_cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back at up to 4096 places, a page or more apart', tolerance: { relative: 0.5 } },
   ],
+  quick: { size_mib: 16 },
+  typicalMs: 370,
+  summary: (records) => {
+    const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((n) => metricsOf(records, n)[0]);
+    if (!touch && !fill && !back) return [];
+    const size = [touch, fill, back].find((m) => typeof m?.attrs?.size_bytes === 'number')?.attrs?.size_bytes as number | undefined;
+    return [[`round trip${size ? ` of ${formatValue(size, 'bytes')}` : ''}`, `CPU first touch ${fmt(touch)}, GPU fill ${fmt(fill)}, CPU read back ${fmt(back)}`]];
+  },
 };
 
 const cudaLog: ProbeSpec = {
@@ -415,6 +622,12 @@ const cudaLog: ProbeSpec = {
     { name: 'lines_pin_only', unit: 'count', description: 'Lines logged by the subject that only pinned', tolerance: { relative: 0 } },
     { name: 'lines_with_error', unit: 'count', description: 'Lines logged by the subject that also made an error', tolerance: { relative: 0 } },
   ],
+  typicalMs: 510,
+  summary: (records) => {
+    const [pin, err] = ['lines_pin_only', 'lines_with_error'].map((n) => metricsOf(records, n)[0]);
+    if (!pin && !err) return [];
+    return [['lines logged', `${pin?.value ?? '—'} by a successful pin, ${err?.value ?? '—'} with a deliberate error`]];
+  },
 };
 
 const windowsRegistry: ProbeSpec = {
@@ -428,6 +641,82 @@ const windowsRegistry: ProbeSpec = {
   params: z.strictObject({}),
   facts: [{ name: 'gpu_memory_compression_value_exists', description: 'The EnableGpuMemoryCompression value exists', values: [true, false] }],
   metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({ name: `registry_${v}`, unit: 'count' as const, description: `DWORD value ${v}`, tolerance: { relative: 0 } })),
+  typicalMs: 10,
+  summary: (records) => {
+    const values = records.filter((r): r is MetricRecord => r.type === 'metric' && r.name.startsWith('registry_') && r.value !== null);
+    return values.length ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]] : [];
+  },
+};
+
+const pairAttrs = 'attrs src and dst (CUDA device indices), peer (peer access enabled), size_bytes';
+const p2p: ProbeSpec = {
+  name: 'p2p',
+  title: 'Peer access between GPUs, and MIG slices',
+  claims: ['C15', 'C16', 'C17', 'C18', 'C19'],
+  description:
+    'Every pair of the GPUs outside MIG: cuDeviceCanAccessPeer, NVML\'s P2P status and link class (as nvidia-smi topo -m), ' +
+    'then copies both ways without and with peer access (bandwidth, and NVML\'s PCIe transmit rate during them), each ' +
+    'verified word by word, the host path beside them, the time of cuCtxEnablePeerAccess and of the first copy after it, and ' +
+    'free VRAM on both devices before and after enabling and after a peer mapping. MIG slices: one process per MIG device ' +
+    'UUID (MIG mode is read, never changed). Skipped, with its device facts, on a target with fewer than two GPUs.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    size_mib: z.number().min(1).max(4096).default(256).describe('Size of each copy, MiB'),
+    repetitions: count(10, 3, 'Timed copies of each direction and mode (medians are reported)'),
+    map_mib: z.number().min(2).max(4096).default(256).describe('The allocation whose peer mapping is measured, MiB'),
+    mig_pin_mib: z.number().min(1).default(256).describe('Pinned in each MIG slice\'s process, MiB'),
+  }),
+  facts: [
+    { name: 'device_count', description: 'CUDA devices the driver reports (cuDeviceGetCount)' },
+    { name: 'nvml_topology_available', description: 'NVML has the topology and P2P-status calls (nvmlDeviceGetTopologyCommonAncestor, nvmlDeviceGetP2PStatus)', values: [true, false] },
+    { name: 'mig_mode', description: 'MIG mode of the devices: enabled on one, disabled on all, or unsupported (read, never changed)', values: ['enabled', 'disabled', 'unsupported'] },
+    { name: 'pair_count', description: 'Pairs of GPUs outside MIG (each once)' },
+    { name: 'link_class', description: 'The link of every pair as nvidia-smi topo -m names it (NV# for # NVLinks, PIX, PXB, PHB, NODE, SYS, internal); "mixed" when pairs differ; evidence per pair' },
+    { name: 'can_access_peer', description: 'cuDeviceCanAccessPeer says yes both ways, for every pair', values: [true, false] },
+    { name: 'nvml_p2p_read', description: "NVML's P2P read status of every pair (OK, CHIPSET_NOT_SUPPORTED, GPU_NOT_SUPPORTED, IOH_TOPOLOGY_NOT_SUPPORTED, DISABLED_BY_REGKEY, NOT_SUPPORTED, UNKNOWN; mixed)" },
+    { name: 'capability_agrees', description: 'cuDeviceCanAccessPeer and NVML (read and write OK) agree, for every pair', values: [true, false] },
+    { name: 'copy_intact_without_peer', description: 'Copies without peer access delivered every word, both ways, every pair', values: [true, false] },
+    { name: 'enable_ok', description: 'cuCtxEnablePeerAccess succeeded both ways on every pair that can access its peer', values: [true, false] },
+    { name: 'copy_intact_with_peer', description: 'Copies with peer access delivered every word, both ways, every pair', values: [true, false] },
+    { name: 'staged_through_host', description: 'A copy without peer access went through host memory on some pair: no faster than the host path and clearly slower than with peer access (or no peer path at all)', values: [true, false] },
+    { name: 'enable_uses_vram', description: 'Enabling peer access, or a peer mapping, lowered free VRAM by more than 2 MiB on some device', values: [true, false] },
+    { name: 'mig_memory_matches_profile', description: "Each MIG slice's process sees its profile's memory (cuMemGetInfo total within 2 % of NVML's)", values: [true, false] },
+    { name: 'mig_pinned_charged', description: "Pinned memory in a slice's process lowered the slice's free memory (the thresholds of pinned-vram)", values: vramValues },
+    { name: 'mig_peer_access', description: 'A process given two MIG slices enumerates both (peer access between slices possible)', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'bandwidth_gbps', unit: 'GB/s', description: `Device-to-device copy bandwidth, median (${pairAttrs})`, tolerance: { relative: 0.1 } },
+    { name: 'host_path_gbps', unit: 'GB/s', description: 'The slower of pinned D2H from src and H2D to dst: what a copy through the host can reach', tolerance: { relative: 0.1 } },
+    { name: 'pcie_tx_gbps', unit: 'GB/s', description: "NVML's PCIe transmit rate of src during the copies (attrs.peer): near zero when an NVLink copy bypasses PCIe", tolerance: { relative: 0.5, absolute: 1 } },
+    { name: 'wrong_bytes', unit: 'bytes', description: 'Bytes of a verified copy that differ from what was sent (words compared; attrs.peer)', tolerance: { relative: 0 } },
+    { name: 'enable_ms', unit: 'ms', description: 'cuCtxEnablePeerAccess in src\'s context to dst\'s memory', tolerance: { relative: 0.7 } },
+    { name: 'first_copy_ms', unit: 'ms', description: 'The first copy after enabling peer access', tolerance: { relative: 0.7 } },
+    { name: 'steady_copy_ms', unit: 'ms', description: 'The copy after it', tolerance: { relative: 0.3 } },
+    { name: 'free_bytes', unit: 'bytes', description: 'Free VRAM of a device (attrs.device, pair, stage: before-enable, after-enable, after-mapping)', tolerance: { relative: 0.01, absolute: 64 * MiB } },
+    { name: 'enable_vram_cost_bytes', unit: 'bytes', description: 'Free VRAM lost on a device by enabling peer access', tolerance: { relative: 0.05, absolute: 4 * MiB } },
+    { name: 'mapping_vram_cost_bytes', unit: 'bytes', description: "Free VRAM lost on a device by a peer mapping of map_mib (the allocation itself not counted)", tolerance: { relative: 0.05, absolute: 4 * MiB } },
+    { name: 'mig_profile_bytes', unit: 'bytes', description: "A MIG slice's memory as NVML reports it (attrs.uuid)", tolerance: { relative: 0 } },
+    { name: 'mig_total_bytes', unit: 'bytes', description: "A MIG slice's memory as its process's cuMemGetInfo reports it", tolerance: { relative: 0 } },
+    { name: 'mig_pinned_free_drop_bytes', unit: 'bytes', description: "The slice's free memory lost by pinning mig_pin_mib in its process", tolerance: { relative: 0.05, absolute: 4 * MiB } },
+  ],
+  quick: { size_mib: 64, repetitions: 5, map_mib: 64, mig_pin_mib: 64 },
+  keyMetrics: [
+    { metric: 'bandwidth_gbps', label: 'device-to-device bandwidth, peer access on (first pair, 0 to 1)', where: { src: 0, dst: 1, peer: true } },
+    { metric: 'bandwidth_gbps', label: 'device-to-device bandwidth, peer access off (first pair, 0 to 1)', where: { src: 0, dst: 1, peer: false } },
+    { metric: 'enable_ms', label: 'cuCtxEnablePeerAccess (0 to 1)', where: { src: 0, dst: 1 } },
+  ],
+  summary: (records) => {
+    const lines: SummaryLine[] = [];
+    const pairs = new Map<string, { on?: MetricRecord; off?: MetricRecord }>();
+    for (const m of metricsOf(records, 'bandwidth_gbps')) {
+      const key = `${m.attrs?.src} to ${m.attrs?.dst}`;
+      pairs.set(key, { ...pairs.get(key), [m.attrs?.peer ? 'on' : 'off']: m });
+    }
+    for (const [key, { on, off }] of pairs) lines.push([`copy ${key}`, `${fmt(on)} with peer access, ${fmt(off)} without`]);
+    const enable = metricsOf(records, 'enable_ms');
+    if (enable.length) lines.push(['enabling peer access', enable.map((m) => `${fmt(m)} (${m.attrs?.src} to ${m.attrs?.dst})`).join(', ')]);
+    return lines;
+  },
 };
 
 // alloc-ceiling, sysmem-fallback and the new metrics of pinned-ceiling and managed-memory (issue
@@ -435,7 +724,7 @@ const windowsRegistry: ProbeSpec = {
 const allocCeiling: ProbeSpec = {
   name: 'alloc-ceiling',
   title: 'How much device memory can really be allocated?',
-  claims: ['C15'],
+  claims: ['C20'],
   description:
     'Per API (cuMemAlloc, cudaMalloc, cudaMallocAsync), in a fresh subject: the free VRAM cuMemGetInfo reports at the start, ' +
     'the largest single allocation (bisection to granularity_mib) and the total of chunk_mib chunks held at once, both bounded ' +
@@ -461,13 +750,25 @@ const allocCeiling: ProbeSpec = {
     { name: 'shortfall_bytes', unit: 'bytes', description: 'Free VRAM at the start less the chunks held when one failed', tolerance: { relative: 0.2, absolute: 512 * MiB } },
     { name: 'free_after_fill_bytes', unit: 'bytes', description: 'Free VRAM with the chunks held', tolerance: { relative: 0.2, absolute: 512 * MiB } },
   ],
+  quick: { max_gib: 1, granularity_mib: 128 },
+  keyMetrics: [
+    { metric: 'largest_single_bytes', label: 'largest single cuMemAlloc (to the cap)', where: { api: 'driver' } },
+    { metric: 'cumulative_bytes', label: 'cuMemAlloc in 256 MiB chunks (to the cap)', where: { api: 'driver' } },
+    { metric: 'shortfall_bytes', label: 'free VRAM that cuMemAlloc chunks could not get', where: { api: 'driver' } },
+  ],
+  summary: (records) =>
+    ['driver', 'runtime', 'async'].flatMap((api): SummaryLine[] => {
+      const [free, largest, held] = ['free_vram_bytes', 'largest_single_bytes', 'cumulative_bytes'].map((n) => metricsOf(records, n, { api })[0]);
+      if (!free && !largest && !held) return [];
+      return [[`${api} API`, `free at start ${fmt(free)}, largest single ${fmt(largest)}, in chunks ${fmt(held)}${held?.attrs?.stopped_by ? ` (stopped by ${held.attrs.stopped_by})` : ''}`]];
+    }),
   optIn: 'it allocates up to max_gib of device memory (all of it on a smaller card)',
 };
 
 const sysmemFallback: ProbeSpec = {
   name: 'sysmem-fallback',
   title: 'Do allocations past VRAM spill into system memory?',
-  claims: ['C16'],
+  claims: ['C21'],
   description:
     'A subject allocates chunk_mib chunks, held, up to VRAM + past_vram_gib (at most 4) or max_gib when lower, and never more past ' +
     'free VRAM than half the available system memory; every source is read before and after (on Windows, PDH Shared Usage ' +
@@ -496,6 +797,19 @@ const sysmemFallback: ProbeSpec = {
     { name: 'shared_usage_growth_bytes', unit: 'bytes', description: 'Growth of the subject\'s PDH Shared Usage (Windows; null elsewhere)', tolerance: { relative: 0.1, absolute: 64 * MiB } },
     { name: 'dedicated_usage_growth_bytes', unit: 'bytes', description: 'Growth of the subject\'s PDH Dedicated Usage (Windows)', tolerance: { relative: 0.1, absolute: 64 * MiB } },
   ],
+  quick: { max_gib: 1 },
+  keyMetrics: [
+    { metric: 'past_free_vram_bytes', label: 'allocated past free VRAM (sysmem fallback)' },
+    { metric: 'last_first_write_ratio', label: 'last / first chunk write bandwidth (sysmem fallback)' },
+  ],
+  summary: (records) => {
+    const [allocated, free, first, last, shared] = ['allocated_bytes', 'free_vram_bytes', 'first_chunk_write_gbps', 'last_chunk_write_gbps', 'shared_usage_growth_bytes'].map((n) => metricsOf(records, n)[0]);
+    if (!allocated) return [];
+    return [
+      ['allocated', `${fmt(allocated)} of ${fmt(free)} free${allocated.attrs?.stopped_by ? ` (stopped by ${allocated.attrs.stopped_by})` : ''}, Shared Usage ${signed(shared)}`],
+      ['chunk write bandwidth', `first ${fmt(first)}, last ${fmt(last)}`],
+    ];
+  },
   optIn: 'it fills the device memory and goes past it (bounded at VRAM + past_vram_gib)',
 };
 
@@ -513,35 +827,37 @@ export const catalogue: readonly ProbeSpec[] = [
   managedMemory,
   cudaLog,
   windowsRegistry,
+  p2p,
   // Opt-in ones last: they run after everything else on a target.
   allocCeiling,
   sysmemFallback,
 ];
 
-/**
- * The --quick profile: parameters that keep every probe small, for CI-sized runs. Explicit
- * parameters in the matrix still win.
- */
-export const quickParams: Record<string, Record<string, unknown>> = {
-  'pinned-vram': { sizes_gib: [0.25], register_size_gib: 0.25, wait_s: 0.1 },
-  'pinned-release': { size_gib: 0.25, wait_s: [0, 1] },
-  'multi-process-pinned': { size_gib: 0.25 },
-  'pinned-ceiling': { max_gib: 0.5, prefill_percent: [0, 90], reset_rounds: 1 },
-  'transfer-bandwidth': { sizes_mib: [1, 64] },
-  'event-timing': { repetitions: 20 },
-  'sync-latency': { iterations: 1000 },
-  'stream-priority': { repetitions: 2 },
-  'cuda-graph': { repetitions: 5 },
-  'managed-memory': { size_mib: 16 },
-  'alloc-ceiling': { max_gib: 1, granularity_mib: 128 },
-  'sysmem-fallback': { max_gib: 1 },
-};
+/** Whether a metric has the attributes a key metric asks for. */
+export function matchesKeyMetric(attrs: Record<string, Scalar> | undefined, k: KeyMetric): boolean {
+  return !k.where || Object.keys(k.where).every((a) => attrs?.[a] === k.where![a]);
+}
+
+/** Whether a match replaces the one picked so far: only for largestSize, when its size is larger. */
+export function replacesKeyMetric(m: { attrs?: Record<string, Scalar> }, best: { attrs?: Record<string, Scalar> }, k: KeyMetric): boolean {
+  return Boolean(k.largestSize) && Number(m.attrs?.size_bytes ?? 0) > Number(best.attrs?.size_bytes ?? 0);
+}
+
+/** The metric a key metric picks from a cell's metrics (named without the probe), or undefined. */
+export function pickKeyMetric<M extends { name: string; attrs?: Record<string, Scalar> }>(metrics: readonly M[], k: KeyMetric): M | undefined {
+  let best: M | undefined;
+  for (const m of metrics) {
+    if (m.name !== k.metric || !matchesKeyMetric(m.attrs, k)) continue;
+    if (!best || replacesKeyMetric(m, best, k)) best = m;
+  }
+  return best;
+}
 
 /** The parameters a probe runs with: its defaults, then the --quick profile, then the matrix's. */
 export function effectiveParams(probe: string, explicit: Record<string, unknown> = {}, quick = false): Record<string, unknown> {
   const spec = probeSpec(probe);
   if (!spec) throw new Error(`unknown probe ${probe}`);
-  return spec.params.parse({ ...(quick ? quickParams[probe] : {}), ...explicit }) as Record<string, unknown>;
+  return spec.params.parse({ ...(quick ? spec.quick : {}), ...explicit }) as Record<string, unknown>;
 }
 
 export function probeSpec(name: string): ProbeSpec | undefined {
@@ -590,24 +906,3 @@ export function paramArgs(params: Record<string, unknown>): string[] {
   }
   return args;
 }
-
-/**
- * How long each probe took with its default parameters in the committed H200 run
- * (results/records/driver-580.159.04/h200-linux/events.jsonl, rounded). Shards are balanced by
- * these; a probe missing here counts as one second.
- */
-export const typicalMs: Record<string, number> = {
-  sysinfo: 330,
-  'pinned-vram': 17_300,
-  'pinned-release': 2_100,
-  'multi-process-pinned': 1_900,
-  'pinned-ceiling': 7_100,
-  'transfer-bandwidth': 10_300,
-  'event-timing': 420,
-  'sync-latency': 390,
-  'stream-priority': 500,
-  'cuda-graph': 430,
-  'managed-memory': 370,
-  'cuda-log': 510,
-  'windows-registry': 10,
-};

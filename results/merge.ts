@@ -1,31 +1,8 @@
 /**
- * Merging event logs: the shards of one run (`run --shard i/n`), or runs of one matrix on several
- * machines, into one log that summaries, JUnit, records and reports read exactly as they read a
- * single run's. Pure apart from reading the logs: logs in, one log out, with what was refused or
- * is worth a warning.
- *
- * The merged log:
- *   run-start  runId: made from the logs (the earliest start, then a hash of their run ids and
- *              shards), so that merging the same logs again gives the same run; started: the
- *              earliest; shard: null; version, schema and matrix expectations: those of the logs
- *              (they must agree); cells: every log's planned cells, in the order of the targets
- *              below; options: strict when asked for or when every log was, quick when any was;
- *              mergedFrom: each log's file, run id, shard and start (an addition the readers of
- *              schema 1 ignore).
- *   targets    each target's events together, in the order its log wrote them: the target's
- *              order within each log is kept, and targets of different logs, which no log
- *              orders, go by name (code-unit order). The result does not depend on the order
- *              the logs are given in.
- *   run-end    finished: the latest end; interrupted when any log was. A log without a run-end
- *              (a killed run, or a file cut short) leaves the merged log without one too: it
- *              counts as interrupted, and like that log it is incomplete (record refuses both).
- *
- * Refused (a CudamatrixError naming both files): a newer event schema (readEventLog); the same
- * log twice, or two logs of one run id and shard; two logs that planned the same cell; logs of
- * different cudamatrix versions; logs whose matrices disagree (expectations, or a target
- * defined differently). Warned: different matrix file names (one matrix may sit at different
- * paths on different machines), a mix of --quick and full runs, shards missing from a split, and
- * a log without a run-end.
+ * Merging event logs (the shards of one run, or runs of one matrix on several machines) into
+ * one log that summaries, JUnit, records and reports read as a single run's. Pure apart from
+ * reading the logs. What the merged log holds, what is refused and what is warned:
+ * docs/results.md, "The merged log".
  */
 import { createHash } from 'node:crypto';
 import { realpathSync, statSync } from 'node:fs';
@@ -318,7 +295,7 @@ const endOf = (log: LogInput) => log.events.find((e): e is RunEndEvent => e.type
 const earliest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) < Date.parse(a) ? b : a));
 const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
 
-/** Merges logs into one run (see the top of this file for what it looks like and what is refused). */
+/** Merges logs into one run (docs/results.md, "The merged log": what it looks like and what is refused). */
 export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): MergedRun {
   if (given.length === 0) throw new CudamatrixError('USAGE', 'nothing to merge: pass the event logs (events.jsonl) or run folders of the shards');
   const logs = ordered(given);

@@ -14,7 +14,7 @@ import { executePlan } from './execute.ts';
 import { planCells } from './plan.ts';
 
 // connectChain as it is, unless a test makes one target's transport fail in a way of its choosing
-// (what the WSL transport says of a WSL 1 distribution; test/wsl.test.ts has the real one).
+// (what the WSL transport says of a WSL 1 distribution; test/wsl/wsl.test.ts has the real one).
 vi.mock('../runners/registry.ts', async (importOriginal) => {
   const real = await importOriginal<typeof import('../runners/registry.ts')>();
   return { ...real, connectChain: vi.fn(real.connectChain) };

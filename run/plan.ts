@@ -7,7 +7,7 @@ import picomatch from 'picomatch';
 import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
-import { catalogue, typicalMs } from '../probes/catalogue.ts';
+import { catalogue, probeSpec } from '../probes/catalogue.ts';
 import { hostKeyOf } from '../runners/registry.ts';
 
 export interface Cell {
@@ -96,9 +96,9 @@ function optInHint(globs: string[] | undefined): string {
 }
 
 /** How long a cell is expected to take (sysinfo runs on every target anyway). */
-function expectedMs(cells: Cell[]): number {
+export function expectedMs(cells: Cell[]): number {
   const probes = new Set(['sysinfo', ...cells.map((c) => c.probe)]);
-  return [...probes].reduce((sum, p) => sum + (typicalMs[p] ?? 1000), 0);
+  return [...probes].reduce((sum, p) => sum + (probeSpec(p)?.typicalMs ?? 1000), 0);
 }
 
 /**
@@ -108,7 +108,8 @@ function expectedMs(cells: Cell[]): number {
  * lower shard), by the typical duration of their cells, so the same plan always splits the same
  * way. A shard may be empty when there are fewer hosts than shards.
  */
-export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard): Cell[] {
+export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard, machineOf?: (t: Target) => string | undefined): Cell[] {
+  const hostOf = (t: Target) => hostKeyOrOwn(t, machineOf);
   const byTarget = new Map(matrix.targets.map((t) => [t.name, t]));
   const groups = new Map<string, Cell[]>();
   for (const c of cells) {
@@ -129,10 +130,13 @@ export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard): Cell[] 
   return cells.filter((c) => chosen.has(hostOf(byTarget.get(c.target)!)));
 }
 
-/** The host a target lands on; a target whose transport options are unusable is a host of its own. */
-function hostOf(t: Target): string {
+/**
+ * The host a target lands on (or the machine `machineOf` names for it, gha matrix's remote
+ * machines); a target whose transport options are unusable is a host of its own.
+ */
+function hostKeyOrOwn(t: Target, machineOf?: (t: Target) => string | undefined): string {
   try {
-    return hostKeyOf(t.hops);
+    return machineOf?.(t) ?? hostKeyOf(t.hops);
   } catch {
     return `target:${t.name}`;
   }

@@ -50,14 +50,17 @@ describe('local transport', () => {
   });
 
   it.runIf(havePs)('kills the whole process tree on timeout', async () => {
-    const r = await session.exec(['sh', '-c', 'sleep 300 & sleep 301'], { timeoutMs: 300 });
+    // Durations of this process's own, so that sleeps of another test run on the machine never count.
+    const [a, b] = [300_000 + (process.pid % 100_000), 400_000 + (process.pid % 100_000)];
+    const r = await session.exec(['sh', '-c', `sleep ${a} & sleep ${b}`], { timeoutMs: 300 });
     expect(r.timedOut).toBe(true);
     expect(r.exitCode === null || r.signal !== null).toBe(true);
     expect(r.durationMs).toBeLessThan(5000);
-    // Both sleeps (the background one too) must be gone.
-    await new Promise((res) => setTimeout(res, 200));
-    const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => /^sleep 30[01]$/.test(l.trim()));
-    expect(left).toEqual([]);
+    // Both sleeps (the background one too) must be gone: polled, the kill is asynchronous.
+    const mine = new RegExp(`^sleep (${a}|${b})$`);
+    const left = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => mine.test(l.trim()));
+    for (let i = 0; i < 50 && left().length > 0; i++) await new Promise((res) => setTimeout(res, 100));
+    expect(left()).toEqual([]);
   });
 
   it('caps the output, stops the flood and says so', async () => {

@@ -9,6 +9,7 @@ import { arch as osArch, tmpdir } from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { Duplex, Writable } from 'node:stream';
+import { normaliseArch } from '../core/arch.ts';
 import { streamProcess } from './stream.ts';
 import { DEFAULT_MAX_OUTPUT, supervise, type ExecIo } from './supervise.ts';
 import type { ConnectContext, ExecOptions, ExecResult, Platform, Session } from './transport.ts';
@@ -21,7 +22,7 @@ const KILL_GRACE_MS = 2000;
 
 const isWindows = process.platform === 'win32';
 
-/** Opens a session on this machine (the `local` transport; its options are in ./kinds.ts). */
+/** Opens a session on this machine (the `local` transport; its kind is in ./local-kind.ts). */
 export async function connectLocal(_options: object, context: ConnectContext): Promise<Session> {
   const workDir = await mkdtemp(path.join(tmpdir(), `cudamatrix-${context.runId}-`));
   liveWorkDirs.add(workDir);
@@ -30,7 +31,7 @@ export async function connectLocal(_options: object, context: ConnectContext): P
 }
 
 export function nodeArch(): string {
-  return ({ x64: 'x86_64', arm64: 'aarch64' } as Record<string, string>)[osArch()] ?? osArch();
+  return normaliseArch(osArch());
 }
 
 class LocalSession implements Session {

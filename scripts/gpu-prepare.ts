@@ -9,6 +9,7 @@
  *   probe-accuracy.mjs   bench/probe-accuracy.ts, bundled
  *   memory-checks.mjs    bench/memory-checks.ts, bundled (its peer, bench/memory_peer.py, is read
  *                        from the checkout beside .gpu/)
+ *   p2p-check            bench/p2p-check.cu, built with nvcc (static cudart), where nvcc is
  *
  *   pnpm gpu:prepare     then, on the device:  xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-suite.mjs
  */
@@ -61,5 +62,12 @@ for (const [entry, out] of [
         'const require = __cmRequire(import.meta.url); const __filename = __cmPath(import.meta.url); const __dirname = __cmPath(new URL(".", import.meta.url));',
     },
   });
+}
+// The p2p probe's independent check (gpu-suite --p2p): the CUDA runtime API, compiled here.
+if ((await $({ nothrow: true })`command -v nvcc`).exitCode === 0) {
+  console.log('building p2p-check (nvcc) ...');
+  await $`nvcc -O2 -o ${path.join(gpu, 'p2p-check')} bench/p2p-check.cu`;
+} else {
+  console.log('nvcc not found: no p2p-check (gpu-suite --p2p needs it)');
 }
 console.log((await $`ls -la ${gpu}`).stdout);

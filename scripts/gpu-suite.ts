@@ -8,18 +8,23 @@
  *   4b. with --new-probes: bench/memory-checks (issue 24's memory probes against their ctypes
  *       peer, with caps safe on the shared card), then the same probes and caps through the
  *       installed `cudamatrix run` (new-probes/runs/, for `cudamatrix record`);
- *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo).
+ *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo);
+ *   6. with --p2p (two or more GPUs): the p2p probe, its independent check (.gpu/p2p-check,
+ *      bench/p2p-check.cu) and nvidia-smi topo -m on the same pairs, compared
+ *      (bench/p2p-compare.ts) into p2p-compare.json.
  * Everything lands in $OUT/gpu-suite.tgz (the device returns at most 8 files), with the log of
  * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
  * still runs.
  *
- *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--new-probes] [cudamatrix run options ...]
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--new-probes] [--p2p] [cudamatrix run options ...]
  *
- * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3.
+ * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3; --p2p
+ * adds step 6.
  */
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { $ } from 'zx';
+import { compareP2p } from '../bench/p2p-compare.ts';
 
 const result = process.env.OUT ?? '/tmp/gpu-out';
 const out = '/tmp/cudamatrix-gpu-out';
@@ -36,7 +41,8 @@ const skipAccuracy = args.includes('--skip-accuracy');
 const skipSuite = args.includes('--skip-suite');
 const gha = args.includes('--gha');
 const newProbes = args.includes('--new-probes');
-const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes'].includes(a));
+const p2p = args.includes('--p2p');
+const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p'].includes(a));
 
 const log: string[] = [];
 function note(line: string): void {
@@ -110,7 +116,7 @@ if (gha) {
 // 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
 // the package's files do not carry; cudamatrix sets it when it deploys the binary too).
 const probe = path.join(work, 'cudaprobe');
-if (!skipAccuracy || newProbes) {
+if (!skipAccuracy || newProbes || p2p) {
   copyFileSync(path.join(installed, 'prebuilt', 'linux-x64', 'cudaprobe'), probe);
   chmodSync(probe, 0o755);
 }
@@ -142,6 +148,29 @@ await step('peer', () =>
     'python3 -c "import torch; print(\'torch\', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"',
   ].join('; ')}`,
 );
+
+// 6. --p2p: the same pairs through the p2p probe, the CUDA runtime API and nvidia-smi.
+if (p2p) {
+  const run = async (name: string, argv: string[]) => {
+    let stdout = '';
+    await step(name, async () => {
+      const r = await $({ nothrow: true })`${argv}`;
+      stdout = r.stdout;
+      return r;
+    });
+    return stdout;
+  };
+  const probeOut = await run('p2p-probe', [probe, 'run', 'p2p']);
+  const checkOut = await run('p2p-check', [path.join(gpu, 'p2p-check'), '256', '10']);
+  const topo = await run('p2p-topo', ['nvidia-smi', 'topo', '-m']);
+  await run('p2p-topo-p2p', ['nvidia-smi', 'topo', '-p2p', 'r']);
+  const compared = compareP2p(probeOut, checkOut, topo);
+  writeFileSync(path.join(out, 'p2p-compare.json'), `${JSON.stringify(compared, null, 2)}\n`);
+  for (const r of compared.rows) {
+    note(`p2p ${r.src} to ${r.dst} peer ${r.peer ? 'on' : 'off'}: probe ${r.probeGbps?.toFixed(1)} GB/s, check ${r.checkGbps?.toFixed(1)} GB/s, intact ${r.probeIntact}/${r.checkIntact}${r.agrees ? '' : ' DISAGREE'}`);
+  }
+  note(`p2p-compare: ${compared.agrees ? 'agrees' : 'disagrees'}${compared.problems.length ? `: ${compared.problems.join('; ')}` : ''}`);
+}
 
 await $`tar -C ${out} -czf ${path.join(result, 'gpu-suite.tgz')} .`;
 copyFileSync(path.join(out, 'gpu-suite.log'), path.join(result, 'gpu-suite.log'));

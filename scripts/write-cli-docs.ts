@@ -1,7 +1,7 @@
 /**
  * Writes docs/cli.md from the commander program (cli/main.ts buildProgram): every command, its
  * arguments, its options with their defaults, and the text its --help prints after them (the
- * exit tables). Generated, so that the page and --help never drift; test/cli-docs.test.ts fails
+ * exit tables). Generated, so that the page and --help never drift; test/docs/cli-docs.test.ts fails
  * when the committed page differs from what this writes.
  *
  *   pnpm docs:cli

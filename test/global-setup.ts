@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { buildProbe } from '../probes/build.ts';
 import { nodeArch } from '../runners/local.ts';
-import { startTestEngine, type TestEngine } from './docker-engine.ts';
+import { startTestEngine, type TestEngine } from './docker/docker-engine.ts';
 import { requireIntegration, testCacheDir } from './helpers.ts';
 
 declare module 'vitest' {

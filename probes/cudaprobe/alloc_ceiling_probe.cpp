@@ -1,4 +1,4 @@
-// alloc-ceiling (C15): how much device memory can really be allocated, against the free VRAM
+// alloc-ceiling (C20): how much device memory can really be allocated, against the free VRAM
 // the driver reports at the start. Per API (cuMemAlloc, cudaMalloc, cudaMallocAsync), in a fresh
 // subject: the largest single allocation (bisection) and the total of chunks held at once, both
 // bounded by max_gib (0: the device's total memory, never past it). Opt-in: it fills the card.
@@ -98,6 +98,8 @@ bool measureApi(ProbeContext& ctx, const std::string& api, double chunk, double 
   return true;
 }
 
+}  // namespace
+
 int allocCeiling(ProbeContext& ctx) {
   std::vector<std::string> apis = ceilingApis(ctx.params);
   double chunk = ctx.params.number("chunk_mib") * kMiB;
@@ -132,9 +134,5 @@ int allocCeiling(ProbeContext& ctx) {
   }
   return failedRun ? kExitProbeFailure : kExitRan;
 }
-
-}  // namespace
-
-int runAllocCeiling(ProbeContext& ctx) { return allocCeiling(ctx); }
 
 }  // namespace cp

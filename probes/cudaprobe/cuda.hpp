@@ -97,7 +97,11 @@ enum : int {
   X(cuGraphInstantiateWithFlags, CUresult, (CUgraphExec*, CUgraph, unsigned long long)) \
   X(cuGraphLaunch, CUresult, (CUgraphExec, CUstream))                           \
   X(cuGraphExecDestroy, CUresult, (CUgraphExec))                                \
-  X(cuGraphDestroy, CUresult, (CUgraph))
+  X(cuGraphDestroy, CUresult, (CUgraph))                                       \
+  X(cuDeviceCanAccessPeer, CUresult, (int*, CUdevice, CUdevice))                \
+  X(cuCtxEnablePeerAccess, CUresult, (CUcontext, unsigned int))                 \
+  X(cuCtxDisablePeerAccess, CUresult, (CUcontext))                              \
+  X(cuMemcpyPeerAsync, CUresult, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))
 
 struct Cuda {
   Library lib;
@@ -156,6 +160,11 @@ Cudart& cudart();
 typedef int nvmlReturn_t;  // NVML_SUCCESS = 0
 typedef struct nvmlDevice_st* nvmlDevice_t;
 struct nvmlMemory_t { unsigned long long total, free, used; };
+struct nvmlPciInfo_t {  // nvmlPciInfo_t of NVML 11+ (the _v3 / _v2 queries below)
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
 struct nvmlProcessInfo_t {  // nvmlProcessInfo_v2_t, used by the _v3 process queries
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -187,7 +196,17 @@ constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
   X(nvmlDeviceGetDriverModel_v2, nvmlReturn_t, (nvmlDevice_t, int*, int*))         \
   X(nvmlDeviceGetDriverModel, nvmlReturn_t, (nvmlDevice_t, int*, int*))            \
   X(nvmlDeviceGetComputeRunningProcesses_v3, nvmlReturn_t,                         \
-    (nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*))
+    (nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*))                           \
+  X(nvmlDeviceGetPciInfo_v3, nvmlReturn_t, (nvmlDevice_t, nvmlPciInfo_t*))         \
+  X(nvmlDeviceGetTopologyCommonAncestor, nvmlReturn_t, (nvmlDevice_t, nvmlDevice_t, int*)) \
+  X(nvmlDeviceGetP2PStatus, nvmlReturn_t, (nvmlDevice_t, nvmlDevice_t, int, int*)) \
+  X(nvmlDeviceGetNvLinkState, nvmlReturn_t, (nvmlDevice_t, unsigned int, int*))    \
+  X(nvmlDeviceGetNvLinkRemotePciInfo_v2, nvmlReturn_t, (nvmlDevice_t, unsigned int, nvmlPciInfo_t*)) \
+  X(nvmlDeviceGetNvLinkRemoteDeviceType, nvmlReturn_t, (nvmlDevice_t, unsigned int, int*)) \
+  X(nvmlDeviceGetPcieThroughput, nvmlReturn_t, (nvmlDevice_t, int, unsigned int*)) \
+  X(nvmlDeviceGetMigMode, nvmlReturn_t, (nvmlDevice_t, unsigned int*, unsigned int*)) \
+  X(nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t, unsigned int*))   \
+  X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t, (nvmlDevice_t, unsigned int, nvmlDevice_t*))
 
 struct Nvml {
   Library lib;

@@ -261,7 +261,7 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
     std::string name = m.str("name");
     bool have = m.at("value").kind == Json::Number;
     if (a.str("variant") == "registered") {
-      // The first registered round decides what stopped it (C17); later rounds are metrics only.
+      // The first registered round decides what stopped it (C22); later rounds are metrics only.
       if (name == "ceiling_bytes" && !registeredTried && have) {
         registeredStop = a.str("stopped_by");
         registeredEv.num("ceiling_bytes", m.num("value")).num("cap_bytes", a.num("cap_bytes", 0));

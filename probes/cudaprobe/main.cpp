@@ -19,7 +19,6 @@
 //
 // Exit codes: 0 ran, 1 probe failure, 2 usage error, 3 everything skipped (no usable driver or
 // device, or a probe for another platform).
-#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +28,6 @@
 #ifdef _WIN32
 #include <windows.h>
 #else
-#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -43,39 +41,9 @@
 #include "selftest.hpp"
 #include "subject.hpp"
 #include "version.hpp"
+#include "wait.hpp"
 
 namespace cp {
-
-const std::vector<ProbeInfo>& probes() {
-  static const std::vector<ProbeInfo> all = {
-      {"sysinfo", "OS, driver, GPU, PCIe link, driver model and the detected environment", "linux,windows", "", runSysinfo},
-      {"pinned-vram", "whether pinned host memory counts against VRAM (C1, C3, C4)", "linux,windows",
-       "sizes_gib=1,2,4;apis=driver,runtime;register_size_gib=1;wait_s=0.1", runPinnedVram},
-      {"pinned-release", "when memory freed with cuMemFreeHost/cudaFreeHost is returned (C2)", "linux,windows",
-       "size_gib=1;wait_s=0,1,5;apis=driver,runtime", runPinnedRelease},
-      {"multi-process-pinned", "whether several processes pinning at once add up (C14)", "linux,windows", "processes=2;size_gib=1",
-       runMultiProcessPinned},
-      {"pinned-ceiling", "how much can be pinned, against free VRAM and with cudaDeviceReset first (C11, C12)", "linux,windows",
-       "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2;registered_rounds=1", runPinnedCeiling},
-      {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory (C8)", "linux,windows",
-       "sizes_mib=1,16,256,1024;repetitions=20;warmup=2", runTransferBandwidth},
-      {"event-timing", "the resolution of cuEventElapsedTime (C7)", "linux,windows", "targets_us=1,2,5,10,20;repetitions=50", runEventTiming},
-      {"sync-latency", "no-op kernel + stream synchronize latency (C5)", "linux,windows", "iterations=10000", runSyncLatency},
-      {"stream-priority", "whether stream priorities are honoured (C6)", "linux,windows", "repetitions=5;block_us=1000;waves=10;delay_ms=1",
-       runStreamPriority},
-      {"cuda-graph", "CUDA Graphs support and launch cost (C5)", "linux,windows", "kernels=1000;repetitions=20", runCudaGraph},
-      {"managed-memory", "managed memory and concurrent CPU/GPU access (C13); opt-in: a managed allocation of percent_of_free (C18)", "linux,windows",
-       "size_mib=64;percent_of_free=0", runManagedMemory},
-      {"cuda-log", "what CUDA_LOG_FILE logs (C9)", "linux,windows", "log_level=", runCudaLog},
-      {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", runWindowsRegistry},
-      // Opt-in (they fill the card), bounded, and last.
-      {"alloc-ceiling", "how much device memory can be allocated against the free VRAM reported (C15); opt-in", "linux,windows",
-       "apis=driver,runtime,async;chunk_mib=256;max_gib=0;granularity_mib=64", runAllocCeiling},
-      {"sysmem-fallback", "whether allocations past VRAM spill into system memory, and what a spilled chunk costs (C16); opt-in", "linux,windows",
-       "api=runtime;chunk_mib=256;past_vram_gib=2;max_gib=0", runSysmemFallback},
-  };
-  return all;
-}
 
 bool requireDevice(ProbeContext& ctx) {
   Cuda& c = cuda();
@@ -220,82 +188,6 @@ int run(int argc, char** argv) {
   }
 }
 
-#ifndef _WIN32
-// SIGUSR1 under --usr1-kills-others: every process of this PID namespace but its init and this
-// one gets SIGKILL (the commands run in the container with docker exec, which the engine cannot
-// signal itself); the container stays up for the next command.
-extern "C" void killOthers(int) { kill(-1, SIGKILL); }
-
-// Whether kill(-1) stays inside a container: this process is in a PID namespace other than the
-// host's (whose /proc/self/ns/pid inode is the kernel's constant PROC_PID_INIT_INO) and is a
-// child of that namespace's init.
-bool inContainerPidNamespace() {
-  struct stat st;
-  return getppid() == 1 && stat("/proc/self/ns/pid", &st) == 0 && st.st_ino != 0xEFFFFFFCu;
-}
-#endif
-
-// The main process of a probe container: it only has to stay alive while the container is used
-// (docker-init, PID 1, reaps what the probes leave). With --stdin it ends, exit 0, when its
-// stdin does: the container's stdin is the controller's attach connection (StdinOnce), so the
-// container ends, and is removed (AutoRemove), when the controller or a hop to the engine dies.
-// Plain, it blocks until a signal ends it. The line on stderr says it runs.
-int waitCommand(int argc, char** argv) {
-  bool untilEof = false;
-  bool usr1KillsOthers = false;
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--stdin") {
-      untilEof = true;
-    } else if (a == "--usr1-kills-others") {
-      usr1KillsOthers = true;
-    } else {
-      return usage("unknown argument " + a);
-    }
-  }
-#ifndef _WIN32
-  if (usr1KillsOthers) {
-    if (inContainerPidNamespace()) {
-      struct sigaction sa;
-      std::memset(&sa, 0, sizeof sa);
-      sa.sa_handler = killOthers;
-      sigemptyset(&sa.sa_mask);
-      sa.sa_flags = SA_RESTART;
-      sigaction(SIGUSR1, &sa, nullptr);
-    } else {
-      // Left at its default (it ends this process): outside a container kill(-1) would reach
-      // every process of the user.
-      std::fputs("cudaprobe: not in a container's PID namespace under its init: SIGUSR1 only ends this process\n", stderr);
-    }
-  }
-#else
-  (void)usr1KillsOthers;  // no signals to send on Windows
-#endif
-  std::fputs("cudaprobe: waiting\n", stderr);
-  std::fflush(stderr);
-  if (!untilEof) {
-    for (;;) {
-#ifdef _WIN32
-      Sleep(INFINITE);
-#else
-      pause();
-#endif
-    }
-  }
-  char buf[512];
-#ifdef _WIN32
-  while (std::fread(buf, 1, sizeof buf, stdin) > 0) {
-  }
-#else
-  for (;;) {
-    ssize_t n = read(0, buf, sizeof buf);
-    if (n > 0 || (n < 0 && errno == EINTR)) continue;
-    break;  // end of input, or it is gone (EBADF, EIO)
-  }
-#endif
-  return cp::kExitRan;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -308,7 +200,13 @@ int main(int argc, char** argv) {
     if (argc != 3) return usage("judge needs a probe name");
     return cp::runJudge(argv[2]);
   }
-  if (cmd == "wait") return waitCommand(argc, argv);
+  if (cmd == "wait") {
+    try {
+      return cp::runWait(argc, argv);
+    } catch (const cp::UsageError& e) {
+      return usage(e.message);
+    }
+  }
   if (cmd == "selftest") return cp::runSelftest(argc, argv);
   if (cmd == "ptx") {
     std::fputs(cp::kKernelsPtx, stdout);

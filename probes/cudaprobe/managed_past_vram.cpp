@@ -1,4 +1,4 @@
-// managed-memory's large step (C18): a managed allocation of percent_of_free of the free VRAM,
+// managed-memory's large step (C23): a managed allocation of percent_of_free of the free VRAM,
 // filled by a kernel (the driver migrates or, past VRAM, evicts pages) and read back by the CPU
 // at up to 4096 places. Native Linux is documented to oversubscribe; WSL2 is reported to fail at
 // about VRAM (microsoft/WSL#7198). Bounded: what lies past free VRAM must fit in half of the

@@ -1,4 +1,4 @@
-// managed-memory's opt-in large step (C18): one managed allocation of a percentage of free VRAM.
+// managed-memory's opt-in large step (C23): one managed allocation of a percentage of free VRAM.
 #pragma once
 #include "gpu.hpp"
 #include "probe.hpp"

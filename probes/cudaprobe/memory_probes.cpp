@@ -131,6 +131,8 @@ bool runSeries(ProbeContext& ctx, Sampler& sampler, const std::string& api, cons
   return p.hasDriver;
 }
 
+}  // namespace
+
 int pinnedVram(ProbeContext& ctx) {
   std::vector<double> sizes = ctx.params.numbers("sizes_gib");
   std::vector<std::string> apis = apisFrom(ctx.params);
@@ -289,6 +291,8 @@ int multiProcessPinned(ProbeContext& ctx) {
   return kExitRan;
 }
 
+namespace {
+
 // ---- pinned-ceiling (C12, C11) -------------------------------------------------------------
 
 // Pins chunks in a fresh subject until a pin fails or the cap is reached; emits the metrics and
@@ -332,7 +336,7 @@ bool measureCeiling(ProbeContext& ctx, Recorded& rec, const std::string& api, do
   return true;
 }
 
-// The device attributes that say whether and how host memory can be registered (C17).
+// The device attributes that say whether and how host memory can be registered (C22).
 void emitHostRegisterFacts(ProbeContext& ctx) {
   Cuda& c = cuda();
   CUdevice dev = 0;
@@ -353,6 +357,8 @@ void emitHostRegisterFacts(ProbeContext& ctx) {
     else emitFact(ctx.probe, a.fact, "null", Obj(), std::string(a.attribute) + ": " + c.err(rc));
   }
 }
+
+}  // namespace
 
 int pinnedCeiling(ProbeContext& ctx) {
   double chunk = ctx.params.number("chunk_mib") * kMiB;
@@ -389,12 +395,5 @@ int pinnedCeiling(ProbeContext& ctx) {
   judgePinnedCeiling(ctx.probe, rec);
   return kExitRan;
 }
-
-}  // namespace
-
-int runPinnedVram(ProbeContext& ctx) { return pinnedVram(ctx); }
-int runPinnedRelease(ProbeContext& ctx) { return pinnedRelease(ctx); }
-int runMultiProcessPinned(ProbeContext& ctx) { return multiProcessPinned(ctx); }
-int runPinnedCeiling(ProbeContext& ctx) { return pinnedCeiling(ctx); }
 
 }  // namespace cp

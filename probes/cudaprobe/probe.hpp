@@ -1,6 +1,6 @@
-// The probe registry: each probe registers a name, a one-line description, the platforms it
-// runs on, its parameters with their defaults, and its entry point. `cudaprobe list` prints
-// this registry; the TypeScript catalogue is checked against it.
+// What a probe is given (ProbeContext, its Params) and how it is listed (ProbeInfo): the list
+// itself is probe_list.cpp, which `cudaprobe list` prints and the TypeScript catalogue is checked
+// against.
 #pragma once
 #include <map>
 #include <string>
@@ -51,27 +51,11 @@ struct ProbeInfo {
   ProbeFn run;
 };
 
+// Every probe, in the catalogue's order (probe_list.cpp).
 const std::vector<ProbeInfo>& probes();
 
 // Loads the driver and checks ctx.device; on failure emits a skip and returns false.
 // Probes that need the GPU start with `if (!requireDevice(ctx)) return kExitNoDriver;`.
 bool requireDevice(ProbeContext& ctx);
-
-int runSysinfo(ProbeContext& ctx);
-int runPinnedVram(ProbeContext& ctx);
-int runPinnedRelease(ProbeContext& ctx);
-int runMultiProcessPinned(ProbeContext& ctx);
-int runPinnedCeiling(ProbeContext& ctx);
-int runTransferBandwidth(ProbeContext& ctx);
-int runEventTiming(ProbeContext& ctx);
-int runSyncLatency(ProbeContext& ctx);
-int runStreamPriority(ProbeContext& ctx);
-int runCudaGraph(ProbeContext& ctx);
-int runManagedMemory(ProbeContext& ctx);
-int runCudaLog(ProbeContext& ctx);
-int runWindowsRegistry(ProbeContext& ctx);
-// Issue 24: opt-in memory probes (alloc_ceiling_probe.cpp, sysmem_fallback_probe.cpp).
-int runAllocCeiling(ProbeContext& ctx);
-int runSysmemFallback(ProbeContext& ctx);
 
 }  // namespace cp

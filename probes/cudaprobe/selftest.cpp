@@ -4,10 +4,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "emit.hpp"
+#include "p2p_topology.hpp"
 #include "pdh_instances.hpp"
 #include "probe.hpp"
 #include "winmem.hpp"
@@ -77,7 +79,11 @@ int runSelftest(int argc, char** argv) {
   std::string mode = argc > 2 ? argv[2] : "";
   if (mode == "pdh-select" && argc == 5) return pdhSelect(argv[3], argv[4]);
   if (mode == "adapter" && argc == 4) return adapter(argv[3]);
-  std::fprintf(stderr, "cudaprobe: selftest takes pdh-select PID LUID|-, or adapter LUID\n");
+  if (mode.rfind("p2p-", 0) == 0 && argc == 3) {
+    std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    return p2pSelftest(mode, input);
+  }
+  std::fprintf(stderr, "cudaprobe: selftest takes pdh-select PID LUID|-, adapter LUID, or p2p-topology|p2p-staged|p2p-mig\n");
   return kExitUsage;
 }
 

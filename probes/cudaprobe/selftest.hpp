@@ -7,6 +7,9 @@
 //                                              (0xHIGH_0xLOW; - for none)
 //   cudaprobe selftest adapter LUID            the adapter's PDH, DXGI/DXCore and scheduler
 //                                              readings, each a value or null with its reason
+//   cudaprobe selftest p2p-topology|p2p-staged|p2p-mig < input.json
+//                                              the p2p probe's facts of a recorded or handwritten
+//                                              topology, bandwidths or MIG slices (p2p_topology.hpp)
 #pragma once
 
 namespace cp {

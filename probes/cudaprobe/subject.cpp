@@ -72,6 +72,11 @@ std::string Subject::handle(const std::string& line) {
   in >> cmd;
   if (cmd == "init") return init();
   if (cmd == "meminfo") return meminfo();
+  if (cmd == "devices") {  // the devices this process enumerates (p2p: MIG slices)
+    int count = -1;
+    CUresult rc = cuda().cuDeviceGetCount(&count);
+    return rc == 0 ? reply(true, Obj().integer("count", count)) : failure("cuDeviceGetCount: " + cuda().err(rc));
+  }
   if (cmd == "alloc") {
     std::string api, kind;
     double bytes = 0;

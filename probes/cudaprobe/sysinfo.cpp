@@ -186,7 +186,7 @@ Detected detect(const OsInfo& os, const WslInfo& wsl, const ContainerInfo& conta
 
 }  // namespace
 
-int runSysinfo(ProbeContext& ctx) {
+int sysinfo(ProbeContext& ctx) {
   info("tool_version", kCudaprobeVersion, "cudaprobe");
   OsInfo os = osInfo();
   reportOs(os);

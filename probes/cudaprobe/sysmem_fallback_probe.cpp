@@ -1,4 +1,4 @@
-// sysmem-fallback (C16): whether device allocations past free VRAM succeed by spilling into
+// sysmem-fallback (C21): whether device allocations past free VRAM succeed by spilling into
 // system memory (Windows driver 536.40+, unless the per-application policy says otherwise), or
 // fail with out-of-memory at VRAM (Linux). A subject allocates chunks up to VRAM + past_vram_gib
 // (or max_gib, lower), holding them; the sampler reads every source before and after, so that on
@@ -24,6 +24,8 @@ std::string gib(double bytes) {
   std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
   return buf;
 }
+
+}  // namespace
 
 int sysmemFallback(ProbeContext& ctx) {
   std::string api = ctx.params.get("api");
@@ -133,9 +135,5 @@ int sysmemFallback(ProbeContext& ctx) {
   }
   return kExitRan;
 }
-
-}  // namespace
-
-int runSysmemFallback(ProbeContext& ctx) { return sysmemFallback(ctx); }
 
 }  // namespace cp

@@ -30,6 +30,8 @@ double pcieGbps(unsigned gen, unsigned width) {
   return gts[gen] * width * efficiency / 8.0;
 }
 
+}  // namespace
+
 // ---- transfer-bandwidth (C8) ----------------------------------------------------------------
 
 int transferBandwidth(ProbeContext& ctx) {
@@ -223,6 +225,8 @@ int syncLatency(ProbeContext& ctx) {
   return kExitRan;
 }
 
+namespace {
+
 // ---- stream-priority (C6) -----------------------------------------------------------------
 
 struct PriorityRun {
@@ -246,6 +250,8 @@ PriorityRun priorityRun(Gpu& gpu, int lowPriority, int highPriority, bool usePri
   CU(c.cuEventSynchronize(highEnd.e));
   return {elapsedMs(start, highEnd), elapsedMs(start, longEnd)};
 }
+
+}  // namespace
 
 int streamPriority(ProbeContext& ctx) {
   int reps = static_cast<int>(ctx.params.number("repetitions"));
@@ -349,13 +355,5 @@ int cudaGraph(ProbeContext& ctx) {
   emitFact(ctx.probe, "supported", "true", Obj().num("graph_us", g).num("plain_us", p).num("kernels", kernels));
   return kExitRan;
 }
-
-}  // namespace
-
-int runTransferBandwidth(ProbeContext& ctx) { return transferBandwidth(ctx); }
-int runEventTiming(ProbeContext& ctx) { return eventTiming(ctx); }
-int runSyncLatency(ProbeContext& ctx) { return syncLatency(ctx); }
-int runStreamPriority(ProbeContext& ctx) { return streamPriority(ctx); }
-int runCudaGraph(ProbeContext& ctx) { return cudaGraph(ctx); }
 
 }  // namespace cp

@@ -30,6 +30,9 @@ function pairLines(p: PairDiff, files: SideFiles, all: boolean): string[] {
   out.push(`  facts    ${p.factsCompared} compared: ${p.facts.length === 0 ? 'none changed' : `${p.facts.length} changed`}`);
   const width = Math.max(0, ...p.facts.map((f) => f.name.length));
   for (const f of p.facts) out.push(`    ${f.name.padEnd(width)}  ${show(f.a)} → ${show(f.b)}`);
+  if (p.decided.length) out.push(`  decided  ${plural(p.decided.length, 'fact')} decided on one side only (null on the other; not a change):`);
+  const dw = Math.max(0, ...p.decided.map((f) => f.name.length));
+  for (const f of p.decided) out.push(`    ${f.name.padEnd(dw)}  ${show(f.a)} → ${show(f.b)} (${f.a === null ? 'newly decided' : 'no longer decided'})`);
   out.push(`  cells    ${p.cellsCompared} compared: ${p.cells.length === 0 ? 'same outcomes' : `${p.cells.length} changed`}`);
   for (const c of p.cells) out.push(`    ${c.probe}  ${c.a} → ${c.b}`);
   const t = p.metricTally;

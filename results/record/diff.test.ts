@@ -30,6 +30,17 @@ describe('diff of the committed H200 runs (one driver, one machine)', () => {
     }
   });
 
+  it('a fact null on one side and decided on the other is newly (or no longer) decided, not a change; decided both ways differently is', () => {
+    const undecided = doctored(runs[0]!, 'd0d0d0d0d0d0d0d0', (x) => void (x.facts['pinned-vram.counts_as_vram']!.value = null));
+    const p = diffRecords(undecided, runs[1]!).pairs[0]!;
+    expect([p.facts, p.decided, p.changed]).toEqual([[], [{ name: 'pinned-vram.counts_as_vram', a: null, b: false }], false]);
+    expect(diffRecords(runs[1]!, undecided).pairs[0]!.decided).toEqual([{ name: 'pinned-vram.counts_as_vram', a: false, b: null }]);
+    expect(formatDiff(diffRecords(runs[1]!, undecided), { a: 'a', b: 'b' }, new Map())).toContain('    pinned-vram.counts_as_vram  false → null (no longer decided)\n');
+    const flipped = doctored(runs[0]!, 'e0e0e0e0e0e0e0e0', (x) => void (x.facts['pinned-vram.counts_as_vram']!.value = true));
+    const q = diffRecords(flipped, runs[1]!).pairs[0]!;
+    expect([q.facts, q.decided, q.changed]).toEqual([[{ name: 'pinned-vram.counts_as_vram', a: true, b: false }], [], true]);
+  });
+
   it('they do differ: the noise is real (the H200 runs moved alloc times by 60 % and pageable copies by 38 %)', () => {
     const moves = (name: string, where: Record<string, unknown> = {}) =>
       Math.max(

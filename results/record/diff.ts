@@ -1,22 +1,8 @@
 /**
  * What changed between two sets of behaviour records (two runs, two records, two driver
  * versions' folders): pure, so that `cudamatrix diff`, a workflow and bench/report call the same.
- *
- * Records are paired by their key without the driver (environment, GPU, OS, OS build,
- * container), so that driver-575 against driver-580 compares like with like. A key with several
- * records on one side (conflicting observations kept in a folder) compares its newest that has
- * facts (a record without any, of a run of sysinfo alone, never hides one with them).
- *
- * Of a pair: the facts that both have and whose values differ; the cells whose outcome differs
- * (a probe that passed and now fails); and every metric series both have (name and attrs),
- * flagged when it moved beyond its noise. A move is |a - b| / max(|a|, |b|), the same both
- * ways round. Its noise is the larger of the catalogue's tolerance for that metric
- * (probes/catalogue.ts, calibrated on two H200 runs of one driver) and the spread of the
- * series' repeated values within a record, where the probe repeats one (pinned-ceiling's
- * rounds): two repeats alone are too few to say what noise is (on the H200 the rounds of
- * chunk_alloc_ms spread 22 % within a run and moved 28 % between runs). A metric measured on
- * one side and null on the other is flagged too. Facts, metrics and cells found on one side only
- * are listed, not counted as changes: a run with other probes or parameters measured other things.
+ * How records pair, what is compared and how a metric's noise is decided: docs/records.md,
+ * "cudamatrix diff A B" and "Noise".
  */
 import { formatValue } from '../../core/units.ts';
 import { catalogue, type MetricTolerance } from '../../probes/catalogue.ts';
@@ -77,7 +63,10 @@ export interface PairDiff {
   key: string;
   a: DiffSide;
   b: DiffSide;
+  /** Facts both records decided, with different values: a change. */
   facts: FactChange[];
+  /** Facts one record decided and the other left undecided (null): newly decided (a null) or no longer (b null); listed, not a change. */
+  decided: FactChange[];
   cells: CellChange[];
   /** The series both records have that moved beyond their noise (with `all`, every one), in a's order. */
   metrics: MetricComparison[];
@@ -324,6 +313,7 @@ export function noiseText(m: MetricComparison): string {
 /** The differences between two records of one key (drivers may differ). */
 export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false): PairDiff {
   const facts: FactChange[] = [];
+  const decided: FactChange[] = [];
   const onlyA = { facts: [] as string[], metrics: [] as string[], cells: [] as string[] };
   const onlyB = { facts: [] as string[], metrics: [] as string[], cells: [] as string[] };
   let factsCompared = 0;
@@ -332,7 +322,7 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
     if (!g) onlyA.facts.push(name);
     else {
       factsCompared++;
-      if (f.value !== g.value) facts.push({ name, a: f.value, b: g.value });
+      if (f.value !== g.value) (f.value === null || g.value === null ? decided : facts).push({ name, a: f.value, b: g.value });
     }
   }
   for (const name of Object.keys(rb.facts)) if (!(name in ra.facts)) onlyB.facts.push(name);
@@ -373,7 +363,7 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
   }
 
   const changed = facts.length > 0 || cells.length > 0 || tally.flagged > 0;
-  return { key: pairingKey(ra), a: side(ra), b: side(rb), facts, cells, metrics, metricTally: tally, factsCompared, cellsCompared, onlyA, onlyB, changed };
+  return { key: pairingKey(ra), a: side(ra), b: side(rb), facts, decided, cells, metrics, metricTally: tally, factsCompared, cellsCompared, onlyA, onlyB, changed };
 }
 
 /** A series as people read it: name {attr: value, ...}. */
@@ -407,23 +397,29 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
     const byFull = new Map<string, BehaviourRecord[]>();
     for (const r of list) {
       const k = keyText(r.key);
-      byFull.set(k, [...(byFull.get(k) ?? []), r]);
+      const same = byFull.get(k);
+      if (same) same.push(r);
+      else byFull.set(k, [r]);
     }
     for (const [key, rs] of byFull) {
-      const facts = new Set<string>();
-      const involved = new Set<BehaviourRecord>();
-      for (let i = 0; i < rs.length; i++) {
-        for (let j = i + 1; j < rs.length; j++) {
-          for (const [n, f] of Object.entries(rs[i]!.facts)) {
-            const g = rs[j]!.facts[n];
-            if (g && g.value !== f.value) {
-              facts.add(n);
-              involved.add(rs[i]!).add(rs[j]!);
-            }
+      // A fact disagrees when its records hold two decided values (null is undecided, not a
+      // disagreement); every record that decided it is then one of those that disagree. One
+      // pass over the facts, not a comparison of every pair of records.
+      const values = new Map<string, { first: unknown; differs: boolean; records: BehaviourRecord[] }>();
+      for (const r of rs) {
+        for (const [n, f] of Object.entries(r.facts)) {
+          if (f.value === null) continue;
+          const v = values.get(n);
+          if (!v) values.set(n, { first: f.value, differs: false, records: [r] });
+          else {
+            v.differs ||= v.first !== f.value;
+            v.records.push(r);
           }
         }
       }
-      if (facts.size) out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: [...facts].sort() });
+      const facts = [...values].filter(([, v]) => v.differs);
+      const involved = new Set(facts.flatMap(([, v]) => v.records));
+      if (facts.length) out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: facts.map(([n]) => n).sort() });
     }
   }
   return out;

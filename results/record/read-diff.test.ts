@@ -1,5 +1,9 @@
 /** readInput for diff keeps in full only the record diff compares of each key: the same diff, in bounded memory. */
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { KEY_METRICS } from '../report/table.ts';
+import { indexFileOf } from './index.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { writeRecords } from '../../test/report-fixture.ts';
 import { diffRecords } from './diff.ts';
@@ -20,5 +24,16 @@ describe('readInput(folder, { forDiff })', () => {
     expect(diffRecords(sideA, sideB, { all: true })).toEqual(full);
     const compared = new Set(full.pairs.flatMap((p) => [p.a.id, p.b.id]));
     for (const r of [...sideA, ...sideB]) expect(r.metrics.length > 0, r.id).toBe(compared.has(r.id));
+    // Through the records index (as `cudamatrix diff` reads): the same, without an index (made
+    // then) and with it, the compared records whole.
+    const keepMetrics = new Set(KEY_METRICS.map((m) => m.metric));
+    for (const round of ['no index yet', 'with the index']) {
+      expect(existsSync(indexFileOf(path.join(a, 'driver-580.159.04'))), round).toBe(round === 'with the index');
+      const ia = readInput(a, {}, { forDiff: true, keepMetrics }).records;
+      const ib = readInput(b, {}, { forDiff: true, keepMetrics }).records;
+      expect(diffRecords(ia.map((x) => x.record), ib.map((x) => x.record), { all: true }), round).toEqual(full);
+      expect(ia.map((x) => x.file), round).toEqual(readInput(a, {}).records.map((x) => x.file));
+      for (const x of [...ia, ...ib]) if (compared.has(x.record.id)) expect(x.record, round).toEqual(JSON.parse(readFileSync(x.file!, 'utf8')));
+    }
   });
 });

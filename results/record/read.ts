@@ -12,6 +12,7 @@ import type { Expectation } from '../../matrix/schema.ts';
 import { checkRecord, invalid, isObject } from './check.ts';
 import { recordsFromEvents, type BehaviourRecord } from './format.ts';
 import { newestFirst, pairingKey } from './diff.ts';
+import { readDigests } from './index.ts';
 import { isSubmission, parseSubmission } from './submit.ts';
 
 export type InputKind = 'event-log' | 'record' | 'submission' | 'records-folder';
@@ -143,8 +144,10 @@ function compareOnly(compared: Map<string, BehaviourRecord>, record: BehaviourRe
  * Reads one input. `defaults`: the default expectations, which records made from an event log
  * are judged against (matrix/default.yaml's). `complete`: refuse an event log that is incomplete
  * (see incompleteLog), as `record` does: a record of part of a run must not stand for the run.
+ * `forDiff` with `keepMetrics`: a folder is read through its records index (./index.ts), the
+ * metrics named kept in every digest (the report's key metrics: one index serves both).
  */
-export function readInput(source: string, defaults: Expectations, options: { complete?: boolean; forDiff?: boolean } = {}): Input {
+export function readInput(source: string, defaults: Expectations, options: { complete?: boolean; forDiff?: boolean; keepMetrics?: ReadonlySet<string> } = {}): Input {
   const complete = options.complete ?? false;
   let st;
   try {
@@ -161,8 +164,32 @@ export function readInput(source: string, defaults: Expectations, options: { com
     }
     const records: Input['records'] = [];
     const compared = new Map<string, BehaviourRecord>();
+    const readFile = (f: string) => readRecordFile(f, readFileSync(f, 'utf8'));
+    if (options.forDiff && options.keepMetrics) {
+      // Through the records index: every record's digest, then the one compared per key whole.
+      const at = new Map<BehaviourRecord, { pos: number; file: string; n: number }>();
+      for (let i = 0; i < files.length; ) {
+        const folder = path.dirname(files[i]!);
+        let j = i;
+        while (j < files.length && path.dirname(files[j]!) === folder) j++;
+        const group = files.slice(i, j);
+        readDigests(folder, group.map((f) => path.basename(f)), options.keepMetrics, readFile, { metrics: false }).forEach((list, g) =>
+          list.forEach((record, n) => {
+            at.set(record, { pos: records.length, file: group[g]!, n });
+            records.push({ record, file: group[g]! });
+            compareOnly(compared, record);
+          }),
+        );
+        i = j;
+      }
+      for (const digest of compared.values()) {
+        const { pos, file, n } = at.get(digest)!;
+        records[pos]!.record = readFile(file)[n]!;
+      }
+      return { source, kind: 'records-folder', records, unrecorded: [] };
+    }
     for (const f of files) {
-      for (const record of readRecordFile(f, readFileSync(f, 'utf8'))) {
+      for (const record of readFile(f)) {
         records.push({ record, file: f });
         if (options.forDiff) compareOnly(compared, record);
       }

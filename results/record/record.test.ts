@@ -94,7 +94,7 @@ describe('the records folder', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);
     const first = store.store(runs[0]!);
-    expect(first).toEqual({ kind: 'written', file: path.join(dir, recordPath(runs[0]!)), conflicts: [], partial: [] });
+    expect(first).toEqual({ kind: 'written', file: path.join(dir, recordPath(runs[0]!)), conflicts: [], decided: [], partial: [] });
     expect(readFileSync(first.file, 'utf8')).toBe(recordJson(runs[0]!));
     for (const r of runs.slice(1)) expect(store.store(r)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(r)), existing: first.file });
     // a new store reads the folder from disk: the same

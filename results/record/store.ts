@@ -10,8 +10,11 @@
  *   same-driver regression: pinned bandwidth halved): written, the drift said. A record is
  *   also the history of its key's metrics: the newest is what the report's numbers and diff
  *   of a folder use, so a drift that was not written would leave them showing the old numbers;
- * - the same key, a fact that both have with different values: written, a CONFLICT naming the
- *   other file and the facts that differ (the report shows it as such);
+ * - the same key, a fact that both decided with different values: written, a CONFLICT naming
+ *   the other file and the facts that differ (the report shows it as such);
+ * - the same key, no fact both decided that differs, but one that one of them left undecided
+ *   (null) and the other decided: written, the fact newly decided (or no longer decided) said;
+ *   not a conflict (a probe that now decides what an older one could not);
  * - the same key, no shared fact different, but facts only one of them has (a run of fewer
  *   probes): written, not a conflict;
  * - a file already at the record's path (the same run and target) that is not the same
@@ -44,10 +47,20 @@ export interface Drift {
 }
 
 export type StoreOutcome =
-  | { kind: 'written'; file: string; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[]; drift?: Drift }
-  | { kind: 'replaced'; file: string; before: { facts: number; cells: number }; conflicts: { file: string; facts: FactDifference[] }[]; partial: { file: string; facts: FactDifference[] }[] }
+  | ({ kind: 'written'; file: string; drift?: Drift } & Related)
+  | ({ kind: 'replaced'; file: string; before: { facts: number; cells: number } } & Related)
   | { kind: 'duplicate'; file: string; existing: string }
   | { kind: 'clash'; file: string };
+
+/** The other records of the stored one's key, by how their facts differ (a record in the first that applies). */
+export interface Related {
+  /** A fact both decided, with different values. */
+  conflicts: { file: string; facts: FactDifference[] }[];
+  /** A fact decided in one and undecided (null) in the other, none in conflict. */
+  decided: { file: string; facts: FactDifference[] }[];
+  /** Facts only one of them has (a run of other probes), none in conflict or decided. */
+  partial: { file: string; facts: FactDifference[] }[];
+}
 
 /** Facts whose values differ between two records (a fact one lacks counts, with undefined). */
 export function factDifferences(here: BehaviourRecord, there: BehaviourRecord): FactDifference[] {
@@ -104,15 +117,15 @@ export class RecordStore {
       Object.keys(there.facts).every((n) => n in record.facts && record.facts[n]!.value === there.facts[n]!.value) &&
       there.cells.every((c) => record.cells.some((d) => d.probe === c.probe));
     if (there && !replaces) return { kind: 'clash', file };
-    const conflicts: { file: string; facts: FactDifference[] }[] = [];
-    const partial: { file: string; facts: FactDifference[] }[] = [];
+    const related: Related = { conflicts: [], decided: [], partial: [] };
+    const both = (f: FactDifference) => f.here !== undefined && f.there !== undefined;
     for (const [other, r] of same) {
       if (other === rel) continue;
       const facts = factDifferences(record, r);
       // The same observation (a drift, said as such): neither a conflict nor a run of other probes.
       if (facts.length === 0) continue;
-      const target = facts.some((f) => f.here !== undefined && f.there !== undefined) ? conflicts : partial;
-      target.push({ file: path.join(this.dir, other), facts });
+      const list = facts.some((f) => both(f) && f.here !== null && f.there !== null) ? related.conflicts : facts.some(both) ? related.decided : related.partial;
+      list.push({ file: path.join(this.dir, other), facts });
     }
     // Written whole or not at all: a half-written record would break every later read of the folder.
     // A new file is created exclusively: a record another process wrote there since this one
@@ -124,8 +137,8 @@ export class RecordStore {
       return sameObservation(now, record) ? { kind: 'duplicate', file, existing: file } : { kind: 'clash', file };
     }
     existing.set(rel, record);
-    if (there) return { kind: 'replaced', file, before: { facts: Object.keys(there.facts).length, cells: there.cells.length }, conflicts, partial };
-    return { kind: 'written', file, conflicts, partial, ...(drift ? { drift } : {}) };
+    if (there) return { kind: 'replaced', file, before: { facts: Object.keys(there.facts).length, cells: there.cells.length }, ...related };
+    return { kind: 'written', file, ...related, ...(drift ? { drift } : {}) };
   }
 }
 

@@ -1,5 +1,9 @@
 /** loadRecords keeps in full only what the report shows in full: the same page, in bounded memory. */
+import { existsSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { INDEX_FORMAT, indexFileOf } from '../record/index.ts';
+import { readInput } from '../record/read.ts';
 import { h200Records, loaded, variant, writeRecords } from '../../test/report-fixture.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { renderReport } from './index.ts';
@@ -34,5 +38,66 @@ describe('loadRecords', () => {
         expect(r.record.metrics.length).toBeLessThan(a.metrics.length);
       }
     }
+  });
+});
+
+describe('the records index', () => {
+  const keep = new Set(KEY_METRICS.map((m) => m.metric));
+  const paths = { recordsLink: 'records', recordsDirName: 'results/records' };
+
+  async function folder() {
+    const [a, b] = await h200Records();
+    const records = [a, b, variant(a, 'aaaa0001aaaaaaaa', (r) => (r.observed = { ...r.observed, date: '2026-12-05T00:00:00.000Z' })), variant(b, 'bbbb0001bbbbbbbb', (r) => (r.key = { ...r.key, driver: '575.64.05' }))];
+    const dir = tempDir('cm-index-');
+    writeRecords(dir, records);
+    return { dir, records, expected: renderReport(loaded(records.map((r) => structuredClone(r))), paths) };
+  }
+
+  it('a folder without one (as every folder before it) is read in full and gets one; then only the shown records are read', async () => {
+    const { dir, records, expected } = await folder();
+    const driverDirs = readdirSync(dir).map((d) => path.join(dir, d));
+    for (const d of driverDirs) expect(existsSync(indexFileOf(d))).toBe(false);
+    // Whole seconds, which utimes sets back exactly below.
+    for (const d of driverDirs) for (const n of readdirSync(d)) utimesSync(path.join(d, n), 1_700_000_000, 1_700_000_000);
+    const cold = loadRecords(dir, keep);
+    expect(renderReport(cold, paths)).toEqual(expected);
+    for (const d of driverDirs) expect(existsSync(indexFileOf(d))).toBe(true);
+    // A record no column shows, overwritten in place with the same size and times: the index
+    // still holds it, so it is not read (garbage in it would stop a read).
+    const shown = new Set(columnsOf(cold).map((c) => c.chosen.file));
+    const hidden = cold.find((r) => !shown.has(r.file))!;
+    const file = path.join(dir, hidden.file);
+    const st = statSync(file);
+    writeFileSync(file, 'x'.repeat(st.size));
+    utimesSync(file, 1_700_000_000, 1_700_000_000);
+    expect([statSync(file, { bigint: true }).mtimeNs, statSync(file).size]).toEqual([1_700_000_000_000_000_000n, st.size]);
+    expect(renderReport(loadRecords(dir, keep), paths)).toEqual(expected);
+    expect(records).toHaveLength(4);
+  });
+
+  it('a record changed since (its size, time or inode) is read again; an index that is not JSON is rebuilt', async () => {
+    const { dir, records } = await folder();
+    loadRecords(dir, keep);
+    const changed = records.map((r) => structuredClone(r));
+    changed[0]!.facts['pinned-vram.counts_as_vram']!.value = true;
+    writeRecords(dir, [changed[0]!]);
+    const expected = renderReport(loaded(changed.map((r) => structuredClone(r))), paths);
+    expect(renderReport(loadRecords(dir, keep), paths)).toEqual(expected);
+    for (const d of readdirSync(dir)) writeFileSync(indexFileOf(path.join(dir, d)), '{not json');
+    expect(renderReport(loadRecords(dir, keep), paths)).toEqual(expected);
+    expect(JSON.parse(readFileSync(indexFileOf(path.join(dir, readdirSync(dir)[0]!)), 'utf8')).format).toBe(INDEX_FORMAT);
+  });
+
+  it('diff and report share it: a diff that rewrites it (a record changed) keeps what report reads of the others', async () => {
+    const { dir, records } = await folder();
+    const driver = path.join(dir, 'driver-580.159.04');
+    readInput(driver, {}, { forDiff: true, keepMetrics: keep });
+    const changed = records.map((r) => structuredClone(r));
+    changed[2]!.facts['pinned-vram.counts_as_vram']!.value = true;
+    writeRecords(dir, [changed[2]!]);
+    const before = readFileSync(indexFileOf(driver), 'utf8');
+    readInput(driver, {}, { forDiff: true, keepMetrics: keep });
+    expect(readFileSync(indexFileOf(driver), 'utf8')).not.toBe(before);
+    expect(renderReport(loadRecords(dir, keep), paths)).toEqual(renderReport(loaded(changed.map((r) => structuredClone(r))), paths));
   });
 });

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { CudamatrixError } from '../../core/errors.ts';
 import { checkRecord, invalid, isObject } from '../record/check.ts';
 import { keyText, type BehaviourRecord } from '../record/format.ts';
+import { readDigests } from '../record/index.ts';
 
 /** A record and where it lies, relative to the records folder, with / separators. */
 export interface LoadedRecord {
@@ -40,33 +41,55 @@ export function recordFiles(dir: string): string[] {
 /**
  * Every record under `dir`, read and checked; the first bad file stops it with its name and what
  * is wrong. Only the record each column shows in full (its newest with facts: columnsOf's
- * chosen) keeps its memory samples and every metric; the others keep what the tables read of
- * them (key, facts, sysinfo, cells, verdicts, and of the metrics those named in `keepMetrics`,
- * the report's key metrics: all when not given), as they are read. So memory is bounded by the
- * columns, not the records (10,000 records of 104 KiB: bench/scale).
+ * chosen) keeps its memory samples, every metric and its facts' evidence; the others keep what
+ * the tables read of them (key, facts, sysinfo, cells, verdicts, and of the metrics those named
+ * in `keepMetrics`, the report's key metrics). Those come from the records index
+ * (results/record/index.ts) where it is current, so only the shown records are read whole:
+ * time and memory go with the columns, not the records (10,000 records of 104 KiB:
+ * bench/scale). Without `keepMetrics` every record is read whole and keeps every metric.
  */
 export function loadRecords(dir: string, keepMetrics?: ReadonlySet<string>): LoadedRecord[] {
+  const files = recordFiles(dir);
+  if (!keepMetrics) {
+    const all = files.map((file) => ({ file, record: readReportRecord(path.join(dir, file)) }));
+    const shown = new Set(shownOf(all).values());
+    for (const r of all) if (!shown.has(r)) r.record.samples = [];
+    return all;
+  }
   const loaded: LoadedRecord[] = [];
+  // recordFiles sorts by folder, then name: each driver folder's files are together.
+  for (let i = 0; i < files.length; ) {
+    const sub = files[i]!.slice(0, files[i]!.indexOf('/'));
+    let j = i;
+    while (j < files.length && files[j]!.startsWith(`${sub}/`)) j++;
+    const names = files.slice(i, j).map((f) => f.slice(sub.length + 1));
+    const digests = readDigests(path.join(dir, sub), names, keepMetrics, (file) => [readReportRecord(file)]);
+    names.forEach((name, n) => loaded.push({ file: `${sub}/${name}`, record: digests[n]![0]! }));
+    i = j;
+  }
+  for (const r of shownOf(loaded).values()) r.record = readReportRecord(path.join(dir, r.file));
+  return loaded;
+}
+
+/** Per key, the record its column shows in full. */
+function shownOf(records: LoadedRecord[]): Map<string, LoadedRecord> {
   const shown = new Map<string, LoadedRecord>();
-  for (const file of recordFiles(dir)) {
-    const full = path.join(dir, file);
-    let data: unknown;
-    try {
-      data = JSON.parse(readFileSync(full, 'utf8'));
-    } catch (e) {
-      throw invalid(full, `not JSON (${(e as Error).message})`);
-    }
-    const r: LoadedRecord = { file, record: checkReportRecord(data, full) };
-    loaded.push(r);
+  for (const r of records) {
     const key = keyText(r.record.key);
     const held = shown.get(key);
-    if (!held) shown.set(key, r);
-    else if (shownBefore(r, held)) {
-      slim(held, keepMetrics);
-      shown.set(key, r);
-    } else slim(r, keepMetrics);
+    if (!held || shownBefore(r, held)) shown.set(key, r);
   }
-  return loaded;
+  return shown;
+}
+
+function readReportRecord(full: string): BehaviourRecord {
+  let data: unknown;
+  try {
+    data = JSON.parse(readFileSync(full, 'utf8'));
+  } catch (e) {
+    throw invalid(full, `not JSON (${(e as Error).message})`);
+  }
+  return checkReportRecord(data, full);
 }
 
 const hasFacts = (r: LoadedRecord) => Object.keys(r.record.facts).length > 0;
@@ -76,12 +99,6 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 function shownBefore(a: LoadedRecord, b: LoadedRecord): boolean {
   if (hasFacts(a) !== hasFacts(b)) return hasFacts(a);
   return (cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file)) > 0;
-}
-
-/** A record its column does not show in full: no samples, only the metrics kept. */
-function slim(r: LoadedRecord, keepMetrics: ReadonlySet<string> | undefined): void {
-  r.record.samples = [];
-  if (keepMetrics) r.record.metrics = r.record.metrics.filter((m) => keepMetrics.has(m.name));
 }
 
 /**

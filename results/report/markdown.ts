@@ -8,6 +8,7 @@
 import { formatValue } from '../../core/units.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import { seriesText } from '../record/diff.ts';
+import { p2pCellText, p2pMatrices } from './p2p-matrix.ts';
 import { buildTable, conflictsOf, isSeries, valueText, type BehaviourTable, type Cell, type Column } from './table.ts';
 import type { LoadedRecord } from './load.ts';
 
@@ -62,7 +63,7 @@ export function renderMarkdown(records: readonly LoadedRecord[], opts: MarkdownO
   out.push('');
   out.push(
     `What cudamatrix measured, one column per observation: environment · GPU · driver version · OS (· Windows build · container). ` +
-      `Facts are rows, grouped by probe, with the claims each one answers (C1–C14, explained in docs/claims.md of the cudamatrix repository; docs/probes.md maps them to probes). ` +
+      `Facts are rows, grouped by probe, with the claims each one answers (C1–C23, explained in docs/claims.md of the cudamatrix repository; docs/probes.md maps them to probes). ` +
       `Every value links to the record it comes from (\`${opts.recordsDirName}/driver-<version>/*.json\`: the facts with their raw readings, every metric, the memory samples). ` +
       `Records of the same observation that disagree on a fact are shown as ⚠ conflict. The charts are in behaviour.html.`,
   );
@@ -112,6 +113,25 @@ export function renderMarkdown(records: readonly LoadedRecord[], opts: MarkdownO
         return `${text} (${list.length} records${mdText(range)})`;
       });
       out.push(`| ${mdText(row.spec.metric)}: ${mdText(row.spec.label)} | ${row.claims.join(', ')} | ${cells.join(' | ')} |`);
+    }
+    out.push('');
+  }
+
+  // Peer access between GPUs: one matrix per column that measured a pair (the p2p probe).
+  const matrices = p2pMatrices(columns);
+  if (matrices.length) {
+    out.push('## Peer access between GPUs');
+    out.push('');
+    out.push('The p2p probe: a row per source GPU, a column per destination; the link as nvidia-smi topo -m names it, the copy bandwidth with and without peer access, and whether the verified copies arrived intact.');
+    for (const m of matrices) {
+      out.push('');
+      out.push(`### ${link(mdText(m.column), `${opts.recordsLink}/${m.file}`)}`);
+      out.push('');
+      out.push(`| from (row) to (column) | ${m.devices.map((d) => `GPU ${d}`).join(' | ')} |`);
+      out.push(`|${[0, ...m.devices].map(() => ' --- ').join('|')}|`);
+      for (const src of m.devices) {
+        out.push(`| GPU ${src} | ${m.devices.map((dst) => (src === dst ? 'X' : mdText(p2pCellText(m.cells[`${src}-${dst}`])))).join(' | ')} |`);
+      }
     }
     out.push('');
   }

@@ -130,15 +130,14 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
     for (const [name, f] of Object.entries(r.facts)) if (name.startsWith(`${probe}.`) && typeof f.evidence?.source === 'string') return strs.of(f.evidence.source);
     return -1;
   };
-  const vram = samplesOf('pinned-vram');
-  if (vram.length) {
-    // The largest size pinned (the one the facts are decided on), its control, and the registered series.
-    const largest = Math.max(...vram.filter((s) => s.attrs?.kind === 'pinned').map((s) => Number(s.attrs?.size_bytes ?? 0)), 0);
-    mem.push({ probe: strs.of('pinned-vram'), deciding: deciding('pinned-vram'), series: memorySeries(vram, strs, (a) => a.kind === 'registered' || a.size_bytes === largest || largest === 0) });
-  }
-  for (const probe of ['pinned-release', 'multi-process-pinned']) {
+  // A chart per probe with samples (the memory probes), in the catalogue's order.
+  for (const { name: probe } of catalogue) {
     const list = samplesOf(probe);
-    if (list.length) mem.push({ probe: strs.of(probe), deciding: deciding(probe), series: memorySeries(list, strs, () => true) });
+    if (!list.length) continue;
+    // pinned-vram: the largest size pinned (the one the facts are decided on), its control, and the registered series.
+    const largest = probe === 'pinned-vram' ? Math.max(...list.filter((s) => s.attrs?.kind === 'pinned').map((s) => Number(s.attrs?.size_bytes ?? 0)), 0) : 0;
+    const pick = (a: Record<string, Scalar>) => largest === 0 || a.kind === 'registered' || a.size_bytes === largest;
+    mem.push({ probe: strs.of(probe), deciding: deciding(probe), series: memorySeries(list, strs, pick) });
   }
   const metrics = (name: string) => r.metrics.filter((m) => m.name === name);
 

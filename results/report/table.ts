@@ -8,7 +8,7 @@
  *
  * Deterministic: the same records (in any order) give the same table.
  */
-import { catalogue, probeSpec } from '../../probes/catalogue.ts';
+import { catalogue, matchesKeyMetric, probeSpec, replacesKeyMetric, type KeyMetric } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import { diffPair, type MetricComparison } from '../record/diff.ts';
 import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../record/format.ts';
@@ -42,7 +42,11 @@ function driftOf(sorted: LoadedRecord[], chosen: LoadedRecord): ColumnDrift | nu
   const at = withFacts.indexOf(chosen);
   if (at < 1) return null;
   const from = withFacts[at - 1]!;
-  const metrics = diffPair(from.record, chosen.record).metrics.filter((m) => m.flagged);
+  // Only series both have can move: of the chosen record's, those of the names the one before has
+  // (a record read through the index keeps the key metrics only), not ~170 listed as one side's.
+  const names = new Set(from.record.metrics.map((m) => m.name));
+  const shown = chosen.record.metrics.length > names.size ? { ...chosen.record, metrics: chosen.record.metrics.filter((m) => names.has(m.name)) } : chosen.record;
+  const metrics = diffPair(from.record, shown).metrics.filter((m) => m.flagged);
   return metrics.length ? { from, metrics } : null;
 }
 
@@ -65,7 +69,7 @@ export function compareVersions(a: string, b: string): number {
 }
 
 /** The environments in docs/claims.md's order; others after them, by name. */
-const ENVIRONMENTS = ['linux', 'wsl2', 'wsl2-docker', 'wddm', 'tcc', 'mcdm'];
+const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
 const envRank = (e: string) => (ENVIRONMENTS.includes(e) ? ENVIRONMENTS.indexOf(e) : ENVIRONMENTS.length);
 
 export function compareKeys(a: ObservationKey, b: ObservationKey): number {
@@ -232,45 +236,19 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
   return groups;
 }
 
-/** A key metric: one number per record, picked from its metrics. */
-export interface MetricRowSpec {
+/** A key metric (the catalogue's), named probe.metric as records name metrics. */
+export interface MetricRowSpec extends KeyMetric {
   /** probe.metric */
   metric: string;
-  label: string;
-  /** Attributes the metric must have. */
-  where?: Record<string, Scalar>;
-  /** Of several matches, the one of the largest attrs.size_bytes (the steady-state transfer). */
-  largestSize?: boolean;
 }
 
-/** The numbers behind the claims that metrics, not facts, decide (C5, C7, C8, C12), the growth behind C1, and the ceilings behind C15-C17. */
-export const KEY_METRICS: MetricRowSpec[] = [
-  { metric: 'pinned-vram.device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cuMemHostAlloc (deciding source)', where: { api: 'driver', kind: 'pinned' } },
-  { metric: 'pinned-vram.device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cudaMallocHost (deciding source)', where: { api: 'runtime', kind: 'pinned' } },
-  { metric: 'pinned-release.release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } },
-  { metric: 'pinned-ceiling.ceiling_bytes', label: 'pinned ceiling, VRAM not pre-filled', where: { prefill_percent: 0 } },
-  { metric: 'transfer-bandwidth.bandwidth_gbps', label: 'H2D pinned', where: { direction: 'h2d', memory: 'pinned' }, largestSize: true },
-  { metric: 'transfer-bandwidth.bandwidth_gbps', label: 'D2H pinned', where: { direction: 'd2h', memory: 'pinned' }, largestSize: true },
-  { metric: 'transfer-bandwidth.bandwidth_gbps', label: 'H2D pageable', where: { direction: 'h2d', memory: 'pageable' }, largestSize: true },
-  { metric: 'transfer-bandwidth.pageable_pinned_ratio', label: 'H2D pageable / pinned', where: { direction: 'h2d' }, largestSize: true },
-  { metric: 'event-timing.resolution_us', label: 'event timing resolution' },
-  { metric: 'sync-latency.p50_us', label: 'launch + synchronize, median' },
-  { metric: 'sync-latency.p99_us', label: 'launch + synchronize, 99th percentile' },
-  { metric: 'cuda-graph.graph_speedup', label: 'graph launch speed-up over plain launches' },
-  { metric: 'pinned-ceiling.ceiling_bytes', label: 'registered ceiling (malloc + cuMemHostRegister)', where: { variant: 'registered' } },
-  { metric: 'alloc-ceiling.largest_single_bytes', label: 'largest single cuMemAlloc (to the cap)', where: { api: 'driver' } },
-  { metric: 'alloc-ceiling.cumulative_bytes', label: 'cuMemAlloc in 256 MiB chunks (to the cap)', where: { api: 'driver' } },
-  { metric: 'alloc-ceiling.shortfall_bytes', label: 'free VRAM that cuMemAlloc chunks could not get', where: { api: 'driver' } },
-  { metric: 'sysmem-fallback.past_free_vram_bytes', label: 'allocated past free VRAM (sysmem fallback)' },
-  { metric: 'sysmem-fallback.last_first_write_ratio', label: 'last / first chunk write bandwidth (sysmem fallback)' },
-];
+/** The numbers behind the claims, as the catalogue's probes declare them (ProbeSpec.keyMetrics), in its order. */
+export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((p) => (p.keyMetrics ?? []).map((k) => ({ ...k, metric: `${p.name}.${k.metric}` })));
 
 /** The metric a spec picks from a record, or undefined. */
 export function pickMetric(r: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
   return pickMetrics(r, [spec])[0];
 }
-
-const matches = (m: RecordedMetric, spec: MetricRowSpec) => !spec.where || Object.keys(spec.where).every((k) => m.attrs?.[k] === spec.where![k]);
 
 /**
  * The metric each spec picks from a record, in one pass over its metrics (thousands of records
@@ -284,9 +262,8 @@ function pickMetrics(r: BehaviourRecord, specs: readonly MetricRowSpec[], byName
     for (const i of candidates) {
       const spec = specs[i]!;
       const best = picked[i];
-      if (!matches(m, spec)) continue;
-      if (!best) picked[i] = m;
-      else if (spec.largestSize && Number(m.attrs?.size_bytes ?? 0) > Number(best.attrs?.size_bytes ?? 0)) picked[i] = m;
+      if (!matchesKeyMetric(m.attrs, spec)) continue;
+      if (!best || replacesKeyMetric(m, best, spec)) picked[i] = m;
     }
   }
   return picked;

@@ -48,7 +48,7 @@ describe('POSIX quoting, through a real sh', () => {
   });
 });
 
-describe('PowerShell quoting (unit: no PowerShell runs here; test/windows-quoting.test.ts says why and what is tested instead)', () => {
+describe('PowerShell quoting (unit: no PowerShell runs here; test/windows/windows-quoting.test.ts says why and what is tested instead)', () => {
   it.each([
     ['plain', "'plain'"],
     ["it's", "'it''s'"],
@@ -77,7 +77,7 @@ describe('PowerShell quoting (unit: no PowerShell runs here; test/windows-quotin
   });
 });
 
-describe('cmd.exe quoting (unit; the round trip through cmd.exe under Wine is test/windows-quoting.test.ts)', () => {
+describe('cmd.exe quoting (unit; the round trip through cmd.exe under Wine is test/windows/windows-quoting.test.ts)', () => {
   it.each([
     ['plain', '^"plain^"'],
     ['two words', '^"two words^"'],

@@ -57,7 +57,7 @@ export function quoteArgv(argv: string[], shell: Shell): string {
       const line = argv.map(quoteCmd).join(' ');
       // Windows OpenSSH runs `cmd.exe /c "LINE"`: its two quotes count too. Over the limit,
       // Microsoft's cmd.exe says "The command line is too long"; Wine's ran nothing and
-      // exited 0 (test/windows-quoting.test.ts), which would read as a probe that printed nothing.
+      // exited 0 (test/windows/windows-quoting.test.ts), which would read as a probe that printed nothing.
       if (line.length + 2 > CMD_MAX_LINE) {
         throw new CudamatrixError(
           'USAGE',

@@ -16,7 +16,8 @@ import { sshdReady, startSshd, type Sshd } from '../../test/sshd.ts';
 import { repoRoot, tempDir } from '../../test/helpers.ts';
 import { connectChain } from '../registry.ts';
 import type { Session } from '../transport.ts';
-import { MarkerStrip, POWERSHELL_PRELUDE } from './session.ts';
+import { MarkerStrip } from './channel.ts';
+import { POWERSHELL_PRELUDE } from './windows-host.ts';
 
 const ready = sshdReady();
 const HOST = path.join(repoRoot, 'test', 'fixtures', 'windows-ssh-host.mjs');

@@ -1,14 +1,14 @@
 /**
  * SshSession.exec on a real sshd (test/sshd.ts): the edges of the helper's stream parsing (its
  * "cm-started" line, its end markers, output across many chunks) and of the shared control logic
- * (runners/supervise.ts) on both paths. The run-level behaviour is in test/ssh.test.ts.
+ * (runners/supervise.ts) on both paths. The run-level behaviour is in test/ssh/ssh.test.ts.
  */
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sshdReady, startSshd, type Sshd } from '../../test/sshd.ts';
 import { connectChain } from '../registry.ts';
 import type { Session } from '../transport.ts';
-import { afterMarker, MarkerStrip } from './session.ts';
+import { afterMarker, MarkerStrip } from './channel.ts';
 
 const ready = sshdReady();
 

@@ -5,6 +5,7 @@
  * (a start line, a done line, then the command's stdout and stderr by byte count).
  */
 import type { Duplex } from 'node:stream';
+import { withTimeout } from '../../core/timeout.ts';
 import { INFO_LINES } from './scripts.ts';
 
 /** What the agent said when it started: the look around and the work directory it made. */
@@ -81,9 +82,7 @@ export class WslAgent {
   /** Ends the agent's stdin: it removes the work directory and exits. Waits `ms` at most, then kills it. */
   async close(ms: number): Promise<void> {
     if (!this.stream.destroyed) this.stream.end();
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.closed, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
-    clearTimeout(timer);
+    await withTimeout(this.closed, ms);
     this.destroy();
   }
 

@@ -106,9 +106,3 @@ export const WslToken = {
   /** "Error code: Wsl/…": any wsl.exe error (the words before it are localised). */
   anyError: /\bWsl\/[A-Za-z0-9_/]+|\bWSL_E_[A-Z0-9_]+|\b0x8[0-9a-fA-F]{7}\b/,
 } as const;
-
-/** A message of wsl.exe on one line, for an error message of ours. */
-export function oneLine(text: string, max = 400): string {
-  const t = text.trim().replace(/\s*[\r\n]+\s*/g, ' | ');
-  return t.length > max ? `${t.slice(0, max)}…` : t;
-}

@@ -27,20 +27,20 @@
  * Files go through a command's stdin and stdout as base64 text; the Linux cudaprobe runs in the
  * distribution from a per-hash cache in its home.
  */
-import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, constants, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { normaliseArch } from '../../core/arch.ts';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
+import { oneLine } from '../../core/text.ts';
+import { DEADLINE, withDeadline, withTimeout } from '../../core/timeout.ts';
 import type { Duplex } from 'node:stream';
-import { execProcessTree } from '../local.ts';
+import { findOnPath, hopLauncher, localLauncher, type Launcher } from '../launcher.ts';
+import { installCached } from '../remote-cache.ts';
 import { quotePosix } from '../ssh/quote.ts';
-import { streamProcess } from '../stream.ts';
 import { supervise, type ExecEnd } from '../supervise.ts';
 import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
 import { WslAgent } from './agent.ts';
-import { decodeWslOutput, oneLine, parseWslList, WslToken, type WslDistro } from './list.ts';
+import { decodeWslOutput, parseWslList, WslToken, type WslDistro } from './list.ts';
 import { DEFAULT_CONNECT_TIMEOUT_S, type WslOptions } from './options.ts';
 import { AGENT, GUARD, GUARDIAN, INFO, MAKE_DIRS, MOVE_AND_HASH, READ_FILE, RM_DIR, SHA_OF, shArgv, WAIT_DIR, WRITE_FILE } from './scripts.ts';
 
@@ -51,79 +51,22 @@ const DISPOSE_TIMEOUT_MS = 10_000;
 /** How long a stopped command may take to be reported by the agent before the agent itself is stopped. */
 const STOP_GRACE_MS = 15_000;
 
-/** How wsl.exe is run: here, or through the previous hop's session. */
-interface WslRunner {
-  /** Where wsl.exe runs, for messages: "this machine", "ssh 10.0.0.5:22". */
-  where: string;
-  hostKey: string;
-  /** Runs wsl.exe with these arguments (stdin, timeout, cancellation as ExecOptions). */
-  run(args: string[], options: ExecOptions): Promise<ExecResult>;
-  /** `wsl.exe --list --verbose`, decoded from its bytes where they are at hand. */
-  list(timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean; stdout: string; stderr: string }>;
-  /** A long-lived command: with an (empty) stdin where that gives it a channel of its own. */
-  longLived: Pick<ExecOptions, 'stdin'>;
-  /** Runs wsl.exe with its stdin and stdout as one byte stream; absent where the hop cannot carry one. */
-  stream?(args: string[]): Promise<Duplex>;
-}
-
-/** wsl.exe in a folder of this machine's PATH, or undefined. */
-function findWslExe(): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    if (!dir) continue;
-    const file = path.join(dir, 'wsl.exe');
-    try {
-      if (!statSync(file).isFile()) continue;
-      if (process.platform !== 'win32') accessSync(file, constants.X_OK);
-      return file;
-    } catch {
-      // not there, or not executable: the next folder
-    }
-  }
-  return undefined;
-}
-
-function localRunner(target: string): WslRunner {
-  const wsl = findWslExe();
+function localWsl(target: string): Launcher {
+  const wsl = findOnPath('wsl.exe');
   if (!wsl) {
     throw new CudamatrixError(
       'WSL_NOT_FOUND',
       `target "${target}": wsl.exe is not on PATH of this machine. WSL targets run their commands through wsl.exe, which Windows 10 (2004 or later) and Windows 11 have in C:\\Windows\\System32: run cudamatrix on the Windows machine whose distribution you measure, or reach that machine first with a chain, e.g. transport: [{kind: ssh, host: my-workstation}, {kind: wsl, distribution: Ubuntu-24.04}]`,
     );
   }
-  return {
-    where: 'this machine',
-    hostKey: 'local',
-    // Its bytes go to decodeWslOutput whole: wsl.exe's own messages are UTF-16LE.
-    run: (args, options) => execProcessTree([wsl, ...args], { ...options, decode: decodeWslOutput }),
-    list: (timeoutMs, signal) =>
-      new Promise((resolve) => {
-        execFile(wsl, ['--list', '--verbose'], { encoding: 'buffer', timeout: timeoutMs, signal, maxBuffer: 4 * 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {
-          const e = error as (NodeJS.ErrnoException & { killed?: boolean; code?: number | string }) | null;
-          const exitCode = e ? (typeof e.code === 'number' ? e.code : null) : 0;
-          const failedToStart = e && typeof e.code === 'string' ? `${e.message}\n` : '';
-          resolve({ exitCode, timedOut: Boolean(e?.killed && !signal?.aborted), stdout: decodeWslOutput(stdout), stderr: failedToStart + decodeWslOutput(stderr) });
-        });
-      }),
-    longLived: {},
-    stream: (args) => streamProcess([wsl, ...args]),
-  };
+  // Its bytes go to decodeWslOutput whole: wsl.exe's own messages are UTF-16LE.
+  return localLauncher(wsl, { decode: decodeWslOutput });
 }
 
-function viaRunner(via: Session): WslRunner {
-  return {
-    where: via.description,
-    hostKey: via.hostKey,
-    run: (args, options) => via.exec(['wsl.exe', ...args], options),
-    list: async (timeoutMs, signal) => {
-      const r = await via.exec(['wsl.exe', '--list', '--verbose'], { timeoutMs, signal });
-      return { exitCode: r.exitCode, timedOut: r.timedOut, stdout: decodeWslOutput(r.stdout), stderr: decodeWslOutput(r.stderr) };
-    },
-    // On a POSIX host the SSH session runs commands without stdin one at a time through its
-    // helper: a command that lives as long as the session must have a channel of its own.
-    longLived: { stdin: '' },
-    // An SSH hop to a Windows host refuses streams (its shell is not known to pass bytes unchanged).
-    stream: via.openStream && via.platform === 'linux' ? (args) => via.openStream!(['wsl.exe', ...args]) : undefined,
-  };
+/** `wsl.exe --list --verbose`, decoded (from its bytes, where they are at hand). */
+async function wslList(launcher: Launcher, timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean; stdout: string; stderr: string }> {
+  const r = await launcher.run(['--list', '--verbose'], { timeoutMs, signal, maxOutput: 4 * 1024 * 1024 });
+  return { exitCode: r.exitCode, timedOut: r.timedOut, stdout: decodeWslOutput(r.stdout), stderr: decodeWslOutput(r.stderr) };
 }
 
 /** Whether the hop's shell could not find wsl.exe: sh (127), cmd (9009), PowerShell (CommandNotFoundException). */
@@ -134,7 +77,7 @@ function notFoundOnHop(r: { exitCode: number | null; stderr: string }): boolean 
 /** Opens a session in a WSL distribution: this machine's, or through the previous hop. */
 export const connectWsl: Connect<WslOptions> = async (o, context) => {
   const timeoutMs = (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000;
-  const runner = context.via ? viaRunner(context.via) : localRunner(context.target);
+  const runner = context.via ? hopLauncher(context.via, 'wsl.exe') : localWsl(context.target);
   const distros = await listDistros(runner, timeoutMs, context.signal);
   const distro = pickDistro(distros, o.distribution, runner.where);
   if (distro.version === 1) {
@@ -146,8 +89,8 @@ export const connectWsl: Connect<WslOptions> = async (o, context) => {
   return WslSession.open(runner, distro, o, context.runId, timeoutMs, context.signal);
 };
 
-async function listDistros(runner: WslRunner, timeoutMs: number, signal?: AbortSignal): Promise<WslDistro[]> {
-  const r = await runner.list(timeoutMs, signal);
+async function listDistros(runner: Launcher, timeoutMs: number, signal?: AbortSignal): Promise<WslDistro[]> {
+  const r = await wslList(runner, timeoutMs, signal);
   const said = oneLine(`${r.stdout}\n${r.stderr}`);
   if (r.timedOut) {
     throw new CudamatrixError('TARGET_UNREACHABLE', `"wsl.exe --list --verbose" on ${runner.where} did not answer within ${timeoutMs / 1000} s (connectTimeout); it printed: ${said || 'nothing'}`);
@@ -227,7 +170,7 @@ function readLookAround(lines: string[], where: string, answer: string): { arch:
   if (!machine || !tmp?.startsWith('/') || !cacheBase?.startsWith('/')) {
     throw new CudamatrixError('TRANSPORT_FAILED', `setting up a session in ${where} gave an answer cudamatrix cannot read: ${oneLine(answer)}`);
   }
-  const arch = machine === 'amd64' ? 'x86_64' : machine === 'arm64' ? 'aarch64' : machine;
+  const arch = normaliseArch(machine);
   return { arch, tmp, cacheBase };
 }
 
@@ -244,7 +187,7 @@ class WslSession implements Session {
   private guardianDone: Promise<unknown> = Promise.resolve();
 
   private constructor(
-    private readonly runner: WslRunner,
+    private readonly runner: Launcher,
     private readonly distro: WslDistro,
     private readonly user: string | undefined,
     readonly arch: string,
@@ -255,7 +198,7 @@ class WslSession implements Session {
     this.hostKey = runner.hostKey;
   }
 
-  static async open(runner: WslRunner, distro: WslDistro, o: WslOptions, runId: string, timeoutMs: number, signal?: AbortSignal): Promise<WslSession> {
+  static async open(runner: Launcher, distro: WslDistro, o: WslOptions, runId: string, timeoutMs: number, signal?: AbortSignal): Promise<WslSession> {
     const nonce = randomBytes(6).toString('hex');
     const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
     const dirName = `cudamatrix-${tag}-${nonce}`;
@@ -441,26 +384,32 @@ class WslSession implements Session {
     return parts.join('/').replace(/\/+/g, '/');
   }
 
-  /**
-   * Puts a file in the distribution's per-hash cache ($XDG_CACHE_HOME or ~/.cache, then
-   * cudamatrix/deployed/<key>/), checked by its SHA-256; copies it only when missing or different.
-   */
-  async installCached(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }> {
-    if (!/^[A-Za-z0-9._-]+$/.test(key) || !/^[A-Za-z0-9._-]+$/.test(name)) throw new Error(`bad cache key ${key}/${name}`);
-    const sha = createHash('sha256').update(await readFile(localPath)).digest('hex');
-    const dir = `${this.cacheBase.replace(/\/+$/, '')}/cudamatrix/deployed/${key}`;
-    const target = `${dir}/${name}`;
-    const cached = await this.exec(shArgv(SHA_OF, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    if (cached.exitCode === 0 && cached.stdout.trim().split(/\s+/)[0] === sha) return { path: target, uploaded: false };
-    const made = await this.exec(shArgv(MAKE_DIRS, dir), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`);
-    // Beside it, then renamed: a reader never runs half a binary.
-    const partial = `${target}.upload-${randomBytes(4).toString('hex')}`;
-    await this.put(localPath, partial, { executable: true });
-    const moved = await this.exec(shArgv(MOVE_AND_HASH, partial, target), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    const placed = moved.exitCode === 0 ? (moved.stdout.trim().split(/\s+/)[0] ?? '') : '';
-    if (placed !== sha) throw new CudamatrixError('TRANSPORT_FAILED', `the probe copied to ${this.description}:${target} does not verify (${oneLine(moved.stderr) || 'hash differs'})`);
-    return { path: target, uploaded: true };
+  /** Puts a file in the distribution's per-hash probe cache (remote-cache.ts), under $XDG_CACHE_HOME or ~/.cache. */
+  installCached(localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }> {
+    const inCache = { cwd: '/', timeoutMs: COPY_TIMEOUT_MS };
+    return installCached(
+      {
+        description: this.description,
+        lookUp: async (k, n) => {
+          const dir = `${this.cacheBase.replace(/\/+$/, '')}/cudamatrix/deployed/${k}`;
+          const cached = await this.exec(shArgv(SHA_OF, `${dir}/${n}`), inCache);
+          return { dir, sha: cached.exitCode === 0 ? cached.stdout.trim().split(/\s+/)[0] : undefined };
+        },
+        makeDir: async (dir) => {
+          const made = await this.exec(shArgv(MAKE_DIRS, dir), inCache);
+          if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`);
+        },
+        put: (from, to, o) => this.put(from, to, o),
+        moveAndHash: async (from, to) => {
+          const moved = await this.exec(shArgv(MOVE_AND_HASH, from, to), inCache);
+          return { sha: moved.exitCode === 0 ? (moved.stdout.trim().split(/\s+/)[0] ?? '') : '', said: oneLine(moved.stderr) };
+        },
+        joinPath: (...parts) => this.joinPath(...parts),
+      },
+      localPath,
+      key,
+      name,
+    );
   }
 
   /**
@@ -498,7 +447,7 @@ function wslArgs(distribution: string, user: string | undefined, cwd: string): s
  * Why wsl.exe did not run a command (its marker never came): the distribution vanished, the user
  * does not exist, WSL broke, the hop could not run wsl.exe, or it ran out of time.
  */
-function failure(r: ExecResult, runner: WslRunner, distro: WslDistro, user: string | undefined, what: string, timeoutMs?: number): CudamatrixError {
+function failure(r: ExecResult, runner: Launcher, distro: WslDistro, user: string | undefined, what: string, timeoutMs?: number): CudamatrixError {
   const said = oneLine(`${decodeWslOutput(r.stdout)}\n${decodeWslOutput(r.stderr)}`);
   const where = `WSL distribution "${distro.name}" on ${runner.where}`;
   const error = (code: ErrorCode, message: string) => new CudamatrixError(code, message);
@@ -508,33 +457,4 @@ function failure(r: ExecResult, runner: WslRunner, distro: WslDistro, user: stri
   if (WslToken.userNotFound.test(said)) return error('TARGET_UNREACHABLE', `there is no user "${user ?? '(the default user)'}" in ${where}; wsl.exe said: ${said}. Create the user there, or change user: in the matrix`);
   if (WslToken.notInstalled.test(said)) return error('WSL_NOT_INSTALLED', `WSL on ${runner.where} cannot run ${distro.name}; wsl.exe said: ${said}. Install WSL ("wsl.exe --install" as administrator) and restart Windows`);
   return error('TRANSPORT_FAILED', `${what}: wsl.exe did not run it (exit status ${r.exitCode}${r.signal ? `, ${r.signal}` : ''}): ${said || 'no output'}`);
-}
-
-const DEADLINE = new Error('deadline');
-
-/** `p`, or DEADLINE thrown after `ms`, or the signal's reason when it is aborted first. */
-async function withDeadline<T>(p: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(DEADLINE), ms);
-        onAbort = () => reject(signal!.reason);
-        if (signal?.aborted) onAbort();
-        signal?.addEventListener('abort', onAbort, { once: true });
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-/** Waits for `p`, or `ms` at most; the timer does not keep the process alive. */
-async function withTimeout(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
-  clearTimeout(timer);
 }

@@ -1,0 +1,31 @@
+/** Waiting for a promise, bounded. */
+
+/** Waits for `p`, or `ms` at most; the timer does not keep the process alive after. */
+export async function withTimeout(p: Promise<unknown> | undefined, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
+/** Thrown by withDeadline when the time is up. */
+export const DEADLINE = new Error('deadline');
+
+/** `p`, or DEADLINE thrown after `ms`, or the signal's reason when it is aborted first. */
+export async function withDeadline<T>(p: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(DEADLINE), ms);
+        onAbort = () => reject(signal!.reason);
+        if (signal?.aborted) onAbort();
+        signal?.addEventListener('abort', onAbort, { once: true });
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+}

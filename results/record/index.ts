@@ -1,0 +1,162 @@
+/**
+ * The records index: what `report` and `diff` read of each record file instead of the whole
+ * file (10,000 records of 104 KiB are 1 GB of JSON: bench/scale). A cache, never committed: one
+ * file per folder of records under the cudamatrix cache, each file's entry trusted only while
+ * the file's size, mtime and inode are those it was made from; a missing, stale or unreadable
+ * index is rebuilt from the records. docs/records.md ("The records index") says what it holds.
+ */
+import { createHash } from 'node:crypto';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic } from '../../core/fs.ts';
+import { defaultCacheDir } from '../../probes/build.ts';
+import type { BehaviourRecord, RecordedMetric } from './format.ts';
+
+/** Bumped whenever what a digest holds changes: an index of another format is rebuilt. */
+export const INDEX_FORMAT = 'cudamatrix-records-index/1';
+
+/** The parts of a digest that records often share (one key's records, copies of one run): kept once in the index. */
+const SHARED = ['key', 'tool', 'sysinfo', 'facts', 'cells', 'verdicts'] as const;
+
+/**
+ * A digest as stored: the shared parts by their place in `shared`; the metrics as the place of
+ * their shape (each metric without its value: one record's metrics are like the next's) and
+ * their values in order.
+ */
+type Stored = Omit<BehaviourRecord, (typeof SHARED)[number] | 'metrics'> & Record<(typeof SHARED)[number], number> & { metrics: [number, (number | null)[]] };
+
+interface IndexFile {
+  format: string;
+  folder: string;
+  keep: string[];
+  shared: unknown[];
+  entries: { name: string; stamp: string; records: Stored[] }[];
+}
+
+/**
+ * A record as the index keeps it: no memory samples, of the metrics only those named in `keep`,
+ * facts without their evidence (only the record shown in full, read from its file, needs it).
+ */
+export function digestOf(r: BehaviourRecord, keep: ReadonlySet<string>): BehaviourRecord {
+  const facts: BehaviourRecord['facts'] = {};
+  for (const [n, f] of Object.entries(r.facts)) facts[n] = f.reason === undefined ? { value: f.value } : { value: f.value, reason: f.reason };
+  return { ...r, facts, samples: [], metrics: r.metrics.filter((m) => keep.has(m.name)) };
+}
+
+/** Where the index of `folder` lies (CUDAMATRIX_CACHE, else the user's cache folder: see defaultCacheDir). */
+export function indexFileOf(folder: string): string {
+  let real: string;
+  try {
+    real = realpathSync(folder);
+  } catch {
+    real = path.resolve(folder);
+  }
+  return path.join(defaultCacheDir(), 'records-index', `${createHash('sha256').update(real).digest('hex').slice(0, 24)}.json`);
+}
+
+const stampOf = (file: string) => {
+  const st = statSync(file, { bigint: true });
+  return `${st.size}:${st.mtimeNs}:${st.ino}`;
+};
+
+function loadIndex(file: string, folder: string, keep: string[]): IndexFile | null {
+  try {
+    const data = JSON.parse(readFileSync(file, 'utf8')) as IndexFile;
+    return data.format === INDEX_FORMAT && data.folder === folder && data.keep.join('\n') === keep.join('\n') && Array.isArray(data.entries) ? data : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The digests of the record files `names` of `folder` (each file's records, as `read` gives
+ * them from the file, in order): from the index where it is current, else read with `read`,
+ * which checks them (a bad file stops it with its name, as before), and the index rewritten.
+ * `metrics: false`: the digests' metrics are left empty (the index keeps them all the same).
+ */
+export function readDigests(folder: string, names: readonly string[], keep: ReadonlySet<string>, read: (file: string) => BehaviourRecord[], options: { metrics?: boolean } = {}): BehaviourRecord[][] {
+  // Without metrics (diff, which reads the records it compares whole): none made from the index.
+  const withMetrics = options.metrics ?? true;
+  const keepList = [...keep].sort();
+  const indexFile = indexFileOf(folder);
+  const index = loadIndex(indexFile, path.resolve(folder), keepList);
+  const known = new Map(index?.entries.map((e) => [e.name, e]) ?? []);
+  const shared = index?.shared ?? [];
+  const materialize = (s: Stored): BehaviourRecord => {
+    const r = { ...s } as unknown as Record<string, unknown>;
+    for (const k of SHARED) r[k] = shared[s[k]];
+    const [shape, values] = s.metrics;
+    r.metrics = withMetrics ? (shared[shape] as Omit<RecordedMetric, 'value'>[]).map((m, i) => ({ ...m, value: values[i]! })) : [];
+    return r as unknown as BehaviourRecord;
+  };
+  let dirty = index === null || known.size !== names.length;
+  const out: BehaviourRecord[][] = [];
+  // Per file, its entry's records as the index holds them (null: read again), to write back as they are.
+  const kept: (Stored[] | null)[] = [];
+  const stamps: string[] = [];
+  for (const name of names) {
+    const file = path.join(folder, name);
+    const stamp = stampOf(file);
+    stamps.push(stamp);
+    const entry = known.get(name);
+    if (entry && entry.stamp === stamp) {
+      out.push(entry.records.map(materialize));
+      kept.push(entry.records);
+      continue;
+    }
+    dirty = true;
+    out.push(read(file).map((r) => digestOf(r, keep)));
+    kept.push(null);
+  }
+  if (dirty) writeIndex(indexFile, { folder: path.resolve(folder), keep: keepList, names, stamps, digests: out, kept, shared });
+  return out;
+}
+
+/** Writes the index; one that cannot be written (a read-only cache) only costs the next run its speed. */
+function writeIndex(file: string, at: { folder: string; keep: string[]; names: readonly string[]; stamps: string[]; digests: BehaviourRecord[][]; kept: (Stored[] | null)[]; shared: unknown[] }): void {
+  // Parts already in the old index keep their place (found by identity); new ones by their JSON.
+  const byObject = new Map<unknown, number>(at.shared.map((v, i) => [v, i]));
+  let byText: Map<string, number> | null = null;
+  const shared = [...at.shared];
+  const place = (v: unknown): number => {
+    const had = byObject.get(v);
+    if (had !== undefined) return had;
+    byText ??= new Map(shared.map((x, i) => [JSON.stringify(x), i]));
+    const text = JSON.stringify(v);
+    let i = byText.get(text);
+    if (i === undefined) {
+      i = shared.push(v) - 1;
+      byText.set(text, i);
+    }
+    byObject.set(v, i);
+    return i;
+  };
+  const entries = at.names.map((name, n) => ({
+    name,
+    stamp: at.stamps[n]!,
+    // An entry still current is written as the index held it: its parts keep their places.
+    records: (at.kept[n] ?? at.digests[n]!).map((d) => {
+      if (at.kept[n]) return { ...d } as unknown as Record<string, unknown>;
+      const s = { ...d } as unknown as Record<string, unknown>;
+      const r = d as BehaviourRecord;
+      for (const k of SHARED) s[k] = place(r[k]);
+      s.metrics = [place(r.metrics.map(({ value: _v, ...shape }) => shape)), r.metrics.map((m) => m.value)];
+      return s;
+    }),
+  }));
+  // Only what is still referenced is kept (a record removed leaves its parts behind otherwise).
+  const used = [...new Set(entries.flatMap((e) => e.records.flatMap((r) => [...SHARED.map((k) => r[k] as number), (r.metrics as [number])[0]])))].sort((a, b) => a - b);
+  const renumber = new Map(used.map((old, i) => [old, i]));
+  for (const e of entries) {
+    for (const r of e.records) {
+      for (const k of SHARED) r[k] = renumber.get(r[k] as number);
+      const m = r.metrics as [number, unknown];
+      r.metrics = [renumber.get(m[0]), m[1]];
+    }
+  }
+  try {
+    writeFileAtomic(file, JSON.stringify({ format: INDEX_FORMAT, folder: at.folder, keep: at.keep, shared: used.map((i) => shared[i]), entries }));
+  } catch {
+    // A cache that cannot be written: the records are read in full next time, as without one.
+  }
+}

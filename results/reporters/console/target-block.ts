@@ -1,0 +1,90 @@
+/**
+ * What the driver does, per target: the system in brief, then per probe its facts (with the
+ * verdicts on them) and key numbers, and the cells that did not pass, one line per reason.
+ */
+import type pc from 'picocolors';
+import { formatValue } from '../../../core/units.ts';
+import type { CellEndEvent } from '../../../events/events.ts';
+import { pickKeyMetric, probeSpec } from '../../../probes/catalogue.ts';
+import type { MetricRecord, ProbeRecord, Scalar } from '../../../probes/protocol.ts';
+import type { TargetResult } from '../../verdicts.ts';
+import { systemLines } from './system-lines.ts';
+
+export type Colors = ReturnType<typeof pc.createColors>;
+export type Line = [label: string, text: string];
+
+/** The block for one target: the system in brief, then per probe its facts and key metrics. */
+export function targetBlock(t: TargetResult, c: Colors): string[] {
+  const planned = t.cells.filter((x) => x.planned && x.status !== 'not-run');
+  const system = systemLines(t);
+  if (!planned.length && !system.length && !t.error) return [];
+  const rows: (string | [string, string])[] = [];
+  if (system.length) {
+    const spec = probeSpec('sysinfo');
+    rows.push(`  ${c.bold('sysinfo')}${spec ? c.dim(`  ${spec.title}`) : ''}`);
+    for (const [label, text] of system) rows.push([`  ${label}`, text]);
+  }
+  for (const cell of planned) {
+    if (cell.probe === 'sysinfo') continue;
+    const facts = cell.records.filter((r): r is Extract<ProbeRecord, { type: 'fact' }> => r.type === 'fact');
+    // A probe that did not pass may have printed metrics with no value before it stopped.
+    const metrics = cell.status === 'passed' ? summaryLines(cell) : [];
+    const metricVerdicts = t.verdicts.filter((v) => v.expectation.metric?.startsWith(`${cell.probe}.`) && v.status !== 'skipped');
+    if (!facts.length && !metrics.length) continue;
+    const spec = probeSpec(cell.probe);
+    rows.push(`  ${c.bold(cell.probe)}${spec ? c.dim(`  ${spec.title}${spec.claims.length ? ` (${spec.claims.join(' ')})` : ''}`) : ''}`);
+    for (const f of facts) {
+      const name = `${cell.probe}.${f.name}`;
+      rows.push([`  ${name}`, `${c.bold(factValue(f.value))}${f.value === null && f.reason ? c.dim(` (${f.reason})`) : ''}${verdictMark(t, name, c)}`]);
+    }
+    for (const [label, text] of metrics) rows.push([`  ${label}`, text]);
+    for (const v of metricVerdicts) rows.push(`      ${v.status === 'passed' ? c.green('✓') : c.red('✗')} ${c.dim(`expected ${v.title}`)}`);
+  }
+  // The cells that did not pass, one line per outcome and reason.
+  const groups = new Map<string, { status: CellEndEvent['status']; why: string; probes: string[] }>();
+  for (const cell of planned.filter((x) => x.status !== 'passed')) {
+    const why = cellWhy(cell);
+    const key = `${cell.status}\n${why}`;
+    const g = groups.get(key) ?? { status: cell.status, why, probes: [] };
+    g.probes.push(cell.probe);
+    groups.set(key, g);
+  }
+  for (const g of groups.values()) {
+    const paint = g.status === 'skipped' ? c.yellow : g.status === 'cancelled' ? c.magenta : c.red;
+    const count = g.probes.length > 1 ? ` (${g.probes.length})` : '';
+    rows.push(`  ${paint(`${g.status}${count}:`)} ${g.probes.join(', ')}${g.why ? c.dim(` — ${g.why}`) : ''}`);
+  }
+  if (t.error && !planned.some((x) => x.errorCode === t.error!.code)) rows.push(`  ${c.red('target error:')} ${t.error.code}: ${t.error.message}`);
+  const width = Math.min(44, Math.max(0, ...rows.map((r) => (typeof r === 'string' ? 0 : r[0].length))));
+  return [
+    c.bold(`${t.name}: what the driver does`),
+    ...rows.map((r) => (typeof r === 'string' ? r : `  ${r[0].padEnd(width)}  ${r[1]}`)),
+  ];
+}
+
+/** A passed cell's key numbers: its probe's summary lines, else its key metrics' values. */
+function summaryLines(cell: CellEndEvent): Line[] {
+  const spec = probeSpec(cell.probe);
+  if (spec?.summary) return spec.summary(cell.records);
+  const metrics = cell.records.filter((r): r is MetricRecord => r.type === 'metric');
+  return (spec?.keyMetrics ?? []).flatMap((k): Line[] => {
+    const m = pickKeyMetric(metrics, k);
+    return m ? [[k.label, formatValue(m.value, m.unit)]] : [];
+  });
+}
+
+/** Why a cell did not pass: its reason, led by its error code when the reason does not name it. */
+export function cellWhy(cell: CellEndEvent): string {
+  return `${cell.errorCode && !(cell.reason ?? '').includes(cell.errorCode) ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`;
+}
+
+function factValue(v: Scalar): string {
+  return v === null ? 'null' : String(v);
+}
+
+/** "  ✓" or "  ✗ expected true" where an expectation of this run judged the fact. */
+function verdictMark(t: TargetResult, qualified: string, c: Colors): string {
+  const v = t.verdicts.find((x) => x.expectation.fact === qualified && (x.status === 'passed' || x.status === 'failed'));
+  if (!v) return '';
+  return v.status === 'passed' ? `  ${c.green('✓')}` : `  ${c.red(`✗ expected ${JSON.stringify(v.expectation.equals ?? null)}`)}`;
+}

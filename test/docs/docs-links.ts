@@ -1,0 +1,78 @@
+/**
+ * The link check of the docs (test/docs/docs-links.test.ts): every relative link in README.md and
+ * docs/**\/*.md must name a file or folder of the repository, and a #anchor into a Markdown page
+ * one of its headings (GitHub's slugs). No link may leave the repository: none above its root,
+ * none into shared/ (a folder beside some checkouts, not part of the project).
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { githubSlugs } from '../../scripts/github-slug.ts';
+
+/** README.md and every Markdown page under docs/, relative to root. */
+export function docsPages(root: string): string[] {
+  const pages = existsSync(path.join(root, 'README.md')) ? ['README.md'] : [];
+  const walk = (dir: string): void => {
+    if (!existsSync(path.join(root, dir))) return;
+    for (const entry of readdirSync(path.join(root, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const rel = path.posix.join(dir, entry.name);
+      if (entry.isDirectory()) walk(rel);
+      else if (entry.name.endsWith('.md')) pages.push(rel);
+    }
+  };
+  walk('docs');
+  return pages;
+}
+
+/** The link targets of a page, with their line, outside fenced code and inline code. */
+export function linksOf(markdown: string): { target: string; line: number }[] {
+  const links: { target: string; line: number }[] = [];
+  let fenced = false;
+  markdown.split('\n').forEach((text, i) => {
+    if (/^\s*(```|~~~)/.test(text)) {
+      fenced = !fenced;
+      return;
+    }
+    if (fenced) return;
+    const prose = text.replace(/`[^`]*`/g, '``');
+    for (const m of prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ target: m[1] ?? '', line: i + 1 });
+    const reference = /^\s*\[[^\]]+\]:\s*(\S+)/.exec(prose);
+    if (reference) links.push({ target: reference[1] ?? '', line: i + 1 });
+  });
+  return links;
+}
+
+/** Every broken or escaping link of the pages under root, as "page:line: target: what is wrong". */
+export function brokenLinks(root: string): string[] {
+  const problems: string[] = [];
+  const slugCache = new Map<string, Set<string>>();
+  const slugsOf = (file: string): Set<string> => {
+    let slugs = slugCache.get(file);
+    if (!slugs) slugCache.set(file, (slugs = githubSlugs(readFileSync(file, 'utf8'))));
+    return slugs;
+  };
+  for (const page of docsPages(root)) {
+    for (const { target, line } of linksOf(readFileSync(path.join(root, page), 'utf8'))) {
+      const at = `${page}:${line}: ${target}`;
+      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: — not a file of the repository
+      const [filePart = '', anchor] = target.split('#', 2);
+      const file = filePart === '' ? path.join(root, page) : path.resolve(path.dirname(path.join(root, page)), decodeURIComponent(filePart));
+      const rel = path.relative(root, file);
+      if (filePart.startsWith('/') || rel.startsWith('..') || path.isAbsolute(rel)) {
+        problems.push(`${at}: leaves the repository: link only to files inside it`);
+        continue;
+      }
+      if (rel.split(path.sep)[0] === 'shared') {
+        problems.push(`${at}: points into shared/, which is not part of the repository`);
+        continue;
+      }
+      if (!existsSync(file)) {
+        problems.push(`${at}: no such file or folder (${rel})`);
+        continue;
+      }
+      if (anchor !== undefined && file.endsWith('.md') && !slugsOf(file).has(anchor)) {
+        problems.push(`${at}: ${rel} has no heading with the anchor #${anchor}`);
+      }
+    }
+  }
+  return problems;
+}

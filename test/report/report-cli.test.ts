@@ -1,0 +1,69 @@
+/** `cudamatrix report` as a user runs it: the real CLI process. */
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { recordPath, type BehaviourRecord } from '../../results/record/format.ts';
+import { renderReport, reportPaths } from '../../results/report/index.ts';
+import { loadRecords } from '../../results/report/load.ts';
+import { runCli } from '../cli.ts';
+import { tempDir } from '../helpers.ts';
+import { h200Records, writeRecords } from '../report-fixture.ts';
+
+describe('cudamatrix report', () => {
+  let records: BehaviourRecord[];
+  beforeAll(async () => {
+    records = await h200Records();
+  });
+
+  it('--help says what it writes, the options and the exit statuses', async () => {
+    const r = await runCli(['report', '--help']);
+    expect(r.code).toBe(0);
+    for (const s of ['BEHAVIOUR.md', 'behaviour.html', '--records-dir <dir>', '(default: "results/records")', '--out <dir>', '(default: "results")', '--check', 'works offline', 'Exit status:']) expect(r.stdout).toContain(s);
+  });
+
+  it('writes BEHAVIOUR.md and behaviour.html from the records; --check then passes, and fails once a file differs', async () => {
+    const dir = tempDir('cm-report-cli-');
+    const recordsDir = path.join(dir, 'records');
+    writeRecords(recordsDir, records);
+    const out = path.join(dir, 'site');
+    const r = await runCli(['report', '--records-dir', recordsDir, '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}\\n$`));
+    const expected = renderReport(loadRecords(recordsDir), reportPaths(recordsDir, out));
+    const md = readFileSync(path.join(out, 'BEHAVIOUR.md'), 'utf8');
+    expect(md).toBe(expected.markdown);
+    expect(readFileSync(path.join(out, 'behaviour.html'), 'utf8')).toBe(expected.html);
+    // links from the output folder to the records
+    expect(md).toContain(`](../records/${recordPath(records[1]!)})`);
+
+    // the same from another working folder, with relative paths: the same bytes
+    const again = await runCli(['report', '--records-dir', 'records', '--out', 'site', '--check'], { cwd: dir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('match the records (2 records in 1 column from records)');
+
+    writeFileSync(path.join(out, 'BEHAVIOUR.md'), `${md}\nedited by hand\n`);
+    const stale = await runCli(['report', '--records-dir', recordsDir, '--out', out, '--check']);
+    expect(stale.code).toBe(1);
+    expect(stale.stderr).toContain(`${out}/BEHAVIOUR.md does not match the records`);
+    expect(stale.stderr).toContain(`run cudamatrix report --records-dir ${recordsDir} --out ${out}`);
+    expect(readFileSync(path.join(out, 'BEHAVIOUR.md'), 'utf8')).toContain('edited by hand');
+  });
+
+  it('a record that cannot be read: exit 2, the file and what is wrong, no stack trace', async () => {
+    const dir = tempDir('cm-report-cli-');
+    writeRecords(dir, records);
+    mkdirSync(path.join(dir, 'driver-999.1'));
+    const bad = path.join(dir, 'driver-999.1', 'broken.json');
+    writeFileSync(bad, JSON.stringify({ ...records[0], key: { ...records[0]!.key, driver: 999 } }));
+    const r = await runCli(['report', '--records-dir', dir, '--out', path.join(dir, 'out')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`error [RECORD_INVALID]: behaviour record ${bad}: key.driver: expected a string, got 999; records are written by \`cudamatrix record\` (write it again from its run's events.jsonl)\n`);
+  });
+
+  it('a records folder that is not there: exit 2, naming it', async () => {
+    const dir = tempDir('cm-report-cli-');
+    const r = await runCli(['report', '--records-dir', path.join(dir, 'nope'), '--out', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`error [USAGE]: records folder ${path.join(dir, 'nope')} does not exist or is not a folder`);
+  });
+});
