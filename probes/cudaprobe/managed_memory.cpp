@@ -61,6 +61,11 @@ int managedMemory(ProbeContext& ctx) {
   emitMetric(ctx.probe, "gpu_fill_ms", (t2 - t1) * 1000, "ms", attrs);
   emitMetric(ctx.probe, "cpu_read_back_ms", (t3 - t2) * 1000, "ms", attrs);
   emitFact(ctx.probe, "roundtrip_ok", wrong == 0 ? "true" : "false", Obj().num("wrong_words", static_cast<double>(wrong)).num("words", static_cast<double>(count)));
+  if (percentOfFree > 0) {
+    c.cuMemFree_v2(release.p);  // the small allocation goes before the large one
+    release.p = 0;
+    managedPastFreeVram(ctx, gpu, percentOfFree);
+  }
   return kExitRan;
 }
 
