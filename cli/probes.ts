@@ -60,7 +60,9 @@ function formatDefault(value: unknown): string {
 }
 
 /** Where a user looks the claim ids up: the page ships with the repository, not beside it. */
-export const CLAIMS_PAGE_LINE = 'The claims (C1-C14), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.';
+export const CLAIMS_PAGE_LINE = 'The claims (C1-C23), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.';
+
+export const OPT_IN_LINE = 'Opt-in probes are not in "probes: all": name them in a matrix\'s probes list, or exactly with --probe.';
 
 export function probesListCommand(opts: { facts: boolean; json: boolean }): number {
   if (opts.json) {
@@ -72,9 +74,10 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
   }
-  const rows = catalogue.map((p) => [p.name, p.claims.join(' '), p.platforms.join(', '), p.title]);
+  const rows = catalogue.map((p) => [p.name, p.claims.join(' '), p.platforms.join(', '), p.optIn ? `${p.title} [opt-in, bounded, runs last]` : p.title]);
   process.stdout.write(`${formatTable(['probe', 'claims', 'platforms', 'what it measures'], rows)}\n`);
   process.stdout.write(`\n${CLAIMS_PAGE_LINE}\n`);
+  if (catalogue.some((p) => p.optIn)) process.stdout.write(`${OPT_IN_LINE}\n`);
   if (opts.facts) {
     for (const p of catalogue) {
       process.stdout.write(`\n${p.name}: ${p.description}\n`);
@@ -82,6 +85,7 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
         const values = f.values ? ` [${f.values.map((v) => JSON.stringify(v)).join(' | ')}]` : '';
         process.stdout.write(`  fact   ${p.name}.${f.name}${values} — ${f.description}\n`);
       }
+      if (p.optIn) process.stdout.write(`  opt-in: ${p.optIn}; bounded by its parameters; last on its target\n`);
       for (const m of p.metrics) process.stdout.write(`  metric ${p.name}.${m.name} (${m.unit}) — ${m.description}\n`);
       const params = paramInfo(p);
       if (params.length) process.stdout.write(`  params ${params.map((i) => `${i.name}=${formatDefault(i.default)} (${i.type})`).join(', ')}\n`);

@@ -14,7 +14,7 @@ import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
 import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
-import { allResultNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
+import { allResultNames, defaultProbeNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
 import { fanOut, transportKind, transportKinds, type Hop, type NamedKind } from '../runners/registry.ts';
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
@@ -434,7 +434,7 @@ class SemanticChecks {
   run(): void {
     const root = this.input;
     const defaults = isRecord(root.defaults) ? root.defaults : {};
-    const defaultProbes = defaults.probes === undefined ? probeNames() : this.probes(defaults.probes, ['defaults', 'probes']);
+    const defaultProbes = defaults.probes === undefined ? defaultProbeNames() : this.probes(defaults.probes, ['defaults', 'probes']);
     if (isRecord(defaults.params)) this.params(defaults.params, ['defaults', 'params']);
     if (isRecord(root.expectations)) {
       // Every list, a misspelt class's too ("linxu:"): the schema reports the key, these its entries.
@@ -473,7 +473,7 @@ class SemanticChecks {
 
   /** Reports unknown names in a probe list; returns the probes it selects, or undefined when it has the wrong form. */
   private probes(list: unknown, path: readonly PathKey[]): string[] | undefined {
-    if (list === 'all') return probeNames();
+    if (list === 'all') return defaultProbeNames();
     if (!Array.isArray(list) || list.length === 0) return undefined;
     list.forEach((name, i) => {
       if (typeof name === 'string' && !probeSpec(name)) {
@@ -611,7 +611,7 @@ function expandHomeDir(p: string): string {
 
 /** Probes in catalogue order. */
 function selectProbes(list: 'all' | string[]): string[] {
-  return list === 'all' ? probeNames() : probeNames().filter((n) => list.includes(n));
+  return list === 'all' ? defaultProbeNames() : probeNames().filter((n) => list.includes(n));
 }
 
 /** The embedded default matrix's expectations, for "extends: default". */
@@ -654,7 +654,9 @@ function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
   const targets = doc.targets.flatMap((t): Target[] => {
     const probes = t.probes === undefined ? defaultProbes : selectProbes(t.probes);
     const params: Target['params'] = {};
-    for (const p of probes) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
+    // An opt-in probe keeps its parameters for a run that names it with --probe (run/plan.ts).
+    const optInWithParams = probeNames().filter((n) => !probes.includes(n) && probeSpec(n)?.optIn && (doc.defaults.params[n] || t.params?.[n]));
+    for (const p of [...probes, ...optInWithParams]) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
     const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) => resolveHopFiles(typeof h === 'string' ? { kind: h } : (h as Hop), folder));
     // A target that stands for many (slurm's nodes:) is one per node, NAME@NODE.
     return fanOut(t.name, hops).map((one) => ({

@@ -8,7 +8,7 @@ import { transportKinds, transportKind } from '../runners/registry.ts';
 
 export const MATRIX_VERSION = 1;
 
-export const environmentClasses = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'] as const;
+export const environmentClasses = ['linux', 'wsl2', 'wsl2-docker', 'wddm', 'tcc', 'mcdm'] as const;
 export type EnvironmentClass = (typeof environmentClasses)[number];
 
 const name = z
@@ -162,6 +162,7 @@ export const matrixSchema = z.strictObject({
       all: z.array(expectation).optional().describe('Expectations for every target'),
       linux: z.array(expectation).optional(),
       wsl2: z.array(expectation).optional(),
+      'wsl2-docker': z.array(expectation).optional().describe('A container on WSL2 (sysinfo sees WSL markers and container markers)'),
       wddm: z.array(expectation).optional(),
       tcc: z.array(expectation).optional(),
       mcdm: z.array(expectation).optional(),

@@ -69,6 +69,12 @@ export interface ProbeSpec {
    * ./summary-lines.ts). Without it the console lists its key metrics' values.
    */
   summary?: (records: readonly ProbeRecord[]) => SummaryLine[];
+  /**
+   * Set for a probe that can exhaust memory or hang a desktop: why. It is left out of `probes:
+   * all` and runs only where a matrix names it (or --probe names it exactly); bounded by its
+   * parameters, and last on its target (it is at the end of the catalogue).
+   */
+  optIn?: string;
 }
 
 /** A key metric: one number per record, picked from the probe's metrics. */
@@ -83,7 +89,7 @@ export interface KeyMetric {
 }
 
 const MiB = 1024 * 1024;
-const environments = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'] as const;
+const environments = ['linux', 'wsl2', 'wsl2-docker', 'wddm', 'tcc', 'mcdm'] as const;
 const vramValues = [true, false, 'partial'] as const;
 
 // Parameter helpers: every parameter has a default (the same as cudaprobe's, checked in tests).
@@ -127,7 +133,7 @@ const sysinfo: ProbeSpec = {
   platforms: ['linux', 'windows'],
   params: z.strictObject({}),
   facts: [
-    { name: 'environment', description: 'Environment detected from evidence: WSL markers on Linux, the driver model on Windows', values: environments },
+    { name: 'environment', description: 'Environment detected from evidence: WSL markers on Linux (wsl2-docker: inside a container as well), the driver model on Windows', values: environments },
     { name: 'os_family', description: 'Operating system family', values: ['linux', 'windows'] },
     { name: 'os_name', description: 'Operating system name and version' },
     { name: 'os_build', description: 'Windows build number (RtlGetVersion)' },
@@ -309,7 +315,7 @@ const multiProcessPinned: ProbeSpec = {
 const pinnedCeiling: ProbeSpec = {
   name: 'pinned-ceiling',
   title: 'How much can be pinned?',
-  claims: ['C12', 'C11'],
+  claims: ['C12', 'C11', 'C22'],
   description:
     'Pre-fills VRAM with cuMemAlloc to each level, then pins chunks until a pin fails or the safety cap is reached: ' +
     'the lower of max_gib (16 GiB) and max_fraction (0.5) of the available system memory. A level that pins more ' +
@@ -325,14 +331,19 @@ const pinnedCeiling: ProbeSpec = {
     max_fraction: z.number().positive().max(0.9).default(0.5).describe('Safety cap: never pin more than this fraction of available memory'),
     prefill_percent: z.array(z.number().min(0).max(95)).min(1).default([0, 50, 90]).describe('VRAM pre-fill levels, % of free'),
     reset_rounds: z.number().int().min(0).max(10).default(2).describe('Rounds of the with/without cudaDeviceReset comparison (0: off)'),
+    registered_rounds: z.number().int().min(0).max(10).default(1).describe('Rounds of malloc + cuMemHostRegister chunks to the same cap, no pre-fill (0: off)'),
   }),
   facts: [
     { name: 'limited_by', description: 'What stopped the first level: allocation-failure (a real ceiling) or safety-cap', values: ['allocation-failure', 'safety-cap'] },
     { name: 'tracks_free_vram', description: 'The ceiling falls as VRAM fills; false also when a level pinned more than the VRAM left free (null when every level hit the safety cap below it)', values: [true, false] },
     { name: 'reset_helps', description: 'cudaDeviceReset first gives a higher ceiling or clearly faster pinning (C11)', values: [true, false] },
+    { name: 'registered_limited_by', description: 'What stopped registering malloc memory (cuMemHostRegister chunks): allocation-failure or safety-cap (C22)', values: ['allocation-failure', 'safety-cap'] },
+    { name: 'host_register_supported', description: 'CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: cudaHostRegister works on this device (C22)', values: [true, false] },
+    { name: 'host_pointer_for_registered_mem', description: 'CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the GPU reaches registered memory at the CPU\'s address (C22)', values: [true, false] },
+    { name: 'pageable_memory_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU reaches pageable memory without registering it (C22)', values: [true, false] },
   ],
   metrics: [
-    { name: 'ceiling_bytes', unit: 'bytes', description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant, stopped_by)', tolerance: { relative: 0.05 } },
+    { name: 'ceiling_bytes', unit: 'bytes', description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant: reset, no-reset, registered; stopped_by)', tolerance: { relative: 0.05 } },
     { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill', tolerance: { relative: 0.02 } },
     { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk', tolerance: { relative: 0.7 } },
   ],
@@ -340,6 +351,7 @@ const pinnedCeiling: ProbeSpec = {
   typicalMs: 7_100,
   keyMetrics: [
     { metric: 'ceiling_bytes', label: 'pinned ceiling, VRAM not pre-filled', where: { prefill_percent: 0 } },
+    { metric: 'ceiling_bytes', label: 'registered ceiling (malloc + cuMemHostRegister)', where: { variant: 'registered' } },
   ],
   summary: (records) => {
     const lines: SummaryLine[] = [];
@@ -554,22 +566,32 @@ const cudaGraph: ProbeSpec = {
 const managedMemory: ProbeSpec = {
   name: 'managed-memory',
   title: 'Managed memory and concurrent access',
-  claims: ['C13'],
+  claims: ['C13', 'C23'],
   description:
     'The managed-memory attributes, and a managed allocation written by the CPU, filled by a kernel and read back by the CPU ' +
     '(never concurrently: without concurrent access that is a fault).',
   platforms: ['linux', 'windows'],
-  params: z.strictObject({ size_mib: z.number().positive().max(1024).default(64).describe('Managed allocation, MiB (kept small: never more than free VRAM)') }),
+  params: z.strictObject({
+    size_mib: z.number().positive().max(1024).default(64).describe('Managed allocation, MiB (kept small: never more than free VRAM)'),
+    // Opt-in: above 100 it oversubscribes, which can hang some GPUs (never on the lent H200).
+    percent_of_free: z.number().min(0).max(150).default(0).describe('Opt-in large step: one managed allocation of this % of free VRAM, filled by a kernel and read back (0: off; above 100 oversubscribes, bounded by half the available RAM)'),
+  }),
   facts: [
     { name: 'managed_supported', description: 'CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY', values: [true, false] },
     { name: 'concurrent_access', description: 'CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: CPU and GPU may touch managed memory at once', values: [true, false] },
     { name: 'pageable_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU can access pageable memory', values: [true, false] },
     { name: 'roundtrip_ok', description: 'CPU write, GPU fill, CPU read back gave the right values', values: [true, false] },
+    { name: 'large_roundtrip_ok', description: 'The percent_of_free step: the managed allocation, its GPU fill and CPU read back worked (C23)', values: [true, false] },
+    { name: 'oversubscription_ok', description: 'The same, with percent_of_free above 100: managed memory past free VRAM works (C23; null when not asked for)', values: [true, false] },
   ],
   metrics: [
     { name: 'cpu_first_touch_ms', unit: 'ms', description: 'CPU writing the whole allocation first', tolerance: { relative: 0.5 } },
     { name: 'gpu_fill_ms', unit: 'ms', description: 'Kernel filling it (migration included)', tolerance: { relative: 0.5 } },
     { name: 'cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back (migration included)', tolerance: { relative: 0.5 } },
+    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM before the percent_of_free step', tolerance: { relative: 0.02 } },
+    { name: 'managed_bytes', unit: 'bytes', description: 'Size of the percent_of_free allocation', tolerance: { relative: 0.02 } },
+    { name: 'large_gpu_fill_gbps', unit: 'GB/s', description: 'Kernel filling the percent_of_free allocation (first-touch migration or eviction included)', tolerance: { relative: 0.5 } },
+    { name: 'large_cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back at up to 4096 places, a page or more apart', tolerance: { relative: 0.5 } },
   ],
   quick: { size_mib: 16 },
   typicalMs: 370,
@@ -697,6 +719,100 @@ const p2p: ProbeSpec = {
   },
 };
 
+// alloc-ceiling, sysmem-fallback and the new metrics of pinned-ceiling and managed-memory (issue
+// 24): their tolerances are provisional, not yet calibrated by repeated GPU runs.
+const allocCeiling: ProbeSpec = {
+  name: 'alloc-ceiling',
+  title: 'How much device memory can really be allocated?',
+  claims: ['C20'],
+  description:
+    'Per API (cuMemAlloc, cudaMalloc, cudaMallocAsync), in a fresh subject: the free VRAM cuMemGetInfo reports at the start, ' +
+    'the largest single allocation (bisection to granularity_mib) and the total of chunk_mib chunks held at once, both bounded ' +
+    "by max_gib (0: the device's total memory). reaches_free_vram: the chunks stopped by a failure came within one chunk and max(512 MiB, 3 %) of the free VRAM.",
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    apis: z.array(z.enum(['driver', 'runtime', 'async'])).min(1).default(['driver', 'runtime', 'async']).describe('API series: driver (cuMemAlloc), runtime (cudaMalloc), async (cudaMallocAsync)'),
+    chunk_mib: positive(256, 'Size of each chunk, MiB'),
+    max_gib: z.number().nonnegative().default(0).describe("Cap, GiB: 0 is the device's total memory (never past it); on a shared card give one below its free VRAM"),
+    granularity_mib: positive(64, 'Bisection step of the largest single allocation, MiB'),
+  }),
+  facts: [
+    { name: 'memory_pools_supported', description: 'CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: the stream-ordered allocator (cudaMallocAsync) is there', values: [true, false] },
+    { name: 'reaches_free_vram', description: 'cuMemAlloc chunks reach the free VRAM reported at the start (null when the cap stopped them first)', values: [true, false] },
+    { name: 'reaches_free_vram_runtime', description: 'The same with cudaMalloc', values: [true, false] },
+    { name: 'reaches_free_vram_async', description: 'The same with cudaMallocAsync', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM at the start, cuMemGetInfo in the subject (attrs.api)', tolerance: { relative: 0.02 } },
+    { name: 'total_vram_bytes', unit: 'bytes', description: 'Total VRAM, cuMemGetInfo', tolerance: { relative: 0 } },
+    { name: 'largest_single_bytes', unit: 'bytes', description: 'Largest single allocation that succeeded (attrs: api, stopped_by, cap_bytes)', tolerance: { relative: 0.02 } },
+    { name: 'cumulative_bytes', unit: 'bytes', description: 'Chunks held at once before a failure or the cap (attrs: api, stopped_by, cap_bytes)', tolerance: { relative: 0.02 } },
+    { name: 'shortfall_bytes', unit: 'bytes', description: 'Free VRAM at the start less the chunks held when one failed', tolerance: { relative: 0.2, absolute: 512 * MiB } },
+    { name: 'free_after_fill_bytes', unit: 'bytes', description: 'Free VRAM with the chunks held', tolerance: { relative: 0.2, absolute: 512 * MiB } },
+  ],
+  quick: { max_gib: 1, granularity_mib: 128 },
+  keyMetrics: [
+    { metric: 'largest_single_bytes', label: 'largest single cuMemAlloc (to the cap)', where: { api: 'driver' } },
+    { metric: 'cumulative_bytes', label: 'cuMemAlloc in 256 MiB chunks (to the cap)', where: { api: 'driver' } },
+    { metric: 'shortfall_bytes', label: 'free VRAM that cuMemAlloc chunks could not get', where: { api: 'driver' } },
+  ],
+  summary: (records) =>
+    ['driver', 'runtime', 'async'].flatMap((api): SummaryLine[] => {
+      const [free, largest, held] = ['free_vram_bytes', 'largest_single_bytes', 'cumulative_bytes'].map((n) => metricsOf(records, n, { api })[0]);
+      if (!free && !largest && !held) return [];
+      return [[`${api} API`, `free at start ${fmt(free)}, largest single ${fmt(largest)}, in chunks ${fmt(held)}${held?.attrs?.stopped_by ? ` (stopped by ${held.attrs.stopped_by})` : ''}`]];
+    }),
+  optIn: 'it allocates up to max_gib of device memory (all of it on a smaller card)',
+};
+
+const sysmemFallback: ProbeSpec = {
+  name: 'sysmem-fallback',
+  title: 'Do allocations past VRAM spill into system memory?',
+  claims: ['C21'],
+  description:
+    'A subject allocates chunk_mib chunks, held, up to VRAM + past_vram_gib (at most 4) or max_gib when lower, and never more past ' +
+    'free VRAM than half the available system memory; every source is read before and after (on Windows, PDH Shared Usage ' +
+    'shows the spill). allocates_past_vram: more than a chunk past free VRAM succeeded; the write bandwidth of the last chunk ' +
+    'against the first shows what a spilled chunk costs.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    api: z.enum(['driver', 'runtime']).default('runtime').describe('runtime (cudaMalloc, what the fallback policy names) or driver (cuMemAlloc)'),
+    chunk_mib: positive(256, 'Size of each chunk, MiB'),
+    past_vram_gib: z.number().min(0).max(4).default(2).describe('Bound past the total VRAM, GiB'),
+    max_gib: z.number().nonnegative().default(0).describe('A lower bound in GiB (0: VRAM + past_vram_gib); on a shared card keep it below the free VRAM'),
+  }),
+  facts: [
+    { name: 'allocates_past_vram', description: 'Allocations succeeded past the free VRAM (false: one failed before it; null: the bound came first)', values: [true, false] },
+    { name: 'spill_slower', description: 'The last chunk writes at under half the first chunk\'s bandwidth', values: [true, false] },
+    { name: 'spill_in_shared_usage', description: 'Windows PDH Shared Usage of the subject grew by at least half of what went past free VRAM', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM at the start (cuMemGetInfo in the subject)', tolerance: { relative: 0.02 } },
+    { name: 'total_vram_bytes', unit: 'bytes', description: 'Total VRAM', tolerance: { relative: 0 } },
+    { name: 'allocated_bytes', unit: 'bytes', description: 'Chunks held before a failure or the bound (attrs: stopped_by, target_bytes)', tolerance: { relative: 0.02 } },
+    { name: 'past_free_vram_bytes', unit: 'bytes', description: 'allocated_bytes less the free VRAM at the start (negative: it stopped before)', tolerance: { relative: 0.1, absolute: 512 * MiB } },
+    { name: 'first_chunk_write_gbps', unit: 'GB/s', description: 'cuMemsetD32 bandwidth of the first chunk (4 memsets + 1 synchronize, host-timed), median of 3', tolerance: { relative: 0.2 } },
+    { name: 'last_chunk_write_gbps', unit: 'GB/s', description: 'The same for the last chunk', tolerance: { relative: 0.2 } },
+    { name: 'last_first_write_ratio', unit: 'ratio', description: 'last_chunk_write_gbps / first_chunk_write_gbps', tolerance: { relative: 0.2 } },
+    { name: 'shared_usage_growth_bytes', unit: 'bytes', description: 'Growth of the subject\'s PDH Shared Usage (Windows; null elsewhere)', tolerance: { relative: 0.1, absolute: 64 * MiB } },
+    { name: 'dedicated_usage_growth_bytes', unit: 'bytes', description: 'Growth of the subject\'s PDH Dedicated Usage (Windows)', tolerance: { relative: 0.1, absolute: 64 * MiB } },
+  ],
+  quick: { max_gib: 1 },
+  keyMetrics: [
+    { metric: 'past_free_vram_bytes', label: 'allocated past free VRAM (sysmem fallback)' },
+    { metric: 'last_first_write_ratio', label: 'last / first chunk write bandwidth (sysmem fallback)' },
+  ],
+  summary: (records) => {
+    const [allocated, free, first, last, shared] = ['allocated_bytes', 'free_vram_bytes', 'first_chunk_write_gbps', 'last_chunk_write_gbps', 'shared_usage_growth_bytes'].map((n) => metricsOf(records, n)[0]);
+    if (!allocated) return [];
+    return [
+      ['allocated', `${fmt(allocated)} of ${fmt(free)} free${allocated.attrs?.stopped_by ? ` (stopped by ${allocated.attrs.stopped_by})` : ''}, Shared Usage ${signed(shared)}`],
+      ['chunk write bandwidth', `first ${fmt(first)}, last ${fmt(last)}`],
+    ];
+  },
+  optIn: 'it fills the device memory and goes past it (bounded at VRAM + past_vram_gib)',
+};
+
 export const catalogue: readonly ProbeSpec[] = [
   sysinfo,
   pinnedVram,
@@ -712,6 +828,9 @@ export const catalogue: readonly ProbeSpec[] = [
   cudaLog,
   windowsRegistry,
   p2p,
+  // Opt-in ones last: they run after everything else on a target.
+  allocCeiling,
+  sysmemFallback,
 ];
 
 /** Whether a metric has the attributes a key metric asks for. */
@@ -747,6 +866,11 @@ export function probeSpec(name: string): ProbeSpec | undefined {
 
 export function probeNames(): string[] {
   return catalogue.map((p) => p.name);
+}
+
+/** What `probes: all` selects: every probe but the opt-in ones. */
+export function defaultProbeNames(): string[] {
+  return catalogue.filter((p) => !p.optIn).map((p) => p.name);
 }
 
 /** The spec of "probe.fact" / "probe.metric" names used by expectations. */

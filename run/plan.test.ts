@@ -23,6 +23,24 @@ describe('planner', () => {
     expect(planCells(all, { probes: ['pinned-*'] }).cells.map((c) => c.probe)).toEqual(['pinned-vram', 'pinned-release', 'pinned-ceiling']);
   });
 
+  it('leaves opt-in probes out of "probes: all" and runs one only where the matrix or --probe names it exactly (issue 24)', () => {
+    const all = parseMatrix('version: 1\ntargets:\n  - name: a\n', 'all.yaml');
+    const probes = (options = {}) => planCells(all, options).cells.map((c) => c.probe);
+    expect(probes()).not.toContain('alloc-ceiling');
+    expect(probes({ probes: ['*'] })).not.toContain('sysmem-fallback');
+    expect(() => probes({ probes: ['alloc-*'] })).toThrow('alloc-ceiling is opt-in: name it exactly (--probe alloc-ceiling)');
+    expect(probes({ probes: ['sysinfo,alloc-ceiling'] })).toEqual(['sysinfo', 'alloc-ceiling']);
+    expect(planCells(all, { probes: ['alloc-ceiling'] }).warnings).toEqual([]);
+    // Named in the matrix, with its parameters: in catalogue order, after the others.
+    const named = parseMatrix('version: 1\ndefaults: {probes: [sysmem-fallback, sysinfo], params: {sysmem-fallback: {max_gib: 4}}}\ntargets:\n  - name: a\n', 'named.yaml');
+    expect(planCells(named).cells.map((c) => c.probe)).toEqual(['sysinfo', 'sysmem-fallback']);
+    expect(named.targets[0]!.params['sysmem-fallback']).toEqual({ max_gib: 4 });
+    // Its parameters in the matrix also reach a run that opts in with --probe.
+    const params = parseMatrix('version: 1\ndefaults: {params: {alloc-ceiling: {max_gib: 2}}}\ntargets:\n  - name: a\n', 'params.yaml');
+    expect(params.targets[0]!.probes).not.toContain('alloc-ceiling');
+    expect(params.targets[0]!.params['alloc-ceiling']).toEqual({ max_gib: 2 });
+  });
+
   it('suggests the name a pattern that matches nothing was probably meant to be (issue 20)', () => {
     const all = parseMatrix('version: 1\ntargets:\n  - name: gpu-box\n', 'all.yaml');
     expect(() => planCells(all, { probes: ['pinnedvram'] })).toThrow('--probe pinnedvram ("pinnedvram" matches no probe (did you mean "pinned-vram"?))');

@@ -7,7 +7,7 @@ import picomatch from 'picomatch';
 import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
-import { probeSpec } from '../probes/catalogue.ts';
+import { catalogue, probeSpec } from '../probes/catalogue.ts';
 import { hostKeyOf } from '../runners/registry.ts';
 
 export interface Cell {
@@ -58,10 +58,13 @@ export function cellName(target: string, probe: string): string {
 export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
   const matchTarget = globMatcher(options.targets);
   const matchProbe = globMatcher(options.probes);
+  // An opt-in probe (left out of "probes: all") also runs where --probe names it exactly.
+  const named = new Set(globList(options.probes));
+  const optIn = catalogue.filter((p) => p.optIn && named.has(p.name)).map((p) => p.name);
   let cells: Cell[] = [];
   for (const t of matrix.targets) {
     if (!matchTarget(t.name)) continue;
-    for (const p of t.probes) {
+    for (const p of [...t.probes, ...optIn.filter((n) => !t.probes.includes(n))]) {
       if (matchProbe(p)) cells.push({ name: cellName(t.name, p), target: t.name, probe: p });
     }
   }
@@ -72,7 +75,7 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
     throw new CudamatrixError(
       'NO_CELLS',
       `no cell of ${matrix.file} matches ${filters.join(' and ') || 'the matrix'}; targets: ${targetNames.join(', ')}; ` +
-        `probes: ${probeNames.join(', ')}; run "cudamatrix plan" to list the cells`,
+        `probes: ${probeNames.join(', ')}; run "cudamatrix plan" to list the cells${optInHint(options.probes)}`,
     );
   }
   const shard = options.shard ? parseShard(options.shard) : undefined;
@@ -80,9 +83,16 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
   const names = new Set(cells.map((c) => c.target));
   const warnings = [
     ...unmatched('--target', 'target', options.targets, matrix.targets.map((t) => t.name)),
-    ...unmatched('--probe', 'probe', options.probes, [...new Set(matrix.targets.flatMap((t) => t.probes))]),
+    ...unmatched('--probe', 'probe', options.probes, [...new Set([...matrix.targets.flatMap((t) => t.probes), ...optIn])]),
   ];
   return { matrix, cells, shard, targets: matrix.targets.filter((t) => names.has(t.name)), warnings };
+}
+
+/** '; alloc-ceiling is opt-in: name it exactly (--probe alloc-ceiling)' for opt-in probes a glob matched but cannot select. */
+function optInHint(globs: string[] | undefined): string {
+  const match = globMatcher(globs);
+  const hits = catalogue.filter((p) => p.optIn && match(p.name)).map((p) => p.name);
+  return hits.length ? `; ${hits.join(', ')} ${hits.length === 1 ? 'is' : 'are'} opt-in: name ${hits.length === 1 ? 'it' : 'them'} exactly (--probe ${hits.join(',')})` : '';
 }
 
 /** How long a cell is expected to take (sysinfo runs on every target anyway). */

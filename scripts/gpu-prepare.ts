@@ -7,6 +7,8 @@
  *   gpu-suite.mjs        scripts/gpu-suite.ts, bundled with zx
  *   gpu-probes-raw.mjs   scripts/gpu-probes-raw.ts, bundled with zx
  *   probe-accuracy.mjs   bench/probe-accuracy.ts, bundled
+ *   memory-checks.mjs    bench/memory-checks.ts, bundled (its peer, bench/memory_peer.py, is read
+ *                        from the checkout beside .gpu/)
  *   p2p-check            bench/p2p-check.cu, built with nvcc (static cudart), where nvcc is
  *
  *   pnpm gpu:prepare     then, on the device:  xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-suite.mjs
@@ -43,6 +45,7 @@ for (const [entry, out] of [
   ['scripts/gpu-suite.ts', 'gpu-suite.mjs'],
   ['scripts/gpu-probes-raw.ts', 'gpu-probes-raw.mjs'],
   ['bench/probe-accuracy.ts', 'probe-accuracy.mjs'],
+  ['bench/memory-checks.ts', 'memory-checks.mjs'],
 ]) {
   await build({
     entryPoints: [entry!],

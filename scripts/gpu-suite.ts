@@ -5,6 +5,9 @@
  *   2. a PATH with Node.js and nvidia-smi alone, shown to have no compiler; cudamatrix doctor;
  *   3. the whole default matrix (every probe) through the installed `cudamatrix run`, timed;
  *   4. bench/probe-accuracy against PyTorch, on the package's prebuilt cudaprobe;
+ *   4b. with --new-probes: bench/memory-checks (issue 24's memory probes against their ctypes
+ *       peer, with caps safe on the shared card), then the same probes and caps through the
+ *       installed `cudamatrix run` (new-probes/runs/, for `cudamatrix record`);
  *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo);
  *   6. with --p2p (two or more GPUs): the p2p probe, its independent check (.gpu/p2p-check,
  *      bench/p2p-check.cu) and nvidia-smi topo -m on the same pairs, compared
@@ -13,12 +16,12 @@
  * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
  * still runs.
  *
- *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--p2p] [cudamatrix run options ...]
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--new-probes] [--p2p] [cudamatrix run options ...]
  *
  * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3; --p2p
  * adds step 6.
  */
-import { chmodSync, copyFileSync, cpSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { $ } from 'zx';
 import { compareP2p } from '../bench/p2p-compare.ts';
@@ -37,8 +40,9 @@ const args = process.argv.slice(2);
 const skipAccuracy = args.includes('--skip-accuracy');
 const skipSuite = args.includes('--skip-suite');
 const gha = args.includes('--gha');
+const newProbes = args.includes('--new-probes');
 const p2p = args.includes('--p2p');
-const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--p2p'].includes(a));
+const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p'].includes(a));
 
 const log: string[] = [];
 function note(line: string): void {
@@ -112,12 +116,26 @@ if (gha) {
 // 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
 // the package's files do not carry; cudamatrix sets it when it deploys the binary too).
 const probe = path.join(work, 'cudaprobe');
-if (!skipAccuracy || p2p) {
+if (!skipAccuracy || newProbes || p2p) {
   copyFileSync(path.join(installed, 'prebuilt', 'linux-x64', 'cudaprobe'), probe);
   chmodSync(probe, 0o755);
 }
 if (!skipAccuracy) {
   await step('probe-accuracy', () => $({ nothrow: true })`${node} ${path.join(gpu, 'probe-accuracy.mjs')} --probe ${probe} --out ${path.join(out, 'probe-accuracy.json')}`);
+}
+
+// 4b. Issue 24's memory probes: checked against their peer (which also writes the capped matrix),
+// then run and recorded through the installed package with the same caps.
+if (newProbes) {
+  const dir = path.join(out, 'new-probes');
+  mkdirSync(dir, { recursive: true });
+  await step('new-probes-checks', () => $({ nothrow: true })`${node} ${path.join(gpu, 'memory-checks.mjs')} --probe ${probe} --out ${path.join(dir, 'memory-checks.json')}`);
+  const matrix = path.join(dir, 'new-probes.yaml');
+  if (existsSync(matrix)) {
+    await step('new-probes-run', () => withEnv`${cudamatrix} run -m ${matrix} --results-dir ${path.join(dir, 'runs')} --junit ${path.join(dir, 'junit.xml')}`);
+  } else {
+    note('new-probes-run: not run (memory-checks wrote no matrix: see new-probes-checks.txt)');
+  }
 }
 
 // 5. The machine as nvidia-smi and PyTorch see it.

@@ -82,6 +82,7 @@ Cudart& cudart() {
     s.lib = override.empty() ? openFirst(cudartCandidates()) : openFirst({override});
     if (!s.lib) return s;
     CP_CUDART(CP_BIND_REQ)
+    CP_CUDART_OPTIONAL(CP_BIND_OPT)
     return s;
   }();
   return cached;

@@ -40,6 +40,9 @@ enum : int {
   CU_ATTR_MANAGED_MEMORY = 83,
   CU_ATTR_CONCURRENT_MANAGED_ACCESS = 89,
   CU_ATTR_PAGEABLE_MEMORY_ACCESS = 88,
+  CU_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91,
+  CU_ATTR_HOST_REGISTER_SUPPORTED = 99,
+  CU_ATTR_MEMORY_POOLS_SUPPORTED = 115,
 };
 
 // X-macro: name, return, parameters. Functions marked optional may be absent on old drivers.
@@ -135,11 +138,18 @@ typedef int cudaError_t;
   X(cudaDeviceSynchronize, cudaError_t, ())                                   \
   X(cudaGetLastError, cudaError_t, ())
 
+// The stream-ordered allocator (CUDA 11.2+): absent from older runtimes.
+#define CP_CUDART_OPTIONAL(X)                                                 \
+  X(cudaMallocAsync, cudaError_t, (void**, size_t, CUstream))                 \
+  X(cudaFreeAsync, cudaError_t, (void*, CUstream))                            \
+  X(cudaStreamSynchronize, cudaError_t, (CUstream))
+
 struct Cudart {
   Library lib;
   std::string missing;
 #define CP_DECL(name, ret, args) ret(CP_API* name) args = nullptr;
   CP_CUDART(CP_DECL)
+  CP_CUDART_OPTIONAL(CP_DECL)
 #undef CP_DECL
   bool ok() const { return lib && missing.empty(); }
   std::string err(cudaError_t rc) const;

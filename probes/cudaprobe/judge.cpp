@@ -253,10 +253,22 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
   std::vector<std::pair<double, double>> freeAt;  // (prefill %, free VRAM after the pre-fill)
   std::vector<double> plainB, resetB, plainMs, resetMs;
   bool runtimeTried = false;
+  bool registeredTried = false;
+  std::string registeredStop;
+  Obj registeredEv;
   for (const Json& m : r.metrics) {
     const Json& a = m.at("attrs");
     std::string name = m.str("name");
     bool have = m.at("value").kind == Json::Number;
+    if (a.str("variant") == "registered") {
+      // The first registered round decides what stopped it (C22); later rounds are metrics only.
+      if (name == "ceiling_bytes" && !registeredTried && have) {
+        registeredStop = a.str("stopped_by");
+        registeredEv.num("ceiling_bytes", m.num("value")).num("cap_bytes", a.num("cap_bytes", 0));
+      }
+      if (name == "ceiling_bytes") registeredTried = true;
+      continue;
+    }
     if (a.str("api") == "driver" && name == "ceiling_bytes" && have) {
       levels.push_back({a.num("prefill_percent", 0), m.num("value"), a.num("cap_bytes", 0), a.str("stopped_by") == "allocation-failure", -1});
     }
@@ -270,6 +282,10 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
   }
   for (Level& l : levels) {
     for (const auto& f : freeAt) if (f.first == l.prefill) l.freeVram = f.second;
+  }
+  if (registeredTried) {
+    if (registeredStop.empty()) emitFact(probe, "registered_limited_by", "null", Obj(), "no registered ceiling was measured");
+    else emitFact(probe, "registered_limited_by", jsonString(registeredStop), registeredEv);
   }
   std::sort(levels.begin(), levels.end(), [](const Level& x, const Level& y) { return x.prefill < y.prefill; });
   // A level that pinned more than the VRAM left free shows the ceiling does not follow free VRAM,

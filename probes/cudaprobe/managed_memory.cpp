@@ -5,6 +5,7 @@
 #include "cuda.hpp"
 #include "emit.hpp"
 #include "gpu.hpp"
+#include "managed_past_vram.hpp"
 #include "probe.hpp"
 #include "sampler.hpp"
 
@@ -12,8 +13,11 @@ namespace cp {
 
 int managedMemory(ProbeContext& ctx) {
   double sizeMib = ctx.params.number("size_mib");
-  // A managed allocation larger than free device memory can hang some GPUs: keep it small.
+  double percentOfFree = ctx.params.number("percent_of_free");
+  // A managed allocation larger than free device memory can hang some GPUs: keep it small, and
+  // the large step (percent_of_free) opt-in and bounded.
   if (!(sizeMib > 0) || sizeMib > 1024) throw UsageError{"parameter size_mib takes 1 to 1024 MiB"};
+  if (percentOfFree < 0 || percentOfFree > 150) throw UsageError{"parameter percent_of_free takes 0 (off) to 150 % of free VRAM (above 100 oversubscribes)"};
   if (!requireDevice(ctx)) return kExitNoDriver;
   Gpu gpu(ctx.device);
   Cuda& c = cuda();
@@ -35,7 +39,9 @@ int managedMemory(ProbeContext& ctx) {
   CU(c.cuMemAllocManaged(&p, bytes, 1 /* CU_MEM_ATTACH_GLOBAL */));
   struct Free {
     CUdeviceptr p;
-    ~Free() { cuda().cuMemFree_v2(p); }
+    ~Free() {
+      if (p) cuda().cuMemFree_v2(p);
+    }
   } release{p};
   auto* host = reinterpret_cast<unsigned*>(p);
   // CPU, then GPU, then CPU again, never at the same time: without concurrent access a CPU
@@ -55,6 +61,11 @@ int managedMemory(ProbeContext& ctx) {
   emitMetric(ctx.probe, "gpu_fill_ms", (t2 - t1) * 1000, "ms", attrs);
   emitMetric(ctx.probe, "cpu_read_back_ms", (t3 - t2) * 1000, "ms", attrs);
   emitFact(ctx.probe, "roundtrip_ok", wrong == 0 ? "true" : "false", Obj().num("wrong_words", static_cast<double>(wrong)).num("words", static_cast<double>(count)));
+  if (percentOfFree > 0) {
+    c.cuMemFree_v2(release.p);  // the small allocation goes before the large one
+    release.p = 0;
+    managedPastFreeVram(ctx, gpu, percentOfFree);
+  }
   return kExitRan;
 }
 

@@ -20,6 +20,8 @@ int managedMemory(ProbeContext& ctx);       // managed_memory.cpp
 int cudaLog(ProbeContext& ctx);             // settings_probes.cpp
 int windowsRegistry(ProbeContext& ctx);     // settings_probes.cpp
 int p2p(ProbeContext& ctx);                 // p2p.cpp
+int allocCeiling(ProbeContext& ctx);        // alloc_ceiling_probe.cpp
+int sysmemFallback(ProbeContext& ctx);      // sysmem_fallback_probe.cpp
 
 const std::vector<ProbeInfo>& probes() {
   static const std::vector<ProbeInfo> all = {
@@ -31,7 +33,7 @@ const std::vector<ProbeInfo>& probes() {
       {"multi-process-pinned", "whether several processes pinning at once add up (C14)", "linux,windows", "processes=2;size_gib=1",
        multiProcessPinned},
       {"pinned-ceiling", "how much can be pinned, against free VRAM and with cudaDeviceReset first (C11, C12)", "linux,windows",
-       "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2", pinnedCeiling},
+       "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2;registered_rounds=1", pinnedCeiling},
       {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory (C8)", "linux,windows",
        "sizes_mib=1,16,256,1024;repetitions=20;warmup=2", transferBandwidth},
       {"event-timing", "the resolution of cuEventElapsedTime (C7)", "linux,windows", "targets_us=1,2,5,10,20;repetitions=50", eventTiming},
@@ -39,11 +41,17 @@ const std::vector<ProbeInfo>& probes() {
       {"stream-priority", "whether stream priorities are honoured (C6)", "linux,windows", "repetitions=5;block_us=1000;waves=10;delay_ms=1",
        streamPriority},
       {"cuda-graph", "CUDA Graphs support and launch cost (C5)", "linux,windows", "kernels=1000;repetitions=20", cudaGraph},
-      {"managed-memory", "managed memory and concurrent CPU/GPU access (C13)", "linux,windows", "size_mib=64", managedMemory},
+      {"managed-memory", "managed memory and concurrent CPU/GPU access (C13); opt-in: a managed allocation of percent_of_free (C23)",
+       "linux,windows", "size_mib=64;percent_of_free=0", managedMemory},
       {"cuda-log", "what CUDA_LOG_FILE logs (C9)", "linux,windows", "log_level=", cudaLog},
       {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", windowsRegistry},
       {"p2p", "peer access between every pair of GPUs, and MIG slices (C15, C16, C17, C18, C19)", "linux,windows",
        "size_mib=256;repetitions=10;map_mib=256;mig_pin_mib=256", p2p},
+      // Opt-in (they fill the card), bounded, and last.
+      {"alloc-ceiling", "how much device memory can be allocated against the free VRAM reported (C20); opt-in", "linux,windows",
+       "apis=driver,runtime,async;chunk_mib=256;max_gib=0;granularity_mib=64", allocCeiling},
+      {"sysmem-fallback", "whether allocations past VRAM spill into system memory, and what a spilled chunk costs (C21); opt-in",
+       "linux,windows", "api=runtime;chunk_mib=256;past_vram_gib=2;max_gib=0", sysmemFallback},
   };
   return all;
 }

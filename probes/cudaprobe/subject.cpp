@@ -22,7 +22,7 @@ namespace cp {
 namespace {
 
 struct Allocation {
-  std::string api;   // driver | runtime
+  std::string api;   // driver | runtime | async (cudaMallocAsync, device memory only)
   std::string kind;  // pinned | registered | device
   void* host = nullptr;
   CUdeviceptr device = 0;
@@ -43,7 +43,10 @@ class Subject {
   std::string alloc(const std::string& api, const std::string& kind, size_t bytes);
   std::string touch();
   std::string freeAll();
-  std::string pinUntilFail(const std::string& api, size_t chunk, size_t max);
+  std::string pinUntilFail(const std::string& api, const std::string& kind, size_t chunk, size_t max);
+  std::string fill(const std::string& api, size_t chunk, size_t max);
+  std::string largest(const std::string& api, size_t max, size_t granularity);
+  double writeGbps(const Allocation& a);
   std::string reset();
   std::string runtimeError();
   bool allocOne(const std::string& api, const std::string& kind, size_t bytes, Allocation& a, std::string& error);
@@ -83,10 +86,22 @@ std::string Subject::handle(const std::string& line) {
   if (cmd == "touch") return touch();
   if (cmd == "free") return freeAll();
   if (cmd == "pinmax") {
+    std::string api, kind = "pinned";
+    double chunk = 0, max = 0;
+    in >> api >> chunk >> max >> kind;  // kind: pinned (default) or registered
+    return pinUntilFail(api, kind, static_cast<size_t>(chunk), static_cast<size_t>(max));
+  }
+  if (cmd == "fill") {
     std::string api;
     double chunk = 0, max = 0;
     in >> api >> chunk >> max;
-    return pinUntilFail(api, static_cast<size_t>(chunk), static_cast<size_t>(max));
+    return fill(api, static_cast<size_t>(chunk), static_cast<size_t>(max));
+  }
+  if (cmd == "largest") {
+    std::string api;
+    double max = 0, granularity = 0;
+    in >> api >> max >> granularity;
+    return largest(api, static_cast<size_t>(max), static_cast<size_t>(granularity));
   }
   if (cmd == "reset") return reset();
   if (cmd == "runtime-error") return runtimeError();
@@ -160,6 +175,34 @@ bool Subject::allocOne(const std::string& api, const std::string& kind, size_t b
     if (rc != 0) error = "driver API " + kind + " allocation of " + std::to_string(bytes) + " bytes failed: " + c.err(rc);
     return rc == 0;
   }
+  if (api == "async") {
+    Cudart& r = cudart();
+    if (!r.ok() || !r.cudaMallocAsync || !r.cudaFreeAsync || !r.cudaStreamSynchronize) {
+      error = r.ok() ? "the CUDA runtime library lacks cudaMallocAsync (CUDA 11.2+)" : "no CUDA runtime library";
+      return false;
+    }
+    if (kind != "device") {
+      error = "cudaMallocAsync allocates device memory only, not " + kind;
+      return false;
+    }
+    r.cudaSetDevice(device_);
+    void* p = nullptr;
+    int rc = r.cudaMallocAsync(&p, bytes, nullptr);
+    bool issued = rc == 0;
+    if (issued) rc = r.cudaStreamSynchronize(nullptr);  // the pool grows here; a failure shows now
+    a.device = reinterpret_cast<CUdeviceptr>(p);
+    if (rc != 0) {
+      r.cudaGetLastError();
+      if (issued && p) {
+        r.cudaFreeAsync(p, nullptr);
+        r.cudaStreamSynchronize(nullptr);
+        r.cudaGetLastError();
+      }
+      a.device = 0;
+      error = "cudaMallocAsync of " + std::to_string(bytes) + " bytes failed: " + r.err(rc);
+    }
+    return rc == 0;
+  }
   if (api == "runtime") {
     Cudart& r = cudart();
     if (!r.ok()) {
@@ -209,7 +252,12 @@ void Subject::freeOne(Allocation& a) {
     rt ? (void)r.cudaHostUnregister(a.host) : (void)c.cuMemHostUnregister(a.host);
     std::free(a.host);
   }
-  if (a.kind == "device" && a.device) rt ? (void)r.cudaFree(reinterpret_cast<void*>(a.device)) : (void)c.cuMemFree_v2(a.device);
+  if (a.kind == "device" && a.device && a.api == "async") {
+    r.cudaFreeAsync(reinterpret_cast<void*>(a.device), nullptr);
+    r.cudaStreamSynchronize(nullptr);  // with the pool's default release threshold (0) it shrinks here
+  } else if (a.kind == "device" && a.device) {
+    rt ? (void)r.cudaFree(reinterpret_cast<void*>(a.device)) : (void)c.cuMemFree_v2(a.device);
+  }
   a.host = nullptr;
   a.device = 0;
 }
@@ -245,8 +293,9 @@ std::string Subject::freeAll() {
   return reply(true, Obj().num("ms", (nowSeconds() - t0) * 1000));
 }
 
-std::string Subject::pinUntilFail(const std::string& api, size_t chunk, size_t max) {
+std::string Subject::pinUntilFail(const std::string& api, const std::string& kind, size_t chunk, size_t max) {
   if (!ready_) return failure("no CUDA context in the subject (no usable driver)");
+  if (kind != "pinned" && kind != "registered") return failure("pinmax takes pinned or registered, not " + kind);
   size_t pinned = 0;
   std::vector<double> times;
   std::string error;
@@ -254,7 +303,7 @@ std::string Subject::pinUntilFail(const std::string& api, size_t chunk, size_t m
   while (pinned + chunk <= max) {
     Allocation a;
     double t0 = nowSeconds();
-    if (!allocOne(api, "pinned", chunk, a, error)) {
+    if (!allocOne(api, kind, chunk, a, error)) {
       failed = true;
       break;
     }
@@ -266,6 +315,85 @@ std::string Subject::pinUntilFail(const std::string& api, size_t chunk, size_t m
   o.num("bytes", static_cast<double>(pinned)).integer("chunks", static_cast<int64_t>(times.size())).boolean("failed", failed);
   if (!times.empty()) o.num("ms_median", median(times)).num("ms_total", mean(times) * static_cast<double>(times.size()));
   if (failed) o.str("error", error);
+  return reply(true, o);
+}
+
+// Write bandwidth of one device allocation: four cuMemsetD32 over all of it and one
+// synchronize (so that the call overhead is a small part), the median of three (memory the
+// driver placed in system memory is written over the bus, far slower).
+double Subject::writeGbps(const Allocation& a) {
+  std::vector<double> s;
+  for (int i = 0; i < 3; ++i) {
+    double t0 = nowSeconds();
+    CUresult rc = 0;
+    for (int k = 0; k < 4 && rc == 0; ++k) rc = cuda().cuMemsetD32_v2(a.device, 0x5a5a5a5a, a.bytes / 4);
+    if (rc == 0) rc = cuda().cuCtxSynchronize();
+    if (rc != 0) return -1;
+    s.push_back(nowSeconds() - t0);
+  }
+  return 4.0 * static_cast<double>(a.bytes) / median(s) / 1e9;
+}
+
+// Device memory in chunks until an allocation fails or `max` is reached, held until "free"; the
+// write bandwidth of the first and the last chunk.
+std::string Subject::fill(const std::string& api, size_t chunk, size_t max) {
+  if (!ready_) return failure("no CUDA context in the subject (no usable driver)");
+  if (chunk == 0) return failure("fill needs a chunk size");
+  size_t bytes = 0;
+  size_t first = held_.size();
+  std::string error;
+  bool failed = false;
+  double t0 = nowSeconds();
+  while (bytes + chunk <= max) {
+    Allocation a;
+    if (!allocOne(api, "device", chunk, a, error)) {
+      failed = true;
+      break;
+    }
+    held_.push_back(a);
+    bytes += chunk;
+  }
+  Obj o;
+  o.num("bytes", static_cast<double>(bytes)).integer("chunks", static_cast<int64_t>(held_.size() - first)).boolean("failed", failed);
+  o.num("ms", (nowSeconds() - t0) * 1000);
+  if (failed) o.str("error", error);
+  if (held_.size() > first) {
+    double f = writeGbps(held_[first]), l = writeGbps(held_.back());
+    if (f > 0) o.num("first_write_gbps", f);
+    if (l > 0) o.num("last_write_gbps", l);
+  }
+  return reply(true, o);
+}
+
+// The largest single device allocation up to `max`, by bisection to `granularity`; each trial
+// is freed at once.
+std::string Subject::largest(const std::string& api, size_t max, size_t granularity) {
+  if (!ready_) return failure("no CUDA context in the subject (no usable driver)");
+  if (granularity == 0 || max < granularity) return failure("largest needs a granularity no larger than the maximum");
+  auto fits = [&](size_t bytes, std::string& error) {
+    Allocation a;
+    if (!allocOne(api, "device", bytes, a, error)) return false;
+    freeOne(a);
+    return true;
+  };
+  std::string error, lastError;
+  int trials = 1;
+  size_t lo = 0, hi = max;
+  if (fits(max, error)) {
+    lo = max;
+  } else {
+    lastError = error;
+    while (hi - lo > granularity) {
+      size_t mid = (lo + (hi - lo) / 2) / granularity * granularity;
+      if (mid <= lo) mid = lo + granularity;
+      ++trials;
+      if (fits(mid, error)) lo = mid;
+      else hi = mid, lastError = error;
+    }
+  }
+  Obj o;
+  o.num("bytes", static_cast<double>(lo)).integer("trials", trials).boolean("capped", lo == max);
+  if (!lastError.empty()) o.str("error", lastError);
   return reply(true, o);
 }
 

@@ -1,5 +1,5 @@
 // The sysinfo probe: what machine, OS, driver and GPU a result belongs to, and which
-// environment (linux, wsl2, wddm, tcc, mcdm) the probe detected from evidence rather than labels.
+// environment (linux, wsl2, wsl2-docker, wddm, tcc, mcdm) the probe detected from evidence rather than labels.
 #include <cstdio>
 
 #include "cuda.hpp"
@@ -170,9 +170,12 @@ bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, 
   return true;
 }
 
-Detected detect(const OsInfo& os, const WslInfo& wsl, const std::string& driverModel, bool driverOk) {
+Detected detect(const OsInfo& os, const WslInfo& wsl, const ContainerInfo& container, const std::string& driverModel, bool driverOk) {
   if (os.family == "linux") {
     if (!wsl.isWsl) return {"linux", "Linux kernel without WSL markers"};
+    // A container on WSL2 (Docker Desktop, or an engine inside a distribution) is its own class:
+    // it is reported to pin far less than the distribution itself (microsoft/WSL#14078).
+    if (wsl.version == 2 && !container.kind.empty()) return {"wsl2-docker", wsl.evidence + "; in a " + container.kind + " container (" + container.evidence + ")"};
     if (wsl.version == 2) return {"wsl2", wsl.evidence};
     return {"", "WSL1 (" + wsl.evidence + "): CUDA needs WSL2"};
   }
@@ -188,6 +191,7 @@ int sysinfo(ProbeContext& ctx) {
   OsInfo os = osInfo();
   reportOs(os);
   WslInfo wsl = wslInfo();
+  ContainerInfo ci = containerInfo();
   if (os.family == "linux") {
     infoBool("wsl", wsl.isWsl, wsl.isWsl ? wsl.evidence.c_str() : "no WSL markers");
     if (wsl.isWsl) infoNum("wsl_version", wsl.version, wsl.evidence.c_str());
@@ -199,7 +203,6 @@ int sysinfo(ProbeContext& ctx) {
       if (other.empty()) infoNull("driver_library_ignored", "no other libcuda.so.1 in the distribution's library folders");
       else info("driver_library_ignored", list, "WSL2 uses /usr/lib/wsl/lib/libcuda.so.1; a Linux driver installed in the distribution cannot drive the GPU");
     }
-    ContainerInfo ci = containerInfo();
     if (ci.kind.empty()) {
       infoNull("container", "no container markers (/.dockerenv, /run/.containerenv, /proc/1/cgroup)");
     } else {
@@ -225,7 +228,7 @@ int sysinfo(ProbeContext& ctx) {
     if (on >= 0) infoBool("hags_enabled", on == 1, "D3DKMTQueryAdapterInfo KMTQAITYPE_WDDM_2_7_CAPS HwSchEnabled");
     else infoNull("hags_enabled", why);
   }
-  Detected d = detect(os, wsl, driverModel, ok);
+  Detected d = detect(os, wsl, ci, driverModel, ok);
   if (!d.environment.empty()) info("environment", d.environment, d.evidence.c_str());
   else infoNull("environment", d.evidence);
   if (!ok) {

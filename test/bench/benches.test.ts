@@ -14,18 +14,21 @@
  * prints canned records, a python whose torch "has CUDA"), so that its rounds, medians and
  * checks run here too: once agreeing (exit 0), once with a peer 25 % slower (exit 1).
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { accessSync, chmodSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cliEntry, tsxLoader } from '../cli.ts';
-import { integrationAvailable, repoRoot, tempDir } from '../helpers.ts';
+import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from '../helpers.ts';
+import { parseMatrix } from '../../matrix/load.ts';
+import { buildProbe } from '../../probes/build.ts';
+import { nodeArch } from '../../runners/local.ts';
 import { sshdAvailable } from '../sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches (p2p-compare: used by scripts/gpu-suite.ts). */
 const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts'];
-const BENCHES = ['probe-accuracy', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
+const BENCHES = ['probe-accuracy', 'memory-checks', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
 
 function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(path.delimiter).some((dir) => {
@@ -155,6 +158,44 @@ describe('bench/probe-accuracy', () => {
       expect(r.stdout).toMatch(/2\/4 checks passed: FAILED pinned H2D 16 MiB/);
     });
   });
+});
+
+describe('bench/memory-checks', () => {
+  it('--tiny on this machine: skips with one line saying what is missing, or runs on a GPU machine', async () => {
+    const r = await runBench('memory-checks', ['--tiny']);
+    expect(r.code, failed(r)).toBe(0);
+    if (typeof r.json.skipped === 'string') {
+      expect(r.json).toMatchObject({ bench: 'memory-checks', checks: [] });
+      expect(r.stdout.trim().split('\n')).toEqual([`memory-checks: skipped: ${r.json.skipped}`]);
+    } else {
+      expect((r.json.checks as { status: string }[]).every((c) => c.status !== 'fail')).toBe(true);
+    }
+    expectNothingLeft();
+  }, 300_000);
+
+  // A stand-in driver and runtime (test/fixtures/stub-libcuda.c: counted VRAM, real host and
+  // managed memory, compiled here) under the real cudaprobe and the real ctypes peer, so that
+  // the GPU path of the bench, its caps and its capped matrix run here too.
+  const standinReady = integrationAvailable('gcc and python3, for bench/memory-checks against a stand-in driver', hasCommand('gcc') && hasCommand('python3'), 'apt-get install gcc python3');
+  it.runIf(standinReady)('against a stand-in driver: both sides agree on every row, and the capped matrix it writes loads', async () => {
+    const dir = tempDir('cm-bench-stub-');
+    execFileSync('gcc', ['-shared', '-fPIC', '-O1', '-o', path.join(dir, 'libcuda.so.1'), path.join(repoRoot, 'test', 'fixtures', 'stub-libcuda.c')]);
+    const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+    const stub = { LD_LIBRARY_PATH: dir, CUDAPROBE_CUDART: path.join(dir, 'libcuda.so.1') };
+    const r = await runBench('memory-checks', ['--tiny', '--probe', probe.path], { env: stub, outName: 'memory-checks-standin' });
+    // The one timed row (the stand-in's memset sleeps) is at the mercy of a loaded machine: not judged here.
+    const checks = r.json.checks as { what: string; status: string }[];
+    const timed = (c: { what: string }) => c.what.startsWith('first chunk write');
+    expect(checks.filter((c) => c.status === 'fail' && !timed(c))).toEqual([]);
+    expect(checks.filter((c) => c.status === 'pass' && !timed(c)).length).toBe(26);
+    expect(r.code, failed(r)).toBe(checks.some((c) => c.status === 'fail') ? 1 : 0);
+    expect(r.json.params).toMatchObject({ 'alloc-ceiling': { max_gib: 1 }, 'managed-memory': { percent_of_free: 50 }, 'sysmem-fallback': { max_gib: 1 } });
+    const yamlFile = path.join(outDir, 'new-probes.yaml');
+    const matrix = parseMatrix(readFileSync(yamlFile, 'utf8'), yamlFile);
+    expect(matrix.targets[0]!.probes).toEqual(['sysinfo', 'pinned-ceiling', 'managed-memory', 'alloc-ceiling', 'sysmem-fallback']);
+    expect(matrix.targets[0]!.params['managed-memory']).toEqual({ size_mib: 64, percent_of_free: 50 });
+    expectNothingLeft();
+  }, 600_000);
 });
 
 describe('bench/overhead', () => {

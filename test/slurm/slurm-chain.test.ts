@@ -13,11 +13,11 @@ import { runCli, startCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 import { sshHop } from '../ssh/ssh-helpers.ts';
 import { sshdReady, startSshd, type Sshd } from '../sshd.ts';
-import { probeNames } from '../../probes/catalogue.ts';
+import { defaultProbeNames } from '../../probes/catalogue.ts';
 import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
 
-/** The cells of probes: all (the catalogue's probes). */
-const SUITE = probeNames().length;
+/** The cells of probes: all (the catalogue's probes less the opt-in ones). */
+const SUITE = defaultProbeNames().length;
 
 const ready = sshdReady() && slurmReady();
 let lab: SlurmLab | undefined;
