@@ -2,7 +2,7 @@
  * `cudamatrix doctor` through the real CLI: any ✗ is a non-zero exit (3) with what to fix,
  * the words fit the transport, and flags that would do nothing are usage errors (2).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../test/cli.ts';
@@ -92,5 +92,18 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
     } else {
       expect(r.code).toBe(0);
     }
+  });
+
+  it.runIf(hasCommand('docker', ['--version']))('puts a failure at the hop that failed: a Docker engine missing behind a local hop gets the Docker fix', async () => {
+    // No dockerd needed: the docker CLI of the first hop is asked for an engine that is not there.
+    const dir = tempDir('cm-doctor-chain-');
+    const matrix = path.join(dir, 'chain.yaml');
+    writeFileSync(matrix, `version: 1\ntargets:\n  - {name: chained, transport: [local, {kind: docker, endpoint: "unix://${dir}/no.sock", gpus: none}]}\n`);
+    const r = await runCli(['doctor', '--target', 'chained', '-m', matrix]);
+    expect(r.stdout).toMatch(/^✗ TARGET_UNREACHABLE cannot reach the Docker engine at docker --host unix:\/\/\S+\/no\.sock system dial-stdio on local/m);
+    expect(r.stdout).toMatch(/^ {2}fix: check the endpoint: that dockerd runs/m);
+    // The guess for the first hop (a host and its port) would send the user the wrong way.
+    expect(r.stdout).not.toContain('check the host name and port');
+    expect(r.code).toBe(3);
   });
 });

@@ -14,8 +14,7 @@ import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
 import { reapContainers } from '../runners/docker/reap.ts';
 import { connectLocal, nodeArch } from '../runners/local.ts';
-import { connectChain } from '../runners/registry.ts';
-import type { Hop } from '../runners/registry.ts';
+import { asksForNoGpu, connectChain, fixAt, reachedWords, type Hop } from '../runners/registry.ts';
 import { hostKeyAddedMessage, type Session } from '../runners/transport.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
@@ -72,18 +71,9 @@ interface Check {
   fix?: string;
 }
 
-/** What to do about an unreachable target, in the words of its first hop's transport. */
-const unreachableFix: Record<string, string> = {
-  ssh: 'check the host name and port, that sshd runs there, and that no firewall is in the way',
-  docker: 'check the endpoint: that dockerd runs and its socket (or host and port) is the one named, and that you may use it (the docker group, or root)',
-};
-
-const fixes: Record<string, string> = {
+/** What to do about an error whose hop's kind says nothing about it (runners/<kind>/kind.ts has the rest). */
+const fixes: Partial<Record<string, string>> = {
   TARGET_UNREACHABLE: 'check the host name and port, that the server runs there, and that no firewall is in the way',
-  HOST_KEY_UNKNOWN: 'add the host key to known_hosts (ssh-keyscan), or run once with --accept-new',
-  HOST_KEY_MISMATCH: 'find out why the host key changed before removing the old line from known_hosts',
-  AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile (the private key, not the .pub), passphraseEnv and user',
-  NVIDIA_RUNTIME_MISSING: 'install the NVIDIA Container Toolkit on the Docker host and configure it (nvidia-ctk runtime configure --runtime=docker), or set gpus: none',
   PROBE_BUILD_FAILED: 'install a compiler for the target platform (g++, or MinGW-w64 for Windows)',
   TRANSPORT_FAILED: 'the connection broke, or the session could not start on the target (the message says which): check the network and the server logs; over SSH, also that the login shell\'s rc files (~/.bashrc) do not wait for input',
 };
@@ -113,23 +103,10 @@ function conclude(checks: Check[], write: (s: string) => void, success: string):
   return ExitCode.infrastructure;
 }
 
-/** How reaching each kind of hop was proven, in words that fit that transport. */
-function reachedWords(hops: Hop[], description: string): string {
-  const words = (hop: Hop): string => {
-    switch (hop.kind) {
-      case 'local':
-        return 'this machine: probes run here as child processes';
-      case 'ssh':
-        return 'host key verified, authenticated';
-      case 'docker':
-        return 'engine reached, container started';
-      default:
-        return 'connected';
-    }
-  };
-  if (hops.length === 1 && hops[0]!.kind === 'local') return words(hops[0]!);
-  if (hops.length === 1) return `${description}: ${words(hops[0]!)}`;
-  return `${description}: ${hops.map((h) => `${h.kind}: ${words(h)}`).join('; ')}`;
+/** How reaching each hop was proven, in the words of its kind (a session named just by its kind says nothing more). */
+function reachedLine(hops: Hop[], description: string): string {
+  if (hops.length === 1) return description === hops[0]!.kind ? reachedWords(hops[0]!) : `${description}: ${reachedWords(hops[0]!)}`;
+  return `${description}: ${hops.map((h) => `${h.kind}: ${reachedWords(h)}`).join('; ')}`;
 }
 
 /** A chain of hops for people: "ssh (host gpu-box, user ci, identityFile /home/me/.ssh/id_lab) → docker (gpus none)". */
@@ -160,10 +137,11 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   };
   say(null, 'transport', describeHops(target.hops));
   // A container that asks for no GPU has no driver by design: that is said, not failed.
-  const last = target.hops[target.hops.length - 1];
-  const noGpu = last?.kind === 'docker' && last.gpus === 'none';
+  const noGpu = asksForNoGpu(target.hops);
   const noGpuWords = 'none, as asked: the target requests no GPU (gpus: none in the matrix), so probes that need one are skipped there';
   let session: Session | undefined;
+  // The hop being connected, or the last once all are: a failure is put at it, for its fix.
+  let hop = 0;
   try {
     // Built once, for the transports that need it before the session (docker) and for deploying.
     const build = probeBinaries({ onProgress: (m) => process.stderr.write(`${m}\n`) });
@@ -174,8 +152,8 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
       binaryFor: build,
       onProgress: (m) => process.stderr.write(`${m}\n`),
       onHostKeyAdded: (a) => process.stderr.write(`${hostKeyAddedMessage(a)}\n`),
-    });
-    say(true, 'reachable', reachedWords(target.hops, session.description));
+    }, (index) => (hop = index));
+    say(true, 'reachable', reachedLine(target.hops, session.description));
     say(true, 'platform', `${session.platform}/${session.arch}, shell ${session.shell}`);
     const deployed = await deployProbe(session, build);
     say(true, 'cudaprobe', `${deployed.binary.prebuilt ? 'prebuilt, ' : ''}${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`);
@@ -194,10 +172,7 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
     return conclude(checks, write, `Target ${name} has everything probes need.`);
   } catch (error) {
     const code = error instanceof CudamatrixError ? error.code : 'TARGET_UNREACHABLE';
-    // An engine that answered "no image" was reached: its message names the fix, and the guess
-    // of why a target is unreachable (the socket, the host) would point the wrong way.
-    const reached = /has no image /.test(describeError(error));
-    const fix = reached ? undefined : (code === 'TARGET_UNREACHABLE' && unreachableFix[target.hops[0]?.kind ?? '']) || fixes[code];
+    const fix = fixAt(target.hops[hop], code) ?? fixes[code];
     say(false, code, describeError(error), fix);
     if (fix) write(`  fix: ${fix}\n`);
     return exitCodeFor(error instanceof CudamatrixError ? error : new CudamatrixError('TARGET_UNREACHABLE', describeError(error)));

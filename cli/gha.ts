@@ -16,7 +16,10 @@ import { diffRecords, type RecordsDiff } from '../results/record/diff.ts';
 import { readInput } from '../results/record/read.ts';
 import { loadRecords } from '../results/report/load.ts';
 import { Reporters } from '../results/reporter.ts';
-import { appendGithubSummary, githubReporter, isGithubActions, maskSecretValues, measuredNothing, setGithubOutputs, skipReason, type ExtraAnnotation, type GithubExtras } from '../results/reporters/github.ts';
+import { secretValues } from '../matrix/secrets.ts';
+import { githubReporter, type ExtraAnnotation, type GithubExtras } from '../results/reporters/github.ts';
+import { GithubStep, isGithubActions } from '../results/reporters/github-step.ts';
+import { measuredNothing, skipReason } from '../results/reporters/github-targets.ts';
 import { createReporters } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
@@ -28,7 +31,7 @@ import { planCells } from '../run/plan.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 import { recordInputs } from './record.ts';
 import { reportCommand } from './report.ts';
-import { checkOutputs, chooseReporters, passphraseEnvs } from './run.ts';
+import { checkOutputs, chooseReporters, secretEnvNames } from './run.ts';
 
 export interface GhaMatrixOptions {
   matrix?: string;
@@ -44,16 +47,17 @@ export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> 
   // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
   const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // stdout is the plan's JSON alone: the masks go to stderr (the runner reads commands there too).
-  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: true });
+  const github = isGithubActions() ? new GithubStep({ stdoutTaken: true }) : undefined;
+  github?.mask(secretValues(process.env, secretEnvNames(matrix)));
   if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0) throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
   const jobs = ghaMatrix(matrix, { targets: opts.target, probes: opts.probe, shards: opts.shards, runsOn: opts.runsOn ? labels(opts.runsOn) : undefined });
   const json = JSON.stringify(jobs);
   // stdout is the JSON alone (for fromJSON and pipes); what it means goes to stderr.
   process.stdout.write(`${json}\n`);
   process.stderr.write(`${jobs.include.length} job${jobs.include.length === 1 ? '' : 's'} for ${matrix.file}:\n${jobs.include.map((e) => `  ${e.name}: ${e.targets} on [${e.runsOn.join(', ')}]`).join('\n')}\n`);
-  if (isGithubActions()) {
-    setGithubOutputs({ matrix: json, count: String(jobs.include.length) });
-    await appendGithubSummary(planSummary(matrix, jobs));
+  if (github) {
+    github.setOutputs({ matrix: json, count: String(jobs.include.length) });
+    await github.appendSummary(planSummary(matrix, jobs));
   }
   return ExitCode.ok;
 }
@@ -189,7 +193,8 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
   const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
   // Before anything prints: the secrets the matrix names, and those the environment's names give away.
-  if (isGithubActions()) maskSecretValues(process.env, passphraseEnvs(matrix));
+  const github = isGithubActions() ? new GithubStep() : undefined;
+  github?.mask(secretValues(process.env, secretEnvNames(matrix)));
   const owed = owedBy(plan, matrix, opts.probe);
   const files = findEventLogs(args);
   const logs = readLogs(files);
@@ -226,7 +231,7 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
     ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
-    ...(isGithubActions() ? [githubReporter({ extras: () => extras, runnerOf })] : []),
+    ...(github ? [githubReporter({ step: github, extras: () => extras, runnerOf })] : []),
   ]);
   // mergeEventLogs' warning about a log without a run-end is answered here: its target is accounted for below.
   for (const w of merged.warnings.filter((w) => !/has no run-end/.test(w))) reporters.message(`warning: ${w}`);

@@ -7,7 +7,9 @@
 import path from 'node:path';
 import { mergeEventLogs, readLogs, writeMergedRun } from '../results/merge.ts';
 import { Reporters } from '../results/reporter.ts';
-import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
+import { secretValues } from '../matrix/secrets.ts';
+import { githubReporter } from '../results/reporters/github.ts';
+import { GithubStep, isGithubActions } from '../results/reporters/github-step.ts';
 import { createReporters } from '../results/reporters/index.ts';
 import { COLLAPSE_ABOVE } from '../results/reporters/console.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
@@ -28,7 +30,8 @@ export interface MergeCommandOptions {
 export async function mergeCommand(logs: string[], opts: MergeCommandOptions): Promise<number> {
   const choices = chooseReporters(opts);
   // No matrix here to name its secrets: those the environment's variable names give away.
-  if (isGithubActions()) maskSecretValues(process.env, [], { stdoutTaken: stdoutTaken(choices) });
+  const github = isGithubActions() ? new GithubStep({ stdoutTaken: stdoutTaken(choices) }) : undefined;
+  github?.mask(secretValues(process.env, []));
   // Every log is read and checked before anything is written: a refused merge leaves nothing behind.
   const merged = mergeEventLogs(readLogs(logs), { strict: opts.strict });
   checkOutputs(choices, opts.resultsDir);
@@ -39,7 +42,7 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
     ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((dir) => path.join(dir, 'junit.xml')),
     jsonReporter((dir) => path.join(dir, 'summary.json')),
-    ...(isGithubActions() ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),
+    ...(github ? [githubReporter({ step: github })] : []),
   ]);
   for (const w of merged.warnings) reporters.message(`warning: ${w}`);
   const from = merged.start.mergedFrom.map((s) => `${s.file} (${s.shard ? `shard ${s.shard.index}/${s.shard.total}` : `run ${s.runId}`})`);

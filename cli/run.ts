@@ -4,13 +4,16 @@ import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { checkOutputPath, makeDir } from '../core/fs.ts';
 import { Reporters } from '../results/reporter.ts';
-import { githubReporter, isGithubActions, maskSecretValues } from '../results/reporters/github.ts';
+import { secretValues } from '../matrix/secrets.ts';
+import { githubReporter } from '../results/reporters/github.ts';
+import { GithubStep, isGithubActions } from '../results/reporters/github-step.ts';
 import { createReporters, reporterNames, usesStdout, type ReporterChoice, type ReporterName } from '../results/reporters/index.ts';
 import { jsonReporter } from '../results/reporters/json.ts';
 import { junitReporter } from '../results/reporters/junit.ts';
 import { exitCodeOf, summarize } from '../results/verdicts.ts';
 import type { Matrix } from '../matrix/load.ts';
 import { executePlan } from '../run/execute.ts';
+import { secretEnvsOf } from '../runners/registry.ts';
 import { planCells } from '../run/plan.ts';
 import { watchInterrupts } from './interrupt.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
@@ -83,9 +86,9 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
 export async function runCommand(opts: RunOptions): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix, { acceptNew: opts.acceptNew });
   const choices = chooseReporters(opts);
-  const github = isGithubActions();
+  const github = isGithubActions() ? new GithubStep({ stdoutTaken: stdoutTaken(choices) }) : undefined;
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
-  if (github) maskSecretValues(process.env, passphraseEnvs(matrix), { stdoutTaken: stdoutTaken(choices) });
+  github?.mask(secretValues(process.env, secretEnvNames(matrix)));
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);
@@ -94,7 +97,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
     ...createReporters(choices, { quiet: opts.quiet, verbose: opts.verbose }),
     junitReporter((runDir) => path.join(runDir, 'junit.xml')),
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
-    ...(github ? [githubReporter({ stdoutTaken: stdoutTaken(choices) })] : []),
+    ...(github ? [githubReporter({ step: github })] : []),
   ]);
   const interrupts = watchInterrupts((m) => reporters.message(m));
   // Every running probe listens for the abort: many at once is expected, not a leak.
@@ -119,7 +122,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   }
 }
 
-/** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv). */
-export function passphraseEnvs(matrix: Matrix): string[] {
-  return matrix.targets.flatMap((t) => t.hops.flatMap((h) => (typeof h.passphraseEnv === 'string' ? [h.passphraseEnv] : [])));
+/** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv), as their kinds tell. */
+export function secretEnvNames(matrix: Matrix): string[] {
+  return matrix.targets.flatMap((t) => secretEnvsOf(t.hops));
 }

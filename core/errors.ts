@@ -64,6 +64,8 @@ export const errorCodes = {
   HOST_KEY_UNKNOWN: 'infrastructure',
   AUTH_FAILED: 'infrastructure',
   NVIDIA_RUNTIME_MISSING: 'infrastructure',
+  /** Docker targets: the engine was reached but has not the image (or the base of docker/Dockerfile), and pull is off. */
+  DOCKER_IMAGE_MISSING: 'infrastructure',
   /** WSL targets: wsl.exe is not on PATH (of this machine, or of the hop before). */
   WSL_NOT_FOUND: 'infrastructure',
   /** WSL targets: wsl.exe is there but WSL is not installed, too old, or has no distribution. */

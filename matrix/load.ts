@@ -15,10 +15,10 @@ import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
 import { allResultNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
-import { transportKind, transportKinds, type Hop } from '../runners/registry.ts';
-import type { TransportKind } from '../runners/transport.ts';
+import { transportKind, transportKinds, type Hop, type NamedKind } from '../runners/registry.ts';
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
+import { SECRET_KEYS } from './secrets.ts';
 import {
   durationMs,
   environmentClasses,
@@ -167,8 +167,6 @@ export function resolveLocalFile(value: string, folder: string): string {
 const isRelative = (value: string) => !(value === '~' || value.startsWith('~/') || path.isAbsolute(value));
 
 const samePath = (a: readonly PathKey[], b: readonly PathKey[]) => a.length === b.length && a.every((k, i) => k === b[i]);
-
-const SECRET_KEYS = /^(password|passwd|passphrase|private[_-]?key|secret|token|api[_-]?key)$/i;
 
 /**
  * A secret written in the matrix is refused before anything else, and its value is never
@@ -569,7 +567,7 @@ class SemanticChecks {
     });
   }
 
-  private bareKind(known: TransportKind<unknown>, path: readonly PathKey[]): void {
+  private bareKind(known: NamedKind, path: readonly PathKey[]): void {
     const r = known.options.safeParse({});
     if (r.success) return;
     const missing = r.error.issues.filter((i) => i.code === 'invalid_type' && i.path.length === 1).map((i) => String(i.path[0]));
@@ -583,11 +581,11 @@ class SemanticChecks {
     );
   }
 
-  /** The files a hop names, taken from the matrix's folder when relative, must exist (known_hosts may be created by accept-new). */
-  private localFiles(known: TransportKind<unknown>, hop: Record<string, unknown>, at: readonly PathKey[]): void {
+  /** The files a hop names, taken from the matrix's folder when relative, must exist (unless connecting creates them: its kind says). */
+  private localFiles(known: NamedKind, hop: Record<string, unknown>, at: readonly PathKey[]): void {
     if (this.options.checkFiles === false) return;
     const shape = (known.options as unknown as z.ZodObject).shape as Record<string, z.ZodType> | undefined;
-    for (const [key, mode] of Object.entries(known.localFiles ?? {})) {
+    for (const [key, spec] of Object.entries(known.localFiles ?? {})) {
       const value = hop[key];
       // A value of the wrong form is the schema's to report.
       if (typeof value !== 'string' || !shape?.[key]?.safeParse(value).success) continue;
@@ -597,9 +595,9 @@ class SemanticChecks {
         if (!statSync(file).isFile()) this.add('MATRIX_FILE_MISSING', `${key} ${file}${given} is not a file`, `name a file in ${key}`, [...at, key]);
         continue;
       }
-      const accepting = this.options.acceptNew === true || hop.hostKeyPolicy === 'accept-new';
-      if (mode === 'created' && accepting && existsSync(path.dirname(file))) continue;
-      this.add('MATRIX_FILE_MISSING', `${key} ${file}${given} does not exist`, missingFileFix(key, file, hop), [...at, key]);
+      if (spec.createdWhen?.(hop, { acceptNew: this.options.acceptNew === true }) && existsSync(path.dirname(file))) continue;
+      const fix = spec.fix?.(file, hop) ?? "write the path of an existing file (a relative path is taken from the matrix file's folder)";
+      this.add('MATRIX_FILE_MISSING', `${key} ${file}${given} does not exist`, fix, [...at, key]);
     }
   }
 }
@@ -607,15 +605,6 @@ class SemanticChecks {
 /** "~/" as the transports expand it (runners/ssh/ssh-config.ts expandHome), to look for the file. */
 function expandHomeDir(p: string): string {
   return p === '~' ? homedir() : p.startsWith('~/') ? path.join(homedir(), p.slice(2)) : p;
-}
-
-function missingFileFix(key: string, file: string, hop: Record<string, unknown>): string {
-  if (key === 'knownHosts') {
-    const port = typeof hop.port === 'number' ? hop.port : 22;
-    return `add the host's key to it (ssh-keyscan -p ${port} ${String(hop.host ?? 'HOST')} > ${file}), or let cudamatrix create it and record the key on first use: --accept-new (or hostKeyPolicy: accept-new)`;
-  }
-  if (key === 'identityFile') return "write the path of the private key (a relative path is taken from the matrix file's folder), or remove identityFile to use ~/.ssh/config and the default keys";
-  return `write the path of an existing file (a relative path is taken from the matrix file's folder)${key === 'sshConfig' ? ', or sshConfig: false for none' : ''}`;
 }
 
 // ---- the resolved matrix -------------------------------------------------------------------

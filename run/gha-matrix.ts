@@ -10,7 +10,7 @@
  */
 import { CudamatrixError } from '../core/errors.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
-import { hostKeyOf } from '../runners/registry.ts';
+import { machineOf } from '../runners/registry.ts';
 import { planCells, shardCells, type Cell } from './plan.ts';
 
 export interface GhaEntry {
@@ -39,9 +39,9 @@ export interface GhaMatrixOptions {
 
 export const DEFAULT_RUNS_ON = ['self-hosted', 'linux'];
 
-/** The machine a target's first hop reaches over SSH (its host key), if any; local, WSL and local Docker targets are the runner's own machine. */
+/** The machine a target is measured on when it is not the runner's own (an SSH host, a remote Docker engine's), as its kinds tell. */
 function remoteHostOf(t: Target): string | undefined {
-  return t.hops[0]?.kind === 'ssh' ? hostKeyOf(t.hops) : undefined;
+  return machineOf(t.hops);
 }
 
 export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMatrix {
@@ -71,7 +71,7 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
     }
   }
   if (unlabelled.length) {
-    const parts = Array.from({ length: shards }, (_, i) => (shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards })))
+    const parts = Array.from({ length: shards }, (_, i) => (shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards }, remoteHostOf)))
       // Fewer hosts than shards leaves a shard empty: no job for it.
       .filter((cells) => cells.length > 0);
     parts.forEach((cells, i) => {
@@ -98,7 +98,7 @@ function checkNames(matrix: Matrix, include: GhaEntry[]): void {
   }
 }
 
-/** No host may be measured by two jobs at once: an SSH host reached from two jobs is refused. */
+/** No host may be measured by two jobs at once: a remote machine reached from two jobs is refused. */
 function checkHosts(matrix: Matrix, targets: Target[], include: GhaEntry[]): void {
   const jobOf = new Map(include.flatMap((e) => e.targets.split(',').map((t) => [t, e] as const)));
   const seen = new Map<string, { target: string; job: GhaEntry }>();
@@ -114,7 +114,7 @@ function checkHosts(matrix: Matrix, targets: Target[], include: GhaEntry[]): voi
     if (first.job === job) continue;
     throw new CudamatrixError(
       'MATRIX_INVALID',
-      `${matrix.file}: targets "${first.target}" (job ${first.job.name}) and "${t.name}" (job ${job.name}) are both reached on the same SSH host, and two jobs would measure it at once; give them the same runsOn (they then share a job), or neither a runsOn (the shared jobs keep a host's targets together)`,
+      `${matrix.file}: targets "${first.target}" (job ${first.job.name}) and "${t.name}" (job ${job.name}) are both reached on the same host (${host.replace(/^\w+:/, '')}), and two jobs would measure it at once; give them the same runsOn (they then share a job), or neither a runsOn (the shared jobs keep a host's targets together)`,
     );
   }
 }

@@ -98,7 +98,8 @@ export function expectedMs(cells: Cell[]): number {
  * lower shard), by the typical duration of their cells, so the same plan always splits the same
  * way. A shard may be empty when there are fewer hosts than shards.
  */
-export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard): Cell[] {
+export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard, machineOf?: (t: Target) => string | undefined): Cell[] {
+  const hostOf = (t: Target) => hostKeyOrOwn(t, machineOf);
   const byTarget = new Map(matrix.targets.map((t) => [t.name, t]));
   const groups = new Map<string, Cell[]>();
   for (const c of cells) {
@@ -119,10 +120,13 @@ export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard): Cell[] 
   return cells.filter((c) => chosen.has(hostOf(byTarget.get(c.target)!)));
 }
 
-/** The host a target lands on; a target whose transport options are unusable is a host of its own. */
-function hostOf(t: Target): string {
+/**
+ * The host a target lands on (or the machine `machineOf` names for it, gha matrix's remote
+ * machines); a target whose transport options are unusable is a host of its own.
+ */
+function hostKeyOrOwn(t: Target, machineOf?: (t: Target) => string | undefined): string {
   try {
-    return hostKeyOf(t.hops);
+    return machineOf?.(t) ?? hostKeyOf(t.hops);
   } catch {
     return `target:${t.name}`;
   }

@@ -21,7 +21,7 @@ const KILL_GRACE_MS = 2000;
 
 const isWindows = process.platform === 'win32';
 
-/** Opens a session on this machine (the `local` transport; its options are in ./kinds.ts). */
+/** Opens a session on this machine (the `local` transport; its kind is in ./local-kind.ts). */
 export async function connectLocal(_options: object, context: ConnectContext): Promise<Session> {
   const workDir = await mkdtemp(path.join(tmpdir(), `cudamatrix-${context.runId}-`));
   liveWorkDirs.add(workDir);

@@ -1,40 +1,29 @@
 /**
- * The typed registry of transports, keyed by kind. It holds each kind's options and host key;
- * the code that connects is imported when a target of that kind connects (TransportKind.load).
+ * The typed registry of transports, keyed by kind (the shape of Vitest's ReportersMap): one
+ * line per kind, each declared in its own folder. Callers ask it about a target's hops; none
+ * of them branches on a kind's name.
  */
-import { z } from 'zod';
-import { CudamatrixError } from '../core/errors.ts';
+import { CudamatrixError, type ErrorCode } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
-import { dockerKind } from './docker/options.ts';
-import { sshKind } from './ssh/options.ts';
-import { wslKind } from './wsl/options.ts';
+import { docker } from './docker/kind.ts';
+import { local } from './local-kind.ts';
+import { ssh } from './ssh/kind.ts';
 import type { ConnectContext, Session, TransportKind } from './transport.ts';
+import { wsl } from './wsl/kind.ts';
 
-const localKind: TransportKind<object> = {
-  kind: 'local',
-  description: 'this machine: probes run as child processes',
-  options: z.strictObject({}),
-  chainable: false,
-  load: async () => (await import('./local.ts')).connectLocal,
-};
+const kinds = { local, ssh, docker, wsl } satisfies Record<string, TransportKind<any>>;
 
-// The implementations are imported here, dynamically: they import their options modules, so an
-// options module that imported its implementation back would make a cycle.
-const kinds = new Map<string, TransportKind<any>>(
-  [
-    localKind,
-    { ...sshKind, load: async () => (await import('./ssh/transport.ts')).connectSsh },
-    { ...dockerKind, load: async () => (await import('./docker/transport.ts')).connectDocker },
-    { ...wslKind, load: async () => (await import('./wsl/transport.ts')).connectWsl },
-  ].map((k) => [k.kind, k]),
-);
+/** A registered kind, with its name. */
+export type NamedKind = TransportKind<unknown> & { kind: string };
+
+const named = new Map<string, NamedKind>(Object.entries(kinds).map(([kind, k]) => [kind, { ...(k as TransportKind<any>), kind }]));
 
 export function transportKinds(): string[] {
-  return [...kinds.keys()].sort();
+  return [...named.keys()].sort();
 }
 
-export function transportKind(kind: string): TransportKind<unknown> {
-  const found = kinds.get(kind);
+export function transportKind(kind: string): NamedKind {
+  const found = named.get(kind);
   if (found) return found;
   const hint = closestName(kind, transportKinds());
   throw new CudamatrixError(
@@ -43,10 +32,16 @@ export function transportKind(kind: string): TransportKind<unknown> {
   );
 }
 
-/** One hop of a transport chain, as the matrix gives it after validation. */
+/** One hop of a transport chain, as the matrix gives it after validation (its options parsed by its kind). */
 export interface Hop {
   kind: string;
   [option: string]: unknown;
+}
+
+/** A hop's kind and its options, as the matrix loader parsed them (they are not parsed again). */
+function kindOf(hop: Hop): { kind: NamedKind; options: unknown } {
+  const { kind, ...options } = hop;
+  return { kind: transportKind(kind), options };
 }
 
 /**
@@ -56,24 +51,60 @@ export interface Hop {
 export function hostKeyOf(hops: Hop[]): string {
   const first = hops[0];
   if (!first) return 'local';
-  const kind = transportKind(first.kind);
-  const { kind: _kind, ...options } = first;
-  return kind.hostKey ? kind.hostKey(kind.options.parse(options)) : first.kind;
+  const { kind, options } = kindOf(first);
+  return kind.hostKey ? kind.hostKey(options) : first.kind;
+}
+
+/** The machine a chain's probes run on when it is not the one cudamatrix runs on (TransportKind.machine); undefined when it is. */
+export function machineOf(hops: Hop[]): string | undefined {
+  let machine: string | undefined;
+  for (const hop of hops) {
+    const { kind, options } = kindOf(hop);
+    machine = kind.machine?.(options) ?? machine;
+  }
+  return machine;
+}
+
+/** The environment variables a chain's options name as holding secrets. */
+export function secretEnvsOf(hops: Hop[]): string[] {
+  return hops.flatMap((hop) => {
+    const { kind, options } = kindOf(hop);
+    return kind.secretEnvs?.(options) ?? [];
+  });
+}
+
+/** Whether the hop that runs the probes (the last) asks for no GPU. */
+export function asksForNoGpu(hops: Hop[]): boolean {
+  const last = hops[hops.length - 1];
+  if (!last) return false;
+  const { kind, options } = kindOf(last);
+  return kind.asksForNoGpu?.(options) ?? false;
+}
+
+/** What a session that opened proves about a hop, in its kind's words. */
+export function reachedWords(hop: Hop): string {
+  return transportKind(hop.kind).reached;
+}
+
+/** What the kind of a hop says to do about an error of this code there, if it says anything. */
+export function fixAt(hop: Hop | undefined, code: ErrorCode): string | undefined {
+  return hop ? transportKind(hop.kind).fixes?.[code] : undefined;
 }
 
 /**
  * Connects a chain of hops: the first hop from this machine, each later hop through the session
- * of the one before. Sessions opened before a failure are closed again.
+ * of the one before. Sessions opened before a failure are closed again. `onHop` is told the index
+ * of each hop as it starts connecting, so that a failure can be put at its hop.
  */
-export async function connectChain(hops: Hop[], context: Omit<ConnectContext, 'via'>): Promise<Session> {
+export async function connectChain(hops: Hop[], context: Omit<ConnectContext, 'via'>, onHop?: (index: number) => void): Promise<Session> {
   const opened: Session[] = [];
   try {
     let via: Session | undefined;
-    for (const hop of hops) {
-      const kind = transportKind(hop.kind);
-      const { kind: _kind, ...options } = hop;
+    for (const [index, hop] of hops.entries()) {
+      onHop?.(index);
+      const { kind, options } = kindOf(hop);
       const connect = await kind.load();
-      via = await connect(kind.options.parse(options), { ...context, via });
+      via = await connect(options, { ...context, via });
       opened.push(via);
     }
     if (!via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}" has no transport`);

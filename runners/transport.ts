@@ -5,6 +5,7 @@
  */
 import type { Duplex } from 'node:stream';
 import type { z } from 'zod';
+import type { ErrorCode } from '../core/errors.ts';
 
 export type Platform = 'linux' | 'windows';
 export type Shell = 'posix' | 'powershell' | 'cmd';
@@ -113,31 +114,52 @@ export function hostKeyAddedMessage(a: HostKeyAdded): string {
   return `Permanently added '${a.host}' (${a.keyType}, ${a.fingerprint}) to ${a.file}`;
 }
 
+/** An option that names a file on this machine. The hop is as written, before its options are validated. */
+export interface LocalFile {
+  /** Whether the file may be missing because connecting creates it (known_hosts with accept-new). */
+  createdWhen?(hop: Record<string, unknown>, run: { acceptNew: boolean }): boolean;
+  /** What to do when it is missing. Default: name an existing file. */
+  fix?(file: string, hop: Record<string, unknown>): string;
+}
+
 /** Opens a session on a target of one transport kind. */
 export type Connect<Options> = (options: Options, context: ConnectContext) => Promise<Session>;
 
 /**
- * One kind of transport as the matrix knows it: its options (validated from the matrix), the
- * host they reach, and where the code that connects lives. That code (ssh2, dockerode, execa)
- * is loaded only when a target of the kind connects, so that --help, plan and probes list
- * start without it.
+ * One kind of transport, declared once in its own folder (runners/<kind>/kind.ts) and registered
+ * under its name in runners/registry.ts. It answers every question the rest of cudamatrix has
+ * about the kind (the matrix loader, the planner, doctor, gha matrix, run's secret masking), so
+ * that nothing outside runners/ branches on a kind's name. The code that connects (ssh2,
+ * dockerode, execa) is loaded only when a target of the kind connects, so that --help, plan and
+ * probes list start without it.
  */
 export interface TransportKind<Options = unknown> {
-  kind: string;
   description: string;
+  /** The options, validated once, when the matrix is loaded; every method below gets them as parsed. */
   options: z.ZodType<Options>;
   /** Whether the kind can follow another hop in a chain (wsl after ssh), or must come first. */
   chainable: boolean;
-  /** The host these options reach ("ssh:gpu-box:22"); defaults to the kind's name. */
+  /** The host these options reach ("ssh:gpu-box:22"): targets of one host take turns. Default: the kind's name. */
   hostKey?(options: Options): string;
   /**
-   * Options that name a file on this machine. The loader resolves a relative one against the
-   * matrix file's folder and refuses a missing one at its line; "created" files (known_hosts)
-   * may be missing when host keys are accepted (accept-new), which creates them.
+   * The machine this hop's probes run on when it is another than the one the hop is reached from,
+   * in a name every kind that reaches that machine gives ("ssh:ci@gpu-box:22"); undefined: the
+   * machine of the hop before (for a first hop, the one cudamatrix runs on). gha matrix keeps the
+   * targets of one machine out of two jobs.
    */
-  localFiles?: Record<string, 'existing' | 'created'>;
+  machine?(options: Options): string | undefined;
+  /**
+   * Options that name a file on this machine. The loader resolves a relative one against the
+   * matrix file's folder and refuses a missing one at its line, with the fix the entry gives.
+   */
+  localFiles?: Record<string, LocalFile>;
+  /** The environment variables these options name as holding secrets (a key's passphrase): masked in CI logs. */
+  secretEnvs?(options: Options): string[];
+  /** Whether these options ask for no GPU (docker gpus: none): doctor then expects no driver there. */
+  asksForNoGpu?(options: Options): boolean;
+  /** For doctor: what a session that opened proves about this hop ("host key verified, authenticated"). */
+  reached: string;
+  /** For doctor: what to do about an error of this code at this hop (TARGET_UNREACHABLE in its words, its own codes). */
+  fixes?: Partial<Record<ErrorCode, string>>;
   load(): Promise<Connect<Options>>;
 }
-
-/** A kind without its loader: what a transport's options module declares (the registry adds load). */
-export type KindOptions<Options> = Omit<TransportKind<Options>, 'load'>;

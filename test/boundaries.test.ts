@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { transportKind, transportKinds } from '../runners/registry.ts';
 import { repoRoot, tempDir } from './helpers.ts';
 
 const depcruise = path.join(repoRoot, 'node_modules', '.bin', 'depcruise');
@@ -45,5 +46,57 @@ describe('import boundaries', () => {
     } finally {
       execFileSync('rm', ['-f', inRun, inResults]);
     }
+  });
+});
+
+/** The product folders that must ask a transport kind rather than branch on its name (runners/ is where kinds live). */
+const askingFolders = folders.filter((f) => f !== 'runners');
+
+/** Every option of every kind ("passphraseEnv", "gpus"): read from a hop by name, it is one kind's knowledge. */
+const optionNames = transportKinds()
+  .flatMap((k) => Object.keys((transportKind(k).options as unknown as { shape?: object }).shape ?? {}))
+  .join('|');
+
+/**
+ * Each line of `text` that branches on a transport kind: a comparison with its name, a case, an
+ * object keyed by kinds, a table indexed by a hop's kind, a hop's option read by its name.
+ */
+function kindBranches(text: string): string[] {
+  const names = transportKinds().join('|');
+  const patterns = [
+    new RegExp(`(===|!==|==|!=)\\s*['"\`](${names})['"\`]`),
+    new RegExp(`['"\`](${names})['"\`]\\s*(===|!==|==|!=)`),
+    new RegExp(`\\bcase\\s+['"\`](${names})['"\`]\\s*:`),
+    new RegExp(`^\\s*['"]?(${names})['"]?\\s*:\\s*['"\`{]`),
+    /\w\[\s*[\w.?]*\bhops?\b[\w.?[\]]*\.kind\b/,
+    new RegExp(`(\\.hops\\b.*|\\bhop\\??)\\.(${optionNames})\\b`),
+  ];
+  return text.split('\n').filter((line) => patterns.some((p) => p.test(line)));
+}
+
+function productFiles(dir: string): string[] {
+  return readdirSync(path.join(repoRoot, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+    .map((f) => path.join(dir, f));
+}
+
+describe('transport kinds', () => {
+  it('are asked, not branched on, outside runners/ (no kind === "ssh", case "docker", tables keyed by kind)', () => {
+    const found = askingFolders.flatMap(productFiles).flatMap((f) => kindBranches(readFileSync(path.join(repoRoot, f), 'utf8')).map((line) => `${f}: ${line.trim()}`));
+    expect(found).toEqual([]);
+  });
+
+  it('are really checked: the branches doctor and gha matrix once had are found', () => {
+    const before = [
+      "  return t.hops[0]?.kind === 'ssh' ? hostKeyOf(t.hops) : undefined;",
+      "      case 'docker':",
+      "  ssh: 'check the host name and port, that sshd runs there, and that no firewall is in the way',",
+      "  const fix = (code === 'TARGET_UNREACHABLE' && unreachableFix[target.hops[0]?.kind ?? '']) || fixes[code];",
+      "  if ('wsl' === hop.kind) return;",
+      "  return matrix.targets.flatMap((t) => t.hops.flatMap((h) => (typeof h.passphraseEnv === 'string' ? [h.passphraseEnv] : [])));",
+    ];
+    expect(before.map((line) => kindBranches(line).length)).toEqual([1, 1, 1, 1, 1, 1]);
+    // Other things named kind are not transport kinds.
+    expect(kindBranches("if (e?.kind === 'metric') return;\nconst what = { record: 'record' }[input.kind];")).toEqual([]);
   });
 });

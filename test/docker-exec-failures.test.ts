@@ -58,6 +58,10 @@ const running = (id: string) => {
   }
 };
 
+// A whole run through the CLI (tsx start-up, image, 13 cells): a bound on a hang, generous so that
+// a loaded machine does not fail it (60 s was exceeded once with 8 test suites on 2 cores).
+const RUN_TIMEOUT = { timeout: 180_000 };
+
 function runAll(name: string, dir: string) {
   const file = path.join(dir, 'matrix.yaml');
   writeFileSync(file, ['version: 1', 'defaults: {probes: all}', 'targets:', `  - name: ${name}`, `    transport: {kind: docker, image: ${slow}, gpus: none}`, ''].join('\n'));
@@ -133,7 +137,7 @@ describe.runIf(ready)('a container that cannot run commands any more is a transp
     expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
   });
 
-  it('in a run: the container killed (through the engine, by its id) between two probes ends the target with TRANSPORT_FAILED for every remaining cell', async () => {
+  it('in a run: the container killed (through the engine, by its id) between two probes ends the target with TRANSPORT_FAILED for every remaining cell', RUN_TIMEOUT, async () => {
     const dir = tempDir();
     const { child, done } = runAll('killed-mid-run', dir);
     // Probe 2 is then in its one-second wait (the kill may still land as its exec starts).
@@ -155,7 +159,7 @@ describe.runIf(ready)('a container that cannot run commands any more is a transp
     expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
   });
 
-  it('in a run: the probe binary removed inside the container ends the target with the engine\'s "OCI runtime exec failed" as TRANSPORT_FAILED', async () => {
+  it('in a run: the probe binary removed inside the container ends the target with the engine\'s "OCI runtime exec failed" as TRANSPORT_FAILED', RUN_TIMEOUT, async () => {
     const dir = tempDir();
     const { child, done } = runAll('vanished-mid-run', dir);
     await whenOutput(child, '[1/', () => {

@@ -139,7 +139,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const dir = tempDir();
     const r = await runMatrix(matrix(dir, [{ name: 'missing', transport: { kind: 'docker', image: 'cudamatrix-no-such-image:1', gpus: 'none' } }], '[sysinfo]'), dir);
     expect(r.code).toBe(3);
-    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining('has no image cudamatrix-no-such-image:1; pull it there first, or set pull: true') });
+    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'DOCKER_IMAGE_MISSING', message: expect.stringContaining('has no image cudamatrix-no-such-image:1; pull it there first, or set pull: true') });
   });
 
   it('reaches the engine through a context made by the Docker CLI itself', async () => {
@@ -194,13 +194,13 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     expect(r.code).toBe(3);
     const errors = Object.fromEntries(r.events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
     expect(errors['no-base']).toMatchObject({
-      code: 'TARGET_UNREACHABLE',
+      code: 'DOCKER_IMAGE_MISSING',
       message:
         `the Docker engine at ${testDockerHost} has no image ${missing}, the base docker/Dockerfile is built FROM, and nothing is pulled unless pull: true. ` +
         `Pull it on that engine first (docker pull ${missing}), set pull: true on this target, or name a base the engine has (base: ...; it needs glibc)`,
     });
     expect(errors['default-base']).toMatchObject({
-      code: 'TARGET_UNREACHABLE',
+      code: 'DOCKER_IMAGE_MISSING',
       message: expect.stringContaining(`has no image nvidia/cuda:12.6.3-base-ubuntu24.04, the base docker/Dockerfile is built FROM (the default base), and nothing is pulled unless pull: true`),
     });
     // With pull: true it is pulled (here it cannot be: no network), and no build is tried.
@@ -272,7 +272,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const dir = tempDir();
     const r = await runCli(['doctor', '--target', 'no-base', '-m', matrix(dir, [{ name: 'no-base', transport: inDocker({ base: 'cudamatrix-test-absent-base:1' }) }])], { env: dockerEnv() });
     expect(r.code).toBe(3);
-    expect(r.stdout).toContain('has no image cudamatrix-test-absent-base:1');
+    expect(r.stdout).toMatch(/^✗ DOCKER_IMAGE_MISSING .*has no image cudamatrix-test-absent-base:1/m);
     // The engine answered: the guess that its socket is wrong would send the user the wrong way.
     expect(r.stdout).not.toContain('check the endpoint');
   });

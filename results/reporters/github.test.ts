@@ -18,7 +18,10 @@ import { runCli } from '../../test/cli.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { noDriverHere, realRuns, twice } from '../../test/live-and-merged.ts';
 import { summarize } from '../verdicts.ts';
-import { appendGithubSummary, githubReporter, maskSecretValues, MAX_ANNOTATIONS, SUMMARY_BUDGET_BYTES, type GithubReporterOptions } from './github.ts';
+import { secretValues } from '../../matrix/secrets.ts';
+import { githubReporter, MAX_ANNOTATIONS, type GithubReporterOptions } from './github.ts';
+import { GithubStep } from './github-step.ts';
+import { SUMMARY_BUDGET_BYTES } from './github-summary.ts';
 
 // ---------------------------------------------------------------------------------------------
 // What the runner reads
@@ -254,7 +257,7 @@ describe('GitHub reporter: annotations', () => {
 
 describe('GitHub reporter: streams and extras', () => {
   it('writes every workflow command to stderr when stdout carries a report, and nothing to stdout', async () => {
-    const r = await render(h200Failing, { stdoutTaken: true });
+    const r = await render(h200Failing, { step: new GithubStep({ stdoutTaken: true }) });
     expect(r.stdout).toBe('');
     const commands = commandsIn(r.stderr);
     expect(commands.filter((c) => c.name === 'error')).toHaveLength(2);
@@ -270,12 +273,13 @@ describe('GitHub reporter: streams and extras', () => {
   });
 });
 
-describe('GitHub reporter: appendGithubSummary', () => {
+describe('GitHub step: appendSummary', () => {
   it('appends, and cuts what would take the file past GitHub\'s 1 MiB a step, with a note', async () => {
     writeFileSync(summaryFile, `${'x'.repeat(900 * 1024)}\n`);
-    await appendGithubSummary('## a section\n\nsmall');
+    const step = new GithubStep();
+    await step.appendSummary('## a section\n\nsmall');
     expect(readFileSync(summaryFile, 'utf8').endsWith('## a section\n\nsmall\n')).toBe(true);
-    await appendGithubSummary(`## too much\n\n${'é'.repeat(100 * 1024)}`);
+    await step.appendSummary(`## too much\n\n${'é'.repeat(100 * 1024)}`);
     const text = readFileSync(summaryFile, 'utf8');
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(960 * 1024);
     expect(Buffer.byteLength(text)).toBeGreaterThan(959 * 1024);
@@ -374,7 +378,9 @@ describe('GitHub reporter: secrets', () => {
       HOME: '/root',
     };
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-    const n = maskSecretValues(env, ['CM_KEY_PASS']);
+    const values = secretValues(env, ['CM_KEY_PASS']);
+    new GithubStep().mask(values);
+    const n = values.length;
     const masks = commandsIn(spy.mock.calls.map((c) => String(c[0])).join('')).map((c) => c.message);
     spy.mockRestore();
     expect(n).toBe(4);
@@ -392,11 +398,12 @@ describe('GitHub reporter: secrets', () => {
   it('never writes a masked value into the summary, the annotations, the groups or the outputs', async () => {
     const secret = 'hunter2-correct-horse-battery';
     vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-    maskSecretValues({ CM_GH_PASSPHRASE: secret }, ['CM_GH_PASSPHRASE']);
+    const step = new GithubStep();
+    step.mask(secretValues({ CM_GH_PASSPHRASE: secret }, ['CM_GH_PASSPHRASE']));
     vi.restoreAllMocks();
     // A careless matrix quotes the passphrase in an expectation and its why: it reaches every part of the report.
     const events: RunEvent[] = [runStart({ linux: [{ fact: 'sysinfo.os_family', equals: secret, why: `the passphrase is ${secret}` }] }, ['gpu/sysinfo']), targetStart('gpu'), cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', os_family: 'linux' })), runEnd];
-    const r = await render(events, { extras: () => ({ outputs: { note: `said ${secret}` } }) });
+    const r = await render(events, { step, extras: () => ({ outputs: { note: `said ${secret}` } }) });
     expect(r.commands.find((c) => c.name === 'error')!.props.title).toBe('gpu: sysinfo.os_family == "***"');
     expect(r.summary).toContain('**Why**: the passphrase is ***');
     expect(r.outputs.note).toBe('said ***');

@@ -1,8 +1,7 @@
-/** The `docker` transport as the matrix knows it: its options, checked at load, and the engine they reach. */
+/** The `docker` transport's options, checked when the matrix is loaded (the kind is in ./kind.ts). */
 import { z } from 'zod';
-import type { KindOptions } from '../transport.ts';
 import { DEFAULT_CALL_TIMEOUT_S, DEFAULT_CONNECT_TIMEOUT_S } from './calls.ts';
-import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem, resolveEngine } from './engine.ts';
+import { CONTEXT_NAME, ENDPOINT_PATTERN, endpointProblem } from './engine.ts';
 import { IMAGE_REFERENCE_PATTERN, imageReferenceProblem } from './reference.ts';
 
 export const DEFAULT_BASE = 'nvidia/cuda:12.6.3-base-ubuntu24.04';
@@ -80,14 +79,3 @@ export const dockerOptions = z
   })
   .meta({ not: { required: ['endpoint', 'context'] } });
 export type DockerTargetOptions = z.infer<typeof dockerOptions>;
-
-export const dockerKind: KindOptions<DockerTargetOptions> = {
-  kind: 'docker',
-  description: 'a container on a Docker engine, with the GPUs the NVIDIA runtime gives it',
-  options: dockerOptions,
-  // After an ssh or wsl hop: the engine that hop's docker CLI reaches (runners/docker/dial.ts).
-  chainable: true,
-  hostKey(o) {
-    return `docker:${resolveEngine(o).endpoint}`;
-  },
-};

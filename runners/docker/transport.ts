@@ -140,7 +140,7 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
     image = o.image;
     if (!(await imageExists(e, image))) {
       if (!o.pull) {
-        throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} has no image ${image}; pull it there first, or set pull: true`);
+        throw new CudamatrixError('DOCKER_IMAGE_MISSING', `the Docker engine at ${engine.endpoint} has no image ${image}; pull it there first, or set pull: true`);
       }
       await pull(e, image, progress);
     }
@@ -154,7 +154,7 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
       if (base !== 'scratch' && !(await imageExists(e, base))) {
         if (!o.pull) {
           throw new CudamatrixError(
-            'TARGET_UNREACHABLE',
+            'DOCKER_IMAGE_MISSING',
             `the Docker engine at ${engine.endpoint} has no image ${base}, the base docker/Dockerfile is built FROM${o.base ? '' : ' (the default base)'}, and nothing is pulled unless pull: true. ` +
               `Pull it on that engine first (docker pull ${base}), set pull: true on this target, or name a base the engine has (base: ...; it needs glibc)`,
           );

@@ -1,7 +1,6 @@
-/** The `ssh` transport as the matrix knows it: its options, checked at load, and the host they reach. */
+/** The `ssh` transport's options, checked when the matrix is loaded (the kind is in ./kind.ts). */
 import { z } from 'zod';
-import type { KindOptions } from '../transport.ts';
-import { resolveEndpoint, type SshConnectOptions } from './endpoint.ts';
+import type { SshConnectOptions } from './endpoint.ts';
 
 const seconds = z.number().positive().max(3600);
 
@@ -106,14 +105,3 @@ export function connectOptions(o: SshOptions): SshConnectOptions {
     keepaliveMs: o.keepalive !== undefined ? o.keepalive * 1000 : undefined,
   };
 }
-
-export const sshKind: KindOptions<SshOptions> = {
-  kind: 'ssh',
-  description: 'a host reached over SSH (OpenSSH server on Linux or Windows)',
-  options: sshOptions,
-  chainable: false,
-  localFiles: { identityFile: 'existing', sshConfig: 'existing', knownHosts: 'created' },
-  hostKey(o) {
-    return `ssh:${resolveEndpoint(connectOptions(o)).label}`;
-  },
-};

@@ -1,6 +1,5 @@
-/** The `wsl` transport as the matrix knows it: its options, checked at load, and the host they reach. */
+/** The `wsl` transport's options, checked when the matrix is loaded (the kind is in ./kind.ts). */
 import { z } from 'zod';
-import type { KindOptions } from '../transport.ts';
 
 /** Seconds that reaching the distribution may take (listing, starting a stopped one, setting up). */
 export const DEFAULT_CONNECT_TIMEOUT_S = 30;
@@ -47,13 +46,3 @@ export const wslOptions = z.strictObject({
     .describe(`Seconds that listing the distributions, starting a stopped one and setting up may take (default ${DEFAULT_CONNECT_TIMEOUT_S})`),
 });
 export type WslOptions = z.infer<typeof wslOptions>;
-
-export const wslKind: KindOptions<WslOptions> = {
-  kind: 'wsl',
-  description: "a WSL distribution of a Windows host, through wsl.exe: this machine's, or the previous hop's ([ssh, wsl])",
-  options: wslOptions,
-  chainable: true,
-  // A distribution shares the GPU of the Windows host it runs on: alone, that is this machine;
-  // in a chain, the registry takes the first hop's host.
-  hostKey: () => 'local',
-};
