@@ -208,7 +208,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     const plan = await cudamatrix(['plan']);
     expect(plan.status, plan.stderr).toBe(0);
     // The default matrix, named by a Windows path.
-    expect(plan.stdout).toMatch(/13 cells on 1 target from .*matrix\\default\.yaml/);
+    expect(plan.stdout).toMatch(/16 cells on 1 target from .*matrix\\default\.yaml/);
 
     const doctor = await cudamatrix(['doctor']);
     // No NVIDIA driver under Wine: exit 3, but the probe ran.
@@ -250,7 +250,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
 
     // Every cell ended as the no-driver path says: the CRLF output parsed (no protocol errors).
     const ends = cellEnds(events);
-    expect(ends).toHaveLength(13);
+    expect(ends).toHaveLength(16);
     for (const e of ends) {
       if (e.probe === 'windows-registry') expect(e.status).toBe('passed');
       else expect(e, e.probe).toMatchObject({ status: 'skipped', reason: expect.stringContaining('nvcuda.dll') });
