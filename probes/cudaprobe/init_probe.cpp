@@ -117,6 +117,9 @@ int runInitChild(int argc, char** argv) {
     } else {
       int version = 0, count = 0;
       r.cudaRuntimeGetVersion(&version);  // answered by the library itself, no initialisation
+      // Said before the first call, so that a crash in it is known to be this version's.
+      std::printf("%s\n", Obj().integer("version", version).json().c_str());
+      std::fflush(stdout);
       double t2 = nowSeconds();
       // The first call that initialises (pytorch/pytorch#150048), looked up here only: the other
       // probes do not need it.
@@ -142,8 +145,9 @@ int runInitChild(int argc, char** argv) {
 
 namespace {
 
-// One init-child: its answer, or why there is none (it crashed, hung or could not start).
-Json initChild(ProbeContext& ctx, const std::string& what, const std::string& runtime, double timeoutS, std::string& failure) {
+// One init-child: its answer (null, with `failure`, when it crashed, hung or could not start),
+// and the runtime version it said before its first call (0 when none).
+Json initChild(ProbeContext& ctx, const std::string& what, const std::string& runtime, double timeoutS, std::string& failure, int& version) {
   Child child;
   std::string error;
   std::vector<std::pair<std::string, std::string>> env;
@@ -153,7 +157,12 @@ Json initChild(ProbeContext& ctx, const std::string& what, const std::string& ru
     return Json();
   }
   std::string line;
-  bool answered = child.readLine(line, timeoutS);
+  bool answered = false;
+  while (!answered && child.readLine(line, timeoutS)) {
+    Json j = Json::parse(line);
+    if (j.has("version")) version = static_cast<int>(j.num("version", 0));
+    answered = j.has("result");
+  }
   int code = child.wait(answered ? 30 : 0.5);
   if (code < 0) {
     child.kill();
@@ -188,7 +197,8 @@ int runtimeInit(ProbeContext& ctx) {
   c.cuDriverGetVersion(&driverVersion);
 
   std::string failure;
-  Json d = initChild(ctx, "driver", "", timeoutS, failure);
+  int unused = 0;
+  Json d = initChild(ctx, "driver", "", timeoutS, failure, unused);
   if (d.isNull()) {
     emitFact(ctx.probe, "driver_init", jsonString(failure), Obj());
   } else {
@@ -206,9 +216,9 @@ int runtimeInit(ProbeContext& ctx) {
   int supported = 0;
   for (const auto& path : runtimes) {
     failure.clear();
-    Json r = initChild(ctx, "runtime", path, timeoutS, failure);
+    int version = 0;
+    Json r = initChild(ctx, "runtime", path, timeoutS, failure, version);
     std::string name = baseName(path);
-    int version = r.isNull() ? 0 : static_cast<int>(r.num("version", 0));
     Obj attrs = Obj().str("library", name);
     if (version > 0) attrs.str("version", versionName(version));
     std::string result = r.isNull() ? failure : r.str("result");
