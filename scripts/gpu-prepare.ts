@@ -7,6 +7,8 @@
  *   gpu-suite.mjs        scripts/gpu-suite.ts, bundled with zx
  *   gpu-probes-raw.mjs   scripts/gpu-probes-raw.ts, bundled with zx
  *   probe-accuracy.mjs   bench/probe-accuracy.ts, bundled
+ *   behaviour-checks.mjs bench/behaviour-checks.ts, bundled (its peer, bench/behaviour_peer.py,
+ *                        is read from the checkout beside .gpu/)
  *
  *   pnpm gpu:prepare     then, on the device:  xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-suite.mjs
  */
@@ -42,6 +44,7 @@ for (const [entry, out] of [
   ['scripts/gpu-suite.ts', 'gpu-suite.mjs'],
   ['scripts/gpu-probes-raw.ts', 'gpu-probes-raw.mjs'],
   ['bench/probe-accuracy.ts', 'probe-accuracy.mjs'],
+  ['bench/behaviour-checks.ts', 'behaviour-checks.mjs'],
 ]) {
   await build({
     entryPoints: [entry!],

@@ -5,12 +5,15 @@
  *   2. a PATH with Node.js and nvidia-smi alone, shown to have no compiler; cudamatrix doctor;
  *   3. the whole default matrix (every probe) through the installed `cudamatrix run`, timed;
  *   4. bench/probe-accuracy against PyTorch, on the package's prebuilt cudaprobe;
+ *   4c. with --behaviour-checks: bench/behaviour-checks (issue 24's event-host-gap, watchdog,
+ *       runtime-init, filled transfer-bandwidth and display facts against their peer,
+ *       bench/behaviour_peer.py: ctypes, PyTorch, nvidia-smi), on the same binary;
  *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo).
  * Everything lands in $OUT/gpu-suite.tgz (the device returns at most 8 files), with the log of
  * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
  * still runs.
  *
- *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [cudamatrix run options ...]
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--behaviour-checks] [cudamatrix run options ...]
  *
  * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3.
  */
@@ -32,7 +35,8 @@ const args = process.argv.slice(2);
 const skipAccuracy = args.includes('--skip-accuracy');
 const skipSuite = args.includes('--skip-suite');
 const gha = args.includes('--gha');
-const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha'].includes(a));
+const behaviourChecks = args.includes('--behaviour-checks');
+const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--behaviour-checks'].includes(a));
 
 const log: string[] = [];
 function note(line: string): void {
@@ -105,11 +109,18 @@ if (gha) {
 
 // 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
 // the package's files do not carry; cudamatrix sets it when it deploys the binary too).
-if (!skipAccuracy) {
-  const probe = path.join(work, 'cudaprobe');
+const probe = path.join(work, 'cudaprobe');
+if (!skipAccuracy || behaviourChecks) {
   copyFileSync(path.join(installed, 'prebuilt', 'linux-x64', 'cudaprobe'), probe);
   chmodSync(probe, 0o755);
+}
+if (!skipAccuracy) {
   await step('probe-accuracy', () => $({ nothrow: true })`${node} ${path.join(gpu, 'probe-accuracy.mjs')} --probe ${probe} --out ${path.join(out, 'probe-accuracy.json')}`);
+}
+
+// 4c. Issue 24's other probes against their peer (its script is read from the checkout beside .gpu/).
+if (behaviourChecks) {
+  await step('behaviour-checks', () => $({ nothrow: true })`${node} ${path.join(gpu, 'behaviour-checks.mjs')} --probe ${probe} --out ${path.join(out, 'behaviour-checks.json')}`);
 }
 
 // 5. The machine as nvidia-smi and PyTorch see it.

@@ -211,7 +211,7 @@ int runtimeInit(ProbeContext& ctx) {
 
   std::vector<std::string> runtimes = findRuntimes(ctx.self, split(extra, ','));
   emitMetric(ctx.probe, "runtimes_found", static_cast<double>(runtimes.size()), "count");
-  std::string summary;
+  std::string summary, paths;
   bool supportedOk = true;
   int supported = 0;
   for (const auto& path : runtimes) {
@@ -228,6 +228,7 @@ int runtimeInit(ProbeContext& ctx) {
       if (r.has("context_ms")) emitMetric(ctx.probe, "runtime_context_ms", r.num("context_ms"), "ms", attrs);
       if (r.has("context") && r.str("context") != "cudaSuccess") result += ", context " + r.str("context");
     }
+    paths += (paths.empty() ? "" : "; ") + path;
     summary += (summary.empty() ? "" : "; ") + name + (version > 0 ? " (" + versionName(version) + ")" : "") + ": " + result;
     // A runtime newer than the driver may fail by design (cudaErrorInsufficientDriver); one the
     // driver supports must initialise.
@@ -236,7 +237,7 @@ int runtimeInit(ProbeContext& ctx) {
       if (result != "cudaSuccess") supportedOk = false;
     }
   }
-  Obj ev = Obj().integer("runtimes", static_cast<int64_t>(runtimes.size())).integer("supported", supported).str("driver_cuda", versionName(driverVersion));
+  Obj ev = Obj().integer("runtimes", static_cast<int64_t>(runtimes.size())).integer("supported", supported).str("driver_cuda", versionName(driverVersion)).str("libraries", paths);
   if (runtimes.empty()) {
     emitFact(ctx.probe, "runtime_init", "null", Obj(), "no CUDA runtime library found on the loader path or beside cudaprobe");
   } else {
