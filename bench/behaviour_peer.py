@@ -109,7 +109,10 @@ if cmd == "copies":
         return r
 
     idle = rates()
-    held = torch.zeros(fill, dtype=torch.uint8, device="cuda")  # written, as cudaprobe's fill
+    try:
+        held = torch.zeros(fill, dtype=torch.uint8, device="cuda")  # written, as cudaprobe's fill
+    except RuntimeError as e:  # another user of the card took memory meanwhile
+        out({"error": f"could not hold {fill} bytes: {e}"})
     torch.cuda.synchronize()
     free, total = torch.cuda.mem_get_info()
     filled = rates()

@@ -49,7 +49,12 @@ struct VramFill {
             std::to_string(static_cast<long long>(reserveBytes / kMiB)) + " MiB (fill_reserve_gib)";
       return;
     }
-    CU(c.cuMemAlloc_v2(&ptr, static_cast<size_t>(want)));
+    CUresult ar = c.cuMemAlloc_v2(&ptr, static_cast<size_t>(want));
+    if (ar != 0) {  // another user of the card took memory meanwhile: this round cannot be had
+      ptr = 0;
+      why = "cuMemAlloc of " + std::to_string(static_cast<long long>(want / kMiB)) + " MiB failed: " + c.err(ar);
+      return;
+    }
     bytes = want;
     CUresult rc = c.cuMemsetD32_v2(ptr, 0, static_cast<size_t>(want) / 4);
     if (rc == 0) rc = c.cuCtxSynchronize();
