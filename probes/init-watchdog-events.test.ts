@@ -108,6 +108,66 @@ describe('event-host-gap, watchdog, runtime-init, filled transfer-bandwidth (Lin
   });
 });
 
+// Stand-in drivers for event-host-gap's decision (no GPU here): events stamped with the host
+// clock when recorded (as Linux submits them at once), or only when something submits the
+// stream (cuStreamQuery, a synchronize), as FLAMEGPU/FLAMEGPU2#451 describes WDDM's command
+// buffer. What a real driver does is the H200 run's and a Windows machine's to say.
+const EVENTS = `#include <stdlib.h>
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+typedef struct { double at; int pending; } ev;
+static ev* queued[64]; static int nq = 0;
+static void submit(void) { for (int i = 0; i < nq; i++) { queued[i]->at = now(); queued[i]->pending = 0; } nq = 0; }
+int cuEventCreate(void** e, unsigned f) { *e = calloc(1, sizeof(ev)); return 0; }
+int cuEventDestroy_v2(void* e) { free(e); return 0; }
+int cuEventRecord(void* e, void* s) { ev* x = e; if (BATCHED) { x->pending = 1; if (nq < 64) queued[nq++] = x; } else x->at = now(); return 0; }
+int cuStreamQuery(void* s) { submit(); return 0; }
+int cuEventSynchronize(void* e) { submit(); return 0; }
+int cuStreamSynchronize(void* s) { submit(); return 0; }
+int cuEventElapsedTime(float* ms, void* a, void* b) { *ms = (float)((((ev*)b)->at - ((ev*)a)->at) * 1e3); return 0; }
+int cuDriverGetVersion(int* v) { *v = 13000; return 0; }
+int cuDeviceGetCount(int* n) { *n = 1; return 0; }
+int cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = 1ULL << 30; return 0; }
+`;
+
+describe.runIf(hasCommand('cc'))('event-host-gap against stand-in drivers (host-timed events, and events stamped only when submitted)', () => {
+  let probe: ProbeBinary;
+  beforeAll(async () => {
+    probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+  }, 300_000);
+  const own = ['cuEventCreate', 'cuEventDestroy_v2', 'cuEventRecord', 'cuStreamQuery', 'cuEventSynchronize', 'cuStreamSynchronize', 'cuEventElapsedTime', 'cuDriverGetVersion', 'cuDeviceGetCount', 'cuMemGetInfo_v2'];
+  const driver = (batched: boolean) => {
+    const dir = tempDir();
+    const src = path.join(dir, 'libcuda.c');
+    const rest = symbols('CP_CUDA_REQUIRED').filter((n) => !own.includes(n)).map((n) => `int ${n}() { return 0; }`);
+    writeFileSync(src, `#define BATCHED ${batched ? 1 : 0}\n${EVENTS}${rest.join('\n')}\n`);
+    execFileSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, 'libcuda.so.1'), src]);
+    return dir;
+  };
+  const gap = (dir: string) => {
+    const r = spawnSync(probe.path, ['run', 'event-host-gap', '--param', 'repetitions=3'], { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: dir }, timeout: 120_000 });
+    expect(r.status, r.stdout).toBe(0);
+    return parseProbeOutput(r.stdout).records;
+  };
+  const elapsed = (records: ProbeRecord[], flush: string) => records.find((x) => x.type === 'metric' && x.name === 'elapsed_ms' && x.attrs?.flush === flush);
+
+  it('host-timed events bracket the 20 ms sleep, flushed or not', () => {
+    const records = gap(driver(false));
+    expect(facts(records).brackets_host_gap).toMatchObject({ value: true });
+    expect(facts(records).brackets_host_gap_flushed).toMatchObject({ value: true });
+    // The host slept at least 20 ms between the records; the events saw that time.
+    expect(elapsed(records, 'none')).toMatchObject({ value: expect.any(Number) });
+    expect(Number((elapsed(records, 'none') as { value: number }).value)).toBeGreaterThanOrEqual(19.9);
+  });
+
+  it('events stamped at submission miss the sleep without a flush, and bracket it after cuStreamQuery', () => {
+    const records = gap(driver(true));
+    expect(facts(records).brackets_host_gap).toMatchObject({ value: false });
+    expect(facts(records).brackets_host_gap_flushed).toMatchObject({ value: true });
+    expect(Number((elapsed(records, 'none') as { value: number }).value)).toBeLessThan(10);
+  });
+});
+
 describe('watchdog and runtime-init (Windows build under Wine)', () => {
   const ready = integrationAvailable('MinGW-w64 and Wine', hasCommand('x86_64-w64-mingw32-g++-posix') && hasCommand(WINE, ['--version']), 'apt-get install g++-mingw-w64-x86-64-posix wine64');
   let exe: ProbeBinary;
