@@ -107,7 +107,7 @@ const near = (a: number, b: number, rel: number, abs = 0) => Math.abs(a - b) <= 
 const raw: Record<string, unknown> = {};
 
 try {
-  // 1. event-host-gap (C19).
+  // 1. event-host-gap (C24).
   const gap = probe('event-host-gap', { sleep_ms: 20, repetitions: 10 });
   raw.eventHostGap = gap.records;
   const theirsGap = peer('event-gap', 20, 10) as PeerAnswer & Record<string, { elapsed_ms: number; host_gap_ms: number }>;
@@ -121,14 +121,14 @@ try {
     check(factName, fact(gap.records, factName)?.value, theirsBrackets, 'equal', fact(gap.records, factName)?.value === theirsBrackets);
   }
 
-  // 2. watchdog (C20).
+  // 2. watchdog (C25).
   const wd = probe('watchdog');
   raw.watchdog = wd.records;
   const attrs = peer('attributes');
   raw.peerAttributes = attrs;
   check('kernel_exec_timeout', fact(wd.records, 'kernel_exec_timeout')?.value, attrs.kernel_exec_timeout, 'equal', fact(wd.records, 'kernel_exec_timeout')?.value === attrs.kernel_exec_timeout);
 
-  // 3. runtime-init (C21), with the runtimes Python's packages carry as well.
+  // 3. runtime-init (C26), with the runtimes Python's packages carry as well.
   const dirs = (peer('runtime-dirs').dirs as string[] | undefined) ?? [];
   const init = probe('runtime-init', dirs.length ? { dirs: dirs.join(',') } : {});
   raw.runtimeInit = init.records;
@@ -145,7 +145,7 @@ try {
     check(`${path.basename(lib)}: first call ms`, metric(init.records, 'runtime_first_call_ms', { library: path.basename(lib) })?.value, theirs.first_call_ms, 'shown', null);
   });
 
-  // 4. transfer-bandwidth's filled round (C23), 1 GiB copies; the peer holds the same bytes.
+  // 4. transfer-bandwidth's filled round (C28), 1 GiB copies; the peer holds the same bytes.
   const bw = probe('transfer-bandwidth', { sizes_mib: 1024, repetitions: 20, fill_percent: '0,90', fill_reserve_gib: 8 });
   raw.transferBandwidth = bw.records;
   const fill = metric(bw.records, 'fill_bytes', { fill_percent: 90 })?.value;

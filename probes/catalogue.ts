@@ -171,7 +171,7 @@ const sysinfo: ProbeSpec = {
     { name: 'tcc_driver', description: 'CU_DEVICE_ATTRIBUTE_TCC_DRIVER (true only under TCC)', values: [true, false] },
     { name: 'driver_model', description: 'Driver model from NVML (Windows only: wddm, tcc, mcdm)', values: ['wddm', 'tcc', 'mcdm'] },
     { name: 'driver_model_pending', description: 'Driver model after the next reboot (NVML)', values: ['wddm', 'tcc', 'mcdm'] },
-    { name: 'display_attached', description: 'A display (monitor) is connected to the GPU (nvmlDeviceGetDisplayMode): its copies and kernels share it with the desktop (C23)', values: [true, false] },
+    { name: 'display_attached', description: 'A display (monitor) is connected to the GPU (nvmlDeviceGetDisplayMode): its copies and kernels share it with the desktop (C28)', values: [true, false] },
     { name: 'display_active', description: 'A display is initialised on the GPU, e.g. an X server or the Windows desktop (nvmlDeviceGetDisplayActive)', values: [true, false] },
   ],
   metrics: [],
@@ -367,7 +367,7 @@ const pinnedCeiling: ProbeSpec = {
 const transferBandwidth: ProbeSpec = {
   name: 'transfer-bandwidth',
   title: 'Pageable versus pinned copy bandwidth',
-  claims: ['C8', 'C23'],
+  claims: ['C8', 'C28'],
   description:
     'H2D and D2H from pre-touched pageable and from pinned memory, median of the timed copies after warm-up, timed with events; ' +
     'then again with fill_percent of the free VRAM allocated and written (a busy card), never leaving less than fill_reserve_gib free.',
@@ -478,7 +478,7 @@ const eventTiming: ProbeSpec = {
 const eventHostGap: ProbeSpec = {
   name: 'event-host-gap',
   title: 'Events around host time without GPU work',
-  claims: ['C19'],
+  claims: ['C24'],
   description:
     'Records an event, sleeps sleep_ms on the host with no GPU work, records another, and synchronizes; once as is and once with a ' +
     'cuStreamQuery after the first record (which submits it). Under WDDM a record waits in the command buffer, so the pair may not bracket the sleep.',
@@ -677,7 +677,7 @@ const windowsRegistry: ProbeSpec = {
 const watchdog: ProbeSpec = {
   name: 'watchdog',
   title: 'Kernel watchdog',
-  claims: ['C20'],
+  claims: ['C25'],
   description:
     "Facts only: CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT, and on Windows the registry's TdrDelay and TdrLevel (Windows' documented defaults, 2 s and 3, when unset). " +
     'No kernel runs near the limit: reaching it resets the GPU.',
@@ -695,7 +695,7 @@ const watchdog: ProbeSpec = {
 const runtimeInit: ProbeSpec = {
   name: 'runtime-init',
   title: 'Initialisation of the driver and of each CUDA runtime',
-  claims: ['C21'],
+  claims: ['C26'],
   description:
     'In a fresh process each: cuInit, and for every CUDA runtime found (libcudart.so.* in the loader\'s folders and beside cudaprobe, ' +
     'cudart64_*.dll on PATH, in CUDA_PATH and beside it, and in dirs) cudaGetDeviceCount then cudaSetDevice + cudaFree(0); result and time of each. A crash is recorded as such.',

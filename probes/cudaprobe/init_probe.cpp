@@ -1,4 +1,4 @@
-// runtime-init (C21): the result and time of cuInit, and of the first runtime call of each CUDA
+// runtime-init (C26): the result and time of cuInit, and of the first runtime call of each CUDA
 // runtime found on the target, each in a fresh process of its own (`cudaprobe init-child`), so
 // that initialisation is measured cold and a runtime that crashes it (NVIDIA/cuda-samples#433)
 // is recorded as such instead of taking the probe with it.

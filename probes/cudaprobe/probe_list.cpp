@@ -34,10 +34,10 @@ const std::vector<ProbeInfo>& probes() {
        multiProcessPinned},
       {"pinned-ceiling", "how much can be pinned, against free VRAM and with cudaDeviceReset first (C11, C12)", "linux,windows",
        "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2", pinnedCeiling},
-      {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory, idle and with VRAM filled (C8, C23)", "linux,windows",
+      {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory, idle and with VRAM filled (C8, C28)", "linux,windows",
        "sizes_mib=1,16,256,1024;repetitions=20;warmup=2;fill_percent=0,90;fill_reserve_gib=8", transferBandwidth},
       {"event-timing", "the resolution of cuEventElapsedTime (C7)", "linux,windows", "targets_us=1,2,5,10,20;repetitions=50", eventTiming},
-      {"event-host-gap", "whether an event pair brackets host time without GPU work, with and without a flush (C19)", "linux,windows",
+      {"event-host-gap", "whether an event pair brackets host time without GPU work, with and without a flush (C24)", "linux,windows",
        "sleep_ms=20;repetitions=10", eventHostGap},
       {"sync-latency", "no-op kernel + stream synchronize latency (C5)", "linux,windows", "iterations=10000", syncLatency},
       {"stream-priority", "whether stream priorities are honoured (C6)", "linux,windows", "repetitions=5;block_us=1000;waves=10;delay_ms=1",
@@ -46,8 +46,8 @@ const std::vector<ProbeInfo>& probes() {
       {"managed-memory", "managed memory and concurrent CPU/GPU access (C13)", "linux,windows", "size_mib=64", managedMemory},
       {"cuda-log", "what CUDA_LOG_FILE logs (C9)", "linux,windows", "log_level=", cudaLog},
       {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", windowsRegistry},
-      {"watchdog", "the kernel watchdog: KERNEL_EXEC_TIMEOUT and Windows' TdrDelay/TdrLevel; facts only (C20)", "linux,windows", "", watchdog},
-      {"runtime-init", "result and time of cuInit and of each CUDA runtime's first call, each in a fresh process (C21)", "linux,windows",
+      {"watchdog", "the kernel watchdog: KERNEL_EXEC_TIMEOUT and Windows' TdrDelay/TdrLevel; facts only (C25)", "linux,windows", "", watchdog},
+      {"runtime-init", "result and time of cuInit and of each CUDA runtime's first call, each in a fresh process (C26)", "linux,windows",
        "dirs=;timeout_s=60", runtimeInit},
   };
   return all;

@@ -1,5 +1,5 @@
 // The probes of the driver's settings: what CUDA_LOG_FILE logs (cuda-log, C9), the
-// GraphicsDrivers registry values (windows-registry, C10) and the watchdog (watchdog, C20).
+// GraphicsDrivers registry values (windows-registry, C10) and the watchdog (watchdog, C25).
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -122,7 +122,7 @@ int windowsRegistry(ProbeContext& ctx) {
 #endif
 }
 
-// ---- watchdog (C20) ------------------------------------------------------------------------
+// ---- watchdog (C25) ------------------------------------------------------------------------
 
 namespace {
 

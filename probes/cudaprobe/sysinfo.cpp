@@ -143,7 +143,7 @@ bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, 
     else infoNull(l.name, l.fn ? n.err(nr) : why);
   }
 
-  // Whether a display is attached (C23: a desktop's GPU also composes the screen): NVML's display
+  // Whether a display is attached (C28: a desktop's GPU also composes the screen): NVML's display
   // mode (a monitor on a connector) and display active (a display initialised on the GPU).
   struct Display { const char* name; nvmlReturn_t(CP_API* fn)(nvmlDevice_t, int*); const char* what; };
   const Display displays[] = {

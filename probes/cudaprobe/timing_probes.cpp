@@ -1,4 +1,4 @@
-// The timing probes (C5-C8, C19): transfer-bandwidth, event-timing, event-host-gap,
+// The timing probes (C5-C8, C24): transfer-bandwidth, event-timing, event-host-gap,
 // sync-latency, stream-priority and cuda-graph. Each warms up before it measures, repeats, and reports medians (and the
 // percentiles where the tail matters); kernel durations come from a spin kernel whose cycle
 // count is calibrated against the clock first.
@@ -74,7 +74,7 @@ struct VramFill {
 
 }  // namespace
 
-// ---- transfer-bandwidth (C8, C23) -------------------------------------------------------------
+// ---- transfer-bandwidth (C8, C28) -------------------------------------------------------------
 
 int transferBandwidth(ProbeContext& ctx) {
   std::vector<double> sizesMib = ctx.params.numbers("sizes_mib");
@@ -131,7 +131,7 @@ int transferBandwidth(ProbeContext& ctx) {
   // Pinned rates of the largest copy per direction, idle card (fill 0) and filled.
   std::map<std::string, double> largestIdle, largestFilled;
   for (double fill : fills) {
-    // The busy-card variant (C23): fill_percent of the free VRAM held (and written, so that it is
+    // The busy-card variant (C28): fill_percent of the free VRAM held (and written, so that it is
     // resident under WDDM too), never leaving less than fill_reserve_gib free: the card is shared.
     VramFill held(fill, reserveBytes);
     if (fill > 0 && held.bytes == 0) {
@@ -271,7 +271,7 @@ int eventTiming(ProbeContext& ctx) {
   return kExitRan;
 }
 
-// ---- event-host-gap (C19) -----------------------------------------------------------------
+// ---- event-host-gap (C24) -----------------------------------------------------------------
 
 // Under WDDM an event record waits in the command buffer until something submits it, so a pair of
 // events around host time without GPU work may not bracket that time (FLAMEGPU/FLAMEGPU2#451).

@@ -72,6 +72,15 @@ describe('redaction', () => {
     expect(redactText('/Users/<user>/x')).toBe('/Users/<user>/x');
   });
 
+  it('a slurm session loses its job number and node, and the login node its user and host', () => {
+    const r = doctored(runs[0]!, runs[0]!.id, (x) => {
+      x.observed.session = 'slurm job 4711 on gpu07 via ssh ci@login1.cluster.example.org:22';
+    });
+    const clean = redactRecord(r);
+    expect(clean.observed.session).toBe('slurm job <job> on <node> via ssh <user>@<host>');
+    expect(redactRecord(clean)).toEqual(clean);
+  });
+
   it('a GPU or MIG UUID anywhere in a text field (a reason, evidence, a fact value, sysinfo) becomes GPU-<uuid>', () => {
     const uuid = 'GPU-8f3a2b1c-4d5e-6f70-8192-a3b4c5d6e7f8';
     const r = doctored(runs[0]!, runs[0]!.id, (x) => {
@@ -94,7 +103,7 @@ describe('the records folder', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);
     const first = store.store(runs[0]!);
-    expect(first).toEqual({ kind: 'written', file: path.join(dir, recordPath(runs[0]!)), conflicts: [], partial: [] });
+    expect(first).toEqual({ kind: 'written', file: path.join(dir, recordPath(runs[0]!)), conflicts: [], decided: [], partial: [] });
     expect(readFileSync(first.file, 'utf8')).toBe(recordJson(runs[0]!));
     for (const r of runs.slice(1)) expect(store.store(r)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(r)), existing: first.file });
     // a new store reads the folder from disk: the same
@@ -185,8 +194,7 @@ describe('the submitted file', () => {
     expect(text).toContain('# cudamatrix behaviour records: 1 observation');
     expect(text).toContain('## linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker');
     expect(text).toContain('| `pinned-vram.counts_as_vram` | false |');
-    // The error: transfer-bandwidth's filled rounds (C23) are newer than this record.
-    expect(text).toContain('Against the default expectations (matrix/default.yaml): 15 passed, 1 error.');
+    expect(text).toContain('Against the default expectations (matrix/default.yaml): 15 passed.');
     expect(text).toContain('Removed first: the GPU UUID');
     expect(text).not.toContain(runs[0]!.sysinfo.gpu_uuid as string);
     expect(renderSubmission(records, '0.1.0')).toBe(text);
