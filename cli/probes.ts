@@ -60,7 +60,8 @@ function formatDefault(value: unknown): string {
 }
 
 /** Where a user looks the claim ids up: the page ships with the repository, not beside it. */
-export const CLAIMS_PAGE_LINE = 'The claims (C1-C23), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.';
+const lastClaim = Math.max(...catalogue.flatMap((p) => p.claims.map((c) => Number(c.slice(1)))));
+export const CLAIMS_PAGE_LINE = `The claims (C1-C${lastClaim}), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.`;
 
 export const OPT_IN_LINE = 'Opt-in probes are not in "probes: all": name them in a matrix\'s probes list, or exactly with --probe.';
 

@@ -177,6 +177,8 @@ const sysinfo: ProbeSpec = {
     { name: 'tcc_driver', description: 'CU_DEVICE_ATTRIBUTE_TCC_DRIVER (true only under TCC)', values: [true, false] },
     { name: 'driver_model', description: 'Driver model from NVML (Windows only: wddm, tcc, mcdm)', values: ['wddm', 'tcc', 'mcdm'] },
     { name: 'driver_model_pending', description: 'Driver model after the next reboot (NVML)', values: ['wddm', 'tcc', 'mcdm'] },
+    { name: 'display_attached', description: 'A display (monitor) is connected to the GPU (nvmlDeviceGetDisplayMode): its copies and kernels share it with the desktop (C28)', values: [true, false] },
+    { name: 'display_active', description: 'A display is initialised on the GPU, e.g. an X server or the Windows desktop (nvmlDeviceGetDisplayActive)', values: [true, false] },
   ],
   metrics: [],
   typicalMs: 330,
@@ -377,13 +379,17 @@ const pinnedCeiling: ProbeSpec = {
 const transferBandwidth: ProbeSpec = {
   name: 'transfer-bandwidth',
   title: 'Pageable versus pinned copy bandwidth',
-  claims: ['C8'],
-  description: 'H2D and D2H from pre-touched pageable and from pinned memory, median of the timed copies after warm-up, timed with events.',
+  claims: ['C8', 'C28'],
+  description:
+    'H2D and D2H from pre-touched pageable and from pinned memory, median of the timed copies after warm-up, timed with events; ' +
+    'then again with fill_percent of the free VRAM allocated and written (a busy card), never leaving less than fill_reserve_gib free.',
   platforms: ['linux', 'windows'],
   params: z.strictObject({
     sizes_mib: numbers([1, 16, 256, 1024], 'Copy sizes, MiB'),
     repetitions: count(20, 20, 'Timed copies per size (at least 20)'),
     warmup: count(2, 0, 'Untimed copies first'),
+    fill_percent: z.array(z.number().min(0).max(90)).min(1).default([0, 90]).describe('Rounds with this percentage of the free VRAM held while copying (0: the idle card; at most 90)'),
+    fill_reserve_gib: z.number().nonnegative().default(8).describe('The fill never leaves less free VRAM than this, GiB (a shared card keeps room for others)'),
   }),
   facts: [],
   metrics: [
@@ -394,7 +400,10 @@ const transferBandwidth: ProbeSpec = {
       ] },
     { name: 'pageable_pinned_ratio', unit: 'ratio', description: 'Pageable bandwidth over pinned bandwidth (attrs: direction, size_bytes)', tolerance: { relative: 0.45 } },
     { name: 'pcie_theoretical_gbps', unit: 'GB/s', description: "The link's payload rate from its maximum generation and width", tolerance: { relative: 0 } },
-    { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate', tolerance: { relative: 0.03 } },
+    { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate (idle card)', tolerance: { relative: 0.03 } },
+    { name: 'fill_bytes', unit: 'bytes', description: 'Device memory held during a filled round (attrs.fill_percent; the copies of that round carry it too)', tolerance: { relative: 0.1 } },
+    { name: 'vram_used_fraction', unit: 'ratio', description: 'Share of VRAM in use once filled (1 - free / total; attrs.fill_percent)', tolerance: { relative: 0.1 } },
+    { name: 'filled_idle_ratio', unit: 'ratio', description: 'Pinned bandwidth of the largest copy with VRAM filled over the idle card\'s (attrs: direction, fill_percent)', tolerance: { relative: 0.05 } },
   ],
   quick: { sizes_mib: [1, 64] },
   typicalMs: 10_300,
@@ -403,9 +412,13 @@ const transferBandwidth: ProbeSpec = {
     { metric: 'bandwidth_gbps', label: 'D2H pinned', where: { direction: 'd2h', memory: 'pinned' }, largestSize: true },
     { metric: 'bandwidth_gbps', label: 'H2D pageable', where: { direction: 'h2d', memory: 'pageable' }, largestSize: true },
     { metric: 'pageable_pinned_ratio', label: 'H2D pageable / pinned', where: { direction: 'h2d' }, largestSize: true },
+    { metric: 'filled_idle_ratio', label: 'H2D pinned, VRAM filled / idle', where: { direction: 'h2d' } },
+    { metric: 'filled_idle_ratio', label: 'D2H pinned, VRAM filled / idle', where: { direction: 'd2h' } },
   ],
-  summary: (records) => {
+  summary: (all) => {
     const lines: SummaryLine[] = [];
+    // The idle card's series; the filled rounds' (attrs.fill_percent) have a line of their own.
+    const records = all.filter((r) => r.type !== 'metric' || r.attrs?.fill_percent === undefined);
     const bw = metricsOf(records, 'bandwidth_gbps');
     const size = largest(bw, 'size_bytes');
     if (size !== undefined) {
@@ -422,6 +435,11 @@ const transferBandwidth: ProbeSpec = {
       const fractions = ['h2d', 'd2h'].flatMap((d) => metricsOf(records, 'pinned_fraction_of_link', { direction: d }).map((m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`));
       const what = typeof link.attrs?.gen === 'number' ? `gen${link.attrs.gen} x${link.attrs.width}, ` : '';
       lines.push(['PCIe link', `${what}${fmt(link)}${fractions.length ? `; best pinned reaches ${fractions.join(', ')}` : ''}`]);
+    }
+    for (const used of metricsOf(all, 'vram_used_fraction')) {
+      const fill = used.attrs?.fill_percent as number;
+      const ratios = ['h2d', 'd2h'].flatMap((d) => metricsOf(all, 'filled_idle_ratio', { direction: d, fill_percent: fill }).map((m) => `${fmt(m)} ${d}`));
+      lines.push([`VRAM ${used.value === null ? '—' : formatValue(used.value * 100, 'percent')} in use`, `pinned bandwidth ${ratios.join(', ') || '—'} of the idle card's`]);
     }
     return lines;
   },
@@ -467,6 +485,36 @@ const eventTiming: ProbeSpec = {
     }
     return lines;
   },
+};
+
+const eventHostGap: ProbeSpec = {
+  name: 'event-host-gap',
+  title: 'Events around host time without GPU work',
+  claims: ['C24'],
+  description:
+    'Records an event, sleeps sleep_ms on the host with no GPU work, records another, and synchronizes; once as is and once with a ' +
+    'cuStreamQuery after the first record (which submits it). Under WDDM a record waits in the command buffer, so the pair may not bracket the sleep.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    sleep_ms: z.number().min(1).max(1000).default(20).describe('Host sleep between the two records, ms'),
+    repetitions: count(10, 3, 'Rounds per variant (at least 3)'),
+  }),
+  facts: [
+    { name: 'brackets_host_gap', description: 'Without a flush, the events\' median elapsed time is at least 90 % of the host\'s gap between the records', values: [true, false] },
+    { name: 'brackets_host_gap_flushed', description: 'The same with cuStreamQuery after the first record', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'elapsed_ms', unit: 'ms', description: 'Median cuEventElapsedTime of the pair (attrs: flush none|query, sleep_ms)', tolerance: { relative: 0.1 } },
+    { name: 'elapsed_min_ms', unit: 'ms', description: 'Smallest elapsed time of the pair (attrs: flush, sleep_ms)', tolerance: { relative: 0.2 } },
+    { name: 'host_gap_ms', unit: 'ms', description: 'Median host time between the records (the sleep as the host clock saw it)', tolerance: { relative: 0.1 } },
+    { name: 'elapsed_host_ratio', unit: 'ratio', description: 'Median elapsed time over median host gap (attrs.flush)', tolerance: { relative: 0.1 } },
+  ],
+  quick: { repetitions: 3 },
+  typicalMs: 500,
+  keyMetrics: [
+    { metric: 'elapsed_ms', label: 'event pair around 20 ms host sleep', where: { flush: 'none' } },
+    { metric: 'elapsed_ms', label: 'the same, flushed with cuStreamQuery', where: { flush: 'query' } },
+  ],
 };
 
 const syncLatency: ProbeSpec = {
@@ -813,6 +861,56 @@ const sysmemFallback: ProbeSpec = {
   optIn: 'it fills the device memory and goes past it (bounded at VRAM + past_vram_gib)',
 };
 
+const watchdog: ProbeSpec = {
+  name: 'watchdog',
+  title: 'Kernel watchdog',
+  claims: ['C25'],
+  description:
+    "Facts only: CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT, and on Windows the registry's TdrDelay and TdrLevel (Windows' documented defaults, 2 s and 3, when unset). " +
+    'No kernel runs near the limit: reaching it resets the GPU.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({}),
+  facts: [
+    { name: 'kernel_exec_timeout', description: 'CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: a run-time limit applies to kernels on this device', values: [true, false] },
+    { name: 'tdr_delay_s', description: 'Windows TdrDelay, s (evidence.source: registry, or default when unset); null off Windows' },
+    { name: 'tdr_level', description: 'Windows TdrLevel (0 off, 3 recover; evidence.source as for tdr_delay_s); null off Windows', values: [0, 1, 2, 3] },
+  ],
+  metrics: [],
+  typicalMs: 10,
+};
+
+const runtimeInit: ProbeSpec = {
+  name: 'runtime-init',
+  title: 'Initialisation of the driver and of each CUDA runtime',
+  claims: ['C26'],
+  description:
+    'In a fresh process each: cuInit, and for every CUDA runtime found (libcudart.so.* in the loader\'s folders and beside cudaprobe, ' +
+    'cudart64_*.dll on PATH, in CUDA_PATH and beside it, and in dirs) cudaGetDeviceCount then cudaSetDevice + cudaFree(0); result and time of each. A crash is recorded as such.',
+  platforms: ['linux', 'windows'],
+  params: z.strictObject({
+    dirs: z.array(z.string().min(1)).default([]).describe('More folders to look for CUDA runtimes in (e.g. a Python environment\'s nvidia/cuda_runtime/lib)'),
+    timeout_s: z.number().min(1).max(600).default(60).describe('How long one initialisation may take before it counts as hung, s'),
+  }),
+  facts: [
+    { name: 'driver_init', description: 'What cuInit returned in a fresh process (CUDA_SUCCESS, an error name, or how the process ended)' },
+    { name: 'runtime_init', description: 'Each runtime found with its version and what its first call returned ("libcudart.so.13.0.48 (13.0): cudaSuccess; ...")' },
+    { name: 'supported_runtimes_init', description: 'Every runtime found whose CUDA version the driver supports initialised (newer ones may fail by design)', values: [true, false] },
+  ],
+  metrics: [
+    { name: 'cuinit_ms', unit: 'ms', description: 'cuInit in a fresh process', tolerance: { relative: 0.5, absolute: 50 } },
+    { name: 'driver_load_ms', unit: 'ms', description: 'Loading the driver library and its symbols', tolerance: { relative: 0.7, absolute: 10 } },
+    { name: 'runtimes_found', unit: 'count', description: 'CUDA runtime libraries found (one per real file)', tolerance: { relative: 0 } },
+    { name: 'runtime_load_ms', unit: 'ms', description: 'Loading the runtime library (attrs: library, version)', tolerance: { relative: 0.7, absolute: 10 } },
+    { name: 'runtime_first_call_ms', unit: 'ms', description: 'cudaGetDeviceCount, the first call, which initialises the driver (attrs: library, version)', tolerance: { relative: 0.5, absolute: 50 } },
+    { name: 'runtime_context_ms', unit: 'ms', description: 'cudaSetDevice + cudaFree(0): the primary context (attrs: library, version)', tolerance: { relative: 0.5, absolute: 50 } },
+  ],
+  typicalMs: 2000,
+  keyMetrics: [
+    { metric: 'cuinit_ms', label: 'cuInit in a fresh process' },
+    { metric: 'runtime_first_call_ms', label: "a runtime's first call" },
+  ],
+};
+
 export const catalogue: readonly ProbeSpec[] = [
   sysinfo,
   pinnedVram,
@@ -821,6 +919,7 @@ export const catalogue: readonly ProbeSpec[] = [
   pinnedCeiling,
   transferBandwidth,
   eventTiming,
+  eventHostGap,
   syncLatency,
   streamPriority,
   cudaGraph,
@@ -828,6 +927,8 @@ export const catalogue: readonly ProbeSpec[] = [
   cudaLog,
   windowsRegistry,
   p2p,
+  watchdog,
+  runtimeInit,
   // Opt-in ones last: they run after everything else on a target.
   allocCeiling,
   sysmemFallback,

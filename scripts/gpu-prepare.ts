@@ -10,6 +10,8 @@
  *   memory-checks.mjs    bench/memory-checks.ts, bundled (its peer, bench/memory_peer.py, is read
  *                        from the checkout beside .gpu/)
  *   p2p-check            bench/p2p-check.cu, built with nvcc (static cudart), where nvcc is
+ *   behaviour-checks.mjs bench/behaviour-checks.ts, bundled (its peer, bench/behaviour_peer.py,
+ *                        is read from the checkout beside .gpu/)
  *
  *   pnpm gpu:prepare     then, on the device:  xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-suite.mjs
  */
@@ -46,6 +48,7 @@ for (const [entry, out] of [
   ['scripts/gpu-probes-raw.ts', 'gpu-probes-raw.mjs'],
   ['bench/probe-accuracy.ts', 'probe-accuracy.mjs'],
   ['bench/memory-checks.ts', 'memory-checks.mjs'],
+  ['bench/behaviour-checks.ts', 'behaviour-checks.mjs'],
 ]) {
   await build({
     entryPoints: [entry!],

@@ -8,6 +8,9 @@
  *   4b. with --new-probes: bench/memory-checks (issue 24's memory probes against their ctypes
  *       peer, with caps safe on the shared card), then the same probes and caps through the
  *       installed `cudamatrix run` (new-probes/runs/, for `cudamatrix record`);
+ *   4c. with --behaviour-checks: bench/behaviour-checks (issue 24's event-host-gap, watchdog,
+ *       runtime-init, filled transfer-bandwidth and display facts against their peer,
+ *       bench/behaviour_peer.py: ctypes, PyTorch, nvidia-smi), on the same binary;
  *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo);
  *   6. with --p2p (two or more GPUs): the p2p probe, its independent check (.gpu/p2p-check,
  *      bench/p2p-check.cu) and nvidia-smi topo -m on the same pairs, compared
@@ -16,7 +19,7 @@
  * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
  * still runs.
  *
- *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--new-probes] [--p2p] [cudamatrix run options ...]
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--new-probes] [--p2p] [--behaviour-checks] [cudamatrix run options ...]
  *
  * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3; --p2p
  * adds step 6.
@@ -42,7 +45,8 @@ const skipSuite = args.includes('--skip-suite');
 const gha = args.includes('--gha');
 const newProbes = args.includes('--new-probes');
 const p2p = args.includes('--p2p');
-const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p'].includes(a));
+const behaviourChecks = args.includes('--behaviour-checks');
+const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p', '--behaviour-checks'].includes(a));
 
 const log: string[] = [];
 function note(line: string): void {
@@ -116,7 +120,7 @@ if (gha) {
 // 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
 // the package's files do not carry; cudamatrix sets it when it deploys the binary too).
 const probe = path.join(work, 'cudaprobe');
-if (!skipAccuracy || newProbes || p2p) {
+if (!skipAccuracy || newProbes || p2p || behaviourChecks) {
   copyFileSync(path.join(installed, 'prebuilt', 'linux-x64', 'cudaprobe'), probe);
   chmodSync(probe, 0o755);
 }
@@ -136,6 +140,11 @@ if (newProbes) {
   } else {
     note('new-probes-run: not run (memory-checks wrote no matrix: see new-probes-checks.txt)');
   }
+}
+
+// 4c. Issue 24's other probes against their peer (its script is read from the checkout beside .gpu/).
+if (behaviourChecks) {
+  await step('behaviour-checks', () => $({ nothrow: true })`${node} ${path.join(gpu, 'behaviour-checks.mjs')} --probe ${probe} --out ${path.join(out, 'behaviour-checks.json')}`);
 }
 
 // 5. The machine as nvidia-smi and PyTorch see it.

@@ -30,6 +30,7 @@ struct CUuuid { unsigned char bytes[16]; };
 
 enum : int {
   CU_ATTR_CLOCK_RATE = 13,
+  CU_ATTR_KERNEL_EXEC_TIMEOUT = 17,
   CU_ATTR_MULTIPROCESSOR_COUNT = 16,
   CU_ATTR_TCC_DRIVER = 35,
   CU_ATTR_PCI_BUS_ID = 33,
@@ -91,6 +92,7 @@ enum : int {
   X(cuEventDestroy_v2, CUresult, (CUevent))
 
 #define CP_CUDA_OPTIONAL(X)                                                     \
+  X(cuStreamQuery, CUresult, (CUstream))                                        \
   X(cuDeviceGetLuid, CUresult, (char*, unsigned int*, CUdevice))                \
   X(cuStreamBeginCapture_v2, CUresult, (CUstream, int))                         \
   X(cuStreamEndCapture, CUresult, (CUstream, CUgraph*))                         \
@@ -206,7 +208,9 @@ constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
   X(nvmlDeviceGetPcieThroughput, nvmlReturn_t, (nvmlDevice_t, int, unsigned int*)) \
   X(nvmlDeviceGetMigMode, nvmlReturn_t, (nvmlDevice_t, unsigned int*, unsigned int*)) \
   X(nvmlDeviceGetMaxMigDeviceCount, nvmlReturn_t, (nvmlDevice_t, unsigned int*))   \
-  X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t, (nvmlDevice_t, unsigned int, nvmlDevice_t*))
+  X(nvmlDeviceGetMigDeviceHandleByIndex, nvmlReturn_t, (nvmlDevice_t, unsigned int, nvmlDevice_t*)) \
+  X(nvmlDeviceGetDisplayMode, nvmlReturn_t, (nvmlDevice_t, int*))                   \
+  X(nvmlDeviceGetDisplayActive, nvmlReturn_t, (nvmlDevice_t, int*))
 
 struct Nvml {
   Library lib;

@@ -13,6 +13,8 @@
 //                                               with --usr1-kills-others (Linux, in a container
 //                                               under docker-init) SIGUSR1 kills every other
 //                                               process of the container but its init
+//   cudaprobe init-child driver|runtime [--device N]
+//                                               one timed initialisation (started by runtime-init)
 //   cudaprobe ptx                               the embedded PTX kernels
 //   cudaprobe selftest ...                      for the tests (selftest.hpp)
 //   cudaprobe version
@@ -76,6 +78,7 @@ const char* kUsage =
     "       cudaprobe subject [--device N]\n"
     "       cudaprobe judge PROBE < recorded-lines\n"
     "       cudaprobe wait [--stdin] [--usr1-kills-others]\n"
+    "       cudaprobe init-child driver|runtime [--device N]\n"
     "       cudaprobe ptx\n"
     "       cudaprobe version\n"
     "       cudaprobe selftest NAME < input   (tests only: the parsers, e.g. pdh-select)\n";
@@ -208,6 +211,7 @@ int main(int argc, char** argv) {
     }
   }
   if (cmd == "selftest") return cp::runSelftest(argc, argv);
+  if (cmd == "init-child") return cp::runInitChild(argc, argv);
   if (cmd == "ptx") {
     std::fputs(cp::kKernelsPtx, stdout);
     return cp::kExitRan;

@@ -9,6 +9,7 @@
 #ifdef _WIN32
 #include <windows.h>
 #else
+#include <dirent.h>
 #include <dlfcn.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -140,10 +141,35 @@ OsInfo osInfo() {
 WslInfo wslInfo() { return WslInfo{}; }
 ContainerInfo containerInfo() { return ContainerInfo{}; }
 
-int hwSchMode(std::string& reason) {
+const char* const kGraphicsDriversKey = "SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers";
+
+RegistryDword graphicsDriversValue(const char* name) {
+  RegistryDword r;
   DWORD value = 0, size = sizeof value;
-  LONG rc = RegGetValueA(HKEY_LOCAL_MACHINE, "SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers",
-                         "HwSchMode", RRF_RT_REG_DWORD, nullptr, &value, &size);
+  LONG rc = RegGetValueA(HKEY_LOCAL_MACHINE, kGraphicsDriversKey, name, RRF_RT_REG_DWORD, nullptr, &value, &size);
+  r.found = rc == ERROR_SUCCESS;
+  r.value = static_cast<uint32_t>(value);
+  r.error = rc;
+  return r;
+}
+
+std::vector<std::string> listDir(const std::string& dir) {
+  std::vector<std::string> names;
+  WIN32_FIND_DATAW d;
+  HANDLE h = FindFirstFileW(fromUtf8(dir + "\\*").c_str(), &d);
+  if (h == INVALID_HANDLE_VALUE) return names;
+  do {
+    std::string n = toUtf8(d.cFileName);
+    if (n != "." && n != "..") names.push_back(n);
+  } while (FindNextFileW(h, &d));
+  FindClose(h);
+  return names;
+}
+
+int hwSchMode(std::string& reason) {
+  RegistryDword v = graphicsDriversValue("HwSchMode");
+  LONG rc = v.error;
+  DWORD value = v.value;
   if (rc == ERROR_FILE_NOT_FOUND) {
     reason = "registry value HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\HwSchMode is not set (the driver's default applies; hags_enabled says whether the scheduler runs)";
     return -1;
@@ -249,6 +275,26 @@ ContainerInfo containerInfo() {
   if (!visible.empty() && !ev.empty()) ev += "; NVIDIA_VISIBLE_DEVICES=" + visible;
   c.nvidiaRuntime = ev;
   return c;
+}
+
+const char* const kGraphicsDriversKey = "SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers";
+
+RegistryDword graphicsDriversValue(const char*) {
+  RegistryDword r;
+  r.error = -1;
+  return r;
+}
+
+std::vector<std::string> listDir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return names;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  closedir(d);
+  return names;
 }
 
 int hwSchMode(std::string& reason) {

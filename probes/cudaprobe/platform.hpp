@@ -47,8 +47,23 @@ struct ContainerInfo {
 };
 ContainerInfo containerInfo();
 
+// A DWORD value of HKLM\SYSTEM\CurrentControlSet\Control\GraphicsDrivers (the scheduler and
+// TDR settings), read only. `error` is the Win32 error when it is not found (2: the value does not
+// exist); off Windows `found` is false with error -1.
+struct RegistryDword {
+  bool found = false;
+  uint32_t value = 0;
+  long error = 0;
+};
+extern const char* const kGraphicsDriversKey;  // "SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers"
+RegistryDword graphicsDriversValue(const char* name);
+
 // Hardware-accelerated GPU scheduling (Windows registry HwSchMode): 2 = on, 1 = off, -1 unknown.
 int hwSchMode(std::string& reason);
+
+// The names of the entries of a folder (files and folders, without "." and ".."); empty when it
+// cannot be read.
+std::vector<std::string> listDir(const std::string& dir);
 
 #ifdef _WIN32
 // Windows' wide (UTF-16) strings and cudaprobe's UTF-8 ones: every Win32 call that takes a name

@@ -54,6 +54,9 @@ struct ProbeInfo {
 // Every probe, in the catalogue's order (probe_list.cpp).
 const std::vector<ProbeInfo>& probes();
 
+// `cudaprobe init-child`: runtime-init's fresh process (init_probe.cpp).
+int runInitChild(int argc, char** argv);
+
 // Loads the driver and checks ctx.device; on failure emits a skip and returns false.
 // Probes that need the GPU start with `if (!requireDevice(ctx)) return kExitNoDriver;`.
 bool requireDevice(ProbeContext& ctx);

@@ -13,6 +13,7 @@ int multiProcessPinned(ProbeContext& ctx);  // memory_probes.cpp
 int pinnedCeiling(ProbeContext& ctx);       // memory_probes.cpp
 int transferBandwidth(ProbeContext& ctx);   // timing_probes.cpp
 int eventTiming(ProbeContext& ctx);         // timing_probes.cpp
+int eventHostGap(ProbeContext& ctx);        // timing_probes.cpp
 int syncLatency(ProbeContext& ctx);         // timing_probes.cpp
 int streamPriority(ProbeContext& ctx);      // timing_probes.cpp
 int cudaGraph(ProbeContext& ctx);           // timing_probes.cpp
@@ -22,6 +23,8 @@ int windowsRegistry(ProbeContext& ctx);     // settings_probes.cpp
 int p2p(ProbeContext& ctx);                 // p2p.cpp
 int allocCeiling(ProbeContext& ctx);        // alloc_ceiling_probe.cpp
 int sysmemFallback(ProbeContext& ctx);      // sysmem_fallback_probe.cpp
+int watchdog(ProbeContext& ctx);            // settings_probes.cpp
+int runtimeInit(ProbeContext& ctx);         // init_probe.cpp
 
 const std::vector<ProbeInfo>& probes() {
   static const std::vector<ProbeInfo> all = {
@@ -34,9 +37,11 @@ const std::vector<ProbeInfo>& probes() {
        multiProcessPinned},
       {"pinned-ceiling", "how much can be pinned, against free VRAM and with cudaDeviceReset first (C11, C12)", "linux,windows",
        "chunk_mib=256;max_gib=16;max_fraction=0.5;prefill_percent=0,50,90;reset_rounds=2;registered_rounds=1", pinnedCeiling},
-      {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory (C8)", "linux,windows",
-       "sizes_mib=1,16,256,1024;repetitions=20;warmup=2", transferBandwidth},
+      {"transfer-bandwidth", "H2D and D2H bandwidth from pageable and pinned memory, idle and with VRAM filled (C8, C28)", "linux,windows",
+       "sizes_mib=1,16,256,1024;repetitions=20;warmup=2;fill_percent=0,90;fill_reserve_gib=8", transferBandwidth},
       {"event-timing", "the resolution of cuEventElapsedTime (C7)", "linux,windows", "targets_us=1,2,5,10,20;repetitions=50", eventTiming},
+      {"event-host-gap", "whether an event pair brackets host time without GPU work, with and without a flush (C24)", "linux,windows",
+       "sleep_ms=20;repetitions=10", eventHostGap},
       {"sync-latency", "no-op kernel + stream synchronize latency (C5)", "linux,windows", "iterations=10000", syncLatency},
       {"stream-priority", "whether stream priorities are honoured (C6)", "linux,windows", "repetitions=5;block_us=1000;waves=10;delay_ms=1",
        streamPriority},
@@ -47,6 +52,9 @@ const std::vector<ProbeInfo>& probes() {
       {"windows-registry", "GraphicsDrivers registry values (C10)", "windows", "", windowsRegistry},
       {"p2p", "peer access between every pair of GPUs, and MIG slices (C15, C16, C17, C18, C19)", "linux,windows",
        "size_mib=256;repetitions=10;map_mib=256;mig_pin_mib=256", p2p},
+      {"watchdog", "the kernel watchdog: KERNEL_EXEC_TIMEOUT and Windows' TdrDelay/TdrLevel; facts only (C25)", "linux,windows", "", watchdog},
+      {"runtime-init", "result and time of cuInit and of each CUDA runtime's first call, each in a fresh process (C26)", "linux,windows",
+       "dirs=;timeout_s=60", runtimeInit},
       // Opt-in (they fill the card), bounded, and last.
       {"alloc-ceiling", "how much device memory can be allocated against the free VRAM reported (C20); opt-in", "linux,windows",
        "apis=driver,runtime,async;chunk_mib=256;max_gib=0;granularity_mib=64", allocCeiling},

@@ -1,5 +1,5 @@
-// The probes of the driver's settings: what CUDA_LOG_FILE logs (cuda-log, C9) and the
-// GraphicsDrivers registry values (windows-registry, C10).
+// The probes of the driver's settings: what CUDA_LOG_FILE logs (cuda-log, C9), the
+// GraphicsDrivers registry values (windows-registry, C10) and the watchdog (watchdog, C25).
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -8,6 +8,7 @@
 
 #include "cuda.hpp"
 #include "emit.hpp"
+#include "gpu.hpp"
 #include "probe.hpp"
 #include "sampler.hpp"
 
@@ -100,20 +101,18 @@ int windowsRegistry(ProbeContext& ctx) {
 #ifdef _WIN32
   // Read only. The Win+Ctrl+Shift+B hot-key of the same claim is never sent: a driver reset
   // can break live work on the machine.
-  const char* key = "SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers";
   for (const char* value : {"EnableGpuMemoryCompression", "HwSchMode", "TdrDelay", "TdrLevel"}) {
-    DWORD data = 0, size = sizeof data, type = 0;
-    LONG rc = RegGetValueA(HKEY_LOCAL_MACHINE, key, value, RRF_RT_ANY, &type, &data, &size);
+    RegistryDword v = graphicsDriversValue(value);
     std::string name = std::string("registry_") + value;
-    if (rc == ERROR_SUCCESS && type == REG_DWORD) {
-      emitMetric(ctx.probe, name.c_str(), data, "count");
+    if (v.found) {
+      emitMetric(ctx.probe, name.c_str(), v.value, "count");
     } else {
       emitMetricNull(ctx.probe, name.c_str(), "count",
-                     rc == ERROR_FILE_NOT_FOUND ? "the value does not exist" : "not a readable DWORD (error " + std::to_string(rc) + ")");
+                     v.error == ERROR_FILE_NOT_FOUND ? "the value does not exist" : "not a readable DWORD (error " + std::to_string(v.error) + ")");
     }
     if (std::strcmp(value, "EnableGpuMemoryCompression") == 0) {
-      emitFact(ctx.probe, "gpu_memory_compression_value_exists", rc == ERROR_SUCCESS ? "true" : "false",
-               Obj().str("key", std::string("HKLM\\") + key).integer("error", rc));
+      emitFact(ctx.probe, "gpu_memory_compression_value_exists", v.found ? "true" : "false",
+               Obj().str("key", std::string("HKLM\\") + kGraphicsDriversKey).integer("error", v.error));
     }
   }
   return kExitRan;
@@ -121,6 +120,46 @@ int windowsRegistry(ProbeContext& ctx) {
   emitSkip(ctx.probe, "the Windows registry exists on Windows only");
   return kExitNoDriver;
 #endif
+}
+
+// ---- watchdog (C25) ------------------------------------------------------------------------
+
+namespace {
+
+// A TDR value of the GraphicsDrivers key as a fact: the value set, or Windows' documented
+// default when it is not set (TdrDelay 2 s, TdrLevel 3 = recover), or null off Windows.
+void tdrFact(const std::string& probe, const char* fact, const char* value, int windowsDefault) {
+  if (!isWindows()) {
+    emitFact(probe, fact, "null", Obj(),
+             "TDR is a Windows setting; inside WSL2 the Windows host's applies (numba/numba#3197), and its registry is not reachable from here");
+    return;
+  }
+  RegistryDword v = graphicsDriversValue(value);
+  Obj ev = Obj().str("key", std::string("HKLM\\") + kGraphicsDriversKey + "\\" + value);
+  if (v.found) {
+    emitFact(probe, fact, std::to_string(v.value), ev.str("source", "registry"));
+  } else if (v.error == 2 /* ERROR_FILE_NOT_FOUND */) {
+    emitFact(probe, fact, std::to_string(windowsDefault), ev.str("source", "default").integer("error", v.error));
+  } else {
+    emitFact(probe, fact, "null", ev.integer("error", v.error), "the registry value is not a readable DWORD (error " + std::to_string(v.error) + ")");
+  }
+}
+
+}  // namespace
+
+// Facts only: no kernel runs near the watchdog's limit (it would reset the GPU of a desktop).
+int watchdog(ProbeContext& ctx) {
+  tdrFact(ctx.probe, "tdr_delay_s", "TdrDelay", 2);
+  tdrFact(ctx.probe, "tdr_level", "TdrLevel", 3);
+  if (!requireDevice(ctx)) return kExitNoDriver;
+  Cuda& c = cuda();
+  CUdevice dev = 0;
+  CU(c.cuDeviceGet(&dev, ctx.device));
+  int timeout = 0;
+  CUresult rc = c.cuDeviceGetAttribute(&timeout, CU_ATTR_KERNEL_EXEC_TIMEOUT, dev);
+  if (rc == 0) emitFact(ctx.probe, "kernel_exec_timeout", timeout ? "true" : "false", Obj().integer("attribute", timeout));
+  else emitFact(ctx.probe, "kernel_exec_timeout", "null", Obj(), "cuDeviceGetAttribute(KERNEL_EXEC_TIMEOUT) failed: " + c.err(rc));
+  return kExitRan;
 }
 
 }  // namespace cp

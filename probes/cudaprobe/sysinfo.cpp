@@ -143,6 +143,20 @@ bool reportDriverAndGpu(int device, const OsInfo& os, std::string& driverModel, 
     else infoNull(l.name, l.fn ? n.err(nr) : why);
   }
 
+  // Whether a display is attached (C28: a desktop's GPU also composes the screen): NVML's display
+  // mode (a monitor on a connector) and display active (a display initialised on the GPU).
+  struct Display { const char* name; nvmlReturn_t(CP_API* fn)(nvmlDevice_t, int*); const char* what; };
+  const Display displays[] = {
+      {"display_attached", h ? n.nvmlDeviceGetDisplayMode : nullptr, "nvmlDeviceGetDisplayMode"},
+      {"display_active", h ? n.nvmlDeviceGetDisplayActive : nullptr, "nvmlDeviceGetDisplayActive"},
+  };
+  for (const auto& d : displays) {
+    int on = 0;
+    nvmlReturn_t nr = d.fn ? d.fn(h, &on) : -1;
+    if (nr == 0) infoBool(d.name, on == 1, d.what);
+    else infoNull(d.name, !h ? why : d.fn ? n.err(nr) : std::string("NVML lacks ") + d.what);
+  }
+
   // Driver model: NVML answers on Windows only; on Linux it returns an error, recorded as such.
   auto modelFn = n.nvmlDeviceGetDriverModel_v2 ? n.nvmlDeviceGetDriverModel_v2 : n.nvmlDeviceGetDriverModel;
   if (!h) {

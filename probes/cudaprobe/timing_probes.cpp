@@ -1,5 +1,5 @@
-// The timing probes (C5-C8): transfer-bandwidth, event-timing, sync-latency, stream-priority
-// and cuda-graph. Each warms up before it measures, repeats, and reports medians (and the
+// The timing probes (C5-C8, C24): transfer-bandwidth, event-timing, event-host-gap,
+// sync-latency, stream-priority and cuda-graph. Each warms up before it measures, repeats, and reports medians (and the
 // percentiles where the tail matters); kernel durations come from a spin kernel whose cycle
 // count is calibrated against the clock first.
 #include <algorithm>
@@ -30,15 +30,63 @@ double pcieGbps(unsigned gen, unsigned width) {
   return gts[gen] * width * efficiency / 8.0;
 }
 
+// Device memory held for the busy-card variant: `percent` of the free VRAM, capped so that at
+// least `reserveBytes` stay free; written once, so that it is resident. Freed when it goes.
+struct VramFill {
+  CUdeviceptr ptr = 0;
+  double bytes = 0;
+  double usedFraction = 0;  // 1 - free / total once filled
+  std::string why;          // why nothing was filled
+  VramFill(double percent, double reserveBytes) {
+    if (percent <= 0) return;
+    Cuda& c = cuda();
+    size_t freeB = 0, totalB = 0;
+    CU(c.cuMemGetInfo_v2(&freeB, &totalB));
+    double want = std::min(static_cast<double>(freeB) * percent / 100.0, static_cast<double>(freeB) - reserveBytes);
+    want = std::floor(want / kMiB) * kMiB;
+    if (want < kMiB) {
+      why = "free VRAM " + std::to_string(static_cast<long long>(freeB / kMiB)) + " MiB leaves nothing above the reserve of " +
+            std::to_string(static_cast<long long>(reserveBytes / kMiB)) + " MiB (fill_reserve_gib)";
+      return;
+    }
+    CUresult ar = c.cuMemAlloc_v2(&ptr, static_cast<size_t>(want));
+    if (ar != 0) {  // another user of the card took memory meanwhile: this round cannot be had
+      ptr = 0;
+      why = "cuMemAlloc of " + std::to_string(static_cast<long long>(want / kMiB)) + " MiB failed: " + c.err(ar);
+      return;
+    }
+    bytes = want;
+    CUresult rc = c.cuMemsetD32_v2(ptr, 0, static_cast<size_t>(want) / 4);
+    if (rc == 0) rc = c.cuCtxSynchronize();
+    if (rc == 0) rc = c.cuMemGetInfo_v2(&freeB, &totalB);
+    if (rc != 0) {
+      c.cuMemFree_v2(ptr);
+      cuCheck(rc, "filling VRAM (cuMemsetD32)");
+    }
+    usedFraction = 1.0 - static_cast<double>(freeB) / static_cast<double>(totalB);
+  }
+  ~VramFill() {
+    if (ptr) cuda().cuMemFree_v2(ptr);
+  }
+  VramFill(const VramFill&) = delete;
+  VramFill& operator=(const VramFill&) = delete;
+};
+
 }  // namespace
 
-// ---- transfer-bandwidth (C8) ----------------------------------------------------------------
+// ---- transfer-bandwidth (C8, C28) -------------------------------------------------------------
 
 int transferBandwidth(ProbeContext& ctx) {
   std::vector<double> sizesMib = ctx.params.numbers("sizes_mib");
   int reps = static_cast<int>(ctx.params.number("repetitions"));
   int warmup = static_cast<int>(ctx.params.number("warmup"));
+  std::vector<double> fills = ctx.params.numbers("fill_percent");
+  double reserveBytes = ctx.params.number("fill_reserve_gib") * kGiB;
   if (reps < 20) throw UsageError{"parameter repetitions must be at least 20 (medians of fewer copies are noise)"};
+  for (double f : fills) {
+    if (f < 0 || f > 90) throw UsageError{"parameter fill_percent takes percentages of free VRAM from 0 to 90"};
+  }
+  if (!(reserveBytes >= 0)) throw UsageError{"parameter fill_reserve_gib takes a size in GiB, 0 or more"};
   for (double m : sizesMib) {
     if (!(m > 0) || m > 64 * 1024) throw UsageError{"parameter sizes_mib takes sizes from 1 to 65536 MiB"};
   }
@@ -80,30 +128,57 @@ int transferBandwidth(ProbeContext& ctx) {
   // that the events bracket the copy alone, not the host's launch latency.
   const auto lead = static_cast<unsigned long long>(20 * gpu.spinCyclesPerUs());
   std::map<std::string, double> pinnedBest;
-  for (double mib : sizesMib) {
-    size_t bytes = static_cast<size_t>(mib * kMiB);
-    std::map<std::string, double> gbps;
-    for (const char* dir : {"h2d", "d2h"}) {
-      for (const char* mem : {"pageable", "pinned"}) {
-        void* host = std::strcmp(mem, "pinned") == 0 ? pinned : pageable;
-        std::vector<double> ms;
-        for (int i = 0; i < warmup + reps; ++i) {
-          gpu.launchSpin(st.s, lead);
-          a.record(st.s);
-          if (std::strcmp(dir, "h2d") == 0) CU(c.cuMemcpyHtoDAsync_v2(dev, host, bytes, st.s));
-          else CU(c.cuMemcpyDtoHAsync_v2(host, dev, bytes, st.s));
-          b.record(st.s);
-          double t = elapsedMs(a, b);
-          if (i >= warmup) ms.push_back(t);
+  // Pinned rates of the largest copy per direction, idle card (fill 0) and filled.
+  std::map<std::string, double> largestIdle, largestFilled;
+  for (double fill : fills) {
+    // The busy-card variant (C28): fill_percent of the free VRAM held (and written, so that it is
+    // resident under WDDM too), never leaving less than fill_reserve_gib free: the card is shared.
+    VramFill held(fill, reserveBytes);
+    if (fill > 0 && held.bytes == 0) {
+      const std::string what = "fill_percent=" + std::to_string(static_cast<int>(fill));
+      emitSkip(ctx.probe, "no room to fill: " + held.why, what.c_str());
+      continue;
+    }
+    if (fill > 0) {
+      emitMetric(ctx.probe, "fill_bytes", held.bytes, "bytes", Obj().num("fill_percent", fill));
+      emitMetric(ctx.probe, "vram_used_fraction", held.usedFraction, "ratio", Obj().num("fill_percent", fill));
+    }
+    for (double mib : sizesMib) {
+      size_t bytes = static_cast<size_t>(mib * kMiB);
+      std::map<std::string, double> gbps;
+      // The idle card's series keep the attrs they always had; the filled ones carry fill_percent.
+      auto withFill = [&](Obj o) { return fill > 0 ? o.num("fill_percent", fill) : o; };
+      for (const char* dir : {"h2d", "d2h"}) {
+        for (const char* mem : {"pageable", "pinned"}) {
+          void* host = std::strcmp(mem, "pinned") == 0 ? pinned : pageable;
+          std::vector<double> ms;
+          for (int i = 0; i < warmup + reps; ++i) {
+            gpu.launchSpin(st.s, lead);
+            a.record(st.s);
+            if (std::strcmp(dir, "h2d") == 0) CU(c.cuMemcpyHtoDAsync_v2(dev, host, bytes, st.s));
+            else CU(c.cuMemcpyDtoHAsync_v2(host, dev, bytes, st.s));
+            b.record(st.s);
+            double t = elapsedMs(a, b);
+            if (i >= warmup) ms.push_back(t);
+          }
+          double rate = static_cast<double>(bytes) / (median(ms) / 1000.0) / 1e9;
+          gbps[std::string(dir) + mem] = rate;
+          emitMetric(ctx.probe, "bandwidth_gbps", rate, "GB/s",
+                     withFill(Obj().str("direction", dir).str("memory", mem).num("size_bytes", static_cast<double>(bytes))));
+          if (std::strcmp(mem, "pinned") == 0 && fill == 0) pinnedBest[dir] = std::max(pinnedBest[dir], rate);
+          if (std::strcmp(mem, "pinned") == 0 && bytes == maxBytes) (fill == 0 ? largestIdle : largestFilled)[dir] = rate;
         }
-        double rate = static_cast<double>(bytes) / (median(ms) / 1000.0) / 1e9;
-        gbps[std::string(dir) + mem] = rate;
-        emitMetric(ctx.probe, "bandwidth_gbps", rate, "GB/s",
-                   Obj().str("direction", dir).str("memory", mem).num("size_bytes", static_cast<double>(bytes)));
-        if (std::strcmp(mem, "pinned") == 0) pinnedBest[dir] = std::max(pinnedBest[dir], rate);
+        emitMetric(ctx.probe, "pageable_pinned_ratio", gbps[std::string(dir) + "pageable"] / gbps[std::string(dir) + "pinned"], "ratio",
+                   withFill(Obj().str("direction", dir).num("size_bytes", static_cast<double>(bytes))));
       }
-      emitMetric(ctx.probe, "pageable_pinned_ratio", gbps[std::string(dir) + "pageable"] / gbps[std::string(dir) + "pinned"], "ratio",
-                 Obj().str("direction", dir).num("size_bytes", static_cast<double>(bytes)));
+    }
+    if (fill > 0) {
+      for (const auto& kv : largestFilled) {
+        if (largestIdle.count(kv.first)) {
+          emitMetric(ctx.probe, "filled_idle_ratio", kv.second / largestIdle[kv.first], "ratio",
+                     Obj().str("direction", kv.first).num("fill_percent", fill).num("size_bytes", static_cast<double>(maxBytes)));
+        }
+      }
     }
   }
   // The link's theoretical rate (from its maximum generation and width: an idle link trains down).
@@ -192,6 +267,62 @@ int eventTiming(ProbeContext& ctx) {
     emitMetric(ctx.probe, "resolution_us", step, "us");
     const char* cls = step < 1.0 ? "sub-microsecond" : step < 1000.0 ? "microsecond" : "millisecond";
     emitFact(ctx.probe, "resolution_class", jsonString(cls), Obj().num("resolution_us", step).num("distinct_values", static_cast<double>(distinct.size())));
+  }
+  return kExitRan;
+}
+
+// ---- event-host-gap (C24) -----------------------------------------------------------------
+
+// Under WDDM an event record waits in the command buffer until something submits it, so a pair of
+// events around host time without GPU work may not bracket that time (FLAMEGPU/FLAMEGPU2#451).
+// Each round: record, (cuStreamQuery to submit it,) sleep on the host, record, synchronize.
+int eventHostGap(ProbeContext& ctx) {
+  double sleepMs = ctx.params.number("sleep_ms");
+  int reps = static_cast<int>(ctx.params.number("repetitions"));
+  if (!(sleepMs >= 1 && sleepMs <= 1000)) throw UsageError{"parameter sleep_ms takes 1 to 1000 ms"};
+  if (reps < 3) throw UsageError{"parameter repetitions must be at least 3"};
+  if (!requireDevice(ctx)) return kExitNoDriver;
+  Gpu gpu(ctx.device);
+  Cuda& c = cuda();
+  Stream st;
+  Event a, b;
+  gpu.launchNoop(st.s);  // the stream and events used once before they are timed
+  a.record(st.s);
+  b.record(st.s);
+  elapsedMs(a, b);
+  std::map<std::string, double> ratios;
+  std::vector<const char*> flushes = {"none"};
+  if (c.cuStreamQuery) flushes.push_back("query");
+  for (const char* flush : flushes) {
+    std::vector<double> eventMs, hostMs;
+    for (int i = 0; i < reps; ++i) {
+      a.record(st.s);
+      if (std::strcmp(flush, "query") == 0) c.cuStreamQuery(st.s);  // CUDA_SUCCESS or NOT_READY: either submits
+      double h0 = nowSeconds();
+      sleepSeconds(sleepMs / 1000.0);
+      double h1 = nowSeconds();
+      b.record(st.s);
+      eventMs.push_back(elapsedMs(a, b));
+      hostMs.push_back((h1 - h0) * 1000.0);
+    }
+    Obj attrs = Obj().str("flush", flush).num("sleep_ms", sleepMs);
+    double e = median(eventMs), h = median(hostMs);
+    emitMetric(ctx.probe, "elapsed_ms", e, "ms", attrs);
+    emitMetric(ctx.probe, "host_gap_ms", h, "ms", attrs);
+    emitMetric(ctx.probe, "elapsed_min_ms", *std::min_element(eventMs.begin(), eventMs.end()), "ms", attrs);
+    emitMetric(ctx.probe, "elapsed_host_ratio", e / h, "ratio", attrs);
+    ratios[flush] = e / h;
+  }
+  // Bracketed: the events' median is at least 90 % of the host's gap (a timer cannot see less
+  // time than passed; the margin is for the host clock read on either side of the sleep).
+  for (const char* flush : {"none", "query"}) {
+    const char* fact = std::strcmp(flush, "none") == 0 ? "brackets_host_gap" : "brackets_host_gap_flushed";
+    if (!ratios.count(flush)) {
+      emitFact(ctx.probe, fact, "null", Obj(), "the driver lacks cuStreamQuery");
+      continue;
+    }
+    emitFact(ctx.probe, fact, ratios[flush] >= 0.9 ? "true" : "false",
+             Obj().num("elapsed_host_ratio", ratios[flush]).num("sleep_ms", sleepMs).integer("repetitions", reps));
   }
   return kExitRan;
 }

@@ -58,7 +58,7 @@ export function renderHtml(records: readonly LoadedRecord[], opts: { recordsLink
 <h1>How the NVIDIA driver behaves</h1>
 <p>What cudamatrix measured, per environment, GPU and driver version, from the behaviour records under <code>${escapeHtml(opts.recordsDirName)}</code>
 (written by <code>cudamatrix report</code>; the same table as Markdown is BEHAVIOUR.md). Memory charts show each source's change since the
-first phase; the tables under them the readings as recorded. The claims (C1–C23) are explained in docs/claims.md of the cudamatrix repository.</p>
+first phase; the tables under them the readings as recorded. The claims (C1–C28) are explained in docs/claims.md of the cudamatrix repository.</p>
 <noscript><p><strong>This page draws its tables and charts with JavaScript; turn it on, or read BEHAVIOUR.md.</strong></p></noscript>
 <main id="report"></main>
 <script type="application/json" id="report-data">${scriptJson(data)}</script>

@@ -63,7 +63,7 @@ export function renderMarkdown(records: readonly LoadedRecord[], opts: MarkdownO
   out.push('');
   out.push(
     `What cudamatrix measured, one column per observation: environment · GPU · driver version · OS (· Windows build · container). ` +
-      `Facts are rows, grouped by probe, with the claims each one answers (C1–C23, explained in docs/claims.md of the cudamatrix repository; docs/probes.md maps them to probes). ` +
+      `Facts are rows, grouped by probe, with the claims each one answers (C1–C28, explained in docs/claims.md of the cudamatrix repository; docs/probes.md maps them to probes). ` +
       `Every value links to the record it comes from (\`${opts.recordsDirName}/driver-<version>/*.json\`: the facts with their raw readings, every metric, the memory samples). ` +
       `Records of the same observation that disagree on a fact are shown as ⚠ conflict. The charts are in behaviour.html.`,
   );

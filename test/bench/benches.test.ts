@@ -28,7 +28,7 @@ import { sshdAvailable } from '../sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches (p2p-compare: used by scripts/gpu-suite.ts). */
 const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts'];
-const BENCHES = ['probe-accuracy', 'memory-checks', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
+const BENCHES = ['probe-accuracy', 'memory-checks', 'behaviour-checks', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
 
 function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(path.delimiter).some((dir) => {
@@ -103,6 +103,20 @@ describe('the benches', () => {
     const scripts = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     for (const bench of BENCHES) expect(Object.values(scripts).some((s) => s.includes(`bench/${bench}.ts`)), `a pnpm script runs bench/${bench}.ts`).toBe(true);
   });
+});
+
+describe('bench/behaviour-checks', () => {
+  it('on this machine: skips with one line saying what is missing (no GPU), or runs on a GPU machine and agrees with its peer', async () => {
+    const r = await runBench('behaviour-checks', []);
+    expect(r.code, failed(r)).toBe(0);
+    if (typeof r.json.skipped === 'string') {
+      expect(r.json).toMatchObject({ bench: 'behaviour-checks', checks: [] });
+      expect(r.stdout.trim().split('\n')).toEqual([`behaviour-checks: skipped: ${r.json.skipped}`]);
+    } else {
+      expect((r.json.checks as { status: string }[]).every((c) => c.status !== 'fail')).toBe(true);
+    }
+    expectNothingLeft();
+  }, 300_000);
 });
 
 describe('bench/probe-accuracy', () => {

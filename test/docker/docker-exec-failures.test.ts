@@ -58,7 +58,7 @@ const running = (id: string) => {
   }
 };
 
-// A whole run through the CLI (tsx start-up, image, 14 cells): a bound on a hang, generous so that
+// A whole run through the CLI (tsx start-up, image, 17 cells): a bound on a hang, generous so that
 // a loaded machine does not fail it (60 s was exceeded once with 8 test suites on 2 cores).
 const RUN_TIMEOUT = { timeout: 180_000 };
 
@@ -150,7 +150,7 @@ describe.runIf(ready)('a container that cannot run commands any more is a transp
     expect(r.code).toBe(3);
     const events = eventsOf(dir);
     const { cells, at, failed, rest } = firstFailure(events, 'killed-mid-run');
-    expect(cells).toHaveLength(14);
+    expect(cells).toHaveLength(17);
     expect(at).toBeGreaterThan(0);
     expect(failed).toMatchObject({ errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(ENGINE_WORDS) });
     expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);
@@ -170,7 +170,7 @@ describe.runIf(ready)('a container that cannot run commands any more is a transp
     expect(r.code).toBe(3);
     const events = eventsOf(dir);
     const { cells, at, failed, rest } = firstFailure(events, 'vanished-mid-run');
-    expect(cells).toHaveLength(14);
+    expect(cells).toHaveLength(17);
     expect(at).toBeGreaterThan(0);
     expect(failed).toMatchObject({ errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(/^the Docker engine could not run cudaprobe in container \S+ on \S+: OCI runtime exec failed: .*no such file or directory/) });
     expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);

@@ -208,7 +208,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     const plan = await cudamatrix(['plan']);
     expect(plan.status, plan.stderr).toBe(0);
     // The default matrix, named by a Windows path.
-    expect(plan.stdout).toMatch(/14 cells on 1 target from .*matrix\\default\.yaml/);
+    expect(plan.stdout).toMatch(/17 cells on 1 target from .*matrix\\default\.yaml/);
 
     const doctor = await cudamatrix(['doctor']);
     // No NVIDIA driver under Wine: exit 3, but the probe ran.
@@ -250,13 +250,13 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
 
     // Every cell ended as the no-driver path says: the CRLF output parsed (no protocol errors).
     const ends = cellEnds(events);
-    expect(ends).toHaveLength(14);
+    expect(ends).toHaveLength(17);
     for (const e of ends) {
       if (e.probe === 'windows-registry') expect(e.status).toBe('passed');
       else expect(e, e.probe).toMatchObject({ status: 'skipped', reason: expect.stringContaining('nvcuda.dll') });
     }
     expect(summary.targets[0].sysinfo).toMatchObject({ os_family: 'windows', driver_found: false });
-    expect(summary.counts.cells).toEqual({ skipped: 13, passed: 1 });
+    expect(summary.counts.cells).toEqual({ skipped: 16, passed: 1 });
 
     // Its work folder is gone; the bin script's code cache is under %LOCALAPPDATA%\cudamatrix\cache,
     // and nothing was compiled (no cudaprobe/ beside v8/).

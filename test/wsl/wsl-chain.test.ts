@@ -113,7 +113,7 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
     // The SSH hop's description, then the distribution: "ssh root@127.0.0.1:PORT → wsl Ubuntu-24.04".
     expect(ready).toMatchObject({ session: expect.stringMatching(new RegExp(`^ssh (\\S+@)?127\\.0\\.0\\.1:${sshd.ports[0]} → wsl Ubuntu-24\\.04$`)), platform: 'linux', arch: nodeArch() });
     const suite = cells(events, 'win-wsl2');
-    expect(suite.length).toBe(13);
+    expect(suite.length).toBe(16);
     expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
     const env = suite.find((c) => c.probe === 'sysinfo')!.records.find((x) => x.type === 'sysinfo' && x.name === 'environment');
     expect(env?.value).toBe('wsl2');

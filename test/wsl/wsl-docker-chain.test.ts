@@ -172,7 +172,7 @@ describe.runIf(ready)('[wsl, docker]: Docker Engine in a WSL 2 distribution, thr
     expect(events.find((e) => e.type === 'target-start')).toMatchObject({ transport: ['wsl', 'docker'] });
     const cells = cellsOf(events);
     // The whole suite, on cudaprobe's no-driver path (no GPU here, and gpus: none).
-    expect(cells.length).toBe(13);
+    expect(cells.length).toBe(16);
     expect(cells.every((c) => c.status === 'skipped'), JSON.stringify(cells.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
     const sysinfo = Object.fromEntries(cells.find((c) => c.probe === 'sysinfo')!.records.flatMap((x) => (x.type === 'sysinfo' ? [[x.name, x.value]] : [])));
     expect(sysinfo.container).toBe('docker');

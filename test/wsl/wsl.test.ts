@@ -159,7 +159,7 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
     const ready = readyEvent(r.events, 'wsl2');
     expect(ready).toMatchObject({ session: 'wsl Ubuntu-24.04', platform: 'linux', arch: nodeArch(), probe: { uploaded: true, path: expect.stringMatching(/^\/root\/\.cache\/cudamatrix\/deployed\/linux-/) } });
     const all = cells(r.events, 'wsl2');
-    expect(all.length).toBe(13);
+    expect(all.length).toBe(16);
     expect(all.every((c) => c.status === 'skipped'), JSON.stringify(all.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
     // cudaprobe ran in the distribution: it found WSL 2's /dev/dxg there, and no usable driver.
     const sysinfo = all.find((c) => c.probe === 'sysinfo')!;
