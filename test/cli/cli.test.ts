@@ -5,7 +5,7 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { catalogue } from '../../probes/catalogue.ts';
+import { defaultProbeNames } from '../../probes/catalogue.ts';
 import { readEventLog } from '../../events/events.ts';
 import { runCli, startCli, whenOutput } from '../cli.ts';
 import { hasCommand, repoRoot, tempDir, validateJunit } from '../helpers.ts';
@@ -41,10 +41,10 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
     const events = readEventLog(path.join(runDir, 'events.jsonl'));
     expect(events[0]).toMatchObject({ type: 'run-start', schemaVersion: 1, tool: 'cudamatrix', shard: null });
-    expect((events[0] as { cells: string[] }).cells).toEqual(catalogue.map((p) => `local/${p.name}`));
+    expect((events[0] as { cells: string[] }).cells).toEqual(defaultProbeNames().map((p) => `local/${p}`));
     // Every probe ran (and was skipped: no driver), each with the parameters it was given.
     const cells = events.filter((e) => e.type === 'cell-end');
-    expect(cells.map((c) => c.type === 'cell-end' && c.status)).toEqual(catalogue.map(() => 'skipped'));
+    expect(cells.map((c) => c.type === 'cell-end' && c.status)).toEqual(defaultProbeNames().map(() => 'skipped'));
     expect(cells.find((c) => c.type === 'cell-end' && c.probe === 'pinned-vram')).toMatchObject({ params: { sizes_gib: [1, 2, 4] } });
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: false });
   });
@@ -190,7 +190,7 @@ describe('cudamatrix command line', () => {
     const r = await runCli(['probes', 'list', '--facts']);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^sysinfo\s+C4\s+linux, windows/m);
-    expect(r.stdout).toContain('fact   sysinfo.environment ["linux" | "wsl2" | "wddm" | "tcc" | "mcdm"]');
+    expect(r.stdout).toContain('fact   sysinfo.environment ["linux" | "wsl2" | "wsl2-docker" | "wddm" | "tcc" | "mcdm"]');
   });
 
   it.runIf(noGpuHere)('doctor says what this machine has and lacks', async () => {
