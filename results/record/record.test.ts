@@ -4,6 +4,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CudamatrixError } from '../../core/errors.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { defaultExpectations, doctored, H200_DIR, H200_RUNS, h200Records, noDriverLog } from './fixture.ts';
+
+/** The records of the H200 runs of 2026-12-02 (results/records/driver-580.159.04/h200-linux-2026-12-02-issue24/). */
+const H200_LATER_RECORDS = ['linux-h200-docker-2026-12-02-479faf44.json'];
 import { recordJson, recordPath, type BehaviourRecord } from './format.ts';
 import { readInput } from './read.ts';
 import { redactRecord, redactText } from './redact.ts';
@@ -45,8 +48,9 @@ describe('the record file', () => {
     const file = path.join(H200_DIR, recordPath(runs[0]!).replace(/^driver-[^/]+\//, ''));
     const expected = recordJson({ ...redactRecord(runs[0]!), evidence: 'results/records/driver-580.159.04/h200-linux/events.jsonl' });
     expect(readFileSync(file, 'utf8'), 'run `pnpm cudamatrix record results/records/driver-580.159.04/h200-linux` again and commit the record').toBe(expected);
-    // the one record of driver 580.159.04: the three later runs are the same observation
-    expect(readdirSync(H200_DIR).filter((n) => n.endsWith('.json'))).toEqual([path.basename(file)]);
+    // The runs of 2026-11-29 to 2026-12-01 are one observation; those of 2026-12-02 (issue 24's
+    // probes, the default suite) another.
+    expect(readdirSync(H200_DIR).filter((n) => n.endsWith('.json')).sort()).toEqual([path.basename(file), ...H200_LATER_RECORDS].sort());
   });
 });
 
@@ -224,7 +228,7 @@ describe('inputs', () => {
     expect(readInput(path.dirname(H200_RUNS[0]!), defaults).kind).toBe('event-log');
     const folder = readInput(H200_DIR, defaults);
     expect(folder.kind).toBe('records-folder');
-    expect(folder.records.map((r) => path.relative(H200_DIR, r.file!))).toEqual([path.basename(recordPath(runs[0]!))]);
+    expect(folder.records.map((r) => path.relative(H200_DIR, r.file!)).sort()).toEqual([path.basename(recordPath(runs[0]!)), ...H200_LATER_RECORDS].sort());
     const dir = tempDir('cm-inputs-');
     const sub = path.join(dir, 'anything.txt');
     writeFileSync(sub, renderSubmission([redactRecord(runs[0]!)], '0.1.0'));

@@ -1,5 +1,5 @@
 /** `cudamatrix record` and `cudamatrix diff` as a user runs them: the real CLI process. */
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { doctored, H200_DIR, H200_RUNS, h200Records, halvedBandwidthLog, metricOf, noDriverLog } from '../../results/record/fixture.ts';
@@ -226,21 +226,25 @@ describe('cudamatrix diff', () => {
     });
     const file = path.join(dir, 'doctored.json');
     writeFileSync(file, recordJson(copy));
-    const r = await runCli(['diff', H200_DIR, file]);
+    // A records folder holding the committed record alone (the committed folder has later ones).
+    const folder = path.join(dir, 'records');
+    mkdirSync(folder);
+    const committed = path.join(folder, path.basename(recordPath(runs[0]!)));
+    copyFileSync(path.join(H200_DIR, path.basename(recordPath(runs[0]!))), committed);
+    const r = await runCli(['diff', folder, file]);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain('    pinned-vram.counts_as_vram  false → true\n');
     expect(r.stdout).toContain('    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), noise ±3 %: catalogue ±3 %\n');
-    const committed = path.join(H200_DIR, path.basename(recordPath(runs[0]!)));
     // the same record id on both sides: each line names its own side's file
     expect(r.stdout).toContain(`  a  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${committed}\n`);
     expect(r.stdout).toContain(`  b  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${file}\n`);
     expect(r.stdout).toMatch(/Behaviour changed \(1 pair of records compared\): 1 fact changed, 1 metric beyond noise\.\n$/);
 
-    const j = await runCli(['diff', '--json', H200_DIR, file]);
+    const j = await runCli(['diff', '--json', folder, file]);
     expect(j.code).toBe(1);
     const out = JSON.parse(j.stdout);
     expect(Object.keys(out)).toEqual(['schema', 'changed', 'a', 'b', 'pairs', 'onlyA', 'onlyB', 'conflicts']);
-    expect(out).toMatchObject({ schema: 'cudamatrix-diff/1', changed: true, a: { source: H200_DIR, kind: 'records-folder', records: 1 }, b: { source: file, kind: 'record', records: 1 }, onlyA: [], onlyB: [], conflicts: [] });
+    expect(out).toMatchObject({ schema: 'cudamatrix-diff/1', changed: true, a: { source: folder, kind: 'records-folder', records: 1 }, b: { source: file, kind: 'record', records: 1 }, onlyA: [], onlyB: [], conflicts: [] });
     const p = out.pairs[0];
     expect(p.a).toEqual({ id: runs[0]!.id, driver: '580.159.04', date: runs[0]!.observed.date, runId: runs[0]!.observed.runId, target: 'local', file: committed });
     expect(p.b.file).toBe(file);
