@@ -40,7 +40,14 @@ export default defineConfig({
     // When the suite itself runs in a GitHub Actions job (ci.yml), the CLIs it starts must not
     // write into that job's summary, outputs and annotations: a test that wants the GitHub
     // reporter gives its children GITHUB_ACTIONS=true and files of its own.
-    env: { CUDAMATRIX_CACHE: path.join(tmpdir(), 'cudamatrix-test-cache'), GITHUB_ACTIONS: '', GITHUB_OUTPUT: '', GITHUB_STEP_SUMMARY: '', GITHUB_ENV: '', GITHUB_PATH: '' },
+    env: {
+      CUDAMATRIX_CACHE: path.join(tmpdir(), 'cudamatrix-test-cache'),
+      GITHUB_ACTIONS: '',
+      GITHUB_OUTPUT: '',
+      GITHUB_STEP_SUMMARY: '',
+      GITHUB_ENV: '',
+      GITHUB_PATH: '',
+    },
     // @actions/workflow-parser imports its JSON schemas without import attributes, which Node's
     // own ES module loader refuses: run it (and the expressions package it imports) through Vite.
     server: { deps: { inline: ['@actions/workflow-parser', '@actions/expressions'] } },

@@ -42,7 +42,8 @@ function fail(name, problem, fix) {
   process.exit(2);
 }
 
-const PACK_FIX = 'pass the tarball `pnpm pack` writes in a cudamatrix checkout (cudamatrix-<version>.tgz), or a folder that holds exactly one, such as where the cudamatrix-package artifact was downloaded';
+const PACK_FIX =
+  'pass the tarball `pnpm pack` writes in a cudamatrix checkout (cudamatrix-<version>.tgz), or a folder that holds exactly one, such as where the cudamatrix-package artifact was downloaded';
 
 /** The tarball the `package` input names: a .tgz file, or a folder holding exactly one. */
 function findTarball(given) {
@@ -55,9 +56,16 @@ function findTarball(given) {
     fail('package', `${given} does not exist (${resolved})`, PACK_FIX);
   }
   if (stat.isDirectory()) {
-    const found = readdirSync(resolved).filter((f) => f.endsWith('.tgz')).sort();
+    const found = readdirSync(resolved)
+      .filter((f) => f.endsWith('.tgz'))
+      .sort();
     if (found.length === 0) fail('package', `the folder ${given} holds no .tgz file`, PACK_FIX);
-    if (found.length > 1) fail('package', `the folder ${given} holds ${found.length} .tgz files (${found.join(', ')})`, 'name one of them, or leave only one in the folder');
+    if (found.length > 1)
+      fail(
+        'package',
+        `the folder ${given} holds ${found.length} .tgz files (${found.join(', ')})`,
+        'name one of them, or leave only one in the folder',
+      );
     return path.join(resolved, found[0]);
   }
   if (!stat.isFile()) fail('package', `${given} is neither a file nor a folder`, PACK_FIX);
@@ -82,7 +90,8 @@ function unpack(tarball) {
     extractPackage(bytes, partial);
   } catch (error) {
     rmSync(partial, { recursive: true, force: true });
-    if (error instanceof TarError) fail('package', `${tarball}: ${error.message}`, 'pack it again with `pnpm pack` (and download the artifact again)');
+    if (error instanceof TarError)
+      fail('package', `${tarball}: ${error.message}`, 'pack it again with `pnpm pack` (and download the artifact again)');
     throw error;
   }
   if (!existsSync(path.join(partial, 'package', 'bin', 'cudamatrix.cjs'))) {
@@ -129,8 +138,14 @@ function sshSecrets() {
   const knownHosts = input('known-hosts');
   const passphrase = input('ssh-key-passphrase');
   if (!key && !knownHosts && !passphrase) return { env: {}, remove() {} };
-  if (passphrase && !key) fail('ssh-key-passphrase', 'is set but ssh-private-key is empty', 'pass the key it unlocks as ssh-private-key (or leave the passphrase out)');
-  for (const value of [passphrase, ...key.split(/\r?\n/)].map((v) => v.trim()).filter(Boolean)) process.stdout.write(`::add-mask::${value}\n`);
+  if (passphrase && !key)
+    fail(
+      'ssh-key-passphrase',
+      'is set but ssh-private-key is empty',
+      'pass the key it unlocks as ssh-private-key (or leave the passphrase out)',
+    );
+  for (const value of [passphrase, ...key.split(/\r?\n/)].map((v) => v.trim()).filter(Boolean))
+    process.stdout.write(`::add-mask::${value}\n`);
   const dir = mkdtempSync(path.join(process.env.RUNNER_TEMP || tmpdir(), 'cudamatrix-ssh-'));
   chmodSync(dir, 0o700);
   const env = {};
@@ -142,7 +157,9 @@ function sshSecrets() {
   if (key) write('id_key', key, 'CUDAMATRIX_SSH_IDENTITY_FILE');
   if (knownHosts) write('known_hosts', knownHosts, 'CUDAMATRIX_SSH_KNOWN_HOSTS');
   if (passphrase) env.CUDAMATRIX_SSH_PASSPHRASE = passphrase;
-  console.log(`SSH ${[key && 'key', knownHosts && 'known_hosts', passphrase && 'passphrase'].filter(Boolean).join(', ')} from the inputs, for this step: ${dir} (removed when it ends)`);
+  console.log(
+    `SSH ${[key && 'key', knownHosts && 'known_hosts', passphrase && 'passphrase'].filter(Boolean).join(', ')} from the inputs, for this step: ${dir} (removed when it ends)`,
+  );
   return { env, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
@@ -151,7 +168,9 @@ function main() {
   const { dir, sha256, reused } = unpack(tarball);
   const pkg = path.join(dir, 'package');
   const version = JSON.parse(readFileSync(path.join(pkg, 'package.json'), 'utf8')).version;
-  console.log(`cudamatrix ${version} from ${path.basename(tarball)} (sha256 ${sha256.slice(0, 16)}…): ${reused ? 'reusing' : 'unpacked into'} ${dir}`);
+  console.log(
+    `cudamatrix ${version} from ${path.basename(tarball)} (sha256 ${sha256.slice(0, 16)}…): ${reused ? 'reusing' : 'unpacked into'} ${dir}`,
+  );
 
   const argv = [path.join(pkg, 'bin', 'cudamatrix.cjs'), ...cliArguments()];
   // The action's inputs are the action's: the CLI reads its own options, not INPUT_*.

@@ -51,7 +51,8 @@ function paxRecords(data) {
   while (at < data.length) {
     const space = data.indexOf(0x20, at);
     const length = Number(data.subarray(at, space).toString('ascii'));
-    if (space === -1 || !Number.isInteger(length) || length <= 0 || at + length > data.length) throw new TarError('a pax header is malformed');
+    if (space === -1 || !Number.isInteger(length) || length <= 0 || at + length > data.length)
+      throw new TarError('a pax header is malformed');
     const record = data.subarray(space + 1, at + length - 1).toString('utf8');
     const equals = record.indexOf('=');
     if (equals > 0) records[record.slice(0, equals)] = record.slice(equals + 1);
@@ -77,7 +78,8 @@ export function readTar(archive) {
     const size = pax.size !== undefined ? Number(pax.size) : number(header, 124, 12, 'size');
     const type = String.fromCharCode(header[156] || 0x30);
     const dataStart = at + BLOCK;
-    if (dataStart + size > archive.length) throw new TarError(`the tarball ends inside an entry (${size} bytes announced at byte ${at}): it is cut short`);
+    if (dataStart + size > archive.length)
+      throw new TarError(`the tarball ends inside an entry (${size} bytes announced at byte ${at}): it is cut short`);
     const data = archive.subarray(dataStart, dataStart + size);
     at = dataStart + Math.ceil(size / BLOCK) * BLOCK;
     if (type === 'x') {
@@ -99,7 +101,8 @@ export function readTar(archive) {
     pax = {};
     longName = undefined;
   }
-  if (at < archive.length || entries.length === 0) throw new TarError('the tarball ends without its end-of-archive blocks: it is cut short');
+  if (at < archive.length || entries.length === 0)
+    throw new TarError('the tarball ends without its end-of-archive blocks: it is cut short');
   return entries;
 }
 
@@ -112,11 +115,18 @@ const KINDS = { 1: 'a hard link', 2: 'a symbolic link', 3: 'a character device',
 function target(root, name) {
   const parts = name.replace(/\/+$/, '').split('/');
   const bad =
-    name.includes('\\') || name.includes('\0') || name.startsWith('/') || /^[a-zA-Z]:/.test(name) || parts.some((p) => p === '..' || p.includes(':')) || parts[0] !== 'package';
+    name.includes('\\') ||
+    name.includes('\0') ||
+    name.startsWith('/') ||
+    /^[a-zA-Z]:/.test(name) ||
+    parts.some((p) => p === '..' || p.includes(':')) ||
+    parts[0] !== 'package';
   const file = path.resolve(root, ...parts.filter((p) => p !== '' && p !== '.'));
   const relative = path.relative(root, file);
   if (bad || relative.startsWith('..') || path.isAbsolute(relative)) {
-    throw new TarError(`the entry ${JSON.stringify(name)} lies outside package/ (a package's entries all lie under package/); nothing of it was written`);
+    throw new TarError(
+      `the entry ${JSON.stringify(name)} lies outside package/ (a package's entries all lie under package/); nothing of it was written`,
+    );
   }
   return file;
 }
@@ -134,8 +144,10 @@ export function extractPackage(gzipped, root) {
   }
   const entries = readTar(archive);
   const planned = entries.map((e) => {
-    if (e.type in KINDS) throw new TarError(`the entry ${JSON.stringify(e.name)} is ${KINDS[e.type]}, which a package never holds; nothing was written`);
-    if (!['0', '7', '5'].includes(e.type)) throw new TarError(`the entry ${JSON.stringify(e.name)} has the unknown type ${JSON.stringify(e.type)}; nothing was written`);
+    if (e.type in KINDS)
+      throw new TarError(`the entry ${JSON.stringify(e.name)} is ${KINDS[e.type]}, which a package never holds; nothing was written`);
+    if (!['0', '7', '5'].includes(e.type))
+      throw new TarError(`the entry ${JSON.stringify(e.name)} has the unknown type ${JSON.stringify(e.type)}; nothing was written`);
     return { ...e, file: target(root, e.name) };
   });
   for (const e of planned) {

@@ -49,14 +49,23 @@ const probePath = values.probe ? path.resolve(values.probe) : (await buildProbe(
 
 function writeOut(result: Record<string, unknown>): void {
   mkdirSync(path.dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify({ bench: 'behaviour-checks', ...result, elapsedS: (performance.now() - started) / 1000 }, null, 2)}\n`);
+  writeFileSync(
+    out,
+    `${JSON.stringify({ bench: 'behaviour-checks', ...result, elapsedS: (performance.now() - started) / 1000 }, null, 2)}\n`,
+  );
 }
 
 function probe(name: string, params: Record<string, string | number> = {}): { status: number | null; records: ProbeRecord[] } {
   const args = ['run', name, '--device', '0', ...Object.entries(params).flatMap(([k, v]) => ['--param', `${k}=${v}`])];
   const r = spawnSync(probePath, args, { encoding: 'utf8', maxBuffer: 1 << 26, timeout: 600_000 });
   if (r.error) throw new Error(`could not run ${probePath}: ${r.error.message}`);
-  if (r.status !== 0 && name !== 'sysinfo') throw new Error(`cudaprobe ${name} exited ${r.status}: ${r.stdout.split('\n').filter((l) => /"(error|skip)"/.test(l)).join(' ')}`);
+  if (r.status !== 0 && name !== 'sysinfo')
+    throw new Error(
+      `cudaprobe ${name} exited ${r.status}: ${r.stdout
+        .split('\n')
+        .filter((l) => /"(error|skip)"/.test(l))
+        .join(' ')}`,
+    );
   return { status: r.status, records: parseProbeOutput(r.stdout).records };
 }
 
@@ -73,16 +82,19 @@ function peer(...args: (string | number)[]): PeerAnswer {
 
 const metric = (records: ProbeRecord[], name: string, attrs: Record<string, unknown> = {}) =>
   records.find((r) => r.type === 'metric' && r.name === name && Object.entries(attrs).every(([k, v]) => r.attrs?.[k] === v)) as
-    | { value: number | null; attrs?: Record<string, unknown> }
-    | undefined;
-const fact = (records: ProbeRecord[], name: string) => records.find((r) => r.type === 'fact' && r.name === name) as { value: unknown; evidence?: Record<string, unknown> } | undefined;
+    { value: number | null; attrs?: Record<string, unknown> } | undefined;
+const fact = (records: ProbeRecord[], name: string) =>
+  records.find((r) => r.type === 'fact' && r.name === name) as { value: unknown; evidence?: Record<string, unknown> } | undefined;
 
 // ---- what is missing? ------------------------------------------------------------------------
 
 const sys = probe('sysinfo');
 const info = Object.fromEntries(sys.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value]] : [])));
 const first = peer('init-driver');
-const missing = sys.status === 3 ? `no usable GPU: ${(sys.records.find((r) => r.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}` : first.skipped ?? first.error;
+const missing =
+  sys.status === 3
+    ? `no usable GPU: ${(sys.records.find((r) => r.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}`
+    : (first.skipped ?? first.error);
 if (missing) {
   console.log(`behaviour-checks: skipped: ${missing}`);
   writeOut({ skipped: missing, probe: probePath, python, sysinfo: info, checks: [] });
@@ -115,7 +127,13 @@ try {
   if (theirsGap.error) throw new Error(`peer event-gap: ${theirsGap.error}`);
   for (const flush of ['none', 'query']) {
     const ours = metric(gap.records, 'elapsed_ms', { flush })?.value ?? NaN;
-    check(`event pair around 20 ms sleep (flush ${flush}), ms`, ours, theirsGap[flush]!.elapsed_ms, 'within 10 % or 1 ms', near(ours, theirsGap[flush]!.elapsed_ms, 0.1, 1));
+    check(
+      `event pair around 20 ms sleep (flush ${flush}), ms`,
+      ours,
+      theirsGap[flush]!.elapsed_ms,
+      'within 10 % or 1 ms',
+      near(ours, theirsGap[flush]!.elapsed_ms, 0.1, 1),
+    );
     const factName = flush === 'none' ? 'brackets_host_gap' : 'brackets_host_gap_flushed';
     const theirsBrackets = theirsGap[flush]!.elapsed_ms >= 0.9 * theirsGap[flush]!.host_gap_ms;
     check(factName, fact(gap.records, factName)?.value, theirsBrackets, 'equal', fact(gap.records, factName)?.value === theirsBrackets);
@@ -126,15 +144,29 @@ try {
   raw.watchdog = wd.records;
   const attrs = peer('attributes');
   raw.peerAttributes = attrs;
-  check('kernel_exec_timeout', fact(wd.records, 'kernel_exec_timeout')?.value, attrs.kernel_exec_timeout, 'equal', fact(wd.records, 'kernel_exec_timeout')?.value === attrs.kernel_exec_timeout);
+  check(
+    'kernel_exec_timeout',
+    fact(wd.records, 'kernel_exec_timeout')?.value,
+    attrs.kernel_exec_timeout,
+    'equal',
+    fact(wd.records, 'kernel_exec_timeout')?.value === attrs.kernel_exec_timeout,
+  );
 
   // 3. runtime-init (C26), with the runtimes Python's packages carry as well.
   const dirs = (peer('runtime-dirs').dirs as string[] | undefined) ?? [];
   const init = probe('runtime-init', dirs.length ? { dirs: dirs.join(',') } : {});
   raw.runtimeInit = init.records;
-  check('driver_init (cuInit, fresh process)', fact(init.records, 'driver_init')?.value, first.result, 'equal', fact(init.records, 'driver_init')?.value === first.result);
+  check(
+    'driver_init (cuInit, fresh process)',
+    fact(init.records, 'driver_init')?.value,
+    first.result,
+    'equal',
+    fact(init.records, 'driver_init')?.value === first.result,
+  );
   check('cuInit ms', metric(init.records, 'cuinit_ms')?.value, first.init_ms, 'shown', null);
-  const libraries = String(fact(init.records, 'runtime_init')?.evidence?.libraries ?? '').split('; ').filter(Boolean);
+  const libraries = String(fact(init.records, 'runtime_init')?.evidence?.libraries ?? '')
+    .split('; ')
+    .filter(Boolean);
   const results = String(fact(init.records, 'runtime_init')?.value ?? '').split('; ');
   check('runtimes found', libraries.length, libraries.join(', '), 'at least one (/usr/local/cuda/lib64)', libraries.length > 0);
   libraries.forEach((lib, i) => {
@@ -142,7 +174,13 @@ try {
     raw[`peerInit-${lib}`] = theirs;
     const ours = (results[i] ?? '').split(': ').slice(1).join(': ');
     check(`${path.basename(lib)}: first call`, ours, theirs.result, 'equal', ours === theirs.result);
-    check(`${path.basename(lib)}: first call ms`, metric(init.records, 'runtime_first_call_ms', { library: path.basename(lib) })?.value, theirs.first_call_ms, 'shown', null);
+    check(
+      `${path.basename(lib)}: first call ms`,
+      metric(init.records, 'runtime_first_call_ms', { library: path.basename(lib) })?.value,
+      theirs.first_call_ms,
+      'shown',
+      null,
+    );
   });
 
   // 4. transfer-bandwidth's filled round (C28), 1 GiB copies; the peer holds the same bytes.
@@ -150,37 +188,77 @@ try {
   raw.transferBandwidth = bw.records;
   const fill = metric(bw.records, 'fill_bytes', { fill_percent: 90 })?.value;
   if (!fill) throw new Error('transfer-bandwidth filled nothing (see raw.transferBandwidth)');
-  const theirsBw = peer('copies', 1024 * MiB, fill, 20) as PeerAnswer & { idle_gbps: Record<string, number>; filled_gbps: Record<string, number>; filled_idle_ratio: Record<string, number>; vram_used_fraction: number };
+  const theirsBw = peer('copies', 1024 * MiB, fill, 20) as PeerAnswer & {
+    idle_gbps: Record<string, number>;
+    filled_gbps: Record<string, number>;
+    filled_idle_ratio: Record<string, number>;
+    vram_used_fraction: number;
+  };
   raw.peerCopies = theirsBw;
   if (theirsBw.skipped || theirsBw.error) throw new Error(`peer copies: ${theirsBw.skipped ?? theirsBw.error}`);
   check('VRAM filled, GiB', fill / GiB, fill / GiB, 'the peer holds the same bytes', null);
   const used = metric(bw.records, 'vram_used_fraction', { fill_percent: 90 })?.value ?? NaN;
-  check('share of VRAM in use once filled', used, theirsBw.vram_used_fraction, 'within 0.03 (others share the card)', near(used, theirsBw.vram_used_fraction, 0, 0.03));
+  check(
+    'share of VRAM in use once filled',
+    used,
+    theirsBw.vram_used_fraction,
+    'within 0.03 (others share the card)',
+    near(used, theirsBw.vram_used_fraction, 0, 0.03),
+  );
   for (const d of ['h2d', 'd2h']) {
     const idle = metric(bw.records, 'bandwidth_gbps', { direction: d, memory: 'pinned', size_bytes: 1024 * MiB })?.value ?? NaN;
-    const filled = metric(bw.records, 'bandwidth_gbps', { direction: d, memory: 'pinned', size_bytes: 1024 * MiB, fill_percent: 90 })?.value ?? NaN;
+    const filled =
+      metric(bw.records, 'bandwidth_gbps', { direction: d, memory: 'pinned', size_bytes: 1024 * MiB, fill_percent: 90 })?.value ?? NaN;
     check(`${d} pinned 1 GiB, idle, GB/s`, idle, theirsBw.idle_gbps[d], 'within 10 %', near(idle, theirsBw.idle_gbps[d]!, 0.1));
-    check(`${d} pinned 1 GiB, VRAM filled, GB/s`, filled, theirsBw.filled_gbps[d], 'within 10 %', near(filled, theirsBw.filled_gbps[d]!, 0.1));
+    check(
+      `${d} pinned 1 GiB, VRAM filled, GB/s`,
+      filled,
+      theirsBw.filled_gbps[d],
+      'within 10 %',
+      near(filled, theirsBw.filled_gbps[d]!, 0.1),
+    );
     const ratio = metric(bw.records, 'filled_idle_ratio', { direction: d })?.value ?? NaN;
     check(`${d} filled / idle`, ratio, theirsBw.filled_idle_ratio[d], 'within 0.1', near(ratio, theirsBw.filled_idle_ratio[d]!, 0, 0.1));
   }
 
   // 5. sysinfo's display facts against nvidia-smi.
   const smi = spawnSync('nvidia-smi', ['--id=0', '--query-gpu=display_mode,display_active', '--format=csv,noheader'], { encoding: 'utf8' });
-  const [mode, active] = (smi.stdout ?? '').trim().split(/,\s*/).map((v) => (v === 'Enabled' ? true : v === 'Disabled' ? false : v));
+  const [mode, active] = (smi.stdout ?? '')
+    .trim()
+    .split(/,\s*/)
+    .map((v) => (v === 'Enabled' ? true : v === 'Disabled' ? false : v));
   // A field this nvidia-smi does not know is shown, not judged.
-  check('display_attached (nvidia-smi display_mode)', info.display_attached, mode ?? smi.stderr, 'equal', typeof mode === 'boolean' ? info.display_attached === mode : null);
-  check('display_active (nvidia-smi display_active)', info.display_active, active ?? smi.stderr, 'equal', typeof active === 'boolean' ? info.display_active === active : null);
+  check(
+    'display_attached (nvidia-smi display_mode)',
+    info.display_attached,
+    mode ?? smi.stderr,
+    'equal',
+    typeof mode === 'boolean' ? info.display_attached === mode : null,
+  );
+  check(
+    'display_active (nvidia-smi display_active)',
+    info.display_active,
+    active ?? smi.stderr,
+    'equal',
+    typeof active === 'boolean' ? info.display_active === active : null,
+  );
 } catch (error) {
   console.error(`bench/behaviour-checks: ${(error as Error).message}`);
   writeOut({ error: (error as Error).message, probe: probePath, python, sysinfo: info, checks, raw });
   process.exit(1);
 }
 
-const fmt = (v: unknown) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : JSON.stringify(v) ?? 'n/a');
-console.log(formatTable(['measurement', 'cudaprobe', 'peer', 'rule', 'check'], checks.map((c) => [c.what, fmt(c.cudaprobe), fmt(c.peer), c.rule, c.status])));
+const fmt = (v: unknown) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : (JSON.stringify(v) ?? 'n/a'));
+console.log(
+  formatTable(
+    ['measurement', 'cudaprobe', 'peer', 'rule', 'check'],
+    checks.map((c) => [c.what, fmt(c.cudaprobe), fmt(c.peer), c.rule, c.status]),
+  ),
+);
 const failed = checks.filter((c) => c.status === 'fail');
 const judged = checks.filter((c) => c.status !== 'info');
-console.log(`\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((c) => c.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+console.log(
+  `\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((c) => c.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+);
 writeOut({ probe: probePath, python, sysinfo: info, checks, raw });
 process.exitCode = failed.length ? 1 : 0;

@@ -22,7 +22,9 @@ import { h200Records } from '../results/record/fixture.ts';
 import { formatTable } from '../core/text-table.ts';
 import { median } from './stats.ts';
 
-const { values } = parseArgs({ options: { pairs: { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: { pairs: { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } },
+});
 const tiny = values.tiny!;
 const pairs = Number(values.pairs ?? (tiny ? 20 : 10000));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
@@ -33,7 +35,7 @@ if (![pairs, rounds].every((n) => Number.isInteger(n) && n >= 1)) {
 
 const [base, ...others] = await h200Records();
 let seed = 12345;
-const random = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
+const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
 const template = Array.from({ length: 16 }, (_, i) => {
   const r = structuredClone(others[i % others.length]!);
   for (const m of r.metrics) if (m.value !== null) m.value *= 1 + (random() - 0.5) / 5;
@@ -58,19 +60,36 @@ for (let round = 0; round < rounds; round++) {
 }
 const ok = (ms: number) => (ms <= 1000 ? 'within' : 'OVER BUDGET');
 const medians = { peer: median(peer), cold: median(cold), warm: median(warm) };
-console.log(`${pairs} pairs of full H200 records (171 metrics, 20 facts), the same key, values varied by up to ±10 %; median of ${rounds} rounds (${process.version}, ${process.platform}/${process.arch})\n`);
+console.log(
+  `${pairs} pairs of full H200 records (171 metrics, 20 facts), the same key, values varied by up to ±10 %; median of ${rounds} rounds (${process.version}, ${process.platform}/${process.arch})\n`,
+);
 console.log(
   formatTable(
     ['what', 'ms', 'ratio to peer', 'budget'],
     [
       ['peer: JSON.parse(JSON.stringify()) of the same records', medians.peer.toFixed(0), '1.00', ''],
-      ['diffRecords, cold (fresh records)', medians.cold.toFixed(0), (medians.cold / medians.peer).toFixed(2), `1000 ms: ${ok(medians.cold)}`],
-      ['diffRecords, warm (series keyed)', medians.warm.toFixed(0), (medians.warm / medians.peer).toFixed(2), `1000 ms: ${ok(medians.warm)}`],
+      [
+        'diffRecords, cold (fresh records)',
+        medians.cold.toFixed(0),
+        (medians.cold / medians.peer).toFixed(2),
+        `1000 ms: ${ok(medians.cold)}`,
+      ],
+      [
+        'diffRecords, warm (series keyed)',
+        medians.warm.toFixed(0),
+        (medians.warm / medians.peer).toFixed(2),
+        `1000 ms: ${ok(medians.warm)}`,
+      ],
     ],
   ),
 );
-console.log(`\n${changed} of ${pairs} pairs flagged as changed (values varied by up to ±10 %, beyond several tolerances)${tiny ? '; budget not enforced (--tiny)' : ''}`);
+console.log(
+  `\n${changed} of ${pairs} pairs flagged as changed (values varied by up to ±10 %, beyond several tolerances)${tiny ? '; budget not enforced (--tiny)' : ''}`,
+);
 const out = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'diff.json'));
 mkdirSync(path.dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify({ bench: 'diff', pairs, rounds, tiny, node: process.version, samplesMs: { peer, cold, warm }, medianMs: medians, changed, budgetMs: 1000, enforced: !tiny }, null, 2)}\n`);
+writeFileSync(
+  out,
+  `${JSON.stringify({ bench: 'diff', pairs, rounds, tiny, node: process.version, samplesMs: { peer, cold, warm }, medianMs: medians, changed, budgetMs: 1000, enforced: !tiny }, null, 2)}\n`,
+);
 process.exitCode = !tiny && medians.cold > 1000 ? 1 : 0;

@@ -40,13 +40,23 @@ const CHUNK = 256 * MiB;
 const GRANULE = 64 * MiB;
 
 function usage(message: string): never {
-  console.error(`bench/memory-checks: ${message}\nusage: memory-checks [--probe FILE] [--python PYTHON] [--out FILE] [--max-gib N] [--tiny]`);
+  console.error(
+    `bench/memory-checks: ${message}\nusage: memory-checks [--probe FILE] [--python PYTHON] [--out FILE] [--max-gib N] [--tiny]`,
+  );
   process.exit(2);
 }
 
 let parsed;
 try {
-  parsed = parseArgs({ options: { probe: { type: 'string' }, python: { type: 'string', default: 'python3' }, out: { type: 'string' }, 'max-gib': { type: 'string', default: '16' }, tiny: { type: 'boolean', default: false } } });
+  parsed = parseArgs({
+    options: {
+      probe: { type: 'string' },
+      python: { type: 'string', default: 'python3' },
+      out: { type: 'string' },
+      'max-gib': { type: 'string', default: '16' },
+      tiny: { type: 'boolean', default: false },
+    },
+  });
 } catch (error) {
   usage((error as Error).message);
 }
@@ -86,16 +96,19 @@ function peer(...args: (string | number)[]): PeerAnswer {
 
 const metric = (records: ProbeRecord[], name: string, attrs: Record<string, unknown> = {}) =>
   records.find((r) => r.type === 'metric' && r.name === name && Object.entries(attrs).every(([k, v]) => r.attrs?.[k] === v)) as
-    | { value: number | null; attrs?: Record<string, unknown> }
-    | undefined;
-const fact = (records: ProbeRecord[], name: string) => (records.find((r) => r.type === 'fact' && r.name === name) as { value: unknown } | undefined)?.value;
+    { value: number | null; attrs?: Record<string, unknown> } | undefined;
+const fact = (records: ProbeRecord[], name: string) =>
+  (records.find((r) => r.type === 'fact' && r.name === name) as { value: unknown } | undefined)?.value;
 
 // ---- what is missing? ------------------------------------------------------------------------
 
 const sys = probe('sysinfo', {});
 const info = Object.fromEntries(sys.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value]] : [])));
 const first = peer('meminfo');
-const missing = sys.status === 3 ? `no usable GPU: ${(sys.records.find((r) => r.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}` : first.skipped ?? first.error;
+const missing =
+  sys.status === 3
+    ? `no usable GPU: ${(sys.records.find((r) => r.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}`
+    : (first.skipped ?? first.error);
 if (missing) {
   console.log(`memory-checks: skipped: ${missing}`);
   writeOut({ skipped: missing, probe: probePath, python, sysinfo: info, checks: [] });
@@ -115,16 +128,24 @@ const params = {
   'managed-memory': { size_mib: 64, percent_of_free: managedPercent },
   'sysmem-fallback': { api: 'runtime', chunk_mib: 256, max_gib: sysmemGib, past_vram_gib: 2 },
 };
-console.log(`memory-checks on ${info.gpu_name} (driver ${info.driver_version}): free VRAM ${(freeVram / GiB).toFixed(1)} GiB; cap ${capGib} GiB, managed ${managedPercent} % of free, sysmem-fallback bounded at ${sysmemGib} GiB`);
+console.log(
+  `memory-checks on ${info.gpu_name} (driver ${info.driver_version}): free VRAM ${(freeVram / GiB).toFixed(1)} GiB; cap ${capGib} GiB, managed ${managedPercent} % of free, sysmem-fallback bounded at ${sysmemGib} GiB`,
+);
 const yaml = [
-  '# Written by bench/memory-checks: issue 24\'s memory probes with caps safe on this shared card.',
+  "# Written by bench/memory-checks: issue 24's memory probes with caps safe on this shared card.",
   'version: 1',
   'description: issue 24 memory probes, capped',
   'defaults:',
   `  probes: [${['sysinfo', ...Object.keys(params)].join(', ')}]`,
   '  timeout: 10m',
   '  params:',
-  ...Object.entries(params).flatMap(([p, v]) => [`    ${p}:`, ...Object.entries(v).map(([k, x]) => `      ${k}: ${k === 'apis' ? `[${x}]` : k === 'prefill_percent' ? `[${x}]` : typeof x === 'string' ? JSON.stringify(x) : x}`)]),
+  ...Object.entries(params).flatMap(([p, v]) => [
+    `    ${p}:`,
+    ...Object.entries(v).map(
+      ([k, x]) =>
+        `      ${k}: ${k === 'apis' ? `[${x}]` : k === 'prefill_percent' ? `[${x}]` : typeof x === 'string' ? JSON.stringify(x) : x}`,
+    ),
+  ]),
   'targets:',
   '  - name: local',
   '    transport: local',
@@ -157,9 +178,18 @@ try {
 
   // 1. alloc-ceiling, per API.
   const ceiling = probe('alloc-ceiling', params['alloc-ceiling']);
-  if (ceiling.status !== 0) throw new Error(`cudaprobe alloc-ceiling exited ${ceiling.status}: ${JSON.stringify(ceiling.records.filter((r) => r.type === 'error' || r.type === 'skip'))}`);
+  if (ceiling.status !== 0)
+    throw new Error(
+      `cudaprobe alloc-ceiling exited ${ceiling.status}: ${JSON.stringify(ceiling.records.filter((r) => r.type === 'error' || r.type === 'skip'))}`,
+    );
   raw.allocCeiling = ceiling.records;
-  check('memory_pools_supported', fact(ceiling.records, 'memory_pools_supported'), attributes.memory_pools_supported, 'equal', fact(ceiling.records, 'memory_pools_supported') === attributes.memory_pools_supported);
+  check(
+    'memory_pools_supported',
+    fact(ceiling.records, 'memory_pools_supported'),
+    attributes.memory_pools_supported,
+    'equal',
+    fact(ceiling.records, 'memory_pools_supported') === attributes.memory_pools_supported,
+  );
   for (const api of ['driver', 'runtime', 'async']) {
     const theirs = peer('alloc', api, CHUNK, cap, GRANULE);
     raw[`peer-alloc-${api}`] = theirs;
@@ -168,14 +198,46 @@ try {
       continue;
     }
     const free = metric(ceiling.records, 'free_vram_bytes', { api })?.value ?? NaN;
-    check(`${api}: free VRAM at the start`, gib(free), gib(theirs.free_vram_bytes), 'within 2 % or 1 GiB (a shared card)', near(free, Number(theirs.free_vram_bytes), 0.02, GiB));
+    check(
+      `${api}: free VRAM at the start`,
+      gib(free),
+      gib(theirs.free_vram_bytes),
+      'within 2 % or 1 GiB (a shared card)',
+      near(free, Number(theirs.free_vram_bytes), 0.02, GiB),
+    );
     const largest = metric(ceiling.records, 'largest_single_bytes', { api });
-    check(`${api}: largest single allocation`, gib(largest?.value), gib(theirs.largest_single_bytes), 'within one granule (64 MiB)', near(Number(largest?.value), Number(theirs.largest_single_bytes), 0, GRANULE));
-    check(`${api}: largest stopped by`, largest?.attrs?.stopped_by, theirs.largest_capped ? 'safety-cap' : 'allocation-failure', 'equal', largest?.attrs?.stopped_by === (theirs.largest_capped ? 'safety-cap' : 'allocation-failure'));
+    check(
+      `${api}: largest single allocation`,
+      gib(largest?.value),
+      gib(theirs.largest_single_bytes),
+      'within one granule (64 MiB)',
+      near(Number(largest?.value), Number(theirs.largest_single_bytes), 0, GRANULE),
+    );
+    check(
+      `${api}: largest stopped by`,
+      largest?.attrs?.stopped_by,
+      theirs.largest_capped ? 'safety-cap' : 'allocation-failure',
+      'equal',
+      largest?.attrs?.stopped_by === (theirs.largest_capped ? 'safety-cap' : 'allocation-failure'),
+    );
     const cumulative = metric(ceiling.records, 'cumulative_bytes', { api });
-    check(`${api}: chunks held at once`, gib(cumulative?.value), gib(theirs.cumulative_bytes), 'equal, or within one chunk and 2 % when a failure stopped them', cumulative?.attrs?.stopped_by === 'safety-cap' && !theirs.cumulative_failed ? cumulative?.value === theirs.cumulative_bytes : near(Number(cumulative?.value), Number(theirs.cumulative_bytes), 0.02, CHUNK));
+    check(
+      `${api}: chunks held at once`,
+      gib(cumulative?.value),
+      gib(theirs.cumulative_bytes),
+      'equal, or within one chunk and 2 % when a failure stopped them',
+      cumulative?.attrs?.stopped_by === 'safety-cap' && !theirs.cumulative_failed
+        ? cumulative?.value === theirs.cumulative_bytes
+        : near(Number(cumulative?.value), Number(theirs.cumulative_bytes), 0.02, CHUNK),
+    );
     const reaches = fact(ceiling.records, api === 'driver' ? 'reaches_free_vram' : `reaches_free_vram_${api}`);
-    check(`${api}: reaches_free_vram`, reaches, theirs.cumulative_failed ? 'decided by a failure' : null, 'null when both stopped at the cap', theirs.cumulative_failed ? reaches !== null : reaches === null);
+    check(
+      `${api}: reaches_free_vram`,
+      reaches,
+      theirs.cumulative_failed ? 'decided by a failure' : null,
+      'null when both stopped at the cap',
+      theirs.cumulative_failed ? reaches !== null : reaches === null,
+    );
   }
 
   // 2. pinned-ceiling's registered round and the host-register attributes.
@@ -189,8 +251,20 @@ try {
   const regCap = Number(registered?.attrs?.cap_bytes ?? cap);
   const theirsReg = peer('register', CHUNK, regCap);
   raw.peerRegister = theirsReg;
-  check('registered ceiling (malloc + cuMemHostRegister)', gib(registered?.value), gib(theirsReg.ceiling_bytes), `equal at the probe's cap (${gib(regCap)})`, registered?.value === theirsReg.ceiling_bytes);
-  check('registered_limited_by', fact(pinned.records, 'registered_limited_by'), theirsReg.failed ? 'allocation-failure' : 'safety-cap', 'equal', fact(pinned.records, 'registered_limited_by') === (theirsReg.failed ? 'allocation-failure' : 'safety-cap'));
+  check(
+    'registered ceiling (malloc + cuMemHostRegister)',
+    gib(registered?.value),
+    gib(theirsReg.ceiling_bytes),
+    `equal at the probe's cap (${gib(regCap)})`,
+    registered?.value === theirsReg.ceiling_bytes,
+  );
+  check(
+    'registered_limited_by',
+    fact(pinned.records, 'registered_limited_by'),
+    theirsReg.failed ? 'allocation-failure' : 'safety-cap',
+    'equal',
+    fact(pinned.records, 'registered_limited_by') === (theirsReg.failed ? 'allocation-failure' : 'safety-cap'),
+  );
 
   // 3. managed-memory's large step, within free VRAM.
   const managed = probe('managed-memory', params['managed-memory']);
@@ -198,32 +272,81 @@ try {
   raw.managedMemory = managed.records;
   const theirsManaged = peer('managed', managedPercent);
   raw.peerManaged = theirsManaged;
-  check(`managed ${managedPercent} % of free: round trip`, fact(managed.records, 'large_roundtrip_ok'), theirsManaged.ok, 'equal', fact(managed.records, 'large_roundtrip_ok') === theirsManaged.ok);
-  check('managed: oversubscription_ok', fact(managed.records, 'oversubscription_ok'), null, 'null: never asked for here', fact(managed.records, 'oversubscription_ok') === null);
-  check('managed: size', gib(metric(managed.records, 'managed_bytes')?.value), gib(theirsManaged.managed_bytes), 'within 2 % (free VRAM moves)', near(Number(metric(managed.records, 'managed_bytes')?.value), Number(theirsManaged.managed_bytes), 0.02, GiB));
-  check('managed: GPU fill GB/s (kernel vs cuMemsetD32)', metric(managed.records, 'large_gpu_fill_gbps')?.value, theirsManaged.gpu_fill_gbps, 'shown', null);
+  check(
+    `managed ${managedPercent} % of free: round trip`,
+    fact(managed.records, 'large_roundtrip_ok'),
+    theirsManaged.ok,
+    'equal',
+    fact(managed.records, 'large_roundtrip_ok') === theirsManaged.ok,
+  );
+  check(
+    'managed: oversubscription_ok',
+    fact(managed.records, 'oversubscription_ok'),
+    null,
+    'null: never asked for here',
+    fact(managed.records, 'oversubscription_ok') === null,
+  );
+  check(
+    'managed: size',
+    gib(metric(managed.records, 'managed_bytes')?.value),
+    gib(theirsManaged.managed_bytes),
+    'within 2 % (free VRAM moves)',
+    near(Number(metric(managed.records, 'managed_bytes')?.value), Number(theirsManaged.managed_bytes), 0.02, GiB),
+  );
+  check(
+    'managed: GPU fill GB/s (kernel vs cuMemsetD32)',
+    metric(managed.records, 'large_gpu_fill_gbps')?.value,
+    theirsManaged.gpu_fill_gbps,
+    'shown',
+    null,
+  );
 
   // 4. sysmem-fallback, bounded below free VRAM.
   const sysmem = probe('sysmem-fallback', params['sysmem-fallback']);
   if (sysmem.status !== 0) throw new Error(`cudaprobe sysmem-fallback exited ${sysmem.status}`);
   raw.sysmemFallback = sysmem.records;
   const allocated = metric(sysmem.records, 'allocated_bytes');
-  check('sysmem-fallback: allocated', gib(allocated?.value), gib(sysmemGib * GiB), 'the bound, exactly', allocated?.value === sysmemGib * GiB && allocated?.attrs?.stopped_by === 'bound');
-  check('sysmem-fallback: allocates_past_vram', fact(sysmem.records, 'allocates_past_vram'), null, 'null: the bound is below free VRAM', fact(sysmem.records, 'allocates_past_vram') === null);
+  check(
+    'sysmem-fallback: allocated',
+    gib(allocated?.value),
+    gib(sysmemGib * GiB),
+    'the bound, exactly',
+    allocated?.value === sysmemGib * GiB && allocated?.attrs?.stopped_by === 'bound',
+  );
+  check(
+    'sysmem-fallback: allocates_past_vram',
+    fact(sysmem.records, 'allocates_past_vram'),
+    null,
+    'null: the bound is below free VRAM',
+    fact(sysmem.records, 'allocates_past_vram') === null,
+  );
   const theirsWrite = peer('write', CHUNK);
   raw.peerWrite = theirsWrite;
   const firstWrite = metric(sysmem.records, 'first_chunk_write_gbps')?.value ?? NaN;
-  check('first chunk write GB/s (cuMemsetD32, 256 MiB)', firstWrite, theirsWrite.write_gbps, 'within 25 %', near(firstWrite, Number(theirsWrite.write_gbps), 0.25));
+  check(
+    'first chunk write GB/s (cuMemsetD32, 256 MiB)',
+    firstWrite,
+    theirsWrite.write_gbps,
+    'within 25 %',
+    near(firstWrite, Number(theirsWrite.write_gbps), 0.25),
+  );
 } catch (error) {
   console.error(`bench/memory-checks: ${(error as Error).message}`);
   writeOut({ error: (error as Error).message, probe: probePath, python, sysinfo: info, params, checks, raw });
   process.exit(1);
 }
 
-const fmt = (v: unknown) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : JSON.stringify(v) ?? 'n/a');
-console.log(formatTable(['measurement', 'cudaprobe', 'peer (ctypes)', 'rule', 'check'], checks.map((c) => [c.what, fmt(c.cudaprobe), fmt(c.peer), c.rule, c.status])));
+const fmt = (v: unknown) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : (JSON.stringify(v) ?? 'n/a'));
+console.log(
+  formatTable(
+    ['measurement', 'cudaprobe', 'peer (ctypes)', 'rule', 'check'],
+    checks.map((c) => [c.what, fmt(c.cudaprobe), fmt(c.peer), c.rule, c.status]),
+  ),
+);
 const failed = checks.filter((c) => c.status === 'fail');
 const judged = checks.filter((c) => c.status !== 'info');
-console.log(`\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((c) => c.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+console.log(
+  `\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((c) => c.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+);
 writeOut({ probe: probePath, python, sysinfo: info, freeVram, params, checks, raw });
 process.exitCode = failed.length ? 1 : 0;

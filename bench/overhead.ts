@@ -47,7 +47,15 @@ import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
 import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl/wsl-standin/machine.ts';
 import { median, roundOrder } from './stats.ts';
 
-const { values } = parseArgs({ options: { targets: { type: 'string' }, 'hop-targets': { type: 'string' }, rounds: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    targets: { type: 'string' },
+    'hop-targets': { type: 'string' },
+    rounds: { type: 'string' },
+    out: { type: 'string' },
+    tiny: { type: 'boolean', default: false },
+  },
+});
 const tiny = values.tiny!;
 const targets = Number(values.targets ?? (tiny ? 2 : 50));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
@@ -87,7 +95,11 @@ async function runMatrixText(text: string): Promise<number> {
   const t0 = performance.now();
   const plan = planCells(parseMatrix(text, matrixFile));
   const sink = { write: () => true };
-  const reporters = new Reporters([consoleReporter({ out: sink }), junitReporter((d) => path.join(d, 'junit.xml')), jsonReporter((d) => path.join(d, 'summary.json'))]);
+  const reporters = new Reporters([
+    consoleReporter({ out: sink }),
+    junitReporter((d) => path.join(d, 'junit.xml')),
+    jsonReporter((d) => path.join(d, 'summary.json')),
+  ]);
   const run = await executePlan(plan, { runsDir: path.join(work, 'runs'), onEvent: (e) => reporters.event(e) });
   await reporters.end(summarize(run.events), { runDir: run.runDir, eventsFile: run.eventsFile, strict: false });
   const ms = performance.now() - t0;
@@ -103,9 +115,25 @@ async function runMatrixText(text: string): Promise<number> {
 
 function cliProcess(): number {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, ['--import', tsxLoader, cliEntry, 'run', '-m', matrixFile, '--results-dir', path.join(work, 'runs'), '--junit', path.join(work, 'junit.xml'), '--quiet'], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      tsxLoader,
+      cliEntry,
+      'run',
+      '-m',
+      matrixFile,
+      '--results-dir',
+      path.join(work, 'runs'),
+      '--junit',
+      path.join(work, 'junit.xml'),
+      '--quiet',
+    ],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`cudamatrix exited ${r.status}: ${r.stderr}`);
   return performance.now() - t0;
 }
@@ -140,34 +168,69 @@ if (kinds.length > 1) {
   }
 }
 await hops.stop();
-const ran = Object.entries(cudamatrixProbeRuns).map(([probeName, count]) => `${probeName} x ${count}`).join(', ');
+const ran = Object.entries(cudamatrixProbeRuns)
+  .map(([probeName, count]) => `${probeName} x ${count}`)
+  .join(', ');
 const likeWithLike = ran === `sysinfo x ${targets}`;
 const p = median(samples.peer);
 const rows = [
   ['cudaprobe alone (peer)', `cudaprobe ${probeArgv.join(' ')}, ${targets} times in a row`, p, 0],
-  ['cudamatrix run, in-process', `executePlan + reporters: ${targets} local targets, probes [sysinfo] (${ran})`, median(samples.inProcess), (median(samples.inProcess) - p) / targets],
-  ['cudamatrix run, CLI process', `node --import tsx cli/entry.ts run (same matrix), one process`, median(samples.cli), (median(samples.cli) - p) / targets],
+  [
+    'cudamatrix run, in-process',
+    `executePlan + reporters: ${targets} local targets, probes [sysinfo] (${ran})`,
+    median(samples.inProcess),
+    (median(samples.inProcess) - p) / targets,
+  ],
+  [
+    'cudamatrix run, CLI process',
+    `node --import tsx cli/entry.ts run (same matrix), one process`,
+    median(samples.cli),
+    (median(samples.cli) - p) / targets,
+  ],
 ] as const;
-console.log(`\n${targets} local targets x sysinfo, median of ${rounds} alternated round(s) (${process.version}, ${process.platform}/${process.arch})\n`);
+console.log(
+  `\n${targets} local targets x sysinfo, median of ${rounds} alternated round(s) (${process.version}, ${process.platform}/${process.arch})\n`,
+);
 console.log(
   formatTable(
     ['what', 'what it ran', 'total ms', 'ms per target', 'overhead ms per target', 'ratio to peer'],
-    rows.map(([what, ranText, total, overhead]) => [what, ranText, total.toFixed(0), (total / targets).toFixed(1), overhead.toFixed(1), (total / p).toFixed(2)]),
+    rows.map(([what, ranText, total, overhead]) => [
+      what,
+      ranText,
+      total.toFixed(0),
+      (total / targets).toFixed(1),
+      overhead.toFixed(1),
+      (total / p).toFixed(2),
+    ]),
   ),
 );
 if (!likeWithLike) console.log(`\nNOT LIKE WITH LIKE: cudamatrix ran ${ran}, the peer sysinfo x ${targets}`);
 const worst = Math.max(rows[1][3], rows[2][3]);
 const within = worst < 100;
-console.log(`\noverhead per target: ${worst.toFixed(1)} ms (budget 100 ms): ${within ? 'within budget' : 'OVER BUDGET'}${tiny ? ' (not enforced: --tiny)' : ''}`);
+console.log(
+  `\noverhead per target: ${worst.toFixed(1)} ms (budget 100 ms): ${within ? 'within budget' : 'OVER BUDGET'}${tiny ? ' (not enforced: --tiny)' : ''}`,
+);
 // Per hop: (median of the kind - median of local) / cells / hops.
 const hopCount: Record<string, number> = { wsl: 1, 'ssh-wsl': 2 };
-const hopRows = kinds.length > 1 ? kinds.filter((k) => k !== 'local').map((k) => {
-  const t = median(hopSamples[k]!);
-  const extra = t - median(hopSamples.local!);
-  if (hopCells[k] !== hopCells.local) throw new Error(`${k} ran ${hopCells[k]} cells, local ${hopCells.local}: not like with like`);
-  const perHop = extra / hopCells[k]! / hopCount[k]!;
-  return { kind: k, medianMs: t, cells: hopCells[k]!, perHopPerTargetMs: extra / hopTargetCount / hopCount[k]!, perHopPerCellMs: perHop, within: perHop <= 50 };
-}) : [];
+const hopRows =
+  kinds.length > 1
+    ? kinds
+        .filter((k) => k !== 'local')
+        .map((k) => {
+          const t = median(hopSamples[k]!);
+          const extra = t - median(hopSamples.local!);
+          if (hopCells[k] !== hopCells.local) throw new Error(`${k} ran ${hopCells[k]} cells, local ${hopCells.local}: not like with like`);
+          const perHop = extra / hopCells[k]! / hopCount[k]!;
+          return {
+            kind: k,
+            medianMs: t,
+            cells: hopCells[k]!,
+            perHopPerTargetMs: extra / hopTargetCount / hopCount[k]!,
+            perHopPerCellMs: perHop,
+            within: perHop <= 50,
+          };
+        })
+    : [];
 if (hopRows.length) {
   console.log(
     `\nper hop kind, in-process, ${hopTargetCount} target(s) x every probe (${hopCells.local} cells), median of ${rounds} alternated round(s) against local in the same rounds (wsl: the tests' stand-in wsl.exe)\n`,
@@ -177,7 +240,13 @@ if (hopRows.length) {
       ['transport', 'total ms', 'overhead ms per hop per target', 'overhead ms per hop per cell', 'budget'],
       [
         ['local', median(hopSamples.local!).toFixed(0), '', '', ''],
-        ...hopRows.map((r) => [r.kind === 'ssh-wsl' ? '[ssh, wsl]' : r.kind, r.medianMs.toFixed(0), r.perHopPerTargetMs.toFixed(1), r.perHopPerCellMs.toFixed(1), `+50 ms per cell: ${r.within ? 'ok' : 'OVER BUDGET'}`]),
+        ...hopRows.map((r) => [
+          r.kind === 'ssh-wsl' ? '[ssh, wsl]' : r.kind,
+          r.medianMs.toFixed(0),
+          r.perHopPerTargetMs.toFixed(1),
+          r.perHopPerCellMs.toFixed(1),
+          `+50 ms per cell: ${r.within ? 'ok' : 'OVER BUDGET'}`,
+        ]),
       ],
     ),
   );
@@ -200,7 +269,14 @@ writeFileSync(
       samplesMs: samples,
       medianMs: Object.fromEntries(rows.map(([w, , t]) => [w, t])),
       overheadPerTargetMs: worst,
-      hops: { targets: hopTargetCount, cells: hopCells, samplesMs: hopSamples, rows: hopRows, skipped: hops.skipped, budgetPerHopPerCellMs: 50 },
+      hops: {
+        targets: hopTargetCount,
+        cells: hopCells,
+        samplesMs: hopSamples,
+        rows: hopRows,
+        skipped: hops.skipped,
+        budgetPerHopPerCellMs: 50,
+      },
       budgetMs: 100,
       enforced: !tiny,
     },
@@ -218,18 +294,42 @@ async function hopTargets(count: number): Promise<{ matrices: Record<string, str
   const skipped: string[] = [];
   const missing = Object.keys(STANDIN_TOOLS).filter((t) => !findOnPath(t));
   if (process.getuid?.() !== 0 || missing.length) {
-    return { matrices: {}, skipped: [`wsl and [ssh, wsl] skipped: the WSL stand-in needs root and ${Object.keys(STANDIN_TOOLS).join(', ')}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`], stop: async () => undefined };
+    return {
+      matrices: {},
+      skipped: [
+        `wsl and [ssh, wsl] skipped: the WSL stand-in needs root and ${Object.keys(STANDIN_TOOLS).join(', ')}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`,
+      ],
+      stop: async () => undefined,
+    };
   }
   const machine = makeStandinMachine([{ name: 'Bench', version: 2, default: true }], { libsOf: probe.path });
   // This process runs the first-hop wsl.exe: the stand-in goes on its PATH.
   Object.assign(process.env, machine.env());
-  const targetsOf = (transport: unknown) => `version: 1\nconcurrency: 1\ndefaults: {probes: all}\ntargets:\n${Array.from({ length: count }, (_, i) => `  - name: t${i}\n    transport: ${JSON.stringify(transport)}`).join('\n')}\n`;
+  const targetsOf = (transport: unknown) =>
+    `version: 1\nconcurrency: 1\ndefaults: {probes: all}\ntargets:\n${Array.from({ length: count }, (_, i) => `  - name: t${i}\n    transport: ${JSON.stringify(transport)}`).join('\n')}\n`;
   const matrices: Record<string, string> = { local: targetsOf({ kind: 'local' }), wsl: targetsOf({ kind: 'wsl', distribution: 'Bench' }) };
   let sshd: Sshd | undefined;
   if (sshdAvailable()) {
-    const pathDirs = [STANDIN_BIN, path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+    const pathDirs = [
+      STANDIN_BIN,
+      path.dirname(process.execPath),
+      '/usr/local/sbin',
+      '/usr/local/bin',
+      '/usr/sbin',
+      '/usr/bin',
+      '/sbin',
+      '/bin',
+    ];
     sshd = await startSshd(1, [`SetEnv PATH=${pathDirs.join(':')} CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}`]);
-    const ssh = { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, agent: false };
+    const ssh = {
+      kind: 'ssh',
+      host: '127.0.0.1',
+      port: sshd.ports[0],
+      identityFile: sshd.key,
+      knownHosts: sshd.knownHosts,
+      sshConfig: false,
+      agent: false,
+    };
     matrices['ssh-wsl'] = targetsOf([ssh, { kind: 'wsl', distribution: 'Bench' }]);
   } else {
     skipped.push('[ssh, wsl] skipped: needs OpenSSH sshd and root');

@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { compareP2p, parseTopo } from './p2p-compare.ts';
 
 const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 'cudaprobe/1', probe: 'p2p', ...o });
-const metric = (name: string, value: number, attrs: Record<string, unknown>) => line({ type: 'metric', name, value, unit: name === 'wrong_bytes' ? 'bytes' : 'GB/s', attrs });
+const metric = (name: string, value: number, attrs: Record<string, unknown>) =>
+  line({ type: 'metric', name, value, unit: name === 'wrong_bytes' ? 'bytes' : 'GB/s', attrs });
 
 function probeOut(bw: Record<string, number>, wrong: Record<string, number> = {}, link = 'NV18'): string {
   const lines = [line({ type: 'fact', name: 'link_class', value: link, evidence: { '0-1': link } })];
@@ -32,11 +33,29 @@ Legend:
 describe('p2p probe against its independent check', () => {
   const bw = { '0:1:off': 40, '1:0:off': 41, '0:1:on': 380, '1:0:on': 382 };
 
-  it('agrees when every bandwidth is within 10 %, both found the copies intact, and the link class is nvidia-smi\'s', () => {
-    const c = compareP2p(probeOut(bw), checkOut([[0, 1, false, 42, true], [1, 0, false, 40, true], [0, 1, true, 370, true], [1, 0, true, 390, true]]), topo);
+  it("agrees when every bandwidth is within 10 %, both found the copies intact, and the link class is nvidia-smi's", () => {
+    const c = compareP2p(
+      probeOut(bw),
+      checkOut([
+        [0, 1, false, 42, true],
+        [1, 0, false, 40, true],
+        [0, 1, true, 370, true],
+        [1, 0, true, 390, true],
+      ]),
+      topo,
+    );
     expect(c.problems).toEqual([]);
     expect(c.rows).toHaveLength(4);
-    expect(c.rows[2]).toMatchObject({ src: 0, dst: 1, peer: true, probeGbps: 380, checkGbps: 370, probeIntact: true, checkIntact: true, agrees: true });
+    expect(c.rows[2]).toMatchObject({
+      src: 0,
+      dst: 1,
+      peer: true,
+      probeGbps: 380,
+      checkGbps: 370,
+      probeIntact: true,
+      checkIntact: true,
+      agrees: true,
+    });
     expect(c.links).toEqual({ '0-1': { probe: 'NV18', smi: 'NV18' } });
     expect(c.agrees).toBe(true);
   });
@@ -52,7 +71,7 @@ describe('p2p probe against its independent check', () => {
     expect(link.agrees).toBe(false);
   });
 
-  it('reports the check\'s errors and a run where nothing was measured', () => {
+  it("reports the check's errors and a run where nothing was measured", () => {
     const c = compareP2p('', `${JSON.stringify({ src: -1, dst: -1, error: 'cudaGetDeviceCount: cudaErrorNoDevice' })}\n`);
     expect(c.problems).toEqual(['p2p-check -1 to -1: cudaGetDeviceCount: cudaErrorNoDevice', 'no pair was measured by both']);
     expect(c.agrees).toBe(false);

@@ -38,7 +38,10 @@ interface CheckLine {
 
 /** The GPU-to-GPU cells of nvidia-smi topo -m: {"0-1": "NV18"}. */
 export function parseTopo(text: string): Record<string, string> {
-  const rows = text.split('\n').map((l) => l.trim().split(/\s+/)).filter((cells) => /^GPU\d+$/.test(cells[0] ?? ''));
+  const rows = text
+    .split('\n')
+    .map((l) => l.trim().split(/\s+/))
+    .filter((cells) => /^GPU\d+$/.test(cells[0] ?? ''));
   const header = text.split('\n').find((l) => /^\s*GPU0\b/.test(l) && !/^\s*GPU0\s+X\b/.test(l));
   const columns = (header ?? '').trim().split(/\s+/);
   const out: Record<string, string> = {};
@@ -56,7 +59,10 @@ export function compareP2p(probeStdout: string, checkStdout: string, topoText = 
   const problems: string[] = [];
   const { records } = parseProbeOutput(probeStdout);
   const metric = (name: string, src: number, dst: number, peer: boolean) =>
-    records.find((r): r is MetricRecord => r.type === 'metric' && r.name === name && r.attrs?.src === src && r.attrs?.dst === dst && r.attrs?.peer === peer);
+    records.find(
+      (r): r is MetricRecord =>
+        r.type === 'metric' && r.name === name && r.attrs?.src === src && r.attrs?.dst === dst && r.attrs?.peer === peer,
+    );
   const check: CheckLine[] = [];
   for (const line of checkStdout.split('\n')) {
     if (!line.trim()) continue;

@@ -47,7 +47,9 @@ import { nodeArch } from '../runners/local.ts';
 import { formatSpread, ratioCheck, roundOrder, spread, type Spread } from './stats.ts';
 
 function usage(message: string): never {
-  console.error(`bench/probe-accuracy: ${message}\nusage: probe-accuracy [--rounds N] [--probe FILE] [--python PYTHON] [--out FILE] [--tiny]`);
+  console.error(
+    `bench/probe-accuracy: ${message}\nusage: probe-accuracy [--rounds N] [--probe FILE] [--python PYTHON] [--out FILE] [--tiny]`,
+  );
   process.exit(2);
 }
 
@@ -82,7 +84,10 @@ const started = performance.now();
 
 function writeOut(result: Record<string, unknown>): void {
   mkdirSync(path.dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify({ bench: 'probe-accuracy', node: process.version, ...result, elapsedS: (performance.now() - started) / 1000 }, null, 2)}\n`);
+  writeFileSync(
+    out,
+    `${JSON.stringify({ bench: 'probe-accuracy', node: process.version, ...result, elapsedS: (performance.now() - started) / 1000 }, null, 2)}\n`,
+  );
 }
 
 if (values.probe && !existsSync(values.probe)) usage(`--probe ${values.probe}: no such file`);
@@ -97,7 +102,10 @@ interface ProbeRun {
 
 function runProbe(name: string, params: string[] = []): ProbeRun {
   const t0 = performance.now();
-  const r = spawnSync(probePath, ['run', name, '--device', '0', ...params.flatMap((p) => ['--param', p])], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(probePath, ['run', name, '--device', '0', ...params.flatMap((p) => ['--param', p])], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   const ms = performance.now() - t0;
   if (r.error) throw new Error(`could not run ${probePath}: ${r.error.message}`);
   return { status: r.status, records: parseProbeOutput(r.stdout).records, stderr: r.stderr, ms };
@@ -107,7 +115,9 @@ function runProbe(name: string, params: string[] = []): ProbeRun {
 function measured(name: string, params: string[]): { metrics: MetricRecord[]; ms: number } {
   const r = runProbe(name, params);
   if (r.status !== 0) {
-    const said = r.records.filter((x) => x.type === 'error' || x.type === 'skip').map((x) => ('message' in x ? x.message : (x as { reason: string }).reason));
+    const said = r.records
+      .filter((x) => x.type === 'error' || x.type === 'skip')
+      .map((x) => ('message' in x ? x.message : (x as { reason: string }).reason));
     throw new Error(`cudaprobe run ${name} exited ${r.status}: ${said.join('; ') || r.stderr.trim().slice(-500)}`);
   }
   return { metrics: r.records.filter((x): x is MetricRecord => x.type === 'metric'), ms: r.ms };
@@ -131,14 +141,23 @@ let torchInfo: { torch: string; cuda: boolean; device: string | null } | undefin
 {
   const check = spawnSync(
     python,
-    ['-c', 'import json, torch; ok = torch.cuda.is_available(); print(json.dumps({"torch": torch.__version__, "cuda": ok, "device": torch.cuda.get_device_name(0) if ok else None}))'],
+    [
+      '-c',
+      'import json, torch; ok = torch.cuda.is_available(); print(json.dumps({"torch": torch.__version__, "cuda": ok, "device": torch.cuda.get_device_name(0) if ok else None}))',
+    ],
     { encoding: 'utf8', timeout: 120_000 },
   );
   if (check.error) {
-    missing.push(`${python} cannot be run (${(check.error as NodeJS.ErrnoException).code ?? check.error.message}; --python names the interpreter)`);
+    missing.push(
+      `${python} cannot be run (${(check.error as NodeJS.ErrnoException).code ?? check.error.message}; --python names the interpreter)`,
+    );
   } else if (check.status !== 0) {
     const last = check.stderr.trim().split('\n').at(-1) ?? '';
-    missing.push(/No module named .?torch/.test(check.stderr) ? `PyTorch is not installed for ${python} (pip install torch)` : `${python} could not import torch: ${last}`);
+    missing.push(
+      /No module named .?torch/.test(check.stderr)
+        ? `PyTorch is not installed for ${python} (pip install torch)`
+        : `${python} could not import torch: ${last}`,
+    );
   } else {
     torchInfo = JSON.parse(check.stdout.trim().split('\n').at(-1)!) as typeof torchInfo;
     if (!torchInfo!.cuda) missing.push(`PyTorch ${torchInfo!.torch} cannot use CUDA here (torch.cuda.is_available() is false)`);
@@ -183,11 +202,28 @@ function cudaprobeSide(): CudaprobeRound {
 }
 
 function peerSide(): PeerResult & { ms: number } {
-  const args = [peerScript, '--sizes-mib', SIZES_MIB.join(','), '--reps', String(REPS), '--warmup', String(WARMUP), '--targets-us', TARGETS_US.join(','), '--event-reps', String(EVENT_REPS), '--iterations', String(SYNC_ITERATIONS)];
+  const args = [
+    peerScript,
+    '--sizes-mib',
+    SIZES_MIB.join(','),
+    '--reps',
+    String(REPS),
+    '--warmup',
+    String(WARMUP),
+    '--targets-us',
+    TARGETS_US.join(','),
+    '--event-reps',
+    String(EVENT_REPS),
+    '--iterations',
+    String(SYNC_ITERATIONS),
+  ];
   const t0 = performance.now();
   const r = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
   const ms = performance.now() - t0;
-  if (r.error || r.status !== 0) throw new Error(`the PyTorch peer (${python} ${args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr.trim().slice(-800)}`);
+  if (r.error || r.status !== 0)
+    throw new Error(
+      `the PyTorch peer (${python} ${args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr.trim().slice(-800)}`,
+    );
   return { ...(JSON.parse(r.stdout.trim().split('\n').at(-1)!) as PeerResult), ms };
 }
 
@@ -210,7 +246,9 @@ try {
       else round.peer = peerSide();
     }
     done.push(round as Round);
-    process.stdout.write(`round ${i + 1}/${rounds} (${order.join(' then ')}): cudaprobe ${(round.cudaprobe!.ms / 1000).toFixed(1)} s, PyTorch ${(round.peer!.ms / 1000).toFixed(1)} s\n`);
+    process.stdout.write(
+      `round ${i + 1}/${rounds} (${order.join(' then ')}): cudaprobe ${(round.cudaprobe!.ms / 1000).toFixed(1)} s, PyTorch ${(round.peer!.ms / 1000).toFixed(1)} s\n`,
+    );
   }
 } catch (error) {
   console.error(`bench/probe-accuracy: ${(error as Error).message}`);
@@ -253,7 +291,11 @@ for (const mib of SIZES_MIB) {
   const bytes = mib * 1024 ** 2;
   for (const direction of ['h2d', 'd2h']) {
     const ours = done.map((r) => metricOf(r.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pinned', size_bytes: bytes }));
-    const peer = done.map((r) => r.peer.bandwidth.find((b) => b.direction === direction && (b.memory ?? 'pinned') === 'pinned' && b.size_bytes === bytes)?.gbps ?? NaN);
+    const peer = done.map(
+      (r) =>
+        r.peer.bandwidth.find((b) => b.direction === direction && (b.memory ?? 'pinned') === 'pinned' && b.size_bytes === bytes)?.gbps ??
+        NaN,
+    );
     const what = `pinned ${direction.toUpperCase()} ${mib} MiB`;
     const c = ratioCheck(ours, peer);
     comparisons.push({ what, unit: 'GB/s', cudaprobe: c.ours, torch: c.peer, ratio: c.ratio, tolerance: c.tolerance, ok: c.ok });
@@ -268,7 +310,10 @@ for (const mib of SIZES_MIB) {
       what: `${what}: not above the PCIe link (${fmt(linkGbps, 1)} GB/s)`,
       kind: 'link',
       status: link,
-      detail: link === 'skip' ? 'sysinfo did not give the link generation and width' : `median ${fmt(c.ours.median, 2)} GB/s, max ${fmt(c.ours.max, 2)} GB/s`,
+      detail:
+        link === 'skip'
+          ? 'sysinfo did not give the link generation and width'
+          : `median ${fmt(c.ours.median, 2)} GB/s, max ${fmt(c.ours.max, 2)} GB/s`,
     });
     const verdict = !c.ok || link === 'fail' ? 'FAIL' : c.widenedBySpread ? `ok (within spread)` : 'ok';
     rows.push([`${what} (GB/s)`, cell(c.ours, 2), cell(c.peer, 2), fmt(c.ratio, 3), `${(c.tolerance * 100).toFixed(1)} %`, verdict]);
@@ -286,18 +331,38 @@ for (const mib of SIZES_MIB) {
   const bytes = mib * 1024 ** 2;
   for (const direction of ['h2d', 'd2h']) {
     const ours = done.map((r) => metricOf(r.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pageable', size_bytes: bytes }));
-    const peer = done.map((r) => r.peer.bandwidth.find((b) => b.direction === direction && b.memory === 'pageable' && b.size_bytes === bytes)?.gbps ?? NaN);
+    const peer = done.map(
+      (r) => r.peer.bandwidth.find((b) => b.direction === direction && b.memory === 'pageable' && b.size_bytes === bytes)?.gbps ?? NaN,
+    );
     info(`pageable ${direction.toUpperCase()} ${mib} MiB`, 'GB/s', ours, peer, 2);
   }
 }
-info('event resolution', 'us', done.map((r) => metricOf(r.cudaprobe.events, 'resolution_us')), done.map((r) => r.peer.events.resolution_us ?? NaN), 4);
+info(
+  'event resolution',
+  'us',
+  done.map((r) => metricOf(r.cudaprobe.events, 'resolution_us')),
+  done.map((r) => r.peer.events.resolution_us ?? NaN),
+  4,
+);
 for (const t of TARGETS_US) {
   // The peer's keys are Python's str(float): "1.0", "20.0".
   const peerElapsed = (r: Round) => Object.entries(r.peer.events.elapsed_us).find(([k]) => Number(k) === t)?.[1] ?? NaN;
-  info(`event-timed ${t} us spin`, 'us', done.map((r) => metricOf(r.cudaprobe.events, 'elapsed_us', { target_us: t })), done.map(peerElapsed), 2);
+  info(
+    `event-timed ${t} us spin`,
+    'us',
+    done.map((r) => metricOf(r.cudaprobe.events, 'elapsed_us', { target_us: t })),
+    done.map(peerElapsed),
+    2,
+  );
 }
 for (const k of ['p50_us', 'p99_us', 'min_us'] as const) {
-  info(`sync latency ${k.replace('_us', '')}`, 'us', done.map((r) => metricOf(r.cudaprobe.sync, k)), done.map((r) => r.peer.sync[k]), 2);
+  info(
+    `sync latency ${k.replace('_us', '')}`,
+    'us',
+    done.map((r) => metricOf(r.cudaprobe.sync, k)),
+    done.map((r) => r.peer.sync[k]),
+    2,
+  );
 }
 
 const elapsedS = (performance.now() - started) / 1000;
@@ -319,7 +384,16 @@ writeOut({
   torch: torchInfo,
   sysinfo,
   linkGbps,
-  settings: { rounds, sizesMib: SIZES_MIB, repetitions: REPS, warmup: WARMUP, targetsUs: TARGETS_US, eventRepetitions: EVENT_REPS, syncIterations: SYNC_ITERATIONS, tiny },
+  settings: {
+    rounds,
+    sizesMib: SIZES_MIB,
+    repetitions: REPS,
+    warmup: WARMUP,
+    targetsUs: TARGETS_US,
+    eventRepetitions: EVENT_REPS,
+    syncIterations: SYNC_ITERATIONS,
+    tiny,
+  },
   rule: '|median(cudaprobe) / median(torch) - 1| <= max(5 %, s_cudaprobe + s_torch), s = (max - min) / median over the rounds; link: median(cudaprobe) <= PCIe theoretical rate',
   warmup,
   rounds: done,

@@ -46,13 +46,25 @@ import { tempDir } from '../test/helpers.ts';
 import { h200Records } from '../test/report-fixture.ts';
 import { median, roundOrder } from './stats.ts';
 
-const { values } = parseArgs({ options: { records: { type: 'string' }, keys: { type: 'string' }, rounds: { type: 'string' }, page: { type: 'string' }, 'no-load': { type: 'boolean', default: false }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    records: { type: 'string' },
+    keys: { type: 'string' },
+    rounds: { type: 'string' },
+    page: { type: 'string' },
+    'no-load': { type: 'boolean', default: false },
+    out: { type: 'string' },
+    tiny: { type: 'boolean', default: false },
+  },
+});
 const tiny = values.tiny!;
 const count = Number(values.records ?? (tiny ? 50 : 10_000));
 const keys = Number(values.keys ?? (tiny ? 10 : 200));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
 if (![count, keys, rounds].every((n) => Number.isInteger(n) && n >= 1) || keys > 200) {
-  console.error('bench/report: --records, --keys and --rounds take whole numbers >= 1 (--keys at most 200: 5 environments x 5 GPUs x 8 drivers)');
+  console.error(
+    'bench/report: --records, --keys and --rounds take whole numbers >= 1 (--keys at most 200: 5 environments x 5 GPUs x 8 drivers)',
+  );
   process.exit(2);
 }
 const BUDGET_MS = 1000;
@@ -162,32 +174,34 @@ for (let round = 0; round < rounds; round++) {
 }
 
 // Reading the files: loadRecords against readFileSync + JSON.parse of the same files.
-const load: { files: number; bytes: number; samplesMs: { loadRecords: number[]; peer: number[] } } | null = values['no-load'] ? null : (() => {
-  const dir = tempDir('cm-bench-records-');
-  let bytes = 0;
-  for (const r of records) {
-    const file = path.join(dir, r.file);
-    mkdirSync(path.dirname(file), { recursive: true });
-    const text = JSON.stringify(r.record);
-    bytes += Buffer.byteLength(text);
-    writeFileSync(file, text);
-  }
-  const files = recordFiles(dir);
-  const loadSides = {
-    loadRecords: () => loadRecords(dir),
-    peer: () => files.map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8'))),
-  };
-  const s = { loadRecords: [] as number[], peer: [] as number[] };
-  if (!tiny) for (const fn of Object.values(loadSides)) fn();
-  for (let round = 0; round < rounds; round++) {
-    for (const side of roundOrder(round, ['loadRecords', 'peer'] as const)) {
-      const t0 = performance.now();
-      loadSides[side]();
-      s[side].push(performance.now() - t0);
-    }
-  }
-  return { files: files.length, bytes, samplesMs: s };
-})();
+const load: { files: number; bytes: number; samplesMs: { loadRecords: number[]; peer: number[] } } | null = values['no-load']
+  ? null
+  : (() => {
+      const dir = tempDir('cm-bench-records-');
+      let bytes = 0;
+      for (const r of records) {
+        const file = path.join(dir, r.file);
+        mkdirSync(path.dirname(file), { recursive: true });
+        const text = JSON.stringify(r.record);
+        bytes += Buffer.byteLength(text);
+        writeFileSync(file, text);
+      }
+      const files = recordFiles(dir);
+      const loadSides = {
+        loadRecords: () => loadRecords(dir),
+        peer: () => files.map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8'))),
+      };
+      const s = { loadRecords: [] as number[], peer: [] as number[] };
+      if (!tiny) for (const fn of Object.values(loadSides)) fn();
+      for (let round = 0; round < rounds; round++) {
+        for (const side of roundOrder(round, ['loadRecords', 'peer'] as const)) {
+          const t0 = performance.now();
+          loadSides[side]();
+          s[side].push(performance.now() - t0);
+        }
+      }
+      return { files: files.length, bytes, samplesMs: s };
+    })();
 
 if (values.page) writeFileSync(values.page, lastOutputs.html);
 const peer = median(samples.peer!);
@@ -198,25 +212,57 @@ const markdownBytes = Buffer.byteLength(lastOutputs.markdown);
 const reportMs = median(samples.report!);
 const diffMs = median(samples.diff!);
 const diffSetsMs = median(samples.diffSets!);
-const within = { report: reportMs <= BUDGET_MS, diffSets: diffSetsMs <= BUDGET_MS, diff: diffMs <= BUDGET_MS, page: pageBytes <= BUDGET_PAGE_BYTES };
+const within = {
+  report: reportMs <= BUDGET_MS,
+  diffSets: diffSetsMs <= BUDGET_MS,
+  diff: diffMs <= BUDGET_MS,
+  page: pageBytes <= BUDGET_PAGE_BYTES,
+};
 const ok = (b: boolean) => (b ? 'within' : 'OVER BUDGET');
 const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
 const perColumn = (pageBytes - emptyPageBytes) / Math.max(columns, 1);
 
-console.log(`\n${count} synthetic records over ${columns} observation keys (columns); each a full copy of the H200 record of 2026-11-29 (${(recordBytes / 1024).toFixed(1)} KiB as compact JSON: ${base.metrics.length} metrics, ${base.samples.length} memory samples, ${Object.keys(base.facts).length} facts) with its own key, run, date and values (±10 %), about 1 in 10 (seeded) with a fact flipped; made in ${makeMs.toFixed(0)} ms`);
+console.log(
+  `\n${count} synthetic records over ${columns} observation keys (columns); each a full copy of the H200 record of 2026-11-29 (${(recordBytes / 1024).toFixed(1)} KiB as compact JSON: ${base.metrics.length} metrics, ${base.samples.length} memory samples, ${Object.keys(base.facts).length} facts) with its own key, run, date and values (±10 %), about 1 in 10 (seeded) with a fact flipped; made in ${makeMs.toFixed(0)} ms`,
+);
 console.log(`median of ${rounds} alternated round(s) in this process (${process.version}, ${process.platform}/${process.arch})\n`);
 const rows: [string, number, string, string][] = [
   ['peer: JSON.parse(JSON.stringify(record)) of every record', peer, '', ''],
   ['report: renderReport, BEHAVIOUR.md + behaviour.html', reportMs, `${BUDGET_MS} ms`, ok(within.report)],
-  [`diff A B: diffRecords(${halves[0].length} records, ${halves[1].length}), ${setPairs} keys paired, cold`, diffSetsMs, `${BUDGET_MS} ms`, ok(within.diffSets)],
-  [`diff, every pair: diffRecords of ${diffPairs} pairs (each record and the next of its key), cold`, diffMs, `${BUDGET_MS} ms`, ok(within.diff)],
+  [
+    `diff A B: diffRecords(${halves[0].length} records, ${halves[1].length}), ${setPairs} keys paired, cold`,
+    diffSetsMs,
+    `${BUDGET_MS} ms`,
+    ok(within.diffSets),
+  ],
+  [
+    `diff, every pair: diffRecords of ${diffPairs} pairs (each record and the next of its key), cold`,
+    diffMs,
+    `${BUDGET_MS} ms`,
+    ok(within.diff),
+  ],
 ];
-console.log(formatTable(['what', 'ms', 'ratio to peer', 'budget', ''], rows.map(([what, ms, budget, verdict]) => [what, Number.isFinite(ms) ? ms.toFixed(0) : '—', Number.isFinite(ms) ? (ms / peer).toFixed(2) : '—', budget, verdict])));
-console.log(`\nbehaviour.html: ${kib(pageBytes)} (budget ${kib(BUDGET_PAGE_BYTES)}): ${ok(within.page)}; ${kib(emptyPageBytes)} fixed + ${(perColumn / 1024).toFixed(1)} KiB per column, so 2 MiB holds about ${Math.floor((BUDGET_PAGE_BYTES - emptyPageBytes) / perColumn)} columns, whatever the records per column (the charts show one record per column). BEHAVIOUR.md: ${kib(markdownBytes)} (links to every record).`);
+console.log(
+  formatTable(
+    ['what', 'ms', 'ratio to peer', 'budget', ''],
+    rows.map(([what, ms, budget, verdict]) => [
+      what,
+      Number.isFinite(ms) ? ms.toFixed(0) : '—',
+      Number.isFinite(ms) ? (ms / peer).toFixed(2) : '—',
+      budget,
+      verdict,
+    ]),
+  ),
+);
+console.log(
+  `\nbehaviour.html: ${kib(pageBytes)} (budget ${kib(BUDGET_PAGE_BYTES)}): ${ok(within.page)}; ${kib(emptyPageBytes)} fixed + ${(perColumn / 1024).toFixed(1)} KiB per column, so 2 MiB holds about ${Math.floor((BUDGET_PAGE_BYTES - emptyPageBytes) / perColumn)} columns, whatever the records per column (the charts show one record per column). BEHAVIOUR.md: ${kib(markdownBytes)} (links to every record).`,
+);
 if (load) {
   const l = median(load.samplesMs.loadRecords);
   const p = median(load.samplesMs.peer);
-  console.log(`\nreading the files (${load.files} files, ${(load.bytes / 1024 ** 2).toFixed(0)} MiB): loadRecords ${l.toFixed(0)} ms, readFileSync + JSON.parse of the same files (peer) ${p.toFixed(0)} ms, ratio ${(l / p).toFixed(2)}; not budgeted: JSON.parse of that much JSON alone takes that long`);
+  console.log(
+    `\nreading the files (${load.files} files, ${(load.bytes / 1024 ** 2).toFixed(0)} MiB): loadRecords ${l.toFixed(0)} ms, readFileSync + JSON.parse of the same files (peer) ${p.toFixed(0)} ms, ratio ${(l / p).toFixed(2)}; not budgeted: JSON.parse of that much JSON alone takes that long`,
+  );
 }
 if (tiny) console.log('\n(--tiny: budgets not enforced)');
 
@@ -232,7 +278,15 @@ writeFileSync(
       rounds,
       tiny,
       node: process.version,
-      synthetic: { base: 'the H200 record of 2026-11-29', recordBytes, metrics: base.metrics.length, samples: base.samples.length, facts: Object.keys(base.facts).length, varied: 'key (environment, GPU, driver), id, run id, date; metrics and readings scaled by up to +-10 %; about 1 in 10 records (seeded) has pinned-release.released flipped' },
+      synthetic: {
+        base: 'the H200 record of 2026-11-29',
+        recordBytes,
+        metrics: base.metrics.length,
+        samples: base.samples.length,
+        facts: Object.keys(base.facts).length,
+        varied:
+          'key (environment, GPU, driver), id, run id, date; metrics and readings scaled by up to +-10 %; about 1 in 10 records (seeded) has pinned-release.released flipped',
+      },
       samplesMs: samples,
       medianMs: { peer, report: reportMs, diffSets: diffSetsMs, diff: diffMs },
       ratioToPeer: { report: reportMs / peer, diffSets: diffSetsMs / peer, diff: diffMs / peer },

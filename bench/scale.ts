@@ -56,9 +56,17 @@ if (values.child) {
     // The command's report goes nowhere: its printing is not what is measured.
     process.stdout.write = (() => true) as typeof process.stdout.write;
   };
-  const lines = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as unknown);
+  const lines = (file: string) =>
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as unknown);
   const { readdirSync } = await import('node:fs');
-  const files = (sub: string) => readdirSync(path.join(dir, sub), { recursive: true }).map(String).filter((f) => f.endsWith('.json') || f.endsWith('.jsonl')).map((f) => path.join(dir, sub, f));
+  const files = (sub: string) =>
+    readdirSync(path.join(dir, sub), { recursive: true })
+      .map(String)
+      .filter((f) => f.endsWith('.json') || f.endsWith('.jsonl'))
+      .map((f) => path.join(dir, sub, f));
   const matrixFile = path.join(dir, 'matrix.yaml');
   const { planCommand } = await import('../cli/plan.ts');
   const { ghaMatrixCommand } = await import('../cli/gha.ts');
@@ -70,10 +78,13 @@ if (values.child) {
     plan: () => planCommand({ matrix: matrixFile, json: false }),
     'gha matrix': () => ghaMatrixCommand({ matrix: matrixFile, shards: 1 }),
     'peer: YAML.parse of the matrix': () => YAML.parse(readFileSync(matrixFile, 'utf8')),
-    merge: () => mergeCommand(files('logs'), { json: false, resultsDir: path.join(dir, 'merged', String(process.pid)), strict: false, quiet: true }),
+    merge: () =>
+      mergeCommand(files('logs'), { json: false, resultsDir: path.join(dir, 'merged', String(process.pid)), strict: false, quiet: true }),
     'peer: JSON.parse of every line of the logs': () => files('logs').map(lines),
-    report: () => reportCommand({ recordsDir: path.join(dir, 'records'), out: path.join(dir, 'report', String(process.pid)), check: false }),
-    diff: () => diffCommand(path.join(dir, 'a', 'driver-580.159.04'), path.join(dir, 'b', 'driver-580.159.04'), { json: false, all: false }),
+    report: () =>
+      reportCommand({ recordsDir: path.join(dir, 'records'), out: path.join(dir, 'report', String(process.pid)), check: false }),
+    diff: () =>
+      diffCommand(path.join(dir, 'a', 'driver-580.159.04'), path.join(dir, 'b', 'driver-580.159.04'), { json: false, all: false }),
     'peer: JSON.parse of every record': () => files('records').map((f) => JSON.parse(readFileSync(f, 'utf8')) as unknown),
   };
   devNull();
@@ -83,7 +94,9 @@ if (values.child) {
   const ms = performance.now() - t0;
   // CPU time too: on a machine others load, wall time is mostly waiting for a core.
   const c = process.cpuUsage(c0);
-  process.stderr.write(`\n${JSON.stringify({ ms, cpuMs: (c.user + c.system) / 1000, maxRssMiB: process.resourceUsage().maxRSS / 1024 })}\n`);
+  process.stderr.write(
+    `\n${JSON.stringify({ ms, cpuMs: (c.user + c.system) / 1000, maxRssMiB: process.resourceUsage().maxRSS / 1024 })}\n`,
+  );
   process.exit(0);
 }
 
@@ -105,7 +118,16 @@ const made0 = performance.now();
 // The matrix: SSH targets (nothing is reached: plan and gha matrix only read it).
 writeFileSync(
   path.join(dir, 'matrix.yaml'),
-  ['version: 1', 'defaults: {probes: all}', 'targets:', ...Array.from({ length: targets }, (_, i) => `  - {name: gpu-${i}, environment: linux, transport: {kind: ssh, host: gpu-${i}.lab.example, user: ci}}`), ''].join('\n'),
+  [
+    'version: 1',
+    'defaults: {probes: all}',
+    'targets:',
+    ...Array.from(
+      { length: targets },
+      (_, i) => `  - {name: gpu-${i}, environment: linux, transport: {kind: ssh, host: gpu-${i}.lab.example, user: ci}}`,
+    ),
+    '',
+  ].join('\n'),
 );
 // The logs: the H200 run once per target, as one machine each wrote it.
 const logLines = readFileSync(H200_LOG, 'utf8').split('\n').filter(Boolean);
@@ -113,18 +135,30 @@ const runId = (JSON.parse(logLines[0]!) as { runId: string }).runId;
 const target = (JSON.parse(logLines[1]!) as { target: string }).target;
 mkdirSync(path.join(dir, 'logs'));
 for (let i = 0; i < targets; i++) {
-  const text = logLines.map((l) => l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`)).join('\n');
+  const text = logLines
+    .map((l) =>
+      l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`),
+    )
+    .join('\n');
   writeFileSync(path.join(dir, 'logs', `gpu-${i}.jsonl`), `${text}\n`);
 }
 // The records: the H200 record with its own id, date and key (200 keys); halves a and b for diff.
-const base = JSON.parse(readFileSync(H200_RECORD, 'utf8')) as { id: string; key: Record<string, unknown>; observed: { date: string; runId: string } };
+const base = JSON.parse(readFileSync(H200_RECORD, 'utf8')) as {
+  id: string;
+  key: Record<string, unknown>;
+  observed: { date: string; runId: string };
+};
 const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
 const GPUS = ['NVIDIA H200', 'NVIDIA GeForce RTX 4090', 'NVIDIA RTX A6000', 'NVIDIA GeForce RTX 3060', 'NVIDIA L40S'];
 const DRIVERS = ['550.163.01', '560.94', '566.36', '570.172.08', '572.83', '575.64.05', '576.88', '580.159.04'];
 for (let i = 0; i < recordCount; i++) {
   const k = i % KEYS;
   const day = new Date(Date.UTC(2026, 0, 1) + (i % 700) * 86_400_000).toISOString();
-  const r = { ...base, id: `${i.toString(16).padStart(8, '0')}${base.id.slice(8)}`, observed: { ...base.observed, date: day, runId: `${base.observed.runId}-${i}` } };
+  const r = {
+    ...base,
+    id: `${i.toString(16).padStart(8, '0')}${base.id.slice(8)}`,
+    observed: { ...base.observed, date: day, runId: `${base.observed.runId}-${i}` },
+  };
   r.key = { ...base.key, environment: ENVIRONMENTS[k % 5], gpu: GPUS[Math.floor(k / 5) % 5], driver: DRIVERS[Math.floor(k / 25) % 8] };
   const text = JSON.stringify(r);
   const write = (sub: string, driver: string) => {
@@ -142,15 +176,27 @@ const cases = [
   { name: 'plan', peer: 'peer: YAML.parse of the matrix', budgetMs: 1000, what: `${targets} targets x 13 probes` },
   { name: 'gha matrix', peer: 'peer: YAML.parse of the matrix', budgetMs: 1000, what: `${targets} targets` },
   { name: 'merge', peer: 'peer: JSON.parse of every line of the logs', budgetMs: 5000, what: `${targets} event logs` },
-  { name: 'report', peer: 'peer: JSON.parse of every record', budgetMs: 1000, what: `${recordCount} records, ${Math.min(KEYS, recordCount)} keys` },
+  {
+    name: 'report',
+    peer: 'peer: JSON.parse of every record',
+    budgetMs: 1000,
+    what: `${recordCount} records, ${Math.min(KEYS, recordCount)} keys`,
+  },
   { name: 'diff', peer: 'peer: JSON.parse of every record', budgetMs: 1000, what: `${recordCount} records in two folders` },
 ];
 const names = [...new Set(cases.flatMap((c) => [c.name, c.peer]))];
-const samples: Record<string, { ms: number[]; cpuMs: number[]; maxRssMiB: number[] }> = Object.fromEntries(names.map((n) => [n, { ms: [], cpuMs: [], maxRssMiB: [] }]));
+const samples: Record<string, { ms: number[]; cpuMs: number[]; maxRssMiB: number[] }> = Object.fromEntries(
+  names.map((n) => [n, { ms: [], cpuMs: [], maxRssMiB: [] }]),
+);
 // The records index lives in the cache (results/record/index.ts): the bench's own, empty at first.
 const env = { ...process.env, CUDAMATRIX_CACHE: path.join(dir, 'cache') };
 function measure(name: string): { ms: number; cpuMs: number; maxRssMiB: number } {
-  const child = spawnSync(process.execPath, ['--import', 'tsx', import.meta.filename, '--child', name, '--dir', dir], { cwd: root, env, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const child = spawnSync(process.execPath, ['--import', 'tsx', import.meta.filename, '--child', name, '--dir', dir], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const last = child.stderr.trim().split('\n').at(-1) ?? '';
   if (child.status !== 0 || !last.startsWith('{')) {
     console.error(`bench/scale: ${name} failed (exit ${child.status}):\n${child.stderr.slice(-2000)}`);
@@ -175,20 +221,50 @@ const results = cases.map((c) => {
   const m = med(c.name);
   const p = med(c.peer);
   const budgeted = m.ms;
-  return { ...c, ms: m.ms, cpuMs: m.cpuMs, maxRssMiB: m.maxRssMiB, peerMs: p.ms, peerCpuMs: p.cpuMs, peerMaxRssMiB: p.maxRssMiB, ratio: m.ms / p.ms, budgeted, within: budgeted <= c.budgetMs };
+  return {
+    ...c,
+    ms: m.ms,
+    cpuMs: m.cpuMs,
+    maxRssMiB: m.maxRssMiB,
+    peerMs: p.ms,
+    peerCpuMs: p.cpuMs,
+    peerMaxRssMiB: p.maxRssMiB,
+    ratio: m.ms / p.ms,
+    budgeted,
+    within: budgeted <= c.budgetMs,
+  };
 });
 
-console.log(`\nbench/scale: inputs made in ${(makeMs / 1000).toFixed(1)} s; median of ${rounds} round(s), each command and peer in a child process of its own (${process.version}, ${process.platform}/${process.arch})\n`);
+console.log(
+  `\nbench/scale: inputs made in ${(makeMs / 1000).toFixed(1)} s; median of ${rounds} round(s), each command and peer in a child process of its own (${process.version}, ${process.platform}/${process.arch})\n`,
+);
 console.log(
   formatTable(
     ['command', 'over', 'ms', 'cpu ms', 'peak MiB', 'peer ms', 'peer cpu ms', 'peer MiB', 'ratio', 'budget', ''],
-    results.map((r) => [r.name, r.what, r.ms.toFixed(0), r.cpuMs.toFixed(0), r.maxRssMiB.toFixed(0), r.peerMs.toFixed(0), r.peerCpuMs.toFixed(0), r.peerMaxRssMiB.toFixed(0), r.ratio.toFixed(2), `${r.budgetMs} ms`, r.within ? 'within' : 'OVER BUDGET']),
+    results.map((r) => [
+      r.name,
+      r.what,
+      r.ms.toFixed(0),
+      r.cpuMs.toFixed(0),
+      r.maxRssMiB.toFixed(0),
+      r.peerMs.toFixed(0),
+      r.peerCpuMs.toFixed(0),
+      r.peerMaxRssMiB.toFixed(0),
+      r.ratio.toFixed(2),
+      `${r.budgetMs} ms`,
+      r.within ? 'within' : 'OVER BUDGET',
+    ]),
   ),
 );
-console.log(`\nwithout the records index (the first run on a folder; it writes the index): report ${cold.report.ms.toFixed(0)} ms (${cold.report.cpuMs.toFixed(0)} ms of CPU), ${cold.report.maxRssMiB.toFixed(0)} MiB; diff ${cold.diff.ms.toFixed(0)} ms (${cold.diff.cpuMs.toFixed(0)} ms of CPU), ${cold.diff.maxRssMiB.toFixed(0)} MiB`);
+console.log(
+  `\nwithout the records index (the first run on a folder; it writes the index): report ${cold.report.ms.toFixed(0)} ms (${cold.report.cpuMs.toFixed(0)} ms of CPU), ${cold.report.maxRssMiB.toFixed(0)} MiB; diff ${cold.diff.ms.toFixed(0)} ms (${cold.diff.cpuMs.toFixed(0)} ms of CPU), ${cold.diff.maxRssMiB.toFixed(0)} MiB`,
+);
 if (tiny) console.log('\n(--tiny: budgets not enforced)');
 
 const out = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'scale.json'));
 mkdirSync(path.dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify({ bench: 'scale', targets, records: recordCount, rounds, tiny, node: process.version, samples, cold, results, enforced: !tiny }, null, 2)}\n`);
+writeFileSync(
+  out,
+  `${JSON.stringify({ bench: 'scale', targets, records: recordCount, rounds, tiny, node: process.version, samples, cold, results, enforced: !tiny }, null, 2)}\n`,
+);
 process.exitCode = !tiny && !results.every((r) => r.within) ? 1 : 0;

@@ -31,7 +31,14 @@ import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
 import { portBaseOption } from './sshd.ts';
 import { median } from './stats.ts';
 
-const { values } = parseArgs({ options: { rounds: { type: 'string' }, out: { type: 'string' }, 'port-base': { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string' },
+    out: { type: 'string' },
+    'port-base': { type: 'string' },
+    tiny: { type: 'boolean', default: false },
+  },
+});
 const tiny = values.tiny!;
 const rounds = Number(values.rounds ?? (tiny ? 1 : 3));
 if (!Number.isInteger(rounds) || rounds < 1) {
@@ -51,7 +58,9 @@ const FAST_HOSTS = tiny ? 2 : 8;
 const CONCURRENCY = tiny ? 2 : 4;
 const portBase = portBaseOption(values['port-base'], 1 + FAST_HOSTS);
 const slow = await startSshd(1, [`SetEnv CUDAPROBE_TEST_DELAY_MS=${SLOW_MS}`], { portBase });
-const fast = await startSshd(FAST_HOSTS, [`SetEnv CUDAPROBE_TEST_DELAY_MS=${FAST_MS}`], { portBase: portBase === undefined ? undefined : portBase + 1 });
+const fast = await startSshd(FAST_HOSTS, [`SetEnv CUDAPROBE_TEST_DELAY_MS=${FAST_MS}`], {
+  portBase: portBase === undefined ? undefined : portBase + 1,
+});
 const work = tempDir('cm-bench-schedule-');
 const hop = (s: Sshd, port: number) =>
   JSON.stringify({ kind: 'ssh', host: '127.0.0.1', port, identityFile: s.key, knownHosts: s.knownHosts, sshConfig: false, retries: 0 });
@@ -113,7 +122,14 @@ try {
   await slow.stop();
   await fast.stop();
 }
-const rows = results.map((r, i) => [String(i + 1), r.wallMs.toFixed(0), r.idealMs.toFixed(0), r.ratio.toFixed(3), r.fastWaitedMs.toFixed(0), r.slowChainMs.toFixed(0)]);
+const rows = results.map((r, i) => [
+  String(i + 1),
+  r.wallMs.toFixed(0),
+  r.idealMs.toFixed(0),
+  r.ratio.toFixed(3),
+  r.fastWaitedMs.toFixed(0),
+  r.slowChainMs.toFixed(0),
+]);
 const ratio = median(results.map((r) => r.ratio));
 const waited = Math.max(...results.map((r) => r.fastWaitedMs));
 console.log(

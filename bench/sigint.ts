@@ -68,7 +68,10 @@ function containersOf(runsDir: string): string[] {
   if (!values.docker) return [];
   const runs = existsSync(runsDir) ? readdirSync(runsDir) : [];
   return runs.flatMap((run) =>
-    execFileSync('docker', ['ps', '-aq', '--filter', `label=cudamatrix.run-id=${run}`], { encoding: 'utf8' }).trim().split('\n').filter(Boolean),
+    execFileSync('docker', ['ps', '-aq', '--filter', `label=cudamatrix.run-id=${run}`], { encoding: 'utf8' })
+      .trim()
+      .split('\n')
+      .filter(Boolean),
   );
 }
 
@@ -115,7 +118,8 @@ try {
       env: { ...process.env, NO_COLOR: '1', CUDAPROBE_TEST_DELAY_MS: marker.split('=')[1] },
     });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    if (!(await until(() => marked(marker, true).length >= 1, 60_000))) throw new Error(`round ${round}: the probes never started; see ${work}/out-${round}.txt`);
+    if (!(await until(() => marked(marker, true).length >= 1, 60_000)))
+      throw new Error(`round ${round}: the probes never started; see ${work}/out-${round}.txt`);
     const signalled = performance.now();
     process.kill(-child.pid!, 'SIGINT');
     let timer: NodeJS.Timeout | undefined;
@@ -136,7 +140,9 @@ try {
     for (const pid of marked(marker)) process.kill(pid, 'SIGKILL');
     results.push({ round, exitCode, kept, leftovers, exitMs: Math.round(exitMs) });
     rows.push([String(round), String(exitCode ?? 'signal'), kept ? 'yes' : 'LOST', String(leftovers), Math.round(exitMs).toString()]);
-    process.stdout.write(`round ${round}: pnpm exit ${exitCode ?? 'by signal'}, results ${kept ? 'kept' : 'LOST'}, ${leftovers} left behind, ${Math.round(exitMs)} ms\n`);
+    process.stdout.write(
+      `round ${round}: pnpm exit ${exitCode ?? 'by signal'}, results ${kept ? 'kept' : 'LOST'}, ${leftovers} left behind, ${Math.round(exitMs)} ms\n`,
+    );
   }
 } finally {
   for (const b of burners) b.kill('SIGKILL');
@@ -144,11 +150,16 @@ try {
 
 const keptCount = results.filter((r) => r.kept).length;
 const clean = results.filter((r) => r.leftovers === 0).length;
-console.log(`\nSIGINT to the process group of \`pnpm matrix\` while a probe hangs, ${load} busy loops on ${availableParallelism()} cores${values.docker ? ', with a Docker target' : ''}\n`);
+console.log(
+  `\nSIGINT to the process group of \`pnpm matrix\` while a probe hangs, ${load} busy loops on ${availableParallelism()} cores${values.docker ? ', with a Docker target' : ''}\n`,
+);
 console.log(formatTable(['round', 'pnpm exit', 'results', 'left behind', 'ms until the group is gone'], rows));
 console.log(`\nresults kept in ${keptCount}/${rounds} rounds; nothing left behind in ${clean}/${rounds}`);
 const outFile = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'sigint.json'));
 mkdirSync(path.dirname(outFile), { recursive: true });
-writeFileSync(outFile, `${JSON.stringify({ bench: 'sigint', rounds, tiny, load, docker: values.docker, node: process.version, cores: availableParallelism(), keptCount, clean, results }, null, 2)}\n`);
+writeFileSync(
+  outFile,
+  `${JSON.stringify({ bench: 'sigint', rounds, tiny, load, docker: values.docker, node: process.version, cores: availableParallelism(), keptCount, clean, results }, null, 2)}\n`,
+);
 rmSync(work, { recursive: true, force: true });
 process.exitCode = keptCount === rounds && clean === rounds ? 0 : 1;

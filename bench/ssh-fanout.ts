@@ -105,7 +105,10 @@ writeFileSync(matrixFile, `${matrixText}\n`);
 const sshOptions = `-i ${sshd.key} -o UserKnownHostsFile=${sshd.knownHosts} -o StrictHostKeyChecking=yes -o BatchMode=yes -o IdentitiesOnly=yes -o LogLevel=ERROR`;
 // Per target (its port is $1). cudaprobe's exit 3 (no GPU: everything skipped) is a run, as for cudamatrix.
 const warmScript = path.join(work, 'openssh-warm.sh');
-writeFileSync(warmScript, `ssh -p "$1" ${sshOptions} root@127.0.0.1 ${placed} run sysinfo >/dev/null\nc=$?; [ $c -eq 3 ] && c=0; exit $c\n`);
+writeFileSync(
+  warmScript,
+  `ssh -p "$1" ${sshOptions} root@127.0.0.1 ${placed} run sysinfo >/dev/null\nc=$?; [ $c -eq 3 ] && c=0; exit $c\n`,
+);
 const coldScript = path.join(work, 'openssh-cold.sh');
 writeFileSync(
   coldScript,
@@ -125,7 +128,10 @@ function openssh(kind: 'warm' | 'cold'): number {
   const t0 = performance.now();
   const r = spawnSync('xargs', ['-P', String(n), '-n', '1', 'sh', script], { input: `${sshd.ports.join('\n')}\n`, encoding: 'utf8', env });
   const ms = performance.now() - t0;
-  if (r.error || r.status !== 0) throw new Error(`OpenSSH ${kind} (xargs -P ${n} sh ${script}) failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr.trim().slice(-1000)}`);
+  if (r.error || r.status !== 0)
+    throw new Error(
+      `OpenSSH ${kind} (xargs -P ${n} sh ${script}) failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr.trim().slice(-1000)}`,
+    );
   if (kind === 'cold') rmSync(env.COLD_DIR!, { recursive: true, force: true });
   return ms;
 }
@@ -139,12 +145,17 @@ function cudamatrixCli(kind: 'warm' | 'cold'): { ms: number; uploaded: number } 
   if (kind === 'cold') for (const port of sshd.ports) rmSync(path.join(remote(port), 'cache'), { recursive: true, force: true });
   const runsDir = path.join(work, 'runs', `cli-${++cliRuns}-${kind}`);
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, [cli, 'run', '-m', matrixFile, '--results-dir', runsDir, '--junit', path.join(work, 'junit.xml'), '--quiet'], {
-    encoding: 'utf8',
-    env: { ...process.env, NO_COLOR: '1' },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [cli, 'run', '-m', matrixFile, '--results-dir', runsDir, '--junit', path.join(work, 'junit.xml'), '--quiet'],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    },
+  );
   const ms = performance.now() - t0;
-  if (r.error || r.status !== 0) throw new Error(`cudamatrix (${cli}) exited ${r.error?.message ?? r.status}: ${r.stdout.slice(-500)} ${r.stderr.slice(-1000)}`);
+  if (r.error || r.status !== 0)
+    throw new Error(`cudamatrix (${cli}) exited ${r.error?.message ?? r.status}: ${r.stdout.slice(-500)} ${r.stderr.slice(-1000)}`);
   const runDir = path.join(runsDir, readdirSync(runsDir)[0]!);
   const ready = readEventLog(path.join(runDir, 'events.jsonl')).filter((e): e is TargetReadyEvent => e.type === 'target-ready');
   if (ready.length !== n) throw new Error(`cudamatrix reached ${ready.length} of ${n} targets (see ${runDir})`);
@@ -166,7 +177,13 @@ async function inProcess(): Promise<{ ms: number; uploaded: number }> {
 
 // ---- the rounds ------------------------------------------------------------------------------
 
-const s = { opensshWarm: [] as number[], cliWarm: [] as number[], inProcessWarm: [] as number[], opensshCold: [] as number[], cliCold: [] as number[] };
+const s = {
+  opensshWarm: [] as number[],
+  cliWarm: [] as number[],
+  inProcessWarm: [] as number[],
+  opensshCold: [] as number[],
+  cliCold: [] as number[],
+};
 const uploads = { cliWarm: [] as number[], inProcessWarm: [] as number[], cliCold: [] as number[] };
 type Side = keyof typeof s;
 const sides: Record<Side, (record: boolean) => Promise<void>> = {
@@ -218,19 +235,43 @@ const bytes = (file: string) => (existsSync(file) ? statSync(file).size : NaN);
 const cliProbes = [...seenProbes].map(([hash, p]) => ({ hash, bytes: bytes(p) }));
 const row = (what: string, xs: number[], base: number[] | null, budget: string) => {
   const sp = spread(xs);
-  return [what, sp.median.toFixed(0), `${sp.min.toFixed(0)}-${sp.max.toFixed(0)}`, formatSpread(sp), base ? (sp.median / median(base)).toFixed(2) : '', budget];
+  return [
+    what,
+    sp.median.toFixed(0),
+    `${sp.min.toFixed(0)}-${sp.max.toFixed(0)}`,
+    formatSpread(sp),
+    base ? (sp.median / median(base)).toFixed(2) : '',
+    budget,
+  ];
 };
 const verdict = (ratio: number, budget: number) => `<= ${budget.toFixed(2)}: ${ratio <= budget ? 'ok' : 'OVER BUDGET'}`;
-console.log(`\n${n} SSH targets on loopback, median of ${rounds} alternated round(s) after one warm-up run each (${process.version}, ${process.platform}/${process.arch}); cudamatrix: node ${path.relative(process.cwd(), cli) || cli}\n`);
+console.log(
+  `\n${n} SSH targets on loopback, median of ${rounds} alternated round(s) after one warm-up run each (${process.version}, ${process.platform}/${process.arch}); cudamatrix: node ${path.relative(process.cwd(), cli) || cli}\n`,
+);
 console.log(
   formatTable(
     ['what', 'median ms', 'min-max ms', 'spread', 'ratio to OpenSSH', 'budget'],
     [
       row(`warm: OpenSSH xargs -P ${n} ssh ... cudaprobe run sysinfo (binary in place)`, s.opensshWarm, null, ''),
-      row(`warm: cudamatrix run, CLI process (uploads: ${Math.max(...uploads.cliWarm)})`, s.cliWarm, s.opensshWarm, verdict(warmRatio, WARM_BUDGET)),
-      row(`warm: cudamatrix run, in-process, this checkout (info; uploads: ${Math.max(...uploads.inProcessWarm)})`, s.inProcessWarm, s.opensshWarm, ''),
+      row(
+        `warm: cudamatrix run, CLI process (uploads: ${Math.max(...uploads.cliWarm)})`,
+        s.cliWarm,
+        s.opensshWarm,
+        verdict(warmRatio, WARM_BUDGET),
+      ),
+      row(
+        `warm: cudamatrix run, in-process, this checkout (info; uploads: ${Math.max(...uploads.inProcessWarm)})`,
+        s.inProcessWarm,
+        s.opensshWarm,
+        '',
+      ),
       row(`cold: OpenSSH xargs -P ${n} (scp the binary + ssh run it) per target`, s.opensshCold, null, ''),
-      row(`cold: cudamatrix run, CLI process, caches emptied (uploads: ${Math.min(...uploads.cliCold)})`, s.cliCold, s.opensshCold, verdict(coldRatio, COLD_BUDGET)),
+      row(
+        `cold: cudamatrix run, CLI process, caches emptied (uploads: ${Math.min(...uploads.cliCold)})`,
+        s.cliCold,
+        s.opensshCold,
+        verdict(coldRatio, COLD_BUDGET),
+      ),
     ],
   ),
 );
@@ -238,7 +279,10 @@ const binaries = `OpenSSH copies ${probe.hash} (${bytes(probe.path)} bytes); cud
 console.log(`\n${binaries}`);
 console.log(`warm CLI runs uploaded to ${Math.max(...uploads.cliWarm)} targets (must be 0): ${warmUploadsNone ? 'ok' : 'FAIL'}`);
 console.log(`cold CLI runs uploaded to ${Math.min(...uploads.cliCold)} of ${n} targets (must be all): ${coldUploadsAll ? 'ok' : 'FAIL'}`);
-const over = [warmRatio > WARM_BUDGET ? `warm ${warmRatio.toFixed(2)} > ${WARM_BUDGET.toFixed(2)}` : '', coldRatio > COLD_BUDGET ? `cold ${coldRatio.toFixed(2)} > ${COLD_BUDGET.toFixed(2)}` : ''].filter(Boolean);
+const over = [
+  warmRatio > WARM_BUDGET ? `warm ${warmRatio.toFixed(2)} > ${WARM_BUDGET.toFixed(2)}` : '',
+  coldRatio > COLD_BUDGET ? `cold ${coldRatio.toFixed(2)} > ${COLD_BUDGET.toFixed(2)}` : '',
+].filter(Boolean);
 console.log(
   `cudamatrix / OpenSSH: warm ${warmRatio.toFixed(2)} (budget ${WARM_BUDGET.toFixed(2)}), cold ${coldRatio.toFixed(2)} (budget ${COLD_BUDGET.toFixed(2)}): ` +
     `${over.length ? `OVER BUDGET (${over.join(', ')})` : 'within budget'}${tiny ? ' (not enforced: --tiny)' : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`,

@@ -38,7 +38,15 @@ function usage(message: string): never {
 
 let parsed;
 try {
-  parsed = parseArgs({ options: { cli: { type: 'string' }, rounds: { type: 'string' }, warmup: { type: 'string' }, out: { type: 'string' }, tiny: { type: 'boolean', default: false } } });
+  parsed = parseArgs({
+    options: {
+      cli: { type: 'string' },
+      rounds: { type: 'string' },
+      warmup: { type: 'string' },
+      out: { type: 'string' },
+      tiny: { type: 'boolean', default: false },
+    },
+  });
 } catch (error) {
   usage((error as Error).message);
 }
@@ -46,7 +54,8 @@ const { values } = parsed;
 const tiny = values.tiny!;
 const rounds = Number(values.rounds ?? (tiny ? 2 : 20));
 const warmup = Number(values.warmup ?? (tiny ? 1 : 3));
-if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(warmup) || warmup < 0) usage('--rounds takes a whole number >= 1 and --warmup one >= 0');
+if (!Number.isInteger(rounds) || rounds < 1 || !Number.isInteger(warmup) || warmup < 0)
+  usage('--rounds takes a whole number >= 1 and --warmup one >= 0');
 
 const cli = cliFile(values.cli, usage);
 
@@ -73,7 +82,9 @@ function time(c: Command): number {
   const r = spawnSync(process.execPath, c.args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   const ms = performance.now() - t0;
   if (r.error || r.status !== 0) {
-    console.error(`bench/startup: \`${c.label}\` (${process.execPath} ${c.args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stderr.trim().slice(-2000)}`);
+    console.error(
+      `bench/startup: \`${c.label}\` (${process.execPath} ${c.args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stderr.trim().slice(-2000)}`,
+    );
     process.exit(1);
   }
   return ms;
@@ -97,7 +108,9 @@ const results: Result[] = commands.map((c) => {
   const deltaMs = s.median - bare.median;
   return { key: c.key, command: c.label, ms: s, deltaMs, budgetMs: c.budgeted ? BUDGET_MS : null, over: c.budgeted && deltaMs > BUDGET_MS };
 });
-console.log(`\nstart-up of ${path.relative(process.cwd(), cli) || cli} against bare Node.js ${process.version} (${process.platform}/${process.arch}), median of ${rounds} alternated round(s) after ${warmup} warm-up round(s)\n`);
+console.log(
+  `\nstart-up of ${path.relative(process.cwd(), cli) || cli} against bare Node.js ${process.version} (${process.platform}/${process.arch}), median of ${rounds} alternated round(s) after ${warmup} warm-up round(s)\n`,
+);
 console.log(
   formatTable(
     ['command', 'median ms', 'min-max ms', 'spread', 'vs bare node', 'budget'],

@@ -75,7 +75,15 @@ export function ratioCheck(ours: readonly number[], peer: readonly number[], flo
   const combined = o.relSpread + p.relSpread;
   const tolerance = Math.max(floor, Number.isFinite(combined) ? combined : 0);
   if (!Number.isFinite(ratio) || !Number.isFinite(combined) || o.median <= 0 || p.median <= 0) {
-    return { ours: o, peer: p, ratio, tolerance, ok: false, widenedBySpread: false, why: `missing or invalid values (cudaprobe ${JSON.stringify(ours)}, peer ${JSON.stringify(peer)})` };
+    return {
+      ours: o,
+      peer: p,
+      ratio,
+      tolerance,
+      ok: false,
+      widenedBySpread: false,
+      why: `missing or invalid values (cudaprobe ${JSON.stringify(ours)}, peer ${JSON.stringify(peer)})`,
+    };
   }
   const ok = Math.abs(ratio - 1) <= tolerance;
   return {
@@ -85,6 +93,8 @@ export function ratioCheck(ours: readonly number[], peer: readonly number[], flo
     tolerance,
     ok,
     widenedBySpread: combined > floor,
-    why: ok ? '' : `ratio ${ratio.toFixed(3)} is off by ${(Math.abs(ratio - 1) * 100).toFixed(1)} %, beyond ${(tolerance * 100).toFixed(1)} %`,
+    why: ok
+      ? ''
+      : `ratio ${ratio.toFixed(3)} is off by ${(Math.abs(ratio - 1) * 100).toFixed(1)} %, beyond ${(tolerance * 100).toFixed(1)} %`,
   };
 }

@@ -22,10 +22,18 @@ const leaveOutUnused: Plugin = {
   setup(b) {
     // dockerode loads gRPC for BuildKit sessions (buildImage with version "2"); cudamatrix
     // builds its image with the classic builder and never opens one.
-    b.onResolve({ filter: /^@grpc\/(grpc-js|proto-loader)$/ }, (args) => ({ path: args.path, namespace: 'left-out', pluginData: "only dockerode's BuildKit sessions use it" }));
+    b.onResolve({ filter: /^@grpc\/(grpc-js|proto-loader)$/ }, (args) => ({
+      path: args.path,
+      namespace: 'left-out',
+      pluginData: "only dockerode's BuildKit sessions use it",
+    }));
     // @actions/core's OIDC tokens (@actions/http-client, with undici: 0.44 MB) and its platform
     // details (@actions/exec): the GitHub reporter uses neither.
-    b.onResolve({ filter: /^@actions\/(http-client|exec)(\/.*)?$/ }, (args) => ({ path: args.path, namespace: 'left-out', pluginData: "only @actions/core's OIDC tokens and platform details use it" }));
+    b.onResolve({ filter: /^@actions\/(http-client|exec)(\/.*)?$/ }, (args) => ({
+      path: args.path,
+      namespace: 'left-out',
+      pluginData: "only @actions/core's OIDC tokens and platform details use it",
+    }));
     b.onLoad({ filter: /.*/, namespace: 'left-out' }, (args) => ({
       loader: 'js',
       contents: `module.exports = new Proxy({}, { get() { throw new Error(${JSON.stringify(`${args.path} is left out of the cudamatrix bundle (${args.pluginData})`)}); } });`,

@@ -7,8 +7,13 @@ import type { Command } from 'commander';
 export function addDiffCommand(program: Command): void {
   program
     .command('diff')
-    .description('what changed between two runs, records or driver versions: facts, cell outcomes, and metrics that moved beyond their noise')
-    .argument('<a>', 'the old side: an events.jsonl, a run folder, a record, a file made by record --submit, or a folder of records (results/records/driver-<version>)')
+    .description(
+      'what changed between two runs, records or driver versions: facts, cell outcomes, and metrics that moved beyond their noise',
+    )
+    .argument(
+      '<a>',
+      'the old side: an events.jsonl, a run folder, a record, a file made by record --submit, or a folder of records (results/records/driver-<version>)',
+    )
     .argument('<b>', 'the new side, the same kinds')
     .option('--json', 'print the diff as JSON (schema cudamatrix-diff/1, every metric compared)', false)
     .option('--all', 'list every metric compared, with its move and its noise, not only those beyond it', false)

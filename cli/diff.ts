@@ -18,7 +18,9 @@ export interface DiffOptions {
 }
 
 function describe(input: Input): string {
-  const what = { 'event-log': 'event log', record: 'record', submission: 'submitted file', 'records-folder': 'folder of records' }[input.kind];
+  const what = { 'event-log': 'event log', record: 'record', submission: 'submitted file', 'records-folder': 'folder of records' }[
+    input.kind
+  ];
   return `${input.source} (${what}, ${input.records.length} observation${input.records.length === 1 ? '' : 's'})`;
 }
 
@@ -30,7 +32,12 @@ function diffJson(d: RecordsDiff, a: Input, b: Input, files: SideFiles): unknown
     changed: d.changed,
     a: { source: a.source, kind: a.kind, records: a.records.length },
     b: { source: b.source, kind: b.kind, records: b.records.length },
-    pairs: d.pairs.map((p) => ({ ...p, a: withFile(p.a, 'a'), b: withFile(p.b, 'b'), metrics: p.metrics.map((m) => ({ ...m, noiseText: noiseText(m) })) })),
+    pairs: d.pairs.map((p) => ({
+      ...p,
+      a: withFile(p.a, 'a'),
+      b: withFile(p.b, 'b'),
+      metrics: p.metrics.map((m) => ({ ...m, noiseText: noiseText(m) })),
+    })),
     onlyA: d.onlyA.map((u) => ({ ...u, record: withFile(u.record, 'a') })),
     onlyB: d.onlyB.map((u) => ({ ...u, record: withFile(u.record, 'b') })),
     conflicts: d.conflicts.map((c) => ({ ...c, records: c.records.map((r) => withFile(r, c.side)) })),

@@ -19,15 +19,26 @@ Exit status:
 export function addDoctorCommand(program: Command): void {
   program
     .command('doctor')
-    .description('check what this machine has (which cudaprobe and why: prebuilt or compiled; driver, NVML, CUDA runtime, GPUs), or with --target what a target has')
+    .description(
+      'check what this machine has (which cudaprobe and why: prebuilt or compiled; driver, NVML, CUDA runtime, GPUs), or with --target what a target has',
+    )
     .option('--target <name>', 'check one target of the matrix: reachability, host key, authentication, platform, cudaprobe, driver, NVML')
     .addOption(matrixOption())
     .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts (named on stderr as it is added)', false)
-    .option('--reap', 'remove the containers (and their volumes) of cudamatrix runs that are over: started on this machine by a cudamatrix that is gone; runs of other machines are kept', false)
+    .option(
+      '--reap',
+      'remove the containers (and their volumes) of cudamatrix runs that are over: started on this machine by a cudamatrix that is gone; runs of other machines are kept',
+      false,
+    )
     .option('--endpoint <url>', 'with --reap: the Docker engine (default: DOCKER_HOST, then the current context)')
-    .option('--older-than <duration>', 'with --reap: also remove the containers of runs started longer ago than this (6h, 90m, 2d), whichever machine started them')
+    .option(
+      '--older-than <duration>',
+      'with --reap: also remove the containers of runs started longer ago than this (6h, 90m, 2d), whichever machine started them',
+    )
     .addHelpText('after', doctorExitHelp)
-    .action(async (opts: { target?: string; matrix?: string; acceptNew: boolean; reap: boolean; endpoint?: string; olderThan?: string }) => {
-      process.exitCode = await (await import('./doctor.ts')).doctorAction(opts);
-    });
+    .action(
+      async (opts: { target?: string; matrix?: string; acceptNew: boolean; reap: boolean; endpoint?: string; olderThan?: string }) => {
+        process.exitCode = await (await import('./doctor.ts')).doctorAction(opts);
+      },
+    );
 }

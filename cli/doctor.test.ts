@@ -12,12 +12,20 @@ const noGpuHere = !hasCommand('nvidia-smi', ['-L']);
 
 describe('doctor refuses flags that would do nothing', () => {
   const cases: [string, string[], RegExp][] = [
-    ['--endpoint without --reap', ['doctor', '--endpoint', 'unix:///nowhere/docker.sock'], /^error \[USAGE\]: --endpoint needs --reap\b.*unix:\/\/\/nowhere\/docker\.sock/m],
+    [
+      '--endpoint without --reap',
+      ['doctor', '--endpoint', 'unix:///nowhere/docker.sock'],
+      /^error \[USAGE\]: --endpoint needs --reap\b.*unix:\/\/\/nowhere\/docker\.sock/m,
+    ],
     ['--accept-new without --target', ['doctor', '--accept-new'], /^error \[USAGE\]: --accept-new needs --target NAME\b/m],
     ['-m without --target', ['doctor', '-m', 'matrix.yaml'], /^error \[USAGE\]: -m\/--matrix needs --target NAME\b.*matrix\.yaml/m],
     ['--matrix without --target', ['doctor', '--matrix', 'matrix.yaml'], /^error \[USAGE\]: -m\/--matrix needs --target NAME\b/m],
     ['--reap with --target', ['doctor', '--reap', '--target', 'local'], /^error \[USAGE\]: --reap and --target do not go together/m],
-    ['--reap with --target and --endpoint', ['doctor', '--reap', '--endpoint', 'unix:///nowhere/docker.sock', '--target', 'local'], /^error \[USAGE\]: --reap and --target do not go together/m],
+    [
+      '--reap with --target and --endpoint',
+      ['doctor', '--reap', '--endpoint', 'unix:///nowhere/docker.sock', '--target', 'local'],
+      /^error \[USAGE\]: --reap and --target do not go together/m,
+    ],
   ];
   for (const [name, args, message] of cases) {
     it(`${name}: exit 2, says which flag needs what, checks nothing`, async () => {
@@ -56,7 +64,9 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
   it('when the build cache cannot be made (HOME under /proc): exit 3 at once, and says to set CUDAMATRIX_CACHE', async () => {
     // Node's recursive mkdir spins forever under /proc; this used to hang.
     const r = await runCli(['doctor'], { env: { HOME: '/proc/nope', CUDAMATRIX_CACHE: '', XDG_CACHE_HOME: '' } });
-    expect(r.stdout).toMatch(/✗ cudaprobe\s+build failed: the cudaprobe build cache .* \/proc\/nope\/\.cache\/cudamatrix\/.* cannot be made \(ENOENT at \/proc\/nope\)/);
+    expect(r.stdout).toMatch(
+      /✗ cudaprobe\s+build failed: the cudaprobe build cache .* \/proc\/nope\/\.cache\/cudamatrix\/.* cannot be made \(ENOENT at \/proc\/nope\)/,
+    );
     expect(r.stdout).toMatch(/^ {2}cudaprobe\s+set CUDAMATRIX_CACHE to a folder you can write to$/m);
     expect(r.code).toBe(3);
   }, 30_000);
@@ -68,13 +78,17 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
     mkdirSync(path.join(cache, 'cudaprobe'));
     const r = await runCli(['doctor'], { env: { CXX: '/nonexistent/bin/c++', PATH: emptyBin, CUDAMATRIX_CACHE: cache } });
     expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.stdout).toMatch(/✗ cudaprobe\s+build failed: no compiler for cudaprobe on linux\/\w+ \(tried \/nonexistent\/bin\/c\+\+, g\+\+, clang\+\+\)/);
+    expect(r.stdout).toMatch(
+      /✗ cudaprobe\s+build failed: no compiler for cudaprobe on linux\/\w+ \(tried \/nonexistent\/bin\/c\+\+, g\+\+, clang\+\+\)/,
+    );
     expect(r.stdout).not.toMatch(/✓ compiler/);
     expect(r.stdout).toMatch(/i driver, GPU\s+not checked: cudaprobe measures them, and there is none for this machine/);
     expect(r.stdout).toContain('1 problem(s): probes that need them will be skipped. To fix:');
     expect(r.stdout).toMatch(/^ {2}cudaprobe\s+CXX is set to "\/nonexistent\/bin\/c\+\+", which did not work/m);
     // Targets of the other platforms: which compiler they would need, since none is there.
-    expect(r.stdout).toMatch(/i linux-arm64 targets\s+no compiler for cudaprobe on linux\/aarch64 .*apt-get install g\+\+-aarch64-linux-gnu/);
+    expect(r.stdout).toMatch(
+      /i linux-arm64 targets\s+no compiler for cudaprobe on linux\/aarch64 .*apt-get install g\+\+-aarch64-linux-gnu/,
+    );
     expect(r.stdout).toMatch(/i windows-x64 targets\s+no compiler for cudaprobe on windows\/x86_64 .*g\+\+-mingw-w64-x86-64-posix/);
     expect(r.code).toBe(3);
   });
@@ -94,16 +108,24 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
     }
   });
 
-  it.runIf(hasCommand('docker', ['--version']))('puts a failure at the hop that failed: a Docker engine missing behind a local hop gets the Docker fix', async () => {
-    // No dockerd needed: the docker CLI of the first hop is asked for an engine that is not there.
-    const dir = tempDir('cm-doctor-chain-');
-    const matrix = path.join(dir, 'chain.yaml');
-    writeFileSync(matrix, `version: 1\ntargets:\n  - {name: chained, transport: [local, {kind: docker, endpoint: "unix://${dir}/no.sock", gpus: none}]}\n`);
-    const r = await runCli(['doctor', '--target', 'chained', '-m', matrix]);
-    expect(r.stdout).toMatch(/^✗ TARGET_UNREACHABLE cannot reach the Docker engine at docker --host unix:\/\/\S+\/no\.sock system dial-stdio on local/m);
-    expect(r.stdout).toMatch(/^ {2}fix: check the endpoint: that dockerd runs/m);
-    // The guess for the first hop (a host and its port) would send the user the wrong way.
-    expect(r.stdout).not.toContain('check the host name and port');
-    expect(r.code).toBe(3);
-  });
+  it.runIf(hasCommand('docker', ['--version']))(
+    'puts a failure at the hop that failed: a Docker engine missing behind a local hop gets the Docker fix',
+    async () => {
+      // No dockerd needed: the docker CLI of the first hop is asked for an engine that is not there.
+      const dir = tempDir('cm-doctor-chain-');
+      const matrix = path.join(dir, 'chain.yaml');
+      writeFileSync(
+        matrix,
+        `version: 1\ntargets:\n  - {name: chained, transport: [local, {kind: docker, endpoint: "unix://${dir}/no.sock", gpus: none}]}\n`,
+      );
+      const r = await runCli(['doctor', '--target', 'chained', '-m', matrix]);
+      expect(r.stdout).toMatch(
+        /^✗ TARGET_UNREACHABLE cannot reach the Docker engine at docker --host unix:\/\/\S+\/no\.sock system dial-stdio on local/m,
+      );
+      expect(r.stdout).toMatch(/^ {2}fix: check the endpoint: that dockerd runs/m);
+      // The guess for the first hop (a host and its port) would send the user the wrong way.
+      expect(r.stdout).not.toContain('check the host name and port');
+      expect(r.code).toBe(3);
+    },
+  );
 });

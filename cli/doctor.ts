@@ -44,19 +44,27 @@ export function parseAge(value: string): number {
 export async function doctorAction(opts: DoctorOptions): Promise<number> {
   const usage = (message: string) => new CudamatrixError('USAGE', message);
   if (opts.reap && opts.target !== undefined) {
-    throw usage('--reap and --target do not go together: --reap removes leftover containers from a Docker engine, --target checks one target of a matrix; run them one at a time');
+    throw usage(
+      '--reap and --target do not go together: --reap removes leftover containers from a Docker engine, --target checks one target of a matrix; run them one at a time',
+    );
   }
   if (opts.endpoint !== undefined && !opts.reap) {
-    throw usage(`--endpoint needs --reap: it names the Docker engine whose leftover containers --reap removes (got --endpoint ${opts.endpoint} alone, which would do nothing)`);
+    throw usage(
+      `--endpoint needs --reap: it names the Docker engine whose leftover containers --reap removes (got --endpoint ${opts.endpoint} alone, which would do nothing)`,
+    );
   }
   if (opts.olderThan !== undefined && !opts.reap) {
-    throw usage(`--older-than needs --reap: it says how old a run's containers must be for --reap to remove them whoever started them (got --older-than ${opts.olderThan} alone, which would do nothing)`);
+    throw usage(
+      `--older-than needs --reap: it says how old a run's containers must be for --reap to remove them whoever started them (got --older-than ${opts.olderThan} alone, which would do nothing)`,
+    );
   }
   if (opts.acceptNew && opts.target === undefined) {
-    throw usage('--accept-new needs --target NAME: it accepts the host key of that target\'s SSH host (plain doctor connects to nothing)');
+    throw usage("--accept-new needs --target NAME: it accepts the host key of that target's SSH host (plain doctor connects to nothing)");
   }
   if (opts.matrix !== undefined && opts.target === undefined) {
-    throw usage(`-m/--matrix needs --target NAME: it says which matrix the target is in (plain doctor checks this machine and reads no matrix; got -m ${opts.matrix})`);
+    throw usage(
+      `-m/--matrix needs --target NAME: it says which matrix the target is in (plain doctor checks this machine and reads no matrix; got -m ${opts.matrix})`,
+    );
   }
   if (opts.reap) return doctorReap(opts.endpoint, opts.olderThan !== undefined ? parseAge(opts.olderThan) : undefined);
   if (opts.target !== undefined) return doctorTarget(opts.target, opts.matrix, Boolean(opts.acceptNew));
@@ -75,10 +83,12 @@ interface Check {
 const fixes: Partial<Record<string, string>> = {
   TARGET_UNREACHABLE: 'check the host name and port, that the server runs there, and that no firewall is in the way',
   PROBE_BUILD_FAILED: 'install a compiler for the target platform (g++, or MinGW-w64 for Windows)',
-  TRANSPORT_FAILED: 'the connection broke, or the session could not start on the target (the message says which): check the network and the server logs; over SSH, also that the login shell\'s rc files (~/.bashrc) do not wait for input',
+  TRANSPORT_FAILED:
+    "the connection broke, or the session could not start on the target (the message says which): check the network and the server logs; over SSH, also that the login shell's rc files (~/.bashrc) do not wait for input",
 };
 
-const driverFix = 'install the NVIDIA driver (it provides libcuda.so.1, nvcuda.dll on Windows); in a container, start it with the NVIDIA Container Toolkit (docker run --gpus all)';
+const driverFix =
+  'install the NVIDIA driver (it provides libcuda.so.1, nvcuda.dll on Windows); in a container, start it with the NVIDIA Container Toolkit (docker run --gpus all)';
 const nvmlFix = 'NVML (libnvidia-ml.so.1, nvml.dll) comes with the NVIDIA driver: install the driver, or repair it if nvidia-smi fails too';
 const gpuFix = 'a GPU the driver can use: check that nvidia-smi -L lists it, and that CUDA_VISIBLE_DEVICES does not hide it';
 const environmentFix = 'sysinfo could not tell the environment: run with CUDAMATRIX_DEBUG=1 and report what it prints';
@@ -126,8 +136,14 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   const matrix = await loadMatrixArg(matrixFile, { acceptNew });
   const target = matrix.targets.find((t) => t.name === name);
   if (!target) {
-    const hint = closestName(name, matrix.targets.map((t) => t.name));
-    throw new CudamatrixError('USAGE', `no target "${name}" in ${matrix.file}${hint ? ` (did you mean "${hint}"?)` : ''}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`);
+    const hint = closestName(
+      name,
+      matrix.targets.map((t) => t.name),
+    );
+    throw new CudamatrixError(
+      'USAGE',
+      `no target "${name}" in ${matrix.file}${hint ? ` (did you mean "${hint}"?)` : ''}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`,
+    );
   }
   const write = (s: string) => process.stdout.write(s);
   const checks: Check[] = [];
@@ -145,30 +161,57 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   try {
     // Built once, for the transports that need it before the session (docker) and for deploying.
     const build = probeBinaries({ onProgress: (m) => process.stderr.write(`${m}\n`) });
-    session = await connectChain(target.hops, {
-      target: name,
-      runId: `doctor-${Date.now()}`,
-      acceptNewHostKeys: acceptNew,
-      binaryFor: build,
-      onProgress: (m) => process.stderr.write(`${m}\n`),
-      onHostKeyAdded: (a) => process.stderr.write(`${hostKeyAddedMessage(a)}\n`),
-    }, (index) => (hop = index));
+    session = await connectChain(
+      target.hops,
+      {
+        target: name,
+        runId: `doctor-${Date.now()}`,
+        acceptNewHostKeys: acceptNew,
+        binaryFor: build,
+        onProgress: (m) => process.stderr.write(`${m}\n`),
+        onHostKeyAdded: (a) => process.stderr.write(`${hostKeyAddedMessage(a)}\n`),
+      },
+      (index) => (hop = index),
+    );
     say(true, 'reachable', reachedLine(target.hops, session.description));
     say(true, 'platform', `${session.platform}/${session.arch}, shell ${session.shell}`);
     const deployed = await deployProbe(session, build);
-    say(true, 'cudaprobe', `${deployed.binary.prebuilt ? 'prebuilt, ' : ''}${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`);
+    say(
+      true,
+      'cudaprobe',
+      `${deployed.binary.prebuilt ? 'prebuilt, ' : ''}${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`,
+    );
     const run = await runProbe(session, deployed, 'sysinfo', { timeoutMs: 120_000, device: target.device });
     const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
     const v = (n: string) => s[n]?.value;
     const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
-    say(v('environment') !== null && v('environment') !== undefined, 'environment', String(v('environment') ?? `unknown: ${why('environment')}`), environmentFix);
+    say(
+      v('environment') !== null && v('environment') !== undefined,
+      'environment',
+      String(v('environment') ?? `unknown: ${why('environment')}`),
+      environmentFix,
+    );
     if (noGpu && v('driver_found') !== true) {
       say(null, 'driver', noGpuWords);
-      return conclude(checks, write, `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (gpus: none), so only sysinfo runs there (it reports the environment; its GPU facts are skipped).`);
+      return conclude(
+        checks,
+        write,
+        `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (gpus: none), so only sysinfo runs there (it reports the environment; its GPU facts are skipped).`,
+      );
     }
-    say(v('driver_found') === true, 'driver', v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'), driverFix);
+    say(
+      v('driver_found') === true,
+      'driver',
+      v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'),
+      driverFix,
+    );
     say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'), nvmlFix);
-    say(run.status === 'passed', 'GPU', run.status === 'passed' ? `${v('gpu_name')} (${v('device_count')} device(s))` : (run.reason ?? ''), v('driver_found') ? gpuFix : 'see driver');
+    say(
+      run.status === 'passed',
+      'GPU',
+      run.status === 'passed' ? `${v('gpu_name')} (${v('device_count')} device(s))` : (run.reason ?? ''),
+      v('driver_found') ? gpuFix : 'see driver',
+    );
     return conclude(checks, write, `Target ${name} has everything probes need.`);
   } catch (error) {
     const code = error instanceof CudamatrixError ? error.code : 'TARGET_UNREACHABLE';
@@ -190,9 +233,13 @@ export async function doctorReap(endpoint: string | undefined, olderThanMs?: num
   const r = await reapContainers({ endpoint }, { olderThanMs, given: '--endpoint' });
   for (const c of r.removed) process.stdout.write(`removed ${c}\n`);
   for (const c of r.kept) process.stdout.write(`kept ${c}\n`);
-  process.stdout.write(`${r.removed.length} container(s) of earlier runs removed from ${r.endpoint} (from ${r.source})${r.kept.length ? `, ${r.kept.length} kept` : ''}\n`);
+  process.stdout.write(
+    `${r.removed.length} container(s) of earlier runs removed from ${r.endpoint} (from ${r.source})${r.kept.length ? `, ${r.kept.length} kept` : ''}\n`,
+  );
   if (r.kept.length && olderThanMs === undefined) {
-    process.stdout.write(`Only runs that are provably over are removed. To remove those too old to be alive, whichever machine started them: --older-than DURATION (e.g. --older-than 6h).\n`);
+    process.stdout.write(
+      `Only runs that are provably over are removed. To remove those too old to be alive, whichever machine started them: --older-than DURATION (e.g. --older-than 6h).\n`,
+    );
   }
   return ExitCode.ok;
 }
@@ -209,18 +256,35 @@ export async function doctorCommand(): Promise<number> {
     const b = await probeBinary({ platform, arch: nodeArch(), onProgress: (m) => process.stderr.write(`${m}\n`) });
     built = true;
     if (b.prebuilt) {
-      checks.push({ name: 'cudaprobe', ok: true, detail: `${choice.why}: ${b.path} (sha256 ${b.hash}…, built with ${b.compiler}); no compiler needed` });
+      checks.push({
+        name: 'cudaprobe',
+        ok: true,
+        detail: `${choice.why}: ${b.path} (sha256 ${b.hash}…, built with ${b.compiler}); no compiler needed`,
+      });
     } else {
       checks.push({ name: 'compiler', ok: true, detail: b.compiler });
       checks.push({ name: 'cudaprobe', ok: true, detail: `compiled: ${choice.why}; ${b.path} (${b.built ? 'built now' : 'cached'})` });
     }
   } catch (error) {
     const cacheUnusable = error instanceof CudamatrixError && error.code === 'USAGE';
-    const fix = cacheUnusable ? 'set CUDAMATRIX_CACHE to a folder you can write to' : choice.use === 'compile' ? buildFix() : 'reinstall cudamatrix, or use a package made for this platform';
-    checks.push({ name: 'cudaprobe', ok: false, detail: `${choice.use === 'compile' ? 'build failed: ' : ''}${describeError(error)}`, fix });
+    const fix = cacheUnusable
+      ? 'set CUDAMATRIX_CACHE to a folder you can write to'
+      : choice.use === 'compile'
+        ? buildFix()
+        : 'reinstall cudamatrix, or use a package made for this platform';
+    checks.push({
+      name: 'cudaprobe',
+      ok: false,
+      detail: `${choice.use === 'compile' ? 'build failed: ' : ''}${describeError(error)}`,
+      fix,
+    });
   }
   // Other platforms' binaries: what targets of those platforms would get.
-  for (const [platformOf, archOf] of [['linux', 'x86_64'], ['linux', 'aarch64'], ['windows', 'x86_64']] as const) {
+  for (const [platformOf, archOf] of [
+    ['linux', 'x86_64'],
+    ['linux', 'aarch64'],
+    ['windows', 'x86_64'],
+  ] as const) {
     if (platformOf === platform && archOf === nodeArch()) continue;
     const other = await chooseProbe(platformOf, archOf);
     let detail = other.why;
@@ -240,10 +304,31 @@ export async function doctorCommand(): Promise<number> {
       const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
       const val = (n: string) => s[n]?.value;
       const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
-      checks.push({ name: 'environment', ok: val('environment') !== null && val('environment') !== undefined, detail: String(val('environment') ?? `unknown: ${why('environment')}`), fix: environmentFix });
-      checks.push({ name: 'driver', ok: val('driver_found') === true, detail: val('driver_found') ? `${val('driver_library')} (CUDA ${val('cuda_driver_version') ?? '?'})` : why('cuda_driver_version'), fix: driverFix });
-      checks.push({ name: 'NVML', ok: val('nvml_found') === true, detail: val('nvml_found') ? `driver ${val('driver_version')}` : why('driver_version'), fix: nvmlFix });
-      checks.push({ name: 'CUDA runtime', ok: null, detail: val('cudart_found') ? `${val('cudart_library')} (${val('cudart_version')})` : `${why('cudart_version')} (optional: runtime-API series are skipped without it)` });
+      checks.push({
+        name: 'environment',
+        ok: val('environment') !== null && val('environment') !== undefined,
+        detail: String(val('environment') ?? `unknown: ${why('environment')}`),
+        fix: environmentFix,
+      });
+      checks.push({
+        name: 'driver',
+        ok: val('driver_found') === true,
+        detail: val('driver_found') ? `${val('driver_library')} (CUDA ${val('cuda_driver_version') ?? '?'})` : why('cuda_driver_version'),
+        fix: driverFix,
+      });
+      checks.push({
+        name: 'NVML',
+        ok: val('nvml_found') === true,
+        detail: val('nvml_found') ? `driver ${val('driver_version')}` : why('driver_version'),
+        fix: nvmlFix,
+      });
+      checks.push({
+        name: 'CUDA runtime',
+        ok: null,
+        detail: val('cudart_found')
+          ? `${val('cudart_library')} (${val('cudart_version')})`
+          : `${why('cudart_version')} (optional: runtime-API series are skipped without it)`,
+      });
       if (run.status === 'passed') {
         checks.push({
           name: 'GPU',
@@ -251,10 +336,20 @@ export async function doctorCommand(): Promise<number> {
           detail: `${val('device_count')} device(s); #${val('gpu_index')}: ${val('gpu_name')}, cc ${val('compute_capability')}, ${formatValue(val('memory_total_bytes') as number, 'bytes')}, PCIe gen${val('pcie_gen_current') ?? '?'} x${val('pcie_width_current') ?? '?'}`,
         });
       } else {
-        checks.push({ name: 'GPU', ok: false, detail: run.reason ?? 'sysinfo did not run', fix: val('driver_found') ? gpuFix : 'see driver' });
+        checks.push({
+          name: 'GPU',
+          ok: false,
+          detail: run.reason ?? 'sysinfo did not run',
+          fix: val('driver_found') ? gpuFix : 'see driver',
+        });
       }
     } catch (error) {
-      checks.push({ name: 'sysinfo', ok: false, detail: `cudaprobe sysinfo did not run here: ${describeError(error)}`, fix: 'run with CUDAMATRIX_DEBUG=1 and report what it prints' });
+      checks.push({
+        name: 'sysinfo',
+        ok: false,
+        detail: `cudaprobe sysinfo did not run here: ${describeError(error)}`,
+        fix: 'run with CUDAMATRIX_DEBUG=1 and report what it prints',
+      });
     } finally {
       await session[Symbol.asyncDispose]();
     }

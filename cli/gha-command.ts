@@ -6,14 +6,21 @@ import type { Command } from 'commander';
 import { collect, matrixOption, positiveInt } from './options.ts';
 
 export function addGhaCommand(program: Command): void {
-  const gha = program.command('gha').description('GitHub Actions: the job matrix of a fanned-out run (gha matrix), and its jobs\' event logs put back together (gha merge)');
+  const gha = program
+    .command('gha')
+    .description("GitHub Actions: the job matrix of a fanned-out run (gha matrix), and its jobs' event logs put back together (gha merge)");
   gha
     .command('matrix')
     .addOption(matrixOption())
     .option('-t, --target <glob>', 'only targets whose name matches (repeatable, or comma-separated)', collect)
     .option('-p, --probe <glob>', 'only probes whose name matches (repeatable, or comma-separated); pass the same to gha merge', collect)
     .description('print the job matrix for fromJSON: one job per target with runsOn labels, --shards jobs for the targets without')
-    .option('--shards <n>', 'jobs for the targets without runsOn (split into whole hosts, as run --shard)', (v) => positiveInt(v, '--shards'), 1)
+    .option(
+      '--shards <n>',
+      'jobs for the targets without runsOn (split into whole hosts, as run --shard)',
+      (v) => positiveInt(v, '--shards'),
+      1,
+    )
     .option('--runs-on <labels>', 'runner labels of the jobs for the targets without runsOn, comma-separated (default: self-hosted,linux)')
     .addHelpText(
       'after',
@@ -34,20 +41,42 @@ Exit status: 0 the matrix printed; 2 a matrix or command-line error (named).`,
     });
   gha
     .command('merge')
-    .description('merge the event logs of the jobs of a gha matrix plan into one run: lost jobs marked, JUnit, job summary, behaviour records, report')
+    .description(
+      'merge the event logs of the jobs of a gha matrix plan into one run: lost jobs marked, JUnit, job summary, behaviour records, report',
+    )
     .argument('<paths...>', 'folders the event-log artifacts were downloaded to (searched for events.jsonl), or events.jsonl files')
-    .requiredOption('--plan <json|file>', 'the plan gha matrix printed (the plan job\'s matrix output), as JSON text or a file')
+    .requiredOption('--plan <json|file>', "the plan gha matrix printed (the plan job's matrix output), as JSON text or a file")
     .addOption(matrixOption())
     .option('-p, --probe <glob>', 'the --probe the jobs ran with (repeatable, or comma-separated)', collect)
     .option('--junit <file>', 'also write JUnit XML to this file')
-    .option('--results-dir <dir>', 'folder for the merged run folder (<dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs')
-    .option('--records-dir <dir>', 'the behaviour records: the merged run\'s are written there, as cudamatrix record writes them', 'results/records')
+    .option(
+      '--results-dir <dir>',
+      'folder for the merged run folder (<dir>/<run-id>/events.jsonl, junit.xml, summary.json)',
+      'results/runs',
+    )
+    .option(
+      '--records-dir <dir>',
+      "the behaviour records: the merged run's are written there, as cudamatrix record writes them",
+      'results/records',
+    )
     .option('--report-dir <dir>', 'folder for BEHAVIOUR.md and behaviour.html, regenerated when a record was written', 'results')
     .option('--no-record', 'write no records and no report')
-    .option('--strict', 'exit 4 when nothing was measured, as run --strict (also when every log ran with it); each target that measured nothing is named', false)
-    .option('--fail-on-change', 'exit 5 when behaviour changed against the committed records (behaviour-changed), each change an error annotation', false)
+    .option(
+      '--strict',
+      'exit 4 when nothing was measured, as run --strict (also when every log ran with it); each target that measured nothing is named',
+      false,
+    )
+    .option(
+      '--fail-on-change',
+      'exit 5 when behaviour changed against the committed records (behaviour-changed), each change an error annotation',
+      false,
+    )
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
-    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
+    .option(
+      '--verbose',
+      'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)',
+      false,
+    )
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText(
       'after',

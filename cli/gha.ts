@@ -41,7 +41,11 @@ export interface GhaMatrixOptions {
   runsOn?: string;
 }
 
-const labels = (text: string) => text.split(',').map((l) => l.trim()).filter(Boolean);
+const labels = (text: string) =>
+  text
+    .split(',')
+    .map((l) => l.trim())
+    .filter(Boolean);
 
 export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> {
   // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
@@ -49,12 +53,20 @@ export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> 
   // stdout is the plan's JSON alone: the masks go to stderr (the runner reads commands there too).
   const github = isGithubActions() ? new GithubStep({ stdoutTaken: true }) : undefined;
   github?.mask(secretValues(process.env, secretEnvNames(matrix)));
-  if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0) throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
-  const jobs = ghaMatrix(matrix, { targets: opts.target, probes: opts.probe, shards: opts.shards, runsOn: opts.runsOn ? labels(opts.runsOn) : undefined });
+  if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0)
+    throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
+  const jobs = ghaMatrix(matrix, {
+    targets: opts.target,
+    probes: opts.probe,
+    shards: opts.shards,
+    runsOn: opts.runsOn ? labels(opts.runsOn) : undefined,
+  });
   const json = JSON.stringify(jobs);
   // stdout is the JSON alone (for fromJSON and pipes); what it means goes to stderr.
   process.stdout.write(`${json}\n`);
-  process.stderr.write(`${jobs.include.length} job${jobs.include.length === 1 ? '' : 's'} for ${matrix.file}:\n${jobs.include.map((e) => `  ${e.name}: ${e.targets} on [${e.runsOn.join(', ')}]`).join('\n')}\n`);
+  process.stderr.write(
+    `${jobs.include.length} job${jobs.include.length === 1 ? '' : 's'} for ${matrix.file}:\n${jobs.include.map((e) => `  ${e.name}: ${e.targets} on [${e.runsOn.join(', ')}]`).join('\n')}\n`,
+  );
   if (github) {
     github.setOutputs({ matrix: json, count: String(jobs.include.length) });
     await github.appendSummary(planSummary(matrix, jobs));
@@ -64,7 +76,16 @@ export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> 
 
 function planSummary(matrix: Matrix, jobs: GhaMatrix): string {
   const rows = jobs.include.map((e) => `| ${e.name} | ${e.targets.split(',').join(', ')} | ${e.runsOn.join(', ')} |`);
-  return [`## cudamatrix plan: ${jobs.include.length} job${jobs.include.length === 1 ? '' : 's'}`, '', `Matrix: \`${matrix.file}\``, '', '| job | targets | runs on |', '| --- | --- | --- |', ...rows, ''].join('\n');
+  return [
+    `## cudamatrix plan: ${jobs.include.length} job${jobs.include.length === 1 ? '' : 's'}`,
+    '',
+    `Matrix: \`${matrix.file}\``,
+    '',
+    '| job | targets | runs on |',
+    '| --- | --- | --- |',
+    ...rows,
+    '',
+  ].join('\n');
 }
 
 export interface GhaMergeOptions {
@@ -112,8 +133,13 @@ export function readPlan(arg: string): GhaEntry[] {
     throw new CudamatrixError('USAGE', `${where} is not JSON (${(e as Error).message}); pass what cudamatrix gha matrix printed`);
   }
   const include = (data as { include?: unknown })?.include;
-  const ok = Array.isArray(include) && include.every((e) => typeof e?.name === 'string' && typeof e?.targets === 'string' && e.targets.length > 0);
-  if (!ok) throw new CudamatrixError('USAGE', `${where} is not a gha matrix plan ({"include":[{"name","targets","runsOn"}...]}); pass what cudamatrix gha matrix printed`);
+  const ok =
+    Array.isArray(include) && include.every((e) => typeof e?.name === 'string' && typeof e?.targets === 'string' && e.targets.length > 0);
+  if (!ok)
+    throw new CudamatrixError(
+      'USAGE',
+      `${where} is not a gha matrix plan ({"include":[{"name","targets","runsOn"}...]}); pass what cudamatrix gha matrix printed`,
+    );
   return include as GhaEntry[];
 }
 
@@ -130,7 +156,11 @@ export function findEventLogs(args: string[]): string[] {
   };
   for (const arg of args) {
     const st = statSync(arg, { throwIfNoEntry: false });
-    if (!st) throw new CudamatrixError('USAGE', `${arg} does not exist; pass the folder the event-log artifacts were downloaded to (or events.jsonl files)`);
+    if (!st)
+      throw new CudamatrixError(
+        'USAGE',
+        `${arg} does not exist; pass the folder the event-log artifacts were downloaded to (or events.jsonl files)`,
+      );
     if (st.isDirectory()) walk(arg, 0);
     else found.push(arg);
   }
@@ -143,9 +173,23 @@ function owedBy(plan: GhaEntry[], matrix: Matrix, probes: string[] | undefined):
   return plan.flatMap((entry) =>
     entry.targets.split(',').map((name) => {
       const t = byName.get(name);
-      if (!t) throw new CudamatrixError('USAGE', `--plan: job "${entry.name}" owes target "${name}", which ${matrix.file} does not define; pass the matrix the plan was made from (--matrix)`);
+      if (!t)
+        throw new CudamatrixError(
+          'USAGE',
+          `--plan: job "${entry.name}" owes target "${name}", which ${matrix.file} does not define; pass the matrix the plan was made from (--matrix)`,
+        );
       const cells = planCells(matrix, { targets: [name], probes }).cells;
-      return { job: entry.name, cells: cells.map((c) => c.name), start: { target: name, environment: t.environment, transport: t.hops.map((h) => h.kind), probes: cells.map((c) => c.probe), expect: t.expect } };
+      return {
+        job: entry.name,
+        cells: cells.map((c) => c.name),
+        start: {
+          target: name,
+          environment: t.environment,
+          transport: t.hops.map((h) => h.kind),
+          probes: cells.map((c) => c.probe),
+          expect: t.expect,
+        },
+      };
     }),
   );
 }
@@ -167,10 +211,21 @@ function checkLogsInPlan(logs: LogInput[], owed: OwedTarget[]): void {
 /** With no log at all (every job lost), the merged run starts from the matrix. */
 function emptyRun(matrix: Matrix, now: string): MergedRun {
   const start: MergedRunStart = {
-    type: 'run-start', schemaVersion: EVENTS_SCHEMA_VERSION, tool: 'cudamatrix', version: TOOL_VERSION,
-    runId: `${now.replace(/[:.]/g, '-')}-merged-nolog`, started: now, shard: null,
-    matrix: { file: matrix.file, ...(matrix.description !== undefined ? { description: matrix.description } : {}), expectations: matrix.expectations },
-    cells: [], options: { strict: false }, mergedFrom: [],
+    type: 'run-start',
+    schemaVersion: EVENTS_SCHEMA_VERSION,
+    tool: 'cudamatrix',
+    version: TOOL_VERSION,
+    runId: `${now.replace(/[:.]/g, '-')}-merged-nolog`,
+    started: now,
+    shard: null,
+    matrix: {
+      file: matrix.file,
+      ...(matrix.description !== undefined ? { description: matrix.description } : {}),
+      expectations: matrix.expectations,
+    },
+    cells: [],
+    options: { strict: false },
+    mergedFrom: [],
   };
   return { start, events: [start], warnings: [] };
 }
@@ -188,7 +243,11 @@ function jobEnds(logs: { events: RunEvent[] }[]): JobEnds {
 }
 
 export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Promise<number> {
-  if (opts.failOnChange && !opts.record) throw new CudamatrixError('USAGE', '--fail-on-change compares the run\'s records with the committed ones, and --no-record makes none: drop one of the two');
+  if (opts.failOnChange && !opts.record)
+    throw new CudamatrixError(
+      'USAGE',
+      "--fail-on-change compares the run's records with the committed ones, and --no-record makes none: drop one of the two",
+    );
   const plan = readPlan(opts.plan);
   // The plan and merge jobs need not have the targets' SSH keys: only the jobs that connect check them.
   const matrix = await loadMatrixArg(opts.matrix, { checkFiles: false });
@@ -215,7 +274,9 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   // The records are made before the reporters end (the job summary and the outputs say what
   // changed), and what was recorded is said after the run's own summary.
   const recordLines: string[] = [];
-  const recorded = opts.record ? recordRun(eventsFile, lost, (await loadMatrixArg(undefined)).expectations, opts, (l) => recordLines.push(l)) : undefined;
+  const recorded = opts.record
+    ? recordRun(eventsFile, lost, (await loadMatrixArg(undefined)).expectations, opts, (l) => recordLines.push(l))
+    : undefined;
   const summary = summarize(run.events);
   const status = mergeStatus(summary, strict, recorded, opts.failOnChange);
   const jobOf = new Map(owed.map((o) => [o.start.target, plan.find((e) => e.name === o.job)!]));
@@ -235,8 +296,13 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   ]);
   // mergeEventLogs' warning about a log without a run-end is answered here: its target is accounted for below.
   for (const w of merged.warnings.filter((w) => !/has no run-end/.test(w))) reporters.message(`warning: ${w}`);
-  reporters.message(`merged ${logs.length} event log${logs.length === 1 ? '' : 's'} of ${plan.length} job${plan.length === 1 ? '' : 's'} into ${eventsFile}`);
-  for (const l of lost) reporters.message(`LOST: target ${l.target} (job ${l.job}): ${HOW[l.how]}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`);
+  reporters.message(
+    `merged ${logs.length} event log${logs.length === 1 ? '' : 's'} of ${plan.length} job${plan.length === 1 ? '' : 's'} into ${eventsFile}`,
+  );
+  for (const l of lost)
+    reporters.message(
+      `LOST: target ${l.target} (job ${l.job}): ${HOW[l.how]}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`,
+    );
   for (const e of run.events) reporters.event(e);
   const unwritten = await reporters.end(summary, { runDir, eventsFile, strict, exitCode: status });
   if (recordLines.length) process.stdout.write(`${recordLines.join('\n')}\n`);
@@ -268,7 +334,11 @@ function measuredNothingSection(summary: RunSummary, runnerOf: (target: string) 
       `### Measured nothing: ${empty.length} target${empty.length === 1 ? '' : 's'}`,
       '',
       `Every probe of ${empty.length === 1 ? 'this target' : 'these targets'} was skipped: the runner found no usable NVIDIA driver (a Windows runner service in session 0 may not see the GPU), or the target cannot have one. ` +
-        (all ? (strict ? 'Nothing was measured anywhere, so the run fails (strict: exit 4).' : 'Nothing was measured anywhere; with strict this run would fail (exit 4).') : 'Other targets were measured.'),
+        (all
+          ? strict
+            ? 'Nothing was measured anywhere, so the run fails (strict: exit 4).'
+            : 'Nothing was measured anywhere; with strict this run would fail (exit 4).'
+          : 'Other targets were measured.'),
       '',
       '| target | ran in | why |',
       '| --- | --- | --- |',
@@ -278,7 +348,13 @@ function measuredNothingSection(summary: RunSummary, runnerOf: (target: string) 
   ];
 }
 
-const cell = (text: string) => text.replace(/\s*\r?\n\s*/g, ' ').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/\|/g, '&#124;');
+const cell = (text: string) =>
+  text
+    .replace(/\s*\r?\n\s*/g, ' ')
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/\|/g, '&#124;');
 
 /** --fail-on-change: an error annotation per record whose behaviour changed, saying what changed. */
 function changeAnnotations(recorded: Recorded | undefined): ExtraAnnotation[] {
@@ -300,7 +376,12 @@ function changeLines(p: ChangedPair): string[] {
   return [
     ...p.facts.map((f) => `fact \`${f.name}\`: ${valueText(f.a)} -> ${valueText(f.b)}`),
     ...p.cells.map((c) => `probe ${c.probe}: ${c.a} -> ${c.b}`),
-    ...p.metrics.filter((x) => x.flagged).map((m) => `metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${formatValue(m.a, m.unit)} -> ${formatValue(m.b, m.unit)} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`),
+    ...p.metrics
+      .filter((x) => x.flagged)
+      .map(
+        (m) =>
+          `metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${formatValue(m.a, m.unit)} -> ${formatValue(m.b, m.unit)} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`,
+      ),
   ];
 }
 
@@ -311,9 +392,17 @@ interface Recorded {
 }
 
 /** Records of the merged run (less its lost targets) into --records-dir, compared with those already there first. */
-function recordRun(eventsFile: string, lost: LostTarget[], defaults: Matrix['expectations'], opts: GhaMergeOptions, say: (l: string) => void): Recorded {
+function recordRun(
+  eventsFile: string,
+  lost: LostTarget[],
+  defaults: Matrix['expectations'],
+  opts: GhaMergeOptions,
+  say: (l: string) => void,
+): Recorded {
   const lostNames = new Set(lost.map((l) => l.target));
-  const committed = statSync(opts.recordsDir, { throwIfNoEntry: false })?.isDirectory() ? loadRecords(opts.recordsDir).map((l) => l.record) : [];
+  const committed = statSync(opts.recordsDir, { throwIfNoEntry: false })?.isDirectory()
+    ? loadRecords(opts.recordsDir).map((l) => l.record)
+    : [];
   const input = readInput(eventsFile, defaults, { complete: true });
   const kept = { ...input, records: input.records.filter(({ record }) => !lostNames.has(record.observed.target)) };
   say(`\nBehaviour records (${opts.recordsDir}):`);
@@ -356,16 +445,28 @@ function ghaExtras(lost: LostTarget[], recorded: Recorded | undefined, runDir: s
       ].join('\n'),
     );
   }
-  if (recorded) sections.push(behaviourSection(recorded, fresh.map((u) => u.key)));
+  if (recorded)
+    sections.push(
+      behaviourSection(
+        recorded,
+        fresh.map((u) => u.key),
+      ),
+    );
   return { outputs, sections };
 }
 
 function behaviourSection(recorded: Recorded, freshKeys: string[]): string {
   const lines = ['### Behaviour against the committed records', ''];
   const diff = recorded.diff;
-  if (!diff) lines.push('Nothing recorded: no target of this run observed a GPU (a record needs a driver, a GPU and a measured fact or metric).');
+  if (!diff)
+    lines.push('Nothing recorded: no target of this run observed a GPU (a record needs a driver, a GPU and a measured fact or metric).');
   else {
-    lines.push(diff.changed ? '**Behaviour changed.**' : 'No behaviour changed: every fact and cell outcome is the same, and no metric moved beyond its noise.', '');
+    lines.push(
+      diff.changed
+        ? '**Behaviour changed.**'
+        : 'No behaviour changed: every fact and cell outcome is the same, and no metric moved beyond its noise.',
+      '',
+    );
     for (const p of diff.pairs.filter((x) => x.changed)) {
       lines.push(`- **${p.key}**: driver ${p.a.driver} (${p.a.date.slice(0, 10)}) -> ${p.b.driver} (${p.b.date.slice(0, 10)})`);
       for (const l of changeLines(p)) lines.push(`  - ${l}`);

@@ -33,7 +33,10 @@ describe('cudamatrix init', () => {
   });
 
   it('has commented targets and expectations that load once uncommented', () => {
-    const uncommented = starterMatrix().replace(/^(\s*)# (- name:|  transport:|    kind:|    host:|    user:|    identityFile:|    - \{kind:|expectations:|  linux:|    - metric:|      "<=":|      why:)/gm, '$1$2');
+    const uncommented = starterMatrix().replace(
+      /^(\s*)# (- name:|  transport:|    kind:|    host:|    user:|    identityFile:|    - \{kind:|expectations:|  linux:|    - metric:|      "<=":|      why:)/gm,
+      '$1$2',
+    );
     expect(uncommented).toContain('  - name: gpu-server-docker');
     const m = parseMatrix(uncommented, 'starter.yaml', { checkFiles: false });
     expect(m.targets.map((t) => [t.name, t.hops.map((h) => h.kind)])).toEqual([

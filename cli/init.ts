@@ -62,7 +62,11 @@ export function initCommand(file: string | undefined): number {
     writeFileSync(target, starterMatrix(file ?? DEFAULT_INIT_FILE), { flag: 'wx' });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') throw new CudamatrixError('USAGE', `${target} already exists; nothing was written. Name another file (cudamatrix init other.yaml), or remove that one first`);
+    if (code === 'EEXIST')
+      throw new CudamatrixError(
+        'USAGE',
+        `${target} already exists; nothing was written. Name another file (cudamatrix init other.yaml), or remove that one first`,
+      );
     throw new CudamatrixError('USAGE', `cannot write ${target}: ${(error as Error).message}`);
   }
   const shown = file ?? DEFAULT_INIT_FILE;

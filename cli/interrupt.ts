@@ -23,7 +23,9 @@ export function watchInterrupts(say: (message: string) => void, quitNow: () => n
     const now = Date.now();
     if (!controller.signal.aborted) {
       firstAt = now;
-      say(`\n${name === 'SIGINT' ? 'interrupted' : 'terminated'}: stopping running probes and writing results (Ctrl-C again to quit at once)`);
+      say(
+        `\n${name === 'SIGINT' ? 'interrupted' : 'terminated'}: stopping running probes and writing results (Ctrl-C again to quit at once)`,
+      );
       controller.abort();
       return;
     }

@@ -19,14 +19,28 @@ import { addRecordCommand } from './record-command.ts';
 import { addReportCommand } from './report-command.ts';
 import { addRunCommand } from './run-command.ts';
 
-const commands = [addRunCommand, addPlanCommand, addInitCommand, addProbesCommand, addDoctorCommand, addReportCommand, addRecordCommand, addDiffCommand, addMergeCommand, addGhaCommand];
+const commands = [
+  addRunCommand,
+  addPlanCommand,
+  addInitCommand,
+  addProbesCommand,
+  addDoctorCommand,
+  addReportCommand,
+  addRecordCommand,
+  addDiffCommand,
+  addMergeCommand,
+  addGhaCommand,
+];
 
 export function buildProgram(): Command {
   const program = new Command('cudamatrix')
     .description('Measures what the NVIDIA driver really does on each target of a matrix, and checks it against expectations.')
     .version(TOOL_VERSION)
     .showHelpAfterError('(run with --help for usage)')
-    .addHelpText('after', `${exitCodesHelp.replace('Exit status:', 'Exit status of run (and merge; every other command lists its own in its --help):')}`)
+    .addHelpText(
+      'after',
+      `${exitCodesHelp.replace('Exit status:', 'Exit status of run (and merge; every other command lists its own in its --help):')}`,
+    )
     .exitOverride();
   // In this order in --help.
   for (const add of commands) add(program);
@@ -52,21 +66,27 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version exit 0; usage mistakes are configuration errors (commander said what; in a GitHub Actions step also an annotation).
-      if (error.exitCode !== 0 && process.env.GITHUB_ACTIONS === 'true') (await import('../results/reporters/github-step.ts')).annotateFatal('USAGE', error.message.replace(/^error: /, ''));
+      if (error.exitCode !== 0 && process.env.GITHUB_ACTIONS === 'true')
+        (await import('../results/reporters/github-step.ts')).annotateFatal('USAGE', error.message.replace(/^error: /, ''));
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.configuration;
     }
     if (error instanceof CudamatrixError) {
       process.stderr.write(`error [${error.code}]: ${error.message}\n`);
       // In a GitHub Actions step, also an annotation (the module is loaded only there).
-      if (process.env.GITHUB_ACTIONS === 'true') (await import('../results/reporters/github-step.ts')).annotateFatal(error.code, error.message);
+      if (process.env.GITHUB_ACTIONS === 'true')
+        (await import('../results/reporters/github-step.ts')).annotateFatal(error.code, error.message);
       return exitCodeFor(error);
     }
     if ((error as NodeJS.ErrnoException)?.syscall === 'uv_cwd') {
-      process.stderr.write('error [USAGE]: the current folder no longer exists (it was removed or moved); cd to one that does and run again\n');
+      process.stderr.write(
+        'error [USAGE]: the current folder no longer exists (it was removed or moved); cd to one that does and run again\n',
+      );
       return ExitCode.configuration;
     }
     const e = error as Error;
-    process.stderr.write(`internal error: ${e?.message ?? String(error)}\nThis is a bug in cudamatrix; run again with CUDAMATRIX_DEBUG=1 for the stack trace and report it.\n`);
+    process.stderr.write(
+      `internal error: ${e?.message ?? String(error)}\nThis is a bug in cudamatrix; run again with CUDAMATRIX_DEBUG=1 for the stack trace and report it.\n`,
+    );
     if (process.env.CUDAMATRIX_DEBUG) process.stderr.write(`${e?.stack ?? ''}\n`);
     return ExitCode.infrastructure;
   }

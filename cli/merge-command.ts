@@ -10,13 +10,25 @@ export function addMergeCommand(program: Command): void {
     .command('merge')
     .description('merge the event logs of shards (run --shard i/n) or of runs on several machines into one run, and render it as run does')
     .argument('<logs...>', 'events.jsonl files or run folders (results/runs/<run-id>), one per shard or machine, in any order')
-    .option('--reporter <name[:path]>', 'console (default), junit or json, each with an optional path (junit:out.xml; "-" or none is stdout); repeatable; replaces the default console', collect)
+    .option(
+      '--reporter <name[:path]>',
+      'console (default), junit or json, each with an optional path (junit:out.xml; "-" or none is stdout); repeatable; replaces the default console',
+      collect,
+    )
     .option('--junit <file>', 'also write JUnit XML to this file (as --reporter junit:FILE)')
     .option('--json', 'print the JSON summary on stdout (the console moves to stderr)', false)
-    .option('--results-dir <dir>', 'folder for the merged run folder (<dir>/<run-id>/events.jsonl, junit.xml, summary.json)', 'results/runs')
+    .option(
+      '--results-dir <dir>',
+      'folder for the merged run folder (<dir>/<run-id>/events.jsonl, junit.xml, summary.json)',
+      'results/runs',
+    )
     .option('--strict', 'exit 4 when nothing was measured (also when every log ran with --strict)', false)
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
-    .option('--verbose', 'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)', false)
+    .option(
+      '--verbose',
+      'list every target and cell however many there are (above 20 targets the console lists only problems, with progress)',
+      false,
+    )
     .option('--no-color', 'no colours (also NO_COLOR=1; FORCE_COLOR=1 forces them)')
     .addHelpText(
       'after',

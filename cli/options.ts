@@ -25,7 +25,8 @@ export function positiveInt(value: string, flag: string): number {
   return n;
 }
 
-export const matrixOption = () => new Option('-m, --matrix <file>', 'matrix file (default: the embedded matrix/default.yaml: this machine, every probe)');
+export const matrixOption = () =>
+  new Option('-m, --matrix <file>', 'matrix file (default: the embedded matrix/default.yaml: this machine, every probe)');
 
 /** --matrix, --target, --probe and --shard: which cells (run, plan). */
 export const filterOptions = (cmd: Command) =>

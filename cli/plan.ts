@@ -2,7 +2,13 @@ import { planCells } from '../run/plan.ts';
 import { formatTable } from '../core/text-table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
-export async function planCommand(opts: { matrix?: string; target?: string[]; probe?: string[]; shard?: string; json: boolean }): Promise<number> {
+export async function planCommand(opts: {
+  matrix?: string;
+  target?: string[];
+  probe?: string[];
+  shard?: string;
+  json: boolean;
+}): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix);
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
@@ -16,10 +22,14 @@ export async function planCommand(opts: { matrix?: string; target?: string[]; pr
     return [c.name, t.environment, t.hops.map((h) => h.kind).join(' → '), `${t.timeoutMs / 1000} s`];
   });
   if (plan.shard && plan.cells.length === 0) {
-    process.stdout.write(`shard ${plan.shard.index}/${plan.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards\n`);
+    process.stdout.write(
+      `shard ${plan.shard.index}/${plan.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards\n`,
+    );
     return 0;
   }
   process.stdout.write(`${formatTable(['cell', 'environment', 'transport', 'timeout'], rows)}\n`);
-  process.stdout.write(`\n${plan.cells.length} cell${plan.cells.length === 1 ? '' : 's'} on ${plan.targets.length} target${plan.targets.length === 1 ? '' : 's'}${plan.shard ? ` (shard ${plan.shard.index}/${plan.shard.total})` : ''} from ${matrix.file}\n`);
+  process.stdout.write(
+    `\n${plan.cells.length} cell${plan.cells.length === 1 ? '' : 's'} on ${plan.targets.length} target${plan.targets.length === 1 ? '' : 's'}${plan.shard ? ` (shard ${plan.shard.index}/${plan.shard.total})` : ''} from ${matrix.file}\n`,
+  );
   return 0;
 }

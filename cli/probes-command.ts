@@ -9,7 +9,7 @@ export function addProbesCommand(program: Command): void {
   probes
     .command('list')
     .description('list the probes, the claims they decide, and (with --facts) every fact and metric')
-    .option('--facts', 'also list each probe\'s facts and metrics', false)
+    .option('--facts', "also list each probe's facts and metrics", false)
     .option('--json', 'print the catalogue as JSON', false)
     .action(async (opts) => {
       process.exitCode = (await import('./probes.ts')).probesListCommand(opts);

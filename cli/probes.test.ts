@@ -18,7 +18,9 @@ describe('cudamatrix probes list', () => {
 
   it('--facts shows each parameter with its default and what it takes', () => {
     const text = output({ facts: true, json: false });
-    expect(text).toContain('  params sizes_gib=[1,2,4] (list of GiB), apis=[driver,runtime] (list of driver|runtime), register_size_gib=1 (GiB), wait_s=0.1 (s)\n');
+    expect(text).toContain(
+      '  params sizes_gib=[1,2,4] (list of GiB), apis=[driver,runtime] (list of driver|runtime), register_size_gib=1 (GiB), wait_s=0.1 (s)\n',
+    );
     expect(text).toMatch(/^ {2}params iterations=10000 \(integer\)$/m);
     expect(text).toContain('log_level="" (text)');
     // The defaults shown are those the probes run with.
@@ -33,9 +35,17 @@ describe('cudamatrix probes list', () => {
   });
 
   it('--json gives each parameter with its type, default and description', () => {
-    const probes = JSON.parse(output({ facts: false, json: true })) as { name: string; params: { name: string; type: string; default: unknown; description?: string }[] }[];
+    const probes = JSON.parse(output({ facts: false, json: true })) as {
+      name: string;
+      params: { name: string; type: string; default: unknown; description?: string }[];
+    }[];
     const release = probes.find((p) => p.name === 'pinned-release')!;
-    expect(release.params).toContainEqual({ name: 'wait_s', type: 'list of s', default: [0, 1, 5], description: 'Readings after free, seconds after the free' });
+    expect(release.params).toContainEqual({
+      name: 'wait_s',
+      type: 'list of s',
+      default: [0, 1, 5],
+      description: 'Readings after free, seconds after the free',
+    });
     for (const p of probes) {
       expect(Object.fromEntries(p.params.map((i) => [i.name, i.default])), p.name).toEqual(effectiveParams(p.name));
     }

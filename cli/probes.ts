@@ -75,7 +75,12 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
   }
-  const rows = catalogue.map((p) => [p.name, p.claims.join(' '), p.platforms.join(', '), p.optIn ? `${p.title} [opt-in, bounded, runs last]` : p.title]);
+  const rows = catalogue.map((p) => [
+    p.name,
+    p.claims.join(' '),
+    p.platforms.join(', '),
+    p.optIn ? `${p.title} [opt-in, bounded, runs last]` : p.title,
+  ]);
   process.stdout.write(`${formatTable(['probe', 'claims', 'platforms', 'what it measures'], rows)}\n`);
   process.stdout.write(`\n${CLAIMS_PAGE_LINE}\n`);
   if (catalogue.some((p) => p.optIn)) process.stdout.write(`${OPT_IN_LINE}\n`);
@@ -89,7 +94,8 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
       if (p.optIn) process.stdout.write(`  opt-in: ${p.optIn}; bounded by its parameters; last on its target\n`);
       for (const m of p.metrics) process.stdout.write(`  metric ${p.name}.${m.name} (${m.unit}) — ${m.description}\n`);
       const params = paramInfo(p);
-      if (params.length) process.stdout.write(`  params ${params.map((i) => `${i.name}=${formatDefault(i.default)} (${i.type})`).join(', ')}\n`);
+      if (params.length)
+        process.stdout.write(`  params ${params.map((i) => `${i.name}=${formatDefault(i.default)} (${i.type})`).join(', ')}\n`);
     }
   }
   return 0;

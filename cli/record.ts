@@ -44,16 +44,25 @@ function evidenceOf(log: string, repo: string | null): string | undefined {
 const show = (v: unknown) => (v === undefined ? '(absent)' : typeof v === 'string' ? v : JSON.stringify(v));
 
 function describeInput(input: Input): string {
-  const what = { 'event-log': 'event log', record: 'record file', submission: 'submitted file', 'records-folder': 'folder of records' }[input.kind];
+  const what = { 'event-log': 'event log', record: 'record file', submission: 'submitted file', 'records-folder': 'folder of records' }[
+    input.kind
+  ];
   return `${input.source} (${what}): ${input.records.length} observation${input.records.length === 1 ? '' : 's'}`;
 }
 
 /** --records-dir must be a folder (or not yet there), and the records root, not one driver-<version>/ of it. */
 function checkRecordsDir(dir: string): void {
   const st = statSync(dir, { throwIfNoEntry: false });
-  if (st && !st.isDirectory()) throw new CudamatrixError('USAGE', `--records-dir ${dir} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json`);
+  if (st && !st.isDirectory())
+    throw new CudamatrixError(
+      'USAGE',
+      `--records-dir ${dir} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json`,
+    );
   if (/^driver-/.test(path.basename(path.resolve(dir)))) {
-    throw new CudamatrixError('USAGE', `--records-dir ${dir} is a driver folder; pass the records root (${path.dirname(dir)}): record writes each record under its own driver-<version>/ there`);
+    throw new CudamatrixError(
+      'USAGE',
+      `--records-dir ${dir} is a driver folder; pass the records root (${path.dirname(dir)}): record writes each record under its own driver-<version>/ there`,
+    );
   }
 }
 
@@ -77,12 +86,16 @@ function prepareInputs(inputs: Input[], repo: string | null): Prepared[] {
   return inputs.map((input) => ({
     input,
     // A record of nothing (no fact, no metric) would, being newer, hide a full record of its key: never written.
-    empty: input.records.filter(({ record }) => !measuredSomething(record)).map(({ record, file }) => `${file ?? record.observed.target} (${keyText(record.key)}): ${NOTHING_MEASURED}`),
-    records: input.records.filter(({ record }) => measuredSomething(record)).map(({ record }) => {
-      const evidence = input.eventLog ? evidenceOf(input.eventLog, repo) : record.evidence;
-      const clean = redactRecord(record);
-      return evidence ? { ...clean, evidence } : clean;
-    }),
+    empty: input.records
+      .filter(({ record }) => !measuredSomething(record))
+      .map(({ record, file }) => `${file ?? record.observed.target} (${keyText(record.key)}): ${NOTHING_MEASURED}`),
+    records: input.records
+      .filter(({ record }) => measuredSomething(record))
+      .map(({ record }) => {
+        const evidence = input.eventLog ? evidenceOf(input.eventLog, repo) : record.evidence;
+        const clean = redactRecord(record);
+        return evidence ? { ...clean, evidence } : clean;
+      }),
   }));
 }
 
@@ -97,7 +110,9 @@ function reportUnrecorded(prepared: Prepared[], say: (l: string) => void, quiet 
     } else if (empty.length) say(`${input.source}: not recorded: ${empty.join('; ')}`);
   }
   if (total === 0 && !quiet) {
-    process.stderr.write(`nothing recorded: no input holds an observation of a GPU (a record needs a target whose sysinfo found a driver and a GPU, and a probe that measured a fact or a metric)\n`);
+    process.stderr.write(
+      `nothing recorded: no input holds an observation of a GPU (a record needs a target whose sysinfo found a driver and a GPU, and a probe that measured a fact or a metric)\n`,
+    );
   }
   return total > 0;
 }
@@ -107,14 +122,17 @@ function reportUnrecorded(prepared: Prepared[], say: (l: string) => void, quiet 
  * folder as `cudamatrix record` does, saying what it did; returns the records it made and the files
  * it wrote.
  */
-export function recordInputs(inputs: Input[], recordsDir: string, say: (l: string) => void): { status: number; records: BehaviourRecord[]; written: string[] } {
+export function recordInputs(
+  inputs: Input[],
+  recordsDir: string,
+  say: (l: string) => void,
+): { status: number; records: BehaviourRecord[]; written: string[] } {
   checkRecordsDir(recordsDir);
   const prepared = prepareInputs(inputs, repositoryOf(recordsDir));
   // (The lines already say that nothing is recorded, and why.)
   if (!reportUnrecorded(prepared, say, true)) return { status: ExitCode.nothingMeasured, records: [], written: [] };
   return { ...store(prepared, recordsDir, say), records: prepared.flatMap((p) => p.records) };
 }
-
 
 function submit(prepared: Prepared[], file: string, say: (l: string) => void): number {
   const chosen: BehaviourRecord[] = [];
@@ -123,12 +141,17 @@ function submit(prepared: Prepared[], file: string, say: (l: string) => void): n
     for (const r of records) {
       // A drifted copy of an observation (metrics beyond their noise) is kept, as `record` keeps it.
       const same = chosen.find((c) => sameObservation(c, r) && !diffPair(c, r).changed);
-      say(`  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})${same ? `: the same observation as run ${same.observed.runId}, left out` : ''}`);
+      say(
+        `  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})${same ? `: the same observation as run ${same.observed.runId}, left out` : ''}`,
+      );
       if (!same) chosen.push(r);
     }
   }
   writeOutput(file, renderSubmission(chosen, TOOL_VERSION));
-  if (!isStdout(file)) say(`\nwrote ${file}: ${chosen.length} observation${chosen.length === 1 ? '' : 's'} with a summary. Attach it to a pull request (or an issue) of the cudamatrix repository; a maintainer commits it with \`cudamatrix record ${path.basename(file)}\`.`);
+  if (!isStdout(file))
+    say(
+      `\nwrote ${file}: ${chosen.length} observation${chosen.length === 1 ? '' : 's'} with a summary. Attach it to a pull request (or an issue) of the cudamatrix repository; a maintainer commits it with \`cudamatrix record ${path.basename(file)}\`.`,
+    );
   say(`Removed from it: ${REDACTED.join('; ')}. Read it before you send it: it is Markdown and JSON, nothing else.`);
   return ExitCode.ok;
 }
@@ -160,7 +183,9 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
       }
       if (outcome.kind === 'clash') {
         clashes++;
-        say(`    NOT WRITTEN: ${outcome.file} already holds a record of this run and target with other facts; a run's record does not change (remove that file first if this one is right)`);
+        say(
+          `    NOT WRITTEN: ${outcome.file} already holds a record of this run and target with other facts; a run's record does not change (remove that file first if this one is right)`,
+        );
         continue;
       }
       const passed = r.verdicts.filter((v) => v.status === 'passed').length;
@@ -180,21 +205,34 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
       }
       for (const d of outcome.decided) {
         const newly = d.facts.some((f) => f.there === null && f.here !== null && f.here !== undefined);
-        say(`    ${newly ? 'NEWLY DECIDED' : 'LEFT UNDECIDED'} against ${d.file} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):`);
+        say(
+          `    ${newly ? 'NEWLY DECIDED' : 'LEFT UNDECIDED'} against ${d.file} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):`,
+        );
         const width = Math.max(...d.facts.map((f) => f.name.length));
-        for (const f of d.facts) say(`      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here${f.here === undefined || f.there === undefined ? '' : f.there === null ? ' (newly decided)' : f.here === null ? ' (undecided here)' : ''}`);
+        for (const f of d.facts)
+          say(
+            `      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here${f.here === undefined || f.there === undefined ? '' : f.there === null ? ' (newly decided)' : f.here === null ? ' (undecided here)' : ''}`,
+          );
       }
       for (const p of partialLines(outcome.partial)) say(p);
       if (outcome.kind === 'written' && outcome.drift) for (const l of driftLines(outcome.drift)) say(l);
     }
   }
-  if (conflicts) say(`\n${conflicts} conflict${conflicts === 1 ? '' : 's'}: the same observation key with other fact values. Look for what the key does not say (a setting, a reboot, hardware) before trusting either.`);
+  if (conflicts)
+    say(
+      `\n${conflicts} conflict${conflicts === 1 ? '' : 's'}: the same observation key with other fact values. Look for what the key does not say (a setting, a reboot, hardware) before trusting either.`,
+    );
   return { status: clashes ? ExitCode.configuration : ExitCode.ok, written };
 }
 
 /** The same observation with metrics (or cells) beyond their noise: why it was written. */
 function driftLines(d: Drift): string[] {
-  const what = [d.metrics.length ? `${d.metrics.length} metric series beyond their noise` : '', d.cells.length ? `${d.cells.length} probe outcome${d.cells.length === 1 ? '' : 's'} changed` : ''].filter(Boolean).join(', ');
+  const what = [
+    d.metrics.length ? `${d.metrics.length} metric series beyond their noise` : '',
+    d.cells.length ? `${d.cells.length} probe outcome${d.cells.length === 1 ? '' : 's'} changed` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
   return [
     `    DRIFTED from ${d.file} (same key and facts; ${what}): kept as the newest record of this observation, which the report and diff use`,
     ...d.cells.map((c) => `      ${c.probe}  ${c.a} → ${c.b}`),

@@ -31,7 +31,9 @@ export function reportCommand(opts: ReportOptions): number {
   if (opts.check) {
     const stale = files.filter(([file, text]) => !existsSync(file) || readFileSync(file, 'utf8') !== text).map(([file]) => file);
     if (stale.length) {
-      process.stderr.write(`${stale.join(' and ')} ${stale.length === 1 ? 'does' : 'do'} not match the records (${what}); run cudamatrix report --records-dir ${opts.recordsDir} --out ${opts.out} and commit the result\n`);
+      process.stderr.write(
+        `${stale.join(' and ')} ${stale.length === 1 ? 'does' : 'do'} not match the records (${what}); run cudamatrix report --records-dir ${opts.recordsDir} --out ${opts.out} and commit the result\n`,
+      );
       return 1;
     }
     process.stdout.write(`${files.map(([f]) => f).join(' and ')} match the records (${what})\n`);
@@ -39,6 +41,8 @@ export function reportCommand(opts: ReportOptions): number {
   }
   for (const [file, text] of files) writeFileAtomic(file, text);
   const kib = (s: string) => `${(Buffer.byteLength(s) / 1024).toFixed(0)} KiB`;
-  process.stdout.write(`wrote ${files[0]![0]} (${kib(outputs.markdown)}) and ${files[1]![0]} (${kib(outputs.html)}, open it in a browser: it needs no network) from ${what}\n`);
+  process.stdout.write(
+    `wrote ${files[0]![0]} (${kib(outputs.markdown)}) and ${files[1]![0]} (${kib(outputs.html)}, open it in a browser: it needs no network) from ${what}\n`,
+  );
   return 0;
 }

@@ -46,13 +46,17 @@ export function parseReporter(spec: string): ReporterChoice {
       `--reporter ${JSON.stringify(spec)}: ${hint && hint !== name ? `did you mean "${hint}"? ` : ''}the reporters are ${reporterNames.join(', ')}, each optionally with a path (junit:out.xml or junit=out.xml; "-" is stdout)`,
     );
   }
-  if (name === 'console' && m[2] !== undefined) throw new CudamatrixError('USAGE', '--reporter console prints to the terminal and takes no path');
+  if (name === 'console' && m[2] !== undefined)
+    throw new CudamatrixError('USAGE', '--reporter console prints to the terminal and takes no path');
   return { name, path: m[2] };
 }
 
 /** The reporters a run uses: --reporter, plus the shorthands --junit FILE and --json; console by default. */
 export function chooseReporters(opts: Pick<RunOptions, 'reporter' | 'junit' | 'json'>): ReporterChoice[] {
-  const choices = (opts.reporter ?? []).flatMap((r) => r.split(',')).filter(Boolean).map(parseReporter);
+  const choices = (opts.reporter ?? [])
+    .flatMap((r) => r.split(','))
+    .filter(Boolean)
+    .map(parseReporter);
   if (opts.junit) choices.push({ name: 'junit', path: opts.junit });
   if (opts.json) choices.push({ name: 'json', path: '-' });
   if (!choices.some((c) => c.name === 'console') && (opts.reporter ?? []).length === 0) choices.unshift({ name: 'console' });
@@ -90,7 +94,10 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   // In a GitHub Actions step the runner is told the secrets' values before anything runs or prints.
   github?.mask(secretValues(process.env, secretEnvNames(loaded)));
   // A fan-out only the cluster can list (slurm's nodes: all) becomes its targets before the plan.
-  const matrix = { ...loaded, targets: await resolveFanOuts(loaded.targets, { runId: `fan-out-${Date.now()}`, acceptNewHostKeys: opts.acceptNew }) };
+  const matrix = {
+    ...loaded,
+    targets: await resolveFanOuts(loaded.targets, { runId: `fan-out-${Date.now()}`, acceptNewHostKeys: opts.acceptNew }),
+  };
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
   for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
   checkOutputs(choices, opts.resultsDir);
@@ -117,7 +124,12 @@ export async function runCommand(opts: RunOptions): Promise<number> {
     });
     const summary = summarize(result.events);
     const logFailure = result.logFailure ? [result.logFailure.message] : [];
-    const unwritten = await reporters.end(summary, { runDir: result.runDir, eventsFile: result.eventsFile, strict: opts.strict, unwritten: logFailure });
+    const unwritten = await reporters.end(summary, {
+      runDir: result.runDir,
+      eventsFile: result.eventsFile,
+      strict: opts.strict,
+      unwritten: logFailure,
+    });
     return exitCodeOf(summary, { strict: opts.strict, unwritten });
   } finally {
     interrupts.dispose();

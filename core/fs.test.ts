@@ -55,10 +55,13 @@ describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () =
     expect(readFileSync(file, 'utf8')).toBe(parts.join(''));
     const link = path.join(dir, 'link');
     symlinkSync(file, link);
-    writeOutput(link, (function* () {
-      yield 'one ';
-      yield 'two';
-    })());
+    writeOutput(
+      link,
+      (function* () {
+        yield 'one ';
+        yield 'two';
+      })(),
+    );
     expect(readFileSync(file, 'utf8')).toBe('one two');
     expect(readdirSync(dir).sort()).toEqual(['link', 'summary.json']);
   });
@@ -83,6 +86,8 @@ describe('writeFileExclusive and the records lock (many processes writing one fo
     expect(withLock(lock, 'recording into x', () => readFileSync(lock, 'utf8'))).toBe(`${process.pid}\n`);
     expect(readdirSync(dir)).toEqual([]);
     writeFileSync(lock, `${process.ppid}\n`);
-    expect(() => withLock(lock, 'recording into x', () => 1, 200)).toThrow(`recording into x: ${lock} has been held by process ${process.ppid} for over 0.2 s; if no other cudamatrix is writing there, remove that file and run again`);
+    expect(() => withLock(lock, 'recording into x', () => 1, 200)).toThrow(
+      `recording into x: ${lock} has been held by process ${process.ppid} for over 0.2 s; if no other cudamatrix is writing there, remove that file and run again`,
+    );
   });
 });

@@ -1,5 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, linkSync, lstatSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError } from './errors.ts';
 
@@ -18,7 +30,11 @@ export function outputError(file: string, error: unknown, holds = 'nothing of it
   if (error instanceof CudamatrixError) return error;
   const code = (error as NodeJS.ErrnoException).code;
   const cause = code ? `${code}: ${causes[code] ?? (error as Error).message}` : (error as Error).message;
-  return new CudamatrixError('OUTPUT_FAILED', `${file} could not be written (${cause}); ${holds}. Free space there or name another place, and run again`, { cause: error });
+  return new CudamatrixError(
+    'OUTPUT_FAILED',
+    `${file} could not be written (${cause}); ${holds}. Free space there or name another place, and run again`,
+    { cause: error },
+  );
 }
 
 /** A temporary name beside `file` that no other process or call picks: the pid and random bytes. */
@@ -55,7 +71,7 @@ function writeParts(fd: number, text: Iterable<string>): void {
   const buffer = Buffer.allocUnsafe(1 << 20);
   let used = 0;
   const write = (bytes: Buffer, length: number) => {
-    for (let at = 0; at < length; ) at += writeSync(fd, bytes, at, length - at);
+    for (let at = 0; at < length;) at += writeSync(fd, bytes, at, length - at);
   };
   for (const part of text) {
     if (used + part.length * 3 > buffer.length) {
@@ -193,7 +209,10 @@ export function makeDir(dir: string, what: string): void {
       mkdirSync(part);
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST' && statSync(part).isDirectory()) continue;
-      throw new CudamatrixError('USAGE', `${what} ${dir} cannot be made (${(error as NodeJS.ErrnoException).code ?? (error as Error).message} at ${part}); name a folder you can write to`);
+      throw new CudamatrixError(
+        'USAGE',
+        `${what} ${dir} cannot be made (${(error as NodeJS.ErrnoException).code ?? (error as Error).message} at ${part}); name a folder you can write to`,
+      );
     }
   }
 }

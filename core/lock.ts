@@ -39,13 +39,17 @@ export function withLock<T>(file: string, what: string, fn: () => T, waitMs = LO
     try {
       fd = openSync(file, 'wx');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new CudamatrixError('OUTPUT_FAILED', `${what}: the lock file ${file} could not be made (${(error as Error).message})`);
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST')
+        throw new CudamatrixError('OUTPUT_FAILED', `${what}: the lock file ${file} could not be made (${(error as Error).message})`);
       const owner = ownerOf(file);
       if (owner === undefined) continue; // released meanwhile: try again
       // An empty file is an owner between creating and writing it: wait. A dead owner's lock is taken over.
       if (Number.isInteger(owner) && !processAlive(owner)) rmSync(file, { force: true });
       else if (Date.now() > deadline) {
-        throw new CudamatrixError('OUTPUT_FAILED', `${what}: ${file} has been held by process ${owner} for over ${waitMs / 1000} s; if no other cudamatrix is writing there, remove that file and run again`);
+        throw new CudamatrixError(
+          'OUTPUT_FAILED',
+          `${what}: ${file} has been held by process ${owner} for over ${waitMs / 1000} s; if no other cudamatrix is writing there, remove that file and run again`,
+        );
       } else Atomics.wait(pause, 0, 0, 20);
     }
   }
@@ -56,7 +60,8 @@ export function withLock<T>(file: string, what: string, fn: () => T, waitMs = LO
       // A full disk still lets the empty file exclude others (they wait for it, as for an owner
       // about to write its pid); what fn then cannot write is the error that names the output.
       const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'ENOSPC' && code !== 'EDQUOT') throw new CudamatrixError('OUTPUT_FAILED', `${what}: the lock file ${file} could not be written (${(error as Error).message})`);
+      if (code !== 'ENOSPC' && code !== 'EDQUOT')
+        throw new CudamatrixError('OUTPUT_FAILED', `${what}: the lock file ${file} could not be written (${(error as Error).message})`);
     }
     return fn();
   } finally {

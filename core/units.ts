@@ -19,7 +19,7 @@ const dimensions: Record<string, { dimension: string; factor: number }> = {
   // time
   ns: { dimension: 'time', factor: 1e-9 },
   us: { dimension: 'time', factor: 1e-6 },
-  'µs': { dimension: 'time', factor: 1e-6 },
+  µs: { dimension: 'time', factor: 1e-6 },
   ms: { dimension: 'time', factor: 1e-3 },
   s: { dimension: 'time', factor: 1 },
   // bandwidth
@@ -59,7 +59,11 @@ export function formatValue(value: number | null, unit: Unit | string): string {
   if (value === null || !Number.isFinite(value)) return '—';
   if (unit === 'bytes') {
     const abs = Math.abs(value);
-    for (const [u, f] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+    for (const [u, f] of [
+      ['GiB', 1024 ** 3],
+      ['MiB', 1024 ** 2],
+      ['KiB', 1024],
+    ] as const) {
       if (abs >= f) return `${round(value / f)} ${u}`;
     }
     return `${value} B`;

@@ -119,7 +119,10 @@ export function readEventLog(file: string): RunEvent[] {
   try {
     text = readFileSync(file, 'utf8');
   } catch {
-    throw new CudamatrixError('EVENTS_INVALID', `event log ${file} cannot be read; pass the events.jsonl of a run (results/runs/<run-id>/events.jsonl)`);
+    throw new CudamatrixError(
+      'EVENTS_INVALID',
+      `event log ${file} cannot be read; pass the events.jsonl of a run (results/runs/<run-id>/events.jsonl)`,
+    );
   }
   const events: RunEvent[] = [];
   const lines = text.split('\n');

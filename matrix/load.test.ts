@@ -83,7 +83,15 @@ describe('matrix loading', () => {
   });
 
   it('reports every problem of a file at once, in file order', () => {
-    const text = ['version: 1', 'concurency: 2', 'targets:', '  - name: a', '    probes: [sysinf]', '  - name: a', '    probes: [nope]'].join('\n');
+    const text = [
+      'version: 1',
+      'concurency: 2',
+      'targets:',
+      '  - name: a',
+      '    probes: [sysinf]',
+      '  - name: a',
+      '    probes: [nope]',
+    ].join('\n');
     const e = matrixError(text);
     expect(e.issues.map((i) => [i.code, i.line])).toEqual([
       ['MATRIX_UNKNOWN_KEY', 2],
@@ -156,9 +164,33 @@ describe('matrix loading', () => {
   });
 
   it('checks Docker endpoints when the matrix is loaded, as far as their text tells', () => {
-    const load = (endpoint: string) => parseMatrix(`version: 1\ntargets:\n  - name: c\n    transport: {kind: docker, endpoint: ${JSON.stringify(endpoint)}}\n`, 'docker.yaml');
-    const refused = ['ftp://x', '', 'docker.sock', '/var/run/docker.sock', 'unix://', 'unix://var/run/docker.sock', 'tcp://', 'tcp://gpu:99999', 'ssh://', 'ssh://me@gpu/path', 'ssh://me:pw@gpu'];
-    const accepted = ['unix:///var/run/docker.sock', 'tcp://gpu-box:2376', 'https://gpu-box', 'ssh://me@gpu-box', 'ssh://me@gpu-box:2222', 'npipe:////./pipe/docker_engine', 'tcp://[::1]:2375'];
+    const load = (endpoint: string) =>
+      parseMatrix(
+        `version: 1\ntargets:\n  - name: c\n    transport: {kind: docker, endpoint: ${JSON.stringify(endpoint)}}\n`,
+        'docker.yaml',
+      );
+    const refused = [
+      'ftp://x',
+      '',
+      'docker.sock',
+      '/var/run/docker.sock',
+      'unix://',
+      'unix://var/run/docker.sock',
+      'tcp://',
+      'tcp://gpu:99999',
+      'ssh://',
+      'ssh://me@gpu/path',
+      'ssh://me:pw@gpu',
+    ];
+    const accepted = [
+      'unix:///var/run/docker.sock',
+      'tcp://gpu-box:2376',
+      'https://gpu-box',
+      'ssh://me@gpu-box',
+      'ssh://me@gpu-box:2222',
+      'npipe:////./pipe/docker_engine',
+      'tcp://[::1]:2375',
+    ];
     for (const endpoint of refused) {
       expect(() => load(endpoint), endpoint).toThrow(MatrixError);
       try {
@@ -240,12 +272,30 @@ describe('issue 20: problems found at load, all in one pass', () => {
     expect(e.message).toContain('transport "ssh" needs "host"');
     expect(e.message).toContain('transport: { kind: ssh, host: ... }');
     // In a chain too; kinds that need nothing still load bare.
-    expect(matrixError(['version: 1', 'targets:', '  - name: lab', '    transport: [ssh, docker]'].join('\n')).issues[0]).toMatchObject({ line: 4, col: 17 });
-    expect(parseMatrix(['version: 1', 'targets:', '  - name: c', '    transport: docker', '  - name: w', '    transport: wsl'].join('\n'), 'bare.yaml').targets).toHaveLength(2);
+    expect(matrixError(['version: 1', 'targets:', '  - name: lab', '    transport: [ssh, docker]'].join('\n')).issues[0]).toMatchObject({
+      line: 4,
+      col: 17,
+    });
+    expect(
+      parseMatrix(
+        ['version: 1', 'targets:', '  - name: c', '    transport: docker', '  - name: w', '    transport: wsl'].join('\n'),
+        'bare.yaml',
+      ).targets,
+    ).toHaveLength(2);
   });
 
   it('reports a misspelt class, a misspelt fact in it and a bad unit together', () => {
-    const text = ['version: 1', 'expectations:', '  linxu:', '    - fact: sysinfo.archh', '      equals: x86_64', '    - metric: sync-latency.p50_us', '      "<=": 50 parsecs', 'targets:', '  - name: a'].join('\n');
+    const text = [
+      'version: 1',
+      'expectations:',
+      '  linxu:',
+      '    - fact: sysinfo.archh',
+      '      equals: x86_64',
+      '    - metric: sync-latency.p50_us',
+      '      "<=": 50 parsecs',
+      'targets:',
+      '  - name: a',
+    ].join('\n');
     const e = matrixError(text);
     expect(e.issues.map((i) => [i.code, i.line])).toEqual([
       ['MATRIX_UNKNOWN_KEY', 3],
@@ -256,7 +306,16 @@ describe('issue 20: problems found at load, all in one pass', () => {
   });
 
   it('reports a secret and the other mistakes of its entry together, the secret once', () => {
-    const text = ['version: 1', 'targets:', '  - name: lab', '    transport:', '      kind: ssh', '      host: gpu-box', '      password: hunter2', '      identityFile: ~/.ssh/id_lab.pub'].join('\n');
+    const text = [
+      'version: 1',
+      'targets:',
+      '  - name: lab',
+      '    transport:',
+      '      kind: ssh',
+      '      host: gpu-box',
+      '      password: hunter2',
+      '      identityFile: ~/.ssh/id_lab.pub',
+    ].join('\n');
     const e = matrixError(text);
     expect(e.issues.map((i) => [i.code, i.line])).toEqual([
       ['MATRIX_SECRET', 7],
@@ -267,7 +326,8 @@ describe('issue 20: problems found at load, all in one pass', () => {
 });
 
 describe('issue 20: files a matrix names', () => {
-  const sshMatrix = (lines: string[]) => ['version: 1', 'targets:', '  - name: lab', '    transport:', '      kind: ssh', '      host: gpu-box', ...lines].join('\n');
+  const sshMatrix = (lines: string[]) =>
+    ['version: 1', 'targets:', '  - name: lab', '    transport:', '      kind: ssh', '      host: gpu-box', ...lines].join('\n');
 
   it("takes relative paths from the matrix file's folder, whatever the current folder", async () => {
     const dir = tempDir();
@@ -295,7 +355,9 @@ describe('issue 20: files a matrix names', () => {
       ['MATRIX_FILE_MISSING', 7, 21],
       ['MATRIX_FILE_MISSING', 8, 19],
     ]);
-    expect(e.message).toContain(`identityFile ${path.join(dir, 'keys', 'id_lab')} ("keys/id_lab", taken from the matrix file's folder) does not exist`);
+    expect(e.message).toContain(
+      `identityFile ${path.join(dir, 'keys', 'id_lab')} ("keys/id_lab", taken from the matrix file's folder) does not exist`,
+    );
     expect(e.message).toContain(`ssh-keyscan -p 22 gpu-box > ${path.join(dir, 'known_hosts')}`);
     // accept-new creates known_hosts: then only the key is missing.
     const accepting = await loadMatrixFile(file, { acceptNew: true }).catch((error: MatrixError) => error);

@@ -19,14 +19,7 @@ import { fanOut, transportKind, transportKinds, type Hop, type NamedKind } from 
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
 import { SECRET_KEYS } from './secrets.ts';
-import {
-  durationMs,
-  environmentClasses,
-  matrixSchema,
-  type EnvironmentClass,
-  type Expectation,
-  type MatrixDoc,
-} from './schema.ts';
+import { durationMs, environmentClasses, matrixSchema, type EnvironmentClass, type Expectation, type MatrixDoc } from './schema.ts';
 
 /** Files larger than this, or nested deeper, are refused before they reach the schema. */
 export const MAX_MATRIX_BYTES = 1024 * 1024;
@@ -75,11 +68,20 @@ export async function loadMatrixFile(file: string, options: LoadOptions = {}): P
     if (!s.isFile()) throw new Error('not a file');
     size = s.size;
   } catch {
-    throw new CudamatrixError('MATRIX_NOT_FOUND', `matrix file ${file} does not exist or is not a file; pass an existing YAML file with --matrix`);
+    throw new CudamatrixError(
+      'MATRIX_NOT_FOUND',
+      `matrix file ${file} does not exist or is not a file; pass an existing YAML file with --matrix`,
+    );
   }
   if (size > MAX_MATRIX_BYTES) {
     throw new MatrixError(file, [
-      issue('MATRIX_TOO_COMPLEX', `the file is ${size} bytes; a matrix may be at most ${MAX_MATRIX_BYTES}`, 'split it into several matrix files', 1, 1),
+      issue(
+        'MATRIX_TOO_COMPLEX',
+        `the file is ${size} bytes; a matrix may be at most ${MAX_MATRIX_BYTES}`,
+        'split it into several matrix files',
+        1,
+        1,
+      ),
     ]);
   }
   return parseMatrix(await readFile(file, 'utf8'), file, options);
@@ -103,23 +105,47 @@ function issue(code: ErrorCode, message: string, fix: string, line: number, col:
 
 export function parseMatrix(text: string, file: string, options: LoadOptions = {}): Matrix {
   if (text.length > MAX_MATRIX_BYTES) {
-    throw new MatrixError(file, [issue('MATRIX_TOO_COMPLEX', `the text is longer than ${MAX_MATRIX_BYTES} characters`, 'split it into several matrix files', 1, 1)]);
+    throw new MatrixError(file, [
+      issue('MATRIX_TOO_COMPLEX', `the text is longer than ${MAX_MATRIX_BYTES} characters`, 'split it into several matrix files', 1, 1),
+    ]);
   }
   if (text.includes('\u0000')) {
-    throw new MatrixError(file, [issue('MATRIX_SYNTAX', 'the file contains NUL bytes: it is not a YAML text file', 'pass the matrix YAML file, not a binary file', 1, 1)]);
+    throw new MatrixError(file, [
+      issue(
+        'MATRIX_SYNTAX',
+        'the file contains NUL bytes: it is not a YAML text file',
+        'pass the matrix YAML file, not a binary file',
+        1,
+        1,
+      ),
+    ]);
   }
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, strict: true, stringKeys: true });
   const syntax = [...doc.errors, ...doc.warnings].map((e) => {
     const pos = lines.linePos(syntaxErrorOffset(text, e.code, e.pos[0]));
     const message = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
-    return issue('MATRIX_SYNTAX', `not valid YAML: ${message}`, 'correct the YAML syntax at this place (indentation, quotes, colons)', pos.line, pos.col);
+    return issue(
+      'MATRIX_SYNTAX',
+      `not valid YAML: ${message}`,
+      'correct the YAML syntax at this place (indentation, quotes, colons)',
+      pos.line,
+      pos.col,
+    );
   });
   if (syntax.length) throw new MatrixError(file, syntax);
 
   const locator = new Locator(doc, lines);
   if (maxDepth(doc.contents, MAX_MATRIX_DEPTH) > MAX_MATRIX_DEPTH) {
-    throw new MatrixError(file, [issue('MATRIX_TOO_COMPLEX', `the document is nested more than ${MAX_MATRIX_DEPTH} levels deep`, 'a matrix needs only a few levels; remove the deep nesting', 1, 1)]);
+    throw new MatrixError(file, [
+      issue(
+        'MATRIX_TOO_COMPLEX',
+        `the document is nested more than ${MAX_MATRIX_DEPTH} levels deep`,
+        'a matrix needs only a few levels; remove the deep nesting',
+        1,
+        1,
+      ),
+    ]);
   }
   let input: unknown;
   try {
@@ -127,15 +153,35 @@ export function parseMatrix(text: string, file: string, options: LoadOptions = {
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     throw new MatrixError(file, [
-      issue('MATRIX_TOO_COMPLEX', `the document expands too much (${message})`, `use fewer aliases (at most ${MAX_ALIASES} expansions)`, 1, 1),
+      issue(
+        'MATRIX_TOO_COMPLEX',
+        `the document expands too much (${message})`,
+        `use fewer aliases (at most ${MAX_ALIASES} expansions)`,
+        1,
+        1,
+      ),
     ]);
   }
   if (input === null || input === undefined) {
-    throw new MatrixError(file, [issue('MATRIX_INVALID', 'the file is empty', `start it with "version: 1" and a "targets:" list (see ${packageFileForDisplay('matrix', 'examples')})`, 1, 1)]);
+    throw new MatrixError(file, [
+      issue(
+        'MATRIX_INVALID',
+        'the file is empty',
+        `start it with "version: 1" and a "targets:" list (see ${packageFileForDisplay('matrix', 'examples')})`,
+        1,
+        1,
+      ),
+    ]);
   }
   if (typeof input !== 'object' || Array.isArray(input)) {
     throw new MatrixError(file, [
-      issue('MATRIX_TYPE', `the top level must be a mapping, not ${describeValue(input)}`, 'start the file with "version: 1" and a "targets:" list', 1, 1),
+      issue(
+        'MATRIX_TYPE',
+        `the top level must be a mapping, not ${describeValue(input)}`,
+        'start the file with "version: 1" and a "targets:" list',
+        1,
+        1,
+      ),
     ]);
   }
 
@@ -266,7 +312,11 @@ function isTransportPath(path: readonly PathKey[]): boolean {
   const at = path.lastIndexOf('transport');
   if (at < 0) return false;
   const rest = path.slice(at + 1);
-  return rest.length === 0 || (rest.length === 1 && (typeof rest[0] === 'number' || rest[0] === 'kind')) || (rest.length === 2 && rest[1] === 'kind');
+  return (
+    rest.length === 0 ||
+    (rest.length === 1 && (typeof rest[0] === 'number' || rest[0] === 'kind')) ||
+    (rest.length === 2 && rest[1] === 'kind')
+  );
 }
 
 function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: Locator): MatrixIssue[] {
@@ -296,22 +346,52 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
     case 'invalid_type': {
       if (value === undefined) {
         const key = path[path.length - 1];
-        return [make('MATRIX_INVALID', `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`, `add "${String(key)}:" with ${article(zi.expected)}`, at(path.slice(0, -1)), { missing: true })];
+        return [
+          make(
+            'MATRIX_INVALID',
+            `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`,
+            `add "${String(key)}:" with ${article(zi.expected)}`,
+            at(path.slice(0, -1)),
+            { missing: true },
+          ),
+        ];
       }
-      return [make('MATRIX_TYPE', `${where} must be ${article(zi.expected)}, not ${describeValue(value)}`, `write ${article(zi.expected)} here`)];
+      return [
+        make('MATRIX_TYPE', `${where} must be ${article(zi.expected)}, not ${describeValue(value)}`, `write ${article(zi.expected)} here`),
+      ];
     }
     case 'invalid_value': {
       if (value === undefined) {
         const key = path[path.length - 1];
-        return [make('MATRIX_INVALID', `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`, `add "${String(key)}: ${zi.values.map(String).join(' | ')}"`, at(path.slice(0, -1)), { missing: true })];
+        return [
+          make(
+            'MATRIX_INVALID',
+            `missing required key "${String(key)}" in ${formatPath(path.slice(0, -1))}`,
+            `add "${String(key)}: ${zi.values.map(String).join(' | ')}"`,
+            at(path.slice(0, -1)),
+            { missing: true },
+          ),
+        ];
       }
       const options = zi.values.map((v) => JSON.stringify(v));
       if (path[path.length - 1] === 'version' && path.length === 1) {
-        return [make('MATRIX_VERSION', `matrix version ${JSON.stringify(value)} is not supported; this cudamatrix reads version ${options.join(', ')}`, 'set "version: 1" (or upgrade cudamatrix for a newer format)')];
+        return [
+          make(
+            'MATRIX_VERSION',
+            `matrix version ${JSON.stringify(value)} is not supported; this cudamatrix reads version ${options.join(', ')}`,
+            'set "version: 1" (or upgrade cudamatrix for a newer format)',
+          ),
+        ];
       }
       if (isTransportPath(path)) return [unknownTransport(value, make)];
       const hint = typeof value === 'string' ? closestName(value, zi.values.map(String)) : undefined;
-      return [make('MATRIX_INVALID', `${where} is ${describeValue(value)}; it must be one of ${options.join(', ')}${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of ${options.join(', ')}`)];
+      return [
+        make(
+          'MATRIX_INVALID',
+          `${where} is ${describeValue(value)}; it must be one of ${options.join(', ')}${didYouMean(hint)}`,
+          hint ? `write "${hint}"` : `use one of ${options.join(', ')}`,
+        ),
+      ];
     }
     case 'invalid_union': {
       if ('note' in zi && zi.note === 'No matching discriminator') {
@@ -323,7 +403,13 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
         return branches[0]!.flatMap((inner) => mapIssue(inner, path, input, loc));
       }
       if (isTransportPath(path)) return [unknownTransport(value, make)];
-      return [make('MATRIX_TYPE', `${where} has the wrong form (${describeValue(value)})`, `see ${packageFileForDisplay('matrix', 'schema.json')} or docs/matrix.md for the allowed forms`)];
+      return [
+        make(
+          'MATRIX_TYPE',
+          `${where} has the wrong form (${describeValue(value)})`,
+          `see ${packageFileForDisplay('matrix', 'schema.json')} or docs/matrix.md for the allowed forms`,
+        ),
+      ];
     }
     case 'custom': {
       // A refinement may say what to do about it, and give a more precise code.
@@ -353,7 +439,9 @@ function unknownTransport(value: unknown, make: (c: ErrorCode, m: string, f: str
   const hint = typeof kind === 'string' ? closestName(kind, known) : undefined;
   return make(
     'MATRIX_UNKNOWN_TRANSPORT',
-    kind === undefined ? 'a transport hop needs a "kind"' : `unknown transport kind ${JSON.stringify(kind)}${didYouMean(hint)}; the known kinds are: ${known.join(', ')}`,
+    kind === undefined
+      ? 'a transport hop needs a "kind"'
+      : `unknown transport kind ${JSON.stringify(kind)}${didYouMean(hint)}; the known kinds are: ${known.join(', ')}`,
     hint ? `write "${hint}"` : `use one of: ${known.join(', ')}`,
   );
 }
@@ -371,7 +459,8 @@ function fixFor(zi: ZodIssue): string {
     if (zi.origin === 'array') return 'add at least one entry';
     return zi.inclusive === false ? `use a value greater than ${String(zi.minimum)}` : `use a value of at least ${String(zi.minimum)}`;
   }
-  if (zi.code === 'too_big') return zi.inclusive === false ? `use a value less than ${String(zi.maximum)}` : `use a value of at most ${String(zi.maximum)}`;
+  if (zi.code === 'too_big')
+    return zi.inclusive === false ? `use a value less than ${String(zi.maximum)}` : `use a value of at most ${String(zi.maximum)}`;
   return `correct the value (see ${packageFileForDisplay('matrix', 'schema.json')})`;
 }
 
@@ -451,7 +540,12 @@ class SemanticChecks {
         const first = seen.get(t.name);
         if (first !== undefined) {
           const firstLine = this.loc.at(['targets', first, 'name']).line;
-          this.add('MATRIX_DUPLICATE_TARGET', `target name "${t.name}" is used twice (first at line ${firstLine})`, 'give every target a unique name', [...path, 'name']);
+          this.add(
+            'MATRIX_DUPLICATE_TARGET',
+            `target name "${t.name}" is used twice (first at line ${firstLine})`,
+            'give every target a unique name',
+            [...path, 'name'],
+          );
         } else {
           seen.set(t.name, i);
         }
@@ -463,7 +557,12 @@ class SemanticChecks {
           const resolved = this.expectation(e, [...path, 'expect', j]);
           if (resolved && probes && !probes.includes(resolved)) {
             const who = typeof t.name === 'string' ? `target "${t.name}"` : `targets[${i}]`;
-            this.add('MATRIX_INVALID', `${who} expects a result of probe "${resolved}", which it does not run`, `add "${resolved}" to the target's probes, or remove the expectation`, [...path, 'expect', j]);
+            this.add(
+              'MATRIX_INVALID',
+              `${who} expects a result of probe "${resolved}", which it does not run`,
+              `add "${resolved}" to the target's probes, or remove the expectation`,
+              [...path, 'expect', j],
+            );
           }
         });
       }
@@ -478,7 +577,12 @@ class SemanticChecks {
     list.forEach((name, i) => {
       if (typeof name === 'string' && !probeSpec(name)) {
         const hint = closestName(name, probeNames());
-        this.add('MATRIX_UNKNOWN_PROBE', `unknown probe "${name}"${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')} (cudamatrix probes list)`, [...path, i]);
+        this.add(
+          'MATRIX_UNKNOWN_PROBE',
+          `unknown probe "${name}"${didYouMean(hint)}`,
+          hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')} (cudamatrix probes list)`,
+          [...path, i],
+        );
       }
     });
     return probeNames().filter((n) => list.includes(n));
@@ -489,7 +593,13 @@ class SemanticChecks {
       const spec = probeSpec(probe);
       if (!spec) {
         const hint = closestName(probe, probeNames());
-        this.add('MATRIX_UNKNOWN_PROBE', `parameters given for unknown probe "${probe}"${didYouMean(hint)}`, hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')}`, [...path, probe], true);
+        this.add(
+          'MATRIX_UNKNOWN_PROBE',
+          `parameters given for unknown probe "${probe}"${didYouMean(hint)}`,
+          hint ? `write "${hint}"` : `use one of: ${probeNames().join(', ')}`,
+          [...path, probe],
+          true,
+        );
         continue;
       }
       if (!isRecord(values)) continue;
@@ -500,7 +610,17 @@ class SemanticChecks {
           const known = Object.keys(spec.params.shape);
           for (const key of zi.keys) {
             const hint = closestName(key, known);
-            this.add('MATRIX_UNKNOWN_PARAM', `probe "${probe}" has no parameter "${key}"${didYouMean(hint)}`, hint ? `write "${hint}"` : known.length ? `use one of: ${known.join(', ')}` : `probe "${probe}" takes no parameters; remove it`, [...path, probe, key], true);
+            this.add(
+              'MATRIX_UNKNOWN_PARAM',
+              `probe "${probe}" has no parameter "${key}"${didYouMean(hint)}`,
+              hint
+                ? `write "${hint}"`
+                : known.length
+                  ? `use one of: ${known.join(', ')}`
+                  : `probe "${probe}" takes no parameters; remove it`,
+              [...path, probe, key],
+              true,
+            );
           }
         } else {
           this.issues.push(...mapIssue(zi, [...path, probe], this.input, this.loc));
@@ -520,15 +640,27 @@ class SemanticChecks {
     const resolved = resolveResultName(name, kind);
     if (!resolved) {
       const hint = closestName(name, allResultNames(kind));
-      const produced = probeSpec(name.split('.')[0] ?? '') ? `probe "${name.split('.')[0]}" produces no ${kind} "${name.split('.').slice(1).join('.')}"` : `no probe produces the ${kind} "${name}"`;
-      this.add('MATRIX_UNKNOWN_FACT', produced + didYouMean(hint), hint ? `write "${hint}"` : `name a ${kind} as "probe.${kind}" (cudamatrix probes list --facts)`, [...path, kind]);
+      const produced = probeSpec(name.split('.')[0] ?? '')
+        ? `probe "${name.split('.')[0]}" produces no ${kind} "${name.split('.').slice(1).join('.')}"`
+        : `no probe produces the ${kind} "${name}"`;
+      this.add(
+        'MATRIX_UNKNOWN_FACT',
+        produced + didYouMean(hint),
+        hint ? `write "${hint}"` : `name a ${kind} as "probe.${kind}" (cudamatrix probes list --facts)`,
+        [...path, kind],
+      );
       return undefined;
     }
     if (isFact && resolved.fact?.values && has(e, 'equals')) {
       const equals = e.equals;
       const scalar = typeof equals === 'string' || typeof equals === 'number' || typeof equals === 'boolean';
       if (scalar && !resolved.fact.values.includes(equals)) {
-        this.add('MATRIX_INVALID', `fact "${name}" is never ${JSON.stringify(equals)}; its values are ${resolved.fact.values.map((v) => JSON.stringify(v)).join(', ')}`, 'expect one of those values', [...path, 'equals']);
+        this.add(
+          'MATRIX_INVALID',
+          `fact "${name}" is never ${JSON.stringify(equals)}; its values are ${resolved.fact.values.map((v) => JSON.stringify(v)).join(', ')}`,
+          'expect one of those values',
+          [...path, 'equals'],
+        );
       }
     }
     if (!isFact) {
@@ -541,7 +673,12 @@ class SemanticChecks {
         try {
           toUnit(b, resolved.metric!.unit);
         } catch (error) {
-          this.add('MATRIX_INVALID', `bound ${JSON.stringify(b)} of metric "${name}": ${(error as Error).message}`, `write a number in ${resolved.metric!.unit}, or a value with a unit of the same kind`, p);
+          this.add(
+            'MATRIX_INVALID',
+            `bound ${JSON.stringify(b)} of metric "${name}": ${(error as Error).message}`,
+            `write a number in ${resolved.metric!.unit}, or a value with a unit of the same kind`,
+            p,
+          );
         }
       }
     }
@@ -560,7 +697,12 @@ class SemanticChecks {
       if (kind === undefined || !transportKinds().includes(kind)) return;
       const known = transportKind(kind);
       if (i > 0 && !known.chainable) {
-        this.add('MATRIX_INVALID', `transport "${kind}" cannot follow another hop in a chain`, `put "${kind}" first, or remove the hops before it`, at);
+        this.add(
+          'MATRIX_INVALID',
+          `transport "${kind}" cannot follow another hop in a chain`,
+          `put "${kind}" first, or remove the hops before it`,
+          at,
+        );
       }
       if (typeof h === 'string') this.bareKind(known, at);
       else if (isRecord(h)) this.localFiles(known, h, at);
@@ -592,7 +734,8 @@ class SemanticChecks {
       const file = expandHomeDir(resolveLocalFile(value, this.folder));
       const given = file === value ? '' : ` (${JSON.stringify(value)}${isRelative(value) ? ", taken from the matrix file's folder" : ''})`;
       if (existsSync(file)) {
-        if (!statSync(file).isFile()) this.add('MATRIX_FILE_MISSING', `${key} ${file}${given} is not a file`, `name a file in ${key}`, [...at, key]);
+        if (!statSync(file).isFile())
+          this.add('MATRIX_FILE_MISSING', `${key} ${file}${given} is not a file`, `name a file in ${key}`, [...at, key]);
         continue;
       }
       if (spec.createdWhen?.(hop, { acceptNew: this.options.acceptNew === true }) && existsSync(path.dirname(file))) continue;
@@ -655,9 +798,13 @@ function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
     const probes = t.probes === undefined ? defaultProbes : selectProbes(t.probes);
     const params: Target['params'] = {};
     // An opt-in probe keeps its parameters for a run that names it with --probe (run/plan.ts).
-    const optInWithParams = probeNames().filter((n) => !probes.includes(n) && probeSpec(n)?.optIn && (doc.defaults.params[n] || t.params?.[n]));
+    const optInWithParams = probeNames().filter(
+      (n) => !probes.includes(n) && probeSpec(n)?.optIn && (doc.defaults.params[n] || t.params?.[n]),
+    );
     for (const p of [...probes, ...optInWithParams]) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
-    const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) => resolveHopFiles(typeof h === 'string' ? { kind: h } : (h as Hop), folder));
+    const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) =>
+      resolveHopFiles(typeof h === 'string' ? { kind: h } : (h as Hop), folder),
+    );
     // A target that stands for many (slurm's nodes:) is one per node, NAME@NODE.
     return fanOut(t.name, hops).map((one) => ({
       name: one.name,

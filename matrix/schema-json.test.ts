@@ -56,7 +56,9 @@ describe('matrix/schema.json with a JSON Schema validator', () => {
 
   it('refuses every malformed matrix of test/fixtures/matrix-invalid, but those it cannot express', () => {
     const validate = validator();
-    const files = readdirSync(fixtures).filter((f) => f.endsWith('.yaml')).sort();
+    const files = readdirSync(fixtures)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
     expect(files.length).toBeGreaterThanOrEqual(50);
     const passing: string[] = [];
     for (const f of files) {

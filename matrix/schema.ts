@@ -22,7 +22,8 @@ const name = z
  * 24.8 days (runners/supervise.ts clamps it).
  */
 export const MAX_DURATION_MS = 30 * 24 * 3_600_000;
-const tooLong = (value: unknown) => `${JSON.stringify(value)} is longer than 30 days, the longest duration a matrix may give (a timeout over 24.8 days waits 24.8 days)`;
+const tooLong = (value: unknown) =>
+  `${JSON.stringify(value)} is longer than 30 days, the longest duration a matrix may give (a timeout over 24.8 days waits 24.8 days)`;
 
 const DURATION_TEXT = /^\s*\d+(\.\d+)?\s*(ms|s|m|h)\s*$/;
 
@@ -32,7 +33,12 @@ export const duration = z.union([
     .number()
     .positive()
     .superRefine((value, ctx) => {
-      if (value * 1000 > MAX_DURATION_MS) ctx.addIssue({ code: 'custom', message: tooLong(value), params: { fix: `write at most ${MAX_DURATION_MS / 1000} (seconds: 30 days), or "720h"` } });
+      if (value * 1000 > MAX_DURATION_MS)
+        ctx.addIssue({
+          code: 'custom',
+          message: tooLong(value),
+          params: { fix: `write at most ${MAX_DURATION_MS / 1000} (seconds: 30 days), or "720h"` },
+        });
     })
     .meta({ maximum: MAX_DURATION_MS / 1000 }),
   z
@@ -40,7 +46,8 @@ export const duration = z.union([
     .regex(DURATION_TEXT, 'a duration is a number of seconds or a string such as "90s", "5m", "500ms"')
     .superRefine((value, ctx) => {
       // (It runs after a failed regex too: only a well-formed duration is measured.)
-      if (DURATION_TEXT.test(value) && durationMs(value) > MAX_DURATION_MS) ctx.addIssue({ code: 'custom', message: tooLong(value), params: { fix: 'write at most 720h (30 days)' } });
+      if (DURATION_TEXT.test(value) && durationMs(value) > MAX_DURATION_MS)
+        ctx.addIssue({ code: 'custom', message: tooLong(value), params: { fix: 'write at most 720h (30 days)' } });
     }),
 ]);
 
@@ -66,7 +73,10 @@ export const expectation = z
     '<=': bound.optional().describe('Upper bound: a number in the metric\'s unit, or a value with a unit ("50 us")'),
     '>=': bound.optional().describe('Lower bound'),
     between: z.tuple([bound, bound]).optional().describe('Inclusive range'),
-    where: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional().describe('Selects a series of the metric by its attributes'),
+    where: z
+      .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
+      .optional()
+      .describe('Selects a series of the metric by its attributes'),
     why: z.string().optional().describe('Why this is expected (shown in reports)'),
   })
   .superRefine((e, ctx) => {
@@ -74,21 +84,34 @@ export const expectation = z
     if (has('fact') === has('metric')) {
       ctx.addIssue({ code: 'custom', message: 'an expectation names either a "fact" or a "metric" (exactly one)', path: [] });
     } else if (has('fact')) {
-      if (!Object.prototype.hasOwnProperty.call(e, 'equals')) ctx.addIssue({ code: 'custom', message: 'a fact expectation needs "equals:"', path: [] });
+      if (!Object.prototype.hasOwnProperty.call(e, 'equals'))
+        ctx.addIssue({ code: 'custom', message: 'a fact expectation needs "equals:"', path: [] });
       for (const k of ['<=', '>=', 'between', 'where']) {
         if (has(k)) ctx.addIssue({ code: 'custom', message: `"${k}" belongs to metric expectations; a fact takes "equals"`, path: [k] });
       }
     } else {
-      if (has('equals')) ctx.addIssue({ code: 'custom', message: '"equals" belongs to fact expectations; a metric takes "<=", ">=" or "between"', path: ['equals'] });
-      if (!has('<=') && !has('>=') && !has('between')) ctx.addIssue({ code: 'custom', message: 'a metric expectation needs "<=", ">=" or "between"', path: [] });
+      if (has('equals'))
+        ctx.addIssue({
+          code: 'custom',
+          message: '"equals" belongs to fact expectations; a metric takes "<=", ">=" or "between"',
+          path: ['equals'],
+        });
+      if (!has('<=') && !has('>=') && !has('between'))
+        ctx.addIssue({ code: 'custom', message: 'a metric expectation needs "<=", ">=" or "between"', path: [] });
     }
   })
   // The same rules for the JSON Schema (which does not see the refinement above).
   .meta({
     oneOf: [{ required: ['fact'] }, { required: ['metric'] }],
     allOf: [
-      { if: { required: ['fact'] }, then: { required: ['equals'], properties: { '<=': false, '>=': false, between: false, where: false } } },
-      { if: { required: ['metric'] }, then: { properties: { equals: false }, anyOf: [{ required: ['<='] }, { required: ['>='] }, { required: ['between'] }] } },
+      {
+        if: { required: ['fact'] },
+        then: { required: ['equals'], properties: { '<=': false, '>=': false, between: false, where: false } },
+      },
+      {
+        if: { required: ['metric'] },
+        then: { properties: { equals: false }, anyOf: [{ required: ['<='] }, { required: ['>='] }, { required: ['between'] }] },
+      },
     ],
   });
 export type Expectation = z.infer<typeof expectation>;
@@ -122,12 +145,18 @@ export const transport = z
 export const probeList = z.union([z.literal('all'), z.array(z.string()).min(1)]);
 
 /** A GitHub Actions runner label: printable, no spaces or commas (a list is written as a YAML list). */
-const runnerLabel = z.string().regex(/^[^\s,]+$/, 'a runner label has no spaces or commas (write several labels as a list: [self-hosted, linux, gpu])').max(100);
+const runnerLabel = z
+  .string()
+  .regex(/^[^\s,]+$/, 'a runner label has no spaces or commas (write several labels as a list: [self-hosted, linux, gpu])')
+  .max(100);
 
 const target = z.strictObject({
   name: name.describe('Unique name of the target; cells are named target/probe'),
   description: z.string().optional(),
-  environment: z.enum(['auto', ...environmentClasses]).default('auto').describe('Declared environment; auto = use the detected one'),
+  environment: z
+    .enum(['auto', ...environmentClasses])
+    .default('auto')
+    .describe('Declared environment; auto = use the detected one'),
   transport: transport.default('local'),
   probes: probeList.optional().describe('Probes to run (default: defaults.probes)'),
   params: probeParams.optional(),
@@ -137,7 +166,9 @@ const target = z.strictObject({
   runsOn: z
     .union([runnerLabel, z.array(runnerLabel).min(1)])
     .optional()
-    .describe('GitHub Actions: the self-hosted runner labels this target needs (e.g. [self-hosted, windows, gpu, wddm]); `cudamatrix gha matrix` gives it a job of its own on such a runner. Without it, the target is reached through its transport from a shared job'),
+    .describe(
+      'GitHub Actions: the self-hosted runner labels this target needs (e.g. [self-hosted, windows, gpu, wddm]); `cudamatrix gha matrix` gives it a job of its own on such a runner. Without it, the target is reached through its transport from a shared job',
+    ),
 });
 
 export const matrixSchema = z.strictObject({
@@ -145,10 +176,18 @@ export const matrixSchema = z.strictObject({
   extends: z
     .literal('default')
     .optional()
-    .describe("default: start from the default expectations (matrix/default.yaml) of every environment class; this file's own expectations are added, and one on the same fact (or metric and where) replaces the default's"),
+    .describe(
+      "default: start from the default expectations (matrix/default.yaml) of every environment class; this file's own expectations are added, and one on the same fact (or metric and where) replaces the default's",
+    ),
   description: z.string().optional(),
   concurrency: z.number().int().positive().max(256).default(4).describe('Targets run at once'),
-  hostConcurrency: z.number().int().positive().max(64).default(1).describe('Targets run at once on one host (default 1: measurements on one host would disturb each other)'),
+  hostConcurrency: z
+    .number()
+    .int()
+    .positive()
+    .max(64)
+    .default(1)
+    .describe('Targets run at once on one host (default 1: measurements on one host would disturb each other)'),
   defaults: z
     .strictObject({
       probes: probeList.default('all'),

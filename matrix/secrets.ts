@@ -13,7 +13,8 @@ export const SECRET_KEYS = /^(password|passwd|passphrase|private[_-]?key|secret|
  * (GITHUB_TOKEN, DB_PASSWORD, AWS_SECRET_ACCESS_KEY, SSH_PRIVATE_KEY). A name that goes on past
  * the word names something about the secret, not the secret (PASSWORD_FILE, TOKEN_URL).
  */
-const SECRET_NAME = /(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|(?:PRIVATE|API|ACCESS|SECRET|SIGNING|CLIENT|ENCRYPTION)_?KEY)$/i;
+const SECRET_NAME =
+  /(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?|(?:PRIVATE|API|ACCESS|SECRET|SIGNING|CLIENT|ENCRYPTION)_?KEY)$/i;
 
 /**
  * The distinct non-empty values of the variables `names` (the matrix's passphraseEnv) and of

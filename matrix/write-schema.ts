@@ -30,7 +30,12 @@ function probeParamsSchema(json: Json): void {
     const { $schema: _, ...params } = z.toJSONSchema(p.params, { io: 'input', unrepresentable: 'any' }) as Json;
     properties[p.name] = { description: p.title, ...params };
   }
-  replace(json, { ...(json.description ? { description: json.description } : {}), type: 'object', properties, additionalProperties: false });
+  replace(json, {
+    ...(json.description ? { description: json.description } : {}),
+    type: 'object',
+    properties,
+    additionalProperties: false,
+  });
 }
 
 function probeListSchema(json: Json): void {
@@ -90,7 +95,13 @@ function transportChainSchema(json: Json): void {
   const first = json.items as Json;
   json.prefixItems = [first];
   json.items = chainable.length
-    ? { allOf: [first], anyOf: [{ type: 'string', enum: chainable }, { type: 'object', required: ['kind'], properties: { kind: { enum: chainable } } }] }
+    ? {
+        allOf: [first],
+        anyOf: [
+          { type: 'string', enum: chainable },
+          { type: 'object', required: ['kind'], properties: { kind: { enum: chainable } } },
+        ],
+      }
     : false;
 }
 

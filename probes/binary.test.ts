@@ -48,7 +48,10 @@ describe('which cudaprobe binary a target gets', () => {
   it('a prebuilt binary that is not the one the package was made with is refused', async () => {
     const root = await fakeRoot({ sources: false, binaries: { 'linux-x64': 'elf-x64' } });
     writeFileSync(path.join(root, 'prebuilt', 'linux-x64', 'cudaprobe'), 'something else');
-    await expect(probeBinary({ platform: 'linux', arch: 'x86_64', root })).rejects.toMatchObject({ code: 'PROBE_MISSING', message: expect.stringMatching(/not the one the package was made with/) });
+    await expect(probeBinary({ platform: 'linux', arch: 'x86_64', root })).rejects.toMatchObject({
+      code: 'PROBE_MISSING',
+      message: expect.stringMatching(/not the one the package was made with/),
+    });
   });
 
   it('a checkout uses the prebuilt binary while its sources are the ones it was built from, and compiles once one changes (naming it)', async () => {
@@ -65,7 +68,10 @@ describe('which cudaprobe binary a target gets', () => {
   it('a checkout without prebuilt binaries compiles', async () => {
     const root = await fakeRoot({ sources: true, binaries: {} });
     rmSync(path.join(root, 'prebuilt'), { recursive: true });
-    expect(await chooseProbe('linux', 'x86_64', root)).toMatchObject({ use: 'compile', why: expect.stringMatching(/development checkout, which compiles cudaprobe from its sources/) });
+    expect(await chooseProbe('linux', 'x86_64', root)).toMatchObject({
+      use: 'compile',
+      why: expect.stringMatching(/development checkout, which compiles cudaprobe from its sources/),
+    });
     expect(await chooseProbe('windows', 'x86_64', root)).toMatchObject({ use: 'compile' });
   });
 });

@@ -104,12 +104,17 @@ export async function chooseProbe(platform: Platform, arch: string, root = packa
   if (!sources) {
     if (entry) return { use: 'prebuilt', key, entry, why: `the package's prebuilt ${key} binary` };
     const have = Object.keys(manifest?.binaries ?? {}).join(', ') || 'none';
-    return { use: 'none', key, why: `this cudamatrix package has no cudaprobe for ${key} (it has: ${have}) and no sources to compile one from` };
+    return {
+      use: 'none',
+      key,
+      why: `this cudamatrix package has no cudaprobe for ${key} (it has: ${have}) and no sources to compile one from`,
+    };
   }
   if (!manifest) return { use: 'compile', key, why: 'this is a development checkout, which compiles cudaprobe from its sources' };
   if (!entry) return { use: 'compile', key, why: `the prebuilt binaries have no ${key} build` };
   const changed = changedSources(manifest.sources, await sourceHashes(sources));
-  if (changed.length) return { use: 'compile', key, why: `the probe sources changed since the prebuilt binaries were made: ${changed.join(', ')}` };
+  if (changed.length)
+    return { use: 'compile', key, why: `the probe sources changed since the prebuilt binaries were made: ${changed.join(', ')}` };
   return { use: 'prebuilt', key, entry, why: `the prebuilt ${key} binary (the sources are the ones it was built from)` };
 }
 
@@ -121,7 +126,10 @@ export async function probeBinary(options: BuildOptions & { root?: string }): Pr
   const { platform, arch, root = packageRoot() } = options;
   const choice = await chooseProbe(platform, arch, root);
   if (choice.use === 'none') {
-    throw new CudamatrixError('PROBE_MISSING', `${choice.why}; build cudamatrix from a checkout with a compiler for ${choice.key}, or run this target's probes from another machine`);
+    throw new CudamatrixError(
+      'PROBE_MISSING',
+      `${choice.why}; build cudamatrix from a checkout with a compiler for ${choice.key}, or run this target's probes from another machine`,
+    );
   }
   if (choice.use === 'compile') return buildProbe(options);
   const file = path.join(root, PREBUILT_DIR, ...choice.entry.file.split('/'));
@@ -129,11 +137,17 @@ export async function probeBinary(options: BuildOptions & { root?: string }): Pr
   try {
     content = await readFile(file);
   } catch (error) {
-    throw new CudamatrixError('PROBE_MISSING', `the prebuilt cudaprobe ${file} cannot be read (${(error as NodeJS.ErrnoException).code}): reinstall cudamatrix`);
+    throw new CudamatrixError(
+      'PROBE_MISSING',
+      `the prebuilt cudaprobe ${file} cannot be read (${(error as NodeJS.ErrnoException).code}): reinstall cudamatrix`,
+    );
   }
   const hash = sha256(content);
   if (hash !== choice.entry.sha256) {
-    throw new CudamatrixError('PROBE_MISSING', `the prebuilt cudaprobe ${file} is not the one the package was made with (sha256 ${hash.slice(0, 16)}…, expected ${choice.entry.sha256.slice(0, 16)}…): reinstall cudamatrix`);
+    throw new CudamatrixError(
+      'PROBE_MISSING',
+      `the prebuilt cudaprobe ${file} is not the one the package was made with (sha256 ${hash.slice(0, 16)}…, expected ${choice.entry.sha256.slice(0, 16)}…): reinstall cudamatrix`,
+    );
   }
   return { platform, arch, path: file, hash: hash.slice(0, 16), compiler: choice.entry.compiler, built: false, prebuilt: true };
 }

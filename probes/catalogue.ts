@@ -97,7 +97,11 @@ const numbers = (def: number[], what: string) => z.array(z.number().positive()).
 const nonNegNumbers = (def: number[], what: string) => z.array(z.number().nonnegative()).min(1).default(def).describe(what);
 const positive = (def: number, what: string) => z.number().positive().default(def).describe(what);
 const count = (def: number, min: number, what: string) => z.number().int().min(min).default(def).describe(what);
-const apis = z.array(z.enum(['driver', 'runtime'])).min(1).default(['driver', 'runtime']).describe('API series: driver (cuMemHostAlloc...) and/or runtime (cudaMallocHost...)');
+const apis = z
+  .array(z.enum(['driver', 'runtime']))
+  .min(1)
+  .default(['driver', 'runtime'])
+  .describe('API series: driver (cuMemHostAlloc...) and/or runtime (cudaMallocHost...)');
 
 /** Readings a memory probe's samples carry (each null with a reason where a platform lacks it). */
 export const sampleReadings: Record<string, string> = {
@@ -108,7 +112,7 @@ export const sampleReadings: Record<string, string> = {
   pdh_process_shared_bytes: 'Windows PDH \\GPU Process Memory(pid_N*)\\Shared Usage of the subject',
   pdh_adapter_dedicated_bytes: 'Windows PDH \\GPU Adapter Memory(*)\\Dedicated Usage',
   pdh_adapter_shared_bytes: 'Windows PDH \\GPU Adapter Memory(*)\\Shared Usage',
-  dxgi_local_bytes: "DXGI QueryVideoMemoryInfo LOCAL segment usage of the subject (Windows)",
+  dxgi_local_bytes: 'DXGI QueryVideoMemoryInfo LOCAL segment usage of the subject (Windows)',
   dxgi_nonlocal_bytes: 'DXGI QueryVideoMemoryInfo NON_LOCAL segment usage of the subject (Windows)',
   subject_rss_bytes: "The subject's resident set (Linux VmRSS, Windows working set)",
   subject_private_bytes: "The subject's private memory (Linux RssAnon, Windows private bytes)",
@@ -117,10 +121,25 @@ export const sampleReadings: Record<string, string> = {
 
 const memoryMetrics: MetricSpec[] = [
   { name: 'alloc_ms', unit: 'ms', description: 'Time of the allocation call', tolerance: { relative: 0.7 } },
-  { name: 'touch_ms', unit: 'ms', description: 'Time to touch every page (memset from the host; cuMemsetD32 for device memory)', tolerance: { relative: 0.45 } },
+  {
+    name: 'touch_ms',
+    unit: 'ms',
+    description: 'Time to touch every page (memset from the host; cuMemsetD32 for device memory)',
+    tolerance: { relative: 0.45 },
+  },
   { name: 'free_ms', unit: 'ms', description: 'Time of the free call', tolerance: { relative: 0.7 } },
-  { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device-memory source from baseline to after-touch (attrs.source names it)', tolerance: { relative: 0.05, absolute: 4 * MiB } },
-  { name: 'host_growth_bytes', unit: 'bytes', description: "Growth of the subject's resident set from baseline to after-touch", tolerance: { relative: 0.05, absolute: 16 * MiB } },
+  {
+    name: 'device_growth_bytes',
+    unit: 'bytes',
+    description: 'Growth of a device-memory source from baseline to after-touch (attrs.source names it)',
+    tolerance: { relative: 0.05, absolute: 4 * MiB },
+  },
+  {
+    name: 'host_growth_bytes',
+    unit: 'bytes',
+    description: "Growth of the subject's resident set from baseline to after-touch",
+    tolerance: { relative: 0.05, absolute: 16 * MiB },
+  },
 ];
 
 const sysinfo: ProbeSpec = {
@@ -133,7 +152,12 @@ const sysinfo: ProbeSpec = {
   platforms: ['linux', 'windows'],
   params: z.strictObject({}),
   facts: [
-    { name: 'environment', description: 'Environment detected from evidence: WSL markers on Linux (wsl2-docker: inside a container as well), the driver model on Windows', values: environments },
+    {
+      name: 'environment',
+      description:
+        'Environment detected from evidence: WSL markers on Linux (wsl2-docker: inside a container as well), the driver model on Windows',
+      values: environments,
+    },
     { name: 'os_family', description: 'Operating system family', values: ['linux', 'windows'] },
     { name: 'os_name', description: 'Operating system name and version' },
     { name: 'os_build', description: 'Windows build number (RtlGetVersion)' },
@@ -143,18 +167,35 @@ const sysinfo: ProbeSpec = {
     { name: 'wsl', description: 'Running under WSL (a Microsoft kernel or /dev/dxg)', values: [true, false] },
     { name: 'wsl_version', description: 'WSL version (1 or 2)', values: [1, 2] },
     { name: 'container', description: 'Container kind the probe ran in (docker, podman, kubernetes, containerd)' },
-    { name: 'container_runtime', description: 'Container runtime that provided the GPU ("nvidia" when the NVIDIA runtime injected the driver)' },
+    {
+      name: 'container_runtime',
+      description: 'Container runtime that provided the GPU ("nvidia" when the NVIDIA runtime injected the driver)',
+    },
     {
       name: 'hags_setting',
-      description: 'Hardware-accelerated GPU scheduling is set on in the registry (HwSchMode = 2; 1 = off): the setting, which takes effect at the next boot and only where the driver supports it; null when the value is absent (the driver default applies)',
+      description:
+        'Hardware-accelerated GPU scheduling is set on in the registry (HwSchMode = 2; 1 = off): the setting, which takes effect at the next boot and only where the driver supports it; null when the value is absent (the driver default applies)',
       values: [true, false],
     },
-    { name: 'hags_enabled', description: 'The hardware GPU scheduler runs now on the device\'s adapter (D3DKMTQueryAdapterInfo, KMTQAITYPE_WDDM_2_7_CAPS: HwSchEnabled)', values: [true, false] },
-    { name: 'hags', description: 'The name hags_setting had in records before it was renamed (the registry setting, not whether the scheduler runs)', values: [true, false] },
+    {
+      name: 'hags_enabled',
+      description:
+        "The hardware GPU scheduler runs now on the device's adapter (D3DKMTQueryAdapterInfo, KMTQAITYPE_WDDM_2_7_CAPS: HwSchEnabled)",
+      values: [true, false],
+    },
+    {
+      name: 'hags',
+      description: 'The name hags_setting had in records before it was renamed (the registry setting, not whether the scheduler runs)',
+      values: [true, false],
+    },
     { name: 'tool_version', description: 'cudaprobe version' },
     { name: 'driver_found', description: 'The CUDA driver library (libcuda / nvcuda.dll) could be loaded', values: [true, false] },
     { name: 'driver_library', description: 'Which CUDA driver library was loaded' },
-    { name: 'driver_library_ignored', description: "Inside WSL2: other libcuda.so.1 files in the distribution (a Linux driver installed there), passed over for WSL's /usr/lib/wsl/lib/libcuda.so.1" },
+    {
+      name: 'driver_library_ignored',
+      description:
+        "Inside WSL2: other libcuda.so.1 files in the distribution (a Linux driver installed there), passed over for WSL's /usr/lib/wsl/lib/libcuda.so.1",
+    },
     { name: 'driver_version', description: 'Driver version string (NVML)' },
     { name: 'cuda_driver_version', description: 'CUDA version the driver supports (cuDriverGetVersion)' },
     { name: 'nvml_found', description: 'NVML could be loaded and initialised', values: [true, false] },
@@ -177,8 +218,17 @@ const sysinfo: ProbeSpec = {
     { name: 'tcc_driver', description: 'CU_DEVICE_ATTRIBUTE_TCC_DRIVER (true only under TCC)', values: [true, false] },
     { name: 'driver_model', description: 'Driver model from NVML (Windows only: wddm, tcc, mcdm)', values: ['wddm', 'tcc', 'mcdm'] },
     { name: 'driver_model_pending', description: 'Driver model after the next reboot (NVML)', values: ['wddm', 'tcc', 'mcdm'] },
-    { name: 'display_attached', description: 'A display (monitor) is connected to the GPU (nvmlDeviceGetDisplayMode): its copies and kernels share it with the desktop (C28)', values: [true, false] },
-    { name: 'display_active', description: 'A display is initialised on the GPU, e.g. an X server or the Windows desktop (nvmlDeviceGetDisplayActive)', values: [true, false] },
+    {
+      name: 'display_attached',
+      description:
+        'A display (monitor) is connected to the GPU (nvmlDeviceGetDisplayMode): its copies and kernels share it with the desktop (C28)',
+      values: [true, false],
+    },
+    {
+      name: 'display_active',
+      description: 'A display is initialised on the GPU, e.g. an X server or the Windows desktop (nvmlDeviceGetDisplayActive)',
+      values: [true, false],
+    },
   ],
   metrics: [],
   typicalMs: 330,
@@ -201,19 +251,40 @@ const pinnedVram: ProbeSpec = {
   }),
   facts: [
     { name: 'counts_as_vram', description: 'cuMemHostAlloc memory counts against device memory (largest size)', values: vramValues },
-    { name: 'counts_as_vram_runtime', description: 'cudaMallocHost memory counts against device memory (largest size)', values: vramValues },
+    {
+      name: 'counts_as_vram_runtime',
+      description: 'cudaMallocHost memory counts against device memory (largest size)',
+      values: vramValues,
+    },
     { name: 'registered_counts_as_vram', description: 'cuMemHostRegister-ed memory counts against device memory', values: vramValues },
-    { name: 'control_counts_as_vram', description: 'The cuMemAlloc control counts against device memory (checks the method: expected true)', values: vramValues },
+    {
+      name: 'control_counts_as_vram',
+      description: 'The cuMemAlloc control counts against device memory (checks the method: expected true)',
+      values: vramValues,
+    },
   ],
   metrics: [
     ...memoryMetrics,
-    { name: 'device_growth_per_gib_bytes', unit: 'bytes', description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)', tolerance: { relative: 0.05, absolute: MiB } },
+    {
+      name: 'device_growth_per_gib_bytes',
+      unit: 'bytes',
+      description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)',
+      tolerance: { relative: 0.05, absolute: MiB },
+    },
   ],
   quick: { sizes_gib: [0.25], register_size_gib: 0.25, wait_s: 0.1 },
   typicalMs: 17_300,
   keyMetrics: [
-    { metric: 'device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cuMemHostAlloc (deciding source)', where: { api: 'driver', kind: 'pinned' } },
-    { metric: 'device_growth_per_gib_bytes', label: 'device growth per GiB pinned, cudaMallocHost (deciding source)', where: { api: 'runtime', kind: 'pinned' } },
+    {
+      metric: 'device_growth_per_gib_bytes',
+      label: 'device growth per GiB pinned, cuMemHostAlloc (deciding source)',
+      where: { api: 'driver', kind: 'pinned' },
+    },
+    {
+      metric: 'device_growth_per_gib_bytes',
+      label: 'device growth per GiB pinned, cudaMallocHost (deciding source)',
+      where: { api: 'runtime', kind: 'pinned' },
+    },
   ],
   summary: (records) => {
     const lines: SummaryLine[] = [];
@@ -262,26 +333,45 @@ const pinnedRelease: ProbeSpec = {
     { name: 'released_runtime', description: 'When cudaFreeHost memory is returned', values: ['on-free', 'on-exit', 'never'] },
   ],
   metrics: [
-    { name: 'retained_after_free_bytes', unit: 'bytes', description: 'Still held on the charged source at a wait after free', tolerance: { relative: 0.05, absolute: 16 * MiB } },
+    {
+      name: 'retained_after_free_bytes',
+      unit: 'bytes',
+      description: 'Still held on the charged source at a wait after free',
+      tolerance: { relative: 0.05, absolute: 16 * MiB },
+    },
     { name: 'release_delay_s', unit: 's', description: 'First wait after free at which it was seen returned', tolerance: { relative: 0 } },
-    { name: 'exit_release_delay_s', unit: 's', description: 'Time after the subject exited until the readings settled', tolerance: { relative: 0.5, absolute: 0.5 } },
+    {
+      name: 'exit_release_delay_s',
+      unit: 's',
+      description: 'Time after the subject exited until the readings settled',
+      tolerance: { relative: 0.5, absolute: 0.5 },
+    },
   ],
   quick: { size_gib: 0.25, wait_s: [0, 1] },
   typicalMs: 2_100,
-  keyMetrics: [
-    { metric: 'release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } },
-  ],
+  keyMetrics: [{ metric: 'release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } }],
   summary: (records) => {
     const lines: SummaryLine[] = [];
-    const byApi = (ms: MetricRecord[], f: (m: MetricRecord) => string) => ms.map((m) => `${f(m)}${m.attrs?.api ? ` ${m.attrs.api}` : ''}`).join(', ');
+    const byApi = (ms: MetricRecord[], f: (m: MetricRecord) => string) =>
+      ms.map((m) => `${f(m)}${m.attrs?.api ? ` ${m.attrs.api}` : ''}`).join(', ');
     const delay = metricsOf(records, 'release_delay_s');
-    if (delay.length) lines.push(['returned after free', byApi(delay, (m) => (m.value === null ? `not within the waits${m.reason ? ` (${m.reason})` : ''}` : `in ${fmt(m)}`))]);
+    if (delay.length)
+      lines.push([
+        'returned after free',
+        byApi(delay, (m) => (m.value === null ? `not within the waits${m.reason ? ` (${m.reason})` : ''}` : `in ${fmt(m)}`)),
+      ]);
     const exit = metricsOf(records, 'exit_release_delay_s');
     if (exit.length) lines.push(['settled after exit', byApi(exit, (m) => `in ${fmt(m)}`)]);
     // The last reading after free, per API.
     const retained = metricsOf(records, 'retained_after_free_bytes');
-    const last = [...new Set(retained.map((m) => m.attrs?.api))].map((api) => retained.filter((m) => m.attrs?.api === api).sort((a, b) => num(b.attrs?.wait_s) - num(a.attrs?.wait_s))[0]!);
-    if (last.length) lines.push(['still held after free', byApi(last, (m) => `${fmt(m)}${typeof m.attrs?.wait_s === 'number' ? ` at ${m.attrs.wait_s} s` : ''}`)]);
+    const last = [...new Set(retained.map((m) => m.attrs?.api))].map(
+      (api) => retained.filter((m) => m.attrs?.api === api).sort((a, b) => num(b.attrs?.wait_s) - num(a.attrs?.wait_s))[0]!,
+    );
+    if (last.length)
+      lines.push([
+        'still held after free',
+        byApi(last, (m) => `${fmt(m)}${typeof m.attrs?.wait_s === 'number' ? ` at ${m.attrs.wait_s} s` : ''}`),
+      ]);
     return lines;
   },
 };
@@ -296,10 +386,26 @@ const multiProcessPinned: ProbeSpec = {
     processes: z.number().int().min(1).max(16).default(2).describe('Subjects pinning at once'),
     size_gib: positive(1, 'Size each subject pins, GiB'),
   }),
-  facts: [{ name: 'vram_growth', description: 'Device growth with all pinned: none, sum-of-processes (within 25 % of K x N), or partial', values: ['none', 'sum-of-processes', 'partial'] }],
+  facts: [
+    {
+      name: 'vram_growth',
+      description: 'Device growth with all pinned: none, sum-of-processes (within 25 % of K x N), or partial',
+      values: ['none', 'sum-of-processes', 'partial'],
+    },
+  ],
   metrics: [
-    { name: 'device_growth_bytes', unit: 'bytes', description: 'Growth of a device source with all subjects pinned (attrs.source)', tolerance: { relative: 0.05, absolute: 4 * MiB } },
-    { name: 'system_growth_bytes', unit: 'bytes', description: 'Drop of available system memory with all subjects pinned', tolerance: { relative: 0.05, absolute: 64 * MiB } },
+    {
+      name: 'device_growth_bytes',
+      unit: 'bytes',
+      description: 'Growth of a device source with all subjects pinned (attrs.source)',
+      tolerance: { relative: 0.05, absolute: 4 * MiB },
+    },
+    {
+      name: 'system_growth_bytes',
+      unit: 'bytes',
+      description: 'Drop of available system memory with all subjects pinned',
+      tolerance: { relative: 0.05, absolute: 64 * MiB },
+    },
   ],
   quick: { size_gib: 0.25 },
   typicalMs: 1_900,
@@ -333,19 +439,60 @@ const pinnedCeiling: ProbeSpec = {
     max_fraction: z.number().positive().max(0.9).default(0.5).describe('Safety cap: never pin more than this fraction of available memory'),
     prefill_percent: z.array(z.number().min(0).max(95)).min(1).default([0, 50, 90]).describe('VRAM pre-fill levels, % of free'),
     reset_rounds: z.number().int().min(0).max(10).default(2).describe('Rounds of the with/without cudaDeviceReset comparison (0: off)'),
-    registered_rounds: z.number().int().min(0).max(10).default(1).describe('Rounds of malloc + cuMemHostRegister chunks to the same cap, no pre-fill (0: off)'),
+    registered_rounds: z
+      .number()
+      .int()
+      .min(0)
+      .max(10)
+      .default(1)
+      .describe('Rounds of malloc + cuMemHostRegister chunks to the same cap, no pre-fill (0: off)'),
   }),
   facts: [
-    { name: 'limited_by', description: 'What stopped the first level: allocation-failure (a real ceiling) or safety-cap', values: ['allocation-failure', 'safety-cap'] },
-    { name: 'tracks_free_vram', description: 'The ceiling falls as VRAM fills; false also when a level pinned more than the VRAM left free (null when every level hit the safety cap below it)', values: [true, false] },
-    { name: 'reset_helps', description: 'cudaDeviceReset first gives a higher ceiling or clearly faster pinning (C11)', values: [true, false] },
-    { name: 'registered_limited_by', description: 'What stopped registering malloc memory (cuMemHostRegister chunks): allocation-failure or safety-cap (C22)', values: ['allocation-failure', 'safety-cap'] },
-    { name: 'host_register_supported', description: 'CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: cudaHostRegister works on this device (C22)', values: [true, false] },
-    { name: 'host_pointer_for_registered_mem', description: 'CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the GPU reaches registered memory at the CPU\'s address (C22)', values: [true, false] },
-    { name: 'pageable_memory_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU reaches pageable memory without registering it (C22)', values: [true, false] },
+    {
+      name: 'limited_by',
+      description: 'What stopped the first level: allocation-failure (a real ceiling) or safety-cap',
+      values: ['allocation-failure', 'safety-cap'],
+    },
+    {
+      name: 'tracks_free_vram',
+      description:
+        'The ceiling falls as VRAM fills; false also when a level pinned more than the VRAM left free (null when every level hit the safety cap below it)',
+      values: [true, false],
+    },
+    {
+      name: 'reset_helps',
+      description: 'cudaDeviceReset first gives a higher ceiling or clearly faster pinning (C11)',
+      values: [true, false],
+    },
+    {
+      name: 'registered_limited_by',
+      description: 'What stopped registering malloc memory (cuMemHostRegister chunks): allocation-failure or safety-cap (C22)',
+      values: ['allocation-failure', 'safety-cap'],
+    },
+    {
+      name: 'host_register_supported',
+      description: 'CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED: cudaHostRegister works on this device (C22)',
+      values: [true, false],
+    },
+    {
+      name: 'host_pointer_for_registered_mem',
+      description:
+        "CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: the GPU reaches registered memory at the CPU's address (C22)",
+      values: [true, false],
+    },
+    {
+      name: 'pageable_memory_access',
+      description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU reaches pageable memory without registering it (C22)',
+      values: [true, false],
+    },
   ],
   metrics: [
-    { name: 'ceiling_bytes', unit: 'bytes', description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant: reset, no-reset, registered; stopped_by)', tolerance: { relative: 0.05 } },
+    {
+      name: 'ceiling_bytes',
+      unit: 'bytes',
+      description: 'Bytes pinned before failure or the cap (attrs: prefill_percent or variant: reset, no-reset, registered; stopped_by)',
+      tolerance: { relative: 0.05 },
+    },
     { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill', tolerance: { relative: 0.02 } },
     { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk', tolerance: { relative: 0.7 } },
   ],
@@ -361,7 +508,10 @@ const pinnedCeiling: ProbeSpec = {
     if (levels.length) {
       const stops = [...new Set(levels.map((m) => m.attrs?.stopped_by))];
       const part = (m: MetricRecord) => `${fmt(m)} at ${m.attrs?.prefill_percent} %${stops.length > 1 ? ` (${m.attrs?.stopped_by})` : ''}`;
-      lines.push(['ceiling by VRAM pre-fill', `${levels.map(part).join(', ')}${stops.length === 1 && stops[0] ? ` (stopped by ${stops[0]})` : ''}`]);
+      lines.push([
+        'ceiling by VRAM pre-fill',
+        `${levels.map(part).join(', ')}${stops.length === 1 && stops[0] ? ` (stopped by ${stops[0]})` : ''}`,
+      ]);
     }
     const variant = (v: string) => metricsOf(records, 'chunk_alloc_ms', { variant: v });
     const [reset, noReset] = [variant('reset'), variant('no-reset')];
@@ -388,22 +538,65 @@ const transferBandwidth: ProbeSpec = {
     sizes_mib: numbers([1, 16, 256, 1024], 'Copy sizes, MiB'),
     repetitions: count(20, 20, 'Timed copies per size (at least 20)'),
     warmup: count(2, 0, 'Untimed copies first'),
-    fill_percent: z.array(z.number().min(0).max(90)).min(1).default([0, 90]).describe('Rounds with this percentage of the free VRAM held while copying (0: the idle card; at most 90)'),
-    fill_reserve_gib: z.number().nonnegative().default(8).describe('The fill never leaves less free VRAM than this, GiB (a shared card keeps room for others)'),
+    fill_percent: z
+      .array(z.number().min(0).max(90))
+      .min(1)
+      .default([0, 90])
+      .describe('Rounds with this percentage of the free VRAM held while copying (0: the idle card; at most 90)'),
+    fill_reserve_gib: z
+      .number()
+      .nonnegative()
+      .default(8)
+      .describe('The fill never leaves less free VRAM than this, GiB (a shared card keeps room for others)'),
   }),
   facts: [],
   metrics: [
-    { name: 'bandwidth_gbps', unit: 'GB/s', description: 'Copy bandwidth (attrs: direction h2d|d2h, memory pageable|pinned, size_bytes)', tolerance: [
+    {
+      name: 'bandwidth_gbps',
+      unit: 'GB/s',
+      description: 'Copy bandwidth (attrs: direction h2d|d2h, memory pageable|pinned, size_bytes)',
+      tolerance: [
         { where: { memory: 'pinned', size_bytes: { below: 16 * MiB } }, relative: 0.1 },
         { where: { memory: 'pinned' }, relative: 0.03 },
         { relative: 0.45 },
-      ] },
-    { name: 'pageable_pinned_ratio', unit: 'ratio', description: 'Pageable bandwidth over pinned bandwidth (attrs: direction, size_bytes)', tolerance: { relative: 0.45 } },
-    { name: 'pcie_theoretical_gbps', unit: 'GB/s', description: "The link's payload rate from its maximum generation and width", tolerance: { relative: 0 } },
-    { name: 'pinned_fraction_of_link', unit: 'ratio', description: 'Best pinned bandwidth over the theoretical link rate (idle card)', tolerance: { relative: 0.03 } },
-    { name: 'fill_bytes', unit: 'bytes', description: 'Device memory held during a filled round (attrs.fill_percent; the copies of that round carry it too)', tolerance: { relative: 0.1 } },
-    { name: 'vram_used_fraction', unit: 'ratio', description: 'Share of VRAM in use once filled (1 - free / total; attrs.fill_percent)', tolerance: { relative: 0.1 } },
-    { name: 'filled_idle_ratio', unit: 'ratio', description: 'Pinned bandwidth of the largest copy with VRAM filled over the idle card\'s (attrs: direction, fill_percent)', tolerance: { relative: 0.05 } },
+      ],
+    },
+    {
+      name: 'pageable_pinned_ratio',
+      unit: 'ratio',
+      description: 'Pageable bandwidth over pinned bandwidth (attrs: direction, size_bytes)',
+      tolerance: { relative: 0.45 },
+    },
+    {
+      name: 'pcie_theoretical_gbps',
+      unit: 'GB/s',
+      description: "The link's payload rate from its maximum generation and width",
+      tolerance: { relative: 0 },
+    },
+    {
+      name: 'pinned_fraction_of_link',
+      unit: 'ratio',
+      description: 'Best pinned bandwidth over the theoretical link rate (idle card)',
+      tolerance: { relative: 0.03 },
+    },
+    {
+      name: 'fill_bytes',
+      unit: 'bytes',
+      description: 'Device memory held during a filled round (attrs.fill_percent; the copies of that round carry it too)',
+      tolerance: { relative: 0.1 },
+    },
+    {
+      name: 'vram_used_fraction',
+      unit: 'ratio',
+      description: 'Share of VRAM in use once filled (1 - free / total; attrs.fill_percent)',
+      tolerance: { relative: 0.1 },
+    },
+    {
+      name: 'filled_idle_ratio',
+      unit: 'ratio',
+      description: "Pinned bandwidth of the largest copy with VRAM filled over the idle card's (attrs: direction, fill_percent)",
+      tolerance: { relative: 0.05 },
+    },
   ],
   quick: { sizes_mib: [1, 64] },
   typicalMs: 10_300,
@@ -424,7 +617,9 @@ const transferBandwidth: ProbeSpec = {
     if (size !== undefined) {
       const at = formatValue(size, 'bytes');
       const dirs = (name: string, where: Record<string, Scalar>) =>
-        ['h2d', 'd2h'].flatMap((d) => metricsOf(records, name, { ...where, direction: d, size_bytes: size }).map((m) => `${fmt(m)} ${d}`)).join(', ');
+        ['h2d', 'd2h']
+          .flatMap((d) => metricsOf(records, name, { ...where, direction: d, size_bytes: size }).map((m) => `${fmt(m)} ${d}`))
+          .join(', ');
       lines.push([`pinned at ${at}`, dirs('bandwidth_gbps', { memory: 'pinned' })]);
       lines.push([`pageable at ${at}`, dirs('bandwidth_gbps', { memory: 'pageable' })]);
       const ratio = dirs('pageable_pinned_ratio', {});
@@ -432,14 +627,23 @@ const transferBandwidth: ProbeSpec = {
     }
     const link = metricsOf(records, 'pcie_theoretical_gbps')[0];
     if (link) {
-      const fractions = ['h2d', 'd2h'].flatMap((d) => metricsOf(records, 'pinned_fraction_of_link', { direction: d }).map((m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`));
+      const fractions = ['h2d', 'd2h'].flatMap((d) =>
+        metricsOf(records, 'pinned_fraction_of_link', { direction: d }).map(
+          (m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`,
+        ),
+      );
       const what = typeof link.attrs?.gen === 'number' ? `gen${link.attrs.gen} x${link.attrs.width}, ` : '';
       lines.push(['PCIe link', `${what}${fmt(link)}${fractions.length ? `; best pinned reaches ${fractions.join(', ')}` : ''}`]);
     }
     for (const used of metricsOf(all, 'vram_used_fraction')) {
       const fill = used.attrs?.fill_percent as number;
-      const ratios = ['h2d', 'd2h'].flatMap((d) => metricsOf(all, 'filled_idle_ratio', { direction: d, fill_percent: fill }).map((m) => `${fmt(m)} ${d}`));
-      lines.push([`VRAM ${used.value === null ? '—' : formatValue(used.value * 100, 'percent')} in use`, `pinned bandwidth ${ratios.join(', ') || '—'} of the idle card's`]);
+      const ratios = ['h2d', 'd2h'].flatMap((d) =>
+        metricsOf(all, 'filled_idle_ratio', { direction: d, fill_percent: fill }).map((m) => `${fmt(m)} ${d}`),
+      );
+      lines.push([
+        `VRAM ${used.value === null ? '—' : formatValue(used.value * 100, 'percent')} in use`,
+        `pinned bandwidth ${ratios.join(', ') || '—'} of the idle card's`,
+      ]);
     }
     return lines;
   },
@@ -449,26 +653,41 @@ const eventTiming: ProbeSpec = {
   name: 'event-timing',
   title: 'Resolution of cuEventElapsedTime',
   claims: ['C7'],
-  description: 'Spin kernels of 1-20 us (cycles calibrated against events) timed with events; the smallest step between distinct elapsed times, against the host clock.',
+  description:
+    'Spin kernels of 1-20 us (cycles calibrated against events) timed with events; the smallest step between distinct elapsed times, against the host clock.',
   platforms: ['linux', 'windows'],
   params: z.strictObject({
     targets_us: numbers([1, 2, 5, 10, 20], 'Spin durations, us'),
     repetitions: count(50, 5, 'Timings per duration'),
   }),
-  facts: [{ name: 'resolution_class', description: 'Event resolution: sub-microsecond (< 1 us), microsecond, or millisecond', values: ['sub-microsecond', 'microsecond', 'millisecond'] }],
+  facts: [
+    {
+      name: 'resolution_class',
+      description: 'Event resolution: sub-microsecond (< 1 us), microsecond, or millisecond',
+      values: ['sub-microsecond', 'microsecond', 'millisecond'],
+    },
+  ],
   metrics: [
     { name: 'resolution_us', unit: 'us', description: 'Smallest step between distinct event-timed values', tolerance: { relative: 0.1 } },
     { name: 'distinct_values', unit: 'count', description: 'Distinct elapsed times seen', tolerance: { relative: 0.5 } },
     { name: 'elapsed_us', unit: 'us', description: 'Median event-timed duration (attrs.target_us)', tolerance: { relative: 0.1 } },
-    { name: 'host_elapsed_us', unit: 'us', description: 'Median host-timed launch-to-completion (attrs.target_us)', tolerance: { relative: 0.35 } },
+    {
+      name: 'host_elapsed_us',
+      unit: 'us',
+      description: 'Median host-timed launch-to-completion (attrs.target_us)',
+      tolerance: { relative: 0.35 },
+    },
     { name: 'host_clock_resolution_us', unit: 'us', description: "The host clock's smallest step", tolerance: { relative: 0.5 } },
-    { name: 'spin_cycles_per_us', unit: 'cycles', description: 'SM clock cycles per microsecond (spin calibration)', tolerance: { relative: 0.05 } },
+    {
+      name: 'spin_cycles_per_us',
+      unit: 'cycles',
+      description: 'SM clock cycles per microsecond (spin calibration)',
+      tolerance: { relative: 0.05 },
+    },
   ],
   quick: { repetitions: 20 },
   typicalMs: 420,
-  keyMetrics: [
-    { metric: 'resolution_us', label: 'event timing resolution' },
-  ],
+  keyMetrics: [{ metric: 'resolution_us', label: 'event timing resolution' }],
   summary: (records) => {
     const lines: SummaryLine[] = [];
     const res = metricsOf(records, 'resolution_us')[0];
@@ -481,7 +700,10 @@ const eventTiming: ProbeSpec = {
     const elapsed = metricsOf(records, 'elapsed_us').sort((a, b) => num(a.attrs?.target_us) - num(b.attrs?.target_us))[0];
     if (elapsed && typeof elapsed.attrs?.target_us === 'number') {
       const host = metricsOf(records, 'host_elapsed_us', { target_us: elapsed.attrs.target_us })[0];
-      lines.push([`${elapsed.attrs.target_us} us spin timed`, `${fmt(elapsed)} by events${host ? `, ${fmt(host)} by the host clock` : ''}`]);
+      lines.push([
+        `${elapsed.attrs.target_us} us spin timed`,
+        `${fmt(elapsed)} by events${host ? `, ${fmt(host)} by the host clock` : ''}`,
+      ]);
     }
     return lines;
   },
@@ -500,14 +722,38 @@ const eventHostGap: ProbeSpec = {
     repetitions: count(10, 3, 'Rounds per variant (at least 3)'),
   }),
   facts: [
-    { name: 'brackets_host_gap', description: 'Without a flush, the events\' median elapsed time is at least 90 % of the host\'s gap between the records', values: [true, false] },
+    {
+      name: 'brackets_host_gap',
+      description: "Without a flush, the events' median elapsed time is at least 90 % of the host's gap between the records",
+      values: [true, false],
+    },
     { name: 'brackets_host_gap_flushed', description: 'The same with cuStreamQuery after the first record', values: [true, false] },
   ],
   metrics: [
-    { name: 'elapsed_ms', unit: 'ms', description: 'Median cuEventElapsedTime of the pair (attrs: flush none|query, sleep_ms)', tolerance: { relative: 0.1 } },
-    { name: 'elapsed_min_ms', unit: 'ms', description: 'Smallest elapsed time of the pair (attrs: flush, sleep_ms)', tolerance: { relative: 0.2 } },
-    { name: 'host_gap_ms', unit: 'ms', description: 'Median host time between the records (the sleep as the host clock saw it)', tolerance: { relative: 0.1 } },
-    { name: 'elapsed_host_ratio', unit: 'ratio', description: 'Median elapsed time over median host gap (attrs.flush)', tolerance: { relative: 0.1 } },
+    {
+      name: 'elapsed_ms',
+      unit: 'ms',
+      description: 'Median cuEventElapsedTime of the pair (attrs: flush none|query, sleep_ms)',
+      tolerance: { relative: 0.1 },
+    },
+    {
+      name: 'elapsed_min_ms',
+      unit: 'ms',
+      description: 'Smallest elapsed time of the pair (attrs: flush, sleep_ms)',
+      tolerance: { relative: 0.2 },
+    },
+    {
+      name: 'host_gap_ms',
+      unit: 'ms',
+      description: 'Median host time between the records (the sleep as the host clock saw it)',
+      tolerance: { relative: 0.1 },
+    },
+    {
+      name: 'elapsed_host_ratio',
+      unit: 'ratio',
+      description: 'Median elapsed time over median host gap (attrs.flush)',
+      tolerance: { relative: 0.1 },
+    },
   ],
   quick: { repetitions: 3 },
   typicalMs: 500,
@@ -541,7 +787,12 @@ const syncLatency: ProbeSpec = {
     const [p50, p99, avg, min] = ['p50_us', 'p99_us', 'mean_us', 'min_us'].map((n) => metricsOf(records, n)[0]);
     if (!p50 && !p99) return [];
     const iterations = p50?.attrs?.iterations;
-    return [['launch + synchronize', `p50 ${fmt(p50)}, p99 ${fmt(p99)} (mean ${fmt(avg)}, min ${fmt(min)}${iterations ? `; ${iterations} iterations` : ''})`]];
+    return [
+      [
+        'launch + synchronize',
+        `p50 ${fmt(p50)}, p99 ${fmt(p99)} (mean ${fmt(avg)}, min ${fmt(min)}${iterations ? `; ${iterations} iterations` : ''})`,
+      ],
+    ];
   },
 };
 
@@ -562,9 +813,19 @@ const streamPriority: ProbeSpec = {
   }),
   facts: [{ name: 'honoured', description: 'Stream priorities change which kernel the GPU runs first', values: [true, false] }],
   metrics: [
-    { name: 'priority_least', unit: 'count', description: 'Least stream priority (cuCtxGetStreamPriorityRange)', tolerance: { relative: 0 } },
+    {
+      name: 'priority_least',
+      unit: 'count',
+      description: 'Least stream priority (cuCtxGetStreamPriorityRange)',
+      tolerance: { relative: 0 },
+    },
     { name: 'priority_greatest', unit: 'count', description: 'Greatest stream priority', tolerance: { relative: 0 } },
-    { name: 'high_done_ms', unit: 'ms', description: 'Short kernel completion after the long one started (attrs.mode)', tolerance: { relative: 0.1 } },
+    {
+      name: 'high_done_ms',
+      unit: 'ms',
+      description: 'Short kernel completion after the long one started (attrs.mode)',
+      tolerance: { relative: 0.1 },
+    },
     { name: 'long_done_ms', unit: 'ms', description: 'Long kernel completion (attrs.mode)', tolerance: { relative: 0.1 } },
     { name: 'high_done_ratio', unit: 'ratio', description: 'high_done_ms / long_done_ms (attrs.mode)', tolerance: { relative: 0.1 } },
   ],
@@ -573,7 +834,8 @@ const streamPriority: ProbeSpec = {
   summary: (records) => {
     const lines: SummaryLine[] = [];
     const [prio, equal] = ['priority', 'equal'].map((mode) => metricsOf(records, 'high_done_ratio', { mode })[0]);
-    if (prio || equal) lines.push(['short kernel done at', `${fmt(prio)} of the long kernel's time with priorities, ${fmt(equal)} at equal priority`]);
+    if (prio || equal)
+      lines.push(['short kernel done at', `${fmt(prio)} of the long kernel's time with priorities, ${fmt(equal)} at equal priority`]);
     const [least, greatest] = ['priority_least', 'priority_greatest'].map((n) => metricsOf(records, n)[0]);
     if (least && greatest) lines.push(['priority range', `${least.value} (least) to ${greatest.value} (greatest)`]);
     return lines;
@@ -600,14 +862,17 @@ const cudaGraph: ProbeSpec = {
   ],
   quick: { repetitions: 5 },
   typicalMs: 430,
-  keyMetrics: [
-    { metric: 'graph_speedup', label: 'graph launch speed-up over plain launches' },
-  ],
+  keyMetrics: [{ metric: 'graph_speedup', label: 'graph launch speed-up over plain launches' }],
   summary: (records) => {
     const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map((n) => metricsOf(records, n)[0]);
     if (!graph && !plain) return [];
     const kernels = graph?.attrs?.kernels;
-    return [['launch per kernel', `${fmt(graph)} in a graph, ${fmt(plain)} one by one${speedup?.value != null ? ` (${fmt(speedup)}x${kernels ? `, ${kernels} kernels` : ''})` : ''}`]];
+    return [
+      [
+        'launch per kernel',
+        `${fmt(graph)} in a graph, ${fmt(plain)} one by one${speedup?.value != null ? ` (${fmt(speedup)}x${kernels ? `, ${kernels} kernels` : ''})` : ''}`,
+      ],
+    ];
   },
 };
 
@@ -622,15 +887,38 @@ const managedMemory: ProbeSpec = {
   params: z.strictObject({
     size_mib: z.number().positive().max(1024).default(64).describe('Managed allocation, MiB (kept small: never more than free VRAM)'),
     // Opt-in: above 100 it oversubscribes, which can hang some GPUs (never on the lent H200).
-    percent_of_free: z.number().min(0).max(150).default(0).describe('Opt-in large step: one managed allocation of this % of free VRAM, filled by a kernel and read back (0: off; above 100 oversubscribes, bounded by half the available RAM)'),
+    percent_of_free: z
+      .number()
+      .min(0)
+      .max(150)
+      .default(0)
+      .describe(
+        'Opt-in large step: one managed allocation of this % of free VRAM, filled by a kernel and read back (0: off; above 100 oversubscribes, bounded by half the available RAM)',
+      ),
   }),
   facts: [
     { name: 'managed_supported', description: 'CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY', values: [true, false] },
-    { name: 'concurrent_access', description: 'CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: CPU and GPU may touch managed memory at once', values: [true, false] },
-    { name: 'pageable_access', description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU can access pageable memory', values: [true, false] },
+    {
+      name: 'concurrent_access',
+      description: 'CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: CPU and GPU may touch managed memory at once',
+      values: [true, false],
+    },
+    {
+      name: 'pageable_access',
+      description: 'CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: the GPU can access pageable memory',
+      values: [true, false],
+    },
     { name: 'roundtrip_ok', description: 'CPU write, GPU fill, CPU read back gave the right values', values: [true, false] },
-    { name: 'large_roundtrip_ok', description: 'The percent_of_free step: the managed allocation, its GPU fill and CPU read back worked (C23)', values: [true, false] },
-    { name: 'oversubscription_ok', description: 'The same, with percent_of_free above 100: managed memory past free VRAM works (C23; null when not asked for)', values: [true, false] },
+    {
+      name: 'large_roundtrip_ok',
+      description: 'The percent_of_free step: the managed allocation, its GPU fill and CPU read back worked (C23)',
+      values: [true, false],
+    },
+    {
+      name: 'oversubscription_ok',
+      description: 'The same, with percent_of_free above 100: managed memory past free VRAM works (C23; null when not asked for)',
+      values: [true, false],
+    },
   ],
   metrics: [
     { name: 'cpu_first_touch_ms', unit: 'ms', description: 'CPU writing the whole allocation first', tolerance: { relative: 0.5 } },
@@ -638,8 +926,18 @@ const managedMemory: ProbeSpec = {
     { name: 'cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back (migration included)', tolerance: { relative: 0.5 } },
     { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM before the percent_of_free step', tolerance: { relative: 0.02 } },
     { name: 'managed_bytes', unit: 'bytes', description: 'Size of the percent_of_free allocation', tolerance: { relative: 0.02 } },
-    { name: 'large_gpu_fill_gbps', unit: 'GB/s', description: 'Kernel filling the percent_of_free allocation (first-touch migration or eviction included)', tolerance: { relative: 0.5 } },
-    { name: 'large_cpu_read_back_ms', unit: 'ms', description: 'CPU reading it back at up to 4096 places, a page or more apart', tolerance: { relative: 0.5 } },
+    {
+      name: 'large_gpu_fill_gbps',
+      unit: 'GB/s',
+      description: 'Kernel filling the percent_of_free allocation (first-touch migration or eviction included)',
+      tolerance: { relative: 0.5 },
+    },
+    {
+      name: 'large_cpu_read_back_ms',
+      unit: 'ms',
+      description: 'CPU reading it back at up to 4096 places, a page or more apart',
+      tolerance: { relative: 0.5 },
+    },
   ],
   quick: { size_mib: 16 },
   typicalMs: 370,
@@ -647,7 +945,12 @@ const managedMemory: ProbeSpec = {
     const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((n) => metricsOf(records, n)[0]);
     if (!touch && !fill && !back) return [];
     const size = [touch, fill, back].find((m) => typeof m?.attrs?.size_bytes === 'number')?.attrs?.size_bytes as number | undefined;
-    return [[`round trip${size ? ` of ${formatValue(size, 'bytes')}` : ''}`, `CPU first touch ${fmt(touch)}, GPU fill ${fmt(fill)}, CPU read back ${fmt(back)}`]];
+    return [
+      [
+        `round trip${size ? ` of ${formatValue(size, 'bytes')}` : ''}`,
+        `CPU first touch ${fmt(touch)}, GPU fill ${fmt(fill)}, CPU read back ${fmt(back)}`,
+      ],
+    ];
   },
 };
 
@@ -668,7 +971,12 @@ const cudaLog: ProbeSpec = {
   metrics: [
     { name: 'runtime_version', unit: 'count', description: 'cudaRuntimeGetVersion', tolerance: { relative: 0 } },
     { name: 'lines_pin_only', unit: 'count', description: 'Lines logged by the subject that only pinned', tolerance: { relative: 0 } },
-    { name: 'lines_with_error', unit: 'count', description: 'Lines logged by the subject that also made an error', tolerance: { relative: 0 } },
+    {
+      name: 'lines_with_error',
+      unit: 'count',
+      description: 'Lines logged by the subject that also made an error',
+      tolerance: { relative: 0 },
+    },
   ],
   typicalMs: 510,
   summary: (records) => {
@@ -687,12 +995,21 @@ const windowsRegistry: ProbeSpec = {
     'Read only; the Win+Ctrl+Shift+B hot-key is never sent (a driver reset can break live work). Skipped off Windows.',
   platforms: ['windows'],
   params: z.strictObject({}),
-  facts: [{ name: 'gpu_memory_compression_value_exists', description: 'The EnableGpuMemoryCompression value exists', values: [true, false] }],
-  metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({ name: `registry_${v}`, unit: 'count' as const, description: `DWORD value ${v}`, tolerance: { relative: 0 } })),
+  facts: [
+    { name: 'gpu_memory_compression_value_exists', description: 'The EnableGpuMemoryCompression value exists', values: [true, false] },
+  ],
+  metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({
+    name: `registry_${v}`,
+    unit: 'count' as const,
+    description: `DWORD value ${v}`,
+    tolerance: { relative: 0 },
+  })),
   typicalMs: 10,
   summary: (records) => {
     const values = records.filter((r): r is MetricRecord => r.type === 'metric' && r.name.startsWith('registry_') && r.value !== null);
-    return values.length ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]] : [];
+    return values.length
+      ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]]
+      : [];
   },
 };
 
@@ -702,8 +1019,8 @@ const p2p: ProbeSpec = {
   title: 'Peer access between GPUs, and MIG slices',
   claims: ['C15', 'C16', 'C17', 'C18', 'C19'],
   description:
-    'Every pair of the GPUs outside MIG: cuDeviceCanAccessPeer, NVML\'s P2P status and link class (as nvidia-smi topo -m), ' +
-    'then copies both ways without and with peer access (bandwidth, and NVML\'s PCIe transmit rate during them), each ' +
+    "Every pair of the GPUs outside MIG: cuDeviceCanAccessPeer, NVML's P2P status and link class (as nvidia-smi topo -m), " +
+    "then copies both ways without and with peer access (bandwidth, and NVML's PCIe transmit rate during them), each " +
     'verified word by word, the host path beside them, the time of cuCtxEnablePeerAccess and of the first copy after it, and ' +
     'free VRAM on both devices before and after enabling and after a peer mapping. MIG slices: one process per MIG device ' +
     'UUID (MIG mode is read, never changed). Skipped, with its device facts, on a target with fewer than two GPUs.',
@@ -712,45 +1029,156 @@ const p2p: ProbeSpec = {
     size_mib: z.number().min(1).max(4096).default(256).describe('Size of each copy, MiB'),
     repetitions: count(10, 3, 'Timed copies of each direction and mode (medians are reported)'),
     map_mib: z.number().min(2).max(4096).default(256).describe('The allocation whose peer mapping is measured, MiB'),
-    mig_pin_mib: z.number().min(1).default(256).describe('Pinned in each MIG slice\'s process, MiB'),
+    mig_pin_mib: z.number().min(1).default(256).describe("Pinned in each MIG slice's process, MiB"),
   }),
   facts: [
     { name: 'device_count', description: 'CUDA devices the driver reports (cuDeviceGetCount)' },
-    { name: 'nvml_topology_available', description: 'NVML has the topology and P2P-status calls (nvmlDeviceGetTopologyCommonAncestor, nvmlDeviceGetP2PStatus)', values: [true, false] },
-    { name: 'mig_mode', description: 'MIG mode of the devices: enabled on one, disabled on all, or unsupported (read, never changed)', values: ['enabled', 'disabled', 'unsupported'] },
+    {
+      name: 'nvml_topology_available',
+      description: 'NVML has the topology and P2P-status calls (nvmlDeviceGetTopologyCommonAncestor, nvmlDeviceGetP2PStatus)',
+      values: [true, false],
+    },
+    {
+      name: 'mig_mode',
+      description: 'MIG mode of the devices: enabled on one, disabled on all, or unsupported (read, never changed)',
+      values: ['enabled', 'disabled', 'unsupported'],
+    },
     { name: 'pair_count', description: 'Pairs of GPUs outside MIG (each once)' },
-    { name: 'link_class', description: 'The link of every pair as nvidia-smi topo -m names it (NV# for # NVLinks, PIX, PXB, PHB, NODE, SYS, internal); "mixed" when pairs differ; evidence per pair' },
+    {
+      name: 'link_class',
+      description:
+        'The link of every pair as nvidia-smi topo -m names it (NV# for # NVLinks, PIX, PXB, PHB, NODE, SYS, internal); "mixed" when pairs differ; evidence per pair',
+    },
     { name: 'can_access_peer', description: 'cuDeviceCanAccessPeer says yes both ways, for every pair', values: [true, false] },
-    { name: 'nvml_p2p_read', description: "NVML's P2P read status of every pair (OK, CHIPSET_NOT_SUPPORTED, GPU_NOT_SUPPORTED, IOH_TOPOLOGY_NOT_SUPPORTED, DISABLED_BY_REGKEY, NOT_SUPPORTED, UNKNOWN; mixed)" },
-    { name: 'capability_agrees', description: 'cuDeviceCanAccessPeer and NVML (read and write OK) agree, for every pair', values: [true, false] },
-    { name: 'copy_intact_without_peer', description: 'Copies without peer access delivered every word, both ways, every pair', values: [true, false] },
-    { name: 'enable_ok', description: 'cuCtxEnablePeerAccess succeeded both ways on every pair that can access its peer', values: [true, false] },
-    { name: 'copy_intact_with_peer', description: 'Copies with peer access delivered every word, both ways, every pair', values: [true, false] },
-    { name: 'staged_through_host', description: 'A copy without peer access went through host memory on some pair: no faster than the host path and clearly slower than with peer access (or no peer path at all)', values: [true, false] },
-    { name: 'enable_uses_vram', description: 'Enabling peer access, or a peer mapping, lowered free VRAM by more than 2 MiB on some device', values: [true, false] },
-    { name: 'mig_memory_matches_profile', description: "Each MIG slice's process sees its profile's memory (cuMemGetInfo total within 2 % of NVML's)", values: [true, false] },
-    { name: 'mig_pinned_charged', description: "Pinned memory in a slice's process lowered the slice's free memory (the thresholds of pinned-vram)", values: vramValues },
-    { name: 'mig_peer_access', description: 'A process given two MIG slices enumerates both (peer access between slices possible)', values: [true, false] },
+    {
+      name: 'nvml_p2p_read',
+      description:
+        "NVML's P2P read status of every pair (OK, CHIPSET_NOT_SUPPORTED, GPU_NOT_SUPPORTED, IOH_TOPOLOGY_NOT_SUPPORTED, DISABLED_BY_REGKEY, NOT_SUPPORTED, UNKNOWN; mixed)",
+    },
+    {
+      name: 'capability_agrees',
+      description: 'cuDeviceCanAccessPeer and NVML (read and write OK) agree, for every pair',
+      values: [true, false],
+    },
+    {
+      name: 'copy_intact_without_peer',
+      description: 'Copies without peer access delivered every word, both ways, every pair',
+      values: [true, false],
+    },
+    {
+      name: 'enable_ok',
+      description: 'cuCtxEnablePeerAccess succeeded both ways on every pair that can access its peer',
+      values: [true, false],
+    },
+    {
+      name: 'copy_intact_with_peer',
+      description: 'Copies with peer access delivered every word, both ways, every pair',
+      values: [true, false],
+    },
+    {
+      name: 'staged_through_host',
+      description:
+        'A copy without peer access went through host memory on some pair: no faster than the host path and clearly slower than with peer access (or no peer path at all)',
+      values: [true, false],
+    },
+    {
+      name: 'enable_uses_vram',
+      description: 'Enabling peer access, or a peer mapping, lowered free VRAM by more than 2 MiB on some device',
+      values: [true, false],
+    },
+    {
+      name: 'mig_memory_matches_profile',
+      description: "Each MIG slice's process sees its profile's memory (cuMemGetInfo total within 2 % of NVML's)",
+      values: [true, false],
+    },
+    {
+      name: 'mig_pinned_charged',
+      description: "Pinned memory in a slice's process lowered the slice's free memory (the thresholds of pinned-vram)",
+      values: vramValues,
+    },
+    {
+      name: 'mig_peer_access',
+      description: 'A process given two MIG slices enumerates both (peer access between slices possible)',
+      values: [true, false],
+    },
   ],
   metrics: [
-    { name: 'bandwidth_gbps', unit: 'GB/s', description: `Device-to-device copy bandwidth, median (${pairAttrs})`, tolerance: { relative: 0.1 } },
-    { name: 'host_path_gbps', unit: 'GB/s', description: 'The slower of pinned D2H from src and H2D to dst: what a copy through the host can reach', tolerance: { relative: 0.1 } },
-    { name: 'pcie_tx_gbps', unit: 'GB/s', description: "NVML's PCIe transmit rate of src during the copies (attrs.peer): near zero when an NVLink copy bypasses PCIe", tolerance: { relative: 0.5, absolute: 1 } },
-    { name: 'wrong_bytes', unit: 'bytes', description: 'Bytes of a verified copy that differ from what was sent (words compared; attrs.peer)', tolerance: { relative: 0 } },
-    { name: 'enable_ms', unit: 'ms', description: 'cuCtxEnablePeerAccess in src\'s context to dst\'s memory', tolerance: { relative: 0.7 } },
+    {
+      name: 'bandwidth_gbps',
+      unit: 'GB/s',
+      description: `Device-to-device copy bandwidth, median (${pairAttrs})`,
+      tolerance: { relative: 0.1 },
+    },
+    {
+      name: 'host_path_gbps',
+      unit: 'GB/s',
+      description: 'The slower of pinned D2H from src and H2D to dst: what a copy through the host can reach',
+      tolerance: { relative: 0.1 },
+    },
+    {
+      name: 'pcie_tx_gbps',
+      unit: 'GB/s',
+      description: "NVML's PCIe transmit rate of src during the copies (attrs.peer): near zero when an NVLink copy bypasses PCIe",
+      tolerance: { relative: 0.5, absolute: 1 },
+    },
+    {
+      name: 'wrong_bytes',
+      unit: 'bytes',
+      description: 'Bytes of a verified copy that differ from what was sent (words compared; attrs.peer)',
+      tolerance: { relative: 0 },
+    },
+    { name: 'enable_ms', unit: 'ms', description: "cuCtxEnablePeerAccess in src's context to dst's memory", tolerance: { relative: 0.7 } },
     { name: 'first_copy_ms', unit: 'ms', description: 'The first copy after enabling peer access', tolerance: { relative: 0.7 } },
     { name: 'steady_copy_ms', unit: 'ms', description: 'The copy after it', tolerance: { relative: 0.3 } },
-    { name: 'free_bytes', unit: 'bytes', description: 'Free VRAM of a device (attrs.device, pair, stage: before-enable, after-enable, after-mapping)', tolerance: { relative: 0.01, absolute: 64 * MiB } },
-    { name: 'enable_vram_cost_bytes', unit: 'bytes', description: 'Free VRAM lost on a device by enabling peer access', tolerance: { relative: 0.05, absolute: 4 * MiB } },
-    { name: 'mapping_vram_cost_bytes', unit: 'bytes', description: "Free VRAM lost on a device by a peer mapping of map_mib (the allocation itself not counted)", tolerance: { relative: 0.05, absolute: 4 * MiB } },
-    { name: 'mig_profile_bytes', unit: 'bytes', description: "A MIG slice's memory as NVML reports it (attrs.uuid)", tolerance: { relative: 0 } },
-    { name: 'mig_total_bytes', unit: 'bytes', description: "A MIG slice's memory as its process's cuMemGetInfo reports it", tolerance: { relative: 0 } },
-    { name: 'mig_pinned_free_drop_bytes', unit: 'bytes', description: "The slice's free memory lost by pinning mig_pin_mib in its process", tolerance: { relative: 0.05, absolute: 4 * MiB } },
+    {
+      name: 'free_bytes',
+      unit: 'bytes',
+      description: 'Free VRAM of a device (attrs.device, pair, stage: before-enable, after-enable, after-mapping)',
+      tolerance: { relative: 0.01, absolute: 64 * MiB },
+    },
+    {
+      name: 'enable_vram_cost_bytes',
+      unit: 'bytes',
+      description: 'Free VRAM lost on a device by enabling peer access',
+      tolerance: { relative: 0.05, absolute: 4 * MiB },
+    },
+    {
+      name: 'mapping_vram_cost_bytes',
+      unit: 'bytes',
+      description: 'Free VRAM lost on a device by a peer mapping of map_mib (the allocation itself not counted)',
+      tolerance: { relative: 0.05, absolute: 4 * MiB },
+    },
+    {
+      name: 'mig_profile_bytes',
+      unit: 'bytes',
+      description: "A MIG slice's memory as NVML reports it (attrs.uuid)",
+      tolerance: { relative: 0 },
+    },
+    {
+      name: 'mig_total_bytes',
+      unit: 'bytes',
+      description: "A MIG slice's memory as its process's cuMemGetInfo reports it",
+      tolerance: { relative: 0 },
+    },
+    {
+      name: 'mig_pinned_free_drop_bytes',
+      unit: 'bytes',
+      description: "The slice's free memory lost by pinning mig_pin_mib in its process",
+      tolerance: { relative: 0.05, absolute: 4 * MiB },
+    },
   ],
   quick: { size_mib: 64, repetitions: 5, map_mib: 64, mig_pin_mib: 64 },
   keyMetrics: [
-    { metric: 'bandwidth_gbps', label: 'device-to-device bandwidth, peer access on (first pair, 0 to 1)', where: { src: 0, dst: 1, peer: true } },
-    { metric: 'bandwidth_gbps', label: 'device-to-device bandwidth, peer access off (first pair, 0 to 1)', where: { src: 0, dst: 1, peer: false } },
+    {
+      metric: 'bandwidth_gbps',
+      label: 'device-to-device bandwidth, peer access on (first pair, 0 to 1)',
+      where: { src: 0, dst: 1, peer: true },
+    },
+    {
+      metric: 'bandwidth_gbps',
+      label: 'device-to-device bandwidth, peer access off (first pair, 0 to 1)',
+      where: { src: 0, dst: 1, peer: false },
+    },
     { metric: 'enable_ms', label: 'cuCtxEnablePeerAccess (0 to 1)', where: { src: 0, dst: 1 } },
   ],
   summary: (records) => {
@@ -779,24 +1207,65 @@ const allocCeiling: ProbeSpec = {
     "by max_gib (0: the device's total memory). reaches_free_vram: the chunks stopped by a failure came within one chunk and max(512 MiB, 3 %) of the free VRAM.",
   platforms: ['linux', 'windows'],
   params: z.strictObject({
-    apis: z.array(z.enum(['driver', 'runtime', 'async'])).min(1).default(['driver', 'runtime', 'async']).describe('API series: driver (cuMemAlloc), runtime (cudaMalloc), async (cudaMallocAsync)'),
+    apis: z
+      .array(z.enum(['driver', 'runtime', 'async']))
+      .min(1)
+      .default(['driver', 'runtime', 'async'])
+      .describe('API series: driver (cuMemAlloc), runtime (cudaMalloc), async (cudaMallocAsync)'),
     chunk_mib: positive(256, 'Size of each chunk, MiB'),
-    max_gib: z.number().nonnegative().default(0).describe("Cap, GiB: 0 is the device's total memory (never past it); on a shared card give one below its free VRAM"),
+    max_gib: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe("Cap, GiB: 0 is the device's total memory (never past it); on a shared card give one below its free VRAM"),
     granularity_mib: positive(64, 'Bisection step of the largest single allocation, MiB'),
   }),
   facts: [
-    { name: 'memory_pools_supported', description: 'CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: the stream-ordered allocator (cudaMallocAsync) is there', values: [true, false] },
-    { name: 'reaches_free_vram', description: 'cuMemAlloc chunks reach the free VRAM reported at the start (null when the cap stopped them first)', values: [true, false] },
+    {
+      name: 'memory_pools_supported',
+      description: 'CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: the stream-ordered allocator (cudaMallocAsync) is there',
+      values: [true, false],
+    },
+    {
+      name: 'reaches_free_vram',
+      description: 'cuMemAlloc chunks reach the free VRAM reported at the start (null when the cap stopped them first)',
+      values: [true, false],
+    },
     { name: 'reaches_free_vram_runtime', description: 'The same with cudaMalloc', values: [true, false] },
     { name: 'reaches_free_vram_async', description: 'The same with cudaMallocAsync', values: [true, false] },
   ],
   metrics: [
-    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM at the start, cuMemGetInfo in the subject (attrs.api)', tolerance: { relative: 0.02 } },
+    {
+      name: 'free_vram_bytes',
+      unit: 'bytes',
+      description: 'Free VRAM at the start, cuMemGetInfo in the subject (attrs.api)',
+      tolerance: { relative: 0.02 },
+    },
     { name: 'total_vram_bytes', unit: 'bytes', description: 'Total VRAM, cuMemGetInfo', tolerance: { relative: 0 } },
-    { name: 'largest_single_bytes', unit: 'bytes', description: 'Largest single allocation that succeeded (attrs: api, stopped_by, cap_bytes)', tolerance: { relative: 0.02 } },
-    { name: 'cumulative_bytes', unit: 'bytes', description: 'Chunks held at once before a failure or the cap (attrs: api, stopped_by, cap_bytes)', tolerance: { relative: 0.02 } },
-    { name: 'shortfall_bytes', unit: 'bytes', description: 'Free VRAM at the start less the chunks held when one failed', tolerance: { relative: 0.2, absolute: 512 * MiB } },
-    { name: 'free_after_fill_bytes', unit: 'bytes', description: 'Free VRAM with the chunks held', tolerance: { relative: 0.2, absolute: 512 * MiB } },
+    {
+      name: 'largest_single_bytes',
+      unit: 'bytes',
+      description: 'Largest single allocation that succeeded (attrs: api, stopped_by, cap_bytes)',
+      tolerance: { relative: 0.02 },
+    },
+    {
+      name: 'cumulative_bytes',
+      unit: 'bytes',
+      description: 'Chunks held at once before a failure or the cap (attrs: api, stopped_by, cap_bytes)',
+      tolerance: { relative: 0.02 },
+    },
+    {
+      name: 'shortfall_bytes',
+      unit: 'bytes',
+      description: 'Free VRAM at the start less the chunks held when one failed',
+      tolerance: { relative: 0.2, absolute: 512 * MiB },
+    },
+    {
+      name: 'free_after_fill_bytes',
+      unit: 'bytes',
+      description: 'Free VRAM with the chunks held',
+      tolerance: { relative: 0.2, absolute: 512 * MiB },
+    },
   ],
   quick: { max_gib: 1, granularity_mib: 128 },
   keyMetrics: [
@@ -806,9 +1275,16 @@ const allocCeiling: ProbeSpec = {
   ],
   summary: (records) =>
     ['driver', 'runtime', 'async'].flatMap((api): SummaryLine[] => {
-      const [free, largest, held] = ['free_vram_bytes', 'largest_single_bytes', 'cumulative_bytes'].map((n) => metricsOf(records, n, { api })[0]);
+      const [free, largest, held] = ['free_vram_bytes', 'largest_single_bytes', 'cumulative_bytes'].map(
+        (n) => metricsOf(records, n, { api })[0],
+      );
       if (!free && !largest && !held) return [];
-      return [[`${api} API`, `free at start ${fmt(free)}, largest single ${fmt(largest)}, in chunks ${fmt(held)}${held?.attrs?.stopped_by ? ` (stopped by ${held.attrs.stopped_by})` : ''}`]];
+      return [
+        [
+          `${api} API`,
+          `free at start ${fmt(free)}, largest single ${fmt(largest)}, in chunks ${fmt(held)}${held?.attrs?.stopped_by ? ` (stopped by ${held.attrs.stopped_by})` : ''}`,
+        ],
+      ];
     }),
   optIn: 'it allocates up to max_gib of device memory (all of it on a smaller card)',
 };
@@ -824,26 +1300,76 @@ const sysmemFallback: ProbeSpec = {
     'against the first shows what a spilled chunk costs.',
   platforms: ['linux', 'windows'],
   params: z.strictObject({
-    api: z.enum(['driver', 'runtime']).default('runtime').describe('runtime (cudaMalloc, what the fallback policy names) or driver (cuMemAlloc)'),
+    api: z
+      .enum(['driver', 'runtime'])
+      .default('runtime')
+      .describe('runtime (cudaMalloc, what the fallback policy names) or driver (cuMemAlloc)'),
     chunk_mib: positive(256, 'Size of each chunk, MiB'),
     past_vram_gib: z.number().min(0).max(4).default(2).describe('Bound past the total VRAM, GiB'),
-    max_gib: z.number().nonnegative().default(0).describe('A lower bound in GiB (0: VRAM + past_vram_gib); on a shared card keep it below the free VRAM'),
+    max_gib: z
+      .number()
+      .nonnegative()
+      .default(0)
+      .describe('A lower bound in GiB (0: VRAM + past_vram_gib); on a shared card keep it below the free VRAM'),
   }),
   facts: [
-    { name: 'allocates_past_vram', description: 'Allocations succeeded past the free VRAM (false: one failed before it; null: the bound came first)', values: [true, false] },
-    { name: 'spill_slower', description: 'The last chunk writes at under half the first chunk\'s bandwidth', values: [true, false] },
-    { name: 'spill_in_shared_usage', description: 'Windows PDH Shared Usage of the subject grew by at least half of what went past free VRAM', values: [true, false] },
+    {
+      name: 'allocates_past_vram',
+      description: 'Allocations succeeded past the free VRAM (false: one failed before it; null: the bound came first)',
+      values: [true, false],
+    },
+    { name: 'spill_slower', description: "The last chunk writes at under half the first chunk's bandwidth", values: [true, false] },
+    {
+      name: 'spill_in_shared_usage',
+      description: 'Windows PDH Shared Usage of the subject grew by at least half of what went past free VRAM',
+      values: [true, false],
+    },
   ],
   metrics: [
-    { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM at the start (cuMemGetInfo in the subject)', tolerance: { relative: 0.02 } },
+    {
+      name: 'free_vram_bytes',
+      unit: 'bytes',
+      description: 'Free VRAM at the start (cuMemGetInfo in the subject)',
+      tolerance: { relative: 0.02 },
+    },
     { name: 'total_vram_bytes', unit: 'bytes', description: 'Total VRAM', tolerance: { relative: 0 } },
-    { name: 'allocated_bytes', unit: 'bytes', description: 'Chunks held before a failure or the bound (attrs: stopped_by, target_bytes)', tolerance: { relative: 0.02 } },
-    { name: 'past_free_vram_bytes', unit: 'bytes', description: 'allocated_bytes less the free VRAM at the start (negative: it stopped before)', tolerance: { relative: 0.1, absolute: 512 * MiB } },
-    { name: 'first_chunk_write_gbps', unit: 'GB/s', description: 'cuMemsetD32 bandwidth of the first chunk (4 memsets + 1 synchronize, host-timed), median of 3', tolerance: { relative: 0.2 } },
+    {
+      name: 'allocated_bytes',
+      unit: 'bytes',
+      description: 'Chunks held before a failure or the bound (attrs: stopped_by, target_bytes)',
+      tolerance: { relative: 0.02 },
+    },
+    {
+      name: 'past_free_vram_bytes',
+      unit: 'bytes',
+      description: 'allocated_bytes less the free VRAM at the start (negative: it stopped before)',
+      tolerance: { relative: 0.1, absolute: 512 * MiB },
+    },
+    {
+      name: 'first_chunk_write_gbps',
+      unit: 'GB/s',
+      description: 'cuMemsetD32 bandwidth of the first chunk (4 memsets + 1 synchronize, host-timed), median of 3',
+      tolerance: { relative: 0.2 },
+    },
     { name: 'last_chunk_write_gbps', unit: 'GB/s', description: 'The same for the last chunk', tolerance: { relative: 0.2 } },
-    { name: 'last_first_write_ratio', unit: 'ratio', description: 'last_chunk_write_gbps / first_chunk_write_gbps', tolerance: { relative: 0.2 } },
-    { name: 'shared_usage_growth_bytes', unit: 'bytes', description: 'Growth of the subject\'s PDH Shared Usage (Windows; null elsewhere)', tolerance: { relative: 0.1, absolute: 64 * MiB } },
-    { name: 'dedicated_usage_growth_bytes', unit: 'bytes', description: 'Growth of the subject\'s PDH Dedicated Usage (Windows)', tolerance: { relative: 0.1, absolute: 64 * MiB } },
+    {
+      name: 'last_first_write_ratio',
+      unit: 'ratio',
+      description: 'last_chunk_write_gbps / first_chunk_write_gbps',
+      tolerance: { relative: 0.2 },
+    },
+    {
+      name: 'shared_usage_growth_bytes',
+      unit: 'bytes',
+      description: "Growth of the subject's PDH Shared Usage (Windows; null elsewhere)",
+      tolerance: { relative: 0.1, absolute: 64 * MiB },
+    },
+    {
+      name: 'dedicated_usage_growth_bytes',
+      unit: 'bytes',
+      description: "Growth of the subject's PDH Dedicated Usage (Windows)",
+      tolerance: { relative: 0.1, absolute: 64 * MiB },
+    },
   ],
   quick: { max_gib: 1 },
   keyMetrics: [
@@ -851,10 +1377,19 @@ const sysmemFallback: ProbeSpec = {
     { metric: 'last_first_write_ratio', label: 'last / first chunk write bandwidth (sysmem fallback)' },
   ],
   summary: (records) => {
-    const [allocated, free, first, last, shared] = ['allocated_bytes', 'free_vram_bytes', 'first_chunk_write_gbps', 'last_chunk_write_gbps', 'shared_usage_growth_bytes'].map((n) => metricsOf(records, n)[0]);
+    const [allocated, free, first, last, shared] = [
+      'allocated_bytes',
+      'free_vram_bytes',
+      'first_chunk_write_gbps',
+      'last_chunk_write_gbps',
+      'shared_usage_growth_bytes',
+    ].map((n) => metricsOf(records, n)[0]);
     if (!allocated) return [];
     return [
-      ['allocated', `${fmt(allocated)} of ${fmt(free)} free${allocated.attrs?.stopped_by ? ` (stopped by ${allocated.attrs.stopped_by})` : ''}, Shared Usage ${signed(shared)}`],
+      [
+        'allocated',
+        `${fmt(allocated)} of ${fmt(free)} free${allocated.attrs?.stopped_by ? ` (stopped by ${allocated.attrs.stopped_by})` : ''}, Shared Usage ${signed(shared)}`,
+      ],
       ['chunk write bandwidth', `first ${fmt(first)}, last ${fmt(last)}`],
     ];
   },
@@ -871,9 +1406,17 @@ const watchdog: ProbeSpec = {
   platforms: ['linux', 'windows'],
   params: z.strictObject({}),
   facts: [
-    { name: 'kernel_exec_timeout', description: 'CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: a run-time limit applies to kernels on this device', values: [true, false] },
+    {
+      name: 'kernel_exec_timeout',
+      description: 'CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: a run-time limit applies to kernels on this device',
+      values: [true, false],
+    },
     { name: 'tdr_delay_s', description: 'Windows TdrDelay, s (evidence.source: registry, or default when unset); null off Windows' },
-    { name: 'tdr_level', description: 'Windows TdrLevel (0 off, 3 recover; evidence.source as for tdr_delay_s); null off Windows', values: [0, 1, 2, 3] },
+    {
+      name: 'tdr_level',
+      description: 'Windows TdrLevel (0 off, 3 recover; evidence.source as for tdr_delay_s); null off Windows',
+      values: [0, 1, 2, 3],
+    },
   ],
   metrics: [],
   typicalMs: 10,
@@ -884,25 +1427,55 @@ const runtimeInit: ProbeSpec = {
   title: 'Initialisation of the driver and of each CUDA runtime',
   claims: ['C26'],
   description:
-    'In a fresh process each: cuInit, and for every CUDA runtime found (libcudart.so.* in the loader\'s folders and beside cudaprobe, ' +
+    "In a fresh process each: cuInit, and for every CUDA runtime found (libcudart.so.* in the loader's folders and beside cudaprobe, " +
     'cudart64_*.dll on PATH, in CUDA_PATH and beside it, and in dirs) cudaGetDeviceCount then cudaSetDevice + cudaFree(0); result and time of each. A crash is recorded as such.',
   platforms: ['linux', 'windows'],
   params: z.strictObject({
-    dirs: z.array(z.string().min(1)).default([]).describe('More folders to look for CUDA runtimes in (e.g. a Python environment\'s nvidia/cuda_runtime/lib)'),
+    dirs: z
+      .array(z.string().min(1))
+      .default([])
+      .describe("More folders to look for CUDA runtimes in (e.g. a Python environment's nvidia/cuda_runtime/lib)"),
     timeout_s: z.number().min(1).max(600).default(60).describe('How long one initialisation may take before it counts as hung, s'),
   }),
   facts: [
     { name: 'driver_init', description: 'What cuInit returned in a fresh process (CUDA_SUCCESS, an error name, or how the process ended)' },
-    { name: 'runtime_init', description: 'Each runtime found with its version and what its first call returned ("libcudart.so.13.0.48 (13.0): cudaSuccess; ...")' },
-    { name: 'supported_runtimes_init', description: 'Every runtime found whose CUDA version the driver supports initialised (newer ones may fail by design)', values: [true, false] },
+    {
+      name: 'runtime_init',
+      description: 'Each runtime found with its version and what its first call returned ("libcudart.so.13.0.48 (13.0): cudaSuccess; ...")',
+    },
+    {
+      name: 'supported_runtimes_init',
+      description: 'Every runtime found whose CUDA version the driver supports initialised (newer ones may fail by design)',
+      values: [true, false],
+    },
   ],
   metrics: [
     { name: 'cuinit_ms', unit: 'ms', description: 'cuInit in a fresh process', tolerance: { relative: 0.5, absolute: 50 } },
-    { name: 'driver_load_ms', unit: 'ms', description: 'Loading the driver library and its symbols', tolerance: { relative: 0.7, absolute: 10 } },
+    {
+      name: 'driver_load_ms',
+      unit: 'ms',
+      description: 'Loading the driver library and its symbols',
+      tolerance: { relative: 0.7, absolute: 10 },
+    },
     { name: 'runtimes_found', unit: 'count', description: 'CUDA runtime libraries found (one per real file)', tolerance: { relative: 0 } },
-    { name: 'runtime_load_ms', unit: 'ms', description: 'Loading the runtime library (attrs: library, version)', tolerance: { relative: 0.7, absolute: 10 } },
-    { name: 'runtime_first_call_ms', unit: 'ms', description: 'cudaGetDeviceCount, the first call, which initialises the driver (attrs: library, version)', tolerance: { relative: 0.5, absolute: 50 } },
-    { name: 'runtime_context_ms', unit: 'ms', description: 'cudaSetDevice + cudaFree(0): the primary context (attrs: library, version)', tolerance: { relative: 0.5, absolute: 50 } },
+    {
+      name: 'runtime_load_ms',
+      unit: 'ms',
+      description: 'Loading the runtime library (attrs: library, version)',
+      tolerance: { relative: 0.7, absolute: 10 },
+    },
+    {
+      name: 'runtime_first_call_ms',
+      unit: 'ms',
+      description: 'cudaGetDeviceCount, the first call, which initialises the driver (attrs: library, version)',
+      tolerance: { relative: 0.5, absolute: 50 },
+    },
+    {
+      name: 'runtime_context_ms',
+      unit: 'ms',
+      description: 'cudaSetDevice + cudaFree(0): the primary context (attrs: library, version)',
+      tolerance: { relative: 0.5, absolute: 50 },
+    },
   ],
   typicalMs: 2000,
   keyMetrics: [
@@ -945,7 +1518,10 @@ export function replacesKeyMetric(m: { attrs?: Record<string, Scalar> }, best: {
 }
 
 /** The metric a key metric picks from a cell's metrics (named without the probe), or undefined. */
-export function pickKeyMetric<M extends { name: string; attrs?: Record<string, Scalar> }>(metrics: readonly M[], k: KeyMetric): M | undefined {
+export function pickKeyMetric<M extends { name: string; attrs?: Record<string, Scalar> }>(
+  metrics: readonly M[],
+  k: KeyMetric,
+): M | undefined {
   let best: M | undefined;
   for (const m of metrics) {
     if (m.name !== k.metric || !matchesKeyMetric(m.attrs, k)) continue;

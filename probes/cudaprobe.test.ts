@@ -58,7 +58,10 @@ describe('cudaprobe (Linux build)', () => {
 
   it.each([
     [['run', 'pinned-vram', '--param', 'sizes_gib=1,-2'], 'parameter sizes_gib must be positive'],
-    [['run', 'pinned-vram', '--param', 'size_gib=1'], 'probe pinned-vram has no parameter size_gib (it takes apis, register_size_gib, sizes_gib, wait_s)'],
+    [
+      ['run', 'pinned-vram', '--param', 'size_gib=1'],
+      'probe pinned-vram has no parameter size_gib (it takes apis, register_size_gib, sizes_gib, wait_s)',
+    ],
     [['run', 'pinned-vram', '--param', 'apis=cuda'], 'parameter apis must name driver and/or runtime'],
     [['run', 'transfer-bandwidth', '--param', 'repetitions=5'], 'repetitions must be at least 20'],
     [['run', 'sync-latency', '--param', 'iterations=many'], 'parameter iterations=many is not a number'],
@@ -70,39 +73,52 @@ describe('cudaprobe (Linux build)', () => {
     expect(error).toMatchObject({ code: 'USAGE', message: expect.stringContaining(message) });
   });
 
-  it.skipIf(hasCommand('nvidia-smi', ['-L']))('steps a memory probe\'s subject through its phases without a driver, each source null with its reason', () => {
-    const r = run(['run', 'pinned-vram', '--param', 'sizes_gib=0.25', '--param', 'apis=driver', '--param', 'register_size_gib=0']);
-    expect(r.code).toBe(3);
-    const records = parseProbeOutput(r.stdout).records;
-    const samples = records.filter((x) => x.type === 'sample');
-    expect(samples.map((x) => x.type === 'sample' && x.phase)).toEqual(['baseline', 'after-alloc', 'after-touch', 'after-free', 'after-wait', 'after-exit']);
-    const baseline = samples[0]!;
-    if (baseline.type !== 'sample') throw new Error('not a sample');
-    // A real subject process was running: the sampler read its resident set.
-    expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
-    expect(baseline.readings.system_available_bytes).toBeGreaterThan(0);
-    expect(baseline.readings.nvml_device_used_bytes).toBeNull();
-    expect(baseline.reasons?.pdh_process_dedicated_bytes).toBe('PDH GPU counters exist on Windows only');
-    expect(baseline.reasons?.subject_cu_used_bytes).toContain('no NVIDIA driver found');
-    const exited = samples.at(-1)!;
-    if (exited.type !== 'sample') throw new Error('not a sample');
-    expect(exited.readings.subject_rss_bytes).toBeNull();
-    expect(exited.reasons?.subject_rss_bytes).toBe('the subject has exited');
-    expect(records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') });
-  });
+  it.skipIf(hasCommand('nvidia-smi', ['-L']))(
+    "steps a memory probe's subject through its phases without a driver, each source null with its reason",
+    () => {
+      const r = run(['run', 'pinned-vram', '--param', 'sizes_gib=0.25', '--param', 'apis=driver', '--param', 'register_size_gib=0']);
+      expect(r.code).toBe(3);
+      const records = parseProbeOutput(r.stdout).records;
+      const samples = records.filter((x) => x.type === 'sample');
+      expect(samples.map((x) => x.type === 'sample' && x.phase)).toEqual([
+        'baseline',
+        'after-alloc',
+        'after-touch',
+        'after-free',
+        'after-wait',
+        'after-exit',
+      ]);
+      const baseline = samples[0]!;
+      if (baseline.type !== 'sample') throw new Error('not a sample');
+      // A real subject process was running: the sampler read its resident set.
+      expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
+      expect(baseline.readings.system_available_bytes).toBeGreaterThan(0);
+      expect(baseline.readings.nvml_device_used_bytes).toBeNull();
+      expect(baseline.reasons?.pdh_process_dedicated_bytes).toBe('PDH GPU counters exist on Windows only');
+      expect(baseline.reasons?.subject_cu_used_bytes).toContain('no NVIDIA driver found');
+      const exited = samples.at(-1)!;
+      if (exited.type !== 'sample') throw new Error('not a sample');
+      expect(exited.readings.subject_rss_bytes).toBeNull();
+      expect(exited.reasons?.subject_rss_bytes).toBe('the subject has exited');
+      expect(records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') });
+    },
+  );
 
   // A GPU host finds its driver; this machine and CI have none.
-  it.skipIf(hasCommand('nvidia-smi', ['-L']))('reports the no-driver path as skipped with exit 3, and still reports the OS and environment', () => {
-    const r = run(['run', 'sysinfo']);
-    expect(r.code).toBe(3);
-    const s = sysinfoOf(r.stdout);
-    expect(s.os_family!.value).toBe('linux');
-    expect(s.driver_found!.value).toBe(false);
-    expect(s.cuda_driver_version).toMatchObject({ value: null, reason: expect.stringContaining('libcuda.so.1') });
-    expect(s.environment!.value).toMatch(/^(linux|wsl2)$/);
-    const skip = parseProbeOutput(r.stdout).records.find((x) => x.type === 'skip');
-    expect(skip).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
-  });
+  it.skipIf(hasCommand('nvidia-smi', ['-L']))(
+    'reports the no-driver path as skipped with exit 3, and still reports the OS and environment',
+    () => {
+      const r = run(['run', 'sysinfo']);
+      expect(r.code).toBe(3);
+      const s = sysinfoOf(r.stdout);
+      expect(s.os_family!.value).toBe('linux');
+      expect(s.driver_found!.value).toBe(false);
+      expect(s.cuda_driver_version).toMatchObject({ value: null, reason: expect.stringContaining('libcuda.so.1') });
+      expect(s.environment!.value).toMatch(/^(linux|wsl2)$/);
+      const skip = parseProbeOutput(r.stdout).records.find((x) => x.type === 'skip');
+      expect(skip).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
+    },
+  );
 
   it('runs a subject that answers over its pipe and exits when the pipe closes (a killed sampler leaves nothing behind)', async () => {
     const child = spawn(probe.path, ['subject'], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -127,7 +143,11 @@ describe('cudaprobe (Linux build)', () => {
       if (e.type !== 'cell-end') continue;
       const spec = catalogue.find((p) => p.name === e.probe)!;
       for (const r of e.records) {
-        if (r.type === 'fact' || r.type === 'sysinfo') expect(spec.facts.map((f) => f.name), `${e.probe}.${r.name}`).toContain(r.name);
+        if (r.type === 'fact' || r.type === 'sysinfo')
+          expect(
+            spec.facts.map((f) => f.name),
+            `${e.probe}.${r.name}`,
+          ).toContain(r.name);
         if (r.type === 'metric') {
           const m = spec.metrics.find((x) => x.name === r.name);
           expect(m, `${e.probe}.${r.name}`).toBeDefined();
@@ -145,27 +165,30 @@ describe('cudaprobe (Linux build)', () => {
   // library installed in the distribution (/usr/lib over an overlay). Both libraries are empty
   // stand-ins: which one was loaded shows in the reason the driver is unusable.
   const canUnshare = process.getuid?.() === 0 && hasCommand('unshare', ['--version']) && hasCommand('gcc', ['--version']);
-  it.runIf(canUnshare)('inside WSL2 loads /usr/lib/wsl/lib/libcuda.so.1 before a Linux driver in the distribution, and says it found that one', () => {
-    const dir = tempDir();
-    execFileSync('gcc', ['-shared', '-o', path.join(dir, 'libcuda.so.1'), '-x', 'c', '/dev/null']);
-    writeFileSync(path.join(dir, 'version'), 'Linux version 5.15.167.4-microsoft-standard-WSL2 (root@f9c826d3017f) #1 SMP\n');
-    const libDir = `/usr/lib/${nodeArch()}-linux-gnu`;
-    const script = [
-      `mkdir ${dir}/u ${dir}/w`,
-      `mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=${dir}/u,workdir=${dir}/w /usr/lib`,
-      'mkdir -p /usr/lib/wsl/lib',
-      `cp ${dir}/libcuda.so.1 /usr/lib/wsl/lib/libcuda.so.1`,
-      `cp ${dir}/libcuda.so.1 ${libDir}/libcuda.so.1`,
-      `mount --bind ${dir}/version /proc/version`,
-      `exec ${probe.path} run sysinfo`,
-    ].join(' && ');
-    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
-    expect(r.stderr).toBe('');
-    const s = sysinfoOf(r.stdout);
-    expect(s.wsl_version!.value).toBe(2);
-    expect(s.cuda_driver_version!.reason).toBe('the CUDA driver library /usr/lib/wsl/lib/libcuda.so.1 lacks cuInit');
-    expect(s.driver_library_ignored!.value).toBe(`${libDir}/libcuda.so.1`);
-  });
+  it.runIf(canUnshare)(
+    'inside WSL2 loads /usr/lib/wsl/lib/libcuda.so.1 before a Linux driver in the distribution, and says it found that one',
+    () => {
+      const dir = tempDir();
+      execFileSync('gcc', ['-shared', '-o', path.join(dir, 'libcuda.so.1'), '-x', 'c', '/dev/null']);
+      writeFileSync(path.join(dir, 'version'), 'Linux version 5.15.167.4-microsoft-standard-WSL2 (root@f9c826d3017f) #1 SMP\n');
+      const libDir = `/usr/lib/${nodeArch()}-linux-gnu`;
+      const script = [
+        `mkdir ${dir}/u ${dir}/w`,
+        `mount -t overlay overlay -o lowerdir=/usr/lib,upperdir=${dir}/u,workdir=${dir}/w /usr/lib`,
+        'mkdir -p /usr/lib/wsl/lib',
+        `cp ${dir}/libcuda.so.1 /usr/lib/wsl/lib/libcuda.so.1`,
+        `cp ${dir}/libcuda.so.1 ${libDir}/libcuda.so.1`,
+        `mount --bind ${dir}/version /proc/version`,
+        `exec ${probe.path} run sysinfo`,
+      ].join(' && ');
+      const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
+      expect(r.stderr).toBe('');
+      const s = sysinfoOf(r.stdout);
+      expect(s.wsl_version!.value).toBe(2);
+      expect(s.cuda_driver_version!.reason).toBe('the CUDA driver library /usr/lib/wsl/lib/libcuda.so.1 lacks cuInit');
+      expect(s.driver_library_ignored!.value).toBe(`${libDir}/libcuda.so.1`);
+    },
+  );
 
   it('only reports sysinfo names the catalogue documents', () => {
     const documented = new Set(catalogue.find((p) => p.name === 'sysinfo')!.facts.map((f) => f.name));
@@ -265,9 +288,16 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     // The subject is a real Windows process: the sampler read its working set with GetProcessMemoryInfo.
     expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
     expect(baseline.readings.system_available_bytes).toBeGreaterThan(0);
-    for (const k of ['pdh_process_dedicated_bytes', 'pdh_process_shared_bytes', 'pdh_adapter_dedicated_bytes', 'pdh_adapter_shared_bytes']) {
+    for (const k of [
+      'pdh_process_dedicated_bytes',
+      'pdh_process_shared_bytes',
+      'pdh_adapter_dedicated_bytes',
+      'pdh_adapter_shared_bytes',
+    ]) {
       expect(baseline.readings[k], k).toBeNull();
-      expect(baseline.reasons?.[k], k).toMatch(/^PDH counter \\GPU (Process|Adapter) Memory\(\*\)\\(Dedicated|Shared) Usage not available \(0x[0-9A-F]{8}/);
+      expect(baseline.reasons?.[k], k).toMatch(
+        /^PDH counter \\GPU (Process|Adapter) Memory\(\*\)\\(Dedicated|Shared) Usage not available \(0x[0-9A-F]{8}/,
+      );
     }
     expect(baseline.reasons?.dxgi_local_bytes).toBe('no CUDA device to match a DXGI adapter with');
     expect(baseline.reasons?.nvml_process_used_bytes).toContain('nvml.dll');
@@ -284,34 +314,53 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     expect(timing.code).toBe(3);
   });
 
-  it.runIf(ready)('reads an adapter that is not there as absent, each source with its reason: no PDH GPU counters, no DXGI adapter, no dxcore.dll (Wine 8), no D3DKMT adapter', () => {
-    const r = spawnSync(WINE, [exe.path, 'selftest', 'adapter', '0x00000000_0x0000D3E5'], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
-    expect(r.status).toBe(0);
-    const a = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
-    expect(a.pdh_adapter_dedicated_bytes).toBeNull();
-    expect(a.pdh_adapter_dedicated_bytes_reason).toMatch(/^PDH counter \\GPU Adapter Memory\(\*\)\\Dedicated Usage not available/);
-    expect(a.dxgi_local_bytes).toBeNull();
-    // DXGI lists display adapters only; DXCore (compute-only MCDM adapters too) is tried next.
-    expect(a.dxgi_local_bytes_reason).toMatch(/^(DXGI lists no adapter with the CUDA device's luid_0x00000000_0x0000D3E5|CreateDXGIFactory1 failed: 0x[0-9A-F]{8}); DXCore: /);
-    const dxcore = String(a.dxgi_local_bytes_reason).split('; DXCore: ')[1];
-    if (hasDll('dxcore.dll')) expect(dxcore).toMatch(/^no adapter has the CUDA device's luid_0x00000000_0x0000D3E5|^DXCoreCreateAdapterFactory failed/);
-    else expect(dxcore).toMatch(/^dxcore\.dll not available \(LoadLibrary error 126; it ships with Windows 10 2004 and later\)$/);
-    expect(a.hags_enabled).toBeNull();
-    expect(a.hags_enabled_reason).toMatch(/^D3DKMTOpenAdapterFromLuid\(luid_0x00000000_0x0000D3E5\) failed: NTSTATUS 0x[0-9A-F]{8}$|^gdi32\.dll lacks/);
-  });
+  it.runIf(ready)(
+    'reads an adapter that is not there as absent, each source with its reason: no PDH GPU counters, no DXGI adapter, no dxcore.dll (Wine 8), no D3DKMT adapter',
+    () => {
+      const r = spawnSync(WINE, [exe.path, 'selftest', 'adapter', '0x00000000_0x0000D3E5'], {
+        encoding: 'utf8',
+        env: wineEnv,
+        timeout: 120_000,
+      });
+      expect(r.status).toBe(0);
+      const a = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
+      expect(a.pdh_adapter_dedicated_bytes).toBeNull();
+      expect(a.pdh_adapter_dedicated_bytes_reason).toMatch(/^PDH counter \\GPU Adapter Memory\(\*\)\\Dedicated Usage not available/);
+      expect(a.dxgi_local_bytes).toBeNull();
+      // DXGI lists display adapters only; DXCore (compute-only MCDM adapters too) is tried next.
+      expect(a.dxgi_local_bytes_reason).toMatch(
+        /^(DXGI lists no adapter with the CUDA device's luid_0x00000000_0x0000D3E5|CreateDXGIFactory1 failed: 0x[0-9A-F]{8}); DXCore: /,
+      );
+      const dxcore = String(a.dxgi_local_bytes_reason).split('; DXCore: ')[1];
+      if (hasDll('dxcore.dll'))
+        expect(dxcore).toMatch(/^no adapter has the CUDA device's luid_0x00000000_0x0000D3E5|^DXCoreCreateAdapterFactory failed/);
+      else expect(dxcore).toMatch(/^dxcore\.dll not available \(LoadLibrary error 126; it ships with Windows 10 2004 and later\)$/);
+      expect(a.hags_enabled).toBeNull();
+      expect(a.hags_enabled_reason).toMatch(
+        /^D3DKMTOpenAdapterFromLuid\(luid_0x00000000_0x0000D3E5\) failed: NTSTATUS 0x[0-9A-F]{8}$|^gdi32\.dll lacks/,
+      );
+    },
+  );
 
-  it.runIf(ready)('starts its subjects from a folder whose name is outside the ANSI code page (C:\\Users\\Jürgen Ярослав): wide Win32 calls', () => {
-    const dir = path.join(tempDir(), 'Jürgen Ярослав');
-    mkdirSync(dir);
-    const copy = path.join(dir, 'cudaprobe.exe');
-    copyFileSync(exe.path, copy);
-    const r = spawnSync(WINE, [copy, 'run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver'], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
-    const records = parseProbeOutput(r.stdout).records;
-    expect(records.filter((x) => x.type === 'error')).toEqual([]);
-    const baseline = records.find((x) => x.type === 'sample');
-    // A subject ran: cudaprobe found its own path (GetModuleFileNameW) and started it (CreateProcessW).
-    expect(baseline?.type === 'sample' && baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
-  });
+  it.runIf(ready)(
+    'starts its subjects from a folder whose name is outside the ANSI code page (C:\\Users\\Jürgen Ярослав): wide Win32 calls',
+    () => {
+      const dir = path.join(tempDir(), 'Jürgen Ярослав');
+      mkdirSync(dir);
+      const copy = path.join(dir, 'cudaprobe.exe');
+      copyFileSync(exe.path, copy);
+      const r = spawnSync(WINE, [copy, 'run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver'], {
+        encoding: 'utf8',
+        env: wineEnv,
+        timeout: 120_000,
+      });
+      const records = parseProbeOutput(r.stdout).records;
+      expect(records.filter((x) => x.type === 'error')).toEqual([]);
+      const baseline = records.find((x) => x.type === 'sample');
+      // A subject ran: cudaprobe found its own path (GetModuleFileNameW) and started it (CreateProcessW).
+      expect(baseline?.type === 'sample' && baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
+    },
+  );
 
   it.runIf(ready)('lists the same probes as the Linux build', () => {
     const r = wine(['list']);

@@ -14,7 +14,10 @@ export interface DeployedProbe {
 export type BuildFor = (platform: Platform, arch: string) => Promise<ProbeBinary>;
 
 /** Takes the binary for the session's platform (prebuilt, cached or compiled) and uploads it. */
-export async function deployProbe(session: Session, build: BuildFor = (platform, arch) => probeBinary({ platform, arch })): Promise<DeployedProbe> {
+export async function deployProbe(
+  session: Session,
+  build: BuildFor = (platform, arch) => probeBinary({ platform, arch }),
+): Promise<DeployedProbe> {
   const binary = await build(session.platform, session.arch);
   const name = session.platform === 'windows' ? 'cudaprobe.exe' : 'cudaprobe';
   if (session.installCached) {

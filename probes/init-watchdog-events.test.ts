@@ -50,7 +50,8 @@ describe('event-host-gap, watchdog, runtime-init, filled transfer-bandwidth (Lin
     const w = run(['run', 'watchdog']);
     expect(w.code).toBe(3);
     const f = facts(w.records);
-    for (const name of ['tdr_delay_s', 'tdr_level']) expect(f[name]).toMatchObject({ value: null, reason: expect.stringContaining('Windows setting') });
+    for (const name of ['tdr_delay_s', 'tdr_level'])
+      expect(f[name]).toMatchObject({ value: null, reason: expect.stringContaining('Windows setting') });
     expect(w.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('libcuda.so.1') });
   });
 
@@ -62,32 +63,35 @@ describe('event-host-gap, watchdog, runtime-init, filled transfer-bandwidth (Lin
     expect(sleep.code).toBe(2);
   });
 
-  it.runIf(hasCommand('cc'))('runtime-init records a failing cuInit and a runtime that crashes, each in its own process, and goes on', () => {
-    const dir = tempDir();
-    const driverDir = path.join(dir, 'driver');
-    const runtimeDir = path.join(dir, 'runtimes');
-    mkdirSync(driverDir);
-    mkdirSync(runtimeDir);
-    stubLibrary(path.join(driverDir, 'libcuda.so.1'), symbols('CP_CUDA_REQUIRED'), {
-      cuInit: 'int cuInit(unsigned f) { return 100; }',
-      cuDriverGetVersion: 'int cuDriverGetVersion(int* v) { *v = 13000; return 0; }',
-      cuGetErrorName: 'int cuGetErrorName(int rc, const char** s) { *s = rc == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR"; return 0; }',
-    });
-    stubLibrary(path.join(runtimeDir, 'libcudart.so.12.99'), [...symbols('CP_CUDART'), 'cudaGetDeviceCount'], {
-      cudaRuntimeGetVersion: 'int cudaRuntimeGetVersion(int* v) { *v = 12090; return 0; }',
-      cudaGetDeviceCount: 'int cudaGetDeviceCount(int* n) { *(volatile int*)0 = 1; return 0; }',
-    });
-    const r = run(['run', 'runtime-init', '--param', `dirs=${runtimeDir}`], { ...process.env, LD_LIBRARY_PATH: driverDir });
-    expect(r.code).toBe(0);
-    const f = facts(r.records);
-    expect(f.driver_init).toMatchObject({ value: 'CUDA_ERROR_NO_DEVICE (100)' });
-    // SIGSEGV in the child: 128 + 11. The probe itself went on to the next runtime and the facts.
-    expect(f.runtime_init!.value).toContain('libcudart.so.12.99 (12.9): crashed (exit status 139)');
-    expect(f.supported_runtimes_init).toMatchObject({ value: false, evidence: expect.objectContaining({ driver_cuda: '13.0' }) });
-    const found = r.records.find((x) => x.type === 'metric' && x.name === 'runtimes_found');
-    expect(found).toMatchObject({ value: String(f.runtime_init!.value).split('; ').length });
-    expect(r.records.find((x) => x.type === 'metric' && x.name === 'cuinit_ms')).toMatchObject({ unit: 'ms', value: expect.any(Number) });
-  });
+  it.runIf(hasCommand('cc'))(
+    'runtime-init records a failing cuInit and a runtime that crashes, each in its own process, and goes on',
+    () => {
+      const dir = tempDir();
+      const driverDir = path.join(dir, 'driver');
+      const runtimeDir = path.join(dir, 'runtimes');
+      mkdirSync(driverDir);
+      mkdirSync(runtimeDir);
+      stubLibrary(path.join(driverDir, 'libcuda.so.1'), symbols('CP_CUDA_REQUIRED'), {
+        cuInit: 'int cuInit(unsigned f) { return 100; }',
+        cuDriverGetVersion: 'int cuDriverGetVersion(int* v) { *v = 13000; return 0; }',
+        cuGetErrorName: 'int cuGetErrorName(int rc, const char** s) { *s = rc == 100 ? "CUDA_ERROR_NO_DEVICE" : "CUDA_ERROR"; return 0; }',
+      });
+      stubLibrary(path.join(runtimeDir, 'libcudart.so.12.99'), [...symbols('CP_CUDART'), 'cudaGetDeviceCount'], {
+        cudaRuntimeGetVersion: 'int cudaRuntimeGetVersion(int* v) { *v = 12090; return 0; }',
+        cudaGetDeviceCount: 'int cudaGetDeviceCount(int* n) { *(volatile int*)0 = 1; return 0; }',
+      });
+      const r = run(['run', 'runtime-init', '--param', `dirs=${runtimeDir}`], { ...process.env, LD_LIBRARY_PATH: driverDir });
+      expect(r.code).toBe(0);
+      const f = facts(r.records);
+      expect(f.driver_init).toMatchObject({ value: 'CUDA_ERROR_NO_DEVICE (100)' });
+      // SIGSEGV in the child: 128 + 11. The probe itself went on to the next runtime and the facts.
+      expect(f.runtime_init!.value).toContain('libcudart.so.12.99 (12.9): crashed (exit status 139)');
+      expect(f.supported_runtimes_init).toMatchObject({ value: false, evidence: expect.objectContaining({ driver_cuda: '13.0' }) });
+      const found = r.records.find((x) => x.type === 'metric' && x.name === 'runtimes_found');
+      expect(found).toMatchObject({ value: String(f.runtime_init!.value).split('; ').length });
+      expect(r.records.find((x) => x.type === 'metric' && x.name === 'cuinit_ms')).toMatchObject({ unit: 'ms', value: expect.any(Number) });
+    },
+  );
 
   it.runIf(hasCommand('cc'))('runtime-init counts a runtime once however many names link to it', () => {
     const dir = tempDir();
@@ -130,46 +134,71 @@ int cuDeviceGetCount(int* n) { *n = 1; return 0; }
 int cuMemGetInfo_v2(size_t* f, size_t* t) { *f = *t = 1ULL << 30; return 0; }
 `;
 
-describe.runIf(hasCommand('cc'))('event-host-gap against stand-in drivers (host-timed events, and events stamped only when submitted)', () => {
-  let probe: ProbeBinary;
-  beforeAll(async () => {
-    probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
-  }, 300_000);
-  const own = ['cuEventCreate', 'cuEventDestroy_v2', 'cuEventRecord', 'cuStreamQuery', 'cuEventSynchronize', 'cuStreamSynchronize', 'cuEventElapsedTime', 'cuDriverGetVersion', 'cuDeviceGetCount', 'cuMemGetInfo_v2'];
-  const driver = (batched: boolean) => {
-    const dir = tempDir();
-    const src = path.join(dir, 'libcuda.c');
-    const rest = symbols('CP_CUDA_REQUIRED').filter((n) => !own.includes(n)).map((n) => `int ${n}() { return 0; }`);
-    writeFileSync(src, `#define BATCHED ${batched ? 1 : 0}\n${EVENTS}${rest.join('\n')}\n`);
-    execFileSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, 'libcuda.so.1'), src]);
-    return dir;
-  };
-  const gap = (dir: string) => {
-    const r = spawnSync(probe.path, ['run', 'event-host-gap', '--param', 'repetitions=3'], { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: dir }, timeout: 120_000 });
-    expect(r.status, r.stdout).toBe(0);
-    return parseProbeOutput(r.stdout).records;
-  };
-  const elapsed = (records: ProbeRecord[], flush: string) => records.find((x) => x.type === 'metric' && x.name === 'elapsed_ms' && x.attrs?.flush === flush);
+describe.runIf(hasCommand('cc'))(
+  'event-host-gap against stand-in drivers (host-timed events, and events stamped only when submitted)',
+  () => {
+    let probe: ProbeBinary;
+    beforeAll(async () => {
+      probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+    }, 300_000);
+    const own = [
+      'cuEventCreate',
+      'cuEventDestroy_v2',
+      'cuEventRecord',
+      'cuStreamQuery',
+      'cuEventSynchronize',
+      'cuStreamSynchronize',
+      'cuEventElapsedTime',
+      'cuDriverGetVersion',
+      'cuDeviceGetCount',
+      'cuMemGetInfo_v2',
+    ];
+    const driver = (batched: boolean) => {
+      const dir = tempDir();
+      const src = path.join(dir, 'libcuda.c');
+      const rest = symbols('CP_CUDA_REQUIRED')
+        .filter((n) => !own.includes(n))
+        .map((n) => `int ${n}() { return 0; }`);
+      writeFileSync(src, `#define BATCHED ${batched ? 1 : 0}\n${EVENTS}${rest.join('\n')}\n`);
+      execFileSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, 'libcuda.so.1'), src]);
+      return dir;
+    };
+    const gap = (dir: string) => {
+      const r = spawnSync(probe.path, ['run', 'event-host-gap', '--param', 'repetitions=3'], {
+        encoding: 'utf8',
+        env: { ...process.env, LD_LIBRARY_PATH: dir },
+        timeout: 120_000,
+      });
+      expect(r.status, r.stdout).toBe(0);
+      return parseProbeOutput(r.stdout).records;
+    };
+    const elapsed = (records: ProbeRecord[], flush: string) =>
+      records.find((x) => x.type === 'metric' && x.name === 'elapsed_ms' && x.attrs?.flush === flush);
 
-  it('host-timed events bracket the 20 ms sleep, flushed or not', () => {
-    const records = gap(driver(false));
-    expect(facts(records).brackets_host_gap).toMatchObject({ value: true });
-    expect(facts(records).brackets_host_gap_flushed).toMatchObject({ value: true });
-    // The host slept at least 20 ms between the records; the events saw that time.
-    expect(elapsed(records, 'none')).toMatchObject({ value: expect.any(Number) });
-    expect(Number((elapsed(records, 'none') as { value: number }).value)).toBeGreaterThanOrEqual(19.9);
-  });
+    it('host-timed events bracket the 20 ms sleep, flushed or not', () => {
+      const records = gap(driver(false));
+      expect(facts(records).brackets_host_gap).toMatchObject({ value: true });
+      expect(facts(records).brackets_host_gap_flushed).toMatchObject({ value: true });
+      // The host slept at least 20 ms between the records; the events saw that time.
+      expect(elapsed(records, 'none')).toMatchObject({ value: expect.any(Number) });
+      expect(Number((elapsed(records, 'none') as { value: number }).value)).toBeGreaterThanOrEqual(19.9);
+    });
 
-  it('events stamped at submission miss the sleep without a flush, and bracket it after cuStreamQuery', () => {
-    const records = gap(driver(true));
-    expect(facts(records).brackets_host_gap).toMatchObject({ value: false });
-    expect(facts(records).brackets_host_gap_flushed).toMatchObject({ value: true });
-    expect(Number((elapsed(records, 'none') as { value: number }).value)).toBeLessThan(10);
-  });
-});
+    it('events stamped at submission miss the sleep without a flush, and bracket it after cuStreamQuery', () => {
+      const records = gap(driver(true));
+      expect(facts(records).brackets_host_gap).toMatchObject({ value: false });
+      expect(facts(records).brackets_host_gap_flushed).toMatchObject({ value: true });
+      expect(Number((elapsed(records, 'none') as { value: number }).value)).toBeLessThan(10);
+    });
+  },
+);
 
 describe('watchdog and runtime-init (Windows build under Wine)', () => {
-  const ready = integrationAvailable('MinGW-w64 and Wine', hasCommand('x86_64-w64-mingw32-g++-posix') && hasCommand(WINE, ['--version']), 'apt-get install g++-mingw-w64-x86-64-posix wine64');
+  const ready = integrationAvailable(
+    'MinGW-w64 and Wine',
+    hasCommand('x86_64-w64-mingw32-g++-posix') && hasCommand(WINE, ['--version']),
+    'apt-get install g++-mingw-w64-x86-64-posix wine64',
+  );
   let exe: ProbeBinary;
   const wineEnv = { ...process.env, WINEDEBUG: '-all', WINEPREFIX: path.join(testCacheDir, 'wineprefix') };
   beforeAll(async () => {
@@ -180,17 +209,23 @@ describe('watchdog and runtime-init (Windows build under Wine)', () => {
     return { code: r.status, records: parseProbeOutput(r.stdout).records };
   };
 
-  it.runIf(ready)("reads TdrDelay and TdrLevel through the registry code windows-registry uses: absent in Wine's registry, so Windows' defaults, said so", () => {
-    const reg = wine(['run', 'windows-registry']);
-    const absent = (name: string) => reg.records.find((x) => x.type === 'metric' && x.name === name);
-    expect(absent('registry_TdrDelay')).toMatchObject({ value: null, reason: 'the value does not exist' });
-    const w = wine(['run', 'watchdog']);
-    expect(w.code).toBe(3);
-    const f = facts(w.records);
-    expect(f.tdr_delay_s).toMatchObject({ value: 2, evidence: { source: 'default', error: 2, key: 'HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\TdrDelay' } });
-    expect(f.tdr_level).toMatchObject({ value: 3, evidence: expect.objectContaining({ source: 'default' }) });
-    expect(w.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
-  });
+  it.runIf(ready)(
+    "reads TdrDelay and TdrLevel through the registry code windows-registry uses: absent in Wine's registry, so Windows' defaults, said so",
+    () => {
+      const reg = wine(['run', 'windows-registry']);
+      const absent = (name: string) => reg.records.find((x) => x.type === 'metric' && x.name === name);
+      expect(absent('registry_TdrDelay')).toMatchObject({ value: null, reason: 'the value does not exist' });
+      const w = wine(['run', 'watchdog']);
+      expect(w.code).toBe(3);
+      const f = facts(w.records);
+      expect(f.tdr_delay_s).toMatchObject({
+        value: 2,
+        evidence: { source: 'default', error: 2, key: 'HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\TdrDelay' },
+      });
+      expect(f.tdr_level).toMatchObject({ value: 3, evidence: expect.objectContaining({ source: 'default' }) });
+      expect(w.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
+    },
+  );
 
   it.runIf(ready)('skips runtime-init and event-host-gap without nvcuda.dll', () => {
     for (const name of ['runtime-init', 'event-host-gap']) {

@@ -36,7 +36,12 @@ function judge(name: string, records: ProbeRecord[]): Record<string, FactRecord>
 }
 
 function recordedFacts(name: string): Record<string, unknown> {
-  return Object.fromEntries(cells.get(name)!.records.filter((r): r is FactRecord => r.type === 'fact').map((f) => [f.name, f.value]));
+  return Object.fromEntries(
+    cells
+      .get(name)!
+      .records.filter((r): r is FactRecord => r.type === 'fact')
+      .map((f) => [f.name, f.value]),
+  );
 }
 
 const samplesOf = (records: ProbeRecord[]) => records.filter((r): r is SampleRecord => r.type === 'sample');
@@ -53,14 +58,20 @@ function drop(records: ProbeRecord[], key: string): ProbeRecord[] {
 }
 
 describe('classification on the committed H200 readings', () => {
-  it.each(['pinned-vram', 'pinned-release', 'multi-process-pinned', 'pinned-ceiling'])('%s: judging the recorded lines again gives the recorded facts', (name) => {
-    const facts = judge(name, recorded(name));
-    expect(Object.fromEntries(Object.entries(facts).map(([k, f]) => [k, f.value]))).toEqual(recordedFacts(name));
-  });
+  it.each(['pinned-vram', 'pinned-release', 'multi-process-pinned', 'pinned-ceiling'])(
+    '%s: judging the recorded lines again gives the recorded facts',
+    (name) => {
+      const facts = judge(name, recorded(name));
+      expect(Object.fromEntries(Object.entries(facts).map(([k, f]) => [k, f.value]))).toEqual(recordedFacts(name));
+    },
+  );
 
   it('pinned-vram decided on the per-process NVML source: +0 bytes for 4 GiB pinned, +4 GiB for the control', () => {
     const f = judge('pinned-vram', recorded('pinned-vram'));
-    expect(f.counts_as_vram).toMatchObject({ value: false, evidence: { source: 'nvml_process_used_bytes', nvml_process_used_bytes: 0, size_bytes: 4 * GiB } });
+    expect(f.counts_as_vram).toMatchObject({
+      value: false,
+      evidence: { source: 'nvml_process_used_bytes', nvml_process_used_bytes: 0, size_bytes: 4 * GiB },
+    });
     expect(f.control_counts_as_vram).toMatchObject({ value: true, evidence: { nvml_process_used_bytes: 4 * GiB } });
   });
 });
@@ -68,7 +79,10 @@ describe('classification on the committed H200 readings', () => {
 describe('pinned-vram edge cases', () => {
   it('falls back to the device-wide NVML reading when the per-process one is missing', () => {
     const f = judge('pinned-vram', drop(recorded('pinned-vram'), 'nvml_process_used_bytes'));
-    expect(f.counts_as_vram).toMatchObject({ value: false, evidence: { source: 'nvml_device_used_bytes', nvml_device_used_bytes: 8 * 1024 ** 2 } });
+    expect(f.counts_as_vram).toMatchObject({
+      value: false,
+      evidence: { source: 'nvml_device_used_bytes', nvml_device_used_bytes: 8 * 1024 ** 2 },
+    });
     expect(f.control_counts_as_vram!.value).toBe(true);
   });
 
@@ -99,19 +113,25 @@ describe('pinned-vram edge cases', () => {
     const records = recorded('pinned-vram');
     for (const s of samplesOf(records)) s.readings.pdh_process_dedicated_bytes = 100 * 1024 ** 2;
     phase(series(records, 'driver', 'pinned', 4 * GiB), 'after-touch').readings.pdh_process_dedicated_bytes = 100 * 1024 ** 2 + 4 * GiB;
-    expect(judge('pinned-vram', records).counts_as_vram).toMatchObject({ value: true, evidence: { source: 'pdh_process_dedicated_bytes' } });
+    expect(judge('pinned-vram', records).counts_as_vram).toMatchObject({
+      value: true,
+      evidence: { source: 'pdh_process_dedicated_bytes' },
+    });
   });
 
   it('reports the runtime fact as undecided when no runtime series was recorded (no CUDA runtime on the target)', () => {
     const records = recorded('pinned-vram').filter((r) => r.type !== 'sample' || r.attrs?.api !== 'runtime');
-    expect(judge('pinned-vram', records).counts_as_vram_runtime).toMatchObject({ value: null, reason: expect.stringContaining('no runtime pinned series completed') });
+    expect(judge('pinned-vram', records).counts_as_vram_runtime).toMatchObject({
+      value: null,
+      reason: expect.stringContaining('no runtime pinned series completed'),
+    });
   });
 });
 
 describe('pinned-release edge cases', () => {
   const driver = (records: ProbeRecord[]) => samplesOf(records).filter((s) => s.attrs?.api === 'driver');
 
-  it('was charged to the subject\'s resident set on Linux, and seen back at the first reading after free', () => {
+  it("was charged to the subject's resident set on Linux, and seen back at the first reading after free", () => {
     const f = judge('pinned-release', recorded('pinned-release'));
     expect(f.released).toMatchObject({ value: 'on-free', evidence: { source: 'subject_rss_bytes' } });
   });
@@ -179,9 +199,15 @@ describe('multi-process-pinned and pinned-ceiling edge cases', () => {
     }
     const f = judge('pinned-ceiling', records);
     expect(f.limited_by!.value).toBe('safety-cap');
-    expect(f.tracks_free_vram).toMatchObject({ value: false, evidence: { ceiling_bytes: 16 * GiB, free_vram_bytes: 14955970560, prefill_percent: 90 } });
+    expect(f.tracks_free_vram).toMatchObject({
+      value: false,
+      evidence: { ceiling_bytes: 16 * GiB, free_vram_bytes: 14955970560, prefill_percent: 90 },
+    });
     // Without the free-VRAM readings it cannot tell, and says the cap is what to raise.
-    const blind = judge('pinned-ceiling', records.filter((r) => !(r.type === 'metric' && r.name === 'free_vram_bytes')));
+    const blind = judge(
+      'pinned-ceiling',
+      records.filter((r) => !(r.type === 'metric' && r.name === 'free_vram_bytes')),
+    );
     expect(blind.tracks_free_vram).toMatchObject({ value: null, reason: expect.stringContaining('raise max_gib/max_fraction') });
   });
 
@@ -204,18 +230,36 @@ describe('multi-process-pinned and pinned-ceiling edge cases', () => {
  */
 const MiB = 1024 ** 2;
 const READINGS = [
-  'dxgi_local_bytes', 'dxgi_nonlocal_bytes', 'nvml_device_used_bytes', 'nvml_process_used_bytes', 'pdh_adapter_dedicated_bytes', 'pdh_adapter_shared_bytes',
-  'pdh_process_dedicated_bytes', 'pdh_process_shared_bytes', 'subject_cu_used_bytes', 'subject_private_bytes', 'subject_rss_bytes', 'system_available_bytes',
+  'dxgi_local_bytes',
+  'dxgi_nonlocal_bytes',
+  'nvml_device_used_bytes',
+  'nvml_process_used_bytes',
+  'pdh_adapter_dedicated_bytes',
+  'pdh_adapter_shared_bytes',
+  'pdh_process_dedicated_bytes',
+  'pdh_process_shared_bytes',
+  'subject_cu_used_bytes',
+  'subject_private_bytes',
+  'subject_rss_bytes',
+  'system_available_bytes',
 ];
 const PER_PROCESS = READINGS.filter((k) => k.startsWith('subject_') || k.startsWith('dxgi_') || k.includes('_process_'));
 const WDDM_NO_NVML_PROCESS = 'NVML reports per-process memory as NOT_AVAILABLE (always so under WDDM, where Windows manages the memory)';
 
-function sample(probe: string, phase: string, attrs: Record<string, unknown>, readings: Record<string, number | null>, reasons: Record<string, string> = {}): SampleRecord {
+function sample(
+  probe: string,
+  phase: string,
+  attrs: Record<string, unknown>,
+  readings: Record<string, number | null>,
+  reasons: Record<string, string> = {},
+): SampleRecord {
   const r: Record<string, number | null> = {};
   const why: Record<string, string> = {};
   for (const k of READINGS) {
     r[k] = readings[k] ?? null;
-    if (r[k] === null) why[k] = reasons[k] ?? (phase.startsWith('after-exit') && PER_PROCESS.includes(k) ? 'the subject has exited' : 'not read in this trace');
+    if (r[k] === null)
+      why[k] =
+        reasons[k] ?? (phase.startsWith('after-exit') && PER_PROCESS.includes(k) ? 'the subject has exited' : 'not read in this trace');
   }
   return { schema: 'cudaprobe/1', probe, type: 'sample', phase, readings: r, reasons: why, attrs } as SampleRecord;
 }
@@ -223,27 +267,56 @@ function sample(probe: string, phase: string, attrs: Record<string, unknown>, re
 /** The same readings with some bytes added to the named sources. */
 const plus = (base: Record<string, number | null>, bytes: number, keys: string[]) =>
   Object.fromEntries(Object.entries(base).map(([k, v]) => [k, v !== null && keys.includes(k) ? v + bytes : v]));
-const without = (base: Record<string, number | null>, keys: string[]) => Object.fromEntries(Object.entries(base).filter(([k]) => !keys.includes(k)));
+const without = (base: Record<string, number | null>, keys: string[]) =>
+  Object.fromEntries(Object.entries(base).filter(([k]) => !keys.includes(k)));
 
 describe('pinned-release on WDDM traces (synthetic, from the documented counter semantics)', () => {
   const N = GiB;
   const attrs = { api: 'driver', kind: 'pinned', size_bytes: N };
   // The subject's context holds 300 MiB of VRAM; the desktop another 1.2 GiB of the adapter.
   const base = {
-    pdh_process_dedicated_bytes: 300 * MiB, pdh_process_shared_bytes: 20 * MiB, pdh_adapter_dedicated_bytes: 1500 * MiB, pdh_adapter_shared_bytes: 200 * MiB,
-    nvml_device_used_bytes: 1600 * MiB, subject_cu_used_bytes: 1600 * MiB, dxgi_local_bytes: 300 * MiB, dxgi_nonlocal_bytes: 20 * MiB,
-    subject_rss_bytes: 100 * MiB, subject_private_bytes: 80 * MiB, system_available_bytes: 30 * GiB,
+    pdh_process_dedicated_bytes: 300 * MiB,
+    pdh_process_shared_bytes: 20 * MiB,
+    pdh_adapter_dedicated_bytes: 1500 * MiB,
+    pdh_adapter_shared_bytes: 200 * MiB,
+    nvml_device_used_bytes: 1600 * MiB,
+    subject_cu_used_bytes: 1600 * MiB,
+    dxgi_local_bytes: 300 * MiB,
+    dxgi_nonlocal_bytes: 20 * MiB,
+    subject_rss_bytes: 100 * MiB,
+    subject_private_bytes: 80 * MiB,
+    system_available_bytes: 30 * GiB,
   };
-  const vram = ['pdh_process_dedicated_bytes', 'pdh_adapter_dedicated_bytes', 'nvml_device_used_bytes', 'subject_cu_used_bytes', 'dxgi_local_bytes'];
+  const vram = [
+    'pdh_process_dedicated_bytes',
+    'pdh_adapter_dedicated_bytes',
+    'nvml_device_used_bytes',
+    'subject_cu_used_bytes',
+    'dxgi_local_bytes',
+  ];
   const touched = plus(plus(base, N, vram), N, ['subject_rss_bytes', 'subject_private_bytes']);
   const deviceWide = ['pdh_adapter_dedicated_bytes', 'pdh_adapter_shared_bytes', 'nvml_device_used_bytes', 'system_available_bytes'];
   /** After exit: the device-wide readings only, `held` bytes still charged; the context's 300 MiB gone. */
   const exited = (held: number, drop: string[] = []) =>
-    without(plus(plus(Object.fromEntries(deviceWide.map((k) => [k, base[k as keyof typeof base]])), -300 * MiB, ['pdh_adapter_dedicated_bytes', 'nvml_device_used_bytes']), held, ['pdh_adapter_dedicated_bytes', 'nvml_device_used_bytes']), drop);
+    without(
+      plus(
+        plus(Object.fromEntries(deviceWide.map((k) => [k, base[k as keyof typeof base]])), -300 * MiB, [
+          'pdh_adapter_dedicated_bytes',
+          'nvml_device_used_bytes',
+        ]),
+        held,
+        ['pdh_adapter_dedicated_bytes', 'nvml_device_used_bytes'],
+      ),
+      drop,
+    );
   const trace = (afterFree: Record<string, number | null>[], afterExit: Record<string, number | null>): ProbeRecord[] => [
     sample('pinned-release', 'baseline', attrs, base, { nvml_process_used_bytes: WDDM_NO_NVML_PROCESS }),
     sample('pinned-release', 'after-touch', { ...attrs, allocated: true }, touched, { nvml_process_used_bytes: WDDM_NO_NVML_PROCESS }),
-    ...afterFree.map((r, i) => sample('pinned-release', `after-free+${[0, 1, 5][i]}s`, { ...attrs, wait_s: [0, 1, 5][i] }, r, { nvml_process_used_bytes: WDDM_NO_NVML_PROCESS })),
+    ...afterFree.map((r, i) =>
+      sample('pinned-release', `after-free+${[0, 1, 5][i]}s`, { ...attrs, wait_s: [0, 1, 5][i] }, r, {
+        nvml_process_used_bytes: WDDM_NO_NVML_PROCESS,
+      }),
+    ),
     sample('pinned-release', 'after-exit', { ...attrs, settle_s: 0.4 }, afterExit),
   ];
   const held = plus(base, N, vram);
@@ -251,7 +324,14 @@ describe('pinned-release on WDDM traces (synthetic, from the documented counter 
   it('reads on-exit when VRAM stays charged after free and comes back when the subject exits, decided on the adapter-wide PDH counter', () => {
     const records = trace([held, held, held], exited(0));
     const f = judge('pinned-release', records);
-    expect(f.released).toMatchObject({ value: 'on-exit', evidence: { source: 'pdh_process_dedicated_bytes', after_exit_source: 'pdh_adapter_dedicated_bytes', retained_after_exit_bytes: -300 * MiB } });
+    expect(f.released).toMatchObject({
+      value: 'on-exit',
+      evidence: {
+        source: 'pdh_process_dedicated_bytes',
+        after_exit_source: 'pdh_adapter_dedicated_bytes',
+        retained_after_exit_bytes: -300 * MiB,
+      },
+    });
   });
 
   it('reads on-free when the counter falls back within the waits (after 1 s here)', () => {
@@ -263,7 +343,7 @@ describe('pinned-release on WDDM traces (synthetic, from the documented counter 
     expect(judge('pinned-release', trace([held, held, held], exited(N))).released!.value).toBe('never');
   });
 
-  it('decides after exit on NVML\'s device-wide reading when the adapter counter is missing', () => {
+  it("decides after exit on NVML's device-wide reading when the adapter counter is missing", () => {
     const f = judge('pinned-release', trace([held, held, held], exited(0, ['pdh_adapter_dedicated_bytes'])));
     expect(f.released).toMatchObject({ value: 'on-exit', evidence: { after_exit_source: 'nvml_device_used_bytes' } });
   });
@@ -282,12 +362,15 @@ describe('pinned-release on WDDM traces (synthetic, from the documented counter 
 
 /** `cudaprobe selftest pdh-select PID LUID`: what the sampler makes of a counter's instance list. */
 function pdhSelect(pid: number, luid: string, instances: [string, number][]): { value: number | null; value_reason?: string } {
-  const r = spawnSync(probe.path, ['selftest', 'pdh-select', String(pid), luid], { input: instances.map(([n, v]) => `${n}\t${v}\n`).join(''), encoding: 'utf8' });
+  const r = spawnSync(probe.path, ['selftest', 'pdh-select', String(pid), luid], {
+    input: instances.map(([n, v]) => `${n}\t${v}\n`).join(''),
+    encoding: 'utf8',
+  });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as { value: number | null; value_reason?: string };
 }
 
-describe('the PDH instances of the CUDA device\'s adapter only (recorded instance lists)', () => {
+describe("the PDH instances of the CUDA device's adapter only (recorded instance lists)", () => {
   const NV = '0x00000000_0x0000D3E5';
   const IGPU = '0x00000000_0x0000C1A2';
   // An Optimus laptop: the subject (pid 4242) on the Intel iGPU and on the NVIDIA GPU (a linked
@@ -304,18 +387,52 @@ describe('the PDH instances of the CUDA device\'s adapter only (recorded instanc
   it.each([
     ['the subject on the NVIDIA adapter: its phys_0 and phys_1, not the iGPU, not pid 42 or 424', 4242, NV, optimus, 310 * MiB],
     ['the subject on the iGPU, when that is the device asked for', 4242, IGPU, optimus, 64 * MiB],
-    ['the adapter instances (pid 0) of the NVIDIA adapter', 0, NV, [[`luid_${NV}_phys_0`, 1500 * MiB], [`luid_${IGPU}_phys_0`, 128 * MiB]] as [string, number][], 1500 * MiB],
-    ['a LUID with a HighPart', 7, '0x00000001_0x0000D3E5', [[`pid_7_luid_0x00000001_0x0000D3E5_phys_0`, 5], [`pid_7_luid_${NV}_phys_0`, 9]] as [string, number][], 5],
+    [
+      'the adapter instances (pid 0) of the NVIDIA adapter',
+      0,
+      NV,
+      [
+        [`luid_${NV}_phys_0`, 1500 * MiB],
+        [`luid_${IGPU}_phys_0`, 128 * MiB],
+      ] as [string, number][],
+      1500 * MiB,
+    ],
+    [
+      'a LUID with a HighPart',
+      7,
+      '0x00000001_0x0000D3E5',
+      [
+        [`pid_7_luid_0x00000001_0x0000D3E5_phys_0`, 5],
+        [`pid_7_luid_${NV}_phys_0`, 9],
+      ] as [string, number][],
+      5,
+    ],
   ])('sums %s', (_what, pid, luid, list, expected) => {
     expect(pdhSelect(pid, luid, list)).toEqual({ value: expected });
   });
 
   it.each([
     ['an empty list is unavailable, not 0', 4242, NV, [], 'the counter lists no instance at all (no WDDM GPU adapter is active)'],
-    ['only another adapter\'s instances (a TCC GPU beside the display adapter)', 4242, NV, [[`pid_4242_luid_${IGPU}_phys_0`, 0]], `the subject's instances are on other adapters (luid_${IGPU}), none on the CUDA device's luid_${NV}`],
+    [
+      "only another adapter's instances (a TCC GPU beside the display adapter)",
+      4242,
+      NV,
+      [[`pid_4242_luid_${IGPU}_phys_0`, 0]],
+      `the subject's instances are on other adapters (luid_${IGPU}), none on the CUDA device's luid_${NV}`,
+    ],
     ['no instance of the subject', 99, NV, optimus, 'no instance for the subject (pid 99)'],
     ['a device without a LUID (TCC)', 4242, '-', optimus, 'no LUID given'],
-    ['names of another shape', 4242, NV, [['pid_4242_luid_0xD3E5_phys_0', 1], ['_Total', 2], [`pid_4242x_luid_${NV}_phys_0`, 3]], 'no instance for the subject (pid 4242)'],
+    [
+      'names of another shape',
+      4242,
+      NV,
+      [
+        ['pid_4242_luid_0xD3E5_phys_0', 1],
+        ['_Total', 2],
+        [`pid_4242x_luid_${NV}_phys_0`, 3],
+      ],
+      'no instance for the subject (pid 4242)',
+    ],
   ] as [string, number, string, [string, number][], string][])('%s', (_what, pid, luid, list, reason) => {
     expect(pdhSelect(pid, luid, list)).toEqual({ value: null, value_reason: reason });
   });
@@ -326,18 +443,39 @@ describe('the PDH instances of the CUDA device\'s adapter only (recorded instanc
     const stray = (): [string, number][] => [[`pid_4242_luid_${IGPU}_phys_0`, 0]];
     const pdh = pdhSelect(4242, NV, stray());
     const records: ProbeRecord[] = [];
-    for (const [kind, charged] of [['pinned', 0], ['device', N]] as const) {
+    for (const [kind, charged] of [
+      ['pinned', 0],
+      ['device', N],
+    ] as const) {
       const attrs = { api: 'driver', kind, size_bytes: N };
-      const base = { nvml_process_used_bytes: 500 * MiB, nvml_device_used_bytes: 600 * MiB, subject_cu_used_bytes: 600 * MiB, subject_rss_bytes: 100 * MiB, system_available_bytes: 60 * GiB, pdh_process_dedicated_bytes: pdh.value };
+      const base = {
+        nvml_process_used_bytes: 500 * MiB,
+        nvml_device_used_bytes: 600 * MiB,
+        subject_cu_used_bytes: 600 * MiB,
+        subject_rss_bytes: 100 * MiB,
+        system_available_bytes: 60 * GiB,
+        pdh_process_dedicated_bytes: pdh.value,
+      };
       const reasons = { pdh_process_dedicated_bytes: pdh.value_reason ?? '' };
       records.push(sample('pinned-vram', 'baseline', attrs, base, reasons));
-      records.push(sample('pinned-vram', 'after-touch', { ...attrs, allocated: true }, plus(base, charged, ['nvml_process_used_bytes', 'nvml_device_used_bytes', 'subject_cu_used_bytes']), reasons));
+      records.push(
+        sample(
+          'pinned-vram',
+          'after-touch',
+          { ...attrs, allocated: true },
+          plus(base, charged, ['nvml_process_used_bytes', 'nvml_device_used_bytes', 'subject_cu_used_bytes']),
+          reasons,
+        ),
+      );
     }
     const f = judge('pinned-vram', records);
     expect(f.counts_as_vram).toMatchObject({ value: false, evidence: { source: 'nvml_process_used_bytes' } });
     expect(f.control_counts_as_vram).toMatchObject({ value: true, evidence: { source: 'nvml_process_used_bytes' } });
     // What summing every adapter's entries gave before: PDH read 0 at every phase and decided.
     const summed = records.map((r) => (r.type === 'sample' ? { ...r, readings: { ...r.readings, pdh_process_dedicated_bytes: 0 } } : r));
-    expect(judge('pinned-vram', summed).control_counts_as_vram).toMatchObject({ value: false, evidence: { source: 'pdh_process_dedicated_bytes' } });
+    expect(judge('pinned-vram', summed).control_counts_as_vram).toMatchObject({
+      value: false,
+      evidence: { source: 'pdh_process_dedicated_bytes' },
+    });
   });
 });

@@ -21,8 +21,8 @@ function expectUsage(records: ProbeRecord[], message: string): void {
 
 const badParams: [string[], string][] = [
   [['run', 'alloc-ceiling', '--param', 'apis=cublas'], 'parameter apis must name driver, runtime and/or async'],
-  [['run', 'alloc-ceiling', '--param', 'max_gib=0.1'], 'max_gib 0 (the device\'s memory) or at least one chunk'],
-  [['run', 'alloc-ceiling', '--param', 'max_gib=-1'], 'max_gib 0 (the device\'s memory) or at least one chunk'],
+  [['run', 'alloc-ceiling', '--param', 'max_gib=0.1'], "max_gib 0 (the device's memory) or at least one chunk"],
+  [['run', 'alloc-ceiling', '--param', 'max_gib=-1'], "max_gib 0 (the device's memory) or at least one chunk"],
   [['run', 'sysmem-fallback', '--param', 'past_vram_gib=8'], 'past_vram_gib takes 0 to 4 GiB'],
   [['run', 'sysmem-fallback', '--param', 'api=async'], 'parameter api takes driver or runtime'],
   [['run', 'managed-memory', '--param', 'percent_of_free=200'], 'percent_of_free takes 0 (off) to 150'],
@@ -55,7 +55,7 @@ describe('issue 24 memory probes (Linux build)', () => {
     },
   );
 
-  it.runIf(noGpu)('records sysmem-fallback\'s baseline without a driver: a real subject, the PDH sources null with their reason', () => {
+  it.runIf(noGpu)("records sysmem-fallback's baseline without a driver: a real subject, the PDH sources null with their reason", () => {
     const r = run(['run', 'sysmem-fallback']);
     expect(r.code).toBe(3);
     const samples = r.records.flatMap((x) => (x.type === 'sample' ? [x] : []));
@@ -73,10 +73,16 @@ describe('issue 24 memory probes (Linux build)', () => {
     expect(r.records.at(-1)).toMatchObject({ type: 'skip' });
   });
 
-  it('answers the subject\'s fill and largest commands without a context, and refuses kinds pinmax does not take', () => {
-    const r = spawnSync(probe.path, ['subject'], { input: 'fill async 268435456 1073741824\nlargest driver 1073741824 67108864\npinmax driver 1024 4096 device\n', encoding: 'utf8' });
+  it("answers the subject's fill and largest commands without a context, and refuses kinds pinmax does not take", () => {
+    const r = spawnSync(probe.path, ['subject'], {
+      input: 'fill async 268435456 1073741824\nlargest driver 1073741824 67108864\npinmax driver 1024 4096 device\n',
+      encoding: 'utf8',
+    });
     expect(r.status).toBe(0);
-    const answers = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { ok: boolean; error: string });
+    const answers = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { ok: boolean; error: string });
     expect(answers).toEqual([
       { ok: false, error: 'no CUDA context in the subject (no usable driver)' },
       { ok: false, error: 'no CUDA context in the subject (no usable driver)' },
@@ -107,7 +113,9 @@ describe('issue 24 memory probes (Linux build)', () => {
   it.runIf(canUnshare)('detects WSL2 markers inside a container as wsl2-docker, naming both markers', () => {
     expect(detected('0::/docker/3f1c0ffee\n')).toMatchObject({
       value: 'wsl2-docker',
-      source: expect.stringMatching(/\/dev\/dxg present.*; in a docker container \((\/\.dockerenv present|\/proc\/1\/cgroup names docker)\)$/),
+      source: expect.stringMatching(
+        /\/dev\/dxg present.*; in a docker container \((\/\.dockerenv present|\/proc\/1\/cgroup names docker)\)$/,
+      ),
     });
   });
   it.runIf(canUnshare && !inDockerAlready)('detects the same WSL2 markers outside a container as wsl2', () => {
@@ -116,7 +124,11 @@ describe('issue 24 memory probes (Linux build)', () => {
 });
 
 describe('issue 24 memory probes (Windows build under Wine)', () => {
-  const ready = integrationAvailable('MinGW-w64 and Wine', hasCommand('x86_64-w64-mingw32-g++-posix') && hasCommand(WINE, ['--version']), 'apt-get install g++-mingw-w64-x86-64-posix wine64');
+  const ready = integrationAvailable(
+    'MinGW-w64 and Wine',
+    hasCommand('x86_64-w64-mingw32-g++-posix') && hasCommand(WINE, ['--version']),
+    'apt-get install g++-mingw-w64-x86-64-posix wine64',
+  );
   const wineEnv = { ...process.env, WINEDEBUG: '-all', WINEPREFIX: path.join(testCacheDir, 'wineprefix') };
   let exe: ProbeBinary;
   beforeAll(async () => {
@@ -127,27 +139,38 @@ describe('issue 24 memory probes (Windows build under Wine)', () => {
     return { code: r.status, records: parseProbeOutput(r.stdout).records };
   };
 
-  it.runIf(ready)('reads sysmem-fallback\'s Windows-only sources through the sampler: Shared Usage absent with the PDH reason, no driver, exit 3', () => {
-    const r = wine(['run', 'sysmem-fallback', '--param', 'max_gib=1']);
-    expect(r.code).toBe(3);
-    const baseline = r.records.find((x) => x.type === 'sample');
-    if (baseline?.type !== 'sample') throw new Error('no baseline sample');
-    expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
-    for (const k of ['pdh_process_shared_bytes', 'pdh_process_dedicated_bytes']) {
-      expect(baseline.readings[k], k).toBeNull();
-      expect(baseline.reasons?.[k], k).toMatch(/^PDH counter \\GPU Process Memory\(\*\)\\(Dedicated|Shared) Usage not available \(0x[0-9A-F]{8}/);
-    }
-    expect(r.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
-  });
-
-  it.runIf(ready)('skips alloc-ceiling and the oversubscribing managed-memory step without nvcuda.dll, and refuses bad parameters alike', () => {
-    for (const args of [['run', 'alloc-ceiling'], ['run', 'managed-memory', '--param', 'percent_of_free=120']]) {
-      const r = wine(args);
-      expect(r.code, args.join(' ')).toBe(3);
+  it.runIf(ready)(
+    "reads sysmem-fallback's Windows-only sources through the sampler: Shared Usage absent with the PDH reason, no driver, exit 3",
+    () => {
+      const r = wine(['run', 'sysmem-fallback', '--param', 'max_gib=1']);
+      expect(r.code).toBe(3);
+      const baseline = r.records.find((x) => x.type === 'sample');
+      if (baseline?.type !== 'sample') throw new Error('no baseline sample');
+      expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
+      for (const k of ['pdh_process_shared_bytes', 'pdh_process_dedicated_bytes']) {
+        expect(baseline.readings[k], k).toBeNull();
+        expect(baseline.reasons?.[k], k).toMatch(
+          /^PDH counter \\GPU Process Memory\(\*\)\\(Dedicated|Shared) Usage not available \(0x[0-9A-F]{8}/,
+        );
+      }
       expect(r.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
-    }
-    const bad = wine(badParams[4]![0]);
-    expect(bad.code).toBe(2);
-    expectUsage(bad.records, badParams[4]![1]);
-  });
+    },
+  );
+
+  it.runIf(ready)(
+    'skips alloc-ceiling and the oversubscribing managed-memory step without nvcuda.dll, and refuses bad parameters alike',
+    () => {
+      for (const args of [
+        ['run', 'alloc-ceiling'],
+        ['run', 'managed-memory', '--param', 'percent_of_free=120'],
+      ]) {
+        const r = wine(args);
+        expect(r.code, args.join(' ')).toBe(3);
+        expect(r.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
+      }
+      const bad = wine(badParams[4]![0]);
+      expect(bad.code).toBe(2);
+      expectUsage(bad.records, badParams[4]![1]);
+    },
+  );
 });

@@ -30,9 +30,15 @@ function facts(records: ProbeRecord[]): Record<string, FactRecord> {
 }
 
 // nvmlGpuTopologyLevel_t and nvmlGpuP2PStatus_t, as NVML numbers them.
-const SINGLE = 10, HOSTBRIDGE = 30, SYSTEM = 50;
-const OK = 0, CHIPSET_NOT_SUPPORTED = 1, IOH_TOPOLOGY_NOT_SUPPORTED = 3, NOT_SUPPORTED = 5;
-const devices = (n: number, mig: number[] = []) => Array.from({ length: n }, (_, i) => ({ index: i, uuid: `GPU-${i}`, mig: mig.includes(i) }));
+const SINGLE = 10,
+  HOSTBRIDGE = 30,
+  SYSTEM = 50;
+const OK = 0,
+  CHIPSET_NOT_SUPPORTED = 1,
+  IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+  NOT_SUPPORTED = 5;
+const devices = (n: number, mig: number[] = []) =>
+  Array.from({ length: n }, (_, i) => ({ index: i, uuid: `GPU-${i}`, mig: mig.includes(i) }));
 const pair = (a: number, b: number, p: Record<string, unknown>) => ({ a, b, ...p });
 // An HGX board: every pair through the NVSwitches with 18 links, CUDA and NVML say yes.
 const hgxPair = { can_ab: 1, can_ba: 1, ancestor: SYSTEM, nvml_read: OK, nvml_write: OK, nvml_nvlink: OK, nvlinks: 18 };
@@ -62,7 +68,16 @@ describe('p2p: the pairs and their link class', () => {
   });
 
   it('reports no peer access where the GPUs have none (L40S-like: NCCL error 217), and that CUDA and NVML agree on it', () => {
-    const pairs = [pair(0, 1, { can_ab: 0, can_ba: 0, ancestor: HOSTBRIDGE, nvml_read: CHIPSET_NOT_SUPPORTED, nvml_write: CHIPSET_NOT_SUPPORTED, nvml_nvlink: NOT_SUPPORTED })];
+    const pairs = [
+      pair(0, 1, {
+        can_ab: 0,
+        can_ba: 0,
+        ancestor: HOSTBRIDGE,
+        nvml_read: CHIPSET_NOT_SUPPORTED,
+        nvml_write: CHIPSET_NOT_SUPPORTED,
+        nvml_nvlink: NOT_SUPPORTED,
+      }),
+    ];
     const f = facts(selftest('p2p-topology', { devices: devices(2), pairs }).records);
     expect(f.can_access_peer!.value).toBe(false);
     expect(f.nvml_p2p_read!.value).toBe('CHIPSET_NOT_SUPPORTED');
@@ -73,7 +88,14 @@ describe('p2p: the pairs and their link class', () => {
   it('flags a pair where cuDeviceCanAccessPeer says yes and NVML says the topology does not support it', () => {
     const pairs = [
       pair(0, 1, hgxPair),
-      pair(0, 2, { can_ab: 1, can_ba: 1, ancestor: SYSTEM, nvml_read: IOH_TOPOLOGY_NOT_SUPPORTED, nvml_write: OK, nvml_nvlink: NOT_SUPPORTED }),
+      pair(0, 2, {
+        can_ab: 1,
+        can_ba: 1,
+        ancestor: SYSTEM,
+        nvml_read: IOH_TOPOLOGY_NOT_SUPPORTED,
+        nvml_write: OK,
+        nvml_nvlink: NOT_SUPPORTED,
+      }),
       pair(1, 2, hgxPair),
     ];
     const f = facts(selftest('p2p-topology', { devices: devices(3), pairs }).records);
@@ -88,7 +110,10 @@ describe('p2p: the pairs and their link class', () => {
     // NVML without the topology calls: every NVML answer unknown, CUDA's still there.
     const unknown = [pair(0, 1, { can_ab: 1, can_ba: 1, unknown_why: 'nvmlDeviceGetTopologyCommonAncestor failed or is missing' })];
     const f = facts(selftest('p2p-topology', { devices: devices(2), pairs: unknown }).records);
-    expect(f.link_class).toMatchObject({ value: null, reason: expect.stringContaining('pair 0-1: nvmlDeviceGetTopologyCommonAncestor failed') });
+    expect(f.link_class).toMatchObject({
+      value: null,
+      reason: expect.stringContaining('pair 0-1: nvmlDeviceGetTopologyCommonAncestor failed'),
+    });
     expect(f.capability_agrees!.value).toBeNull();
     expect(f.can_access_peer!.value).toBe(true);
   });
@@ -100,13 +125,16 @@ describe('p2p: the pairs and their link class', () => {
     expect(Object.keys(f.link_class!.evidence!)).toEqual(['0-2']);
   });
 
-  it('has nothing to pair on one device: the skip with its reason, exit 3 (the probe\'s one-device path)', () => {
+  it("has nothing to pair on one device: the skip with its reason, exit 3 (the probe's one-device path)", () => {
     const one = selftest('p2p-topology', { devices: devices(1), pairs: [] });
     expect(one.code).toBe(3);
     expect(facts(one.records).pair_count!.value).toBe(0);
     expect(one.records.at(-1)).toMatchObject({ type: 'skip', reason: 'p2p needs two or more GPUs outside MIG: 1 device present' });
     const mig = selftest('p2p-topology', { devices: devices(2, [1]), pairs: [pair(0, 1, hgxPair)] });
-    expect(mig.records.at(-1)).toMatchObject({ type: 'skip', reason: 'p2p needs two or more GPUs outside MIG: 2 devices present, 1 in MIG mode' });
+    expect(mig.records.at(-1)).toMatchObject({
+      type: 'skip',
+      reason: 'p2p needs two or more GPUs outside MIG: 2 devices present, 1 in MIG mode',
+    });
   });
 });
 
@@ -117,28 +145,41 @@ describe('p2p: a copy without peer access staged through the host', () => {
     expect(staged({ peer_possible: true, off_gbps: 38, on_gbps: 360, host_gbps: 40 }).value).toBe(true);
   });
 
-  it('is direct when it runs at the peer path\'s speed, above what the host path allows', () => {
+  it("is direct when it runs at the peer path's speed, above what the host path allows", () => {
     expect(staged({ peer_possible: true, off_gbps: 350, on_gbps: 360, host_gbps: 40 }).value).toBe(false);
   });
 
   it('cannot tell on a PCIe pair whose peer and host paths are about as fast', () => {
-    expect(staged({ peer_possible: true, off_gbps: 24, on_gbps: 26, host_gbps: 25 })).toMatchObject({ value: null, reason: expect.stringContaining('bandwidth cannot tell') });
+    expect(staged({ peer_possible: true, off_gbps: 24, on_gbps: 26, host_gbps: 25 })).toMatchObject({
+      value: null,
+      reason: expect.stringContaining('bandwidth cannot tell'),
+    });
   });
 
   it('is staged by necessity without a peer path, and unknown when a bandwidth is missing', () => {
     expect(staged({ peer_possible: false, off_gbps: 20, on_gbps: null, host_gbps: 22 }).value).toBe(true);
-    expect(staged({ peer_possible: true, off_gbps: 20, on_gbps: null, host_gbps: 22 })).toMatchObject({ value: null, reason: 'the copy with peer access was not measured' });
+    expect(staged({ peer_possible: true, off_gbps: 20, on_gbps: null, host_gbps: 22 })).toMatchObject({
+      value: null,
+      reason: 'the copy with peer access was not measured',
+    });
   });
 });
 
 describe('p2p: MIG slices, one process per MIG device UUID', () => {
   const GiB = 1024 ** 3;
   const slice = (uuid: string, extra: Record<string, unknown> = {}) => ({
-    uuid, profile_bytes: 16.25 * GiB, cu_total_bytes: 16.25 * GiB, free_before_pin: 16 * GiB, free_after_pin: 16 * GiB, pinned_bytes: 0.25 * GiB, visible_devices: 1, ...extra,
+    uuid,
+    profile_bytes: 16.25 * GiB,
+    cu_total_bytes: 16.25 * GiB,
+    free_before_pin: 16 * GiB,
+    free_after_pin: 16 * GiB,
+    pinned_bytes: 0.25 * GiB,
+    visible_devices: 1,
+    ...extra,
   });
   const mig = (slices: unknown[]) => facts(selftest('p2p-mig', { slices }).records);
 
-  it('a slice as documented: its profile\'s memory, pinned memory not charged to it, no peer', () => {
+  it("a slice as documented: its profile's memory, pinned memory not charged to it, no peer", () => {
     const f = mig([slice('MIG-a'), slice('MIG-b')]);
     expect(f.mig_memory_matches_profile!.value).toBe(true);
     expect(f.mig_pinned_charged).toMatchObject({ value: false, evidence: { 'MIG-a': { pinned_bytes: 0.25 * GiB, free_drop_bytes: 0 } } });
@@ -178,7 +219,9 @@ describe('p2p: without a driver', () => {
   it('skips with the reason and exits 3, and refuses bad parameters first', () => {
     const r = spawnSync(probe.path, ['run', 'p2p'], { encoding: 'utf8' });
     expect(r.status).toBe(3);
-    expect(parseProbeOutput(r.stdout).records).toEqual([expect.objectContaining({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') })]);
+    expect(parseProbeOutput(r.stdout).records).toEqual([
+      expect.objectContaining({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') }),
+    ]);
     const bad = spawnSync(probe.path, ['run', 'p2p', '--param', 'repetitions=2'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
     expect(bad.stdout).toContain('parameter repetitions must be at least 3');

@@ -6,7 +6,12 @@ const good = [
   line({ type: 'sysinfo', name: 'gpu_name', value: 'NVIDIA H200', source: 'cuDeviceGetName' }),
   line({ type: 'metric', name: 'p50_us', value: 12.5, unit: 'us', attrs: { size_bytes: 1024 } }),
   line({ type: 'fact', name: 'released', value: 'on-exit', evidence: { after_free_mib: 0 } }),
-  line({ type: 'sample', phase: 'after-alloc', readings: { nvml_used_bytes: 1, pdh_dedicated_bytes: null }, reasons: { pdh_dedicated_bytes: 'Windows only' } }),
+  line({
+    type: 'sample',
+    phase: 'after-alloc',
+    readings: { nvml_used_bytes: 1, pdh_dedicated_bytes: null },
+    reasons: { pdh_dedicated_bytes: 'Windows only' },
+  }),
   line({ type: 'skip', reason: 'no driver', what: 'gpu' }),
   line({ type: 'error', message: 'cuMemAlloc failed', code: 'CUDA_ERROR_OUT_OF_MEMORY' }),
 ];
@@ -43,7 +48,11 @@ describe('protocol parser', () => {
     ['a JSON array', '[1,2,3]', 'not a JSON object'],
     ['a JSON number', '42', 'not a JSON object'],
     ['no schema', JSON.stringify({ type: 'fact', probe: 'x', name: 'a', value: 1 }), 'no "schema" field'],
-    ['another schema', JSON.stringify({ schema: 'cudaprobe/2', type: 'fact', probe: 'x', name: 'a', value: 1 }), 'unsupported schema "cudaprobe/2" (expected "cudaprobe/1")'],
+    [
+      'another schema',
+      JSON.stringify({ schema: 'cudaprobe/2', type: 'fact', probe: 'x', name: 'a', value: 1 }),
+      'unsupported schema "cudaprobe/2" (expected "cudaprobe/1")',
+    ],
     ['unknown type', line({ type: 'telemetry', name: 'a' }), 'field "type"'],
     ['metric without unit', line({ type: 'metric', name: 'a', value: 1 }), 'field "unit"'],
     ['metric with a text value', line({ type: 'metric', name: 'a', value: 'fast', unit: 'us' }), 'field "value"'],

@@ -62,15 +62,7 @@ const probeListing = z.looseObject({
   platforms: z.string(),
 });
 
-const record = z.discriminatedUnion('type', [
-  sysinfoRecord,
-  factRecord,
-  metricRecord,
-  sampleRecord,
-  skipRecord,
-  errorRecord,
-  probeListing,
-]);
+const record = z.discriminatedUnion('type', [sysinfoRecord, factRecord, metricRecord, sampleRecord, skipRecord, errorRecord, probeListing]);
 
 export type ProbeRecord = z.infer<typeof record>;
 export type SysinfoRecord = z.infer<typeof sysinfoRecord>;

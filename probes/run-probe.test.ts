@@ -22,7 +22,12 @@ describe('classifying a probe run', () => {
     ['exit 3 (no driver)', { exitCode: 3, stdout: rec({ type: 'skip', reason: 'no NVIDIA driver found' }) }, 'skipped', undefined],
     ['a timeout', { exitCode: null, signal: 'SIGTERM', timedOut: true }, 'error', 'PROBE_TIMEOUT'],
     ['a crash', { exitCode: null, signal: 'SIGSEGV', stderr: 'Segmentation fault' }, 'error', 'PROBE_CRASHED'],
-    ['exit 1 with an error record', { exitCode: 1, stdout: rec({ type: 'error', message: 'cuMemAlloc failed' }) }, 'error', 'PROBE_CRASHED'],
+    [
+      'exit 1 with an error record',
+      { exitCode: 1, stdout: rec({ type: 'error', message: 'cuMemAlloc failed' }) },
+      'error',
+      'PROBE_CRASHED',
+    ],
     ['exit 2 (usage)', { exitCode: 2, stderr: 'cudaprobe: unknown probe x' }, 'error', 'USAGE'],
     ['a protocol problem', { stdout: 'garbage\n' }, 'error', 'PROBE_PROTOCOL'],
     ['an output flood', { truncated: true, exitCode: null, signal: 'SIGTERM' }, 'error', 'PROBE_CRASHED'],
@@ -36,9 +41,15 @@ describe('classifying a probe run', () => {
   });
 
   it('gives the reason a person needs', () => {
-    expect(classify('sysinfo', exec({ exitCode: 3, stdout: rec({ type: 'skip', reason: 'no NVIDIA driver found' }) })).reason).toBe('no NVIDIA driver found');
-    expect(classify('sysinfo', exec({ exitCode: null, signal: 'SIGSEGV', stderr: 'a\nb\nSegmentation fault\n' })).reason).toBe('killed by SIGSEGV: a | b | Segmentation fault');
+    expect(classify('sysinfo', exec({ exitCode: 3, stdout: rec({ type: 'skip', reason: 'no NVIDIA driver found' }) })).reason).toBe(
+      'no NVIDIA driver found',
+    );
+    expect(classify('sysinfo', exec({ exitCode: null, signal: 'SIGSEGV', stderr: 'a\nb\nSegmentation fault\n' })).reason).toBe(
+      'killed by SIGSEGV: a | b | Segmentation fault',
+    );
     expect(classify('sysinfo', exec({ stdout: 'oops\n' })).reason).toBe('probe sysinfo, stdout line 1: not JSON: oops');
-    expect(classify('sysinfo', exec({ exitCode: 1, stdout: rec({ type: 'error', message: 'cuMemAlloc failed' }) })).reason).toBe('exited with 1: cuMemAlloc failed');
+    expect(classify('sysinfo', exec({ exitCode: 1, stdout: rec({ type: 'error', message: 'cuMemAlloc failed' }) })).reason).toBe(
+      'exited with 1: cuMemAlloc failed',
+    );
   });
 });

@@ -30,12 +30,7 @@ export interface RunProbeOptions {
   signal?: AbortSignal;
 }
 
-export async function runProbe(
-  session: Session,
-  deployed: DeployedProbe,
-  probe: string,
-  options: RunProbeOptions = {},
-): Promise<ProbeRun> {
+export async function runProbe(session: Session, deployed: DeployedProbe, probe: string, options: RunProbeOptions = {}): Promise<ProbeRun> {
   const argv = [deployed.remotePath, 'run', probe, '--device', String(options.device ?? 0), ...paramArgs(options.params ?? {})];
   const exec = await session.exec(argv, { cwd: session.workDir, timeoutMs: options.timeoutMs, signal: options.signal });
   return classify(probe, exec);
@@ -54,13 +49,23 @@ export function classify(probe: string, exec: ExecResult): ProbeRun {
     return { ...run, status: 'cancelled', reason: CANCELLED_REASON };
   }
   if (exec.timedOut) {
-    return { ...run, status: 'error', errorCode: 'PROBE_TIMEOUT', reason: `timed out after ${Math.round(exec.durationMs)} ms; the process tree was killed` };
+    return {
+      ...run,
+      status: 'error',
+      errorCode: 'PROBE_TIMEOUT',
+      reason: `timed out after ${Math.round(exec.durationMs)} ms; the process tree was killed`,
+    };
   }
   if (exec.truncated) {
     return { ...run, status: 'error', errorCode: 'PROBE_CRASHED', reason: 'printed more output than the cap allows; it was stopped' };
   }
   if (exec.signal) {
-    return { ...run, status: 'error', errorCode: 'PROBE_CRASHED', reason: `killed by ${exec.signal}${stderrTail ? `: ${stderrTail}` : ''}` };
+    return {
+      ...run,
+      status: 'error',
+      errorCode: 'PROBE_CRASHED',
+      reason: `killed by ${exec.signal}${stderrTail ? `: ${stderrTail}` : ''}`,
+    };
   }
   if (problems.length > 0) {
     return { ...run, status: 'error', errorCode: 'PROBE_PROTOCOL', reason: describeProblem(probe, problems[0]!) };

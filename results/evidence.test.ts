@@ -37,7 +37,11 @@ describe('evidence as text', () => {
     expect(released.source).toBe('subject_rss_bytes');
     const bytes = (key: string) => formatValue(released[key] as number, 'bytes');
     const line = describeFactEvidence(released);
-    expect(line.startsWith(`resident set +${bytes('subject_rss_bytes')} for ${bytes('size_bytes')} (the deciding source); NVML process memory +${bytes('nvml_process_used_bytes')}, `)).toBe(true);
+    expect(
+      line.startsWith(
+        `resident set +${bytes('subject_rss_bytes')} for ${bytes('size_bytes')} (the deciding source); NVML process memory +${bytes('nvml_process_used_bytes')}, `,
+      ),
+    ).toBe(true);
     expect(line).toContain(`system available memory ${bytes('system_available_bytes')}`);
     expect(line).toContain(`grew ${bytes('grew_bytes')}`);
     expect(line).not.toContain('source subject_rss_bytes');
@@ -45,10 +49,14 @@ describe('evidence as text', () => {
 
   it('writes other evidence key by key, and says when the deciding source had no reading', () => {
     const ceiling = factIn(h200Events, 'pinned-ceiling.reset_helps').evidence!;
-    expect(describeFactEvidence(ceiling)).toBe(Object.entries(ceiling).map(([k, v]) => attrText(k, v)).join(', '));
+    expect(describeFactEvidence(ceiling)).toBe(
+      Object.entries(ceiling)
+        .map(([k, v]) => attrText(k, v))
+        .join(', '),
+    );
     expect(describeFactEvidence({ size_bytes: 1024 ** 3, nvml_device_used_bytes: 2 * 1024 ** 2, source: 'nvml_process_used_bytes' })).toBe(
       'deciding source NVML process memory (no reading) for 1 GiB; NVML device memory +2 MiB',
     );
-    expect(describeFactEvidence({ 'CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY': 1 })).toBe('CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY 1');
+    expect(describeFactEvidence({ CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: 1 })).toBe('CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY 1');
   });
 });

@@ -79,7 +79,10 @@ export function attrText(key: string, value: unknown): string {
 }
 
 export function attrsText(attrs: Record<string, unknown>, keys: string[] = Object.keys(attrs)): string {
-  return keys.filter((k) => k in attrs).map((k) => attrText(k, attrs[k])).join(', ');
+  return keys
+    .filter((k) => k in attrs)
+    .map((k) => attrText(k, attrs[k]))
+    .join(', ');
 }
 
 /** A sample's value: "36.7 GB/s", or "not measured (why)". */

@@ -9,24 +9,44 @@ import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fix
 import { nodesThatDiffer, nodesThatDifferLines } from './fleet.ts';
 import { summarize } from './verdicts.ts';
 
-const fact = (name: string, value: boolean): ProbeRecord => ({ schema: 'cudaprobe/1', type: 'fact', probe: 'pinned-vram', name, value }) as ProbeRecord;
-const metric = (name: string, value: number): ProbeRecord => ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sync-latency', name, value, unit: 'us' }) as ProbeRecord;
+const fact = (name: string, value: boolean): ProbeRecord =>
+  ({ schema: 'cudaprobe/1', type: 'fact', probe: 'pinned-vram', name, value }) as ProbeRecord;
+const metric = (name: string, value: number): ProbeRecord =>
+  ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sync-latency', name, value, unit: 'us' }) as ProbeRecord;
 
 function node(name: string, jobId: number, info: Record<string, string>, records: ProbeRecord[] = []): RunEvent[] {
   const target = `gpu@${name}`;
   return [
     targetStart(target),
-    { type: 'target-ready', target, time: '2026-11-29T12:00:00.500Z', session: `slurm job ${jobId} on ${name}`, platform: 'linux', arch: 'x86_64', probe: { hash: 'h', built: true } },
+    {
+      type: 'target-ready',
+      target,
+      time: '2026-11-29T12:00:00.500Z',
+      session: `slurm job ${jobId} on ${name}`,
+      platform: 'linux',
+      arch: 'x86_64',
+      probe: { hash: 'h', built: true },
+    },
     cell(target, 'sysinfo', 'passed', sysinfo({ gpu_uuid: `GPU-${name}`, ...info })),
-    cell(target, 'pinned-vram', 'passed', records.filter((r) => r.type === 'fact')),
-    cell(target, 'sync-latency', 'passed', records.filter((r) => r.type === 'metric')),
+    cell(
+      target,
+      'pinned-vram',
+      'passed',
+      records.filter((r) => r.type === 'fact'),
+    ),
+    cell(
+      target,
+      'sync-latency',
+      'passed',
+      records.filter((r) => r.type === 'metric'),
+    ),
   ];
 }
 
 const summaryOf = (...nodes: RunEvent[][]) => summarize([runStart(), ...nodes.flat(), runEnd]);
 
 describe('nodes that differ from the rest of their fan-out', () => {
-  it('names the node whose driver, fact or metric is not the others\', and not what differs by nature (UUIDs)', () => {
+  it("names the node whose driver, fact or metric is not the others', and not what differs by nature (UUIDs)", () => {
     const s = summaryOf(
       node('n1', 1, { driver_version: '550.90' }, [fact('counts_as_vram', false), metric('p50_us', 10)]),
       node('n2', 2, { driver_version: '550.90' }, [fact('counts_as_vram', false), metric('p50_us', 11)]),
@@ -43,7 +63,10 @@ describe('nodes that differ from the rest of their fan-out', () => {
 
   it('two nodes that disagree: both named; nodes that agree, or metrics within noise: nothing', () => {
     const two = summaryOf(node('n1', 1, { driver_version: '550.90' }), node('n2', 2, { driver_version: '550.54' }));
-    expect(nodesThatDiffer(two).map((d) => `${d.node} ${d.value} / ${d.others}`)).toEqual(['n1 550.90 / 550.54 (1 node)', 'n2 550.54 / 550.90 (1 node)']);
+    expect(nodesThatDiffer(two).map((d) => `${d.node} ${d.value} / ${d.others}`)).toEqual([
+      'n1 550.90 / 550.54 (1 node)',
+      'n2 550.54 / 550.90 (1 node)',
+    ]);
     const same = summaryOf(
       node('n1', 1, { driver_version: '550.90' }, [metric('p50_us', 10)]),
       node('n2', 2, { driver_version: '550.90' }, [metric('p50_us', 12)]),

@@ -78,7 +78,9 @@ export function nodesThatDiffer(summary: RunSummary): NodeDifference[] {
         const value = s.same.get(key)!;
         if (majority && value === common) continue;
         const rest = having.filter((o) => o !== s).map((o) => o.same.get(key)!);
-        const restCounts = [...new Set(rest)].map((v) => `${v} (${rest.filter((x) => x === v).length} node${rest.filter((x) => x === v).length === 1 ? '' : 's'})`);
+        const restCounts = [...new Set(rest)].map(
+          (v) => `${v} (${rest.filter((x) => x === v).length} node${rest.filter((x) => x === v).length === 1 ? '' : 's'})`,
+        );
         found.push({ group, node: s.node, what: key, value, others: restCounts.join(', ') });
       }
     }
@@ -91,7 +93,13 @@ export function nodesThatDiffer(summary: RunSummary): NodeDifference[] {
         const own = s.metrics.get(key)!;
         const m = median(having.filter((o) => o !== s).map((o) => o.metrics.get(key)!.value));
         if (m !== 0 && Math.abs(own.value - m) > METRIC_NOISE * Math.abs(m)) {
-          found.push({ group, node: s.node, what: key, value: `${own.value} ${own.unit}`, others: `median ${m} ${own.unit} of the other ${having.length - 1}` });
+          found.push({
+            group,
+            node: s.node,
+            what: key,
+            value: `${own.value} ${own.unit}`,
+            others: `median ${m} ${own.unit} of the other ${having.length - 1}`,
+          });
         }
       }
     }

@@ -14,7 +14,11 @@ const ends = (events: RunEvent[]) => events.filter((e): e is CellEndEvent => e.t
 const errors = (events: RunEvent[]) => events.filter((e): e is TargetErrorEvent => e.type === 'target-error');
 
 describe('accounting for lost jobs (gha merge)', () => {
-  const owed = [owe('ok-job', 'ok', ['sysinfo', 'sync-latency']), owe('cut-job', 'cut', ['sysinfo', 'sync-latency', 'event-timing']), owe('gone-job', 'gone', ['sysinfo'])];
+  const owed = [
+    owe('ok-job', 'ok', ['sysinfo', 'sync-latency']),
+    owe('cut-job', 'cut', ['sysinfo', 'sync-latency', 'event-timing']),
+    owe('gone-job', 'gone', ['sysinfo']),
+  ];
   // ok finished; cut's log stops after sysinfo (killed mid-run: no run-end); gone left no log.
   const merged: RunEvent[] = [
     runStart({}, ['ok/sysinfo', 'ok/sync-latency', 'cut/sysinfo', 'cut/sync-latency', 'cut/event-timing']),
@@ -39,7 +43,9 @@ describe('accounting for lost jobs (gha merge)', () => {
       ['gone/sysinfo', 'error'],
     ]);
     const [cutError, goneError] = errors(events);
-    expect(cutError!.message).toMatch(/job "cut-job"'s event log for target cut stops at 2026-11-29T12:00:06.000Z without an end .*never finished: sync-latency, event-timing/);
+    expect(cutError!.message).toMatch(
+      /job "cut-job"'s event log for target cut stops at 2026-11-29T12:00:06.000Z without an end .*never finished: sync-latency, event-timing/,
+    );
     expect(goneError!.message).toMatch(/job "gone-job" left no event log for target gone \(its artifact is missing/);
     // The lost target's events follow its own; a target no log named is started from the plan, last.
     const order = events.map((e) => `${e.type}${'target' in e ? ` ${e.target}` : ''}`);
@@ -81,12 +87,18 @@ describe('accounting for lost jobs (gha merge)', () => {
     const { events, lost } = accountForLostJobs(interrupted, owed.slice(0, 2), { cutShort: new Set(), interrupted: new Set(['cut']) }, NOW);
     expect(lost).toEqual([{ target: 'cut', job: 'cut-job', how: 'interrupted', cells: ['cut/sync-latency', 'cut/event-timing'] }]);
     // The not-run and cancelled ends are replaced, not doubled.
-    expect(ends(events).filter((e) => e.target === 'cut').map((e) => [e.probe, e.status])).toEqual([
+    expect(
+      ends(events)
+        .filter((e) => e.target === 'cut')
+        .map((e) => [e.probe, e.status]),
+    ).toEqual([
       ['sysinfo', 'passed'],
       ['sync-latency', 'error'],
       ['event-timing', 'error'],
     ]);
-    expect(errors(events)[0]!.message).toMatch(/job "cut-job" was stopped at 2026-11-29T12:00:07.000Z before target cut finished \(the job timed out or was cancelled/);
+    expect(errors(events)[0]!.message).toMatch(
+      /job "cut-job" was stopped at 2026-11-29T12:00:07.000Z before target cut finished \(the job timed out or was cancelled/,
+    );
     const summary = summarize(events);
     expect(summary.interrupted).toBe(false);
     expect(exitCodeOf(summary, { strict: false })).toBe(3);
@@ -97,7 +109,11 @@ describe('accounting for lost jobs (gha merge)', () => {
 
   it('makes a run of nothing but lost jobs when no job left a log', () => {
     const { events, lost } = accountForLostJobs([runStart({}, [])], owed, { cutShort: new Set(), interrupted: new Set() }, NOW);
-    expect(lost.map((l) => [l.target, l.how])).toEqual([['ok', 'no-log'], ['cut', 'no-log'], ['gone', 'no-log']]);
+    expect(lost.map((l) => [l.target, l.how])).toEqual([
+      ['ok', 'no-log'],
+      ['cut', 'no-log'],
+      ['gone', 'no-log'],
+    ]);
     expect(ends(events)).toHaveLength(6);
     expect(summarize(events).counts.cells).toEqual({ error: 6 });
   });

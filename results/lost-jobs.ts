@@ -35,7 +35,8 @@ export interface LostTarget {
 
 const probeOf = (cell: string) => cell.slice(cell.lastIndexOf('/') + 1);
 const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
-const timeOf = (e: RunEvent): string | undefined => ('time' in e ? e.time : e.type === 'run-start' ? e.started : e.type === 'run-end' ? e.finished : undefined);
+const timeOf = (e: RunEvent): string | undefined =>
+  'time' in e ? e.time : e.type === 'run-start' ? e.started : e.type === 'run-end' ? e.finished : undefined;
 
 /** What the logs say about how each job ended, by target. */
 export interface JobEnds {
@@ -51,10 +52,16 @@ export interface JobEnds {
  * an interrupted job is a job that timed out or was cancelled: its unfinished cells are lost, and
  * the merge itself is complete), and the targets that were lost.
  */
-export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], ends: JobEnds, now: string): { events: RunEvent[]; lost: LostTarget[] } {
+export function accountForLostJobs(
+  events: RunEvent[],
+  owed: OwedTarget[],
+  ends: JobEnds,
+  now: string,
+): { events: RunEvent[]; lost: LostTarget[] } {
   const start = events[0] as RunStartEvent;
   // An interrupted run ends its unfinished cells as not run or cancelled: here they are lost, and those ends are replaced.
-  const stopped = (e: RunEvent): boolean => e.type === 'cell-end' && e.planned && ends.interrupted.has(e.target) && (e.status === 'not-run' || e.status === 'cancelled');
+  const stopped = (e: RunEvent): boolean =>
+    e.type === 'cell-end' && e.planned && ends.interrupted.has(e.target) && (e.status === 'not-run' || e.status === 'cancelled');
   const ended = new Set(events.flatMap((e) => (e.type === 'cell-end' && e.planned && !stopped(e) ? [e.cell] : [])));
   const seen = new Set(events.flatMap((e) => ('target' in e ? [e.target] : [])));
   // When a job with no log was lost is not known: the last thing any log saw (or now, with none).
@@ -82,8 +89,21 @@ export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], ends:
     list.push({ type: 'target-error', target: t.start.target, time, code: 'JOB_LOST', message });
     for (const cell of missing) {
       const end: CellEndEvent = {
-        type: 'cell-end', cell, target: t.start.target, probe: probeOf(cell), planned: true, time,
-        status: 'error', reason: message, errorCode: 'JOB_LOST', durationMs: 0, exitCode: null, signal: null, records: [], problems: [], stderrTail: '',
+        type: 'cell-end',
+        cell,
+        target: t.start.target,
+        probe: probeOf(cell),
+        planned: true,
+        time,
+        status: 'error',
+        reason: message,
+        errorCode: 'JOB_LOST',
+        durationMs: 0,
+        exitCode: null,
+        signal: null,
+        records: [],
+        problems: [],
+        stderrTail: '',
       };
       list.push(end);
     }
@@ -111,6 +131,8 @@ export function accountForLostJobs(events: RunEvent[], owed: OwedTarget[], ends:
   const cells = [...start.cells, ...owedCells.filter((c) => !start.cells.includes(c))];
   const end = events.find((e): e is RunEndEvent => e.type === 'run-end');
   const finished = end?.finished ?? lostAt;
-  const runEnd: RunEndEvent = end ? { ...end, interrupted: false } : { type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(start.started)), interrupted: false };
+  const runEnd: RunEndEvent = end
+    ? { ...end, interrupted: false }
+    : { type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(start.started)), interrupted: false };
   return { events: [{ ...start, cells }, ...out, runEnd], lost };
 }

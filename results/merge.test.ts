@@ -20,9 +20,24 @@ import { exitCodeOf, summarize } from './verdicts.ts';
 const expectations = { linux: [{ fact: 'sysinfo.os_family', equals: 'linux' }] };
 
 /** A shard log: its run-start (run id, shard, start), one passed sysinfo cell per target, and a run-end. */
-function shardLog(file: string, targets: string[], o: { runId?: string; shard?: [number, number] | null; started?: string; finished?: string; interrupted?: boolean | null; version?: string; start?: Partial<RunStartEvent> } = {}): LogInput {
+function shardLog(
+  file: string,
+  targets: string[],
+  o: {
+    runId?: string;
+    shard?: [number, number] | null;
+    started?: string;
+    finished?: string;
+    interrupted?: boolean | null;
+    version?: string;
+    start?: Partial<RunStartEvent>;
+  } = {},
+): LogInput {
   const start: RunStartEvent = {
-    ...runStart(expectations, targets.map((t) => `${t}/sysinfo`)),
+    ...runStart(
+      expectations,
+      targets.map((t) => `${t}/sysinfo`),
+    ),
     runId: o.runId ?? `run-${file}`,
     shard: o.shard === null || o.shard === undefined ? null : { index: o.shard[0], total: o.shard[1] },
     started: o.started ?? '2026-11-29T12:00:00.000Z',
@@ -31,23 +46,42 @@ function shardLog(file: string, targets: string[], o: { runId?: string; shard?: 
   };
   const events: RunEvent[] = [start];
   for (const t of targets) events.push(targetStart(t), cell(t, 'sysinfo', 'passed', sysinfo({ environment: 'linux', os_family: 'linux' })));
-  if (o.interrupted !== null) events.push({ ...runEnd, finished: o.finished ?? '2026-11-29T12:00:02.000Z', interrupted: o.interrupted ?? false } as RunEvent);
+  if (o.interrupted !== null)
+    events.push({ ...runEnd, finished: o.finished ?? '2026-11-29T12:00:02.000Z', interrupted: o.interrupted ?? false } as RunEvent);
   return { file, events };
 }
 
 const targetsIn = (events: RunEvent[]) => [...new Set(events.flatMap((e) => ('target' in e ? [e.target] : [])))];
 
 describe('merging event logs', () => {
-  const a = shardLog('a/events.jsonl', ['gpu-b', 'gpu-d'], { shard: [1, 2], started: '2026-11-29T12:00:05.000Z', finished: '2026-11-29T12:01:00.000Z' });
-  const b = shardLog('b/events.jsonl', ['gpu-a', 'gpu-c'], { shard: [2, 2], started: '2026-11-29T12:00:01.000Z', finished: '2026-11-29T12:00:30.000Z' });
+  const a = shardLog('a/events.jsonl', ['gpu-b', 'gpu-d'], {
+    shard: [1, 2],
+    started: '2026-11-29T12:00:05.000Z',
+    finished: '2026-11-29T12:01:00.000Z',
+  });
+  const b = shardLog('b/events.jsonl', ['gpu-a', 'gpu-c'], {
+    shard: [2, 2],
+    started: '2026-11-29T12:00:01.000Z',
+    finished: '2026-11-29T12:00:30.000Z',
+  });
 
   it('makes one run: shard null, the earliest start, the latest end, every cell, and where it came from', () => {
     const m = mergeEventLogs([a, b]);
     const start = m.events[0] as MergedRunStart;
-    expect(start).toMatchObject({ type: 'run-start', schemaVersion: 1, version: '0.1.0', shard: null, started: '2026-11-29T12:00:01.000Z', matrix: { file: 'test.yaml', expectations } });
+    expect(start).toMatchObject({
+      type: 'run-start',
+      schemaVersion: 1,
+      version: '0.1.0',
+      shard: null,
+      started: '2026-11-29T12:00:01.000Z',
+      matrix: { file: 'test.yaml', expectations },
+    });
     expect(start.runId).toBe(mergedRunId([a, b], '2026-11-29T12:00:01.000Z'));
     expect(start.runId).toMatch(/^2026-11-29T12-00-01-000Z-merged-[0-9a-f]{6}$/);
-    expect(start.mergedFrom.map((s) => [s.file, s.shard?.index])).toEqual([['a/events.jsonl', 1], ['b/events.jsonl', 2]]);
+    expect(start.mergedFrom.map((s) => [s.file, s.shard?.index])).toEqual([
+      ['a/events.jsonl', 1],
+      ['b/events.jsonl', 2],
+    ]);
     expect(m.events.at(-1)).toEqual({ type: 'run-end', finished: '2026-11-29T12:01:00.000Z', durationMs: 59_000, interrupted: false });
     expect(m.warnings).toEqual([]);
     const s = summarize(m.events);
@@ -55,7 +89,7 @@ describe('merging event logs', () => {
     expect(exitCodeOf(s, { strict: false })).toBe(0);
   });
 
-  it('keeps each log\'s order of targets, puts targets of different logs in name order, and does not depend on the order of the arguments', () => {
+  it("keeps each log's order of targets, puts targets of different logs in name order, and does not depend on the order of the arguments", () => {
     const m = mergeEventLogs([a, b]);
     // gpu-b before gpu-d (shard 1's order), the rest by name: no log says where gpu-a stood.
     expect(targetsIn(m.events)).toEqual(['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']);
@@ -98,9 +132,15 @@ describe('merging event logs', () => {
     const two = shardLog('two/events.jsonl', ['gpu-b'], { runId: 'run-2', started: '2026-11-29T11:00:00.000Z' });
     const copy = (l: LogInput, file: string) => ({ file, events: l.events });
     // Ordered by start, then file: two-again, two-copy, two, then one and one-copy.
-    expect(() => mergeEventLogs([one, copy(one, 'one-copy/events.jsonl'), two, copy(two, 'two-copy/events.jsonl'), copy(two, 'two-again/events.jsonl')])).toThrow(
-      /^two-again\/events\.jsonl and two-copy\/events\.jsonl are the same run \(run run-2, no shard\)/,
-    );
+    expect(() =>
+      mergeEventLogs([
+        one,
+        copy(one, 'one-copy/events.jsonl'),
+        two,
+        copy(two, 'two-copy/events.jsonl'),
+        copy(two, 'two-again/events.jsonl'),
+      ]),
+    ).toThrow(/^two-again\/events\.jsonl and two-copy\/events\.jsonl are the same run \(run run-2, no shard\)/);
   });
 
   it('gives the same records as the single run (the H200 log, merged from shard 1/2 holding its one host and an empty 2/2)', () => {
@@ -134,12 +174,21 @@ describe('merging event logs', () => {
   it('refuses the same log twice, and two logs of one run id and shard, naming both files', () => {
     const copy = { ...a, file: 'copy/events.jsonl' };
     expect(() => mergeEventLogs([a, copy])).toThrow(
-      expect.objectContaining({ code: 'MERGE_DUPLICATE', message: 'a/events.jsonl and copy/events.jsonl are the same run (run run-a/events.jsonl, shard 1/2): one log and a copy of it; pass one of them' }),
+      expect.objectContaining({
+        code: 'MERGE_DUPLICATE',
+        message:
+          'a/events.jsonl and copy/events.jsonl are the same run (run run-a/events.jsonl, shard 1/2): one log and a copy of it; pass one of them',
+      }),
     );
     const dir = tempDir();
     const file = path.join(dir, 'events.jsonl');
     writeFileSync(file, a.events.map((e) => JSON.stringify(e)).join('\n'));
-    expect(() => mergeEventLogs(readLogs([dir, file]))).toThrow(expect.objectContaining({ code: 'MERGE_DUPLICATE', message: `${file} and ${file} are the same event log (run run-a/events.jsonl, shard 1/2), given twice; pass each log once` }));
+    expect(() => mergeEventLogs(readLogs([dir, file]))).toThrow(
+      expect.objectContaining({
+        code: 'MERGE_DUPLICATE',
+        message: `${file} and ${file} are the same event log (run run-a/events.jsonl, shard 1/2), given twice; pass each log once`,
+      }),
+    );
   });
 
   it('refuses logs that planned the same cell, naming both files and the cells', () => {
@@ -147,47 +196,91 @@ describe('merging event logs', () => {
     expect(() => mergeEventLogs([a, b, again])).toThrow(
       expect.objectContaining({
         code: 'MERGE_OVERLAP',
-        message: expect.stringContaining('rerun/events.jsonl (run rerun, shard 2/2) and b/events.jsonl (run run-b/events.jsonl, shard 2/2) both hold 1 cell: gpu-c/sysinfo.'),
+        message: expect.stringContaining(
+          'rerun/events.jsonl (run rerun, shard 2/2) and b/events.jsonl (run run-b/events.jsonl, shard 2/2) both hold 1 cell: gpu-c/sysinfo.',
+        ),
       }),
     );
   });
 
-  it('refuses a newer event schema with readEventLog\'s message, which names the file', () => {
+  it("refuses a newer event schema with readEventLog's message, which names the file", () => {
     const dir = tempDir();
     const file = path.join(dir, 'events.jsonl');
     writeFileSync(file, `${JSON.stringify({ ...a.events[0], schemaVersion: 2, version: '9.0.0' })}\n`);
     expect(() => readLogs([dir])).toThrow(
-      expect.objectContaining({ code: 'EVENTS_TOO_NEW', message: `${file} was written with event schema 2 by cudamatrix 9.0.0; this cudamatrix reads schema 1 and older: upgrade cudamatrix to read it` }),
+      expect.objectContaining({
+        code: 'EVENTS_TOO_NEW',
+        message: `${file} was written with event schema 2 by cudamatrix 9.0.0; this cudamatrix reads schema 1 and older: upgrade cudamatrix to read it`,
+      }),
     );
-    expect(() => readLogs([path.join(dir, 'nowhere')])).toThrow(expect.objectContaining({ code: 'USAGE', message: expect.stringContaining('nowhere does not exist') }));
-    expect(() => readLogs([tempDir()])).toThrow(expect.objectContaining({ code: 'USAGE', message: expect.stringContaining('is a folder without an events.jsonl') }));
+    expect(() => readLogs([path.join(dir, 'nowhere')])).toThrow(
+      expect.objectContaining({ code: 'USAGE', message: expect.stringContaining('nowhere does not exist') }),
+    );
+    expect(() => readLogs([tempDir()])).toThrow(
+      expect.objectContaining({ code: 'USAGE', message: expect.stringContaining('is a folder without an events.jsonl') }),
+    );
   });
 
   it('refuses logs of different cudamatrix versions, and of matrices that disagree', () => {
     const newer = shardLog('b/events.jsonl', ['gpu-a'], { shard: [2, 2], version: '0.2.0' });
-    expect(() => mergeEventLogs([a, newer])).toThrow(expect.objectContaining({ code: 'MERGE_MISMATCH', message: expect.stringMatching(/^a\/events\.jsonl was written by cudamatrix 0\.1\.0 and b\/events\.jsonl by cudamatrix 0\.2\.0; a merged run has one version/) }));
-    const other = shardLog('b/events.jsonl', ['gpu-a'], { shard: [2, 2], start: { matrix: { file: 'test.yaml', expectations: { linux: [{ fact: 'sysinfo.os_family', equals: 'windows' }] } } } });
-    expect(() => mergeEventLogs([a, other])).toThrow(expect.objectContaining({ code: 'MERGE_MISMATCH', message: expect.stringContaining('a/events.jsonl and b/events.jsonl come from different matrices: their expectations for linux differ') }));
+    expect(() => mergeEventLogs([a, newer])).toThrow(
+      expect.objectContaining({
+        code: 'MERGE_MISMATCH',
+        message: expect.stringMatching(
+          /^a\/events\.jsonl was written by cudamatrix 0\.1\.0 and b\/events\.jsonl by cudamatrix 0\.2\.0; a merged run has one version/,
+        ),
+      }),
+    );
+    const other = shardLog('b/events.jsonl', ['gpu-a'], {
+      shard: [2, 2],
+      start: { matrix: { file: 'test.yaml', expectations: { linux: [{ fact: 'sysinfo.os_family', equals: 'windows' }] } } },
+    });
+    expect(() => mergeEventLogs([a, other])).toThrow(
+      expect.objectContaining({
+        code: 'MERGE_MISMATCH',
+        message: expect.stringContaining(
+          'a/events.jsonl and b/events.jsonl come from different matrices: their expectations for linux differ',
+        ),
+      }),
+    );
     // The same target defined otherwise (its probes split between the logs by --probe).
     const split = shardLog('b/events.jsonl', [], { shard: null, runId: 'other' });
     split.events.splice(1, 0, targetStart('gpu-b', [], 'wsl2', ['cuda-graph']), cell('gpu-b', 'cuda-graph', 'skipped'));
     (split.events[0] as RunStartEvent).cells = ['gpu-b/cuda-graph'];
-    expect(() => mergeEventLogs([a, split])).toThrow(expect.objectContaining({ code: 'MERGE_MISMATCH', message: 'target "gpu-b" is defined differently in b/events.jsonl and a/events.jsonl (environment): the logs come from different matrices; merge the logs of runs of one matrix' }));
+    expect(() => mergeEventLogs([a, split])).toThrow(
+      expect.objectContaining({
+        code: 'MERGE_MISMATCH',
+        message:
+          'target "gpu-b" is defined differently in b/events.jsonl and a/events.jsonl (environment): the logs come from different matrices; merge the logs of runs of one matrix',
+      }),
+    );
   });
 
   it('joins a target whose probes two logs split between them: one start with every probe, one sysinfo', () => {
     const first = shardLog('one/events.jsonl', ['box'], { runId: 'one' });
     const second = shardLog('two/events.jsonl', [], { runId: 'two' });
-    second.events.splice(1, 0, targetStart('box', [], 'auto', ['cuda-graph']), { ...cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), planned: false }, cell('box', 'cuda-graph', 'skipped'));
+    second.events.splice(
+      1,
+      0,
+      targetStart('box', [], 'auto', ['cuda-graph']),
+      { ...cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), planned: false },
+      cell('box', 'cuda-graph', 'skipped'),
+    );
     (second.events[0] as RunStartEvent).cells = ['box/cuda-graph'];
     const m = mergeEventLogs([first, second]);
     const starts = m.events.filter((e) => e.type === 'target-start');
     expect(starts).toEqual([expect.objectContaining({ target: 'box', probes: ['sysinfo', 'cuda-graph'] })]);
-    expect(summarize(m.events).targets[0]!.cells.map((c) => [c.probe, c.planned])).toEqual([['sysinfo', true], ['cuda-graph', true]]);
+    expect(summarize(m.events).targets[0]!.cells.map((c) => [c.probe, c.planned])).toEqual([
+      ['sysinfo', true],
+      ['cuda-graph', true],
+    ]);
   });
 
   it('warns of different matrix file names, a mix of --quick, and shards missing from a split', () => {
-    const c = shardLog('c/events.jsonl', ['gpu-x'], { shard: [3, 4], start: { matrix: { file: '/ci/job-3/matrix.yaml', expectations }, options: { strict: true, quick: true } } });
+    const c = shardLog('c/events.jsonl', ['gpu-x'], {
+      shard: [3, 4],
+      start: { matrix: { file: '/ci/job-3/matrix.yaml', expectations }, options: { strict: true, quick: true } },
+    });
     const m = mergeEventLogs([a, c]);
     expect(m.warnings).toEqual([
       'the logs name different matrix files (test.yaml, /ci/job-3/matrix.yaml); their expectations agree, so they are taken as one matrix, named test.yaml',
@@ -208,16 +301,25 @@ describe.runIf(noDriverHere)('merged shards of a real run (this machine, no driv
     ({ live, merged, shards } = await realRuns());
   });
 
-  it('split the matrix into shards of whole hosts: this machine\'s targets in one, the SSH target in the other', () => {
+  it("split the matrix into shards of whole hosts: this machine's targets in one, the SSH target in the other", () => {
     expect(shards.map((s) => targetsIn(s.events))).toEqual([['alpha', 'charlie'], ['bravo']]);
-    expect(shards.map((s) => (s.events[0] as RunStartEvent).shard)).toEqual([{ index: 1, total: 2 }, { index: 2, total: 2 }]);
+    expect(shards.map((s) => (s.events[0] as RunStartEvent).shard)).toEqual([
+      { index: 1, total: 2 },
+      { index: 2, total: 2 },
+    ]);
   });
 
   it('summarise as the live run: targets, cells, verdicts, counts and exit status', () => {
     const [l, m] = [summarize(live.events), summarize(merged.events)];
     expect(m.targets.map((t) => t.name)).toEqual(['alpha', 'bravo', 'charlie']);
     const shape = (s: typeof l) => ({
-      targets: s.targets.map((t) => ({ name: t.name, env: t.environmentClass, error: t.error?.code, cells: t.cells.map((c) => [c.cell, c.planned, c.status, c.reason]), verdicts: t.verdicts })),
+      targets: s.targets.map((t) => ({
+        name: t.name,
+        env: t.environmentClass,
+        error: t.error?.code,
+        cells: t.cells.map((c) => [c.cell, c.planned, c.status, c.reason]),
+        verdicts: t.verdicts,
+      })),
       counts: s.counts,
       nothingMeasured: s.nothingMeasured,
       interrupted: s.interrupted,
@@ -252,7 +354,15 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
   });
 
   it('writes the merged run folder, prints what run printed, and exits as the live run did', async () => {
-    const r = await runCli(['merge', shardDirs[1]!, shardDirs[0]!, '--results-dir', runs('merged'), '--junit', path.join(dir, 'merged-junit.xml')]);
+    const r = await runCli([
+      'merge',
+      shardDirs[1]!,
+      shardDirs[0]!,
+      '--results-dir',
+      runs('merged'),
+      '--junit',
+      path.join(dir, 'merged-junit.xml'),
+    ]);
     expect(live.code).toBe(3);
     expect(r.code).toBe(live.code);
     const runDir = only(runs('merged'));
@@ -261,14 +371,21 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
     const [liveId, mergedId] = [path.basename(liveDir), path.basename(runDir)];
     expect(mergedId).toMatch(/-merged-[0-9a-f]{6}$/);
     // The console, run's and merge's, the same once run ids, times, durations and folders are set aside.
-    expect(normalise(r.stdout, { runId: mergedId, runDir: runs('merged') })).toBe(normalise(live.stdout, { runId: liveId, runDir: runs('live') }));
-    expect(r.stderr).toBe(`merged 2 logs into ${path.join(runDir, 'events.jsonl')}: ${path.join(shardDirs[0]!, 'events.jsonl')} (shard 1/2), ${path.join(shardDirs[1]!, 'events.jsonl')} (shard 2/2)\n`);
+    expect(normalise(r.stdout, { runId: mergedId, runDir: runs('merged') })).toBe(
+      normalise(live.stdout, { runId: liveId, runDir: runs('live') }),
+    );
+    expect(r.stderr).toBe(
+      `merged 2 logs into ${path.join(runDir, 'events.jsonl')}: ${path.join(shardDirs[0]!, 'events.jsonl')} (shard 1/2), ${path.join(shardDirs[1]!, 'events.jsonl')} (shard 2/2)\n`,
+    );
     const liveJunit = readFileSync(path.join(liveDir, 'junit.xml'), 'utf8');
     const mergedJunit = readFileSync(path.join(dir, 'merged-junit.xml'), 'utf8');
     await validateJunit(mergedJunit);
     expect(readFileSync(path.join(runDir, 'junit.xml'), 'utf8')).toBe(mergedJunit);
-    expect(normalise(mergedJunit, { runId: mergedId, runDir: runs('merged') })).toBe(normalise(liveJunit, { runId: liveId, runDir: runs('live') }));
-    const summary = (d: string, id: string, root: string) => normalise(readFileSync(path.join(d, 'summary.json'), 'utf8'), { runId: id, runDir: root });
+    expect(normalise(mergedJunit, { runId: mergedId, runDir: runs('merged') })).toBe(
+      normalise(liveJunit, { runId: liveId, runDir: runs('live') }),
+    );
+    const summary = (d: string, id: string, root: string) =>
+      normalise(readFileSync(path.join(d, 'summary.json'), 'utf8'), { runId: id, runDir: root });
     expect(summary(runDir, mergedId, runs('merged'))).toBe(summary(liveDir, liveId, runs('live')));
     expect(readEventLog(path.join(runDir, 'events.jsonl'))[0]).toMatchObject({ runId: mergedId, shard: null });
 
@@ -304,20 +421,33 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
     expect(dup.stderr).toMatch(/^error \[MERGE_DUPLICATE\]: .*shard-1.*events\.jsonl and .*shard-1.*events\.jsonl are the same event log/);
     const overlap = await runCli(['merge', only(runs('live')), shardDirs[1]!, '--results-dir', out]);
     expect(overlap.code).toBe(2);
-    expect(overlap.stderr).toContain(`error [MERGE_OVERLAP]: the logs overlap: ${path.join(only(runs('live')), 'events.jsonl')} (run ${path.basename(only(runs('live')))}, no shard) and ${path.join(shardDirs[1]!, 'events.jsonl')}`);
+    expect(overlap.stderr).toContain(
+      `error [MERGE_OVERLAP]: the logs overlap: ${path.join(only(runs('live')), 'events.jsonl')} (run ${path.basename(only(runs('live')))}, no shard) and ${path.join(shardDirs[1]!, 'events.jsonl')}`,
+    );
     expect(overlap.stderr).toContain('both hold 3 cells: bravo/sysinfo, bravo/sync-latency, bravo/cuda-graph');
     const newer = path.join(dir, 'newer.jsonl');
     writeFileSync(newer, `${JSON.stringify({ ...readEventLog(path.join(shardDirs[0]!, 'events.jsonl'))[0], schemaVersion: 99 })}\n`);
     const tooNew = await runCli(['merge', shardDirs[0]!, newer, '--results-dir', out]);
     expect(tooNew.code).toBe(2);
-    expect(tooNew.stderr).toBe(`error [EVENTS_TOO_NEW]: ${newer} was written with event schema 99 by cudamatrix 0.1.0; this cudamatrix reads schema 1 and older: upgrade cudamatrix to read it\n`);
+    expect(tooNew.stderr).toBe(
+      `error [EVENTS_TOO_NEW]: ${newer} was written with event schema 99 by cudamatrix 0.1.0; this cudamatrix reads schema 1 and older: upgrade cudamatrix to read it\n`,
+    );
     expect(existsSync(out)).toBe(false);
   });
 
   it('explains itself in --help: inputs, what is refused, and the exit statuses', async () => {
     const r = await runCli(['merge', '--help']);
     expect(r.code).toBe(0);
-    for (const text of ['<logs...>', '--results-dir <dir>', '--junit <file>', '--json', 'Refused (exit 2, naming both files)', 'two logs that planned the same cell', 'Exit status', '130  a log was interrupted or killed']) {
+    for (const text of [
+      '<logs...>',
+      '--results-dir <dir>',
+      '--junit <file>',
+      '--json',
+      'Refused (exit 2, naming both files)',
+      'two logs that planned the same cell',
+      'Exit status',
+      '130  a log was interrupted or killed',
+    ]) {
       expect(r.stdout).toContain(text);
     }
   });

@@ -10,7 +10,14 @@ import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { CudamatrixError } from '../core/errors.ts';
 import { makeDir, writeFileAtomic } from '../core/fs.ts';
-import { EVENTS_SCHEMA_VERSION, readEventLog, type RunEndEvent, type RunEvent, type RunStartEvent, type TargetStartEvent } from '../events/events.ts';
+import {
+  EVENTS_SCHEMA_VERSION,
+  readEventLog,
+  type RunEndEvent,
+  type RunEvent,
+  type RunStartEvent,
+  type TargetStartEvent,
+} from '../events/events.ts';
 
 /** An event log read from a file. */
 export interface LogInput {
@@ -50,10 +57,14 @@ export interface MergeOptions {
 export function readLogs(args: string[]): LogInput[] {
   return args.map((arg) => {
     const st = statSync(arg, { throwIfNoEntry: false });
-    if (!st) throw new CudamatrixError('USAGE', `${arg} does not exist; pass event logs (events.jsonl) or run folders (results/runs/<run-id>)`);
+    if (!st)
+      throw new CudamatrixError('USAGE', `${arg} does not exist; pass event logs (events.jsonl) or run folders (results/runs/<run-id>)`);
     const file = st.isDirectory() ? path.join(arg, 'events.jsonl') : arg;
     if (st.isDirectory() && !statSync(file, { throwIfNoEntry: false })?.isFile()) {
-      throw new CudamatrixError('USAGE', `${arg} is a folder without an events.jsonl; pass a run folder (results/runs/<run-id>) or the events.jsonl itself`);
+      throw new CudamatrixError(
+        'USAGE',
+        `${arg} is a folder without an events.jsonl; pass a run folder (results/runs/<run-id>) or the events.jsonl itself`,
+      );
     }
     return { file, events: readEventLog(file) };
   });
@@ -121,9 +132,15 @@ function checkDuplicates(logs: LogInput[]): void {
   const [a, b] = pair as [LogInput, LogInput];
   const what = `run ${startOf(a).runId}, ${shardText(startOf(a).shard)}`;
   if (realpath(a.file) === realpath(b.file)) {
-    throw new CudamatrixError('MERGE_DUPLICATE', `${a.file} and ${b.file} are the same event log (${what}), given twice; pass each log once`);
+    throw new CudamatrixError(
+      'MERGE_DUPLICATE',
+      `${a.file} and ${b.file} are the same event log (${what}), given twice; pass each log once`,
+    );
   }
-  throw new CudamatrixError('MERGE_DUPLICATE', `${a.file} and ${b.file} are the same run (${what}): one log and a copy of it; pass one of them`);
+  throw new CudamatrixError(
+    'MERGE_DUPLICATE',
+    `${a.file} and ${b.file} are the same run (${what}): one log and a copy of it; pass one of them`,
+  );
 }
 
 function checkOverlaps(logs: LogInput[]): void {
@@ -142,7 +159,10 @@ function checkOverlaps(logs: LogInput[]): void {
     }
   }
   if (clashes.size === 0) return;
-  const lines = [...clashes.values()].map(({ a, b, cells }) => `${a.file} (run ${startOf(a).runId}, ${shardText(startOf(a).shard)}) and ${b.file} (run ${startOf(b).runId}, ${shardText(startOf(b).shard)}) both hold ${cells.length} cell${cells.length === 1 ? '' : 's'}: ${some(cells)}`);
+  const lines = [...clashes.values()].map(
+    ({ a, b, cells }) =>
+      `${a.file} (run ${startOf(a).runId}, ${shardText(startOf(a).shard)}) and ${b.file} (run ${startOf(b).runId}, ${shardText(startOf(b).shard)}) both hold ${cells.length} cell${cells.length === 1 ? '' : 's'}: ${some(cells)}`,
+  );
   throw new CudamatrixError(
     'MERGE_OVERLAP',
     `the logs overlap: ${lines.join('; ')}. Shards of one run never share a cell, so these are two runs of the same cells (a shard run again, or the shards of two runs); merge one log per cell`,
@@ -198,21 +218,31 @@ function checkSameMatrix(logs: LogInput[]): void {
 function warningsOf(logs: LogInput[]): string[] {
   const warnings: string[] = [];
   const files = [...new Set(logs.map((l) => startOf(l).matrix.file))];
-  if (files.length > 1) warnings.push(`the logs name different matrix files (${files.join(', ')}); their expectations agree, so they are taken as one matrix, named ${files[0]}`);
+  if (files.length > 1)
+    warnings.push(
+      `the logs name different matrix files (${files.join(', ')}); their expectations agree, so they are taken as one matrix, named ${files[0]}`,
+    );
   const quick = logs.filter((l) => startOf(l).options.quick);
   if (quick.length > 0 && quick.length < logs.length) {
-    warnings.push(`${some(quick.map((l) => l.file))} ran with --quick (small parameters) and the others did not: each cell keeps the parameters it ran with`);
+    warnings.push(
+      `${some(quick.map((l) => l.file))} ran with --quick (small parameters) and the others did not: each cell keeps the parameters it ran with`,
+    );
   }
   const totals = [...new Set(logs.flatMap((l) => (startOf(l).shard ? [startOf(l).shard!.total] : [])))];
   for (const total of totals) {
     const have = new Set(logs.flatMap((l) => (startOf(l).shard?.total === total ? [startOf(l).shard!.index] : [])));
     const missing = Array.from({ length: total }, (_, i) => i + 1).filter((i) => !have.has(i));
     const one = missing.length === 1;
-    if (missing.length) warnings.push(`shard${one ? '' : 's'} ${missing.map((i) => `${i}/${total}`).join(', ')} of the split into ${total} ${one ? 'is' : 'are'} not among the logs: the merged run lacks ${one ? 'its' : 'their'} cells`);
+    if (missing.length)
+      warnings.push(
+        `shard${one ? '' : 's'} ${missing.map((i) => `${i}/${total}`).join(', ')} of the split into ${total} ${one ? 'is' : 'are'} not among the logs: the merged run lacks ${one ? 'its' : 'their'} cells`,
+      );
   }
   for (const log of logs) {
     if (!log.events.some((e) => e.type === 'run-end')) {
-      warnings.push(`${log.file} has no run-end (the run was killed, or the file cut short): what it did not finish is missing, and the merged log has no run-end either, so it counts as interrupted and is as incomplete as that log (record refuses it)`);
+      warnings.push(
+        `${log.file} has no run-end (the run was killed, or the file cut short): what it did not finish is missing, and the merged log has no run-end either, so it counts as interrupted and is as incomplete as that log (record refuses it)`,
+      );
     }
   }
   return warnings;
@@ -297,7 +327,8 @@ const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date
 
 /** Merges logs into one run (docs/results.md, "The merged log": what it looks like and what is refused). */
 export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): MergedRun {
-  if (given.length === 0) throw new CudamatrixError('USAGE', 'nothing to merge: pass the event logs (events.jsonl) or run folders of the shards');
+  if (given.length === 0)
+    throw new CudamatrixError('USAGE', 'nothing to merge: pass the event logs (events.jsonl) or run folders of the shards');
   const logs = ordered(given);
   checkDuplicates(logs);
   checkSameMatrix(logs);
@@ -331,7 +362,11 @@ export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): M
     runId: mergedRunId(logs, started),
     started,
     shard: null,
-    matrix: { file: first.matrix.file, ...(first.matrix.description !== undefined ? { description: first.matrix.description } : {}), expectations: first.matrix.expectations },
+    matrix: {
+      file: first.matrix.file,
+      ...(first.matrix.description !== undefined ? { description: first.matrix.description } : {}),
+      expectations: first.matrix.expectations,
+    },
     cells,
     options: { strict: options.strict || starts.every((s) => s.options.strict), quick: starts.some((s) => Boolean(s.options.quick)) },
     mergedFrom: logs.map((l) => ({ file: l.file, runId: startOf(l).runId, shard: startOf(l).shard, started: startOf(l).started })),
@@ -365,7 +400,12 @@ export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): M
   // A log that never ended (killed, or cut short) is incomplete, and so is the merged log: no run-end.
   if (ends.every((e) => e !== undefined)) {
     const finished = latest(ends.map((e) => e!.finished));
-    events.push({ type: 'run-end', finished, durationMs: Math.max(0, Date.parse(finished) - Date.parse(started)), interrupted: ends.some((e) => e!.interrupted) });
+    events.push({
+      type: 'run-end',
+      finished,
+      durationMs: Math.max(0, Date.parse(finished) - Date.parse(started)),
+      interrupted: ends.some((e) => e!.interrupted),
+    });
   }
   return { start, events, warnings: warningsOf(logs) };
 }
@@ -379,8 +419,11 @@ export function writeMergedRun(merged: MergedRun, resultsDir: string): { runDir:
   makeDir(runDir, 'the run folder');
   const eventsFile = path.join(runDir, 'events.jsonl');
   // Line by line: a fleet's merged log (250 MB for 2,000 targets) is never one string.
-  writeFileAtomic(eventsFile, (function* () {
-    for (const e of merged.events) yield `${JSON.stringify(e)}\n`;
-  })());
+  writeFileAtomic(
+    eventsFile,
+    (function* () {
+      for (const e of merged.events) yield `${JSON.stringify(e)}\n`;
+    })(),
+  );
   return { runDir, eventsFile };
 }

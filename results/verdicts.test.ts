@@ -38,7 +38,12 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
 
   it('lets a target expectation replace the class expectation on the same fact', () => {
     const events = [
-      runStart({ linux: [{ fact: 'sysinfo.gpu_name', equals: 'NVIDIA A100' }, { fact: 'sysinfo.tcc_driver', equals: false }] }),
+      runStart({
+        linux: [
+          { fact: 'sysinfo.gpu_name', equals: 'NVIDIA A100' },
+          { fact: 'sysinfo.tcc_driver', equals: false },
+        ],
+      }),
       targetStart('box', [{ fact: 'sysinfo.gpu_name', equals: 'NVIDIA H200' }]),
       cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux', gpu_name: 'NVIDIA H200', tcc_driver: false })),
       runEnd,
@@ -52,7 +57,11 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
 
   it('uses the declared environment class over the detected one, and "all" everywhere', () => {
     const events = [
-      runStart({ all: [{ fact: 'sysinfo.os_family', equals: 'linux' }], wsl2: [{ fact: 'sysinfo.wsl_version', equals: 2 }], linux: [{ fact: 'sysinfo.tcc_driver', equals: false }] }),
+      runStart({
+        all: [{ fact: 'sysinfo.os_family', equals: 'linux' }],
+        wsl2: [{ fact: 'sysinfo.wsl_version', equals: 2 }],
+        linux: [{ fact: 'sysinfo.tcc_driver', equals: false }],
+      }),
       targetStart('wsl', [], 'wsl2'),
       cell('wsl', 'sysinfo', 'passed', sysinfo({ environment: 'wsl2', os_family: 'linux', wsl_version: 1, tcc_driver: false })),
       runEnd,
@@ -68,9 +77,16 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
 
   it('judges what a skipped probe still measured, and skips what it could not', () => {
     const events = [
-      runStart({ linux: [{ fact: 'sysinfo.os_family', equals: 'windows' }, { fact: 'sysinfo.tcc_driver', equals: false }] }),
+      runStart({
+        linux: [
+          { fact: 'sysinfo.os_family', equals: 'windows' },
+          { fact: 'sysinfo.tcc_driver', equals: false },
+        ],
+      }),
       targetStart('nodriver'),
-      cell('nodriver', 'sysinfo', 'skipped', sysinfo({ environment: 'linux', os_family: 'linux', cuda_driver_version: null }), { reason: 'no NVIDIA driver found' }),
+      cell('nodriver', 'sysinfo', 'skipped', sysinfo({ environment: 'linux', os_family: 'linux', cuda_driver_version: null }), {
+        reason: 'no NVIDIA driver found',
+      }),
       runEnd,
     ];
     const s = summarize(events);
@@ -93,8 +109,15 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
   });
 
   it('judges metrics against bounds, per series selected by "where"', () => {
-    const metric = (value: number | null, size: number) => ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sysinfo', name: 'fake', value, unit: 'count', attrs: { size } }) as const;
-    const base = [runStart(), targetStart('m', [{ metric: 'sysinfo.fake', '<=': 10, where: { size: 1 } }, { metric: 'sysinfo.fake', between: [5, 6] }])];
+    const metric = (value: number | null, size: number) =>
+      ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sysinfo', name: 'fake', value, unit: 'count', attrs: { size } }) as const;
+    const base = [
+      runStart(),
+      targetStart('m', [
+        { metric: 'sysinfo.fake', '<=': 10, where: { size: 1 } },
+        { metric: 'sysinfo.fake', between: [5, 6] },
+      ]),
+    ];
     const s = summarize([...base, cell('m', 'sysinfo', 'passed', [metric(3, 1), metric(7, 2)]), runEnd]);
     expect(s.targets[0]!.verdicts.map((v) => [v.status, v.actual])).toEqual([
       ['passed', '3 count {"size":1}'],
@@ -105,17 +128,28 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
   });
 
   it('applies every bound given: ">=" or "<=" beside "between" narrows it, as the title\'s "and" says', () => {
-    const metric = (value: number) => ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sysinfo', name: 'fake', value, unit: 'count', attrs: { v: value } }) as const;
-    const both = [{ metric: 'sysinfo.fake', '>=': 3, between: [5, 10] as [number, number] }, { metric: 'sysinfo.fake', '<=': 20, between: [1, 8] as [number, number], where: { v: 9 } }];
+    const metric = (value: number) =>
+      ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sysinfo', name: 'fake', value, unit: 'count', attrs: { v: value } }) as const;
+    const both = [
+      { metric: 'sysinfo.fake', '>=': 3, between: [5, 10] as [number, number] },
+      { metric: 'sysinfo.fake', '<=': 20, between: [1, 8] as [number, number], where: { v: 9 } },
+    ];
     const s = summarize([runStart(), targetStart('m', both), cell('m', 'sysinfo', 'passed', [metric(4), metric(9)]), runEnd]);
-    expect(s.targets[0]!.verdicts.map((v) => [v.title, v.status, v.evidence && 'bounds' in v.evidence ? v.evidence.bounds : null])).toEqual([
-      ['sysinfo.fake >= 3 and between 5 and 10', 'failed', { low: 5, high: 10, unit: 'count' }],
-      ['sysinfo.fake {"v":9} <= 20 and between 1 and 8', 'failed', { low: 1, high: 8, unit: 'count' }],
-    ]);
+    expect(s.targets[0]!.verdicts.map((v) => [v.title, v.status, v.evidence && 'bounds' in v.evidence ? v.evidence.bounds : null])).toEqual(
+      [
+        ['sysinfo.fake >= 3 and between 5 and 10', 'failed', { low: 5, high: 10, unit: 'count' }],
+        ['sysinfo.fake {"v":9} <= 20 and between 1 and 8', 'failed', { low: 1, high: 8, unit: 'count' }],
+      ],
+    );
   });
 
   it('orders exit codes: interrupted, configuration, infrastructure, failed, strict-nothing, ok', () => {
-    const mismatch = summarize([runStart(), targetStart('a'), { type: 'target-error', target: 'a', time: '', code: 'ENVIRONMENT_MISMATCH', message: 'x' }, runEnd]);
+    const mismatch = summarize([
+      runStart(),
+      targetStart('a'),
+      { type: 'target-error', target: 'a', time: '', code: 'ENVIRONMENT_MISMATCH', message: 'x' },
+      runEnd,
+    ]);
     expect(exitCodeOf(mismatch, { strict: false })).toBe(2);
     const unfinished = summarize([runStart(), targetStart('a'), cell('a', 'sysinfo', 'passed')]);
     expect(unfinished.interrupted).toBe(true);
@@ -138,16 +172,39 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
     expect(t.error).toBeUndefined();
     expect(t.skipped).toMatchObject({ code: 'WSL_VERSION_1', message: why });
     expect(t.verdicts.map((v) => [v.status, v.message])).toEqual([['skipped', `probe sysinfo was skipped: ${why}`]]);
-    expect(alone).toMatchObject({ hasInfrastructureError: false, hasConfigurationError: false, nothingMeasured: true, counts: { cells: { skipped: 1 } } });
+    expect(alone).toMatchObject({
+      hasInfrastructureError: false,
+      hasConfigurationError: false,
+      nothingMeasured: true,
+      counts: { cells: { skipped: 1 } },
+    });
     expect(exitCodeOf(alone, { strict: false })).toBe(0);
     expect(exitCodeOf(alone, { strict: true })).toBe(4);
     // Beside a target that measured, --strict is satisfied; beside one that failed, that one decides.
-    const measured = summarize([runStart(expectations), ...wsl1, targetStart('gpu'), cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), runEnd]);
+    const measured = summarize([
+      runStart(expectations),
+      ...wsl1,
+      targetStart('gpu'),
+      cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })),
+      runEnd,
+    ]);
     expect(exitCodeOf(measured, { strict: true })).toBe(0);
-    const crashed = summarize([runStart(expectations), ...wsl1, targetStart('box'), cell('box', 'sysinfo', 'error', [], { errorCode: 'PROBE_CRASHED' }), runEnd]);
+    const crashed = summarize([
+      runStart(expectations),
+      ...wsl1,
+      targetStart('box'),
+      cell('box', 'sysinfo', 'error', [], { errorCode: 'PROBE_CRASHED' }),
+      runEnd,
+    ]);
     expect(exitCodeOf(crashed, { strict: false })).toBe(3);
     // A log written before WSL 1 was a skip has its cells as errors: rendered as it was recorded.
-    const older = summarize([runStart(), wsl1[0]!, wsl1[1]!, cell('wsl1', 'sysinfo', 'error', [], { reason: why, errorCode: 'WSL_VERSION_1' }), runEnd]);
+    const older = summarize([
+      runStart(),
+      wsl1[0]!,
+      wsl1[1]!,
+      cell('wsl1', 'sysinfo', 'error', [], { reason: why, errorCode: 'WSL_VERSION_1' }),
+      runEnd,
+    ]);
     expect(exitCodeOf(older, { strict: false })).toBe(3);
   });
 
@@ -178,7 +235,9 @@ describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
 
     const v = verdictOf(events, bandwidthTitle);
     expect(v.status).toBe('failed');
-    expect(v.message).toBe(`expected ${bandwidthTitle}, observed ${formatValue(small!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`);
+    expect(v.message).toBe(
+      `expected ${bandwidthTitle}, observed ${formatValue(small!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`,
+    );
     expect(v.why).toBe(pinnedH2dAtLeast40.why);
     const e = v.evidence as MetricEvidence;
     expect(e).toEqual({
@@ -196,25 +255,53 @@ describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
     const samples = metricsIn(h200Events, 'pinned-vram.device_growth_per_gib_bytes', { api: 'driver', kind: 'pinned' });
     expect(samples.length).toBeGreaterThan(0);
     expect(v).toMatchObject({ status: 'passed', why: expect.stringContaining('page tables') });
-    expect(v.evidence).toEqual({ kind: 'metric', bounds: { low: null, high: 64 * 1024 ** 2, unit: 'bytes' }, outside: [], within: samples.map((m) => ({ attrs: m.attrs, value: m.value, unit: m.unit })) });
+    expect(v.evidence).toEqual({
+      kind: 'metric',
+      bounds: { low: null, high: 64 * 1024 ** 2, unit: 'bytes' },
+      outside: [],
+      within: samples.map((m) => ({ attrs: m.attrs, value: m.value, unit: m.unit })),
+    });
   });
 
-  it('fails a metric on a sample without a value, with the probe\'s reason, and names every failing one', () => {
+  it("fails a metric on a sample without a value, with the probe's reason, and names every failing one", () => {
     const metric = (value: number | null, size: number, reason?: string) =>
-      ({ schema: 'cudaprobe/1', type: 'metric', probe: 'sysinfo', name: 'fake', value, unit: 'count', attrs: { size_bytes: size, mode: 'x' }, ...(reason ? { reason } : {}) }) as const;
-    const events = [runStart(), targetStart('m', [{ metric: 'sysinfo.fake', '<=': 10, where: { mode: 'x' } }]), cell('m', 'sysinfo', 'passed', [metric(3, 1024), metric(null, 2048, 'timed out'), metric(12, 4096)]), runEnd];
+      ({
+        schema: 'cudaprobe/1',
+        type: 'metric',
+        probe: 'sysinfo',
+        name: 'fake',
+        value,
+        unit: 'count',
+        attrs: { size_bytes: size, mode: 'x' },
+        ...(reason ? { reason } : {}),
+      }) as const;
+    const events = [
+      runStart(),
+      targetStart('m', [{ metric: 'sysinfo.fake', '<=': 10, where: { mode: 'x' } }]),
+      cell('m', 'sysinfo', 'passed', [metric(3, 1024), metric(null, 2048, 'timed out'), metric(12, 4096)]),
+      runEnd,
+    ];
     const v = summarize(events).targets[0]!.verdicts[0]!;
-    expect(v.message).toBe('expected sysinfo.fake {"mode":"x"} <= 10, observed not measured (timed out) at size 2 KiB, 12 count at size 4 KiB; 1 of 3 matching samples within');
-    expect((v.evidence as MetricEvidence).outside.map((s) => [s.value, s.reason])).toEqual([[null, 'timed out'], [12, undefined]]);
+    expect(v.message).toBe(
+      'expected sysinfo.fake {"mode":"x"} <= 10, observed not measured (timed out) at size 2 KiB, 12 count at size 4 KiB; 1 of 3 matching samples within',
+    );
+    expect((v.evidence as MetricEvidence).outside.map((s) => [s.value, s.reason])).toEqual([
+      [null, 'timed out'],
+      [12, undefined],
+    ]);
   });
 
-  it('gives a fact its value, the probe\'s evidence and a line for people naming the deciding source', () => {
+  it("gives a fact its value, the probe's evidence and a line for people naming the deciding source", () => {
     const events = h200WithLinuxExpectations([{ fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
     const fact = factIn(events, 'pinned-vram.counts_as_vram');
     const ev = fact.evidence as Record<string, number | string>;
     expect(ev.source).toBe('nvml_process_used_bytes');
     const v = verdictOf(events, 'pinned-vram.counts_as_vram == true');
-    expect(v).toMatchObject({ status: 'failed', why: 'the design card says so (C1)', message: 'expected pinned-vram.counts_as_vram to be true, observed false' });
+    expect(v).toMatchObject({
+      status: 'failed',
+      why: 'the design card says so (C1)',
+      message: 'expected pinned-vram.counts_as_vram to be true, observed false',
+    });
     const e = v.evidence as FactEvidence;
     expect(e).toMatchObject({ kind: 'fact', value: false, evidence: fact.evidence });
     const grew = (key: string) => `${(ev[key] as number) >= 0 ? '+' : ''}${formatValue(ev[key] as number, 'bytes')}`;
@@ -226,7 +313,12 @@ describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
 
   it('gives a sysinfo fact its source, and a null fact its reason', () => {
     const events = [
-      runStart({ linux: [{ fact: 'sysinfo.gpu_name', equals: 'NVIDIA A100' }, { fact: 'sysinfo.driver_model', equals: 'WDDM' }] }),
+      runStart({
+        linux: [
+          { fact: 'sysinfo.gpu_name', equals: 'NVIDIA A100' },
+          { fact: 'sysinfo.driver_model', equals: 'WDDM' },
+        ],
+      }),
       targetStart('box'),
       cell('box', 'sysinfo', 'passed', [
         { schema: 'cudaprobe/1', type: 'sysinfo', probe: 'sysinfo', name: 'environment', value: 'linux' },
@@ -260,17 +352,39 @@ describe.runIf(noDriverHere).each(SOURCES)('verdicts of a real run on this machi
   it('judges each target: the failed target expectation, skips where no driver, an error where the target was unreachable', () => {
     const s = summarizeLog(src.events, { eventsFile: src.eventsFile });
     expect(s.targets.map((t) => [t.name, t.verdicts.map((v) => [v.title, v.source, v.status])])).toEqual([
-      ['alpha', [['cuda-graph.supported == true', 'all', 'skipped'], ['sysinfo.os_family == "windows"', 'target', 'failed'], ['sync-latency.p50_us <= 100 us', 'linux', 'skipped']]],
+      [
+        'alpha',
+        [
+          ['cuda-graph.supported == true', 'all', 'skipped'],
+          ['sysinfo.os_family == "windows"', 'target', 'failed'],
+          ['sync-latency.p50_us <= 100 us', 'linux', 'skipped'],
+        ],
+      ],
       ['bravo', [['cuda-graph.supported == true', 'all', 'error']]],
-      ['charlie', [['cuda-graph.supported == true', 'all', 'skipped'], ['sysinfo.os_family == "linux"', 'linux', 'passed'], ['sync-latency.p50_us <= 100 us', 'linux', 'skipped']]],
+      [
+        'charlie',
+        [
+          ['cuda-graph.supported == true', 'all', 'skipped'],
+          ['sysinfo.os_family == "linux"', 'linux', 'passed'],
+          ['sync-latency.p50_us <= 100 us', 'linux', 'skipped'],
+        ],
+      ],
     ]);
-    expect(s.targets[0]!.verdicts[1]).toMatchObject({ evidence: { kind: 'fact', value: 'linux', source: 'os' }, eventsFile: src.eventsFile });
+    expect(s.targets[0]!.verdicts[1]).toMatchObject({
+      evidence: { kind: 'fact', value: 'linux', source: 'os' },
+      eventsFile: src.eventsFile,
+    });
     expect(exitCodeOf(s, { strict: false })).toBe(3);
   });
 
-  it('gives the live run\'s verdicts, word for word, and its counts', async () => {
+  it("gives the live run's verdicts, word for word, and its counts", async () => {
     const [live, here] = [summarizeLog((await realRun('live')).events), summarizeLog(src.events)];
     expect(here.targets.map((t) => t.verdicts)).toEqual(live.targets.map((t) => t.verdicts));
-    expect([here.counts, here.nothingMeasured, here.hasInfrastructureError, here.interrupted]).toEqual([live.counts, live.nothingMeasured, live.hasInfrastructureError, live.interrupted]);
+    expect([here.counts, here.nothingMeasured, here.hasInfrastructureError, here.interrupted]).toEqual([
+      live.counts,
+      live.nothingMeasured,
+      live.hasInfrastructureError,
+      live.interrupted,
+    ]);
   });
 });

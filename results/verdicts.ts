@@ -7,7 +7,15 @@ import { formatValue, toUnit } from '../core/units.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import { resolveResultName } from '../probes/catalogue.ts';
 import type { MetricRecord, Scalar } from '../probes/protocol.ts';
-import type { CellEndEvent, RunEndEvent, RunEvent, RunStartEvent, TargetErrorEvent, TargetReadyEvent, TargetStartEvent } from '../events/events.ts';
+import type {
+  CellEndEvent,
+  RunEndEvent,
+  RunEvent,
+  RunStartEvent,
+  TargetErrorEvent,
+  TargetReadyEvent,
+  TargetStartEvent,
+} from '../events/events.ts';
 import { describeFactEvidence, sampleText, varyingAttrs, type SampleEvidence, type VerdictEvidence } from './evidence.ts';
 
 export type { FactEvidence, MetricEvidence, SampleEvidence, VerdictEvidence } from './evidence.ts';
@@ -201,7 +209,12 @@ function judgeTarget(t: TargetResult, start: RunStartEvent, s: TargetStartEvent)
       continue;
     }
     if (cell.status === 'error') {
-      verdicts.push({ ...base, status: 'error', actual: '—', message: `probe ${probe} failed: ${cell.errorCode ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}` });
+      verdicts.push({
+        ...base,
+        status: 'error',
+        actual: '—',
+        message: `probe ${probe} failed: ${cell.errorCode ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`,
+      });
       continue;
     }
     // A skipped probe (no driver) may still have measured some facts (the OS, the environment):
@@ -228,8 +241,7 @@ type VerdictBase = Omit<Verdict, 'status' | 'actual' | 'message' | 'evidence' | 
 function judgeFact(base: VerdictBase, cell: CellEndEvent, qualified: string, equals: Scalar): Verdict {
   const name = qualified.slice(qualified.indexOf('.') + 1);
   const rec = cell.records.find((r) => (r.type === 'fact' || r.type === 'sysinfo') && r.name === name) as
-    | { value: Scalar; reason?: string; source?: string; evidence?: Record<string, unknown> }
-    | undefined;
+    { value: Scalar; reason?: string; source?: string; evidence?: Record<string, unknown> } | undefined;
   if (!rec) {
     return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}` };
   }
@@ -243,7 +255,13 @@ function judgeFact(base: VerdictBase, cell: CellEndEvent, qualified: string, equ
   };
   const actual = rec.value === null ? `null${rec.reason ? ` (${rec.reason})` : ''}` : JSON.stringify(rec.value);
   if (rec.value === equals) return { ...base, status: 'passed', actual, message: `${qualified} is ${actual}`, evidence };
-  return { ...base, status: 'failed', actual, message: `expected ${qualified} to be ${JSON.stringify(equals)}, observed ${actual}`, evidence };
+  return {
+    ...base,
+    status: 'failed',
+    actual,
+    message: `expected ${qualified} to be ${JSON.stringify(equals)}, observed ${actual}`,
+    evidence,
+  };
 }
 
 function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Verdict {
@@ -251,11 +269,15 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
   const name = qualified.slice(qualified.indexOf('.') + 1);
   const unit = resolveResultName(qualified, 'metric')?.metric?.unit ?? 'count';
   const matches = cell.records.filter(
-    (r): r is MetricRecord =>
-      r.type === 'metric' && r.name === name && Object.entries(e.where ?? {}).every(([k, v]) => r.attrs?.[k] === v),
+    (r): r is MetricRecord => r.type === 'metric' && r.name === name && Object.entries(e.where ?? {}).every(([k, v]) => r.attrs?.[k] === v),
   );
   if (matches.length === 0) {
-    return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}${e.where ? ` where ${JSON.stringify(e.where)}` : ''}` };
+    return {
+      ...base,
+      status: 'error',
+      actual: '—',
+      message: `probe ${cell.probe} did not report ${qualified}${e.where ? ` where ${JSON.stringify(e.where)}` : ''}`,
+    };
   }
   // The matrix may give ">=" or "<=" beside "between"; the title joins them with "and", so each
   // applies (before, "between" was ignored on a side that ">=" or "<=" also bounded).
@@ -268,7 +290,12 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
   // Every matching sample must be within the bounds, and one without a value fails: an
   // expectation on a series (every transfer size, say) holds for each of its samples.
   const isOutside = (m: MetricRecord) => m.value === null || m.value < low || m.value > high;
-  const sample = (m: MetricRecord): SampleEvidence => ({ attrs: m.attrs ?? {}, value: m.value, unit: m.unit, ...(m.reason ? { reason: m.reason } : {}) });
+  const sample = (m: MetricRecord): SampleEvidence => ({
+    attrs: m.attrs ?? {},
+    value: m.value,
+    unit: m.unit,
+    ...(m.reason ? { reason: m.reason } : {}),
+  });
   const within = matches.filter((m) => !isOutside(m)).map(sample);
   const outside = matches.filter(isOutside).map(sample);
   const evidence: VerdictEvidence = {
@@ -277,7 +304,9 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
     within,
     outside,
   };
-  const actual = matches.map((m) => formatValue(m.value, m.unit) + (m.attrs && Object.keys(m.attrs).length ? ` ${JSON.stringify(m.attrs)}` : '')).join(', ');
+  const actual = matches
+    .map((m) => formatValue(m.value, m.unit) + (m.attrs && Object.keys(m.attrs).length ? ` ${JSON.stringify(m.attrs)}` : ''))
+    .join(', ');
   if (outside.length === 0) return { ...base, status: 'passed', actual, message: `${qualified} = ${actual}`, evidence };
   return { ...base, status: 'failed', actual, message: `expected ${base.title}, observed ${failedSamplesText(outside, within)}`, evidence };
 }

@@ -34,7 +34,7 @@ export class EventLog {
     if (this.fd === undefined) return;
     const line = Buffer.from(`${JSON.stringify(event)}\n`);
     try {
-      for (let done = 0; done < line.length; ) done += writeSync(this.fd, line, done);
+      for (let done = 0; done < line.length;) done += writeSync(this.fd, line, done);
       this.size += line.length;
     } catch (error) {
       this.stop(error);
@@ -55,6 +55,10 @@ export class EventLog {
       // Truncating frees space, so it does not fail for a full disk; if it does, readers still refuse a cut line by name.
     }
     this.close();
-    this.failure = outputError(this.file, error, `it holds the first ${whole} event${whole === 1 ? '' : 's'} of the run, each whole, and no run-end`);
+    this.failure = outputError(
+      this.file,
+      error,
+      `it holds the first ${whole} event${whole === 1 ? '' : 's'} of the run, each whole, and no run-end`,
+    );
   }
 }

@@ -26,7 +26,10 @@ afterEach(() => {
 
 describe('the run engine', () => {
   it('ends a target whose transport options are unusable with an error, and finishes the others (defect 3)', async () => {
-    const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n  - name: here\n  - name: broken\n    transport: {kind: docker, image: x}\n', 'engine.yaml');
+    const matrix = parseMatrix(
+      'version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n  - name: here\n  - name: broken\n    transport: {kind: docker, image: x}\n',
+      'engine.yaml',
+    );
     // What the loader now refuses, put in behind its back: the engine must still cope.
     matrix.targets[1]!.hops = [{ kind: 'docker', endpoint: 'ftp://x' }];
     const seen: RunEvent[] = [];
@@ -36,16 +39,27 @@ describe('the run engine', () => {
     const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end');
     expect(cells.find((c) => c.target === 'here')).toMatchObject({ status: 'skipped' });
     expect(cells.find((c) => c.target === 'broken')).toMatchObject({ status: 'error' });
-    expect(result.events.find((e) => e.type === 'target-error')).toMatchObject({ target: 'broken', message: expect.stringContaining('ftp://x') });
+    expect(result.events.find((e) => e.type === 'target-error')).toMatchObject({
+      target: 'broken',
+      message: expect.stringContaining('ftp://x'),
+    });
   });
 
   it('marks the cells of a cancelled run "not-run", with one start and one end per cell', async () => {
-    const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo, sync-latency]}\ntargets:\n  - name: a\n  - name: b\n', 'cancel.yaml');
+    const matrix = parseMatrix(
+      'version: 1\ndefaults: {probes: [sysinfo, sync-latency]}\ntargets:\n  - name: a\n  - name: b\n',
+      'cancel.yaml',
+    );
     const controller = new AbortController();
     controller.abort();
     const result = await executePlan(planCells(matrix), { runsDir: tempDir(), signal: controller.signal });
     const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end');
-    expect(cells.map((c) => `${c.cell}:${c.status}`)).toEqual(['a/sysinfo:not-run', 'a/sync-latency:not-run', 'b/sysinfo:not-run', 'b/sync-latency:not-run']);
+    expect(cells.map((c) => `${c.cell}:${c.status}`)).toEqual([
+      'a/sysinfo:not-run',
+      'a/sync-latency:not-run',
+      'b/sysinfo:not-run',
+      'b/sync-latency:not-run',
+    ]);
     expect(result.events.filter((e) => e.type === 'cell-start')).toEqual([]);
     expect(result.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
   });
@@ -60,11 +74,20 @@ describe('the run engine', () => {
       const exec = session.exec.bind(session);
       session.exec = (argv, options) =>
         argv.includes('event-timing')
-          ? new Promise((_, reject) => options?.signal?.addEventListener('abort', () => reject(new CudamatrixError('TRANSPORT_FAILED', 'the wsl.exe that runs the commands has ended')), { once: true }))
+          ? new Promise((_, reject) =>
+              options?.signal?.addEventListener(
+                'abort',
+                () => reject(new CudamatrixError('TRANSPORT_FAILED', 'the wsl.exe that runs the commands has ended')),
+                { once: true },
+              ),
+            )
           : exec(argv, options);
       return session;
     });
-    const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo, sync-latency, event-timing]}\ntargets:\n  - name: a\n', 'cancel-mid.yaml');
+    const matrix = parseMatrix(
+      'version: 1\ndefaults: {probes: [sysinfo, sync-latency, event-timing]}\ntargets:\n  - name: a\n',
+      'cancel-mid.yaml',
+    );
     const onEvent = (e: RunEvent) => {
       if (e.type === 'cell-start' && e.probe === 'event-timing') setImmediate(() => controller.abort());
     };
@@ -77,11 +100,15 @@ describe('the run engine', () => {
   });
 
   it('skips the cells of a target that cannot run probes by its nature (WSL_VERSION_1), and the run does not fail for it', async () => {
-    const wsl1 = 'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
+    const wsl1 =
+      'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
     vi.mocked(connectChain).mockImplementation((hops, context) =>
       context.target === 'legacy' ? Promise.reject(new CudamatrixError('WSL_VERSION_1', wsl1)) : realConnectChain(hops, context),
     );
-    const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo, pinned-vram]}\ntargets:\n  - name: here\n  - name: legacy\n', 'wsl1.yaml');
+    const matrix = parseMatrix(
+      'version: 1\ndefaults: {probes: [sysinfo, pinned-vram]}\ntargets:\n  - name: here\n  - name: legacy\n',
+      'wsl1.yaml',
+    );
     const result = await executePlan(planCells(matrix), { runsDir: tempDir() });
     // Recorded as the transport said it, with its code, then every cell of the target skipped with
     // that message: no cell-start, since nothing ran there.
@@ -106,7 +133,9 @@ describe('the run engine', () => {
 
   it('still ends a target with errors when its transport fails with an infrastructure code', async () => {
     vi.mocked(connectChain).mockImplementation((hops, context) =>
-      context.target === 'nogpu' ? Promise.reject(new CudamatrixError('WSL_NO_GPU', 'no /dev/dxg in WSL distribution "NoGpu"')) : realConnectChain(hops, context),
+      context.target === 'nogpu'
+        ? Promise.reject(new CudamatrixError('WSL_NO_GPU', 'no /dev/dxg in WSL distribution "NoGpu"'))
+        : realConnectChain(hops, context),
     );
     const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n  - name: here\n  - name: nogpu\n', 'nogpu.yaml');
     const result = await executePlan(planCells(matrix), { runsDir: tempDir() });

@@ -100,10 +100,20 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
           return `target:${t.name}`;
         }
       },
-      run: (t) => runOneTarget(t, plan.cells.filter((c) => c.target === t.name).map((c) => c.probe), context),
+      run: (t) =>
+        runOneTarget(
+          t,
+          plan.cells.filter((c) => c.target === t.name).map((c) => c.probe),
+          context,
+        ),
     });
   } finally {
-    emit({ type: 'run-end', finished: new Date().toISOString(), durationMs: Date.now() - started, interrupted: Boolean(options.signal?.aborted) });
+    emit({
+      type: 'run-end',
+      finished: new Date().toISOString(),
+      durationMs: Date.now() - started,
+      interrupted: Boolean(options.signal?.aborted),
+    });
     log.close();
   }
   return { events: log.events, runDir, eventsFile, logFailure: log.failure };
@@ -144,7 +154,15 @@ interface TargetContext {
 async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Promise<void> {
   const now = () => new Date().toISOString();
   const { emit, signal } = ctx;
-  emit({ type: 'target-start', target: t.name, time: now(), environment: t.environment, transport: t.hops.map((h) => h.kind), probes, expect: t.expect });
+  emit({
+    type: 'target-start',
+    target: t.name,
+    time: now(),
+    environment: t.environment,
+    transport: t.hops.map((h) => h.kind),
+    probes,
+    expect: t.expect,
+  });
   // Cells not yet ended: whatever stops the target early ends them all, once.
   const pending = new Set(probes);
   const end = (cell: CellEndEvent): void => {
@@ -197,7 +215,13 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       session: session.description,
       platform: session.platform,
       arch: session.arch,
-      probe: { hash: deployed.binary.hash, built: deployed.binary.built, prebuilt: deployed.binary.prebuilt, uploaded: deployed.uploaded, path: deployed.remotePath },
+      probe: {
+        hash: deployed.binary.hash,
+        built: deployed.binary.built,
+        prebuilt: deployed.binary.prebuilt,
+        uploaded: deployed.uploaded,
+        path: deployed.remotePath,
+      },
       ...withKeys(),
     });
 
@@ -221,7 +245,10 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
         if (signal?.aborted) {
           // It started, so it was cancelled, whatever the transport's exec did on the way out (a
           // real wsl.exe dies on Ctrl-C, and its agent's stream ends: the exec rejects).
-          const cancelled = { ...blankCell(t, probe, { status: 'cancelled', reason: CANCELLED_REASON }), durationMs: Date.now() - startedAt };
+          const cancelled = {
+            ...blankCell(t, probe, { status: 'cancelled', reason: CANCELLED_REASON }),
+            durationMs: Date.now() - startedAt,
+          };
           if (probes.includes(probe)) end(cancelled);
           else emit({ ...cancelled, planned: false });
           notRunRest();

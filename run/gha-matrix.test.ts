@@ -61,7 +61,9 @@ describe('gha matrix', () => {
   it('refuses a labelled target named as the shared job would be, naming the fix', () => {
     const clash = parseMatrix('version: 1\ntargets:\n  - {name: shared, runsOn: [gpu]}\n  - {name: other}\n', 'clash.yaml');
     expect(() => ghaMatrix(clash)).toThrow(CudamatrixError);
-    expect(() => ghaMatrix(clash)).toThrow(/clash\.yaml: target "shared" has the name gha matrix gives the job of the targets without runsOn.*rename the target/);
+    expect(() => ghaMatrix(clash)).toThrow(
+      /clash\.yaml: target "shared" has the name gha matrix gives the job of the targets without runsOn.*rename the target/,
+    );
   });
 
   it('never gives one SSH host to two jobs: same labels share a job, different ones are refused', () => {
@@ -90,33 +92,59 @@ describe('gha matrix', () => {
       'version: 1\ntargets:\n  - {name: native, runsOn: [self-hosted, lab], transport: {kind: ssh, host: gpu1.lab}}\n  - {name: in-docker, transport: [{kind: ssh, host: gpu1.lab}, docker]}\n',
       'split.yaml',
     );
-    expect(() => ghaMatrix(split)).toThrow(/split\.yaml: targets "native" \(job native\) and "in-docker" \(job shared\) are both reached on the same host \([^)]*@gpu1\.lab:22\).*give them the same runsOn/);
+    expect(() => ghaMatrix(split)).toThrow(
+      /split\.yaml: targets "native" \(job native\) and "in-docker" \(job shared\) are both reached on the same host \([^)]*@gpu1\.lab:22\).*give them the same runsOn/,
+    );
   });
 
   it('counts a Docker engine named by ssh:// or tcp:// as the machine it runs on, not the runner', () => {
     const targets = (lines: string[]) => parseMatrix(['version: 1', 'targets:', ...lines].join('\n'), 'engines.yaml');
     const native = '  - {name: native, runsOn: [self-hosted, lab], transport: {kind: ssh, host: gpu1.lab, user: ci}}';
     // An engine reached over SSH is on the SSH host: its target and one logged in there never run in two jobs.
-    expect(() => ghaMatrix(targets([native, '  - {name: engine, runsOn: [self-hosted, other], transport: {kind: docker, endpoint: "ssh://ci@gpu1.lab"}}']))).toThrow(
+    expect(() =>
+      ghaMatrix(
+        targets([native, '  - {name: engine, runsOn: [self-hosted, other], transport: {kind: docker, endpoint: "ssh://ci@gpu1.lab"}}']),
+      ),
+    ).toThrow(
       /engines\.yaml: targets "native" \(job native\) and "engine" \(job engine\) are both reached on the same host \(ci@gpu1\.lab:22\)/,
     );
-    expect(ghaMatrix(targets([native, '  - {name: engine, runsOn: [self-hosted, lab], transport: {kind: docker, endpoint: "ssh://ci@gpu1.lab:22"}}'])).include.map((e) => e.targets)).toEqual(['native,engine']);
+    expect(
+      ghaMatrix(
+        targets([native, '  - {name: engine, runsOn: [self-hosted, lab], transport: {kind: docker, endpoint: "ssh://ci@gpu1.lab:22"}}']),
+      ).include.map((e) => e.targets),
+    ).toEqual(['native,engine']);
     // Without labels, the shared jobs keep them together, however many there are.
     const shared = ghaMatrix(
-      targets(['  - {name: a, transport: {kind: ssh, host: gpu1.lab, user: ci}}', '  - {name: b, transport: {kind: docker, endpoint: "ssh://ci@gpu1.lab"}}', '  - {name: c, transport: {kind: ssh, host: gpu2.lab}}']),
+      targets([
+        '  - {name: a, transport: {kind: ssh, host: gpu1.lab, user: ci}}',
+        '  - {name: b, transport: {kind: docker, endpoint: "ssh://ci@gpu1.lab"}}',
+        '  - {name: c, transport: {kind: ssh, host: gpu2.lab}}',
+      ]),
       { shards: 3 },
     );
     expect(shared.include.find((e) => e.targets.includes('a'))!.targets.split(',')).toEqual(['a', 'b']);
     // A tcp:// engine on another host is that host's; the runner's own engine (a socket, loopback, the default) is each runner's.
     const tcp = '{kind: docker, endpoint: "tcp://gpu2.lab:2376"}';
-    expect(() => ghaMatrix(targets([`  - {name: x, runsOn: [a], transport: ${tcp}}`, `  - {name: y, runsOn: [b], transport: ${tcp}}`]))).toThrow(/"x" \(job x\) and "y" \(job y\) are both reached on the same host \(tcp:\/\/gpu2\.lab:2376\)/);
-    const own = ['{kind: docker}', '{kind: docker, endpoint: "unix:///var/run/docker.sock"}', '{kind: docker, endpoint: "tcp://127.0.0.1:2375"}'];
+    expect(() =>
+      ghaMatrix(targets([`  - {name: x, runsOn: [a], transport: ${tcp}}`, `  - {name: y, runsOn: [b], transport: ${tcp}}`])),
+    ).toThrow(/"x" \(job x\) and "y" \(job y\) are both reached on the same host \(tcp:\/\/gpu2\.lab:2376\)/);
+    const own = [
+      '{kind: docker}',
+      '{kind: docker, endpoint: "unix:///var/run/docker.sock"}',
+      '{kind: docker, endpoint: "tcp://127.0.0.1:2375"}',
+    ];
     for (const transport of own) {
-      expect(ghaMatrix(targets([`  - {name: x, runsOn: [a], transport: ${transport}}`, `  - {name: y, runsOn: [b], transport: ${transport}}`])).include.map((e) => e.name)).toEqual(['x', 'y']);
+      expect(
+        ghaMatrix(
+          targets([`  - {name: x, runsOn: [a], transport: ${transport}}`, `  - {name: y, runsOn: [b], transport: ${transport}}`]),
+        ).include.map((e) => e.name),
+      ).toEqual(['x', 'y']);
     }
   });
 
   it('rejects a runner label with a space or a comma, at its place in the file', () => {
-    expect(() => parseMatrix('version: 1\ntargets:\n  - name: a\n    runsOn: [self-hosted, "gpu box"]\n', 'bad.yaml')).toThrow(/bad\.yaml:4.*runner label has no spaces or commas/s);
+    expect(() => parseMatrix('version: 1\ntargets:\n  - name: a\n    runsOn: [self-hosted, "gpu box"]\n', 'bad.yaml')).toThrow(
+      /bad\.yaml:4.*runner label has no spaces or commas/s,
+    );
   });
 });

@@ -71,12 +71,19 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
     }
   }
   if (unlabelled.length) {
-    const parts = Array.from({ length: shards }, (_, i) => (shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards }, remoteHostOf)))
+    const parts = Array.from({ length: shards }, (_, i) =>
+      shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards }, remoteHostOf),
+    )
       // Fewer hosts than shards leaves a shard empty: no job for it.
       .filter((cells) => cells.length > 0);
     parts.forEach((cells, i) => {
       const targets = [...new Set(cells.map((c) => c.target))];
-      include.push({ name: parts.length === 1 ? 'shared' : `shared-${i + 1}-of-${parts.length}`, targets: targets.join(','), runsOn: options.runsOn ?? DEFAULT_RUNS_ON, labelled: false });
+      include.push({
+        name: parts.length === 1 ? 'shared' : `shared-${i + 1}-of-${parts.length}`,
+        targets: targets.join(','),
+        runsOn: options.runsOn ?? DEFAULT_RUNS_ON,
+        labelled: false,
+      });
     });
   }
   checkNames(matrix, include);

@@ -4,7 +4,12 @@ import { parseMatrix } from '../matrix/load.ts';
 import { parseShard, planCells } from './plan.ts';
 
 const matrix = parseMatrix(
-  ['version: 1', 'defaults: {probes: [sysinfo]}', 'targets:', ...['lab-a', 'lab-b', 'ci-1', 'ci-2', 'ci-3'].map((n) => `  - name: ${n}`)].join('\n'),
+  [
+    'version: 1',
+    'defaults: {probes: [sysinfo]}',
+    'targets:',
+    ...['lab-a', 'lab-b', 'ci-1', 'ci-2', 'ci-3'].map((n) => `  - name: ${n}`),
+  ].join('\n'),
   'plan.yaml',
 );
 
@@ -32,7 +37,10 @@ describe('planner', () => {
     expect(probes({ probes: ['sysinfo,alloc-ceiling'] })).toEqual(['sysinfo', 'alloc-ceiling']);
     expect(planCells(all, { probes: ['alloc-ceiling'] }).warnings).toEqual([]);
     // Named in the matrix, with its parameters: in catalogue order, after the others.
-    const named = parseMatrix('version: 1\ndefaults: {probes: [sysmem-fallback, sysinfo], params: {sysmem-fallback: {max_gib: 4}}}\ntargets:\n  - name: a\n', 'named.yaml');
+    const named = parseMatrix(
+      'version: 1\ndefaults: {probes: [sysmem-fallback, sysinfo], params: {sysmem-fallback: {max_gib: 4}}}\ntargets:\n  - name: a\n',
+      'named.yaml',
+    );
     expect(planCells(named).cells.map((c) => c.probe)).toEqual(['sysinfo', 'sysmem-fallback']);
     expect(named.targets[0]!.params['sysmem-fallback']).toEqual({ max_gib: 4 });
     // Its parameters in the matrix also reach a run that opts in with --probe.
@@ -43,7 +51,9 @@ describe('planner', () => {
 
   it('suggests the name a pattern that matches nothing was probably meant to be (issue 20)', () => {
     const all = parseMatrix('version: 1\ntargets:\n  - name: gpu-box\n', 'all.yaml');
-    expect(() => planCells(all, { probes: ['pinnedvram'] })).toThrow('--probe pinnedvram ("pinnedvram" matches no probe (did you mean "pinned-vram"?))');
+    expect(() => planCells(all, { probes: ['pinnedvram'] })).toThrow(
+      '--probe pinnedvram ("pinnedvram" matches no probe (did you mean "pinned-vram"?))',
+    );
     expect(() => planCells(all, { targets: ['gpubox'] })).toThrow('"gpubox" matches no target (did you mean "gpu-box"?)');
     // A typo among good patterns is said, not fatal: the good ones run.
     const plan = planCells(all, { probes: ['sysinfo,cudagraph', 'pinned-*'] });
@@ -88,15 +98,24 @@ describe('planner', () => {
     );
     for (const total of [1, 2, 3, 4, 7]) {
       const parts = Array.from({ length: total }, (_, i) => planCells(hosts, { shard: `${i + 1}/${total}` }).cells.map((c) => c.name));
-      expect(parts.flat().sort()).toEqual(planCells(hosts).cells.map((c) => c.name).sort());
+      expect(parts.flat().sort()).toEqual(
+        planCells(hosts)
+          .cells.map((c) => c.name)
+          .sort(),
+      );
       expect(new Set(parts.flat()).size).toBe(parts.flat().length);
       // a1 and a2 (node-a) are never apart, nor b1 and b2.
-      for (const [x, y] of [['a1', 'a2'], ['b1', 'b2']]) {
+      for (const [x, y] of [
+        ['a1', 'a2'],
+        ['b1', 'b2'],
+      ]) {
         const at = (t: string) => parts.findIndex((p) => p.some((c) => c.startsWith(`${t}/`)));
         expect(at(x!)).toBe(at(y!));
       }
       // The same inputs always give the same split.
-      expect(parts).toEqual(Array.from({ length: total }, (_, i) => planCells(hosts, { shard: `${i + 1}/${total}` }).cells.map((c) => c.name)));
+      expect(parts).toEqual(
+        Array.from({ length: total }, (_, i) => planCells(hosts, { shard: `${i + 1}/${total}` }).cells.map((c) => c.name)),
+      );
     }
     // Four hosts (node-a x2, node-b x2, node-c, local) in four shards: one host each.
     const four = [1, 2, 3, 4].map((i) => new Set(planCells(hosts, { shard: `${i}/4` }).targets.map((t) => t.name)));

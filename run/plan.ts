@@ -71,7 +71,10 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
   if (cells.length === 0) {
     const targetNames = matrix.targets.map((t) => t.name);
     const probeNames = [...new Set(matrix.targets.flatMap((t) => t.probes))];
-    const filters = [filterWords('--target', 'target', options.targets, targetNames), filterWords('--probe', 'probe', options.probes, probeNames)].filter(Boolean);
+    const filters = [
+      filterWords('--target', 'target', options.targets, targetNames),
+      filterWords('--probe', 'probe', options.probes, probeNames),
+    ].filter(Boolean);
     throw new CudamatrixError(
       'NO_CELLS',
       `no cell of ${matrix.file} matches ${filters.join(' and ') || 'the matrix'}; targets: ${targetNames.join(', ')}; ` +
@@ -82,7 +85,12 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
   if (shard) cells = shardCells(matrix, cells, shard);
   const names = new Set(cells.map((c) => c.target));
   const warnings = [
-    ...unmatched('--target', 'target', options.targets, matrix.targets.map((t) => t.name)),
+    ...unmatched(
+      '--target',
+      'target',
+      options.targets,
+      matrix.targets.map((t) => t.name),
+    ),
     ...unmatched('--probe', 'probe', options.probes, [...new Set([...matrix.targets.flatMap((t) => t.probes), ...optIn])]),
   ];
   return { matrix, cells, shard, targets: matrix.targets.filter((t) => names.has(t.name)), warnings };
@@ -92,7 +100,9 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
 function optInHint(globs: string[] | undefined): string {
   const match = globMatcher(globs);
   const hits = catalogue.filter((p) => p.optIn && match(p.name)).map((p) => p.name);
-  return hits.length ? `; ${hits.join(', ')} ${hits.length === 1 ? 'is' : 'are'} opt-in: name ${hits.length === 1 ? 'it' : 'them'} exactly (--probe ${hits.join(',')})` : '';
+  return hits.length
+    ? `; ${hits.join(', ')} ${hits.length === 1 ? 'is' : 'are'} opt-in: name ${hits.length === 1 ? 'it' : 'them'} exactly (--probe ${hits.join(',')})`
+    : '';
 }
 
 /** How long a cell is expected to take (sysinfo runs on every target anyway). */
@@ -143,14 +153,19 @@ function hostKeyOrOwn(t: Target, machineOf?: (t: Target) => string | undefined):
 }
 
 function globList(globs: string[] | undefined): string[] {
-  return (globs ?? []).flatMap((g) => g.split(',')).map((g) => g.trim()).filter(Boolean);
+  return (globs ?? [])
+    .flatMap((g) => g.split(','))
+    .map((g) => g.trim())
+    .filter(Boolean);
 }
 
 /** "--probe pinnedvram (did you mean "pinned-vram"?)": each pattern that matches no name gets the closest one. */
 function filterWords(flag: string, what: string, globs: string[] | undefined, names: string[]): string {
   const list = globList(globs);
   if (list.length === 0) return '';
-  const hints = unmatched(flag, what, globs, names).filter((h) => h.includes('did you mean')).map((h) => h.slice(flag.length + 1));
+  const hints = unmatched(flag, what, globs, names)
+    .filter((h) => h.includes('did you mean'))
+    .map((h) => h.slice(flag.length + 1));
   return `${flag} ${list.join(',')}${hints.length ? ` (${hints.join('; ')})` : ''}`;
 }
 

@@ -45,7 +45,11 @@ describe('local transport', () => {
   });
 
   it('sets cwd, env and stdin', async () => {
-    const r = await session.exec(['sh', '-c', 'pwd; echo "$CM_X"; cat'], { cwd: session.workDir, env: { CM_X: 'x y' }, stdin: 'from stdin' });
+    const r = await session.exec(['sh', '-c', 'pwd; echo "$CM_X"; cat'], {
+      cwd: session.workDir,
+      env: { CM_X: 'x y' },
+      stdin: 'from stdin',
+    });
     expect(r.stdout).toBe(`${session.workDir}\nx y\nfrom stdin`);
   });
 
@@ -58,7 +62,10 @@ describe('local transport', () => {
     expect(r.durationMs).toBeLessThan(5000);
     // Both sleeps (the background one too) must be gone: polled, the kill is asynchronous.
     const mine = new RegExp(`^sleep (${a}|${b})$`);
-    const left = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => mine.test(l.trim()));
+    const left = () =>
+      execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+        .split('\n')
+        .filter((l) => mine.test(l.trim()));
     for (let i = 0; i < 50 && left().length > 0; i++) await new Promise((res) => setTimeout(res, 100));
     expect(left()).toEqual([]);
   });
@@ -110,7 +117,10 @@ describe('local transport', () => {
     expect(r.stderr).toBe('找不到用户。');
     expect(r.truncated).toBe(false);
     // Past four bytes a character of the cap, the command is stopped as a flood.
-    const flood = await execProcessTree(['sh', '-c', 'while :; do echo xxxxxxxx; done'], { decode: (b) => b.toString('utf8'), maxOutput: 1000 });
+    const flood = await execProcessTree(['sh', '-c', 'while :; do echo xxxxxxxx; done'], {
+      decode: (b) => b.toString('utf8'),
+      maxOutput: 1000,
+    });
     expect(flood.truncated).toBe(true);
     expect(flood.stdout.length).toBeLessThanOrEqual(1000);
   });
@@ -127,7 +137,10 @@ describe('the process table of a Windows host (the tree walk where taskkill has 
     'utf16le',
   );
   /** What Windows' wmic writes to a pipe: the ANSI code page, CR CR LF line ends, padded columns. */
-  const windows = Buffer.from('ParentProcessId  ProcessId  \r\r\n0                0          \r\r\n0                4          \r\r\n4                96         \r\r\n652              7720       \r\r\n7720             7740       \r\r\n\r\r\n', 'latin1');
+  const windows = Buffer.from(
+    'ParentProcessId  ProcessId  \r\r\n0                0          \r\r\n0                4          \r\r\n4                96         \r\r\n652              7720       \r\r\n7720             7740       \r\r\n\r\r\n',
+    'latin1',
+  );
 
   it('reads both encodings and either column order, in the order listed', () => {
     expect(parseProcessTable(wine)).toEqual([

@@ -266,13 +266,20 @@ const WMIC_ARGS = ['process', 'get', 'ParentProcessId,ProcessId'];
 
 /** `say`: where a tree that could not be walked is reported (the command's stderr). */
 async function endTreeWindows(pid: number, say?: (text: string) => void): Promise<void> {
-  const taskkill = await execa(systemTool('taskkill.exe'), taskkillArgs(pid), { reject: false, stdin: 'ignore', windowsHide: true, timeout: WINDOWS_TOOL_TIMEOUT_MS });
+  const taskkill = await execa(systemTool('taskkill.exe'), taskkillArgs(pid), {
+    reject: false,
+    stdin: 'ignore',
+    windowsHide: true,
+    timeout: WINDOWS_TOOL_TIMEOUT_MS,
+  });
   if (taskkill.exitCode === 0 || taskkill.exitCode === TASKKILL_NOT_FOUND) return;
   const table = parseProcessTable(await readProcessTable());
   if (!table.length) {
     // Windows 11 24H2 no longer installs wmic by default.
     const why = taskkill.exitCode === undefined ? taskkill.shortMessage : `exit status ${taskkill.exitCode}`;
-    say?.(`\ncudamatrix: taskkill /T /F /PID ${pid} failed (${why}) and wmic, the fallback that walks the tree, gave no process table (Windows 11 24H2 no longer installs it by default): only PID ${pid} was ended, its child processes may still run\n`);
+    say?.(
+      `\ncudamatrix: taskkill /T /F /PID ${pid} failed (${why}) and wmic, the fallback that walks the tree, gave no process table (Windows 11 24H2 no longer installs it by default): only PID ${pid} was ended, its child processes may still run\n`,
+    );
   }
   terminateAll(processTree(pid, table));
 }
@@ -346,7 +353,10 @@ function terminateAll(pids: number[]): void {
 export function parseProcessTable(output: Buffer): [pid: number, parent: number][] {
   const utf16 = (output[0] === 0xff && output[1] === 0xfe) || (output.length > 1 && output[1] === 0);
   const text = (utf16 ? output.toString('utf16le') : output.toString('latin1')).replace(/^\uFEFF/, '');
-  const [header = '', ...rows] = text.split(/\r*\n/).map((line) => line.trim()).filter(Boolean);
+  const [header = '', ...rows] = text
+    .split(/\r*\n/)
+    .map((line) => line.trim())
+    .filter(Boolean);
   const parentAt = header.search(/parentprocessid/i);
   const pidAt = header.search(/(?<!parent)processid/i);
   if (parentAt < 0 || pidAt < 0) return [];

@@ -10,7 +10,8 @@ import { runCli } from '../test/cli.ts';
 import { tempDir } from '../test/helpers.ts';
 import { asksForNoGpu, fixAt, hostKeyOf, machineOf, reachedWords, secretEnvsOf } from './registry.ts';
 
-const hopsOf = (transport: string) => parseMatrix(`version: 1\ntargets:\n  - {name: t, transport: ${transport}}\n`, 'm.yaml', { checkFiles: false }).targets[0]!.hops;
+const hopsOf = (transport: string) =>
+  parseMatrix(`version: 1\ntargets:\n  - {name: t, transport: ${transport}}\n`, 'm.yaml', { checkFiles: false }).targets[0]!.hops;
 
 describe('the registry asks the kinds', () => {
   it('which machine a chain measures: the last hop that names another one', () => {
@@ -18,9 +19,13 @@ describe('the registry asks the kinds', () => {
     expect(machineOf(hopsOf('{kind: wsl}'))).toBeUndefined();
     expect(machineOf(hopsOf('{kind: ssh, host: gpu1.lab, user: ci, port: 2222, sshConfig: false}'))).toBe('ssh:ci@gpu1.lab:2222');
     expect(machineOf(hopsOf('[{kind: ssh, host: gpu1.lab, user: ci, sshConfig: false}, {kind: wsl}]'))).toBe('ssh:ci@gpu1.lab:22');
-    expect(machineOf(hopsOf('[{kind: ssh, host: gpu1.lab, user: ci, sshConfig: false}, {kind: docker, endpoint: "tcp://gpu2.lab:2376"}]'))).toBe('docker:tcp://gpu2.lab:2376');
+    expect(
+      machineOf(hopsOf('[{kind: ssh, host: gpu1.lab, user: ci, sshConfig: false}, {kind: docker, endpoint: "tcp://gpu2.lab:2376"}]')),
+    ).toBe('docker:tcp://gpu2.lab:2376');
     // The scheduling host key stays what it was: the first hop's.
-    expect(hostKeyOf(hopsOf('[{kind: ssh, host: gpu1.lab, user: ci, sshConfig: false}, {kind: docker, endpoint: "tcp://gpu2.lab:2376"}]'))).toBe('ssh:ci@gpu1.lab:22');
+    expect(
+      hostKeyOf(hopsOf('[{kind: ssh, host: gpu1.lab, user: ci, sshConfig: false}, {kind: docker, endpoint: "tcp://gpu2.lab:2376"}]')),
+    ).toBe('ssh:ci@gpu1.lab:22');
   });
 
   it('which variables hold secrets, whether no GPU is asked for, and what doctor says', () => {
@@ -41,10 +46,15 @@ describe('secrets the kinds name', () => {
   it('are masked under GitHub Actions before anything prints (SSH passphraseEnv)', async () => {
     const dir = tempDir('cm-secret-env-');
     const matrix = path.join(dir, 'm.yaml');
-    writeFileSync(matrix, 'version: 1\ntargets:\n  - {name: far, transport: {kind: ssh, host: far.example, passphraseEnv: LAB_KEY_PASS}}\n');
+    writeFileSync(
+      matrix,
+      'version: 1\ntargets:\n  - {name: far, transport: {kind: ssh, host: far.example, passphraseEnv: LAB_KEY_PASS}}\n',
+    );
     const summary = path.join(dir, 'summary.md');
     writeFileSync(summary, '');
-    const r = await runCli(['gha', 'matrix', '-m', matrix], { env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary, GITHUB_OUTPUT: path.join(dir, 'out'), LAB_KEY_PASS: 'pass-phrase-4711' } });
+    const r = await runCli(['gha', 'matrix', '-m', matrix], {
+      env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary, GITHUB_OUTPUT: path.join(dir, 'out'), LAB_KEY_PASS: 'pass-phrase-4711' },
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toContain('::add-mask::pass-phrase-4711');
     expect(r.stdout).not.toContain('pass-phrase-4711');

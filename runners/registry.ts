@@ -106,7 +106,10 @@ export function fanOut(name: string, hops: Hop[]): { name: string; hops: Hop[] }
     const { kind, options } = kindOf(hop);
     const each = kind.fanOut?.(options);
     if (!each) continue;
-    return each.map((e) => ({ name: `${name}@${e.suffix}`, hops: hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)) }));
+    return each.map((e) => ({
+      name: `${name}@${e.suffix}`,
+      hops: hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)),
+    }));
   }
   return [{ name, hops }];
 }
@@ -159,7 +162,10 @@ function chained(sessions: Session[]): Session {
  * all) replaced by one per element, NAME@SUFFIX; the others as they are. The hops before the
  * fanning hop are connected for it (or the command runs here), then closed.
  */
-export async function resolveFanOuts<T extends { name: string; hops: Hop[] }>(targets: T[], context: Omit<ConnectContext, 'via' | 'target'>): Promise<T[]> {
+export async function resolveFanOuts<T extends { name: string; hops: Hop[] }>(
+  targets: T[],
+  context: Omit<ConnectContext, 'via' | 'target'>,
+): Promise<T[]> {
   const out: T[] = [];
   for (const t of targets) {
     const listers = t.hops.map((h) => {
@@ -176,13 +182,20 @@ export async function resolveFanOuts<T extends { name: string; hops: Hop[] }>(ta
     const before = t.hops.slice(0, i);
     const via = before.length ? await connectChain(before, { ...context, target: t.name }) : undefined;
     try {
-      const run = async (argv: string[]) => (via ? via.exec(argv, { timeoutMs: 60_000, signal: context.signal }) : (await import('./local.ts')).execProcessTree(argv, { timeoutMs: 60_000, signal: context.signal }));
+      const run = async (argv: string[]) =>
+        via
+          ? via.exec(argv, { timeoutMs: 60_000, signal: context.signal })
+          : (await import('./local.ts')).execProcessTree(argv, { timeoutMs: 60_000, signal: context.signal });
       const each = await list(run);
-      for (const e of each) out.push({ ...t, name: `${t.name}@${e.suffix}`, hops: t.hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)) });
+      for (const e of each)
+        out.push({
+          ...t,
+          name: `${t.name}@${e.suffix}`,
+          hops: t.hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)),
+        });
     } finally {
       if (via) await Promise.resolve(via[Symbol.asyncDispose]()).catch(() => undefined);
     }
   }
   return out;
 }
-

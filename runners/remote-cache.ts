@@ -24,9 +24,16 @@ export interface CacheHost {
 
 const SAFE = /^[A-Za-z0-9._-]+$/;
 
-export async function installCached(host: CacheHost, localPath: string, key: string, name: string): Promise<{ path: string; uploaded: boolean }> {
+export async function installCached(
+  host: CacheHost,
+  localPath: string,
+  key: string,
+  name: string,
+): Promise<{ path: string; uploaded: boolean }> {
   if (!SAFE.test(key) || !SAFE.test(name)) throw new Error(`bad cache key ${key}/${name}`);
-  const sha = createHash('sha256').update(await readFile(localPath)).digest('hex');
+  const sha = createHash('sha256')
+    .update(await readFile(localPath))
+    .digest('hex');
   const { dir, sha: cached } = await host.lookUp(key, name);
   if (!dir) throw new CudamatrixError('TRANSPORT_FAILED', `could not prepare the probe cache on ${host.description}`);
   const target = host.joinPath(dir, name);
@@ -36,7 +43,10 @@ export async function installCached(host: CacheHost, localPath: string, key: str
   await host.put(localPath, partial, { executable: true });
   const placed = await host.moveAndHash(partial, target);
   if (placed.sha.toLowerCase() !== sha) {
-    throw new CudamatrixError('TRANSPORT_FAILED', `the probe copied to ${host.description}:${target} does not verify (${placed.said || 'hash differs'})`);
+    throw new CudamatrixError(
+      'TRANSPORT_FAILED',
+      `the probe copied to ${host.description}:${target} does not verify (${placed.said || 'hash differs'})`,
+    );
   }
   return { path: target, uploaded: true };
 }

@@ -46,7 +46,10 @@ describe.runIf(shellcheck)('the WSL scripts, one line each', () => {
   // Left out: word splitting on purpose (kill -${1:-KILL}, $(wc -c <f) without its blanks) and
   // `read x x x p x` (the fields before PPid are not needed).
   it.each(wslScripts)('%s passes shellcheck as POSIX sh', (_, base64) => {
-    const r = spawnSync('shellcheck', ['--shell=sh', '--severity=info', '--exclude=SC2086,SC2046,SC2034', '-'], { input: Buffer.from(base64, 'base64').toString('utf8'), encoding: 'utf8' });
+    const r = spawnSync('shellcheck', ['--shell=sh', '--severity=info', '--exclude=SC2086,SC2046,SC2034', '-'], {
+      input: Buffer.from(base64, 'base64').toString('utf8'),
+      encoding: 'utf8',
+    });
     expect(r.stdout + r.stderr).toBe('');
     expect(r.status).toBe(0);
   });

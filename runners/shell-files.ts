@@ -9,7 +9,8 @@ declare const CUDAMATRIX_SHELL_FILES: Record<string, string> | undefined;
 
 /** The script at `name` (relative to runners/), less its comment lines and blank lines. */
 export function shellFile(name: string): string {
-  const text = typeof CUDAMATRIX_SHELL_FILES === 'undefined' ? readFileSync(new URL(name, import.meta.url), 'utf8') : CUDAMATRIX_SHELL_FILES[name];
+  const text =
+    typeof CUDAMATRIX_SHELL_FILES === 'undefined' ? readFileSync(new URL(name, import.meta.url), 'utf8') : CUDAMATRIX_SHELL_FILES[name];
   if (text === undefined) throw new Error(`the bundle holds no shell file ${name} (cli/bundle.ts)`);
   return text
     .split('\n')

@@ -82,6 +82,8 @@ export function streamProcess(argv: string[]): Promise<Duplex> {
   });
   return new Promise((resolve, reject) => {
     child.once('spawn', () => resolve(stream));
-    child.once('error', (error) => reject(new CudamatrixError('TRANSPORT_FAILED', `cannot start ${file}: ${error.message}`, { cause: error })));
+    child.once('error', (error) =>
+      reject(new CudamatrixError('TRANSPORT_FAILED', `cannot start ${file}: ${error.message}`, { cause: error })),
+    );
   });
 }

@@ -82,11 +82,11 @@ describe('supervise', () => {
     const onWarning = (w: Error) => warnings.push(w);
     process.on('warning', onWarning);
     try {
-        const { result, stops } = shell('sleep 0.3; echo finished', { timeoutMs: 30 * 24 * 3600 * 1000 });
+      const { result, stops } = shell('sleep 0.3; echo finished', { timeoutMs: 30 * 24 * 3600 * 1000 });
       const r = await result;
       expect(r).toMatchObject({ timedOut: false, exitCode: 0, stdout: 'finished\n' });
       expect(stops).toEqual([]);
-        // Node warns on the next tick after an overflowing setTimeout; give it one.
+      // Node warns on the next tick after an overflowing setTimeout; give it one.
       await new Promise((r) => setImmediate(r));
       expect(warnings.filter((w) => w.name === 'TimeoutOverflowWarning')).toEqual([]);
     } finally {

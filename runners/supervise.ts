@@ -45,7 +45,11 @@ export interface Launched {
  * (it may be async: a stop asked for meanwhile is delivered as soon as it has started). A
  * non-zero exit is data; a transport failure (`launch` or `done` rejecting) rejects as it is.
  */
-export async function supervise(argv: string[], options: ExecOptions, launch: (io: ExecIo) => Launched | Promise<Launched>): Promise<ExecResult> {
+export async function supervise(
+  argv: string[],
+  options: ExecOptions,
+  launch: (io: ExecIo) => Launched | Promise<Launched>,
+): Promise<ExecResult> {
   const max = options.maxOutput ?? DEFAULT_MAX_OUTPUT;
   const started = performance.now();
   let stdout = '';
@@ -89,10 +93,13 @@ export async function supervise(argv: string[], options: ExecOptions, launch: (i
   const timeout = options.timeoutMs;
   const timer =
     timeout !== undefined && timeout > 0 && timeout !== Infinity
-      ? setTimeout(() => {
-          timedOut = true;
-          requestStop('timeout');
-        }, Math.min(timeout, MAX_TIMER_MS))
+      ? setTimeout(
+          () => {
+            timedOut = true;
+            requestStop('timeout');
+          },
+          Math.min(timeout, MAX_TIMER_MS),
+        )
       : undefined;
   const onAbort = (): void => {
     cancelled = true;

@@ -156,7 +156,9 @@ export interface TransportKind<Options = unknown> {
    * lister, given a way to run commands where the hop's run (through the hops before it, or
    * here); undefined when these options need none. Used when a run starts, before its plan.
    */
-  fanOutAtRun?(options: Options): ((run: (argv: string[]) => Promise<ExecResult>) => Promise<{ suffix: string; options: Options }[]>) | undefined;
+  fanOutAtRun?(
+    options: Options,
+  ): ((run: (argv: string[]) => Promise<ExecResult>) => Promise<{ suffix: string; options: Options }[]>) | undefined;
   /**
    * The machine this hop's probes run on when it is another than the one the hop is reached from,
    * in a name every kind that reaches that machine gives ("ssh:ci@gpu-box:22"); undefined: the

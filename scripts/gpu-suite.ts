@@ -46,7 +46,9 @@ const gha = args.includes('--gha');
 const newProbes = args.includes('--new-probes');
 const p2p = args.includes('--p2p');
 const behaviourChecks = args.includes('--behaviour-checks');
-const runArgs = args.filter((a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p', '--behaviour-checks'].includes(a));
+const runArgs = args.filter(
+  (a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p', '--behaviour-checks'].includes(a),
+);
 
 const log: string[] = [];
 function note(line: string): void {
@@ -56,7 +58,10 @@ function note(line: string): void {
 }
 
 /** Runs a step, saves its output to $OUT/<name>.txt, and returns its exit code and wall time. */
-async function step(name: string, command: () => Promise<{ stdout: string; stderr: string; exitCode: number | null }>): Promise<number | null> {
+async function step(
+  name: string,
+  command: () => Promise<{ stdout: string; stderr: string; exitCode: number | null }>,
+): Promise<number | null> {
   const t0 = performance.now();
   const r = await command();
   const ms = Math.round(performance.now() - t0);
@@ -69,8 +74,12 @@ async function step(name: string, command: () => Promise<{ stdout: string; stder
 const node = process.execPath;
 await $`tar -C ${work} -xJf ${path.join(gpu, 'npm.tar.xz')}`;
 const prefix = path.join(work, 'prefix');
-await step('install', () =>
-  $({ nothrow: true })`${node} ${path.join(work, 'npm', 'bin', 'npm-cli.js')} install --global --prefix ${prefix} --offline --no-audit --no-fund --cache ${path.join(work, 'npm-cache')} ${path.join(gpu, 'cudamatrix.tgz')}`,
+await step(
+  'install',
+  () =>
+    $({
+      nothrow: true,
+    })`${node} ${path.join(work, 'npm', 'bin', 'npm-cli.js')} install --global --prefix ${prefix} --offline --no-audit --no-fund --cache ${path.join(work, 'npm-cache')} ${path.join(gpu, 'cudamatrix.tgz')}`,
 );
 const installed = path.join(prefix, 'lib', 'node_modules', 'cudamatrix');
 const cudamatrix = path.join(prefix, 'bin', 'cudamatrix');
@@ -83,13 +92,23 @@ const smi = (await $({ nothrow: true })`command -v nvidia-smi`).stdout.trim();
 if (smi) symlinkSync(smi, path.join(bin, 'nvidia-smi'));
 const env = { PATH: bin, HOME: work, TMPDIR: '/tmp', CUDAMATRIX_CACHE: path.join(work, 'cache'), NO_COLOR: '1' };
 const withEnv = $({ nothrow: true, env, cwd: work });
-await step('no-compiler', () => $({ nothrow: true, env })`/bin/sh -c ${'echo "PATH=$PATH"; /bin/ls -la "$PATH"; for c in g++ c++ clang++ cc gcc nvcc; do command -v $c || echo "$c: not found"; done'}`);
+await step(
+  'no-compiler',
+  () =>
+    $({
+      nothrow: true,
+      env,
+    })`/bin/sh -c ${'echo "PATH=$PATH"; /bin/ls -la "$PATH"; for c in g++ c++ clang++ cc gcc nvcc; do command -v $c || echo "$c: not found"; done'}`,
+);
 await step('version', () => withEnv`${cudamatrix} --version`);
 await step('doctor', () => withEnv`${cudamatrix} doctor`);
 
 // 3. The whole default matrix.
 if (!skipSuite) {
-  await step('suite', () => withEnv`${cudamatrix} run --results-dir ${path.join(out, 'runs')} --junit ${path.join(out, 'junit.xml')} ${runArgs}`);
+  await step(
+    'suite',
+    () => withEnv`${cudamatrix} run --results-dir ${path.join(out, 'runs')} --junit ${path.join(out, 'junit.xml')} ${runArgs}`,
+  );
   await step('compile-cache', () => $({ nothrow: true })`ls -laR ${path.join(work, 'cache')}`);
 }
 
@@ -103,17 +122,36 @@ if (gha) {
   cpSync(path.join(root, 'results', 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
   const actions = (name: string) => {
     for (const f of ['output', 'summary.md']) writeFileSync(path.join(dir, `${name}.${f}`), '');
-    return { ...env, GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: path.join(dir, `${name}.output`), GITHUB_STEP_SUMMARY: path.join(dir, `${name}.summary.md`) };
+    return {
+      ...env,
+      GITHUB_ACTIONS: 'true',
+      GITHUB_OUTPUT: path.join(dir, `${name}.output`),
+      GITHUB_STEP_SUMMARY: path.join(dir, `${name}.summary.md`),
+    };
   };
   const planned = await $({ nothrow: true, env: actions('plan'), cwd: work })`${cudamatrix} gha matrix`;
   writeFileSync(path.join(dir, 'plan.json'), planned.stdout);
   note(`gha-plan: exit ${planned.exitCode}: ${planned.stdout.trim()}`);
   const entries = (JSON.parse(planned.stdout || '{"include":[]}') as { include: { name: string; targets: string }[] }).include;
   for (const e of entries) {
-    await step(`gha-probe-${e.name}`, () => $({ nothrow: true, env: actions(`probe-${e.name}`), cwd: work })`${cudamatrix} run --target ${e.targets} --results-dir ${path.join(dir, 'artifacts', `cudamatrix-events-${e.name}`)}`);
+    await step(
+      `gha-probe-${e.name}`,
+      () =>
+        $({
+          nothrow: true,
+          env: actions(`probe-${e.name}`),
+          cwd: work,
+        })`${cudamatrix} run --target ${e.targets} --results-dir ${path.join(dir, 'artifacts', `cudamatrix-events-${e.name}`)}`,
+    );
   }
-  await step('gha-merge', () =>
-    $({ nothrow: true, env: actions('merge'), cwd: work })`${cudamatrix} gha merge ${path.join(dir, 'artifacts')} --plan ${planned.stdout.trim()} --results-dir ${path.join(dir, 'merged')} --junit ${path.join(dir, 'junit.xml')} --records-dir ${records} --report-dir ${path.join(dir, 'report')}`,
+  await step(
+    'gha-merge',
+    () =>
+      $({
+        nothrow: true,
+        env: actions('merge'),
+        cwd: work,
+      })`${cudamatrix} gha merge ${path.join(dir, 'artifacts')} --plan ${planned.stdout.trim()} --results-dir ${path.join(dir, 'merged')} --junit ${path.join(dir, 'junit.xml')} --records-dir ${records} --report-dir ${path.join(dir, 'report')}`,
   );
 }
 
@@ -125,7 +163,11 @@ if (!skipAccuracy || newProbes || p2p || behaviourChecks) {
   chmodSync(probe, 0o755);
 }
 if (!skipAccuracy) {
-  await step('probe-accuracy', () => $({ nothrow: true })`${node} ${path.join(gpu, 'probe-accuracy.mjs')} --probe ${probe} --out ${path.join(out, 'probe-accuracy.json')}`);
+  await step(
+    'probe-accuracy',
+    () =>
+      $({ nothrow: true })`${node} ${path.join(gpu, 'probe-accuracy.mjs')} --probe ${probe} --out ${path.join(out, 'probe-accuracy.json')}`,
+  );
 }
 
 // 4b. Issue 24's memory probes: checked against their peer (which also writes the capped matrix),
@@ -133,10 +175,17 @@ if (!skipAccuracy) {
 if (newProbes) {
   const dir = path.join(out, 'new-probes');
   mkdirSync(dir, { recursive: true });
-  await step('new-probes-checks', () => $({ nothrow: true })`${node} ${path.join(gpu, 'memory-checks.mjs')} --probe ${probe} --out ${path.join(dir, 'memory-checks.json')}`);
+  await step(
+    'new-probes-checks',
+    () =>
+      $({ nothrow: true })`${node} ${path.join(gpu, 'memory-checks.mjs')} --probe ${probe} --out ${path.join(dir, 'memory-checks.json')}`,
+  );
   const matrix = path.join(dir, 'new-probes.yaml');
   if (existsSync(matrix)) {
-    await step('new-probes-run', () => withEnv`${cudamatrix} run -m ${matrix} --results-dir ${path.join(dir, 'runs')} --junit ${path.join(dir, 'junit.xml')}`);
+    await step(
+      'new-probes-run',
+      () => withEnv`${cudamatrix} run -m ${matrix} --results-dir ${path.join(dir, 'runs')} --junit ${path.join(dir, 'junit.xml')}`,
+    );
   } else {
     note('new-probes-run: not run (memory-checks wrote no matrix: see new-probes-checks.txt)');
   }
@@ -144,18 +193,26 @@ if (newProbes) {
 
 // 4c. Issue 24's other probes against their peer (its script is read from the checkout beside .gpu/).
 if (behaviourChecks) {
-  await step('behaviour-checks', () => $({ nothrow: true })`${node} ${path.join(gpu, 'behaviour-checks.mjs')} --probe ${probe} --out ${path.join(out, 'behaviour-checks.json')}`);
+  await step(
+    'behaviour-checks',
+    () =>
+      $({
+        nothrow: true,
+      })`${node} ${path.join(gpu, 'behaviour-checks.mjs')} --probe ${probe} --out ${path.join(out, 'behaviour-checks.json')}`,
+  );
 }
 
 // 5. The machine as nvidia-smi and PyTorch see it.
-await step('peer', () =>
-  $({ nothrow: true })`/bin/sh -c ${[
-    'nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,compute_cap --format=csv',
-    'nvidia-smi | head -5',
-    'cat /proc/driver/nvidia/version',
-    'uname -a',
-    'python3 -c "import torch; print(\'torch\', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"',
-  ].join('; ')}`,
+await step(
+  'peer',
+  () =>
+    $({ nothrow: true })`/bin/sh -c ${[
+      'nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,compute_cap --format=csv',
+      'nvidia-smi | head -5',
+      'cat /proc/driver/nvidia/version',
+      'uname -a',
+      'python3 -c "import torch; print(\'torch\', torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))"',
+    ].join('; ')}`,
 );
 
 // 6. --p2p: the same pairs through the p2p probe, the CUDA runtime API and nvidia-smi.
@@ -176,7 +233,9 @@ if (p2p) {
   const compared = compareP2p(probeOut, checkOut, topo);
   writeFileSync(path.join(out, 'p2p-compare.json'), `${JSON.stringify(compared, null, 2)}\n`);
   for (const r of compared.rows) {
-    note(`p2p ${r.src} to ${r.dst} peer ${r.peer ? 'on' : 'off'}: probe ${r.probeGbps?.toFixed(1)} GB/s, check ${r.checkGbps?.toFixed(1)} GB/s, intact ${r.probeIntact}/${r.checkIntact}${r.agrees ? '' : ' DISAGREE'}`);
+    note(
+      `p2p ${r.src} to ${r.dst} peer ${r.peer ? 'on' : 'off'}: probe ${r.probeGbps?.toFixed(1)} GB/s, check ${r.checkGbps?.toFixed(1)} GB/s, intact ${r.probeIntact}/${r.checkIntact}${r.agrees ? '' : ' DISAGREE'}`,
+    );
   }
   note(`p2p-compare: ${compared.agrees ? 'agrees' : 'disagrees'}${compared.problems.length ? `: ${compared.problems.join('; ')}` : ''}`);
 }

@@ -68,7 +68,9 @@ try {
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     const glibc = platform === 'linux' ? glibcFloor(bytes) : undefined;
     manifest.binaries[key] = { file: `${key}/${name}`, sha256, compiler: binary.compiler, ...(glibc ? { glibc } : {}) };
-    console.log(`${chalk.green('✓')} ${key}: ${name}, sha256 ${sha256.slice(0, 16)}…, ${binary.compiler}${glibc ? `, needs glibc ${glibc} or newer` : ''}`);
+    console.log(
+      `${chalk.green('✓')} ${key}: ${name}, sha256 ${sha256.slice(0, 16)}…, ${binary.compiler}${glibc ? `, needs glibc ${glibc} or newer` : ''}`,
+    );
   }
   writeFileSync(path.join(out, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   console.log(`wrote ${PREBUILT_DIR}/manifest.json`);
@@ -78,7 +80,12 @@ try {
     console.error('interrupted: no package made');
     process.exit(130);
   }
-  const message = error instanceof CudamatrixError ? `error [${error.code}]: ${error.message}` : error instanceof ProcessOutput ? `bundling the CLI failed:\n${error.stderr}` : String(error);
+  const message =
+    error instanceof CudamatrixError
+      ? `error [${error.code}]: ${error.message}`
+      : error instanceof ProcessOutput
+        ? `bundling the CLI failed:\n${error.stderr}`
+        : String(error);
   console.error(`${message}\nno package made`);
   process.exit(1);
 }

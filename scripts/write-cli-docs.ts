@@ -26,14 +26,17 @@ export function renderCliDocs(program: Command = buildProgram()): string {
     '',
     prose(program.description()),
     '',
-    'In a checkout, run each command as `pnpm -s cudamatrix <command> …` (`-s` keeps pnpm\'s banner off stdout), or as `cudamatrix <command> …` once `npm link` has put it on PATH. Every command also takes `-h, --help`; `cudamatrix --version` prints the version.',
+    "In a checkout, run each command as `pnpm -s cudamatrix <command> …` (`-s` keeps pnpm's banner off stdout), or as `cudamatrix <command> …` once `npm link` has put it on PATH. Every command also takes `-h, --help`; `cudamatrix --version` prints the version.",
     '',
     ...commands.map((c) => `- [\`${commandPath(c)}\`](#${slug(commandPath(c))}): ${prose(c.description())}`),
     '',
     ...helpAfter(program).flatMap((text) => ['Without a command:', '', fence(text), '']),
   ];
   for (const command of commands) out.push(...renderCommand(command));
-  return `${out.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd()}\n`;
+  return `${out
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trimEnd()}\n`;
 }
 
 function renderCommand(command: Command): string[] {

@@ -13,7 +13,10 @@ export interface CliResult {
   stderr: string;
 }
 
-export function startCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): { child: ChildProcess; done: Promise<CliResult> } {
+export function startCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): { child: ChildProcess; done: Promise<CliResult> } {
   const child = spawn(process.execPath, ['--import', tsxLoader, cliEntry, ...args], {
     cwd: options.cwd ?? repoRoot,
     env: { ...process.env, NO_COLOR: '1', ...options.env },
@@ -31,7 +34,12 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
 }
 
 /** Does `action` (send a signal, kill a server) the first time the CLI prints `pattern` (on stdout, or the stream named). */
-export function whenOutput(child: ChildProcess, pattern: string | RegExp, action: () => void, stream: 'stdout' | 'stderr' = 'stdout'): Promise<void> {
+export function whenOutput(
+  child: ChildProcess,
+  pattern: string | RegExp,
+  action: () => void,
+  stream: 'stdout' | 'stderr' = 'stdout',
+): Promise<void> {
   return new Promise((resolve) => {
     let seen = '';
     const source = child[stream]!;

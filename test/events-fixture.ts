@@ -22,7 +22,13 @@ export function targetStart(target: string, expect: Expectation[] = [], environm
   return { type: 'target-start', target, time: '2026-11-29T12:00:00.000Z', environment, transport: ['local'], probes, expect };
 }
 
-export function cell(target: string, probe: string, status: CellEndEvent['status'], records: ProbeRecord[] = [], extra: Partial<CellEndEvent> = {}): CellEndEvent {
+export function cell(
+  target: string,
+  probe: string,
+  status: CellEndEvent['status'],
+  records: ProbeRecord[] = [],
+  extra: Partial<CellEndEvent> = {},
+): CellEndEvent {
   return {
     type: 'cell-end',
     cell: `${target}/${probe}`,
@@ -42,7 +48,9 @@ export function cell(target: string, probe: string, status: CellEndEvent['status
 }
 
 export function sysinfo(values: Record<string, string | number | boolean | null>): ProbeRecord[] {
-  return Object.entries(values).map(([name, value]) => ({ schema: 'cudaprobe/1', type: 'sysinfo', probe: 'sysinfo', name, value }) as ProbeRecord);
+  return Object.entries(values).map(
+    ([name, value]) => ({ schema: 'cudaprobe/1', type: 'sysinfo', probe: 'sysinfo', name, value }) as ProbeRecord,
+  );
 }
 
 export const runEnd: RunEvent = { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: false };

@@ -78,7 +78,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
     }
     const left = oursIn(suiteTmp);
     if (left.length) problems.push(`the tests left ${left.length} temp folder(s) behind in ${suiteTmp}: ${left.sort().join(', ')}`);
-    await rm(suiteTmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch((error: Error) => problems.push(`could not remove ${suiteTmp}: ${error.message}`));
+    await rm(suiteTmp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 }).catch((error: Error) =>
+      problems.push(`could not remove ${suiteTmp}: ${error.message}`),
+    );
     const after = oursIn(outerTmp);
     const added = after.filter((n) => !before.has(n));
     console.log(

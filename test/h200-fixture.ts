@@ -25,7 +25,10 @@ export function h200WithLinuxExpectations(replace: Expectation[]): RunEvent[] {
   const start = h200Events[0] as RunStartEvent;
   const names = new Set(replace.map((e) => e.fact ?? e.metric));
   const linux = (start.matrix.expectations.linux ?? []).filter((e) => !names.has(e.fact ?? e.metric));
-  return [{ ...start, matrix: { ...start.matrix, expectations: { ...start.matrix.expectations, linux: [...linux, ...replace] } } }, ...h200Events.slice(1)];
+  return [
+    { ...start, matrix: { ...start.matrix, expectations: { ...start.matrix.expectations, linux: [...linux, ...replace] } } },
+    ...h200Events.slice(1),
+  ];
 }
 
 function plannedRecords(events: RunEvent[], probe: string): ProbeRecord[] {

@@ -111,7 +111,10 @@ export const WINE = process.env.CUDAMATRIX_TEST_WINE || '/usr/lib/wine/wine64';
  * The JUnit schema CI tools validate against. It lives in the shared folder beside the
  * checkout; a copy is kept in test/fixtures for clones that have no shared folder (CI).
  */
-export const junitXsd = [path.resolve(repoRoot, '..', 'shared', 'junit', 'junit-10.xsd'), path.join(repoRoot, 'test', 'fixtures', 'junit-10.xsd')].find((f) => existsSync(f))!;
+export const junitXsd = [
+  path.resolve(repoRoot, '..', 'shared', 'junit', 'junit-10.xsd'),
+  path.join(repoRoot, 'test', 'fixtures', 'junit-10.xsd'),
+].find((f) => existsSync(f))!;
 
 /**
  * Validates JUnit XML against the JUnit 10 schema with libxml2's xmllint compiled to WebAssembly
@@ -120,7 +123,10 @@ export const junitXsd = [path.resolve(repoRoot, '..', 'shared', 'junit', 'junit-
 export async function validateJunit(xml: string): Promise<void> {
   // Both a document that is not well-formed and one the schema refuses come back as
   // valid: false with xmllint's messages; xmllint failing in another way rejects.
-  const result = await validateXML({ xml: [{ fileName: 'junit.xml', contents: xml }], schema: [{ fileName: 'junit-10.xsd', contents: readFileSync(junitXsd, 'utf8') }] });
+  const result = await validateXML({
+    xml: [{ fileName: 'junit.xml', contents: xml }],
+    schema: [{ fileName: 'junit-10.xsd', contents: readFileSync(junitXsd, 'utf8') }],
+  });
   if (!result.valid) throw new Error(`junit.xml does not validate against the JUnit 10 schema:\n${result.rawOutput.trim()}`);
 }
 

@@ -120,7 +120,10 @@ export function asShards(events: RunEvent[], groups?: string[][]): LogInput[] {
       shard: { index: i + 1, total: split.length },
       cells: start.cells.filter((c) => group.includes(c.slice(0, c.lastIndexOf('/')))),
     };
-    return { file: `shard-${i + 1}/events.jsonl`, events: [shardStart, ...events.filter((e) => 'target' in e && group.includes(e.target)), ...end] };
+    return {
+      file: `shard-${i + 1}/events.jsonl`,
+      events: [shardStart, ...events.filter((e) => 'target' in e && group.includes(e.target)), ...end],
+    };
   });
 }
 

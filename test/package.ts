@@ -10,7 +10,24 @@ import path from 'node:path';
 import { repoRoot, tempDir, testCacheDir } from './helpers.ts';
 
 /** What `pnpm pack` needs of the checkout: the sources, the probe sources, the manifest files. */
-const PACK_INPUTS = ['bin', 'cli', 'core', 'events', 'matrix', 'probes', 'results', 'run', 'runners', 'scripts', 'docker', 'package.json', 'pnpm-lock.yaml', 'tsconfig.json', 'README.md', 'docs'];
+const PACK_INPUTS = [
+  'bin',
+  'cli',
+  'core',
+  'events',
+  'matrix',
+  'probes',
+  'results',
+  'run',
+  'runners',
+  'scripts',
+  'docker',
+  'package.json',
+  'pnpm-lock.yaml',
+  'tsconfig.json',
+  'README.md',
+  'docs',
+];
 
 /**
  * Packs a copy of the checkout; returns the tarball's path. Compiles cudaprobe three times (cached).
@@ -27,7 +44,9 @@ export function packCheckout(): string {
   copyFileSync(fresh, partial);
   renameSync(partial, cached);
   // Packages of older sources are of no more use.
-  for (const name of readdirSync(path.dirname(cached))) if (/^cudamatrix-[0-9a-f]{16}\.tgz$/.test(name) && name !== path.basename(cached)) rmSync(path.join(path.dirname(cached), name), { force: true });
+  for (const name of readdirSync(path.dirname(cached)))
+    if (/^cudamatrix-[0-9a-f]{16}\.tgz$/.test(name) && name !== path.basename(cached))
+      rmSync(path.join(path.dirname(cached), name), { force: true });
   return cached;
 }
 
@@ -71,7 +90,10 @@ export function installPackage(tarball: string): { prefix: string; root: string;
   const prefix = tempDir('cm-prefix-');
   const cache = tempDir('cm-npm-cache-');
   mkdirSync(prefix, { recursive: true });
-  execFileSync('npm', ['install', '--global', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', '--cache', cache, tarball], { stdio: 'pipe', timeout: 120_000 });
+  execFileSync('npm', ['install', '--global', '--prefix', prefix, '--offline', '--no-audit', '--no-fund', '--cache', cache, tarball], {
+    stdio: 'pipe',
+    timeout: 120_000,
+  });
   const root = path.join(prefix, 'lib', 'node_modules', 'cudamatrix');
   return { prefix, root, bin: path.join(prefix, 'bin', 'cudamatrix') };
 }

@@ -12,7 +12,9 @@ import { recordPath, recordsFromEvents, type BehaviourRecord } from '../results/
 import type { LoadedRecord } from '../results/report/load.ts';
 import { repoRoot } from './helpers.ts';
 
-export const H200_LOGS = ['h200-linux', 'h200-linux-package'].map((d) => path.join(repoRoot, 'results', 'records', 'driver-580.159.04', d, 'events.jsonl'));
+export const H200_LOGS = ['h200-linux', 'h200-linux-package'].map((d) =>
+  path.join(repoRoot, 'results', 'records', 'driver-580.159.04', d, 'events.jsonl'),
+);
 
 /** The records of the H200 runs: [2026-11-29, 2026-11-30]. */
 export async function h200Records(): Promise<[BehaviourRecord, BehaviourRecord]> {

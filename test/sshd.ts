@@ -11,7 +11,8 @@ import { commandsAvailable, findOnPath, integrationAvailable, tempDir } from './
 
 /** Found on PATH (root's PATH has /usr/sbin), so that a narrowed PATH hides it. */
 export const SSHD = findOnPath('sshd') ?? 'sshd';
-export const SFTP_SERVER = ['/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server'].find((p) => existsSync(p)) ?? '/usr/lib/openssh/sftp-server';
+export const SFTP_SERVER =
+  ['/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server'].find((p) => existsSync(p)) ?? '/usr/lib/openssh/sftp-server';
 
 export function sshdAvailable(): boolean {
   return findOnPath('sshd') !== undefined && typeof process.getuid === 'function' && process.getuid() === 0;
@@ -24,7 +25,15 @@ export function sshdAvailable(): boolean {
  * not, they skip saying what is missing, or fail under CUDAMATRIX_REQUIRE_INTEGRATION=1.
  */
 export function sshdReady(): boolean {
-  const tools = { sshd: 'openssh-server', ssh: 'openssh-client', sftp: 'openssh-client', 'ssh-keygen': 'openssh-client', 'ssh-agent': 'openssh-client', 'ssh-add': 'openssh-client', ps: 'procps' };
+  const tools = {
+    sshd: 'openssh-server',
+    ssh: 'openssh-client',
+    sftp: 'openssh-client',
+    'ssh-keygen': 'openssh-client',
+    'ssh-agent': 'openssh-client',
+    'ssh-add': 'openssh-client',
+    ps: 'procps',
+  };
   return (
     commandsAvailable('the SSH tests (a real sshd on 127.0.0.1)', tools) &&
     integrationAvailable('root, for the SSH tests (sshd is started as root)', process.getuid?.() === 0, 'run the tests as root')
@@ -120,7 +129,10 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
   keygen(path.join(dir, 'host_ed25519'));
   keygen(path.join(dir, 'user_ed25519'));
   keygen(path.join(dir, 'user_encrypted'), TEST_PASSPHRASE);
-  writeFileSync(path.join(dir, 'authorized_keys'), ['user_ed25519', 'user_encrypted'].map((k) => readFileSync(path.join(dir, `${k}.pub`), 'utf8')).join(''));
+  writeFileSync(
+    path.join(dir, 'authorized_keys'),
+    ['user_ed25519', 'user_encrypted'].map((k) => readFileSync(path.join(dir, `${k}.pub`), 'utf8')).join(''),
+  );
   const ports = await choosePorts(portCount, options.portBase);
   for (const p of ports) sshdPorts.add(p);
   const groups: number[][] = [];
@@ -134,24 +146,24 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
     writeFileSync(
       config,
       [
-      ...group.map((p) => `Port ${p}`),
-      'ListenAddress 127.0.0.1',
-      `HostKey ${path.join(dir, 'host_ed25519')}`,
-      `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`,
-      `PidFile ${path.join(dir, `sshd.${g}.pid`)}`,
-      'StrictModes no',
-      'UsePAM no',
-      'PasswordAuthentication no',
-      'KbdInteractiveAuthentication no',
-      'PermitRootLogin prohibit-password',
-      `Subsystem sftp ${SFTP_SERVER}`,
-      'LogLevel ERROR',
-      'MaxSessions 100',
-      'MaxStartups 200:30:400',
-      ...extraConfig,
-      // Match blocks last: they run to the end of the file.
-      ...matches,
-      '',
+        ...group.map((p) => `Port ${p}`),
+        'ListenAddress 127.0.0.1',
+        `HostKey ${path.join(dir, 'host_ed25519')}`,
+        `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`,
+        `PidFile ${path.join(dir, `sshd.${g}.pid`)}`,
+        'StrictModes no',
+        'UsePAM no',
+        'PasswordAuthentication no',
+        'KbdInteractiveAuthentication no',
+        'PermitRootLogin prohibit-password',
+        `Subsystem sftp ${SFTP_SERVER}`,
+        'LogLevel ERROR',
+        'MaxSessions 100',
+        'MaxStartups 200:30:400',
+        ...extraConfig,
+        // Match blocks last: they run to the end of the file.
+        ...matches,
+        '',
       ].join('\n'),
     );
     return config;
@@ -194,7 +206,7 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
         .split('\n')
         .map((l) => l.trim().split(/\s+/).map(Number) as [number, number]);
       const doomed = new Set(sshd.processes.map((p) => p.pid!));
-      for (let grew = true; grew; ) {
+      for (let grew = true; grew;) {
         grew = false;
         for (const [pid, ppid] of table) {
           if (doomed.has(ppid) && !doomed.has(pid)) {

@@ -6,7 +6,10 @@ export const isObject = (v: unknown): v is Record<string, unknown> => typeof v =
 const isScalar = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
 
 export function invalid(file: string, what: string): CudamatrixError {
-  return new CudamatrixError('RECORD_INVALID', `behaviour record ${file}: ${what}; records are written by \`cudamatrix record\` (write it again from its run's events.jsonl)`);
+  return new CudamatrixError(
+    'RECORD_INVALID',
+    `behaviour record ${file}: ${what}; records are written by \`cudamatrix record\` (write it again from its run's events.jsonl)`,
+  );
 }
 
 /**
@@ -17,24 +20,37 @@ export function checkRecord(data: unknown, file: string): BehaviourRecord {
   if (!isObject(data)) throw invalid(file, 'not a JSON object');
   if (typeof data.recordSchema !== 'number') throw invalid(file, 'no recordSchema (is this a behaviour record?)');
   if (data.recordSchema > RECORD_SCHEMA) {
-    throw new CudamatrixError('RECORD_INVALID', `behaviour record ${file} has record schema ${data.recordSchema}; this cudamatrix reads schema ${RECORD_SCHEMA} and older: upgrade cudamatrix to read it`);
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `behaviour record ${file} has record schema ${data.recordSchema}; this cudamatrix reads schema ${RECORD_SCHEMA} and older: upgrade cudamatrix to read it`,
+    );
   }
   if (typeof data.id !== 'string' || !data.id) throw invalid(file, 'no id');
   const key = data.key;
   if (!isObject(key)) throw invalid(file, 'no key');
-  for (const k of ['environment', 'gpu', 'driver', 'os'] as const) if (typeof key[k] !== 'string') throw invalid(file, `key.${k}: expected a string, got ${JSON.stringify(key[k])}`);
-  for (const k of ['osBuild', 'container'] as const) if (key[k] !== null && typeof key[k] !== 'string') throw invalid(file, `key.${k}: expected a string or null, got ${JSON.stringify(key[k])}`);
-  if (!isObject(data.observed) || typeof data.observed.date !== 'string' || typeof data.observed.runId !== 'string') throw invalid(file, 'observed: expected {date, runId, target, ...}');
+  for (const k of ['environment', 'gpu', 'driver', 'os'] as const)
+    if (typeof key[k] !== 'string') throw invalid(file, `key.${k}: expected a string, got ${JSON.stringify(key[k])}`);
+  for (const k of ['osBuild', 'container'] as const)
+    if (key[k] !== null && typeof key[k] !== 'string')
+      throw invalid(file, `key.${k}: expected a string or null, got ${JSON.stringify(key[k])}`);
+  if (!isObject(data.observed) || typeof data.observed.date !== 'string' || typeof data.observed.runId !== 'string')
+    throw invalid(file, 'observed: expected {date, runId, target, ...}');
   if (!isObject(data.sysinfo)) throw invalid(file, 'sysinfo: expected an object');
   if (!isObject(data.facts)) throw invalid(file, 'facts: expected an object of probe.fact -> {value}');
-  for (const [name, f] of Object.entries(data.facts)) if (!isObject(f) || !isScalar(f.value)) throw invalid(file, `facts["${name}"]: expected {value: a string, number, boolean or null}`);
+  for (const [name, f] of Object.entries(data.facts))
+    if (!isObject(f) || !isScalar(f.value)) throw invalid(file, `facts["${name}"]: expected {value: a string, number, boolean or null}`);
   if (!Array.isArray(data.metrics)) throw invalid(file, 'metrics: expected an array');
   data.metrics.forEach((m: unknown, i) => {
-    if (!isObject(m) || typeof m.name !== 'string' || (m.value !== null && typeof m.value !== 'number') || typeof m.unit !== 'string' || (m.attrs !== undefined && !isObject(m.attrs))) {
+    if (
+      !isObject(m) ||
+      typeof m.name !== 'string' ||
+      (m.value !== null && typeof m.value !== 'number') ||
+      typeof m.unit !== 'string' ||
+      (m.attrs !== undefined && !isObject(m.attrs))
+    ) {
       throw invalid(file, `metrics[${i}]: expected {name, value: a number or null, unit, attrs?}`);
     }
   });
   for (const k of ['samples', 'cells', 'verdicts'] as const) if (!Array.isArray(data[k])) throw invalid(file, `${k}: expected an array`);
   return data as unknown as BehaviourRecord;
 }
-

@@ -16,7 +16,10 @@ export function metricLines(m: MetricComparison, indent: string): string[] {
   const values = `${formatValue(m.a, m.unit)} → ${formatValue(m.b, m.unit)}`;
   const ratio = m.a !== null && m.b !== null && m.a !== 0 ? ` (×${+(m.b / m.a).toPrecision(3)})` : '';
   const moved = m.move === null ? '' : `moved ${pct(m.move)}${ratio}, `;
-  return [`${indent}${seriesText(m.name, m.attrs)}`, `${indent}    ${values}: ${moved}${m.problem ? m.problem : `noise ±${pct(m.noise)}: ${noiseText(m)}`}`];
+  return [
+    `${indent}${seriesText(m.name, m.attrs)}`,
+    `${indent}    ${values}: ${moved}${m.problem ? m.problem : `noise ±${pct(m.noise)}: ${noiseText(m)}`}`,
+  ];
 }
 
 /** Record id -> the file it was read from, per side: both sides may hold one id (a record against the log it came from, a doctored copy). */
@@ -30,40 +33,72 @@ function pairLines(p: PairDiff, files: SideFiles, all: boolean): string[] {
   out.push(`  facts    ${p.factsCompared} compared: ${p.facts.length === 0 ? 'none changed' : `${p.facts.length} changed`}`);
   const width = Math.max(0, ...p.facts.map((f) => f.name.length));
   for (const f of p.facts) out.push(`    ${f.name.padEnd(width)}  ${show(f.a)} → ${show(f.b)}`);
-  if (p.decided.length) out.push(`  decided  ${plural(p.decided.length, 'fact')} decided on one side only (null on the other; not a change):`);
+  if (p.decided.length)
+    out.push(`  decided  ${plural(p.decided.length, 'fact')} decided on one side only (null on the other; not a change):`);
   const dw = Math.max(0, ...p.decided.map((f) => f.name.length));
-  for (const f of p.decided) out.push(`    ${f.name.padEnd(dw)}  ${show(f.a)} → ${show(f.b)} (${f.a === null ? 'newly decided' : 'no longer decided'})`);
+  for (const f of p.decided)
+    out.push(`    ${f.name.padEnd(dw)}  ${show(f.a)} → ${show(f.b)} (${f.a === null ? 'newly decided' : 'no longer decided'})`);
   out.push(`  cells    ${p.cellsCompared} compared: ${p.cells.length === 0 ? 'same outcomes' : `${p.cells.length} changed`}`);
   for (const c of p.cells) out.push(`    ${c.probe}  ${c.a} → ${c.b}`);
   const t = p.metricTally;
   out.push(`  metrics  ${t.compared} compared: ${t.flagged === 0 ? 'none beyond noise' : `${t.flagged} beyond noise`}`);
   for (const m of p.metrics.filter((x) => x.flagged)) out.push(...metricLines(m, '    '));
-  const from = [`the catalogue for ${t.noiseFrom.catalogue}`, `the spread of repeats for ${t.noiseFrom.spread}`, ...(t.noiseFrom.default ? [`the default ±${pct(DEFAULT_TOLERANCE)} for ${t.noiseFrom.default} (not in the catalogue)`] : [])].join(', ');
+  const from = [
+    `the catalogue for ${t.noiseFrom.catalogue}`,
+    `the spread of repeats for ${t.noiseFrom.spread}`,
+    ...(t.noiseFrom.default ? [`the default ±${pct(DEFAULT_TOLERANCE)} for ${t.noiseFrom.default} (not in the catalogue)`] : []),
+  ].join(', ');
   out.push(`    noise decided by ${from}`);
   const n = t.nearest;
-  if (n) out.push(`    nearest its noise: ${seriesText(n.name, n.attrs)} moved ${pct(n.move)}${n.absolute ? ` (${formatValue(n.delta, n.unit)})` : ''}, noise ±${pct(n.noise)}${n.absolute ? ` or ${formatValue(n.absolute, n.unit)}` : ''}`);
+  if (n)
+    out.push(
+      `    nearest its noise: ${seriesText(n.name, n.attrs)} moved ${pct(n.move)}${n.absolute ? ` (${formatValue(n.delta, n.unit)})` : ''}, noise ±${pct(n.noise)}${n.absolute ? ` or ${formatValue(n.absolute, n.unit)}` : ''}`,
+    );
   if (all) {
     out.push('  every metric compared:');
     for (const m of p.metrics) out.push(...metricLines(m, `    ${m.flagged ? '✗ ' : '  '}`));
   }
-  for (const [name, only] of [['a', p.onlyA], ['b', p.onlyB]] as const) {
-    const parts = [only.facts.length ? plural(only.facts.length, 'fact') : '', only.metrics.length ? plural(only.metrics.length, 'metric series') : '', only.cells.length ? `cells ${only.cells.join(', ')}` : ''].filter(Boolean);
-    if (parts.length) out.push(`  only in ${name} (not compared): ${parts.join('; ')}${only.facts.length && only.facts.length <= 5 ? ` (${only.facts.join(', ')})` : ''}`);
+  for (const [name, only] of [
+    ['a', p.onlyA],
+    ['b', p.onlyB],
+  ] as const) {
+    const parts = [
+      only.facts.length ? plural(only.facts.length, 'fact') : '',
+      only.metrics.length ? plural(only.metrics.length, 'metric series') : '',
+      only.cells.length ? `cells ${only.cells.join(', ')}` : '',
+    ].filter(Boolean);
+    if (parts.length)
+      out.push(
+        `  only in ${name} (not compared): ${parts.join('; ')}${only.facts.length && only.facts.length <= 5 ? ` (${only.facts.join(', ')})` : ''}`,
+      );
   }
   return out;
 }
 
 /** The whole diff as text; `files`: record id -> the file it was read from, where it was (one map for both sides, or one per side). */
-export function formatDiff(d: RecordsDiff, inputs: { a: string; b: string }, filesOf: Map<string, string> | SideFiles, all = false): string {
+export function formatDiff(
+  d: RecordsDiff,
+  inputs: { a: string; b: string },
+  filesOf: Map<string, string> | SideFiles,
+  all = false,
+): string {
   const files = filesOf instanceof Map ? { a: filesOf, b: filesOf } : filesOf;
   const out = [`a: ${inputs.a}`, `b: ${inputs.b}`, ''];
   for (const p of d.pairs) out.push(...pairLines(p, files, all), '');
-  for (const [name, list] of [['a', d.onlyA], ['b', d.onlyB]] as const) {
-    for (const u of list) out.push(`${u.comparedInstead ? `also in ${name}, not compared` : `only in ${name}`}: ${u.key} (${sideLine(u.record, files[name].get(u.record.id))}): ${u.reason}`);
+  for (const [name, list] of [
+    ['a', d.onlyA],
+    ['b', d.onlyB],
+  ] as const) {
+    for (const u of list)
+      out.push(
+        `${u.comparedInstead ? `also in ${name}, not compared` : `only in ${name}`}: ${u.key} (${sideLine(u.record, files[name].get(u.record.id))}): ${u.reason}`,
+      );
   }
   for (const c of d.conflicts ?? []) {
     const ids = c.records.map((r) => `${r.id.slice(0, 8)} (${r.date.slice(0, 10)})`).join(', ');
-    out.push(`CONFLICT in ${c.side}: ${c.key}: ${c.records.length} records disagree on ${plural(c.facts.length, 'fact')} (${c.facts.join(', ')}): ${ids}; only one of them was compared: look at both before trusting the diff`);
+    out.push(
+      `CONFLICT in ${c.side}: ${c.key}: ${c.records.length} records disagree on ${plural(c.facts.length, 'fact')} (${c.facts.join(', ')}): ${ids}; only one of them was compared: look at both before trusting the diff`,
+    );
   }
   if (d.onlyA.length || d.onlyB.length || d.conflicts?.length) out.push('');
   const facts = d.pairs.reduce((n, p) => n + p.facts.length, 0);

@@ -108,7 +108,13 @@ export interface RecordsDiff {
   conflicts: SideConflict[];
 }
 
-const side = (r: BehaviourRecord): DiffSide => ({ id: r.id, driver: r.key.driver, date: r.observed.date, runId: r.observed.runId, target: r.observed.target });
+const side = (r: BehaviourRecord): DiffSide => ({
+  id: r.id,
+  driver: r.key.driver,
+  date: r.observed.date,
+  runId: r.observed.runId,
+  target: r.observed.target,
+});
 
 /** The key without the driver (the pairing of records of two driver versions). */
 export const pairingKey = (r: BehaviourRecord): string => keyText({ ...r.key, driver: '' });
@@ -239,14 +245,31 @@ export interface MetricTally {
    * The unflagged series that came nearest its noise, if any moved: by move / noise, or by
    * |a - b| / absolute where that is smaller (a move flags only when it passes both).
    */
-  nearest: { name: string; attrs: Record<string, Scalar>; unit: string; move: number; noise: number; delta: number; absolute: number; nearness: number } | null;
+  nearest: {
+    name: string;
+    attrs: Record<string, Scalar>;
+    unit: string;
+    move: number;
+    noise: number;
+    delta: number;
+    absolute: number;
+    nearness: number;
+  } | null;
 }
 
 /**
  * Compares one series; returns the comparison when it is flagged or `keep` asks for every one,
  * else only counts it (10,000 record pairs make 1.7 million comparisons: most are noise).
  */
-function compareSeries(name: string, ma: RecordedMetric[], pa: number[], mb: RecordedMetric[], pb: number[], keep: boolean, tally: MetricTally): MetricComparison | null {
+function compareSeries(
+  name: string,
+  ma: RecordedMetric[],
+  pa: number[],
+  mb: RecordedMetric[],
+  pb: number[],
+  keep: boolean,
+  tally: MetricTally,
+): MetricComparison | null {
   const first = ma[pa[0]!]!;
   const firstB = mb[pb[0]!]!;
   const attrs = first.attrs ?? {};
@@ -279,7 +302,8 @@ function compareSeries(name: string, ma: RecordedMetric[], pa: number[], mb: Rec
   } else if (a === null || b === null) {
     const missing = a === null && b === null ? null : a === null ? 'a' : 'b';
     const reason = missing === 'a' ? first.reason : missing === 'b' ? firstB.reason : undefined;
-    problem = missing === null ? 'not measured on either side' : `measured on one side only: no value in ${missing}${reason ? ` (${reason})` : ''}`;
+    problem =
+      missing === null ? 'not measured on either side' : `measured on one side only: no value in ${missing}${reason ? ` (${reason})` : ''}`;
     flagged = missing !== null;
   } else {
     move = relativeMove(a, b);
@@ -292,11 +316,27 @@ function compareSeries(name: string, ma: RecordedMetric[], pa: number[], mb: Rec
   else if (move !== null && move > 0) {
     const delta = Math.abs(a! - b!);
     const nearness = Math.min(noise > 0 ? move / noise : Infinity, absolute > 0 ? delta / absolute : Infinity);
-    if (!tally.nearest || nearness > tally.nearest.nearness) tally.nearest = { name, attrs, unit: first.unit, move, noise, delta, absolute, nearness };
+    if (!tally.nearest || nearness > tally.nearest.nearness)
+      tally.nearest = { name, attrs, unit: first.unit, move, noise, delta, absolute, nearness };
   }
   if (!flagged && !keep) return null;
   const repeats = { a: pa.length, b: pb.length };
-  return { name, attrs, unit: first.unit, a, b, repeats, move, noise, tolerance, absolute, spread, noiseFrom, ...(problem ? { problem } : {}), flagged };
+  return {
+    name,
+    attrs,
+    unit: first.unit,
+    a,
+    b,
+    repeats,
+    move,
+    noise,
+    tolerance,
+    absolute,
+    spread,
+    noiseFrom,
+    ...(problem ? { problem } : {}),
+    flagged,
+  };
 }
 
 /** How a comparison's noise was decided, in words ("catalogue ±3 %", "spread of repeats 22 % ..."). */
@@ -307,7 +347,9 @@ export function noiseText(m: MetricComparison): string {
       ? `no tolerance in the catalogue: default ±${pct(m.tolerance)}`
       : `catalogue ±${pct(m.tolerance)}${m.absolute ? ` or ${formatValue(m.absolute, m.unit)}` : ''}`;
   const repeatsText = m.spread > 0 ? `spread of repeats ${pct(m.spread)} (${m.repeats.a} in a, ${m.repeats.b} in b)` : '';
-  return m.noiseFrom === 'spread' ? `${repeatsText}, over the ${catalogueText}` : `${catalogueText}${repeatsText ? `; ${repeatsText}` : ''}`;
+  return m.noiseFrom === 'spread'
+    ? `${repeatsText}, over the ${catalogueText}`
+    : `${catalogueText}${repeatsText ? `; ${repeatsText}` : ''}`;
 }
 
 /** The differences between two records of one key (drivers may differ). */
@@ -363,19 +405,36 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
   }
 
   const changed = facts.length > 0 || cells.length > 0 || tally.flagged > 0;
-  return { key: pairingKey(ra), a: side(ra), b: side(rb), facts, decided, cells, metrics, metricTally: tally, factsCompared, cellsCompared, onlyA, onlyB, changed };
+  return {
+    key: pairingKey(ra),
+    a: side(ra),
+    b: side(rb),
+    facts,
+    decided,
+    cells,
+    metrics,
+    metricTally: tally,
+    factsCompared,
+    cellsCompared,
+    onlyA,
+    onlyB,
+    changed,
+  };
 }
 
 /** A series as people read it: name {attr: value, ...}. */
 export function seriesText(name: string, attrs: Record<string, Scalar> | undefined): string {
   const entries = Object.entries(attrs ?? {});
-  return entries.length ? `${name} {${entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ')}}` : name;
+  return entries.length
+    ? `${name} {${entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ')}}`
+    : name;
 }
 
 const hasFacts = (r: BehaviourRecord) => Object.keys(r.facts).length > 0;
 /** The one compared first: a record with facts before one without (a run of sysinfo alone must not hide a full one), then the newest. */
 export const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
-  Number(hasFacts(y)) - Number(hasFacts(x)) || (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+  Number(hasFacts(y)) - Number(hasFacts(x)) ||
+  (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
 
 function byKey(records: BehaviourRecord[]): Map<string, BehaviourRecord[]> {
   const out = new Map<string, BehaviourRecord[]>();
@@ -419,7 +478,8 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
       }
       const facts = [...values].filter(([, v]) => v.differs);
       const involved = new Set(facts.flatMap(([, v]) => v.records));
-      if (facts.length) out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: facts.map(([n]) => n).sort() });
+      if (facts.length)
+        out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: facts.map(([n]) => n).sort() });
     }
   }
   return out;
@@ -430,7 +490,11 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
  * behaviour changed: a fact or a cell's outcome, or a metric beyond its noise, in any pair.
  * Each pair keeps the metrics that moved beyond their noise, and with `all` every metric compared.
  */
-export function diffRecords(a: BehaviourRecord | BehaviourRecord[], b: BehaviourRecord | BehaviourRecord[], options: { all?: boolean } = {}): RecordsDiff {
+export function diffRecords(
+  a: BehaviourRecord | BehaviourRecord[],
+  b: BehaviourRecord | BehaviourRecord[],
+  options: { all?: boolean } = {},
+): RecordsDiff {
   const ga = byKey(Array.isArray(a) ? a : [a]);
   const gb = byKey(Array.isArray(b) ? b : [b]);
   const pairs: PairDiff[] = [];
@@ -450,7 +514,8 @@ export function diffRecords(a: BehaviourRecord | BehaviourRecord[], b: Behaviour
     for (const r of la.slice(1)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r), comparedInstead: la[0]!.id });
     for (const r of lb.slice(1)) onlyB.push({ key, record: side(r), reason: older(lb[0]!, r), comparedInstead: lb[0]!.id });
   }
-  for (const [key, lb] of gb) if (!ga.has(key)) for (const r of lb) onlyB.push({ key, record: side(r), reason: 'no observation of this key on the other side' });
+  for (const [key, lb] of gb)
+    if (!ga.has(key)) for (const r of lb) onlyB.push({ key, record: side(r), reason: 'no observation of this key on the other side' });
   const conflicts = [...sideConflicts('a', ga), ...sideConflicts('b', gb)];
   return { changed: pairs.some((p) => p.changed), pairs, onlyA, onlyB, conflicts };
 }

@@ -13,7 +13,9 @@ const root = path.resolve(import.meta.dirname, '..', '..');
 export const H200_DIR = path.join(root, 'results', 'records', 'driver-580.159.04');
 
 /** The four runs: 2026-11-29 (compiled cudaprobe), 2026-11-30 (installed package), and two back to back on 2026-12-01. */
-export const H200_RUNS = ['h200-linux', 'h200-linux-package', 'h200-linux-2026-12-01-run1', 'h200-linux-2026-12-01-run2'].map((d) => path.join(H200_DIR, d, 'events.jsonl'));
+export const H200_RUNS = ['h200-linux', 'h200-linux-package', 'h200-linux-2026-12-01-run1', 'h200-linux-2026-12-01-run2'].map((d) =>
+  path.join(H200_DIR, d, 'events.jsonl'),
+);
 
 export async function defaultExpectations(): Promise<Partial<Record<string, Expectation[]>>> {
   return (await loadMatrixFile(path.join(root, 'matrix', 'default.yaml'))).expectations;
@@ -39,13 +41,21 @@ export function doctored(r: BehaviourRecord, id: string, edit: (copy: BehaviourR
 
 /** The series of a metric with exactly these attrs (its first value), for editing in tests. */
 export function metricOf(r: BehaviourRecord, name: string, attrs: Record<string, unknown>) {
-  const m = r.metrics.find((x) => x.name === name && Object.keys(attrs).every((k) => x.attrs?.[k] === attrs[k]) && Object.keys(x.attrs ?? {}).length === Object.keys(attrs).length);
+  const m = r.metrics.find(
+    (x) =>
+      x.name === name &&
+      Object.keys(attrs).every((k) => x.attrs?.[k] === attrs[k]) &&
+      Object.keys(x.attrs ?? {}).length === Object.keys(attrs).length,
+  );
   if (!m) throw new Error(`no ${name} ${JSON.stringify(attrs)}`);
   return m;
 }
 
 /** An H200 event log's text with each probe record of its cells changed by `edit` (a doctored copy of a run, as `doctored` is of a record). */
-export function doctoredLog(log: string, edit: (r: { probe: string; type: string; name: string; value: unknown; attrs?: Record<string, unknown> }) => void): string {
+export function doctoredLog(
+  log: string,
+  edit: (r: { probe: string; type: string; name: string; value: unknown; attrs?: Record<string, unknown> }) => void,
+): string {
   const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
   return `${lines
     .map((l) => {
@@ -74,7 +84,13 @@ export function noDriverLog(): string {
       if (e.type !== 'cell-end') return e;
       if (e.probe !== 'sysinfo') return { ...e, status: 'skipped', reason: 'no usable driver', records: [] };
       const kept = (e.records as { name: string }[]).filter((r) => !['driver_version', 'gpu_name', 'driver_found'].includes(r.name));
-      return { ...e, records: [...kept, { schema: 'cudaprobe/1', probe: 'sysinfo', type: 'sysinfo', name: 'driver_found', value: false, source: 'dlopen' }] };
+      return {
+        ...e,
+        records: [
+          ...kept,
+          { schema: 'cudaprobe/1', probe: 'sysinfo', type: 'sysinfo', name: 'driver_found', value: false, source: 'dlopen' },
+        ],
+      };
     })
     .map((e) => JSON.stringify(e))
     .join('\n')}\n`;

@@ -98,7 +98,9 @@ export interface BehaviourRecord {
 
 /** The key as one line: the column of the behaviour table ("linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS"). */
 export function keyText(key: ObservationKey): string {
-  return [key.environment, key.gpu, key.driver, key.os, key.osBuild, key.container ? `in ${key.container}` : null].filter((p) => p !== null && p !== '').join(' · ');
+  return [key.environment, key.gpu, key.driver, key.os, key.osBuild, key.container ? `in ${key.container}` : null]
+    .filter((p) => p !== null && p !== '')
+    .join(' · ');
 }
 
 /** Whether two records are the same observation: the same key and the same fact values. */
@@ -147,9 +149,22 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
     const cells: CellEndEvent[] = t.cells.filter((c) => c.planned);
     for (const c of cells) {
       for (const r of c.records) {
-        if (r.type === 'fact') facts[`${c.probe}.${r.name}`] = { value: r.value, ...(r.reason ? { reason: r.reason } : {}), ...(r.evidence ? { evidence: r.evidence } : {}) };
-        else if (r.type === 'metric') metrics.push({ name: `${c.probe}.${r.name}`, value: r.value, unit: r.unit, ...(r.attrs ? { attrs: r.attrs } : {}), ...(r.reason ? { reason: r.reason } : {}) });
-        else if (r.type === 'sample') samples.push({ probe: c.probe, phase: r.phase, ...(r.attrs ? { attrs: r.attrs } : {}), readings: r.readings });
+        if (r.type === 'fact')
+          facts[`${c.probe}.${r.name}`] = {
+            value: r.value,
+            ...(r.reason ? { reason: r.reason } : {}),
+            ...(r.evidence ? { evidence: r.evidence } : {}),
+          };
+        else if (r.type === 'metric')
+          metrics.push({
+            name: `${c.probe}.${r.name}`,
+            value: r.value,
+            unit: r.unit,
+            ...(r.attrs ? { attrs: r.attrs } : {}),
+            ...(r.reason ? { reason: r.reason } : {}),
+          });
+        else if (r.type === 'sample')
+          samples.push({ probe: c.probe, phase: r.phase, ...(r.attrs ? { attrs: r.attrs } : {}), readings: r.readings });
       }
     }
     records.push({
@@ -163,14 +178,31 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
         osBuild: asString(s.os_build),
         container: asString(s.container),
       },
-      observed: { date: start.started, runId: start.runId, target: t.name, session: t.ready?.session ?? null, transport: events.flatMap((e) => (e.type === 'target-start' && e.target === t.name ? e.transport : [])) },
+      observed: {
+        date: start.started,
+        runId: start.runId,
+        target: t.name,
+        session: t.ready?.session ?? null,
+        transport: events.flatMap((e) => (e.type === 'target-start' && e.target === t.name ? e.transport : [])),
+      },
       tool: { cudamatrix: start.version, cudaprobe: asString(s.tool_version), probeHash: t.ready?.probe.hash ?? null },
       sysinfo: s,
       facts,
       metrics,
       samples,
-      cells: cells.map((c) => ({ probe: c.probe, status: c.status, ...(c.reason ? { reason: c.reason } : {}), ...(c.errorCode ? { errorCode: c.errorCode } : {}) })),
-      verdicts: t.verdicts.map((v) => ({ title: v.title, status: v.status, actual: v.actual, message: v.message, ...(whyOf.has(JSON.stringify(v.expectation)) ? { why: whyOf.get(JSON.stringify(v.expectation)) } : {}) })),
+      cells: cells.map((c) => ({
+        probe: c.probe,
+        status: c.status,
+        ...(c.reason ? { reason: c.reason } : {}),
+        ...(c.errorCode ? { errorCode: c.errorCode } : {}),
+      })),
+      verdicts: t.verdicts.map((v) => ({
+        title: v.title,
+        status: v.status,
+        actual: v.actual,
+        message: v.message,
+        ...(whyOf.has(JSON.stringify(v.expectation)) ? { why: whyOf.get(JSON.stringify(v.expectation)) } : {}),
+      })),
     });
   }
   return records;
@@ -180,7 +212,10 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
 function ordered(o: Record<string, unknown>, first: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k of first) if (o[k] !== undefined) out[k] = o[k];
-  for (const k of Object.keys(o).filter((k) => !first.includes(k)).sort()) if (o[k] !== undefined) out[k] = o[k];
+  for (const k of Object.keys(o)
+    .filter((k) => !first.includes(k))
+    .sort())
+    if (o[k] !== undefined) out[k] = o[k];
   return out;
 }
 
@@ -203,7 +238,20 @@ function sortedDeep(v: unknown): unknown {
  */
 export function recordJson(r: BehaviourRecord): string {
   const x = r as unknown as Record<string, unknown>;
-  const top = ordered(x, ['recordSchema', 'id', 'key', 'observed', 'tool', 'evidence', 'sysinfo', 'facts', 'metrics', 'samples', 'cells', 'verdicts']);
+  const top = ordered(x, [
+    'recordSchema',
+    'id',
+    'key',
+    'observed',
+    'tool',
+    'evidence',
+    'sysinfo',
+    'facts',
+    'metrics',
+    'samples',
+    'cells',
+    'verdicts',
+  ]);
   top.key = ordered(r.key as unknown as Record<string, unknown>, ['environment', 'gpu', 'driver', 'os', 'osBuild', 'container']);
   top.observed = ordered(r.observed as unknown as Record<string, unknown>, ['date', 'runId', 'target', 'session', 'transport']);
   top.tool = ordered(r.tool as unknown as Record<string, unknown>, ['cudamatrix', 'cudaprobe', 'probeHash']);
@@ -213,8 +261,15 @@ export function recordJson(r: BehaviourRecord): string {
       .sort()
       .map((n) => [n, sortedDeep(ordered(r.facts[n] as unknown as Record<string, unknown>, ['value', 'reason', 'evidence']))]),
   );
-  top.metrics = r.metrics.map((m) => ({ ...ordered(m as unknown as Record<string, unknown>, ['name', 'value', 'unit', 'attrs', 'reason']), ...(m.attrs ? { attrs: sortedDeep(m.attrs) } : {}) }));
-  top.samples = r.samples.map((s) => ({ ...ordered(s as unknown as Record<string, unknown>, ['probe', 'phase', 'attrs', 'readings']), ...(s.attrs ? { attrs: sortedDeep(s.attrs) } : {}), readings: sortedDeep(s.readings) }));
+  top.metrics = r.metrics.map((m) => ({
+    ...ordered(m as unknown as Record<string, unknown>, ['name', 'value', 'unit', 'attrs', 'reason']),
+    ...(m.attrs ? { attrs: sortedDeep(m.attrs) } : {}),
+  }));
+  top.samples = r.samples.map((s) => ({
+    ...ordered(s as unknown as Record<string, unknown>, ['probe', 'phase', 'attrs', 'readings']),
+    ...(s.attrs ? { attrs: sortedDeep(s.attrs) } : {}),
+    readings: sortedDeep(s.readings),
+  }));
   top.cells = r.cells.map((c) => ordered(c as unknown as Record<string, unknown>, ['probe', 'status', 'reason', 'errorCode']));
   top.verdicts = r.verdicts.map((v) => ordered(v as unknown as Record<string, unknown>, ['title', 'status', 'actual', 'message', 'why']));
   return `${JSON.stringify(top, null, 2)}\n`;

@@ -23,7 +23,8 @@ const SHARED = ['key', 'tool', 'sysinfo', 'facts', 'cells', 'verdicts'] as const
  * their shape (each metric without its value: one record's metrics are like the next's) and
  * their values in order.
  */
-type Stored = Omit<BehaviourRecord, (typeof SHARED)[number] | 'metrics'> & Record<(typeof SHARED)[number], number> & { metrics: [number, (number | null)[]] };
+type Stored = Omit<BehaviourRecord, (typeof SHARED)[number] | 'metrics'> &
+  Record<(typeof SHARED)[number], number> & { metrics: [number, (number | null)[]] };
 
 interface IndexFile {
   format: string;
@@ -39,7 +40,8 @@ interface IndexFile {
  */
 export function digestOf(r: BehaviourRecord, keep: ReadonlySet<string>): BehaviourRecord {
   const facts: BehaviourRecord['facts'] = {};
-  for (const [n, f] of Object.entries(r.facts)) facts[n] = f.reason === undefined ? { value: f.value } : { value: f.value, reason: f.reason };
+  for (const [n, f] of Object.entries(r.facts))
+    facts[n] = f.reason === undefined ? { value: f.value } : { value: f.value, reason: f.reason };
   return { ...r, facts, samples: [], metrics: r.metrics.filter((m) => keep.has(m.name)) };
 }
 
@@ -62,7 +64,9 @@ const stampOf = (file: string) => {
 function loadIndex(file: string, folder: string, keep: string[]): IndexFile | null {
   try {
     const data = JSON.parse(readFileSync(file, 'utf8')) as IndexFile;
-    return data.format === INDEX_FORMAT && data.folder === folder && data.keep.join('\n') === keep.join('\n') && Array.isArray(data.entries) ? data : null;
+    return data.format === INDEX_FORMAT && data.folder === folder && data.keep.join('\n') === keep.join('\n') && Array.isArray(data.entries)
+      ? data
+      : null;
   } catch {
     return null;
   }
@@ -74,7 +78,13 @@ function loadIndex(file: string, folder: string, keep: string[]): IndexFile | nu
  * which checks them (a bad file stops it with its name, as before), and the index rewritten.
  * `metrics: false`: the digests' metrics are left empty (the index keeps them all the same).
  */
-export function readDigests(folder: string, names: readonly string[], keep: ReadonlySet<string>, read: (file: string) => BehaviourRecord[], options: { metrics?: boolean } = {}): BehaviourRecord[][] {
+export function readDigests(
+  folder: string,
+  names: readonly string[],
+  keep: ReadonlySet<string>,
+  read: (file: string) => BehaviourRecord[],
+  options: { metrics?: boolean } = {},
+): BehaviourRecord[][] {
   // Without metrics (diff, which reads the records it compares whole): none made from the index.
   const withMetrics = options.metrics ?? true;
   const keepList = [...keep].sort();
@@ -113,7 +123,18 @@ export function readDigests(folder: string, names: readonly string[], keep: Read
 }
 
 /** Writes the index; one that cannot be written (a read-only cache) only costs the next run its speed. */
-function writeIndex(file: string, at: { folder: string; keep: string[]; names: readonly string[]; stamps: string[]; digests: BehaviourRecord[][]; kept: (Stored[] | null)[]; shared: unknown[] }): void {
+function writeIndex(
+  file: string,
+  at: {
+    folder: string;
+    keep: string[];
+    names: readonly string[];
+    stamps: string[];
+    digests: BehaviourRecord[][];
+    kept: (Stored[] | null)[];
+    shared: unknown[];
+  },
+): void {
   // Parts already in the old index keep their place (found by identity); new ones by their JSON.
   const byObject = new Map<unknown, number>(at.shared.map((v, i) => [v, i]));
   let byText: Map<string, number> | null = null;
@@ -145,7 +166,9 @@ function writeIndex(file: string, at: { folder: string; keep: string[]; names: r
     }),
   }));
   // Only what is still referenced is kept (a record removed leaves its parts behind otherwise).
-  const used = [...new Set(entries.flatMap((e) => e.records.flatMap((r) => [...SHARED.map((k) => r[k] as number), (r.metrics as [number])[0]])))].sort((a, b) => a - b);
+  const used = [
+    ...new Set(entries.flatMap((e) => e.records.flatMap((r) => [...SHARED.map((k) => r[k] as number), (r.metrics as [number])[0]]))),
+  ].sort((a, b) => a - b);
   const renumber = new Map(used.map((old, i) => [old, i]));
   for (const e of entries) {
     for (const r of e.records) {
@@ -155,7 +178,10 @@ function writeIndex(file: string, at: { folder: string; keep: string[]; names: r
     }
   }
   try {
-    writeFileAtomic(file, JSON.stringify({ format: INDEX_FORMAT, folder: at.folder, keep: at.keep, shared: used.map((i) => shared[i]), entries }));
+    writeFileAtomic(
+      file,
+      JSON.stringify({ format: INDEX_FORMAT, folder: at.folder, keep: at.keep, shared: used.map((i) => shared[i]), entries }),
+    );
   } catch {
     // A cache that cannot be written: the records are read in full next time, as without one.
   }

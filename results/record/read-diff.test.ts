@@ -16,9 +16,17 @@ describe('readInput(folder, { forDiff })', () => {
     const a = tempDir('cm-read-diff-a-');
     const b = tempDir('cm-read-diff-b-');
     // Side a: three observations of one key, the newest without facts (not compared), one older.
-    writeRecords(a, [r0!, r1!, doctored(r1!, 'ffff0000ffffffff', (c) => ((c.facts = {}), (c.observed = { ...c.observed, date: '2027-01-01T00:00:00.000Z' })))]);
+    writeRecords(a, [
+      r0!,
+      r1!,
+      doctored(r1!, 'ffff0000ffffffff', (c) => ((c.facts = {}), (c.observed = { ...c.observed, date: '2027-01-01T00:00:00.000Z' }))),
+    ]);
     writeRecords(b, [r2!, r3!]);
-    const full = diffRecords(readInput(a, {}).records.map((x) => x.record), readInput(b, {}).records.map((x) => x.record), { all: true });
+    const full = diffRecords(
+      readInput(a, {}).records.map((x) => x.record),
+      readInput(b, {}).records.map((x) => x.record),
+      { all: true },
+    );
     const sideA = readInput(a, {}, { forDiff: true }).records.map((x) => x.record);
     const sideB = readInput(b, {}, { forDiff: true }).records.map((x) => x.record);
     expect(diffRecords(sideA, sideB, { all: true })).toEqual(full);
@@ -31,9 +39,20 @@ describe('readInput(folder, { forDiff })', () => {
       expect(existsSync(indexFileOf(path.join(a, 'driver-580.159.04'))), round).toBe(round === 'with the index');
       const ia = readInput(a, {}, { forDiff: true, keepMetrics }).records;
       const ib = readInput(b, {}, { forDiff: true, keepMetrics }).records;
-      expect(diffRecords(ia.map((x) => x.record), ib.map((x) => x.record), { all: true }), round).toEqual(full);
-      expect(ia.map((x) => x.file), round).toEqual(readInput(a, {}).records.map((x) => x.file));
-      for (const x of [...ia, ...ib]) if (compared.has(x.record.id)) expect(x.record, round).toEqual(JSON.parse(readFileSync(x.file!, 'utf8')));
+      expect(
+        diffRecords(
+          ia.map((x) => x.record),
+          ib.map((x) => x.record),
+          { all: true },
+        ),
+        round,
+      ).toEqual(full);
+      expect(
+        ia.map((x) => x.file),
+        round,
+      ).toEqual(readInput(a, {}).records.map((x) => x.file));
+      for (const x of [...ia, ...ib])
+        if (compared.has(x.record.id)) expect(x.record, round).toEqual(JSON.parse(readFileSync(x.file!, 'utf8')));
     }
   });
 });

@@ -38,7 +38,8 @@ export interface Input {
 export const measuredSomething = (r: BehaviourRecord): boolean => Object.keys(r.facts).length > 0 || r.metrics.length > 0;
 
 /** Why a target's record measured nothing, in words. */
-export const NOTHING_MEASURED = 'no fact and no metric measured (only sysinfo ran, or every other probe gave nothing); a record needs at least one';
+export const NOTHING_MEASURED =
+  'no fact and no metric measured (only sysinfo ran, or every other probe gave nothing); a record needs at least one';
 
 /** Why each target of a log that gave no record gave none, in words. */
 function unrecordedTargets(events: RunEvent[], recorded: Set<string>, empty: Set<string>): string[] {
@@ -55,9 +56,12 @@ function unrecordedTargets(events: RunEvent[], recorded: Set<string>, empty: Set
       continue;
     }
     const sysinfo = events.find((x) => x.type === 'cell-end' && x.target === e.target && x.probe === 'sysinfo');
-    const facts = new Map(sysinfo?.type === 'cell-end' ? sysinfo.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value] as const] : [])) : []);
+    const facts = new Map(
+      sysinfo?.type === 'cell-end' ? sysinfo.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value] as const] : [])) : [],
+    );
     if (facts.get('driver_found') === false) out.push(`${e.target}: no NVIDIA driver (the CUDA driver library could not be loaded)`);
-    else if (!facts.get('driver_version') || !facts.get('gpu_name')) out.push(`${e.target}: no GPU observed (sysinfo names no driver version or GPU)`);
+    else if (!facts.get('driver_version') || !facts.get('gpu_name'))
+      out.push(`${e.target}: no GPU observed (sysinfo names no driver version or GPU)`);
     else out.push(`${e.target}: no probe measured anything (every cell skipped, failed or not run)`);
   }
   return out;
@@ -68,7 +72,9 @@ function unrecordedTargets(events: RunEvent[], recorded: Set<string>, empty: Set
  * or was cut short, or a file truncated in a copy), or null when it is whole.
  */
 export function incompleteLog(file: string, events: RunEvent[]): string | null {
-  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l.trim());
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.trim());
   const last = lines[lines.length - 1];
   try {
     if (last !== undefined) JSON.parse(last);
@@ -92,7 +98,13 @@ function fromEventLog(source: string, file: string, defaults: Expectations, comp
   // A target whose record holds no fact and no metric (sysinfo alone) observed nothing to record or compare.
   const records = all.filter(measuredSomething);
   const empty = new Set(all.filter((r) => !measuredSomething(r)).map((r) => r.observed.target));
-  return { source, kind: 'event-log', eventLog: file, records: records.map((record) => ({ record, file: null })), unrecorded: unrecordedTargets(events, new Set(records.map((r) => r.observed.target)), empty) };
+  return {
+    source,
+    kind: 'event-log',
+    eventLog: file,
+    records: records.map((record) => ({ record, file: null })),
+    unrecorded: unrecordedTargets(events, new Set(records.map((r) => r.observed.target)), empty),
+  };
 }
 
 type Expectations = Partial<Record<string, Expectation[]>>;
@@ -147,20 +159,30 @@ function compareOnly(compared: Map<string, BehaviourRecord>, record: BehaviourRe
  * `forDiff` with `keepMetrics`: a folder is read through its records index (./index.ts), the
  * metrics named kept in every digest (the report's key metrics: one index serves both).
  */
-export function readInput(source: string, defaults: Expectations, options: { complete?: boolean; forDiff?: boolean; keepMetrics?: ReadonlySet<string> } = {}): Input {
+export function readInput(
+  source: string,
+  defaults: Expectations,
+  options: { complete?: boolean; forDiff?: boolean; keepMetrics?: ReadonlySet<string> } = {},
+): Input {
   const complete = options.complete ?? false;
   let st;
   try {
     st = statSync(source);
   } catch {
-    throw new CudamatrixError('USAGE', `${source} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json), a file made by record --submit, or a folder of records`);
+    throw new CudamatrixError(
+      'USAGE',
+      `${source} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json), a file made by record --submit, or a folder of records`,
+    );
   }
   if (st.isDirectory()) {
     const log = path.join(source, 'events.jsonl');
     if (statSync(log, { throwIfNoEntry: false })?.isFile()) return fromEventLog(source, log, defaults, complete);
     const files = recordFilesUnder(source);
     if (files.length === 0) {
-      throw new CudamatrixError('USAGE', `${source} holds neither an events.jsonl (a run folder) nor record files (*.json, or driver-<version>/*.json); pass a run folder or a folder of records`);
+      throw new CudamatrixError(
+        'USAGE',
+        `${source} holds neither an events.jsonl (a run folder) nor record files (*.json, or driver-<version>/*.json); pass a run folder or a folder of records`,
+      );
     }
     const records: Input['records'] = [];
     const compared = new Map<string, BehaviourRecord>();
@@ -168,12 +190,18 @@ export function readInput(source: string, defaults: Expectations, options: { com
     if (options.forDiff && options.keepMetrics) {
       // Through the records index: every record's digest, then the one compared per key whole.
       const at = new Map<BehaviourRecord, { pos: number; file: string; n: number }>();
-      for (let i = 0; i < files.length; ) {
+      for (let i = 0; i < files.length;) {
         const folder = path.dirname(files[i]!);
         let j = i;
         while (j < files.length && path.dirname(files[j]!) === folder) j++;
         const group = files.slice(i, j);
-        readDigests(folder, group.map((f) => path.basename(f)), options.keepMetrics, readFile, { metrics: false }).forEach((list, g) =>
+        readDigests(
+          folder,
+          group.map((f) => path.basename(f)),
+          options.keepMetrics,
+          readFile,
+          { metrics: false },
+        ).forEach((list, g) =>
           list.forEach((record, n) => {
             at.set(record, { pos: records.length, file: group[g]!, n });
             records.push({ record, file: group[g]! });
@@ -197,7 +225,8 @@ export function readInput(source: string, defaults: Expectations, options: { com
     return { source, kind: 'records-folder', records, unrecorded: [] };
   }
   const text = readFileSync(source, 'utf8');
-  if (isSubmission(text)) return { source, kind: 'submission', records: parseSubmission(text, source).map((record) => ({ record, file: null })), unrecorded: [] };
+  if (isSubmission(text))
+    return { source, kind: 'submission', records: parseSubmission(text, source).map((record) => ({ record, file: null })), unrecorded: [] };
   const trimmed = text.trimStart();
   // An event log is JSON lines whose first is a run-start event; a record is one JSON document.
   const newline = trimmed.indexOf('\n');
@@ -209,7 +238,8 @@ export function readInput(source: string, defaults: Expectations, options: { com
     first = undefined;
   }
   if (isObject(first) && 'type' in first) return fromEventLog(source, source, defaults, complete);
-  if (trimmed.startsWith('{') || trimmed.startsWith('[')) return { source, kind: 'record', records: readRecordFile(source, text).map((record) => ({ record, file: source })), unrecorded: [] };
+  if (trimmed.startsWith('{') || trimmed.startsWith('['))
+    return { source, kind: 'record', records: readRecordFile(source, text).map((record) => ({ record, file: source })), unrecorded: [] };
   throw new CudamatrixError(
     'RECORD_INVALID',
     `${source} is neither an event log (events.jsonl: JSON lines, the first a run-start event), a behaviour record (JSON with recordSchema), nor a file made by \`cudamatrix record --submit\`; pass one of those`,

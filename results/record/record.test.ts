@@ -47,10 +47,17 @@ describe('the record file', () => {
   it('the committed H200 record is what `record` writes from its log today (redacted, with its evidence)', () => {
     const file = path.join(H200_DIR, recordPath(runs[0]!).replace(/^driver-[^/]+\//, ''));
     const expected = recordJson({ ...redactRecord(runs[0]!), evidence: 'results/records/driver-580.159.04/h200-linux/events.jsonl' });
-    expect(readFileSync(file, 'utf8'), 'run `pnpm cudamatrix record results/records/driver-580.159.04/h200-linux` again and commit the record').toBe(expected);
+    expect(
+      readFileSync(file, 'utf8'),
+      'run `pnpm cudamatrix record results/records/driver-580.159.04/h200-linux` again and commit the record',
+    ).toBe(expected);
     // The runs of 2026-11-29 to 2026-12-01 are one observation; those of 2026-12-02 (issue 24's
     // probes, the default suite) another.
-    expect(readdirSync(H200_DIR).filter((n) => n.endsWith('.json')).sort()).toEqual([path.basename(file), ...H200_LATER_RECORDS].sort());
+    expect(
+      readdirSync(H200_DIR)
+        .filter((n) => n.endsWith('.json'))
+        .sort(),
+    ).toEqual([path.basename(file), ...H200_LATER_RECORDS].sort());
   });
 });
 
@@ -109,7 +116,8 @@ describe('the records folder', () => {
     const first = store.store(runs[0]!);
     expect(first).toEqual({ kind: 'written', file: path.join(dir, recordPath(runs[0]!)), conflicts: [], decided: [], partial: [] });
     expect(readFileSync(first.file, 'utf8')).toBe(recordJson(runs[0]!));
-    for (const r of runs.slice(1)) expect(store.store(r)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(r)), existing: first.file });
+    for (const r of runs.slice(1))
+      expect(store.store(r)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(r)), existing: first.file });
     // a new store reads the folder from disk: the same
     expect(new RecordStore(dir).store(runs[1]!).kind).toBe('duplicate');
     expect(existsSync(path.join(dir, recordPath(runs[1]!)))).toBe(false);
@@ -135,7 +143,9 @@ describe('the records folder', () => {
         ],
       },
     ]);
-    expect(readdirSync(path.join(dir, 'driver-580.159.04')).sort()).toEqual([path.basename(recordPath(runs[0]!)), path.basename(recordPath(other))].sort());
+    expect(readdirSync(path.join(dir, 'driver-580.159.04')).sort()).toEqual(
+      [path.basename(recordPath(runs[0]!)), path.basename(recordPath(other))].sort(),
+    );
   });
 
   it('a run of fewer probes (facts only one side has, none different) is written without a conflict', () => {
@@ -162,15 +172,27 @@ describe('the records folder', () => {
     };
     const slow = doctored(runs[3]!, 'a11a11a11a11a11a', halve);
     const outcome = store.store(slow);
-    expect(outcome).toMatchObject({ kind: 'written', file: path.join(dir, recordPath(slow)), conflicts: [], partial: [], drift: { file: first.file, cells: [] } });
+    expect(outcome).toMatchObject({
+      kind: 'written',
+      file: path.join(dir, recordPath(slow)),
+      conflicts: [],
+      partial: [],
+      drift: { file: first.file, cells: [] },
+    });
     if (outcome.kind !== 'written') return;
     expect(outcome.drift!.metrics.map((m) => [m.attrs.direction, m.attrs.size_bytes, m.flagged])).toEqual(
-      [1048576, 16777216, 268435456, 1073741824].flatMap((size) => [['h2d', size, true], ['d2h', size, true]]),
+      [1048576, 16777216, 268435456, 1073741824].flatMap((size) => [
+        ['h2d', size, true],
+        ['d2h', size, true],
+      ]),
     );
     // 2026-11-30 follows the record of 2026-11-29 (within noise of it), not the halved one of 2026-12-01: the same observation.
     expect(store.store(runs[1]!)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(runs[1]!)), existing: first.file });
     // The same halved run again: a duplicate of the halved record. Back to normal after it: written, drifted from the halved one.
-    expect(store.store(doctored(slow, 'a22a22a22a22a22a', (x) => void (x.observed.date = '2026-12-02T00:00:00.000Z')))).toMatchObject({ kind: 'duplicate', existing: outcome.file });
+    expect(store.store(doctored(slow, 'a22a22a22a22a22a', (x) => void (x.observed.date = '2026-12-02T00:00:00.000Z')))).toMatchObject({
+      kind: 'duplicate',
+      existing: outcome.file,
+    });
     const back = doctored(runs[3]!, 'b00b00b00b00b00b', (x) => void (x.observed.date = '2026-12-03T00:00:00.000Z'));
     expect(store.store(back)).toMatchObject({ kind: 'written', drift: { file: outcome.file } });
     expect(readdirSync(path.join(dir, 'driver-580.159.04'))).toHaveLength(3);
@@ -211,12 +233,22 @@ describe('the submitted file', () => {
     const text = renderSubmission([redactRecord(runs[0]!)], '0.1.0');
     const edited = text.replace('"value": "on-free"', '"value": "on-exit"');
     expect(edited).not.toBe(text);
-    expect(codeOf(() => parseSubmission(edited, 'sub.md'))).toEqual({ code: 'RECORD_INVALID', message: expect.stringMatching(/^sub\.md: the records were changed after cudamatrix wrote them/) });
+    expect(codeOf(() => parseSubmission(edited, 'sub.md'))).toEqual({
+      code: 'RECORD_INVALID',
+      message: expect.stringMatching(/^sub\.md: the records were changed after cudamatrix wrote them/),
+    });
     const summaryEdited = text.replace('| `pinned-release.released` | on-free |', '| `pinned-release.released` | on-exit |');
     expect(summaryEdited).not.toBe(text);
-    expect(codeOf(() => parseSubmission(summaryEdited, 'sub.md'))).toEqual({ code: 'RECORD_INVALID', message: expect.stringMatching(/^sub\.md: the summary was changed after cudamatrix wrote it/) });
-    expect(codeOf(() => parseSubmission(text.replace('cudamatrix-submission 1 ', 'cudamatrix-submission 2 '), 'sub.md')).message).toMatch(/sub\.md is a submission of format 2; .* upgrade cudamatrix/);
-    expect(codeOf(() => parseSubmission(text.replace('json cudamatrix-records', 'json'), 'sub.md')).message).toMatch(/^sub\.md: no ```json cudamatrix-records block/);
+    expect(codeOf(() => parseSubmission(summaryEdited, 'sub.md'))).toEqual({
+      code: 'RECORD_INVALID',
+      message: expect.stringMatching(/^sub\.md: the summary was changed after cudamatrix wrote it/),
+    });
+    expect(codeOf(() => parseSubmission(text.replace('cudamatrix-submission 1 ', 'cudamatrix-submission 2 '), 'sub.md')).message).toMatch(
+      /sub\.md is a submission of format 2; .* upgrade cudamatrix/,
+    );
+    expect(codeOf(() => parseSubmission(text.replace('json cudamatrix-records', 'json'), 'sub.md')).message).toMatch(
+      /^sub\.md: no ```json cudamatrix-records block/,
+    );
   });
 });
 
@@ -228,7 +260,9 @@ describe('inputs', () => {
     expect(readInput(path.dirname(H200_RUNS[0]!), defaults).kind).toBe('event-log');
     const folder = readInput(H200_DIR, defaults);
     expect(folder.kind).toBe('records-folder');
-    expect(folder.records.map((r) => path.relative(H200_DIR, r.file!)).sort()).toEqual([path.basename(recordPath(runs[0]!)), ...H200_LATER_RECORDS].sort());
+    expect(folder.records.map((r) => path.relative(H200_DIR, r.file!)).sort()).toEqual(
+      [path.basename(recordPath(runs[0]!)), ...H200_LATER_RECORDS].sort(),
+    );
     const dir = tempDir('cm-inputs-');
     const sub = path.join(dir, 'anything.txt');
     writeFileSync(sub, renderSubmission([redactRecord(runs[0]!)], '0.1.0'));
@@ -251,22 +285,38 @@ describe('inputs', () => {
     const defaults = await defaultExpectations();
     const dir = tempDir('cm-inputs-');
     const missing = path.join(dir, 'nope.jsonl');
-    expect(codeOf(() => readInput(missing, defaults))).toEqual({ code: 'USAGE', message: expect.stringContaining(`${missing} does not exist`) });
+    expect(codeOf(() => readInput(missing, defaults))).toEqual({
+      code: 'USAGE',
+      message: expect.stringContaining(`${missing} does not exist`),
+    });
     const text = path.join(dir, 'notes.txt');
     writeFileSync(text, 'just some notes\n');
-    expect(codeOf(() => readInput(text, defaults))).toEqual({ code: 'RECORD_INVALID', message: expect.stringContaining(`${text} is neither an event log`) });
+    expect(codeOf(() => readInput(text, defaults))).toEqual({
+      code: 'RECORD_INVALID',
+      message: expect.stringContaining(`${text} is neither an event log`),
+    });
     const newLog = path.join(dir, 'new.jsonl');
     const lines = readFileSync(H200_RUNS[0]!, 'utf8').split('\n');
     lines[0] = lines[0]!.replace('"schemaVersion":1', '"schemaVersion":2');
     writeFileSync(newLog, lines.join('\n'));
-    expect(codeOf(() => readInput(newLog, defaults))).toEqual({ code: 'EVENTS_TOO_NEW', message: expect.stringMatching(new RegExp(`^${newLog} was written with event schema 2 .*upgrade cudamatrix`)) });
+    expect(codeOf(() => readInput(newLog, defaults))).toEqual({
+      code: 'EVENTS_TOO_NEW',
+      message: expect.stringMatching(new RegExp(`^${newLog} was written with event schema 2 .*upgrade cudamatrix`)),
+    });
     const newRecord = path.join(dir, 'new.json');
     writeFileSync(newRecord, JSON.stringify({ ...runs[0], recordSchema: 2 }));
-    expect(codeOf(() => readInput(newRecord, defaults))).toEqual({ code: 'RECORD_INVALID', message: expect.stringMatching(new RegExp(`^behaviour record ${newRecord} has record schema 2; .*upgrade cudamatrix`)) });
+    expect(codeOf(() => readInput(newRecord, defaults))).toEqual({
+      code: 'RECORD_INVALID',
+      message: expect.stringMatching(new RegExp(`^behaviour record ${newRecord} has record schema 2; .*upgrade cudamatrix`)),
+    });
     const bad = path.join(dir, 'bad.json');
     writeFileSync(bad, JSON.stringify({ ...runs[0], metrics: [{ name: 'x', value: 'fast', unit: 'us' }] }));
-    expect(codeOf(() => readInput(bad, defaults)).message).toContain(`behaviour record ${bad}: metrics[0]: expected {name, value: a number or null, unit, attrs?}`);
+    expect(codeOf(() => readInput(bad, defaults)).message).toContain(
+      `behaviour record ${bad}: metrics[0]: expected {name, value: a number or null, unit, attrs?}`,
+    );
     const empty = tempDir('cm-inputs-empty-');
-    expect(codeOf(() => readInput(empty, defaults)).message).toContain(`${empty} holds neither an events.jsonl (a run folder) nor record files`);
+    expect(codeOf(() => readInput(empty, defaults)).message).toContain(
+      `${empty} holds neither an events.jsonl (a run folder) nor record files`,
+    );
   });
 });

@@ -58,5 +58,16 @@ function redactDeep(v: unknown): unknown {
 export function redactRecord(r: BehaviourRecord): BehaviourRecord {
   const { gpu_uuid: _uuid, ...sysinfo } = r.sysinfo;
   const out = redactDeep({ ...r, sysinfo }) as BehaviourRecord;
-  return { ...out, id: r.id, key: r.key, observed: { ...out.observed, date: r.observed.date, runId: r.observed.runId }, facts: Object.fromEntries(Object.entries(out.facts).map(([n, f]) => { const v = r.facts[n]!.value; return [n, { ...f, value: typeof v === 'string' ? redactUuid(v) : v }]; })) };
+  return {
+    ...out,
+    id: r.id,
+    key: r.key,
+    observed: { ...out.observed, date: r.observed.date, runId: r.observed.runId },
+    facts: Object.fromEntries(
+      Object.entries(out.facts).map(([n, f]) => {
+        const v = r.facts[n]!.value;
+        return [n, { ...f, value: typeof v === 'string' ? redactUuid(v) : v }];
+      }),
+    ),
+  };
 }

@@ -65,7 +65,9 @@ export interface Related {
 /** Facts whose values differ between two records (a fact one lacks counts, with undefined). */
 export function factDifferences(here: BehaviourRecord, there: BehaviourRecord): FactDifference[] {
   const names = [...new Set([...Object.keys(here.facts), ...Object.keys(there.facts)])].sort();
-  return names.filter((n) => here.facts[n]?.value !== there.facts[n]?.value).map((n) => ({ name: n, here: here.facts[n]?.value, there: there.facts[n]?.value }));
+  return names
+    .filter((n) => here.facts[n]?.value !== there.facts[n]?.value)
+    .map((n) => ({ name: n, here: here.facts[n]?.value, there: there.facts[n]?.value }));
 }
 
 /** Records folder -> the records of each driver folder read so far (relative path -> record). */
@@ -78,7 +80,11 @@ export class RecordStore {
     if (got) return got;
     got = new Map();
     const at = path.join(this.dir, sub);
-    const names = statSync(at, { throwIfNoEntry: false })?.isDirectory() ? readdirSync(at).filter((n) => n.endsWith('.json')).sort() : [];
+    const names = statSync(at, { throwIfNoEntry: false })?.isDirectory()
+      ? readdirSync(at)
+          .filter((n) => n.endsWith('.json'))
+          .sort()
+      : [];
     for (const name of names) got.set(`${sub}/${name}`, this.read(path.join(at, name)));
     this.folders.set(sub, got);
     return got;
@@ -101,7 +107,10 @@ export class RecordStore {
     const existing = this.folder(path.posix.dirname(rel));
     const key = keyText(record.key);
     const same = [...existing].filter(([, r]) => keyText(r.key) === key);
-    const previous = predecessor(same.filter(([, r]) => sameObservation(r, record)), record);
+    const previous = predecessor(
+      same.filter(([, r]) => sameObservation(r, record)),
+      record,
+    );
     let drift: Drift | undefined;
     if (previous) {
       const d = diffPair(previous[1], record);
@@ -124,7 +133,11 @@ export class RecordStore {
       const facts = factDifferences(record, r);
       // The same observation (a drift, said as such): neither a conflict nor a run of other probes.
       if (facts.length === 0) continue;
-      const list = facts.some((f) => both(f) && f.here !== null && f.there !== null) ? related.conflicts : facts.some(both) ? related.decided : related.partial;
+      const list = facts.some((f) => both(f) && f.here !== null && f.there !== null)
+        ? related.conflicts
+        : facts.some(both)
+          ? related.decided
+          : related.partial;
       list.push({ file: path.join(this.dir, other), facts });
     }
     // Written whole or not at all: a half-written record would break every later read of the folder.
@@ -142,7 +155,8 @@ export class RecordStore {
   }
 }
 
-const order = (a: BehaviourRecord, b: BehaviourRecord) => (a.observed.date < b.observed.date ? -1 : a.observed.date > b.observed.date ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const order = (a: BehaviourRecord, b: BehaviourRecord) =>
+  a.observed.date < b.observed.date ? -1 : a.observed.date > b.observed.date ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 
 /**
  * Of the records of the same observation, the one `record` follows in time (the newest not

@@ -77,7 +77,7 @@ export function renderSubmission(records: BehaviourRecord[], toolVersion: string
     '## What this file holds',
     '',
     'The records below, as `cudamatrix record` writes them: the sysinfo, facts, metrics, memory readings, cell outcomes and',
-    "verdicts of each observation. Nothing else from the machine: no event log, no probe output, no environment variables.",
+    'verdicts of each observation. Nothing else from the machine: no event log, no probe output, no environment variables.',
     `Removed first: ${REDACTED.join('; ')}. Kept: the target names of the matrix (${targets}).`,
     '',
     `<details><summary>The records (JSON, ${(Buffer.byteLength(json) / 1024).toFixed(0)} KiB)</summary>`,
@@ -99,20 +99,35 @@ export function isSubmission(text: string): boolean {
 export function parseSubmission(text: string, file: string): BehaviourRecord[] {
   const t = text.replace(/\r\n?/g, '\n');
   const marker = new RegExp(`${MARKER} (\\d+) sha256:([0-9a-f]{64}) -->`).exec(t);
-  if (!marker) throw new CudamatrixError('RECORD_INVALID', `${file}: the cudamatrix-submission marker is damaged (expected "${MARKER} ${SUBMISSION_VERSION} sha256:<64 hex digits> -->"); ask for the file as \`cudamatrix record --submit\` wrote it`);
+  if (!marker)
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}: the cudamatrix-submission marker is damaged (expected "${MARKER} ${SUBMISSION_VERSION} sha256:<64 hex digits> -->"); ask for the file as \`cudamatrix record --submit\` wrote it`,
+    );
   if (Number(marker[1]) > SUBMISSION_VERSION) {
-    throw new CudamatrixError('RECORD_INVALID', `${file} is a submission of format ${marker[1]}; this cudamatrix reads format ${SUBMISSION_VERSION}: upgrade cudamatrix to read it`);
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file} is a submission of format ${marker[1]}; this cudamatrix reads format ${SUBMISSION_VERSION}: upgrade cudamatrix to read it`,
+    );
   }
   const block = new RegExp(`^(\`{3,})${FENCE_INFO}\\n([\\s\\S]*?)\\n\\1[ \\t]*$`, 'm').exec(t);
-  if (!block) throw new CudamatrixError('RECORD_INVALID', `${file}: no \`\`\`${FENCE_INFO} block with the records; ask for the file as \`cudamatrix record --submit\` wrote it`);
+  if (!block)
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}: no \`\`\`${FENCE_INFO} block with the records; ask for the file as \`cudamatrix record --submit\` wrote it`,
+    );
   const line = t.slice(0, block.index).split('\n').length + 1;
   let data: unknown;
   try {
     data = JSON.parse(block[2]!);
   } catch (e) {
-    throw new CudamatrixError('RECORD_INVALID', `${file}:${line}: the records block is not JSON (${(e as Error).message}); ask for the file as \`cudamatrix record --submit\` wrote it`);
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}:${line}: the records block is not JSON (${(e as Error).message}); ask for the file as \`cudamatrix record --submit\` wrote it`,
+    );
   }
-  if (!Array.isArray(data)) throw new CudamatrixError('RECORD_INVALID', `${file}:${line}: the records block is not a JSON array of records`);
+  if (!Array.isArray(data))
+    throw new CudamatrixError('RECORD_INVALID', `${file}:${line}: the records block is not a JSON array of records`);
   const records = data.map((d, i) => checkRecord(d, `${file} (record ${i + 1} of the block at line ${line})`));
   if (digest(records) !== marker[2]) {
     throw new CudamatrixError(

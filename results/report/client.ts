@@ -30,7 +30,8 @@ export const FORMAT_SCRIPT = String.raw`
   }
 `;
 
-export const CLIENT_SCRIPT = String.raw`
+export const CLIENT_SCRIPT =
+  String.raw`
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('report-data').textContent);
@@ -39,7 +40,9 @@ export const CLIENT_SCRIPT = String.raw`
   var COLORS = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf', '#7f7f7f', '#bcbd22', '#393b79', '#637939'];
   /** Line styles of the sources that did not decide (the deciding one is solid, thick and on top). */
   var DASHES = ['7 4', '2 3', '10 3 2 3', '4 2', '1 4', '12 4'];
-` + FORMAT_SCRIPT + String.raw`
+` +
+  FORMAT_SCRIPT +
+  String.raw`
   function el(tag, attrs, kids) {
     var e = document.createElement(tag);
     for (var k in attrs || {}) if (attrs[k] !== undefined && attrs[k] !== null) e.setAttribute(k, String(attrs[k]));

@@ -41,10 +41,17 @@ select { max-width: 100%; } .pickers label { display: inline-block; margin: 0 12
 
 /** JSON that is safe inside <script>: no "</script", "<!--" or line separators can end or change it. */
 export function scriptJson(value: unknown): string {
-  return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
+  return JSON.stringify(value)
+    .replace(/</g, '\\u003c')
+    .replace(/\u2028/g, '\\u2028')
+    .replace(/\u2029/g, '\\u2029');
 }
 
-export function renderHtml(records: readonly LoadedRecord[], opts: { recordsLink: string; recordsDirName: string }, table: BehaviourTable = buildTable(records)): string {
+export function renderHtml(
+  records: readonly LoadedRecord[],
+  opts: { recordsLink: string; recordsDirName: string },
+  table: BehaviourTable = buildTable(records),
+): string {
   const data = pageData(records, opts.recordsLink, table, opts.recordsDirName);
   return `<!doctype html>
 <html lang="en">

@@ -47,7 +47,12 @@ describe('the records index', () => {
 
   async function folder() {
     const [a, b] = await h200Records();
-    const records = [a, b, variant(a, 'aaaa0001aaaaaaaa', (r) => (r.observed = { ...r.observed, date: '2026-12-05T00:00:00.000Z' })), variant(b, 'bbbb0001bbbbbbbb', (r) => (r.key = { ...r.key, driver: '575.64.05' }))];
+    const records = [
+      a,
+      b,
+      variant(a, 'aaaa0001aaaaaaaa', (r) => (r.observed = { ...r.observed, date: '2026-12-05T00:00:00.000Z' })),
+      variant(b, 'bbbb0001bbbbbbbb', (r) => (r.key = { ...r.key, driver: '575.64.05' })),
+    ];
     const dir = tempDir('cm-index-');
     writeRecords(dir, records);
     return { dir, records, expected: renderReport(loaded(records.map((r) => structuredClone(r))), paths) };

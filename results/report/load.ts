@@ -25,13 +25,18 @@ export function recordFiles(dir: string): string[] {
     if (!statSync(dir).isDirectory()) throw new Error('not a folder');
     top = readdirSync(dir);
   } catch {
-    throw new CudamatrixError('USAGE', `records folder ${dir} does not exist or is not a folder; pass the folder that holds driver-<version>/*.json (--records-dir, default results/records)`);
+    throw new CudamatrixError(
+      'USAGE',
+      `records folder ${dir} does not exist or is not a folder; pass the folder that holds driver-<version>/*.json (--records-dir, default results/records)`,
+    );
   }
   const files: string[] = [];
   for (const sub of top.filter((n) => n.startsWith('driver-')).sort()) {
     const at = path.join(dir, sub);
     if (!statSync(at).isDirectory()) continue;
-    for (const name of readdirSync(at).filter((n) => n.endsWith('.json')).sort()) {
+    for (const name of readdirSync(at)
+      .filter((n) => n.endsWith('.json'))
+      .sort()) {
       if (statSync(path.join(at, name)).isFile()) files.push(`${sub}/${name}`);
     }
   }
@@ -58,7 +63,7 @@ export function loadRecords(dir: string, keepMetrics?: ReadonlySet<string>): Loa
   }
   const loaded: LoadedRecord[] = [];
   // recordFiles sorts by folder, then name: each driver folder's files are together.
-  for (let i = 0; i < files.length; ) {
+  for (let i = 0; i < files.length;) {
     const sub = files[i]!.slice(0, files[i]!.indexOf('/'));
     let j = i;
     while (j < files.length && files[j]!.startsWith(`${sub}/`)) j++;
@@ -108,7 +113,13 @@ function shownBefore(a: LoadedRecord, b: LoadedRecord): boolean {
 export function checkReportRecord(data: unknown, file: string): BehaviourRecord {
   const r = checkRecord(data, file);
   r.samples.forEach((s: unknown, i) => {
-    if (!isObject(s) || typeof s.probe !== 'string' || typeof s.phase !== 'string' || !isObject(s.readings) || (s.attrs !== undefined && !isObject(s.attrs))) {
+    if (
+      !isObject(s) ||
+      typeof s.probe !== 'string' ||
+      typeof s.phase !== 'string' ||
+      !isObject(s.readings) ||
+      (s.attrs !== undefined && !isObject(s.attrs))
+    ) {
       throw invalid(file, `samples[${i}]: expected {probe, phase, attrs?, readings}`);
     }
   });

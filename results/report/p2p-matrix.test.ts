@@ -19,7 +19,10 @@ beforeAll(async () => {
 function twoGpus(wrong = 0): BehaviourRecord {
   const r = structuredClone(h200);
   r.facts['p2p.link_class'] = { value: 'NV18', evidence: { '0-1': 'NV18' } };
-  for (const [src, dst] of [[0, 1], [1, 0]] as const) {
+  for (const [src, dst] of [
+    [0, 1],
+    [1, 0],
+  ] as const) {
     for (const peer of [true, false]) {
       const attrs = { src, dst, peer, size_bytes: 256 * 1024 ** 2 };
       r.metrics.push({ name: 'p2p.bandwidth_gbps', value: peer ? 380 + src : 40 + src, unit: 'GB/s', attrs });

@@ -31,7 +31,9 @@ export function p2pMatrices(columns: readonly Column[]): P2pMatrix[] {
   const out: P2pMatrix[] = [];
   for (const c of columns) {
     const r = c.chosen.record;
-    const metrics = r.metrics.filter((m) => m.name.startsWith('p2p.') && typeof m.attrs?.src === 'number' && typeof m.attrs?.dst === 'number');
+    const metrics = r.metrics.filter(
+      (m) => m.name.startsWith('p2p.') && typeof m.attrs?.src === 'number' && typeof m.attrs?.dst === 'number',
+    );
     if (!metrics.length) continue;
     const find = (name: string, src: number, dst: number, peer: boolean) =>
       metrics.find((m) => m.name === `p2p.${name}` && m.attrs?.src === src && m.attrs?.dst === dst && m.attrs?.peer === peer);
@@ -60,6 +62,7 @@ export function p2pCellText(cell: P2pCell | undefined): string {
   if (!cell) return '–';
   const gbps = (v: number | null) => (v === null ? '—' : formatValue(v, 'GB/s'));
   const wrong = [cell.wrongOn, cell.wrongOff].filter((v): v is number => v !== null);
-  const intact = wrong.length === 0 ? 'not verified' : wrong.every((v) => v === 0) ? 'intact' : `${formatValue(Math.max(...wrong), 'bytes')} wrong`;
+  const intact =
+    wrong.length === 0 ? 'not verified' : wrong.every((v) => v === 0) ? 'intact' : `${formatValue(Math.max(...wrong), 'bytes')} wrong`;
   return `${cell.link ?? '?'}: ${gbps(cell.onGbps)} with peer access, ${gbps(cell.offGbps)} without; ${intact}`;
 }

@@ -27,14 +27,38 @@ export interface PageData {
    * prev: the column of the same environment, GPU, OS and container with the driver before this one's; -1 if none.
    * drift: the chosen record's metrics beyond their noise against the record before it (see table.ts).
    */
-  columns: { text: S; env: S; driver: S; gpu: S; records: number; link: S; events: S | -1; date: S; conflicts: number; prev: number; drift: PageDrift | null }[];
+  columns: {
+    text: S;
+    env: S;
+    driver: S;
+    gpu: S;
+    records: number;
+    link: S;
+    events: S | -1;
+    date: S;
+    conflicts: number;
+    prev: number;
+    drift: PageDrift | null;
+  }[];
   /**
    * Per fact row; a cell is -1 (not recorded), a value index (one value, linking to the column's record) or [value, link, reason?][] (several, or another record).
    * changed: [column, the previous driver's value][] where the chosen values differ (the column's `prev`).
    */
-  facts: { probe: S; title: S; claims: S[]; rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[]; changed?: [number, S][] }[] }[];
+  facts: {
+    probe: S;
+    title: S;
+    claims: S[];
+    rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[]; changed?: [number, S][] }[];
+  }[];
   /** Key metrics of each column's chosen record: null, [value] or [value, note]; drifted: [column, the value in the record before][]. */
-  metrics: { metric: S; label: S; unit: S; claims: S[]; cells: ([number | null] | [number | null, S] | null)[]; drifted?: [number, number | null][] }[];
+  metrics: {
+    metric: S;
+    label: S;
+    unit: S;
+    claims: S[];
+    cells: ([number | null] | [number | null, S] | null)[];
+    drifted?: [number, number | null][];
+  }[];
   /** Reading source -> what it is. */
   sources: Record<string, string>;
   /** Probe -> title and claims, for the detail headings. */
@@ -71,7 +95,11 @@ export interface PageDetail {
   /** [target_us, event-timed us, host-timed us][] and the resolution. */
   ev: { points: [number, number | null, number | null][]; resolution: number | null } | null;
   /** Driver-API levels: [prefill %, free VRAM bytes, ceiling bytes, stopped by, chunk ms]; runtime variants: [variant, round (1-based), free VRAM bytes, ceiling, stopped by, chunk ms]. */
-  ceil: { levels: [number, number | null, number | null, S, number | null][]; cap: number | null; variants: [S, number, number | null, number | null, S, number | null][] } | null;
+  ceil: {
+    levels: [number, number | null, number | null, S, number | null][];
+    cap: number | null;
+    variants: [S, number, number | null, number | null, S, number | null][];
+  } | null;
 }
 
 class Strings {
@@ -103,7 +131,11 @@ function memorySeries(samples: RecordedSample[], strs: Strings, pick: (attrs: Re
   for (const s of samples) {
     const attrs = Object.fromEntries(Object.entries(s.attrs ?? {}).filter(([k]) => !PHASE_ATTRS.has(k)));
     if (!pick(attrs)) continue;
-    const k = JSON.stringify(Object.keys(attrs).sort().map((a) => [a, attrs[a]]));
+    const k = JSON.stringify(
+      Object.keys(attrs)
+        .sort()
+        .map((a) => [a, attrs[a]]),
+    );
     const g = groups.get(k);
     if (g) g.samples.push(s);
     else groups.set(k, { attrs, samples: [s] });
@@ -111,8 +143,15 @@ function memorySeries(samples: RecordedSample[], strs: Strings, pick: (attrs: Re
   return [...groups.values()].map(({ attrs, samples: list }) => {
     const sources = Object.keys(sampleReadings).filter((src) => list.some((s) => typeof s.readings[src] === 'number'));
     // Sources of a newer cudaprobe, after the known ones.
-    for (const s of list) for (const src of Object.keys(s.readings).sort()) if (!sources.includes(src) && typeof s.readings[src] === 'number') sources.push(src);
-    const parts = [attrs.kind, attrs.api ? `${attrs.api} API` : undefined, typeof attrs.processes === 'number' ? `${attrs.processes} processes` : undefined, typeof attrs.size_bytes === 'number' ? `${gib(attrs.size_bytes)}${typeof attrs.processes === 'number' ? ' each' : ''}` : undefined];
+    for (const s of list)
+      for (const src of Object.keys(s.readings).sort())
+        if (!sources.includes(src) && typeof s.readings[src] === 'number') sources.push(src);
+    const parts = [
+      attrs.kind,
+      attrs.api ? `${attrs.api} API` : undefined,
+      typeof attrs.processes === 'number' ? `${attrs.processes} processes` : undefined,
+      typeof attrs.size_bytes === 'number' ? `${gib(attrs.size_bytes)}${typeof attrs.processes === 'number' ? ' each' : ''}` : undefined,
+    ];
     return {
       label: strs.of(parts.filter((p) => p !== undefined).join(' · ')),
       phases: list.map((s) => strs.of(s.phase)),
@@ -127,7 +166,8 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
   const mem: PageDetail['mem'] = [];
   // The source a probe's facts were decided on: other sources that read 0 throughout would hide it.
   const deciding = (probe: string): S | -1 => {
-    for (const [name, f] of Object.entries(r.facts)) if (name.startsWith(`${probe}.`) && typeof f.evidence?.source === 'string') return strs.of(f.evidence.source);
+    for (const [name, f] of Object.entries(r.facts))
+      if (name.startsWith(`${probe}.`) && typeof f.evidence?.source === 'string') return strs.of(f.evidence.source);
     return -1;
   };
   // A chart per probe with samples (the memory probes), in the catalogue's order.
@@ -135,7 +175,10 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
     const list = samplesOf(probe);
     if (!list.length) continue;
     // pinned-vram: the largest size pinned (the one the facts are decided on), its control, and the registered series.
-    const largest = probe === 'pinned-vram' ? Math.max(...list.filter((s) => s.attrs?.kind === 'pinned').map((s) => Number(s.attrs?.size_bytes ?? 0)), 0) : 0;
+    const largest =
+      probe === 'pinned-vram'
+        ? Math.max(...list.filter((s) => s.attrs?.kind === 'pinned').map((s) => Number(s.attrs?.size_bytes ?? 0)), 0)
+        : 0;
     const pick = (a: Record<string, Scalar>) => largest === 0 || a.kind === 'registered' || a.size_bytes === largest;
     mem.push({ probe: strs.of(probe), deciding: deciding(probe), series: memorySeries(list, strs, pick) });
   }
@@ -158,7 +201,10 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
   }
 
   const targets = new Map<number, [number, number | null, number | null]>();
-  for (const [name, at] of [['event-timing.elapsed_us', 1], ['event-timing.host_elapsed_us', 2]] as const) {
+  for (const [name, at] of [
+    ['event-timing.elapsed_us', 1],
+    ['event-timing.host_elapsed_us', 2],
+  ] as const) {
     for (const m of metrics(name)) {
       const t = num(m.attrs?.target_us);
       if (t === null) continue;
@@ -183,12 +229,25 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
       const prefill = num(m.attrs?.prefill_percent);
       if (prefill !== null) {
         const same = (x: { attrs?: Record<string, Scalar> }) => x.attrs?.prefill_percent === prefill && x.attrs?.api === m.attrs?.api;
-        levels.push([prefill, free.find(same)?.value ?? null, m.value, strs.of(String(m.attrs?.stopped_by ?? '')), chunk.find(same)?.value ?? null]);
+        levels.push([
+          prefill,
+          free.find(same)?.value ?? null,
+          m.value,
+          strs.of(String(m.attrs?.stopped_by ?? '')),
+          chunk.find(same)?.value ?? null,
+        ]);
       } else if (typeof m.attrs?.variant === 'string') {
         // The reset comparison runs its variants alternately, several rounds: pair each ceiling with the chunk time and free VRAM of its round.
         const round = ceilings.filter((c) => c.attrs?.variant === m.attrs?.variant).indexOf(m);
         const ofRound = (list: typeof chunk) => list.filter((c) => c.attrs?.variant === m.attrs?.variant)[round]?.value ?? null;
-        variants.push([strs.of(m.attrs.variant), round + 1, ofRound(free), m.value, strs.of(String(m.attrs?.stopped_by ?? '')), ofRound(chunk)]);
+        variants.push([
+          strs.of(m.attrs.variant),
+          round + 1,
+          ofRound(free),
+          m.value,
+          strs.of(String(m.attrs?.stopped_by ?? '')),
+          ofRound(chunk),
+        ]);
       }
     });
     ceil = { levels: levels.sort((a, b) => a[0] - b[0]), cap, variants };
@@ -196,7 +255,12 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
   return { mem, bw, sync, ev, ceil };
 }
 
-export function pageData(records: readonly LoadedRecord[], recordsLink: string, table: BehaviourTable = buildTable(records), recordsDirName = ''): PageData {
+export function pageData(
+  records: readonly LoadedRecord[],
+  recordsLink: string,
+  table: BehaviourTable = buildTable(records),
+  recordsDirName = '',
+): PageData {
   const strs = new Strings();
   const { columns, groups } = table;
   const linkOf = (r: LoadedRecord) => strs.of(`${recordsLink}/${r.file}`);
@@ -220,7 +284,9 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
             to: strs.of(`${c.chosen.record.observed.date.slice(0, 10)} ${c.chosen.record.id.slice(0, 8)}`),
             from: strs.of(`${c.drift.from.record.observed.date.slice(0, 10)} ${c.drift.from.record.id.slice(0, 8)}`),
             link: linkOf(c.drift.from),
-            series: c.drift.metrics.slice(0, DRIFT_SERIES).map((m) => [strs.of(seriesText(m.name, m.attrs)), strs.of(m.unit), m.a, m.b, m.move, m.noise]),
+            series: c.drift.metrics
+              .slice(0, DRIFT_SERIES)
+              .map((m) => [strs.of(seriesText(m.name, m.attrs)), strs.of(m.unit), m.a, m.b, m.move, m.noise]),
             more: Math.max(0, c.drift.metrics.length - DRIFT_SERIES),
           }
         : null,
@@ -274,7 +340,13 @@ export function pageData(records: readonly LoadedRecord[], recordsLink: string, 
       const got = list.find((x) => x.record === columns[i]!.chosen);
       if (!got) return null;
       const a = got.metric.attrs ?? {};
-      const note = [typeof a.size_bytes === 'number' && row.spec.largestSize ? gibOrMib(a.size_bytes) : '', typeof a.source === 'string' ? a.source : '', typeof a.stopped_by === 'string' ? `stopped by ${a.stopped_by}` : ''].filter(Boolean).join(', ');
+      const note = [
+        typeof a.size_bytes === 'number' && row.spec.largestSize ? gibOrMib(a.size_bytes) : '',
+        typeof a.source === 'string' ? a.source : '',
+        typeof a.stopped_by === 'string' ? `stopped by ${a.stopped_by}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
       return note ? [got.metric.value, strs.of(note)] : [got.metric.value];
     }),
     ...drifted(row.cells, columns),
@@ -295,7 +367,10 @@ function previousDriverColumns(columns: BehaviourTable['columns']): number[] {
 }
 
 /** A key-metric row's drifted columns: where its series moved beyond noise against the record before the chosen one. */
-function drifted(cells: BehaviourTable['metrics'][number]['cells'], columns: BehaviourTable['columns']): { drifted?: [number, number | null][] } {
+function drifted(
+  cells: BehaviourTable['metrics'][number]['cells'],
+  columns: BehaviourTable['columns'],
+): { drifted?: [number, number | null][] } {
   const out: [number, number | null][] = [];
   cells.forEach((list, i) => {
     const got = list.find((x) => x.record === columns[i]!.chosen);
@@ -312,5 +387,7 @@ function gibOrMib(bytes: number): string {
 /** The event log a record names (relative to the repository root), as a link, where it lies under the records folder. */
 function eventsLink(evidence: string | undefined, recordsLink: string, recordsDirName: string, strs: Strings): S | -1 {
   const under = `${recordsDirName}/`;
-  return typeof evidence === 'string' && recordsDirName && evidence.startsWith(under) ? strs.of(`${recordsLink}/${evidence.slice(under.length)}`) : -1;
+  return typeof evidence === 'string' && recordsDirName && evidence.startsWith(under)
+    ? strs.of(`${recordsLink}/${evidence.slice(under.length)}`)
+    : -1;
 }

@@ -40,10 +40,17 @@ describe('BEHAVIOUR.md', () => {
       const [probe, factName] = name.split('.') as [string, string];
       const spec = probeSpec(probe)!;
       const line = row(md, mdText(factName));
-      expect(cells(line)).toEqual([`${mdText(factName)}: ${mdText(spec.facts.find((f) => f.name === factName)!.description)}`, spec.claims.join(', '), `[${String(fact.value)}${fact.value === null ? '\\*' : ''}](${href})`]);
+      expect(cells(line)).toEqual([
+        `${mdText(factName)}: ${mdText(spec.facts.find((f) => f.name === factName)!.description)}`,
+        spec.claims.join(', '),
+        `[${String(fact.value)}${fact.value === null ? '\\*' : ''}](${href})`,
+      ]);
       // under its probe's heading row
       const lines = md.split('\n');
-      const heading = lines.slice(0, lines.indexOf(line)).reverse().find((l) => l.startsWith('| **'));
+      const heading = lines
+        .slice(0, lines.indexOf(line))
+        .reverse()
+        .find((l) => l.startsWith('| **'));
       expect(heading).toContain(`**${probe}**`);
     }
     // The column is the record's key.
@@ -92,7 +99,9 @@ describe('BEHAVIOUR.md', () => {
     for (const r of [first, second]) expect(records).toContain(`](records/${recordPath(r)}) (run ${r.observed.runId}`);
     // a key metric: the newest value, with how many records and their range
     const p50 = [first, second].map((r) => r.metrics.find((m) => m.name === 'sync-latency.p50_us')!.value!);
-    expect(cells(row(md, 'sync-latency.p50_us'))[2]).toBe(`[${formatValue(p50[1]!, 'us')}](records/${recordPath(second)}) (2 records: ${formatValue(Math.min(...p50), 'us')} to ${formatValue(Math.max(...p50), 'us')})`);
+    expect(cells(row(md, 'sync-latency.p50_us'))[2]).toBe(
+      `[${formatValue(p50[1]!, 'us')}](records/${recordPath(second)}) (2 records: ${formatValue(Math.min(...p50), 'us')} to ${formatValue(Math.max(...p50), 'us')})`,
+    );
   });
 
   it('the same key with a different fact is a conflict, shown in the cell and listed', () => {
@@ -101,9 +110,16 @@ describe('BEHAVIOUR.md', () => {
     });
     const md = renderMarkdown(loaded([first, other]), paths);
     const was = String(first.facts['pinned-release.released']!.value);
-    expect(cells(row(md, 'released:'))[2]).toBe(`⚠ conflict: [${was}](records/${recordPath(first)}) ≠ [on-exit](records/${recordPath(other)})`);
+    expect(cells(row(md, 'released:'))[2]).toBe(
+      `⚠ conflict: [${was}](records/${recordPath(first)}) ≠ [on-exit](records/${recordPath(other)})`,
+    );
     expect(cells(row(md, 'released_runtime:'))[2]).not.toContain('conflict');
-    expect(md).toMatch(new RegExp(`^- ${escapeRe(mdText(keyText(first.key)))}: \\*\\*pinned-release.released\\*\\* is ${was} in .*; on-exit in .*c0ffee00`, 'm'));
+    expect(md).toMatch(
+      new RegExp(
+        `^- ${escapeRe(mdText(keyText(first.key)))}: \\*\\*pinned-release.released\\*\\* is ${was} in .*; on-exit in .*c0ffee00`,
+        'm',
+      ),
+    );
   });
 
   it('columns are sorted: environment (linux, wsl2, wddm, ...), then driver version as numbers; a fact a column lacks is –', () => {
@@ -164,13 +180,17 @@ describe('the page data', () => {
     const d = data.details[0]!;
     // pinned-vram: the largest size pinned, its control and the registered series; every phase and non-null source
     const vram = d.mem.find((m) => S[m.probe] === 'pinned-vram')!;
-    const largest = Math.max(...second.samples.filter((s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned').map((s) => Number(s.attrs!.size_bytes)));
+    const largest = Math.max(
+      ...second.samples.filter((s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned').map((s) => Number(s.attrs!.size_bytes)),
+    );
     const labels = vram.series.map((s) => S[s.label]);
     expect(labels).toContain(`pinned · driver API · ${largest / 1024 ** 3} GiB`);
     expect(labels).toContain(`device · driver API · ${largest / 1024 ** 3} GiB`);
     expect(labels.some((l) => l!.startsWith('registered'))).toBe(true);
     const series = vram.series[labels.indexOf(`pinned · driver API · ${largest / 1024 ** 3} GiB`)]!;
-    const samples = second.samples.filter((s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned' && s.attrs.api === 'driver' && s.attrs.size_bytes === largest);
+    const samples = second.samples.filter(
+      (s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned' && s.attrs.api === 'driver' && s.attrs.size_bytes === largest,
+    );
     expect(series.phases.map((p) => S[p])).toEqual(samples.map((s) => s.phase));
     const rss = series.sources.map((x) => S[x]).indexOf('subject_rss_bytes');
     expect(series.values[rss]).toEqual(samples.map((s) => s.readings.subject_rss_bytes ?? null));
@@ -181,15 +201,39 @@ describe('the page data', () => {
     for (const s of d.bw) expect(s.points.map((p) => p[0])).toEqual([...s.points.map((p) => p[0])].sort((a, b) => a - b));
     const h2d = bw.find((m) => m.attrs?.direction === 'h2d' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 1048576)!;
     expect(d.bw.find((s) => S[s.name] === 'H2D pinned')!.points[0]).toEqual([1048576, h2d.value]);
-    expect(d.sync.map(([n, v]) => [S[n], v])).toEqual(['min', 'p50', 'mean', 'p99'].map((n) => [n, second.metrics.find((m) => m.name === `sync-latency.${n}_us`)!.value]));
+    expect(d.sync.map(([n, v]) => [S[n], v])).toEqual(
+      ['min', 'p50', 'mean', 'p99'].map((n) => [n, second.metrics.find((m) => m.name === `sync-latency.${n}_us`)!.value]),
+    );
     expect(d.ev!.points.length).toBe(second.metrics.filter((m) => m.name === 'event-timing.elapsed_us').length);
     expect(d.ceil!.levels.map((l) => l[0])).toEqual([0, 50, 90]);
   });
 
   it("the page's number formatter writes what the console's (core/units.ts formatValue) does", () => {
     const pageFormat = new Function(`${FORMAT_SCRIPT}\nreturn formatValue;`)() as (v: number | null, unit: string) => string;
-    const values = [null, NaN, 0, -0.0004, 0.031998381, 0.119528903, 1, 7.39635149, 8.4335, 15.7021, 55.4169443, 99.96, 127.873168, 1023, 1024, 1536, 4194304, 1073741824, 150109880320, -4.06e9];
-    for (const unit of ['bytes', 'GB/s', 'us', 'ms', 's', 'ratio', 'percent', 'count']) for (const v of values) expect(pageFormat(v, unit), `${v} ${unit}`).toBe(formatValue(v, unit));
+    const values = [
+      null,
+      NaN,
+      0,
+      -0.0004,
+      0.031998381,
+      0.119528903,
+      1,
+      7.39635149,
+      8.4335,
+      15.7021,
+      55.4169443,
+      99.96,
+      127.873168,
+      1023,
+      1024,
+      1536,
+      4194304,
+      1073741824,
+      150109880320,
+      -4.06e9,
+    ];
+    for (const unit of ['bytes', 'GB/s', 'us', 'ms', 's', 'ratio', 'percent', 'count'])
+      for (const v of values) expect(pageFormat(v, unit), `${v} ${unit}`).toBe(formatValue(v, unit));
   });
 
   it('memory charts name the deciding source; the ceiling rows say what each is (API, pre-fill or variant and round); a fact that changed from the previous driver is marked', () => {
@@ -199,9 +243,18 @@ describe('the page data', () => {
     });
     const data = pageData(loaded([first, newer]), 'records');
     const S = data.strs;
-    expect(data.details[0]!.mem.map((m) => [S[m.probe], S[m.deciding as number]])).toEqual([['pinned-vram', 'nvml_process_used_bytes'], ['pinned-release', 'subject_rss_bytes'], ['multi-process-pinned', 'nvml_process_used_bytes']]);
+    expect(data.details[0]!.mem.map((m) => [S[m.probe], S[m.deciding as number]])).toEqual([
+      ['pinned-vram', 'nvml_process_used_bytes'],
+      ['pinned-release', 'subject_rss_bytes'],
+      ['multi-process-pinned', 'nvml_process_used_bytes'],
+    ]);
     const variants = data.details[0]!.ceil!.variants.map((v) => [S[v[0]], v[1]]);
-    expect(variants).toEqual([['no-reset', 1], ['reset', 1], ['no-reset', 2], ['reset', 2]]);
+    expect(variants).toEqual([
+      ['no-reset', 1],
+      ['reset', 1],
+      ['no-reset', 2],
+      ['reset', 2],
+    ]);
     expect(data.columns.map((c) => c.prev)).toEqual([-1, 0]);
     const rows = data.facts.flatMap((g) => g.rows.map((r) => [`${S[g.probe]}.${S[r.fact]}`, r.changed?.map(([i, was]) => [i, S[was]])]));
     expect(rows.filter(([, c]) => c)).toEqual([['pinned-release.released', [[1, 'on-free']]]]);
@@ -219,9 +272,11 @@ describe('the page data', () => {
   });
 
   it('the page stays small: the data of one record per column, strings kept once', () => {
-    const records = Array.from({ length: 40 }, (_, i) => variant(first, `${i}`.padStart(16, 'e'), (r) => {
-      r.observed.date = `2026-12-${String((i % 28) + 1).padStart(2, '0')}T00:00:00.000Z`;
-    }));
+    const records = Array.from({ length: 40 }, (_, i) =>
+      variant(first, `${i}`.padStart(16, 'e'), (r) => {
+        r.observed.date = `2026-12-${String((i % 28) + 1).padStart(2, '0')}T00:00:00.000Z`;
+      }),
+    );
     const one = renderReport(loaded([first]), paths).html.length;
     const forty = renderReport(loaded(records), paths).html.length;
     // forty records of one key: one column, so hardly bigger than one record's page
@@ -251,8 +306,16 @@ describe('loadRecords', () => {
   it.each([
     ['not JSON', '{"recordSchema": 1,', /: not JSON \(/],
     ['not a record', '{"targets": []}', /: no recordSchema \(is this a behaviour record\?\)/],
-    ['a newer schema', JSON.stringify({ recordSchema: 99 }), /record schema 99; this cudamatrix reads schema 1 and older: upgrade cudamatrix/],
-    ['a key without a GPU', JSON.stringify({ recordSchema: 1, id: 'x', key: { environment: 'linux', driver: '1', os: 'x', osBuild: null, container: null } }), /key\.gpu: expected a string, got undefined/],
+    [
+      'a newer schema',
+      JSON.stringify({ recordSchema: 99 }),
+      /record schema 99; this cudamatrix reads schema 1 and older: upgrade cudamatrix/,
+    ],
+    [
+      'a key without a GPU',
+      JSON.stringify({ recordSchema: 1, id: 'x', key: { environment: 'linux', driver: '1', os: 'x', osBuild: null, container: null } }),
+      /key\.gpu: expected a string, got undefined/,
+    ],
     ['a fact without a value', null, /facts\["pinned-vram\.counts_as_vram"\]: expected \{value/],
     ['a metric with a text value', null, /metrics\[0\]: expected \{name, value: a number or null/],
     ['a sample without readings', null, /samples\[3\]: expected \{probe, phase, attrs\?, readings\}/],
@@ -275,7 +338,9 @@ describe('loadRecords', () => {
 
   it('a records folder that is not there: USAGE, naming it', () => {
     write('ok.txt', '');
-    expect(() => loadRecords(path.join(dir, 'nope'))).toThrow(expect.objectContaining({ code: 'USAGE', message: expect.stringContaining(path.join(dir, 'nope')) }));
+    expect(() => loadRecords(path.join(dir, 'nope'))).toThrow(
+      expect.objectContaining({ code: 'USAGE', message: expect.stringContaining(path.join(dir, 'nope')) }),
+    );
   });
 });
 
@@ -284,8 +349,13 @@ describe('the committed report', () => {
     const recordsDir = path.join(repoRoot, 'results', 'records');
     const out = path.join(repoRoot, 'results');
     const outputs = renderReport(loadRecords(recordsDir), reportPaths(recordsDir, out));
-    expect(readFileSync(path.join(out, MARKDOWN_FILE), 'utf8'), 'run `pnpm cudamatrix report` and commit results/BEHAVIOUR.md').toBe(outputs.markdown);
-    expect(readFileSync(path.join(out, HTML_FILE), 'utf8') === outputs.html, 'run `pnpm cudamatrix report` and commit results/behaviour.html').toBe(true);
+    expect(readFileSync(path.join(out, MARKDOWN_FILE), 'utf8'), 'run `pnpm cudamatrix report` and commit results/BEHAVIOUR.md').toBe(
+      outputs.markdown,
+    );
+    expect(
+      readFileSync(path.join(out, HTML_FILE), 'utf8') === outputs.html,
+      'run `pnpm cudamatrix report` and commit results/behaviour.html',
+    ).toBe(true);
   });
 });
 

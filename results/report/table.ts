@@ -45,7 +45,10 @@ function driftOf(sorted: LoadedRecord[], chosen: LoadedRecord): ColumnDrift | nu
   // Only series both have can move: of the chosen record's, those of the names the one before has
   // (a record read through the index keeps the key metrics only), not ~170 listed as one side's.
   const names = new Set(from.record.metrics.map((m) => m.name));
-  const shown = chosen.record.metrics.length > names.size ? { ...chosen.record, metrics: chosen.record.metrics.filter((m) => names.has(m.name)) } : chosen.record;
+  const shown =
+    chosen.record.metrics.length > names.size
+      ? { ...chosen.record, metrics: chosen.record.metrics.filter((m) => names.has(m.name)) }
+      : chosen.record;
   const metrics = diffPair(from.record, shown).metrics.filter((m) => m.flagged);
   return metrics.length ? { from, metrics } : null;
 }
@@ -84,7 +87,8 @@ export function compareKeys(a: ObservationKey, b: ObservationKey): number {
   );
 }
 
-const byDate = (a: LoadedRecord, b: LoadedRecord) => cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file);
+const byDate = (a: LoadedRecord, b: LoadedRecord) =>
+  cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file);
 
 /** The records grouped by key, in column order. */
 export function columnsOf(records: readonly LoadedRecord[]): Column[] {
@@ -146,7 +150,20 @@ export interface RowGroup {
  * and the versions and hardware beside the key. Not identities (UUID, bus id) or values that
  * change from one run to the next (the current PCIe link).
  */
-export const SYSINFO_ROWS = ['driver_model', 'tcc_driver', 'wsl_version', 'hags_enabled', 'hags_setting', 'cuda_driver_version', 'cudart_version', 'compute_capability', 'memory_total_bytes', 'pcie_gen_max', 'pcie_width_max', 'kernel'];
+export const SYSINFO_ROWS = [
+  'driver_model',
+  'tcc_driver',
+  'wsl_version',
+  'hags_enabled',
+  'hags_setting',
+  'cuda_driver_version',
+  'cudart_version',
+  'compute_capability',
+  'memory_total_bytes',
+  'pcie_gen_max',
+  'pcie_width_max',
+  'kernel',
+];
 
 /** Rows whose fact had another name in older records: they still fill the row. */
 const SYSINFO_OLD_NAMES: Record<string, string> = { hags_setting: 'hags' };
@@ -200,7 +217,9 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
     }
   }
   const known = catalogue.map((p) => p.name);
-  const probes = [...seen.keys()].sort((a, b) => (known.includes(a) ? known.indexOf(a) : known.length) - (known.includes(b) ? known.indexOf(b) : known.length) || cmp(a, b));
+  const probes = [...seen.keys()].sort(
+    (a, b) => (known.includes(a) ? known.indexOf(a) : known.length) - (known.includes(b) ? known.indexOf(b) : known.length) || cmp(a, b),
+  );
   const groups: RowGroup[] = [];
   const sysSpec = probeSpec('sysinfo')!;
   const sysRows = SYSINFO_ROWS.map((fact) => ({
@@ -215,10 +234,12 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
   for (const probe of probes) {
     const spec = probeSpec(probe);
     const order = spec?.facts.map((f) => f.name) ?? [];
-    const facts = [...seen.get(probe)!].sort((a, b) => (order.includes(a) ? order.indexOf(a) : order.length) - (order.includes(b) ? order.indexOf(b) : order.length) || cmp(a, b));
+    const facts = [...seen.get(probe)!].sort(
+      (a, b) => (order.includes(a) ? order.indexOf(a) : order.length) - (order.includes(b) ? order.indexOf(b) : order.length) || cmp(a, b),
+    );
     groups.push({
       probe,
-      title: spec?.title ?? 'not in this cudamatrix\'s catalogue (written by a newer cudaprobe?)',
+      title: spec?.title ?? "not in this cudamatrix's catalogue (written by a newer cudaprobe?)",
       claims: spec?.claims ?? [],
       rows: facts.map((fact) => {
         const name = `${probe}.${fact}`;
@@ -243,7 +264,9 @@ export interface MetricRowSpec extends KeyMetric {
 }
 
 /** The numbers behind the claims, as the catalogue's probes declare them (ProbeSpec.keyMetrics), in its order. */
-export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((p) => (p.keyMetrics ?? []).map((k) => ({ ...k, metric: `${p.name}.${k.metric}` })));
+export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((p) =>
+  (p.keyMetrics ?? []).map((k) => ({ ...k, metric: `${p.name}.${k.metric}` })),
+);
 
 /** The metric a spec picks from a record, or undefined. */
 export function pickMetric(r: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
@@ -303,7 +326,8 @@ export function metricRows(columns: readonly Column[]): MetricRow[] {
 export function conflictsOf(columns: readonly Column[], groups: readonly RowGroup[]): { column: Column; row: Row; cell: Cell }[] {
   const out: { column: Column; row: Row; cell: Cell }[] = [];
   columns.forEach((column, i) => {
-    for (const g of groups) for (const row of g.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
+    for (const g of groups)
+      for (const row of g.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
   });
   return out;
 }

@@ -38,7 +38,10 @@ function withLinuxExpectations(replace: NonNullable<RunStartEvent['matrix']['exp
   const start = h200[0] as RunStartEvent;
   const names = new Set(replace.map((e) => e.fact ?? e.metric));
   const linux = (start.matrix.expectations.linux ?? []).filter((e) => !names.has(e.fact ?? e.metric));
-  return [{ ...start, matrix: { ...start.matrix, expectations: { ...start.matrix.expectations, linux: [...linux, ...replace] } } }, ...h200.slice(1)];
+  return [
+    { ...start, matrix: { ...start.matrix, expectations: { ...start.matrix.expectations, linux: [...linux, ...replace] } } },
+    ...h200.slice(1),
+  ];
 }
 
 describe.each(twice(h200))('console: what the driver does (the H200 record, %s)', (_source, h200) => {
@@ -46,7 +49,9 @@ describe.each(twice(h200))('console: what the driver does (the H200 record, %s)'
   const lines = text.split('\n');
 
   it('prints every fact the probes reported, with its value, grouped by probe', () => {
-    const facts = h200.flatMap((e) => (e.type === 'cell-end' ? e.records.flatMap((r) => (r.type === 'fact' ? [{ name: `${e.probe}.${r.name}`, value: r.value }] : [])) : []));
+    const facts = h200.flatMap((e) =>
+      e.type === 'cell-end' ? e.records.flatMap((r) => (r.type === 'fact' ? [{ name: `${e.probe}.${r.name}`, value: r.value }] : [])) : [],
+    );
     expect(facts).toHaveLength(20);
     for (const f of facts) {
       const line = lines.find((l) => l.trim().startsWith(`${f.name} `));
@@ -64,7 +69,9 @@ describe.each(twice(h200))('console: what the driver does (the H200 record, %s)'
   });
 
   it('shows the key metrics beside the facts, with units', () => {
-    expect(text).toMatch(/device growth per GiB pinned +0 B driver, 0 B runtime, 0 B registered \(on nvml_process_used_bytes, the deciding source\)/);
+    expect(text).toMatch(
+      /device growth per GiB pinned +0 B driver, 0 B runtime, 0 B registered \(on nvml_process_used_bytes, the deciding source\)/,
+    );
     expect(text).toMatch(/4 GiB pinned \(driver API\) +device \+0 B, host \+4 GiB; 4 GiB of cuMemAlloc: device \+4 GiB/);
     expect(text).toMatch(/pinned at 1 GiB +55\.4 GB\/s h2d, 55\.3 GB\/s d2h/);
     expect(text).toMatch(/pageable\/pinned at 1 GiB +0\.12 h2d, 0\.215 d2h/);
@@ -113,13 +120,17 @@ describe.each(twice(notMet))('console: expectations not met (%s)', (_source, eve
   const { text } = render(events);
   const lines = text.split('\n');
 
-  it('gives each its message, the matrix\'s why, what was observed and the evidence', () => {
+  it("gives each its message, the matrix's why, what was observed and the evidence", () => {
     expect(text).toContain('Expectations not met:');
-    expect(text).toContain('✗ local: pinned-vram.counts_as_vram == true [linux] — expected pinned-vram.counts_as_vram to be true, observed false');
+    expect(text).toContain(
+      '✗ local: pinned-vram.counts_as_vram == true [linux] — expected pinned-vram.counts_as_vram to be true, observed false',
+    );
     expect(text).toMatch(/why: +the design card: pinned memory counts against VRAM \(C1\)/);
     expect(text).toMatch(/observed: +false/);
     // The probe's evidence as a line, the deciding source first (the numbers are the run's: see verdicts.test.ts).
-    expect(text).toMatch(/evidence: +NVML process memory \+0 B for 4 GiB \(the deciding source\); NVML device memory \+8 MiB, cuMemGetInfo used \+8 MiB, resident set \+4 GiB/);
+    expect(text).toMatch(
+      /evidence: +NVML process memory \+0 B for 4 GiB \(the deciding source\); NVML device memory \+8 MiB, cuMemGetInfo used \+8 MiB, resident set \+4 GiB/,
+    );
     expect(text).toContain('✗ local: sync-latency.p99_us <= 10 us [linux] — expected sync-latency.p99_us <= 10 us, observed 15.7 us');
     expect(text).toMatch(/why: +a bound this GPU does not meet/);
     // A lone sample: its attributes, as "where" did not fix them.
@@ -152,20 +163,35 @@ describe.each(twice(notMet))('console: expectations not met (%s)', (_source, eve
   });
 });
 
-const interruptedCellStart = (t: string): RunEvent => ({ type: 'cell-start', cell: `${t}/sysinfo`, target: t, probe: 'sysinfo', time: '2026-11-29T12:00:00.500Z' });
+const interruptedCellStart = (t: string): RunEvent => ({
+  type: 'cell-start',
+  cell: `${t}/sysinfo`,
+  target: t,
+  probe: 'sysinfo',
+  time: '2026-11-29T12:00:00.500Z',
+});
 const interrupted: RunEvent[] = [
-  runStart({}, ['a', 'b', 'c', 'd', 'e'].map((t) => `${t}/sysinfo`)),
+  runStart(
+    {},
+    ['a', 'b', 'c', 'd', 'e'].map((t) => `${t}/sysinfo`),
+  ),
   targetStart('a'),
   interruptedCellStart('a'),
   cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux', driver_version: '580.1', gpu_name: 'NVIDIA H200' })),
   targetStart('b'),
   interruptedCellStart('b'),
   cell('b', 'sysinfo', 'cancelled', [], { reason: 'the run was interrupted while this probe ran' }),
-  ...['c', 'd', 'e'].flatMap((t) => [targetStart(t), cell(t, 'sysinfo', 'not-run', [], { reason: 'the run was interrupted before this cell started', durationMs: 0 })]),
+  ...['c', 'd', 'e'].flatMap((t) => [
+    targetStart(t),
+    cell(t, 'sysinfo', 'not-run', [], { reason: 'the run was interrupted before this cell started', durationMs: 0 }),
+  ]),
   { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: true },
 ];
 /** Shards of two hosts (a, b on one; c, d, e on the other), both interrupted. */
-const interruptedShards = [['a', 'b'], ['c', 'd', 'e']];
+const interruptedShards = [
+  ['a', 'b'],
+  ['c', 'd', 'e'],
+];
 
 describe.each(twice(interrupted, interruptedShards))('console: an interrupted run (%s)', (_source, events) => {
   const { text } = render(events);
@@ -183,7 +209,8 @@ describe.each(twice(interrupted, interruptedShards))('console: an interrupted ru
   });
 });
 
-const why = 'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
+const why =
+  'WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU: convert it with "wsl.exe --set-version Legacy 2"';
 const wsl1: RunEvent[] = [
   runStart({}, ['wsl1/sysinfo', 'wsl1/pinned-vram']),
   targetStart('wsl1', [], 'wsl2', ['sysinfo', 'pinned-vram']),
@@ -210,21 +237,40 @@ describe.each(twice(wsl1))('console: a target that cannot run probes by its natu
 const noDriver = 'no NVIDIA driver found: the CUDA driver library could not be loaded (libcuda.so.1: cannot open shared object file)';
 const unreachable = `cannot reach root@gpu-box:22: ${'connect ECONNREFUSED 10.0.0.5:22 '.repeat(10).trim()}`;
 const littleMeasured: RunEvent[] = [
-  runStart({ all: [{ fact: 'sysinfo.os_family', equals: 'linux' }, { fact: 'cuda-graph.supported', equals: true }, { fact: 'managed-memory.roundtrip_ok', equals: true }] }, [
-    ...['a', 'b'].flatMap((t) => ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry'].map((p) => `${t}/${p}`)),
-    'down/cuda-graph',
-    'down/managed-memory',
-  ]),
+  runStart(
+    {
+      all: [
+        { fact: 'sysinfo.os_family', equals: 'linux' },
+        { fact: 'cuda-graph.supported', equals: true },
+        { fact: 'managed-memory.roundtrip_ok', equals: true },
+      ],
+    },
+    [
+      ...['a', 'b'].flatMap((t) => ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry'].map((p) => `${t}/${p}`)),
+      'down/cuda-graph',
+      'down/managed-memory',
+    ],
+  ),
   ...['a', 'b'].flatMap((t) => [
     targetStart(t, [], 'auto', ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry']),
-    { type: 'target-ready', target: t, time: '2026-11-29T12:00:00.050Z', session: 'local', platform: 'linux', arch: 'x86_64', probe: { hash: 'h', built: false } } as RunEvent,
+    {
+      type: 'target-ready',
+      target: t,
+      time: '2026-11-29T12:00:00.050Z',
+      session: 'local',
+      platform: 'linux',
+      arch: 'x86_64',
+      probe: { hash: 'h', built: false },
+    } as RunEvent,
     cell(t, 'sysinfo', 'skipped', sysinfo({ os_family: 'linux', environment: 'linux', driver_found: false }), { reason: noDriver }),
     ...['cuda-graph', 'managed-memory'].map((p) => cell(t, p, 'skipped', [], { reason: noDriver })),
     cell(t, 'windows-registry', 'skipped', [], { reason: 'this probe runs on windows only' }),
   ]),
   targetStart('down', [], 'auto', ['cuda-graph', 'managed-memory']),
   { type: 'target-error', target: 'down', time: '2026-11-29T12:00:00.100Z', code: 'TARGET_UNREACHABLE', message: unreachable },
-  ...['cuda-graph', 'managed-memory'].map((p) => cell('down', p, 'error', [], { reason: unreachable, errorCode: 'TARGET_UNREACHABLE', durationMs: 0 })),
+  ...['cuda-graph', 'managed-memory'].map((p) =>
+    cell('down', p, 'error', [], { reason: unreachable, errorCode: 'TARGET_UNREACHABLE', durationMs: 0 }),
+  ),
   runEnd,
 ];
 
@@ -239,7 +285,7 @@ describe('console: when little was measured (issue 20)', () => {
     expect(text).toContain(`  skipped (3): sysinfo, cuda-graph, managed-memory — ${noDriver}`);
   });
 
-  it('gives the unreachable target\'s reason once for its expectations, not once each', () => {
+  it("gives the unreachable target's reason once for its expectations, not once each", () => {
     expect(text).toMatch(/down: 2 expectations not judged, all for one reason — TARGET_UNREACHABLE: cannot reach root@gpu-box:22/);
     expect(text).toContain('which:     cuda-graph.supported == true [all]; managed-memory.roundtrip_ok == true [all]');
     const notMetPart = text.slice(text.indexOf('Expectations not met:'), text.indexOf('target  '));
@@ -253,7 +299,9 @@ describe('console: when little was measured (issue 20)', () => {
     expect(end).not.toMatch(/reason.*runs on windows only/);
     // sysinfo.os_family was judged (sysinfo reports it without a driver): said, so that "every probe was skipped" does not read as a contradiction.
     expect(end).toMatch(/Expectations: 2 passed, 0 failed/);
-    expect(end).toContain('No usable NVIDIA driver was found on any target: nothing was measured, and every probe was skipped (sysinfo still reported what it sees without one: the 2 expectations judged are on those facts).');
+    expect(end).toContain(
+      'No usable NVIDIA driver was found on any target: nothing was measured, and every probe was skipped (sysinfo still reported what it sees without one: the 2 expectations judged are on those facts).',
+    );
   });
 });
 
@@ -290,7 +338,15 @@ describe.runIf(noDriverHere).each(SOURCES)('console: a real run on this machine 
   it('follows the run target by target: the cells of alpha, the unreachable bravo, charlie', () => {
     const lines = text.split('\n');
     expect(lines[0]).toMatch(new RegExp(`^cudamatrix \\S+: run ${src.runId}, 9 cells from live-and-merged\\.yaml$`));
-    const order = ['▶ alpha ', '[1/9] alpha/sysinfo', '[3/9] alpha/cuda-graph', '▶ bravo ', '[4/9] bravo/sysinfo error', '▶ charlie ', '[9/9] charlie/cuda-graph skipped'];
+    const order = [
+      '▶ alpha ',
+      '[1/9] alpha/sysinfo',
+      '[3/9] alpha/cuda-graph',
+      '▶ bravo ',
+      '[4/9] bravo/sysinfo error',
+      '▶ charlie ',
+      '[9/9] charlie/cuda-graph skipped',
+    ];
     const at = order.map((t) => lines.findIndex((l) => l.includes(t)));
     expect(at.every((i) => i > 0)).toBe(true);
     expect([...at].sort((x, y) => x - y)).toEqual(at);
@@ -298,8 +354,12 @@ describe.runIf(noDriverHere).each(SOURCES)('console: a real run on this machine 
   });
 
   it('sums up: the failed expectation with its why and evidence, the error, the table, the counts, the events and exit 3', () => {
-    expect(text).toContain('✗ alpha: sysinfo.os_family == "windows" [target] — expected sysinfo.os_family to be "windows", observed "linux"');
-    expect(text).toMatch(/why: +a wrong expectation, so that a failure and its evidence are rendered\n +observed: +"linux"\n +source: +os\n/);
+    expect(text).toContain(
+      '✗ alpha: sysinfo.os_family == "windows" [target] — expected sysinfo.os_family to be "windows", observed "linux"',
+    );
+    expect(text).toMatch(
+      /why: +a wrong expectation, so that a failure and its evidence are rendered\n +observed: +"linux"\n +source: +os\n/,
+    );
     expect(text).toMatch(/✗ bravo: cuda-graph\.supported == true \[all\] — probe cuda-graph failed: (AUTH_FAILED|TARGET_UNREACHABLE): /);
     expect(text).toMatch(/^alpha +linux +none found .* 0\/3\/0 +0\/1\/2\/0$/m);
     expect(text).toMatch(/^bravo +unknown .* 0\/0\/3 +0\/0\/0\/1$/m);
@@ -416,7 +476,7 @@ describe('console: terminals, pipes and colours', () => {
       script,
       [
         `import { consoleReporter } from ${JSON.stringify(path.join(repoRoot, 'results', 'reporters', 'console.ts'))};`,
-        "const r = consoleReporter();",
+        'const r = consoleReporter();',
         "r.onEvent({ type: 'run-start', schemaVersion: 1, tool: 'cudamatrix', version: '0', runId: 'x', started: '', shard: null, matrix: { file: 'm.yaml', expectations: {} }, cells: ['t/sysinfo'], options: { strict: false } });",
         "r.onEvent({ type: 'cell-end', cell: 't/sysinfo', target: 't', probe: 'sysinfo', planned: true, time: '', status: 'passed', durationMs: 1, exitCode: 0, signal: null, records: [], problems: [], stderrTail: '' });",
       ].join('\n'),
@@ -434,8 +494,16 @@ describe('console: terminals, pipes and colours', () => {
 
 describe('console: the HAGS part of the driver model line', () => {
   const line = (values: Record<string, string | number | boolean | null>) => {
-    const events: RunEvent[] = [runStart({}, ['w/sysinfo']), targetStart('w'), cell('w', 'sysinfo', 'passed', sysinfo({ environment: 'wddm', driver_model: 'wddm', ...values })), runEnd];
-    return render(events).text.split('\n').find((l) => l.trim().startsWith('driver model'))!.trim();
+    const events: RunEvent[] = [
+      runStart({}, ['w/sysinfo']),
+      targetStart('w'),
+      cell('w', 'sysinfo', 'passed', sysinfo({ environment: 'wddm', driver_model: 'wddm', ...values })),
+      runEnd,
+    ];
+    return render(events)
+      .text.split('\n')
+      .find((l) => l.trim().startsWith('driver model'))!
+      .trim();
   };
 
   it.each([

@@ -72,7 +72,14 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
   const out: ConsoleOut = options.out ?? process.stdout;
   const env = options.env ?? process.env;
   const c = pc.createColors(options.color ?? colorEnabled(out, env));
-  const statusPaint = { passed: c.green, skipped: c.yellow, error: c.red, cancelled: c.magenta, 'not-run': c.magenta, failed: c.red } as const;
+  const statusPaint = {
+    passed: c.green,
+    skipped: c.yellow,
+    error: c.red,
+    cancelled: c.magenta,
+    'not-run': c.magenta,
+    failed: c.red,
+  } as const;
   // The live line: only on a real terminal, not in CI, and not under --quiet.
   const live = progressEnabled(out, env) && !options.quiet;
   let startedAt = Date.now();
@@ -110,8 +117,14 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           say(
             `cudamatrix ${e.version}: run ${e.runId}${e.shard ? ` (shard ${e.shard.index}/${e.shard.total})` : ''}, ${e.cells.length} cell${e.cells.length === 1 ? '' : 's'} from ${e.matrix.file}${e.options.quick ? ' (--quick: small parameters)' : ''}`,
           );
-          if (e.shard && e.cells.length === 0) say(`shard ${e.shard.index}/${e.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards`);
-          if (collapsed) say(`${new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size} targets: only problems are listed as they come, and progress at each tenth of the cells (--verbose lists every target and cell)`);
+          if (e.shard && e.cells.length === 0)
+            say(
+              `shard ${e.shard.index}/${e.shard.total} has no cells: shards hold whole hosts, and the matrix's hosts fit in fewer shards`,
+            );
+          if (collapsed)
+            say(
+              `${new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size} targets: only problems are listed as they come, and progress at each tenth of the cells (--verbose lists every target and cell)`,
+            );
           if (live) progress.start();
           break;
         case 'target-start':
@@ -145,7 +158,8 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           const why = !reason ? '' : first ? ` (the same reason as ${first})` : `: ${reason}`;
           const problem = e.status !== 'passed' && e.status !== 'skipped';
           if (problem) problems++;
-          if (!collapsed || problem) say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
+          if (!collapsed || problem)
+            say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
           if (collapsed && done >= nextMilestone) {
             say(c.dim(`  [${done}/${total}] cells done in ${clock(Date.now() - startedAt)}, ${problems} with a problem`));
             nextMilestone = Math.min(total, nextMilestone + Math.ceil(total / 10));
@@ -193,7 +207,9 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       say(summaryTable(listed));
       if (listed.length < summary.targets.length) {
         const fine = summary.targets.length - listed.length;
-        say(`${listed.length ? '' : '(no target with a problem)\n'}${fine} more target${fine === 1 ? '' : 's'} with no problem (every cell passed or skipped, no expectation failed) not listed; --verbose lists them`);
+        say(
+          `${listed.length ? '' : '(no target with a problem)\n'}${fine} more target${fine === 1 ? '' : 's'} with no problem (every cell passed or skipped, no expectation failed) not listed; --verbose lists them`,
+        );
       }
       // A fan-out's nodes that differ from the rest (results/fleet.ts): the fleet's finding.
       const differ = nodesThatDifferLines(summary);
@@ -203,7 +219,9 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         say('');
         const judged = summary.counts.verdicts.passed + summary.counts.verdicts.failed;
         // Said when expectations were judged all the same: sysinfo reports the OS and the environment without a driver.
-        const facts = judged ? ` (sysinfo still reported what it sees without one: the ${judged} expectation${judged === 1 ? '' : 's'} judged are on those facts)` : '';
+        const facts = judged
+          ? ` (sysinfo still reported what it sees without one: the ${judged} expectation${judged === 1 ? '' : 's'} judged are on those facts)`
+          : '';
         // "No driver" only when no target was skipped for what it is (a WSL 1 distribution).
         say(
           c.yellow(
@@ -212,7 +230,8 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
               : `No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped${facts}.`,
           ),
         );
-        for (const r of skipReasons(summary.targets).slice(0, 3)) say(`  reason${r.targets > 1 ? ` (${r.targets} targets)` : ''}: ${r.reason}`);
+        for (const r of skipReasons(summary.targets).slice(0, 3))
+          say(`  reason${r.targets > 1 ? ` (${r.targets} targets)` : ''}: ${r.reason}`);
       }
       const notRun = summary.counts.cells['not-run'] ?? 0;
       if (notRun > 0) {

@@ -40,7 +40,10 @@ export class GithubStep {
   mask(values: readonly string[]): void {
     this.commands(() => {
       for (const value of values) {
-        const lines = value.split(/\r?\n/).map((l) => l.trim()).filter((l) => l && l !== value);
+        const lines = value
+          .split(/\r?\n/)
+          .map((l) => l.trim())
+          .filter((l) => l && l !== value);
         for (const v of [value, ...lines]) {
           core.setSecret(v);
           this.secrets.add(v);
@@ -104,7 +107,8 @@ export class GithubStep {
     if (bytes(text) > room) {
       const note = `\n\n_The rest of this section is left out: the job summary would pass GitHub's limit of 1 MiB per step._\n`;
       text = `${cutBytes(text, Math.max(0, room - bytes(note)))}${note}`;
-      if (bytes(text) > room) return this.sayOnce('summary-full', `the job summary ${file} is full (GitHub takes 1 MiB per step): a section was left out`);
+      if (bytes(text) > room)
+        return this.sayOnce('summary-full', `the job summary ${file} is full (GitHub takes 1 MiB per step): a section was left out`);
     }
     await core.summary.emptyBuffer().addRaw(text, true).write();
   }
@@ -119,11 +123,17 @@ export class GithubStep {
   private commandFile(variable: 'GITHUB_OUTPUT' | 'GITHUB_STEP_SUMMARY', what: string): string | undefined {
     const file = process.env[variable];
     if (!file) {
-      this.sayOnce(variable, `GITHUB_ACTIONS is true but ${variable} is not set: writing no ${what} (the runner sets it in every step; set it to a file to get one)`);
+      this.sayOnce(
+        variable,
+        `GITHUB_ACTIONS is true but ${variable} is not set: writing no ${what} (the runner sets it in every step; set it to a file to get one)`,
+      );
       return undefined;
     }
     if (!existsSync(file)) {
-      this.sayOnce(variable, `${variable} names ${file}, which does not exist: writing no ${what} (the runner makes the file for each step)`);
+      this.sayOnce(
+        variable,
+        `${variable} names ${file}, which does not exist: writing no ${what} (the runner makes the file for each step)`,
+      );
       return undefined;
     }
     return file;

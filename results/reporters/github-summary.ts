@@ -32,7 +32,11 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
   const start = summary.start as RunSummary['start'] & { mergedFrom?: unknown[] };
   const c = summary.counts.cells;
   const v = summary.counts.verdicts;
-  const what = start.mergedFrom ? ` (merged from ${start.mergedFrom.length} log${start.mergedFrom.length === 1 ? '' : 's'})` : start.shard ? ` (shard ${start.shard.index}/${start.shard.total})` : '';
+  const what = start.mergedFrom
+    ? ` (merged from ${start.mergedFrom.length} log${start.mergedFrom.length === 1 ? '' : 's'})`
+    : start.shard
+      ? ` (shard ${start.shard.index}/${start.shard.total})`
+      : '';
   const head = [
     `## ${statusMark[code === 0 ? 'passed' : code === 1 || code === 5 ? 'failed' : code === 130 ? 'interrupted' : code === 4 ? 'skipped' : 'error']} cudamatrix run \`${esc(start.runId)}\`${what}`,
     '',
@@ -43,16 +47,30 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
   ];
   head.push('', `**Run folder**: \`${esc(runDir)}\`: \`events.jsonl\` (every sample and reading), \`junit.xml\`, \`summary.json\``);
   if (summary.interrupted) head.push('', '> [!WARNING]', '> The run was interrupted: the results cover what finished.');
-  if (summary.nothingMeasured) head.push('', code === 4 ? '> [!CAUTION]' : '> [!NOTE]', `> Nothing was measured: every probe was skipped (no usable NVIDIA driver, or targets that cannot run probes)${code === 4 ? ', and --strict fails such a run' : ''}.`);
+  if (summary.nothingMeasured)
+    head.push(
+      '',
+      code === 4 ? '> [!CAUTION]' : '> [!NOTE]',
+      `> Nothing was measured: every probe was skipped (no usable NVIDIA driver, or targets that cannot run probes)${code === 4 ? ', and --strict fails such a run' : ''}.`,
+    );
   else {
     const empty = measuredNothing(summary);
-    if (empty.length) head.push('', '> [!WARNING]', `> Nothing was measured on ${empty.length === 1 ? 'target' : 'targets'} ${esc(empty.map((t) => t.name).join(', '))}: every probe there was skipped (see the table).`);
+    if (empty.length)
+      head.push(
+        '',
+        '> [!WARNING]',
+        `> Nothing was measured on ${empty.length === 1 ? 'target' : 'targets'} ${esc(empty.map((t) => t.name).join(', '))}: every probe there was skipped (see the table).`,
+      );
   }
   head.push('', ...table(summary.targets, Math.floor(SUMMARY_BUDGET_BYTES / 2), where), '');
 
-  let extras = sections.map((s) => s.trim()).filter(Boolean).join('\n\n');
+  let extras = sections
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .join('\n\n');
   const maxExtras = Math.floor(SUMMARY_BUDGET_BYTES / 4);
-  if (bytes(extras) > maxExtras) extras = `${cutBytes(extras, maxExtras - 200)}\n\n_(cut here: this section passed its share of the job summary)_`;
+  if (bytes(extras) > maxExtras)
+    extras = `${cutBytes(extras, maxExtras - 200)}\n\n_(cut here: this section passed its share of the job summary)_`;
   const headText = head.join('\n');
   const detailBudget = SUMMARY_BUDGET_BYTES - bytes(headText) - bytes(extras) - 2048;
   const detail = details(summary.targets, detailBudget, where);
@@ -61,7 +79,10 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
 
 /** The table: a row per target; over `budget` (hundreds of targets), the rest is counted instead. */
 function table(targets: TargetResult[], budget: number, where: string): string[] {
-  const rows = ['| target | environment | GPU | driver | OS | cells<br>pass/skip/err | expectations<br>pass/fail/err/skip | status |', '|---|---|---|---|---|---|---|---|'];
+  const rows = [
+    '| target | environment | GPU | driver | OS | cells<br>pass/skip/err | expectations<br>pass/fail/err/skip | status |',
+    '|---|---|---|---|---|---|---|---|',
+  ];
   let size = bytes(rows.join('\n'));
   for (const [i, t] of targets.entries()) {
     const s = t.sysinfo;
@@ -83,7 +104,10 @@ function table(targets: TargetResult[], budget: number, where: string): string[]
     ].map((x) => cellText(x));
     const line = `| ${row.join(' | ')} |`;
     if (size + bytes(line) > budget) {
-      rows.push('', `_${targets.length - i} more targets are not in this table (it would pass its share of the job summary): see ${where}._`);
+      rows.push(
+        '',
+        `_${targets.length - i} more targets are not in this table (it would pass its share of the job summary): see ${where}._`,
+      );
       break;
     }
     rows.push(line);
@@ -99,7 +123,9 @@ function table(targets: TargetResult[], budget: number, where: string): string[]
  * cannot push the others out; what a target's part cannot hold is counted.
  */
 function details(targets: TargetResult[], budget: number, where: string): string {
-  const bad = targets.filter((t) => t.error || probeErrors(t).length || t.verdicts.some((v) => v.status === 'failed' || v.status === 'error'));
+  const bad = targets.filter(
+    (t) => t.error || probeErrors(t).length || t.verdicts.some((v) => v.status === 'failed' || v.status === 'error'),
+  );
   if (!bad.length) return '';
   const heading = '### Expectations not met, and errors';
   let left = budget - bytes(heading);
@@ -109,10 +135,18 @@ function details(targets: TargetResult[], budget: number, where: string): string
     const share = Math.floor(left / (bad.length - i));
     const verdicts = t.verdicts.filter((v) => v.status === 'failed' || v.status === 'error');
     const vc = countVerdicts(t);
-    const what = [t.error && `target error ${t.error.code}`, vc.failed && `${vc.failed} failed`, vc.error && `${vc.error} not judged (error)`].filter(Boolean);
+    const what = [
+      t.error && `target error ${t.error.code}`,
+      vc.failed && `${vc.failed} failed`,
+      vc.error && `${vc.error} not judged (error)`,
+    ].filter(Boolean);
     const lines = [`#### ${statusMark[targetStatus(t)]} ${esc(t.name)}: ${esc(what.join(', ') || 'probe errors')}`];
     if (t.error) lines.push('', `**Target error** \`${esc(t.error.code)}\`: ${esc(oneLine(t.error.message, LINE_CHARS))}`);
-    for (const c of probeErrors(t)) lines.push('', `**Probe ${esc(c.probe)} failed** \`${esc(c.errorCode ?? 'PROBE_CRASHED')}\`: ${esc(oneLine(c.reason ?? '', LINE_CHARS))}`);
+    for (const c of probeErrors(t))
+      lines.push(
+        '',
+        `**Probe ${esc(c.probe)} failed** \`${esc(c.errorCode ?? 'PROBE_CRASHED')}\`: ${esc(oneLine(c.reason ?? '', LINE_CHARS))}`,
+      );
     let size = bytes(lines.join('\n'));
     let dropped = 0;
     for (const v of verdicts) {
@@ -131,7 +165,10 @@ function details(targets: TargetResult[], budget: number, where: string): string
     left -= bytes(block) + 2;
     blocks.push(block);
   }
-  if (omitted) blocks.push(`**${omitted} failed or errored expectation${omitted === 1 ? ' is' : 's are'} not shown** (the summary is kept under ${SUMMARY_BUDGET_BYTES / 1024} KiB; GitHub takes 1 MiB per step): every one, with its evidence, is in ${where}.`);
+  if (omitted)
+    blocks.push(
+      `**${omitted} failed or errored expectation${omitted === 1 ? ' is' : 's are'} not shown** (the summary is kept under ${SUMMARY_BUDGET_BYTES / 1024} KiB; GitHub takes 1 MiB per step): every one, with its evidence, is in ${where}.`,
+    );
   return blocks.join('\n\n');
 }
 

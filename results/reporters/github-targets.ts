@@ -60,19 +60,28 @@ export function evidenceLines(v: Verdict, t: TargetResult): string[] {
   const lines: string[] = [];
   const e = v.evidence;
   if (e?.kind === 'metric') {
-    const row = (mark: string, s: (typeof e.outside)[number]) => `${mark.padEnd(4)}  ${sampleValueText(s)}${Object.keys(s.attrs).length ? `  ${attrsText(s.attrs)}` : ''}`;
+    const row = (mark: string, s: (typeof e.outside)[number]) =>
+      `${mark.padEnd(4)}  ${sampleValueText(s)}${Object.keys(s.attrs).length ? `  ${attrsText(s.attrs)}` : ''}`;
     for (const s of e.outside) lines.push(row('FAIL', s));
     for (const s of e.within) lines.push(row('ok', s));
   } else if (e?.kind === 'fact') {
     if (e.summary) lines.push(`evidence: ${e.summary}`);
     const deciding = e.evidence?.source;
-    if (typeof deciding === 'string') lines.push(`deciding source: ${readingLabels[deciding] ? `${readingLabels[deciding]} (${deciding})` : deciding}`);
+    if (typeof deciding === 'string')
+      lines.push(`deciding source: ${readingLabels[deciding] ? `${readingLabels[deciding]} (${deciding})` : deciding}`);
     if (e.source) lines.push(`source: ${e.source}`);
     lines.push(`observed: ${JSON.stringify(e.value)}${e.reason ? ` (${e.reason})` : ''}`);
   } else if (v.status === 'error') {
     const cell = t.cells.find((c) => c.planned && c.probe === probeOf(v));
     const tail = cell?.stderrTail?.trim();
-    if (tail) lines.push('probe stderr (the end):', ...tail.split('\n').slice(-8).map((l) => `  ${l}`));
+    if (tail)
+      lines.push(
+        'probe stderr (the end):',
+        ...tail
+          .split('\n')
+          .slice(-8)
+          .map((l) => `  ${l}`),
+      );
   }
   if (v.eventsFile) lines.push(`event log: ${v.eventsFile}`);
   return lines;

@@ -33,13 +33,19 @@ interface Command {
   message: string;
 }
 
-const unescape = (s: string) => s.replace(/%0D/g, '\r').replace(/%0A/g, '\n').replace(/%3A/g, ':').replace(/%2C/g, ',').replace(/%25/g, '%');
+const unescape = (s: string) =>
+  s.replace(/%0D/g, '\r').replace(/%0A/g, '\n').replace(/%3A/g, ':').replace(/%2C/g, ',').replace(/%25/g, '%');
 
 function commandsIn(text: string): Command[] {
   return text.split(/\r?\n/).flatMap((line) => {
     const m = /^::([a-z-]+)(?: (.*?))?::(.*)$/.exec(line);
     if (!m) return [];
-    const props = Object.fromEntries((m[2] ?? '').split(',').filter(Boolean).map((p) => [p.slice(0, p.indexOf('=')), unescape(p.slice(p.indexOf('=') + 1))]));
+    const props = Object.fromEntries(
+      (m[2] ?? '')
+        .split(',')
+        .filter(Boolean)
+        .map((p) => [p.slice(0, p.indexOf('=')), unescape(p.slice(p.indexOf('=') + 1))]),
+    );
     return [{ name: m[1]!, props, message: unescape(m[3]!) }];
   });
 }
@@ -115,14 +121,23 @@ async function render(events: RunEvent[], options: GithubReporterOptions = {}, s
     se.mockRestore();
   }
   const out = stdout.join('');
-  return { stdout: out, stderr: stderr.join(''), summary: readFileSync(summaryFile, 'utf8'), outputs: outputsIn(readFileSync(outputFile, 'utf8')), commands: commandsIn(out) };
+  return {
+    stdout: out,
+    stderr: stderr.join(''),
+    summary: readFileSync(summaryFile, 'utf8'),
+    outputs: outputsIn(readFileSync(outputFile, 'utf8')),
+    commands: commandsIn(out),
+  };
 }
 
 afterEach(() => vi.restoreAllMocks());
 
 // ---------------------------------------------------------------------------------------------
 
-const h200Failing = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+const h200Failing = h200WithLinuxExpectations([
+  pinnedH2dAtLeast40,
+  { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' },
+]);
 const bandwidthTitle = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
 
 describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expectations failing (%s)', (_source, events) => {
@@ -138,14 +153,21 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
     const v = summary.counts.verdicts;
     expect(v.failed).toBe(2);
     expect(r.summary).toMatch(/^## ❌ cudamatrix run `[^`]+`/);
-    expect(r.summary).toContain('| target | environment | GPU | driver | OS | cells<br>pass/skip/err | expectations<br>pass/fail/err/skip | status |');
-    expect(r.summary).toContain(`| local | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | ${v.passed}/2/${v.error}/${v.skipped} | ❌ failed |`);
+    expect(r.summary).toContain(
+      '| target | environment | GPU | driver | OS | cells<br>pass/skip/err | expectations<br>pass/fail/err/skip | status |',
+    );
+    expect(r.summary).toContain(
+      `| local | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | ${v.passed}/2/${v.error}/${v.skipped} | ❌ failed |`,
+    );
     expect(r.summary).toContain(`**Exit status 1**: expectations not met`);
     expect(r.summary).toContain(`**Expectations**: ${v.passed} passed, 2 failed, ${v.error} errors, ${v.skipped} skipped`);
   });
 
   it('gives each failed expectation a <details> with expected and observed, its why and its evidence', () => {
-    const items = r.summary.split('<details>').slice(1).map((d) => d.slice(0, d.indexOf('</details>')));
+    const items = r.summary
+      .split('<details>')
+      .slice(1)
+      .map((d) => d.slice(0, d.indexOf('</details>')));
     expect(items).toHaveLength(2);
     const bw = items.find((d) => d.includes('transfer-bandwidth'))!;
     expect(bw).toContain(`<summary>✗ <code>${bandwidthTitle.replace(/>/g, '&gt;')}</code> [linux]: failed</summary>`);
@@ -154,7 +176,12 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
     const pre = /<pre>([\s\S]*)<\/pre>/.exec(bw)![1]!.split('\n');
     expect(pre).toEqual([
       failRow,
-      ...samples.slice(1).map((m) => `ok    ${formatValue(m.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(m.attrs!.size_bytes as number, 'bytes')}`),
+      ...samples
+        .slice(1)
+        .map(
+          (m) =>
+            `ok    ${formatValue(m.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(m.attrs!.size_bytes as number, 'bytes')}`,
+        ),
       `event log: ${eventsFile}`,
     ]);
     const fact = factIn(events, 'pinned-vram.counts_as_vram');
@@ -168,8 +195,12 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
   it('annotates each failed expectation as an error: the target and expectation as title, expected vs observed and the first evidence line', () => {
     const errors = r.commands.filter((c) => c.name === 'error');
     expect(errors.map((c) => c.props.title)).toEqual([`local: ${bandwidthTitle}`, 'local: pinned-vram.counts_as_vram == true']);
-    expect(errors[0]!.message).toBe(`expected ${bandwidthTitle}, observed ${formatValue(samples[0]!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within\n${failRow}`);
-    expect(errors[1]!.message).toMatch(/^expected pinned-vram\.counts_as_vram to be true, observed false\nevidence: NVML process memory \+0 B for 4 GiB \(the deciding source\)/);
+    expect(errors[0]!.message).toBe(
+      `expected ${bandwidthTitle}, observed ${formatValue(samples[0]!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within\n${failRow}`,
+    );
+    expect(errors[1]!.message).toMatch(
+      /^expected pinned-vram\.counts_as_vram to be true, observed false\nevidence: NVML process memory \+0 B for 4 GiB \(the deciding source\)/,
+    );
     expect(r.commands.filter((c) => c.name === 'warning')).toEqual([]);
   });
 
@@ -189,19 +220,33 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
     });
   });
 
-  it('puts the target\'s verdict lines in a log group of its own', () => {
+  it("puts the target's verdict lines in a log group of its own", () => {
     const groups = groupsIn(r.stdout);
-    expect(groups.map((g) => g.title)).toEqual([`local: failed (expectations ${summary.counts.verdicts.passed} passed, 2 failed, ${summary.counts.verdicts.error} errors, ${summary.counts.verdicts.skipped} skipped)`]);
+    expect(groups.map((g) => g.title)).toEqual([
+      `local: failed (expectations ${summary.counts.verdicts.passed} passed, 2 failed, ${summary.counts.verdicts.error} errors, ${summary.counts.verdicts.skipped} skipped)`,
+    ]);
     expect(groups[0]!.lines).toHaveLength(summary.targets[0]!.verdicts.length);
-    expect(groups[0]!.lines).toContain(`  ✗ ${bandwidthTitle} [linux]: expected ${bandwidthTitle}, observed ${formatValue(samples[0]!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`);
-    expect(groups[0]!.lines.filter((l) => /^ {2}✓ sync-latency\.p50_us <= 100 us \[linux\]: sync-latency\.p50_us = 8\.43 us\b/.test(l))).toHaveLength(1);
+    expect(groups[0]!.lines).toContain(
+      `  ✗ ${bandwidthTitle} [linux]: expected ${bandwidthTitle}, observed ${formatValue(samples[0]!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`,
+    );
+    expect(
+      groups[0]!.lines.filter((l) => /^ {2}✓ sync-latency\.p50_us <= 100 us \[linux\]: sync-latency\.p50_us = 8\.43 us\b/.test(l)),
+    ).toHaveLength(1);
   });
 });
 
 describe('GitHub reporter: annotations', () => {
   const facts = Array.from({ length: 12 }, (_, i) => `value_${String(i).padStart(2, '0')}`);
   const failing = (n: number): Expectation[] => facts.slice(0, n).map((f) => ({ fact: `sysinfo.${f}`, equals: 'expected' }));
-  const gpu = (n: number): RunEvent[] => [targetStart('gpu'), cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', ...Object.fromEntries(facts.slice(0, n).map((f) => [f, 'observed'])) }))];
+  const gpu = (n: number): RunEvent[] => [
+    targetStart('gpu'),
+    cell(
+      'gpu',
+      'sysinfo',
+      'passed',
+      sysinfo({ environment: 'linux', ...Object.fromEntries(facts.slice(0, n).map((f) => [f, 'observed'])) }),
+    ),
+  ];
 
   it(`shows at most ${MAX_ANNOTATIONS}: the first ${MAX_ANNOTATIONS - 1} problems, then one that counts the rest and points to the job summary`, async () => {
     const events: RunEvent[] = [
@@ -223,11 +268,14 @@ describe('GitHub reporter: annotations', () => {
     expect(errors[9]).toEqual({
       name: 'error',
       props: { title: 'cudamatrix: 5 more not shown here' },
-      message: '3 failed expectations, 1 target error, 1 probe error on targets gpu, down, crash: see the job summary (every one with its evidence: junit.xml and summary.json in the run folder)',
+      message:
+        '3 failed expectations, 1 target error, 1 probe error on targets gpu, down, crash: see the job summary (every one with its evidence: junit.xml and summary.json in the run folder)',
     });
     // The summary has them all: the target error and the probe error among them.
     expect(r.summary.match(/<details>/g)).toHaveLength(12);
-    expect(r.summary).toContain('#### 💥 down: target error TARGET_UNREACHABLE\n\n**Target error** `TARGET_UNREACHABLE`: connect ECONNREFUSED 127.0.0.1:1');
+    expect(r.summary).toContain(
+      '#### 💥 down: target error TARGET_UNREACHABLE\n\n**Target error** `TARGET_UNREACHABLE`: connect ECONNREFUSED 127.0.0.1:1',
+    );
     expect(r.summary).toContain('**Probe sysinfo failed** `PROBE_CRASHED`: killed by SIGSEGV');
     expect(r.outputs['exit-code']).toBe('3');
   });
@@ -247,7 +295,11 @@ describe('GitHub reporter: annotations', () => {
       { ...runEnd, interrupted: true } as RunEvent,
     ]);
     expect(r.commands.filter((c) => c.name !== 'group' && c.name !== 'endgroup')).toEqual([
-      { name: 'warning', props: { title: 'cudamatrix: run interrupted' }, message: 'The run was interrupted (1 cell not run, 0 stopped): the results cover what finished.' },
+      {
+        name: 'warning',
+        props: { title: 'cudamatrix: run interrupted' },
+        message: 'The run was interrupted (1 cell not run, 0 stopped): the results cover what finished.',
+      },
     ]);
     expect(r.summary).toContain('| gpu | linux | — | — | — | 1/0/0 (1 not run) | 1/0/0/0 | ⏹️ interrupted |');
     expect(r.summary).toContain('> The run was interrupted: the results cover what finished.');
@@ -265,8 +317,13 @@ describe('GitHub reporter: streams and extras', () => {
     expect(r.outputs['exit-code']).toBe('1');
   });
 
-  it('adds the extras\' outputs and puts their sections after its own', async () => {
-    const r = await render(h200Failing, { extras: async () => ({ outputs: { 'behaviour-changed': 'true', lost: 'a,b' }, sections: ['### Behaviour records\n\n2 records written'] }) });
+  it("adds the extras' outputs and puts their sections after its own", async () => {
+    const r = await render(h200Failing, {
+      extras: async () => ({
+        outputs: { 'behaviour-changed': 'true', lost: 'a,b' },
+        sections: ['### Behaviour records\n\n2 records written'],
+      }),
+    });
     expect(r.outputs).toMatchObject({ 'behaviour-changed': 'true', lost: 'a,b', failed: '2' });
     expect(r.summary.indexOf('### Behaviour records')).toBeGreaterThan(r.summary.lastIndexOf('</details>'));
     expect(r.summary.trimEnd().endsWith('2 records written')).toBe(true);
@@ -274,7 +331,7 @@ describe('GitHub reporter: streams and extras', () => {
 });
 
 describe('GitHub step: appendSummary', () => {
-  it('appends, and cuts what would take the file past GitHub\'s 1 MiB a step, with a note', async () => {
+  it("appends, and cuts what would take the file past GitHub's 1 MiB a step, with a note", async () => {
     writeFileSync(summaryFile, `${'x'.repeat(900 * 1024)}\n`);
     const step = new GithubStep();
     await step.appendSummary('## a section\n\nsmall');
@@ -284,7 +341,9 @@ describe('GitHub step: appendSummary', () => {
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(960 * 1024);
     expect(Buffer.byteLength(text)).toBeGreaterThan(959 * 1024);
     expect(text).toContain('## too much\n\néé');
-    expect(text.endsWith("_The rest of this section is left out: the job summary would pass GitHub's limit of 1 MiB per step._\n\n")).toBe(true);
+    expect(text.endsWith("_The rest of this section is left out: the job summary would pass GitHub's limit of 1 MiB per step._\n\n")).toBe(
+      true,
+    );
     expect(text).not.toContain('\uFFFD');
   });
 });
@@ -303,10 +362,17 @@ function fiftyFailing(): { events: RunEvent[]; names: string[]; expectations: nu
   for (const e of ends) {
     if (e.probe === 'sysinfo') continue;
     for (const r of e.records) if (r.type === 'fact') expect.push({ fact: `${e.probe}.${r.name}`, equals: 'never this', why });
-    for (const name of new Set(e.records.flatMap((r) => (r.type === 'metric' ? [r.name] : [])))) expect.push({ metric: `${e.probe}.${name}`, '>=': 1e18, why });
+    for (const name of new Set(e.records.flatMap((r) => (r.type === 'metric' ? [r.name] : []))))
+      expect.push({ metric: `${e.probe}.${name}`, '>=': 1e18, why });
   }
   const names = Array.from({ length: 50 }, (_, i) => `gpu-${String(i + 1).padStart(2, '0')}-${['wddm', 'wsl2', 'linux', 'docker'][i % 4]}`);
-  const events: RunEvent[] = [{ ...start, matrix: { ...start.matrix, expectations: { linux: expect } }, cells: names.flatMap((n) => ends.map((e) => `${n}/${e.probe}`)) }];
+  const events: RunEvent[] = [
+    {
+      ...start,
+      matrix: { ...start.matrix, expectations: { linux: expect } },
+      cells: names.flatMap((n) => ends.map((e) => `${n}/${e.probe}`)),
+    },
+  ];
   for (const n of names) {
     for (const e of h200Events.slice(1)) {
       if (e.type === 'run-end') continue;
@@ -330,7 +396,9 @@ describe('GitHub reporter: the job summary of 50 targets x 13 probes with every 
     expect(summary.counts.verdicts).toEqual({ passed: 0, failed: 50 * expectations, skipped: 0, error: 0 });
     expect(new Set(summary.start.cells.map((c) => c.split('/')[1])).size).toBe(13);
     const size = Buffer.byteLength(r.summary, 'utf8');
-    console.log(`summary of 50 targets x 13 probes, ${50 * expectations} failed expectations: ${size} bytes, ${r.summary.match(/<details>/g)!.length} in detail`);
+    console.log(
+      `summary of 50 targets x 13 probes, ${50 * expectations} failed expectations: ${size} bytes, ${r.summary.match(/<details>/g)!.length} in detail`,
+    );
     expect(size).toBeLessThan(1024 * 1024);
     expect(size).toBeLessThanOrEqual(SUMMARY_BUDGET_BYTES);
     // Bounded, not empty: most of the budget went to evidence.
@@ -339,7 +407,9 @@ describe('GitHub reporter: the job summary of 50 targets x 13 probes with every 
 
   it('names all 50 targets in the table, and gives each one its share of the details', () => {
     for (const n of names) {
-      expect(r.summary).toContain(`| ${n} | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | 0/${expectations}/0/0 | ❌ failed |`);
+      expect(r.summary).toContain(
+        `| ${n} | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | 0/${expectations}/0/0 | ❌ failed |`,
+      );
       expect(r.summary).toContain(`#### ❌ ${n}: ${expectations} failed\n`);
     }
   });
@@ -348,7 +418,9 @@ describe('GitHub reporter: the job summary of 50 targets x 13 probes with every 
     const shown = r.summary.match(/<details>/g)!.length;
     expect(shown).toBeGreaterThanOrEqual(50);
     const omitted = 50 * expectations - shown;
-    expect(r.summary).toContain(`**${omitted} failed or errored expectations are not shown** (the summary is kept under 512 KiB; GitHub takes 1 MiB per step): every one, with its evidence, is in \`junit.xml\` and \`summary.json\` in the run folder \`${runDir}\`.`);
+    expect(r.summary).toContain(
+      `**${omitted} failed or errored expectations are not shown** (the summary is kept under 512 KiB; GitHub takes 1 MiB per step): every one, with its evidence, is in \`junit.xml\` and \`summary.json\` in the run folder \`${runDir}\`.`,
+    );
     const perTarget = [...r.summary.matchAll(/_(\d+) more of (\S+)'s expectations not met are not shown here\._/g)];
     expect(perTarget).toHaveLength(50);
     expect(perTarget.reduce((s, m) => s + Number(m[1]), 0)).toBe(omitted);
@@ -358,7 +430,11 @@ describe('GitHub reporter: the job summary of 50 targets x 13 probes with every 
     const errors = r.commands.filter((c) => c.name === 'error');
     expect(errors).toHaveLength(MAX_ANNOTATIONS);
     expect(errors[9]!.props.title).toBe(`cudamatrix: ${50 * expectations - 9} more not shown here`);
-    expect(errors[9]!.message).toMatch(new RegExp(`^${50 * expectations - 9} failed expectations on targets ${names.slice(0, 10).join(', ')} and 40 more: see the job summary`));
+    expect(errors[9]!.message).toMatch(
+      new RegExp(
+        `^${50 * expectations - 9} failed expectations on targets ${names.slice(0, 10).join(', ')} and 40 more: see the job summary`,
+      ),
+    );
   });
 });
 
@@ -402,7 +478,12 @@ describe('GitHub reporter: secrets', () => {
     step.mask(secretValues({ CM_GH_PASSPHRASE: secret }, ['CM_GH_PASSPHRASE']));
     vi.restoreAllMocks();
     // A careless matrix quotes the passphrase in an expectation and its why: it reaches every part of the report.
-    const events: RunEvent[] = [runStart({ linux: [{ fact: 'sysinfo.os_family', equals: secret, why: `the passphrase is ${secret}` }] }, ['gpu/sysinfo']), targetStart('gpu'), cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', os_family: 'linux' })), runEnd];
+    const events: RunEvent[] = [
+      runStart({ linux: [{ fact: 'sysinfo.os_family', equals: secret, why: `the passphrase is ${secret}` }] }, ['gpu/sysinfo']),
+      targetStart('gpu'),
+      cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', os_family: 'linux' })),
+      runEnd,
+    ];
     const r = await render(events, { step, extras: () => ({ outputs: { note: `said ${secret}` } }) });
     expect(r.commands.find((c) => c.name === 'error')!.props.title).toBe('gpu: sysinfo.os_family == "***"');
     expect(r.summary).toContain('**Why**: the passphrase is ***');
@@ -453,18 +534,44 @@ targets:
     expect(r.stderr).not.toContain(SECRET);
     const summary = readFileSync(summaryPath, 'utf8');
     const outputs = outputsIn(readFileSync(outputPath, 'utf8'));
-    for (const text of [summary, JSON.stringify(outputs), ...commandsIn(r.stdout).filter((c) => c.name !== 'add-mask').map((c) => JSON.stringify(c))]) expect(text).not.toContain(SECRET);
+    for (const text of [
+      summary,
+      JSON.stringify(outputs),
+      ...commandsIn(r.stdout)
+        .filter((c) => c.name !== 'add-mask')
+        .map((c) => JSON.stringify(c)),
+    ])
+      expect(text).not.toContain(SECRET);
     expect(summary).toContain('**Why**: a wrong expectation that quotes the passphrase ***');
 
-    expect(groupsIn(r.stdout).map((g) => g.title)).toEqual(['alpha: failed (expectations 0 passed, 1 failed, 0 errors, 0 skipped)', 'bravo: error (expectations 0 passed, 0 failed, 0 errors, 0 skipped)']);
+    expect(groupsIn(r.stdout).map((g) => g.title)).toEqual([
+      'alpha: failed (expectations 0 passed, 1 failed, 0 errors, 0 skipped)',
+      'bravo: error (expectations 0 passed, 0 failed, 0 errors, 0 skipped)',
+    ]);
     const errors = commandsIn(r.stdout).filter((c) => c.name === 'error');
-    expect(errors.map((c) => c.props.title)).toEqual(['alpha: sysinfo.os_family == "windows"', expect.stringMatching(/^bravo: (AUTH_FAILED|TARGET_UNREACHABLE)$/)]);
+    expect(errors.map((c) => c.props.title)).toEqual([
+      'alpha: sysinfo.os_family == "windows"',
+      expect.stringMatching(/^bravo: (AUTH_FAILED|TARGET_UNREACHABLE)$/),
+    ]);
     expect(errors[0]!.message).toBe('expected sysinfo.os_family to be "windows", observed "linux"\nsource: os');
     const runDir = outputs['run-dir']!;
-    expect(outputs).toEqual({ total: '1', passed: '0', failed: '1', errors: '0', skipped: '0', cells: '4', 'exit-code': '3', interrupted: 'false', 'run-dir': runDir, 'events-file': path.join(runDir, 'events.jsonl') });
+    expect(outputs).toEqual({
+      total: '1',
+      passed: '0',
+      failed: '1',
+      errors: '0',
+      skipped: '0',
+      cells: '4',
+      'exit-code': '3',
+      interrupted: 'false',
+      'run-dir': runDir,
+      'events-file': path.join(runDir, 'events.jsonl'),
+    });
     expect(runDir.startsWith(path.join(dir, 'runs'))).toBe(true);
     expect(summary).toMatch(/\| alpha \| linux \| — \| none found \| [^|]+ \| 0\/2\/0 \| 0\/1\/0\/0 \| ❌ failed \|/);
-    expect(summary).toMatch(/\| bravo \| unknown \| — \| — \| — \| 0\/0\/2 \| 0\/0\/0\/0 \| 💥 error \((AUTH_FAILED|TARGET_UNREACHABLE)\) \|/);
+    expect(summary).toMatch(
+      /\| bravo \| unknown \| — \| — \| — \| 0\/0\/2 \| 0\/0\/0\/0 \| 💥 error \((AUTH_FAILED|TARGET_UNREACHABLE)\) \|/,
+    );
   });
 
   it('merge --json: the JSON alone on stdout, the workflow commands on stderr, the merged run in the summary and outputs', async () => {
@@ -479,17 +586,28 @@ targets:
     expect(r.code, r.stderr).toBe(3);
     const json = JSON.parse(r.stdout) as { runId: string };
     expect(groupsIn(r.stderr).map((g) => g.title.split(':')[0])).toEqual(['alpha', 'bravo', 'charlie']);
-    expect(commandsIn(r.stderr).filter((c) => c.name === 'error').map((c) => c.props.title!.split(':')[0])).toEqual(['alpha', 'bravo', 'bravo']);
+    expect(
+      commandsIn(r.stderr)
+        .filter((c) => c.name === 'error')
+        .map((c) => c.props.title!.split(':')[0]),
+    ).toEqual(['alpha', 'bravo', 'bravo']);
     const summary = readFileSync(summaryPath, 'utf8');
     expect(summary).toContain(`cudamatrix run \`${json.runId}\` (merged from 2 logs)`);
     for (const t of ['alpha', 'bravo', 'charlie']) expect(summary).toContain(`| ${t} |`);
-    expect(outputsIn(readFileSync(outputPath, 'utf8'))).toMatchObject({ 'exit-code': '3', failed: '1', cells: '9', 'events-file': expect.stringContaining(json.runId) });
+    expect(outputsIn(readFileSync(outputPath, 'utf8'))).toMatchObject({
+      'exit-code': '3',
+      failed: '1',
+      cells: '9',
+      'events-file': expect.stringContaining(json.runId),
+    });
   });
 
   it('without GITHUB_OUTPUT and GITHUB_STEP_SUMMARY: says so once each on stderr, and the run ends as it would', async () => {
     const { shards } = await realRuns();
     const dir = tempDir();
-    const r = await runCli(['merge', ...shards.map((s) => s.runDir), '--results-dir', path.join(dir, 'runs')], { env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: '', GITHUB_OUTPUT: '' } });
+    const r = await runCli(['merge', ...shards.map((s) => s.runDir), '--results-dir', path.join(dir, 'runs')], {
+      env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: '', GITHUB_OUTPUT: '' },
+    });
     expect(r.code).toBe(3);
     expect(r.stderr.match(/GITHUB_OUTPUT is not set: writing no step outputs/g)).toHaveLength(1);
     expect(r.stderr.match(/GITHUB_STEP_SUMMARY is not set: writing no job summary/g)).toHaveLength(1);

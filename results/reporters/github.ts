@@ -84,7 +84,12 @@ function logGroups(step: GithubStep, summary: RunSummary): void {
     for (const v of t.verdicts) lines.push(`${verdictMark[v.status]} ${v.title} [${v.source}]: ${v.message}`);
     if (!t.verdicts.length) lines.push('no expectations were judged on this target');
     step.group(
-      step.redact(oneLine(`${t.name}: ${targetStatus(t)} (expectations ${vc.passed} passed, ${vc.failed} failed, ${vc.error} errors, ${vc.skipped} skipped)`, LINE_CHARS)),
+      step.redact(
+        oneLine(
+          `${t.name}: ${targetStatus(t)} (expectations ${vc.passed} passed, ${vc.failed} failed, ${vc.error} errors, ${vc.skipped} skipped)`,
+          LINE_CHARS,
+        ),
+      ),
       // One line each, never starting with "::": text from a target must not be read as a command.
       lines.map((line) => step.redact(`  ${oneLine(line, LINE_CHARS)}`)),
     );
@@ -104,7 +109,12 @@ function problemsOf(summary: RunSummary): Problem[] {
   for (const t of summary.targets) {
     if (t.error) out.push({ target: t.name, what: 'target error', title: `${t.name}: ${t.error.code}`, message: t.error.message });
     for (const c of probeErrors(t)) {
-      out.push({ target: t.name, what: 'probe error', title: `${t.name}: probe ${c.probe} ${c.errorCode ?? 'failed'}`, message: c.reason ?? 'the probe failed' });
+      out.push({
+        target: t.name,
+        what: 'probe error',
+        title: `${t.name}: probe ${c.probe} ${c.errorCode ?? 'failed'}`,
+        message: c.reason ?? 'the probe failed',
+      });
     }
     for (const v of t.verdicts) {
       if (v.status !== 'failed' && v.status !== 'error') continue;
@@ -126,18 +136,38 @@ function problemsOf(summary: RunSummary): Problem[] {
  * are, then one for the rest; a warning for an interrupted run. A target that measured nothing is
  * named in one (an error when that is why the run fails, --strict, else a warning).
  */
-function annotate(step: GithubStep, summary: RunSummary, code: number, extras: ExtraAnnotation[], runnerOf: GithubReporterOptions['runnerOf']): void {
-  const say = (level: 'error' | 'warning', message: string, title: string) => step.annotate(level, step.redact(cut(message, MESSAGE_CHARS)), step.redact(oneLine(title, 200)));
+function annotate(
+  step: GithubStep,
+  summary: RunSummary,
+  code: number,
+  extras: ExtraAnnotation[],
+  runnerOf: GithubReporterOptions['runnerOf'],
+): void {
+  const say = (level: 'error' | 'warning', message: string, title: string) =>
+    step.annotate(level, step.redact(cut(message, MESSAGE_CHARS)), step.redact(oneLine(title, 200)));
   for (const a of extras) say(a.level, a.message, a.title);
   const empty = measuredNothing(summary);
   for (const [i, t] of empty.entries()) {
     const level = code === 4 ? 'error' : 'warning';
     if (i === MAX_ANNOTATIONS - 1 && empty.length > MAX_ANNOTATIONS) {
-      step.annotate(level, step.redact(`${empty.length - i} more targets measured nothing: ${empty.slice(i).map((x) => x.name).join(', ')}; see the job summary`), `cudamatrix: ${empty.length - i} more targets measured nothing`);
+      step.annotate(
+        level,
+        step.redact(
+          `${empty.length - i} more targets measured nothing: ${empty
+            .slice(i)
+            .map((x) => x.name)
+            .join(', ')}; see the job summary`,
+        ),
+        `cudamatrix: ${empty.length - i} more targets measured nothing`,
+      );
       break;
     }
     const where = runnerOf?.(t.name);
-    say(level, `${where ? `${where}: ` : ''}every probe was skipped, nothing was measured: ${skipReason(t)}`, `${t.name}: measured nothing`);
+    say(
+      level,
+      `${where ? `${where}: ` : ''}every probe was skipped, nothing was measured: ${skipReason(t)}`,
+      `${t.name}: measured nothing`,
+    );
   }
   const budget = Math.max(1, MAX_ANNOTATIONS - extras.filter((a) => a.level === 'error').length);
   const problems = problemsOf(summary);
@@ -157,6 +187,10 @@ function annotate(step: GithubStep, summary: RunSummary, code: number, extras: E
   if (summary.interrupted) {
     const notRun = summary.counts.cells['not-run'] ?? 0;
     const cancelled = summary.counts.cells.cancelled ?? 0;
-    step.annotate('warning', `The run was interrupted (${notRun} cell${notRun === 1 ? '' : 's'} not run, ${cancelled} stopped): the results cover what finished.`, 'cudamatrix: run interrupted');
+    step.annotate(
+      'warning',
+      `The run was interrupted (${notRun} cell${notRun === 1 ? '' : 's'} not run, ${cancelled} stopped): the results cover what finished.`,
+      'cudamatrix: run interrupted',
+    );
   }
 }

@@ -26,13 +26,24 @@ const skippedAndDown: RunEvent[] = [
   cell('down', 'sysinfo', 'error', [], { reason: 'connect ECONNREFUSED', errorCode: 'TARGET_UNREACHABLE' }),
   runEnd,
 ];
-const h200Failing = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+const h200Failing = h200WithLinuxExpectations([
+  pinnedH2dAtLeast40,
+  { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' },
+]);
 
 describe.each(twice(skippedAndDown))('JSON summary (%s)', (_source, events) => {
   it('gives a target that cannot run probes by its nature as skipped, with the reason, and not as an error', () => {
-    const json = JSON.parse(summaryJson(summarize(events))) as { counts: { cells: Record<string, number> }; targets: Record<string, unknown>[] };
+    const json = JSON.parse(summaryJson(summarize(events))) as {
+      counts: { cells: Record<string, number> };
+      targets: Record<string, unknown>[];
+    };
     expect(json.counts.cells).toEqual({ skipped: 1, error: 1 });
-    expect(json.targets[0]).toMatchObject({ name: 'wsl1', error: null, skipped: { code: 'WSL_VERSION_1', reason: why }, cells: [{ status: 'skipped', reason: why }] });
+    expect(json.targets[0]).toMatchObject({
+      name: 'wsl1',
+      error: null,
+      skipped: { code: 'WSL_VERSION_1', reason: why },
+      cells: [{ status: 'skipped', reason: why }],
+    });
     expect(json.targets[1]).toMatchObject({ name: 'down', error: { code: 'TARGET_UNREACHABLE' }, skipped: null });
   });
 });
@@ -44,12 +55,15 @@ describe('JSON summary text', () => {
       expect(text).toBe(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
       expect(text).toBe([...summaryJsonParts(summarize(events))].join(''));
     }
-    expect((JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { name: string }[] }).targets.map((t) => t.name)).toEqual(['wsl1', 'down']);
+    expect((JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { name: string }[] }).targets.map((t) => t.name)).toEqual([
+      'wsl1',
+      'down',
+    ]);
   });
 });
 
 describe.each(twice(h200Failing))('JSON summary: the evidence per verdict (%s)', (_source, events) => {
-  it('gives each verdict its samples within and outside the bounds, or the fact\'s evidence, its why and the event log', () => {
+  it("gives each verdict its samples within and outside the bounds, or the fact's evidence, its why and the event log", () => {
     const dir = tempDir();
     const eventsFile = path.join(dir, 'events.jsonl');
     jsonReporter((runDir) => path.join(runDir, 'summary.json')).onEnd!(summarize(events), { runDir: dir, eventsFile, strict: false });
@@ -71,12 +85,16 @@ describe.each(twice(h200Failing))('JSON summary: the evidence per verdict (%s)',
       },
     });
     const fact = verdicts.find((v) => v.title === 'pinned-vram.counts_as_vram == true')!;
-    expect(fact.evidence).toMatchObject({ kind: 'fact', value: false, evidence: factIn(events, 'pinned-vram.counts_as_vram').evidence, summary: expect.stringMatching(/^NVML process memory \+0 B for 4 GiB \(the deciding source\)/) });
+    expect(fact.evidence).toMatchObject({
+      kind: 'fact',
+      value: false,
+      evidence: factIn(events, 'pinned-vram.counts_as_vram').evidence,
+      summary: expect.stringMatching(/^NVML process memory \+0 B for 4 GiB \(the deciding source\)/),
+    });
     // Every judged verdict carries evidence and the log; the passed ones too.
     for (const v of verdicts) expect(v, v.title).toMatchObject({ eventsFile, evidence: expect.any(Object) });
   });
 });
-
 
 describe('JSON summary: the same from the live log and from merged shards', () => {
   it.each([
@@ -93,7 +111,11 @@ describe('JSON summary: the same from the live log and from merged shards', () =
 /** summary.json of a real run (test/live-and-merged.ts), as the reporter writes it into a run folder. */
 function summaryOfRun(src: RunSource): string {
   const runDir = tempDir();
-  jsonReporter((dir) => path.join(dir, 'summary.json')).onEnd!(summarize(src.events), { runDir, eventsFile: src.eventsFile, strict: false });
+  jsonReporter((dir) => path.join(dir, 'summary.json')).onEnd!(summarize(src.events), {
+    runDir,
+    eventsFile: src.eventsFile,
+    strict: false,
+  });
   return readFileSync(path.join(runDir, 'summary.json'), 'utf8');
 }
 
@@ -105,19 +127,39 @@ describe.runIf(noDriverHere).each(SOURCES)('JSON summary: a real run on this mac
     text = summaryOfRun(src);
   });
 
-  it('names the run and its log, counts cells and verdicts, and gives every target in the run\'s order', () => {
-    type Json = { runId: string; events: string; shard: unknown; counts: unknown; targets: { name: string; error: { code: string } | null; cells: { cell: string; status: string }[]; verdicts: { title: string; status: string; eventsFile: string; why?: string }[] }[] };
+  it("names the run and its log, counts cells and verdicts, and gives every target in the run's order", () => {
+    type Json = {
+      runId: string;
+      events: string;
+      shard: unknown;
+      counts: unknown;
+      targets: {
+        name: string;
+        error: { code: string } | null;
+        cells: { cell: string; status: string }[];
+        verdicts: { title: string; status: string; eventsFile: string; why?: string }[];
+      }[];
+    };
     const json = JSON.parse(text) as Json;
     expect(json).toMatchObject({ runId: src.runId, events: src.eventsFile, shard: null });
     expect(json.counts).toEqual({ cells: { skipped: 6, error: 3 }, verdicts: { passed: 1, failed: 1, skipped: 4, error: 1 } });
     expect(json.targets.map((t) => t.name)).toEqual(['alpha', 'bravo', 'charlie']);
     expect(json.targets[1]!.error?.code).toMatch(/^(AUTH_FAILED|TARGET_UNREACHABLE)$/);
-    expect(json.targets[0]!.cells.map((c) => [c.cell, c.status])).toEqual([['alpha/sysinfo', 'skipped'], ['alpha/sync-latency', 'skipped'], ['alpha/cuda-graph', 'skipped']]);
+    expect(json.targets[0]!.cells.map((c) => [c.cell, c.status])).toEqual([
+      ['alpha/sysinfo', 'skipped'],
+      ['alpha/sync-latency', 'skipped'],
+      ['alpha/cuda-graph', 'skipped'],
+    ]);
     const failed = json.targets[0]!.verdicts.find((v) => v.status === 'failed')!;
-    expect(failed).toMatchObject({ title: 'sysinfo.os_family == "windows"', why: 'a wrong expectation, so that a failure and its evidence are rendered', eventsFile: src.eventsFile, evidence: { kind: 'fact', value: 'linux', source: 'os' } });
+    expect(failed).toMatchObject({
+      title: 'sysinfo.os_family == "windows"',
+      why: 'a wrong expectation, so that a failure and its evidence are rendered',
+      eventsFile: src.eventsFile,
+      evidence: { kind: 'fact', value: 'linux', source: 'os' },
+    });
   });
 
-  it('is the live run\'s summary', async () => {
+  it("is the live run's summary", async () => {
     const live = await realRun('live');
     expect(normalise(text, src)).toBe(normalise(summaryOfRun(live), live));
   });

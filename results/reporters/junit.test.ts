@@ -17,9 +17,19 @@ import { summarize } from '../verdicts.ts';
 import { junitReporter, junitXml } from './junit.ts';
 
 const targets: RunEvent[] = [
-  runStart({ linux: [{ fact: 'sysinfo.tcc_driver', equals: false }, { fact: 'sysinfo.gpu_name', equals: 'NVIDIA H100' }] }),
+  runStart({
+    linux: [
+      { fact: 'sysinfo.tcc_driver', equals: false },
+      { fact: 'sysinfo.gpu_name', equals: 'NVIDIA H100' },
+    ],
+  }),
   targetStart('gpu', [], 'auto'),
-  cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', gpu_name: 'NVIDIA H200 <&"quoted">', tcc_driver: false, driver_model: null })),
+  cell(
+    'gpu',
+    'sysinfo',
+    'passed',
+    sysinfo({ environment: 'linux', gpu_name: 'NVIDIA H200 <&"quoted">', tcc_driver: false, driver_model: null }),
+  ),
   targetStart('nodriver'),
   cell('nodriver', 'sysinfo', 'skipped', sysinfo({ environment: 'linux' }), { reason: 'no NVIDIA driver found' }),
   targetStart('crashed'),
@@ -29,13 +39,26 @@ const targets: RunEvent[] = [
   cell('unreachable', 'sysinfo', 'error', [], { reason: 'connect ECONNREFUSED', errorCode: 'TARGET_UNREACHABLE' }),
   // A target that cannot run probes by its nature: its cells are skipped with the transport's message.
   targetStart('wsl1', [{ fact: 'sysinfo.wsl_version', equals: 2 }], 'wsl2'),
-  { type: 'target-error' as const, target: 'wsl1', time: '', code: 'WSL_VERSION_1', message: 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"' },
-  cell('wsl1', 'sysinfo', 'skipped', [], { durationMs: 0, reason: 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"', errorCode: 'WSL_VERSION_1' }),
+  {
+    type: 'target-error' as const,
+    target: 'wsl1',
+    time: '',
+    code: 'WSL_VERSION_1',
+    message: 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"',
+  },
+  cell('wsl1', 'sysinfo', 'skipped', [], {
+    durationMs: 0,
+    reason: 'WSL distribution "Legacy" runs under WSL 1, which has no GPU: "wsl.exe --set-version Legacy 2"',
+    errorCode: 'WSL_VERSION_1',
+  }),
   runEnd,
 ];
 
 /** Shards as of two hosts: gpu, nodriver and crashed on one; unreachable and wsl1 on the other. */
-const targetShards = [['gpu', 'nodriver', 'crashed'], ['unreachable', 'wsl1']];
+const targetShards = [
+  ['gpu', 'nodriver', 'crashed'],
+  ['unreachable', 'wsl1'],
+];
 
 describe.each(twice(targets, targetShards))('JUnit reporter (%s)', (_source, events) => {
   const xml = junitXml(summarize(events));
@@ -56,7 +79,9 @@ describe.each(twice(targets, targetShards))('JUnit reporter (%s)', (_source, eve
     expect(xml.match(/<testsuite /g)).toHaveLength(5);
     expect(xml).toContain('<property name="sysinfo.gpu_name" value="NVIDIA H200 &lt;&amp;&quot;quoted&quot;>"/>');
     expect(xml).toContain('<property name="sysinfo.driver_model" value="null"/>');
-    expect(xml).toMatch(/<testcase classname="gpu.expectations" name="sysinfo.gpu_name == &quot;NVIDIA H100&quot; \[linux\]">\s*<failure message="expected sysinfo.gpu_name/);
+    expect(xml).toMatch(
+      /<testcase classname="gpu.expectations" name="sysinfo.gpu_name == &quot;NVIDIA H100&quot; \[linux\]">\s*<failure message="expected sysinfo.gpu_name/,
+    );
     expect(xml).toMatch(/name="probe sysinfo runs" time="0.12">\s*<skipped\/>\s*<system-out><!\[CDATA\[skipped: no NVIDIA driver found/);
     expect(xml).toMatch(/<error message="killed by SIGSEGV" type="PROBE_CRASHED"/);
     expect(xml).toMatch(/<error message="connect ECONNREFUSED" type="TARGET_UNREACHABLE"/);
@@ -66,14 +91,21 @@ describe.each(twice(targets, targetShards))('JUnit reporter (%s)', (_source, eve
   it('skips the cells of a target that cannot run probes by its nature, with the reason and the code, and no error', () => {
     const suite = /<testsuite name="wsl1"[^>]*>[\s\S]*?<\/testsuite>/.exec(xml)![0];
     expect(suite).toMatch(/tests="2" failures="0" errors="0" skipped="2"/);
-    expect(suite).toMatch(/name="probe sysinfo runs" time="0">\s*<skipped message="WSL distribution &quot;Legacy&quot; runs under WSL 1, which has no GPU: &quot;wsl.exe --set-version Legacy 2&quot;" type="WSL_VERSION_1"\/>/);
+    expect(suite).toMatch(
+      /name="probe sysinfo runs" time="0">\s*<skipped message="WSL distribution &quot;Legacy&quot; runs under WSL 1, which has no GPU: &quot;wsl.exe --set-version Legacy 2&quot;" type="WSL_VERSION_1"\/>/,
+    );
     // Its expectations are not judged: skipped, with the probe's reason.
-    expect(suite).toMatch(/name="sysinfo.wsl_version == 2 \[target\]">\s*<skipped\/>\s*<system-out><!\[CDATA\[skipped: probe sysinfo was skipped: WSL distribution "Legacy" runs under WSL 1/);
+    expect(suite).toMatch(
+      /name="sysinfo.wsl_version == 2 \[target\]">\s*<skipped\/>\s*<system-out><!\[CDATA\[skipped: probe sysinfo was skipped: WSL distribution "Legacy" runs under WSL 1/,
+    );
     expect(suite).not.toMatch(/<error|<failure/);
   });
 });
 
-const h200Failing = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+const h200Failing = h200WithLinuxExpectations([
+  pinnedH2dAtLeast40,
+  { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' },
+]);
 
 describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)', (source, events) => {
   const dir = tempDir();
@@ -83,8 +115,14 @@ describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)'
   const xml = readFileSync(file, 'utf8');
   /** The text of the <failure> of the testcase whose name starts with `title`. */
   const failureBody = (title: string): string => {
-    const esc = title.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const m = new RegExp(`<testcase classname="local.expectations" name="${esc} \\[linux\\]">\\s*<failure message="[^"]*" type="EXPECTATION_FAILED"><!\\[CDATA\\[([\\s\\S]*?)\\]\\]></failure>`).exec(xml);
+    const esc = title
+      .replace(/&/g, '&amp;')
+      .replace(/"/g, '&quot;')
+      .replace(/</g, '&lt;')
+      .replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const m = new RegExp(
+      `<testcase classname="local.expectations" name="${esc} \\[linux\\]">\\s*<failure message="[^"]*" type="EXPECTATION_FAILED"><!\\[CDATA\\[([\\s\\S]*?)\\]\\]></failure>`,
+    ).exec(xml);
     if (!m) throw new Error(`no failure with a body for ${title}`);
     return m[1]!;
   };
@@ -95,7 +133,8 @@ describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)'
 
   it('gives a failed metric the expectation, its why, every matching sample marked ok or FAIL, and the event log', () => {
     const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
-    const row = (mark: string, m: (typeof samples)[number]) => `  ${mark.padEnd(4)}  ${formatValue(m.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(m.attrs!.size_bytes as number, 'bytes')}`;
+    const row = (mark: string, m: (typeof samples)[number]) =>
+      `  ${mark.padEnd(4)}  ${formatValue(m.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(m.attrs!.size_bytes as number, 'bytes')}`;
     const title = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
     const body = failureBody(title).split('\n');
     expect(body).toEqual([
@@ -109,24 +148,35 @@ describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)'
     ]);
   });
 
-  it('gives a failed fact its value, the probe\'s evidence and its deciding source', () => {
+  it("gives a failed fact its value, the probe's evidence and its deciding source", () => {
     const fact = factIn(events, 'pinned-vram.counts_as_vram');
     const body = failureBody('pinned-vram.counts_as_vram == true');
     expect(body).toContain('why: the design card says so (C1)');
     expect(body).toContain(`observed: ${JSON.stringify(fact.value)}`);
     expect(body).toContain(`deciding source: NVML process memory (${fact.evidence!.source})`);
-    expect(body).toMatch(new RegExp(`^evidence: NVML process memory \\+0 B for ${formatValue(fact.evidence!.size_bytes as number, 'bytes')} \\(the deciding source\\); NVML device memory \\+${formatValue(fact.evidence!.nvml_device_used_bytes as number, 'bytes')}, `, 'm'));
+    expect(body).toMatch(
+      new RegExp(
+        `^evidence: NVML process memory \\+0 B for ${formatValue(fact.evidence!.size_bytes as number, 'bytes')} \\(the deciding source\\); NVML device memory \\+${formatValue(fact.evidence!.nvml_device_used_bytes as number, 'bytes')}, `,
+        'm',
+      ),
+    );
     expect(body).toContain(`event log: ${path.join(dir, 'events.jsonl')}`);
   });
 
   it('gives an expectation that could not be judged its reason and why in the <error> body', async () => {
-    const log = [runStart({ linux: [{ metric: 'sysinfo.fake', '>=': 1, why: 'a metric sysinfo does not report' }] }), targetStart('box'), cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })), runEnd];
+    const log = [
+      runStart({ linux: [{ metric: 'sysinfo.fake', '>=': 1, why: 'a metric sysinfo does not report' }] }),
+      targetStart('box'),
+      cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux' })),
+      runEnd,
+    ];
     const broken = junitXml(summarize(source === 'live' ? log : mergedShards(log), { eventsFile: 'runs/y/events.jsonl' }));
-    expect(broken).toMatch(/<error message="probe sysinfo did not report sysinfo.fake" type="EXPECTATION_ERROR"><!\[CDATA\[expectation: sysinfo.fake >= 1 \[from linux\]\nresult: probe sysinfo did not report sysinfo.fake\nwhy: a metric sysinfo does not report\nevent log: runs\/y\/events.jsonl\]\]><\/error>/);
+    expect(broken).toMatch(
+      /<error message="probe sysinfo did not report sysinfo.fake" type="EXPECTATION_ERROR"><!\[CDATA\[expectation: sysinfo.fake >= 1 \[from linux\]\nresult: probe sysinfo did not report sysinfo.fake\nwhy: a metric sysinfo does not report\nevent log: runs\/y\/events.jsonl\]\]><\/error>/,
+    );
     await expect(validateJunit(broken)).resolves.toBeUndefined();
   });
 });
-
 
 describe('JUnit: the same from the live log and from merged shards', () => {
   it.each([
@@ -155,17 +205,19 @@ describe.runIf(noDriverHere).each(SOURCES)('JUnit: a real run on this machine (%
     xml = junitOfRun(src);
   });
 
-  it('validates, with a suite per target in the run\'s order and the failure\'s body naming this run\'s log', async () => {
+  it("validates, with a suite per target in the run's order and the failure's body naming this run's log", async () => {
     await validateJunit(xml);
     expect([...xml.matchAll(/<testsuite name="([^"]+)"/g)].map((m) => m[1])).toEqual(['alpha', 'bravo', 'charlie']);
     expect(xml).toMatch(/<testsuites name="cudamatrix ([^"]+)" tests="16" failures="1" errors="4">/);
     expect(xml).toContain(`<testsuites name="cudamatrix ${src.runId}"`);
-    expect(xml).toMatch(/<failure message="expected sysinfo.os_family to be &quot;windows&quot;, observed &quot;linux&quot;" type="EXPECTATION_FAILED"><!\[CDATA\[expectation: sysinfo.os_family == "windows" \[from target\]/);
+    expect(xml).toMatch(
+      /<failure message="expected sysinfo.os_family to be &quot;windows&quot;, observed &quot;linux&quot;" type="EXPECTATION_FAILED"><!\[CDATA\[expectation: sysinfo.os_family == "windows" \[from target\]/,
+    );
     expect(xml).toContain(`event log: ${src.eventsFile}]]></failure>`);
     expect(xml).toMatch(/<error message="[^"]*" type="(AUTH_FAILED|TARGET_UNREACHABLE)"/);
   });
 
-  it('is the live run\'s JUnit', async () => {
+  it("is the live run's JUnit", async () => {
     const live = await realRun('live');
     expect(normalise(xml, src)).toBe(normalise(junitOfRun(live), live));
   });

@@ -29,8 +29,13 @@ export function junitXml(summary: RunSummary): string {
     for (const [name, value] of Object.entries(t.sysinfo)) suite.property(`sysinfo.${name}`, value === null ? 'null' : String(value));
 
     for (const c of t.cells.filter((c) => c.planned)) {
-      const tc = suite.testCase().className(`${t.name}.probes`).name(`probe ${c.probe} runs`).time(c.durationMs / 1000);
-      if (c.status === 'skipped' && c.errorCode && isNotApplicable(c.errorCode)) skipWithMessage(tc, c.reason ?? '', c.errorCode).standardOutput(`skipped: ${c.reason ?? ''}`);
+      const tc = suite
+        .testCase()
+        .className(`${t.name}.probes`)
+        .name(`probe ${c.probe} runs`)
+        .time(c.durationMs / 1000);
+      if (c.status === 'skipped' && c.errorCode && isNotApplicable(c.errorCode))
+        skipWithMessage(tc, c.reason ?? '', c.errorCode).standardOutput(`skipped: ${c.reason ?? ''}`);
       else if (c.status === 'skipped') tc.skipped().standardOutput(`skipped: ${c.reason ?? ''}`);
       else if (c.status === 'cancelled') tc.skipped().standardOutput(`cancelled: ${c.reason ?? ''}`);
       else if (c.status === 'not-run') tc.skipped().standardOutput(`not run: ${c.reason ?? ''}`);
@@ -59,14 +64,16 @@ export function verdictText(v: Verdict): string {
   if (e?.kind === 'metric') {
     const total = e.within.length + e.outside.length;
     lines.push(`matching samples: ${total}, ${e.outside.length} outside the bounds (each one must be within)`);
-    const row = (mark: string, s: SampleEvidence) => `  ${mark.padEnd(4)}  ${sampleValueText(s)}${Object.keys(s.attrs).length ? `  ${attrsText(s.attrs)}` : ''}`;
+    const row = (mark: string, s: SampleEvidence) =>
+      `  ${mark.padEnd(4)}  ${sampleValueText(s)}${Object.keys(s.attrs).length ? `  ${attrsText(s.attrs)}` : ''}`;
     for (const s of e.outside) lines.push(row('FAIL', s));
     for (const s of e.within) lines.push(row('ok', s));
   } else if (e?.kind === 'fact') {
     lines.push(`observed: ${JSON.stringify(e.value)}${e.reason ? ` (${e.reason})` : ''}`);
     if (e.source) lines.push(`source: ${e.source}`);
     const deciding = e.evidence?.source;
-    if (typeof deciding === 'string') lines.push(`deciding source: ${readingLabels[deciding] ? `${readingLabels[deciding]} (${deciding})` : deciding}`);
+    if (typeof deciding === 'string')
+      lines.push(`deciding source: ${readingLabels[deciding] ? `${readingLabels[deciding]} (${deciding})` : deciding}`);
     if (e.summary) lines.push(`evidence: ${e.summary}`);
   }
   if (v.eventsFile) lines.push(`event log: ${v.eventsFile}`);
@@ -100,4 +107,3 @@ export function junitReporter(file: string | ((runDir: string) => string)): Repo
     },
   };
 }
-

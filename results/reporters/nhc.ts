@@ -25,19 +25,25 @@ export function targetHealth(t: TargetResult): { status: number; reason: string 
   }
   const planned = t.cells.filter((c) => c.planned);
   const broken = planned.find((c) => c.status === 'error');
-  if (broken) return { status: ExitCode.infrastructure, reason: failed(`${broken.probe} ${broken.errorCode ?? 'error'}: ${broken.reason ?? ''}`) };
+  if (broken)
+    return { status: ExitCode.infrastructure, reason: failed(`${broken.probe} ${broken.errorCode ?? 'error'}: ${broken.reason ?? ''}`) };
   const verdict = t.verdicts.find((v) => v.status === 'failed') ?? t.verdicts.find((v) => v.status === 'error');
   if (verdict) return { status: ExitCode.expectationFailed, reason: failed(`${verdict.title}: ${verdict.message}`) };
   const skipped = planned.filter((c) => c.status === 'skipped').length;
   const passed = t.verdicts.filter((v) => v.status === 'passed').length;
-  return { status: ExitCode.ok, reason: `OK: ${planned.length} cells${skipped ? ` (${skipped} skipped)` : ''}, ${passed} expectations passed` };
+  return {
+    status: ExitCode.ok,
+    reason: `OK: ${planned.length} cells${skipped ? ` (${skipped} skipped)` : ''}, ${passed} expectations passed`,
+  };
 }
 
 export function nhcLines(summary: RunSummary): string {
-  return summary.targets.map((t) => {
-    const { status, reason } = targetHealth(t);
-    return `${nodeOf(t)} ${status} ${reason}\n`;
-  }).join('');
+  return summary.targets
+    .map((t) => {
+      const { status, reason } = targetHealth(t);
+      return `${nodeOf(t)} ${status} ${reason}\n`;
+    })
+    .join('');
 }
 
 export function nhcReporter(file: string): Reporter {

@@ -138,7 +138,10 @@ export class BoundedEngine {
       option === 'silence'
         ? 'it said nothing for that long: is it frozen or overloaded?'
         : `is it frozen (dockerd stopped), overloaded, or is something other than a Docker engine listening there? If it is only slow, raise ${option} (seconds) in the target's transport options`;
-    return new EngineTimeout(code, `the Docker engine at ${this.engine.endpoint} (from ${this.engine.source}) did not answer within ${seconds(ms)} (${what}); ${hint}`);
+    return new EngineTimeout(
+      code,
+      `the Docker engine at ${this.engine.endpoint} (from ${this.engine.source}) did not answer within ${seconds(ms)} (${what}); ${hint}`,
+    );
   }
 
   /**
@@ -146,14 +149,25 @@ export class BoundedEngine {
    * (abortSignal), which destroys the request at the bound; the call fails with an EngineTimeout
    * whether or not the library noticed. Other errors are passed on as the engine gave them.
    */
-  async call<T>(what: string, fn: (abortSignal: AbortSignal) => Promise<T>, o: { ms?: number; code?: ErrorCode; connect?: boolean } = {}): Promise<T> {
+  async call<T>(
+    what: string,
+    fn: (abortSignal: AbortSignal) => Promise<T>,
+    o: { ms?: number; code?: ErrorCode; connect?: boolean } = {},
+  ): Promise<T> {
     const ms = o.ms ?? (o.connect ? this.connectMs : this.callMs);
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     let unwatch = () => undefined as void;
     const timedOut = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        reject(this.timeout(what, ms, o.code ?? (o.connect ? 'TARGET_UNREACHABLE' : 'TRANSPORT_FAILED'), o.connect ? 'connectTimeout' : 'callTimeout'));
+        reject(
+          this.timeout(
+            what,
+            ms,
+            o.code ?? (o.connect ? 'TARGET_UNREACHABLE' : 'TRANSPORT_FAILED'),
+            o.connect ? 'connectTimeout' : 'callTimeout',
+          ),
+        );
         abort.abort();
       }, ms);
       // A bound longer than the watchdog's: a frozen engine is noticed by its pings first.
@@ -229,7 +243,8 @@ export class BoundedEngine {
  * (409 "removal of container … is already in progress": by the engine itself, AutoRemove, once
  * its main process ended).
  */
-export const goneOrGoing = (error: unknown): boolean => httpStatus(error) === 404 || (httpStatus(error) === 409 && /already in progress/i.test(engineWords(error)));
+export const goneOrGoing = (error: unknown): boolean =>
+  httpStatus(error) === 404 || (httpStatus(error) === 409 && /already in progress/i.test(engineWords(error)));
 
 /**
  * Removes a container (force: stopped first; v: its anonymous volumes too), each call bounded.

@@ -25,7 +25,7 @@ export function gpuRuntimeMissing(engine: ResolvedEngine, error: unknown): Cudam
     `the Docker engine at ${engine.endpoint} cannot give containers GPUs (${engineWords(error)}). ` +
       'Install the NVIDIA Container Toolkit on the Docker host (apt-get install nvidia-container-toolkit), configure it for Docker ' +
       '(nvidia-ctk runtime configure --runtime=docker) and restart dockerd; "docker run --rm --gpus all <image> nvidia-smi" must work. ' +
-      'It provides the driver\'s libraries (libcuda, libnvidia-ml) and the /dev/nvidia* devices inside the container. ' +
+      "It provides the driver's libraries (libcuda, libnvidia-ml) and the /dev/nvidia* devices inside the container. " +
       'To run without GPUs, set gpus: none.',
     { cause: error },
   );
@@ -105,20 +105,22 @@ export class Lifeline {
  * could not be had. `cancel` ends the wait.
  */
 async function nextExit(e: BoundedEngine, container: Dockerode.Container): Promise<{ code: Promise<number | undefined>; cancel(): void }> {
-  const response = await e.call('waiting for the container to exit', (abortSignal) =>
-    new Promise<IncomingMessage>((resolve, reject) => {
-      e.docker.modem.dial(
-        {
-          path: `/containers/${container.id}/wait?`,
-          method: 'POST',
-          isStream: true,
-          abortSignal,
-          statusCodes: { 200: true, 400: 'bad parameter', 404: 'no such container', 500: 'server error' },
-          options: { condition: 'next-exit' },
-        },
-        (err, stream) => (err ? reject(err) : resolve(stream as IncomingMessage)),
-      );
-    }),
+  const response = await e.call(
+    'waiting for the container to exit',
+    (abortSignal) =>
+      new Promise<IncomingMessage>((resolve, reject) => {
+        e.docker.modem.dial(
+          {
+            path: `/containers/${container.id}/wait?`,
+            method: 'POST',
+            isStream: true,
+            abortSignal,
+            statusCodes: { 200: true, 400: 'bad parameter', 404: 'no such container', 500: 'server error' },
+            options: { condition: 'next-exit' },
+          },
+          (err, stream) => (err ? reject(err) : resolve(stream as IncomingMessage)),
+        );
+      }),
   );
   const code = new Promise<number | undefined>((resolve) => {
     let body = '';
@@ -163,12 +165,25 @@ async function untilReady(e: BoundedEngine, container: Dockerode.Container, life
 }
 
 /** Creates the probe container from `image` (not started): GPUs as `docker run --gpus` asks for them. */
-export async function createProbeContainer(e: BoundedEngine, o: DockerTargetOptions, context: Pick<ConnectContext, 'runId' | 'target'>, engine: ResolvedEngine, image: string): Promise<Dockerode.Container> {
+export async function createProbeContainer(
+  e: BoundedEngine,
+  o: DockerTargetOptions,
+  context: Pick<ConnectContext, 'runId' | 'target'>,
+  engine: ResolvedEngine,
+  image: string,
+): Promise<Dockerode.Container> {
   const gpus = o.gpus ?? 'all';
   const deviceRequests =
     gpus === 'none'
       ? undefined
-      : [{ Driver: 'nvidia', Count: gpus === 'all' ? -1 : 0, DeviceIDs: gpus === 'all' ? undefined : gpus, Capabilities: [o.capabilities ?? ['compute', 'utility']] }];
+      : [
+          {
+            Driver: 'nvidia',
+            Count: gpus === 'all' ? -1 : 0,
+            DeviceIDs: gpus === 'all' ? undefined : gpus,
+            Capabilities: [o.capabilities ?? ['compute', 'utility']],
+          },
+        ];
   let container: Dockerode.Container;
   try {
     container = await e.call(`creating a container from ${image}`, (abortSignal) =>
@@ -199,7 +214,11 @@ export async function createProbeContainer(e: BoundedEngine, o: DockerTargetOpti
   } catch (error) {
     if (error instanceof CudamatrixError) throw error;
     if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
-    throw new CudamatrixError('TARGET_UNREACHABLE', `creating a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
+    throw new CudamatrixError(
+      'TARGET_UNREACHABLE',
+      `creating a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`,
+      { cause: error },
+    );
   }
   return container;
 }
@@ -253,7 +272,11 @@ export async function startProbeContainer(
     lifeline?.close();
     if (error instanceof CudamatrixError) throw error;
     if (isGpuError(error)) throw gpuRuntimeMissing(engine, error);
-    throw new CudamatrixError('TARGET_UNREACHABLE', `starting a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`, { cause: error });
+    throw new CudamatrixError(
+      'TARGET_UNREACHABLE',
+      `starting a container from ${image} on ${engine.endpoint} failed: ${engineWords(error)}`,
+      { cause: error },
+    );
   }
   return { name, lifeline };
 }

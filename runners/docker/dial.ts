@@ -11,16 +11,31 @@ import { CudamatrixError } from '../../core/errors.ts';
 import type { Session } from '../transport.ts';
 import type { ResolvedEngine } from './engine.ts';
 
-export function engineThrough(via: Session, target: string, o: { endpoint?: string; context?: string }): ResolvedEngine & { close(): void } {
+export function engineThrough(
+  via: Session,
+  target: string,
+  o: { endpoint?: string; context?: string },
+): ResolvedEngine & { close(): void } {
   const openStream = via.openStream?.bind(via);
   if (!openStream) {
-    throw new CudamatrixError('MATRIX_INVALID', `target "${target}": a docker hop after ${via.description} needs a hop that can stream a command (ssh to a Linux host, wsl, local)`);
+    throw new CudamatrixError(
+      'MATRIX_INVALID',
+      `target "${target}": a docker hop after ${via.description} needs a hop that can stream a command (ssh to a Linux host, wsl, local)`,
+    );
   }
-  const argv = ['docker', ...(o.endpoint ? ['--host', o.endpoint] : []), ...(o.context ? ['--context', o.context] : []), 'system', 'dial-stdio'];
+  const argv = [
+    'docker',
+    ...(o.endpoint ? ['--host', o.endpoint] : []),
+    ...(o.context ? ['--context', o.context] : []),
+    'system',
+    'dial-stdio',
+  ];
   const agent = new http.Agent();
   const streams = new Set<Duplex>();
   // The Agent asks for a connection; the callback form lets it come asynchronously.
-  (agent as unknown as { createConnection: (options: unknown, callback: (error: Error | null, stream?: Duplex) => void) => void }).createConnection = (_options, callback) => {
+  (
+    agent as unknown as { createConnection: (options: unknown, callback: (error: Error | null, stream?: Duplex) => void) => void }
+  ).createConnection = (_options, callback) => {
     openStream(argv).then(
       (stream) => {
         streams.add(stream);

@@ -19,7 +19,10 @@ function writeContext(name: string, host: string, tls = false): void {
   const id = createHash('sha256').update(name).digest('hex');
   const meta = path.join(process.env.DOCKER_CONFIG!, 'contexts', 'meta', id);
   mkdirSync(meta, { recursive: true });
-  writeFileSync(path.join(meta, 'meta.json'), JSON.stringify({ Name: name, Metadata: {}, Endpoints: { docker: { Host: host, SkipTLSVerify: false } } }));
+  writeFileSync(
+    path.join(meta, 'meta.json'),
+    JSON.stringify({ Name: name, Metadata: {}, Endpoints: { docker: { Host: host, SkipTLSVerify: false } } }),
+  );
   if (tls) {
     const dir = path.join(process.env.DOCKER_CONFIG!, 'contexts', 'tls', id, 'docker');
     mkdirSync(dir, { recursive: true });
@@ -29,7 +32,11 @@ function writeContext(name: string, host: string, tls = false): void {
 
 describe('Docker engine resolution, as the Docker CLI does it', () => {
   it('defaults to the local socket', () => {
-    expect(resolveEngine({})).toMatchObject({ endpoint: 'unix:///var/run/docker.sock', source: 'default', options: { socketPath: '/var/run/docker.sock' } });
+    expect(resolveEngine({})).toMatchObject({
+      endpoint: 'unix:///var/run/docker.sock',
+      source: 'default',
+      options: { socketPath: '/var/run/docker.sock' },
+    });
   });
 
   it('takes DOCKER_HOST, with TLS from DOCKER_TLS_VERIFY and DOCKER_CERT_PATH', () => {

@@ -47,24 +47,44 @@ export function endpointProblem(endpoint: string): { message: string; fix: strin
   }
   const scheme = url.protocol.replace(/:$/, '');
   if (!(ENDPOINT_SCHEMES as readonly string[]).includes(scheme)) {
-    return { message: `Docker endpoint ${JSON.stringify(endpoint)} has the scheme "${scheme}://", which Docker does not speak`, fix: `use unix://, tcp://, ssh:// or npipe://, e.g. ${ENDPOINT_EXAMPLES}` };
+    return {
+      message: `Docker endpoint ${JSON.stringify(endpoint)} has the scheme "${scheme}://", which Docker does not speak`,
+      fix: `use unix://, tcp://, ssh:// or npipe://, e.g. ${ENDPOINT_EXAMPLES}`,
+    };
   }
   if (url.password) {
     return {
       message: 'the Docker endpoint has a password in it; cudamatrix never reads secrets from a matrix file',
-      fix: scheme === 'ssh' ? 'remove the password: ssh:// endpoints log in with ssh-agent (SSH_AUTH_SOCK)' : 'remove the password: use TLS certificates (a Docker context) for tcp://',
+      fix:
+        scheme === 'ssh'
+          ? 'remove the password: ssh:// endpoints log in with ssh-agent (SSH_AUTH_SOCK)'
+          : 'remove the password: use TLS certificates (a Docker context) for tcp://',
       secret: true,
     };
   }
   if (scheme === 'unix') {
-    if (url.host) return { message: `unix:// endpoint ${JSON.stringify(endpoint)} names a host ("${url.host}"); a socket is a path`, fix: `write the absolute path after three slashes: unix:///${url.host}${url.pathname}` };
-    if (!url.pathname || url.pathname === '/') return { message: `unix:// endpoint ${JSON.stringify(endpoint)} names no socket`, fix: 'write the socket\'s path: unix:///var/run/docker.sock' };
+    if (url.host)
+      return {
+        message: `unix:// endpoint ${JSON.stringify(endpoint)} names a host ("${url.host}"); a socket is a path`,
+        fix: `write the absolute path after three slashes: unix:///${url.host}${url.pathname}`,
+      };
+    if (!url.pathname || url.pathname === '/')
+      return {
+        message: `unix:// endpoint ${JSON.stringify(endpoint)} names no socket`,
+        fix: "write the socket's path: unix:///var/run/docker.sock",
+      };
   }
   if ((scheme === 'tcp' || scheme === 'http' || scheme === 'https' || scheme === 'ssh') && !url.hostname) {
-    return { message: `${scheme}:// endpoint ${JSON.stringify(endpoint)} names no host`, fix: scheme === 'ssh' ? 'write ssh://user@host' : `write ${scheme}://host:2376` };
+    return {
+      message: `${scheme}:// endpoint ${JSON.stringify(endpoint)} names no host`,
+      fix: scheme === 'ssh' ? 'write ssh://user@host' : `write ${scheme}://host:2376`,
+    };
   }
   if (scheme === 'ssh' && ((url.pathname && url.pathname !== '/') || url.search || url.hash)) {
-    return { message: `ssh:// endpoint ${JSON.stringify(endpoint)} has a path after the host; Docker takes ssh://[user@]host[:port] only`, fix: `write ssh://${url.username ? `${url.username}@` : ''}${url.host}` };
+    return {
+      message: `ssh:// endpoint ${JSON.stringify(endpoint)} has a path after the host; Docker takes ssh://[user@]host[:port] only`,
+      fix: `write ssh://${url.username ? `${url.username}@` : ''}${url.host}`,
+    };
   }
   return undefined;
 }
@@ -86,7 +106,10 @@ export function endpointOptions(endpoint: string, tls?: Pick<DockerOptions, 'ca'
   try {
     url = new URL(endpoint);
   } catch {
-    throw new CudamatrixError('MATRIX_INVALID', `Docker endpoint "${endpoint}" is not a URL; use unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host`);
+    throw new CudamatrixError(
+      'MATRIX_INVALID',
+      `Docker endpoint "${endpoint}" is not a URL; use unix:///var/run/docker.sock, tcp://host:2376 or ssh://user@host`,
+    );
   }
   switch (url.protocol) {
     case 'unix:':
@@ -97,7 +120,12 @@ export function endpointOptions(endpoint: string, tls?: Pick<DockerOptions, 'ca'
     case 'http:':
     case 'https:': {
       const secure = url.protocol === 'https:' || Boolean(tls?.cert || tls?.ca);
-      return { host: url.hostname, port: Number(url.port || (secure ? 2376 : 2375)), protocol: secure ? 'https' : 'http', ...(secure ? tls : {}) };
+      return {
+        host: url.hostname,
+        port: Number(url.port || (secure ? 2376 : 2375)),
+        protocol: secure ? 'https' : 'http',
+        ...(secure ? tls : {}),
+      };
     }
     case 'ssh:':
       return {
@@ -108,17 +136,28 @@ export function endpointOptions(endpoint: string, tls?: Pick<DockerOptions, 'ca'
         sshOptions: { agent: process.env.SSH_AUTH_SOCK },
       } as DockerOptions;
     default:
-      throw new CudamatrixError('MATRIX_INVALID', `Docker endpoint "${endpoint}" has an unknown scheme; use unix://, tcp://, ssh:// or npipe://`);
+      throw new CudamatrixError(
+        'MATRIX_INVALID',
+        `Docker endpoint "${endpoint}" has an unknown scheme; use unix://, tcp://, ssh:// or npipe://`,
+      );
   }
 }
 
 /** A context of the Docker CLI's context store (~/.docker/contexts). */
 function fromContext(name: string): ResolvedEngine {
-  if (name === 'default') return { endpoint: process.env.DOCKER_HOST || DEFAULT_SOCKET, source: 'context default', options: endpointOptions(process.env.DOCKER_HOST || DEFAULT_SOCKET) };
+  if (name === 'default')
+    return {
+      endpoint: process.env.DOCKER_HOST || DEFAULT_SOCKET,
+      source: 'context default',
+      options: endpointOptions(process.env.DOCKER_HOST || DEFAULT_SOCKET),
+    };
   const id = createHash('sha256').update(name).digest('hex');
   const meta = path.join(configDir(), 'contexts', 'meta', id, 'meta.json');
   if (!existsSync(meta)) {
-    throw new CudamatrixError('TARGET_UNREACHABLE', `Docker context "${name}" does not exist (no ${meta}); list contexts with "docker context ls"`);
+    throw new CudamatrixError(
+      'TARGET_UNREACHABLE',
+      `Docker context "${name}" does not exist (no ${meta}); list contexts with "docker context ls"`,
+    );
   }
   const doc = JSON.parse(readFileSync(meta, 'utf8')) as { Endpoints?: { docker?: { Host?: string; SkipTLSVerify?: boolean } } };
   const host = doc.Endpoints?.docker?.Host;
@@ -135,7 +174,8 @@ export function resolveEngine(explicit: { endpoint?: string; context?: string },
   if (explicit.endpoint) return { endpoint: explicit.endpoint, source: given, options: endpointOptions(explicit.endpoint) };
   if (explicit.context) return fromContext(explicit.context);
   if (process.env.DOCKER_HOST) {
-    const verify = process.env.DOCKER_TLS_VERIFY !== undefined && process.env.DOCKER_TLS_VERIFY !== '' && process.env.DOCKER_TLS_VERIFY !== '0';
+    const verify =
+      process.env.DOCKER_TLS_VERIFY !== undefined && process.env.DOCKER_TLS_VERIFY !== '' && process.env.DOCKER_TLS_VERIFY !== '0';
     const tls = verify ? tlsFiles(process.env.DOCKER_CERT_PATH || configDir()) : undefined;
     return { endpoint: process.env.DOCKER_HOST, source: 'DOCKER_HOST', options: endpointOptions(process.env.DOCKER_HOST, tls) };
   }
@@ -171,5 +211,7 @@ export function unreachable(engine: ResolvedEngine, error: unknown): CudamatrixE
             : e.code === 'ENOTFOUND' || e.code === 'EAI_AGAIN'
               ? `the host name does not resolve (${e.message ?? e.code})`
               : (e.message ?? String(error));
-  return new CudamatrixError('TARGET_UNREACHABLE', `cannot reach the Docker engine at ${engine.endpoint} (from ${engine.source}): ${why}`, { cause: error });
+  return new CudamatrixError('TARGET_UNREACHABLE', `cannot reach the Docker engine at ${engine.endpoint} (from ${engine.source}): ${why}`, {
+    cause: error,
+  });
 }

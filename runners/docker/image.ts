@@ -21,8 +21,15 @@ function hash(...parts: (string | Buffer)[]): string {
 /** GET /images/NAME/json with an abort signal (dockerode's Image.inspect does not pass one on). */
 function inspectImage(docker: Dockerode, name: string, abortSignal: AbortSignal): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    docker.modem.dial({ path: `/images/${name}/json`, method: 'GET', options: {}, abortSignal, statusCodes: { 200: true, 404: 'no such image', 500: 'server error' } }, (err, data) =>
-      err ? reject(err) : resolve(data),
+    docker.modem.dial(
+      {
+        path: `/images/${name}/json`,
+        method: 'GET',
+        options: {},
+        abortSignal,
+        statusCodes: { 200: true, 404: 'no such image', 500: 'server error' },
+      },
+      (err, data) => (err ? reject(err) : resolve(data)),
     );
   });
 }
@@ -49,7 +56,12 @@ async function pull(e: BoundedEngine, image: string, progress: (line: string) =>
 }
 
 /** The image for the target's containers, and whether the probe is baked into it (else it is copied into each container). */
-export async function probeImage(e: BoundedEngine, o: DockerTargetOptions, binary: { path: string; hash: string }, progress: (line: string) => void): Promise<{ image: string; baked: boolean }> {
+export async function probeImage(
+  e: BoundedEngine,
+  o: DockerTargetOptions,
+  binary: { path: string; hash: string },
+  progress: (line: string) => void,
+): Promise<{ image: string; baked: boolean }> {
   // The image: the one named, or docker/Dockerfile built once per probe hash and base.
   // Nothing is pulled unless pull: true, the base of docker/Dockerfile included.
   let image: string;
@@ -58,7 +70,10 @@ export async function probeImage(e: BoundedEngine, o: DockerTargetOptions, binar
     image = o.image;
     if (!(await imageExists(e, image))) {
       if (!o.pull) {
-        throw new CudamatrixError('DOCKER_IMAGE_MISSING', `the Docker engine at ${e.endpoint} has no image ${image}; pull it there first, or set pull: true`);
+        throw new CudamatrixError(
+          'DOCKER_IMAGE_MISSING',
+          `the Docker engine at ${e.endpoint} has no image ${image}; pull it there first, or set pull: true`,
+        );
       }
       await pull(e, image, progress);
     }
@@ -86,7 +101,12 @@ export async function probeImage(e: BoundedEngine, o: DockerTargetOptions, binar
       ]);
       try {
         const stream = await e.call(`building ${image}`, (abortSignal) =>
-          e.docker.buildImage(Readable.from([tar]), { t: image, buildargs: { BASE: base }, labels: { 'cudamatrix.probe-hash': binary.hash }, abortSignal }),
+          e.docker.buildImage(Readable.from([tar]), {
+            t: image,
+            buildargs: { BASE: base },
+            labels: { 'cudamatrix.probe-hash': binary.hash },
+            abortSignal,
+          }),
         );
         await e.follow(`building ${image}`, stream, (line) => progress(`  ${line}`));
       } catch (error) {

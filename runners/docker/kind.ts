@@ -14,7 +14,8 @@ const LOOPBACK = /^(localhost|127(\.\d+){3}|\[::1\])$/i;
 function engineMachine(o: DockerTargetOptions): string | undefined {
   if (!o.endpoint) return undefined;
   const url = new URL(o.endpoint);
-  if (url.protocol === 'ssh:') return sshHost({ host: url.hostname, port: url.port ? Number(url.port) : undefined, user: url.username || undefined });
+  if (url.protocol === 'ssh:')
+    return sshHost({ host: url.hostname, port: url.port ? Number(url.port) : undefined, user: url.username || undefined });
   if (['tcp:', 'http:', 'https:'].includes(url.protocol) && !LOOPBACK.test(url.hostname)) return `docker:${o.endpoint}`;
   return undefined;
 }
@@ -29,8 +30,10 @@ export const docker: TransportKind<DockerTargetOptions> = {
   asksForNoGpu: (o) => o.gpus === 'none',
   reached: 'engine reached, container started',
   fixes: {
-    TARGET_UNREACHABLE: 'check the endpoint: that dockerd runs and its socket (or host and port) is the one named, and that you may use it (the docker group, or root)',
-    NVIDIA_RUNTIME_MISSING: 'install the NVIDIA Container Toolkit on the Docker host and configure it (nvidia-ctk runtime configure --runtime=docker), or set gpus: none',
+    TARGET_UNREACHABLE:
+      'check the endpoint: that dockerd runs and its socket (or host and port) is the one named, and that you may use it (the docker group, or root)',
+    NVIDIA_RUNTIME_MISSING:
+      'install the NVIDIA Container Toolkit on the Docker host and configure it (nvidia-ctk runtime configure --runtime=docker), or set gpus: none',
   },
   load: async () => (await import('./transport.ts')).connectDocker,
 };

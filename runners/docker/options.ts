@@ -15,7 +15,12 @@ const endpoint = z
   .string()
   .superRefine((value, ctx) => {
     const problem = endpointProblem(value);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem.message, params: { fix: problem.fix, ...(problem.secret ? { code: 'MATRIX_SECRET' } : {}) } });
+    if (problem)
+      ctx.addIssue({
+        code: 'custom',
+        message: problem.message,
+        params: { fix: problem.fix, ...(problem.secret ? { code: 'MATRIX_SECRET' } : {}) },
+      });
   })
   .meta({ pattern: ENDPOINT_PATTERN });
 
@@ -49,11 +54,20 @@ const seconds = z.number().positive().max(3600);
 
 export const dockerOptions = z
   .strictObject({
-    endpoint: endpoint.optional().describe('Engine endpoint: unix:///var/run/docker.sock, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the current Docker context)'),
+    endpoint: endpoint
+      .optional()
+      .describe(
+        'Engine endpoint: unix:///var/run/docker.sock, tcp://host:2376, ssh://user@host (default: DOCKER_HOST, then the current Docker context)',
+      ),
     context: context.optional().describe('A Docker CLI context name'),
-    image: imageReference.optional().describe('Run in this image (it needs glibc; cudaprobe is copied in). Default: build docker/Dockerfile'),
+    image: imageReference
+      .optional()
+      .describe('Run in this image (it needs glibc; cudaprobe is copied in). Default: build docker/Dockerfile'),
     base: imageReference.optional().describe(`Base image for docker/Dockerfile (ARG BASE; default ${DEFAULT_BASE})`),
-    pull: z.boolean().optional().describe('Pull the image (or the base) when the engine does not have it (default false: nothing is pulled)'),
+    pull: z
+      .boolean()
+      .optional()
+      .describe('Pull the image (or the base) when the engine does not have it (default false: nothing is pulled)'),
     gpus: z
       .union([z.literal('all'), z.literal('none'), z.array(z.string().min(1)).min(1)])
       .optional()
@@ -61,10 +75,14 @@ export const dockerOptions = z
     capabilities: z.array(z.string().min(1)).min(1).optional().describe('Driver capabilities (default compute, utility)'),
     runtime: z.string().min(1).optional().describe('Container runtime to use (e.g. nvidia, for engines older than DeviceRequests)'),
     network: z.string().min(1).optional().describe('Network mode (default none)'),
-    connectTimeout: seconds.optional().describe(`Seconds to wait for the engine's first answers (ping, info) (default ${DEFAULT_CONNECT_TIMEOUT_S})`),
+    connectTimeout: seconds
+      .optional()
+      .describe(`Seconds to wait for the engine's first answers (ping, info) (default ${DEFAULT_CONNECT_TIMEOUT_S})`),
     callTimeout: seconds
       .optional()
-      .describe(`Seconds to wait for each later call to the engine: create, start, exec, inspect, kill, remove, copy (default ${DEFAULT_CALL_TIMEOUT_S})`),
+      .describe(
+        `Seconds to wait for each later call to the engine: create, start, exec, inspect, kill, remove, copy (default ${DEFAULT_CALL_TIMEOUT_S})`,
+      ),
   })
   .superRefine((o, ctx) => {
     // As the Docker CLI refuses --host with --context: which engine is meant is unclear.

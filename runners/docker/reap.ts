@@ -61,7 +61,6 @@ export function runLabels(): Record<string, string> {
   return labels;
 }
 
-
 /** "3 h 20 min", "45 s". */
 export function formatAge(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
@@ -76,7 +75,8 @@ export function formatAge(ms: number): string {
 /** Whether a container's run is provably over, and why (or why that cannot be told). */
 export function reapVerdict(labels: Record<string, string>, ageMs: number, olderThanMs?: number): { remove: boolean; why: string } {
   const age = `started ${formatAge(ageMs)} ago`;
-  if (olderThanMs !== undefined && ageMs > olderThanMs) return { remove: true, why: `${age}, more than --older-than ${formatAge(olderThanMs)}` };
+  if (olderThanMs !== undefined && ageMs > olderThanMs)
+    return { remove: true, why: `${age}, more than --older-than ${formatAge(olderThanMs)}` };
   const younger = olderThanMs !== undefined ? `; ${age}, less than --older-than ${formatAge(olderThanMs)}` : '';
   const host = labels[HOST];
   const pid = Number(labels[PID]);
@@ -88,15 +88,20 @@ export function reapVerdict(labels: Record<string, string>, ageMs: number, older
     };
   }
   const boot = labels[BOOT];
-  if (boot && bootId() && boot !== bootId()) return { remove: true, why: `its cudamatrix (pid ${pid}) ran before this machine last booted` };
+  if (boot && bootId() && boot !== bootId())
+    return { remove: true, why: `its cudamatrix (pid ${pid}) ran before this machine last booted` };
   const ns = labels[PID_NS];
   if (ns && pidNamespace() && ns !== pidNamespace()) {
-    return { remove: false, why: `its run was started in another PID namespace (${ns}, a container?) of this host, where pid ${pid} cannot be looked up from here${younger}` };
+    return {
+      remove: false,
+      why: `its run was started in another PID namespace (${ns}, a container?) of this host, where pid ${pid} cannot be looked up from here${younger}`,
+    };
   }
   if (pid === process.pid) return { remove: false, why: `it belongs to this very process${younger}` };
   if (!processAlive(pid)) return { remove: true, why: `its cudamatrix (pid ${pid}) is no longer running` };
   const start = labels[PID_START];
-  if (start && processStart(pid) !== undefined && processStart(pid) !== start) return { remove: true, why: `its cudamatrix (pid ${pid}) is gone; that pid is now another process` };
+  if (start && processStart(pid) !== undefined && processStart(pid) !== start)
+    return { remove: true, why: `its cudamatrix (pid ${pid}) is gone; that pid is now another process` };
   return { remove: false, why: `its cudamatrix (pid ${pid}) is still running${younger}` };
 }
 
@@ -114,10 +119,19 @@ export async function reapContainers(
   o: { olderThanMs?: number; given?: string; connectTimeoutS?: number; callTimeoutS?: number } = {},
 ): Promise<ReapResult> {
   const engine = resolveEngine(where, o.given ?? '--endpoint');
-  const e = new BoundedEngine(new DockerClient(engine.options), engine, (o.connectTimeoutS ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000, (o.callTimeoutS ?? DEFAULT_CALL_TIMEOUT_S) * 1000);
+  const e = new BoundedEngine(
+    new DockerClient(engine.options),
+    engine,
+    (o.connectTimeoutS ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000,
+    (o.callTimeoutS ?? DEFAULT_CALL_TIMEOUT_S) * 1000,
+  );
   let list: Dockerode.ContainerInfo[];
   try {
-    list = await e.call('listing the containers of cudamatrix runs', (abortSignal) => e.docker.listContainers({ all: true, filters: { label: [RUN_LABEL] }, abortSignal }), { connect: true });
+    list = await e.call(
+      'listing the containers of cudamatrix runs',
+      (abortSignal) => e.docker.listContainers({ all: true, filters: { label: [RUN_LABEL] }, abortSignal }),
+      { connect: true },
+    );
   } catch (error) {
     throw unreachable(engine, error);
   }

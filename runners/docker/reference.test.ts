@@ -26,9 +26,17 @@ describe('Docker image references', () => {
   it.each([
     ['NVIDIA/cuda:12', 'the repository name ("NVIDIA/cuda") must be lower case', 'write "nvidia/cuda:12"'],
     ['Nvidia/cuda', 'must be lower case', 'write "nvidia/cuda"'],
-    ['nvidia/CUDA:12.6.3-base-ubuntu24.04', 'the repository name ("nvidia/CUDA") must be lower case', 'write "nvidia/cuda:12.6.3-base-ubuntu24.04"'],
+    [
+      'nvidia/CUDA:12.6.3-base-ubuntu24.04',
+      'the repository name ("nvidia/CUDA") must be lower case',
+      'write "nvidia/cuda:12.6.3-base-ubuntu24.04"',
+    ],
     ['Exp-base', 'must be lower case', 'write "exp-base"'],
-    ['localhost:5000/Foo', 'the repository name ("Foo") must be lower case', 'write "localhost:5000/foo" (the registry host may keep its case'],
+    [
+      'localhost:5000/Foo',
+      'the repository name ("Foo") must be lower case',
+      'write "localhost:5000/foo" (the registry host may keep its case',
+    ],
     ['nvidia/cuda:-x', 'the tag "-x" is not one', 'Docker writes an image as'],
     [`nvidia/cuda:${'x'.repeat(129)}`, 'is not one', 'Docker writes an image as'],
     ['a//b', 'path components are lower-case', 'Docker writes an image as'],

@@ -45,7 +45,11 @@ export function imageReferenceProblem(ref: string): { message: string; fix: stri
   const repository = isDomain ? name.slice(slash + 1) : name;
 
   if (/\s/.test(ref)) return { message: `${quoted} is not a Docker image reference: it has white space in it`, fix: grammar };
-  if (name.length > NAME_MAX) return { message: `${quoted} is not a Docker image reference: its name is longer than ${NAME_MAX} characters`, fix: 'use a shorter name' };
+  if (name.length > NAME_MAX)
+    return {
+      message: `${quoted} is not a Docker image reference: its name is longer than ${NAME_MAX} characters`,
+      fix: 'use a shorter name',
+    };
   if (/[A-Z]/.test(repository)) {
     const lower = `${isDomain ? `${first}/` : ''}${repository.toLowerCase()}${tagPart !== undefined ? `:${tagPart}` : ''}${digestPart !== undefined ? `@${digestPart}` : ''}`;
     return {
@@ -60,7 +64,10 @@ export function imageReferenceProblem(ref: string): { message: string; fix: stri
     };
   }
   if (digestPart !== undefined && !new RegExp(`^${digest}$`).test(digestPart)) {
-    return { message: `${quoted} is not a Docker image reference: the digest ${JSON.stringify(digestPart)} is not one (algorithm:hex, e.g. sha256: and 64 hex digits)`, fix: grammar };
+    return {
+      message: `${quoted} is not a Docker image reference: the digest ${JSON.stringify(digestPart)} is not one (algorithm:hex, e.g. sha256: and 64 hex digits)`,
+      fix: grammar,
+    };
   }
   if (!reference.test(ref)) {
     return {

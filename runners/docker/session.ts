@@ -93,11 +93,16 @@ export class DockerSession implements Session {
     // again for a moment before taking "running" for an answer.
     for (let look = 0; ; look++) {
       try {
-        s = ((await this.e.call('inspecting the container', (abortSignal) => this.container.inspect({ abortSignal }))) as ContainerState).State;
+        s = ((await this.e.call('inspecting the container', (abortSignal) => this.container.inspect({ abortSignal }))) as ContainerState)
+          .State;
       } catch (error) {
         if (isEngineTimeout(error)) return error;
-        if (httpStatus(error) === 404) return new CudamatrixError('TRANSPORT_FAILED', `${this.where} was removed while ${command} ran in it (${engineWords(error)})`);
-        return new CudamatrixError('TRANSPORT_FAILED', `${this.where} could not be inspected after ${command} ended: ${engineWords(error)}`);
+        if (httpStatus(error) === 404)
+          return new CudamatrixError('TRANSPORT_FAILED', `${this.where} was removed while ${command} ran in it (${engineWords(error)})`);
+        return new CudamatrixError(
+          'TRANSPORT_FAILED',
+          `${this.where} could not be inspected after ${command} ended: ${engineWords(error)}`,
+        );
       }
       if (!s.Running || look >= SETTLE_LOOKS) break;
       await new Promise((r) => setTimeout(r, 100));
@@ -124,7 +129,9 @@ export class DockerSession implements Session {
           abortSignal,
         }),
       );
-      const stream = (await this.call(`starting ${command}`, (abortSignal) => exec.start({ hijack: true, stdin: options.stdin !== undefined, abortSignal }))) as NodeJS.ReadWriteStream;
+      const stream = (await this.call(`starting ${command}`, (abortSignal) =>
+        exec.start({ hijack: true, stdin: options.stdin !== undefined, abortSignal }),
+      )) as NodeJS.ReadWriteStream;
       // The start of what it printed: when the engine could not start the command, its words are there.
       let head = '';
       const out = new PassThrough();
@@ -153,15 +160,17 @@ export class DockerSession implements Session {
       let stopAsked!: () => void;
       const stopped = new Promise<void>((resolve) => (stopAsked = resolve));
       const stop = (why: StopReason) => {
-        killing ??= this.e.call(stopWords[why], (abortSignal) => this.container.kill({ signal: 'SIGUSR1', abortSignal })).then(
-          () => undefined,
-          (error) => {
-            // Not running any more (its processes are gone with it): said below. An engine
-            // that does not answer is a failure.
-            if (isEngineTimeout(error)) throw error;
-            notKilled = error;
-          },
-        );
+        killing ??= this.e
+          .call(stopWords[why], (abortSignal) => this.container.kill({ signal: 'SIGUSR1', abortSignal }))
+          .then(
+            () => undefined,
+            (error) => {
+              // Not running any more (its processes are gone with it): said below. An engine
+              // that does not answer is a failure.
+              if (isEngineTimeout(error)) throw error;
+              notKilled = error;
+            },
+          );
         stopAsked();
       };
       // A frozen engine (no answer to the watchdog's pings) ends the wait for the command's
@@ -203,7 +212,11 @@ export class DockerSession implements Session {
           }
           // Pid 0: no process was ever started ("OCI runtime exec failed: ...", "cannot exec in a
           // stopped state"); what the engine said is in the output.
-          const notStarted = (why: string) => new CudamatrixError('TRANSPORT_FAILED', `the Docker engine could not run ${command} in ${this.where}: ${oneLine(head, { lines: 5, max: Infinity }) || why}`);
+          const notStarted = (why: string) =>
+            new CudamatrixError(
+              'TRANSPORT_FAILED',
+              `the Docker engine could not run ${command} in ${this.where}: ${oneLine(head, { lines: 5, max: Infinity }) || why}`,
+            );
           if (ran?.Pid === 0) throw this.fail(notStarted(`exit code ${ran.ExitCode}, nothing said`));
           if (!ran || ran.ExitCode === null || ran.ExitCode >= 126) {
             const gone = await this.containerGone(command);
@@ -232,8 +245,16 @@ export class DockerSession implements Session {
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     if (this.broken) throw this.broken;
     // Unpacked at / with the full path: the directories it needs are made on the way.
-    const tar = await fileTar([{ name: path.posix.resolve(this.workDir, remotePath).slice(1), content: readFileSync(localPath), mode: options.executable ? 0o755 : 0o644 }]);
-    await this.call(`copying ${path.posix.basename(remotePath)} in`, (abortSignal) => this.container.putArchive(tar, { path: '/', abortSignal }));
+    const tar = await fileTar([
+      {
+        name: path.posix.resolve(this.workDir, remotePath).slice(1),
+        content: readFileSync(localPath),
+        mode: options.executable ? 0o755 : 0o644,
+      },
+    ]);
+    await this.call(`copying ${path.posix.basename(remotePath)} in`, (abortSignal) =>
+      this.container.putArchive(tar, { path: '/', abortSignal }),
+    );
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {

@@ -25,7 +25,8 @@ export { RUN_LABEL } from './reap.ts';
 
 /** ping and info take an abort signal, which their type declarations leave out. */
 type WithSignal = { abortSignal: AbortSignal };
-const withSignal = (docker: Dockerode) => docker as unknown as { ping(o: WithSignal): Promise<unknown>; info(o: WithSignal): Promise<unknown> };
+const withSignal = (docker: Dockerode) =>
+  docker as unknown as { ping(o: WithSignal): Promise<unknown>; info(o: WithSignal): Promise<unknown> };
 
 /** Opens a session in a new container on the target's engine (the image built or found first). */
 export const connectDocker: Connect<DockerTargetOptions> = async (o, context) => {
@@ -54,7 +55,12 @@ export const connectDocker: Connect<DockerTargetOptions> = async (o, context) =>
 /** The engine checked, the image found or built, and the probe container started. */
 async function openContainer(o: DockerTargetOptions, context: ConnectContext, engine: ResolvedEngine): Promise<DockerSession> {
   // No socket-wide idle timeout: a probe's exec may be silent for as long as its timeout allows.
-  const e = new BoundedEngine(new DockerClient(engine.options), engine, (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000, (o.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000);
+  const e = new BoundedEngine(
+    new DockerClient(engine.options),
+    engine,
+    (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000,
+    (o.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000,
+  );
   const docker = e.docker;
   const progress = context.onProgress ?? (() => undefined);
   let info: { Architecture?: string; OSType?: string };
@@ -65,11 +71,15 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
     throw unreachable(engine, error);
   }
   if (info.OSType && info.OSType !== 'linux') {
-    throw new CudamatrixError('TARGET_UNREACHABLE', `the Docker engine at ${engine.endpoint} runs ${info.OSType} containers; cudaprobe's containers are Linux`);
+    throw new CudamatrixError(
+      'TARGET_UNREACHABLE',
+      `the Docker engine at ${engine.endpoint} runs ${info.OSType} containers; cudaprobe's containers are Linux`,
+    );
   }
   // An engine that names no architecture (or another one) gets the x86_64 probe, as before.
   const arch = normaliseArch(info.Architecture ?? '') === 'aarch64' ? 'aarch64' : 'x86_64';
-  if (!context.binaryFor) throw new CudamatrixError('TRANSPORT_FAILED', 'the docker transport needs the probe binary before it starts a container');
+  if (!context.binaryFor)
+    throw new CudamatrixError('TRANSPORT_FAILED', 'the docker transport needs the probe binary before it starts a container');
   const binary = await context.binaryFor('linux', arch);
   const binaryKey = `linux-${arch}-${binary.hash}`;
 

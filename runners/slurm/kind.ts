@@ -5,7 +5,8 @@ import { expandHostlist } from './hostlist.ts';
 import { slurmOptions, type SlurmOptions } from './options.ts';
 
 export const slurm: TransportKind<SlurmOptions> = {
-  description: "a node of a Slurm cluster, one job per target (salloc) with a step per command (srun): from this login node, or the previous hop's ([ssh, slurm])",
+  description:
+    "a node of a Slurm cluster, one job per target (salloc) with a step per command (srun): from this login node, or the previous hop's ([ssh, slurm])",
   options: slurmOptions,
   chainable: true,
   // The node is the scheduler's choice; targets pinned to different nodes may run at once.
@@ -26,7 +27,14 @@ export const slurm: TransportKind<SlurmOptions> = {
     return async (run) => {
       const argv = ['sinfo', '--noheader', '--Node', '--format=%N', ...(o.partition ? [`--partition=${o.partition}`] : [])];
       const r = await run(argv);
-      const names = [...new Set(r.stdout.split('\n').map((l) => l.trim()).filter(Boolean))];
+      const names = [
+        ...new Set(
+          r.stdout
+            .split('\n')
+            .map((l) => l.trim())
+            .filter(Boolean),
+        ),
+      ];
       if (r.exitCode !== 0 || names.length === 0) {
         const said = `${r.stderr} ${r.stdout}`.replace(/\s+/g, ' ').trim() || `exit status ${r.exitCode}`;
         throw new CudamatrixError(
@@ -39,7 +47,8 @@ export const slurm: TransportKind<SlurmOptions> = {
   },
   reached: 'job granted, its lifeline step runs on the node',
   fixes: {
-    TARGET_UNREACHABLE: "check that Slurm's tools (salloc, srun, sinfo) are on PATH where cudamatrix or the hop before runs, and that the partition exists (sinfo)",
+    TARGET_UNREACHABLE:
+      "check that Slurm's tools (salloc, srun, sinfo) are on PATH where cudamatrix or the hop before runs, and that the partition exists (sinfo)",
   },
   load: async () => (await import('./transport.ts')).connectSlurm,
 };

@@ -17,7 +17,8 @@ const word = (what: string, example: string) =>
  * Slurm's time formats (sbatch --time): minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS,
  * or UNLIMITED.
  */
-const TIME = /^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|unlimited|INFINITE|infinite)$/;
+const TIME =
+  /^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|unlimited|INFINITE|infinite)$/;
 
 /** A hostlist expression that expands (./hostlist.ts); the error says what is wrong with it. */
 const hostlist = z
@@ -25,15 +26,24 @@ const hostlist = z
   .min(1)
   .superRefine((value, ctx) => {
     const r = expandHostlist(value);
-    if ('error' in r) ctx.addIssue({ code: 'custom', message: `not a Slurm hostlist: ${r.error}`, params: { fix: 'write node names, or ranges in brackets, e.g. gpu[01-16] or n1,n2' } });
+    if ('error' in r)
+      ctx.addIssue({
+        code: 'custom',
+        message: `not a Slurm hostlist: ${r.error}`,
+        params: { fix: 'write node names, or ranges in brackets, e.g. gpu[01-16] or n1,n2' },
+      });
   });
 
 export const slurmOptions = z.strictObject({
   nodes: z
     .union([z.literal('all'), hostlist])
     .optional()
-    .describe('Fan-out: one target per node of this hostlist (gpu[01-16]), or of the partition (all, asked of sinfo when the run starts), named TARGET@NODE, each pinned there with --nodelist'),
-  partition: word('a partition name', 'gpu').optional().describe("The partition (salloc --partition; default: the cluster's default partition)"),
+    .describe(
+      'Fan-out: one target per node of this hostlist (gpu[01-16]), or of the partition (all, asked of sinfo when the run starts), named TARGET@NODE, each pinned there with --nodelist',
+    ),
+  partition: word('a partition name', 'gpu')
+    .optional()
+    .describe("The partition (salloc --partition; default: the cluster's default partition)"),
   account: word('an account name', 'proj123').optional().describe('The account the job is charged to (salloc --account)'),
   qos: word('a QOS name', 'normal').optional().describe('The quality of service (salloc --qos)'),
   gres: word('a generic resource request', 'gpu:1 or gpu:h200:1')
@@ -51,6 +61,8 @@ export const slurmOptions = z.strictObject({
     .positive()
     .max(7 * 24 * 3600)
     .optional()
-    .describe(`Seconds the job may wait in the queue; then it is cancelled and the error gives Slurm's reason (default ${DEFAULT_QUEUE_WAIT_S})`),
+    .describe(
+      `Seconds the job may wait in the queue; then it is cancelled and the error gives Slurm's reason (default ${DEFAULT_QUEUE_WAIT_S})`,
+    ),
 });
 export type SlurmOptions = z.infer<typeof slurmOptions>;

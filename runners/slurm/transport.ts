@@ -44,7 +44,10 @@ function localRunner(): SlurmRunner {
 
 function viaRunner(via: Session): SlurmRunner {
   if (!via.openStream || via.platform !== 'linux') {
-    throw new CudamatrixError('MATRIX_INVALID', `a slurm hop needs a Linux login node that can carry a byte stream (its lifeline); ${via.description} cannot: reach the login node with an ssh hop`);
+    throw new CudamatrixError(
+      'MATRIX_INVALID',
+      `a slurm hop needs a Linux login node that can carry a byte stream (its lifeline); ${via.description} cannot: reach the login node with an ssh hop`,
+    );
   }
   return { where: via.description, run: (argv, options) => via.exec(argv, options), stream: (argv) => via.openStream!(argv) };
 }
@@ -78,7 +81,23 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
   const jobName = `cm-${context.runId}-${nonce}`;
   // --kill-command: when Slurm revokes the allocation (scancel, the time limit, the node down),
   // salloc kills the lifeline's srun at once instead of waiting for it.
-  const argv = ['salloc', '--quiet', '--kill-command=KILL', ...allocationArgs(o, jobName), 'srun', '--overlap', '--quiet', '--nodes=1', '--ntasks=1', 'sh', '-c', LIFELINE, 'sh', `cm-slurm-${nonce}`, nonce];
+  const argv = [
+    'salloc',
+    '--quiet',
+    '--kill-command=KILL',
+    ...allocationArgs(o, jobName),
+    'srun',
+    '--overlap',
+    '--quiet',
+    '--nodes=1',
+    '--ntasks=1',
+    'sh',
+    '-c',
+    LIFELINE,
+    'sh',
+    `cm-slurm-${nonce}`,
+    nonce,
+  ];
   let lifeline: Duplex;
   try {
     lifeline = await runner.stream(argv);
@@ -99,7 +118,8 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
       );
     }
     if (context.signal?.aborted) {
-      if (job) context.onProgress?.(`${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`);
+      if (job)
+        context.onProgress?.(`${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`);
       throw error;
     }
     throw sallocFailed(runner, error instanceof Error ? error.message : String(error));
@@ -109,9 +129,15 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
 
 function sallocFailed(runner: SlurmRunner, said: string): CudamatrixError {
   if (/ENOENT|not found|No such file/i.test(said) && !/salloc: error/.test(said)) {
-    return new CudamatrixError('SLURM_NOT_FOUND', `salloc is not on PATH on ${runner.where}: run cudamatrix on a login node of the cluster (with Slurm's client tools), or reach one first: transport: [{kind: ssh, host: login1}, {kind: slurm}] (${oneLine(said)})`);
+    return new CudamatrixError(
+      'SLURM_NOT_FOUND',
+      `salloc is not on PATH on ${runner.where}: run cudamatrix on a login node of the cluster (with Slurm's client tools), or reach one first: transport: [{kind: ssh, host: login1}, {kind: slurm}] (${oneLine(said)})`,
+    );
   }
-  return new CudamatrixError('SLURM_JOB_REFUSED', `Slurm did not start the job on ${runner.where}: ${oneLine(said.replace(/^.*?salloc /, 'salloc '))}. Check partition, account, qos, gres, constraint and nodelist against "sinfo" and "sacctmgr show assoc user=$USER"`);
+  return new CudamatrixError(
+    'SLURM_JOB_REFUSED',
+    `Slurm did not start the job on ${runner.where}: ${oneLine(said.replace(/^.*?salloc /, 'salloc '))}. Check partition, account, qos, gres, constraint and nodelist against "sinfo" and "sacctmgr show assoc user=$USER"`,
+  );
 }
 
 interface Ready {
@@ -157,7 +183,9 @@ interface QueuedJob {
 
 /** The job of that name in the queue, or undefined. */
 async function jobByName(runner: SlurmRunner, name: string): Promise<QueuedJob | undefined> {
-  const r = await runner.run(['squeue', '--noheader', `--name=${name}`, '--format=%i|%T|%r'], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+  const r = await runner
+    .run(['squeue', '--noheader', `--name=${name}`, '--format=%i|%T|%r'], { timeoutMs: CLIENT_TIMEOUT_MS })
+    .catch(() => undefined);
   const line = r?.stdout.split('\n').find((l) => l.includes('|'));
   if (!line) return undefined;
   const [id, state, reason] = line.trim().split('|');
@@ -204,8 +232,28 @@ class SlurmSession implements Session {
     const nonce = randomBytes(6).toString('hex');
     const env = Object.entries(options.env ?? {});
     const command = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
-    const step = ['srun', `--jobid=${this.jobId}`, '--overlap', '--quiet', '--nodes=1', '--ntasks=1', `--job-name=cm-step-${nonce}`, 'sh', '-c', STEP, 'sh', nonce, options.cwd ?? this.workDir, ...command];
-    const r = await this.runner.run(step, { stdin: options.stdin, timeoutMs: options.timeoutMs, signal: options.signal, maxOutput: options.maxOutput });
+    const step = [
+      'srun',
+      `--jobid=${this.jobId}`,
+      '--overlap',
+      '--quiet',
+      '--nodes=1',
+      '--ntasks=1',
+      `--job-name=cm-step-${nonce}`,
+      'sh',
+      '-c',
+      STEP,
+      'sh',
+      nonce,
+      options.cwd ?? this.workDir,
+      ...command,
+    ];
+    const r = await this.runner.run(step, {
+      stdin: options.stdin,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      maxOutput: options.maxOutput,
+    });
     const marker = new RegExp(`cm-slurm-exit-${nonce} (\\d+)\\n`);
     const m = marker.exec(r.stderr);
     if (m) {
@@ -213,7 +261,11 @@ class SlurmSession implements Session {
       return { ...r, command: argv, exitCode: Number(m[1]), signal: null, stderr };
     }
     if (r.timedOut || r.cancelled || r.truncated) {
-      await this.stopped(argv, nonce, r.timedOut ? 'ran past its timeout' : r.cancelled ? 'was stopped: the run was interrupted' : 'printed more than the output cap');
+      await this.stopped(
+        argv,
+        nonce,
+        r.timedOut ? 'ran past its timeout' : r.cancelled ? 'was stopped: the run was interrupted' : 'printed more than the output cap',
+      );
       return { ...r, command: argv };
     }
     throw await this.whyJobEnded(argv, r.stderr);
@@ -224,40 +276,66 @@ class SlurmSession implements Session {
    * end it) is cancelled. Either way the run is told.
    */
   private async stopped(argv: string[], nonce: string, why: string): Promise<void> {
-    const r = await this.runner.run(['squeue', '--noheader', '--steps', `--jobs=${this.jobId}`, '--format=%i %j'], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    const r = await this.runner
+      .run(['squeue', '--noheader', '--steps', `--jobs=${this.jobId}`, '--format=%i %j'], { timeoutMs: CLIENT_TIMEOUT_MS })
+      .catch(() => undefined);
     const stepId = r?.stdout
       .split('\n')
       .map((l) => l.trim().split(/\s+/))
       .find((f) => f[1] === `cm-step-${nonce}`)?.[0];
     if (stepId) await this.runner.run(['scancel', '--quiet', stepId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
-    this.onProgress?.(`${this.target}: ${argv[0] ?? 'a command'} ${why}: its step of Slurm job ${this.jobId} ${stepId ? `was cancelled (scancel ${stepId})` : 'ended with its srun'}`);
+    this.onProgress?.(
+      `${this.target}: ${argv[0] ?? 'a command'} ${why}: its step of Slurm job ${this.jobId} ${stepId ? `was cancelled (scancel ${stepId})` : 'ended with its srun'}`,
+    );
   }
 
   /** The job went away under a step: its node down or drained, the job cancelled or past its time limit. */
   private async whyJobEnded(argv: string[], srunSaid: string): Promise<CudamatrixError> {
     const what = `${argv[0] ?? 'a command'}`;
-    const r = await this.runner.run(['scontrol', '--oneliner', 'show', 'node', this.node], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    const r = await this.runner
+      .run(['scontrol', '--oneliner', 'show', 'node', this.node], { timeoutMs: CLIENT_TIMEOUT_MS })
+      .catch(() => undefined);
     const state = /\bState=(\S+)/.exec(r?.stdout ?? '')?.[1] ?? '';
-    const reason = /\bReason=([^\n]*?)(?= \w+=|\s*$)/.exec(r?.stdout ?? '')?.[1]?.replace(/\s*\[[^\]]*\]$/, '').trim();
+    const reason = /\bReason=([^\n]*?)(?= \w+=|\s*$)/
+      .exec(r?.stdout ?? '')?.[1]
+      ?.replace(/\s*\[[^\]]*\]$/, '')
+      .trim();
     const said = oneLine(srunSaid);
     // The node's state now, or srun's word for it (a node back in service already).
     if (/DOWN|DRAIN|FAIL|NOT_RESPONDING|\*/.test(state) || /Node failure on/.test(said)) {
-      return new CudamatrixError('SLURM_NODE_DOWN', `node ${this.node} is ${state || 'unknown'}${reason ? ` (reason: ${reason})` : ''}: Slurm job ${this.jobId} ended while ${what} ran there${said ? `; srun said: ${said}` : ''}`);
+      return new CudamatrixError(
+        'SLURM_NODE_DOWN',
+        `node ${this.node} is ${state || 'unknown'}${reason ? ` (reason: ${reason})` : ''}: Slurm job ${this.jobId} ended while ${what} ran there${said ? `; srun said: ${said}` : ''}`,
+      );
     }
-    return new CudamatrixError('SLURM_JOB_ENDED', `Slurm job ${this.jobId} on ${this.node} ended while ${what} ran (cancelled, or past its time limit: "sacct -j ${this.jobId}" says which)${said ? `; srun said: ${said}` : ''}`);
+    return new CudamatrixError(
+      'SLURM_JOB_ENDED',
+      `Slurm job ${this.jobId} on ${this.node} ended while ${what} ran (cancelled, or past its time limit: "sacct -j ${this.jobId}" says which)${said ? `; srun said: ${said}` : ''}`,
+    );
   }
 
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     const data = await readFile(localPath);
-    const r = await this.exec(['sh', '-c', WRITE_FILE, 'sh', remotePath, options.executable ? '755' : '644'], { cwd: '/', stdin: data.toString('base64'), timeoutMs: COPY_TIMEOUT_MS });
-    if (r.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+    const r = await this.exec(['sh', '-c', WRITE_FILE, 'sh', remotePath, options.executable ? '755' : '644'], {
+      cwd: '/',
+      stdin: data.toString('base64'),
+      timeoutMs: COPY_TIMEOUT_MS,
+    });
+    if (r.exitCode !== 0)
+      throw new CudamatrixError(
+        'TRANSPORT_FAILED',
+        `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+      );
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {
     const r = await this.exec(['sh', '-c', READ_FILE, 'sh', remotePath], { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
     if (r.exitCode !== 0) {
       await rm(localPath, { force: true });
-      throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+      throw new CudamatrixError(
+        'TRANSPORT_FAILED',
+        `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+      );
     }
     await writeFile(localPath, Buffer.from(r.stdout, 'base64'));
   }
@@ -277,7 +355,10 @@ class SlurmSession implements Session {
     if (this.signal?.aborted && !this.lifelineEnded) await this.cancelJob('the run was interrupted');
     this.lifeline.end();
     let timer: NodeJS.Timeout | undefined;
-    const inTime = await Promise.race([this.released.then(() => true), new Promise<boolean>((r) => (timer = setTimeout(() => r(false), RELEASE_TIMEOUT_MS)))]);
+    const inTime = await Promise.race([
+      this.released.then(() => true),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), RELEASE_TIMEOUT_MS))),
+    ]);
     clearTimeout(timer);
     if (!inTime) {
       await this.cancelJob(`salloc did not give the allocation back within ${RELEASE_TIMEOUT_MS / 1000} s`);

@@ -21,7 +21,11 @@ export interface RawResult {
  * Runs a command line on the connection and collects its output (for setup commands on Windows
  * hosts, and shell detection). Bounded: after `timeoutMs` the channel is closed and it fails.
  */
-export function run(client: Client, command: string, options: { stdin?: string; timeoutMs?: number; what?: string } = {}): Promise<RawResult> {
+export function run(
+  client: Client,
+  command: string,
+  options: { stdin?: string; timeoutMs?: number; what?: string } = {},
+): Promise<RawResult> {
   return new Promise((resolve, reject) => {
     client.exec(command, (err, stream) => {
       if (err) return reject(transportFailed(err));
@@ -31,7 +35,12 @@ export function run(client: Client, command: string, options: { stdin?: string; 
         options.timeoutMs !== undefined
           ? setTimeout(() => {
               stream.close();
-              reject(new CudamatrixError('TRANSPORT_FAILED', `${options.what ?? 'a setup command'} did not finish within ${options.timeoutMs} ms (connectTimeout): ${oneLine(stdout + stderr, LAST_WORDS) || 'no output'}`));
+              reject(
+                new CudamatrixError(
+                  'TRANSPORT_FAILED',
+                  `${options.what ?? 'a setup command'} did not finish within ${options.timeoutMs} ms (connectTimeout): ${oneLine(stdout + stderr, LAST_WORDS) || 'no output'}`,
+                ),
+              );
             }, options.timeoutMs)
           : undefined;
       stream.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
@@ -160,7 +169,11 @@ export type Started =
  * when no marker came within `timeoutMs` (the channel is then closed); either way the helper,
  * if it started, removes what it made (agent.sh's trap).
  */
-export function startHelper(client: Client, command: string, o: { marker: string; stderrMarker?: string; timeoutMs: number }): Promise<Started> {
+export function startHelper(
+  client: Client,
+  command: string,
+  o: { marker: string; stderrMarker?: string; timeoutMs: number },
+): Promise<Started> {
   return new Promise((resolve, reject) => {
     client.exec(command, (err, channel) => {
       if (err) return reject(transportFailed(err));
@@ -200,7 +213,9 @@ export function startHelper(client: Client, command: string, o: { marker: string
         resolve({ ok: false, why });
       };
       const timer = setTimeout(() => {
-        fail(`the remote shell did not start cudamatrix's helper within ${o.timeoutMs} ms (connectTimeout): does a login script (~/.bashrc, ~/.profile, a PowerShell profile) wait for input? It printed: ${said() || 'nothing'}`);
+        fail(
+          `the remote shell did not start cudamatrix's helper within ${o.timeoutMs} ms (connectTimeout): does a login script (~/.bashrc, ~/.profile, a PowerShell profile) wait for input? It printed: ${said() || 'nothing'}`,
+        );
         channel.close();
       }, o.timeoutMs);
       channel.stderr.on('data', (d: Buffer) => {
@@ -232,7 +247,13 @@ export function startHelper(client: Client, command: string, o: { marker: string
         clearTimeout(timer);
         resolve({ ok: true, channel, line, output, close });
       });
-      channel.on('close', () => fail(said() ? `the remote shell ended before cudamatrix's helper started; it printed: ${said()}` : "the remote shell ended before cudamatrix's helper started, and printed nothing"));
+      channel.on('close', () =>
+        fail(
+          said()
+            ? `the remote shell ended before cudamatrix's helper started; it printed: ${said()}`
+            : "the remote shell ended before cudamatrix's helper started, and printed nothing",
+        ),
+      );
     });
   });
 }

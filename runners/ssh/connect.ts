@@ -9,7 +9,16 @@ import type { Duplex } from 'node:stream';
 import ssh2, { type AnyAuthMethod, type Client, type ConnectConfig } from 'ssh2';
 import { CudamatrixError, type ErrorCode } from '../../core/errors.ts';
 import type { HostKeyAdded } from '../transport.ts';
-import { appendKnownHost, checkHostKey, fingerprint, hostKeyAdded, hostKeyAlgorithmsFor, hostToken, keyTypeOf, readKnownHosts } from './known-hosts.ts';
+import {
+  appendKnownHost,
+  checkHostKey,
+  fingerprint,
+  hostKeyAdded,
+  hostKeyAlgorithmsFor,
+  hostToken,
+  keyTypeOf,
+  readKnownHosts,
+} from './known-hosts.ts';
 import { resolveEndpoint, SSH_ENV, sshEnv, type Endpoint, type SshConnectOptions } from './endpoint.ts';
 import { parseJumpHop } from './ssh-config.ts';
 
@@ -29,14 +38,18 @@ function authFor(o: SshConnectOptions, e: Endpoint): Auth {
   const passphrase = passphraseFrom ? process.env[passphraseFrom] : undefined;
   const keyFrom = o.identityFile ? 'identityFile' : sshEnv('identityFile') ? SSH_ENV.identityFile : undefined;
   if (o.passphraseEnv && passphrase === undefined) {
-    throw new CudamatrixError('AUTH_FAILED', `the environment variable ${o.passphraseEnv} (passphraseEnv) is not set; set it to the passphrase of ${e.identityFiles[0]}`);
+    throw new CudamatrixError(
+      'AUTH_FAILED',
+      `the environment variable ${o.passphraseEnv} (passphraseEnv) is not set; set it to the passphrase of ${e.identityFiles[0]}`,
+    );
   }
   for (const file of e.identityFiles) {
     let text: Buffer;
     try {
       text = readFileSync(file);
     } catch {
-      if (keyFrom) throw new CudamatrixError('AUTH_FAILED', `identity file ${file} cannot be read; check ${keyFrom} for target host ${o.host}`);
+      if (keyFrom)
+        throw new CudamatrixError('AUTH_FAILED', `identity file ${file} cannot be read; check ${keyFrom} for target host ${o.host}`);
       continue;
     }
     const key = utils.parseKey(text, passphrase);
@@ -66,7 +79,10 @@ function authFor(o: SshConnectOptions, e: Endpoint): Auth {
     tried.push(`the agent at $SSH_AUTH_SOCK`);
   }
   if (methods.length === 0) {
-    throw new CudamatrixError('AUTH_FAILED', `no key to authenticate to ${e.label} with: no identity file (${e.identityFiles.join(', ')}) and no SSH_AUTH_SOCK`);
+    throw new CudamatrixError(
+      'AUTH_FAILED',
+      `no key to authenticate to ${e.label} with: no identity file (${e.identityFiles.join(', ')}) and no SSH_AUTH_SOCK`,
+    );
   }
   return { methods, description: tried.join(', ') };
 }
@@ -81,7 +97,14 @@ class HostKeyRefusal extends Error {
 }
 
 /** Checks the offered host key; accept-new records an unknown host. Returns a refusal or undefined. */
-function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new', host: string, port: number, onAdded?: (a: HostKeyAdded) => void): HostKeyRefusal | undefined {
+function verifyHostKey(
+  e: Endpoint,
+  key: Buffer,
+  policy: 'strict' | 'accept-new',
+  host: string,
+  port: number,
+  onAdded?: (a: HostKeyAdded) => void,
+): HostKeyRefusal | undefined {
   const entries = readKnownHosts(e.knownHostsFiles);
   const check = checkHostKey(entries, host, port, key);
   const offered = `${keyTypeOf(key)} ${fingerprint(key)}`;
@@ -90,10 +113,23 @@ function verifyHostKey(e: Endpoint, key: Buffer, policy: 'strict' | 'accept-new'
     case 'ok':
       return undefined;
     case 'revoked':
-      return new HostKeyRefusal('HOST_KEY_MISMATCH', `the host key of ${token} (${offered}) is marked @revoked at ${check.entry.file}:${check.entry.line}; nothing was run`);
+      return new HostKeyRefusal(
+        'HOST_KEY_MISMATCH',
+        `the host key of ${token} (${offered}) is marked @revoked at ${check.entry.file}:${check.entry.line}; nothing was run`,
+      );
     case 'mismatch': {
-      const known = check.known.map((k) => `${k.keyType} ${fingerprint(Buffer.from(k.keyBase64, 'base64'))} at ${k.file}:${k.line}`).join('; ');
-      const lines = [...new Set(check.known.map((k) => k.file))].map((f) => `line ${check.known.filter((k) => k.file === f).map((k) => k.line).join(', ')} of ${f}`).join(' and ');
+      const known = check.known
+        .map((k) => `${k.keyType} ${fingerprint(Buffer.from(k.keyBase64, 'base64'))} at ${k.file}:${k.line}`)
+        .join('; ');
+      const lines = [...new Set(check.known.map((k) => k.file))]
+        .map(
+          (f) =>
+            `line ${check.known
+              .filter((k) => k.file === f)
+              .map((k) => k.line)
+              .join(', ')} of ${f}`,
+        )
+        .join(' and ');
       const first = check.known[0]!;
       const what = check.sameType
         ? `the host key of ${token} has changed: it offered ${offered}, but known_hosts has ${known}`
@@ -154,7 +190,14 @@ export function attemptsSummary(codes: (string | undefined)[], elapsedMs: number
 
 const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 
-function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'strict' | 'accept-new', sock?: Duplex, onAdded?: (a: HostKeyAdded) => void): Promise<Client> {
+function connectOnce(
+  e: Endpoint,
+  o: SshConnectOptions,
+  auth: Auth,
+  policy: 'strict' | 'accept-new',
+  sock?: Duplex,
+  onAdded?: (a: HostKeyAdded) => void,
+): Promise<Client> {
   // The key types known for this host are asked for first, as OpenSSH does: otherwise a host
   // known by its ECDSA key would show its ed25519 key (ssh2's first choice) and be refused.
   const knownAlgorithms = hostKeyAlgorithmsFor(readKnownHosts(e.knownHostsFiles), e.host, e.port);
@@ -168,7 +211,12 @@ function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'str
       client.end();
       if (refusal) return reject(new CudamatrixError(refusal.code, refusal.message));
       if (err.level === 'client-authentication') {
-        return reject(new CudamatrixError('AUTH_FAILED', `authentication to ${e.label} failed with ${auth.description}: check that the key is in the remote ~/.ssh/authorized_keys and the user is right`));
+        return reject(
+          new CudamatrixError(
+            'AUTH_FAILED',
+            `authentication to ${e.label} failed with ${auth.description}: check that the key is in the remote ~/.ssh/authorized_keys and the user is right`,
+          ),
+        );
       }
       const code = err.code ?? (err.level === 'client-timeout' ? 'ETIMEDOUT' : undefined);
       const what = err.level === 'client-timeout' ? `no SSH handshake within ${o.connectTimeoutMs ?? 15000} ms` : err.message;
@@ -206,17 +254,25 @@ function connectOnce(e: Endpoint, o: SshConnectOptions, auth: Auth, policy: 'str
 
 function forwardOut(via: Client, host: string, port: number): Promise<Duplex> {
   return new Promise((resolve, reject) => {
-    via.forwardOut('127.0.0.1', 0, host, port, (err, stream) => (err ? reject(new CudamatrixError('TARGET_UNREACHABLE', `the jump host could not reach ${host}:${port}: ${err.message}`)) : resolve(stream)));
+    via.forwardOut('127.0.0.1', 0, host, port, (err, stream) =>
+      err
+        ? reject(new CudamatrixError('TARGET_UNREACHABLE', `the jump host could not reach ${host}:${port}: ${err.message}`))
+        : resolve(stream),
+    );
   });
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(t);
-      resolve();
-    }, { once: true });
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }
 
@@ -245,14 +301,25 @@ export async function openConnection(
       let sock: Duplex | undefined;
       for (const hop of e.jumps) {
         const j = parseJumpHop(hop);
-        const jumpOptions: SshConnectOptions = { ...o, host: j.host, port: j.port, user: j.user, proxyJump: undefined, identityFile: o.identityFile };
+        const jumpOptions: SshConnectOptions = {
+          ...o,
+          host: j.host,
+          port: j.port,
+          user: j.user,
+          proxyJump: undefined,
+          identityFile: o.identityFile,
+        };
         const je = resolveEndpoint(jumpOptions);
         const jc = await connectOnce(je, jumpOptions, authFor(jumpOptions, je), policy, sock, ctx.onHostKeyAdded);
         jumps.push(jc);
         sock = undefined;
         // The next hop (or the target) is reached through this one.
         const next = jumps.length < e.jumps.length ? parseJumpHop(e.jumps[jumps.length]!) : { host: e.host, port: e.port };
-        sock = await forwardOut(jc, resolveEndpoint({ ...o, host: next.host, port: next.port, proxyJump: undefined }).host, next.port ?? 22);
+        sock = await forwardOut(
+          jc,
+          resolveEndpoint({ ...o, host: next.host, port: next.port, proxyJump: undefined }).host,
+          next.port ?? 22,
+        );
       }
       const client = await connectOnce(e, o, auth, policy, sock, ctx.onHostKeyAdded);
       return { client, endpoint: e, jumps };
@@ -262,7 +329,8 @@ export async function openConnection(
       codes.push((error as { errno?: string }).errno);
       if (!retryable || attempt >= retries || ctx.signal?.aborted) {
         const summary = retryable ? attemptsSummary(codes, Date.now() - started) : undefined;
-        if (error instanceof CudamatrixError && summary) throw new CudamatrixError(error.code, `${error.message} (${summary})`, { cause: error.cause });
+        if (error instanceof CudamatrixError && summary)
+          throw new CudamatrixError(error.code, `${error.message} (${summary})`, { cause: error.cause });
         throw error;
       }
       await sleep(backoffMs(attempt), ctx.signal);

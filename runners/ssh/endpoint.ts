@@ -45,7 +45,11 @@ const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((f) => path.
  * RUNNER_TEMP). A target's own identityFile, knownHosts and passphraseEnv win; ~/.ssh/config and
  * the defaults come after.
  */
-export const SSH_ENV = { identityFile: 'CUDAMATRIX_SSH_IDENTITY_FILE', knownHosts: 'CUDAMATRIX_SSH_KNOWN_HOSTS', passphrase: 'CUDAMATRIX_SSH_PASSPHRASE' } as const;
+export const SSH_ENV = {
+  identityFile: 'CUDAMATRIX_SSH_IDENTITY_FILE',
+  knownHosts: 'CUDAMATRIX_SSH_KNOWN_HOSTS',
+  passphrase: 'CUDAMATRIX_SSH_PASSPHRASE',
+} as const;
 
 /** The value of one of SSH_ENV's variables, or undefined when it is not set (or empty). */
 export function sshEnv(name: keyof typeof SSH_ENV): string | undefined {
@@ -61,8 +65,19 @@ export function resolveEndpoint(o: SshConnectOptions): Endpoint {
   const key = o.identityFile ?? sshEnv('identityFile');
   const knownHosts = o.knownHosts ?? sshEnv('knownHosts');
   const identityFiles = key ? [expandHome(key)] : r.identityFiles.length ? r.identityFiles : DEFAULT_IDENTITIES;
-  const knownHostsFiles = knownHosts ? [expandHome(knownHosts)] : r.userKnownHostsFiles.length ? r.userKnownHostsFiles : [path.join(homedir(), '.ssh', 'known_hosts')];
+  const knownHostsFiles = knownHosts
+    ? [expandHome(knownHosts)]
+    : r.userKnownHostsFiles.length
+      ? r.userKnownHostsFiles
+      : [path.join(homedir(), '.ssh', 'known_hosts')];
   const jumpSpec = o.proxyJump ?? r.proxyJump;
-  return { host, port, user, label: `${user}@${host}:${port}`, identityFiles, knownHostsFiles, jumps: jumpSpec ? jumpSpec.split(',').map((s) => s.trim()) : [] };
+  return {
+    host,
+    port,
+    user,
+    label: `${user}@${host}:${port}`,
+    identityFiles,
+    knownHostsFiles,
+    jumps: jumpSpec ? jumpSpec.split(',').map((s) => s.trim()) : [],
+  };
 }
-

@@ -13,8 +13,14 @@ export const ssh: TransportKind<SshOptions> = {
   options: sshOptions,
   chainable: false,
   localFiles: {
-    identityFile: { fix: () => "write the path of the private key (a relative path is taken from the matrix file's folder), or remove identityFile to use ~/.ssh/config and the default keys" },
-    sshConfig: { fix: () => "write the path of an existing file (a relative path is taken from the matrix file's folder), or sshConfig: false for none" },
+    identityFile: {
+      fix: () =>
+        "write the path of the private key (a relative path is taken from the matrix file's folder), or remove identityFile to use ~/.ssh/config and the default keys",
+    },
+    sshConfig: {
+      fix: () =>
+        "write the path of an existing file (a relative path is taken from the matrix file's folder), or sshConfig: false for none",
+    },
     knownHosts: {
       // accept-new creates it and records the key on first use.
       createdWhen: (hop, run) => run.acceptNew || hop.hostKeyPolicy === 'accept-new',
@@ -30,7 +36,8 @@ export const ssh: TransportKind<SshOptions> = {
     TARGET_UNREACHABLE: 'check the host name and port, that sshd runs there, and that no firewall is in the way',
     HOST_KEY_UNKNOWN: 'add the host key to known_hosts (ssh-keyscan), or run once with --accept-new',
     HOST_KEY_MISMATCH: 'find out why the host key changed before removing the old line from known_hosts',
-    AUTH_FAILED: 'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile (the private key, not the .pub), passphraseEnv and user',
+    AUTH_FAILED:
+      'put the public key in the remote ~/.ssh/authorized_keys, and check identityFile (the private key, not the .pub), passphraseEnv and user',
   },
   load: async () => (await import('./transport.ts')).connectSsh,
 };

@@ -4,7 +4,15 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/helpers.ts';
-import { appendKnownHost, checkHostKey, fingerprint, HOST_KEY_ALGORITHMS, hostKeyAlgorithmsFor, keyTypeOf, parseKnownHosts } from './known-hosts.ts';
+import {
+  appendKnownHost,
+  checkHostKey,
+  fingerprint,
+  HOST_KEY_ALGORITHMS,
+  hostKeyAlgorithmsFor,
+  keyTypeOf,
+  parseKnownHosts,
+} from './known-hosts.ts';
 
 // Public-key blobs in SSH wire format: a valid ssh-ed25519 / ssh-rsa header, arbitrary key bytes
 // (the checks compare blobs; they never use the keys).
@@ -86,14 +94,17 @@ describe('known_hosts', () => {
     expect(checkHostKey(onlyRevoked, 'gpu-box', 22, blob(KEY_A)).status).toBe('unknown');
   });
 
-  it('asks for the key types known for a host first, in ssh2\'s order of preference', () => {
+  it("asks for the key types known for a host first, in ssh2's order of preference", () => {
     expect(hostKeyAlgorithmsFor(entries, 'gpu-box', 22)).toEqual(['ssh-ed25519']);
     expect(hostKeyAlgorithmsFor(entries, 'multi', 22)).toEqual(['ssh-ed25519', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa']);
-    expect(hostKeyAlgorithmsFor(parseKnownHosts(`h ecdsa-sha2-nistp256 AAAA\nh ssh-ed25519 AAAB\n`, 'kh'), 'h', 22)).toEqual(['ssh-ed25519', 'ecdsa-sha2-nistp256']);
+    expect(hostKeyAlgorithmsFor(parseKnownHosts(`h ecdsa-sha2-nistp256 AAAA\nh ssh-ed25519 AAAB\n`, 'kh'), 'h', 22)).toEqual([
+      'ssh-ed25519',
+      'ecdsa-sha2-nistp256',
+    ]);
     expect(hostKeyAlgorithmsFor(entries, 'nowhere', 22)).toBeUndefined();
   });
 
-  it('lists the same host-key algorithms as ssh2\'s default, in its order', () => {
+  it("lists the same host-key algorithms as ssh2's default, in its order", () => {
     const require = createRequire(import.meta.url);
     const { DEFAULT_SERVER_HOST_KEY } = require('ssh2/lib/protocol/constants.js') as { DEFAULT_SERVER_HOST_KEY: string[] };
     expect(HOST_KEY_ALGORITHMS).toEqual(DEFAULT_SERVER_HOST_KEY);

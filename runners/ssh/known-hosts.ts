@@ -142,7 +142,15 @@ export function hostKeyAlgorithmsFor(entries: KnownHost[], host: string, port: n
 }
 
 /** ssh2's default host-key algorithms, in its order of preference (ssh2 1.x, Node with Ed25519). */
-export const HOST_KEY_ALGORITHMS = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+export const HOST_KEY_ALGORITHMS = [
+  'ssh-ed25519',
+  'ecdsa-sha2-nistp256',
+  'ecdsa-sha2-nistp384',
+  'ecdsa-sha2-nistp521',
+  'rsa-sha2-512',
+  'rsa-sha2-256',
+  'ssh-rsa',
+];
 
 export function readKnownHosts(files: string[]): KnownHost[] {
   return files.flatMap((f) => (existsSync(f) ? parseKnownHosts(readFileSync(f, 'utf8'), f) : []));

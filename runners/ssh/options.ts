@@ -31,7 +31,10 @@ const localFile = z
 export function hostProblem(value: string): { message: string; fix: string } | undefined {
   const quoted = JSON.stringify(value);
   if (/\s/.test(value.trim()) || value.trim() !== value) {
-    return { message: `${quoted} is not a host name: a host name or address has no spaces`, fix: 'write the host name, the address, or a Host alias from ~/.ssh/config alone (none has spaces)' };
+    return {
+      message: `${quoted} is not a host name: a host name or address has no spaces`,
+      fix: 'write the host name, the address, or a Host alias from ~/.ssh/config alone (none has spaces)',
+    };
   }
   let rest = value.replace(/^ssh:\/\//i, '');
   const parts: string[] = [];
@@ -46,7 +49,9 @@ export function hostProblem(value: string): { message: string; fix: string } | u
   if (bracketed) [rest, port] = [bracketed[1]!, bracketed[2]];
   else if (withPort) [rest, port] = [withPort[1]!, withPort[2]];
   if (parts.length === 0 && port === undefined && rest === value) return undefined;
-  const what = [value.startsWith('ssh://') ? 'a URL' : '', parts.length ? 'a user' : '', port !== undefined ? 'a port' : ''].filter(Boolean).join(' and ');
+  const what = [value.startsWith('ssh://') ? 'a URL' : '', parts.length ? 'a user' : '', port !== undefined ? 'a port' : '']
+    .filter(Boolean)
+    .join(' and ');
   const write = [...parts, `host: ${rest}`, ...(port !== undefined ? [`port: ${port}`] : [])];
   return {
     message: `${quoted} is not a host name: it has ${what || 'brackets'} in it (cudamatrix takes the user and the port as keys of their own)`,
@@ -80,21 +85,41 @@ export const sshOptions = z.strictObject({
   host: hostName.describe('Host name, address, or a Host alias from ~/.ssh/config (the user and the port go in user: and port:)'),
   port: z.number().int().min(1).max(65535).optional(),
   user: z.string().min(1).optional(),
-  identityFile: identityFile.optional().describe('Private key file, not the .pub; a relative path is taken from the matrix file\'s folder (default: ~/.ssh/config, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)'),
+  identityFile: identityFile
+    .optional()
+    .describe(
+      "Private key file, not the .pub; a relative path is taken from the matrix file's folder (default: ~/.ssh/config, then ~/.ssh/id_ed25519, id_ecdsa, id_rsa)",
+    ),
   passphraseEnv: z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'the name of an environment variable')
     .optional()
-    .describe('Environment variable holding the identity file\'s passphrase (never the passphrase itself)'),
+    .describe("Environment variable holding the identity file's passphrase (never the passphrase itself)"),
   agent: z.boolean().optional().describe('Use ssh-agent ($SSH_AUTH_SOCK) too (default true)'),
-  knownHosts: localFile.optional().describe('known_hosts file; a relative path is taken from the matrix file\'s folder; created by accept-new when missing (default: ~/.ssh/config, then ~/.ssh/known_hosts)'),
-  hostKeyPolicy: z.enum(['strict', 'accept-new']).optional().describe('strict (default): unknown hosts are refused; accept-new: recorded on first use'),
-  sshConfig: z.union([localFile, z.literal(false)]).optional().describe('ssh_config file for aliases (default ~/.ssh/config; false: none)'),
+  knownHosts: localFile
+    .optional()
+    .describe(
+      "known_hosts file; a relative path is taken from the matrix file's folder; created by accept-new when missing (default: ~/.ssh/config, then ~/.ssh/known_hosts)",
+    ),
+  hostKeyPolicy: z
+    .enum(['strict', 'accept-new'])
+    .optional()
+    .describe('strict (default): unknown hosts are refused; accept-new: recorded on first use'),
+  sshConfig: z
+    .union([localFile, z.literal(false)])
+    .optional()
+    .describe('ssh_config file for aliases (default ~/.ssh/config; false: none)'),
   proxyJump: z.string().min(1).optional().describe('Jump hosts, as ssh -J takes them: user@host:port,...'),
   shell: z.enum(['auto', 'posix', 'powershell', 'cmd']).optional().describe('The remote shell (default: detected)'),
   connectTimeout: seconds.optional().describe('Seconds to wait for the SSH handshake (default 15)'),
   keepalive: seconds.optional().describe('Seconds between keepalives (default 15)'),
-  retries: z.number().int().min(0).max(10).optional().describe('Retries of a failed connection, with backoff (default 2); a probe is never re-run'),
+  retries: z
+    .number()
+    .int()
+    .min(0)
+    .max(10)
+    .optional()
+    .describe('Retries of a failed connection, with backoff (default 2); a probe is never re-run'),
 });
 export type SshOptions = z.infer<typeof sshOptions>;
 

@@ -25,20 +25,32 @@ import { quoteArgv, quotePosix } from './quote.ts';
  * Starts the agent (agent.sh), which makes the run directory: its setup line says the OS, the
  * machine and the directory. Only Linux is measured.
  */
-export async function openPosixHost(client: Client, label: string, runId: string, setupTimeoutMs: number): Promise<{ arch: string; workDir: string; channel: ClientChannel; output: HelperOutput }> {
+export async function openPosixHost(
+  client: Client,
+  label: string,
+  runId: string,
+  setupTimeoutMs: number,
+): Promise<{ arch: string; workDir: string; channel: ClientChannel; output: HelperOutput }> {
   const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
   const nonce = newNonce();
   // exec: the login shell that runs our command line need not stay around as well.
-  const started = await startHelper(client, `exec sh -c ${quotePosix(shellFile('ssh/agent.sh'))} cudamatrix-helper ${quotePosix(tag)} ${nonce}`, {
-    marker: `cm-setup-${nonce}`,
-    stderrMarker: `cm-setup-${nonce}`,
-    timeoutMs: setupTimeoutMs,
-  });
+  const started = await startHelper(
+    client,
+    `exec sh -c ${quotePosix(shellFile('ssh/agent.sh'))} cudamatrix-helper ${quotePosix(tag)} ${nonce}`,
+    {
+      marker: `cm-setup-${nonce}`,
+      stderrMarker: `cm-setup-${nonce}`,
+      timeoutMs: setupTimeoutMs,
+    },
+  );
   if (!started.ok) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${started.why}`);
   const m = /^ (\S+) (\S+) (\/.*)$/.exec(started.line);
   if (!m) {
     await started.close();
-    throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: the helper answered "${oneLine(started.line, LAST_WORDS)}"`);
+    throw new CudamatrixError(
+      'TRANSPORT_FAILED',
+      `could not make a run directory on ${label}: the helper answered "${oneLine(started.line, LAST_WORDS)}"`,
+    );
   }
   const [, os, machine, workDir] = m;
   if (os !== 'Linux') {
@@ -202,7 +214,11 @@ export class PosixHost {
     // stderr after the marker is cat's or chmod's: what a login script printed comes before.
     const command = `printf 'cm-put-%s\\n' ${nonce} >&2; cat > ${target} && chmod ${options.executable ? '755' : '644'} ${target}`;
     const r = await this.streamOnChannel(command, { marker: `cm-put-${nonce}`, stdin: createReadStream(localPath) });
-    if (r.code !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`);
+    if (r.code !== 0)
+      throw new CudamatrixError(
+        'TRANSPORT_FAILED',
+        `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`,
+      );
   }
 
   /** Copies a file from the host through `cat` (see put). */
@@ -213,7 +229,10 @@ export class PosixHost {
     const r = await this.streamOnChannel(command, { marker: `cm-get-${nonce}`, stdout: file });
     if (r.code !== 0) {
       await rm(localPath, { force: true });
-      throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`);
+      throw new CudamatrixError(
+        'TRANSPORT_FAILED',
+        `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`,
+      );
     }
   }
 
@@ -222,7 +241,10 @@ export class PosixHost {
    * stdout (from the marker line on: bytes, not text) is written to `stdout`. stderr from its
    * marker on is collected for messages.
    */
-  private streamOnChannel(command: string, o: { marker: string; stdin?: Readable; stdout?: Writable }): Promise<{ code: number | null; stderr: string }> {
+  private streamOnChannel(
+    command: string,
+    o: { marker: string; stdin?: Readable; stdout?: Writable },
+  ): Promise<{ code: number | null; stderr: string }> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (err, stream) => {
         if (err) return reject(transportFailed(err));
@@ -260,8 +282,12 @@ export class PosixHost {
         stream.on('close', (code: number | null | undefined) => {
           const flushed = o.stdout ? new Promise<void>((r) => o.stdout!.end(() => r())) : Promise.resolve();
           void flushed.then(() => {
-            if (failure) return reject(new CudamatrixError('TRANSPORT_FAILED', `copying failed on ${this.description}: ${failure.message}`, { cause: failure }));
-            if (code === undefined || code === null) return reject(transportFailed(this.lost() ?? new Error('the copy ended without an exit status')));
+            if (failure)
+              return reject(
+                new CudamatrixError('TRANSPORT_FAILED', `copying failed on ${this.description}: ${failure.message}`, { cause: failure }),
+              );
+            if (code === undefined || code === null)
+              return reject(transportFailed(this.lost() ?? new Error('the copy ended without an exit status')));
             if (o.stdout && head) return resolve({ code: code === 0 ? 1 : code, stderr: `${stderr} (no data came)` });
             resolve({ code, stderr: stderr + errStrip.end() });
           });
@@ -306,7 +332,8 @@ export class PosixHost {
         // its stderr. One that spoke and then exited non-zero (dial-stdio, as its peer hung up)
         // ends as the stream does, with every byte it sent still read.
         channel.on('exit', (code: number | null, signal?: string) => {
-          if (code !== 0 && received === 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal ?? null, stderr + errStrip.end()));
+          if (code !== 0 && received === 0 && !stream.destroyed)
+            stream.destroy(streamEnded(argv, code, signal ?? null, stderr + errStrip.end()));
         });
         channel.on('close', () => out.end());
         stream.once('close', () => channel.close());
@@ -324,7 +351,11 @@ export class PosixHost {
       },
       makeDir: async (dir) => {
         const made = await this.exec(['mkdir', '-p', dir], {});
-        if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} on ${this.description}: ${oneLine(made.stderr, LAST_WORDS)}`);
+        if (made.exitCode !== 0)
+          throw new CudamatrixError(
+            'TRANSPORT_FAILED',
+            `could not make the probe cache ${dir} on ${this.description}: ${oneLine(made.stderr, LAST_WORDS)}`,
+          );
       },
       moveAndHash: async (from, to) => {
         const mv = await this.exec(['sh', '-c', 'mv -f -- "$1" "$2" && sha256sum -- "$2"', 'sh', from, to], {});

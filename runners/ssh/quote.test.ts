@@ -64,7 +64,9 @@ describe('PowerShell quoting (unit: no PowerShell runs here; test/windows/window
   });
 
   it('runs the program with the call operator', () => {
-    expect(quoteArgv(['C:\\Program Files\\cudaprobe.exe', 'run', 'sysinfo'], 'powershell')).toBe("& 'C:\\Program Files\\cudaprobe.exe' 'run' 'sysinfo'");
+    expect(quoteArgv(['C:\\Program Files\\cudaprobe.exe', 'run', 'sysinfo'], 'powershell')).toBe(
+      "& 'C:\\Program Files\\cudaprobe.exe' 'run' 'sysinfo'",
+    );
   });
 
   it('leaves nothing outside single quotes, so no $, backtick or ; is ever interpreted', () => {

@@ -50,7 +50,7 @@ async function until(check: () => boolean): Promise<boolean> {
 
 describe.runIf(ready).each([
   ['taskkill works', ''],
-  ['taskkill fails (as Wine 8\'s, without /T)', 'taskkill-fails'],
+  ["taskkill fails (as Wine 8's, without /T)", 'taskkill-fails'],
 ])('SshSession on a Windows host with PowerShell as its shell (%s)', (_label, mode) => {
   let sshd: Sshd;
   let session: Session;
@@ -58,7 +58,15 @@ describe.runIf(ready).each([
   beforeAll(async () => {
     log = path.join(tempDir(), 'host.log');
     sshd = await startSshd(1, [`ForceCommand ${process.execPath} ${HOST} ${log} ${mode}`]);
-    const hop = { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, retries: 0 };
+    const hop = {
+      kind: 'ssh',
+      host: '127.0.0.1',
+      port: sshd.ports[0],
+      identityFile: sshd.key,
+      knownHosts: sshd.knownHosts,
+      sshConfig: false,
+      retries: 0,
+    };
     session = await connectChain([hop], { target: 't', runId: 'session-windows' });
   }, 60_000);
   afterAll(async () => {
@@ -74,7 +82,7 @@ describe.runIf(ready).each([
     for (const s of scripts) expect(s.startsWith(POWERSHELL_PRELUDE)).toBe(true);
   });
 
-  it('ends a timed-out probe\'s tree with taskkill /F /T /PID of the shell its marker named, over a second channel, and closed its stdin', async () => {
+  it("ends a timed-out probe's tree with taskkill /F /T /PID of the shell its marker named, over a second channel, and closed its stdin", async () => {
     const before = readLog(log).length;
     const r = await session.exec(['C:\\cm\\cudaprobe.exe', 'cm-timeout-probe'], { timeoutMs: 1500 });
     expect(r).toMatchObject({ timedOut: true, exitCode: null });
@@ -87,7 +95,9 @@ describe.runIf(ready).each([
     if (mode === 'taskkill-fails') {
       // Nothing ended it: the run says so, on the command's stderr.
       expect(r.stderr).toContain(`cudamatrix: taskkill /F /T /PID ${probeShell.pid} on ssh `);
-      expect(r.stderr).toContain("failed (exit status 1: ERROR: Invalid argument/option - '/T'.); the command's processes may still be running there");
+      expect(r.stderr).toContain(
+        "failed (exit status 1: ERROR: Invalid argument/option - '/T'.); the command's processes may still be running there",
+      );
       expect(alive(probe)).toBe(true);
       // Clean up what the failed taskkill left; the shell may end on its own once its probe is gone.
       for (const pid of [probe, probeShell.pid]) {
@@ -103,23 +113,33 @@ describe.runIf(ready).each([
     }
   }, 60_000);
 
-  it.runIf(mode === '')('ends a cancelled probe the same way', async () => {
-    const before = readLog(log).length;
-    const controller = new AbortController();
-    const running = session.exec(['C:\\cm\\cudaprobe.exe', 'cm-cancel-probe'], { signal: controller.signal });
-    expect(await until(() => readLog(log).slice(before).some((l) => l.probe !== undefined))).toBe(true);
-    controller.abort();
-    const r = await running;
-    expect(r).toMatchObject({ cancelled: true, exitCode: null });
-    const logged = readLog(log).slice(before);
-    const shell = logged.find((l) => l.command?.includes("'cm-cancel-probe'"))!;
-    expect(logged.filter((l) => l.command?.startsWith('taskkill')).map((l) => l.command)).toEqual([`taskkill /F /T /PID ${shell.pid}`]);
-    const probe = logged.find((l) => l.probe !== undefined)!.probe!;
-    expect(await until(() => !alive(probe))).toBe(true);
-  }, 60_000);
+  it.runIf(mode === '')(
+    'ends a cancelled probe the same way',
+    async () => {
+      const before = readLog(log).length;
+      const controller = new AbortController();
+      const running = session.exec(['C:\\cm\\cudaprobe.exe', 'cm-cancel-probe'], { signal: controller.signal });
+      expect(
+        await until(() =>
+          readLog(log)
+            .slice(before)
+            .some((l) => l.probe !== undefined),
+        ),
+      ).toBe(true);
+      controller.abort();
+      const r = await running;
+      expect(r).toMatchObject({ cancelled: true, exitCode: null });
+      const logged = readLog(log).slice(before);
+      const shell = logged.find((l) => l.command?.includes("'cm-cancel-probe'"))!;
+      expect(logged.filter((l) => l.command?.startsWith('taskkill')).map((l) => l.command)).toEqual([`taskkill /F /T /PID ${shell.pid}`]);
+      const probe = logged.find((l) => l.probe !== undefined)!.probe!;
+      expect(await until(() => !alive(probe))).toBe(true);
+    },
+    60_000,
+  );
 });
 
-describe('the begin marker\'s line', () => {
+describe("the begin marker's line", () => {
   it('gives the PID after the marker, however the line is cut, and passes what follows', () => {
     const text = 'profile\r\ncm-begin-abc 4711\r\nout\r\n';
     for (let size = 1; size <= text.length; size++) {

@@ -22,7 +22,15 @@ describe.runIf(ready)('SshSession.exec', () => {
   let session: Session;
   beforeAll(async () => {
     sshd = await startSshd(1);
-    const hop = { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, retries: 0 };
+    const hop = {
+      kind: 'ssh',
+      host: '127.0.0.1',
+      port: sshd.ports[0],
+      identityFile: sshd.key,
+      knownHosts: sshd.knownHosts,
+      sshConfig: false,
+      retries: 0,
+    };
     session = await connectChain([hop], { target: 't', runId: 'session-exec' });
   });
   afterAll(async () => {
@@ -30,11 +38,15 @@ describe.runIf(ready)('SshSession.exec', () => {
     await sshd?.stop();
   });
 
-  it('takes out the helper\'s own lines and markers, and nothing of the command\'s', async () => {
+  it("takes out the helper's own lines and markers, and nothing of the command's", async () => {
     expect(await session.exec(['true'])).toMatchObject({ exitCode: 0, stdout: '', stderr: '' });
     expect(await session.exec(['sh', '-c', 'printf x'])).toMatchObject({ exitCode: 0, stdout: 'x', stderr: '' });
     // A command that prints what looks like the helper's first line keeps it.
-    expect(await session.exec(['sh', '-c', 'echo cm-started 5; printf "ünï\\n" >&2'])).toMatchObject({ exitCode: 0, stdout: 'cm-started 5\n', stderr: 'ünï\n' });
+    expect(await session.exec(['sh', '-c', 'echo cm-started 5; printf "ünï\\n" >&2'])).toMatchObject({
+      exitCode: 0,
+      stdout: 'cm-started 5\n',
+      stderr: 'ünï\n',
+    });
     const noDir = await session.exec(['true'], { cwd: '/nonexistent-cm-dir' });
     expect(noDir).toMatchObject({ exitCode: 125, stdout: '' });
     expect(noDir.stderr).toContain('nonexistent-cm-dir');
@@ -62,7 +74,11 @@ describe.runIf(ready)('SshSession.exec', () => {
   });
 
   it('does not fire a 30-day timeout at once', async () => {
-    expect(await session.exec(['sh', '-c', 'sleep 0.2; echo ok'], { timeoutMs: 30 * 24 * 3600 * 1000 })).toMatchObject({ timedOut: false, exitCode: 0, stdout: 'ok\n' });
+    expect(await session.exec(['sh', '-c', 'sleep 0.2; echo ok'], { timeoutMs: 30 * 24 * 3600 * 1000 })).toMatchObject({
+      timedOut: false,
+      exitCode: 0,
+      stdout: 'ok\n',
+    });
   });
 
   it('caps a flood on a channel of its own (a command that reads stdin)', async () => {

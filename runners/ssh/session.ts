@@ -47,7 +47,14 @@ export class SshSession implements Session {
    * a marker line with a nonce. Bounded by `setupTimeoutMs` (connectTimeout): a login script that
    * waits for input does not hold the run.
    */
-  static async open(client: Client, label: string, runId: string, shellHint: Shell | 'auto', onDispose: () => Promise<void>, setupTimeoutMs = 15_000): Promise<SshSession> {
+  static async open(
+    client: Client,
+    label: string,
+    runId: string,
+    shellHint: Shell | 'auto',
+    onDispose: () => Promise<void>,
+    setupTimeoutMs = 15_000,
+  ): Promise<SshSession> {
     const shell = shellHint === 'auto' ? await detectShell(client, label, setupTimeoutMs) : shellHint;
     if (shell === 'posix') {
       const host = await openPosixHost(client, label, runId, setupTimeoutMs);
@@ -74,7 +81,8 @@ export class SshSession implements Session {
         resolve();
       }),
     );
-    if (this.platform === 'linux') this.posix = new PosixHost(this.client, channel, output, this.description, this.workDir, () => this.lost);
+    if (this.platform === 'linux')
+      this.posix = new PosixHost(this.client, channel, output, this.description, this.workDir, () => this.lost);
   }
 
   exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
@@ -124,7 +132,8 @@ export class SshSession implements Session {
                 io.stderr(errStrip.feed(errDec.end()) + errStrip.end());
                 if (code === undefined && this.lost) return reject(transportFailed(this.lost));
                 // No exit status: the channel was closed under the command (the connection went).
-                if ((code === null || code === undefined) && !stopped) return reject(transportFailed(this.lost ?? new Error('the command ended without an exit status')));
+                if ((code === null || code === undefined) && !stopped)
+                  return reject(transportFailed(this.lost ?? new Error('the command ended without an exit status')));
                 // A stopped Windows command was ended (taskkill's TerminateProcess leaves exit status 1): it did not exit.
                 if (stopped && this.platform === 'windows') return resolve({ exitCode: null, signal: null });
                 // The wrapper reports a killed command as 128 + signal.
@@ -169,13 +178,14 @@ export class SshSession implements Session {
     return this.platform === 'windows' ? `/${p.replace(/\\/g, '/')}` : p;
   }
 
-
   /** Copies a file to the host: POSIX hosts through `cat` (posix-host.ts put), Windows hosts SFTP. */
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     if (this.posix) return this.posix.put(localPath, remotePath, options);
     const sftp = await this.sftp();
     await new Promise<void>((resolve, reject) =>
-      sftp.fastPut(localPath, this.sftpPath(remotePath), { mode: options.executable ? 0o755 : 0o644 }, (err) => (err ? reject(transportFailed(err)) : resolve())),
+      sftp.fastPut(localPath, this.sftpPath(remotePath), { mode: options.executable ? 0o755 : 0o644 }, (err) =>
+        err ? reject(transportFailed(err)) : resolve(),
+      ),
     );
   }
 
@@ -183,7 +193,9 @@ export class SshSession implements Session {
   async get(remotePath: string, localPath: string): Promise<void> {
     if (this.posix) return this.posix.get(remotePath, localPath);
     const sftp = await this.sftp();
-    await new Promise<void>((resolve, reject) => sftp.fastGet(this.sftpPath(remotePath), localPath, (err) => (err ? reject(transportFailed(err)) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      sftp.fastGet(this.sftpPath(remotePath), localPath, (err) => (err ? reject(transportFailed(err)) : resolve())),
+    );
   }
 
   /**
@@ -192,7 +204,12 @@ export class SshSession implements Session {
    */
   openStream(argv: string[]): Promise<Duplex> {
     if (!this.posix) {
-      return Promise.reject(new CudamatrixError('MATRIX_INVALID', `${this.description} is a Windows host: a later hop cannot stream through its shell; reach the engine or distro another way`));
+      return Promise.reject(
+        new CudamatrixError(
+          'MATRIX_INVALID',
+          `${this.description} is a Windows host: a later hop cannot stream through its shell; reach the engine or distro another way`,
+        ),
+      );
     }
     return this.posix.openStream(argv);
   }

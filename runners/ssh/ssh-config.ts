@@ -66,7 +66,9 @@ function expandGlob(pattern: string): string[] {
   const dir = path.dirname(pattern);
   if (!existsSync(dir)) return [];
   const re = sshGlob(path.basename(pattern));
-  return readdirSorted(dir).filter((f) => re.test(f)).map((f) => path.join(dir, f));
+  return readdirSorted(dir)
+    .filter((f) => re.test(f))
+    .map((f) => path.join(dir, f));
 }
 
 function readdirSorted(dir: string): string[] {

@@ -16,11 +16,22 @@ function poolKey(o: SshOptions): string {
 
 /** Opens a session on an SSH target, sharing the host's connection with its other targets. */
 export const connectSsh: Connect<SshOptions> = async (o, context) => {
-  if (context.via) throw new CudamatrixError('MATRIX_INVALID', `target "${context.target}": ssh must be the first hop; use proxyJump to go through other hosts`);
+  if (context.via)
+    throw new CudamatrixError(
+      'MATRIX_INVALID',
+      `target "${context.target}": ssh must be the first hop; use proxyJump to go through other hosts`,
+    );
   const key = poolKey(o);
   let entry = pool.get(key);
   if (!entry) {
-    entry = { connection: openConnection(connectOptions(o), { acceptNewHostKeys: context.acceptNewHostKeys, signal: context.signal, onHostKeyAdded: context.onHostKeyAdded }), refs: 0 };
+    entry = {
+      connection: openConnection(connectOptions(o), {
+        acceptNewHostKeys: context.acceptNewHostKeys,
+        signal: context.signal,
+        onHostKeyAdded: context.onHostKeyAdded,
+      }),
+      refs: 0,
+    };
     pool.set(key, entry);
     entry.connection.catch(() => pool.delete(key));
   }

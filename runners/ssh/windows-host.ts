@@ -61,27 +61,45 @@ export async function openWindowsHost(
 ): Promise<{ arch: string; workDir: string; guardian: { channel: ClientChannel; output: HelperOutput } }> {
   const setup = { timeoutMs: setupTimeoutMs };
   const archNonce = newNonce();
-  const a = await run(client, powershell(shell, `'cm-arch-${archNonce}'; $env:PROCESSOR_ARCHITECTURE`), { ...setup, what: 'reading the processor architecture' });
+  const a = await run(client, powershell(shell, `'cm-arch-${archNonce}'; $env:PROCESSOR_ARCHITECTURE`), {
+    ...setup,
+    what: 'reading the processor architecture',
+  });
   // PROCESSOR_ARCHITECTURE: AMD64 or ARM64 (x86 in a 32-bit PowerShell, which runs x64 programs too).
   const arch = normaliseArch(afterMarker(a.stdout, `cm-arch-${archNonce}`) ?? '') === 'aarch64' ? 'aarch64' : 'x86_64';
   const dirNonce = newNonce();
   const d = await run(
     client,
-    powershell(shell, `$d = Join-Path $env:TEMP ('cudamatrix-' + [guid]::NewGuid()); New-Item -ItemType Directory -Path $d | Out-Null; 'cm-dir-${dirNonce}'; $d`),
+    powershell(
+      shell,
+      `$d = Join-Path $env:TEMP ('cudamatrix-' + [guid]::NewGuid()); New-Item -ItemType Directory -Path $d | Out-Null; 'cm-dir-${dirNonce}'; $d`,
+    ),
     { ...setup, what: 'making the run directory' },
   );
   const workDir = (afterMarker(d.stdout, `cm-dir-${dirNonce}`) ?? '').trim().split(/\r?\n/)[0] ?? '';
-  if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir)) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${oneLine(d.stderr, LAST_WORDS) || oneLine(d.stdout, LAST_WORDS) || `exit status ${d.code}`}`);
+  if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir))
+    throw new CudamatrixError(
+      'TRANSPORT_FAILED',
+      `could not make a run directory on ${label}: ${oneLine(d.stderr, LAST_WORDS) || oneLine(d.stdout, LAST_WORDS) || `exit status ${d.code}`}`,
+    );
   const readyNonce = newNonce();
   const guardian = await startHelper(
     client,
-    powershell(shell, `'cm-ready-${readyNonce}'; [Console]::In.ReadToEnd() | Out-Null; Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`),
+    powershell(
+      shell,
+      `'cm-ready-${readyNonce}'; [Console]::In.ReadToEnd() | Out-Null; Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`,
+    ),
     { marker: `cm-ready-${readyNonce}`, timeoutMs: setupTimeoutMs },
   );
   if (!guardian.ok) {
     // The directory exists but nothing watches it: remove it now, or say where it is.
-    const rm = await run(client, powershell(shell, `Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`), setup).catch(() => undefined);
-    throw new CudamatrixError('TRANSPORT_FAILED', `could not start the session's guardian on ${label}: ${guardian.why}${rm?.code === 0 ? '' : `; ${workDir} may be left there`}`);
+    const rm = await run(client, powershell(shell, `Remove-Item -Recurse -Force -LiteralPath ${quotePowerShell(workDir)}`), setup).catch(
+      () => undefined,
+    );
+    throw new CudamatrixError(
+      'TRANSPORT_FAILED',
+      `could not start the session's guardian on ${label}: ${guardian.why}${rm?.code === 0 ? '' : `; ${workDir} may be left there`}`,
+    );
   }
   return { arch, workDir, guardian };
 }
@@ -110,10 +128,14 @@ export function windowsCommandLine(shell: Shell, argv: string[], options: ExecOp
  * tree has ended.
  */
 export async function endWindowsTree(client: Client, description: string, pid: number, stderr: (text: string) => void): Promise<boolean> {
-  const r = await run(client, `taskkill /F /T /PID ${pid}`, { timeoutMs: 15_000, what: `taskkill /F /T /PID ${pid}` }).catch((e: Error) => e);
+  const r = await run(client, `taskkill /F /T /PID ${pid}`, { timeoutMs: 15_000, what: `taskkill /F /T /PID ${pid}` }).catch(
+    (e: Error) => e,
+  );
   if (!(r instanceof Error) && (r.code === 0 || r.code === TASKKILL_NOT_FOUND)) return true;
   const why = r instanceof Error ? r.message : `exit status ${r.code}: ${oneLine(r.stdout + r.stderr, LAST_WORDS) || 'no output'}`;
-  stderr(`\ncudamatrix: taskkill /F /T /PID ${pid} on ${description} failed (${why}); the command's processes may still be running there: end them with Task Manager or taskkill\n`);
+  stderr(
+    `\ncudamatrix: taskkill /F /T /PID ${pid} on ${description} failed (${why}); the command's processes may still be running there: end them with Task Manager or taskkill\n`,
+  );
   return false;
 }
 
@@ -124,7 +146,10 @@ export function windowsCache(client: Client, shell: Shell): Pick<CacheHost, 'loo
       const nonce = newNonce();
       const r = await run(
         client,
-        powershell(shell, `$d = Join-Path $env:LOCALAPPDATA 'cudamatrix\\deployed\\${key}'; New-Item -ItemType Directory -Force -Path $d | Out-Null; 'cm-cache-${nonce}'; $d; $f = Join-Path $d ${quotePowerShell(name)}; if (Test-Path $f) { (Get-FileHash -Algorithm SHA256 -LiteralPath $f).Hash }`),
+        powershell(
+          shell,
+          `$d = Join-Path $env:LOCALAPPDATA 'cudamatrix\\deployed\\${key}'; New-Item -ItemType Directory -Force -Path $d | Out-Null; 'cm-cache-${nonce}'; $d; $f = Join-Path $d ${quotePowerShell(name)}; if (Test-Path $f) { (Get-FileHash -Algorithm SHA256 -LiteralPath $f).Hash }`,
+        ),
       );
       const [dir, sha] = (afterMarker(r.stdout, `cm-cache-${nonce}`) ?? '').trim().split(/\r?\n/);
       return { dir, sha };
@@ -133,7 +158,10 @@ export function windowsCache(client: Client, shell: Shell): Pick<CacheHost, 'loo
       const nonce = newNonce();
       const mv = await run(
         client,
-        powershell(shell, `Move-Item -Force -LiteralPath ${quotePowerShell(from)} -Destination ${quotePowerShell(to)}; 'cm-hash-${nonce}'; (Get-FileHash -Algorithm SHA256 -LiteralPath ${quotePowerShell(to)}).Hash`),
+        powershell(
+          shell,
+          `Move-Item -Force -LiteralPath ${quotePowerShell(from)} -Destination ${quotePowerShell(to)}; 'cm-hash-${nonce}'; (Get-FileHash -Algorithm SHA256 -LiteralPath ${quotePowerShell(to)}).Hash`,
+        ),
       );
       const sha = mv.code === 0 ? ((afterMarker(mv.stdout, `cm-hash-${nonce}`) ?? '').trim().split(/\s+/)[0] ?? '') : '';
       return { sha, said: oneLine(mv.stderr, LAST_WORDS) };

@@ -126,7 +126,8 @@ export class WslAgent {
     }
     if (this.helloLines.length <= INFO_LINES) {
       this.helloLines.push(line);
-      if (this.helloLines.length === INFO_LINES + 1) this.resolveHello({ lookAround: this.helloLines.slice(0, INFO_LINES), workDir: this.helloLines[INFO_LINES]! });
+      if (this.helloLines.length === INFO_LINES + 1)
+        this.resolveHello({ lookAround: this.helloLines.slice(0, INFO_LINES), workDir: this.helloLines[INFO_LINES]! });
       return true;
     }
     const current = this.current;

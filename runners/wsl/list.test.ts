@@ -9,19 +9,26 @@ import { decodeWslOutput, parseWslList, WslToken } from './list.ts';
 
 function table(header: [string, string, string], rows: [string, string, string, number][]): string {
   const width = Math.max(header[0].length, ...rows.map((r) => r[1].length)) + 4;
-  const row = (mark: string, name: string, state: string, version: string) => `${mark} ${name.padEnd(width)}${state.padEnd(16)}${version}\r\n`;
+  const row = (mark: string, name: string, state: string, version: string) =>
+    `${mark} ${name.padEnd(width)}${state.padEnd(16)}${version}\r\n`;
   return row(' ', ...header) + rows.map(([mark, name, state, version]) => row(mark, name, state, String(version))).join('');
 }
 
-const english = table(['NAME', 'STATE', 'VERSION'], [
-  ['*', 'Ubuntu-24.04', 'Running', 2],
-  [' ', 'docker-desktop', 'Stopped', 2],
-  [' ', 'Legacy', 'Stopped', 1],
-]);
-const german = table(['NAME', 'STATUS', 'VERSION'], [
-  [' ', 'Debian', 'Wird ausgeführt', 2],
-  ['*', 'Ubuntu', 'Beendet', 2],
-]);
+const english = table(
+  ['NAME', 'STATE', 'VERSION'],
+  [
+    ['*', 'Ubuntu-24.04', 'Running', 2],
+    [' ', 'docker-desktop', 'Stopped', 2],
+    [' ', 'Legacy', 'Stopped', 1],
+  ],
+);
+const german = table(
+  ['NAME', 'STATUS', 'VERSION'],
+  [
+    [' ', 'Debian', 'Wird ausgeführt', 2],
+    ['*', 'Ubuntu', 'Beendet', 2],
+  ],
+);
 
 describe('decodeWslOutput', () => {
   it('reads UTF-16LE without a byte-order mark (what wsl.exe writes to a pipe by default)', () => {
@@ -98,7 +105,11 @@ describe('WslToken', () => {
     expect(WslToken.distroNotFound.test('不存在具有所提供名称的分发。\r\nError code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND')).toBe(true);
     expect(WslToken.noDistros.test('Error code: Wsl/WSL_E_DEFAULT_DISTRO_NOT_FOUND')).toBe(true);
     expect(WslToken.distroNotFound.test('Error code: Wsl/WSL_E_DEFAULT_DISTRO_NOT_FOUND')).toBe(false);
-    expect(WslToken.notInstalled.test("The Windows Subsystem for Linux is not installed. You can install by running 'wsl.exe --install'.\nFor more information please visit https://aka.ms/wslinstall")).toBe(true);
+    expect(
+      WslToken.notInstalled.test(
+        "The Windows Subsystem for Linux is not installed. You can install by running 'wsl.exe --install'.\nFor more information please visit https://aka.ms/wslinstall",
+      ),
+    ).toBe(true);
     expect(WslToken.notInstalled.test('WslRegisterDistribution failed with error: 0x8007019e')).toBe(true);
     expect(WslToken.anyError.test('Server execution failed\r\nError code: Wsl/0x80080005')).toBe(true);
   });

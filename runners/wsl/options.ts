@@ -43,6 +43,8 @@ export const wslOptions = z.strictObject({
     .positive()
     .max(3600)
     .optional()
-    .describe(`Seconds that listing the distributions, starting a stopped one and setting up may take (default ${DEFAULT_CONNECT_TIMEOUT_S})`),
+    .describe(
+      `Seconds that listing the distributions, starting a stopped one and setting up may take (default ${DEFAULT_CONNECT_TIMEOUT_S})`,
+    ),
 });
 export type WslOptions = z.infer<typeof wslOptions>;

@@ -33,7 +33,8 @@ export function shArgv(body: string, ...args: string[]): string[] {
  * not do: the relay runs as root, and a command run as another user may not signal it. Without
  * /proc, `kill -0` is the fallback. In a subshell $$ and $PPID are still the script's own.
  */
-const ALIVE = 'alive() { if [ -r /proc/$$/stat ]; then read -r x x x p x < /proc/$$/stat; [ "$p" = "$PPID" ]; else kill -0 $PPID 2>/dev/null; fi; }';
+const ALIVE =
+  'alive() { if [ -r /proc/$$/stat ]; then read -r x x x p x < /proc/$$/stat; [ "$p" = "$PPID" ]; else kill -0 $PPID 2>/dev/null; fi; }';
 
 /** The look around at connect, printed after the line "cm-wsl-info-NONCE" ($1): see INFO_LINES. */
 const LOOK_AROUND = [
@@ -150,7 +151,10 @@ export const GUARDIAN = script(
 );
 
 /** Waits until the guardian has made the directory ($1), for at most $2 tenths of a second. */
-export const WAIT_DIR = script('i=0', 'while [ ! -d "$1" ]; do i=$((i+1)); [ $i -gt $2 ] && exit 1; sleep 0.1 2>/dev/null || sleep 1; done');
+export const WAIT_DIR = script(
+  'i=0',
+  'while [ ! -d "$1" ]; do i=$((i+1)); [ $i -gt $2 ] && exit 1; sleep 0.1 2>/dev/null || sleep 1; done',
+);
 
 export const RM_DIR = script('rm -rf "$1"');
 export const WRITE_FILE = script('base64 -d > "$1" && chmod $2 "$1"');

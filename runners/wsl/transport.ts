@@ -42,7 +42,20 @@ import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts'
 import { WslAgent } from './agent.ts';
 import { decodeWslOutput, parseWslList, WslToken, type WslDistro } from './list.ts';
 import { DEFAULT_CONNECT_TIMEOUT_S, type WslOptions } from './options.ts';
-import { AGENT, GUARD, GUARDIAN, INFO, MAKE_DIRS, MOVE_AND_HASH, READ_FILE, RM_DIR, SHA_OF, shArgv, WAIT_DIR, WRITE_FILE } from './scripts.ts';
+import {
+  AGENT,
+  GUARD,
+  GUARDIAN,
+  INFO,
+  MAKE_DIRS,
+  MOVE_AND_HASH,
+  READ_FILE,
+  RM_DIR,
+  SHA_OF,
+  shArgv,
+  WAIT_DIR,
+  WRITE_FILE,
+} from './scripts.ts';
 
 /** Copying a file through a command: bounded, so that a frozen distribution does not hold the run. */
 const COPY_TIMEOUT_MS = 5 * 60_000;
@@ -64,7 +77,11 @@ function localWsl(target: string): Launcher {
 }
 
 /** `wsl.exe --list --verbose`, decoded (from its bytes, where they are at hand). */
-async function wslList(launcher: Launcher, timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number | null; timedOut: boolean; stdout: string; stderr: string }> {
+async function wslList(
+  launcher: Launcher,
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<{ exitCode: number | null; timedOut: boolean; stdout: string; stderr: string }> {
   const r = await launcher.run(['--list', '--verbose'], { timeoutMs, signal, maxOutput: 4 * 1024 * 1024 });
   return { exitCode: r.exitCode, timedOut: r.timedOut, stdout: decodeWslOutput(r.stdout), stderr: decodeWslOutput(r.stderr) };
 }
@@ -93,7 +110,10 @@ async function listDistros(runner: Launcher, timeoutMs: number, signal?: AbortSi
   const r = await wslList(runner, timeoutMs, signal);
   const said = oneLine(`${r.stdout}\n${r.stderr}`);
   if (r.timedOut) {
-    throw new CudamatrixError('TARGET_UNREACHABLE', `"wsl.exe --list --verbose" on ${runner.where} did not answer within ${timeoutMs / 1000} s (connectTimeout); it printed: ${said || 'nothing'}`);
+    throw new CudamatrixError(
+      'TARGET_UNREACHABLE',
+      `"wsl.exe --list --verbose" on ${runner.where} did not answer within ${timeoutMs / 1000} s (connectTimeout); it printed: ${said || 'nothing'}`,
+    );
   }
   if (notFoundOnHop(r)) {
     throw new CudamatrixError(
@@ -122,7 +142,10 @@ async function listDistros(runner: Launcher, timeoutMs: number, signal?: AbortSi
       `WSL on ${runner.where} lists no distribution ("wsl.exe --list --verbose" exited ${r.exitCode}${said ? `: ${said}` : ''}). Install one there ("wsl.exe --install Ubuntu-24.04") and name it as distribution:`,
     );
   }
-  throw new CudamatrixError('TRANSPORT_FAILED', `"wsl.exe --list --verbose" failed on ${runner.where} (exit status ${r.exitCode}): ${said || 'no output'}`);
+  throw new CudamatrixError(
+    'TRANSPORT_FAILED',
+    `"wsl.exe --list --verbose" failed on ${runner.where} (exit status ${r.exitCode}): ${said || 'no output'}`,
+  );
 }
 
 /** wsl.exe's own failures exit with -1: 255 from a POSIX view, 4294967295 as a Windows DWORD. */
@@ -131,7 +154,9 @@ function wslFailed(code: number | null): boolean {
 }
 
 function describeDistros(distros: WslDistro[]): string {
-  return distros.map((d) => `${d.name} (WSL ${d.version}${d.isDefault ? ', default' : ''}${d.state ? `, ${d.state}` : ''})`).join(', ') || 'none';
+  return (
+    distros.map((d) => `${d.name} (WSL ${d.version}${d.isDefault ? ', default' : ''}${d.state ? `, ${d.state}` : ''})`).join(', ') || 'none'
+  );
 }
 
 /** The distribution the options name (its name as wsl.exe spells it), or the default one. */
@@ -168,7 +193,10 @@ function readLookAround(lines: string[], where: string, answer: string): { arch:
     );
   }
   if (!machine || !tmp?.startsWith('/') || !cacheBase?.startsWith('/')) {
-    throw new CudamatrixError('TRANSPORT_FAILED', `setting up a session in ${where} gave an answer cudamatrix cannot read: ${oneLine(answer)}`);
+    throw new CudamatrixError(
+      'TRANSPORT_FAILED',
+      `setting up a session in ${where} gave an answer cudamatrix cannot read: ${oneLine(answer)}`,
+    );
   }
   const arch = normaliseArch(machine);
   return { arch, tmp, cacheBase };
@@ -198,7 +226,14 @@ class WslSession implements Session {
     this.hostKey = runner.hostKey;
   }
 
-  static async open(runner: Launcher, distro: WslDistro, o: WslOptions, runId: string, timeoutMs: number, signal?: AbortSignal): Promise<WslSession> {
+  static async open(
+    runner: Launcher,
+    distro: WslDistro,
+    o: WslOptions,
+    runId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<WslSession> {
     const nonce = randomBytes(6).toString('hex');
     const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
     const dirName = `cudamatrix-${tag}-${nonce}`;
@@ -210,7 +245,10 @@ class WslSession implements Session {
       const marker = `cm-wsl-info-${nonce}\n`;
       const at = info.stdout.indexOf(marker);
       if (at < 0 || info.exitCode !== 0) throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
-      const lines = info.stdout.slice(at + marker.length).split('\n').map((l) => l.replace(/\r$/, ''));
+      const lines = info.stdout
+        .slice(at + marker.length)
+        .split('\n')
+        .map((l) => l.replace(/\r$/, ''));
       const { arch, tmp, cacheBase } = readLookAround(lines, where, info.stdout.slice(at));
       const session = new WslSession(runner, distro, o.user, arch, `${tmp.replace(/\/+$/, '')}/${dirName}`, cacheBase);
       await session.startGuardian(timeoutMs, signal);
@@ -219,8 +257,15 @@ class WslSession implements Session {
 
     // The agent: it starts the distribution if it is stopped, looks around and makes the work directory.
     const started = runner.stream([...args, '--exec', ...shArgv(AGENT, nonce, dirName)]);
-    const agent = new WslAgent(await started, nonce, (cause) =>
-      new CudamatrixError('TRANSPORT_FAILED', `the wsl.exe that runs the commands of ${where} has ended${cause ? `: ${oneLine(decodeWslOutput(cause.message))}` : ''}`, { cause }),
+    const agent = new WslAgent(
+      await started,
+      nonce,
+      (cause) =>
+        new CudamatrixError(
+          'TRANSPORT_FAILED',
+          `the wsl.exe that runs the commands of ${where} has ended${cause ? `: ${oneLine(decodeWslOutput(cause.message))}` : ''}`,
+          { cause },
+        ),
     );
     let hello;
     try {
@@ -228,12 +273,16 @@ class WslSession implements Session {
     } catch (error) {
       agent.destroy();
       if (error === DEADLINE) {
-        throw new CudamatrixError('TARGET_UNREACHABLE', `setting up a session in ${distro.name} did not finish within ${timeoutMs / 1000} s (connectTimeout); starting a stopped WSL 2 distribution can take a while, so a larger connectTimeout may help`);
+        throw new CudamatrixError(
+          'TARGET_UNREACHABLE',
+          `setting up a session in ${distro.name} did not finish within ${timeoutMs / 1000} s (connectTimeout); starting a stopped WSL 2 distribution can take a while, so a larger connectTimeout may help`,
+        );
       }
       if (signal?.aborted) throw error;
       // Why it did not start: the same look around through a wsl.exe of its own says it best.
       const info = await runner.run([...args, '--exec', ...shArgv(INFO, nonce)], { timeoutMs, signal });
-      if (info.exitCode !== 0 || !info.stdout.includes(`cm-wsl-info-${nonce}\n`)) throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
+      if (info.exitCode !== 0 || !info.stdout.includes(`cm-wsl-info-${nonce}\n`))
+        throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
       throw error;
     }
     try {
@@ -249,13 +298,20 @@ class WslSession implements Session {
 
   /** Starts the guardian of the work directory (no agent) and waits until it has made it. */
   private async startGuardian(timeoutMs: number, signal?: AbortSignal): Promise<void> {
-    const guardian = this.runner.run([...this.args('/'), '--exec', ...shArgv(GUARDIAN, this.workDir)], { ...this.runner.longLived, signal: this.guardianStop.signal });
+    const guardian = this.runner.run([...this.args('/'), '--exec', ...shArgv(GUARDIAN, this.workDir)], {
+      ...this.runner.longLived,
+      signal: this.guardianStop.signal,
+    });
     this.guardianDone = guardian.catch(() => undefined);
     const ended = guardian.then(
       (r) => r,
       (error: unknown) => error,
     );
-    const ready = this.runAlone(shArgv(WAIT_DIR, this.workDir, String(Math.ceil(timeoutMs / 100))), { cwd: '/', timeoutMs: timeoutMs + 5000, signal });
+    const ready = this.runAlone(shArgv(WAIT_DIR, this.workDir, String(Math.ceil(timeoutMs / 100))), {
+      cwd: '/',
+      timeoutMs: timeoutMs + 5000,
+      signal,
+    });
     const first = await Promise.race([ready.then((r) => ({ ready: r })), ended.then((r) => ({ ended: r }))]);
     if ('ready' in first && first.ready.exitCode === 0) return;
     this.guardianStop.abort();
@@ -263,10 +319,20 @@ class WslSession implements Session {
     if ('ended' in first) {
       const r = first.ended;
       if (r instanceof Error) throw r;
-      throw failure(r as ExecResult, this.runner, this.distro, this.user, `making the session's work directory ${this.workDir} in ${this.distro.name}`, timeoutMs);
+      throw failure(
+        r as ExecResult,
+        this.runner,
+        this.distro,
+        this.user,
+        `making the session's work directory ${this.workDir} in ${this.distro.name}`,
+        timeoutMs,
+      );
     }
     const r = first.ready;
-    throw new CudamatrixError('TRANSPORT_FAILED', `the session's work directory ${this.workDir} did not appear in WSL distribution "${this.distro.name}" on ${this.runner.where}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+    throw new CudamatrixError(
+      'TRANSPORT_FAILED',
+      `the session's work directory ${this.workDir} did not appear in WSL distribution "${this.distro.name}" on ${this.runner.where}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+    );
   }
 
   private args(cwd: string): string[] {
@@ -341,7 +407,10 @@ class WslSession implements Session {
    */
   private whyAgentEnded(agentError: Error): Promise<Error> {
     this.agentEnd ??= this.runner.run([...this.args('/'), '--exec', 'true'], { timeoutMs: DISPOSE_TIMEOUT_MS }).then(
-      (r) => (r.exitCode === 0 ? agentError : failure(r, this.runner, this.distro, this.user, `running a command in ${this.distro.name}`, DISPOSE_TIMEOUT_MS)),
+      (r) =>
+        r.exitCode === 0
+          ? agentError
+          : failure(r, this.runner, this.distro, this.user, `running a command in ${this.distro.name}`, DISPOSE_TIMEOUT_MS),
       (error: unknown) => (error instanceof Error ? error : agentError),
     );
     return this.agentEnd;
@@ -367,15 +436,26 @@ class WslSession implements Session {
 
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     const data = await readFile(localPath);
-    const r = await this.exec(shArgv(WRITE_FILE, remotePath, options.executable ? '755' : '644'), { cwd: '/', stdin: data.toString('base64'), timeoutMs: COPY_TIMEOUT_MS });
-    if (r.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not write ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+    const r = await this.exec(shArgv(WRITE_FILE, remotePath, options.executable ? '755' : '644'), {
+      cwd: '/',
+      stdin: data.toString('base64'),
+      timeoutMs: COPY_TIMEOUT_MS,
+    });
+    if (r.exitCode !== 0)
+      throw new CudamatrixError(
+        'TRANSPORT_FAILED',
+        `could not write ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+      );
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {
     const r = await this.exec(shArgv(READ_FILE, remotePath), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
     if (r.exitCode !== 0) {
       await rm(localPath, { force: true });
-      throw new CudamatrixError('TRANSPORT_FAILED', `could not read ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`);
+      throw new CudamatrixError(
+        'TRANSPORT_FAILED',
+        `could not read ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+      );
     }
     await writeFile(localPath, Buffer.from(r.stdout, 'base64'));
   }
@@ -397,7 +477,11 @@ class WslSession implements Session {
         },
         makeDir: async (dir) => {
           const made = await this.exec(shArgv(MAKE_DIRS, dir), inCache);
-          if (made.exitCode !== 0) throw new CudamatrixError('TRANSPORT_FAILED', `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`);
+          if (made.exitCode !== 0)
+            throw new CudamatrixError(
+              'TRANSPORT_FAILED',
+              `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`,
+            );
         },
         put: (from, to, o) => this.put(from, to, o),
         moveAndHash: async (from, to) => {
@@ -418,7 +502,12 @@ class WslSession implements Session {
    */
   openStream(argv: string[]): Promise<Duplex> {
     if (!this.runner.stream) {
-      return Promise.reject(new CudamatrixError('MATRIX_INVALID', `${this.description}: the hop before cannot carry a byte stream to wsl.exe, so a later hop cannot stream through it`));
+      return Promise.reject(
+        new CudamatrixError(
+          'MATRIX_INVALID',
+          `${this.description}: the hop before cannot carry a byte stream to wsl.exe, so a later hop cannot stream through it`,
+        ),
+      );
     }
     const nonce = randomBytes(6).toString('hex');
     return this.runner.stream([...this.args(this.workDir), '--exec', ...shArgv(GUARD, nonce, this.workDir), ...argv]);
@@ -447,14 +536,37 @@ function wslArgs(distribution: string, user: string | undefined, cwd: string): s
  * Why wsl.exe did not run a command (its marker never came): the distribution vanished, the user
  * does not exist, WSL broke, the hop could not run wsl.exe, or it ran out of time.
  */
-function failure(r: ExecResult, runner: Launcher, distro: WslDistro, user: string | undefined, what: string, timeoutMs?: number): CudamatrixError {
+function failure(
+  r: ExecResult,
+  runner: Launcher,
+  distro: WslDistro,
+  user: string | undefined,
+  what: string,
+  timeoutMs?: number,
+): CudamatrixError {
   const said = oneLine(`${decodeWslOutput(r.stdout)}\n${decodeWslOutput(r.stderr)}`);
   const where = `WSL distribution "${distro.name}" on ${runner.where}`;
   const error = (code: ErrorCode, message: string) => new CudamatrixError(code, message);
-  if (r.timedOut) return error('TARGET_UNREACHABLE', `${what} did not finish within ${(timeoutMs ?? 0) / 1000} s (connectTimeout): ${said || 'no output'}; starting a stopped WSL 2 distribution can take a while, so a larger connectTimeout may help`);
+  if (r.timedOut)
+    return error(
+      'TARGET_UNREACHABLE',
+      `${what} did not finish within ${(timeoutMs ?? 0) / 1000} s (connectTimeout): ${said || 'no output'}; starting a stopped WSL 2 distribution can take a while, so a larger connectTimeout may help`,
+    );
   if (notFoundOnHop(r)) return error('WSL_NOT_FOUND', `wsl.exe is not on PATH on ${runner.where}: ${said || `exit status ${r.exitCode}`}`);
-  if (WslToken.distroNotFound.test(said)) return error('WSL_DISTRO_NOT_FOUND', `${where} is gone (it was listed a moment ago): wsl.exe said: ${said}`);
-  if (WslToken.userNotFound.test(said)) return error('TARGET_UNREACHABLE', `there is no user "${user ?? '(the default user)'}" in ${where}; wsl.exe said: ${said}. Create the user there, or change user: in the matrix`);
-  if (WslToken.notInstalled.test(said)) return error('WSL_NOT_INSTALLED', `WSL on ${runner.where} cannot run ${distro.name}; wsl.exe said: ${said}. Install WSL ("wsl.exe --install" as administrator) and restart Windows`);
-  return error('TRANSPORT_FAILED', `${what}: wsl.exe did not run it (exit status ${r.exitCode}${r.signal ? `, ${r.signal}` : ''}): ${said || 'no output'}`);
+  if (WslToken.distroNotFound.test(said))
+    return error('WSL_DISTRO_NOT_FOUND', `${where} is gone (it was listed a moment ago): wsl.exe said: ${said}`);
+  if (WslToken.userNotFound.test(said))
+    return error(
+      'TARGET_UNREACHABLE',
+      `there is no user "${user ?? '(the default user)'}" in ${where}; wsl.exe said: ${said}. Create the user there, or change user: in the matrix`,
+    );
+  if (WslToken.notInstalled.test(said))
+    return error(
+      'WSL_NOT_INSTALLED',
+      `WSL on ${runner.where} cannot run ${distro.name}; wsl.exe said: ${said}. Install WSL ("wsl.exe --install" as administrator) and restart Windows`,
+    );
+  return error(
+    'TRANSPORT_FAILED',
+    `${what}: wsl.exe did not run it (exit status ${r.exitCode}${r.signal ? `, ${r.signal}` : ''}): ${said || 'no output'}`,
+  );
 }

@@ -28,7 +28,19 @@ import { sshdAvailable } from '../sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches (p2p-compare: used by scripts/gpu-suite.ts). */
 const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts'];
-const BENCHES = ['probe-accuracy', 'memory-checks', 'behaviour-checks', 'overhead', 'startup', 'ssh-fanout', 'schedule', 'sigint', 'report', 'diff', 'scale'];
+const BENCHES = [
+  'probe-accuracy',
+  'memory-checks',
+  'behaviour-checks',
+  'overhead',
+  'startup',
+  'ssh-fanout',
+  'schedule',
+  'sigint',
+  'report',
+  'diff',
+  'scale',
+];
 
 function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(path.delimiter).some((dir) => {
@@ -47,7 +59,11 @@ const sshReady = integrationAvailable(
   sshdAvailable() && ['ssh', 'scp', 'xargs', 'ssh-keygen'].every(onPath),
   'apt-get install openssh-server openssh-client findutils, and run the tests as root',
 );
-const pnpmReady = integrationAvailable('pnpm, for bench/sigint (it sends SIGINT to `pnpm matrix`)', onPath('pnpm'), 'npm install -g pnpm@10');
+const pnpmReady = integrationAvailable(
+  'pnpm, for bench/sigint (it sends SIGINT to `pnpm matrix`)',
+  onPath('pnpm'),
+  'npm install -g pnpm@10',
+);
 const portBase = process.env.CUDAMATRIX_BENCH_PORT_BASE ? Number(process.env.CUDAMATRIX_BENCH_PORT_BASE) : undefined;
 
 let benchTmp: string;
@@ -77,7 +93,10 @@ function runBench(name: string, args: string[], options: { env?: NodeJS.ProcessE
   // a program of its own and removes them when it exits.
   delete env.VITEST;
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--import', tsxLoader, path.join(repoRoot, 'bench', `${name}.ts`), ...args, '--out', out], { cwd: repoRoot, env });
+  const child = spawn(process.execPath, ['--import', tsxLoader, path.join(repoRoot, 'bench', `${name}.ts`), ...args, '--out', out], {
+    cwd: repoRoot,
+    env,
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -98,10 +117,16 @@ const failed = (r: BenchRun) => `exit ${r.code}\n--- stdout\n${r.stdout.slice(-3
 
 describe('the benches', () => {
   it('are all run here (a new bench/*.ts gets a tiny run in this file) and all have a pnpm script', () => {
-    const files = readdirSync(path.join(repoRoot, 'bench')).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !LIBRARIES.includes(f));
+    const files = readdirSync(path.join(repoRoot, 'bench')).filter(
+      (f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !LIBRARIES.includes(f),
+    );
     expect(files.map((f) => f.replace(/\.ts$/, '')).sort()).toEqual([...BENCHES].sort());
     const scripts = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    for (const bench of BENCHES) expect(Object.values(scripts).some((s) => s.includes(`bench/${bench}.ts`)), `a pnpm script runs bench/${bench}.ts`).toBe(true);
+    for (const bench of BENCHES)
+      expect(
+        Object.values(scripts).some((s) => s.includes(`bench/${bench}.ts`)),
+        `a pnpm script runs bench/${bench}.ts`,
+      ).toBe(true);
   });
 });
 
@@ -145,12 +170,27 @@ describe('bench/probe-accuracy', () => {
     });
 
     it('runs a warm-up and alternated rounds, compares medians, keeps every raw value, and passes when they agree', async () => {
-      const r = await runBench('probe-accuracy', ['--tiny', '--rounds', '3', '--probe', path.join(dir, 'cudaprobe'), '--python', path.join(dir, 'python')], { outName: 'accuracy-standin' });
+      const r = await runBench(
+        'probe-accuracy',
+        ['--tiny', '--rounds', '3', '--probe', path.join(dir, 'cudaprobe'), '--python', path.join(dir, 'python')],
+        { outName: 'accuracy-standin' },
+      );
       expect(r.code, failed(r)).toBe(0);
-      const j = r.json as { rounds: { order: string[]; cudaprobe: { transfer: unknown[] }; peer: { bandwidth: unknown[] } }[]; checks: { status: string }[]; comparisons: { cudaprobe: { values: number[] } }[]; warmup: object };
-      expect(Object.keys(j)).toEqual(expect.arrayContaining(['sysinfo', 'linkGbps', 'settings', 'rule', 'warmup', 'rounds', 'comparisons', 'checks']));
+      const j = r.json as {
+        rounds: { order: string[]; cudaprobe: { transfer: unknown[] }; peer: { bandwidth: unknown[] } }[];
+        checks: { status: string }[];
+        comparisons: { cudaprobe: { values: number[] } }[];
+        warmup: object;
+      };
+      expect(Object.keys(j)).toEqual(
+        expect.arrayContaining(['sysinfo', 'linkGbps', 'settings', 'rule', 'warmup', 'rounds', 'comparisons', 'checks']),
+      );
       expect(j.warmup).toMatchObject({ cudaprobe: expect.any(Object), peer: expect.any(Object) });
-      expect(j.rounds.map((x) => x.order)).toEqual([['cudaprobe', 'peer'], ['peer', 'cudaprobe'], ['cudaprobe', 'peer']]);
+      expect(j.rounds.map((x) => x.order)).toEqual([
+        ['cudaprobe', 'peer'],
+        ['peer', 'cudaprobe'],
+        ['cudaprobe', 'peer'],
+      ]);
       expect(j.rounds[0]!.cudaprobe.transfer.length).toBeGreaterThan(0);
       expect(j.rounds[0]!.peer.bandwidth).toHaveLength(4);
       expect(j.comparisons[0]!.cudaprobe.values).toHaveLength(3);
@@ -163,12 +203,19 @@ describe('bench/probe-accuracy', () => {
     });
 
     it('fails (exit 1) when the peer is steadily 25 % slower than cudaprobe, beyond the spreads', async () => {
-      const r = await runBench('probe-accuracy', ['--tiny', '--rounds', '3', '--probe', path.join(dir, 'cudaprobe'), '--python', path.join(dir, 'python')], {
-        outName: 'accuracy-standin-slow-peer',
-        env: { STANDIN_PEER_GBPS: '44' },
-      });
+      const r = await runBench(
+        'probe-accuracy',
+        ['--tiny', '--rounds', '3', '--probe', path.join(dir, 'cudaprobe'), '--python', path.join(dir, 'python')],
+        {
+          outName: 'accuracy-standin-slow-peer',
+          env: { STANDIN_PEER_GBPS: '44' },
+        },
+      );
       expect(r.code, failed(r)).toBe(1);
-      expect((r.json.checks as { kind: string; status: string }[]).filter((c) => c.kind === 'ratio').map((c) => c.status)).toEqual(['fail', 'fail']);
+      expect((r.json.checks as { kind: string; status: string }[]).filter((c) => c.kind === 'ratio').map((c) => c.status)).toEqual([
+        'fail',
+        'fail',
+      ]);
       expect(r.stdout).toMatch(/2\/4 checks passed: FAILED pinned H2D 16 MiB/);
     });
   });
@@ -190,33 +237,59 @@ describe('bench/memory-checks', () => {
   // A stand-in driver and runtime (test/fixtures/stub-libcuda.c: counted VRAM, real host and
   // managed memory, compiled here) under the real cudaprobe and the real ctypes peer, so that
   // the GPU path of the bench, its caps and its capped matrix run here too.
-  const standinReady = integrationAvailable('gcc and python3, for bench/memory-checks against a stand-in driver', hasCommand('gcc') && hasCommand('python3'), 'apt-get install gcc python3');
-  it.runIf(standinReady)('against a stand-in driver: both sides agree on every row, and the capped matrix it writes loads', async () => {
-    const dir = tempDir('cm-bench-stub-');
-    execFileSync('gcc', ['-shared', '-fPIC', '-O1', '-o', path.join(dir, 'libcuda.so.1'), path.join(repoRoot, 'test', 'fixtures', 'stub-libcuda.c')]);
-    const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
-    const stub = { LD_LIBRARY_PATH: dir, CUDAPROBE_CUDART: path.join(dir, 'libcuda.so.1') };
-    const r = await runBench('memory-checks', ['--tiny', '--probe', probe.path], { env: stub, outName: 'memory-checks-standin' });
-    // The one timed row (the stand-in's memset sleeps) is at the mercy of a loaded machine: not judged here.
-    const checks = r.json.checks as { what: string; status: string }[];
-    const timed = (c: { what: string }) => c.what.startsWith('first chunk write');
-    expect(checks.filter((c) => c.status === 'fail' && !timed(c))).toEqual([]);
-    expect(checks.filter((c) => c.status === 'pass' && !timed(c)).length).toBe(26);
-    expect(r.code, failed(r)).toBe(checks.some((c) => c.status === 'fail') ? 1 : 0);
-    expect(r.json.params).toMatchObject({ 'alloc-ceiling': { max_gib: 1 }, 'managed-memory': { percent_of_free: 50 }, 'sysmem-fallback': { max_gib: 1 } });
-    const yamlFile = path.join(outDir, 'new-probes.yaml');
-    const matrix = parseMatrix(readFileSync(yamlFile, 'utf8'), yamlFile);
-    expect(matrix.targets[0]!.probes).toEqual(['sysinfo', 'pinned-ceiling', 'managed-memory', 'alloc-ceiling', 'sysmem-fallback']);
-    expect(matrix.targets[0]!.params['managed-memory']).toEqual({ size_mib: 64, percent_of_free: 50 });
-    expectNothingLeft();
-  }, 600_000);
+  const standinReady = integrationAvailable(
+    'gcc and python3, for bench/memory-checks against a stand-in driver',
+    hasCommand('gcc') && hasCommand('python3'),
+    'apt-get install gcc python3',
+  );
+  it.runIf(standinReady)(
+    'against a stand-in driver: both sides agree on every row, and the capped matrix it writes loads',
+    async () => {
+      const dir = tempDir('cm-bench-stub-');
+      execFileSync('gcc', [
+        '-shared',
+        '-fPIC',
+        '-O1',
+        '-o',
+        path.join(dir, 'libcuda.so.1'),
+        path.join(repoRoot, 'test', 'fixtures', 'stub-libcuda.c'),
+      ]);
+      const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
+      const stub = { LD_LIBRARY_PATH: dir, CUDAPROBE_CUDART: path.join(dir, 'libcuda.so.1') };
+      const r = await runBench('memory-checks', ['--tiny', '--probe', probe.path], { env: stub, outName: 'memory-checks-standin' });
+      // The one timed row (the stand-in's memset sleeps) is at the mercy of a loaded machine: not judged here.
+      const checks = r.json.checks as { what: string; status: string }[];
+      const timed = (c: { what: string }) => c.what.startsWith('first chunk write');
+      expect(checks.filter((c) => c.status === 'fail' && !timed(c))).toEqual([]);
+      expect(checks.filter((c) => c.status === 'pass' && !timed(c)).length).toBe(26);
+      expect(r.code, failed(r)).toBe(checks.some((c) => c.status === 'fail') ? 1 : 0);
+      expect(r.json.params).toMatchObject({
+        'alloc-ceiling': { max_gib: 1 },
+        'managed-memory': { percent_of_free: 50 },
+        'sysmem-fallback': { max_gib: 1 },
+      });
+      const yamlFile = path.join(outDir, 'new-probes.yaml');
+      const matrix = parseMatrix(readFileSync(yamlFile, 'utf8'), yamlFile);
+      expect(matrix.targets[0]!.probes).toEqual(['sysinfo', 'pinned-ceiling', 'managed-memory', 'alloc-ceiling', 'sysmem-fallback']);
+      expect(matrix.targets[0]!.params['managed-memory']).toEqual({ size_mib: 64, percent_of_free: 50 });
+      expectNothingLeft();
+    },
+    600_000,
+  );
 });
 
 describe('bench/overhead', () => {
   it('--tiny: cudamatrix ran sysinfo once per target, like the peer', async () => {
     const r = await runBench('overhead', ['--tiny']);
     expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'overhead', targets: 2, rounds: 1, likeWithLike: true, ran: { peer: 'sysinfo x 2', cudamatrix: { sysinfo: 2 } }, enforced: false });
+    expect(r.json).toMatchObject({
+      bench: 'overhead',
+      targets: 2,
+      rounds: 1,
+      likeWithLike: true,
+      ran: { peer: 'sysinfo x 2', cudamatrix: { sysinfo: 2 } },
+      enforced: false,
+    });
     expect(r.json.samplesMs).toMatchObject({ peer: [expect.any(Number)], inProcess: [expect.any(Number)], cli: [expect.any(Number)] });
     expect(r.stdout).toMatch(/what it ran/);
     expectNothingLeft();
@@ -240,7 +313,13 @@ describe('bench/scale', () => {
     expect(r.code, failed(r)).toBe(0);
     expect(r.json).toMatchObject({ bench: 'scale', targets: 20, records: 50, rounds: 1, enforced: false });
     const results = r.json.results as { name: string; ms: number; maxRssMiB: number; peerMs: number; budgetMs: number }[];
-    expect(results.map((x) => [x.name, x.budgetMs])).toEqual([['plan', 1000], ['gha matrix', 1000], ['merge', 5000], ['report', 1000], ['diff', 1000]]);
+    expect(results.map((x) => [x.name, x.budgetMs])).toEqual([
+      ['plan', 1000],
+      ['gha matrix', 1000],
+      ['merge', 5000],
+      ['report', 1000],
+      ['diff', 1000],
+    ]);
     for (const x of results) expect([x.ms, x.maxRssMiB, x.peerMs].every((n) => n > 0)).toBe(true);
     expect(r.stdout).toMatch(/merge\s+20 event logs/);
     expectNothingLeft();
@@ -251,7 +330,14 @@ describe('bench/report', () => {
   it('--tiny: report and the JSON peer over synthetic records, the page size, budgets printed, not enforced', async () => {
     const r = await runBench('report', ['--tiny']);
     expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'report', records: 50, columns: 10, rounds: 1, enforced: false, budget: { reportMs: 1000, diffMs: 1000, pageBytes: 2 * 1024 * 1024 } });
+    expect(r.json).toMatchObject({
+      bench: 'report',
+      records: 50,
+      columns: 10,
+      rounds: 1,
+      enforced: false,
+      budget: { reportMs: 1000, diffMs: 1000, pageBytes: 2 * 1024 * 1024 },
+    });
     const samples = r.json.samplesMs as Record<string, number[]>;
     expect(samples.peer).toHaveLength(1);
     expect(samples.report).toHaveLength(1);
@@ -289,7 +375,15 @@ describe.runIf(sshReady)('benches with sshd', () => {
   it('bench/ssh-fanout --tiny: warm and cold, against OpenSSH, budgets printed, not enforced', async () => {
     const r = await runBench('ssh-fanout', ['--tiny', '--cli', cliFile, ...(portBase ? ['--port-base', String(portBase)] : [])]);
     expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'ssh-fanout', targets: 2, rounds: 1, enforced: false, warmUploadsNone: true, coldUploadsAll: true, uploads: { cliWarm: [0], cliCold: [2] } });
+    expect(r.json).toMatchObject({
+      bench: 'ssh-fanout',
+      targets: 2,
+      rounds: 1,
+      enforced: false,
+      warmUploadsNone: true,
+      coldUploadsAll: true,
+      uploads: { cliWarm: [0], cliCold: [2] },
+    });
     expect(Object.keys(r.json.samplesMs as object).sort()).toEqual(['cliCold', 'cliWarm', 'inProcessWarm', 'opensshCold', 'opensshWarm']);
     expect(r.json.ratios).toMatchObject({ warm: expect.any(Number), cold: expect.any(Number) });
     expect(r.stdout).toMatch(/cudamatrix \/ OpenSSH: warm [\d.]+ \(budget 1\.00\), cold [\d.]+ \(budget 1\.50\)/);
@@ -299,7 +393,12 @@ describe.runIf(sshReady)('benches with sshd', () => {
   it('bench/schedule --tiny: one round after the warm-up', async () => {
     const r = await runBench('schedule', ['--tiny', ...(portBase ? ['--port-base', String(portBase + 10)] : [])]);
     expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'schedule', rounds: 1, enforced: false, results: [expect.objectContaining({ wallMs: expect.any(Number), idealMs: expect.any(Number) })] });
+    expect(r.json).toMatchObject({
+      bench: 'schedule',
+      rounds: 1,
+      enforced: false,
+      results: [expect.objectContaining({ wallMs: expect.any(Number), idealMs: expect.any(Number) })],
+    });
     expectNothingLeft();
   });
 });

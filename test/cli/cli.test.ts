@@ -49,9 +49,12 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: false });
   });
 
-  it('runs the --quick profile, and the matrix\'s own parameters still win', async () => {
+  it("runs the --quick profile, and the matrix's own parameters still win", async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 'version: 1\ndefaults:\n  probes: [pinned-vram, sync-latency]\n  params:\n    sync-latency: {iterations: 500}\ntargets:\n  - name: here\n');
+    const m = writeMatrix(
+      dir,
+      'version: 1\ndefaults:\n  probes: [pinned-vram, sync-latency]\n  params:\n    sync-latency: {iterations: 500}\ntargets:\n  - name: here\n',
+    );
     const r = await runCli(['run', '--quick', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')]);
     expect(r.code).toBe(0);
     const events = readEventLog(path.join(onlyRunDir(path.join(dir, 'runs')), 'events.jsonl'));
@@ -69,11 +72,16 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
 
   it('exits 1 when an expectation fails', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 'version: 1\ntargets:\n  - name: here\n    expect:\n      - fact: sysinfo.os_family\n        equals: windows\n');
+    const m = writeMatrix(
+      dir,
+      'version: 1\ntargets:\n  - name: here\n    expect:\n      - fact: sysinfo.os_family\n        equals: windows\n',
+    );
     const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain('Expectations not met:');
-    expect(r.stdout).toContain('here: sysinfo.os_family == "windows" [target] — expected sysinfo.os_family to be "windows", observed "linux"');
+    expect(r.stdout).toContain(
+      'here: sysinfo.os_family == "windows" [target] — expected sysinfo.os_family to be "windows", observed "linux"',
+    );
     expect(readFileSync(path.join(dir, 'j.xml'), 'utf8')).toContain('<failure message="expected sysinfo.os_family');
   });
 
@@ -83,7 +91,9 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     const env = { CUDAMATRIX_CACHE: path.join(dir, 'cache'), PATH: '/nonexistent', CXX: '' };
     const r = await runCli(['run', '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')], { env });
     expect(r.code).toBe(3);
-    expect(r.stdout).toContain('✗ local: PROBE_BUILD_FAILED: no compiler for cudaprobe on linux/x86_64 (tried g++, clang++): install a C++17 compiler for linux/x86_64 (Debian: apt-get install g++)');
+    expect(r.stdout).toContain(
+      '✗ local: PROBE_BUILD_FAILED: no compiler for cudaprobe on linux/x86_64 (tried g++, clang++): install a C++17 compiler for linux/x86_64 (Debian: apt-get install g++)',
+    );
     expect(readFileSync(path.join(dir, 'j.xml'), 'utf8')).toContain('type="PROBE_BUILD_FAILED"');
   });
 
@@ -127,7 +137,9 @@ describe('cudamatrix command line', () => {
     const m = writeMatrix(dir, 'version: 1\ntargets:\n  - name: a\n    timout: 5m\n');
     const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`error [MATRIX_UNKNOWN_KEY]: the matrix file has an error:\n${m}:4:5: unknown key "timout" in targets[0] (did you mean "timeout"?)\n    fix: rename it to "timeout"`);
+    expect(r.stderr).toContain(
+      `error [MATRIX_UNKNOWN_KEY]: the matrix file has an error:\n${m}:4:5: unknown key "timout" in targets[0] (did you mean "timeout"?)\n    fix: rename it to "timeout"`,
+    );
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(existsSync(path.join(dir, 'runs'))).toBe(false);
   });
@@ -171,17 +183,38 @@ describe('cudamatrix command line', () => {
   it('explains itself in --help, with the exit codes', async () => {
     const r = await runCli(['run', '--help']);
     expect(r.code).toBe(0);
-    for (const text of ['--matrix <file>', '--target <glob>', '--shard <i/n>', '--strict', '--junit <file>', '--reporter <name[:path]>', 'Exit status:', '130  interrupted']) {
+    for (const text of [
+      '--matrix <file>',
+      '--target <glob>',
+      '--shard <i/n>',
+      '--strict',
+      '--junit <file>',
+      '--reporter <name[:path]>',
+      'Exit status:',
+      '130  interrupted',
+    ]) {
       expect(r.stdout).toContain(text);
     }
   });
 
-  it("names the record files in record --help as record writes them, the container part included (issue 20)", async () => {
+  it('names the record files in record --help as record writes them, the container part included (issue 20)', async () => {
     const r = await runCli(['record', '--help']);
     const pattern = /<dir>\/(driver-<version>\/\S+\.json)/.exec(r.stdout.replace(/\s+/g, ' '))?.[1];
     expect(pattern).toBe('driver-<version>/<environment>-<gpu>[-<container>]-<date>-<id>.json');
-    const asRegex = new RegExp(`^${pattern!.replace(/[.]/g, '\\.').replace(/\[-<container>\]/, '(-[a-z0-9.-]+)?').replace(/<date>/, '\\d{4}-\\d{2}-\\d{2}').replace(/<[a-z]+>/g, '[a-z0-9.-]+')}$`);
-    const committed = readdirSync(path.join(repoRoot, 'results', 'records')).filter((d) => d.startsWith('driver-')).flatMap((d) => readdirSync(path.join(repoRoot, 'results', 'records', d)).filter((f) => f.endsWith('.json')).map((f) => `${d}/${f}`));
+    const asRegex = new RegExp(
+      `^${pattern!
+        .replace(/[.]/g, '\\.')
+        .replace(/\[-<container>\]/, '(-[a-z0-9.-]+)?')
+        .replace(/<date>/, '\\d{4}-\\d{2}-\\d{2}')
+        .replace(/<[a-z]+>/g, '[a-z0-9.-]+')}$`,
+    );
+    const committed = readdirSync(path.join(repoRoot, 'results', 'records'))
+      .filter((d) => d.startsWith('driver-'))
+      .flatMap((d) =>
+        readdirSync(path.join(repoRoot, 'results', 'records', d))
+          .filter((f) => f.endsWith('.json'))
+          .map((f) => `${d}/${f}`),
+      );
     expect(committed.some((f) => f.includes('-docker-'))).toBe(true);
     for (const f of committed) expect(f).toMatch(asRegex);
   });

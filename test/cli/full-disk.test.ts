@@ -22,7 +22,11 @@ function smallDisk(): string | undefined {
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24k', 'tmpfs', dir], { stdio: 'pipe' });
   } catch (error) {
-    integrationAvailable(`a 24 KiB tmpfs (mount: ${(error as Error).message.split('\n')[0]})`, false, 'run the tests as root, or in a container with CAP_SYS_ADMIN');
+    integrationAvailable(
+      `a 24 KiB tmpfs (mount: ${(error as Error).message.split('\n')[0]})`,
+      false,
+      'run the tests as root, or in a container with CAP_SYS_ADMIN',
+    );
     return undefined;
   }
   mounted.push(dir);
@@ -57,7 +61,11 @@ afterEach(unmountAll);
 
 describe('exit status 6 in --help', () => {
   it('run, record and report list it', async () => {
-    const [run, record, report] = await Promise.all([runCli(['run', '--help']), runCli(['record', '--help']), runCli(['report', '--help'])]);
+    const [run, record, report] = await Promise.all([
+      runCli(['run', '--help']),
+      runCli(['record', '--help']),
+      runCli(['report', '--help']),
+    ]);
     expect(run.stdout).toContain('  6    an output could not be written (a full disk, no permission)');
     expect(record.stdout).toContain('  6  a record could not be written (a full disk, no permission');
     expect(report.stdout).toContain('  6  BEHAVIOUR.md or behaviour.html could not be written');
@@ -65,39 +73,53 @@ describe('exit status 6 in --help', () => {
 });
 
 describe.runIf(canMount)('a full disk', () => {
-  it.runIf(noGpuHere)('run: an event log that does not fit is cut back to its whole lines, every output named, exit 6, no temp file', async () => {
-    const disk = smallDisk()!;
-    const r = await runCli(['run', '--results-dir', path.join(disk, 'runs'), '--junit', path.join(disk, 'junit.xml')]);
-    expect(r.stderr).not.toMatch(/\n\s+at |internal error/);
-    expect(r.code, r.stdout + r.stderr).toBe(6);
-    const [runId] = readdirSync(path.join(disk, 'runs'));
-    const log = path.join(disk, 'runs', runId!, 'events.jsonl');
-    expect(r.stdout).toMatch(new RegExp(`Not written: ${log.replace(/[.]/g, '\\.')} could not be written \\(ENOSPC: no space left on the device\\); it holds the first \\d+ events`));
-    expect(r.stdout).toContain(`Not written: ${path.join(disk, 'junit.xml')} could not be written (ENOSPC`);
-    expect(r.stdout).toContain('Exit status: 6 (an output could not be written)');
-    const text = readFileSync(log, 'utf8');
-    expect(text.endsWith('\n')).toBe(true);
-    const lines = text.slice(0, -1).split('\n');
-    expect(lines.length).toBeGreaterThan(1);
-    for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
-    expect(filesUnder(disk).filter((f) => f.endsWith('.tmp'))).toEqual([]);
-    expect(filesUnder(disk)).toEqual([path.join('runs', runId!, 'events.jsonl')]);
-  }, 120_000);
+  it.runIf(noGpuHere)(
+    'run: an event log that does not fit is cut back to its whole lines, every output named, exit 6, no temp file',
+    async () => {
+      const disk = smallDisk()!;
+      const r = await runCli(['run', '--results-dir', path.join(disk, 'runs'), '--junit', path.join(disk, 'junit.xml')]);
+      expect(r.stderr).not.toMatch(/\n\s+at |internal error/);
+      expect(r.code, r.stdout + r.stderr).toBe(6);
+      const [runId] = readdirSync(path.join(disk, 'runs'));
+      const log = path.join(disk, 'runs', runId!, 'events.jsonl');
+      expect(r.stdout).toMatch(
+        new RegExp(
+          `Not written: ${log.replace(/[.]/g, '\\.')} could not be written \\(ENOSPC: no space left on the device\\); it holds the first \\d+ events`,
+        ),
+      );
+      expect(r.stdout).toContain(`Not written: ${path.join(disk, 'junit.xml')} could not be written (ENOSPC`);
+      expect(r.stdout).toContain('Exit status: 6 (an output could not be written)');
+      const text = readFileSync(log, 'utf8');
+      expect(text.endsWith('\n')).toBe(true);
+      const lines = text.slice(0, -1).split('\n');
+      expect(lines.length).toBeGreaterThan(1);
+      for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+      expect(filesUnder(disk).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+      expect(filesUnder(disk)).toEqual([path.join('runs', runId!, 'events.jsonl')]);
+    },
+    120_000,
+  );
 
-  it.runIf(noGpuHere)('run: --junit on a full disk fails the run (exit 6, naming it) and the run folder keeps its whole record', async () => {
-    const disk = smallDisk()!;
-    fill(disk);
-    const roomy = tempDir('cm-full-disk-runs-');
-    const junit = path.join(disk, 'junit.xml');
-    const r = await runCli(['run', '-p', 'sysinfo', '--results-dir', roomy, '--junit', junit]);
-    expect(r.code, r.stdout + r.stderr).toBe(6);
-    expect(r.stderr).toContain(`error: reporter "junit": ${junit} could not be written (ENOSPC: no space left on the device); nothing of it was written.`);
-    expect(r.stdout).toContain('Exit status: 6');
-    expect(filesUnder(disk).every((f) => f.startsWith('filler-'))).toBe(true);
-    const [runId] = readdirSync(roomy);
-    expect(filesUnder(path.join(roomy, runId!)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
-    expect(() => JSON.parse(readFileSync(path.join(roomy, runId!, 'summary.json'), 'utf8'))).not.toThrow();
-  }, 120_000);
+  it.runIf(noGpuHere)(
+    'run: --junit on a full disk fails the run (exit 6, naming it) and the run folder keeps its whole record',
+    async () => {
+      const disk = smallDisk()!;
+      fill(disk);
+      const roomy = tempDir('cm-full-disk-runs-');
+      const junit = path.join(disk, 'junit.xml');
+      const r = await runCli(['run', '-p', 'sysinfo', '--results-dir', roomy, '--junit', junit]);
+      expect(r.code, r.stdout + r.stderr).toBe(6);
+      expect(r.stderr).toContain(
+        `error: reporter "junit": ${junit} could not be written (ENOSPC: no space left on the device); nothing of it was written.`,
+      );
+      expect(r.stdout).toContain('Exit status: 6');
+      expect(filesUnder(disk).every((f) => f.startsWith('filler-'))).toBe(true);
+      const [runId] = readdirSync(roomy);
+      expect(filesUnder(path.join(roomy, runId!)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
+      expect(() => JSON.parse(readFileSync(path.join(roomy, runId!, 'summary.json'), 'utf8'))).not.toThrow();
+    },
+    120_000,
+  );
 
   it('merge, record and report on a full disk: exit 6 naming the file, nothing half-written, no temp file', async () => {
     const disk = smallDisk()!;

@@ -32,28 +32,41 @@ beforeAll(async () => {
 });
 
 describe('many runs at once', () => {
-  it.runIf(noGpuHere)(`${AT_ONCE} runs with one --results-dir and one --junit: each its own folder and whole log, one whole JUnit file, no temp file`, async () => {
-    const dir = tempDir('cm-at-once-');
-    const runs = path.join(dir, 'runs');
-    const junit = path.join(dir, 'junit.xml');
-    const results = await together(AT_ONCE, () => ['run', '-p', 'sysinfo,pinned-vram', '--quiet', '--results-dir', runs, '--junit', junit]);
-    for (const r of results) expect(r.code, r.stdout + r.stderr).toBe(0);
-    const folders = readdirSync(runs);
-    expect(folders).toHaveLength(AT_ONCE);
-    for (const folder of folders) {
-      const lines = readFileSync(path.join(runs, folder, 'events.jsonl'), 'utf8').split('\n');
-      expect(lines.pop()).toBe('');
-      const events = lines.map((l) => JSON.parse(l) as { type: string; runId?: string });
-      expect(events[0]).toMatchObject({ type: 'run-start', runId: folder });
-      expect(events.at(-1)!.type).toBe('run-end');
-      expect(events.filter((e) => e.type === 'cell-end')).toHaveLength(2);
-      expect(filesUnder(path.join(runs, folder)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
-    }
-    // Each run replaced the shared JUnit file whole: the last one's, never a mix.
-    const xml = readFileSync(junit, 'utf8');
-    expect(folders.filter((f) => xml === readFileSync(path.join(runs, f, 'junit.xml'), 'utf8')).length).toBeGreaterThanOrEqual(1);
-    expect(filesUnder(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
-  }, 300_000);
+  it.runIf(noGpuHere)(
+    `${AT_ONCE} runs with one --results-dir and one --junit: each its own folder and whole log, one whole JUnit file, no temp file`,
+    async () => {
+      const dir = tempDir('cm-at-once-');
+      const runs = path.join(dir, 'runs');
+      const junit = path.join(dir, 'junit.xml');
+      const results = await together(AT_ONCE, () => [
+        'run',
+        '-p',
+        'sysinfo,pinned-vram',
+        '--quiet',
+        '--results-dir',
+        runs,
+        '--junit',
+        junit,
+      ]);
+      for (const r of results) expect(r.code, r.stdout + r.stderr).toBe(0);
+      const folders = readdirSync(runs);
+      expect(folders).toHaveLength(AT_ONCE);
+      for (const folder of folders) {
+        const lines = readFileSync(path.join(runs, folder, 'events.jsonl'), 'utf8').split('\n');
+        expect(lines.pop()).toBe('');
+        const events = lines.map((l) => JSON.parse(l) as { type: string; runId?: string });
+        expect(events[0]).toMatchObject({ type: 'run-start', runId: folder });
+        expect(events.at(-1)!.type).toBe('run-end');
+        expect(events.filter((e) => e.type === 'cell-end')).toHaveLength(2);
+        expect(filesUnder(path.join(runs, folder)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
+      }
+      // Each run replaced the shared JUnit file whole: the last one's, never a mix.
+      const xml = readFileSync(junit, 'utf8');
+      expect(folders.filter((f) => xml === readFileSync(path.join(runs, f, 'junit.xml'), 'utf8')).length).toBeGreaterThanOrEqual(1);
+      expect(filesUnder(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    },
+    300_000,
+  );
 
   it(`${AT_ONCE} records into one folder at once, of 4 observations twice each: each observation written once, as one after the other would`, async () => {
     const dir = tempDir('cm-at-once-records-');
@@ -71,8 +84,13 @@ describe('many runs at once', () => {
     });
     const results = await together(AT_ONCE, (i) => ['record', '--records-dir', records, inputs[i]!]);
     for (const r of results) expect(r.code, r.stderr).toBe(0);
-    const said = results.map((r) => (/\n {4}written /.test(r.stdout) ? 'written' : /already recorded: /.test(r.stdout) ? 'identical' : r.stdout));
-    expect(said.filter((s) => s === 'written'), said.join('\n')).toHaveLength(4);
+    const said = results.map((r) =>
+      /\n {4}written /.test(r.stdout) ? 'written' : /already recorded: /.test(r.stdout) ? 'identical' : r.stdout,
+    );
+    expect(
+      said.filter((s) => s === 'written'),
+      said.join('\n'),
+    ).toHaveLength(4);
     expect(said.filter((s) => s === 'identical')).toHaveLength(4);
     const files = filesUnder(records);
     expect(files).toHaveLength(4);

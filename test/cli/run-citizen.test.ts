@@ -42,7 +42,8 @@ function processesWith(marker: string): string[] {
   const found: string[] = [];
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes(marker)) found.push(`${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes(marker))
+        found.push(`${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
     } catch {
       // gone, or not ours
     }
@@ -91,7 +92,9 @@ async function startRunWithBusySubject() {
   const m = writeMatrix(dir, 1, '[pinned-vram]');
   const delay = uniqueDelay(600_000);
   const marker = `CUDAPROBE_TEST_SUBJECT_DELAY_MS=${delay}`;
-  const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_SUBJECT_DELAY_MS: delay } });
+  const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
+    env: { CUDAPROBE_TEST_SUBJECT_DELAY_MS: delay },
+  });
   const subjects = () => processesWith(marker).filter((p) => p.includes('cudaprobe subject'));
   const probes = () => processesWith(marker).filter((p) => p.includes('cudaprobe run'));
   expect(await eventually(() => subjects().length > 0, 120_000)).toBe(true);
@@ -102,10 +105,12 @@ async function startRunWithBusySubject() {
 const noStackTrace = /\n\s+at .+:\d+:\d+/;
 
 describe('a reader that goes away (defect 2)', () => {
-  it('stops the printing, not the run: every result file is written and the exit status is the run\'s', async () => {
+  it("stops the printing, not the run: every result file is written and the exit status is the run's", async () => {
     const dir = tempDir();
     const m = writeMatrix(dir, 4);
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: '300' } });
+    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
+      env: { CUDAPROBE_TEST_DELAY_MS: '300' },
+    });
     // Like `| head -3`: the reader takes the first lines and closes its end of the pipe.
     await whenOutput(child, '▶ t0', () => child.stdout!.destroy());
     const r = await done;
@@ -124,21 +129,25 @@ describe('a reader that goes away (defect 2)', () => {
     ['plan', ['plan', '-m', '@big']],
     ['probes list --facts', ['probes', 'list', '--facts']],
     ['run', ['run', '-m', '@big', '-p', 'windows-registry', '--concurrency', '8', '--results-dir', '@runs']],
-  ])('%s | head -1 exits cleanly', async (_name, args) => {
-    const dir = tempDir();
-    const big = path.join(dir, 'big.yaml');
-    writeFileSync(big, `version: 1\ntargets:\n${Array.from({ length: 300 }, (_, i) => `  - name: t${i}`).join('\n')}\n`);
-    const argv = args.map((a) => (a === '@big' ? big : a === '@runs' ? path.join(dir, 'runs') : a));
-    const quoted = [process.execPath, '--import', tsxLoader, cliEntry, ...argv].map((a) => JSON.stringify(a)).join(' ');
-    const cmd = `${quoted} 2>${JSON.stringify(path.join(dir, 'err'))} | head -1 >/dev/null; echo "\${PIPESTATUS[0]}"`;
-    const r = spawnSync('bash', ['-c', cmd], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
-    const stderr = readFileSync(path.join(dir, 'err'), 'utf8');
-    expect(stderr).not.toMatch(noStackTrace);
-    expect(stderr).not.toContain('EPIPE');
-    expect(r.stdout.trim()).toBe('0');
-    if (args[0] === 'run') await expectResultsWritten(dir, false);
-    // 300 targets: a minute or more on a busy 2-core machine (beside two busy loops: over 60 s).
-  }, 240_000);
+  ])(
+    '%s | head -1 exits cleanly',
+    async (_name, args) => {
+      const dir = tempDir();
+      const big = path.join(dir, 'big.yaml');
+      writeFileSync(big, `version: 1\ntargets:\n${Array.from({ length: 300 }, (_, i) => `  - name: t${i}`).join('\n')}\n`);
+      const argv = args.map((a) => (a === '@big' ? big : a === '@runs' ? path.join(dir, 'runs') : a));
+      const quoted = [process.execPath, '--import', tsxLoader, cliEntry, ...argv].map((a) => JSON.stringify(a)).join(' ');
+      const cmd = `${quoted} 2>${JSON.stringify(path.join(dir, 'err'))} | head -1 >/dev/null; echo "\${PIPESTATUS[0]}"`;
+      const r = spawnSync('bash', ['-c', cmd], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+      const stderr = readFileSync(path.join(dir, 'err'), 'utf8');
+      expect(stderr).not.toMatch(noStackTrace);
+      expect(stderr).not.toContain('EPIPE');
+      expect(r.stdout.trim()).toBe('0');
+      if (args[0] === 'run') await expectResultsWritten(dir, false);
+      // 300 targets: a minute or more on a busy 2-core machine (beside two busy loops: over 60 s).
+    },
+    240_000,
+  );
 });
 
 describe('signals (defects 6 and 11)', () => {
@@ -206,7 +215,7 @@ describe('signals (defects 6 and 11)', () => {
     expect(await eventually(() => workFolders().length === 0)).toBe(true);
   });
 
-  it('a SIGKILLed cudamatrix takes the memory probes\' subjects with the probe (issue 22.1)', async () => {
+  it("a SIGKILLed cudamatrix takes the memory probes' subjects with the probe (issue 22.1)", async () => {
     const { child, done, gone, subjects } = await startRunWithBusySubject();
     expect(subjects()).toHaveLength(1);
     child.kill('SIGKILL');
@@ -225,27 +234,35 @@ describe('signals (defects 6 and 11)', () => {
   });
 
   // ps finds a compiler still working for the interrupted run.
-  it.runIf(commandsAvailable('the test of Ctrl-C during the first compile', { ps: 'procps' }))('Ctrl-C during the first compile stops the compiler and reads as "not run", not as errors', async () => {
-    const dir = tempDir();
-    const cache = tempDir('cm-fresh-cache-');
-    const m = path.join(dir, 'matrix.yaml');
-    writeFileSync(m, 'version: 1\ntargets:\n  - name: here\n');
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')], { env: { CUDAMATRIX_CACHE: cache } });
-    await whenOutput(child, 'compiling cudaprobe', () => child.kill('SIGINT'), 'stderr');
-    const r = await done;
-    expect(r.code).toBe(130);
-    const events = await expectResultsWritten(dir, true);
-    const cells = events.filter((e) => e.type === 'cell-end');
-    expect(cells.length).toBeGreaterThan(0);
-    expect(cells.every((c) => c.type === 'cell-end' && c.status === 'not-run')).toBe(true);
-    expect(events.some((e) => e.type === 'target-error')).toBe(false);
-    const xml = readFileSync(path.join(dir, 'j.xml'), 'utf8');
-    expect(xml).toMatch(/<testsuites [^>]*errors="0"/);
-    expect(xml).toMatch(/<testsuites [^>]*failures="0"/);
-    // No compiler is still working for the interrupted run.
-    const compilers = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(cache));
-    expect(await eventually(() => compilers().length === 0)).toBe(true);
-  });
+  it.runIf(commandsAvailable('the test of Ctrl-C during the first compile', { ps: 'procps' }))(
+    'Ctrl-C during the first compile stops the compiler and reads as "not run", not as errors',
+    async () => {
+      const dir = tempDir();
+      const cache = tempDir('cm-fresh-cache-');
+      const m = path.join(dir, 'matrix.yaml');
+      writeFileSync(m, 'version: 1\ntargets:\n  - name: here\n');
+      const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')], {
+        env: { CUDAMATRIX_CACHE: cache },
+      });
+      await whenOutput(child, 'compiling cudaprobe', () => child.kill('SIGINT'), 'stderr');
+      const r = await done;
+      expect(r.code).toBe(130);
+      const events = await expectResultsWritten(dir, true);
+      const cells = events.filter((e) => e.type === 'cell-end');
+      expect(cells.length).toBeGreaterThan(0);
+      expect(cells.every((c) => c.type === 'cell-end' && c.status === 'not-run')).toBe(true);
+      expect(events.some((e) => e.type === 'target-error')).toBe(false);
+      const xml = readFileSync(path.join(dir, 'j.xml'), 'utf8');
+      expect(xml).toMatch(/<testsuites [^>]*errors="0"/);
+      expect(xml).toMatch(/<testsuites [^>]*failures="0"/);
+      // No compiler is still working for the interrupted run.
+      const compilers = () =>
+        execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+          .split('\n')
+          .filter((l) => l.includes(cache));
+      expect(await eventually(() => compilers().length === 0)).toBe(true);
+    },
+  );
 });
 
 describe('outputs (defects 1 and 10)', () => {
@@ -256,7 +273,19 @@ describe('outputs (defects 1 and 10)', () => {
     writeFileSync(real, '');
     const link = path.join(dir, 'stdout-link');
     symlinkSync(real, link);
-    const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--reporter', `json:${link}`, '--reporter', 'junit:/dev/null', '--reporter', 'junit:-']);
+    const r = await runCli([
+      'run',
+      '-m',
+      m,
+      '--results-dir',
+      path.join(dir, 'runs'),
+      '--reporter',
+      `json:${link}`,
+      '--reporter',
+      'junit:/dev/null',
+      '--reporter',
+      'junit:-',
+    ]);
     expect(r.code).toBe(0);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(readlinkSync(link)).toBe(real);
@@ -273,7 +302,22 @@ describe('outputs (defects 1 and 10)', () => {
     const plain = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { cwd: dir });
     expect(plain.code).toBe(0);
     expect(existsSync(path.join(dir, 'junit.xml'))).toBe(false);
-    const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs2'), '--junit', path.join(dir, 'a.xml'), '--reporter', `json=${path.join(dir, 'b.json')}`, '--reporter', 'console'], { cwd: dir });
+    const r = await runCli(
+      [
+        'run',
+        '-m',
+        m,
+        '--results-dir',
+        path.join(dir, 'runs2'),
+        '--junit',
+        path.join(dir, 'a.xml'),
+        '--reporter',
+        `json=${path.join(dir, 'b.json')}`,
+        '--reporter',
+        'console',
+      ],
+      { cwd: dir },
+    );
     expect(r.code).toBe(0);
     await validateJunit(readFileSync(path.join(dir, 'a.xml'), 'utf8'));
     expect(JSON.parse(readFileSync(path.join(dir, 'b.json'), 'utf8')).counts).toBeDefined();
@@ -311,8 +355,26 @@ describe('outputs (defects 1 and 10)', () => {
     const m = writeMatrix(dir, 1);
     const out = path.join(dir, 'out.xml');
     const err = path.join(dir, 'err.txt');
-    const quoted = [process.execPath, '--import', tsxLoader, cliEntry, 'run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', '/dev/stdout'].map((a) => JSON.stringify(a)).join(' ');
-    const r = spawnSync('sh', ['-c', `${quoted} > ${JSON.stringify(out)} 2> ${JSON.stringify(err)}`], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+    const quoted = [
+      process.execPath,
+      '--import',
+      tsxLoader,
+      cliEntry,
+      'run',
+      '-m',
+      m,
+      '--results-dir',
+      path.join(dir, 'runs'),
+      '--junit',
+      '/dev/stdout',
+    ]
+      .map((a) => JSON.stringify(a))
+      .join(' ');
+    const r = spawnSync('sh', ['-c', `${quoted} > ${JSON.stringify(out)} 2> ${JSON.stringify(err)}`], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1' },
+    });
     expect(r.status).toBe(0);
     // Before, opening /dev/stdout truncated the file and the console lines in it were lost.
     await validateJunit(readFileSync(out, 'utf8'));

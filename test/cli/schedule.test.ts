@@ -23,10 +23,30 @@ afterAll(async () => {
 describe.runIf(ready)('the scheduler', () => {
   it('gives a free slot to another host at once, while one host works through its own targets', async () => {
     const dir = tempDir();
-    const hop = { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, retries: 0 };
+    const hop = {
+      kind: 'ssh',
+      host: '127.0.0.1',
+      port: sshd.ports[0],
+      identityFile: sshd.key,
+      knownHosts: sshd.knownHosts,
+      sshConfig: false,
+      retries: 0,
+    };
     const local = Array.from({ length: 8 }, (_, i) => `  - name: local-${i}`);
     const file = path.join(dir, 'matrix.yaml');
-    writeFileSync(file, ['version: 1', 'concurrency: 2', 'defaults: {probes: [sysinfo]}', 'targets:', ...local, `  - name: remote`, `    transport: ${JSON.stringify(hop)}`, ''].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        'concurrency: 2',
+        'defaults: {probes: [sysinfo]}',
+        'targets:',
+        ...local,
+        `  - name: remote`,
+        `    transport: ${JSON.stringify(hop)}`,
+        '',
+      ].join('\n'),
+    );
     // Each local probe waits 400 ms (cudaprobe's test hook; the remote sessions do not get it):
     // the eight local targets, one at a time on this host, take over 3 s.
     const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: '400' } });

@@ -18,7 +18,19 @@ import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
 import { nodeArch } from '../../runners/local.ts';
 import { runCli, startCli, type CliResult } from '../cli.ts';
-import { buildDelayImage, buildTestBase, containerOfTarget, docker, dockerEnv, dockerToolsReady, leftoversOf, probeRunsIn, testDockerHost, testDockerUnavailable, until } from './docker.ts';
+import {
+  buildDelayImage,
+  buildTestBase,
+  containerOfTarget,
+  docker,
+  dockerEnv,
+  dockerToolsReady,
+  leftoversOf,
+  probeRunsIn,
+  testDockerHost,
+  testDockerUnavailable,
+  until,
+} from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';
 import { sshdReady, startSshd, type Sshd } from '../sshd.ts';
 
@@ -43,7 +55,6 @@ afterAll(async () => {
   // Every run this file started has ended.
   expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
 });
-
 
 /** The run's result, or null when it has not ended within `ms` (it is killed then, by its PID). */
 async function within(run: { child: ChildProcess; done: Promise<CliResult> }, ms: number): Promise<CliResult | null> {
@@ -82,17 +93,40 @@ const dialers = () => {
 describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker system dial-stdio', () => {
   it('runs the probes in a container on the remote engine, and leaves no container and no dial-stdio behind', async () => {
     const dir = tempDir();
-    const ssh = { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, agent: false };
+    const ssh = {
+      kind: 'ssh',
+      host: '127.0.0.1',
+      port: sshd.ports[0],
+      identityFile: sshd.key,
+      knownHosts: sshd.knownHosts,
+      sshConfig: false,
+      agent: false,
+    };
     const file = path.join(dir, 'matrix.yaml');
-    writeFileSync(file, ['version: 1', 'targets:', '  - name: remote-docker', `    transport: ${JSON.stringify([ssh, { kind: 'docker', base, gpus: 'none' }])}`, '    probes: [sysinfo, event-timing]', ''].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        'targets:',
+        '  - name: remote-docker',
+        `    transport: ${JSON.stringify([ssh, { kind: 'docker', base, gpus: 'none' }])}`,
+        '    probes: [sysinfo, event-timing]',
+        '',
+      ].join('\n'),
+    );
     // The controller's own DOCKER_HOST points nowhere: only the SSH hop's engine can be meant.
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...dockerEnv(), DOCKER_HOST: 'unix:///nonexistent/docker.sock' } });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
+      env: { ...dockerEnv(), DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
+    });
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const [run] = readdirSync(path.join(dir, 'runs'));
     const events: RunEvent[] = readEventLog(path.join(dir, 'runs', run!, 'events.jsonl'));
     const readyEvent = events.find((e) => e.type === 'target-ready');
-    expect(readyEvent).toMatchObject({ platform: 'linux', session: expect.stringMatching(/^docker \S+ \(.*\) on docker system dial-stdio on ssh root@127\.0\.0\.1:\d+$/) });
+    expect(readyEvent).toMatchObject({
+      platform: 'linux',
+      session: expect.stringMatching(/^docker \S+ \(.*\) on docker system dial-stdio on ssh root@127\.0\.0\.1:\d+$/),
+    });
     const cells = events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
     expect(cells.map((c) => [c.probe, c.status])).toEqual([
       ['sysinfo', 'skipped'],
@@ -113,10 +147,30 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
     try {
       const dir = tempDir();
       const port = own.ports[0]!;
-      const ssh = { kind: 'ssh', host: '127.0.0.1', port, identityFile: own.key, knownHosts: own.knownHosts, sshConfig: false, agent: false };
+      const ssh = {
+        kind: 'ssh',
+        host: '127.0.0.1',
+        port,
+        identityFile: own.key,
+        knownHosts: own.knownHosts,
+        sshConfig: false,
+        agent: false,
+      };
       const file = path.join(dir, 'matrix.yaml');
-      writeFileSync(file, ['version: 1', 'targets:', '  - name: hop-lost', `    transport: ${JSON.stringify([ssh, { kind: 'docker', image: hang, gpus: 'none' }])}`, '    probes: [sysinfo, event-timing]', ''].join('\n'));
-      run = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...dockerEnv(), DOCKER_HOST: 'unix:///nonexistent/docker.sock' } });
+      writeFileSync(
+        file,
+        [
+          'version: 1',
+          'targets:',
+          '  - name: hop-lost',
+          `    transport: ${JSON.stringify([ssh, { kind: 'docker', image: hang, gpus: 'none' }])}`,
+          '    probes: [sysinfo, event-timing]',
+          '',
+        ].join('\n'),
+      );
+      run = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
+        env: { ...dockerEnv(), DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
+      });
       started.push(run.child);
       const containerOf = () => containerOfTarget(docker, 'hop-lost');
       await until('cudaprobe run sysinfo in the container', () => probeRunsIn(docker, 'hop-lost'), 60_000);
@@ -139,11 +193,16 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
       // Which hop: the engine is reached through dial-stdio on that SSH host.
       const hop = new RegExp(`docker system dial-stdio on ssh root@127\\.0\\.0\\.1:${port}\\b`);
       expect(cells[0]!.reason).toMatch(hop);
-      expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringMatching(hop) });
+      expect(events.find((e) => e.type === 'target-error')).toMatchObject({
+        code: 'TRANSPORT_FAILED',
+        message: expect.stringMatching(hop),
+      });
       // Nothing reaps it: the engine has removed it, and its volume, by itself.
       const gone = await until('the container of the run removed by the engine', () => leftoversOf(runId).containers.length === 0, 15_000);
       expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
-      console.log(`[ssh, docker] hop lost: the run ended ${((Date.now() - lostAt) / 1000).toFixed(1)} s later (${cells[0]!.reason}); its container was gone ${(gone / 1000).toFixed(1)} s after that`);
+      console.log(
+        `[ssh, docker] hop lost: the run ended ${((Date.now() - lostAt) / 1000).toFixed(1)} s later (${cells[0]!.reason}); its container was gone ${(gone / 1000).toFixed(1)} s after that`,
+      );
       await until('no docker system dial-stdio left on the host', () => dialers().length === 0, 15_000);
     } finally {
       if (run?.child.exitCode === null && run.child.signalCode === null) run.child.kill('SIGKILL');
@@ -154,14 +213,34 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
 
   it('says which hop failed when the SSH host has no docker that answers', async () => {
     const dir = tempDir();
-    const ssh = { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, agent: false };
+    const ssh = {
+      kind: 'ssh',
+      host: '127.0.0.1',
+      port: sshd.ports[0],
+      identityFile: sshd.key,
+      knownHosts: sshd.knownHosts,
+      sshConfig: false,
+      agent: false,
+    };
     const file = path.join(dir, 'matrix.yaml');
     const docker = { kind: 'docker', base, gpus: 'none', endpoint: 'unix:///nonexistent/docker.sock', connectTimeout: 5 };
-    writeFileSync(file, ['version: 1', 'targets:', '  - name: remote-docker', `    transport: ${JSON.stringify([ssh, docker])}`, '    probes: [sysinfo]', ''].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        'targets:',
+        '  - name: remote-docker',
+        `    transport: ${JSON.stringify([ssh, docker])}`,
+        '    probes: [sysinfo]',
+        '',
+      ].join('\n'),
+    );
     const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: dockerEnv() });
     expect(r.code).toBe(3);
     expect(r.stdout + r.stderr).toMatch(/TARGET_UNREACHABLE/);
-    expect(r.stdout + r.stderr).toMatch(/docker --host unix:\/\/\/nonexistent\/docker\.sock system dial-stdio on ssh root@127\.0\.0\.1:\d+/);
+    expect(r.stdout + r.stderr).toMatch(
+      /docker --host unix:\/\/\/nonexistent\/docker\.sock system dial-stdio on ssh root@127\.0\.0\.1:\d+/,
+    );
     expect(dialers()).toEqual([]);
   }, 120_000);
 });

@@ -18,7 +18,11 @@ export function dockerCliEnv(host: string): NodeJS.ProcessEnv {
 /** Whether the engine at `host` answers (through the docker CLI). */
 export function engineAnswers(host: string): boolean {
   try {
-    execFileSync('docker', ['-H', host, 'version', '--format', '{{.Server.Version}}'], { stdio: 'pipe', timeout: 10_000, env: dockerCliEnv(host) });
+    execFileSync('docker', ['-H', host, 'version', '--format', '{{.Server.Version}}'], {
+      stdio: 'pipe',
+      timeout: 10_000,
+      env: dockerCliEnv(host),
+    });
     return true;
   } catch {
     return false;
@@ -75,7 +79,19 @@ export async function startTestEngine(parent: string, timeoutMs = 60_000, extraS
   const dir = mkdtempSync(path.join(parent, 'cm-dockerd-'));
   const host = `unix://${path.join(dir, 'docker.sock')}`;
   const log = openSync(path.join(dir, 'dockerd.log'), 'a');
-  const args = ['--bridge=none', '--iptables=false', '-H', host, ...extraSockets.flatMap((socket) => ['-H', `unix://${socket}`]), '--data-root', path.join(dir, 'data'), '--exec-root', path.join(dir, 'exec'), '--pidfile', path.join(dir, 'docker.pid')];
+  const args = [
+    '--bridge=none',
+    '--iptables=false',
+    '-H',
+    host,
+    ...extraSockets.flatMap((socket) => ['-H', `unix://${socket}`]),
+    '--data-root',
+    path.join(dir, 'data'),
+    '--exec-root',
+    path.join(dir, 'exec'),
+    '--pidfile',
+    path.join(dir, 'docker.pid'),
+  ];
   // Not detached: a Ctrl-C on the terminal reaches dockerd too, and it shuts down.
   const child = spawn(dockerd, args, { stdio: ['ignore', log, log] });
   closeSync(log);
@@ -98,7 +114,10 @@ export async function startTestEngine(parent: string, timeoutMs = 60_000, extraS
       process.kill(containerd, 'SIGKILL');
       await waitGone([containerd], 5_000);
     }
-    for (const [what, p] of [['dockerd', pid], ['containerd', containerd]] as const) {
+    for (const [what, p] of [
+      ['dockerd', pid],
+      ['containerd', containerd],
+    ] as const) {
       if (p && isAlive(p)) problems.push(`the test engine's ${what} (pid ${p}) is still running`);
     }
     // A dockerd that was killed leaves its mounts behind: undo them before removing the folder.

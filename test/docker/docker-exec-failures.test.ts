@@ -16,7 +16,16 @@ import { nodeArch } from '../../runners/local.ts';
 import { connectChain } from '../../runners/registry.ts';
 import type { Session } from '../../runners/transport.ts';
 import { startCli, whenOutput } from '../cli.ts';
-import { buildDelayImage, buildTestBase, dockerToolsReady, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import {
+  buildDelayImage,
+  buildTestBase,
+  dockerToolsReady,
+  docker,
+  dockerEnv,
+  leftoversOf,
+  testDockerHost,
+  testDockerUnavailable,
+} from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';
 
 const noEngine = testDockerUnavailable();
@@ -44,7 +53,11 @@ const ENGINE_WORDS =
   /container \S+ on \S+ (stopped while cudaprobe ran in it \((exited|removing), exit code 137\)|was removed while cudaprobe ran in it|failed: (Container [0-9a-f]{64} is not running|No such exec instance|No such container))|could not run cudaprobe in container \S+ on \S+: (OCI runtime exec failed|cannot exec in a (stopped|deleted) state|No such exec instance|No such container)/;
 
 async function session(runId: string): Promise<{ s: Session; id: string }> {
-  const s = await connectChain([{ kind: 'docker', image: base, gpus: 'none', endpoint: testDockerHost }], { target: 'exec-failures', runId, binaryFor: async () => probe });
+  const s = await connectChain([{ kind: 'docker', image: base, gpus: 'none', endpoint: testDockerHost }], {
+    target: 'exec-failures',
+    runId,
+    binaryFor: async () => probe,
+  });
   const id = docker(['ps', '-q', '--filter', `label=cudamatrix.run-id=${runId}`]).trim();
   return { s, id };
 }
@@ -64,7 +77,17 @@ const RUN_TIMEOUT = { timeout: 180_000 };
 
 function runAll(name: string, dir: string) {
   const file = path.join(dir, 'matrix.yaml');
-  writeFileSync(file, ['version: 1', 'defaults: {probes: all}', 'targets:', `  - name: ${name}`, `    transport: {kind: docker, image: ${slow}, gpus: none}`, ''].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'version: 1',
+      'defaults: {probes: all}',
+      'targets:',
+      `  - name: ${name}`,
+      `    transport: {kind: docker, image: ${slow}, gpus: none}`,
+      '',
+    ].join('\n'),
+  );
   return startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: dockerEnv() });
 }
 
@@ -79,7 +102,7 @@ function firstFailure(events: RunEvent[], target: string) {
   return { cells, at, failed: cells[at], rest: cells.slice(at) };
 }
 
-describe.runIf(ready)('a container that cannot run commands any more is a transport failure, in the engine\'s words', () => {
+describe.runIf(ready)("a container that cannot run commands any more is a transport failure, in the engine's words", () => {
   it('killed between two commands: the next one fails as TRANSPORT_FAILED saying the container is not running; so do later ones; removed at the end', async () => {
     const runId = `exec-killed-${process.pid}`;
     const { s, id } = await session(runId);
@@ -130,51 +153,66 @@ describe.runIf(ready)('a container that cannot run commands any more is a transp
       docker(['exec', id, '/bin/busybox', 'rm', PROBE]);
       const r = s.exec([PROBE, 'run', 'sysinfo']);
       await expect(r).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
-      await expect(r).rejects.toThrow(/the Docker engine could not run cudaprobe in container \S+ on \S+: OCI runtime exec failed: .*no such file or directory/);
+      await expect(r).rejects.toThrow(
+        /the Docker engine could not run cudaprobe in container \S+ on \S+: OCI runtime exec failed: .*no such file or directory/,
+      );
     } finally {
       await s[Symbol.asyncDispose]();
     }
     expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
   });
 
-  it('in a run: the container killed (through the engine, by its id) between two probes ends the target with TRANSPORT_FAILED for every remaining cell', RUN_TIMEOUT, async () => {
-    const dir = tempDir();
-    const { child, done } = runAll('killed-mid-run', dir);
-    // Probe 2 is then in its one-second wait (the kill may still land as its exec starts).
-    await whenOutput(child, '[1/', () => {
-      const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.target=killed-mid-run']).trim();
-      setTimeout(() => docker(['kill', id]), 300);
-    });
-    const r = await done;
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.code).toBe(3);
-    const events = eventsOf(dir);
-    const { cells, at, failed, rest } = firstFailure(events, 'killed-mid-run');
-    expect(cells).toHaveLength(17);
-    expect(at).toBeGreaterThan(0);
-    expect(failed).toMatchObject({ errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(ENGINE_WORDS) });
-    expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);
-    expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: failed!.reason });
-    expect(cells.some((c) => c.errorCode === 'PROBE_PROTOCOL' || c.errorCode === 'PROBE_CRASHED')).toBe(false);
-    expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
-  });
+  it(
+    'in a run: the container killed (through the engine, by its id) between two probes ends the target with TRANSPORT_FAILED for every remaining cell',
+    RUN_TIMEOUT,
+    async () => {
+      const dir = tempDir();
+      const { child, done } = runAll('killed-mid-run', dir);
+      // Probe 2 is then in its one-second wait (the kill may still land as its exec starts).
+      await whenOutput(child, '[1/', () => {
+        const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.target=killed-mid-run']).trim();
+        setTimeout(() => docker(['kill', id]), 300);
+      });
+      const r = await done;
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(3);
+      const events = eventsOf(dir);
+      const { cells, at, failed, rest } = firstFailure(events, 'killed-mid-run');
+      expect(cells).toHaveLength(17);
+      expect(at).toBeGreaterThan(0);
+      expect(failed).toMatchObject({ errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(ENGINE_WORDS) });
+      expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);
+      expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: failed!.reason });
+      expect(cells.some((c) => c.errorCode === 'PROBE_PROTOCOL' || c.errorCode === 'PROBE_CRASHED')).toBe(false);
+      expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
+    },
+  );
 
-  it('in a run: the probe binary removed inside the container ends the target with the engine\'s "OCI runtime exec failed" as TRANSPORT_FAILED', RUN_TIMEOUT, async () => {
-    const dir = tempDir();
-    const { child, done } = runAll('vanished-mid-run', dir);
-    await whenOutput(child, '[1/', () => {
-      const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.target=vanished-mid-run']).trim();
-      docker(['exec', id, '/bin/busybox', 'rm', PROBE]);
-    });
-    const r = await done;
-    expect(r.code).toBe(3);
-    const events = eventsOf(dir);
-    const { cells, at, failed, rest } = firstFailure(events, 'vanished-mid-run');
-    expect(cells).toHaveLength(17);
-    expect(at).toBeGreaterThan(0);
-    expect(failed).toMatchObject({ errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(/^the Docker engine could not run cudaprobe in container \S+ on \S+: OCI runtime exec failed: .*no such file or directory/) });
-    expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);
-    expect(cells.some((c) => c.errorCode === 'PROBE_PROTOCOL')).toBe(false);
-    expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
-  });
+  it(
+    'in a run: the probe binary removed inside the container ends the target with the engine\'s "OCI runtime exec failed" as TRANSPORT_FAILED',
+    RUN_TIMEOUT,
+    async () => {
+      const dir = tempDir();
+      const { child, done } = runAll('vanished-mid-run', dir);
+      await whenOutput(child, '[1/', () => {
+        const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.target=vanished-mid-run']).trim();
+        docker(['exec', id, '/bin/busybox', 'rm', PROBE]);
+      });
+      const r = await done;
+      expect(r.code).toBe(3);
+      const events = eventsOf(dir);
+      const { cells, at, failed, rest } = firstFailure(events, 'vanished-mid-run');
+      expect(cells).toHaveLength(17);
+      expect(at).toBeGreaterThan(0);
+      expect(failed).toMatchObject({
+        errorCode: 'TRANSPORT_FAILED',
+        reason: expect.stringMatching(
+          /^the Docker engine could not run cudaprobe in container \S+ on \S+: OCI runtime exec failed: .*no such file or directory/,
+        ),
+      });
+      expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);
+      expect(cells.some((c) => c.errorCode === 'PROBE_PROTOCOL')).toBe(false);
+      expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
+    },
+  );
 });

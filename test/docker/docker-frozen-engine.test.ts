@@ -34,7 +34,18 @@ const noDockerEnv = { DOCKER_HOST: undefined, DOCKER_CONTEXT: undefined, DOCKER_
 
 function matrix(dir: string, transport: Record<string, unknown>, extra: string[] = []): string {
   const file = path.join(dir, 'matrix.yaml');
-  writeFileSync(file, ['version: 1', 'defaults: {probes: [sysinfo, sync-latency]}', 'targets:', '  - name: frozen', `    transport: ${JSON.stringify(transport)}`, ...extra, ''].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'version: 1',
+      'defaults: {probes: [sysinfo, sync-latency]}',
+      'targets:',
+      '  - name: frozen',
+      `    transport: ${JSON.stringify(transport)}`,
+      ...extra,
+      '',
+    ].join('\n'),
+  );
   return file;
 }
 
@@ -64,7 +75,6 @@ async function within(run: ReturnType<typeof startCli>, ms: number): Promise<Cli
   return r;
 }
 
-
 describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe runs', () => {
   let own: TestEngine | undefined;
   let base: string;
@@ -86,7 +96,9 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
   it('ends the run within the bounds (probe timeout 3 s, connectTimeout and callTimeout 5 s) with "did not answer within", and reap cleans up after SIGCONT', async () => {
     const engine = own!;
     const dir = tempDir();
-    const file = matrix(dir, { kind: 'docker', endpoint: engine.host, image: hang, gpus: 'none', connectTimeout: 5, callTimeout: 5 }, ['    timeout: 3s']);
+    const file = matrix(dir, { kind: 'docker', endpoint: engine.host, image: hang, gpus: 'none', connectTimeout: 5, callTimeout: 5 }, [
+      '    timeout: 3s',
+    ]);
     const run = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
     let r: CliResult | null;
     let frozenAt: number;
@@ -114,9 +126,14 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
       ['sync-latency', 'TRANSPORT_FAILED'],
     ]);
     expect(cells[0]!.reason).toContain(said);
-    expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringContaining(said) });
+    expect(events.find((e) => e.type === 'target-error')).toMatchObject({
+      code: 'TRANSPORT_FAILED',
+      message: expect.stringContaining(said),
+    });
     // The removal could not be answered either: the run says so, and what removes it later.
-    expect(r!.stderr).toMatch(/warning: container \S+ on \S+ was not removed \(the Docker engine at \S+ \(from matrix\) did not answer within 5 s \(removing the container\).*"cudamatrix doctor --reap" removes it once the engine answers/);
+    expect(r!.stderr).toMatch(
+      /warning: container \S+ on \S+ was not removed \(the Docker engine at \S+ \(from matrix\) did not answer within 5 s \(removing the container\).*"cudamatrix doctor --reap" removes it once the engine answers/,
+    );
 
     // Resumed: the container of that run (its cudamatrix gone) is reaped.
     const reap = await runCli(['doctor', '--reap', '--endpoint', engine.host], { env: noDockerEnv });
@@ -151,8 +168,13 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
     const said = `the Docker engine at ${engine.host} (from matrix) answered no ping for ${FROZEN_AFTER_S} s (running cudaprobe)`;
     const events = eventsOf(dir);
     const runId = (events[0] as { runId: string }).runId;
-    expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringContaining(said) });
-    expect(r!.stderr).toMatch(/warning: container \S+ on \S+ was not removed \(the Docker engine at \S+ \(from matrix\) answered no ping for 30 s \(removing the container\)/);
+    expect(events.find((e) => e.type === 'target-error')).toMatchObject({
+      code: 'TRANSPORT_FAILED',
+      message: expect.stringContaining(said),
+    });
+    expect(r!.stderr).toMatch(
+      /warning: container \S+ on \S+ was not removed \(the Docker engine at \S+ \(from matrix\) answered no ping for 30 s \(removing the container\)/,
+    );
     const reap = await runCli(['doctor', '--reap', '--endpoint', engine.host], { env: noDockerEnv });
     expect(reap.code).toBe(0);
     expect(leftoversOf(runId, engine.host)).toEqual({ containers: [], volumes: [] });
@@ -173,7 +195,11 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
       expect(r!.stderr + r!.stdout).not.toContain('answered no ping');
       // No driver in the container: every probe skipped, nothing failed.
       expect(r!.code, r!.stdout + r!.stderr).toBe(0);
-      expect(eventsOf(dir).filter((e) => e.type === 'cell-end' && e.planned).map((e) => (e as { status: string }).status)).toEqual(['skipped', 'skipped']);
+      expect(
+        eventsOf(dir)
+          .filter((e) => e.type === 'cell-end' && e.planned)
+          .map((e) => (e as { status: string }).status),
+      ).toEqual(['skipped', 'skipped']);
     } finally {
       await proxy.close();
     }
@@ -206,7 +232,9 @@ describe('an endpoint that accepts connections and never answers', () => {
     expect(sockets.length).toBeGreaterThan(0);
     expect(eventsOf(dir).find((e) => e.type === 'target-error')).toMatchObject({
       code: 'TARGET_UNREACHABLE',
-      message: expect.stringContaining(`the Docker engine at ${endpoint} (from matrix) did not answer within 2 s (ping); is it frozen (dockerd stopped), overloaded, or is something other than a Docker engine listening there?`),
+      message: expect.stringContaining(
+        `the Docker engine at ${endpoint} (from matrix) did not answer within 2 s (ping); is it frozen (dockerd stopped), overloaded, or is something other than a Docker engine listening there?`,
+      ),
     });
   }, 90_000);
 
@@ -217,7 +245,9 @@ describe('an endpoint that accepts connections and never answers', () => {
     expect(r, 'doctor --reap did not end within 60 s').not.toBeNull();
     expect(Date.now() - started).toBeLessThan(35_000);
     expect(r!.code).toBe(3);
-    expect(r!.stderr).toContain(`error [TARGET_UNREACHABLE]: the Docker engine at ${endpoint} (from --endpoint) did not answer within 15 s (listing the containers of cudamatrix runs)`);
+    expect(r!.stderr).toContain(
+      `error [TARGET_UNREACHABLE]: the Docker engine at ${endpoint} (from --endpoint) did not answer within 15 s (listing the containers of cudamatrix runs)`,
+    );
   }, 90_000);
 });
 

@@ -18,7 +18,19 @@ import { buildProbe } from '../../probes/build.ts';
 import { nodeArch } from '../../runners/local.ts';
 import { connectChain } from '../../runners/registry.ts';
 import { startCli } from '../cli.ts';
-import { buildDelayImage, buildTestBase, containerOfTarget, docker, dockerEnv, dockerToolsReady, leftoversOf, probeRunsIn, testDockerHost, testDockerUnavailable, until } from './docker.ts';
+import {
+  buildDelayImage,
+  buildTestBase,
+  containerOfTarget,
+  docker,
+  dockerEnv,
+  dockerToolsReady,
+  leftoversOf,
+  probeRunsIn,
+  testDockerHost,
+  testDockerUnavailable,
+  until,
+} from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';
 
 const noEngine = testDockerUnavailable();
@@ -42,13 +54,22 @@ afterAll(() => {
   expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
 });
 
-
 const containerOf = (target: string) => containerOfTarget(docker, target);
 const probeRuns = (target: string) => probeRunsIn(docker, target);
 
 /** What the engine reported of a container between two times (unix seconds): "die 0", "destroy". */
 const eventsOf = (id: string, since: number) =>
-  docker(['events', '--since', String(since), '--until', String(Math.ceil(Date.now() / 1000) + 1), '--filter', `container=${id}`, '--format', '{{.Action}} {{index .Actor.Attributes "exitCode"}}'])
+  docker([
+    'events',
+    '--since',
+    String(since),
+    '--until',
+    String(Math.ceil(Date.now() / 1000) + 1),
+    '--filter',
+    `container=${id}`,
+    '--format',
+    '{{.Action}} {{index .Actor.Attributes "exitCode"}}',
+  ])
     .trim()
     .split('\n')
     .map((l) => l.trim());
@@ -57,7 +78,17 @@ describe.runIf(ready)('the lifeline: a probe container ends with its controlling
   it('cudamatrix SIGKILLed mid-probe: the engine removes the container and its volume within seconds, with no reap', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'matrix.yaml');
-    writeFileSync(file, ['version: 1', 'targets:', '  - name: lifeline-kill', `    transport: {kind: docker, image: ${hang}, gpus: none}`, '    probes: [sysinfo]', ''].join('\n'));
+    writeFileSync(
+      file,
+      [
+        'version: 1',
+        'targets:',
+        '  - name: lifeline-kill',
+        `    transport: {kind: docker, image: ${hang}, gpus: none}`,
+        '    probes: [sysinfo]',
+        '',
+      ].join('\n'),
+    );
     const since = Math.floor(Date.now() / 1000) - 1;
     const run = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: dockerEnv() });
     started.push(run.child);
@@ -88,13 +119,19 @@ describe.runIf(ready)('the lifeline: a probe container ends with its controlling
 
   it('a command past its timeout is killed inside the container, which runs on, the same one, for the next command', async () => {
     const runId = `lifeline-timeout-${process.pid}`;
-    const session = await connectChain([{ kind: 'docker', image: base, gpus: 'none', endpoint: testDockerHost }], { target: 'lifeline-timeout', runId, binaryFor: async () => probe });
+    const session = await connectChain([{ kind: 'docker', image: base, gpus: 'none', endpoint: testDockerHost }], {
+      target: 'lifeline-timeout',
+      runId,
+      binaryFor: async () => probe,
+    });
     try {
       const id = docker(['ps', '-q', '--filter', `label=cudamatrix.run-id=${runId}`]).trim();
       const startedAt = () => docker(['inspect', '-f', '{{.State.StartedAt}} {{.RestartCount}} {{.State.Running}}', id]).trim();
       const before = startedAt();
       for (const round of [1, 2]) {
-        const hung = await session.exec(['/bin/busybox', 'sh', '-c', '/bin/busybox sleep 300 & /bin/busybox sleep 301'], { timeoutMs: 500 });
+        const hung = await session.exec(['/bin/busybox', 'sh', '-c', '/bin/busybox sleep 300 & /bin/busybox sleep 301'], {
+          timeoutMs: 500,
+        });
         expect(hung, `round ${round}`).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGKILL' });
         expect(hung.durationMs).toBeLessThan(10_000);
         const ps = await session.exec(['/bin/busybox', 'ps', '-o', 'pid,args']);

@@ -24,7 +24,17 @@ import { buildProbe } from '../../probes/build.ts';
 import { nodeArch } from '../../runners/local.ts';
 import { cliEntry, runCli, startCli, tsxLoader, type CliResult } from '../cli.ts';
 import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
-import { buildDelayImage, buildTestBase, containerOfTarget, dockerOnAsync, dockerToolsReady, dockerOn, leftoversOf, probeRunsIn, until } from './docker.ts';
+import {
+  buildDelayImage,
+  buildTestBase,
+  containerOfTarget,
+  dockerOnAsync,
+  dockerToolsReady,
+  dockerOn,
+  leftoversOf,
+  probeRunsIn,
+  until,
+} from './docker.ts';
 import { startHoldingProxy, type HoldingProxy } from './docker-lifeline-proxy.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from '../helpers.ts';
 
@@ -32,7 +42,11 @@ const ready =
   integrationAvailable('dockerd (this test starts a Docker engine of its own)', findDockerd() !== undefined, 'apt-get install docker.io') &&
   integrationAvailable('root (dockerd must be started as root)', process.getuid?.() === 0, 'run the tests as root') &&
   dockerToolsReady() &&
-  integrationAvailable('unshare (util-linux) and root, for a second host name', hasCommand('unshare', ['--uts', 'true']), 'apt-get install util-linux; run as root');
+  integrationAvailable(
+    'unshare (util-linux) and root, for a second host name',
+    hasCommand('unshare', ['--uts', 'true']),
+    'apt-get install util-linux; run as root',
+  );
 
 let own: TestEngine | undefined;
 let hang: string;
@@ -47,7 +61,12 @@ beforeAll(async () => {
 const engine = () => own!.host;
 const docker = (args: string[]) => dockerOn(engine(), args);
 /** A run's environment: this file's engine, and none of this machine's Docker settings. */
-const engineEnv = (): NodeJS.ProcessEnv => ({ DOCKER_HOST: engine(), DOCKER_CONTEXT: undefined, DOCKER_TLS_VERIFY: undefined, DOCKER_CERT_PATH: undefined });
+const engineEnv = (): NodeJS.ProcessEnv => ({
+  DOCKER_HOST: engine(),
+  DOCKER_CONTEXT: undefined,
+  DOCKER_TLS_VERIFY: undefined,
+  DOCKER_CERT_PATH: undefined,
+});
 
 const children: ChildProcess[] = [];
 let proxy: HoldingProxy | undefined;
@@ -61,16 +80,30 @@ afterAll(async () => {
 
 function matrix(dir: string, target: string): string {
   const file = path.join(dir, 'matrix.yaml');
-  writeFileSync(file, ['version: 1', 'defaults: {probes: [sysinfo]}', 'targets:', `  - name: ${target}`, `    transport: {kind: docker, image: ${hang}, gpus: none}`, ''].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'version: 1',
+      'defaults: {probes: [sysinfo]}',
+      'targets:',
+      `  - name: ${target}`,
+      `    transport: {kind: docker, image: ${hang}, gpus: none}`,
+      '',
+    ].join('\n'),
+  );
   return file;
 }
 
 /** A run started through `unshare --uts` with the host name `host`: another machine, as far as the labels go. */
 function startElsewhere(host: string, args: string[]): { child: ChildProcess; done: Promise<CliResult> } {
-  const child = spawn('unshare', ['--uts', 'sh', '-c', `hostname ${host} && exec "$0" "$@"`, process.execPath, '--import', tsxLoader, cliEntry, ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, NO_COLOR: '1', ...engineEnv() },
-  });
+  const child = spawn(
+    'unshare',
+    ['--uts', 'sh', '-c', `hostname ${host} && exec "$0" "$@"`, process.execPath, '--import', tsxLoader, cliEntry, ...args],
+    {
+      cwd: repoRoot,
+      env: { ...process.env, NO_COLOR: '1', ...engineEnv() },
+    },
+  );
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));
@@ -78,7 +111,6 @@ function startElsewhere(host: string, args: string[]): { child: ChildProcess; do
   const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return { child, done };
 }
-
 
 const containerOf = (target: string) => containerOfTarget(docker, target);
 // Asynchronous: the holding proxy this test's dead run goes through lives in this process.
@@ -93,28 +125,47 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
   it('keeps the live run of another host (and says why), removes the dead run of this one; --older-than removes what is older, whoever started it', async () => {
     // Another machine's run, alive: its probe hangs.
     const otherDir = tempDir();
-    const other = startElsewhere('other-runner', ['run', '-m', matrix(otherDir, 'reap-other'), '--results-dir', path.join(otherDir, 'runs')]);
+    const other = startElsewhere('other-runner', [
+      'run',
+      '-m',
+      matrix(otherDir, 'reap-other'),
+      '--results-dir',
+      path.join(otherDir, 'runs'),
+    ]);
     children.push(other.child);
     // A run of this machine that crashed: its process is gone, its container left behind (the
     // engine never learns that its connection ended).
     proxy = await startHoldingProxy(engine());
     const deadDir = tempDir();
-    const dead = startCli(['run', '-m', matrix(deadDir, 'reap-dead'), '--results-dir', path.join(deadDir, 'runs')], { env: { ...engineEnv(), DOCKER_HOST: proxy.host } });
+    const dead = startCli(['run', '-m', matrix(deadDir, 'reap-dead'), '--results-dir', path.join(deadDir, 'runs')], {
+      env: { ...engineEnv(), DOCKER_HOST: proxy.host },
+    });
     children.push(dead.child);
     try {
       // A run that ended (or failed) before its probe ran says why at once, not after 60 s.
       const outputs = { other: { stdout: '', stderr: '' }, dead: { stdout: '', stderr: '' } };
-      for (const [name, c] of [['other', other.child], ['dead', dead.child]] as const) {
+      for (const [name, c] of [
+        ['other', other.child],
+        ['dead', dead.child],
+      ] as const) {
         c.stdout!.on('data', (d) => (outputs[name].stdout += d));
         c.stderr!.on('data', (d) => (outputs[name].stderr += d));
       }
       await until('the probes of both runs running in their containers', () => {
-        for (const [name, c] of [['other', other.child], ['dead', dead.child]] as const) {
-          if (c.exitCode !== null || c.signalCode !== null) throw new Error(`the ${name} run ended before its probe ran (${c.exitCode ?? c.signalCode}): ${outputs[name].stdout.slice(-1500)}\n${outputs[name].stderr.slice(-1500)}`);
+        for (const [name, c] of [
+          ['other', other.child],
+          ['dead', dead.child],
+        ] as const) {
+          if (c.exitCode !== null || c.signalCode !== null)
+            throw new Error(
+              `the ${name} run ended before its probe ran (${c.exitCode ?? c.signalCode}): ${outputs[name].stdout.slice(-1500)}\n${outputs[name].stderr.slice(-1500)}`,
+            );
         }
         return Promise.all([probeRuns('reap-other'), probeRuns('reap-dead')]).then(([a, b]) => a && b);
       }).catch((error: Error) => {
-        throw new Error(`${error.message}; containers: other ${containerOf('reap-other') || 'none'}, dead ${containerOf('reap-dead') || 'none'}; the runs said: other ${JSON.stringify(outputs.other).slice(-1500)}, dead ${JSON.stringify(outputs.dead).slice(-1500)}`);
+        throw new Error(
+          `${error.message}; containers: other ${containerOf('reap-other') || 'none'}, dead ${containerOf('reap-dead') || 'none'}; the runs said: other ${JSON.stringify(outputs.other).slice(-1500)}, dead ${JSON.stringify(outputs.dead).slice(-1500)}`,
+        );
       });
       expect(labelOf(containerOf('reap-other'), 'cudamatrix.host')).toBe('other-runner');
       process.kill(dead.child.pid!, 'SIGKILL');
@@ -129,11 +180,18 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       const reap = await runCli(['doctor', '--reap', '--endpoint', engine()], { env: engineEnv() });
       expect(reap.stderr).toBe('');
       expect(reap.code).toBe(0);
-      expect(reap.stdout).toMatch(new RegExp(`^removed \\S+ \\(run ${deadRun}\\): its cudamatrix \\(pid ${dead.child.pid}\\) is no longer running$`, 'm'));
       expect(reap.stdout).toMatch(
-        new RegExp(`^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner", not on this one \\("[^"]+"\\): whether that cudamatrix still runs cannot be told from here$`, 'm'),
+        new RegExp(`^removed \\S+ \\(run ${deadRun}\\): its cudamatrix \\(pid ${dead.child.pid}\\) is no longer running$`, 'm'),
       );
-      expect(reap.stdout).toMatch(new RegExp(`container\\(s\\) of earlier runs removed from ${engine().replace(/[/.]/g, '\\$&')} \\(from --endpoint\\), \\d+ kept`));
+      expect(reap.stdout).toMatch(
+        new RegExp(
+          `^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner", not on this one \\("[^"]+"\\): whether that cudamatrix still runs cannot be told from here$`,
+          'm',
+        ),
+      );
+      expect(reap.stdout).toMatch(
+        new RegExp(`container\\(s\\) of earlier runs removed from ${engine().replace(/[/.]/g, '\\$&')} \\(from --endpoint\\), \\d+ kept`),
+      );
       expect(reap.stdout).toContain('--older-than DURATION (e.g. --older-than 6h)');
       expect(leftoversOf(deadRun, engine())).toMatchObject({ containers: [] });
       // The other machine's run is untouched: its container runs, its probe still waits.
@@ -144,7 +202,12 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       // A bound it is within: kept, and said so.
       const young = await runCli(['doctor', '--reap', '--endpoint', engine(), '--older-than', '6h'], { env: engineEnv() });
       expect(young.code).toBe(0);
-      expect(young.stdout).toMatch(new RegExp(`^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner".*; started \\d+ s ago, less than --older-than 6 h$`, 'm'));
+      expect(young.stdout).toMatch(
+        new RegExp(
+          `^kept \\S+ \\(run ${otherRun}\\): its run was started on host "other-runner".*; started \\d+ s ago, less than --older-than 6 h$`,
+          'm',
+        ),
+      );
       expect(other.child.exitCode).toBeNull();
 
       // A bound it is past: removed, whoever started it; that run then ends as a transport failure.
@@ -154,8 +217,15 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       expect(old.stdout).toMatch(new RegExp(`^removed \\S+ \\(run ${otherRun}\\): started \\d+ s ago, more than --older-than 1 s$`, 'm'));
       const ended = await other.done;
       expect(ended.code).toBe(3);
-      const cell = readEventLog(path.join(otherDir, 'runs', readdirSync(path.join(otherDir, 'runs'))[0]!, 'events.jsonl')).find((e) => e.type === 'cell-end');
-      expect(cell).toMatchObject({ probe: 'sysinfo', status: 'error', errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(/container \S+ on \S+ (was removed|stopped) while cudaprobe ran in it/) });
+      const cell = readEventLog(path.join(otherDir, 'runs', readdirSync(path.join(otherDir, 'runs'))[0]!, 'events.jsonl')).find(
+        (e) => e.type === 'cell-end',
+      );
+      expect(cell).toMatchObject({
+        probe: 'sysinfo',
+        status: 'error',
+        errorCode: 'TRANSPORT_FAILED',
+        reason: expect.stringMatching(/container \S+ on \S+ (was removed|stopped) while cudaprobe ran in it/),
+      });
       expect(leftoversOf(otherRun, engine())).toEqual({ containers: [], volumes: [] });
       expect(leftoversOf(deadRun, engine())).toEqual({ containers: [], volumes: [] });
     } finally {
@@ -168,7 +238,9 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
     const r = await runCli(['doctor', '--reap', '--endpoint', `unix://${dir}/none.sock`], { env: engineEnv() });
     expect(r.code).toBe(3);
     expect(existsSync(`${dir}/none.sock`)).toBe(false);
-    expect(r.stderr).toContain(`error [TARGET_UNREACHABLE]: cannot reach the Docker engine at unix://${dir}/none.sock (from --endpoint): no socket there (is dockerd running?)`);
+    expect(r.stderr).toContain(
+      `error [TARGET_UNREACHABLE]: cannot reach the Docker engine at unix://${dir}/none.sock (from --endpoint): no socket there (is dockerd running?)`,
+    );
   });
 });
 

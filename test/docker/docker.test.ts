@@ -18,7 +18,16 @@ import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { connectChain } from '../../runners/registry.ts';
 import { nodeArch } from '../../runners/local.ts';
 import { runCli, startCli, whenOutput } from '../cli.ts';
-import { buildBareImage, buildTestBase, dockerToolsReady, docker, dockerEnv, leftoversOf, testDockerHost, testDockerUnavailable } from './docker.ts';
+import {
+  buildBareImage,
+  buildTestBase,
+  dockerToolsReady,
+  docker,
+  dockerEnv,
+  leftoversOf,
+  testDockerHost,
+  testDockerUnavailable,
+} from './docker.ts';
 import { startHoldingProxy } from './docker-lifeline-proxy.ts';
 import { integrationAvailable, tempDir, testCacheDir, validateJunit } from '../helpers.ts';
 
@@ -38,7 +47,8 @@ beforeAll(async () => {
 function matrix(dir: string, targets: { name: string; transport: Record<string, unknown> | 'local' }[], probes = 'all'): string {
   const file = path.join(dir, 'matrix.yaml');
   const lines = ['version: 1', 'concurrency: 4', `defaults: {probes: ${probes}}`, 'targets:'];
-  for (const t of targets) lines.push(`  - name: ${t.name}`, `    transport: ${t.transport === 'local' ? 'local' : JSON.stringify(t.transport)}`);
+  for (const t of targets)
+    lines.push(`  - name: ${t.name}`, `    transport: ${t.transport === 'local' ? 'local' : JSON.stringify(t.transport)}`);
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
 }
@@ -46,7 +56,9 @@ function matrix(dir: string, targets: { name: string; transport: Record<string, 
 const inDocker = (extra: Record<string, unknown> = {}) => ({ kind: 'docker', base, gpus: 'none', ...extra });
 
 async function runMatrix(file: string, dir: string, args: string[] = []) {
-  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], { env: dockerEnv() });
+  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], {
+    env: dockerEnv(),
+  });
   const runs = readdirSync(path.join(dir, 'runs'));
   const events: RunEvent[] = readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
   return { ...r, events, runId: (events[0] as { runId: string }).runId };
@@ -55,7 +67,13 @@ async function runMatrix(file: string, dir: string, args: string[] = []) {
 describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', () => {
   it('builds docker/Dockerfile on the local base, runs every probe inside, gives the local facts, and removes the container', async () => {
     const dir = tempDir();
-    const r = await runMatrix(matrix(dir, [{ name: 'in-docker', transport: inDocker() }, { name: 'here', transport: 'local' }]), dir);
+    const r = await runMatrix(
+      matrix(dir, [
+        { name: 'in-docker', transport: inDocker() },
+        { name: 'here', transport: 'local' },
+      ]),
+      dir,
+    );
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/building cudamatrix-probe:[0-9a-f]{16}-[0-9a-f]{12} FROM cudamatrix-test-base/);
@@ -67,7 +85,9 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const differs = new Set(['cudart_found', 'cudart_library', 'cudart_version', 'container', 'container_runtime']);
     const facts = (t: string) =>
       by(t).flatMap((c) =>
-        c.records.filter((x): x is SysinfoRecord | FactRecord => (x.type === 'sysinfo' || x.type === 'fact') && !differs.has(x.name)).map((x) => [c.probe, x.name, x.value]),
+        c.records
+          .filter((x): x is SysinfoRecord | FactRecord => (x.type === 'sysinfo' || x.type === 'fact') && !differs.has(x.name))
+          .map((x) => [c.probe, x.name, x.value]),
       );
     expect(facts('in-docker')).toEqual(facts('here'));
     // Inside, sysinfo says it ran in a container, and that no NVIDIA runtime provided a GPU.
@@ -89,7 +109,17 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('asks for GPUs as docker run --gpus does, and an engine without the NVIDIA runtime says how to get it', async () => {
     const dir = tempDir();
-    const r = await runMatrix(matrix(dir, [{ name: 'gpu', transport: inDocker({ gpus: 'all' }) }, { name: 'ok', transport: inDocker() }], '[sysinfo]'), dir);
+    const r = await runMatrix(
+      matrix(
+        dir,
+        [
+          { name: 'gpu', transport: inDocker({ gpus: 'all' }) },
+          { name: 'ok', transport: inDocker() },
+        ],
+        '[sysinfo]',
+      ),
+      dir,
+    );
     expect(r.code).toBe(3);
     const error = r.events.find((e) => e.type === 'target-error');
     expect(error).toMatchObject({ target: 'gpu', code: 'NVIDIA_RUNTIME_MISSING' });
@@ -103,9 +133,14 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('copies the probe into a named image the engine has', async () => {
     const dir = tempDir();
-    const r = await runMatrix(matrix(dir, [{ name: 'named', transport: { kind: 'docker', image: base, gpus: 'none' } }], '[sysinfo, sync-latency]'), dir);
+    const r = await runMatrix(
+      matrix(dir, [{ name: 'named', transport: { kind: 'docker', image: base, gpus: 'none' } }], '[sysinfo, sync-latency]'),
+      dir,
+    );
     expect(r.code).toBe(0);
-    expect(r.events.find((e) => e.type === 'target-ready')).toMatchObject({ probe: { uploaded: true, path: '/opt/cudamatrix/bin/cudaprobe' } });
+    expect(r.events.find((e) => e.type === 'target-ready')).toMatchObject({
+      probe: { uploaded: true, path: '/opt/cudamatrix/bin/cudaprobe' },
+    });
     expect(r.events.filter((e) => e.type === 'cell-end').map((e) => e.type === 'cell-end' && e.status)).toEqual(['skipped', 'skipped']);
     expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
   });
@@ -114,7 +149,13 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const dir = tempDir();
     // Valid for the matrix, refused by the probe: a safety cap smaller than one chunk.
     const file = matrix(dir, [{ name: 'failing', transport: inDocker() }], '[pinned-ceiling]');
-    writeFileSync(file, readFileSync(file, 'utf8').replace('defaults: {probes: [pinned-ceiling]}', 'defaults: {probes: [pinned-ceiling], params: {pinned-ceiling: {max_gib: 0.1}}}'));
+    writeFileSync(
+      file,
+      readFileSync(file, 'utf8').replace(
+        'defaults: {probes: [pinned-ceiling]}',
+        'defaults: {probes: [pinned-ceiling], params: {pinned-ceiling: {max_gib: 0.1}}}',
+      ),
+    );
     const r = await runMatrix(file, dir);
     // A parameter the probe refuses is a configuration error.
     expect(r.code).toBe(2);
@@ -129,37 +170,59 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
   it('says so when cudaprobe cannot run in the named image at all, and removes the container', async () => {
     const dir = tempDir();
     // busybox alone: cudaprobe (dynamically linked) cannot start without a C library.
-    const r = await runMatrix(matrix(dir, [{ name: 'bare', transport: { kind: 'docker', image: buildBareImage(), gpus: 'none' } }], '[sysinfo]'), dir);
+    const r = await runMatrix(
+      matrix(dir, [{ name: 'bare', transport: { kind: 'docker', image: buildBareImage(), gpus: 'none' } }], '[sysinfo]'),
+      dir,
+    );
     expect(r.code).toBe(3);
-    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining('cudaprobe cannot run in image cudamatrix-test-bare: its container exited at once') });
+    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+      code: 'TARGET_UNREACHABLE',
+      message: expect.stringContaining('cudaprobe cannot run in image cudamatrix-test-bare: its container exited at once'),
+    });
     expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('refuses an image the engine does not have (nothing is pulled unless pull: true)', async () => {
     const dir = tempDir();
-    const r = await runMatrix(matrix(dir, [{ name: 'missing', transport: { kind: 'docker', image: 'cudamatrix-no-such-image:1', gpus: 'none' } }], '[sysinfo]'), dir);
+    const r = await runMatrix(
+      matrix(dir, [{ name: 'missing', transport: { kind: 'docker', image: 'cudamatrix-no-such-image:1', gpus: 'none' } }], '[sysinfo]'),
+      dir,
+    );
     expect(r.code).toBe(3);
-    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'DOCKER_IMAGE_MISSING', message: expect.stringContaining('has no image cudamatrix-no-such-image:1; pull it there first, or set pull: true') });
+    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+      code: 'DOCKER_IMAGE_MISSING',
+      message: expect.stringContaining('has no image cudamatrix-no-such-image:1; pull it there first, or set pull: true'),
+    });
   });
 
   it('reaches the engine through a context made by the Docker CLI itself', async () => {
     const config = tempDir('cm-dockercli-');
-    execFileSync('docker', ['context', 'create', 'cudamatrix-test', '--docker', `host=${testDockerHost}`], { env: { ...process.env, DOCKER_CONFIG: config }, stdio: 'ignore' });
+    execFileSync('docker', ['context', 'create', 'cudamatrix-test', '--docker', `host=${testDockerHost}`], {
+      env: { ...process.env, DOCKER_CONFIG: config },
+      stdio: 'ignore',
+    });
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'via-context', transport: inDocker({ context: 'cudamatrix-test' }) }], '[sysinfo]');
     // No DOCKER_HOST: the context alone leads to the engine.
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: { ...dockerEnv(), DOCKER_HOST: undefined, DOCKER_CONFIG: config } });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], {
+      env: { ...dockerEnv(), DOCKER_HOST: undefined, DOCKER_CONFIG: config },
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`on ${testDockerHost}`);
   });
 
   it('says which engine it tried, and why, when none answers', async () => {
     const dir = tempDir();
-    const r = await runMatrix(matrix(dir, [{ name: 'nowhere', transport: { kind: 'docker', endpoint: `unix://${dir}/no.sock`, gpus: 'none' } }], '[sysinfo]'), dir);
+    const r = await runMatrix(
+      matrix(dir, [{ name: 'nowhere', transport: { kind: 'docker', endpoint: `unix://${dir}/no.sock`, gpus: 'none' } }], '[sysinfo]'),
+      dir,
+    );
     expect(r.code).toBe(3);
     expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
       code: 'TARGET_UNREACHABLE',
-      message: expect.stringContaining(`cannot reach the Docker engine at unix://${dir}/no.sock (from matrix): no socket there (is dockerd running?)`),
+      message: expect.stringContaining(
+        `cannot reach the Docker engine at unix://${dir}/no.sock (from matrix): no socket there (is dockerd running?)`,
+      ),
     });
   });
 
@@ -167,14 +230,23 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const dir = tempDir();
     const sock = path.join(dir, 'stale.sock');
     // A server that dies without unlinking its socket, as a killed dockerd does.
-    const died = spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(sock)}, () => process.kill(process.pid, 'SIGKILL'))`], { stdio: 'ignore' });
+    const died = spawnSync(
+      process.execPath,
+      ['-e', `require('net').createServer().listen(${JSON.stringify(sock)}, () => process.kill(process.pid, 'SIGKILL'))`],
+      { stdio: 'ignore' },
+    );
     expect(died.signal).toBe('SIGKILL');
     expect(existsSync(sock)).toBe(true);
-    const r = await runMatrix(matrix(dir, [{ name: 'stale', transport: { kind: 'docker', endpoint: `unix://${sock}`, gpus: 'none' } }], '[sysinfo]'), dir);
+    const r = await runMatrix(
+      matrix(dir, [{ name: 'stale', transport: { kind: 'docker', endpoint: `unix://${sock}`, gpus: 'none' } }], '[sysinfo]'),
+      dir,
+    );
     expect(r.code).toBe(3);
     expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
       code: 'TARGET_UNREACHABLE',
-      message: expect.stringContaining(`cannot reach the Docker engine at unix://${sock} (from matrix): nothing is listening on the socket: a stale socket file, left by a dockerd that is no longer running (is dockerd running?)`),
+      message: expect.stringContaining(
+        `cannot reach the Docker engine at unix://${sock} (from matrix): nothing is listening on the socket: a stale socket file, left by a dockerd that is no longer running (is dockerd running?)`,
+      ),
     });
   });
 
@@ -201,10 +273,15 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     });
     expect(errors['default-base']).toMatchObject({
       code: 'DOCKER_IMAGE_MISSING',
-      message: expect.stringContaining(`has no image nvidia/cuda:12.6.3-base-ubuntu24.04, the base docker/Dockerfile is built FROM (the default base), and nothing is pulled unless pull: true`),
+      message: expect.stringContaining(
+        `has no image nvidia/cuda:12.6.3-base-ubuntu24.04, the base docker/Dockerfile is built FROM (the default base), and nothing is pulled unless pull: true`,
+      ),
     });
     // With pull: true it is pulled (here it cannot be: no network), and no build is tried.
-    expect(errors['pulled-base']).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining(`pulling ${missing} on ${testDockerHost} failed: `) });
+    expect(errors['pulled-base']).toMatchObject({
+      code: 'TARGET_UNREACHABLE',
+      message: expect.stringContaining(`pulling ${missing} on ${testDockerHost} failed: `),
+    });
     expect(r.stderr).toContain(`pulling ${missing} on ${testDockerHost} ...`);
     expect(r.stderr).not.toMatch(/building cudamatrix-probe:\S+ FROM (cudamatrix-test-no-such-base|nvidia)/);
     expect(docker(['images', '-q', 'cudamatrix-test-no-such-base']).trim()).toBe('');
@@ -213,8 +290,13 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('stops on Ctrl-C, writes what finished, and removes the container', async () => {
     const dir = tempDir();
-    const file = matrix(dir, Array.from({ length: 3 }, (_, i) => ({ name: `c${i}`, transport: inDocker() })));
-    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: dockerEnv() });
+    const file = matrix(
+      dir,
+      Array.from({ length: 3 }, (_, i) => ({ name: `c${i}`, transport: inDocker() })),
+    );
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], {
+      env: dockerEnv(),
+    });
     await whenOutput(child, '[2/', () => child.kill('SIGINT'));
     const r = await done;
     expect(r.code).toBe(130);
@@ -231,16 +313,22 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     try {
       const dir = tempDir();
       const file = matrix(dir, [{ name: 'crash', transport: inDocker() }]);
-      const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], { env: { ...dockerEnv(), DOCKER_HOST: proxy.host } });
+      const { child, done } = startCli(
+        ['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')],
+        { env: { ...dockerEnv(), DOCKER_HOST: proxy.host } },
+      );
       // A crash: nothing gets to clean up.
       await whenOutput(child, '[1/', () => child.kill('SIGKILL'));
       await done;
-      const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string }).runId;
+      const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string })
+        .runId;
       await new Promise((r) => setTimeout(r, 2000));
       expect(proxy.held()).toBeGreaterThan(0);
       expect(leftoversOf(runId).containers).toHaveLength(1);
       // --endpoint, not DOCKER_HOST (which leads nowhere here), names the engine.
-      const reap = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!], { env: { ...dockerEnv(), DOCKER_HOST: `unix://${dir}/nowhere.sock` } });
+      const reap = await runCli(['doctor', '--reap', '--endpoint', testDockerHost!], {
+        env: { ...dockerEnv(), DOCKER_HOST: `unix://${dir}/nowhere.sock` },
+      });
       expect(reap.stderr).toBe('');
       expect(reap.code).toBe(0);
       expect(reap.stdout).toMatch(new RegExp(`removed \\S+ \\(run ${runId}\\)`));
@@ -252,7 +340,9 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('doctor --target speaks of the engine and the container, not of host keys', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--target', 'doctor-docker', '-m', matrix(dir, [{ name: 'doctor-docker', transport: inDocker() }])], { env: dockerEnv() });
+    const r = await runCli(['doctor', '--target', 'doctor-docker', '-m', matrix(dir, [{ name: 'doctor-docker', transport: inDocker() }])], {
+      env: dockerEnv(),
+    });
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(r.stdout).toContain(`✓ reachable    docker `);
     expect(r.stdout).toContain(`(cudamatrix-probe:`);
@@ -270,7 +360,16 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('doctor --target on an engine without the base names the base and its fixes, not the socket (new-user trial)', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--target', 'no-base', '-m', matrix(dir, [{ name: 'no-base', transport: inDocker({ base: 'cudamatrix-test-absent-base:1' }) }])], { env: dockerEnv() });
+    const r = await runCli(
+      [
+        'doctor',
+        '--target',
+        'no-base',
+        '-m',
+        matrix(dir, [{ name: 'no-base', transport: inDocker({ base: 'cudamatrix-test-absent-base:1' }) }]),
+      ],
+      { env: dockerEnv() },
+    );
     expect(r.code).toBe(3);
     expect(r.stdout).toMatch(/^✗ DOCKER_IMAGE_MISSING .*has no image cudamatrix-test-absent-base:1/m);
     // The engine answered: the guess that its socket is wrong would send the user the wrong way.

@@ -44,7 +44,14 @@ export function docker(args: string[], options: ExecFileSyncOptions = {}): strin
 
 /** The docker CLI, on the engine at `on` (the test engine, or one a test started for itself). */
 export function dockerOn(on: string, args: string[], options: ExecFileSyncOptions = {}): string {
-  return String(execFileSync('docker', ['-H', on, ...args], { stdio: 'pipe', timeout: 120_000, ...options, env: { ...dockerCliEnv(on), ...options.env } }));
+  return String(
+    execFileSync('docker', ['-H', on, ...args], {
+      stdio: 'pipe',
+      timeout: 120_000,
+      ...options,
+      env: { ...dockerCliEnv(on), ...options.env },
+    }),
+  );
 }
 
 const BUSYBOX = findOnPath('busybox');
@@ -97,7 +104,10 @@ export function buildDelayImage(delayMs: number, base: string, on = host()): str
 
 /** Containers and volumes a run left on the engine. */
 export function leftoversOf(runId: string, on = host()): { containers: string[]; volumes: string[] } {
-  const containers = dockerOn(on, ['ps', '-aq', '--filter', `label=cudamatrix.run-id=${runId}`]).trim().split('\n').filter(Boolean);
+  const containers = dockerOn(on, ['ps', '-aq', '--filter', `label=cudamatrix.run-id=${runId}`])
+    .trim()
+    .split('\n')
+    .filter(Boolean);
   const volumes = dockerOn(on, ['volume', 'ls', '-q', '--filter', 'dangling=true']).trim().split('\n').filter(Boolean);
   return { containers, volumes };
 }

@@ -10,14 +10,19 @@ import { CLI_DOCS_FILE, renderCliDocs } from '../../scripts/write-cli-docs.ts';
 describe('docs/cli.md', () => {
   it('is what scripts/write-cli-docs.ts writes from the program', () => {
     const committed = readFileSync(CLI_DOCS_FILE, 'utf8');
-    expect(committed === renderCliDocs(), 'docs/cli.md differs from the commander program: run `pnpm docs:cli` and commit docs/cli.md').toBe(true);
+    expect(
+      committed === renderCliDocs(),
+      'docs/cli.md differs from the commander program: run `pnpm docs:cli` and commit docs/cli.md',
+    ).toBe(true);
   });
 
-  it('names every command, option and default, and each command\'s exit table', () => {
+  it("names every command, option and default, and each command's exit table", () => {
     const page = renderCliDocs();
     expect(page).toContain('## cudamatrix gha merge');
     expect(page).toContain('| `--older-than <duration>` |');
-    expect(page).toContain('| `--results-dir <dir>` | folder for run folders (each run writes &lt;dir&gt;/&lt;run-id&gt;/events.jsonl, junit.xml, summary.json) | `results/runs` |');
+    expect(page).toContain(
+      '| `--results-dir <dir>` | folder for run folders (each run writes &lt;dir&gt;/&lt;run-id&gt;/events.jsonl, junit.xml, summary.json) | `results/runs` |',
+    );
     expect(page, 'a | in a table cell is escaped, or the row splits').toContain('| `--plan <json\\|file>` |');
     expect(page).toMatch(/## cudamatrix diff[\s\S]*Exit status:\n {2}0 {2}the same behaviour/);
   });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { brokenLinks, docsPages } from './docs-links.ts';
 import { repoRoot, tempDir } from '../helpers.ts';
 
-describe('the docs\' links', () => {
+describe("the docs' links", () => {
   it('resolve: every relative link of README.md and docs/**/*.md names a file there, every #anchor a heading', () => {
     expect(docsPages(repoRoot)).toEqual(expect.arrayContaining(['README.md', 'docs/README.md', 'docs/cli.md', 'docs/claims.md']));
     expect(brokenLinks(repoRoot)).toEqual([]);
@@ -28,7 +28,10 @@ describe('the docs\' links', () => {
         '```',
       ].join('\n'),
     );
-    writeFileSync(path.join(root, 'docs', 'transports', 'ssh.md'), '# SSH\n## Host keys\nBack to [the top](../../README.md#title), [gone](../cli.md).\n');
+    writeFileSync(
+      path.join(root, 'docs', 'transports', 'ssh.md'),
+      '# SSH\n## Host keys\nBack to [the top](../../README.md#title), [gone](../cli.md).\n',
+    );
     expect(brokenLinks(root)).toEqual([
       'README.md:4: docs/nowhere.md: no such file or folder (docs/nowhere.md)',
       'README.md:4: #no-such-heading: README.md has no heading with the anchor #no-such-heading',

@@ -55,7 +55,8 @@ export function brokenLinks(root: string): string[] {
       const at = `${page}:${line}: ${target}`;
       if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto: — not a file of the repository
       const [filePart = '', anchor] = target.split('#', 2);
-      const file = filePart === '' ? path.join(root, page) : path.resolve(path.dirname(path.join(root, page)), decodeURIComponent(filePart));
+      const file =
+        filePart === '' ? path.join(root, page) : path.resolve(path.dirname(path.join(root, page)), decodeURIComponent(filePart));
       const rel = path.relative(root, file);
       if (filePart.startsWith('/') || rel.startsWith('..') || path.isAbsolute(rel)) {
         problems.push(`${at}: leaves the repository: link only to files inside it`);

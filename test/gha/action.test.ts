@@ -34,19 +34,35 @@ interface ActionResult {
 
 /** The environment the runner gives a node action: its inputs as INPUT_<NAME> (GitHub's rule: upper case, spaces to _, hyphens kept). */
 function actionEnv(inputs: Record<string, string>, runnerTemp: string, extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: process.env.TMPDIR, NO_COLOR: '1', CUDAMATRIX_CACHE: path.join(runnerTemp, 'cache'), RUNNER_TEMP: runnerTemp, ...extra };
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    TMPDIR: process.env.TMPDIR,
+    NO_COLOR: '1',
+    CUDAMATRIX_CACHE: path.join(runnerTemp, 'cache'),
+    RUNNER_TEMP: runnerTemp,
+    ...extra,
+  };
   for (const [name, value] of Object.entries(inputs)) env[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
   return env;
 }
 
 function action(inputs: Record<string, string>, runnerTemp: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ActionResult {
   const started = performance.now();
-  const r = spawnSync(process.execPath, [MAIN], { cwd: options.cwd ?? repoRoot, env: actionEnv(inputs, runnerTemp, options.env), encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(process.execPath, [MAIN], {
+    cwd: options.cwd ?? repoRoot,
+    env: actionEnv(inputs, runnerTemp, options.env),
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: performance.now() - started };
 }
 
 /** A gzipped tarball of the entries (tar-stream writes what it is given, `..` and links included). */
-async function makeTarball(file: string, entries: { name: string; content?: string; type?: 'file' | 'symlink' | 'directory'; linkname?: string; mode?: number }[]): Promise<string> {
+async function makeTarball(
+  file: string,
+  entries: { name: string; content?: string; type?: 'file' | 'symlink' | 'directory'; linkname?: string; mode?: number }[],
+): Promise<string> {
   const pack = tarStream.pack();
   const chunks: Buffer[] = [];
   pack.on('data', (c) => chunks.push(c as Buffer));
@@ -108,7 +124,15 @@ describe('the action with stand-in tarballs', () => {
     const temp = tempDir('cm-action-rt-');
     const odd = 'a folder with spaces/$(touch pwned) `x` "q" \'s\' * ?';
     const r = action(
-      { package: fake, command: ' gha  merge ', matrix: 'lab.yaml', targets: 'win-*,linux-gpu', probes: 'sysinfo', 'results-dir': 'out dir', args: `  ${odd}  \r\n\n--plan\n{"include":[{"name":"a b"}]}\n` },
+      {
+        package: fake,
+        command: ' gha  merge ',
+        matrix: 'lab.yaml',
+        targets: 'win-*,linux-gpu',
+        probes: 'sysinfo',
+        'results-dir': 'out dir',
+        args: `  ${odd}  \r\n\n--plan\n{"include":[{"name":"a b"}]}\n`,
+      },
       temp,
       { cwd: temp },
     );
@@ -116,7 +140,21 @@ describe('the action with stand-in tarballs', () => {
     const lines = r.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^cudamatrix 9\.9\.9 from cudamatrix-9\.9\.9\.tgz \(sha256 [0-9a-f]{16}…\): unpacked into /);
     expect(JSON.parse(lines[1]!)).toEqual({
-      argv: ['gha', 'merge', '--matrix', 'lab.yaml', '--target', 'win-*,linux-gpu', '--probe', 'sysinfo', '--results-dir', 'out dir', odd, '--plan', '{"include":[{"name":"a b"}]}'],
+      argv: [
+        'gha',
+        'merge',
+        '--matrix',
+        'lab.yaml',
+        '--target',
+        'win-*,linux-gpu',
+        '--probe',
+        'sysinfo',
+        '--results-dir',
+        'out dir',
+        odd,
+        '--plan',
+        '{"include":[{"name":"a b"}]}',
+      ],
       inputs: [],
     });
     expect(existsSync(path.join(temp, 'pwned'))).toBe(false);
@@ -125,23 +163,30 @@ describe('the action with stand-in tarballs', () => {
     expect(JSON.parse(bare.stdout.trim().split('\n')[1]!).argv).toEqual(['run']);
   });
 
-  it('exits with the CLI\'s status', () => {
+  it("exits with the CLI's status", () => {
     const temp = tempDir('cm-action-rt-');
     for (const code of [0, 1, 3, 130]) expect(action({ package: fake }, temp, { env: { FAKE_EXIT: String(code) } }).status).toBe(code);
   });
 
-  it.runIf(process.platform !== 'win32')('passes a SIGTERM on to the CLI and exits with its status (so a cancelled job\'s CLI can write its results)', async () => {
-    const temp = tempDir('cm-action-rt-');
-    const child = spawn(process.execPath, [MAIN], { cwd: temp, env: actionEnv({ package: fake }, temp, { FAKE_WAIT: '1' }), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    // The stand-in is running when it has printed its argv.
-    for (let i = 0; i < 200 && !out.includes('"argv"'); i++) await new Promise((r) => setTimeout(r, 50));
-    child.kill('SIGTERM'); // this process only, as the runner signals the action's process
-    expect(await exited).toBe(130);
-    expect(out).toMatch(/got SIGTERM\n$/);
-  });
+  it.runIf(process.platform !== 'win32')(
+    "passes a SIGTERM on to the CLI and exits with its status (so a cancelled job's CLI can write its results)",
+    async () => {
+      const temp = tempDir('cm-action-rt-');
+      const child = spawn(process.execPath, [MAIN], {
+        cwd: temp,
+        env: actionEnv({ package: fake }, temp, { FAKE_WAIT: '1' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      // The stand-in is running when it has printed its argv.
+      for (let i = 0; i < 200 && !out.includes('"argv"'); i++) await new Promise((r) => setTimeout(r, 50));
+      child.kill('SIGTERM'); // this process only, as the runner signals the action's process
+      expect(await exited).toBe(130);
+      expect(out).toMatch(/got SIGTERM\n$/);
+    },
+  );
 
   it('reads pax long names, as npm writes paths over 100 characters', async () => {
     const long = `package/matrix/examples/${'a-very-long-folder-name/'.repeat(6)}lab.yaml`;
@@ -167,7 +212,8 @@ describe('the action with stand-in tarballs', () => {
       temp = tempDir('cm-action-rt-');
       dir = tempDir('cm-action-bad-');
     });
-    const nothingUnpacked = () => expect(existsSync(path.join(temp, 'cudamatrix-action')) ? readdirSync(path.join(temp, 'cudamatrix-action')) : []).toEqual([]);
+    const nothingUnpacked = () =>
+      expect(existsSync(path.join(temp, 'cudamatrix-action')) ? readdirSync(path.join(temp, 'cudamatrix-action')) : []).toEqual([]);
 
     it('no package, a path that does not exist, a folder with no tarball, a folder with two', () => {
       expectRefused(action({ package: '' }, temp), 'package', /is empty; pass the tarball `pnpm pack` writes/);
@@ -180,14 +226,22 @@ describe('the action with stand-in tarballs', () => {
       mkdirSync(two);
       cpSync(fake, path.join(two, 'cudamatrix-0.1.0.tgz'));
       cpSync(fake, path.join(two, 'cudamatrix-0.2.0.tgz'));
-      expectRefused(action({ package: two }, temp), 'package', /holds 2 \.tgz files \(cudamatrix-0\.1\.0\.tgz, cudamatrix-0\.2\.0\.tgz\); name one of them/);
+      expectRefused(
+        action({ package: two }, temp),
+        'package',
+        /holds 2 \.tgz files \(cudamatrix-0\.1\.0\.tgz, cudamatrix-0\.2\.0\.tgz\); name one of them/,
+      );
       nothingUnpacked();
     });
 
     it('a file that is not gzip, a tarball cut short, a tarball of something else', async () => {
       const garbage = path.join(dir, 'garbage.tgz');
       writeFileSync(garbage, 'this is not a tarball');
-      expectRefused(action({ package: garbage }, temp), 'package', /garbage\.tgz: it is not a gzip-compressed tarball .*; pack it again with `pnpm pack`/);
+      expectRefused(
+        action({ package: garbage }, temp),
+        'package',
+        /garbage\.tgz: it is not a gzip-compressed tarball .*; pack it again with `pnpm pack`/,
+      );
       const whole = readFileSync(fake);
       const cut = path.join(dir, 'cut.tgz');
       writeFileSync(cut, whole.subarray(0, whole.length >> 1));
@@ -199,18 +253,30 @@ describe('the action with stand-in tarballs', () => {
       writeFileSync(shortTar, gzipSync(tar.subarray(0, 1024 + 512 + 100)));
       expectRefused(action({ package: shortTar }, temp), 'package', /short-tar\.tgz: the tarball ends inside an entry .* it is cut short/);
       const other = await makeTarball(path.join(dir, 'other.tgz'), [{ name: 'package/package.json', content: '{"version":"1.0.0"}' }]);
-      expectRefused(action({ package: other }, temp), 'package', /other\.tgz is not a cudamatrix package \(it has no package\/bin\/cudamatrix\.cjs\)/);
+      expectRefused(
+        action({ package: other }, temp),
+        'package',
+        /other\.tgz is not a cudamatrix package \(it has no package\/bin\/cudamatrix\.cjs\)/,
+      );
       nothingUnpacked();
     });
 
     it('entries that leave package/ (.., an absolute path, a drive, a backslash) and links, with nothing written', async () => {
       const cases: [string, Parameters<typeof makeTarball>[1][number], RegExp][] = [
-        ['dotdot', { name: 'package/../../escaped.txt', content: 'x' }, /the entry "package\/\.\.\/\.\.\/escaped\.txt" lies outside package\//],
+        [
+          'dotdot',
+          { name: 'package/../../escaped.txt', content: 'x' },
+          /the entry "package\/\.\.\/\.\.\/escaped\.txt" lies outside package\//,
+        ],
         ['absolute', { name: '/tmp/escaped.txt', content: 'x' }, /the entry "\/tmp\/escaped\.txt" lies outside package\//],
         ['drive', { name: 'C:/escaped.txt', content: 'x' }, /the entry "C:\/escaped\.txt" lies outside package\//],
         ['backslash', { name: 'package\\..\\..\\escaped.txt', content: 'x' }, /lies outside package\//],
         ['outside', { name: 'other/escaped.txt', content: 'x' }, /the entry "other\/escaped\.txt" lies outside package\//],
-        ['symlink', { name: 'package/matrix', type: 'symlink', linkname: '/etc' }, /the entry "package\/matrix" is a symbolic link, which a package never holds; nothing was written/],
+        [
+          'symlink',
+          { name: 'package/matrix', type: 'symlink', linkname: '/etc' },
+          /the entry "package\/matrix" is a symbolic link, which a package never holds; nothing was written/,
+        ],
       ];
       for (const [name, bad, problem] of cases) {
         // The bad entry comes last: a refusal must come before anything is written.
@@ -230,7 +296,11 @@ const packOnce = () => (packed ??= packCheckout());
 
 const ready = integrationAvailable(
   'pnpm, tar and the three cudaprobe compilers (to pack the package)',
-  hasCommand('pnpm') && hasCommand('tar') && hasCommand('g++') && hasCommand('aarch64-linux-gnu-g++') && hasCommand('x86_64-w64-mingw32-g++-posix'),
+  hasCommand('pnpm') &&
+    hasCommand('tar') &&
+    hasCommand('g++') &&
+    hasCommand('aarch64-linux-gnu-g++') &&
+    hasCommand('x86_64-w64-mingw32-g++-posix'),
   'npm install -g pnpm@10; apt-get install tar g++ g++-aarch64-linux-gnu g++-mingw-w64-x86-64-posix',
 );
 
@@ -267,25 +337,35 @@ describe.runIf(ready)('the action with the package packed from this checkout', (
     expect(second.stdout).toMatch(/\n65 cells on 5 targets from matrix\/examples\/gha-lab\.yaml\n$/);
     expect(existsSync(path.join(dir!, 'package', 'left-by-step-1'))).toBe(true);
     expect(readdirSync(path.join(temp, 'cudamatrix-action'))).toEqual([path.basename(dir!)]);
-    console.log(`action: ${(statSync(tarball).size / 1e6).toFixed(1)} MB tarball unpacked and --version run in ${Math.round(first.ms)} ms; plan reusing it in ${Math.round(second.ms)} ms`);
+    console.log(
+      `action: ${(statSync(tarball).size / 1e6).toFixed(1)} MB tarball unpacked and --version run in ${Math.round(first.ms)} ms; plan reusing it in ${Math.round(second.ms)} ms`,
+    );
   });
 
   it('gha matrix under GITHUB_ACTIONS: the CLI writes the step outputs itself', () => {
     const temp = tempDir('cm-action-rt-');
     const outputs = path.join(temp, 'github-output');
     writeFileSync(outputs, '');
-    const r = action({ package: tarball, command: 'gha matrix', matrix: 'matrix/examples/gha-lab.yaml', targets: 'win-*,h100-over-ssh' }, temp, {
-      env: { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: outputs, GITHUB_STEP_SUMMARY: path.join(temp, 'summary.md') },
-    });
+    const r = action(
+      { package: tarball, command: 'gha matrix', matrix: 'matrix/examples/gha-lab.yaml', targets: 'win-*,h100-over-ssh' },
+      temp,
+      {
+        env: { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: outputs, GITHUB_STEP_SUMMARY: path.join(temp, 'summary.md') },
+      },
+    );
     expect(r.status, r.stdout + r.stderr).toBe(0);
     const plan = JSON.parse(r.stdout.trim().split('\n')[1]!) as { include: { name: string; runsOn: string[] }[] };
-    expect(plan.include.map((e) => `${e.name} ${e.runsOn.join(',')}`)).toEqual(['win-wddm self-hosted,windows,x64,gpu,wddm', 'win-wsl2 self-hosted,windows,x64,gpu,wsl2', 'shared self-hosted,linux']);
+    expect(plan.include.map((e) => `${e.name} ${e.runsOn.join(',')}`)).toEqual([
+      'win-wddm self-hosted,windows,x64,gpu,wddm',
+      'win-wsl2 self-hosted,windows,x64,gpu,wsl2',
+      'shared self-hosted,linux',
+    ]);
     const written = readFileSync(outputs, 'utf8');
     expect(written).toContain(JSON.stringify(plan));
     expect(written).toMatch(/count<<|count=3/);
   });
 
-  it('run: an expectation not met is exit 1, the results go where results-dir says, and a matrix error is the CLI\'s exit 2', () => {
+  it("run: an expectation not met is exit 1, the results go where results-dir says, and a matrix error is the CLI's exit 2", () => {
     const temp = tempDir('cm-action-rt-');
     const matrix = path.join(temp, 'windows-expected.yaml');
     writeFileSync(
@@ -320,7 +400,14 @@ describe.runIf(wineReady)('the action run by the Windows node.exe (under Wine)',
   beforeAll(() => {
     tarballDir = tempDir('cm-action-win-pkg-');
     cpSync(packOnce(), path.join(tarballDir, 'cudamatrix.tgz'));
-    env = { PATH: process.env.PATH, HOME: tempDir('cm-winehome-'), WINEPREFIX: tempDir('cm-wineprefix-'), WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree=;mshtml=', NO_COLOR: '1' };
+    env = {
+      PATH: process.env.PATH,
+      HOME: tempDir('cm-winehome-'),
+      WINEPREFIX: tempDir('cm-wineprefix-'),
+      WINEDEBUG: '-all',
+      WINEDLLOVERRIDES: 'mscoree=;mshtml=',
+      NO_COLOR: '1',
+    };
     // Node.js 20 needs Windows 10; the prefix is made by this first command.
     expect(spawnSync(WINE, ['winecfg', '/v', 'win10'], { env, stdio: 'ignore', timeout: 120_000 }).status).toBe(0);
   }, 900_000);
@@ -338,9 +425,19 @@ describe.runIf(wineReady)('the action run by the Windows node.exe (under Wine)',
     // that may not yet see the prefix's Windows version (Node.js 20 then refuses to start).
     delete winEnv.CUDAMATRIX_CACHE;
     delete winEnv.TMPDIR;
-    const r = spawnSync(WINE, [WINDOWS_NODE, onZ(MAIN)], { cwd: repoRoot, env: winEnv, stdio: ['ignore', fds[0]!, fds[1]!], timeout: 180_000 });
+    const r = spawnSync(WINE, [WINDOWS_NODE, onZ(MAIN)], {
+      cwd: repoRoot,
+      env: winEnv,
+      stdio: ['ignore', fds[0]!, fds[1]!],
+      timeout: 180_000,
+    });
     fds.forEach((fd) => closeSync(fd));
-    return { status: r.status, stdout: readFileSync(path.join(out, 'stdout'), 'utf8'), stderr: readFileSync(path.join(out, 'stderr'), 'utf8'), ms: performance.now() - started };
+    return {
+      status: r.status,
+      stdout: readFileSync(path.join(out, 'stdout'), 'utf8'),
+      stderr: readFileSync(path.join(out, 'stderr'), 'utf8'),
+      ms: performance.now() - started,
+    };
   }
 
   it('unpacks under a Windows RUNNER_TEMP, runs --version and plan, and reuses the folder', () => {
@@ -359,7 +456,10 @@ describe.runIf(wineReady)('the action run by the Windows node.exe (under Wine)',
     const bytes = (t: Record<string, string>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v.slice(0, 64)]));
     expect(bytes(ours)).toEqual(bytes(tree(byTar)));
 
-    const plan = winAction({ package: onZ(tarballDir), command: 'plan', matrix: 'matrix\\examples\\gha-lab.yaml', probes: 'sysinfo' }, onZ(temp));
+    const plan = winAction(
+      { package: onZ(tarballDir), command: 'plan', matrix: 'matrix\\examples\\gha-lab.yaml', probes: 'sysinfo' },
+      onZ(temp),
+    );
     expect(plan.status, plan.stdout + plan.stderr).toBe(0);
     expect(plan.stdout).toMatch(/: reusing Z:\\/);
     expect(plan.stdout).toMatch(/5 cells on 5 targets from matrix\\examples\\gha-lab\.yaml/);

@@ -24,14 +24,21 @@ import { packCheckout } from '../package.ts';
 const H200_LOG = H200_RUNS[3]!;
 
 /** Plays the example caller on a lab of `matrix`, with the caller's dispatch inputs. */
-async function playLab(matrix: object, inputs: Record<string, string | boolean>, perLeg?: PlayWorkflowOptions['perLeg']): Promise<WorkflowPlay> {
+async function playLab(
+  matrix: object,
+  inputs: Record<string, string | boolean>,
+  perLeg?: PlayWorkflowOptions['perLeg'],
+): Promise<WorkflowPlay> {
   const tarball = packCheckout();
   const dir = tempDir('cm-gha-gates-');
   const { cudamatrix, lab, origin } = makeLab(dir, toYaml(matrix));
   // gh talks to GitHub: a stand-in that only answers (the pull request is gha-e2e's subject).
   const bin = path.join(dir, 'bin');
   mkdirSync(bin);
-  writeFileSync(path.join(bin, 'gh'), "#!/bin/sh\n# [player] gh stand-in: nothing reaches GitHub\n[ \"$1\" = pr ] && echo https://github.com/your-org/lab/pull/8\nexit 0\n");
+  writeFileSync(
+    path.join(bin, 'gh'),
+    '#!/bin/sh\n# [player] gh stand-in: nothing reaches GitHub\n[ "$1" = pr ] && echo https://github.com/your-org/lab/pull/8\nexit 0\n',
+  );
   chmodSync(path.join(bin, 'gh'), 0o755);
   let legs = 0;
   return playWorkflow({
@@ -63,7 +70,7 @@ async function playLab(matrix: object, inputs: Record<string, string | boolean>,
 const called = (play: WorkflowPlay) => play.jobs['gpu-lab']!.calls[0]!;
 const legs = (play: WorkflowPlay, jobId: string): JobPlay[] => called(play).jobs[jobId]!.legs;
 
-describe('strict (the reusable workflow\'s default): a lab whose runners all find no driver', () => {
+describe("strict (the reusable workflow's default): a lab whose runners all find no driver", () => {
   let play: WorkflowPlay;
   beforeAll(async () => {
     play = await playLab(
@@ -98,16 +105,22 @@ describe('strict (the reusable workflow\'s default): a lab whose runners all fin
   });
 });
 
-describe('fail-on-change (the caller\'s input): the H200 with a fact no expectation covers changed', () => {
+describe("fail-on-change (the caller's input): the H200 with a fact no expectation covers changed", () => {
   let play: WorkflowPlay;
   beforeAll(async () => {
     const start = readEventLog(H200_LOG)[0] as RunStartEvent;
     const probes = [...new Set(start.cells.map((c) => c.split('/')[1]!))];
     const log = readFileSync(H200_LOG, 'utf8');
-    const changed = log.replace(/("name":"registered_counts_as_vram","value":)false/, '$1true').replace(/"runId":"([^"]+)"/, '"runId":"$1-gates"');
+    const changed = log
+      .replace(/("name":"registered_counts_as_vram","value":)false/, '$1true')
+      .replace(/"runId":"([^"]+)"/, '"runId":"$1-gates"');
     expect(changed).not.toBe(log);
     play = await playLab(
-      { version: 1, expectations: start.matrix.expectations, targets: [{ name: 'local', runsOn: ['self-hosted', 'linux', 'gpu', 'h200'], probes }] },
+      {
+        version: 1,
+        expectations: start.matrix.expectations,
+        targets: [{ name: 'local', runsOn: ['self-hosted', 'linux', 'gpu', 'h200'], probes }],
+      },
       { 'fail-on-change': true },
       (l) =>
         l.jobId === 'probe'
@@ -118,7 +131,9 @@ describe('fail-on-change (the caller\'s input): the H200 with a fact no expectat
                   const runDir = path.join(ctx.with['results-dir']!, 'h200-run');
                   mkdirSync(runDir, { recursive: true });
                   writeFileSync(path.join(runDir, 'events.jsonl'), changed);
-                  ctx.log(`[player] no GPU here: the run step is replaced by the H200's event log (${path.relative(repoRoot, H200_LOG)}, one fact changed)`);
+                  ctx.log(
+                    `[player] no GPU here: the run step is replaced by the H200's event log (${path.relative(repoRoot, H200_LOG)}, one fact changed)`,
+                  );
                 },
               },
             }

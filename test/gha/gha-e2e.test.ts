@@ -53,14 +53,22 @@ function labMatrix(sshd: Sshd): string {
     expectations: start.matrix.expectations,
     targets: [
       { name: 'local', runsOn: ['self-hosted', 'linux', 'gpu', 'h200'], probes },
-      { name: 'gpu-box', runsOn: ['self-hosted', 'linux', 'gpu'], probes: ['sysinfo', 'sync-latency'], expect: [{ fact: 'sysinfo.os_family', equals: 'windows', why: 'fails on this Linux machine, on purpose' }] },
+      {
+        name: 'gpu-box',
+        runsOn: ['self-hosted', 'linux', 'gpu'],
+        probes: ['sysinfo', 'sync-latency'],
+        expect: [{ fact: 'sysinfo.os_family', equals: 'windows', why: 'fails on this Linux machine, on purpose' }],
+      },
       { name: 'killed-box', runsOn: ['self-hosted', 'linux', 'flaky'], probes: ['sysinfo', 'sync-latency'] },
       // No identityFile, knownHosts or passphraseEnv: the shared job's secrets give them.
-      { name: 'ssh-box', transport: { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], sshConfig: false, retries: 0 }, probes: ['sysinfo'] },
+      {
+        name: 'ssh-box',
+        transport: { kind: 'ssh', host: '127.0.0.1', port: sshd.ports[0], sshConfig: false, retries: 0 },
+        probes: ['sysinfo'],
+      },
     ],
   });
 }
-
 
 /** The leg of a called job by its matrix entry's name (or the job's only leg). */
 function leg(play: WorkflowPlay, jobId: string, name?: string): JobPlay {
@@ -118,7 +126,11 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     const newDriver = h200Log.replace(/("name":"counts_as_vram","value":)false/, '$1true').replace(/"runId":"([^"]+)"/, '"runId":"$1-e2e"');
     expect(newDriver).not.toBe(h200Log);
 
-    secrets = { LAB_SSH_PRIVATE_KEY: readFileSync(sshd.encryptedKey, 'utf8'), LAB_SSH_KNOWN_HOSTS: readFileSync(sshd.knownHosts, 'utf8'), LAB_SSH_KEY_PASSPHRASE: TEST_PASSPHRASE };
+    secrets = {
+      LAB_SSH_PRIVATE_KEY: readFileSync(sshd.encryptedKey, 'utf8'),
+      LAB_SSH_KNOWN_HOSTS: readFileSync(sshd.knownHosts, 'utf8'),
+      LAB_SSH_KEY_PASSPHRASE: TEST_PASSPHRASE,
+    };
     play = await playWorkflow({
       secrets,
       workflowFile: path.join(lab, '.github/workflows/driver-matrix.yml'),
@@ -151,7 +163,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
                 const runDir = path.join(ctx.with['results-dir']!, 'h200-run');
                 mkdirSync(runDir, { recursive: true });
                 writeFileSync(path.join(runDir, 'events.jsonl'), newDriver);
-                ctx.log(`[player] no GPU here: the run step is replaced by the H200's event log (${path.relative(repoRoot, H200_LOG)}, one fact changed)`);
+                ctx.log(
+                  `[player] no GPU here: the run step is replaced by the H200's event log (${path.relative(repoRoot, H200_LOG)}, one fact changed)`,
+                );
               },
             },
           };
@@ -162,10 +176,16 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
               // What the action writes for the step, while the CLI runs, and what is left when it has ended.
               onStepSpawn: (step, child) => {
                 if (step.stepId !== 'run') return;
-                const runnerTemp = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('RUNNER_TEMP='))!.slice('RUNNER_TEMP='.length);
+                const runnerTemp = readFileSync(`/proc/${child.pid}/environ`, 'utf8')
+                  .split('\0')
+                  .find((v) => v.startsWith('RUNNER_TEMP='))!
+                  .slice('RUNNER_TEMP='.length);
                 const look = () => {
-                  const dirs = readdirSync(runnerTemp).filter((n) => n.startsWith('cudamatrix-ssh-')).map((n) => path.join(runnerTemp, n));
-                  for (const d of dirs) for (const f of [d, ...readdirSync(d).map((n) => path.join(d, n))]) secretFiles.set(f, statSync(f).mode & 0o777);
+                  const dirs = readdirSync(runnerTemp)
+                    .filter((n) => n.startsWith('cudamatrix-ssh-'))
+                    .map((n) => path.join(runnerTemp, n));
+                  for (const d of dirs)
+                    for (const f of [d, ...readdirSync(d).map((n) => path.join(d, n))]) secretFiles.set(f, statSync(f).mode & 0o777);
                   return dirs;
                 };
                 const timer = setInterval(() => {
@@ -191,7 +211,10 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
               onStepSpawn: (step, child, control) => {
                 if (step.stepId !== 'run') return;
                 // The step's results folder is under its job's RUNNER_TEMP (read from the process's environment).
-                const runnerTemp = readFileSync(`/proc/${child.pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('RUNNER_TEMP='))!.slice('RUNNER_TEMP='.length);
+                const runnerTemp = readFileSync(`/proc/${child.pid}/environ`, 'utf8')
+                  .split('\0')
+                  .find((v) => v.startsWith('RUNNER_TEMP='))!
+                  .slice('RUNNER_TEMP='.length);
                 const results = path.join(runnerTemp, 'cudamatrix-results');
                 const timer = setInterval(() => {
                   const runs = existsSync(results) ? readdirSync(results) : [];
@@ -219,7 +242,8 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     // and remove the local session's work folder.
     if (lostRun) {
       spawnSync('pkill', ['-KILL', '-f', `cudamatrix-${lostRun}-`]);
-      for (const n of readdirSync(tmpdir())) if (n.startsWith(`cudamatrix-${lostRun}-`)) rmSync(path.join(tmpdir(), n), { recursive: true, force: true });
+      for (const n of readdirSync(tmpdir()))
+        if (n.startsWith(`cudamatrix-${lostRun}-`)) rmSync(path.join(tmpdir(), n), { recursive: true, force: true });
     }
   });
 
@@ -266,7 +290,11 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
 
   it('writes the SSH secrets in the shared job only, as files only its user can read, removed when the step ends', () => {
     const modes = [...secretFiles.entries()].map(([f, mode]) => [path.basename(f).replace(/^cudamatrix-ssh-.*/, 'dir'), mode.toString(8)]);
-    expect(modes.sort()).toEqual([['dir', '700'], ['id_key', '600'], ['known_hosts', '600']]);
+    expect(modes.sort()).toEqual([
+      ['dir', '700'],
+      ['id_key', '600'],
+      ['known_hosts', '600'],
+    ]);
     expect(secretFilesLeft).toEqual([]);
     // The labelled jobs got none: their run steps wrote no secret files.
     for (const name of ['gpu-box', 'local']) expect(leg(play, 'probe', name).log).not.toMatch(/from the inputs, for this step/);
@@ -274,7 +302,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
 
   it('never shows a secret in any log, summary or output, nor leaves one in a file', () => {
     const called = play.jobs['gpu-lab']!.calls[0]!;
-    const everything = Object.values(called.jobs).flatMap((j) => j.legs.flatMap((l) => [l.log, l.summary, JSON.stringify(l.outputs), JSON.stringify(l.annotations)]));
+    const everything = Object.values(called.jobs).flatMap((j) =>
+      j.legs.flatMap((l) => [l.log, l.summary, JSON.stringify(l.outputs), JSON.stringify(l.annotations)]),
+    );
     const keyLines = secrets.LAB_SSH_PRIVATE_KEY!.split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
     expect(keyLines.length).toBeGreaterThan(2);
     for (const text of everything) {
@@ -305,14 +335,23 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     expect(merge.summary).toMatch(/^\| ssh-box \| job shared on \[self-hosted, linux\] \| no NVIDIA driver found/m);
     expect(merge.annotations).toContainEqual(expect.objectContaining({ level: 'warning', title: 'gpu-box: measured nothing' }));
     const titles = merge.annotations.map((a) => `${a.level} ${a.title}`);
-    expect(titles).toEqual(expect.arrayContaining(['error gpu-box: sysinfo.os_family == "windows"', 'error killed-box: JOB_LOST', 'error local: pinned-vram.counts_as_vram == false']));
+    expect(titles).toEqual(
+      expect.arrayContaining([
+        'error gpu-box: sysinfo.os_family == "windows"',
+        'error killed-box: JOB_LOST',
+        'error local: pinned-vram.counts_as_vram == false',
+      ]),
+    );
     // The reusable workflow's outputs reach the caller.
     expect(play.jobs['gpu-lab']!.outputs).toMatchObject({ lost: 'killed-box', 'behaviour-changed': 'true', 'exit-code': '3' });
   });
 
   it('uploads the merged run (JUnit), the new record and the regenerated report', async () => {
     const results = path.join(dir, 'artifacts', 'cudamatrix-results');
-    const files = execFileSync('find', [results, '-type', 'f'], { encoding: 'utf8' }).split('\n').filter(Boolean).map((f) => path.relative(results, f));
+    const files = execFileSync('find', [results, '-type', 'f'], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean)
+      .map((f) => path.relative(results, f));
     const junit = files.find((f) => f.endsWith('junit.xml'))!;
     const xml = readFileSync(path.join(results, junit), 'utf8');
     await validateJunit(xml);
@@ -332,7 +371,10 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     const pr = merge.steps.find((s) => s.id === 'pull-request')!;
     expect(pr.outcome).toBe('success');
     expect(merge.outputs['pull-request'] ?? play.jobs['gpu-lab']!.outputs['pull-request']).toBe('https://github.com/your-org/lab/pull/7');
-    const calls = readFileSync(ghCalls, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as string[]);
+    const calls = readFileSync(ghCalls, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as string[]);
     const create = calls.find((c) => c[0] === 'pr' && c[1] === 'create')!;
     expect(create).toEqual(expect.arrayContaining(['--base', 'main']));
     const branch = create[create.indexOf('--head') + 1]!;
@@ -340,6 +382,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     expect(create[create.indexOf('--body') + 1]).toContain('Behaviour changed against the committed records');
     const changed = git(origin, 'diff', '--name-only', 'main', branch).trim().split('\n');
     expect(changed.length).toBeGreaterThanOrEqual(2);
-    for (const f of changed) expect(f).toMatch(/^results\/(records\/driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html)$/);
+    for (const f of changed)
+      expect(f).toMatch(/^results\/(records\/driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html)$/);
   });
 });

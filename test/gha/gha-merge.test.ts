@@ -41,7 +41,10 @@ targets:
 /** SIGKILL a process and every process under it (found by parent id), children first. */
 function killTree(pid: number): void {
   // (ps exits 1 when there are none.)
-  const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).stdout.split('\n').map(Number).filter(Boolean);
+  const children = spawnSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .map(Number)
+    .filter(Boolean);
   try {
     process.kill(pid, 'SIGSTOP');
   } catch {}
@@ -59,7 +62,9 @@ async function labWithSlowGpuBox() {
   const planned = await runCli(['gha', 'matrix', '-m', matrix]);
   const artifacts = path.join(dir, 'artifacts');
   const results = path.join(artifacts, 'cudamatrix-events-gpu-box');
-  const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], { env: { CUDAPROBE_TEST_DELAY_MS: '60000' } });
+  const { child, done } = startCli(['run', '-m', matrix, '--target', 'gpu-box', '--results-dir', results], {
+    env: { CUDAPROBE_TEST_DELAY_MS: '60000' },
+  });
   return { dir, matrix, planned, artifacts, results, child, done };
 }
 
@@ -84,17 +89,47 @@ describe('gha matrix and gha merge', () => {
     const artifacts = path.join(dir, 'artifacts');
     for (const job of jobs.include) {
       const step = actionsEnv(tempDir());
-      const r = await runCli(['run', '-m', matrix, '--target', job.targets, '--results-dir', path.join(artifacts, `cudamatrix-events-${job.name}`)], { env: step.env });
+      const r = await runCli(
+        ['run', '-m', matrix, '--target', job.targets, '--results-dir', path.join(artifacts, `cudamatrix-events-${job.name}`)],
+        { env: step.env },
+      );
       expect(r.code).toBe(job.name === 'gpu-box' ? 1 : 0);
     }
 
     const merge = actionsEnv(tempDir());
     const junit = path.join(dir, 'junit.xml');
-    const r = await runCli(['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--junit', junit, '--records-dir', path.join(dir, 'records'), '--report-dir', path.join(dir, 'report')], { env: merge.env });
+    const r = await runCli(
+      [
+        'gha',
+        'merge',
+        artifacts,
+        '--plan',
+        planned.stdout.trim(),
+        '-m',
+        matrix,
+        '--results-dir',
+        path.join(dir, 'merged'),
+        '--junit',
+        junit,
+        '--records-dir',
+        path.join(dir, 'records'),
+        '--report-dir',
+        path.join(dir, 'report'),
+      ],
+      { env: merge.env },
+    );
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('merged 2 event logs of 2 jobs');
     const out = merge.outputs();
-    expect(out).toMatchObject({ total: '1', failed: '1', cells: '6', lost: '', 'behaviour-changed': 'false', 'records-written': '0', 'exit-code': '1' });
+    expect(out).toMatchObject({
+      total: '1',
+      failed: '1',
+      cells: '6',
+      lost: '',
+      'behaviour-changed': 'false',
+      'records-written': '0',
+      'exit-code': '1',
+    });
     expect(readdirSync(out['run-dir']!)).toEqual(expect.arrayContaining(['events.jsonl', 'junit.xml', 'summary.json']));
     expect(r.stdout).toMatch(/^::error title=gpu-box%3A sysinfo.os_family == "windows"::/m);
     expect(merge.summary()).toContain('Nothing recorded: no target of this run observed a GPU');
@@ -118,11 +153,28 @@ describe('gha matrix and gha merge', () => {
     await done;
     // What a dead runner leaves in its temp folder (the local session's work folder) goes with the test's.
     const runId = readdirSync(results)[0]!;
-    for (const n of readdirSync(tmpdir())) if (n.startsWith(`cudamatrix-${runId}-`)) rmSync(path.join(tmpdir(), n), { recursive: true, force: true });
+    for (const n of readdirSync(tmpdir()))
+      if (n.startsWith(`cudamatrix-${runId}-`)) rmSync(path.join(tmpdir(), n), { recursive: true, force: true });
 
     const merge = actionsEnv(tempDir());
     const junit = path.join(dir, 'junit.xml');
-    const r = await runCli(['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--junit', junit, '--no-record'], { env: merge.env });
+    const r = await runCli(
+      [
+        'gha',
+        'merge',
+        artifacts,
+        '--plan',
+        planned.stdout.trim(),
+        '-m',
+        matrix,
+        '--results-dir',
+        path.join(dir, 'merged'),
+        '--junit',
+        junit,
+        '--no-record',
+      ],
+      { env: merge.env },
+    );
     expect(r.code).toBe(3);
     const out = merge.outputs();
     expect(out.lost).toBe('gpu-box,shared-a,shared-b');
@@ -142,18 +194,31 @@ describe('gha matrix and gha merge', () => {
     expect(r.stdout).toMatch(/^::error title=shared-b%3A JOB_LOST::job "shared" left no event log/m);
   });
 
-  it('counts a job that timed out or was cancelled (its run interrupted by the runner\'s Ctrl-C) as lost, not the merge as interrupted', async () => {
+  it("counts a job that timed out or was cancelled (its run interrupted by the runner's Ctrl-C) as lost, not the merge as interrupted", async () => {
     const { dir, matrix, planned, artifacts, child, done } = await labWithSlowGpuBox();
     await whenOutput(child, '▶ gpu-box', () => setTimeout(() => child.kill('SIGINT'), 300));
     expect((await done).code).toBe(130);
-    const shared = await runCli(['run', '-m', matrix, '--target', 'shared-a,shared-b', '--results-dir', path.join(artifacts, 'cudamatrix-events-shared')]);
+    const shared = await runCli([
+      'run',
+      '-m',
+      matrix,
+      '--target',
+      'shared-a,shared-b',
+      '--results-dir',
+      path.join(artifacts, 'cudamatrix-events-shared'),
+    ]);
     expect(shared.code).toBe(0);
 
     const merge = actionsEnv(tempDir());
-    const r = await runCli(['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--no-record'], { env: merge.env });
+    const r = await runCli(
+      ['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--no-record'],
+      { env: merge.env },
+    );
     expect(r.code).toBe(3);
     expect(merge.outputs()).toMatchObject({ lost: 'gpu-box', interrupted: 'false', 'exit-code': '3' });
-    expect(r.stderr).toMatch(/LOST: target gpu-box \(job gpu-box\): stopped before it finished \(timed out or cancelled\); 2 cells ended as JOB_LOST/);
+    expect(r.stderr).toMatch(
+      /LOST: target gpu-box \(job gpu-box\): stopped before it finished \(timed out or cancelled\); 2 cells ended as JOB_LOST/,
+    );
     expect(merge.summary()).toContain('| gpu-box | gpu-box | stopped before it finished (timed out or cancelled) | 2 |');
   });
 
@@ -166,15 +231,19 @@ describe('gha matrix and gha merge', () => {
     // The default matrix's plan (target local) with the lab's log.
     const r = await runCli(['gha', 'merge', artifacts, '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'merged'), '--no-record']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/events\.jsonl holds target shared-a, which the plan does not list \(it lists local\): the log is of another run or another matrix/);
+    expect(r.stderr).toMatch(
+      /events\.jsonl holds target shared-a, which the plan does not list \(it lists local\): the log is of another run or another matrix/,
+    );
     expect(existsSync(path.join(dir, 'merged'))).toBe(false);
   });
 
-  it('keeps gha matrix\'s stdout the JSON alone under GitHub Actions, secrets masked on stderr', async () => {
+  it("keeps gha matrix's stdout the JSON alone under GitHub Actions, secrets masked on stderr", async () => {
     const step = actionsEnv(tempDir());
     const r = await runCli(['gha', 'matrix'], { env: { ...step.env, LAB_API_TOKEN: 's3cr3t-value-123' } });
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ include: [{ name: 'shared', targets: 'local', runsOn: ['self-hosted', 'linux'], labelled: false }] });
+    expect(JSON.parse(r.stdout)).toEqual({
+      include: [{ name: 'shared', targets: 'local', runsOn: ['self-hosted', 'linux'], labelled: false }],
+    });
     expect(r.stderr).toContain('::add-mask::s3cr3t-value-123');
   });
 
@@ -186,11 +255,32 @@ describe('gha matrix and gha merge', () => {
     mkdirSync(artifacts, { recursive: true });
     cpSync(H200_RUNS[3]!, path.join(artifacts, 'events.jsonl'));
     const same = actionsEnv(tempDir());
-    const args = (results: string) => ['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', results, '--records-dir', records, '--report-dir', path.join(dir, 'report'), '-q'];
+    const args = (results: string) => [
+      'gha',
+      'merge',
+      path.dirname(artifacts),
+      '--plan',
+      PLAN_ONE_LOCAL,
+      '--results-dir',
+      results,
+      '--records-dir',
+      records,
+      '--report-dir',
+      path.join(dir, 'report'),
+      '-q',
+    ];
     const r1 = await runCli(args(path.join(dir, 'merged-1')), { env: same.env });
     expect(r1.code).toBe(0);
-    expect(same.outputs()).toMatchObject({ passed: '15', failed: '0', 'behaviour-changed': 'false', 'new-observations': '0', 'records-written': '0' });
-    expect(r1.stdout).toMatch(/already recorded: .*linux-h200-docker-2026-11-29-01c49d70\.json has the same key, the same facts and its metrics within their noise; not written/);
+    expect(same.outputs()).toMatchObject({
+      passed: '15',
+      failed: '0',
+      'behaviour-changed': 'false',
+      'new-observations': '0',
+      'records-written': '0',
+    });
+    expect(r1.stdout).toMatch(
+      /already recorded: .*linux-h200-docker-2026-11-29-01c49d70\.json has the same key, the same facts and its metrics within their noise; not written/,
+    );
     expect(same.summary()).toContain('No behaviour changed');
     expect(existsSync(path.join(dir, 'report'))).toBe(false);
 
@@ -221,10 +311,35 @@ describe('gha matrix and gha merge', () => {
     const jobs = JSON.parse(planned.stdout) as { include: { name: string; targets: string }[] };
     const artifacts = path.join(dir, 'artifacts');
     // The probe jobs as a workflow without strict runs them: no driver here, so every cell is skipped and each job passes.
-    for (const job of jobs.include) expect((await runCli(['run', '-m', matrix, '--target', job.targets, '--results-dir', path.join(artifacts, `cudamatrix-events-${job.name}`)])).code).toBe(0);
+    for (const job of jobs.include)
+      expect(
+        (
+          await runCli([
+            'run',
+            '-m',
+            matrix,
+            '--target',
+            job.targets,
+            '--results-dir',
+            path.join(artifacts, `cudamatrix-events-${job.name}`),
+          ])
+        ).code,
+      ).toBe(0);
     const merge = (extra: string[]) => {
       const step = actionsEnv(tempDir());
-      const args = ['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, `merged${extra.length}`), '--no-record', ...extra];
+      const args = [
+        'gha',
+        'merge',
+        artifacts,
+        '--plan',
+        planned.stdout.trim(),
+        '-m',
+        matrix,
+        '--results-dir',
+        path.join(dir, `merged${extra.length}`),
+        '--no-record',
+        ...extra,
+      ];
       return runCli(args, { env: step.env }).then((r) => ({ ...r, outputs: step.outputs(), summary: step.summary() }));
     };
 
@@ -233,7 +348,9 @@ describe('gha matrix and gha merge', () => {
     expect(lax.outputs).toMatchObject({ 'exit-code': '0', skipped: '0', passed: '0' });
     expect(lax.summary).toContain('### Measured nothing: 3 targets');
     expect(lax.summary).toContain('with strict this run would fail (exit 4)');
-    expect(lax.stdout).toMatch(/^::warning title=gpu-box%3A measured nothing::job gpu-box on \[self-hosted, linux, gpu\]: every probe was skipped, nothing was measured: no NVIDIA driver found/m);
+    expect(lax.stdout).toMatch(
+      /^::warning title=gpu-box%3A measured nothing::job gpu-box on \[self-hosted, linux, gpu\]: every probe was skipped, nothing was measured: no NVIDIA driver found/m,
+    );
 
     const strict = await merge(['--strict']);
     expect(strict.code).toBe(4);
@@ -245,7 +362,8 @@ describe('gha matrix and gha merge', () => {
     expect(strict.summary).toMatch(/^\| gpu-box \| job gpu-box on \[self-hosted, linux, gpu\] \| no NVIDIA driver found/m);
     expect(strict.summary).toMatch(/^\| shared-a \| job shared on \[self-hosted, linux\] \| no NVIDIA driver found/m);
     expect(strict.summary).toMatch(/^\| shared-b \| job shared on \[self-hosted, linux\] \|/m);
-    for (const t of ['gpu-box', 'shared-a', 'shared-b']) expect(strict.stdout).toMatch(new RegExp(`^::error title=${t}%3A measured nothing::job `, 'm'));
+    for (const t of ['gpu-box', 'shared-a', 'shared-b'])
+      expect(strict.stdout).toMatch(new RegExp(`^::error title=${t}%3A measured nothing::job `, 'm'));
     expect(strict.stdout).toContain('Exit status: 4 (--strict: nothing was measured)');
     // The merged run says it was strict: merge and record read it so.
     expect((readEventLog(strict.outputs['events-file']!)[0] as { options: { strict: boolean } }).options.strict).toBe(true);
@@ -259,12 +377,28 @@ describe('gha matrix and gha merge', () => {
     mkdirSync(artifacts, { recursive: true });
     // A fact no expectation covers changed: every expectation is still met.
     const text = readFileSync(H200_RUNS[3]!, 'utf8');
-    const doctored = text.replace(/("name":"registered_counts_as_vram","value":)false/, '$1true').replace(/"runId":"([^"]+)"/, '"runId":"$1-registered"');
+    const doctored = text
+      .replace(/("name":"registered_counts_as_vram","value":)false/, '$1true')
+      .replace(/"runId":"([^"]+)"/, '"runId":"$1-registered"');
     expect(doctored).not.toBe(text);
     writeFileSync(path.join(artifacts, 'events.jsonl'), doctored);
     const merge = (name: string, extra: string[]) => {
       const step = actionsEnv(tempDir());
-      const args = ['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, name), '--records-dir', path.join(dir, name, 'records'), '--report-dir', path.join(dir, name, 'report'), '-q', ...extra];
+      const args = [
+        'gha',
+        'merge',
+        path.dirname(artifacts),
+        '--plan',
+        PLAN_ONE_LOCAL,
+        '--results-dir',
+        path.join(dir, name),
+        '--records-dir',
+        path.join(dir, name, 'records'),
+        '--report-dir',
+        path.join(dir, name, 'report'),
+        '-q',
+        ...extra,
+      ];
       cpSync(records, path.join(dir, name, 'records'), { recursive: true });
       return runCli(args, { env: step.env }).then((r) => ({ ...r, outputs: step.outputs(), summary: step.summary() }));
     };
@@ -280,13 +414,29 @@ describe('gha matrix and gha merge', () => {
     const annotation = /^::error title=cudamatrix%3A behaviour changed%3A ([^:]+)::(.*)$/m.exec(strict.stdout);
     expect(annotation, strict.stdout).not.toBeNull();
     expect(annotation![1]).toMatch(/linux.*H200/i);
-    expect(annotation![2]).toMatch(/driver 580\.159\.04 .*against the committed record \(fail-on-change\):%0Afact `pinned-vram\.registered_counts_as_vram`: false -> true/);
-    expect(strict.summary).toMatch(/^## ❌ cudamatrix run .*\n\n\*\*Exit status 5\*\*: behaviour changed against the committed records \(--fail-on-change\)/m);
+    expect(annotation![2]).toMatch(
+      /driver 580\.159\.04 .*against the committed record \(fail-on-change\):%0Afact `pinned-vram\.registered_counts_as_vram`: false -> true/,
+    );
+    expect(strict.summary).toMatch(
+      /^## ❌ cudamatrix run .*\n\n\*\*Exit status 5\*\*: behaviour changed against the committed records \(--fail-on-change\)/m,
+    );
     expect(strict.stdout).toContain('Exit status: 5 (--fail-on-change: behaviour changed)');
 
-    const refused = await runCli(['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'refused'), '--no-record', '--fail-on-change']);
+    const refused = await runCli([
+      'gha',
+      'merge',
+      path.dirname(artifacts),
+      '--plan',
+      PLAN_ONE_LOCAL,
+      '--results-dir',
+      path.join(dir, 'refused'),
+      '--no-record',
+      '--fail-on-change',
+    ]);
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain('--fail-on-change compares the run\'s records with the committed ones, and --no-record makes none: drop one of the two');
+    expect(refused.stderr).toContain(
+      "--fail-on-change compares the run's records with the committed ones, and --no-record makes none: drop one of the two",
+    );
   });
 
   it('on the real H200 logs: the same facts with pinned bandwidth halved (a same-driver regression) is recorded, so the pull request is opened', async () => {
@@ -297,14 +447,34 @@ describe('gha matrix and gha merge', () => {
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(path.join(artifacts, 'events.jsonl'), halvedBandwidthLog());
     const step = actionsEnv(tempDir());
-    const r = await runCli(['gha', 'merge', path.dirname(artifacts), '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'merged'), '--records-dir', records, '--report-dir', path.join(dir, 'report'), '-q'], { env: step.env });
+    const r = await runCli(
+      [
+        'gha',
+        'merge',
+        path.dirname(artifacts),
+        '--plan',
+        PLAN_ONE_LOCAL,
+        '--results-dir',
+        path.join(dir, 'merged'),
+        '--records-dir',
+        records,
+        '--report-dir',
+        path.join(dir, 'report'),
+        '-q',
+      ],
+      { env: step.env },
+    );
     // Every default expectation is met: the regression is in the metrics.
     expect(r.code, r.stderr).toBe(0);
     const out = step.outputs();
     expect(out).toMatchObject({ 'behaviour-changed': 'true', 'new-observations': '0', 'records-written': '1' });
-    expect(r.stdout).toMatch(/DRIFTED from .*linux-h200-docker-2026-11-29-01c49d70\.json \(same key and facts; 8 metric series beyond their noise\)/);
+    expect(r.stdout).toMatch(
+      /DRIFTED from .*linux-h200-docker-2026-11-29-01c49d70\.json \(same key and facts; 8 metric series beyond their noise\)/,
+    );
     expect(existsSync(out.records!)).toBe(true);
-    expect(step.summary()).toMatch(/\*\*Behaviour changed\.\*\*[\s\S]*metric `transfer-bandwidth\.bandwidth_gbps` \{"direction":"h2d","memory":"pinned","size_bytes":1073741824\}: 55\.4 GB\/s -> 27\.8 GB\/s/);
+    expect(step.summary()).toMatch(
+      /\*\*Behaviour changed\.\*\*[\s\S]*metric `transfer-bandwidth\.bandwidth_gbps` \{"direction":"h2d","memory":"pinned","size_bytes":1073741824\}: 55\.4 GB\/s -> 27\.8 GB\/s/,
+    );
     expect(readFileSync(path.join(dir, 'report', 'BEHAVIOUR.md'), 'utf8')).toContain('8 metric series beyond their noise');
   });
 
@@ -320,9 +490,19 @@ describe('gha matrix and gha merge', () => {
     const empty = await runCli(['gha', 'merge', dir, '--plan', '']);
     expect(empty.stderr).toContain("--plan is empty (did the plan job's matrix output reach this step?)");
     const missing = await runCli(['gha', 'merge', dir, '--plan', path.join(dir, 'nope.json')]);
-    expect(missing.stderr).toContain(`--plan ${path.join(dir, 'nope.json')}: no such file, and not JSON; pass the JSON that cudamatrix gha matrix printed`);
-    const other = await runCli(['gha', 'merge', dir, '--plan', JSON.stringify({ include: [{ name: 'x', targets: 'elsewhere', runsOn: ['a'] }] })]);
+    expect(missing.stderr).toContain(
+      `--plan ${path.join(dir, 'nope.json')}: no such file, and not JSON; pass the JSON that cudamatrix gha matrix printed`,
+    );
+    const other = await runCli([
+      'gha',
+      'merge',
+      dir,
+      '--plan',
+      JSON.stringify({ include: [{ name: 'x', targets: 'elsewhere', runsOn: ['a'] }] }),
+    ]);
     expect(other.code).toBe(2);
-    expect(other.stderr).toMatch(/job "x" owes target "elsewhere", which .*default\.yaml does not define; pass the matrix the plan was made from \(--matrix\)/);
+    expect(other.stderr).toMatch(
+      /job "x" owes target "elsewhere", which .*default\.yaml does not define; pass the matrix the plan was made from \(--matrix\)/,
+    );
   });
 });

@@ -40,7 +40,12 @@ function standIns(dir: string) {
     `#!/usr/bin/env node\n// [player] npm stand-in: records what it would publish; nothing reaches the registry\nconst a = process.argv.slice(2); const fs = require('fs'); const extra = {};\nif (a[0] === 'publish') { extra.pkg = JSON.parse(fs.readFileSync(require('path').join(a[1], 'package.json'), 'utf8')); const rc = process.env.NPM_CONFIG_USERCONFIG; extra.npmrc = rc && fs.readFileSync(rc, 'utf8'); extra.token = process.env.NODE_AUTH_TOKEN === ${JSON.stringify(NPM_TOKEN)}; }\n${record}\n`,
   );
   for (const f of ['gh', 'npm']) chmodSync(path.join(bin, f), 0o755);
-  const read = () => readFileSync(calls, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { tool: string; args: string[]; extra: Record<string, unknown> });
+  const read = () =>
+    readFileSync(calls, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { tool: string; args: string[]; extra: Record<string, unknown> });
   return { bin, released, calls: () => (existsSync(calls) ? read() : []) };
 }
 
@@ -93,7 +98,9 @@ describe('the release workflow, played for a pushed tag', () => {
     expect(job(r.play, 'pack')!.log).toMatch(/\[player\] container "node:20-bullseye" is not played/);
     const create = r.calls().find((c) => c.tool === 'gh')!;
     expect(create.args.slice(0, 5)).toEqual(['release', 'create', `v${VERSION}`, TARBALL, `${TARBALL}.sha256`]);
-    expect(create.args).toEqual(expect.arrayContaining(['--repo', 'your-org/cudamatrix', '--verify-tag', '--title', `cudamatrix ${VERSION}`]));
+    expect(create.args).toEqual(
+      expect.arrayContaining(['--repo', 'your-org/cudamatrix', '--verify-tag', '--title', `cudamatrix ${VERSION}`]),
+    );
     const notes = create.args[create.args.indexOf('--notes') + 1]!;
     expect(notes).toContain(`npm install -g https://github.com/your-org/cudamatrix/releases/download/v${VERSION}/${TARBALL}`);
     // The attached files: the packed bytes, and a sha256 file that checks them (as a user checks the download).
@@ -108,11 +115,14 @@ describe('the release workflow, played for a pushed tag', () => {
 
   it('installs from the downloaded release file with npm install -g, and runs', () => {
     const prefix = path.join(r.dir, 'prefix');
-    execFileSync('npm', ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(r.released, TARBALL)], { encoding: 'utf8', env: { ...process.env, npm_config_cache: path.join(r.dir, 'npm-cache') } });
+    execFileSync('npm', ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(r.released, TARBALL)], {
+      encoding: 'utf8',
+      env: { ...process.env, npm_config_cache: path.join(r.dir, 'npm-cache') },
+    });
     expect(execFileSync(path.join(prefix, 'bin', 'cudamatrix'), ['--version'], { encoding: 'utf8' }).trim()).toBe(VERSION);
   });
 
-  it('publishes to npm under the project\'s name only, with the token from the secret and never in a log', () => {
+  it("publishes to npm under the project's name only, with the token from the secret and never in a log", () => {
     const publish = r.calls().find((c) => c.tool === 'npm')!;
     expect(publish.args).toEqual(['publish', './package', '--access', 'public', '--provenance', '--ignore-scripts']);
     const pkg = publish.extra.pkg as Record<string, unknown>;
@@ -127,14 +137,18 @@ describe('the release workflow, played for a pushed tag', () => {
   });
 });
 
-describe('the release workflow, for a tag that is not the package\'s version', () => {
+describe("the release workflow, for a tag that is not the package's version", () => {
   it('fails the pack job with an annotation saying what to tag, makes no release and publishes nothing', async () => {
     const r = await playRelease('v9.9.9');
     expect(r.play.result).toBe('failure');
     const pack = job(r.play, 'pack')!;
     expect(pack.steps.find((s) => s.id === 'version')!.outcome).toBe('failure');
     expect(pack.annotations).toContainEqual(
-      expect.objectContaining({ level: 'error', title: 'release tag', message: expect.stringContaining(`the tag v9.9.9 does not name package.json's version ${VERSION}`) }),
+      expect.objectContaining({
+        level: 'error',
+        title: 'release tag',
+        message: expect.stringContaining(`the tag v9.9.9 does not name package.json's version ${VERSION}`),
+      }),
     );
     expect(pack.steps.find((s) => s.id === 'package')!.outcome).toBe('skipped');
     expect(r.play.jobs.release!.result).toBe('skipped');

@@ -68,7 +68,17 @@ function actionProblems(content: string): { problems: string[]; runs?: unknown }
   const parsed = parseAction({ name: 'action.yml', content }, trace);
   const problems = parsed.context.errors.getErrors().map(String);
   const template = parsed.value ? convertActionTemplate(parsed.context, parsed.value) : undefined;
-  return { problems: [...problems, ...parsed.context.errors.getErrors().map(String).filter((p) => !problems.includes(p)), ...messages], runs: template?.runs };
+  return {
+    problems: [
+      ...problems,
+      ...parsed.context.errors
+        .getErrors()
+        .map(String)
+        .filter((p) => !problems.includes(p)),
+      ...messages,
+    ],
+    runs: template?.runs,
+  };
 }
 
 interface Step {
@@ -98,7 +108,7 @@ interface Workflow {
 }
 const workflow = (file: string) => parse(read(file)) as Workflow;
 
-describe('every workflow and action.yml parses with GitHub\'s parser, with no error and no warning', () => {
+describe("every workflow and action.yml parses with GitHub's parser, with no error and no warning", () => {
   it('has the workflows and the example caller to check', () => {
     expect(WORKFLOWS).toEqual(expect.arrayContaining(['.github/workflows/ci.yml', GPU_MATRIX, '.github/workflows/pages.yml']));
     expect(EXAMPLES).toContain(EXAMPLE);
@@ -119,7 +129,7 @@ describe('every workflow and action.yml parses with GitHub\'s parser, with no er
   });
 
   // The checks above mean something only if the parser does report these mistakes.
-  it('the parser does report a misspelt key, an unknown context, a caller\'s unknown input and secret, and a bad runtime', async () => {
+  it("the parser does report a misspelt key, an unknown context, a caller's unknown input and secret, and a bad runtime", async () => {
     const misspelt = read(GPU_MATRIX).replace('timeout-minutes: 30', 'timeout-minute: 30');
     expect((await workflowProblems('misspelt.yml', misspelt)).join('\n')).toMatch(/timeout-minute/);
     const unknownContext = read(GPU_MATRIX).replace('${{ matrix.runsOn }}', '${{ matrx.runsOn }}');
@@ -139,7 +149,9 @@ describe('what the parser cannot check', () => {
     const unpinned: string[] = [];
     for (const { file, wf } of all) {
       for (const [id, job] of Object.entries(wf.jobs)) {
-        const uses = [job.uses, ...(job.steps ?? []).map((s) => s.uses)].filter((u): u is string => typeof u === 'string' && !u.startsWith('./'));
+        const uses = [job.uses, ...(job.steps ?? []).map((s) => s.uses)].filter(
+          (u): u is string => typeof u === 'string' && !u.startsWith('./'),
+        );
         for (const u of uses) if (!/@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$/.test(u)) unpinned.push(`${file} ${id}: ${u}`);
       }
     }
@@ -152,7 +164,8 @@ describe('what the parser cannot check', () => {
       for (const [id, job] of Object.entries(wf.jobs)) {
         // A called workflow's jobs set their own limits; its caller grants the permissions.
         if (job['timeout-minutes'] === undefined && !job.uses) missing.push(`${file} ${id}: timeout-minutes`);
-        if (job.permissions === undefined && (wf as { permissions?: unknown }).permissions === undefined) missing.push(`${file} ${id}: permissions`);
+        if (job.permissions === undefined && (wf as { permissions?: unknown }).permissions === undefined)
+          missing.push(`${file} ${id}: permissions`);
       }
     }
     expect(missing).toEqual([]);
@@ -169,11 +182,17 @@ describe('what the parser cannot check', () => {
       expect(call).toEqual([...dispatch, 'records-dir', 'report-dir', 'cudamatrix-repository', 'cudamatrix-ref']);
       // A run of the workflow itself has no records-dir or report-dir: the env falls back to the call's defaults.
       const env = (wf as { env?: Record<string, string> }).env;
-      expect(env).toEqual({ RECORDS_DIR: "${{ inputs.records-dir || 'results/records' }}", REPORT_DIR: "${{ inputs.report-dir || 'results' }}" });
+      expect(env).toEqual({
+        RECORDS_DIR: "${{ inputs.records-dir || 'results/records' }}",
+        REPORT_DIR: "${{ inputs.report-dir || 'results' }}",
+      });
       expect(wf.on.workflow_call?.inputs?.['records-dir']).toMatchObject({ default: 'results/records' });
       expect(wf.on.workflow_call?.inputs?.['report-dir']).toMatchObject({ default: 'results' });
       for (const name of dispatch) {
-        const [d, c] = [wf.on.workflow_dispatch?.inputs?.[name], wf.on.workflow_call?.inputs?.[name]] as { type?: string; default?: unknown }[];
+        const [d, c] = [wf.on.workflow_dispatch?.inputs?.[name], wf.on.workflow_call?.inputs?.[name]] as {
+          type?: string;
+          default?: unknown;
+        }[];
         expect([c?.type, c?.default], name).toEqual([d?.type, d?.default]);
       }
       expect(wf.on.workflow_call?.inputs?.['open-pr']?.type).toBe('boolean');
@@ -195,20 +214,24 @@ describe('what the parser cannot check', () => {
       for (const [id, job] of Object.entries(wf.jobs)) {
         for (const value of Object.values(job.outputs ?? {})) {
           const step = /steps\.([\w-]+)\.outputs/.exec(value)?.[1];
-          expect(job.steps?.some((s) => s.id === step), `${id}: ${value}`).toBe(true);
+          expect(
+            job.steps?.some((s) => s.id === step),
+            `${id}: ${value}`,
+          ).toBe(true);
         }
       }
     });
 
     it('names every step (id), and the plan job builds the package in the step with id "package"', () => {
-      for (const [id, job] of Object.entries(wf.jobs)) for (const step of job.steps ?? []) expect(step.id, `${id}: ${step.name ?? step.uses ?? step.run}`).toMatch(/^[a-z][a-z0-9-]*$/);
+      for (const [id, job] of Object.entries(wf.jobs))
+        for (const step of job.steps ?? []) expect(step.id, `${id}: ${step.name ?? step.uses ?? step.run}`).toMatch(/^[a-z][a-z0-9-]*$/);
       const ids = Object.values(wf.jobs).flatMap((j) => (j.steps ?? []).map((s) => s.id));
       // Unique across jobs: the end-to-end test replaces the step with id "package" and no other.
       expect(ids.filter((id) => id === 'package')).toHaveLength(1);
       expect(plan.steps?.find((s) => s.id === 'package')?.run).toMatch(/pnpm pack/);
     });
 
-    it('packs in Debian 11, so that the Linux cudaprobe needs glibc 2.17 rather than the runner\'s own (README: Install)', () => {
+    it("packs in Debian 11, so that the Linux cudaprobe needs glibc 2.17 rather than the runner's own (README: Install)", () => {
       expect((plan as { container?: unknown }).container).toBe('node:20-bullseye');
       const pack = String(plan.steps?.find((s) => s.id === 'package')?.run);
       // Root in the container: no sudo there.
@@ -222,8 +245,14 @@ describe('what the parser cannot check', () => {
       const run = probe.steps!.find((s) => s.id === 'run')!;
       const mergeStep = merge.steps!.find((s) => s.id === 'merge')!;
       expect(String(run.with?.args).trim()).toBe("${{ inputs.strict && '--strict' || '' }}");
-      const mergeArgs = String(mergeStep.with?.args).trim().split('\n').map((l) => l.trim());
-      expect(mergeArgs.slice(-2)).toEqual(["${{ inputs.strict && '--strict' || '' }}", "${{ inputs.fail-on-change && '--fail-on-change' || '' }}"]);
+      const mergeArgs = String(mergeStep.with?.args)
+        .trim()
+        .split('\n')
+        .map((l) => l.trim());
+      expect(mergeArgs.slice(-2)).toEqual([
+        "${{ inputs.strict && '--strict' || '' }}",
+        "${{ inputs.fail-on-change && '--fail-on-change' || '' }}",
+      ]);
       const secrets = (wf.on.workflow_call as { secrets?: Record<string, { required?: boolean }> }).secrets ?? {};
       expect(Object.keys(secrets)).toEqual(['ssh-private-key', 'known-hosts', 'ssh-key-passphrase']);
       for (const [name, spec] of Object.entries(secrets)) {
@@ -237,7 +266,10 @@ describe('what the parser cannot check', () => {
 
     it('the probe jobs run on the labels of their entry, with actions only: no run: step, so no shell on Windows runners', () => {
       expect(probe['runs-on']).toBe('${{ matrix.runsOn }}');
-      expect((probe as { strategy?: { 'fail-fast'?: boolean; matrix?: string } }).strategy).toEqual({ 'fail-fast': false, matrix: '${{ fromJSON(needs.plan.outputs.matrix) }}' });
+      expect((probe as { strategy?: { 'fail-fast'?: boolean; matrix?: string } }).strategy).toEqual({
+        'fail-fast': false,
+        matrix: '${{ fromJSON(needs.plan.outputs.matrix) }}',
+      });
       expect(probe.steps!.length).toBeGreaterThan(0);
       expect(probe.steps!.filter((s) => s.run !== undefined || !s.uses)).toEqual([]);
     });
@@ -251,14 +283,18 @@ describe('what the parser cannot check', () => {
       expect(merge.steps!.find((s) => s.id === 'upload-results')?.if).toMatch(/!cancelled\(\)/);
     });
 
-    it('the artifact names agree: the package uploaded once and downloaded by name, each probe job\'s events matched by the merge\'s pattern', () => {
+    it("the artifact names agree: the package uploaded once and downloaded by name, each probe job's events matched by the merge's pattern", () => {
       const steps = Object.entries(wf.jobs).flatMap(([job, j]) => (j.steps ?? []).map((s) => ({ job, ...s })));
       const uploads = steps.filter((s) => s.uses?.startsWith('actions/upload-artifact@'));
       const downloads = steps.filter((s) => s.uses?.startsWith('actions/download-artifact@'));
       const uploaded = uploads.map((s) => `${s.job}: ${String(s.with?.name)}`);
       expect(uploaded).toEqual(['plan: cudamatrix-package', 'probe: cudamatrix-events-${{ matrix.name }}', 'merge: cudamatrix-results']);
       for (const d of downloads) {
-        if (d.with?.name) expect(uploads.some((u) => u.with?.name === d.with?.name && u.job !== d.job), `${d.job}: ${String(d.with.name)}`).toBe(true);
+        if (d.with?.name)
+          expect(
+            uploads.some((u) => u.with?.name === d.with?.name && u.job !== d.job),
+            `${d.job}: ${String(d.with.name)}`,
+          ).toBe(true);
         else {
           // The pattern matches the name each probe job gives, whatever the entry's name, and not the others.
           const matches = picomatch(String(d.with?.pattern));
@@ -267,25 +303,39 @@ describe('what the parser cannot check', () => {
           expect(matches('cudamatrix-results')).toBe(false);
         }
       }
-      expect(downloads.map((d) => `${d.job}: ${String(d.with?.name ?? d.with?.pattern)}`)).toEqual(['probe: cudamatrix-package', 'merge: cudamatrix-package', 'merge: cudamatrix-events-*']);
+      expect(downloads.map((d) => `${d.job}: ${String(d.with?.name ?? d.with?.pattern)}`)).toEqual([
+        'probe: cudamatrix-package',
+        'merge: cudamatrix-package',
+        'merge: cudamatrix-events-*',
+      ]);
       // The package's files lie under a hidden folder (.cudamatrix), which upload-artifact skips unless told.
       const pkg = uploads.find((u) => u.with?.name === 'cudamatrix-package')!;
       expect(pkg.with?.['include-hidden-files']).toBe(true);
-      expect(String(pkg.with?.path).trim().split('\n')).toEqual(['.cudamatrix/action.yml', '.cudamatrix/action/', '.cudamatrix/cudamatrix-*.tgz']);
+      expect(String(pkg.with?.path).trim().split('\n')).toEqual([
+        '.cudamatrix/action.yml',
+        '.cudamatrix/action/',
+        '.cudamatrix/cudamatrix-*.tgz',
+      ]);
     });
 
     it('every use of the action passes only inputs action.yml declares, and its package', () => {
       const uses = Object.values(wf.jobs).flatMap((j) => (j.steps ?? []).filter((s) => s.uses === './.cudamatrix'));
       expect(uses.map((s) => s.id)).toEqual(['matrix', 'run', 'merge']);
       for (const s of uses) {
-        expect(Object.keys(s.with ?? {}).filter((k) => !(k in action.inputs)), s.id).toEqual([]);
+        expect(
+          Object.keys(s.with ?? {}).filter((k) => !(k in action.inputs)),
+          s.id,
+        ).toEqual([]);
         expect(s.with?.package, s.id).toBe('.cudamatrix');
       }
       // Each job gets the action before it uses it.
       for (const [id, job] of Object.entries(wf.jobs)) {
         const at = job.steps?.findIndex((s) => s.uses === './.cudamatrix') ?? -1;
         if (at === -1) continue;
-        expect(job.steps!.slice(0, at).some((s) => s.with?.path === '.cudamatrix'), id).toBe(true);
+        expect(
+          job.steps!.slice(0, at).some((s) => s.with?.path === '.cudamatrix'),
+          id,
+        ).toBe(true);
       }
     });
 
@@ -298,7 +348,8 @@ describe('what the parser cannot check', () => {
       expect(pr.run).toMatch(/paths=\("\$RECORDS_DIR"\)/);
       expect(pr.run).not.toMatch(/\$\{\{/); // inputs reach the script through env, never pasted into it
       expect((pr as { env?: Record<string, string> }).env?.GH_TOKEN).toBe('${{ github.token }}');
-      for (const job of Object.values(wf.jobs)) for (const s of job.steps ?? []) if (s.uses?.startsWith('actions/checkout@')) expect(s.with?.['persist-credentials']).toBe(false);
+      for (const job of Object.values(wf.jobs))
+        for (const s of job.steps ?? []) if (s.uses?.startsWith('actions/checkout@')) expect(s.with?.['persist-credentials']).toBe(false);
     });
   });
 
@@ -306,18 +357,26 @@ describe('what the parser cannot check', () => {
     const wf = workflow('.github/workflows/release.yml');
     const { pack, release, npm } = wf.jobs as Record<'pack' | 'release' | 'npm', Job & { container?: unknown }>;
 
-    it('runs on a pushed v* tag only, and packs as gpu-matrix.yml\'s plan job does (Debian 11: glibc 2.17)', () => {
+    it("runs on a pushed v* tag only, and packs as gpu-matrix.yml's plan job does (Debian 11: glibc 2.17)", () => {
       expect(wf.on).toEqual({ push: { tags: ['v*'] } });
       expect(pack.container).toBe('node:20-bullseye');
-      const packing = (j: Job) => String(j.steps?.find((x) => x.id === 'package')?.run).split('\n').filter((l) => /apt-get install|pnpm (install|pack)|npm install -g pnpm/.test(l)).map((l) => l.trim());
+      const packing = (j: Job) =>
+        String(j.steps?.find((x) => x.id === 'package')?.run)
+          .split('\n')
+          .filter((l) => /apt-get install|pnpm (install|pack)|npm install -g pnpm/.test(l))
+          .map((l) => l.trim());
       expect(packing(pack)).toEqual(packing(workflow(GPU_MATRIX).jobs.plan!));
       expect(packing(pack)).toHaveLength(4);
       // The tag is checked against package.json before anything is packed.
       expect(pack.steps?.map((x) => x.id)).toEqual(['checkout', 'version', 'package', 'checksum', 'upload']);
     });
 
-    it('writes only in the release job (contents: write, the token in its step\'s env alone); npm only with the project\'s variable', () => {
-      expect([pack.permissions, release.permissions, npm.permissions]).toEqual([{ contents: 'read' }, { contents: 'write' }, { contents: 'read', 'id-token': 'write' }]);
+    it("writes only in the release job (contents: write, the token in its step's env alone); npm only with the project's variable", () => {
+      expect([pack.permissions, release.permissions, npm.permissions]).toEqual([
+        { contents: 'read' },
+        { contents: 'write' },
+        { contents: 'read', 'id-token': 'write' },
+      ]);
       const step = release.steps!.find((x) => x.id === 'release')! as Step & { env?: Record<string, string> };
       expect(step.env?.GH_TOKEN).toBe('${{ github.token }}');
       expect(step.run).toMatch(/gh release create "\$TAG" "\$TARBALL" "\$TARBALL\.sha256" --repo "\$GITHUB_REPOSITORY" --verify-tag/);
@@ -364,14 +423,15 @@ describe('what the parser cannot check', () => {
     expect(Object.keys(caller.on).sort()).toEqual(['schedule', 'workflow_dispatch']);
     expect(job!.permissions).toEqual(workflow(GPU_MATRIX).jobs.merge!.permissions);
     // Its own inputs reach the called workflow (docs/self-hosted-runners.md: "Checking a runner" runs it with targets).
-    for (const name of Object.keys(caller.on.workflow_dispatch?.inputs ?? {})) expect(String(job!.with?.[name]), name).toContain(`inputs.${name}`);
+    for (const name of Object.keys(caller.on.workflow_dispatch?.inputs ?? {}))
+      expect(String(job!.with?.[name]), name).toContain(`inputs.${name}`);
     expect(Object.keys(caller.on.workflow_dispatch?.inputs ?? {})).toEqual(expect.arrayContaining(['targets', 'probes']));
     // It passes the secrets gpu-matrix.yml declares, from its own.
     const declared = Object.keys((workflow(GPU_MATRIX).on.workflow_call as { secrets?: Record<string, unknown> }).secrets ?? {});
     expect(Object.keys((job as { secrets?: Record<string, string> }).secrets ?? {})).toEqual(declared);
   });
 
-  it('docs/github-actions.md\'s caller snippet is docs/examples/driver-matrix.yml, byte for byte', () => {
+  it("docs/github-actions.md's caller snippet is docs/examples/driver-matrix.yml, byte for byte", () => {
     const readme = read('docs/github-actions.md');
     const begin = '<!-- docs/examples/driver-matrix.yml: begin -->\n```yaml\n';
     const end = '```\n<!-- docs/examples/driver-matrix.yml: end -->';
@@ -380,6 +440,9 @@ describe('what the parser cannot check', () => {
     expect(from, `docs/github-actions.md has no block between ${JSON.stringify(begin)} and ${JSON.stringify(end)}`).toBeGreaterThan(-1);
     expect(to).toBeGreaterThan(from);
     const snippet = readme.slice(from + begin.length, to);
-    expect(snippet, 'docs/github-actions.md\'s snippet differs from docs/examples/driver-matrix.yml: copy the file between the markers again').toBe(read(EXAMPLE));
+    expect(
+      snippet,
+      "docs/github-actions.md's snippet differs from docs/examples/driver-matrix.yml: copy the file between the markers again",
+    ).toBe(read(EXAMPLE));
   });
 });

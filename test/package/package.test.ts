@@ -17,7 +17,11 @@ import { installPackage, packCheckout } from '../package.ts';
 
 const ready = integrationAvailable(
   'pnpm, npm and the three cudaprobe compilers (the package ships a binary for each platform)',
-  hasCommand('pnpm') && hasCommand('npm') && hasCommand('g++') && hasCommand('aarch64-linux-gnu-g++') && hasCommand('x86_64-w64-mingw32-g++-posix'),
+  hasCommand('pnpm') &&
+    hasCommand('npm') &&
+    hasCommand('g++') &&
+    hasCommand('aarch64-linux-gnu-g++') &&
+    hasCommand('x86_64-w64-mingw32-g++-posix'),
   'npm install -g pnpm@10; apt-get install g++ g++-aarch64-linux-gnu g++-mingw-w64-x86-64-posix',
 );
 
@@ -53,7 +57,16 @@ describe.runIf(ready)('the installed package', () => {
     const pkg = JSON.parse(readFileSync(path.join(installed.root, 'package.json'), 'utf8'));
     expect(pkg.dependencies ?? {}).toEqual({});
     expect(pkg.engines.node).toBe('>=20.19');
-    expect(readdirSync(installed.root).sort()).toEqual(['README.md', 'bin', 'dist', 'docker', 'docs', 'matrix', 'package.json', 'prebuilt']);
+    expect(readdirSync(installed.root).sort()).toEqual([
+      'README.md',
+      'bin',
+      'dist',
+      'docker',
+      'docs',
+      'matrix',
+      'package.json',
+      'prebuilt',
+    ]);
     expect(readdirSync(path.join(installed.root, 'dist'))).toEqual(['cudamatrix.cjs']);
     expect(readdirSync(path.join(installed.root, 'matrix')).sort()).toEqual(['default.yaml', 'examples', 'schema.json']);
     const manifest = JSON.parse(readFileSync(path.join(installed.root, 'prebuilt', 'manifest.json'), 'utf8')) as PrebuiltManifest;
@@ -66,11 +79,21 @@ describe.runIf(ready)('the installed package', () => {
     // Each Linux binary's glibc floor, as binutils' objdump reads its dynamic symbols (a peer of
     // the manifest's reading), and never above this machine's glibc, which built it.
     const here = /(\d+\.\d+)\s*$/.exec(execFileSync('ldd', ['--version'], { encoding: 'utf8' }).split('\n')[0]!)![1]!;
-    for (const [key, objdump] of [['linux-x64', 'objdump'], ['linux-arm64', 'aarch64-linux-gnu-objdump']] as const) {
-      const symbols = execFileSync(objdump, ['-T', path.join(installed.root, 'prebuilt', manifest.binaries[key]!.file)], { encoding: 'utf8' });
-      const floor = [...symbols.matchAll(/GLIBC_(2\.\d+(?:\.\d+)?)/g)].map((m) => m[1]!).sort((a, b) => Number(a.split('.')[1]) - Number(b.split('.')[1])).at(-1);
+    for (const [key, objdump] of [
+      ['linux-x64', 'objdump'],
+      ['linux-arm64', 'aarch64-linux-gnu-objdump'],
+    ] as const) {
+      const symbols = execFileSync(objdump, ['-T', path.join(installed.root, 'prebuilt', manifest.binaries[key]!.file)], {
+        encoding: 'utf8',
+      });
+      const floor = [...symbols.matchAll(/GLIBC_(2\.\d+(?:\.\d+)?)/g)]
+        .map((m) => m[1]!)
+        .sort((a, b) => Number(a.split('.')[1]) - Number(b.split('.')[1]))
+        .at(-1);
       expect(manifest.binaries[key]!.glibc, key).toBe(floor);
-      expect(Number(floor!.split('.')[1]), `${key} needs glibc ${floor}, this machine has ${here}`).toBeLessThanOrEqual(Number(here.split('.')[1]));
+      expect(Number(floor!.split('.')[1]), `${key} needs glibc ${floor}, this machine has ${here}`).toBeLessThanOrEqual(
+        Number(here.split('.')[1]),
+      );
     }
     expect(manifest.binaries['windows-x64']!.glibc).toBeUndefined();
   });
@@ -105,7 +128,9 @@ describe.runIf(ready)('the installed package', () => {
       timeout: 20_000,
       env: { PATH: nodeOnly, HOME: home },
     });
-    expect(r.stderr).toBe('error [USAGE]: the current folder no longer exists (it was removed or moved); cd to one that does and run again\n');
+    expect(r.stderr).toBe(
+      'error [USAGE]: the current folder no longer exists (it was removed or moved); cd to one that does and run again\n',
+    );
     expect(r.status).toBe(2);
   });
 
@@ -136,18 +161,26 @@ describe.runIf(ready)('the installed package', () => {
   });
 
   it('runs from npx too', () => {
-    const r = spawnSync('npx', ['--yes', '--offline', '--cache', tempDir('cm-npx-cache-'), '--package', tarball, 'cudamatrix', '--version'], {
-      cwd: home,
-      encoding: 'utf8',
-      timeout: 120_000,
-    });
+    const r = spawnSync(
+      'npx',
+      ['--yes', '--offline', '--cache', tempDir('cm-npx-cache-'), '--package', tarball, 'cudamatrix', '--version'],
+      {
+        cwd: home,
+        encoding: 'utf8',
+        timeout: 120_000,
+      },
+    );
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
 
-describe.runIf(ready)('the package\'s prebuilt cudaprobe for other platforms', () => {
-  const qemu = integrationAvailable('qemu-aarch64-static (runs the arm64 cudaprobe here)', hasCommand('qemu-aarch64-static', ['--version']) && existsSync('/usr/aarch64-linux-gnu/lib'), 'apt-get install qemu-user-static g++-aarch64-linux-gnu');
+describe.runIf(ready)("the package's prebuilt cudaprobe for other platforms", () => {
+  const qemu = integrationAvailable(
+    'qemu-aarch64-static (runs the arm64 cudaprobe here)',
+    hasCommand('qemu-aarch64-static', ['--version']) && existsSync('/usr/aarch64-linux-gnu/lib'),
+    'apt-get install qemu-user-static g++-aarch64-linux-gnu',
+  );
   const wine = integrationAvailable('Wine (runs cudaprobe.exe here)', hasCommand(WINE, ['--version']), 'apt-get install wine64');
 
   it.runIf(qemu)('linux-arm64 runs its no-driver path under qemu-aarch64-static', () => {
@@ -157,7 +190,10 @@ describe.runIf(ready)('the package\'s prebuilt cudaprobe for other platforms', (
     copyFileSync(path.join(installed.root, 'prebuilt', 'linux-arm64', 'cudaprobe'), exe);
     chmodSync(exe, 0o755);
     // -L: the arm64 C library (the binary links glibc dynamically, libstdc++ statically).
-    const r = spawnSync('qemu-aarch64-static', ['-L', '/usr/aarch64-linux-gnu', exe, 'run', 'sysinfo'], { encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync('qemu-aarch64-static', ['-L', '/usr/aarch64-linux-gnu', exe, 'run', 'sysinfo'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect(r.status, r.stderr).toBe(3);
     const s = sysinfo(r.stdout);
     expect(s.arch!.value).toBe('aarch64');
@@ -169,7 +205,11 @@ describe.runIf(ready)('the package\'s prebuilt cudaprobe for other platforms', (
     const exe = path.join(installed.root, 'prebuilt', 'windows-x64', 'cudaprobe.exe');
     const prefix = path.join(testCacheDir, 'wineprefix');
     mkdirSync(prefix, { recursive: true });
-    const r = spawnSync(WINE, [exe, 'run', 'sysinfo'], { encoding: 'utf8', timeout: 300_000, env: { ...process.env, WINEDEBUG: '-all', WINEPREFIX: prefix } });
+    const r = spawnSync(WINE, [exe, 'run', 'sysinfo'], {
+      encoding: 'utf8',
+      timeout: 300_000,
+      env: { ...process.env, WINEDEBUG: '-all', WINEPREFIX: prefix },
+    });
     expect(r.status, r.stderr).toBe(3);
     const s = sysinfo(r.stdout);
     expect(s.os_family!.value).toBe('windows');

@@ -58,13 +58,20 @@ export const connectEcho: Connect<EchoOptions> = async (o, context) => {
 function register(registry: string): string {
   const record = 'const kinds = { local, ssh, docker, wsl, slurm } satisfies';
   expect(registry).toContain(record);
-  return registry.replace(record, "import { echo } from './echo/kind.ts';\nconst kinds = { local, ssh, docker, wsl, slurm, echo } satisfies");
+  return registry.replace(
+    record,
+    "import { echo } from './echo/kind.ts';\nconst kinds = { local, ssh, docker, wsl, slurm, echo } satisfies",
+  );
 }
 
 describe('adding a transport', () => {
   it('is one folder under runners/ and one registry line: plan, gha matrix, doctor and run need nothing else', async () => {
     const copy = tempDir('cm-newkind-');
-    for (const entry of product) cpSync(path.join(repoRoot, entry), path.join(copy, entry), { recursive: true, filter: (p) => !p.includes(`${path.sep}records${path.sep}`) && !p.endsWith('.test.ts') });
+    for (const entry of product)
+      cpSync(path.join(repoRoot, entry), path.join(copy, entry), {
+        recursive: true,
+        filter: (p) => !p.includes(`${path.sep}records${path.sep}`) && !p.endsWith('.test.ts'),
+      });
     symlinkSync(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
     const touched: string[] = [];
     for (const [file, text] of Object.entries(kindFiles)) {
@@ -85,7 +92,9 @@ describe('adding a transport', () => {
     expect(plan.stdout).toMatch(/mirror\/sysinfo .* echo /);
 
     const gha = await runCopy(copy, ['gha', 'matrix', '-m', matrix, '--shards', '2']);
-    expect(JSON.parse(gha.stdout)).toEqual({ include: [{ name: 'shared', targets: 'mirror', runsOn: ['self-hosted', 'linux'], labelled: false }] });
+    expect(JSON.parse(gha.stdout)).toEqual({
+      include: [{ name: 'shared', targets: 'mirror', runsOn: ['self-hosted', 'linux'], labelled: false }],
+    });
 
     const doctor = await runCopy(copy, ['doctor', '--target', 'mirror', '-m', matrix]);
     expect(doctor.stdout).toMatch(/^i transport +echo \(label mirror\)$/m);
@@ -95,7 +104,10 @@ describe('adding a transport', () => {
     const runs = path.join(copy, 'runs');
     const run = await runCopy(copy, ['run', '-m', matrix, '--results-dir', runs, '--json']);
     expect(run.code, run.stderr).toBe(0);
-    const events = readFileSync((JSON.parse(run.stdout) as { events: string }).events, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = readFileSync((JSON.parse(run.stdout) as { events: string }).events, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(events.find((e) => e.type === 'target-start')).toMatchObject({ target: 'mirror', transport: ['echo'] });
     expect(events.find((e) => e.type === 'target-ready')).toMatchObject({ target: 'mirror', session: 'echo mirror' });
     expect(events.find((e) => e.type === 'cell-end')).toMatchObject({ cell: 'mirror/sysinfo' });

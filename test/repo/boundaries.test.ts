@@ -9,7 +9,11 @@ const depcruise = path.join(repoRoot, 'node_modules', '.bin', 'depcruise');
 const folders = ['core', 'runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli', 'tools/gha-player'];
 
 function cruise(config: string, paths: string[]): { violations: { rule: { name: string }; from: string; to: string }[] } {
-  const out = execFileSync(depcruise, ['--config', config, '--output-type', 'json', ...paths], { cwd: repoRoot, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  const out = execFileSync(depcruise, ['--config', config, '--output-type', 'json', ...paths], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
   return JSON.parse(out).summary;
 }
 
@@ -98,7 +102,9 @@ function productFiles(dir: string): string[] {
 
 describe('transport kinds', () => {
   it('are asked, not branched on, outside runners/ (no kind === "ssh", case "docker", tables keyed by kind)', () => {
-    const found = askingFolders.flatMap(productFiles).flatMap((f) => kindBranches(readFileSync(path.join(repoRoot, f), 'utf8')).map((line) => `${f}: ${line.trim()}`));
+    const found = askingFolders
+      .flatMap(productFiles)
+      .flatMap((f) => kindBranches(readFileSync(path.join(repoRoot, f), 'utf8')).map((line) => `${f}: ${line.trim()}`));
     expect(found).toEqual([]);
   });
 

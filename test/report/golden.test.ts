@@ -33,7 +33,13 @@ const recordsRoot = path.join(repoRoot, 'results', 'records');
 function committedLogs(dir = recordsRoot): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .flatMap((e) => (e.isDirectory() ? committedLogs(path.join(dir, e.name)) : e.name.endsWith('.jsonl') ? [path.relative(repoRoot, path.join(dir, e.name)).split(path.sep).join('/')] : []));
+    .flatMap((e) =>
+      e.isDirectory()
+        ? committedLogs(path.join(dir, e.name))
+        : e.name.endsWith('.jsonl')
+          ? [path.relative(repoRoot, path.join(dir, e.name)).split(path.sep).join('/')]
+          : [],
+    );
 }
 
 /** The golden folder of a log: its path under results/records, with .jsonl dropped. */
@@ -54,7 +60,9 @@ function expectGolden(file: string, actual: string): void {
   try {
     expected = readFileSync(at, 'utf8');
   } catch {
-    throw new Error(`no golden file ${path.relative(repoRoot, at)}: run UPDATE_GOLDEN=1 pnpm exec vitest run test/report/golden.test.ts and review the diff`);
+    throw new Error(
+      `no golden file ${path.relative(repoRoot, at)}: run UPDATE_GOLDEN=1 pnpm exec vitest run test/report/golden.test.ts and review the diff`,
+    );
   }
   // Soft: every output is compared, and each that differs is named.
   expect.soft(actual, `${file} differs from its golden file (UPDATE_GOLDEN=1 rewrites it: see docs/development.md)`).toBe(expected);
@@ -91,7 +99,10 @@ const logs = committedLogs();
  * its linux expectations made to fail.
  */
 const FAILING = 'h200-linux-two-expectations-failing';
-const failing = h200WithLinuxExpectations([pinnedH2dAtLeast40, { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' }]);
+const failing = h200WithLinuxExpectations([
+  pinnedH2dAtLeast40,
+  { fact: 'pinned-vram.counts_as_vram', equals: true, why: 'the design card says so (C1)' },
+]);
 const eventsOf = (log: string): RunEvent[] => (log === FAILING ? failing : readEventLog(path.join(repoRoot, log)));
 
 describe('golden: each committed H200 log through the run outputs', () => {
@@ -150,7 +161,11 @@ describe('golden: record and report of the committed H200 logs', () => {
       );
     });
     // The temporary folders and the checkout differ per machine; what record says of them does not.
-    const said = `exit ${status}\n${stdout}${stderr ? `--- stderr\n${stderr}` : ''}`.split(recordsDir).join('<records>').split(repoRoot).join('<repo>');
+    const said = `exit ${status}\n${stdout}${stderr ? `--- stderr\n${stderr}` : ''}`
+      .split(recordsDir)
+      .join('<records>')
+      .split(repoRoot)
+      .join('<repo>');
     expectGolden('record/console.txt', said);
     const written = filesUnder(recordsDir);
     expect(written.length).toBeGreaterThan(0);
@@ -165,7 +180,10 @@ describe('golden: record and report of the committed H200 logs', () => {
     expectGolden('report/BEHAVIOUR.md', markdown);
     expectGolden('report/behaviour.html', html);
     // The same data as the page embeds it, indented: a change shows in a readable diff.
-    expectGolden('report/page-data.json', `${JSON.stringify(pageData(records, paths.recordsLink, undefined, paths.recordsDirName), null, 2)}\n`);
+    expectGolden(
+      'report/page-data.json',
+      `${JSON.stringify(pageData(records, paths.recordsLink, undefined, paths.recordsDirName), null, 2)}\n`,
+    );
   });
 });
 
@@ -197,7 +215,13 @@ describe('golden: gha merge of the committed GitHub Actions run', () => {
     vi.stubEnv('GITHUB_ACTIONS', undefined);
     vi.stubEnv('NO_COLOR', undefined);
     // The temporary folders and the checkout differ per machine; the random output delimiter per run.
-    const normal = (text: string) => text.split(root).join('<tmp>').split(repoRoot).join('<repo>').replace(/ghadelimiter_[0-9a-f-]{36}/g, 'ghadelimiter_UUID');
+    const normal = (text: string) =>
+      text
+        .split(root)
+        .join('<tmp>')
+        .split(repoRoot)
+        .join('<repo>')
+        .replace(/ghadelimiter_[0-9a-f-]{36}/g, 'ghadelimiter_UUID');
     expectGolden('gha-merge/console.txt', normal(`exit ${status}\n${stdout}--- stderr\n${stderr}`));
     expectGolden('gha-merge/github-step-summary.md', normal(readFileSync(summaryFile, 'utf8')));
     expectGolden('gha-merge/github-output.txt', normal(readFileSync(outputFile, 'utf8')));

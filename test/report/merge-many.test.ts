@@ -13,7 +13,10 @@ function fleetLogs(dir: string, count: number): string[] {
   const target = (JSON.parse(lines[1]!) as { target: string }).target;
   return Array.from({ length: count }, (_, i) => {
     const file = path.join(dir, `gpu-${i}.jsonl`);
-    writeFileSync(file, `${lines.map((l) => l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`)).join('\n')}\n`);
+    writeFileSync(
+      file,
+      `${lines.map((l) => l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`)).join('\n')}\n`,
+    );
     return file;
   });
 }

@@ -22,7 +22,20 @@ describe('cudamatrix record', () => {
   it('--help says what a record is, identical and conflicting observations, --submit and the exit statuses', async () => {
     const r = await runCli(['record', '--help']);
     expect(r.code).toBe(0);
-    for (const s of ['<inputs...>', '--records-dir <dir>', '(default: "results/records")', '--submit <file>', 'identical', 'DRIFTED', 'CONFLICT', 'no GPU', 'GPU UUID', 'Exit status:', '4  no input holds an observation']) expect(r.stdout).toContain(s);
+    for (const s of [
+      '<inputs...>',
+      '--records-dir <dir>',
+      '(default: "results/records")',
+      '--submit <file>',
+      'identical',
+      'DRIFTED',
+      'CONFLICT',
+      'no GPU',
+      'GPU UUID',
+      'Exit status:',
+      '4  no input holds an observation',
+    ])
+      expect(r.stdout).toContain(s);
   });
 
   it('writes the first H200 run, finds the second the same observation, and reports a conflicting log with its facts', async () => {
@@ -32,7 +45,9 @@ describe('cudamatrix record', () => {
     expect(r.code, r.stderr).toBe(0);
     const file = path.join(records, recordPath(runs[0]!));
     expect(r.stdout).toContain(`    written ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed\n`);
-    expect(r.stdout).toContain(`    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`);
+    expect(r.stdout).toContain(
+      `    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`,
+    );
     // outside a repository: no evidence path
     expect(readFileSync(file, 'utf8')).toBe(recordJson(redactRecord(runs[0]!)));
 
@@ -40,7 +55,9 @@ describe('cudamatrix record', () => {
     writeFileSync(log, conflictingLog());
     const c = await runCli(['record', '--records-dir', records, log]);
     expect(c.code, c.stderr).toBe(0);
-    expect(c.stdout).toContain(`    CONFLICT with ${file} (same key, different facts; both are kept and the report shows the conflict):\n      pinned-release.released  on-free there, on-exit here\n`);
+    expect(c.stdout).toContain(
+      `    CONFLICT with ${file} (same key, different facts; both are kept and the report shows the conflict):\n      pinned-release.released  on-free there, on-exit here\n`,
+    );
     expect(c.stdout).toContain('1 conflict: the same observation key with other fact values.');
     expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(2);
   });
@@ -57,12 +74,16 @@ describe('cudamatrix record', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).not.toContain('CONFLICT');
     expect(r.stdout).not.toMatch(/\bconflicts?\b:/);
-    expect(r.stdout).toContain(`    NEWLY DECIDED against ${there} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):\n      pinned-ceiling.tracks_free_vram  null there, false here (newly decided)\n`);
+    expect(r.stdout).toContain(
+      `    NEWLY DECIDED against ${there} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):\n      pinned-ceiling.tracks_free_vram  null there, false here (newly decided)\n`,
+    );
     expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(2);
 
     // diff says the same: no fact changed, one newly decided.
     const d = await runCli(['diff', there, path.join(H200_DIR, 'h200-linux-2026-12-01-issues19-22')]);
-    expect(d.stdout).toContain('  facts    20 compared: none changed\n  decided  1 fact decided on one side only (null on the other; not a change):\n    pinned-ceiling.tracks_free_vram  null → false (newly decided)\n');
+    expect(d.stdout).toContain(
+      '  facts    20 compared: none changed\n  decided  1 fact decided on one side only (null on the other; not a change):\n    pinned-ceiling.tracks_free_vram  null → false (newly decided)\n',
+    );
     const j = JSON.parse((await runCli(['diff', '--json', there, path.join(H200_DIR, 'h200-linux-2026-12-01-issues19-22')])).stdout);
     expect([j.pairs[0].facts, j.pairs[0].decided]).toEqual([[], [{ name: 'pinned-ceiling.tracks_free_vram', a: null, b: false }]]);
     // Both records in one folder: decided in one, null in the other is no conflict inside it.
@@ -80,18 +101,30 @@ describe('cudamatrix record', () => {
     const first = path.join(records, recordPath(runs[0]!));
     const file = path.join(records, recordPath(runs[3]!));
     expect(r.stdout).toContain(`    written ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed\n`);
-    expect(r.stdout).toContain(`    DRIFTED from ${first} (same key and facts; 8 metric series beyond their noise): kept as the newest record of this observation, which the report and diff use\n`);
-    expect(r.stdout).toContain('      transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n          55.4 GB/s → 27.8 GB/s: moved 49.9 % (×0.501), noise ±3 %: catalogue ±3 %\n');
+    expect(r.stdout).toContain(
+      `    DRIFTED from ${first} (same key and facts; 8 metric series beyond their noise): kept as the newest record of this observation, which the report and diff use\n`,
+    );
+    expect(r.stdout).toContain(
+      '      transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n          55.4 GB/s → 27.8 GB/s: moved 49.9 % (×0.501), noise ±3 %: catalogue ±3 %\n',
+    );
     expect(r.stdout).not.toContain('CONFLICT');
     // Recorded again: within noise of the halved record, which it follows.
-    expect((await runCli(['record', '--records-dir', records, log])).stdout).toContain(`    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`);
+    expect((await runCli(['record', '--records-dir', records, log])).stdout).toContain(
+      `    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`,
+    );
 
     const out = path.join(dir, 'site');
     expect((await runCli(['report', '--records-dir', records, '--out', out])).code).toBe(0);
     const md = readFileSync(path.join(out, 'BEHAVIOUR.md'), 'utf8');
-    expect(md).toContain(`| [27.8 GB/s at 1 GiB](../records/${recordPath(runs[3]!)}) ⚠ drifted from 55.4 GB/s (2 records: 27.8 GB/s to 55.4 GB/s) |`);
-    expect(md).toContain(`: [2026-12-01 ${runs[3]!.id.slice(0, 8)}](../records/${recordPath(runs[3]!)}) against [2026-11-29 ${runs[0]!.id.slice(0, 8)}](../records/${recordPath(runs[0]!)}): 8 metric series beyond their noise\n`);
-    expect(md).toContain('  - transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}: 53.9 GB/s → 27.1 GB/s (moved 49.7 %, noise ±3 %)\n');
+    expect(md).toContain(
+      `| [27.8 GB/s at 1 GiB](../records/${recordPath(runs[3]!)}) ⚠ drifted from 55.4 GB/s (2 records: 27.8 GB/s to 55.4 GB/s) |`,
+    );
+    expect(md).toContain(
+      `: [2026-12-01 ${runs[3]!.id.slice(0, 8)}](../records/${recordPath(runs[3]!)}) against [2026-11-29 ${runs[0]!.id.slice(0, 8)}](../records/${recordPath(runs[0]!)}): 8 metric series beyond their noise\n`,
+    );
+    expect(md).toContain(
+      '  - transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}: 53.9 GB/s → 27.1 GB/s (moved 49.7 %, noise ±3 %)\n',
+    );
     // diff of the folder against the run it now holds: the newest (halved) record is compared, the same behaviour.
     expect((await runCli(['diff', records, log])).code).toBe(0);
     // --submit keeps it too: two observations, not one.
@@ -107,11 +140,15 @@ describe('cudamatrix record', () => {
     writeFileSync(log, noDriverLog());
     const r = await runCli(['record', '--records-dir', path.join(dir, 'records'), log]);
     expect(r.code).toBe(4);
-    expect(r.stdout).toContain(`${log}: no GPU observation, nothing to record: local: no NVIDIA driver (the CUDA driver library could not be loaded)`);
+    expect(r.stdout).toContain(
+      `${log}: no GPU observation, nothing to record: local: no NVIDIA driver (the CUDA driver library could not be loaded)`,
+    );
     expect(r.stderr).toContain('nothing recorded: no input holds an observation of a GPU');
     const bad = await runCli(['record', '--records-dir', path.join(dir, 'records'), H200_RUNS[0]!, path.join(dir, 'missing.jsonl')]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe(`error [USAGE]: ${path.join(dir, 'missing.jsonl')} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json), a file made by record --submit, or a folder of records\n`);
+    expect(bad.stderr).toBe(
+      `error [USAGE]: ${path.join(dir, 'missing.jsonl')} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json), a file made by record --submit, or a folder of records\n`,
+    );
     expect(readdirSync(dir)).toEqual(['events.jsonl']);
   });
 
@@ -142,7 +179,9 @@ describe('cudamatrix record: what it refuses', () => {
     const records = path.join(dir, 'records');
     const r = await runCli(['record', '--records-dir', records, SYSINFO_LOG]);
     expect(r.code, r.stderr).toBe(4);
-    expect(r.stdout).toContain(`${SYSINFO_LOG}: no GPU observation, nothing to record: local: no fact and no metric measured (only sysinfo ran, or every other probe gave nothing); a record needs at least one`);
+    expect(r.stdout).toContain(
+      `${SYSINFO_LOG}: no GPU observation, nothing to record: local: no fact and no metric measured (only sysinfo ran, or every other probe gave nothing); a record needs at least one`,
+    );
     expect(readdirSync(dir)).toEqual([]);
   });
 
@@ -154,10 +193,15 @@ describe('cudamatrix record: what it refuses', () => {
     writeFileSync(cut, `${lines.slice(0, -1).join('\n')}\n${lines[lines.length - 1]!.slice(0, 20)}`);
     const noEnd = path.join(dir, 'no-end.jsonl');
     writeFileSync(noEnd, `${lines.slice(0, 8).join('\n')}\n`);
-    for (const [log, why] of [[cut, `its last line (${lines.length}) is cut off`], [noEnd, 'it has no run-end event']] as const) {
+    for (const [log, why] of [
+      [cut, `its last line (${lines.length}) is cut off`],
+      [noEnd, 'it has no run-end event'],
+    ] as const) {
       const r = await runCli(['record', '--records-dir', records, log]);
       expect(r.code).toBe(2);
-      expect(r.stderr).toBe(`error [EVENTS_INVALID]: ${log} is an incomplete event log (${why}): the run crashed or was cut short, or the file was truncated; a record is made from the log of a run that ended (run it again, or record the complete events.jsonl)\n`);
+      expect(r.stderr).toBe(
+        `error [EVENTS_INVALID]: ${log} is an incomplete event log (${why}): the run crashed or was cut short, or the file was truncated; a record is made from the log of a run that ended (run it again, or record the complete events.jsonl)\n`,
+      );
     }
     expect(readdirSync(dir).sort()).toEqual(['cut.jsonl', 'no-end.jsonl']);
     // A record of the same run with fewer facts and cells (as a truncated log gave before): the full log replaces it.
@@ -171,7 +215,9 @@ describe('cudamatrix record: what it refuses', () => {
     writeFileSync(file, recordJson(part));
     const r = await runCli(['record', '--records-dir', records, H200_RUNS[0]!]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain(`    REPLACED ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed; it held a record of this run and target with fewer facts or cells (3 facts, 2 cells), none different: made from a truncated log of the run\n`);
+    expect(r.stdout).toContain(
+      `    REPLACED ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed; it held a record of this run and target with fewer facts or cells (3 facts, 2 cells), none different: made from a truncated log of the run\n`,
+    );
     expect(readFileSync(file, 'utf8')).toBe(recordJson(clean));
   });
 
@@ -182,13 +228,17 @@ describe('cudamatrix record: what it refuses', () => {
     for (const bad of [file, '/dev/null']) {
       const r = await runCli(['record', '--records-dir', bad, H200_RUNS[0]!]);
       expect(r.code).toBe(2);
-      expect(r.stderr).toBe(`error [USAGE]: --records-dir ${bad} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json\n`);
+      expect(r.stderr).toBe(
+        `error [USAGE]: --records-dir ${bad} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json\n`,
+      );
     }
     const driver = path.join(dir, 'records', 'driver-580.159.04');
     mkdirSync(driver, { recursive: true });
     const r = await runCli(['record', '--records-dir', driver, H200_RUNS[0]!]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`error [USAGE]: --records-dir ${driver} is a driver folder; pass the records root (${path.join(dir, 'records')}): record writes each record under its own driver-<version>/ there\n`);
+    expect(r.stderr).toBe(
+      `error [USAGE]: --records-dir ${driver} is a driver folder; pass the records root (${path.join(dir, 'records')}): record writes each record under its own driver-<version>/ there\n`,
+    );
     expect(readdirSync(driver)).toEqual([]);
   });
 
@@ -214,8 +264,12 @@ describe('cudamatrix diff', () => {
   it('the first two H200 runs (event logs): the same behaviour, exit 0', async () => {
     const r = await runCli(['diff', H200_RUNS[0]!, path.dirname(H200_RUNS[1]!)]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toContain('  facts    20 compared: none changed\n  cells    13 compared: same outcomes\n  metrics  166 compared: none beyond noise\n    noise decided by the catalogue for 166, the spread of repeats for 0\n');
-    expect(r.stdout).toMatch(/Same behaviour \(1 pair of records compared\): no fact or cell outcome changed, no metric beyond its noise\.\n$/);
+    expect(r.stdout).toContain(
+      '  facts    20 compared: none changed\n  cells    13 compared: same outcomes\n  metrics  166 compared: none beyond noise\n    noise decided by the catalogue for 166, the spread of repeats for 0\n',
+    );
+    expect(r.stdout).toMatch(
+      /Same behaviour \(1 pair of records compared\): no fact or cell outcome changed, no metric beyond its noise\.\n$/,
+    );
   });
 
   it('the committed record against a doctored copy (a fact changed, a pinned bandwidth halved): both named, exit 1; --json says the same', async () => {
@@ -234,7 +288,9 @@ describe('cudamatrix diff', () => {
     const r = await runCli(['diff', folder, file]);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain('    pinned-vram.counts_as_vram  false → true\n');
-    expect(r.stdout).toContain('    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), noise ±3 %: catalogue ±3 %\n');
+    expect(r.stdout).toContain(
+      '    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), noise ±3 %: catalogue ±3 %\n',
+    );
     // the same record id on both sides: each line names its own side's file
     expect(r.stdout).toContain(`  a  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${committed}\n`);
     expect(r.stdout).toContain(`  b  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${file}\n`);
@@ -244,9 +300,24 @@ describe('cudamatrix diff', () => {
     expect(j.code).toBe(1);
     const out = JSON.parse(j.stdout);
     expect(Object.keys(out)).toEqual(['schema', 'changed', 'a', 'b', 'pairs', 'onlyA', 'onlyB', 'conflicts']);
-    expect(out).toMatchObject({ schema: 'cudamatrix-diff/1', changed: true, a: { source: folder, kind: 'records-folder', records: 1 }, b: { source: file, kind: 'record', records: 1 }, onlyA: [], onlyB: [], conflicts: [] });
+    expect(out).toMatchObject({
+      schema: 'cudamatrix-diff/1',
+      changed: true,
+      a: { source: folder, kind: 'records-folder', records: 1 },
+      b: { source: file, kind: 'record', records: 1 },
+      onlyA: [],
+      onlyB: [],
+      conflicts: [],
+    });
     const p = out.pairs[0];
-    expect(p.a).toEqual({ id: runs[0]!.id, driver: '580.159.04', date: runs[0]!.observed.date, runId: runs[0]!.observed.runId, target: 'local', file: committed });
+    expect(p.a).toEqual({
+      id: runs[0]!.id,
+      driver: '580.159.04',
+      date: runs[0]!.observed.date,
+      runId: runs[0]!.observed.runId,
+      target: 'local',
+      file: committed,
+    });
     expect(p.b.file).toBe(file);
     expect(p.facts).toEqual([{ name: 'pinned-vram.counts_as_vram', a: false, b: true }]);
     expect(p.metrics).toHaveLength(166); // --json lists every metric compared
@@ -280,10 +351,24 @@ describe('cudamatrix diff', () => {
     writeFileSync(path.join(folder, 'two.json'), recordJson(other));
     const r = await runCli(['diff', H200_RUNS[1]!, folder]);
     expect(r.stdout).not.toContain('only in b:');
-    expect(r.stdout).toContain(`also in b, not compared: linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker (driver 580.159.04, run ${runs[0]!.observed.runId} (2026-11-29), target local, ${path.join(folder, 'two.json')}): an older observation of this key`);
-    expect(r.stdout).toContain(`CONFLICT in b: linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker: 2 records disagree on 1 fact (pinned-release.released): ${runs[0]!.id.slice(0, 8)} (2026-11-29), c0c0c0c0 (2026-11-29); only one of them was compared`);
+    expect(r.stdout).toContain(
+      `also in b, not compared: linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker (driver 580.159.04, run ${runs[0]!.observed.runId} (2026-11-29), target local, ${path.join(folder, 'two.json')}): an older observation of this key`,
+    );
+    expect(r.stdout).toContain(
+      `CONFLICT in b: linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker: 2 records disagree on 1 fact (pinned-release.released): ${runs[0]!.id.slice(0, 8)} (2026-11-29), c0c0c0c0 (2026-11-29); only one of them was compared`,
+    );
     const j = JSON.parse((await runCli(['diff', '--json', H200_RUNS[1]!, folder])).stdout);
-    expect(j.conflicts).toEqual([{ side: 'b', key: 'linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker', facts: ['pinned-release.released'], records: [expect.objectContaining({ id: runs[0]!.id, file: path.join(folder, 'one.json') }), expect.objectContaining({ id: 'c0c0c0c0c0c0c0c0', file: path.join(folder, 'two.json') })] }]);
+    expect(j.conflicts).toEqual([
+      {
+        side: 'b',
+        key: 'linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker',
+        facts: ['pinned-release.released'],
+        records: [
+          expect.objectContaining({ id: runs[0]!.id, file: path.join(folder, 'one.json') }),
+          expect.objectContaining({ id: 'c0c0c0c0c0c0c0c0', file: path.join(folder, 'two.json') }),
+        ],
+      },
+    ]);
   });
 
   it('usage errors exit 2 naming the input: a missing file, a side without a GPU, nothing that pairs', async () => {
@@ -295,22 +380,29 @@ describe('cudamatrix diff', () => {
     writeFileSync(log, noDriverLog());
     const none = await runCli(['diff', H200_RUNS[0]!, log]);
     expect(none.code).toBe(2);
-    expect(none.stderr).toBe(`error [NOTHING_TO_COMPARE]: ${log} holds no observation of a GPU (local: no NVIDIA driver (the CUDA driver library could not be loaded)); diff compares runs that measured a GPU\n`);
+    expect(none.stderr).toBe(
+      `error [NOTHING_TO_COMPARE]: ${log} holds no observation of a GPU (local: no NVIDIA driver (the CUDA driver library could not be loaded)); diff compares runs that measured a GPU\n`,
+    );
     const wsl = path.join(dir, 'wsl.json');
     writeFileSync(wsl, recordJson(doctored(runs[0]!, '0000000000000001', (x) => void (x.key = { ...x.key, environment: 'wsl2' }))));
     const apart = await runCli(['diff', H200_RUNS[0]!, wsl]);
     expect(apart.code).toBe(2);
-    const bare = (id: string) => doctored(runs[0]!, id, (x) => {
-      x.facts = {};
-      x.metrics = [];
-    });
+    const bare = (id: string) =>
+      doctored(runs[0]!, id, (x) => {
+        x.facts = {};
+        x.metrics = [];
+      });
     const [e1, e2] = [path.join(dir, 'e1.json'), path.join(dir, 'e2.json')];
     writeFileSync(e1, recordJson(bare('e1e1e1e1e1e1e1e1')));
     writeFileSync(e2, recordJson(bare('e2e2e2e2e2e2e2e2')));
     const nothing = await runCli(['diff', e1, e2]);
     expect(nothing.code).toBe(2);
     expect(nothing.stdout).toBe('');
-    expect(nothing.stderr).toBe(`error [NOTHING_TO_COMPARE]: nothing that compares between ${e1} and ${e2}: the pair of records share no fact and no metric series (records without facts or metrics, or runs of other probes); diff compares what both sides measured\n`);
-    expect(apart.stderr).toContain(`no observation of ${H200_RUNS[0]} has a counterpart in ${wsl}: records pair by environment, GPU, OS and container (not the driver). a has linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker; b has wsl2 · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker`);
+    expect(nothing.stderr).toBe(
+      `error [NOTHING_TO_COMPARE]: nothing that compares between ${e1} and ${e2}: the pair of records share no fact and no metric series (records without facts or metrics, or runs of other probes); diff compares what both sides measured\n`,
+    );
+    expect(apart.stderr).toContain(
+      `no observation of ${H200_RUNS[0]} has a counterpart in ${wsl}: records pair by environment, GPU, OS and container (not the driver). a has linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker; b has wsl2 · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker`,
+    );
   });
 });

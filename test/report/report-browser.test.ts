@@ -22,7 +22,9 @@ import { columnsOf } from '../../results/report/table.ts';
 import { commandsAvailable, findOnPath, repoRoot, tempDir } from '../helpers.ts';
 import { h200Records, variant, writeRecords } from '../report-fixture.ts';
 
-const haveChromium = commandsAvailable('the report page in headless Chromium (test/report/report-browser.test.ts)', { chromium: 'chromium' });
+const haveChromium = commandsAvailable('the report page in headless Chromium (test/report/report-browser.test.ts)', {
+  chromium: 'chromium',
+});
 const artifacts = path.join(repoRoot, 'test-artifacts', 'report');
 
 interface Opened {
@@ -44,7 +46,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     // A second column with other numbers, and a record of the first column that disagrees on a fact.
     wsl = variant(first, 'a1a1a1a1a1a1a1a1', (r) => {
       r.key = { ...r.key, environment: 'wsl2', driver: '581.57', os: 'Ubuntu 24.04 LTS', container: null };
-      for (const m of r.metrics) if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.value !== null) m.value = Math.round(m.value * 0.71 * 1000) / 1000;
+      for (const m of r.metrics)
+        if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.value !== null) m.value = Math.round(m.value * 0.71 * 1000) / 1000;
     });
     const conflicting = variant(second, 'b2b2b2b2b2b2b2b2', (r) => {
       r.observed.date = '2026-11-28T10:00:00.000Z';
@@ -58,7 +61,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     });
     slower = variant(newer, 'd4d4d4d4d4d4d4d4', (r) => {
       r.observed.date = '2026-12-02T10:00:00.000Z';
-      for (const m of r.metrics) if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned' && m.value !== null) m.value /= 2;
+      for (const m of r.metrics)
+        if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned' && m.value !== null) m.value /= 2;
     });
     dir = tempDir('cm-report-page-');
     writeRecords(path.join(dir, 'records'), [first, second, wsl, conflicting, newer, slower]);
@@ -114,7 +118,9 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
         const outside = Array.from(svg.querySelectorAll('g.marks > rect, g.marks > circle, g.marks > path')).flatMap((m) => {
           const b = (m as SVGGraphicsElement).getBBox();
           const slack = 6;
-          return b.y < top - slack || b.y + b.height > bottom + slack || b.x < left - slack || b.x + b.width > right + slack ? [`${m.tagName} ${JSON.stringify([b.x, b.y, b.width, b.height])}`] : [];
+          return b.y < top - slack || b.y + b.height > bottom + slack || b.x < left - slack || b.x + b.width > right + slack
+            ? [`${m.tagName} ${JSON.stringify([b.x, b.y, b.width, b.height])}`]
+            : [];
         });
         return { id: svg.getAttribute('data-chart') ?? '', lo, hi, top: Math.max(...labels), outside };
       }),
@@ -129,8 +135,17 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       const drawn = await charts(page);
       // The newest record of the first column (linux): its memory series, and one chart each for bandwidth, latency, events, the ceiling; two comparing the columns.
       const memory = drawn.filter((c) => c.id.startsWith('memory:'));
-      expect(memory.map((c) => c.id.split(' · ')[0])).toEqual(expect.arrayContaining(['memory:pinned-vram', 'memory:pinned-release', 'memory:multi-process-pinned']));
-      expect(drawn.map((c) => c.id).filter((id) => !id.startsWith('memory:'))).toEqual(['compare-sync-latency', 'compare-bandwidth', 'bandwidth', 'sync-latency', 'event-timing', 'pinned-ceiling']);
+      expect(memory.map((c) => c.id.split(' · ')[0])).toEqual(
+        expect.arrayContaining(['memory:pinned-vram', 'memory:pinned-release', 'memory:multi-process-pinned']),
+      );
+      expect(drawn.map((c) => c.id).filter((id) => !id.startsWith('memory:'))).toEqual([
+        'compare-sync-latency',
+        'compare-bandwidth',
+        'bandwidth',
+        'sync-latency',
+        'event-timing',
+        'pinned-ceiling',
+      ]);
       for (const c of drawn) expect(c.marks, `chart ${c.id} has nothing drawn`).toBeGreaterThan(0);
 
       // Every mark inside its chart; the bandwidth axes end on a labelled tick at or above the largest value (about 55 GB/s).
@@ -145,7 +160,13 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       }
 
       // Figures of the column's newest record (second), as the console writes them (exact on hover): a bandwidth, a sync latency, a memory reading; a fact value.
-      const bw = second.metrics.find((m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.direction === 'h2d' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 1073741824)!;
+      const bw = second.metrics.find(
+        (m) =>
+          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          m.attrs?.direction === 'h2d' &&
+          m.attrs.memory === 'pinned' &&
+          m.attrs.size_bytes === 1073741824,
+      )!;
       const details = page.locator('#column-details');
       const shown = formatValue(bw.value, 'GB/s');
       expect(shown).toMatch(/^5\d\.\d GB\/s$/); // three significant digits, as the console writes it
@@ -157,31 +178,53 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       const vramSamples = second.samples.filter((s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned' && s.attrs.api === 'driver');
       const largest = Math.max(...vramSamples.map((s) => Number(s.attrs!.size_bytes)));
       const touch = vramSamples.find((s) => s.phase === 'after-touch' && s.attrs!.size_bytes === largest)!;
-      await expect(details.getByRole('cell', { name: formatValue(touch.readings.subject_rss_bytes!, 'bytes'), exact: true }).first().isVisible()).resolves.toBe(true);
+      await expect(
+        details
+          .getByRole('cell', { name: formatValue(touch.readings.subject_rss_bytes!, 'bytes'), exact: true })
+          .first()
+          .isVisible(),
+      ).resolves.toBe(true);
       // No table cell of the page shows a raw figure: a long integer or a number with more than three decimals, without its unit.
-      const raw = await page.$$eval('td', (tds) => tds.map((td) => td.textContent ?? '').filter((t) => /^-?(\d{7,}|\d[\d,]{8,}|\d*\.\d{4,})$/.test(t.trim())));
+      const raw = await page.$$eval('td', (tds) =>
+        tds.map((td) => td.textContent ?? '').filter((t) => /^-?(\d{7,}|\d[\d,]{8,}|\d*\.\d{4,})$/.test(t.trim())),
+      );
       expect(raw).toEqual([]);
-      await expect(page.locator('table.facts tr[data-fact="sysinfo.memory_total_bytes"] td').nth(1).textContent()).resolves.toBe(formatValue(Number(second.sysinfo.memory_total_bytes), 'bytes'));
+      await expect(page.locator('table.facts tr[data-fact="sysinfo.memory_total_bytes"] td').nth(1).textContent()).resolves.toBe(
+        formatValue(Number(second.sysinfo.memory_total_bytes), 'bytes'),
+      );
       const vram = String(second.facts['pinned-vram.counts_as_vram']!.value);
       const row = page.locator('table.facts tr[data-fact="pinned-vram.counts_as_vram"]');
       await expect(row.locator('td').nth(1).textContent()).resolves.toBe(vram);
       // The conflict: the first column's records disagree on pinned-release.released.
       const released = page.locator('table.facts tr[data-fact="pinned-release.released"]');
-      await expect(released.locator('td').nth(1).textContent()).resolves.toBe(`⚠ conflict: on-exit ≠ ${second.facts['pinned-release.released']!.value}`);
+      await expect(released.locator('td').nth(1).textContent()).resolves.toBe(
+        `⚠ conflict: on-exit ≠ ${second.facts['pinned-release.released']!.value}`,
+      );
       // The change between drivers (580.159.04 on-free → 590.10 on-exit), highlighted; the unchanged wsl2 column not.
       const changed = released.locator('td').nth(2);
       await expect(changed.getAttribute('class')).resolves.toBe('changed');
       await expect(changed.textContent()).resolves.toBe('on-exitwas on-free in #1');
-      await expect(changed.evaluate((td) => getComputedStyle(td).backgroundColor)).resolves.not.toBe(await released.locator('td').nth(3).evaluate((td) => getComputedStyle(td).backgroundColor));
+      await expect(changed.evaluate((td) => getComputedStyle(td).backgroundColor)).resolves.not.toBe(
+        await released
+          .locator('td')
+          .nth(3)
+          .evaluate((td) => getComputedStyle(td).backgroundColor),
+      );
       await expect(page.locator('table.facts td.changed').count()).resolves.toBe(1);
       // The drift: the 590.10 column's newest record has the pinned bandwidth halved against the record before it.
       const drifted = page.locator('table.metrics tr[data-metric="transfer-bandwidth.bandwidth_gbps: H2D pinned"] td').nth(2);
       await expect(drifted.getAttribute('class')).resolves.toBe('drifted');
-      const before = first.metrics.find((m) => m.name === bw.name && m.attrs?.direction === 'h2d' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 1073741824)!.value!;
+      const before = first.metrics.find(
+        (m) => m.name === bw.name && m.attrs?.direction === 'h2d' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 1073741824,
+      )!.value!;
       await expect(drifted.textContent()).resolves.toBe(`⚠ ${formatValue(before / 2, 'GB/s')} (1 GiB)was ${formatValue(before, 'GB/s')}`);
-      await expect(page.locator('p.drift-head').textContent()).resolves.toBe(`#2 linux · NVIDIA H200 · 590.10 · Ubuntu 24.04.3 LTS · in docker: 2026-12-02 d4d4d4d4 against 2026-11-29 c3c3c3c3: 8 metric series beyond their noise`);
+      await expect(page.locator('p.drift-head').textContent()).resolves.toBe(
+        `#2 linux · NVIDIA H200 · 590.10 · Ubuntu 24.04.3 LTS · in docker: 2026-12-02 d4d4d4d4 against 2026-11-29 c3c3c3c3: 8 metric series beyond their noise`,
+      );
       await expect(page.locator('table.drift tbody tr').count()).resolves.toBe(8);
-      await expect(page.locator('#summary').textContent()).resolves.toBe('6 records in 3 columns; environments: linux, wsl2; driver versions: 580.159.04, 590.10, 581.57.');
+      await expect(page.locator('#summary').textContent()).resolves.toBe(
+        '6 records in 3 columns; environments: linux, wsl2; driver versions: 580.159.04, 590.10, 581.57.',
+      );
 
       mkdirSync(artifacts, { recursive: true });
       await page.screenshot({ path: path.join(artifacts, 'behaviour-1400.png'), fullPage: true });
@@ -194,7 +237,10 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     const { page, errors } = await open(path.join(dir, HTML_FILE), 420);
     try {
       expect(errors).toEqual([]);
-      const width = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+      const width = await page.evaluate(() => ({
+        scroll: document.documentElement.scrollWidth,
+        client: document.documentElement.clientWidth,
+      }));
       expect(width.scroll).toBeLessThanOrEqual(width.client);
       for (const a of await axes(page)) expect(a.outside, `chart ${a.id}`).toEqual([]);
       // Charts fill the width they get.
@@ -207,18 +253,35 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     }
   });
 
-  it('picking another column redraws its charts from that column\'s record; another column can be drawn over it', async () => {
+  it("picking another column redraws its charts from that column's record; another column can be drawn over it", async () => {
     const { page, errors } = await open(path.join(dir, HTML_FILE));
     try {
       await page.selectOption('#column-picker', '2');
-      const bw = wsl.metrics.find((m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.direction === 'd2h' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 16777216)!;
-      await expect(page.locator('#column-details').getByTitle(`${bw.value} GB/s`, { exact: true }).textContent()).resolves.toBe(formatValue(bw.value, 'GB/s'));
+      const bw = wsl.metrics.find(
+        (m) =>
+          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          m.attrs?.direction === 'd2h' &&
+          m.attrs.memory === 'pinned' &&
+          m.attrs.size_bytes === 16777216,
+      )!;
+      await expect(page.locator('#column-details').getByTitle(`${bw.value} GB/s`, { exact: true }).textContent()).resolves.toBe(
+        formatValue(bw.value, 'GB/s'),
+      );
       await expect(page.locator('#column-details p').first().textContent()).resolves.toContain('wsl2 · NVIDIA H200 · 581.57');
       for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
       // Drawn over another column: the bandwidth chart has both columns' series, the other's dashed, named in the legend.
       await page.selectOption('#compare-picker', '0');
       const legend = await page.locator('figure:has(svg[data-chart="bandwidth"]) .legend span').allTextContents();
-      expect(legend.map((t) => t.trim())).toEqual(['#3 H2D pageable', '#3 H2D pinned', '#3 D2H pageable', '#3 D2H pinned', '#1 H2D pageable', '#1 H2D pinned', '#1 D2H pageable', '#1 D2H pinned']);
+      expect(legend.map((t) => t.trim())).toEqual([
+        '#3 H2D pageable',
+        '#3 H2D pinned',
+        '#3 D2H pageable',
+        '#3 D2H pinned',
+        '#1 H2D pageable',
+        '#1 H2D pinned',
+        '#1 D2H pageable',
+        '#1 D2H pinned',
+      ]);
       await expect(page.locator('svg[data-chart="bandwidth"] g.marks > path[stroke-dasharray]').count()).resolves.toBe(4);
       for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
       expect(errors).toEqual([]);
@@ -240,8 +303,17 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       const newest = columnsOf(records)[0]?.chosen.record;
       if (newest) {
         const bw = newest.metrics.find((m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned');
-        if (bw) await expect(page.locator('#column-details').getByRole('cell', { name: formatValue(bw.value, bw.unit), exact: true }).first().isVisible()).resolves.toBe(true);
-        await expect(page.locator('table.facts tr[data-fact="pinned-vram.counts_as_vram"] td').nth(1).textContent()).resolves.toBe(String(newest.facts['pinned-vram.counts_as_vram']?.value));
+        if (bw)
+          await expect(
+            page
+              .locator('#column-details')
+              .getByRole('cell', { name: formatValue(bw.value, bw.unit), exact: true })
+              .first()
+              .isVisible(),
+          ).resolves.toBe(true);
+        await expect(page.locator('table.facts tr[data-fact="pinned-vram.counts_as_vram"] td').nth(1).textContent()).resolves.toBe(
+          String(newest.facts['pinned-vram.counts_as_vram']?.value),
+        );
       }
       mkdirSync(artifacts, { recursive: true });
       await page.screenshot({ path: path.join(artifacts, 'committed-behaviour.png'), fullPage: true });

@@ -18,7 +18,18 @@ describe('cudamatrix report', () => {
   it('--help says what it writes, the options and the exit statuses', async () => {
     const r = await runCli(['report', '--help']);
     expect(r.code).toBe(0);
-    for (const s of ['BEHAVIOUR.md', 'behaviour.html', '--records-dir <dir>', '(default: "results/records")', '--out <dir>', '(default: "results")', '--check', 'works offline', 'Exit status:']) expect(r.stdout).toContain(s);
+    for (const s of [
+      'BEHAVIOUR.md',
+      'behaviour.html',
+      '--records-dir <dir>',
+      '(default: "results/records")',
+      '--out <dir>',
+      '(default: "results")',
+      '--check',
+      'works offline',
+      'Exit status:',
+    ])
+      expect(r.stdout).toContain(s);
   });
 
   it('writes BEHAVIOUR.md and behaviour.html from the records; --check then passes, and fails once a file differs', async () => {
@@ -28,7 +39,11 @@ describe('cudamatrix report', () => {
     const out = path.join(dir, 'site');
     const r = await runCli(['report', '--records-dir', recordsDir, '--out', out]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}\\n$`));
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}\\n$`,
+      ),
+    );
     const expected = renderReport(loadRecords(recordsDir), reportPaths(recordsDir, out));
     const md = readFileSync(path.join(out, 'BEHAVIOUR.md'), 'utf8');
     expect(md).toBe(expected.markdown);
@@ -57,7 +72,9 @@ describe('cudamatrix report', () => {
     writeFileSync(bad, JSON.stringify({ ...records[0], key: { ...records[0]!.key, driver: 999 } }));
     const r = await runCli(['report', '--records-dir', dir, '--out', path.join(dir, 'out')]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`error [RECORD_INVALID]: behaviour record ${bad}: key.driver: expected a string, got 999; records are written by \`cudamatrix record\` (write it again from its run's events.jsonl)\n`);
+    expect(r.stderr).toBe(
+      `error [RECORD_INVALID]: behaviour record ${bad}: key.driver: expected a string, got 999; records are written by \`cudamatrix record\` (write it again from its run's events.jsonl)\n`,
+    );
   });
 
   it('a records folder that is not there: exit 2, naming it', async () => {

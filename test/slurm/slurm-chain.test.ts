@@ -64,7 +64,18 @@ afterEach(async () => {
 function writeMatrix(dir: string, server: Sshd, probes: string, slurm: Record<string, unknown> = {}): string {
   const file = path.join(dir, 'matrix.yaml');
   const hops = [sshHop(server, { name: 'login' }), { kind: 'slurm', partition: lab!.partition, ...slurm }];
-  writeFileSync(file, ['version: 1', 'concurrency: 2', `defaults: {probes: ${probes}}`, 'targets:', '  - name: node', `    transport: ${JSON.stringify(hops)}`, ''].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'version: 1',
+      'concurrency: 2',
+      `defaults: {probes: ${probes}}`,
+      'targets:',
+      '  - name: node',
+      `    transport: ${JSON.stringify(hops)}`,
+      '',
+    ].join('\n'),
+  );
   return file;
 }
 
@@ -86,7 +97,10 @@ describe.skipIf(!ready)('[ssh, slurm]: a Slurm node reached through an SSH login
     });
     const suite = cells(events);
     expect(suite.length).toBe(SUITE);
-    expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
+    expect(
+      suite.every((c) => c.status === 'skipped'),
+      JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason])),
+    ).toBe(true);
   });
 
   it('nodes: all through the login node: sinfo there lists the nodes, one target per node', async () => {
@@ -94,13 +108,18 @@ describe.skipIf(!ready)('[ssh, slurm]: a Slurm node reached through an SSH login
     const r = await runCli(['run', '-m', writeMatrix(dir, sshd!, '[sysinfo]', { nodes: 'all' }), '--results-dir', path.join(dir, 'runs')]);
     expect(r.code, r.stderr).toBe(0);
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
-    expect(ready).toEqual({ 'node@n1': expect.stringMatching(/^slurm job \d+ on n1 via ssh /), 'node@n2': expect.stringMatching(/^slurm job \d+ on n2 via ssh /) });
+    expect(ready).toEqual({
+      'node@n1': expect.stringMatching(/^slurm job \d+ on n1 via ssh /),
+      'node@n2': expect.stringMatching(/^slurm job \d+ on n2 via ssh /),
+    });
   });
 
   it('the SSH hop lost mid-probe: the target ends with an error, the job ends with its lifeline', async () => {
     const dir = tempDir();
     const { done } = start(['run', '-m', writeMatrix(dir, doomed!, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')]);
-    await expect.poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 }).toBe(true);
+    await expect
+      .poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 })
+      .toBe(true);
     doomed!.killAll();
     const r = await done;
     expect(r.code).toBe(3);

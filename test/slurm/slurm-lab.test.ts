@@ -20,7 +20,13 @@ afterAll(async () => {
 describe.skipIf(!ready)('the Slurm lab', () => {
   it('runs a step on both nodes, each with its one fake GPU', async () => {
     const out = await lab!.slurm('srun', '-N2', '--gres=gpu:1', '-l', 'sh', '-c', 'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES"');
-    expect(out.split('\n').filter(Boolean).map((l) => l.replace(/^\d+: /, '')).sort()).toEqual(['n1 0', 'n2 0']);
+    expect(
+      out
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.replace(/^\d+: /, ''))
+        .sort(),
+    ).toEqual(['n1 0', 'n2 0']);
     expect(await lab!.settled()).toEqual({ queue: [], processes: [] });
   });
 
@@ -32,7 +38,8 @@ describe.skipIf(!ready)('the Slurm lab', () => {
     let waiter: Promise<string> | undefined;
     while (Date.now() < until) {
       const q = await lab!.queue();
-      if (!waiter && q.some((l) => l.includes(' holder RUNNING '))) waiter = lab!.slurm('srun', '--gres=gpu:1', '-J', 'waiter', 'true').catch((e: Error) => e.message);
+      if (!waiter && q.some((l) => l.includes(' holder RUNNING ')))
+        waiter = lab!.slurm('srun', '--gres=gpu:1', '-J', 'waiter', 'true').catch((e: Error) => e.message);
       line = q.find((l) => l.includes(' waiter ')) ?? '';
       if (line.includes('PENDING')) break;
       await new Promise((r) => setTimeout(r, 200));

@@ -30,7 +30,11 @@ const TOOLS = {
 export function slurmReady(): boolean {
   return (
     commandsAvailable('the Slurm tests (a real slurmctld/slurmd/munge on 127.0.0.1)', TOOLS) &&
-    integrationAvailable('root, for the Slurm tests (slurmd runs job steps as their user)', process.getuid?.() === 0, 'run the tests as root')
+    integrationAvailable(
+      'root, for the Slurm tests (slurmd runs job steps as their user)',
+      process.getuid?.() === 0,
+      'run the tests as root',
+    )
   );
 }
 
@@ -86,7 +90,8 @@ async function poll<T>(what: string, ms: number, check: () => Promise<T | undefi
     } catch (error) {
       last = error;
     }
-    if (Date.now() > until) throw new Error(`the Slurm lab: ${what} did not happen within ${ms / 1000} s${last ? ` (${String(last)})` : ''}`);
+    if (Date.now() > until)
+      throw new Error(`the Slurm lab: ${what} did not happen within ${ms / 1000} s${last ? ` (${String(last)})` : ''}`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -143,7 +148,10 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
     execFileSync('mknod', [file, 'c', '195', String(i)]);
     return { node: n, file };
   });
-  writeFileSync(path.join(dir, 'gres.conf'), ['AutoDetect=off', ...gpus.map((g) => `NodeName=${g.node} Name=gpu File=${g.file}`), ''].join('\n'));
+  writeFileSync(
+    path.join(dir, 'gres.conf'),
+    ['AutoDetect=off', ...gpus.map((g) => `NodeName=${g.node} Name=gpu File=${g.file}`), ''].join('\n'),
+  );
   writeFileSync(
     conf,
     [
@@ -175,7 +183,10 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
       'AccountingStorageType=accounting_storage/none',
       'KillWait=2',
       'MinJobAge=2',
-      ...nodes.map((n, i) => `NodeName=${n} NodeHostname=${host} NodeAddr=127.0.0.1 Port=${nodePorts[i]} CPUs=2 RealMemory=1000 Gres=gpu:1 State=UNKNOWN`),
+      ...nodes.map(
+        (n, i) =>
+          `NodeName=${n} NodeHostname=${host} NodeAddr=127.0.0.1 Port=${nodePorts[i]} CPUs=2 RealMemory=1000 Gres=gpu:1 State=UNKNOWN`,
+      ),
       `PartitionName=${PARTITION} Nodes=${nodes.join(',')} Default=YES MaxTime=INFINITE State=UP`,
       '',
     ].join('\n'),
@@ -208,7 +219,12 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
     },
     async nodeStates() {
       const out = await run('sinfo', ['-h', '-N', '-o', '%N %t'], env);
-      return Object.fromEntries(out.split('\n').filter((l) => l.trim()).map((l) => l.trim().split(/\s+/) as [string, string]));
+      return Object.fromEntries(
+        out
+          .split('\n')
+          .filter((l) => l.trim())
+          .map((l) => l.trim().split(/\s+/) as [string, string]),
+      );
     },
     jobProcesses: () => processesWithConf(conf, daemonPids()),
     async settled(ms = 60_000) {
@@ -249,10 +265,20 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
   try {
     const munged = startDaemon(
       'munged',
-      ['-F', '--force', `--key-file=${key}`, `--socket=${socket}`, `--pid-file=${path.join(mungeDir, 'munged.pid')}`, `--log-file=${path.join(dir, 'log', 'munged.log')}`, `--seed-file=${path.join(mungeDir, 'munged.seed')}`],
+      [
+        '-F',
+        '--force',
+        `--key-file=${key}`,
+        `--socket=${socket}`,
+        `--pid-file=${path.join(mungeDir, 'munged.pid')}`,
+        `--log-file=${path.join(dir, 'log', 'munged.log')}`,
+        `--seed-file=${path.join(mungeDir, 'munged.seed')}`,
+      ],
       'munged.out',
     );
-    await poll('munged listening', 30_000, async () => (existsSync(socket) ? true : munged.exitCode !== null ? Promise.reject(new Error('munged exited')) : undefined));
+    await poll('munged listening', 30_000, async () =>
+      existsSync(socket) ? true : munged.exitCode !== null ? Promise.reject(new Error('munged exited')) : undefined,
+    );
     startDaemon('slurmctld', ['-D', '-f', conf], 'slurmctld.out');
     for (const n of nodes) startDaemon('slurmd', ['-D', '-N', n, '-f', conf], `slurmd.${n}.out`);
     await poll(`nodes ${nodes.join(', ')} idle`, 90_000, async () => {
@@ -262,7 +288,9 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
   } catch (error) {
     await lab.stop();
     const logs = ['slurmctld.log', ...nodes.map((n) => `slurmd.${n}.log`)].map((f) => path.join(dir, 'log', f)).filter(existsSync);
-    throw new Error(`${String(error)}; the logs: ${logs.map((f) => `${f}: ${readFileSync(f, 'utf8').trim().split('\n').slice(-5).join(' | ')}`).join('; ')}`);
+    throw new Error(
+      `${String(error)}; the logs: ${logs.map((f) => `${f}: ${readFileSync(f, 'utf8').trim().split('\n').slice(-5).join(' | ')}`).join('; ')}`,
+    );
   }
   return lab;
 }

@@ -55,7 +55,19 @@ afterEach(async () => {
 
 function writeMatrix(dir: string, hop: Record<string, unknown>, probes: string, extra: string[] = [], top: string[] = []): string {
   const file = path.join(dir, 'matrix.yaml');
-  writeFileSync(file, ['version: 1', ...top, `defaults: {probes: ${probes}}`, 'targets:', '  - name: node', `    transport: [${JSON.stringify({ kind: 'slurm', ...hop })}]`, ...extra, ''].join('\n'));
+  writeFileSync(
+    file,
+    [
+      'version: 1',
+      ...top,
+      `defaults: {probes: ${probes}}`,
+      'targets:',
+      '  - name: node',
+      `    transport: [${JSON.stringify({ kind: 'slurm', ...hop })}]`,
+      ...extra,
+      '',
+    ].join('\n'),
+  );
   return file;
 }
 
@@ -68,7 +80,9 @@ const cells = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'cell-en
 
 /** Resolves once the probe runs on the node (a task of the job, under its slurmstepd). */
 async function probeRunning(): Promise<void> {
-  await expect.poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 }).toBe(true);
+  await expect
+    .poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 })
+    .toBe(true);
 }
 
 describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the login node)', () => {
@@ -76,16 +90,37 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     const dir = tempDir();
     const file = writeMatrix(dir, { partition: lab!.partition }, 'all');
     const nhc = path.join(dir, 'health.txt');
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: cliEnv() });
+    const r = await runCli(
+      [
+        'run',
+        '-m',
+        file,
+        '--results-dir',
+        path.join(dir, 'runs'),
+        '--junit',
+        path.join(dir, 'junit.xml'),
+        '--reporter',
+        'console',
+        '--reporter',
+        `nhc:${nhc}`,
+      ],
+      { env: cliEnv() },
+    );
     expect(r.code, r.stderr).toBe(0);
     // The health checker's line: the node the job ran on, its exit status, why.
     expect(readFileSync(nhc, 'utf8')).toMatch(new RegExp(`^n[12] 0 OK: ${SUITE} cells \\(${SUITE} skipped\\), 0 expectations passed\n$`));
     const events = eventsOf(dir);
-    expect(events.find((e) => e.type === 'target-ready')).toMatchObject({ session: expect.stringMatching(/^slurm job \d+ on n[12]$/), platform: 'linux' });
+    expect(events.find((e) => e.type === 'target-ready')).toMatchObject({
+      session: expect.stringMatching(/^slurm job \d+ on n[12]$/),
+      platform: 'linux',
+    });
     const suite = cells(events);
     expect(suite.length).toBe(SUITE);
     // No driver here: every probe skips, each having run on the node (sysinfo says where).
-    expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
+    expect(
+      suite.every((c) => c.status === 'skipped'),
+      JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason])),
+    ).toBe(true);
     expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
     expect(events.at(-1)).toMatchObject({ type: 'run-end' });
   });
@@ -97,17 +132,26 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(plan.stdout).toMatch(/node@n1/);
     expect(plan.stdout).toMatch(/node@n2/);
     const nhc = path.join(dir, 'health.txt');
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', `nhc:${nhc}`], { env: cliEnv() });
+    const r = await runCli(
+      ['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', `nhc:${nhc}`],
+      { env: cliEnv() },
+    );
     expect(r.code, r.stderr).toBe(0);
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
-    expect(ready).toEqual({ 'node@n1': expect.stringMatching(/^slurm job \d+ on n1$/), 'node@n2': expect.stringMatching(/^slurm job \d+ on n2$/) });
-    expect(readFileSync(nhc, 'utf8').split('\n').filter(Boolean).sort()).toEqual(['n1 0 OK: 1 cells (1 skipped), 0 expectations passed', 'n2 0 OK: 1 cells (1 skipped), 0 expectations passed']);
+    expect(ready).toEqual({
+      'node@n1': expect.stringMatching(/^slurm job \d+ on n1$/),
+      'node@n2': expect.stringMatching(/^slurm job \d+ on n2$/),
+    });
+    expect(readFileSync(nhc, 'utf8').split('\n').filter(Boolean).sort()).toEqual([
+      'n1 0 OK: 1 cells (1 skipped), 0 expectations passed',
+      'n2 0 OK: 1 cells (1 skipped), 0 expectations passed',
+    ]);
     expect(r.stdout).toMatch(/node@n1/);
     // The two lab nodes are alike: none is named as differing (results/fleet.test.ts has ones that do).
     expect(r.stdout).not.toMatch(/Nodes that differ/);
   });
 
-  it('nodes: all asks sinfo for the partition\'s nodes when the run starts: one target per node', async () => {
+  it("nodes: all asks sinfo for the partition's nodes when the run starts: one target per node", async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, { partition: lab!.partition, nodes: 'all' }, '[sysinfo]', [], ['concurrency: 2']);
     const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
@@ -115,7 +159,10 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
     expect(ready).toEqual({ 'node@n1': expect.stringMatching(/ on n1$/), 'node@n2': expect.stringMatching(/ on n2$/) });
     // A partition sinfo does not know: the run does not start, and says why.
-    const bad = await runCli(['run', '-m', writeMatrix(dir, { partition: 'nosuch', nodes: 'all' }, '[sysinfo]'), '--results-dir', path.join(dir, 'runs2')], { env: cliEnv() });
+    const bad = await runCli(
+      ['run', '-m', writeMatrix(dir, { partition: 'nosuch', nodes: 'all' }, '[sysinfo]'), '--results-dir', path.join(dir, 'runs2')],
+      { env: cliEnv() },
+    );
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/SLURM_JOB_REFUSED.*nodes: all: "sinfo --noheader --Node --format=%N --partition=nosuch" listed no node/);
   });
@@ -139,7 +186,9 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]');
-    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
+    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
+      env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }),
+    });
     await probeRunning();
     child.kill('SIGINT');
     const r = await done;
@@ -151,18 +200,24 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it('a probe past its timeout: its step is stopped, the run says so, the cell is PROBE_TIMEOUT', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]', ['    timeout: 2s']);
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
+    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'], {
+      env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }),
+    });
     expect(r.code).toBe(3);
     // nhc on stdout (the console moves to stderr): the node, exit status 3, the cell that failed.
     expect(r.stdout).toMatch(/^n[12] 3 ERROR: nhc: Health check failed: node: sysinfo PROBE_TIMEOUT: timed out after \d+ ms/);
-    expect(`${r.stdout}\n${r.stderr}`).toMatch(/node: \S*cudaprobe\S* ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)/);
+    expect(`${r.stdout}\n${r.stderr}`).toMatch(
+      /node: \S*cudaprobe\S* ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)/,
+    );
     expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'error', errorCode: 'PROBE_TIMEOUT' }]);
   });
 
   it('the CLI killed (SIGKILL) mid-probe: the job ends with its lifeline, nothing is left', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]');
-    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }) });
+    const { child, done } = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
+      env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }),
+    });
     await probeRunning();
     child.kill('SIGKILL');
     expect((await done).code).toBe(null);

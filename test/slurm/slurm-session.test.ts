@@ -88,7 +88,9 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     try {
       const r = await s.exec(['sleep', '120'], { timeoutMs: 1500 });
       expect(r.timedOut).toBe(true);
-      expect(messages.join('\n')).toMatch(/^node: sleep ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)$/m);
+      expect(messages.join('\n')).toMatch(
+        /^node: sleep ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)$/m,
+      );
       const steps = await lab!.slurm('squeue', '--noheader', '--steps', '--format=%i %j');
       expect(steps).not.toMatch(/cm-step-/);
       expect((await s.exec(['true'])).exitCode).toBe(0);
@@ -97,14 +99,16 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     }
   });
 
-  it('a job that waits past queueWait is cancelled, and the error gives Slurm\'s reason (Resources)', async () => {
+  it("a job that waits past queueWait is cancelled, and the error gives Slurm's reason (Resources)", async () => {
     // Both GPUs held by another job: ours pends for Resources.
     const holder = lab!.slurm('srun', '-N2', '--gres=gpu:1', '-J', 'holder', 'sleep', '300').catch(() => undefined);
     try {
       await expect.poll(async () => (await lab!.queue()).some((l) => l.includes(' holder RUNNING ')), { timeout: 60_000 }).toBe(true);
       const error = await rejection(connect({ queueWait: 3 }));
       expect(error.code).toBe('SLURM_QUEUE_TIMEOUT');
-      expect(error.message).toMatch(/^target "node": Slurm job \d+ waited 3 s \(queueWait\) and is still PENDING, Slurm's reason: Resources; it was cancelled \(scancel\)/);
+      expect(error.message).toMatch(
+        /^target "node": Slurm job \d+ waited 3 s \(queueWait\) and is still PENDING, Slurm's reason: Resources; it was cancelled \(scancel\)/,
+      );
       expect((await lab!.queue()).filter((l) => !l.includes(' holder '))).toEqual([]);
     } finally {
       await lab!.slurm('scancel', '--name=holder');
@@ -142,7 +146,9 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     const s = await connect({ nodelist: 'n2' });
     try {
       const running = s.exec(['sleep', '120'], { timeoutMs: 90_000 });
-      await expect.poll(async () => /cm-step-/.test(await lab!.slurm('squeue', '--noheader', '--steps', '--format=%j')), { timeout: 30_000 }).toBe(true);
+      await expect
+        .poll(async () => /cm-step-/.test(await lab!.slurm('squeue', '--noheader', '--steps', '--format=%j')), { timeout: 30_000 })
+        .toBe(true);
       await lab!.slurm('scontrol', 'update', 'nodename=n2', 'state=down', 'reason=cm-test-gpu-fell-off');
       const error = await rejection(running);
       expect(error.code).toBe('SLURM_NODE_DOWN');
@@ -153,7 +159,7 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     }
   });
 
-  it('refuses a partition that is not there, with salloc\'s words', async () => {
+  it("refuses a partition that is not there, with salloc's words", async () => {
     const error = await rejection(connect({ partition: 'nosuch' }));
     expect(error.code).toBe('SLURM_JOB_REFUSED');
     expect(error.message).toMatch(/invalid partition/i);

@@ -20,7 +20,16 @@ export interface SshTarget {
 
 /** The ssh hop of a target on `sshd`: its user key and known_hosts, no ssh_config, no retries. */
 export function sshHop(sshd: Sshd, t: SshTarget): Record<string, unknown> {
-  return { kind: 'ssh', host: '127.0.0.1', port: t.port ?? sshd.ports[0], identityFile: sshd.key, knownHosts: sshd.knownHosts, sshConfig: false, retries: 0, ...t.extra };
+  return {
+    kind: 'ssh',
+    host: '127.0.0.1',
+    port: t.port ?? sshd.ports[0],
+    identityFile: sshd.key,
+    knownHosts: sshd.knownHosts,
+    sshConfig: false,
+    retries: 0,
+    ...t.extra,
+  };
 }
 
 /** Writes dir/matrix.yaml with these targets (each on `sshd` unless `local`). */
@@ -38,7 +47,9 @@ export function sshMatrix(dir: string, sshd: Sshd, targets: (SshTarget | { name:
 
 /** `cudamatrix run` on a matrix file, with its results in dir/runs; the run's events, if any. */
 export async function runMatrix(file: string, dir: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], { env });
+  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], {
+    env,
+  });
   const runs = existsSync(path.join(dir, 'runs')) ? readdirSync(path.join(dir, 'runs')) : [];
   const events: RunEvent[] = runs.length ? readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl')) : [];
   if (events.length) runIdOf(events);
@@ -73,7 +84,9 @@ function doctorIds(runs: [number, number][]): string[] {
   const listed = `${readdirSync('/tmp').join('\n')}\n${execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })}`;
   // leftovers() looks for the last 12 characters of the run id: the last 12 digits of the time.
   const tags = new Set([...listed.matchAll(/cudamatrix-(?:helper '?)?(\d{12})\b/g)].map((m) => m[1]!));
-  return [...tags].filter((tag) => runs.some(([from, to]) => Number(tag) >= from % 1e12 && Number(tag) <= to % 1e12)).map((tag) => `doctor-${tag}`);
+  return [...tags]
+    .filter((tag) => runs.some(([from, to]) => Number(tag) >= from % 1e12 && Number(tag) <= to % 1e12))
+    .map((tag) => `doctor-${tag}`);
 }
 
 /**
@@ -155,21 +168,35 @@ export function fingerprintOf(pub: string): string {
  * OpenSSH's own client, run against the test sshd the way cudamatrix connects: this key, this
  * known_hosts only, no ssh_config, never a prompt. For comparing behaviour.
  */
-export function openssh(sshd: Sshd, options: { port?: number; knownHosts: string; strict: 'yes' | 'accept-new'; command?: string; key?: string }): { code: number | null; stdout: string; stderr: string } {
+export function openssh(
+  sshd: Sshd,
+  options: { port?: number; knownHosts: string; strict: 'yes' | 'accept-new'; command?: string; key?: string },
+): { code: number | null; stdout: string; stderr: string } {
   const r = spawnSync(
     'ssh',
     [
-      '-F', '/dev/null',
-      '-o', 'BatchMode=yes',
-      '-o', 'IdentitiesOnly=yes',
-      '-o', `StrictHostKeyChecking=${options.strict}`,
-      '-o', `UserKnownHostsFile=${options.knownHosts}`,
-      '-o', 'GlobalKnownHostsFile=/dev/null',
-      '-o', 'HashKnownHosts=no',
-      '-o', 'UpdateHostKeys=no',
-      '-o', 'ConnectTimeout=10',
-      '-i', options.key ?? sshd.key,
-      '-p', String(options.port ?? sshd.ports[0]),
+      '-F',
+      '/dev/null',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      'IdentitiesOnly=yes',
+      '-o',
+      `StrictHostKeyChecking=${options.strict}`,
+      '-o',
+      `UserKnownHostsFile=${options.knownHosts}`,
+      '-o',
+      'GlobalKnownHostsFile=/dev/null',
+      '-o',
+      'HashKnownHosts=no',
+      '-o',
+      'UpdateHostKeys=no',
+      '-o',
+      'ConnectTimeout=10',
+      '-i',
+      options.key ?? sshd.key,
+      '-p',
+      String(options.port ?? sshd.ports[0]),
       'root@127.0.0.1',
       options.command ?? 'true',
     ],

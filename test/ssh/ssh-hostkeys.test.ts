@@ -12,7 +12,18 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.ts';
-import { doctor, expectNothingLeft, fingerprintOf, leftovers, openssh, runIdOf, runMatrix, settle, sshMatrix, targetErrors } from './ssh-helpers.ts';
+import {
+  doctor,
+  expectNothingLeft,
+  fingerprintOf,
+  leftovers,
+  openssh,
+  runIdOf,
+  runMatrix,
+  settle,
+  sshMatrix,
+  targetErrors,
+} from './ssh-helpers.ts';
 import { sshdReady, startSshd, type Sshd } from '../sshd.ts';
 
 const ready = sshdReady();
@@ -41,7 +52,7 @@ afterEach(async () => {
   await expectNothingLeft();
 });
 
-describe.runIf(ready)('host keys of another type than the known ones (real sshd, compared with OpenSSH\'s ssh)', () => {
+describe.runIf(ready)("host keys of another type than the known ones (real sshd, compared with OpenSSH's ssh)", () => {
   it('refuses a host known by an ECDSA key that shows an ed25519 key, under accept-new too; records nothing and runs nothing', async () => {
     const dir = tempDir();
     const known = ecdsaKey(dir, 'old_host_ecdsa');
@@ -76,7 +87,10 @@ describe.runIf(ready)('host keys of another type than the known ones (real sshd,
       expect(error.message).toContain(`ecdsa-sha2-nistp256 ${knownFp} at ${kh}:1`);
       expect(error.message).toContain('Nothing was run');
       expect(error.message).not.toMatch(/accept-new in the matrix|--accept-new|ssh-keyscan/);
-      expect(r.events.some((e) => e.type === 'target-ready'), how).toBe(false);
+      expect(
+        r.events.some((e) => e.type === 'target-ready'),
+        how,
+      ).toBe(false);
       expect(readFileSync(kh, 'utf8'), how).toBe(before);
       await settle(100);
       expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
@@ -84,7 +98,13 @@ describe.runIf(ready)('host keys of another type than the known ones (real sshd,
 
     // doctor says the same, and its fix does not suggest accepting the key either.
     const d = tempDir();
-    const checked = await doctor(['--target', 'impostor', '--accept-new', '-m', sshMatrix(d, edOnly, [{ name: 'impostor', extra: { knownHosts: kh } }])]);
+    const checked = await doctor([
+      '--target',
+      'impostor',
+      '--accept-new',
+      '-m',
+      sshMatrix(d, edOnly, [{ name: 'impostor', extra: { knownHosts: kh } }]),
+    ]);
     expect(checked.code).toBe(3);
     expect(checked.stdout).toContain('✗ HOST_KEY_MISMATCH');
     expect(checked.stdout).not.toMatch(/ssh-keyscan|--accept-new/);
@@ -105,7 +125,9 @@ describe.runIf(ready)('host keys of another type than the known ones (real sshd,
     expect(r.code).toBe(0);
     expect(r.events.some((e) => e.type === 'target-ready')).toBe(true);
     // sysinfo ran (this machine has no driver: its no-driver path skips).
-    expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({ status: expect.stringMatching(/^(passed|skipped)$/) });
+    expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({
+      status: expect.stringMatching(/^(passed|skipped)$/),
+    });
     expect(readFileSync(kh, 'utf8')).toBe(`[127.0.0.1]:${port} ${bothEcdsa.pub}\n`);
     await settle(100);
     expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
@@ -136,7 +158,10 @@ describe.runIf(ready)('host keys of another type than the known ones (real sshd,
     const d2 = tempDir();
     const r2 = await runMatrix(sshMatrix(d2, both, [{ name: 'ed-wrong', extra: { knownHosts: bad } }]), d2, ['--accept-new']);
     expect(r2.code).toBe(3);
-    expect(targetErrors(r2.events)[0]).toMatchObject({ code: 'HOST_KEY_MISMATCH', message: expect.stringContaining(`${fingerprintOf(otherEdPub)} at ${bad}:2`) });
+    expect(targetErrors(r2.events)[0]).toMatchObject({
+      code: 'HOST_KEY_MISMATCH',
+      message: expect.stringContaining(`${fingerprintOf(otherEdPub)} at ${bad}:2`),
+    });
   });
 
   it('refuses a @revoked host key under accept-new, as ssh does', async () => {
@@ -149,7 +174,10 @@ describe.runIf(ready)('host keys of another type than the known ones (real sshd,
     expect(ssh.stderr).toContain('is marked as revoked');
     const r = await runMatrix(sshMatrix(dir, edOnly, [{ name: 'revoked', extra: { knownHosts: kh } }]), dir, ['--accept-new']);
     expect(r.code).toBe(3);
-    expect(targetErrors(r.events)[0]).toMatchObject({ code: 'HOST_KEY_MISMATCH', message: expect.stringContaining(`marked @revoked at ${kh}:1`) });
+    expect(targetErrors(r.events)[0]).toMatchObject({
+      code: 'HOST_KEY_MISMATCH',
+      message: expect.stringContaining(`marked @revoked at ${kh}:1`),
+    });
     expect(readFileSync(kh, 'utf8')).toBe(before);
   });
 });

@@ -58,7 +58,10 @@ describe.runIf(ready)('configuration mistakes in an ssh target (defect 5)', () =
       { extra: { host: 'gpu box' }, says: '"gpu box" is not a host name: a host name or address has no spaces' },
       { extra: { host: `127.0.0.1:${sshd.ports[0]}` }, says: `fix: write host: 127.0.0.1 and port: ${sshd.ports[0]}` },
       { extra: { host: 'root@127.0.0.1' }, says: 'fix: write user: root and host: 127.0.0.1' },
-      { extra: { host: `ssh://root@127.0.0.1:${sshd.ports[0]}` }, says: `fix: write user: root, host: 127.0.0.1 and port: ${sshd.ports[0]}` },
+      {
+        extra: { host: `ssh://root@127.0.0.1:${sshd.ports[0]}` },
+        says: `fix: write user: root, host: 127.0.0.1 and port: ${sshd.ports[0]}`,
+      },
       { extra: { identityFile: `${sshd.key}.pub` }, says: `fix: write identityFile: ${sshd.key} (the same name without .pub)` },
     ];
     for (const { extra, says } of cases) {
@@ -66,7 +69,9 @@ describe.runIf(ready)('configuration mistakes in an ssh target (defect 5)', () =
       const file = sshMatrix(dir, sshd, [{ name: 'lab', extra }]);
       const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
       expect(r.code, JSON.stringify(extra)).toBe(2);
-      expect(r.stderr).toMatch(new RegExp(`${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:6:\\d+: targets\\[0\\]\\.transport\\.(host|identityFile): `));
+      expect(r.stderr).toMatch(
+        new RegExp(`${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:6:\\d+: targets\\[0\\]\\.transport\\.(host|identityFile): `),
+      );
       expect(r.stderr).toContain(says);
       expect(r.stderr).not.toMatch(/root@root@|TARGET_UNREACHABLE|authorized_keys/);
       expect(existsSync(path.join(dir, 'runs')), JSON.stringify(extra)).toBe(false);
@@ -81,15 +86,25 @@ describe.runIf(ready)('configuration mistakes in an ssh target (defect 5)', () =
     expect(r.code).toBe(3);
     const error = targetErrors(r.events)[0]!;
     expect(error).toMatchObject({ code: 'AUTH_FAILED' });
-    expect(error.message).toContain(`identity file ${disguised} holds a public key (ssh-ed25519), the half that goes in the remote authorized_keys; identityFile names the private key`);
+    expect(error.message).toContain(
+      `identity file ${disguised} holds a public key (ssh-ed25519), the half that goes in the remote authorized_keys; identityFile names the private key`,
+    );
     expect(error.message).not.toContain('check that the key is in the remote');
 
     const dir2 = tempDir();
     const config = path.join(dir2, 'ssh_config');
     writeFileSync(config, `Host 127.0.0.1\n  IdentityFile ${sshd.key}.pub\n`);
-    const r2 = await runMatrix(sshMatrix(dir2, sshd, [{ name: 'from-config', extra: { identityFile: undefined, sshConfig: config, agent: false } }]), dir2);
+    const r2 = await runMatrix(
+      sshMatrix(dir2, sshd, [{ name: 'from-config', extra: { identityFile: undefined, sshConfig: config, agent: false } }]),
+      dir2,
+    );
     expect(r2.code).toBe(3);
-    expect(targetErrors(r2.events)[0]).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringContaining(`holds a public key (ssh-ed25519), the half that goes in the remote authorized_keys; identityFile names the private key (${sshd.key})`) });
+    expect(targetErrors(r2.events)[0]).toMatchObject({
+      code: 'AUTH_FAILED',
+      message: expect.stringContaining(
+        `holds a public key (ssh-ed25519), the half that goes in the remote authorized_keys; identityFile names the private key (${sshd.key})`,
+      ),
+    });
   });
 });
 
@@ -100,7 +115,7 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
     await down.stop();
   });
 
-  it('fails at once with retries: 0, as OpenSSH\'s ssh does; with retries: 2 it says it was refused 3 times over 1.5 s', async () => {
+  it("fails at once with retries: 0, as OpenSSH's ssh does; with retries: 2 it says it was refused 3 times over 1.5 s", async () => {
     const port = down.ports[0]!;
     let t = Date.now();
     const ssh = openssh(down, { knownHosts: down.knownHosts, strict: 'yes' });
@@ -110,7 +125,9 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
     expect(sshMs).toBeLessThan(1000);
 
     t = Date.now();
-    await expect(connectChain([sshHop(down, { name: 'x', extra: { retries: 0 } }) as { kind: string }], { target: 'x', runId: track('refused-0') })).rejects.toMatchObject({
+    await expect(
+      connectChain([sshHop(down, { name: 'x', extra: { retries: 0 } }) as { kind: string }], { target: 'x', runId: track('refused-0') }),
+    ).rejects.toMatchObject({
       code: 'TARGET_UNREACHABLE',
       message: `cannot reach root@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port} (refused: nothing listens on that port: is sshd running there, and is the port right?)`,
     });
@@ -119,11 +136,16 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
     expect(Date.now() - t).toBeLessThan(1500);
 
     t = Date.now();
-    const retried = connectChain([sshHop(down, { name: 'x', extra: { retries: 2 } }) as { kind: string }], { target: 'x', runId: track('refused-2') });
+    const retried = connectChain([sshHop(down, { name: 'x', extra: { retries: 2 } }) as { kind: string }], {
+      target: 'x',
+      runId: track('refused-2'),
+    });
     await expect(retried).rejects.toMatchObject({
       code: 'TARGET_UNREACHABLE',
       message: expect.stringMatching(
-        new RegExp(`^cannot reach root@127\\.0\\.0\\.1:${port}: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(refused 3 times over \\d+\\.\\d s; nothing listens on that port: is sshd running there, and is the port right\\? With retries: 0 it fails at once, as OpenSSH's ssh does\\)$`),
+        new RegExp(
+          `^cannot reach root@127\\.0\\.0\\.1:${port}: connect ECONNREFUSED 127\\.0\\.0\\.1:${port} \\(refused 3 times over \\d+\\.\\d s; nothing listens on that port: is sshd running there, and is the port right\\? With retries: 0 it fails at once, as OpenSSH's ssh does\\)$`,
+        ),
       ),
     });
     const ms = Date.now() - t;
@@ -133,7 +155,10 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
   it('reaches an sshd that comes back while the retries wait (what the retries are for)', async () => {
     const back = await startSshd(1);
     await back.stop();
-    const pending = connectChain([sshHop(back, { name: 'x', extra: { retries: 2 } }) as { kind: string }], { target: 'x', runId: track('refused-then-up') });
+    const pending = connectChain([sshHop(back, { name: 'x', extra: { retries: 2 } }) as { kind: string }], {
+      target: 'x',
+      runId: track('refused-then-up'),
+    });
     await new Promise((r) => setTimeout(r, 200));
     await back.restart();
     const session = await pending;

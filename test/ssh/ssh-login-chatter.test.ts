@@ -14,7 +14,19 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { connectChain } from '../../runners/registry.ts';
 import { integrationAvailable, tempDir } from '../helpers.ts';
-import { doctor, expectNothingLeft, leftovers, openssh, runIdOf, runMatrix, settle, sshHop, sshMatrix, targetErrors, track } from './ssh-helpers.ts';
+import {
+  doctor,
+  expectNothingLeft,
+  leftovers,
+  openssh,
+  runIdOf,
+  runMatrix,
+  settle,
+  sshHop,
+  sshMatrix,
+  targetErrors,
+  track,
+} from './ssh-helpers.ts';
 import { sshdReady, startSshd, type Sshd } from '../sshd.ts';
 
 const rootShell = (() => {
@@ -55,14 +67,30 @@ afterEach(async () => {
 });
 
 describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chatter on stdout and stderr, a Banner)', () => {
-  it('is the state we mean: OpenSSH\'s ssh runs a command there (its sftp breaks)', () => {
+  it("is the state we mean: OpenSSH's ssh runs a command there (its sftp breaks)", () => {
     const ssh = openssh(chatty, { knownHosts: chatty.knownHosts, strict: 'yes', command: 'echo reached' });
     expect(ssh.code, ssh.stderr).toBe(0);
     expect(ssh.stdout).toBe(`${GREETING}\nmotd without a newlinereached\n`);
     expect(ssh.stderr).toContain('Last backup: never');
     const sftp = spawnSync(
       'sftp',
-      ['-F', '/dev/null', '-b', '-', '-o', 'BatchMode=yes', '-o', `UserKnownHostsFile=${chatty.knownHosts}`, '-o', 'GlobalKnownHostsFile=/dev/null', '-i', chatty.key, '-P', String(chatty.ports[0]), 'root@127.0.0.1'],
+      [
+        '-F',
+        '/dev/null',
+        '-b',
+        '-',
+        '-o',
+        'BatchMode=yes',
+        '-o',
+        `UserKnownHostsFile=${chatty.knownHosts}`,
+        '-o',
+        'GlobalKnownHostsFile=/dev/null',
+        '-i',
+        chatty.key,
+        '-P',
+        String(chatty.ports[0]),
+        'root@127.0.0.1',
+      ],
       { input: 'pwd\n', encoding: 'utf8', timeout: 30_000 },
     );
     expect(sftp.status).not.toBe(0);
@@ -81,8 +109,12 @@ describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chat
       expect(ready).toMatchObject({ session: `ssh root@127.0.0.1:${chatty.ports[0]}`, platform: 'linux' });
       expect(String(ready.probe.path).startsWith(path.join(home, '.cache', 'cudamatrix', 'deployed'))).toBe(true);
       uploaded.push(ready.probe.uploaded);
-      expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({ status: expect.stringMatching(/^(passed|skipped)$/) });
-      expect(`${r.stdout}${r.stderr}${readFileSync(path.join(r.runDir, 'events.jsonl'), 'utf8')}`).not.toMatch(/Welcome to gpu-node-7|Last backup|motd without|Authorized use/);
+      expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({
+        status: expect.stringMatching(/^(passed|skipped)$/),
+      });
+      expect(`${r.stdout}${r.stderr}${readFileSync(path.join(r.runDir, 'events.jsonl'), 'utf8')}`).not.toMatch(
+        /Welcome to gpu-node-7|Last backup|motd without|Authorized use/,
+      );
       await settle();
       expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
     }
@@ -90,18 +122,28 @@ describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chat
   });
 
   it("keeps the rc files' output out of every command's output, on the helper and on channels of their own, and copies files both ways", async () => {
-    const session = await connectChain([sshHop(chatty, { name: 'x' }) as { kind: string }], { target: 't', runId: track('chatty-session') });
+    const session = await connectChain([sshHop(chatty, { name: 'x' }) as { kind: string }], {
+      target: 't',
+      runId: track('chatty-session'),
+    });
     const workDir = session.workDir;
     try {
       expect(existsSync(workDir)).toBe(true);
       expect(await session.exec(['sh', '-c', 'echo out; echo err >&2'])).toMatchObject({ exitCode: 0, stdout: 'out\n', stderr: 'err\n' });
       // A command that reads stdin runs on a channel of its own, through the login shell again.
-      expect(await session.exec(['sh', '-c', 'cat; echo err >&2; exit 3'], { stdin: 'from stdin\n' })).toMatchObject({ exitCode: 3, stdout: 'from stdin\n', stderr: 'err\n' });
+      expect(await session.exec(['sh', '-c', 'cat; echo err >&2; exit 3'], { stdin: 'from stdin\n' })).toMatchObject({
+        exitCode: 3,
+        stdout: 'from stdin\n',
+        stderr: 'err\n',
+      });
       expect(await session.exec(['true'], { stdin: '' })).toMatchObject({ exitCode: 0, stdout: '', stderr: '' });
       const dir = tempDir();
       const local = path.join(dir, 'up.bin');
       // Bytes that look like what the transport looks for, and every byte value.
-      const payload = Buffer.concat([Buffer.from('cm-get-0000\ncm-put-1111\n'), Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 31) % 256))]);
+      const payload = Buffer.concat([
+        Buffer.from('cm-get-0000\ncm-put-1111\n'),
+        Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 31) % 256)),
+      ]);
       writeFileSync(local, payload);
       const remote = session.joinPath(workDir, 'up.bin');
       await session.put(local, remote, { executable: true });
@@ -109,8 +151,14 @@ describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chat
       const back = path.join(dir, 'down.bin');
       await session.get(remote, back);
       expect(readFileSync(back).equals(payload)).toBe(true);
-      await expect(session.get(session.joinPath(workDir, 'missing'), path.join(dir, 'missing'))).rejects.toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringContaining('No such file') });
-      await expect(session.put(local, '/nonexistent-cm-dir/x')).rejects.toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.not.stringMatching(/Welcome|Last backup/) });
+      await expect(session.get(session.joinPath(workDir, 'missing'), path.join(dir, 'missing'))).rejects.toMatchObject({
+        code: 'TRANSPORT_FAILED',
+        message: expect.stringContaining('No such file'),
+      });
+      await expect(session.put(local, '/nonexistent-cm-dir/x')).rejects.toMatchObject({
+        code: 'TRANSPORT_FAILED',
+        message: expect.not.stringMatching(/Welcome|Last backup/),
+      });
     } finally {
       await session[Symbol.asyncDispose]();
     }
@@ -142,7 +190,10 @@ describe.runIf(ready)('a login shell that hangs (real sshd, ~/.bashrc sleeps lon
     for (const shell of ['auto', 'posix']) {
       const runId = track(`slow-shell-${shell}`);
       const started = Date.now();
-      const attempt = connectChain([sshHop(slow, { name: 'x', extra: { connectTimeout: 1, shell } }) as { kind: string }], { target: 't', runId });
+      const attempt = connectChain([sshHop(slow, { name: 'x', extra: { connectTimeout: 1, shell } }) as { kind: string }], {
+        target: 't',
+        runId,
+      });
       await expect(attempt).rejects.toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringMatching(/within 1000 ms/) });
       await expect(attempt).rejects.toMatchObject({ message: expect.stringContaining(GREETING) });
       expect(Date.now() - started).toBeLessThan(5000);

@@ -16,7 +16,19 @@ import { connectChain } from '../../runners/registry.ts';
 import { nodeArch } from '../../runners/local.ts';
 import { startCli, whenOutput } from '../cli.ts';
 import { commandsAvailable, tempDir, testCacheDir, validateJunit } from '../helpers.ts';
-import { doctor, expectNothingLeft, leftovers, runIdOf, runMatrix, settle, sshHop as sshHopOn, sshMatrix, targetErrors, track, type SshTarget } from './ssh-helpers.ts';
+import {
+  doctor,
+  expectNothingLeft,
+  leftovers,
+  runIdOf,
+  runMatrix,
+  settle,
+  sshHop as sshHopOn,
+  sshMatrix,
+  targetErrors,
+  track,
+  type SshTarget,
+} from './ssh-helpers.ts';
 import { freePort, keygen, sshdReady, startSshd, TEST_PASSPHRASE, type Sshd } from '../sshd.ts';
 
 const ready = sshdReady();
@@ -52,7 +64,11 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const by = (target: string) => cells.filter((c) => c.target === target);
     expect(by('over-ssh').map((c) => [c.probe, c.status, c.reason])).toEqual(by('here').map((c) => [c.probe, c.status, c.reason]));
     const facts = (target: string) =>
-      by(target).flatMap((c) => c.records.filter((x): x is SysinfoRecord | FactRecord => x.type === 'sysinfo' || x.type === 'fact').map((x) => [c.probe, x.name, x.value]));
+      by(target).flatMap((c) =>
+        c.records
+          .filter((x): x is SysinfoRecord | FactRecord => x.type === 'sysinfo' || x.type === 'fact')
+          .map((x) => [c.probe, x.name, x.value]),
+      );
     expect(facts('over-ssh')).toEqual(facts('here'));
     expect(facts('over-ssh').length).toBeGreaterThan(15);
     const ready = r.events.find((e) => e.type === 'target-ready' && e.target === 'over-ssh');
@@ -64,7 +80,10 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
 
   it('uploads the probe once to a per-hash cache on the remote, and a warm run skips the upload', async () => {
     const binary = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
-    rmSync(path.join(homedir(), '.cache', 'cudamatrix', 'deployed', `linux-${nodeArch()}-${binary.hash}`), { recursive: true, force: true });
+    rmSync(path.join(homedir(), '.cache', 'cudamatrix', 'deployed', `linux-${nodeArch()}-${binary.hash}`), {
+      recursive: true,
+      force: true,
+    });
     const uploaded: (boolean | undefined)[] = [];
     for (let i = 0; i < 2; i++) {
       const dir = tempDir();
@@ -73,7 +92,9 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
       const ready = r.events.find((e) => e.type === 'target-ready');
       if (ready?.type !== 'target-ready') throw new Error('no target-ready');
       uploaded.push(ready.probe.uploaded);
-      expect(ready.probe.path).toBe(path.join(homedir(), '.cache', 'cudamatrix', 'deployed', `linux-${nodeArch()}-${binary.hash}`, 'cudaprobe'));
+      expect(ready.probe.path).toBe(
+        path.join(homedir(), '.cache', 'cudamatrix', 'deployed', `linux-${nodeArch()}-${binary.hash}`, 'cudaprobe'),
+      );
     }
     expect(uploaded).toEqual([true, false]);
   });
@@ -96,14 +117,27 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const file = matrix(dir, [{ name: 'enc', extra: { identityFile: sshd.encryptedKey, passphraseEnv: 'CM_TEST_PASSPHRASE' } }]);
     const r = await runMatrix(file, dir, [], { CM_TEST_PASSPHRASE: TEST_PASSPHRASE });
     expect(r.code).toBe(0);
-    const everything = [r.stdout, r.stderr, ...['events.jsonl', 'junit.xml', 'summary.json'].map((f) => readFileSync(path.join(r.runDir, f), 'utf8')), readFileSync(path.join(dir, 'junit.xml'), 'utf8')];
+    const everything = [
+      r.stdout,
+      r.stderr,
+      ...['events.jsonl', 'junit.xml', 'summary.json'].map((f) => readFileSync(path.join(r.runDir, f), 'utf8')),
+      readFileSync(path.join(dir, 'junit.xml'), 'utf8'),
+    ];
     for (const text of everything) expect(text).not.toContain(TEST_PASSPHRASE);
     // A wrong passphrase is a clear authentication error that does not repeat it either.
     const wrong = 'not-the-passphrase-42';
     const dir2 = tempDir();
-    const bad = await runMatrix(matrix(dir2, [{ name: 'enc', extra: { identityFile: sshd.encryptedKey, passphraseEnv: 'CM_TEST_PASSPHRASE' } }]), dir2, [], { CM_TEST_PASSPHRASE: wrong });
+    const bad = await runMatrix(
+      matrix(dir2, [{ name: 'enc', extra: { identityFile: sshd.encryptedKey, passphraseEnv: 'CM_TEST_PASSPHRASE' } }]),
+      dir2,
+      [],
+      { CM_TEST_PASSPHRASE: wrong },
+    );
     expect(bad.code).toBe(3);
-    expect(targetErrors(bad.events)[0]).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringContaining(`could not be decrypted with the passphrase from CM_TEST_PASSPHRASE`) });
+    expect(targetErrors(bad.events)[0]).toMatchObject({
+      code: 'AUTH_FAILED',
+      message: expect.stringContaining(`could not be decrypted with the passphrase from CM_TEST_PASSPHRASE`),
+    });
     for (const text of [bad.stdout, bad.stderr, readFileSync(path.join(bad.runDir, 'events.jsonl'), 'utf8')]) {
       expect(text).not.toContain(wrong);
       expect(text).not.toContain(TEST_PASSPHRASE);
@@ -133,7 +167,10 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     keygen(stranger);
     const r = await runMatrix(matrix(dir, [{ name: 'wrong-key', extra: { identityFile: stranger } }]), dir);
     expect(r.code).toBe(3);
-    expect(targetErrors(r.events)[0]).toMatchObject({ code: 'AUTH_FAILED', message: expect.stringContaining(`authentication to root@127.0.0.1:${sshd.ports[0]} failed with ${stranger}`) });
+    expect(targetErrors(r.events)[0]).toMatchObject({
+      code: 'AUTH_FAILED',
+      message: expect.stringContaining(`authentication to root@127.0.0.1:${sshd.ports[0]} failed with ${stranger}`),
+    });
     expect(readFileSync(path.join(dir, 'junit.xml'), 'utf8')).toContain('type="AUTH_FAILED"');
   });
 
@@ -176,17 +213,26 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     expect(accepted.stderr).toContain(`new-host: ${added}`);
     expect(accepted.stdout).not.toContain('Permanently added');
     const ready = accepted.events.find((e) => e.type === 'target-ready');
-    expect(ready).toMatchObject({ hostKeysAdded: [{ host: `[127.0.0.1]:${sshd.ports[0]}`, keyType: 'ED25519', fingerprint: fp, file: kh }] });
+    expect(ready).toMatchObject({
+      hostKeysAdded: [{ host: `[127.0.0.1]:${sshd.ports[0]}`, keyType: 'ED25519', fingerprint: fp, file: kh }],
+    });
     // A key already known is not added again, and nothing is said.
     const again = await runMatrix(file, tempDir(), ['--accept-new']);
     expect(again.stderr).not.toContain('Permanently added');
     expect(again.events.find((e) => e.type === 'target-ready')).not.toHaveProperty('hostKeysAdded');
   });
 
-  it('when sshd is killed in the middle of a run: that target\'s remaining cells are errors, the others finish, nothing is left behind', async () => {
+  it("when sshd is killed in the middle of a run: that target's remaining cells are errors, the others finish, nothing is left behind", async () => {
     const own = await startSshd(1);
     const dir = tempDir();
-    const file = matrix(dir, [{ name: 'doomed', port: own.ports[0], extra: { knownHosts: own.knownHosts, identityFile: own.key } }, { name: 'here', local: true }], 'all');
+    const file = matrix(
+      dir,
+      [
+        { name: 'doomed', port: own.ports[0], extra: { knownHosts: own.knownHosts, identityFile: own.key } },
+        { name: 'here', local: true },
+      ],
+      'all',
+    );
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
     await whenOutput(child, /doomed\/pinned-vram/, () => own.killAll());
     const r = await done;
@@ -196,7 +242,11 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     expect(doomed.length).toBe(16);
     expect(doomed.filter((c) => c.status === 'error').every((c) => c.errorCode === 'TRANSPORT_FAILED')).toBe(true);
     expect(doomed.filter((c) => c.status === 'error').length).toBeGreaterThan(5);
-    expect(targetErrors(events)[0]).toMatchObject({ target: 'doomed', code: 'TRANSPORT_FAILED', message: expect.stringContaining('the SSH connection failed') });
+    expect(targetErrors(events)[0]).toMatchObject({
+      target: 'doomed',
+      code: 'TRANSPORT_FAILED',
+      message: expect.stringContaining('the SSH connection failed'),
+    });
     expect(events.filter((e) => e.type === 'cell-end' && e.target === 'here' && e.planned).length).toBe(16);
     await new Promise((res) => setTimeout(res, 2500));
     expect(leftovers(runIdOf(events))).toEqual({ dirs: [], processes: [] });
@@ -206,12 +256,21 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const down = await startSshd(1);
     await down.stop();
     const dir = tempDir();
-    const file = matrix(dir, [{ name: 'down', port: down.ports[0], extra: { knownHosts: down.knownHosts, identityFile: down.key, retries: 2 } }, { name: 'up' }]);
+    const file = matrix(dir, [
+      { name: 'down', port: down.ports[0], extra: { knownHosts: down.knownHosts, identityFile: down.key, retries: 2 } },
+      { name: 'up' },
+    ]);
     const started = Date.now();
     const r = await runMatrix(file, dir);
     expect(r.code).toBe(3);
     expect(targetErrors(r.events)).toEqual([
-      expect.objectContaining({ target: 'down', code: 'TARGET_UNREACHABLE', message: expect.stringMatching(/connect ECONNREFUSED 127\.0\.0\.1:\d+ \(refused 3 times over 1\.\d s; nothing listens on that port/) }),
+      expect.objectContaining({
+        target: 'down',
+        code: 'TARGET_UNREACHABLE',
+        message: expect.stringMatching(
+          /connect ECONNREFUSED 127\.0\.0\.1:\d+ \(refused 3 times over 1\.\d s; nothing listens on that port/,
+        ),
+      }),
     ]);
     expect(r.events.find((e) => e.type === 'cell-end' && e.target === 'up')).toMatchObject({ status: 'skipped' });
     // Backoff 0.5 s + 1 s between the three attempts.
@@ -227,7 +286,11 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
       const file = matrix(dir, [{ name: 'blackhole', port, extra: { connectTimeout: 1 } }, { name: 'fine' }]);
       const r = await runMatrix(file, dir);
       expect(r.code).toBe(3);
-      expect(targetErrors(r.events)[0]).toMatchObject({ target: 'blackhole', code: 'TARGET_UNREACHABLE', message: expect.stringContaining('no SSH handshake within 1000 ms') });
+      expect(targetErrors(r.events)[0]).toMatchObject({
+        target: 'blackhole',
+        code: 'TARGET_UNREACHABLE',
+        message: expect.stringContaining('no SSH handshake within 1000 ms'),
+      });
       const fine = r.events.find((e) => e.type === 'cell-end' && e.target === 'fine');
       expect(fine).toMatchObject({ status: 'skipped' });
     } finally {
@@ -238,7 +301,18 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
   it('goes through a ProxyJump host, and reads a Host alias from an ssh_config', async () => {
     const dir = tempDir();
     const config = path.join(dir, 'ssh_config');
-    writeFileSync(config, [`Host gpu-lab`, `  HostName 127.0.0.1`, `  Port ${sshd.ports[0]}`, `  User root`, `  IdentityFile ${sshd.key}`, `  UserKnownHostsFile ${sshd.knownHosts}`, ''].join('\n'));
+    writeFileSync(
+      config,
+      [
+        `Host gpu-lab`,
+        `  HostName 127.0.0.1`,
+        `  Port ${sshd.ports[0]}`,
+        `  User root`,
+        `  IdentityFile ${sshd.key}`,
+        `  UserKnownHostsFile ${sshd.knownHosts}`,
+        '',
+      ].join('\n'),
+    );
     const file = path.join(dir, 'matrix.yaml');
     writeFileSync(
       file,
@@ -282,32 +356,41 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
 
 describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
   // ss counts the connections the run holds open.
-  it.runIf(commandsAvailable('the test of one SSH connection per host', { ss: 'iproute2' }))('shares one connection between the targets on one host, and runs them one at a time by default', async () => {
-    const dir = tempDir();
-    const file = matrix(dir, [{ name: 'a' }, { name: 'b' }, { name: 'c' }], 'all');
-    const port = sshd.ports[0]!;
-    const pending = runMatrix(file, dir);
-    // Sampled until the run ends, not for a fixed 6 s: on a busy machine the run may not have
-    // connected by then.
-    let finished = false;
-    void pending.finally(() => (finished = true));
-    let most = 0;
-    while (!finished) {
-      await new Promise((r) => setTimeout(r, 100));
-      const established = execFileSync('ss', ['-Htn', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).trim();
-      most = Math.max(most, established ? established.split('\n').length : 0);
-    }
-    const r = await pending;
-    expect(r.code).toBe(0);
-    expect(most).toBe(1);
-    // hostConcurrency 1: a target starts only after the previous one on the host ended.
-    const order = r.events.filter((e) => e.type === 'target-start' || (e.type === 'cell-end' && e.probe === 'windows-registry')).map((e) => ('target' in e ? `${e.type}:${e.target}` : ''));
-    expect(order).toEqual(['target-start:a', 'cell-end:a', 'target-start:b', 'cell-end:b', 'target-start:c', 'cell-end:c']);
-  });
+  it.runIf(commandsAvailable('the test of one SSH connection per host', { ss: 'iproute2' }))(
+    'shares one connection between the targets on one host, and runs them one at a time by default',
+    async () => {
+      const dir = tempDir();
+      const file = matrix(dir, [{ name: 'a' }, { name: 'b' }, { name: 'c' }], 'all');
+      const port = sshd.ports[0]!;
+      const pending = runMatrix(file, dir);
+      // Sampled until the run ends, not for a fixed 6 s: on a busy machine the run may not have
+      // connected by then.
+      let finished = false;
+      void pending.finally(() => (finished = true));
+      let most = 0;
+      while (!finished) {
+        await new Promise((r) => setTimeout(r, 100));
+        const established = execFileSync('ss', ['-Htn', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).trim();
+        most = Math.max(most, established ? established.split('\n').length : 0);
+      }
+      const r = await pending;
+      expect(r.code).toBe(0);
+      expect(most).toBe(1);
+      // hostConcurrency 1: a target starts only after the previous one on the host ended.
+      const order = r.events
+        .filter((e) => e.type === 'target-start' || (e.type === 'cell-end' && e.probe === 'windows-registry'))
+        .map((e) => ('target' in e ? `${e.type}:${e.target}` : ''));
+      expect(order).toEqual(['target-start:a', 'cell-end:a', 'target-start:b', 'cell-end:b', 'target-start:c', 'cell-end:c']);
+    },
+  );
 
   it('stops on Ctrl-C, writes the results of what finished, and leaves nothing on the remote side', async () => {
     const dir = tempDir();
-    const file = matrix(dir, Array.from({ length: 6 }, (_, i) => ({ name: `t${i}` })), 'all');
+    const file = matrix(
+      dir,
+      Array.from({ length: 6 }, (_, i) => ({ name: `t${i}` })),
+      'all',
+    );
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
     await whenOutput(child, '[3/', () => child.kill('SIGINT'));
     const r = await done;
@@ -359,7 +442,18 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
   it('when sshd is killed mid-command: a transport error, and no remote process or run directory left', async () => {
     const own = await startSshd(1);
     const session = await connectChain(
-      [{ kind: 'ssh', host: '127.0.0.1', port: own.ports[0], identityFile: own.key, knownHosts: own.knownHosts, sshConfig: false, retries: 0, keepalive: 1 }],
+      [
+        {
+          kind: 'ssh',
+          host: '127.0.0.1',
+          port: own.ports[0],
+          identityFile: own.key,
+          knownHosts: own.knownHosts,
+          sshConfig: false,
+          retries: 0,
+          keepalive: 1,
+        },
+      ],
       { target: 't', runId: track('dropped-test') },
     );
     const workDir = session.workDir;

@@ -49,14 +49,31 @@ async function tree(options: { timeoutMs?: number; signal?: AbortSignal }) {
   const pids = JSON.parse(r.stdout.trim().split(/\r?\n/)[0] || '{}') as { child?: number; grandchild?: number };
   // Terminated processes take a moment to go.
   await sleep(1000);
-  return { timedOut: r.timedOut, cancelled: r.cancelled, exitCode: r.exitCode, durationMs: Math.round(r.durationMs), pids, alive: Object.values(pids).filter(alive), stderr: r.stderr };
+  return {
+    timedOut: r.timedOut,
+    cancelled: r.cancelled,
+    exitCode: r.exitCode,
+    durationMs: Math.round(r.durationMs),
+    pids,
+    alive: Object.values(pids).filter(alive),
+    stderr: r.stderr,
+  };
 }
 
 async function main(): Promise<void> {
   switch (mode) {
     case 'paths': {
       const session = await connectLocal({}, { target: 't', runId: 'paths' });
-      say({ platform: process.platform, cacheDir: defaultCacheDir(), tmpdir: tmpdir(), localAppData: process.env.LOCALAPPDATA, workDir: session.workDir, joined: session.joinPath(session.workDir, 'cudaprobe.exe'), sessionPlatform: session.platform, shell: session.shell });
+      say({
+        platform: process.platform,
+        cacheDir: defaultCacheDir(),
+        tmpdir: tmpdir(),
+        localAppData: process.env.LOCALAPPDATA,
+        workDir: session.workDir,
+        joined: session.joinPath(session.workDir, 'cudaprobe.exe'),
+        sessionPlatform: session.platform,
+        shell: session.shell,
+      });
       await session[Symbol.asyncDispose]();
       break;
     }

@@ -86,14 +86,25 @@ function startWine(args: string[], options: WinOptions = {}): { child: ChildProc
   const [out, err] = [path.join(dir, 'stdout'), path.join(dir, 'stderr')];
   const fds = [openSync(out, 'w'), openSync(err, 'w')];
   const started = performance.now();
-  const child = spawn(WINE, args, { cwd: options.cwd ?? dir, env: { ...env, ...options.extraEnv }, stdio: ['ignore', fds[0]!, fds[1]!], detached: options.detached });
+  const child = spawn(WINE, args, {
+    cwd: options.cwd ?? dir,
+    env: { ...env, ...options.extraEnv },
+    stdio: ['ignore', fds[0]!, fds[1]!],
+    detached: options.detached,
+  });
   fds.forEach((fd) => closeSync(fd));
   const done = new Promise<WinResult>((resolve, reject) => {
     const guard = setTimeout(() => reject(new Error(`${args.join(' ')} still runs after 180 s`)), 180_000);
     child.on('error', reject);
     child.on('exit', (status) => {
       clearTimeout(guard);
-      resolve({ status, stdout: readFileSync(out, 'utf8'), stderr: readFileSync(err, 'utf8'), stdoutFile: out, ms: performance.now() - started });
+      resolve({
+        status,
+        stdout: readFileSync(out, 'utf8'),
+        stderr: readFileSync(err, 'utf8'),
+        stdoutFile: out,
+        ms: performance.now() - started,
+      });
     });
   });
   return { child, done };
@@ -116,7 +127,8 @@ async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
 function cudamatrix(args: string[], options: WinOptions = {}): Promise<WinResult> {
   return wine([WINDOWS_NODE, path.join(pkgRoot, 'bin', 'cudamatrix.cjs'), ...args], options);
 }
-const startCudamatrix = (args: string[], options: WinOptions = {}) => startWine([WINDOWS_NODE, path.join(pkgRoot, 'bin', 'cudamatrix.cjs'), ...args], options);
+const startCudamatrix = (args: string[], options: WinOptions = {}) =>
+  startWine([WINDOWS_NODE, path.join(pkgRoot, 'bin', 'cudamatrix.cjs'), ...args], options);
 
 /** Live processes of this prefix (not zombies) whose command line matches, from the Linux side. */
 function linuxSide(pattern: RegExp): string[] {
@@ -164,7 +176,14 @@ beforeAll(async () => {
 
   prefix = tempDir('cm-wineprefix-');
   // No Mono or Gecko installers offered in a new prefix; the user's HOME untouched.
-  env = { PATH: process.env.PATH, HOME: tempDir('cm-winehome-'), WINEPREFIX: prefix, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree=;mshtml=', NO_COLOR: '1' };
+  env = {
+    PATH: process.env.PATH,
+    HOME: tempDir('cm-winehome-'),
+    WINEPREFIX: prefix,
+    WINEDEBUG: '-all',
+    WINEDLLOVERRIDES: 'mscoree=;mshtml=',
+    NO_COLOR: '1',
+  };
   // The wineserver first, kept running (it cannot be told so once it runs); then the prefix.
   expect(spawnSync(WINESERVER, ['-p'], { env, stdio: 'ignore', timeout: 60_000 }).status).toBe(0);
   expect((await wine(['winecfg', '/v', 'win10'])).status).toBe(0);
@@ -200,7 +219,7 @@ afterAll(() => {
 });
 
 describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', () => {
-  it('answers --version, plan and doctor, and uses the package\'s prebuilt cudaprobe.exe', async () => {
+  it("answers --version, plan and doctor, and uses the package's prebuilt cudaprobe.exe", async () => {
     const v = await cudamatrix(['--version']);
     expect(v.status, v.stderr).toBe(0);
     expect(v.stdout.trim()).toBe(version);
@@ -214,7 +233,9 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     // No NVIDIA driver under Wine: exit 3, but the probe ran.
     expect(doctor.status, doctor.stderr).toBe(3);
     expect(doctor.stdout).toMatch(/✓ node\s+v20\.\d+\.\d+ on win32\/x86_64/);
-    expect(doctor.stdout).toContain(`✓ cudaprobe            the package's prebuilt windows-x64 binary: ${onZ(pkgRoot)}\\prebuilt\\windows-x64\\cudaprobe.exe`);
+    expect(doctor.stdout).toContain(
+      `✓ cudaprobe            the package's prebuilt windows-x64 binary: ${onZ(pkgRoot)}\\prebuilt\\windows-x64\\cudaprobe.exe`,
+    );
     expect(doctor.stdout).toMatch(/no compiler needed/);
     expect(doctor.stdout).toMatch(/✗ driver\s+no NVIDIA driver found: .*nvcuda\.dll/);
     console.log(`windows-host: --version ${Math.round(v.ms)} ms, plan ${Math.round(plan.ms)} ms, doctor ${Math.round(doctor.ms)} ms`);
@@ -246,7 +267,9 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     const ready = events.find((e) => e.type === 'target-ready');
     expect(ready).toMatchObject({ platform: 'windows', arch: 'x86_64', probe: { prebuilt: true, built: false } });
     const probePath = (ready as { probe: { path: string } }).probe.path;
-    expect(probePath).toMatch(new RegExp(`^C:\\\\users\\\\${path.basename(profile)}\\\\Temp\\\\cudamatrix-${runId}-[^\\\\]+\\\\cudaprobe\\.exe$`, 'i'));
+    expect(probePath).toMatch(
+      new RegExp(`^C:\\\\users\\\\${path.basename(profile)}\\\\Temp\\\\cudamatrix-${runId}-[^\\\\]+\\\\cudaprobe\\.exe$`, 'i'),
+    );
 
     // Every cell ended as the no-driver path says: the CRLF output parsed (no protocol errors).
     const ends = cellEnds(events);
@@ -269,9 +292,15 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
 
   it('ends a probe past its timeout with its process tree, writes results to a C:\\ folder, and leaves no cudaprobe.exe behind', async () => {
     const cwd = tempDir('cm-win-timeout-');
-    writeFileSync(path.join(cwd, 'slow.yaml'), 'version: 1\ntargets:\n  - name: slow\n    transport: local\n    probes: [sysinfo, event-timing]\n    timeout: 3s\n');
+    writeFileSync(
+      path.join(cwd, 'slow.yaml'),
+      'version: 1\ntargets:\n  - name: slow\n    transport: local\n    probes: [sysinfo, event-timing]\n    timeout: 3s\n',
+    );
     // Each probe would wait 120 s before starting (a cudaprobe test hook), far past its 3 s.
-    const r = await cudamatrix(['run', '-m', 'slow.yaml', '--results-dir', 'C:\\cm-results'], { cwd, extraEnv: { CUDAPROBE_TEST_DELAY_MS: '120000' } });
+    const r = await cudamatrix(['run', '-m', 'slow.yaml', '--results-dir', 'C:\\cm-results'], {
+      cwd,
+      extraEnv: { CUDAPROBE_TEST_DELAY_MS: '120000' },
+    });
     // Errors (two timeouts): exit 3, in seconds, not the 240 s the probes would have taken.
     expect(r.status, r.stdout + r.stderr).toBe(3);
     expect(r.ms).toBeLessThan(60_000);
@@ -298,8 +327,15 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     // None from an earlier test: the one found below must be this run's.
     expect(linuxSide(/cudaprobe\.exe/i)).toEqual([]);
     const cwd = tempDir('cm-win-sigint-');
-    writeFileSync(path.join(cwd, 'hang.yaml'), 'version: 1\ntargets:\n  - name: hang\n    transport: local\n    probes: [sysinfo, event-timing]\n');
-    const { child, done } = startCudamatrix(['run', '-m', 'hang.yaml'], { cwd, extraEnv: { CUDAPROBE_TEST_DELAY_MS: '120000' }, detached: true });
+    writeFileSync(
+      path.join(cwd, 'hang.yaml'),
+      'version: 1\ntargets:\n  - name: hang\n    transport: local\n    probes: [sysinfo, event-timing]\n',
+    );
+    const { child, done } = startCudamatrix(['run', '-m', 'hang.yaml'], {
+      cwd,
+      extraEnv: { CUDAPROBE_TEST_DELAY_MS: '120000' },
+      detached: true,
+    });
     let probe: string[] = [];
     await waitFor(() => (probe = linuxSide(/cudaprobe\.exe run sysinfo/i)).length > 0, 60_000);
     expect(probe).toHaveLength(1);
@@ -324,7 +360,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
   });
 });
 
-describe.runIf(ready)('the local transport\'s own code under node.exe (test/windows/windows-host-driver.ts)', () => {
+describe.runIf(ready)("the local transport's own code under node.exe (test/windows/windows-host-driver.ts)", () => {
   const lastLine = (r: WinResult) => JSON.parse(r.stdout.trim().split(/\r?\n/).at(-1)!) as Record<string, unknown>;
 
   it('uses Windows paths: the work folder under os.tmpdir(), joinPath, the cache under %LOCALAPPDATA%\\cudamatrix\\cache as bin/cudamatrix.cjs does', async () => {
@@ -332,7 +368,12 @@ describe.runIf(ready)('the local transport\'s own code under node.exe (test/wind
     expect(r.status, r.stderr).toBe(0);
     const paths = lastLine(r);
     const localAppData = paths.localAppData as string;
-    expect(paths).toMatchObject({ platform: 'win32', sessionPlatform: 'windows', shell: 'cmd', cacheDir: `${localAppData}\\cudamatrix\\cache` });
+    expect(paths).toMatchObject({
+      platform: 'win32',
+      sessionPlatform: 'windows',
+      shell: 'cmd',
+      cacheDir: `${localAppData}\\cudamatrix\\cache`,
+    });
     expect(localAppData).toMatch(/^C:\\users\\[^\\]+\\AppData\\Local$/i);
     expect(paths.workDir).toMatch(new RegExp(`^${(paths.tmpdir as string).replaceAll('\\', '\\\\')}\\\\cudamatrix-paths-[^\\\\]+$`));
     expect(paths.joined).toBe(`${paths.workDir}\\cudaprobe.exe`);
@@ -358,7 +399,7 @@ describe.runIf(ready)('the local transport\'s own code under node.exe (test/wind
     expect(await waitFor(() => linuxSide(new RegExp(mark)).length === 0, 5000), linuxSide(new RegExp(mark)).join('\n')).toBe(true);
   });
 
-  it('says so on the command\'s stderr when neither taskkill /T nor wmic can end the tree (Windows 11 24H2 has no wmic)', async () => {
+  it("says so on the command's stderr when neither taskkill /T nor wmic can end the tree (Windows 11 24H2 has no wmic)", async () => {
     const mark = `cm-tree-no-tools-${process.pid}`;
     const { done } = startWine([WINDOWS_NODE, driver, 'no-tools', mark]);
     const r = await done;
@@ -366,7 +407,9 @@ describe.runIf(ready)('the local transport\'s own code under node.exe (test/wind
     const seen = lastLine(r) as { timedOut: boolean; stderr: string; pids: { child: number } };
     expect(seen.timedOut).toBe(true);
     expect(seen.stderr).toContain(`failed (`);
-    expect(seen.stderr).toContain('and wmic, the fallback that walks the tree, gave no process table (Windows 11 24H2 no longer installs it by default): only PID ');
+    expect(seen.stderr).toContain(
+      'and wmic, the fallback that walks the tree, gave no process table (Windows 11 24H2 no longer installs it by default): only PID ',
+    );
     // The detached grandchild was left (nothing walked the tree): ended here, from the Linux side.
     for (const line of linuxSide(new RegExp(mark))) process.kill(Number(line.trim().split(/\s+/)[0]), 'SIGKILL');
   });

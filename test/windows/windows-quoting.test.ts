@@ -144,7 +144,8 @@ const cmdCannotCarry = ['new\nline', 'carriage\rreturn', 'crlf\r\n', 'nul\0byte'
  */
 const SINGLE_QUOTES = "'\u2018\u2019\u201a\u201b";
 function readSingleQuoted(text: string, at: number): { value: string; end: number } {
-  if (!SINGLE_QUOTES.includes(text[at] ?? '')) throw new Error(`no single-quoted string at ${at}: ${JSON.stringify(text.slice(at, at + 20))}`);
+  if (!SINGLE_QUOTES.includes(text[at] ?? ''))
+    throw new Error(`no single-quoted string at ${at}: ${JSON.stringify(text.slice(at, at + 20))}`);
   let value = '';
   for (let i = at + 1; i < text.length; i++) {
     const c = text[i]!;
@@ -176,10 +177,13 @@ function readCallOperator(text: string): string[] {
 }
 
 describe('PowerShell quoting, by the tokenizer rule (no PowerShell can run here)', () => {
-  it.each(labelled([...adversarial, ...cmdCannotCarry, "'", "''", '‘’‚‛', "a'", "'a", "’'"]))('reads back %s exactly, ending at its closing quote', (_, arg) => {
-    const quoted = quotePowerShell(arg);
-    expect(readSingleQuoted(quoted, 0)).toEqual({ value: arg, end: quoted.length });
-  });
+  it.each(labelled([...adversarial, ...cmdCannotCarry, "'", "''", '‘’‚‛', "a'", "'a", "’'"]))(
+    'reads back %s exactly, ending at its closing quote',
+    (_, arg) => {
+      const quoted = quotePowerShell(arg);
+      expect(readSingleQuoted(quoted, 0)).toEqual({ value: arg, end: quoted.length });
+    },
+  );
 
   it('writes a call whose words read back as the argv, program path with spaces first', () => {
     const argv = ['C:\\Program Files\\cudamatrix\\cudaprobe.exe', ...adversarial, ...cmdCannotCarry];
@@ -321,7 +325,15 @@ type SessionConstructor = new (
  * private to TypeScript only. Everything exec does from here is the product's own code.
  */
 function windowsSession(client: EventEmitter, shell: Shell, workDir: string): SshSession {
-  return new (SshSession as unknown as SessionConstructor)(client, `ssh wine-${shell}-host`, 'windows', 'x86_64', shell, workDir, async () => {});
+  return new (SshSession as unknown as SessionConstructor)(
+    client,
+    `ssh wine-${shell}-host`,
+    'windows',
+    'x86_64',
+    shell,
+    workDir,
+    async () => {},
+  );
 }
 
 /** The command session.ts sends to a host whose shell is PowerShell, for this argv. */
@@ -334,7 +346,11 @@ async function powershellCommandFor(argv: string[], options: ExecOptions): Promi
 const sameNonce = (command: string) => command.replace(/cm-begin-[0-9a-f]{16}/g, 'cm-begin-NONCE');
 
 describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH starts commands', () => {
-  const ready = integrationAvailable('MinGW-w64 and Wine', hasCommand(MINGW, ['--version']) && hasCommand(WINE, ['--version']), 'apt-get install g++-mingw-w64-x86-64-posix wine64');
+  const ready = integrationAvailable(
+    'MinGW-w64 and Wine',
+    hasCommand(MINGW, ['--version']) && hasCommand(WINE, ['--version']),
+    'apt-get install g++-mingw-w64-x86-64-posix wine64',
+  );
   let root: string;
   let host: WineCmdHost;
   let wineEnv: NodeJS.ProcessEnv | undefined;
@@ -391,18 +407,29 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
     return { ...r, record: readRecord(host.record) };
   }
 
-  it.runIf(ready)('carries every adversarial argument through cmd.exe byte for byte, as the C runtime and CommandLineToArgvW read it', async () => {
-    const r = await throughCmd(adversarial);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toBe('');
-    expect(r.record!.crt).toEqual([winPath(echoExe), ...adversarial]);
-    expect(r.record!.shell32).toEqual([winPath(echoExe), ...adversarial]);
-  });
+  it.runIf(ready)(
+    'carries every adversarial argument through cmd.exe byte for byte, as the C runtime and CommandLineToArgvW read it',
+    async () => {
+      const r = await throughCmd(adversarial);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.record!.crt).toEqual([winPath(echoExe), ...adversarial]);
+      expect(r.record!.shell32).toEqual([winPath(echoExe), ...adversarial]);
+    },
+  );
 
   it.runIf(ready)('carries them one at a time as well, and in reverse order (no argument leans on its neighbour)', async () => {
     const r = await throughCmd([...adversarial].reverse());
     expect(r.record!.crt.slice(1)).toEqual([...adversarial].reverse());
-    for (const arg of ['', '"', '\\', 'trailing backslash\\', 'C:\\Users\\Jane Doe\\AppData\\Local\\Temp\\cudamatrix-x\\', '%CUDAMATRIX_SURELY_UNDEFINED%', '^']) {
+    for (const arg of [
+      '',
+      '"',
+      '\\',
+      'trailing backslash\\',
+      'C:\\Users\\Jane Doe\\AppData\\Local\\Temp\\cudamatrix-x\\',
+      '%CUDAMATRIX_SURELY_UNDEFINED%',
+      '^',
+    ]) {
       const one = await throughCmd([arg]);
       expect(one.record!.crt.slice(1), JSON.stringify(arg)).toEqual([arg]);
       expect(one.record!.shell32.slice(1), JSON.stringify(arg)).toEqual([arg]);
@@ -446,35 +473,42 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
   const cwd = 'C:\\Users\\Jane Doe\\AppData\\Local\\Temp\\cudamatrix-x\\';
   const env = { CUDAMATRIX_QUOTING: `it's ‘typographic’ “double” "plain" %CUDAMATRIX_SURELY_UNDEFINED% !OS! $env:PATH \`n ; & | < > ^ \\` };
 
-  it.runIf(ready)("hands PowerShell, through cmd.exe, exactly the script session.ts sends a PowerShell host (cwd with spaces and a trailing backslash, adversarial env)", async () => {
-    const argv = ['C:\\Program Files\\cudamatrix\\cudaprobe.exe', 'run', 'sync-latency', ...adversarial.filter((a) => a.length < 500)];
-    const options = { cwd, env };
-    const session = windowsSession(host, 'cmd', cwd);
-    host.record = nextRecord();
-    host.exitStatus = 5;
-    const result = await session.exec(argv, options).finally(() => (host.exitStatus = undefined));
-    // The command went over "SSH" as the session wrote it, and came back with its exit status.
-    expect(host.commands.at(-1)!.length + 2).toBeLessThanOrEqual(CMD_MAX_LINE);
-    expect(result.exitCode).toBe(5);
-    const record = readRecord(host.record)!;
-    const expected = ['-NoProfile', '-NonInteractive', '-Command', sameNonce(await powershellCommandFor(argv, options))];
-    expect(record.crt.slice(1).map(sameNonce)).toEqual(expected);
-    expect(record.shell32.slice(1).map(sameNonce)).toEqual(expected);
-    // What that script says, read by PowerShell's quoting rule (not run: see the file comment).
-    const script = record.crt.at(-1)!;
-    expect(script).toContain(`; Set-Location -LiteralPath ${quotePowerShell(cwd)}; `);
-    const setEnv = `; $env:CUDAMATRIX_QUOTING = ${quotePowerShell(env.CUDAMATRIX_QUOTING)}; `;
-    expect(script).toContain(setEnv);
-    expect(script.endsWith('; exit $LASTEXITCODE')).toBe(true);
-    const call = script.slice(script.indexOf(setEnv) + setEnv.length, -'; exit $LASTEXITCODE'.length);
-    expect(readCallOperator(call)).toEqual(argv);
-  });
+  it.runIf(ready)(
+    'hands PowerShell, through cmd.exe, exactly the script session.ts sends a PowerShell host (cwd with spaces and a trailing backslash, adversarial env)',
+    async () => {
+      const argv = ['C:\\Program Files\\cudamatrix\\cudaprobe.exe', 'run', 'sync-latency', ...adversarial.filter((a) => a.length < 500)];
+      const options = { cwd, env };
+      const session = windowsSession(host, 'cmd', cwd);
+      host.record = nextRecord();
+      host.exitStatus = 5;
+      const result = await session.exec(argv, options).finally(() => (host.exitStatus = undefined));
+      // The command went over "SSH" as the session wrote it, and came back with its exit status.
+      expect(host.commands.at(-1)!.length + 2).toBeLessThanOrEqual(CMD_MAX_LINE);
+      expect(result.exitCode).toBe(5);
+      const record = readRecord(host.record)!;
+      const expected = ['-NoProfile', '-NonInteractive', '-Command', sameNonce(await powershellCommandFor(argv, options))];
+      expect(record.crt.slice(1).map(sameNonce)).toEqual(expected);
+      expect(record.shell32.slice(1).map(sameNonce)).toEqual(expected);
+      // What that script says, read by PowerShell's quoting rule (not run: see the file comment).
+      const script = record.crt.at(-1)!;
+      expect(script).toContain(`; Set-Location -LiteralPath ${quotePowerShell(cwd)}; `);
+      const setEnv = `; $env:CUDAMATRIX_QUOTING = ${quotePowerShell(env.CUDAMATRIX_QUOTING)}; `;
+      expect(script).toContain(setEnv);
+      expect(script.endsWith('; exit $LASTEXITCODE')).toBe(true);
+      const call = script.slice(script.indexOf(setEnv) + setEnv.length, -'; exit $LASTEXITCODE'.length);
+      expect(readCallOperator(call)).toEqual(argv);
+    },
+  );
 
   it.runIf(ready)('refuses, before sending anything, an argument a cmd host cannot carry', async () => {
     const client = new CapturingClient();
     const session = windowsSession(client, 'cmd', cwd);
-    await expect(Promise.resolve().then(() => session.exec(['prog', 'two\nlines'], { cwd }))).rejects.toThrow(/cmd.exe cannot pass an argument with a line break/);
-    await expect(Promise.resolve().then(() => session.exec(['prog', 'x'.repeat(CMD_MAX_LINE)], { cwd }))).rejects.toThrow(/cmd.exe runs at most 8191/);
+    await expect(Promise.resolve().then(() => session.exec(['prog', 'two\nlines'], { cwd }))).rejects.toThrow(
+      /cmd.exe cannot pass an argument with a line break/,
+    );
+    await expect(Promise.resolve().then(() => session.exec(['prog', 'x'.repeat(CMD_MAX_LINE)], { cwd }))).rejects.toThrow(
+      /cmd.exe runs at most 8191/,
+    );
     expect(client.commands).toEqual([]);
   });
 
@@ -490,39 +524,47 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
       deployed = { binary, remotePath: winPath(path.join(dir, 'cudaprobe.exe')), uploaded: false };
     }, 600_000);
 
-    it.runIf(ready)('takes its no-driver path (exit 3, os_family windows) from a folder with spaces, with the argv runProbe gives the SSH session', async () => {
-      // The argv as runProbe builds it and gives SshSession.exec; over the cmd host, the cmd hop
-      // hands PowerShell a script that calls exactly it.
-      host.record = nextRecord();
-      const run = await runProbe(windowsSession(host, 'cmd', cwd), deployed, 'sysinfo');
-      const argv = run.exec.command;
-      expect(argv).toEqual([deployed.remotePath, 'run', 'sysinfo', '--device', '0']);
-      expect(readRecord(host.record)!.crt.at(-1)).toContain(`; ${quoteArgv(argv, 'powershell')}; exit $LASTEXITCODE`);
-      // That argv through cmd.exe to cudaprobe.exe itself.
-      const r = await host.run(quoteArgv(argv, 'cmd'));
-      expect(r.code, r.stderr).toBe(3);
-      const { records, problems } = parseProbeOutput(r.stdout);
-      expect(problems).toEqual([]);
-      const sysinfo = Object.fromEntries(records.filter((x): x is SysinfoRecord => x.type === 'sysinfo').map((x) => [x.name, x.value]));
-      expect(sysinfo.os_family).toBe('windows');
-      expect(sysinfo.driver_found).toBe(false);
-      expect(records.find((x) => x.type === 'skip')).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
-    });
+    it.runIf(ready)(
+      'takes its no-driver path (exit 3, os_family windows) from a folder with spaces, with the argv runProbe gives the SSH session',
+      async () => {
+        // The argv as runProbe builds it and gives SshSession.exec; over the cmd host, the cmd hop
+        // hands PowerShell a script that calls exactly it.
+        host.record = nextRecord();
+        const run = await runProbe(windowsSession(host, 'cmd', cwd), deployed, 'sysinfo');
+        const argv = run.exec.command;
+        expect(argv).toEqual([deployed.remotePath, 'run', 'sysinfo', '--device', '0']);
+        expect(readRecord(host.record)!.crt.at(-1)).toContain(`; ${quoteArgv(argv, 'powershell')}; exit $LASTEXITCODE`);
+        // That argv through cmd.exe to cudaprobe.exe itself.
+        const r = await host.run(quoteArgv(argv, 'cmd'));
+        expect(r.code, r.stderr).toBe(3);
+        const { records, problems } = parseProbeOutput(r.stdout);
+        expect(problems).toEqual([]);
+        const sysinfo = Object.fromEntries(records.filter((x): x is SysinfoRecord => x.type === 'sysinfo').map((x) => [x.name, x.value]));
+        expect(sysinfo.os_family).toBe('windows');
+        expect(sysinfo.driver_found).toBe(false);
+        expect(records.find((x) => x.type === 'skip')).toMatchObject({
+          probe: 'sysinfo',
+          reason: expect.stringContaining('no NVIDIA driver found'),
+        });
+      },
+    );
 
     // cudaprobe reads its arguments through main(char**), in the ANSI code page: the values are
     // ASCII here (non-ASCII ones reach echo-argv.exe above, which reads them as UTF-16).
-    it.runIf(ready).each(
-      labelled([
-      '',
-      'two words "quoted" \\"escaped\\" trailing\\',
-      '%CUDAMATRIX_SURELY_UNDEFINED% !OS! ^caret & | < > ( ) 100% a%b%c',
-      "$env:PATH $(Get-Date) `tick` ; , # 'single' -flag --%",
-      'C:\\Program Files\\cudamatrix\\',
-      '\\\\wsl$\\Ubuntu\\home',
-      '\ttab\t and  spaces ',
-      `${'y'.repeat(1500)}"\\\\\\`,
-      ]),
-    )('gets --param iterations=%s intact (it says so when refusing it: exit 2)', async (_, value) => {
+    it
+      .runIf(ready)
+      .each(
+        labelled([
+          '',
+          'two words "quoted" \\"escaped\\" trailing\\',
+          '%CUDAMATRIX_SURELY_UNDEFINED% !OS! ^caret & | < > ( ) 100% a%b%c',
+          "$env:PATH $(Get-Date) `tick` ; , # 'single' -flag --%",
+          'C:\\Program Files\\cudamatrix\\',
+          '\\\\wsl$\\Ubuntu\\home',
+          '\ttab\t and  spaces ',
+          `${'y'.repeat(1500)}"\\\\\\`,
+        ]),
+      )('gets --param iterations=%s intact (it says so when refusing it: exit 2)', async (_, value) => {
       const client = new CapturingClient();
       const run = await runProbe(windowsSession(client, 'cmd', cwd), deployed, 'sync-latency', { params: { iterations: value } });
       const argv = run.exec.command;
@@ -553,7 +595,10 @@ function buildEchoArgv(): { echo: string; spawn: string } {
     ['echo-argv.exe', []],
     ['spawn-cmdline.exe', ['-DSPAWN_CMDLINE']],
   ] as const) {
-    const r = spawnSync(MINGW, [...flags, ...extra, '-o', path.join(building, exe), source, '-lshell32'], { encoding: 'utf8', timeout: 300_000 });
+    const r = spawnSync(MINGW, [...flags, ...extra, '-o', path.join(building, exe), source, '-lshell32'], {
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
     if (r.status !== 0) throw new Error(`${MINGW} failed on ${source}: ${r.stderr}`);
   }
   rmSync(dir, { recursive: true, force: true });

@@ -23,7 +23,11 @@ import { leftInDistro, makeStandinMachine, STANDIN_TOOLS, standinProcesses, type
 
 const ready =
   commandsAvailable('the WSL tests (a stand-in wsl.exe that runs distributions with chroot)', { ...STANDIN_TOOLS, ps: 'procps' }) &&
-  integrationAvailable('root, for the WSL tests (the stand-in wsl.exe runs distributions with chroot)', process.getuid?.() === 0, 'run the tests as root');
+  integrationAvailable(
+    'root, for the WSL tests (the stand-in wsl.exe runs distributions with chroot)',
+    process.getuid?.() === 0,
+    'run the tests as root',
+  );
 
 let libsOf = '';
 beforeAll(async () => {
@@ -84,7 +88,12 @@ describe.skipIf(!ready)('a WSL session with its agent', () => {
     opened.push(session);
     // The agent's wsl.exe is the session's only one while nothing runs.
     expect(running(m)).toHaveLength(1);
-    for (let i = 0; i < 5; i++) expect(await session.exec(['sh', '-c', `echo ${i}; echo e${i} >&2; exit ${i}`])).toMatchObject({ exitCode: i, stdout: `${i}\n`, stderr: `e${i}\n` });
+    for (let i = 0; i < 5; i++)
+      expect(await session.exec(['sh', '-c', `echo ${i}; echo e${i} >&2; exit ${i}`])).toMatchObject({
+        exitCode: i,
+        stdout: `${i}\n`,
+        stderr: `e${i}\n`,
+      });
     expect(running(m)).toHaveLength(1);
     // Two at once: both answer, each with its own output.
     const [a, b] = await Promise.all([session.exec(['sh', '-c', 'sleep 0.5; echo a']), session.exec(['sh', '-c', 'echo b'])]);
@@ -118,9 +127,12 @@ describe.skipIf(!ready)('cudamatrix killed while a probe runs in the distributio
     const file = path.join(dir, 'matrix.yaml');
     writeFileSync(file, 'version: 1\ntargets:\n  - name: w\n    transport: {kind: wsl}\n    probes: [sysinfo]\n');
     // The probe waits 30 s before it starts (the test hook reaches the distribution through WSLENV).
-    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { ...process.env, ...m.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) } });
+    const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
+      env: { ...process.env, ...m.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) },
+    });
     const until = Date.now() + 60_000;
-    while (!standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    while (!standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 100));
     expect(standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo'))).toBe(true);
     child.kill('SIGKILL');
     await done;
@@ -141,8 +153,11 @@ describe.skipIf(!ready)('Ctrl-C while a probe runs in the distribution, and wsl.
     const env = { ...process.env, ...m.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) };
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env });
     const until = Date.now() + 60_000;
-    while (!standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
-    const wslExes = standinProcesses(m).filter((p) => p.includes('standin.mjs')).map((p) => Number(p.split(/\s+/)[0]));
+    while (!standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 100));
+    const wslExes = standinProcesses(m)
+      .filter((p) => p.includes('standin.mjs'))
+      .map((p) => Number(p.split(/\s+/)[0]));
     expect(wslExes.length).toBeGreaterThan(0);
     for (const pid of wslExes) process.kill(pid, 'SIGSTOP');
     // Once cudamatrix says so, the run is cancelled; the frozen stand-in reported nothing.

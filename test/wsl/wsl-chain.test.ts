@@ -19,7 +19,14 @@ import { runCli, startCli } from '../cli.ts';
 import { commandsAvailable, integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';
 import { leftovers, runIdOf, sshHop } from '../ssh/ssh-helpers.ts';
 import { sshdReady, startSshd, type Sshd } from '../sshd.ts';
-import { leftInDistro, makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS, standinProcesses, type StandinMachine } from './wsl-standin/machine.ts';
+import {
+  leftInDistro,
+  makeStandinMachine,
+  STANDIN_BIN,
+  STANDIN_TOOLS,
+  standinProcesses,
+  type StandinMachine,
+} from './wsl-standin/machine.ts';
 
 const ready =
   sshdReady() &&
@@ -28,7 +35,16 @@ const ready =
 
 /** sshd_config for sessions that find the stand-in as wsl.exe (and node, which runs it). */
 function windowsHostConfig(machine: StandinMachine, extra = ''): string {
-  const pathDirs = [STANDIN_BIN, path.dirname(process.execPath), '/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+  const pathDirs = [
+    STANDIN_BIN,
+    path.dirname(process.execPath),
+    '/usr/local/sbin',
+    '/usr/local/bin',
+    '/usr/sbin',
+    '/usr/bin',
+    '/sbin',
+    '/bin',
+  ];
   return `SetEnv PATH=${pathDirs.join(':')} CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}${extra ? ` ${extra}` : ''}`;
 }
 
@@ -45,7 +61,9 @@ beforeAll(async () => {
     { libsOf: probe.path },
   );
   // Port 0: a Windows host with WSL; port 1: a host without wsl.exe on PATH.
-  sshd = await startSshd(2, [], { perPort: (_port, i) => (i === 0 ? [windowsHostConfig(machine)] : ['SetEnv PATH=/usr/sbin:/usr/bin:/sbin:/bin']) });
+  sshd = await startSshd(2, [], {
+    perPort: (_port, i) => (i === 0 ? [windowsHostConfig(machine)] : ['SetEnv PATH=/usr/sbin:/usr/bin:/sbin:/bin']),
+  });
 }, 180_000);
 
 afterAll(async () => {
@@ -67,7 +85,8 @@ function eventsOf(dir: string): { runDir: string; events: RunEvent[] } {
 }
 
 const targetErrors = (events: RunEvent[]) => Object.fromEntries(events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
-const cells = (events: RunEvent[], target: string) => events.flatMap((e) => (e.type === 'cell-end' && e.planned && e.target === target ? [e] : []));
+const cells = (events: RunEvent[], target: string) =>
+  events.flatMap((e) => (e.type === 'cell-end' && e.planned && e.target === target ? [e] : []));
 
 /**
  * What the run left on the SSH host: its run folders and helpers (test/ssh/ssh-helpers.ts's
@@ -111,16 +130,31 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
     expect(r.code, r.stderr).toBe(3);
     const ready = events.find((e) => e.type === 'target-ready' && e.target === 'win-wsl2');
     // The SSH hop's description, then the distribution: "ssh root@127.0.0.1:PORT → wsl Ubuntu-24.04".
-    expect(ready).toMatchObject({ session: expect.stringMatching(new RegExp(`^ssh (\\S+@)?127\\.0\\.0\\.1:${sshd.ports[0]} → wsl Ubuntu-24\\.04$`)), platform: 'linux', arch: nodeArch() });
+    expect(ready).toMatchObject({
+      session: expect.stringMatching(new RegExp(`^ssh (\\S+@)?127\\.0\\.0\\.1:${sshd.ports[0]} → wsl Ubuntu-24\\.04$`)),
+      platform: 'linux',
+      arch: nodeArch(),
+    });
     const suite = cells(events, 'win-wsl2');
     expect(suite.length).toBe(16);
-    expect(suite.every((c) => c.status === 'skipped'), JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
+    expect(
+      suite.every((c) => c.status === 'skipped'),
+      JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason])),
+    ).toBe(true);
     const env = suite.find((c) => c.probe === 'sysinfo')!.records.find((x) => x.type === 'sysinfo' && x.name === 'environment');
     expect(env?.value).toBe('wsl2');
     // The failures name the hop: the WSL 1 distribution on that host, and a host without wsl.exe.
     const errors = targetErrors(events);
-    expect(errors['win-wsl1']).toMatchObject({ code: 'WSL_VERSION_1', message: expect.stringMatching(new RegExp(`"Legacy" on ssh (\\S+@)?127\\.0\\.0\\.1:${sshd.ports[0]} runs under WSL 1`)) });
-    expect(errors['no-wsl']).toMatchObject({ code: 'WSL_NOT_FOUND', message: expect.stringMatching(new RegExp(`wsl\\.exe is not on PATH on ssh (\\S+@)?127\\.0\\.0\\.1:${sshd.ports[1]}: WSL runs only on Windows`)) });
+    expect(errors['win-wsl1']).toMatchObject({
+      code: 'WSL_VERSION_1',
+      message: expect.stringMatching(new RegExp(`"Legacy" on ssh (\\S+@)?127\\.0\\.0\\.1:${sshd.ports[0]} runs under WSL 1`)),
+    });
+    expect(errors['no-wsl']).toMatchObject({
+      code: 'WSL_NOT_FOUND',
+      message: expect.stringMatching(
+        new RegExp(`wsl\\.exe is not on PATH on ssh (\\S+@)?127\\.0\\.0\\.1:${sshd.ports[1]}: WSL runs only on Windows`),
+      ),
+    });
     expect(errors['win-wsl2']).toBeUndefined();
     await expectNothingLeft(machine, runIdOf(events));
   });
@@ -132,11 +166,16 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
     const own = await startSshd(1, [windowsHostConfig(machine, 'CUDAPROBE_TEST_DELAY_MS=30000 WSLENV=CUDAPROBE_TEST_DELAY_MS')]);
     try {
       const dir = tempDir();
-      const file = writeMatrix(dir, [{ name: 'doomed', transport: [sshHop(own, { name: 'doomed' }), { kind: 'wsl' }] }], '[sysinfo, pinned-vram, transfer-bandwidth]');
+      const file = writeMatrix(
+        dir,
+        [{ name: 'doomed', transport: [sshHop(own, { name: 'doomed' }), { kind: 'wsl' }] }],
+        '[sysinfo, pinned-vram, transfer-bandwidth]',
+      );
       const { done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
       // Once cudaprobe runs in the distribution, the SSH host crashes (sshd and its sessions killed).
       const until = Date.now() + 60_000;
-      while (!standinProcesses(machine).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until) await new Promise((res) => setTimeout(res, 100));
+      while (!standinProcesses(machine).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until)
+        await new Promise((res) => setTimeout(res, 100));
       expect(standinProcesses(machine).some((p) => p.includes('cudaprobe run sysinfo'))).toBe(true);
       own.killAll();
       const r = await done;
@@ -149,7 +188,10 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
         ['pinned-vram', 'error', 'TRANSPORT_FAILED'],
         ['transfer-bandwidth', 'error', 'TRANSPORT_FAILED'],
       ]);
-      expect(targetErrors(events).doomed).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringContaining('the SSH connection failed') });
+      expect(targetErrors(events).doomed).toMatchObject({
+        code: 'TRANSPORT_FAILED',
+        message: expect.stringContaining('the SSH connection failed'),
+      });
       // The probe in the distribution, the stand-in wsl.exe and the guardian on the "Windows"
       // host, the SSH helper and run folder, the session's folder in the distribution: all gone.
       await expectNothingLeft(machine, runIdOf(events));

@@ -35,7 +35,15 @@ import { startCli, type CliResult } from '../cli.ts';
 import { buildDelayImage, buildTestBase, containerOfTarget, dockerOn, dockerToolsReady, probeRunsIn, until } from '../docker/docker.ts';
 import { commandsAvailable, integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';
 import { startDistroEngine, type DistroEngine } from './wsl-standin/engine.ts';
-import { leftInDistro, makeStandinMachine, STANDIN_DOCKER_TOOLS, STANDIN_PROGRAM, STANDIN_TOOLS, standinProcesses, type StandinMachine } from './wsl-standin/machine.ts';
+import {
+  leftInDistro,
+  makeStandinMachine,
+  STANDIN_DOCKER_TOOLS,
+  STANDIN_PROGRAM,
+  STANDIN_TOOLS,
+  standinProcesses,
+  type StandinMachine,
+} from './wsl-standin/machine.ts';
 
 const ready =
   commandsAvailable('the [wsl, docker] tests (a stand-in wsl.exe running distributions with chroot, and a dockerd of their own)', {
@@ -44,7 +52,11 @@ const ready =
     ps: 'procps',
   }) &&
   dockerToolsReady() &&
-  integrationAvailable('root, for the [wsl, docker] tests (the stand-in wsl.exe runs distributions with chroot; dockerd runs as root)', process.getuid?.() === 0, 'run the tests as root');
+  integrationAvailable(
+    'root, for the [wsl, docker] tests (the stand-in wsl.exe runs distributions with chroot; dockerd runs as root)',
+    process.getuid?.() === 0,
+    'run the tests as root',
+  );
 
 const DISTRO = 'Ubuntu-24.04';
 /** A distribution without the docker CLI: the docker hop must fail naming the WSL hop. */
@@ -81,7 +93,15 @@ afterAll(async () => {
 
 /** The CLI on the stand-in machine, with a DOCKER_HOST of this machine that reaches nothing. */
 function start(args: string[]): ReturnType<typeof startCli> {
-  const run = startCli(args, { env: { ...machine.env(), DOCKER_HOST: 'unix:///nonexistent/docker.sock', DOCKER_CONTEXT: undefined, DOCKER_TLS_VERIFY: undefined, DOCKER_CERT_PATH: undefined } });
+  const run = startCli(args, {
+    env: {
+      ...machine.env(),
+      DOCKER_HOST: 'unix:///nonexistent/docker.sock',
+      DOCKER_CONTEXT: undefined,
+      DOCKER_TLS_VERIFY: undefined,
+      DOCKER_CERT_PATH: undefined,
+    },
+  });
   started.push(run.child);
   return run;
 }
@@ -99,10 +119,12 @@ async function within(run: ReturnType<typeof startCli>, ms: number): Promise<Cli
   return r;
 }
 
-
 function writeMatrix(dir: string, name: string, transport: unknown, probes: string): string {
   const file = path.join(dir, 'matrix.yaml');
-  writeFileSync(file, ['version: 1', 'targets:', `  - name: ${name}`, `    transport: ${JSON.stringify(transport)}`, `    probes: ${probes}`, ''].join('\n'));
+  writeFileSync(
+    file,
+    ['version: 1', 'targets:', `  - name: ${name}`, `    transport: ${JSON.stringify(transport)}`, `    probes: ${probes}`, ''].join('\n'),
+  );
   return file;
 }
 
@@ -115,7 +137,11 @@ const cellsOf = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'cell-
 const runIdOf = (events: RunEvent[]) => (events[0] as { runId: string }).runId;
 const on = (args: string[]) => dockerOn(engine!.host, args);
 /** The containers of a run on the distribution's engine, found by the run label. */
-const containersOf = (runId: string) => on(['ps', '-aq', '--filter', `label=${RUN_LABEL}=${runId}`]).trim().split('\n').filter(Boolean);
+const containersOf = (runId: string) =>
+  on(['ps', '-aq', '--filter', `label=${RUN_LABEL}=${runId}`])
+    .trim()
+    .split('\n')
+    .filter(Boolean);
 
 /** The stand-in wsl.exe processes of this machine that carry a `docker system dial-stdio`. */
 function dialCarriers(): number[] {
@@ -125,7 +151,8 @@ function dialCarriers(): number[] {
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       if (!argv.includes(STANDIN_PROGRAM) || !argv.includes('dial-stdio')) continue;
-      if (readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}`)) pids.push(Number(entry));
+      if (readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(`CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}`))
+        pids.push(Number(entry));
     } catch {
       // gone, or not ours to look at
     }
@@ -148,80 +175,125 @@ async function expectNothingLeft(runId: string, ms = 15_000): Promise<void> {
   }
 }
 
-describe.runIf(ready)('[wsl, docker]: Docker Engine in a WSL 2 distribution, through wsl.exe and docker system dial-stdio (stand-in wsl.exe)', () => {
-  const hop = new RegExp(`docker system dial-stdio on wsl ${DISTRO.replace('.', '\\.')}\\b`);
+describe.runIf(ready)(
+  '[wsl, docker]: Docker Engine in a WSL 2 distribution, through wsl.exe and docker system dial-stdio (stand-in wsl.exe)',
+  () => {
+    const hop = new RegExp(`docker system dial-stdio on wsl ${DISTRO.replace('.', '\\.')}\\b`);
 
-  it('runs the whole probe suite in a container on the distribution\'s engine, writes the results, and leaves nothing behind', async () => {
-    const dir = tempDir();
-    const file = writeMatrix(dir, 'wsl-docker', [{ kind: 'wsl', distribution: DISTRO }, { kind: 'docker', image: base, gpus: 'none' }], 'all');
-    const startedAt = Date.now();
-    const r = (await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]), 240_000))!;
-    expect(r, 'the run did not end within 240 s').not.toBeNull();
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
-    const { runDir, events } = eventsOf(dir);
-    for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
-    expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
-    // Both hops in the session: the container, on the engine reached through dial-stdio in the distribution.
-    const readyEvent = events.find((e) => e.type === 'target-ready');
-    expect(readyEvent).toMatchObject({
-      platform: 'linux',
-      arch: nodeArch(),
-      session: expect.stringMatching(new RegExp(`^docker \\S+ \\(${base}\\) on docker system dial-stdio on wsl ${DISTRO.replace('.', '\\.')}$`)),
-    });
-    expect(events.find((e) => e.type === 'target-start')).toMatchObject({ transport: ['wsl', 'docker'] });
-    const cells = cellsOf(events);
-    // The whole suite, on cudaprobe's no-driver path (no GPU here, and gpus: none).
-    expect(cells.length).toBe(16);
-    expect(cells.every((c) => c.status === 'skipped'), JSON.stringify(cells.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
-    const sysinfo = Object.fromEntries(cells.find((c) => c.probe === 'sysinfo')!.records.flatMap((x) => (x.type === 'sysinfo' ? [[x.name, x.value]] : [])));
-    expect(sysinfo.container).toBe('docker');
-    await expectNothingLeft(runIdOf(events));
-    console.log(`[wsl, docker]: ${cells.length} cells in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
-  }, 300_000);
+    it("runs the whole probe suite in a container on the distribution's engine, writes the results, and leaves nothing behind", async () => {
+      const dir = tempDir();
+      const file = writeMatrix(
+        dir,
+        'wsl-docker',
+        [
+          { kind: 'wsl', distribution: DISTRO },
+          { kind: 'docker', image: base, gpus: 'none' },
+        ],
+        'all',
+      );
+      const startedAt = Date.now();
+      const r = (await within(
+        start(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]),
+        240_000,
+      ))!;
+      expect(r, 'the run did not end within 240 s').not.toBeNull();
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      const { runDir, events } = eventsOf(dir);
+      for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+      expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
+      // Both hops in the session: the container, on the engine reached through dial-stdio in the distribution.
+      const readyEvent = events.find((e) => e.type === 'target-ready');
+      expect(readyEvent).toMatchObject({
+        platform: 'linux',
+        arch: nodeArch(),
+        session: expect.stringMatching(
+          new RegExp(`^docker \\S+ \\(${base}\\) on docker system dial-stdio on wsl ${DISTRO.replace('.', '\\.')}$`),
+        ),
+      });
+      expect(events.find((e) => e.type === 'target-start')).toMatchObject({ transport: ['wsl', 'docker'] });
+      const cells = cellsOf(events);
+      // The whole suite, on cudaprobe's no-driver path (no GPU here, and gpus: none).
+      expect(cells.length).toBe(16);
+      expect(
+        cells.every((c) => c.status === 'skipped'),
+        JSON.stringify(cells.map((c) => [c.probe, c.status, c.reason])),
+      ).toBe(true);
+      const sysinfo = Object.fromEntries(
+        cells.find((c) => c.probe === 'sysinfo')!.records.flatMap((x) => (x.type === 'sysinfo' ? [[x.name, x.value]] : [])),
+      );
+      expect(sysinfo.container).toBe('docker');
+      await expectNothingLeft(runIdOf(events));
+      console.log(`[wsl, docker]: ${cells.length} cells in ${((Date.now() - startedAt) / 1000).toFixed(1)} s`);
+    }, 300_000);
 
-  it('the WSL hop lost mid-probe (its wsl.exe carrying dial-stdio killed): the target ends naming the hop, and nothing is left', async () => {
-    const dir = tempDir();
-    const file = writeMatrix(dir, 'hop-lost', [{ kind: 'wsl', distribution: DISTRO }, { kind: 'docker', image: hang, gpus: 'none' }], '[sysinfo, event-timing]');
-    const run = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
-    const containerOf = () => containerOfTarget(on, 'hop-lost');
-    await until('cudaprobe run sysinfo in the container', () => probeRunsIn(on, 'hop-lost'), 90_000);
-    const runId = on(['inspect', '-f', `{{index .Config.Labels "${RUN_LABEL}"}}`, containerOf()]).trim();
-    // Every wsl.exe that carries the engine's API now (the container's attach, the probe's exec).
-    const carriers = dialCarriers();
-    expect(carriers.length).toBeGreaterThan(0);
-    for (const pid of carriers) process.kill(pid, 'SIGKILL');
-    const lostAt = Date.now();
-    const r = await within(run, 60_000);
-    expect(r, 'the run did not end within 60 s of the WSL hop dying').not.toBeNull();
-    const endedIn = Date.now() - lostAt;
-    expect(r!.stderr).not.toMatch(/\n\s+at /);
-    expect(r!.code, r!.stdout + r!.stderr).toBe(3);
-    const { runDir, events } = eventsOf(dir);
-    for (const f of ['events.jsonl', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
-    const cells = cellsOf(events);
-    expect(cells.map((c) => [c.probe, c.status, c.errorCode])).toEqual([
-      ['sysinfo', 'error', 'TRANSPORT_FAILED'],
-      ['event-timing', 'error', 'TRANSPORT_FAILED'],
-    ]);
-    // Which hop: the engine is reached through dial-stdio in that distribution.
-    expect(cells[0]!.reason).toMatch(hop);
-    expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringMatching(hop) });
-    await expectNothingLeft(runId);
-    console.log(`[wsl, docker] hop lost (${carriers.length} wsl.exe killed): the run ended ${(endedIn / 1000).toFixed(1)} s later (${cells[0]!.reason})`);
-  }, 180_000);
+    it('the WSL hop lost mid-probe (its wsl.exe carrying dial-stdio killed): the target ends naming the hop, and nothing is left', async () => {
+      const dir = tempDir();
+      const file = writeMatrix(
+        dir,
+        'hop-lost',
+        [
+          { kind: 'wsl', distribution: DISTRO },
+          { kind: 'docker', image: hang, gpus: 'none' },
+        ],
+        '[sysinfo, event-timing]',
+      );
+      const run = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
+      const containerOf = () => containerOfTarget(on, 'hop-lost');
+      await until('cudaprobe run sysinfo in the container', () => probeRunsIn(on, 'hop-lost'), 90_000);
+      const runId = on(['inspect', '-f', `{{index .Config.Labels "${RUN_LABEL}"}}`, containerOf()]).trim();
+      // Every wsl.exe that carries the engine's API now (the container's attach, the probe's exec).
+      const carriers = dialCarriers();
+      expect(carriers.length).toBeGreaterThan(0);
+      for (const pid of carriers) process.kill(pid, 'SIGKILL');
+      const lostAt = Date.now();
+      const r = await within(run, 60_000);
+      expect(r, 'the run did not end within 60 s of the WSL hop dying').not.toBeNull();
+      const endedIn = Date.now() - lostAt;
+      expect(r!.stderr).not.toMatch(/\n\s+at /);
+      expect(r!.code, r!.stdout + r!.stderr).toBe(3);
+      const { runDir, events } = eventsOf(dir);
+      for (const f of ['events.jsonl', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+      const cells = cellsOf(events);
+      expect(cells.map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+        ['sysinfo', 'error', 'TRANSPORT_FAILED'],
+        ['event-timing', 'error', 'TRANSPORT_FAILED'],
+      ]);
+      // Which hop: the engine is reached through dial-stdio in that distribution.
+      expect(cells[0]!.reason).toMatch(hop);
+      expect(events.find((e) => e.type === 'target-error')).toMatchObject({
+        code: 'TRANSPORT_FAILED',
+        message: expect.stringMatching(hop),
+      });
+      await expectNothingLeft(runId);
+      console.log(
+        `[wsl, docker] hop lost (${carriers.length} wsl.exe killed): the run ended ${(endedIn / 1000).toFixed(1)} s later (${cells[0]!.reason})`,
+      );
+    }, 180_000);
 
-  it('says which hop failed when the distribution has no docker CLI', async () => {
-    const dir = tempDir();
-    const file = writeMatrix(dir, 'no-docker', [{ kind: 'wsl', distribution: PLAIN }, { kind: 'docker', image: base, gpus: 'none', connectTimeout: 10 }], '[sysinfo]');
-    const r = (await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 60_000))!;
-    expect(r, 'the run did not end within 60 s').not.toBeNull();
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.code).toBe(3);
-    const { events } = eventsOf(dir);
-    const error = events.find((e) => e.type === 'target-error');
-    expect(error).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringMatching(new RegExp(`docker system dial-stdio on wsl ${PLAIN}\\b`)) });
-    await expectNothingLeft(runIdOf(events), 10_000);
-    console.log(`[wsl, docker] without a docker CLI in the distribution: ${(error as { message: string }).message}`);
-  }, 90_000);
-});
+    it('says which hop failed when the distribution has no docker CLI', async () => {
+      const dir = tempDir();
+      const file = writeMatrix(
+        dir,
+        'no-docker',
+        [
+          { kind: 'wsl', distribution: PLAIN },
+          { kind: 'docker', image: base, gpus: 'none', connectTimeout: 10 },
+        ],
+        '[sysinfo]',
+      );
+      const r = (await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 60_000))!;
+      expect(r, 'the run did not end within 60 s').not.toBeNull();
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(r.code).toBe(3);
+      const { events } = eventsOf(dir);
+      const error = events.find((e) => e.type === 'target-error');
+      expect(error).toMatchObject({
+        code: 'TARGET_UNREACHABLE',
+        message: expect.stringMatching(new RegExp(`docker system dial-stdio on wsl ${PLAIN}\\b`)),
+      });
+      await expectNothingLeft(runIdOf(events), 10_000);
+      console.log(`[wsl, docker] without a docker CLI in the distribution: ${(error as { message: string }).message}`);
+    }, 90_000);
+  },
+);

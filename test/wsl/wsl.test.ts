@@ -21,11 +21,24 @@ import { nodeArch } from '../../runners/local.ts';
 import { connectWsl } from '../../runners/wsl/transport.ts';
 import { runCli } from '../cli.ts';
 import { commandsAvailable, integrationAvailable, repoRoot, tempDir, testCacheDir, validateJunit } from '../helpers.ts';
-import { leftInDistro, makeStandinMachine, STANDIN_TOOLS, STANDIN_WSL, standinProcesses, terminateDistro, type StandinDistro, type StandinMachine } from './wsl-standin/machine.ts';
+import {
+  leftInDistro,
+  makeStandinMachine,
+  STANDIN_TOOLS,
+  STANDIN_WSL,
+  standinProcesses,
+  terminateDistro,
+  type StandinDistro,
+  type StandinMachine,
+} from './wsl-standin/machine.ts';
 
 const ready =
   commandsAvailable('the WSL tests (a stand-in wsl.exe that runs distributions with chroot)', { ...STANDIN_TOOLS, ps: 'procps' }) &&
-  integrationAvailable('root, for the WSL tests (the stand-in wsl.exe runs distributions with chroot)', process.getuid?.() === 0, 'run the tests as root');
+  integrationAvailable(
+    'root, for the WSL tests (the stand-in wsl.exe runs distributions with chroot)',
+    process.getuid?.() === 0,
+    'run the tests as root',
+  );
 
 let libsOf = '';
 beforeAll(async () => {
@@ -51,7 +64,9 @@ async function expectNothingLeft(machines: StandinMachine[], ms = 8000): Promise
   for (;;) {
     const left = machines.map((m) => ({
       processes: standinProcesses(m),
-      dirs: m.read().distros.flatMap((d) => (existsSync(m.distroRoot(d.name)) ? leftInDistro(m, d.name).map((f) => `${d.name}:/tmp/${f}`) : [])),
+      dirs: m
+        .read()
+        .distros.flatMap((d) => (existsSync(m.distroRoot(d.name)) ? leftInDistro(m, d.name).map((f) => `${d.name}:/tmp/${f}`) : [])),
     }));
     if (left.every((l) => l.processes.length === 0 && l.dirs.length === 0)) return;
     if (Date.now() > until) throw new Error(`left behind by the WSL stand-in: ${JSON.stringify(left)}`);
@@ -95,7 +110,8 @@ async function run(m: StandinMachine, file: string, dir: string, args: string[] 
 }
 
 const targetErrors = (events: RunEvent[]) => Object.fromEntries(events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
-const cells = (events: RunEvent[], target?: string) => events.flatMap((e) => (e.type === 'cell-end' && e.planned && (!target || e.target === target) ? [e] : []));
+const cells = (events: RunEvent[], target?: string) =>
+  events.flatMap((e) => (e.type === 'cell-end' && e.planned && (!target || e.target === target) ? [e] : []));
 const readyEvent = (events: RunEvent[], target: string) => events.find((e) => e.type === 'target-ready' && e.target === target);
 
 describe.skipIf(!ready)('the stand-in wsl.exe answers as the real one does', () => {
@@ -108,14 +124,16 @@ describe.skipIf(!ready)('the stand-in wsl.exe answers as the real one does', () 
     expect(r.code).toBe(0);
     expect([...r.stdout.subarray(0, 4)]).toEqual([0x20, 0x00, 0x20, 0x00]);
     const text = r.stdout.toString('utf16le');
-    expect(text).toBe('  NAME            STATE           VERSION\r\n* Ubuntu-24.04    Running         2\r\n  Debian          Stopped         2\r\n');
+    expect(text).toBe(
+      '  NAME            STATE           VERSION\r\n* Ubuntu-24.04    Running         2\r\n  Debian          Stopped         2\r\n',
+    );
     expect(standin(m, ['-l', '-v']).stdout.equals(r.stdout)).toBe(true);
     // WSL_UTF8=1: the same text in UTF-8; any other value: still UTF-16LE.
     expect(standin(m, ['--list', '--verbose'], { WSL_UTF8: '1' }).stdout.toString('utf8')).toBe(text);
     expect(standin(m, ['--list', '--verbose'], { WSL_UTF8: 'true' }).stdout.equals(r.stdout)).toBe(true);
   });
 
-  it('speaks the machine\'s language: German header and states', () => {
+  it("speaks the machine's language: German header and states", () => {
     const m = machine([{ name: 'Ubuntu', version: 2, default: true }], { locale: 'de-DE' });
     const text = standin(m, ['-l', '-v']).stdout.toString('utf16le');
     expect(text).toBe('  NAME      STATUS          VERSION\r\n* Ubuntu    Beendet         2\r\n');
@@ -126,18 +144,23 @@ describe.skipIf(!ready)('the stand-in wsl.exe answers as the real one does', () 
     const r = standin(m, ['--distribution', 'Fedora', '--exec', 'true']);
     expect(r.code).toBe(255);
     expect(r.stdout.length).toBe(0);
-    expect(r.stderr.toString('utf16le')).toBe('There is no distribution with the supplied name.\r\nError code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND\r\n');
+    expect(r.stderr.toString('utf16le')).toBe(
+      'There is no distribution with the supplied name.\r\nError code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND\r\n',
+    );
   });
 
   it('refuses what cudamatrix does not use, as the real one refuses an unknown option', () => {
     const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
     const unknown = standin(m, ['--distro', 'Ubuntu', '--exec', 'true']);
     expect(unknown.code).toBe(255);
-    expect(unknown.stdout.toString('utf16le')).toBe("Invalid command line argument: --distro\r\nPlease use 'wsl.exe --help' to get a list of supported arguments.\r\n");
+    expect(unknown.stdout.toString('utf16le')).toBe(
+      "Invalid command line argument: --distro\r\nPlease use 'wsl.exe --help' to get a list of supported arguments.\r\n",
+    );
     expect(standin(m, ['--list', '--quiet']).code).toBe(255);
     expect(standin(m, ['-d']).stdout.toString('utf16le')).toContain('requires a value');
     // A command line for the default shell, a bare --list, or --exec with nothing: refused too.
-    for (const args of [['-d', 'Ubuntu', 'echo', 'hi'], ['--list'], ['-d', 'Ubuntu', '--exec']]) expect(standin(m, args).code, args.join(' ')).toBe(255);
+    for (const args of [['-d', 'Ubuntu', 'echo', 'hi'], ['--list'], ['-d', 'Ubuntu', '--exec']])
+      expect(standin(m, args).code, args.join(' ')).toBe(255);
     // What cudamatrix does use: the short and long forms alike.
     const ok = standin(m, ['-d', 'Ubuntu', '-u', 'builder', '--cd', '/tmp', '-e', 'sh', '-c', 'echo "$(id -u) $(pwd) $WSL_DISTRO_NAME"']);
     expect(ok.stdout.toString()).toBe('1000 /tmp Ubuntu\n');
@@ -157,10 +180,18 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(targetErrors(r.events)).toEqual({});
     const ready = readyEvent(r.events, 'wsl2');
-    expect(ready).toMatchObject({ session: 'wsl Ubuntu-24.04', platform: 'linux', arch: nodeArch(), probe: { uploaded: true, path: expect.stringMatching(/^\/root\/\.cache\/cudamatrix\/deployed\/linux-/) } });
+    expect(ready).toMatchObject({
+      session: 'wsl Ubuntu-24.04',
+      platform: 'linux',
+      arch: nodeArch(),
+      probe: { uploaded: true, path: expect.stringMatching(/^\/root\/\.cache\/cudamatrix\/deployed\/linux-/) },
+    });
     const all = cells(r.events, 'wsl2');
     expect(all.length).toBe(16);
-    expect(all.every((c) => c.status === 'skipped'), JSON.stringify(all.map((c) => [c.probe, c.status, c.reason]))).toBe(true);
+    expect(
+      all.every((c) => c.status === 'skipped'),
+      JSON.stringify(all.map((c) => [c.probe, c.status, c.reason])),
+    ).toBe(true);
     // cudaprobe ran in the distribution: it found WSL 2's /dev/dxg there, and no usable driver.
     const sysinfo = all.find((c) => c.probe === 'sysinfo')!;
     const fact = (name: string) => sysinfo.records.find((x) => x.type === 'sysinfo' && x.name === name)?.value;
@@ -222,22 +253,40 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
     const errors = targetErrors(r.events);
     expect(errors.missing).toMatchObject({
       code: 'WSL_DISTRO_NOT_FOUND',
-      message: expect.stringMatching(/no WSL distribution "Fedora-42" on this machine; there are: Ubuntu-24\.04 \(WSL 2, default, Stopped\), Legacy \(WSL 1, Stopped\), NoGpu .*wsl\.exe --install Fedora-42/),
+      message: expect.stringMatching(
+        /no WSL distribution "Fedora-42" on this machine; there are: Ubuntu-24\.04 \(WSL 2, default, Stopped\), Legacy \(WSL 1, Stopped\), NoGpu .*wsl\.exe --install Fedora-42/,
+      ),
     });
     // WSL 1 is recorded with its code too, but it is a skip, not an error (the test below).
-    expect(errors.wsl1).toMatchObject({ code: 'WSL_VERSION_1', message: expect.stringMatching(/"Legacy" on this machine runs under WSL 1, which has no GPU.*wsl\.exe --set-version Legacy 2/) });
-    expect(errors['no-dxg']).toMatchObject({ code: 'WSL_NO_GPU', message: expect.stringMatching(/no \/dev\/dxg in WSL distribution "NoGpu".*GPU paravirtualisation is off/) });
-    expect(errors['no-libcuda']).toMatchObject({ code: 'WSL_NO_LIBCUDA', message: expect.stringMatching(/no libcuda\.so\.1 under \/usr\/lib\/wsl\/lib in WSL distribution "NoDriver".*NVIDIA driver/) });
-    expect(errors['no-user']).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringMatching(/no user "nobody-here" in WSL distribution "Ubuntu-24\.04".*WSL_E_USER_NOT_FOUND/) });
+    expect(errors.wsl1).toMatchObject({
+      code: 'WSL_VERSION_1',
+      message: expect.stringMatching(/"Legacy" on this machine runs under WSL 1, which has no GPU.*wsl\.exe --set-version Legacy 2/),
+    });
+    expect(errors['no-dxg']).toMatchObject({
+      code: 'WSL_NO_GPU',
+      message: expect.stringMatching(/no \/dev\/dxg in WSL distribution "NoGpu".*GPU paravirtualisation is off/),
+    });
+    expect(errors['no-libcuda']).toMatchObject({
+      code: 'WSL_NO_LIBCUDA',
+      message: expect.stringMatching(/no libcuda\.so\.1 under \/usr\/lib\/wsl\/lib in WSL distribution "NoDriver".*NVIDIA driver/),
+    });
+    expect(errors['no-user']).toMatchObject({
+      code: 'TARGET_UNREACHABLE',
+      message: expect.stringMatching(/no user "nobody-here" in WSL distribution "Ubuntu-24\.04".*WSL_E_USER_NOT_FOUND/),
+    });
     expect(errors.fine).toBeUndefined();
     for (const t of ['missing', 'no-dxg', 'no-libcuda']) {
       expect(cells(r.events, t).map((c) => [c.status, c.errorCode])).toEqual([['error', errors[t]!.code]]);
     }
-    expect(cells(r.events, 'wsl1').map((c) => [c.status, c.errorCode, c.reason])).toEqual([['skipped', 'WSL_VERSION_1', errors.wsl1!.message]]);
+    expect(cells(r.events, 'wsl1').map((c) => [c.status, c.errorCode, c.reason])).toEqual([
+      ['skipped', 'WSL_VERSION_1', errors.wsl1!.message],
+    ]);
     // The WSL 1 distribution was not even started: nothing ran in it.
     expect(m.read().distros.find((d) => d.name === 'Legacy')!.state).toBe('Stopped');
     // The user's session ran as that user, in a work folder of its own.
-    expect(readyEvent(r.events, 'fine')).toMatchObject({ probe: { path: expect.stringMatching(/^\/home\/builder\/\.cache\/cudamatrix\/deployed\//) } });
+    expect(readyEvent(r.events, 'fine')).toMatchObject({
+      probe: { path: expect.stringMatching(/^\/home\/builder\/\.cache\/cudamatrix\/deployed\//) },
+    });
   });
 
   it('skips the cells of a WSL 1 distribution, saying why, and the run beside a WSL 2 one does not fail for it', async () => {
@@ -247,10 +296,14 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
     ]);
     const dir = tempDir();
     const junitFile = path.join(dir, 'junit.xml');
-    const file = writeMatrix(dir, [
-      { name: 'wsl2', transport: { kind: 'wsl' } },
-      { name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } },
-    ], '[sysinfo, pinned-vram]');
+    const file = writeMatrix(
+      dir,
+      [
+        { name: 'wsl2', transport: { kind: 'wsl' } },
+        { name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } },
+      ],
+      '[sysinfo, pinned-vram]',
+    );
     const r = await run(m, file, dir, ['--junit', junitFile]);
     // This machine has no driver: everything is skipped, which is exit 0, as without the WSL 1 target.
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -277,12 +330,21 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
     await validateJunit(xml);
     const suite = /<testsuite name="wsl1"[^>]*>[\s\S]*?<\/testsuite>/.exec(xml)![0];
     expect(suite).toMatch(/errors="0" skipped="2"/);
-    expect(suite).toMatch(/<testcase classname="wsl1.probes" name="probe sysinfo runs" time="0">\s*<skipped message="WSL distribution &quot;Legacy&quot; on this machine runs under WSL 1, which has no GPU[^"]*" type="WSL_VERSION_1"\/>/);
-    const summary = JSON.parse(readFileSync(path.join(r.runDir, 'summary.json'), 'utf8')) as { targets: { name: string; error: unknown; skipped: { code: string; reason: string } | null }[] };
-    expect(summary.targets.find((t) => t.name === 'wsl1')).toMatchObject({ error: null, skipped: { code: 'WSL_VERSION_1', reason: expect.stringMatching(reason) } });
+    expect(suite).toMatch(
+      /<testcase classname="wsl1.probes" name="probe sysinfo runs" time="0">\s*<skipped message="WSL distribution &quot;Legacy&quot; on this machine runs under WSL 1, which has no GPU[^"]*" type="WSL_VERSION_1"\/>/,
+    );
+    const summary = JSON.parse(readFileSync(path.join(r.runDir, 'summary.json'), 'utf8')) as {
+      targets: { name: string; error: unknown; skipped: { code: string; reason: string } | null }[];
+    };
+    expect(summary.targets.find((t) => t.name === 'wsl1')).toMatchObject({
+      error: null,
+      skipped: { code: 'WSL_VERSION_1', reason: expect.stringMatching(reason) },
+    });
     // --strict: nothing was measured anywhere (exit 4), as on a machine without a driver.
     const dir2 = tempDir();
-    const strict = await run(m, writeMatrix(dir2, [{ name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } }]), dir2, ['--strict']);
+    const strict = await run(m, writeMatrix(dir2, [{ name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } }]), dir2, [
+      '--strict',
+    ]);
     expect(strict.code, strict.stdout + strict.stderr).toBe(4);
   });
 
@@ -290,21 +352,36 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
     const dir = tempDir();
     const file = writeMatrix(dir, [{ name: 'wsl', transport: { kind: 'wsl' } }]);
     const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
-    const noExe = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs1')], { env: { CUDAMATRIX_WSL_STANDIN_ROOT: m.root } });
+    const noExe = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs1')], {
+      env: { CUDAMATRIX_WSL_STANDIN_ROOT: m.root },
+    });
     expect(noExe.code).toBe(3);
     expect(noExe.stdout + noExe.stderr).toMatch(/WSL_NOT_FOUND/);
     const events1 = readEventLog(path.join(dir, 'runs1', readdirSync(path.join(dir, 'runs1'))[0]!, 'events.jsonl'));
-    expect(targetErrors(events1).wsl).toMatchObject({ code: 'WSL_NOT_FOUND', message: expect.stringMatching(/wsl\.exe is not on PATH of this machine.*\[\{kind: ssh, host: my-workstation\}, \{kind: wsl/) });
+    expect(targetErrors(events1).wsl).toMatchObject({
+      code: 'WSL_NOT_FOUND',
+      message: expect.stringMatching(/wsl\.exe is not on PATH of this machine.*\[\{kind: ssh, host: my-workstation\}, \{kind: wsl/),
+    });
 
     const absent = machine([], { installed: false });
     const notInstalled = await run(absent, file, tempDir());
     expect(notInstalled.code).toBe(3);
-    expect(targetErrors(notInstalled.events).wsl).toMatchObject({ code: 'WSL_NOT_INSTALLED', message: expect.stringMatching(/WSL is not installed on this machine; wsl\.exe said: The Windows Subsystem for Linux is not installed.*aka\.ms\/wslinstall.*wsl\.exe --install/) });
+    expect(targetErrors(notInstalled.events).wsl).toMatchObject({
+      code: 'WSL_NOT_INSTALLED',
+      message: expect.stringMatching(
+        /WSL is not installed on this machine; wsl\.exe said: The Windows Subsystem for Linux is not installed.*aka\.ms\/wslinstall.*wsl\.exe --install/,
+      ),
+    });
 
     const empty = machine([], { locale: 'de-DE' });
     const none = await run(empty, file, tempDir());
     expect(none.code).toBe(3);
-    expect(targetErrors(none.events).wsl).toMatchObject({ code: 'WSL_DISTRO_NOT_FOUND', message: expect.stringMatching(/WSL on this machine lists no distribution \("wsl\.exe --list --verbose" exited 255: Für das Windows-Subsystem/) });
+    expect(targetErrors(none.events).wsl).toMatchObject({
+      code: 'WSL_DISTRO_NOT_FOUND',
+      message: expect.stringMatching(
+        /WSL on this machine lists no distribution \("wsl\.exe --list --verbose" exited 255: Für das Windows-Subsystem/,
+      ),
+    });
   });
 
   it('kills a probe that runs past its timeout inside the distribution, and removes the work folder', async () => {
@@ -333,7 +410,10 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
     await session.put(path.join(dir, 'in.bin'), remote);
     await session.get(remote, path.join(dir, 'out.bin'));
     expect(readFileSync(path.join(dir, 'out.bin')).equals(bytes)).toBe(true);
-    const r = await session.exec(['sh', '-c', 'echo "$(id -u) $GREETING $(pwd)"; cat; echo to-stderr >&2; exit 7'], { env: { GREETING: 'a b  c' }, stdin: 'from stdin\n' });
+    const r = await session.exec(['sh', '-c', 'echo "$(id -u) $GREETING $(pwd)"; cat; echo to-stderr >&2; exit 7'], {
+      env: { GREETING: 'a b  c' },
+      stdin: 'from stdin\n',
+    });
     expect(r).toMatchObject({ exitCode: 7, stdout: `1000 a b  c ${session.workDir}\nfrom stdin\n`, stderr: 'to-stderr\n' });
     // An argument with quotes, spaces, a newline and shell syntax arrives as it was.
     const odd = ['it\'s "quoted"', ' two  spaces ', 'line\nbreak', '$(nope) `nope` *', '-n'];
@@ -348,18 +428,24 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
     ['zh-CN', 'UTF-16LE', '找不到用户。'],
     ['de-DE', 'cp850', 'Kein Benutzer für diesen Namen gefunden.'],
     ['de-DE', 'windows-1252', 'Kein Benutzer für diesen Namen gefunden.'],
-  ])('keeps a %s message of wsl.exe in %s whole when it comes back through a command (issue 22.7)', async (locale, messageEncoding, said) => {
-    // The STAND-IN wsl.exe says "user not found" in that language: in UTF-16LE as wsl.exe does,
-    // or, to test the decoder, in a legacy code page. The message reaches cudamatrix through a
-    // command's stderr (the agent's start), not through --list.
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
-    m.write({ ...m.read(), locale, messageEncoding: messageEncoding === 'UTF-16LE' ? undefined : messageEncoding });
-    Object.assign(process.env, m.env());
-    const connecting = connectWsl({ user: 'nobody-here' }, { target: 't', runId: 'api-000000000003' });
-    await expect(connecting).rejects.toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining(`wsl.exe said: ${said}`) });
-    await expect(connecting).rejects.toMatchObject({ message: expect.stringContaining('WSL_E_USER_NOT_FOUND') });
-    await expect(connecting).rejects.not.toMatchObject({ message: expect.stringMatching(/\uFFFD|\u0000/) });
-  });
+  ])(
+    'keeps a %s message of wsl.exe in %s whole when it comes back through a command (issue 22.7)',
+    async (locale, messageEncoding, said) => {
+      // The STAND-IN wsl.exe says "user not found" in that language: in UTF-16LE as wsl.exe does,
+      // or, to test the decoder, in a legacy code page. The message reaches cudamatrix through a
+      // command's stderr (the agent's start), not through --list.
+      const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+      m.write({ ...m.read(), locale, messageEncoding: messageEncoding === 'UTF-16LE' ? undefined : messageEncoding });
+      Object.assign(process.env, m.env());
+      const connecting = connectWsl({ user: 'nobody-here' }, { target: 't', runId: 'api-000000000003' });
+      await expect(connecting).rejects.toMatchObject({
+        code: 'TARGET_UNREACHABLE',
+        message: expect.stringContaining(`wsl.exe said: ${said}`),
+      });
+      await expect(connecting).rejects.toMatchObject({ message: expect.stringContaining('WSL_E_USER_NOT_FOUND') });
+      await expect(connecting).rejects.not.toMatchObject({ message: expect.stringMatching(/\uFFFD|\u0000/) });
+    },
+  );
 
   it('says when the distribution is gone between connecting and a command, and still removes the work folder', async () => {
     const m = machine([
@@ -374,7 +460,10 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
     m.write({ ...now, distros: now.distros.filter((d) => d.name !== 'Ubuntu') });
     terminateDistro(m, 'Ubuntu');
     rmSync(m.distroRoot('Ubuntu'), { recursive: true, force: true });
-    await expect(session.exec(['true'])).rejects.toMatchObject({ code: 'WSL_DISTRO_NOT_FOUND', message: expect.stringMatching(/"Ubuntu" on this machine is gone.*WSL_E_DISTRO_NOT_FOUND/) });
+    await expect(session.exec(['true'])).rejects.toMatchObject({
+      code: 'WSL_DISTRO_NOT_FOUND',
+      message: expect.stringMatching(/"Ubuntu" on this machine is gone.*WSL_E_DISTRO_NOT_FOUND/),
+    });
     await session[Symbol.asyncDispose]();
     // Nothing of the session is left running (afterEach).
   });
@@ -393,7 +482,10 @@ describe('matrix/examples/wsl2-workstation.yaml', () => {
   it('a distribution name with a space, or a wsl.exe option for one, is refused when the matrix is loaded', async () => {
     const dir = tempDir();
     const file = path.join(dir, 'm.yaml');
-    writeFileSync(file, 'version: 1\ntargets:\n  - name: a\n    transport: {kind: wsl, distribution: "Ubuntu 24.04"}\n  - name: b\n    transport: {kind: wsl, distribution: "-d"}\n');
+    writeFileSync(
+      file,
+      'version: 1\ntargets:\n  - name: a\n    transport: {kind: wsl, distribution: "Ubuntu 24.04"}\n  - name: b\n    transport: {kind: wsl, distribution: "-d"}\n',
+    );
     const r = await runCli(['plan', '-m', file]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/"Ubuntu 24\.04" is not a WSL distribution name: names have no spaces/);
@@ -405,7 +497,9 @@ afterEach(() => {
   // Tests that pointed this process at a machine (the API tests) leave PATH as it was for the next.
   if (process.env.CUDAMATRIX_WSL_STANDIN_ROOT) {
     delete process.env.CUDAMATRIX_WSL_STANDIN_ROOT;
-    process.env.PATH = (process.env.PATH ?? '').split(path.delimiter).filter((d) => d !== path.dirname(STANDIN_WSL)).join(path.delimiter);
+    process.env.PATH = (process.env.PATH ?? '')
+      .split(path.delimiter)
+      .filter((d) => d !== path.dirname(STANDIN_WSL))
+      .join(path.delimiter);
   }
 });
-

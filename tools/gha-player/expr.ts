@@ -14,7 +14,20 @@ import type { FunctionDefinition } from '@actions/expressions/funcs/info';
 import picomatch from 'picomatch';
 
 /** Every context a workflow may name; the parser refuses any other, as GitHub does. */
-export const CONTEXT_NAMES = ['github', 'inputs', 'matrix', 'needs', 'steps', 'env', 'runner', 'job', 'jobs', 'secrets', 'strategy', 'vars'] as const;
+export const CONTEXT_NAMES = [
+  'github',
+  'inputs',
+  'matrix',
+  'needs',
+  'steps',
+  'env',
+  'runner',
+  'job',
+  'jobs',
+  'secrets',
+  'strategy',
+  'vars',
+] as const;
 export type Contexts = Partial<Record<(typeof CONTEXT_NAMES)[number], unknown>>;
 
 /**
@@ -50,7 +63,11 @@ export function toData(value: unknown): data.ExpressionData {
   if (typeof value === 'boolean') return new data.BooleanData(value);
   if (Array.isArray(value)) return new data.Array(...value.map(toData));
   if (typeof value === 'object') {
-    return new data.Dictionary(...Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).map(([key, v]) => ({ key, value: toData(v) })));
+    return new data.Dictionary(
+      ...Object.entries(value as Record<string, unknown>)
+        .filter(([, v]) => v !== undefined)
+        .map(([key, v]) => ({ key, value: toData(v) })),
+    );
   }
   return new data.StringData(String(value));
 }
@@ -83,7 +100,10 @@ function parse(expression: string, where: string): Expr {
 
 function functions(scope: EvalScope): Map<string, FunctionDefinition> {
   const status = scope.status ?? { success: true, failure: false, cancelled: false };
-  const bool = (name: string, value: boolean): [string, FunctionDefinition] => [name, { name, minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(value) }];
+  const bool = (name: string, value: boolean): [string, FunctionDefinition] => [
+    name,
+    { name, minArgs: 0, maxArgs: 0, call: () => new data.BooleanData(value) },
+  ];
   return new Map([
     bool('success', status.success && !status.cancelled),
     bool('failure', status.failure),
@@ -97,7 +117,12 @@ function functions(scope: EvalScope): Map<string, FunctionDefinition> {
         maxArgs: 255,
         call: (...args) => {
           if (!scope.workspace) throw new Error('hashFiles() is only available in steps');
-          return new data.StringData(hashFiles(scope.workspace, args.map((a) => a.coerceString())));
+          return new data.StringData(
+            hashFiles(
+              scope.workspace,
+              args.map((a) => a.coerceString()),
+            ),
+          );
         },
       },
     ],
@@ -129,7 +154,8 @@ export function splitTemplate(template: string, where = 'template'): Part[] {
     let quoted = false;
     for (; i < template.length; i++) {
       const c = template[i];
-      if (c === "'") quoted = !quoted; // '' inside a string toggles twice: still inside
+      if (c === "'")
+        quoted = !quoted; // '' inside a string toggles twice: still inside
       else if (!quoted && c === '}' && template[i + 1] === '}') break;
     }
     if (i >= template.length) throw new Error(`${where}: \`\${{\` without its closing \`}}\` in: ${template}`);
@@ -170,7 +196,10 @@ export function evaluateString(value: unknown, scope: EvalScope): string {
 /** Whether the expression calls a status function; if not, GitHub prefixes it with `success() &&`. */
 function callsStatusFunction(expression: string): boolean {
   const { tokens } = new Lexer(expression).lex();
-  return tokens.some((t, i) => t.type === TokenType.IDENTIFIER && STATUS_FUNCTIONS.includes(t.lexeme.toLowerCase()) && tokens[i + 1]?.type === TokenType.LEFT_PAREN);
+  return tokens.some(
+    (t, i) =>
+      t.type === TokenType.IDENTIFIER && STATUS_FUNCTIONS.includes(t.lexeme.toLowerCase()) && tokens[i + 1]?.type === TokenType.LEFT_PAREN,
+  );
 }
 
 /**
@@ -213,7 +242,10 @@ export function expandMatrix(matrix: unknown, where = 'strategy.matrix'): Record
     throw new Error(`${where}: a matrix must be a mapping (vectors, include, exclude), got ${JSON.stringify(matrix)}`);
   }
   const { include = [], exclude = [], ...vectors } = matrix as Record<string, unknown>;
-  for (const [key, list] of [['include', include], ['exclude', exclude]] as const) {
+  for (const [key, list] of [
+    ['include', include],
+    ['exclude', exclude],
+  ] as const) {
     if (!Array.isArray(list) || list.some((e) => !e || typeof e !== 'object' || Array.isArray(e))) {
       throw new Error(`${where}.${key}: must be a list of mappings, got ${JSON.stringify(list)}`);
     }
@@ -226,7 +258,9 @@ export function expandMatrix(matrix: unknown, where = 'strategy.matrix'): Record
     if (values.length === 0) throw new Error(`${where}: Matrix vector '${key}' does not contain any values`);
     combos = combos.flatMap((c) => values.map((v) => ({ ...c, [key]: v })));
   }
-  combos = combos.filter((c) => !(exclude as Record<string, unknown>[]).some((ex) => Object.entries(ex).every(([k, v]) => deepEqual(c[k], v))));
+  combos = combos.filter(
+    (c) => !(exclude as Record<string, unknown>[]).some((ex) => Object.entries(ex).every(([k, v]) => deepEqual(c[k], v))),
+  );
   const originals = combos.map((base) => ({ base, entry: { ...base } }));
   const added: Record<string, unknown>[] = [];
   for (const inc of include as Record<string, unknown>[]) {
@@ -270,6 +304,11 @@ export function hashFiles(workspace: string, patterns: string[]): string {
     .sort();
   if (files.length === 0) return '';
   const outer = createHash('sha256');
-  for (const f of files) outer.update(createHash('sha256').update(readFileSync(path.join(workspace, f))).digest());
+  for (const f of files)
+    outer.update(
+      createHash('sha256')
+        .update(readFileSync(path.join(workspace, f)))
+        .digest(),
+    );
   return outer.digest('hex');
 }

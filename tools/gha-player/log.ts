@@ -66,7 +66,19 @@ export interface WorkflowCommand {
   data: string;
 }
 
-const REGISTERED = new Set(['error', 'warning', 'notice', 'group', 'endgroup', 'add-mask', 'debug', 'stop-commands', 'set-output', 'save-state', 'echo']);
+const REGISTERED = new Set([
+  'error',
+  'warning',
+  'notice',
+  'group',
+  'endgroup',
+  'add-mask',
+  'debug',
+  'stop-commands',
+  'set-output',
+  'save-state',
+  'echo',
+]);
 
 const PROPERTY_ESCAPES: Record<string, string> = { '%25': '%', '%0D': '\r', '%0A': '\n', '%3A': ':', '%2C': ',' };
 
@@ -151,7 +163,12 @@ export class StepLog {
     const a: Annotation = { level, message: mask(message), step: this.stepId };
     if (properties.title !== undefined) a.title = mask(properties.title);
     if (properties.file !== undefined) a.file = properties.file;
-    for (const [key, value] of [['line', num(properties.line)], ['endLine', num(properties.endLine)], ['col', num(properties.col)], ['endColumn', num(properties.endColumn)]] as const) {
+    for (const [key, value] of [
+      ['line', num(properties.line)],
+      ['endLine', num(properties.endLine)],
+      ['col', num(properties.col)],
+      ['endColumn', num(properties.endColumn)],
+    ] as const) {
       if (value !== undefined) a[key] = value;
     }
     this.job.annotations.push(a);
@@ -195,7 +212,10 @@ export class StepLog {
         return;
       case 'set-output':
         if (properties.name) this.commandOutputs[properties.name] = data;
-        return this.annotate('warning', 'The `set-output` command is deprecated and will be disabled soon. Please upgrade to using Environment Files.');
+        return this.annotate(
+          'warning',
+          'The `set-output` command is deprecated and will be disabled soon. Please upgrade to using Environment Files.',
+        );
       default:
         return; // save-state, echo: consumed, nothing shown
     }

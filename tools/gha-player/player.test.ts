@@ -8,7 +8,17 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { evaluateIf, evaluateTemplate, expandMatrix, hashFiles, splitTemplate } from './expr.ts';
 import { parseFileCommand, parseWorkflowCommand } from './log.ts';
-import { loadWorkflow, matrixEntries, playJob, playWorkflow, resolveInputs, resolveWorkflowUses, type JobPlay, type PlayWorkflowOptions, type WorkflowPlay } from './player.ts';
+import {
+  loadWorkflow,
+  matrixEntries,
+  playJob,
+  playWorkflow,
+  resolveInputs,
+  resolveWorkflowUses,
+  type JobPlay,
+  type PlayWorkflowOptions,
+  type WorkflowPlay,
+} from './player.ts';
 const fixtures = path.join(import.meta.dirname, 'fixtures');
 const fixture = (name: string) => path.join(fixtures, name);
 const SECRETS = { TOKEN: 's3cr3t-value', GITHUB_TOKEN: 'ghs_faketoken123' };
@@ -62,13 +72,17 @@ describe('expressions', () => {
   it('keep the type of a value that is one expression, and coerce mixed text', () => {
     expect(evaluateTemplate('${{ matrix.n }}', { contexts, where: 't' })).toBe(2);
     expect(evaluateTemplate('${{ fromJSON(needs.plan.outputs.m) }}', { contexts, where: 't' })).toEqual({ include: [{ x: 1 }] });
-    expect(evaluateTemplate('n-${{ matrix.name }}-${{ inputs.loud }}-${{ matrix.missing }}-${{ 1 == 1 }}', { contexts, where: 't' })).toBe('n-a-true--true');
+    expect(evaluateTemplate('n-${{ matrix.name }}-${{ inputs.loud }}-${{ matrix.missing }}-${{ 1 == 1 }}', { contexts, where: 't' })).toBe(
+      'n-a-true--true',
+    );
     expect(evaluateTemplate("${{ format('{0}}}', matrix.name) }}", { contexts, where: 't' })).toBe('a}');
     expect(splitTemplate("a ${{ 'x}}y' }} b")).toEqual([{ text: 'a ' }, { expr: "'x}}y'" }, { text: ' b' }]);
   });
 
   it('refuse an unknown context or function, naming where', () => {
-    expect(() => evaluateTemplate('${{ nope.x }}', { contexts, where: 'jobs.a.steps[0].run' })).toThrow(/jobs\.a\.steps\[0\]\.run.*does not parse/);
+    expect(() => evaluateTemplate('${{ nope.x }}', { contexts, where: 'jobs.a.steps[0].run' })).toThrow(
+      /jobs\.a\.steps\[0\]\.run.*does not parse/,
+    );
     expect(() => evaluateTemplate('${{ toUpper(matrix.name) }}', { contexts, where: 'w' })).toThrow(/does not parse/);
   });
 
@@ -100,7 +114,13 @@ describe('matrix expansion', () => {
     const entries = expandMatrix({
       fruit: ['apple', 'pear'],
       animal: ['cat', 'dog'],
-      include: [{ color: 'green' }, { color: 'pink', animal: 'cat' }, { fruit: 'apple', shape: 'circle' }, { fruit: 'banana' }, { fruit: 'banana', animal: 'cat' }],
+      include: [
+        { color: 'green' },
+        { color: 'pink', animal: 'cat' },
+        { fruit: 'apple', shape: 'circle' },
+        { fruit: 'banana' },
+        { fruit: 'banana', animal: 'cat' },
+      ],
     });
     expect(entries).toEqual([
       { fruit: 'apple', animal: 'cat', color: 'pink', shape: 'circle' },
@@ -113,35 +133,52 @@ describe('matrix expansion', () => {
   });
 
   it('removes excluded combinations, and refuses an empty matrix or vector', () => {
-    expect(expandMatrix({ os: ['l', 'w'], v: [1, 2], exclude: [{ os: 'w', v: 1 }] })).toEqual([{ os: 'l', v: 1 }, { os: 'l', v: 2 }, { os: 'w', v: 2 }]);
+    expect(expandMatrix({ os: ['l', 'w'], v: [1, 2], exclude: [{ os: 'w', v: 1 }] })).toEqual([
+      { os: 'l', v: 1 },
+      { os: 'l', v: 2 },
+      { os: 'w', v: 2 },
+    ]);
     expect(() => expandMatrix({ include: [] })).toThrow('Matrix must define at least one vector');
     expect(() => expandMatrix({ os: [] })).toThrow("Matrix vector 'os' does not contain any values");
   });
 
   it("expands a job's matrix from fromJSON of a needs output", () => {
     const matrix = JSON.stringify({ include: [{ name: 'x', runsOn: ['self-hosted', 'gpu'] }, { name: 'y' }] });
-    expect(matrixEntries(fixture('flow.yml'), 'probe', { needs: { plan: { result: 'success', outputs: { matrix } } } })).toEqual([{ name: 'x', runsOn: ['self-hosted', 'gpu'] }, { name: 'y' }]);
-    expect(() => matrixEntries(fixture('flow.yml'), 'probe', { needs: { plan: { result: 'success', outputs: {} } } })).toThrow(/strategy\.matrix.*fromJSON/);
+    expect(matrixEntries(fixture('flow.yml'), 'probe', { needs: { plan: { result: 'success', outputs: { matrix } } } })).toEqual([
+      { name: 'x', runsOn: ['self-hosted', 'gpu'] },
+      { name: 'y' },
+    ]);
+    expect(() => matrixEntries(fixture('flow.yml'), 'probe', { needs: { plan: { result: 'success', outputs: {} } } })).toThrow(
+      /strategy\.matrix.*fromJSON/,
+    );
     expect(matrixEntries(fixture('flow.yml'), 'plan')).toBeNull();
   });
 });
 
 describe('workflow commands and file commands', () => {
   it('decode properties and data as @actions/core encodes them', () => {
-    expect(parseWorkflowCommand('  ::error file=a%2Cb.ts,line=3,title=x%3Ay::one%0Atwo %250A')).toEqual({ name: 'error', properties: { file: 'a,b.ts', line: '3', title: 'x:y' }, data: 'one\ntwo %0A' });
+    expect(parseWorkflowCommand('  ::error file=a%2Cb.ts,line=3,title=x%3Ay::one%0Atwo %250A')).toEqual({
+      name: 'error',
+      properties: { file: 'a,b.ts', line: '3', title: 'x:y' },
+      data: 'one\ntwo %0A',
+    });
     expect(parseWorkflowCommand('::unknown::x')).toBeUndefined();
     expect(parseWorkflowCommand('text ::error::x')).toBeUndefined();
   });
 
   it('read name=value and heredoc lines, and refuse a missing delimiter', () => {
-    expect(parseFileCommand('a=1\nb<<EOF\nx=y\n\nz\nEOF\nc=\n', 'f')).toEqual([['a', '1'], ['b', 'x=y\n\nz'], ['c', '']]);
+    expect(parseFileCommand('a=1\nb<<EOF\nx=y\n\nz\nEOF\nc=\n', 'f')).toEqual([
+      ['a', '1'],
+      ['b', 'x=y\n\nz'],
+      ['c', ''],
+    ]);
     expect(() => parseFileCommand('b<<EOF\nx\n', 'GITHUB_OUTPUT')).toThrow("GITHUB_OUTPUT: Matching delimiter not found 'EOF'");
     expect(() => parseFileCommand('novalue\n', 'GITHUB_ENV')).toThrow("GITHUB_ENV: Invalid format 'novalue'");
   });
 });
 
 describe('inputs', () => {
-  it('types a dispatch\'s inputs with their defaults and refuses an undeclared one', () => {
+  it("types a dispatch's inputs with their defaults and refuses an undeclared one", () => {
     const wf = loadWorkflow(fixture('flow.yml'));
     expect(resolveInputs(wf, 'workflow_dispatch', { loud: 'true' }, { contexts: {} })).toEqual({ who: 'world', loud: true, shards: 2 });
     expect(() => resolveInputs(wf, 'workflow_dispatch', { nope: 'x' }, { contexts: {} })).toThrow('Unexpected inputs provided: ["nope"]');
@@ -149,8 +186,12 @@ describe('inputs', () => {
 
   it("refuses a workflow_call's missing required input and a string for a boolean", () => {
     const wf = loadWorkflow(fixture('tools/.github/workflows/called.yml'));
-    expect(() => resolveInputs(wf, 'workflow_call', { loud: true }, { contexts: {} })).toThrow('Input who is required, but not provided while calling.');
-    expect(() => resolveInputs(wf, 'workflow_call', { who: 'a', loud: 'true' }, { contexts: {} })).toThrow("Unexpected type of value 'true', expected type: Boolean.");
+    expect(() => resolveInputs(wf, 'workflow_call', { loud: true }, { contexts: {} })).toThrow(
+      'Input who is required, but not provided while calling.',
+    );
+    expect(() => resolveInputs(wf, 'workflow_call', { who: 'a', loud: 'true' }, { contexts: {} })).toThrow(
+      "Unexpected type of value 'true', expected type: Boolean.",
+    );
   });
 });
 
@@ -205,7 +246,11 @@ describe('playWorkflow', () => {
     expect(step('hello')).toMatchObject({ kind: 'node', outcome: 'success', outputs: { message: 'Hi, Ada!' } });
     const lines = logLines(use.log);
     expect(lines).toContain('dry-run=true token=*** in-workspace=true'); // INPUT_DRY-RUN, the github.token default masked
-    expect(use.annotations).toContainEqual({ level: 'warning', message: "Unexpected input(s) 'bogus', valid inputs are ['who', 'greeting word', 'dry-run', 'token']", step: 'hello' });
+    expect(use.annotations).toContainEqual({
+      level: 'warning',
+      message: "Unexpected input(s) 'bogus', valid inputs are ['who', 'greeting word', 'dry-run', 'token']",
+      step: 'hello',
+    });
     expect(step('twice')).toMatchObject({ kind: 'composite', outcome: 'success', outputs: { both: 'Hello, Bob! / HELLO, BOB!' } });
     expect(step('twice').steps?.map((s) => [s.id, s.kind, s.outcome])).toEqual([
       ['first', 'node', 'success'],
@@ -235,7 +280,9 @@ describe('playWorkflow', () => {
     expect(m.groups).toEqual([{ step: 's', title: 'Details', lines: ['inside'] }]);
     // The error goes to stderr, the warnings to stdout: two pipes, which give no order between
     // them (here as on GitHub's runner), so only the order within each level is asserted.
-    expect(m.annotations.filter((a) => a.level === 'error')).toEqual([{ level: 'error', title: 'Bad, very bad', message: 'first\nsecond 100%', file: 'src/a.ts', line: 3, endLine: 4, step: 's' }]);
+    expect(m.annotations.filter((a) => a.level === 'error')).toEqual([
+      { level: 'error', title: 'Bad, very bad', message: 'first\nsecond 100%', file: 'src/a.ts', line: 3, endLine: 4, step: 's' },
+    ]);
     const warnings = m.annotations.filter((a) => a.level === 'warning' && a.step === 's');
     expect(warnings.map((w) => w.message)).toEqual(['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9', 'w10']);
     expect(lines).toContain('##[warning]w12'); // over the limit: in the log, not an annotation
@@ -265,9 +312,15 @@ describe('playWorkflow', () => {
     expect(step('build').log).toContain("[player] step 'build' is replaced by the test's substitute");
     const artifacts = path.join(root, 'artifacts');
     expect(readdirSync(artifacts).sort()).toEqual(['hid2', 'res', 'two']);
-    expect(up.annotations).toContainEqual({ level: 'warning', message: 'No files were found with the provided path: .hid/. No artifacts will be uploaded.', step: 'hidden-dir' });
+    expect(up.annotations).toContainEqual({
+      level: 'warning',
+      message: 'No files were found with the provided path: .hid/. No artifacts will be uploaded.',
+      step: 'hidden-dir',
+    });
     expect(readdirSync(path.join(artifacts, 'res'))).toEqual(['run1']); // the folder's contents, .hidden left out
-    expect(existsSync(path.join(artifacts, 'two', 'res', 'run1', 'events.jsonl')) && existsSync(path.join(artifacts, 'two', 'other.txt'))).toBe(true);
+    expect(
+      existsSync(path.join(artifacts, 'two', 'res', 'run1', 'events.jsonl')) && existsSync(path.join(artifacts, 'two', 'other.txt')),
+    ).toBe(true);
     const errors = Object.fromEntries(up.annotations.filter((a) => a.level === 'error').map((a) => [a.step, a.message]));
     expect(errors.dup).toMatch(/\(409\) Conflict: an artifact with this name already exists/);
     expect(errors.none).toBe('No files were found with the provided path: nothing/. No artifacts will be uploaded.');
@@ -291,7 +344,9 @@ describe('playWorkflow', () => {
     const step = (id: string) => co.steps.find((s) => s.id === id)!;
     expect(co.steps[2]).toMatchObject({ outcome: 'success' }); // tools-copy/.github/workflows/called.yml is there
     expect(step('nowhere').outcome).toBe('failure');
-    expect(co.annotations.find((a) => a.step === 'nowhere')?.message).toBe("[player] actions/checkout stand-in: no local folder for repository 'nobody/none'; pass repos: { 'nobody/none': <folder> } to the player");
+    expect(co.annotations.find((a) => a.step === 'nowhere')?.message).toBe(
+      "[player] actions/checkout stand-in: no local folder for repository 'nobody/none'; pass repos: { 'nobody/none': <folder> } to the player",
+    );
     expect(step('remote')).toMatchObject({ kind: 'node', outputs: { message: 'Hello, remote!' } });
     expect(step('declared')).toMatchObject({ kind: 'stand-in', outputs: { url: 'https://staging.example' } });
     expect(logLines(co.log)).toContain(`node ${process.version} | Hello, remote! | https://staging.example`);
@@ -308,8 +363,12 @@ describe('playWorkflow', () => {
     // github is the caller's (event_name too); a boolean input stays boolean; the inherited secret is masked.
     expect(logLines(say.log)).toContain('event=workflow_dispatch loud-is-boolean=true token=***');
     expect(logLines(leg(run, 'after').log)).toContain('got HELLO CALLERS');
-    expect(resolveWorkflowUses('octo-org/tools/.github/workflows/called.yml@v1', fixture('caller.yml'), { 'octo-org/tools': fixture('tools') })).toBe(fixture('tools/.github/workflows/called.yml'));
-    expect(() => resolveWorkflowUses('other/repo/.github/workflows/x.yml@v1', fixture('caller.yml'), {})).toThrow(/no local folder for 'other\/repo'/);
+    expect(
+      resolveWorkflowUses('octo-org/tools/.github/workflows/called.yml@v1', fixture('caller.yml'), { 'octo-org/tools': fixture('tools') }),
+    ).toBe(fixture('tools/.github/workflows/called.yml'));
+    expect(() => resolveWorkflowUses('other/repo/.github/workflows/x.yml@v1', fixture('caller.yml'), {})).toThrow(
+      /no local folder for 'other\/repo'/,
+    );
 
     const missing = await play('caller.yml', { secrets: {} });
     expect(missing.run.jobs.call).toMatchObject({ result: 'failure', error: expect.stringContaining('Secret TOKEN is required') });
@@ -328,7 +387,9 @@ describe('run: steps', () => {
       ['wd', 'failure', null],
     ]);
     expect(logLines(shells.log)).toContain('node ran function');
-    expect(shells.annotations.find((a) => a.step === 'wd')?.message).toMatch(/with working directory '.*\/missing-dir'\. No such file or directory/);
+    expect(shells.annotations.find((a) => a.step === 'wd')?.message).toMatch(
+      /with working directory '.*\/missing-dir'\. No such file or directory/,
+    );
     const defaults = leg(run, 'defaults');
     expect(defaults.steps.map((s) => s.outcome)).toEqual(['failure', 'success']);
     expect(logLines(defaults.log)).toContain('in sub');
@@ -373,7 +434,13 @@ describe('a step killed mid-run', () => {
 
   async function playK(extra: Partial<Parameters<typeof playJob>[0]>): Promise<JobPlay> {
     const root = tempDir('cm-gha-player-');
-    return playJob({ workflowFile: fixture('kill.yml'), jobId: 'k', workspace: root, artifactsDir: path.join(root, 'artifacts'), ...extra });
+    return playJob({
+      workflowFile: fixture('kill.yml'),
+      jobId: 'k',
+      workspace: root,
+      artifactsDir: path.join(root, 'artifacts'),
+      ...extra,
+    });
   }
 
   it('as a runner lost: the job ends killed, no later step runs (not even if: always()), no outputs', async () => {
@@ -420,7 +487,12 @@ describe('a step killed mid-run', () => {
 
   it('times out a step after timeout-minutes (continue-on-error keeps the job going)', async () => {
     const root = tempDir('cm-gha-player-');
-    const t = await playJob({ workflowFile: fixture('kill.yml'), jobId: 'timeouts', workspace: root, artifactsDir: path.join(root, 'artifacts') });
+    const t = await playJob({
+      workflowFile: fixture('kill.yml'),
+      jobId: 'timeouts',
+      workspace: root,
+      artifactsDir: path.join(root, 'artifacts'),
+    });
     expect(t.steps[0]).toMatchObject({ id: 'slow', outcome: 'failure', conclusion: 'success' });
     expect(t.annotations[0]?.message).toBe("The action 'Run sleep 20' has timed out after 0.01 minutes.");
     expect(logLines(t.log)).toContain('slow failure/success');
@@ -429,7 +501,12 @@ describe('a step killed mid-run', () => {
 
   it('cancels the job after its timeout-minutes (if: always() steps still run)', async () => {
     const root = tempDir('cm-gha-player-');
-    const t = await playJob({ workflowFile: fixture('kill.yml'), jobId: 'job-timeout', workspace: root, artifactsDir: path.join(root, 'artifacts') });
+    const t = await playJob({
+      workflowFile: fixture('kill.yml'),
+      jobId: 'job-timeout',
+      workspace: root,
+      artifactsDir: path.join(root, 'artifacts'),
+    });
     expect(t.status).toBe('cancelled');
     expect(t.steps.map((s) => s.outcome)).toEqual(['cancelled', 'success']);
     expect(logLines(t.log)).toContain('status cancelled');

@@ -10,7 +10,16 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { constants, tmpdir } from 'node:os';
 import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { coerceString, evaluateIf, evaluateString, evaluateValue, expandMatrix, type Contexts, type EvalScope, type Status } from './expr.ts';
+import {
+  coerceString,
+  evaluateIf,
+  evaluateString,
+  evaluateValue,
+  expandMatrix,
+  type Contexts,
+  type EvalScope,
+  type Status,
+} from './expr.ts';
 import { JobLog, parseFileCommand, type Annotation, type LogGroup, type StepLog } from './log.ts';
 import { defaultStandIns, type StandIn, type StandInContext } from './standins.ts';
 
@@ -170,7 +179,9 @@ export interface PlayWorkflowOptions extends PlayCommon {
   /** GITHUB_WORKSPACE for each job leg: one folder for all, or a function (GitHub gives each job a fresh runner). */
   workspace: string | ((leg: LegInfo) => string | Promise<string>);
   /** Options for one leg (a job, or one matrix entry of it), over the common ones. */
-  perLeg?: (leg: LegInfo) => Partial<Pick<PlayCommon, 'env' | 'actions' | 'repos' | 'replaceSteps' | 'hooks' | 'killMeans' | 'debug'>> | undefined;
+  perLeg?: (
+    leg: LegInfo,
+  ) => Partial<Pick<PlayCommon, 'env' | 'actions' | 'repos' | 'replaceSteps' | 'hooks' | 'killMeans' | 'debug'>> | undefined;
   /** Matrix legs played at once (default 1). */
   maxParallel?: number;
 }
@@ -220,7 +231,11 @@ export function loadWorkflow(file: string): Workflow {
   if (!doc || typeof doc !== 'object' || !doc.jobs || typeof doc.jobs !== 'object') throw new Error(`${abs}: not a workflow (no jobs:)`);
   const rawOn = doc.on;
   const on: Record<string, Dict> =
-    typeof rawOn === 'string' ? { [rawOn]: {} } : Array.isArray(rawOn) ? Object.fromEntries(rawOn.map((e) => [String(e), {}])) : Object.fromEntries(Object.entries((rawOn ?? {}) as Dict).map(([k, v]) => [k, (v ?? {}) as Dict]));
+    typeof rawOn === 'string'
+      ? { [rawOn]: {} }
+      : Array.isArray(rawOn)
+        ? Object.fromEntries(rawOn.map((e) => [String(e), {}]))
+        : Object.fromEntries(Object.entries((rawOn ?? {}) as Dict).map(([k, v]) => [k, (v ?? {}) as Dict]));
   const wf = { file: abs, doc, jobs: doc.jobs as Record<string, Dict>, on };
   workflowCache.set(abs, wf);
   return wf;
@@ -248,33 +263,50 @@ function defaultEvent(wf: Workflow): string {
  * The inputs context for the event, as GitHub makes it: declared inputs only, required ones given
  * or defaulted, booleans and numbers typed (github.event.inputs keeps strings for a dispatch).
  */
-export function resolveInputs(wf: Workflow, event: string, given: Record<string, InputValue>, scope: Omit<EvalScope, 'where'>): Record<string, InputValue> {
+export function resolveInputs(
+  wf: Workflow,
+  event: string,
+  given: Record<string, InputValue>,
+  scope: Omit<EvalScope, 'where'>,
+): Record<string, InputValue> {
   const declared = ((wf.on[event]?.inputs ?? {}) as Record<string, Dict | null>) ?? {};
   const where = `${wf.file}: on.${event}.inputs`;
   const unknown = Object.keys(given).filter((k) => !(k in declared));
   if (unknown.length) {
-    throw new Error(event === 'workflow_call' ? `${where}: Invalid input, ${unknown[0]} is not defined in the referenced workflow.` : `${where}: Unexpected inputs provided: ${JSON.stringify(unknown)}`);
+    throw new Error(
+      event === 'workflow_call'
+        ? `${where}: Invalid input, ${unknown[0]} is not defined in the referenced workflow.`
+        : `${where}: Unexpected inputs provided: ${JSON.stringify(unknown)}`,
+    );
   }
   const out: Record<string, InputValue> = {};
   for (const [name, specRaw] of Object.entries(declared)) {
     const spec = specRaw ?? {};
     const type = String(spec.type ?? (event === 'workflow_call' ? '' : 'string'));
-    if (event === 'workflow_call' && !['string', 'boolean', 'number'].includes(type)) throw new Error(`${where}.${name}: a workflow_call input needs type string, boolean or number, got '${type}'`);
+    if (event === 'workflow_call' && !['string', 'boolean', 'number'].includes(type))
+      throw new Error(`${where}.${name}: a workflow_call input needs type string, boolean or number, got '${type}'`);
     let value: unknown = given[name];
     if (value === undefined) {
       if (spec.default !== undefined) value = evaluateValue(spec.default, { ...scope, where: `${where}.${name}.default` });
-      else if (spec.required === true) throw new Error(event === 'workflow_call' ? `${where}: Input ${name} is required, but not provided while calling.` : `${where}: Required input '${name}' not provided`);
+      else if (spec.required === true)
+        throw new Error(
+          event === 'workflow_call'
+            ? `${where}: Input ${name} is required, but not provided while calling.`
+            : `${where}: Required input '${name}' not provided`,
+        );
     }
     if (type === 'boolean') {
       if (value === undefined) value = false;
       else if (value === 'true' || value === 'false') {
-        if (event === 'workflow_call' && name in given) throw new Error(`${where}.${name}: Unexpected type of value '${value}', expected type: Boolean.`);
+        if (event === 'workflow_call' && name in given)
+          throw new Error(`${where}.${name}: Unexpected type of value '${value}', expected type: Boolean.`);
         value = value === 'true';
       } else if (typeof value !== 'boolean') throw new Error(`${where}.${name}: Unexpected value '${String(value)}' for a boolean input`);
     } else if (type === 'number') {
       if (value === undefined) value = 0;
       const n = typeof value === 'number' ? value : Number(value);
-      if (Number.isNaN(n) || (event === 'workflow_call' && name in given && typeof value !== 'number')) throw new Error(`${where}.${name}: Unexpected value '${String(value)}' for a number input`);
+      if (Number.isNaN(n) || (event === 'workflow_call' && name in given && typeof value !== 'number'))
+        throw new Error(`${where}.${name}: Unexpected value '${String(value)}' for a number input`);
       value = n;
     } else {
       value = value === undefined ? '' : coerceString(value);
@@ -289,10 +321,19 @@ export function resolveInputs(wf: Workflow, event: string, given: Record<string,
 
 function makeRun(wf: Workflow, common: PlayCommon, callerGithub?: Dict): Run {
   const event = common.event ?? defaultEvent(wf);
-  if (!(event in wf.on)) throw new Error(`${wf.file}: the workflow is not triggered by ${event} (its on: has ${Object.keys(wf.on).join(', ') || 'nothing'})`);
+  if (!(event in wf.on))
+    throw new Error(`${wf.file}: the workflow is not triggered by ${event} (its on: has ${Object.keys(wf.on).join(', ') || 'nothing'})`);
   const secrets = { ...common.secrets };
   const vars = { ...common.vars };
-  const id = { repository: 'octo-org/octo-repo', runId: '1', runNumber: '1', sha: '0'.repeat(40), ref: 'refs/heads/main', actor: 'gha-player', ...common.github };
+  const id = {
+    repository: 'octo-org/octo-repo',
+    runId: '1',
+    runNumber: '1',
+    sha: '0'.repeat(40),
+    ref: 'refs/heads/main',
+    actor: 'gha-player',
+    ...common.github,
+  };
   const baseGithub: Dict = callerGithub ?? {
     event_name: event,
     repository: id.repository,
@@ -318,13 +359,27 @@ function makeRun(wf: Workflow, common: PlayCommon, callerGithub?: Dict): Run {
   const inputs = resolveInputs(wf, event, common.inputs ?? {}, { contexts: { github: baseGithub, vars } });
   const github = callerGithub
     ? baseGithub
-    : { ...baseGithub, event: { inputs: event === 'workflow_dispatch' ? Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, String(v)])) : inputs, ref: id.ref, repository: { full_name: id.repository, name: id.repository.split('/')[1] }, sender: { login: id.actor } } };
+    : {
+        ...baseGithub,
+        event: {
+          inputs: event === 'workflow_dispatch' ? Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, String(v)])) : inputs,
+          ref: id.ref,
+          repository: { full_name: id.repository, name: id.repository.split('/')[1] },
+          sender: { login: id.actor },
+        },
+      };
   return { wf, event, inputs, github, secrets, vars, common };
 }
 
 // --- one job ---------------------------------------------------------------------------------
 
-const FILE_COMMANDS = { GITHUB_OUTPUT: 'set_output', GITHUB_STEP_SUMMARY: 'step_summary', GITHUB_ENV: 'set_env', GITHUB_PATH: 'add_path', GITHUB_STATE: 'save_state' } as const;
+const FILE_COMMANDS = {
+  GITHUB_OUTPUT: 'set_output',
+  GITHUB_STEP_SUMMARY: 'step_summary',
+  GITHUB_ENV: 'set_env',
+  GITHUB_PATH: 'add_path',
+  GITHUB_STATE: 'save_state',
+} as const;
 type FileCommands = Record<keyof typeof FILE_COMMANDS, string>;
 const SUMMARY_LIMIT = 1024 * 1024;
 
@@ -387,7 +442,15 @@ function contextsFor(state: JobState, scope: StepScope, extra: { env?: Record<st
     needs: state.needs,
     steps: scope.steps,
     env: { ...state.env, ...scope.env, ...extra.env },
-    runner: { os: 'Linux', arch: arch(), name: 'gha-player', temp: state.runnerTemp, tool_cache: path.join(state.runnerTemp, '_tool'), environment: 'self-hosted', debug: state.log.debug ? '1' : '' },
+    runner: {
+      os: 'Linux',
+      arch: arch(),
+      name: 'gha-player',
+      temp: state.runnerTemp,
+      tool_cache: path.join(state.runnerTemp, '_tool'),
+      environment: 'self-hosted',
+      debug: state.log.debug ? '1' : '',
+    },
     job: { status: extra.status ?? jobStatusNow(state, scope), container: {}, services: {} },
     secrets: run.secrets,
     strategy: state.strategy,
@@ -439,7 +502,16 @@ interface ProcessEnd {
 }
 
 /** Runs one process of a step in its own process group, its output through the step's log. */
-async function runProcess(state: JobState, info: StepInfo, slog: StepLog, file: string, args: string[], cwd: string, env: Record<string, string>, timeoutMs: number | undefined): Promise<ProcessEnd> {
+async function runProcess(
+  state: JobState,
+  info: StepInfo,
+  slog: StepLog,
+  file: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string>,
+  timeoutMs: number | undefined,
+): Promise<ProcessEnd> {
   const child = spawn(file, args, { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let ended: ProcessEnd['ended'];
   const pid = child.pid;
@@ -454,7 +526,10 @@ async function runProcess(state: JobState, info: StepInfo, slog: StepLog, file: 
     if (ended) return;
     ended = why;
     killGroup(pid, 'SIGINT');
-    timers.push(setTimeout(() => killGroup(pid, 'SIGTERM'), 7500), setTimeout(() => killGroup(pid, 'SIGKILL'), 10_000));
+    timers.push(
+      setTimeout(() => killGroup(pid, 'SIGTERM'), 7500),
+      setTimeout(() => killGroup(pid, 'SIGKILL'), 10_000),
+    );
   };
   state.interrupt = interrupt;
   if (timeoutMs !== undefined) timers.push(setTimeout(() => interrupt('timeout'), timeoutMs));
@@ -505,7 +580,9 @@ function newFileCommands(state: JobState): FileCommands {
   const dir = path.join(state.runnerTemp, '_runner_file_commands');
   mkdirSync(dir, { recursive: true });
   const id = randomUUID();
-  const files = Object.fromEntries(Object.entries(FILE_COMMANDS).map(([k, prefix]) => [k, path.join(dir, `${prefix}_${id}`)])) as FileCommands;
+  const files = Object.fromEntries(
+    Object.entries(FILE_COMMANDS).map(([k, prefix]) => [k, path.join(dir, `${prefix}_${id}`)]),
+  ) as FileCommands;
   for (const f of Object.values(files)) writeFileSync(f, '');
   return files;
 }
@@ -516,7 +593,11 @@ function readFileCommands(state: JobState, slog: StepLog, files: FileCommands): 
   const outputs: Record<string, string> = { ...slog.commandOutputs };
   for (const [k, v] of parseFileCommand(readFileSync(files.GITHUB_OUTPUT, 'utf8'), 'GITHUB_OUTPUT')) outputs[k] = v;
   for (const [k, v] of parseFileCommand(readFileSync(files.GITHUB_ENV, 'utf8'), 'GITHUB_ENV')) state.env[k] = v;
-  for (const p of readFileSync(files.GITHUB_PATH, 'utf8').split('\n').map((l) => l.trim()).filter(Boolean)) state.pathAdded.unshift(p);
+  for (const p of readFileSync(files.GITHUB_PATH, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean))
+    state.pathAdded.unshift(p);
   const size = statSync(files.GITHUB_STEP_SUMMARY).size;
   if (size > SUMMARY_LIMIT) {
     slog.annotate('error', `$GITHUB_STEP_SUMMARY upload aborted, supports content up to a size of 1024k, got ${Math.ceil(size / 1024)}k.`);
@@ -527,7 +608,13 @@ function readFileCommands(state: JobState, slog: StepLog, files: FileCommands): 
 }
 
 /** The environment of a step's process: the machine's, the env context, the step's, then the runner's own. */
-function processEnv(state: JobState, scope: StepScope, stepEnv: Record<string, string>, files: FileCommands, stepId: string): Record<string, string> {
+function processEnv(
+  state: JobState,
+  scope: StepScope,
+  stepEnv: Record<string, string>,
+  files: FileCommands,
+  stepId: string,
+): Record<string, string> {
   const machine = machineEnv(state.common.env);
   const env: Record<string, string> = { ...machine, CI: 'true', ...state.env, ...scope.env, ...stepEnv };
   const g = state.run.github;
@@ -581,7 +668,8 @@ function shellCommand(shell: string | undefined, script: string): string[] {
   if (shell === undefined) return [existsSync('/bin/bash') || existsSync('/usr/bin/bash') ? 'bash' : 'sh', '-e', script];
   const known = SHELLS[shell];
   const template = known ? known.template : shell.trim().split(/\s+/);
-  if (!template.some((a) => a.includes('{0}'))) throw new Error(`Invalid shell option. Shell path with args must contain a '{0}' placeholder: '${shell}'`);
+  if (!template.some((a) => a.includes('{0}')))
+    throw new Error(`Invalid shell option. Shell path with args must contain a '{0}' placeholder: '${shell}'`);
   return template.map((a) => a.replace('{0}', script));
 }
 
@@ -597,14 +685,25 @@ function header(slog: StepLog, title: string, body: string[], env: Record<string
 }
 
 function autoId(def: Dict, used: Set<string>): string {
-  const base = def.run !== undefined ? '__run' : `__${String(def.uses ?? 'step').replace(/@.*/, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '')}`;
+  const base =
+    def.run !== undefined
+      ? '__run'
+      : `__${String(def.uses ?? 'step')
+          .replace(/@.*/, '')
+          .replace(/[^A-Za-z0-9]+/g, '_')
+          .replace(/^_+|_+$/g, '')}`;
   let id = base;
   for (let n = 2; used.has(id); n++) id = `${base}_${n}`;
   return id;
 }
 
 function firstLine(text: string): string {
-  return text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  return (
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? ''
+  );
 }
 
 interface ActionDef {
@@ -615,7 +714,10 @@ interface ActionDef {
 
 function loadAction(dir: string, label: string): ActionDef {
   const file = ['action.yml', 'action.yaml'].map((f) => path.join(dir, f)).find((f) => existsSync(f));
-  if (!file) throw new Error(`Can't find 'action.yml', 'action.yaml' or 'Dockerfile' under '${dir}'. Did you forget to run actions/checkout before running your local action?`);
+  if (!file)
+    throw new Error(
+      `Can't find 'action.yml', 'action.yaml' or 'Dockerfile' under '${dir}'. Did you forget to run actions/checkout before running your local action?`,
+    );
   return { dir, doc: parseYaml(readFileSync(file, 'utf8')) as Dict, label };
 }
 
@@ -636,7 +738,9 @@ function resolveUses(state: JobState, uses: string): { standIn: StandIn; ref: st
   if (folder) return { action: loadAction(path.join(folder, ...rest), `${uses} (played from ${path.join(folder, ...rest)})`) };
   const def = defaultStandIns[name];
   if (def) return { standIn: def, ref };
-  throw new Error(`[player] unknown action '${uses}': no stand-in for '${name}' and no folder for '${repoKey}'; declare one in the player's actions or repos`);
+  throw new Error(
+    `[player] unknown action '${uses}': no stand-in for '${name}' and no folder for '${repoKey}'; declare one in the player's actions or repos`,
+  );
 }
 
 async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promise<StepResult[]> {
@@ -647,7 +751,10 @@ async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promis
     const id = typeof def.id === 'string' ? def.id : autoId(def, used);
     used.add(id);
     const where = `${scope.where}[${i}]`;
-    const name = def.name !== undefined ? safeString(def.name, state, scope, `${where}.name`) : `Run ${def.run !== undefined ? firstLine(String(def.run)) : String(def.uses)}`;
+    const name =
+      def.name !== undefined
+        ? safeString(def.name, state, scope, `${where}.name`)
+        : `Run ${def.run !== undefined ? firstLine(String(def.run)) : String(def.uses)}`;
     const slog = state.log.step(id, scope.parentLog);
     let run = false;
     let result: StepResult;
@@ -655,7 +762,16 @@ async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promis
       run = evaluateIf(def.if, scopeFor(state, scope, `${where}.if`));
     } catch (e) {
       slog.annotate('error', (e as Error).message);
-      result = { id, name, kind: def.run !== undefined ? 'run' : 'uses', outcome: 'failure', conclusion: 'failure', exitCode: null, outputs: {}, log: '' };
+      result = {
+        id,
+        name,
+        kind: def.run !== undefined ? 'run' : 'uses',
+        outcome: 'failure',
+        conclusion: 'failure',
+        exitCode: null,
+        outputs: {},
+        log: '',
+      };
       scope.failed = true;
       scope.steps[id] = { outputs: {}, outcome: 'failure', conclusion: 'failure' };
       results.push({ ...result, log: slog.lines.join('\n') });
@@ -663,7 +779,16 @@ async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promis
     }
     if (!run) {
       scope.steps[id] = { outputs: {}, outcome: 'skipped', conclusion: 'skipped' };
-      results.push({ id, name, kind: def.run !== undefined ? 'run' : 'uses', outcome: 'skipped', conclusion: 'skipped', exitCode: null, outputs: {}, log: '' });
+      results.push({
+        id,
+        name,
+        kind: def.run !== undefined ? 'run' : 'uses',
+        outcome: 'skipped',
+        conclusion: 'skipped',
+        exitCode: null,
+        outputs: {},
+        log: '',
+      });
       continue;
     }
     result = await runStep(state, scope, def, id, name, where, slog);
@@ -696,7 +821,15 @@ function safeString(value: unknown, state: JobState, scope: StepScope, where: st
 }
 
 /** Plays one step that its `if:` let run. */
-async function runStep(state: JobState, scope: StepScope, def: Dict, id: string, name: string, where: string, slog: StepLog): Promise<StepResult> {
+async function runStep(
+  state: JobState,
+  scope: StepScope,
+  def: Dict,
+  id: string,
+  name: string,
+  where: string,
+  slog: StepLog,
+): Promise<StepResult> {
   const base = { id, name, exitCode: null as number | null, outputs: {} as Record<string, string>, log: '' };
   const fail = (kind: StepResult['kind'], message: string, exitCode: number | null = null): StepResult => {
     slog.annotate('error', message);
@@ -707,9 +840,12 @@ async function runStep(state: JobState, scope: StepScope, def: Dict, id: string,
   let files: FileCommands;
   let timeoutMs: number | undefined;
   try {
-    stepEnv = Object.fromEntries(Object.entries((def.env ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, scopeFor(state, scope, `${where}.env.${k}`))]));
+    stepEnv = Object.fromEntries(
+      Object.entries((def.env ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, scopeFor(state, scope, `${where}.env.${k}`))]),
+    );
     files = newFileCommands(state);
-    if (def['timeout-minutes'] !== undefined) timeoutMs = Number(evaluateValue(def['timeout-minutes'], scopeFor(state, scope, `${where}.timeout-minutes`))) * 60_000;
+    if (def['timeout-minutes'] !== undefined)
+      timeoutMs = Number(evaluateValue(def['timeout-minutes'], scopeFor(state, scope, `${where}.timeout-minutes`))) * 60_000;
   } catch (e) {
     return fail(def.run !== undefined ? 'run' : 'uses', (e as Error).message);
   }
@@ -721,9 +857,23 @@ async function runStep(state: JobState, scope: StepScope, def: Dict, id: string,
     slog.write(`[player] step '${id}' is replaced by the test's substitute`);
     slog.write('##[endgroup]');
     try {
-      const withValues = Object.fromEntries(Object.entries((def.with ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...evalScope, where: `${where}.with.${k}` })]));
+      const withValues = Object.fromEntries(
+        Object.entries((def.with ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...evalScope, where: `${where}.with.${k}` })]),
+      );
       const runText = def.run !== undefined ? evaluateString(def.run, { ...evalScope, where: `${where}.run` }) : undefined;
-      await replace({ jobId: state.jobId, stepId: id, matrix: state.matrix, workspace: state.workspace, runnerTemp: state.runnerTemp, artifactsDir: state.common.artifactsDir, with: withValues, run: runText, env: processEnv(state, scope, stepEnv, files, id), log: (l) => slog.write(l), setOutput: (k, v) => (outputs[k] = v) });
+      await replace({
+        jobId: state.jobId,
+        stepId: id,
+        matrix: state.matrix,
+        workspace: state.workspace,
+        runnerTemp: state.runnerTemp,
+        artifactsDir: state.common.artifactsDir,
+        with: withValues,
+        run: runText,
+        env: processEnv(state, scope, stepEnv, files, id),
+        log: (l) => slog.write(l),
+        setOutput: (k, v) => (outputs[k] = v),
+      });
       Object.assign(outputs, readFileCommands(state, slog, files));
     } catch (e) {
       return fail('replaced', (e as Error).message);
@@ -736,7 +886,9 @@ async function runStep(state: JobState, scope: StepScope, def: Dict, id: string,
   let withValues: Record<string, string>;
   try {
     target = resolveUses(state, def.uses);
-    withValues = Object.fromEntries(Object.entries((def.with ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...evalScope, where: `${where}.with.${k}` })]));
+    withValues = Object.fromEntries(
+      Object.entries((def.with ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...evalScope, where: `${where}.with.${k}` })]),
+    );
   } catch (e) {
     header(slog, String(def.uses), [], {});
     return fail('uses', (e as Error).message);
@@ -774,10 +926,20 @@ type Fail = (kind: StepResult['kind'], message: string, exitCode?: number | null
 type Base = Pick<StepResult, 'id' | 'name' | 'exitCode' | 'outputs' | 'log'>;
 
 /** The step's outcome from how its process ended (the annotations GitHub adds included). */
-function ended(state: JobState, slog: StepLog, name: string, end: ProcessEnd, timeoutMs: number | undefined, exitAnnotation: boolean): StepOutcome {
+function ended(
+  state: JobState,
+  slog: StepLog,
+  name: string,
+  end: ProcessEnd,
+  timeoutMs: number | undefined,
+  exitAnnotation: boolean,
+): StepOutcome {
   if (end.ended === 'lost') {
     state.lost = true;
-    slog.annotate('error', 'The self-hosted runner: gha-player lost communication with the server. Verify the machine is running and has a healthy network connection. [player: the step\'s process tree was killed]');
+    slog.annotate(
+      'error',
+      "The self-hosted runner: gha-player lost communication with the server. Verify the machine is running and has a healthy network connection. [player: the step's process tree was killed]",
+    );
     return 'failure';
   }
   if (end.ended === 'cancel') return 'cancelled';
@@ -792,25 +954,60 @@ function ended(state: JobState, slog: StepLog, name: string, end: ProcessEnd, ti
   return 'success';
 }
 
-async function runScript(state: JobState, scope: StepScope, def: Dict, base: Base, info: StepInfo, where: string, slog: StepLog, stepEnv: Record<string, string>, files: FileCommands, timeoutMs: number | undefined, evalScope: EvalScope, fail: Fail): Promise<StepResult> {
+async function runScript(
+  state: JobState,
+  scope: StepScope,
+  def: Dict,
+  base: Base,
+  info: StepInfo,
+  where: string,
+  slog: StepLog,
+  stepEnv: Record<string, string>,
+  files: FileCommands,
+  timeoutMs: number | undefined,
+  evalScope: EvalScope,
+  fail: Fail,
+): Promise<StepResult> {
   let script: string;
   let argv: string[];
   let cwd: string;
   const shell = (def.shell as string | undefined) ?? (scope.composite ? undefined : state.defaults.shell);
   try {
-    if (scope.composite && def.shell === undefined) throw new Error(`${where}: Required property is missing: shell (a composite action's run steps name their shell)`);
+    if (scope.composite && def.shell === undefined)
+      throw new Error(`${where}: Required property is missing: shell (a composite action's run steps name their shell)`);
     script = evaluateString(def.run, { ...evalScope, where: `${where}.run` });
     const dir = (def['working-directory'] as string | undefined) ?? (scope.composite ? undefined : state.defaults['working-directory']);
-    cwd = dir === undefined ? state.workspace : path.resolve(state.workspace, evaluateString(dir, { ...evalScope, where: `${where}.working-directory` }));
+    cwd =
+      dir === undefined
+        ? state.workspace
+        : path.resolve(state.workspace, evaluateString(dir, { ...evalScope, where: `${where}.working-directory` }));
     const scriptFile = path.join(state.runnerTemp, `${randomUUID()}${SHELLS[shell ?? 'bash']?.ext ?? ''}`);
     writeFileSync(scriptFile, script);
     argv = shellCommand(shell, scriptFile);
   } catch (e) {
     return fail('run', (e as Error).message);
   }
-  header(slog, firstLine(script), [...script.replace(/\n$/, '').split('\n'), `shell: ${shell === undefined ? '/usr/bin/bash -e {0}' : (SHELLS[shell]?.template.join(' ') ?? shell)}`], { ...state.env, ...scope.env, ...stepEnv });
-  if (!existsSync(cwd)) return fail('run', `An error occurred trying to start process '${argv[0]}' with working directory '${cwd}'. No such file or directory`);
-  const end = await runProcess(state, info, slog, argv[0]!, argv.slice(1), cwd, processEnv(state, scope, stepEnv, files, base.id), timeoutMs);
+  header(
+    slog,
+    firstLine(script),
+    [
+      ...script.replace(/\n$/, '').split('\n'),
+      `shell: ${shell === undefined ? '/usr/bin/bash -e {0}' : (SHELLS[shell]?.template.join(' ') ?? shell)}`,
+    ],
+    { ...state.env, ...scope.env, ...stepEnv },
+  );
+  if (!existsSync(cwd))
+    return fail('run', `An error occurred trying to start process '${argv[0]}' with working directory '${cwd}'. No such file or directory`);
+  const end = await runProcess(
+    state,
+    info,
+    slog,
+    argv[0]!,
+    argv.slice(1),
+    cwd,
+    processEnv(state, scope, stepEnv, files, base.id),
+    timeoutMs,
+  );
   const outcome = ended(state, slog, base.name, end, timeoutMs, true);
   if (state.lost) return { ...base, kind: 'run', exitCode: end.exitCode, outcome, conclusion: outcome };
   let outputs: Record<string, string> = {};
@@ -826,15 +1023,34 @@ async function runScript(state: JobState, scope: StepScope, def: Dict, base: Bas
 function actionInputs(action: ActionDef, withValues: Record<string, string>, evalScope: EvalScope, slog: StepLog): Record<string, string> {
   const declared = (action.doc.inputs ?? {}) as Record<string, Dict | null>;
   const unexpected = Object.keys(withValues).filter((k) => !Object.keys(declared).some((d) => d.toLowerCase() === k.toLowerCase()));
-  if (unexpected.length) slog.annotate('warning', `Unexpected input(s) '${unexpected.join("', '")}', valid inputs are ['${Object.keys(declared).join("', '")}']`);
+  if (unexpected.length)
+    slog.annotate(
+      'warning',
+      `Unexpected input(s) '${unexpected.join("', '")}', valid inputs are ['${Object.keys(declared).join("', '")}']`,
+    );
   const inputs: Record<string, string> = { ...withValues };
   for (const [name, spec] of Object.entries(declared)) {
-    if (inputs[name] === undefined && spec?.default !== undefined) inputs[name] = evaluateString(spec.default, { ...evalScope, where: `${action.label}: inputs.${name}.default` });
+    if (inputs[name] === undefined && spec?.default !== undefined)
+      inputs[name] = evaluateString(spec.default, { ...evalScope, where: `${action.label}: inputs.${name}.default` });
   }
   return inputs;
 }
 
-async function runAction(state: JobState, scope: StepScope, action: ActionDef, base: Base, info: StepInfo, where: string, slog: StepLog, stepEnv: Record<string, string>, files: FileCommands, timeoutMs: number | undefined, withValues: Record<string, string>, evalScope: EvalScope, fail: Fail): Promise<StepResult> {
+async function runAction(
+  state: JobState,
+  scope: StepScope,
+  action: ActionDef,
+  base: Base,
+  info: StepInfo,
+  where: string,
+  slog: StepLog,
+  stepEnv: Record<string, string>,
+  files: FileCommands,
+  timeoutMs: number | undefined,
+  withValues: Record<string, string>,
+  evalScope: EvalScope,
+  fail: Fail,
+): Promise<StepResult> {
   const runs = (action.doc.runs ?? {}) as Dict;
   const using = String(runs.using ?? '');
   let inputs: Record<string, string>;
@@ -862,14 +1078,28 @@ async function runAction(state: JobState, scope: StepScope, action: ActionDef, b
   }
   if (using === 'composite') {
     // The composite's own steps context and status; it sees the calling step's env.
-    const inner: StepScope = { steps: {}, failed: false, inputs, env: { ...scope.env, ...stepEnv }, actionPath: action.dir, composite: true, where: `${action.label}: runs.steps`, parentLog: slog };
+    const inner: StepScope = {
+      steps: {},
+      failed: false,
+      inputs,
+      env: { ...scope.env, ...stepEnv },
+      actionPath: action.dir,
+      composite: true,
+      where: `${action.label}: runs.steps`,
+      parentLog: slog,
+    };
     const steps = await runSteps(state, inner, (runs.steps ?? []) as Dict[]);
     const outcome: StepOutcome = inner.failed || state.lost ? 'failure' : state.cancelled ? 'cancelled' : 'success';
     const outputs: Record<string, string> = {};
     if (!state.lost) {
       for (const [k, spec] of Object.entries((action.doc.outputs ?? {}) as Record<string, Dict>)) {
         try {
-          outputs[k] = evaluateString(spec?.value, { contexts: contextsFor(state, inner), status: stepStatus(state, inner), workspace: state.workspace, where: `${action.label}: outputs.${k}.value` });
+          outputs[k] = evaluateString(spec?.value, {
+            contexts: contextsFor(state, inner),
+            status: stepStatus(state, inner),
+            workspace: state.workspace,
+            where: `${action.label}: outputs.${k}.value`,
+          });
         } catch (e) {
           slog.annotate('error', (e as Error).message);
         }
@@ -887,22 +1117,30 @@ function runsOnLabels(value: unknown): string[] {
 }
 
 function evalEnvMap(map: unknown, scope: EvalScope): Record<string, string> {
-  return Object.fromEntries(Object.entries((map ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...scope, where: `${scope.where}.${k}` })]));
+  return Object.fromEntries(
+    Object.entries((map ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...scope, where: `${scope.where}.${k}` })]),
+  );
 }
 
 /** Plays one job (one matrix entry of it) of a run. */
-async function playJobIn(run: Run, jobId: string, leg: { matrix: Dict | null; index: number; total: number; needs: Record<string, NeedResult>; workspace: string; common: PlayCommon }): Promise<JobPlay> {
+async function playJobIn(
+  run: Run,
+  jobId: string,
+  leg: { matrix: Dict | null; index: number; total: number; needs: Record<string, NeedResult>; workspace: string; common: PlayCommon },
+): Promise<JobPlay> {
   const job = run.wf.jobs[jobId];
   if (!job) throw new Error(`${run.wf.file}: no job '${jobId}' (jobs: ${Object.keys(run.wf.jobs).join(', ')})`);
   const where = `${run.wf.file}: jobs.${jobId}`;
   if (job.services) throw new Error(`${where}: services are not played`);
-  if (job.container && leg.common.containers !== 'run-here') throw new Error(`${where}: a container job is not played (containers: 'run-here' plays its steps on this machine)`);
+  if (job.container && leg.common.containers !== 'run-here')
+    throw new Error(`${where}: a container job is not played (containers: 'run-here' plays its steps on this machine)`);
   if (job.uses) throw new Error(`${where}: a job that calls a reusable workflow is played by playWorkflow`);
   const common = leg.common;
   const debug = Boolean(common.debug) || run.secrets.ACTIONS_STEP_DEBUG === 'true' || run.vars.ACTIONS_STEP_DEBUG === 'true';
   const log = new JobLog(debug);
   for (const v of Object.values(run.secrets)) log.masker.add(v);
-  if (job.container) log.lines.push(`[player] container ${JSON.stringify(job.container)} is not played: the job's steps run on this machine`);
+  if (job.container)
+    log.lines.push(`[player] container ${JSON.stringify(job.container)} is not played: the job's steps run on this machine`);
   const strategyDef = (job.strategy ?? {}) as Dict;
   const runnerTemp = mkdtempSync(path.join(tmpdir(), 'cm-gha-runner-'));
   const state: JobState = {
@@ -911,7 +1149,12 @@ async function playJobIn(run: Run, jobId: string, leg: { matrix: Dict | null; in
     job,
     where,
     matrix: leg.matrix,
-    strategy: { 'fail-fast': strategyDef['fail-fast'] !== false, 'job-index': leg.index, 'job-total': leg.total, 'max-parallel': strategyDef['max-parallel'] ?? leg.total },
+    strategy: {
+      'fail-fast': strategyDef['fail-fast'] !== false,
+      'job-index': leg.index,
+      'job-total': leg.total,
+      'max-parallel': strategyDef['max-parallel'] ?? leg.total,
+    },
     needs: leg.needs,
     common,
     workspace: path.resolve(leg.workspace),
@@ -923,10 +1166,17 @@ async function playJobIn(run: Run, jobId: string, leg: { matrix: Dict | null; in
     cancelled: false,
     lost: false,
     groups: new Set(),
-    defaults: { ...((run.wf.doc.defaults as Dict | undefined)?.run as Dict | undefined), ...((job.defaults as Dict | undefined)?.run as Dict | undefined) },
+    defaults: {
+      ...((run.wf.doc.defaults as Dict | undefined)?.run as Dict | undefined),
+      ...((job.defaults as Dict | undefined)?.run as Dict | undefined),
+    },
   };
   const scope: StepScope = { steps: {}, failed: false, inputs: run.inputs, env: {}, composite: false, where: `${where}.steps` };
-  const jobScope = (w: string): EvalScope => ({ contexts: contextsFor(state, scope), status: stepStatus(state, scope), where: `${where}.${w}` });
+  const jobScope = (w: string): EvalScope => ({
+    contexts: contextsFor(state, scope),
+    status: stepStatus(state, scope),
+    where: `${where}.${w}`,
+  });
   let name = jobId;
   let runsOn: string[] = [];
   let steps: StepResult[] = [];
@@ -943,11 +1193,25 @@ async function playJobIn(run: Run, jobId: string, leg: { matrix: Dict | null; in
     mkdirSync(path.join(runnerTemp, '_github_workflow'), { recursive: true });
     writeFileSync(path.join(runnerTemp, '_github_workflow', 'event.json'), JSON.stringify(run.github.event ?? {}, null, 2));
     try {
-      state.env = { ...evalEnvMap(run.wf.doc.env, { ...jobScope('env'), where: `${run.wf.file}: env` }), ...evalEnvMap(job.env, jobScope('env')) };
+      state.env = {
+        ...evalEnvMap(run.wf.doc.env, { ...jobScope('env'), where: `${run.wf.file}: env` }),
+        ...evalEnvMap(job.env, jobScope('env')),
+      };
       runsOn = runsOnLabels(evaluateValue(job['runs-on'], jobScope('runs-on')));
-      name = job.name !== undefined ? evaluateString(job.name, jobScope('name')) : leg.matrix && Object.keys(leg.matrix).length ? `${jobId} (${Object.values(leg.matrix).map((v) => (v && typeof v === 'object' ? JSON.stringify(v) : coerceString(v))).join(', ')})` : jobId;
-      const minutes = job['timeout-minutes'] !== undefined ? Number(evaluateValue(job['timeout-minutes'], jobScope('timeout-minutes'))) : 360;
-      jobTimer = setTimeout(() => cancel(`The job running on runner gha-player has exceeded the maximum execution time of ${minutes} minutes.`), minutes * 60_000);
+      name =
+        job.name !== undefined
+          ? evaluateString(job.name, jobScope('name'))
+          : leg.matrix && Object.keys(leg.matrix).length
+            ? `${jobId} (${Object.values(leg.matrix)
+                .map((v) => (v && typeof v === 'object' ? JSON.stringify(v) : coerceString(v)))
+                .join(', ')})`
+            : jobId;
+      const minutes =
+        job['timeout-minutes'] !== undefined ? Number(evaluateValue(job['timeout-minutes'], jobScope('timeout-minutes'))) : 360;
+      jobTimer = setTimeout(
+        () => cancel(`The job running on runner gha-player has exceeded the maximum execution time of ${minutes} minutes.`),
+        minutes * 60_000,
+      );
     } catch (e) {
       log.step('__job').annotate('error', (e as Error).message);
       scope.failed = true;
@@ -1020,7 +1284,8 @@ function needsOf(job: Dict): string[] {
 export function jobOrder(wf: Workflow): string[] {
   const ids = Object.keys(wf.jobs);
   for (const id of ids) {
-    for (const n of needsOf(wf.jobs[id]!)) if (!(n in wf.jobs)) throw new Error(`${wf.file}: jobs.${id}.needs names '${n}', which is not a job of the workflow`);
+    for (const n of needsOf(wf.jobs[id]!))
+      if (!(n in wf.jobs)) throw new Error(`${wf.file}: jobs.${id}.needs names '${n}', which is not a job of the workflow`);
   }
   const order: string[] = [];
   while (order.length < ids.length) {
@@ -1044,9 +1309,15 @@ export function matrixEntries(wfOrFile: Workflow | string, jobId: string, contex
 export function resolveWorkflowUses(uses: string, callerFile: string, repos: Record<string, string> = {}): string {
   if (uses.startsWith('./')) return path.resolve(path.dirname(callerFile), '..', '..', uses);
   const m = /^([^/@]+)\/([^/@]+)\/(.+)@(.+)$/.exec(uses);
-  if (!m) throw new Error(`${callerFile}: '${uses}' is not a reusable workflow reference ({owner}/{repo}/.github/workflows/{file}@{ref} or ./.github/workflows/{file})`);
+  if (!m)
+    throw new Error(
+      `${callerFile}: '${uses}' is not a reusable workflow reference ({owner}/{repo}/.github/workflows/{file}@{ref} or ./.github/workflows/{file})`,
+    );
   const dir = repos[`${m[1]}/${m[2]}`];
-  if (!dir) throw new Error(`${callerFile}: no local folder for '${m[1]}/${m[2]}' (the caller uses ${uses}); pass repos: { '${m[1]}/${m[2]}': <folder> }`);
+  if (!dir)
+    throw new Error(
+      `${callerFile}: no local folder for '${m[1]}/${m[2]}' (the caller uses ${uses}); pass repos: { '${m[1]}/${m[2]}': <folder> }`,
+    );
   return path.join(dir, m[3]!);
 }
 
@@ -1075,13 +1346,23 @@ function legResult(status: JobPlay['status'] | WorkflowPlay['result']): JobResul
   return status === 'killed' ? 'failure' : status;
 }
 
-async function playJobOutcome(run: Run, opts: PlayWorkflowOptions, jobId: string, results: Record<string, JobOutcome>, caller: string | undefined): Promise<JobOutcome> {
+async function playJobOutcome(
+  run: Run,
+  opts: PlayWorkflowOptions,
+  jobId: string,
+  results: Record<string, JobOutcome>,
+  caller: string | undefined,
+): Promise<JobOutcome> {
   const { wf } = run;
   const job = wf.jobs[jobId]!;
   const outcome: JobOutcome = { jobId, result: 'success', outputs: {}, matrixEntries: null, legs: [], calls: [] };
   const needs = Object.fromEntries(needsOf(job).map((n) => [n, { result: results[n]!.result, outputs: results[n]!.outputs }]));
   const above = [...ancestors(wf, jobId)].map((a) => results[a]!.result);
-  const status: Status = { success: above.every((r) => r === 'success'), failure: above.includes('failure'), cancelled: Boolean(opts.signal?.aborted) };
+  const status: Status = {
+    success: above.every((r) => r === 'success'),
+    failure: above.includes('failure'),
+    cancelled: Boolean(opts.signal?.aborted),
+  };
   const contexts: Contexts = { github: run.github, needs, inputs: run.inputs, vars: run.vars };
   const where = `${wf.file}: jobs.${jobId}`;
   try {
@@ -1128,21 +1409,47 @@ async function playJobOutcome(run: Run, opts: PlayWorkflowOptions, jobId: string
 }
 
 /** A job `uses:` a reusable workflow: its `with:` as the called workflow's inputs, secrets passed or inherited. */
-async function playCall(run: Run, opts: PlayWorkflowOptions, jobId: string, job: Dict, leg: { matrix: Dict | null; needs: Record<string, NeedResult>; common: PlayCommon }, info: LegInfo): Promise<WorkflowPlay> {
+async function playCall(
+  run: Run,
+  opts: PlayWorkflowOptions,
+  jobId: string,
+  job: Dict,
+  leg: { matrix: Dict | null; needs: Record<string, NeedResult>; common: PlayCommon },
+  info: LegInfo,
+): Promise<WorkflowPlay> {
   const where = `${run.wf.file}: jobs.${jobId}`;
-  const contexts: Contexts = { github: run.github, needs: leg.needs, inputs: run.inputs, vars: run.vars, matrix: leg.matrix ?? {}, secrets: run.secrets, strategy: { 'job-index': info.index, 'job-total': info.total } };
+  const contexts: Contexts = {
+    github: run.github,
+    needs: leg.needs,
+    inputs: run.inputs,
+    vars: run.vars,
+    matrix: leg.matrix ?? {},
+    secrets: run.secrets,
+    strategy: { 'job-index': info.index, 'job-total': info.total },
+  };
   const file = resolveWorkflowUses(String(job.uses), run.wf.file, leg.common.repos);
   const inputs = evaluateValue(job.with ?? {}, { contexts, where: `${where}.with` }) as Record<string, InputValue>;
   const secrets: Record<string, string> =
-    job.secrets === 'inherit' ? { ...run.secrets } : { ...(run.secrets.GITHUB_TOKEN !== undefined ? { GITHUB_TOKEN: run.secrets.GITHUB_TOKEN } : {}), ...evalEnvMap(job.secrets, { contexts, where: `${where}.secrets` }) };
+    job.secrets === 'inherit'
+      ? { ...run.secrets }
+      : {
+          ...(run.secrets.GITHUB_TOKEN !== undefined ? { GITHUB_TOKEN: run.secrets.GITHUB_TOKEN } : {}),
+          ...evalEnvMap(job.secrets, { contexts, where: `${where}.secrets` }),
+        };
   const called = loadWorkflow(file);
   for (const [name, spec] of Object.entries(((called.on.workflow_call?.secrets ?? {}) as Record<string, Dict | null>) ?? {})) {
-    if (spec?.required === true && secrets[name] === undefined) throw new Error(`${where}: Secret ${name} is required, but not provided while calling.`);
+    if (spec?.required === true && secrets[name] === undefined)
+      throw new Error(`${where}: Secret ${name} is required, but not provided while calling.`);
   }
   return playWorkflowIn(called, { ...opts, ...leg.common, event: 'workflow_call', inputs, secrets }, run.github, jobId);
 }
 
-async function playWorkflowIn(wf: Workflow, opts: PlayWorkflowOptions, callerGithub: Dict | undefined, caller: string | undefined): Promise<WorkflowPlay> {
+async function playWorkflowIn(
+  wf: Workflow,
+  opts: PlayWorkflowOptions,
+  callerGithub: Dict | undefined,
+  caller: string | undefined,
+): Promise<WorkflowPlay> {
   const run = makeRun(wf, opts, callerGithub);
   const results: Record<string, JobOutcome> = {};
   const order = jobOrder(wf);
@@ -1158,10 +1465,21 @@ async function playWorkflowIn(wf: Workflow, opts: PlayWorkflowOptions, callerGit
   if (run.event === 'workflow_call') {
     const jobs = Object.fromEntries(Object.entries(results).map(([k, r]) => [k, { result: r.result, outputs: r.outputs }]));
     for (const [k, spec] of Object.entries((wf.on.workflow_call?.outputs ?? {}) as Record<string, Dict>)) {
-      outputs[k] = evaluateString(spec?.value, { contexts: { github: run.github, inputs: run.inputs, vars: run.vars, jobs }, where: `${wf.file}: on.workflow_call.outputs.${k}.value` });
+      outputs[k] = evaluateString(spec?.value, {
+        contexts: { github: run.github, inputs: run.inputs, vars: run.vars, jobs },
+        where: `${wf.file}: on.workflow_call.outputs.${k}.value`,
+      });
     }
   }
-  return { file: wf.file, event: run.event, inputs: run.inputs, jobs: results, order, result: all.includes('failure') ? 'failure' : all.includes('cancelled') ? 'cancelled' : 'success', outputs };
+  return {
+    file: wf.file,
+    event: run.event,
+    inputs: run.inputs,
+    jobs: results,
+    order,
+    result: all.includes('failure') ? 'failure' : all.includes('cancelled') ? 'cancelled' : 'success',
+    outputs,
+  };
 }
 
 /**

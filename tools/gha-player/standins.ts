@@ -56,7 +56,11 @@ function insideOf(root: string, target: string): boolean {
 /** The files of a repository as a checkout has them: git's tracked and unignored files, else all. */
 function repositoryFiles(dir: string): string[] | undefined {
   try {
-    const out = execFileSync('git', ['-C', dir, 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 << 20 });
+    const out = execFileSync('git', ['-C', dir, 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+      maxBuffer: 64 << 20,
+    });
     return out.split('\0').filter((f) => f !== '' && existsSync(path.join(dir, f)));
   } catch {
     return undefined;
@@ -73,7 +77,10 @@ const checkout: StandIn = (ctx) => {
     return;
   }
   const src = ctx.repos[repository];
-  if (!src) throw new Error(`[player] actions/checkout stand-in: no local folder for repository '${repository}'; pass repos: { '${repository}': <folder> } to the player`);
+  if (!src)
+    throw new Error(
+      `[player] actions/checkout stand-in: no local folder for repository '${repository}'; pass repos: { '${repository}': <folder> } to the player`,
+    );
   if (ctx.with.ref) ctx.log(`[player] ref '${ctx.with.ref}' is not checked out: the folder's files are copied as they are`);
   mkdirSync(dest, { recursive: true });
   const files = repositoryFiles(src);
@@ -82,12 +89,16 @@ const checkout: StandIn = (ctx) => {
   } else {
     cpSync(src, dest, { recursive: true, verbatimSymlinks: true });
   }
-  ctx.log(`[player] actions/checkout@${ctx.ref} is a stand-in: copied ${files ? `${files.length} files` : 'the folder'} of ${repository} from ${src} to ${dest}`);
+  ctx.log(
+    `[player] actions/checkout@${ctx.ref} is a stand-in: copied ${files ? `${files.length} files` : 'the folder'} of ${repository} from ${src} to ${dest}`,
+  );
   ctx.setOutput('ref', ctx.with.ref ?? '');
 };
 
 const setupNode: StandIn = (ctx) => {
-  ctx.log(`[player] actions/setup-node@${ctx.ref} is a stand-in: this machine's node ${process.version} is used${ctx.with['node-version'] ? ` (node-version '${ctx.with['node-version']}' asked)` : ''}`);
+  ctx.log(
+    `[player] actions/setup-node@${ctx.ref} is a stand-in: this machine's node ${process.version} is used${ctx.with['node-version'] ? ` (node-version '${ctx.with['node-version']}' asked)` : ''}`,
+  );
   ctx.setOutput('node-version', process.version);
 };
 
@@ -95,19 +106,26 @@ const INVALID_NAME_CHARS = ['"', ':', '<', '>', '|', '*', '?', '\r', '\n', '\\',
 
 function checkArtifactName(name: string): void {
   const bad = INVALID_NAME_CHARS.filter((c) => name.includes(c));
-  if (bad.length) throw new Error(`The artifact name is not valid: ${name}. Contains the following character: ${bad.map((c) => JSON.stringify(c)).join(', ')}`);
+  if (bad.length)
+    throw new Error(
+      `The artifact name is not valid: ${name}. Contains the following character: ${bad.map((c) => JSON.stringify(c)).join(', ')}`,
+    );
 }
 
 function refuseOldArtifactAction(ctx: StandInContext, action: string): void {
   if (!majorAtLeast(ctx.ref, 4)) {
-    throw new Error(`This request has been automatically failed because it uses a deprecated version of \`${action}: ${ctx.ref}\`. (the stand-in plays v4 and later)`);
+    throw new Error(
+      `This request has been automatically failed because it uses a deprecated version of \`${action}: ${ctx.ref}\`. (the stand-in plays v4 and later)`,
+    );
   }
 }
 
 function allFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   if (statSync(dir).isFile()) return [dir];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? allFiles(path.join(dir, e.name)) : e.isFile() ? [path.join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? allFiles(path.join(dir, e.name)) : e.isFile() ? [path.join(dir, e.name)] : [],
+  );
 }
 
 const GLOB = /[*?[\]{}]/;
@@ -134,10 +152,14 @@ const uploadArtifact: StandIn = (ctx) => {
   refuseOldArtifactAction(ctx, 'actions/upload-artifact');
   const name = ctx.with.name || 'artifact';
   checkArtifactName(name);
-  const lines = (ctx.with.path ?? '').split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = (ctx.with.path ?? '')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (lines.length === 0) throw new Error('Input required and not supplied: path');
   const ifNone = ctx.with['if-no-files-found'] || 'warn';
-  if (!['warn', 'error', 'ignore'].includes(ifNone)) throw new Error(`Unrecognized if-no-files-found input. Provided: ${ifNone}. Available options: warn, error, ignore`);
+  if (!['warn', 'error', 'ignore'].includes(ifNone))
+    throw new Error(`Unrecognized if-no-files-found input. Provided: ${ifNone}. Available options: warn, error, ignore`);
   const resolve = (p: string) => path.resolve(ctx.workspace, p.replace(/^~(?=\/|$)/, process.env.HOME ?? '~'));
   const includes = lines.filter((l) => !l.startsWith('!')).map(resolve);
   const excludes = lines.filter((l) => l.startsWith('!')).map((l) => picomatch(resolve(l.slice(1)), { dot: true }));
@@ -169,19 +191,24 @@ const uploadArtifact: StandIn = (ctx) => {
   try {
     mkdirSync(dest); // the claim on the name: fails if another job of the run took it
   } catch {
-    throw new Error('Failed to CreateArtifact: Received non-retryable error: Failed request: (409) Conflict: an artifact with this name already exists on the workflow run');
+    throw new Error(
+      'Failed to CreateArtifact: Received non-retryable error: Failed request: (409) Conflict: an artifact with this name already exists on the workflow run',
+    );
   }
   for (const f of files) cpSync(f, path.join(dest, path.relative(root, f)));
   const id = readdirSync(ctx.artifactsDir).length;
   ctx.log(`[player] actions/upload-artifact@${ctx.ref} is a stand-in: ${files.length} file(s) from ${root} copied to ${dest}`);
-  ctx.log(`Artifact ${name} has been successfully uploaded! Final size is ${files.reduce((n, f) => n + statSync(f).size, 0)} bytes. Artifact ID is ${id}`);
+  ctx.log(
+    `Artifact ${name} has been successfully uploaded! Final size is ${files.reduce((n, f) => n + statSync(f).size, 0)} bytes. Artifact ID is ${id}`,
+  );
   ctx.setOutput('artifact-id', String(id));
   ctx.setOutput('artifact-url', `file://${dest}`);
 };
 
 const downloadArtifact: StandIn = (ctx) => {
   refuseOldArtifactAction(ctx, 'actions/download-artifact');
-  if (ctx.with['run-id']) throw new Error(`[player] actions/download-artifact stand-in: artifacts of another run (run-id ${ctx.with['run-id']}) are not played`);
+  if (ctx.with['run-id'])
+    throw new Error(`[player] actions/download-artifact stand-in: artifacts of another run (run-id ${ctx.with['run-id']}) are not played`);
   const dest = path.resolve(ctx.workspace, (ctx.with.path || '.').replace(/^~(?=\/|$)/, process.env.HOME ?? '~'));
   const available = existsSync(ctx.artifactsDir) ? readdirSync(ctx.artifactsDir).sort() : [];
   const name = ctx.with.name;
@@ -195,7 +222,9 @@ const downloadArtifact: StandIn = (ctx) => {
     const matches = available.filter((a) => isMatch(a));
     const merge = ctx.with['merge-multiple'] === 'true';
     for (const a of matches) cpSync(path.join(ctx.artifactsDir, a), merge ? dest : path.join(dest, a), { recursive: true });
-    ctx.log(`[player] actions/download-artifact@${ctx.ref} is a stand-in: ${matches.length} artifact(s) ${pattern ? `matching '${pattern}' ` : ''}copied to ${dest}${merge ? ' (merged)' : ''}: ${matches.join(', ')}`);
+    ctx.log(
+      `[player] actions/download-artifact@${ctx.ref} is a stand-in: ${matches.length} artifact(s) ${pattern ? `matching '${pattern}' ` : ''}copied to ${dest}${merge ? ' (merged)' : ''}: ${matches.join(', ')}`,
+    );
     ctx.log(`Total of ${matches.length} artifact(s) downloaded`);
   }
   ctx.setOutput('download-path', dest);

@@ -40,7 +40,11 @@ export function evidenceOf(v: Verdict): Line[] {
     const keys = varying.length ? varying : Object.keys(all[0]?.attrs ?? {}).filter((k) => !where.includes(k));
     const shown = e.outside.slice(0, 5).map((s) => sampleText(s, keys));
     lines.push(['outside', `${shown.join(', ')}${e.outside.length > shown.length ? ` and ${e.outside.length - shown.length} more` : ''}`]);
-    if (e.within.length) lines.push(['within', `${rangeText(e.within)} (${e.within.length} of ${all.length}${keys.length ? `: ${pointsText(e.within, keys)}` : ''})`]);
+    if (e.within.length)
+      lines.push([
+        'within',
+        `${rangeText(e.within)} (${e.within.length} of ${all.length}${keys.length ? `: ${pointsText(e.within, keys)}` : ''})`,
+      ]);
   } else if (e?.kind === 'fact') {
     lines.push(['observed', v.actual]);
     if (e.summary) lines.push(['evidence', e.summary.length > 240 ? `${e.summary.slice(0, 239)}…` : e.summary]);

@@ -9,7 +9,11 @@ import type { TargetResult } from '../../verdicts.ts';
 
 /** A target worth listing among many: unreachable, a cell that failed or was cancelled, or an expectation not met. */
 export function hasProblem(t: TargetResult): boolean {
-  return Boolean(t.error) || t.cells.some((x) => x.planned && x.status !== 'passed' && x.status !== 'skipped' && x.status !== 'not-run') || t.verdicts.some((v) => v.status === 'failed' || v.status === 'error');
+  return (
+    Boolean(t.error) ||
+    t.cells.some((x) => x.planned && x.status !== 'passed' && x.status !== 'skipped' && x.status !== 'not-run') ||
+    t.verdicts.some((v) => v.status === 'failed' || v.status === 'error')
+  );
 }
 
 export function summaryTable(targets: TargetResult[]): string {

@@ -20,7 +20,11 @@ export function systemLines(t: TargetResult): [string, string][] {
   };
   const lines: [string, string][] = [];
   const env = s('environment');
-  if (env) lines.push(['environment', `${env}${records.get('environment')?.source ? ` (${records.get('environment')!.source})` : ''}${t.declaredEnvironment !== 'auto' ? `, declared ${t.declaredEnvironment}` : ''}`]);
+  if (env)
+    lines.push([
+      'environment',
+      `${env}${records.get('environment')?.source ? ` (${records.get('environment')!.source})` : ''}${t.declaredEnvironment !== 'auto' ? `, declared ${t.declaredEnvironment}` : ''}`,
+    ]);
   const os = [
     s('os_name') ?? s('os_family'),
     s('os_build') && `build ${s('os_build')}`,
@@ -33,13 +37,24 @@ export function systemLines(t: TargetResult): [string, string][] {
   const container = s('container');
   if (container || records.has('container')) {
     const runtime = s('container_runtime');
-    lines.push(['container', container ? `${container}${runtime ? `, GPU from the ${runtime} runtime` : records.get('container_runtime')?.reason ? ` (${records.get('container_runtime')!.reason})` : ''}` : 'none']);
+    lines.push([
+      'container',
+      container
+        ? `${container}${runtime ? `, GPU from the ${runtime} runtime` : records.get('container_runtime')?.reason ? ` (${records.get('container_runtime')!.reason})` : ''}`
+        : 'none',
+    ]);
   }
   const driver = s('driver_version');
   const cuda = s('cuda_driver_version');
   const runtime = s('cudart_version');
   if (driver || cuda || records.has('driver_found')) {
-    const parts = val('driver_found') === false && !driver ? ['none found'] : [driver ?? (records.get('driver_version')?.reason ? `version unknown (${records.get('driver_version')!.reason})` : 'version unknown')];
+    const parts =
+      val('driver_found') === false && !driver
+        ? ['none found']
+        : [
+            driver ??
+              (records.get('driver_version')?.reason ? `version unknown (${records.get('driver_version')!.reason})` : 'version unknown'),
+          ];
     if (cuda) parts.push(`CUDA ${cuda}`);
     if (runtime) parts.push(`runtime ${runtime}${s('cudart_library') ? ` (${s('cudart_library')})` : ''}`);
     else if (val('cudart_found') === false) parts.push('no CUDA runtime library');
@@ -55,17 +70,24 @@ export function systemLines(t: TargetResult): [string, string][] {
   const mem = val('memory_total_bytes');
   if (typeof mem === 'number') lines.push(['memory', formatValue(mem, 'bytes')]);
   if (typeof val('pcie_gen_current') === 'number' || typeof val('pcie_gen_max') === 'number') {
-    lines.push(['PCIe', `gen${s('pcie_gen_current') ?? '?'} x${s('pcie_width_current') ?? '?'} now, gen${s('pcie_gen_max') ?? '?'} x${s('pcie_width_max') ?? '?'} max`]);
+    lines.push([
+      'PCIe',
+      `gen${s('pcie_gen_current') ?? '?'} x${s('pcie_width_current') ?? '?'} now, gen${s('pcie_gen_max') ?? '?'} x${s('pcie_width_max') ?? '?'} max`,
+    ]);
   }
   if (records.has('driver_model') || records.has('tcc_driver')) {
     const model = records.get('driver_model');
     const parts = [model?.value != null ? String(model.value) : model ? `null${model.reason ? ` (${model.reason})` : ''}` : undefined];
-    if (s('driver_model_pending') && s('driver_model_pending') !== s('driver_model')) parts.push(`${s('driver_model_pending')} after reboot`);
+    if (s('driver_model_pending') && s('driver_model_pending') !== s('driver_model'))
+      parts.push(`${s('driver_model_pending')} after reboot`);
     if (typeof val('tcc_driver') === 'boolean') parts.push(`TCC ${val('tcc_driver') ? 'on' : 'off'}`);
     // Whether the hardware scheduler runs; else what the registry asks for (older records name that hags).
     const enabled = val('hags_enabled');
     const setting = records.has('hags_setting') ? val('hags_setting') : val('hags');
-    if (typeof enabled === 'boolean') parts.push(`HAGS ${enabled ? 'on' : 'off'}${typeof setting === 'boolean' && setting !== enabled ? ` (setting ${setting ? 'on' : 'off'} after reboot)` : ''}`);
+    if (typeof enabled === 'boolean')
+      parts.push(
+        `HAGS ${enabled ? 'on' : 'off'}${typeof setting === 'boolean' && setting !== enabled ? ` (setting ${setting ? 'on' : 'off'} after reboot)` : ''}`,
+      );
     else if (typeof setting === 'boolean') parts.push(`HAGS setting ${setting ? 'on' : 'off'}`);
     lines.push(['driver model', parts.filter(Boolean).join(', ')]);
   }

@@ -35,7 +35,10 @@ export function targetBlock(t: TargetResult, c: Colors): string[] {
     rows.push(`  ${c.bold(cell.probe)}${spec ? c.dim(`  ${spec.title}${spec.claims.length ? ` (${spec.claims.join(' ')})` : ''}`) : ''}`);
     for (const f of facts) {
       const name = `${cell.probe}.${f.name}`;
-      rows.push([`  ${name}`, `${c.bold(factValue(f.value))}${f.value === null && f.reason ? c.dim(` (${f.reason})`) : ''}${verdictMark(t, name, c)}`]);
+      rows.push([
+        `  ${name}`,
+        `${c.bold(factValue(f.value))}${f.value === null && f.reason ? c.dim(` (${f.reason})`) : ''}${verdictMark(t, name, c)}`,
+      ]);
     }
     for (const [label, text] of metrics) rows.push([`  ${label}`, text]);
     for (const v of metricVerdicts) rows.push(`      ${v.status === 'passed' ? c.green('✓') : c.red('✗')} ${c.dim(`expected ${v.title}`)}`);
@@ -54,12 +57,10 @@ export function targetBlock(t: TargetResult, c: Colors): string[] {
     const count = g.probes.length > 1 ? ` (${g.probes.length})` : '';
     rows.push(`  ${paint(`${g.status}${count}:`)} ${g.probes.join(', ')}${g.why ? c.dim(` — ${g.why}`) : ''}`);
   }
-  if (t.error && !planned.some((x) => x.errorCode === t.error!.code)) rows.push(`  ${c.red('target error:')} ${t.error.code}: ${t.error.message}`);
+  if (t.error && !planned.some((x) => x.errorCode === t.error!.code))
+    rows.push(`  ${c.red('target error:')} ${t.error.code}: ${t.error.message}`);
   const width = Math.min(44, Math.max(0, ...rows.map((r) => (typeof r === 'string' ? 0 : r[0].length))));
-  return [
-    c.bold(`${t.name}: what the driver does`),
-    ...rows.map((r) => (typeof r === 'string' ? r : `  ${r[0].padEnd(width)}  ${r[1]}`)),
-  ];
+  return [c.bold(`${t.name}: what the driver does`), ...rows.map((r) => (typeof r === 'string' ? r : `  ${r[0].padEnd(width)}  ${r[1]}`))];
 }
 
 /** A passed cell's key numbers: its probe's summary lines, else its key metrics' values. */

@@ -30,7 +30,11 @@ export interface DistroEngine extends TestEngine {
  * Starts dockerd for the distribution `name` of `machine` (made with `docker: true`). Throws,
  * with dockerd's log, when it does not answer within `timeoutMs`.
  */
-export async function startDistroEngine(machine: StandinMachine, name: string, o: { parent?: string; timeoutMs?: number } = {}): Promise<DistroEngine> {
+export async function startDistroEngine(
+  machine: StandinMachine,
+  name: string,
+  o: { parent?: string; timeoutMs?: number } = {},
+): Promise<DistroEngine> {
   const runDir = path.join(machine.distroRoot(name), 'run');
   if (!existsSync(runDir)) throw new Error(`the stand-in distribution ${name} was not made with docker: true (no /run in it)`);
   // /var/run is a link to /run in the distribution: the socket is made through the real folder.

@@ -16,7 +16,17 @@
  * the header of ./wsl.exe for what it does like the real wsl.exe, and where that comes from.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  copyFileSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { findOnPath, tempDir } from '../../helpers.ts';
 
@@ -60,7 +70,14 @@ export interface StandinMachine {
 }
 
 /** The tools the stand-in machine is made from and runs with; each with its Debian package. */
-export const STANDIN_TOOLS = { busybox: 'busybox-static', ldd: 'libc-bin', chroot: 'coreutils', mknod: 'coreutils', unshare: 'util-linux', mount: 'mount' };
+export const STANDIN_TOOLS = {
+  busybox: 'busybox-static',
+  ldd: 'libc-bin',
+  chroot: 'coreutils',
+  mknod: 'coreutils',
+  unshare: 'util-linux',
+  mount: 'mount',
+};
 
 /** What a distribution with `docker: true` is made with (and its engine run by), besides STANDIN_TOOLS. */
 export const STANDIN_DOCKER_TOOLS = { docker: 'docker.io', dockerd: 'docker.io' };
@@ -91,17 +108,22 @@ function copyLibrary(fs: string, lib: string): void {
  * Makes a machine with these distributions. `libsOf`: a binary (cudaprobe) whose shared libraries
  * each distribution gets, so that it runs there.
  */
-export function makeStandinMachine(distros: StandinDistro[], o: { libsOf: string; locale?: 'en-US' | 'de-DE'; installed?: boolean }): StandinMachine {
+export function makeStandinMachine(
+  distros: StandinDistro[],
+  o: { libsOf: string; locale?: 'en-US' | 'de-DE'; installed?: boolean },
+): StandinMachine {
   const root = tempDir('cm-wsl-machine-');
   const busybox = findOnPath('busybox');
   if (!busybox) throw new Error('busybox (busybox-static) is needed for the WSL stand-in');
   const applets = execFileSync(busybox, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
   const libs = sharedLibraries(o.libsOf);
   const dockerCli = distros.some((d) => d.docker) ? findOnPath('docker') : undefined;
-  if (distros.some((d) => d.docker) && !dockerCli) throw new Error('the docker CLI (docker.io) is needed for a stand-in distribution with docker: true');
+  if (distros.some((d) => d.docker) && !dockerCli)
+    throw new Error('the docker CLI (docker.io) is needed for a stand-in distribution with docker: true');
   for (const d of distros) {
     const fs = path.join(root, d.name);
-    for (const dir of ['bin', 'etc', 'root', 'home/builder', 'tmp', 'dev', 'proc', 'usr/bin']) mkdirSync(path.join(fs, dir), { recursive: true });
+    for (const dir of ['bin', 'etc', 'root', 'home/builder', 'tmp', 'dev', 'proc', 'usr/bin'])
+      mkdirSync(path.join(fs, dir), { recursive: true });
     chmodSync(path.join(fs, 'tmp'), 0o1777);
     chownSync(path.join(fs, 'home/builder'), 1000, 1000);
     copyFileSync(busybox, path.join(fs, 'bin', 'busybox'));
@@ -126,7 +148,10 @@ export function makeStandinMachine(distros: StandinDistro[], o: { libsOf: string
     }
     writeFileSync(path.join(fs, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/sh\nbuilder:x:1000:1000:builder:/home/builder:/bin/sh\n');
     writeFileSync(path.join(fs, 'etc', 'group'), 'root:x:0:\nbuilder:x:1000:\n');
-    writeFileSync(path.join(fs, 'etc', 'os-release'), `NAME="Stand-in ${d.name}"\nID=standin\nPRETTY_NAME="${d.name} (cudamatrix's WSL stand-in)"\n`);
+    writeFileSync(
+      path.join(fs, 'etc', 'os-release'),
+      `NAME="Stand-in ${d.name}"\nID=standin\nPRETTY_NAME="${d.name} (cudamatrix's WSL stand-in)"\n`,
+    );
     execFileSync('mknod', ['-m', '666', path.join(fs, 'dev', 'null'), 'c', '1', '3']);
     const gpu = d.gpu ?? { dxg: d.version === 2, libcuda: d.version === 2 };
     if (gpu.dxg) writeFileSync(path.join(fs, 'dev', 'dxg'), '');
@@ -138,7 +163,11 @@ export function makeStandinMachine(distros: StandinDistro[], o: { libsOf: string
   const machineFile = path.join(root, 'distros.json');
   const machine: StandinMachine = {
     root,
-    env: (extra = {}) => ({ PATH: `${STANDIN_BIN}${path.delimiter}${process.env.PATH ?? ''}`, CUDAMATRIX_WSL_STANDIN_ROOT: root, ...extra }),
+    env: (extra = {}) => ({
+      PATH: `${STANDIN_BIN}${path.delimiter}${process.env.PATH ?? ''}`,
+      CUDAMATRIX_WSL_STANDIN_ROOT: root,
+      ...extra,
+    }),
     distroRoot: (name) => path.join(root, name),
     read: () => JSON.parse(readFileSync(machineFile, 'utf8')),
     write: (m) => writeFileSync(machineFile, `${JSON.stringify(m, null, 2)}\n`),
@@ -146,7 +175,13 @@ export function makeStandinMachine(distros: StandinDistro[], o: { libsOf: string
   machine.write({
     installed: o.installed ?? true,
     locale: o.locale ?? 'en-US',
-    distros: distros.map((d) => ({ name: d.name, state: d.state ?? 'Stopped', version: d.version, default: d.default ?? false, defaultUser: d.defaultUser ?? 'root' })),
+    distros: distros.map((d) => ({
+      name: d.name,
+      state: d.state ?? 'Stopped',
+      version: d.version,
+      default: d.default ?? false,
+      defaultUser: d.defaultUser ?? 'root',
+    })),
   });
   return machine;
 }

@@ -70,7 +70,8 @@ const strings = {
     missingValue: (a) => `Command line argument ${a} requires a value.\nPlease use 'wsl.exe --help' to get a list of supported arguments.`,
     userNotFound: 'User not found.',
     invalidParameter: 'The parameter is incorrect.',
-    notInstalled: "The Windows Subsystem for Linux is not installed. You can install by running 'wsl.exe --install'.\nFor more information please visit https://aka.ms/wslinstall",
+    notInstalled:
+      "The Windows Subsystem for Linux is not installed. You can install by running 'wsl.exe --install'.\nFor more information please visit https://aka.ms/wslinstall",
   },
   'de-DE': {
     header: ['NAME', 'STATUS', 'VERSION'],
@@ -80,8 +81,10 @@ const strings = {
     distroNotFound: 'Es ist keine Distribution mit dem angegebenen Namen vorhanden.',
     noDistros:
       "Für das Windows-Subsystem für Linux sind keine Distributionen installiert.\nVerwenden Sie 'wsl.exe --list --online', um verfügbare Distributionen aufzulisten,\nund 'wsl.exe --install <Distro>' für die Installation.",
-    invalidArgument: (a) => `Ungültiges Befehlszeilenargument: ${a}\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
-    missingValue: (a) => `Das Befehlszeilenargument ${a} erfordert einen Wert.\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
+    invalidArgument: (a) =>
+      `Ungültiges Befehlszeilenargument: ${a}\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
+    missingValue: (a) =>
+      `Das Befehlszeilenargument ${a} erfordert einen Wert.\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
     userNotFound: 'Kein Benutzer für diesen Namen gefunden.',
     invalidParameter: 'Falscher Parameter.',
     notInstalled:
@@ -89,10 +92,16 @@ const strings = {
   },
 };
 // The messages of a Chinese Windows, as far as the tests need them (this stand-in's own rendering).
-strings['zh-CN'] = { ...strings['en-US'], errorCode: '错误代码', userNotFound: '找不到用户。', distroNotFound: '不存在具有所提供名称的分发。' };
+strings['zh-CN'] = {
+  ...strings['en-US'],
+  errorCode: '错误代码',
+  userNotFound: '找不到用户。',
+  distroNotFound: '不存在具有所提供名称的分发。',
+};
 
 /** Code page 850's characters for the bytes 0x80-0xFF. */
-const CP850_HIGH = 'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜø£Ø×ƒáíóúñÑªº¿®¬½¼¡«»░▒▓│┤ÁÂÀ©╣║╗╝¢¥┐└┴┬├─┼ãÃ╚╔╩╦╠═╬¤ðÐÊËÈıÍÎÏ┘┌█▄¦Ì▀ÓßÔÒõÕµþÞÚÛÙýÝ¯´\u00ad±‗¾¶§÷¸°¨·¹³²■\u00a0';
+const CP850_HIGH =
+  'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜø£Ø×ƒáíóúñÑªº¿®¬½¼¡«»░▒▓│┤ÁÂÀ©╣║╗╝¢¥┐└┴┬├─┼ãÃ╚╔╩╦╠═╬¤ðÐÊËÈıÍÎÏ┘┌█▄¦Ì▀ÓßÔÒõÕµþÞÚÛÙýÝ¯´\u00ad±‗¾¶§÷¸°¨·¹³²■\u00a0';
 
 /**
  * wsl.exe's own text: UTF-16LE (no BOM) or UTF-8 under WSL_UTF8=1, CRLF line ends. With
@@ -101,7 +110,8 @@ const CP850_HIGH = 'ÇüéâäàåçêëèïîìÄÅÉæÆôöòûùÿÖÜø£Ø
  */
 function encode(text) {
   const crlf = text.replace(/\r?\n/g, '\r\n');
-  if (messageEncoding === 'cp850') return Buffer.from([...crlf].map((c) => (c.charCodeAt(0) < 0x80 ? c.charCodeAt(0) : 0x80 + Math.max(0, CP850_HIGH.indexOf(c)))));
+  if (messageEncoding === 'cp850')
+    return Buffer.from([...crlf].map((c) => (c.charCodeAt(0) < 0x80 ? c.charCodeAt(0) : 0x80 + Math.max(0, CP850_HIGH.indexOf(c)))));
   if (messageEncoding === 'windows-1252') return Buffer.from(crlf, 'latin1');
   return Buffer.from(crlf, utf8 ? 'utf8' : 'utf16le');
 }
@@ -169,12 +179,15 @@ function main(args) {
       const rest = args.slice(i + 1);
       const bad = rest.find((r) => r !== '-v' && r !== '--verbose');
       if (bad !== undefined) return fail(t.invalidArgument(bad), process.stdout);
-      if (rest.length !== 1) return standinRefuses(`only "--list --verbose" is supported, not ${JSON.stringify(['--list', ...rest].join(' '))}`);
+      if (rest.length !== 1)
+        return standinRefuses(`only "--list --verbose" is supported, not ${JSON.stringify(['--list', ...rest].join(' '))}`);
       return list(machine, t);
     } else if (a.startsWith('-')) {
       return fail(t.invalidArgument(a), process.stdout);
     } else {
-      return standinRefuses(`a command line for the default shell (${JSON.stringify(args.slice(i).join(' '))}): cudamatrix only uses --exec`);
+      return standinRefuses(
+        `a command line for the default shell (${JSON.stringify(args.slice(i).join(' '))}): cudamatrix only uses --exec`,
+      );
     }
   }
   return standinRefuses('no --exec and no --list: the real wsl.exe would start an interactive shell');
@@ -251,12 +264,37 @@ function exec(machine, t, chosen, userName, cwdArg, command) {
   // The distribution's /proc: mounted in a mount namespace of this command's own (gone when its
   // processes are), so that nothing is mounted on this machine. Then init's part: change to the
   // directory (or stay at / when it is not there), and exec the program.
-  const inside = [chroot, `--userspec=${account.uid}:${account.gid}`, distroRoot, '/bin/sh', '-c', 'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', 'wsl-init', dir, ...command];
-  const child = spawn(unshare, ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', 'mount -t proc proc "$1/proc" 2>/dev/null; shift; exec "$@"', 'wsl-vm', distroRoot, ...inside], {
-    env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const inside = [
+    chroot,
+    `--userspec=${account.uid}:${account.gid}`,
+    distroRoot,
+    '/bin/sh',
+    '-c',
+    'cd "$1" 2>/dev/null || cd /; shift; exec "$@"',
+    'wsl-init',
+    dir,
+    ...command,
+  ];
+  const child = spawn(
+    unshare,
+    [
+      '--mount',
+      '--propagation',
+      'private',
+      '--',
+      '/bin/sh',
+      '-c',
+      'mount -t proc proc "$1/proc" 2>/dev/null; shift; exec "$@"',
+      'wsl-vm',
+      distroRoot,
+      ...inside,
+    ],
+    {
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    },
+  );
   // The relay: the program's output through this process; its stdin from ours.
   const relayGone = () => process.exit(FAILED);
   process.stdout.on('error', relayGone);
