@@ -239,7 +239,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
     expect(r.code).toBe(3);
     const doomed = events.flatMap((e) => (e.type === 'cell-end' && e.target === 'doomed' && e.planned ? [e] : []));
-    expect(doomed.length).toBe(16);
+    expect(doomed.length).toBe(17);
     expect(doomed.filter((c) => c.status === 'error').every((c) => c.errorCode === 'TRANSPORT_FAILED')).toBe(true);
     expect(doomed.filter((c) => c.status === 'error').length).toBeGreaterThan(5);
     expect(targetErrors(events)[0]).toMatchObject({
@@ -247,7 +247,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
       code: 'TRANSPORT_FAILED',
       message: expect.stringContaining('the SSH connection failed'),
     });
-    expect(events.filter((e) => e.type === 'cell-end' && e.target === 'here' && e.planned).length).toBe(16);
+    expect(events.filter((e) => e.type === 'cell-end' && e.target === 'here' && e.planned).length).toBe(17);
     await new Promise((res) => setTimeout(res, 2500));
     expect(leftovers(runIdOf(events))).toEqual({ dirs: [], processes: [] });
   });

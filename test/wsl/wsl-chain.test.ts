@@ -136,7 +136,7 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
       arch: nodeArch(),
     });
     const suite = cells(events, 'win-wsl2');
-    expect(suite.length).toBe(16);
+    expect(suite.length).toBe(17);
     expect(
       suite.every((c) => c.status === 'skipped'),
       JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason])),

@@ -214,7 +214,7 @@ describe.runIf(ready)(
       expect(events.find((e) => e.type === 'target-start')).toMatchObject({ transport: ['wsl', 'docker'] });
       const cells = cellsOf(events);
       // The whole suite, on cudaprobe's no-driver path (no GPU here, and gpus: none).
-      expect(cells.length).toBe(16);
+      expect(cells.length).toBe(17);
       expect(
         cells.every((c) => c.status === 'skipped'),
         JSON.stringify(cells.map((c) => [c.probe, c.status, c.reason])),

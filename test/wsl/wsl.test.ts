@@ -187,7 +187,7 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
       probe: { uploaded: true, path: expect.stringMatching(/^\/root\/\.cache\/cudamatrix\/deployed\/linux-/) },
     });
     const all = cells(r.events, 'wsl2');
-    expect(all.length).toBe(16);
+    expect(all.length).toBe(17);
     expect(
       all.every((c) => c.status === 'skipped'),
       JSON.stringify(all.map((c) => [c.probe, c.status, c.reason])),
