@@ -31,7 +31,8 @@ describe.skipIf(!ready)('the Slurm lab', () => {
   });
 
   it('keeps a job waiting for a GPU pending, with Slurm saying why', async () => {
-    const holder = lab!.slurm('srun', '-N2', '--gres=gpu:1', '-J', 'holder', 'sleep', '30');
+    // Cancelled below, so it rejects: handled from the start, not only once awaited.
+    const holder = lab!.slurm('srun', '-N2', '--gres=gpu:1', '-J', 'holder', 'sleep', '30').catch((e: Error) => e.message);
     let line = '';
     // Both GPUs held: the next job pends for Resources.
     const until = Date.now() + 60_000;
@@ -47,7 +48,7 @@ describe.skipIf(!ready)('the Slurm lab', () => {
     expect(line).toMatch(/waiter PENDING Resources/);
     await lab!.slurm('scancel', '-n', 'holder');
     await lab!.slurm('scancel', '-n', 'waiter');
-    await holder.catch(() => undefined);
+    await holder;
     await waiter;
     expect(await lab!.settled()).toEqual({ queue: [], processes: [] });
   });
