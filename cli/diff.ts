@@ -7,7 +7,7 @@ import { diffRecords, noiseText, type RecordsDiff } from '../results/record/diff
 import { formatDiff, type SideFiles } from '../results/record/diff-text.ts';
 import { keyText } from '../results/record/format.ts';
 import { readInput, type Input } from '../results/record/read.ts';
-import { KEY_METRICS } from '../results/report/table.ts';
+import { KEPT_KEY_METRICS } from '../results/report/table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export const DIFF_SCHEMA = 'cudamatrix-diff/1';
@@ -47,7 +47,7 @@ function diffJson(d: RecordsDiff, a: Input, b: Input, files: SideFiles): unknown
 export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOptions): Promise<number> {
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // The report's key metrics: the records index that report keeps serves diff too.
-  const keepMetrics = new Set(KEY_METRICS.map((m) => m.metric));
+  const keepMetrics = KEPT_KEY_METRICS;
   const a = readInput(sourceA, defaults, { forDiff: true, keepMetrics });
   const b = readInput(sourceB, defaults, { forDiff: true, keepMetrics });
   for (const input of [a, b]) {

@@ -33,7 +33,8 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
   const github = isGithubActions() ? new GithubStep({ stdoutTaken: stdoutTaken(choices) }) : undefined;
   github?.mask(secretValues(process.env, []));
   // Every log is read and checked before anything is written: a refused merge leaves nothing behind.
-  const merged = mergeEventLogs(readLogs(logs), { strict: opts.strict });
+  // Without the samples in memory: no output here shows them, and the merged log copies them from the logs' lines.
+  const merged = mergeEventLogs(readLogs(logs, { leaveOutSamples: true }), { strict: opts.strict });
   checkOutputs(choices, opts.resultsDir);
   const { runDir, eventsFile } = writeMergedRun(merged, opts.resultsDir);
 

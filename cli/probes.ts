@@ -92,6 +92,10 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
         process.stdout.write(`  fact   ${p.name}.${f.name}${values} — ${f.description}\n`);
       }
       if (p.optIn) process.stdout.write(`  opt-in: ${p.optIn}; bounded by its parameters; last on its target\n`);
+      if (p.hostVmMemory)
+        process.stdout.write(
+          "  wsl2: on a WSL 2 target reached from its Windows host, that host also samples the VM process's GPU memory (host_vm_* metrics, C27)\n",
+        );
       for (const m of p.metrics) process.stdout.write(`  metric ${p.name}.${m.name} (${m.unit}) — ${m.description}\n`);
       const params = paramInfo(p);
       if (params.length)

@@ -17,10 +17,10 @@ export function addReportCommand(program: Command): void {
       'after',
       `
 The page works offline (no CDN, nothing fetched): open behaviour.html in a browser. Its charts
-show the newest record of each column: memory per phase per source for pinned-vram,
-pinned-release and multi-process-pinned (C1-C3, C14), bandwidth against transfer size,
-latencies, and the pinned ceiling against free VRAM, with another column drawn over them on
-request; its tables show the numbers as the console does (the exact value on hover). A fact
+show each probe from the newest record of the column that measured it: memory per phase per
+source for pinned-vram, pinned-release and multi-process-pinned (C1-C3, C14), bandwidth against
+transfer size, latencies, and the pinned ceiling against free VRAM, with another column drawn
+over them on request; its tables show the numbers as the console does (the exact value on hover). A fact
 that changed from the previous driver, and metrics that drifted beyond their noise from a
 column's record before the newest, are marked (docs/records.md).
 The same records always give the same bytes, so both files can be committed and checked.

@@ -9,7 +9,7 @@ import { writeFileAtomic } from '../core/fs.ts';
 import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from '../results/report/index.ts';
 import { loadRecords } from '../results/report/load.ts';
 import { keyText } from '../results/record/format.ts';
-import { KEY_METRICS } from '../results/report/table.ts';
+import { KEPT_KEY_METRICS } from '../results/report/table.ts';
 
 export interface ReportOptions {
   recordsDir: string;
@@ -19,7 +19,7 @@ export interface ReportOptions {
 
 export function reportCommand(opts: ReportOptions): number {
   // Of the records not shown in full, only the key metrics the tables read are kept.
-  const records = loadRecords(opts.recordsDir, new Set(KEY_METRICS.map((m) => m.metric)));
+  const records = loadRecords(opts.recordsDir, KEPT_KEY_METRICS);
   const outputs = renderReport(records, reportPaths(opts.recordsDir, opts.out));
   const files: [string, string][] = [
     [path.join(opts.out, MARKDOWN_FILE), outputs.markdown],

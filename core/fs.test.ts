@@ -3,7 +3,7 @@ import { lstatSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeF
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../test/helpers.ts';
-import { writeFileExclusive, writeOutput } from './fs.ts';
+import { outputError, writeFileExclusive, writeOutput } from './fs.ts';
 import { withLock } from './lock.ts';
 
 describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () => {
@@ -64,6 +64,35 @@ describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () =
     );
     expect(readFileSync(file, 'utf8')).toBe('one two');
     expect(readdirSync(dir).sort()).toEqual(['link', 'summary.json']);
+  });
+
+  it('writes parts that are bytes as they are, beside strings, small ones and one past a MiB, to a file and to stdout', async () => {
+    const big = Buffer.alloc(3 << 20, 'b');
+    const parts = ['é ', Buffer.from('找不到 '), big, ' x', Buffer.from([0xff]), ''];
+    const whole = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+    const file = path.join(tempDir(), 'events.jsonl');
+    writeOutput(file, parts);
+    expect(readFileSync(file).equals(whole)).toBe(true);
+    // And on stdout ("-"), from a process of its own: its stdout is a pipe.
+    const script = `import { writeOutput } from ${JSON.stringify(path.join(import.meta.dirname, 'fs.ts'))};
+      writeOutput('-', ['é ', Buffer.from('找不到 '), Buffer.alloc(3 << 20, 'b'), ' x', Buffer.from([0xff]), '']);`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { maxBuffer: 8 << 20 });
+    expect(out.equals(whole)).toBe(true);
+  });
+});
+
+describe('outputError', () => {
+  it('says the cause once, in words, and the fix that fits it: a missing folder is created, not freed', () => {
+    const missing = path.join(tempDir(), 'no-such-folder', 'junit.xml');
+    let error: unknown;
+    try {
+      writeFileSync(missing, 'x'); // the error a write into a missing folder gets
+    } catch (e) {
+      error = outputError(missing, e);
+    }
+    expect((error as Error).message).toBe(
+      `${missing} could not be written (ENOENT: its folder does not exist); nothing of it was written. Create the folder or name another place, and run again`,
+    );
   });
 });
 

@@ -15,24 +15,29 @@ import {
 import path from 'node:path';
 import { CudamatrixError } from './errors.ts';
 
-const causes: Record<string, string> = {
-  ENOSPC: 'no space left on the device',
-  EDQUOT: 'the disk quota is used up',
-  EACCES: 'permission denied',
-  EPERM: 'not permitted',
-  EROFS: 'a read-only file system',
-  EFBIG: 'the file is too large for the file system',
-  EIO: 'an input/output error',
+/** Per error code: the cause in words, and what to do about it. */
+const causes: Record<string, [string, string]> = {
+  ENOSPC: ['no space left on the device', 'Free space there or name another place'],
+  EDQUOT: ['the disk quota is used up', 'Free space there or name another place'],
+  EACCES: ['permission denied', 'Name a place you may write to'],
+  EPERM: ['not permitted', 'Name a place you may write to'],
+  EROFS: ['a read-only file system', 'Name a place on a writable file system'],
+  EFBIG: ['the file is too large for the file system', 'Name a place on another file system'],
+  EIO: ['an input/output error', 'Check the disk, or name another place'],
+  ENOENT: ['its folder does not exist', 'Create the folder or name another place'],
+  ENOTDIR: ['a part of its path is a file, not a folder', 'Name another place'],
+  EISDIR: ['it is a folder', 'Name a file, not a folder'],
 };
 
 /** The error for a file that could not be written (exit 6): the file, the cause, what to do. */
 export function outputError(file: string, error: unknown, holds = 'nothing of it was written'): CudamatrixError {
   if (error instanceof CudamatrixError) return error;
   const code = (error as NodeJS.ErrnoException).code;
-  const cause = code ? `${code}: ${causes[code] ?? (error as Error).message}` : (error as Error).message;
+  const known = code ? causes[code] : undefined;
+  const cause = known ? `${code}: ${known[0]}` : (error as Error).message;
   return new CudamatrixError(
     'OUTPUT_FAILED',
-    `${file} could not be written (${cause}); ${holds}. Free space there or name another place, and run again`,
+    `${file} could not be written (${cause}); ${holds}. ${known?.[1] ?? 'Name another place'}, and run again`,
     { cause: error },
   );
 }
@@ -44,15 +49,23 @@ function tempName(file: string): string {
 
 /**
  * An output's text: one string, or its parts in order (a large output, such as a merged fleet's
- * event log or summary, written as it is made rather than held whole as one string).
+ * event log or summary, written as it is made rather than held whole as one string); a part
+ * may be bytes (UTF-8) already, such as lines copied from another file.
  */
-export type OutputText = string | Iterable<string>;
+export type OutputText = string | Iterable<string | Uint8Array>;
 
 /** The parts of `text` joined into strings of about a MiB: few system calls, and no string of the whole. */
-function* batched(text: Iterable<string>): Generator<string> {
+function* batched(text: Iterable<string | Uint8Array>): Generator<string | Uint8Array> {
   let pending: string[] = [];
   let size = 0;
   for (const part of text) {
+    if (typeof part !== 'string') {
+      if (pending.length) yield pending.join('');
+      yield part;
+      pending = [];
+      size = 0;
+      continue;
+    }
     pending.push(part);
     size += part.length;
     if (size < 1 << 20) continue;
@@ -67,18 +80,23 @@ function* batched(text: Iterable<string>): Generator<string> {
  * Writes every part of `text` to the open `fd`, encoded straight into a buffer of a MiB (no
  * joined string to copy first); a part that may not fit (3 bytes a UTF-16 unit at most) flushes it.
  */
-function writeParts(fd: number, text: Iterable<string>): void {
+function writeParts(fd: number, text: Iterable<string | Uint8Array>): void {
   const buffer = Buffer.allocUnsafe(1 << 20);
   let used = 0;
   const write = (bytes: Buffer, length: number) => {
     for (let at = 0; at < length;) at += writeSync(fd, bytes, at, length - at);
   };
   for (const part of text) {
-    if (used + part.length * 3 > buffer.length) {
+    // Bytes: copied as they are (3 bytes a UTF-16 unit is for strings only).
+    const most = typeof part === 'string' ? part.length * 3 : part.length;
+    if (used + most > buffer.length) {
       write(buffer, used);
       used = 0;
     }
-    if (part.length * 3 > buffer.length) {
+    if (typeof part !== 'string') {
+      if (part.length > buffer.length) write(Buffer.from(part.buffer, part.byteOffset, part.length), part.length);
+      else used += Buffer.from(part.buffer, part.byteOffset, part.length).copy(buffer, used);
+    } else if (part.length * 3 > buffer.length) {
       const bytes = Buffer.from(part);
       write(bytes, bytes.length);
     } else used += buffer.write(part, used);

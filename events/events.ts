@@ -2,15 +2,18 @@
  * The versioned event log: every run (or shard) writes results/runs/<run-id>/events.jsonl, one
  * JSON event a line, written as it happens so that a crash loses nothing already measured. The
  * first line carries the schema version; JUnit, summaries and records are renderings of the log.
+ * Since schema 2 a cell-end's sample records are on a line of their own just before it (see
+ * eventText): docs/results.md, "The event log".
  */
-import { readFileSync } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
+import { closeSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { CudamatrixError } from '../core/errors.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import type { ProbeRecord, ProtocolProblem } from '../probes/protocol.ts';
 import type { ProbeStatus } from '../probes/run-probe.ts';
 import type { HostKeyAdded } from '../runners/transport.ts';
 
-export const EVENTS_SCHEMA_VERSION = 1;
+export const EVENTS_SCHEMA_VERSION = 2;
 
 export interface RunStartEvent {
   type: 'run-start';
@@ -111,13 +114,92 @@ export interface RunEndEvent {
   interrupted: boolean;
 }
 
+/** The line before a cell-end that holds its sample records (eventText); read into the cell-end, never an event. */
+interface CellSamplesLine {
+  type: 'cell-samples';
+  count: number;
+  cell: string;
+  samples: ProbeRecord[];
+}
+
 export type RunEvent = RunStartEvent | TargetStartEvent | TargetReadyEvent | TargetErrorEvent | CellStartEvent | CellEndEvent | RunEndEvent;
+
+/** Whether a record is one of the memory samples a probe took (most of a log's bytes). */
+const isSample = (r: ProbeRecord | null | undefined) => r?.type === 'sample';
+
+/**
+ * The lines an event is written as, each ending in "\n": its JSON, and for a cell-end with
+ * sample records first a line of them alone,
+ *
+ *   {"type":"cell-samples","count":N,"cell":CELL,"samples":[...]}
+ *
+ * the cell-end then holding the other records. A reader that needs no samples (merge, whose
+ * 2,000 logs are 62 % samples) skips that line unread; readEventLog puts them back, after the
+ * cell-end's other records. `e.records` is put in that order, so that the run's own events and
+ * the log read back are the same.
+ */
+export function eventText(e: RunEvent): string {
+  if (e.type !== 'cell-end' || !e.records.some(isSample)) return `${JSON.stringify(e)}\n`;
+  const samples = e.records.filter(isSample);
+  e.records = [...e.records.filter((r) => !isSample(r)), ...samples];
+  const line = JSON.stringify({ type: 'cell-samples', count: samples.length, cell: e.cell, samples });
+  return `${line}\n${JSON.stringify({ ...e, records: e.records.slice(0, -samples.length) })}\n`;
+}
+
+/** How a samples line starts, as eventText writes it: its count read without parsing the line. */
+const SAMPLES_LINE = Buffer.from('{"type":"cell-samples","count":');
+const SAMPLES_HEAD = /^\{"type":"cell-samples","count":(\d+),"cell":("(?:[^"\\]|\\.)*")/;
+
+/** A samples line read, waiting for its cell-end: where it starts, its cell, its samples (or only their count). */
+interface PendingSamples {
+  start: number;
+  end: number;
+  line: number;
+  /** Plain, and ended by LF alone: the two lines can be copied as one span. */
+  plain: boolean;
+  cell: string;
+  samples?: ProbeRecord[];
+  count: number;
+}
 
 /** Reads a log back; refuses a newer schema and names the line of anything unreadable. */
 export function readEventLog(file: string): RunEvent[] {
-  let text: string;
+  return readEventLogLines(file).events;
+}
+
+/**
+ * Where an event's line lies in its file: bytes [start, end), without the "\n" (nor a "\r"
+ * before it). plain: the line is one JSON object with nothing around it, in valid UTF-8, as a
+ * writer of JSON lines writes it; a merge copies such a line's bytes instead of writing it anew.
+ */
+export interface LineSpan {
+  start: number;
+  end: number;
+  plain: boolean;
+}
+
+/**
+ * readEventLog, with each event's line as bytes of the file (spans[i] is events[i]'s), and the
+ * size read and the file's modification time: what a merge needs to copy the lines as they are
+ * (and to see that the file has changed since). leaveOutSamples: the cell-ends of plain lines
+ * without their sample records (counted: sampleCount), for a reader that needs none of them and
+ * copies those lines as they are (merge: kept, they cost its reading of 2,000 logs about 1 s of
+ * CPU, mostly the collector's: bench/scale).
+ */
+export function readEventLogLines(
+  file: string,
+  options: { leaveOutSamples?: boolean } = {},
+): { events: RunEvent[]; spans: LineSpan[]; size: number; mtimeMs: number } {
+  let bytes: Buffer;
+  let st: { mtimeMs: number };
   try {
-    text = readFileSync(file, 'utf8');
+    const fd = openSync(file, 'r');
+    try {
+      bytes = readFileSync(fd);
+      st = fstatSync(fd);
+    } finally {
+      closeSync(fd);
+    }
   } catch {
     throw new CudamatrixError(
       'EVENTS_INVALID',
@@ -125,19 +207,75 @@ export function readEventLog(file: string): RunEvent[] {
     );
   }
   const events: RunEvent[] = [];
-  const lines = text.split('\n');
-  lines.forEach((line, i) => {
-    if (!line.trim()) return;
+  const spans: LineSpan[] = [];
+  let pending: PendingSamples | undefined;
+  for (let start = 0, n = 1; start <= bytes.length; n++) {
+    const newline = bytes.indexOf(0x0a, start);
+    const last = newline < 0;
+    const stop = last ? bytes.length : newline;
+    const end = stop > start && bytes[stop - 1] === 0x0d ? stop - 1 : stop;
+    const plain = bytes[start] === 0x7b && bytes[end - 1] === 0x7d && isUtf8(bytes.subarray(start, end));
+    const lineStart = start;
+    start = stop + 1;
+    // A samples line as eventText writes it, for a reader that leaves samples out: its count
+    // and cell from its first bytes, the rest never decoded.
+    const head =
+      options.leaveOutSamples && plain && bytes.subarray(lineStart, Math.min(end, lineStart + SAMPLES_LINE.length)).equals(SAMPLES_LINE)
+        ? SAMPLES_HEAD.exec(bytes.toString('utf8', lineStart, Math.min(end, lineStart + 4096)))
+        : null;
+    const samplesLine = (cell: string, count: number, samples?: ProbeRecord[]): PendingSamples => ({
+      start: lineStart,
+      end,
+      line: n,
+      plain: plain && end === stop,
+      cell,
+      count,
+      samples,
+    });
+    if (head && !pending) {
+      pending = samplesLine(JSON.parse(head[2]!) as string, Number(head[1]));
+      continue;
+    }
+    const line = bytes.toString('utf8', lineStart, end);
+    if (!line.trim()) continue;
     let e: unknown;
     try {
       e = JSON.parse(line);
     } catch {
       // A run killed mid-write leaves a partial last line: everything before it still counts.
-      if (i === lines.length - 1) return;
-      throw new CudamatrixError('EVENTS_INVALID', `${file}:${i + 1}: not a JSON event`);
+      if (last) break;
+      throw new CudamatrixError('EVENTS_INVALID', `${file}:${n}: not a JSON event`);
     }
-    events.push(e as RunEvent);
-  });
+    const event = e as RunEvent | CellSamplesLine;
+    if (pending && (event.type !== 'cell-end' || event.cell !== pending.cell)) {
+      throw new CudamatrixError(
+        'EVENTS_INVALID',
+        `${file}:${pending.line}: the samples of cell ${pending.cell} are not followed by its cell-end (line ${n} is ${event.type === 'cell-end' ? `the cell-end of ${event.cell}` : `a ${String(event.type)}`})`,
+      );
+    }
+    if (event.type === 'cell-samples') {
+      if (!Array.isArray(event.samples) || typeof event.cell !== 'string')
+        throw new CudamatrixError('EVENTS_INVALID', `${file}:${n}: a cell-samples line without its cell and samples`);
+      pending = samplesLine(event.cell, event.samples.length, event.samples);
+      continue;
+    }
+    let span = { start: lineStart, end, plain };
+    let cut = 0;
+    if (pending && event.type === 'cell-end') {
+      // One event of two lines: its span covers both, so that a merge copies them together.
+      span = { start: pending.start, end, plain: plain && pending.plain };
+      // Left unread, but the two lines cannot be copied as they are: read after all, kept.
+      if (!pending.samples && !span.plain)
+        pending.samples = (JSON.parse(bytes.toString('utf8', pending.start, pending.end)) as CellSamplesLine).samples;
+      if (pending.samples) event.records = [...event.records, ...pending.samples];
+      else cut = pending.count;
+      pending = undefined;
+    }
+    if (options.leaveOutSamples && span.plain) leaveOutSamples(event, cut);
+    events.push(event);
+    spans.push(span);
+  }
+  // A samples line left without its cell-end is the end of a run killed between the two writes: dropped, as a cut line is.
   const head = events[0];
   if (!head || head.type !== 'run-start') {
     throw new CudamatrixError('EVENTS_INVALID', `${file}: the first line is not a run-start event; is this a cudamatrix event log?`);
@@ -148,5 +286,28 @@ export function readEventLog(file: string): RunEvent[] {
       `${file} was written with event schema ${String(head.schemaVersion)} by cudamatrix ${head.version}; this cudamatrix reads schema ${EVENTS_SCHEMA_VERSION} and older: upgrade cudamatrix to read it`,
     );
   }
-  return events;
+  return { events, spans, size: bytes.length, mtimeMs: st.mtimeMs };
+}
+
+/** The sample records readEventLogLines left out of a cell-end, by event. */
+const samplesLeftOut = new WeakMap<RunEvent, number>();
+
+/** Leaves out the sample records a cell-end still holds; `skipped` were on its samples line, never parsed. */
+function leaveOutSamples(e: RunEvent, skipped: number): void {
+  if (e.type !== 'cell-end' || !Array.isArray(e.records)) return;
+  const kept = e.records.filter((r) => !isSample(r));
+  const left = e.records.length - kept.length + skipped;
+  if (left === 0) return;
+  samplesLeftOut.set(e, left);
+  e.records = kept;
+}
+
+/** How many sample records a cell had: those its cell-end holds, and those left out when it was read. */
+export function sampleCount(e: CellEndEvent): number {
+  return (samplesLeftOut.get(e) ?? 0) + e.records.filter((r) => r.type === 'sample').length;
+}
+
+/** Whether reading left sample records out of the event (it is not the whole of its line). */
+export function lacksSamples(e: RunEvent): boolean {
+  return samplesLeftOut.has(e);
 }

@@ -58,7 +58,7 @@ export interface ProbeSpec {
   quick?: Record<string, unknown>;
   /**
    * How long it takes with its default parameters in the committed H200 run
-   * (results/records/driver-580.159.04/h200-linux/events.jsonl, rounded): shards are balanced by it
+   * (results/records/driver-580.159.04/h200-linux-2026-12-02-issue24/events.jsonl, rounded): shards are balanced by it
    * (without it, 1 s).
    */
   typicalMs?: number;
@@ -75,6 +75,12 @@ export interface ProbeSpec {
    * parameters, and last on its target (it is at the end of the catalogue).
    */
   optIn?: string;
+  /**
+   * Sampled from outside too: on a WSL 2 target reached from its Windows host, that host's PDH
+   * GPU Process Memory counters of the VM process while it runs (probes/host-vm-memory.ts, C27);
+   * its metrics then include hostVmMetrics.
+   */
+  hostVmMemory?: true;
 }
 
 /** A key metric: one number per record, picked from the probe's metrics. */
@@ -118,6 +124,33 @@ export const sampleReadings: Record<string, string> = {
   subject_private_bytes: "The subject's private memory (Linux RssAnon, Windows private bytes)",
   system_available_bytes: 'System memory available (Linux MemAvailable, Windows available physical)',
 };
+
+/**
+ * A WSL 2 VM's GPU memory on its Windows host (C27), added to a cell by probes/host-vm-memory.ts:
+ * attrs.counter is shared or dedicated, attrs.vm_pids the VM processes, attrs.samples how many.
+ */
+// Tolerances as the memory probes' own readings have (no Windows run has measured these yet); the
+// baseline is whatever else the VM holds, so it is given more room.
+export const hostVmMetrics: MetricSpec[] = [
+  {
+    name: 'host_vm_baseline_bytes',
+    unit: 'bytes',
+    description: "The WSL 2 VM process's (vmmemWSL) PDH GPU Process Memory on its Windows host before the probe ran",
+    tolerance: { relative: 0.25, absolute: 64 * MiB },
+  },
+  {
+    name: 'host_vm_peak_bytes',
+    unit: 'bytes',
+    description: 'The same counter: its highest reading while the probe ran',
+    tolerance: { relative: 0.05, absolute: 16 * MiB },
+  },
+  {
+    name: 'host_vm_growth_bytes',
+    unit: 'bytes',
+    description: 'The same counter: peak minus baseline (pinned memory shows in Shared Usage)',
+    tolerance: { relative: 0.05, absolute: 16 * MiB },
+  },
+];
 
 const memoryMetrics: MetricSpec[] = [
   { name: 'alloc_ms', unit: 'ms', description: 'Time of the allocation call', tolerance: { relative: 0.7 } },
@@ -231,13 +264,13 @@ const sysinfo: ProbeSpec = {
     },
   ],
   metrics: [],
-  typicalMs: 330,
+  typicalMs: 280,
 };
 
 const pinnedVram: ProbeSpec = {
   name: 'pinned-vram',
   title: 'Does pinned host memory count against VRAM?',
-  claims: ['C1', 'C3', 'C4'],
+  claims: ['C1', 'C3', 'C4', 'C27'],
   description:
     'Pins N GiB (one fresh subject process per size and API), touches every page, and compares the growth of every ' +
     'device-memory source with a device-memory (cuMemAlloc) control of the same size and with registered memory. ' +
@@ -271,9 +304,11 @@ const pinnedVram: ProbeSpec = {
       description: 'Device growth per GiB pinned on the deciding source (a few MiB: page tables; a GiB: charged to the GPU)',
       tolerance: { relative: 0.05, absolute: MiB },
     },
+    ...hostVmMetrics,
   ],
+  hostVmMemory: true,
   quick: { sizes_gib: [0.25], register_size_gib: 0.25, wait_s: 0.1 },
-  typicalMs: 17_300,
+  typicalMs: 18_300,
   keyMetrics: [
     {
       metric: 'device_growth_per_gib_bytes',
@@ -348,7 +383,7 @@ const pinnedRelease: ProbeSpec = {
     },
   ],
   quick: { size_gib: 0.25, wait_s: [0, 1] },
-  typicalMs: 2_100,
+  typicalMs: 2_600,
   keyMetrics: [{ metric: 'release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } }],
   summary: (records) => {
     const lines: SummaryLine[] = [];
@@ -408,7 +443,7 @@ const multiProcessPinned: ProbeSpec = {
     },
   ],
   quick: { size_gib: 0.25 },
-  typicalMs: 1_900,
+  typicalMs: 1_800,
   summary: (records) => {
     const growth = metricsOf(records, 'device_growth_bytes');
     if (!growth.length) return [];
@@ -423,7 +458,7 @@ const multiProcessPinned: ProbeSpec = {
 const pinnedCeiling: ProbeSpec = {
   name: 'pinned-ceiling',
   title: 'How much can be pinned?',
-  claims: ['C12', 'C11', 'C22'],
+  claims: ['C12', 'C11', 'C22', 'C27'],
   description:
     'Pre-fills VRAM with cuMemAlloc to each level, then pins chunks until a pin fails or the safety cap is reached: ' +
     'the lower of max_gib (16 GiB) and max_fraction (0.5) of the available system memory. A level that pins more ' +
@@ -495,9 +530,11 @@ const pinnedCeiling: ProbeSpec = {
     },
     { name: 'free_vram_bytes', unit: 'bytes', description: 'Free VRAM after the pre-fill', tolerance: { relative: 0.02 } },
     { name: 'chunk_alloc_ms', unit: 'ms', description: 'Median time to pin one chunk', tolerance: { relative: 0.7 } },
+    ...hostVmMetrics,
   ],
+  hostVmMemory: true,
   quick: { max_gib: 0.5, prefill_percent: [0, 90], reset_rounds: 1 },
-  typicalMs: 7_100,
+  typicalMs: 88_500,
   keyMetrics: [
     { metric: 'ceiling_bytes', label: 'pinned ceiling, VRAM not pre-filled', where: { prefill_percent: 0 } },
     { metric: 'ceiling_bytes', label: 'registered ceiling (malloc + cuMemHostRegister)', where: { variant: 'registered' } },
@@ -599,7 +636,7 @@ const transferBandwidth: ProbeSpec = {
     },
   ],
   quick: { sizes_mib: [1, 64] },
-  typicalMs: 10_300,
+  typicalMs: 18_800,
   keyMetrics: [
     { metric: 'bandwidth_gbps', label: 'H2D pinned', where: { direction: 'h2d', memory: 'pinned' }, largestSize: true },
     { metric: 'bandwidth_gbps', label: 'D2H pinned', where: { direction: 'd2h', memory: 'pinned' }, largestSize: true },
@@ -686,7 +723,7 @@ const eventTiming: ProbeSpec = {
     },
   ],
   quick: { repetitions: 20 },
-  typicalMs: 420,
+  typicalMs: 520,
   keyMetrics: [{ metric: 'resolution_us', label: 'event timing resolution' }],
   summary: (records) => {
     const lines: SummaryLine[] = [];
@@ -756,7 +793,7 @@ const eventHostGap: ProbeSpec = {
     },
   ],
   quick: { repetitions: 3 },
-  typicalMs: 500,
+  typicalMs: 730,
   keyMetrics: [
     { metric: 'elapsed_ms', label: 'event pair around 20 ms host sleep', where: { flush: 'none' } },
     { metric: 'elapsed_ms', label: 'the same, flushed with cuStreamQuery', where: { flush: 'query' } },
@@ -778,7 +815,7 @@ const syncLatency: ProbeSpec = {
     { name: 'min_us', unit: 'us', description: 'Smallest latency', tolerance: { relative: 0.15 } },
   ],
   quick: { iterations: 1000 },
-  typicalMs: 390,
+  typicalMs: 450,
   keyMetrics: [
     { metric: 'p50_us', label: 'launch + synchronize, median' },
     { metric: 'p99_us', label: 'launch + synchronize, 99th percentile' },
@@ -861,7 +898,7 @@ const cudaGraph: ProbeSpec = {
     { name: 'graph_speedup', unit: 'ratio', description: 'plain_us / graph_us', tolerance: { relative: 0.4 } },
   ],
   quick: { repetitions: 5 },
-  typicalMs: 430,
+  typicalMs: 480,
   keyMetrics: [{ metric: 'graph_speedup', label: 'graph launch speed-up over plain launches' }],
   summary: (records) => {
     const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map((n) => metricsOf(records, n)[0]);
@@ -940,7 +977,7 @@ const managedMemory: ProbeSpec = {
     },
   ],
   quick: { size_mib: 16 },
-  typicalMs: 370,
+  typicalMs: 400,
   summary: (records) => {
     const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((n) => metricsOf(records, n)[0]);
     if (!touch && !fill && !back) return [];
@@ -978,7 +1015,7 @@ const cudaLog: ProbeSpec = {
       tolerance: { relative: 0 },
     },
   ],
-  typicalMs: 510,
+  typicalMs: 550,
   summary: (records) => {
     const [pin, err] = ['lines_pin_only', 'lines_with_error'].map((n) => metricsOf(records, n)[0]);
     if (!pin && !err) return [];
@@ -1419,7 +1456,7 @@ const watchdog: ProbeSpec = {
     },
   ],
   metrics: [],
-  typicalMs: 10,
+  typicalMs: 150,
 };
 
 const runtimeInit: ProbeSpec = {
@@ -1477,7 +1514,7 @@ const runtimeInit: ProbeSpec = {
       tolerance: { relative: 0.5, absolute: 50 },
     },
   ],
-  typicalMs: 2000,
+  typicalMs: 470,
   keyMetrics: [
     { metric: 'cuinit_ms', label: 'cuInit in a fresh process' },
     { metric: 'runtime_first_call_ms', label: "a runtime's first call" },

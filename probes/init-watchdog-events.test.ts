@@ -6,7 +6,7 @@
  * here: the GPU path runs on the H200, bench/behaviour-checks.ts).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { nodeArch } from '../runners/local.ts';
@@ -50,9 +50,30 @@ describe('event-host-gap, watchdog, runtime-init, filled transfer-bandwidth (Lin
     const w = run(['run', 'watchdog']);
     expect(w.code).toBe(3);
     const f = facts(w.records);
-    for (const name of ['tdr_delay_s', 'tdr_level'])
-      expect(f[name]).toMatchObject({ value: null, reason: expect.stringContaining('Windows setting') });
+    // This machine's own kind of Linux: native (no WSL there to speak of), or a WSL distribution.
+    const inWsl = /microsoft/i.test(readFileSync('/proc/version', 'utf8')) || existsSync('/dev/dxg');
+    for (const [name, value] of [
+      ['tdr_delay_s', 'TdrDelay'],
+      ['tdr_level', 'TdrLevel'],
+    ] as const) {
+      const reason = f[name]?.reason as string;
+      expect(f[name]).toMatchObject({ value: null });
+      expect(reason).toContain(`${value} is a Windows registry setting (HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers)`);
+      if (inWsl) expect(reason).toContain('not readable from the distribution');
+      else expect(reason).not.toMatch(/WSL|host/);
+    }
     expect(w.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('libcuda.so.1') });
+  });
+
+  it("the watchdog's reason inside WSL: the Windows host's setting applies, its registry is not readable there (selftest)", () => {
+    const reason = (where: string) =>
+      JSON.parse(execFileSync(probe.path, ['selftest', 'tdr-reason', where], { encoding: 'utf8' })).reason as string;
+    expect(reason('wsl')).toBe(
+      "TdrDelay is a Windows registry setting (HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers): inside WSL the Windows host's applies (numba/numba#3197), and the host's registry is not readable from the distribution",
+    );
+    expect(reason('linux')).toBe(
+      'TdrDelay is a Windows registry setting (HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers): it exists on Windows only',
+    );
   });
 
   it('refuses a fill above 90 % of free VRAM and a sleep out of range before it looks for a driver', () => {

@@ -4,16 +4,16 @@
  * interrupted shard makes the merged run interrupted; and the CLI writes the run folder and exits
  * with the merged run's status.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readEventLog, type RunEvent, type RunStartEvent } from '../events/events.ts';
+import { EVENTS_SCHEMA_VERSION, eventText, readEventLog, sampleCount, type RunEvent, type RunStartEvent } from '../events/events.ts';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fixture.ts';
 import { runCli } from '../test/cli.ts';
 import { h200Events } from '../test/h200-fixture.ts';
-import { tempDir, validateJunit } from '../test/helpers.ts';
+import { repoRoot, tempDir, validateJunit } from '../test/helpers.ts';
 import { asShards, noDriverHere, normalise, REAL_RUNS_MATRIX, realRuns, type RunSource } from '../test/live-and-merged.ts';
-import { mergeEventLogs, mergedRunId, readLogs, type LogInput, type MergedRunStart } from './merge.ts';
+import { mergeEventLogs, mergedRunId, readLogs, writeMergedRun, type LogInput, type MergedRunStart } from './merge.ts';
 import { recordsFromEvents } from './record/format.ts';
 import { exitCodeOf, summarize } from './verdicts.ts';
 
@@ -70,7 +70,7 @@ describe('merging event logs', () => {
     const start = m.events[0] as MergedRunStart;
     expect(start).toMatchObject({
       type: 'run-start',
-      schemaVersion: 1,
+      schemaVersion: 2,
       version: '0.1.0',
       shard: null,
       started: '2026-11-29T12:00:01.000Z',
@@ -206,11 +206,11 @@ describe('merging event logs', () => {
   it("refuses a newer event schema with readEventLog's message, which names the file", () => {
     const dir = tempDir();
     const file = path.join(dir, 'events.jsonl');
-    writeFileSync(file, `${JSON.stringify({ ...a.events[0], schemaVersion: 2, version: '9.0.0' })}\n`);
+    writeFileSync(file, `${JSON.stringify({ ...a.events[0], schemaVersion: 3, version: '9.0.0' })}\n`);
     expect(() => readLogs([dir])).toThrow(
       expect.objectContaining({
         code: 'EVENTS_TOO_NEW',
-        message: `${file} was written with event schema 2 by cudamatrix 9.0.0; this cudamatrix reads schema 1 and older: upgrade cudamatrix to read it`,
+        message: `${file} was written with event schema 3 by cudamatrix 9.0.0; this cudamatrix reads schema 2 and older: upgrade cudamatrix to read it`,
       }),
     );
     expect(() => readLogs([path.join(dir, 'nowhere')])).toThrow(
@@ -290,6 +290,114 @@ describe('merging event logs', () => {
     ]);
     expect((m.events[0] as RunStartEvent).options).toEqual({ strict: false, quick: true });
     expect((mergeEventLogs([a, c], { strict: true }).events[0] as RunStartEvent).options.strict).toBe(true);
+  });
+});
+
+describe('the merged events.jsonl', () => {
+  const committed = readdirSync(path.join(repoRoot, 'results', 'records'), { recursive: true })
+    .map(String)
+    .filter((f) => f.endsWith('.jsonl'))
+    .map((f) => path.join(repoRoot, 'results', 'records', f));
+  /** The merged log as it was written before lines were copied: JSON.stringify of each event. */
+  const stringified = (events: RunEvent[]) => events.map((e) => `${JSON.stringify(e)}\n`).join('');
+  /** The logs merged as cudamatrix merge reads them (the samples left out), and merged whole. */
+  const merge = (files: string[]) => {
+    const lean = mergeEventLogs(readLogs(files, { leaveOutSamples: true }));
+    const { eventsFile } = writeMergedRun(lean, tempDir());
+    return { text: readFileSync(eventsFile, 'utf8'), merged: mergeEventLogs(readLogs(files)), lean };
+  };
+  const samplesIn = (events: RunEvent[]) =>
+    events.flatMap((e) => (e.type === 'cell-end' ? e.records : [])).filter((r) => r.type === 'sample').length;
+  const counted = (events: RunEvent[]) => events.reduce((n, e) => n + (e.type === 'cell-end' ? sampleCount(e) : 0), 0);
+  /** The H200 log as `copies` machines wrote it, each with its own run id and target (as bench/scale makes them). */
+  const copies = (log: string, n: number, eol = '\n') => {
+    const dir = tempDir();
+    const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    const runId = (JSON.parse(lines[0]!) as RunStartEvent).runId;
+    const target = (JSON.parse(lines[1]!) as { target: string }).target;
+    return Array.from({ length: n }, (_, i) => {
+      const file = path.join(dir, `gpu-${i}.jsonl`);
+      const text = lines.map((l) => l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}`, `"gpu-${i}`)).join(eol);
+      writeFileSync(file, `${text}${eol}`);
+      return file;
+    });
+  };
+
+  it('is, for every committed log, byte for byte JSON.stringify of each merged event, a line each', () => {
+    expect(committed.length).toBeGreaterThanOrEqual(9);
+    let samples = 0;
+    for (const log of committed) {
+      const { text, merged, lean } = merge([log]);
+      expect(text, log).toBe(stringified(merged.events));
+      // Read without its samples, each cell still counts them; the log has them all.
+      expect(samplesIn(lean.events), log).toBe(0);
+      expect(counted(lean.events), log).toBe(samplesIn(merged.events));
+      samples += samplesIn(merged.events);
+    }
+    expect(samples).toBeGreaterThan(0);
+  });
+
+  it('refuses, naming it, a log read without its samples that changed before its lines were copied, and writes nothing', () => {
+    const dir = tempDir();
+    const log = path.join(dir, 'events.jsonl');
+    cpSync(path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl'), log);
+    const merged = mergeEventLogs(readLogs([log], { leaveOutSamples: true }));
+    writeFileSync(log, `\n${readFileSync(log, 'utf8')}`);
+    const out = tempDir();
+    expect(() => writeMergedRun(merged, out)).toThrow(
+      expect.objectContaining({ code: 'EVENTS_INVALID', message: expect.stringContaining(`${log} changed while it was being merged`) }),
+    );
+    expect(readdirSync(path.join(out, merged.start.runId))).toEqual([]);
+  });
+
+  it('is the same for many logs, their targets interleaved in name order, and for lines ended by CRLF', () => {
+    for (const eol of ['\n', '\r\n']) {
+      const files = copies(path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl'), 12, eol);
+      const { text, merged } = merge(files);
+      expect(merged.start.cells).toHaveLength(12 * 13);
+      // Name order: gpu-0, gpu-1, gpu-10, gpu-11, gpu-2...: not the order the logs were given in.
+      expect(targetsIn(merged.events).slice(0, 4)).toEqual(['gpu-0', 'gpu-1', 'gpu-10', 'gpu-11']);
+      expect(text).toBe(stringified(merged.events));
+      expect(text).not.toContain('\r');
+    }
+  });
+
+  it("copies a log this cudamatrix wrote (each cell's samples on a line before it) byte for byte, the samples counted unread", () => {
+    const h200 = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+    // The H200 log as the event writer writes it now (schema 2), in 3 copies.
+    const files = copies(h200, 3).map((file) => {
+      const events = readEventLog(file);
+      (events[0] as RunStartEvent).schemaVersion = EVENTS_SCHEMA_VERSION;
+      writeFileSync(file, events.map(eventText).join(''));
+      return file;
+    });
+    expect(readFileSync(files[0]!, 'utf8')).toMatch(/^\{"type":"cell-samples","count":\d+,"cell":"gpu-0\/pinned-vram","samples":\[/m);
+    const { text, merged, lean } = merge(files);
+    expect(text).toBe(merged.events.map(eventText).join(''));
+    expect(samplesIn(lean.events)).toBe(0);
+    expect(counted(lean.events)).toBe(samplesIn(merged.events));
+    expect(samplesIn(merged.events)).toBeGreaterThan(0);
+  });
+
+  it('writes anew, as JSON.stringify does, a line with blanks around it, one not in UTF-8, and a log changed since it was read', () => {
+    const dir = tempDir();
+    const [a, b, c] = ['a', 'b', 'c'].map((n) => path.join(dir, `${n}.jsonl`)) as [string, string, string];
+    const log = (name: string, target: string) => shardLog(name, [target], { runId: `run-${target}` }).events.map((e) => JSON.stringify(e));
+    // Blanks around the target-start; a byte that is not UTF-8 (read as U+FFFD) in a cell's reason.
+    const [aStart, ...aRest] = log(a, 'gpu-a');
+    writeFileSync(a, [aStart, `  ${aRest[0]} \t`, ...aRest.slice(1), ''].join('\n'));
+    const bLines = log(b, 'gpu-b').map((l) => l.replace('"status":"passed"', '"status":"passed","reason":"x@y"'));
+    const bBytes = Buffer.from(`${bLines.join('\n')}\n`);
+    bBytes[bBytes.indexOf('x@y') + 1] = 0xff;
+    writeFileSync(b, bBytes);
+    writeFileSync(c, `${log(c, 'gpu-c').join('\n')}\n`);
+    const logs = readLogs([a, b, c]);
+    // c changes after it was read (a blank line first: every line one byte further on): its events are written as read.
+    writeFileSync(c, `\n${readFileSync(c, 'utf8')}`);
+    const merged = mergeEventLogs(logs);
+    const text = readFileSync(writeMergedRun(merged, tempDir()).eventsFile, 'utf8');
+    expect(text).toBe(stringified(merged.events));
+    expect(text).toContain('"reason":"x\uFFFDy"');
   });
 });
 
@@ -430,7 +538,7 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
     const tooNew = await runCli(['merge', shardDirs[0]!, newer, '--results-dir', out]);
     expect(tooNew.code).toBe(2);
     expect(tooNew.stderr).toBe(
-      `error [EVENTS_TOO_NEW]: ${newer} was written with event schema 99 by cudamatrix 0.1.0; this cudamatrix reads schema 1 and older: upgrade cudamatrix to read it\n`,
+      `error [EVENTS_TOO_NEW]: ${newer} was written with event schema 99 by cudamatrix 0.1.0; this cudamatrix reads schema 2 and older: upgrade cudamatrix to read it\n`,
     );
     expect(existsSync(out)).toBe(false);
   });

@@ -6,7 +6,7 @@ import { errorClassOf, ExitCode, isNotApplicable } from '../core/errors.ts';
 import { formatValue, toUnit } from '../core/units.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import { resolveResultName } from '../probes/catalogue.ts';
-import type { MetricRecord, Scalar } from '../probes/protocol.ts';
+import type { MetricRecord, ProbeRecord, Scalar } from '../probes/protocol.ts';
 import type {
   CellEndEvent,
   RunEndEvent,
@@ -145,14 +145,16 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
 
 /**
  * The summary with the event log's path on it and on every verdict (the reporters know the path
- * only at the end of a run). A summary that already names one keeps it.
+ * only at the end of a run). A summary that already names one keeps it, and is returned as it
+ * is: only this names one, so its verdicts name theirs (a fleet's are not copied once more by
+ * each reporter).
  */
 export function withEventsFile(summary: RunSummary, eventsFile: string): RunSummary {
-  const file = summary.eventsFile ?? eventsFile;
+  if (summary.eventsFile !== undefined) return summary;
   return {
     ...summary,
-    eventsFile: file,
-    targets: summary.targets.map((t) => ({ ...t, verdicts: t.verdicts.map((v) => ({ ...v, eventsFile: v.eventsFile ?? file })) })),
+    eventsFile,
+    targets: summary.targets.map((t) => ({ ...t, verdicts: t.verdicts.map((v) => ({ ...v, eventsFile: v.eventsFile ?? eventsFile })) })),
   };
 }
 
@@ -233,14 +235,35 @@ function measured(cell: CellEndEvent, e: Expectation): boolean {
   const qualified = (e.fact ?? e.metric)!;
   const name = qualified.slice(qualified.indexOf('.') + 1);
   const kinds = e.fact !== undefined ? ['fact', 'sysinfo'] : ['metric'];
-  return cell.records.some((r) => kinds.includes(r.type) && 'name' in r && r.name === name && 'value' in r && r.value !== null);
+  return recordsNamed(cell, name).some((r) => kinds.includes(r.type) && 'value' in r && r.value !== null);
+}
+
+/**
+ * Per list of a cell-end's records (a list replaced is a new key), those that have a name, by
+ * name: a fleet's verdicts look each up (2,000 targets: bench/scale).
+ */
+const namedRecords = new WeakMap<ProbeRecord[], Map<string, ProbeRecord[]>>();
+
+function recordsNamed(cell: CellEndEvent, name: string): ProbeRecord[] {
+  let byName = namedRecords.get(cell.records);
+  if (!byName) {
+    byName = new Map();
+    for (const r of cell.records) {
+      if (!('name' in r) || typeof r.name !== 'string') continue;
+      const list = byName.get(r.name);
+      if (list) list.push(r);
+      else byName.set(r.name, [r]);
+    }
+    namedRecords.set(cell.records, byName);
+  }
+  return byName.get(name) ?? [];
 }
 
 type VerdictBase = Omit<Verdict, 'status' | 'actual' | 'message' | 'evidence' | 'eventsFile'>;
 
 function judgeFact(base: VerdictBase, cell: CellEndEvent, qualified: string, equals: Scalar): Verdict {
   const name = qualified.slice(qualified.indexOf('.') + 1);
-  const rec = cell.records.find((r) => (r.type === 'fact' || r.type === 'sysinfo') && r.name === name) as
+  const rec = recordsNamed(cell, name).find((r) => r.type === 'fact' || r.type === 'sysinfo') as
     { value: Scalar; reason?: string; source?: string; evidence?: Record<string, unknown> } | undefined;
   if (!rec) {
     return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}` };
@@ -268,8 +291,8 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
   const qualified = e.metric!;
   const name = qualified.slice(qualified.indexOf('.') + 1);
   const unit = resolveResultName(qualified, 'metric')?.metric?.unit ?? 'count';
-  const matches = cell.records.filter(
-    (r): r is MetricRecord => r.type === 'metric' && r.name === name && Object.entries(e.where ?? {}).every(([k, v]) => r.attrs?.[k] === v),
+  const matches = recordsNamed(cell, name).filter(
+    (r): r is MetricRecord => r.type === 'metric' && Object.entries(e.where ?? {}).every(([k, v]) => r.attrs?.[k] === v),
   );
   if (matches.length === 0) {
     return {

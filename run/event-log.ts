@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { outputError } from '../core/fs.ts';
 import type { CudamatrixError } from '../core/errors.ts';
-import type { RunEvent } from '../events/events.ts';
+import { eventText, type RunEvent } from '../events/events.ts';
 
 /**
  * Appends events to a file, one synchronous write each (a crash loses at most the event being
@@ -32,7 +32,7 @@ export class EventLog {
   write(event: RunEvent): void {
     this.events.push(event);
     if (this.fd === undefined) return;
-    const line = Buffer.from(`${JSON.stringify(event)}\n`);
+    const line = Buffer.from(eventText(event));
     try {
       for (let done = 0; done < line.length;) done += writeSync(this.fd, line, done);
       this.size += line.length;

@@ -18,6 +18,7 @@ import type { Target } from '../matrix/load.ts';
 import { probeBinaries } from '../probes/binary.ts';
 import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
+import { HostVmMemory } from '../probes/host-vm-memory.ts';
 import { CANCELLED_REASON, runProbe, type ProbeRun } from '../probes/run-probe.ts';
 import { connectChain, hostKeyOf } from '../runners/registry.ts';
 import { hostKeyAddedMessage, type HostKeyAdded, type Session } from '../runners/transport.ts';
@@ -225,6 +226,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       ...withKeys(),
     });
 
+    const hostVm = new HostVmMemory(session.vmHost, ctx.build);
     // A transport failure (the connection dropped) ends the target: its remaining cells are
     // errors with the reason. A probe is never re-run.
     const run = async (probe: string): Promise<CellEndEvent | undefined> => {
@@ -236,7 +238,8 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
       const startedAt = Date.now();
       try {
         const params = effectiveParams(probe, t.params[probe], ctx.quick);
-        const result = await runProbe(session!, deployed, probe, { device: t.device, params, timeoutMs: t.timeoutMs, signal });
+        const options = { device: t.device, params, timeoutMs: t.timeoutMs, signal };
+        const result = await hostVm.around(probe, () => runProbe(session!, deployed, probe, options), options);
         const cell = cellEvent(t, result, probes.includes(probe), params);
         if (probes.includes(probe)) end(cell);
         else emit(cell);

@@ -142,6 +142,59 @@ describe('gha matrix', () => {
     }
   });
 
+  it("counts a Slurm partition as one machine of the cluster, not the runner's: its targets, pinned to nodes or not, share a job", () => {
+    const targets = (lines: string[]) => parseMatrix(['version: 1', 'targets:', ...lines].join('\n'), 'slurm.yaml');
+    // From the runner itself (a login node): the partition's targets share the job of their labels;
+    // another partition is another machine.
+    const labelled = targets([
+      '  - {name: any, runsOn: [self-hosted, hpc], transport: {kind: slurm, partition: gpu}}',
+      '  - {name: node, runsOn: [HPC, self-hosted], transport: {kind: slurm, partition: gpu, nodes: "gpu[01-02]"}}',
+      '  - {name: big, runsOn: [self-hosted, hpc], transport: {kind: slurm, partition: bigmem}}',
+    ]);
+    expect(ghaMatrix(labelled).include.map((e) => [e.name, e.targets])).toEqual([
+      ['any', 'any,node@gpu01,node@gpu02'],
+      ['big', 'big'],
+    ]);
+    // Without labels, the shards keep a partition whole however many there are.
+    const unlabelled = targets([
+      '  - {name: any, transport: {kind: slurm, partition: gpu}}',
+      '  - {name: node, transport: {kind: slurm, partition: gpu, nodes: "gpu[01-03]"}}',
+      '  - {name: big, transport: {kind: slurm, partition: bigmem}}',
+    ]);
+    const shards = ghaMatrix(unlabelled, { shards: 4 }).include.map((e) => e.targets);
+    expect(shards).toEqual(expect.arrayContaining(['any,node@gpu01,node@gpu02,node@gpu03', 'big']));
+    expect(shards).toHaveLength(2);
+    // A labelled target on the shared jobs' runners and a shared one would be two jobs on one
+    // partition: refused. Runners of other labels may reach another cluster: not refused.
+    const twoJobs = (labels: string) =>
+      targets([
+        `  - {name: pinned, runsOn: [${labels}], transport: {kind: slurm, partition: gpu, nodelist: gpu01}}`,
+        '  - {name: any, transport: {kind: slurm, partition: gpu}}',
+      ]);
+    expect(() => ghaMatrix(twoJobs('self-hosted, linux'))).toThrow(
+      /slurm\.yaml: targets "pinned" \(job pinned\) and "any" \(job shared\) are both reached on the same host \(runners \[linux,self-hosted\]\/slurm:gpu\)/,
+    );
+    expect(ghaMatrix(twoJobs('self-hosted, other-cluster')).include.map((e) => e.name)).toEqual(['pinned', 'shared']);
+    // Behind an SSH login node: the cluster is that host's, whatever the runner; its own GPU is another machine.
+    const login = '{kind: ssh, host: login.hpc, user: ci}';
+    expect(() =>
+      ghaMatrix(
+        targets([
+          `  - {name: a, runsOn: [self-hosted, a], transport: [${login}, {kind: slurm}]}`,
+          `  - {name: b, runsOn: [self-hosted, b], transport: [${login}, {kind: slurm, nodes: "n[1-2]"}]}`,
+        ]),
+      ),
+    ).toThrow(/"a" \(job a\) and "b@n1" \(job b@n1\) are both reached on the same host \(ci@login\.hpc:22\/slurm:default\)/);
+    expect(
+      ghaMatrix(
+        targets([
+          `  - {name: login-gpu, runsOn: [self-hosted, a], transport: ${login}}`,
+          `  - {name: nodes, runsOn: [self-hosted, b], transport: [${login}, {kind: slurm}]}`,
+        ]),
+      ).include.map((e) => e.name),
+    ).toEqual(['login-gpu', 'nodes']);
+  });
+
   it('rejects a runner label with a space or a comma, at its place in the file', () => {
     expect(() => parseMatrix('version: 1\ntargets:\n  - name: a\n    runsOn: [self-hosted, "gpu box"]\n', 'bad.yaml')).toThrow(
       /bad\.yaml:4.*runner label has no spaces or commas/s,

@@ -10,7 +10,7 @@
  */
 import { CudamatrixError } from '../core/errors.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
-import { machineOf } from '../runners/registry.ts';
+import { FROM_HERE, machineOf } from '../runners/registry.ts';
 import { planCells, shardCells, type Cell } from './plan.ts';
 
 export interface GhaEntry {
@@ -39,9 +39,17 @@ export interface GhaMatrixOptions {
 
 export const DEFAULT_RUNS_ON = ['self-hosted', 'linux'];
 
-/** The machine a target is measured on when it is not the runner's own (an SSH host, a remote Docker engine's), as its kinds tell. */
-function remoteHostOf(t: Target): string | undefined {
-  return machineOf(t.hops);
+/** GitHub matches labels as a set, case-insensitively. */
+const labelSet = (labels: string[]) => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join(',');
+
+/**
+ * The machine a target is measured on when it is not the runner's own (an SSH host, a remote
+ * Docker engine's, a Slurm partition), as its kinds tell. One reached from the runner itself (the
+ * cluster of a login node that is the runner) is the one that the runners of `runsOn` reach.
+ */
+function remoteHostOf(t: Target, runsOn: string[]): string | undefined {
+  const machine = machineOf(t.hops);
+  return machine?.startsWith(`${FROM_HERE}/`) ? `runners [${labelSet(runsOn)}]${machine.slice(FROM_HERE.length)}` : machine;
 }
 
 export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMatrix {
@@ -59,9 +67,7 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
       for (const c of cellsOf.get(t.name) ?? []) unlabelled.push(c);
       continue;
     }
-    // GitHub matches labels as a set, case-insensitively.
-    const labels = [...new Set(t.runsOn.map((l) => l.toLowerCase()))].sort().join(',');
-    const key = `${labels}\0${remoteHostOf(t) ?? `target:${t.name}`}`;
+    const key = `${labelSet(t.runsOn)}\0${remoteHostOf(t, t.runsOn) ?? `target:${t.name}`}`;
     const job = labelledJobs.get(key);
     if (job) job.targets += `,${t.name}`;
     else {
@@ -71,8 +77,9 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
     }
   }
   if (unlabelled.length) {
+    const runsOn = options.runsOn ?? DEFAULT_RUNS_ON;
     const parts = Array.from({ length: shards }, (_, i) =>
-      shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards }, remoteHostOf),
+      shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards }, (t) => remoteHostOf(t, runsOn)),
     )
       // Fewer hosts than shards leaves a shard empty: no job for it.
       .filter((cells) => cells.length > 0);
@@ -81,7 +88,7 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
       include.push({
         name: parts.length === 1 ? 'shared' : `shared-${i + 1}-of-${parts.length}`,
         targets: targets.join(','),
-        runsOn: options.runsOn ?? DEFAULT_RUNS_ON,
+        runsOn,
         labelled: false,
       });
     });
@@ -110,9 +117,9 @@ function checkHosts(matrix: Matrix, targets: Target[], include: GhaEntry[]): voi
   const jobOf = new Map(include.flatMap((e) => e.targets.split(',').map((t) => [t, e] as const)));
   const seen = new Map<string, { target: string; job: GhaEntry }>();
   for (const t of targets) {
-    const host = remoteHostOf(t);
-    if (!host) continue;
-    const job = jobOf.get(t.name)!;
+    const job = jobOf.get(t.name);
+    const host = job && remoteHostOf(t, job.runsOn);
+    if (!job || !host) continue;
     const first = seen.get(host);
     if (!first) {
       seen.set(host, { target: t.name, job });

@@ -12,7 +12,7 @@ import type { Duplex, Writable } from 'node:stream';
 import { normaliseArch } from '../core/arch.ts';
 import { streamProcess } from './stream.ts';
 import { DEFAULT_MAX_OUTPUT, supervise, type ExecIo } from './supervise.ts';
-import type { ConnectContext, ExecOptions, ExecResult, Platform, Session } from './transport.ts';
+import type { ConnectContext, ExecOptions, ExecResult, Platform, Session, StreamOptions } from './transport.ts';
 
 /**
  * After SIGTERM, how long a process tree gets before SIGKILL. On Windows, where a tree is ended
@@ -60,8 +60,8 @@ class LocalSession implements Session {
     return path.join(...parts);
   }
 
-  openStream(argv: string[]): Promise<Duplex> {
-    return streamProcess(argv);
+  openStream(argv: string[], options?: StreamOptions): Promise<Duplex> {
+    return streamProcess(argv, options);
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

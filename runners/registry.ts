@@ -61,12 +61,19 @@ export function hostKeyOf(hops: Hop[]): string {
   return last > 0 ? `${key(first)}/${key(hops[last]!)}` : key(first);
 }
 
-/** The machine a chain's probes run on when it is not the one cudamatrix runs on (TransportKind.machine); undefined when it is. */
+/** What a machine reached from the one cudamatrix runs on is named within ("here/slurm:gpu": the cluster its login node reaches). */
+export const FROM_HERE = 'here';
+
+/**
+ * The machine a chain's probes run on when it is not the one cudamatrix runs on (TransportKind.machine);
+ * undefined when it is. A hop that lands elsewhere (slurm) names its machine within the one before.
+ */
 export function machineOf(hops: Hop[]): string | undefined {
   let machine: string | undefined;
   for (const hop of hops) {
     const { kind, options } = kindOf(hop);
-    machine = kind.machine?.(options) ?? machine;
+    const own = kind.machine?.(options);
+    if (own !== undefined) machine = kind.landsElsewhere ? `${machine ?? FROM_HERE}/${own}` : own;
   }
   return machine;
 }

@@ -6,6 +6,10 @@
 import { spawn } from 'node:child_process';
 import { Duplex, PassThrough, Writable } from 'node:stream';
 import { CudamatrixError } from '../core/errors.ts';
+import type { StreamOptions } from './transport.ts';
+
+/** How long a streamed command may take to go after its stop signal before it is killed. */
+const STOP_GRACE_MS = 5_000;
 
 /** Why a streamed command ended, with the end of its stderr. */
 export function streamEnded(argv: string[], code: number | null, signal: string | null, stderr: string): Error {
@@ -53,7 +57,7 @@ export function forwardTo(target: Writable): Writable {
 }
 
 /** Starts a local command; resolves once it runs, with its stdin and stdout as one stream. */
-export function streamProcess(argv: string[]): Promise<Duplex> {
+export function streamProcess(argv: string[], options: StreamOptions = {}): Promise<Duplex> {
   const [file, ...args] = argv;
   if (!file) return Promise.reject(new Error('streamProcess needs a command'));
   const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
@@ -75,10 +79,14 @@ export function streamProcess(argv: string[]): Promise<Duplex> {
     if (code !== 0 && received === 0 && !stream.destroyed) stream.destroy(streamEnded(argv, code, signal, stderr));
     else out.end();
   });
-  // The reader is done with it (the engine connection closed): the command goes too.
+  // The reader is done with it (the engine connection closed): the command goes too, killed if
+  // it outlives its stop signal (salloc only passes TERM on to its command), so none is left.
   stream.on('error', () => undefined); // its user listens too; this keeps a late one from being uncaught
   stream.once('close', () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill();
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(options.stopSignal ?? 'SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS).unref();
+    child.once('exit', () => clearTimeout(timer));
   });
   return new Promise((resolve, reject) => {
     child.once('spawn', () => resolve(stream));

@@ -80,8 +80,10 @@ export async function supervise(
     if (kept.length >= max) return overflow();
     const next = kept + text;
     const cut = next.length > max ? next.slice(0, max) : next;
-    if (which === 'out') stdout = cut;
-    else stderr = cut;
+    if (which === 'out') {
+      stdout = cut;
+      options.onStdout?.(text);
+    } else stderr = cut;
     if (next.length > max) overflow();
   };
   const overflow = (): void => {

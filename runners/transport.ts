@@ -47,7 +47,15 @@ export interface ExecOptions {
    * UTF-16LE). Without it, and on other transports, output is read as UTF-8.
    */
   decode?: (bytes: Buffer) => string;
+  /**
+   * Called with stdout as it comes, where the transport streams it (local, SSH); elsewhere once,
+   * at the end. What it is given is also in the result.
+   */
+  onStdout?: (text: string) => void;
 }
+
+/** The Windows machine a session's VM runs on (a WSL 2 distribution's host), or why cudamatrix does not reach it as Windows. */
+export type VmHost = { session: Session } | { unreachable: string };
 
 export interface Session extends AsyncDisposable {
   /** What this session reaches, for messages: "local", "ssh gpu-box:22", … */
@@ -73,9 +81,20 @@ export interface Session extends AsyncDisposable {
    * Runs a command with its stdin and stdout as one byte stream, for a protocol spoken through
    * it: a later hop's Docker engine through `docker system dial-stdio`, as DOCKER_HOST=ssh://
    * does. The stream ends with an error that carries the command's stderr when it fails, and
-   * destroying it stops the command. Sessions that cannot carry bytes both ways leave it out.
+   * destroying it stops the command (with `stopSignal`, SIGTERM unless said). Sessions that
+   * cannot carry bytes both ways leave it out.
    */
-  openStream?(argv: string[]): Promise<Duplex>;
+  openStream?(argv: string[], options?: StreamOptions): Promise<Duplex>;
+  /**
+   * A session inside a VM of a Windows machine (a WSL 2 distribution): that machine, for probes
+   * that read it from outside (probes/host-vm-memory.ts). Undefined where there is no such VM.
+   */
+  readonly vmHost?: VmHost;
+}
+
+export interface StreamOptions {
+  /** The signal that stops the command when its stream is destroyed before it ended. */
+  stopSignal?: NodeJS.Signals;
 }
 
 export interface ConnectContext {
@@ -162,7 +181,8 @@ export interface TransportKind<Options = unknown> {
   /**
    * The machine this hop's probes run on when it is another than the one the hop is reached from,
    * in a name every kind that reaches that machine gives ("ssh:ci@gpu-box:22"); undefined: the
-   * machine of the hop before (for a first hop, the one cudamatrix runs on). gha matrix keeps the
+   * machine of the hop before (for a first hop, the one cudamatrix runs on). A hop that lands
+   * elsewhere names it within the hop before's ("ssh:ci@login:22/slurm:gpu"). gha matrix keeps the
    * targets of one machine out of two jobs.
    */
   machine?(options: Options): string | undefined;

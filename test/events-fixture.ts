@@ -1,12 +1,12 @@
 /** Builds event logs for tests of the verdict engine and the reporters. */
 import type { Expectation } from '../matrix/schema.ts';
 import type { ProbeRecord } from '../probes/protocol.ts';
-import type { CellEndEvent, RunEvent, RunStartEvent } from '../events/events.ts';
+import { EVENTS_SCHEMA_VERSION, type CellEndEvent, type RunEvent, type RunStartEvent } from '../events/events.ts';
 
 export function runStart(expectations: RunStartEvent['matrix']['expectations'] = {}, cells: string[] = []): RunStartEvent {
   return {
     type: 'run-start',
-    schemaVersion: 1,
+    schemaVersion: EVENTS_SCHEMA_VERSION,
     tool: 'cudamatrix',
     version: '0.1.0',
     runId: 'test-run',

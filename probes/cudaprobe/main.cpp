@@ -13,6 +13,9 @@
 //                                               with --usr1-kills-others (Linux, in a container
 //                                               under docker-init) SIGUSR1 kills every other
 //                                               process of the container but its init
+//   cudaprobe vm-memory [--max-seconds S] [--interval-ms N]
+//                                               on a WSL 2 distribution's Windows host: the VM
+//                                               process's GPU memory counters, sampled (winvm.hpp)
 //   cudaprobe init-child driver|runtime [--device N]
 //                                               one timed initialisation (started by runtime-init)
 //   cudaprobe ptx                               the embedded PTX kernels
@@ -44,6 +47,7 @@
 #include "subject.hpp"
 #include "version.hpp"
 #include "wait.hpp"
+#include "winvm.hpp"
 
 namespace cp {
 
@@ -78,6 +82,7 @@ const char* kUsage =
     "       cudaprobe subject [--device N]\n"
     "       cudaprobe judge PROBE < recorded-lines\n"
     "       cudaprobe wait [--stdin] [--usr1-kills-others]\n"
+    "       cudaprobe vm-memory [--max-seconds S] [--interval-ms N]\n"
     "       cudaprobe init-child driver|runtime [--device N]\n"
     "       cudaprobe ptx\n"
     "       cudaprobe version\n"
@@ -206,6 +211,13 @@ int main(int argc, char** argv) {
   if (cmd == "wait") {
     try {
       return cp::runWait(argc, argv);
+    } catch (const cp::UsageError& e) {
+      return usage(e.message);
+    }
+  }
+  if (cmd == "vm-memory") {
+    try {
+      return cp::runVmMemory(argc, argv);
     } catch (const cp::UsageError& e) {
       return usage(e.message);
     }

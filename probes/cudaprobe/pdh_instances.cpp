@@ -107,4 +107,53 @@ Reading selectInstances(const std::vector<CounterItem>& items, uint64_t pid, con
   return r;
 }
 
+namespace {
+
+// Lower case, without ".exe".
+std::string imageName(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.size() > 4 && s.compare(s.size() - 4, 4, ".exe") == 0) s.resize(s.size() - 4);
+  return s;
+}
+
+}  // namespace
+
+std::vector<uint64_t> vmProcesses(const std::vector<ProcessEntry>& processes, const std::vector<std::string>& names) {
+  std::vector<uint64_t> pids;
+  for (const ProcessEntry& p : processes) {
+    std::string n = imageName(p.name);
+    for (const std::string& want : names) {
+      if (n == imageName(want)) {
+        pids.push_back(p.pid);
+        break;
+      }
+    }
+  }
+  return pids;
+}
+
+Reading selectProcesses(const std::vector<CounterItem>& items, const std::vector<uint64_t>& pids) {
+  Reading r;
+  double sum = 0;
+  bool any = false;
+  for (const CounterItem& it : items) {
+    GpuInstance g = parseGpuInstance(it.name);
+    if (!g.ok || !g.hasPid) continue;
+    for (uint64_t pid : pids) {
+      if (g.pid == pid) {
+        sum += it.value;
+        any = true;
+      }
+    }
+  }
+  if (any) {
+    r.value = sum;
+  } else {
+    std::string list;
+    for (uint64_t pid : pids) list += (list.empty() ? "" : ", ") + std::to_string(pid);
+    r.reason = "the counter has no instance of the VM process (pid " + list + "): it has no GPU allocation on any adapter, or this account may not read it";
+  }
+  return r;
+}
+
 }  // namespace cp

@@ -40,4 +40,16 @@ struct CounterItem {
 // known (its reason in `noLuidReason`), and nothing is summed.
 Reading selectInstances(const std::vector<CounterItem>& items, uint64_t pid, const AdapterLuid* luid, const std::string& noLuidReason);
 
+// A process of the host, as a process snapshot lists it ("vmmemWSL", or "vmmem.exe").
+struct ProcessEntry {
+  uint64_t pid = 0;
+  std::string name;
+};
+// The VM processes among `processes`: those named one of `names`, case-insensitively, with or
+// without ".exe" (the WSL 2 VM's is vmmemWSL since WSL 1.0, vmmem before and for other VMs).
+std::vector<uint64_t> vmProcesses(const std::vector<ProcessEntry>& processes, const std::vector<std::string>& names);
+// The sum of the per-process instances of any of `pids`, on every adapter (the host side does
+// not know which adapter the distribution's CUDA device is); unavailable when there is none.
+Reading selectProcesses(const std::vector<CounterItem>& items, const std::vector<uint64_t>& pids);
+
 }  // namespace cp

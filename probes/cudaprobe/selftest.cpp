@@ -55,6 +55,32 @@ int pdhSelect(const char* pidText, const char* luidText) {
   return kExitRan;
 }
 
+int vmSelect(int argc, char** argv) {
+  std::vector<std::string> names(argv + 3, argv + argc);
+  if (names.empty()) names = {"vmmemWSL", "vmmem"};
+  std::vector<ProcessEntry> processes;
+  std::vector<CounterItem> items;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto tab = line.find('\t');
+    if (line.rfind("process ", 0) == 0) {
+      auto space = line.find(' ', 8);
+      if (space != std::string::npos) processes.push_back({std::strtoull(line.c_str() + 8, nullptr, 10), line.substr(space + 1)});
+    } else if (tab != std::string::npos) {
+      items.push_back({line.substr(0, tab), std::atof(line.c_str() + tab + 1)});
+    }
+  }
+  std::vector<uint64_t> pids = vmProcesses(processes, names);
+  std::string list;
+  for (uint64_t p : pids) list += (list.empty() ? "" : ",") + std::to_string(p);
+  Obj o;
+  o.raw("pids", "[" + list + "]");
+  if (!pids.empty()) put(o, "value", selectProcesses(items, pids));
+  std::printf("%s\n", o.json().c_str());
+  return kExitRan;
+}
+
 int adapter(const char* luidText) {
   DeviceAdapter a;
   if (!parseLuid(luidText, a.luid)) return kExitUsage;
@@ -75,15 +101,22 @@ int adapter(const char* luidText) {
 
 }  // namespace
 
+std::string tdrOffWindowsReason(const char* value, bool inWsl);  // settings_probes.cpp
+
 int runSelftest(int argc, char** argv) {
   std::string mode = argc > 2 ? argv[2] : "";
   if (mode == "pdh-select" && argc == 5) return pdhSelect(argv[3], argv[4]);
+  if (mode == "vm-select") return vmSelect(argc, argv);
   if (mode == "adapter" && argc == 4) return adapter(argv[3]);
   if (mode.rfind("p2p-", 0) == 0 && argc == 3) {
     std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     return p2pSelftest(mode, input);
   }
-  std::fprintf(stderr, "cudaprobe: selftest takes pdh-select PID LUID|-, adapter LUID, or p2p-topology|p2p-staged|p2p-mig\n");
+  if (mode == "tdr-reason" && argc == 4) {
+    std::printf("%s\n", Obj().str("reason", tdrOffWindowsReason("TdrDelay", std::strcmp(argv[3], "wsl") == 0)).json().c_str());
+    return kExitRan;
+  }
+  std::fprintf(stderr, "cudaprobe: selftest takes pdh-select PID LUID|-, vm-select [NAME...], adapter LUID, p2p-topology|p2p-staged|p2p-mig, or tdr-reason linux|wsl\n");
   return kExitUsage;
 }
 

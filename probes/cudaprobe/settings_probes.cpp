@@ -124,14 +124,21 @@ int windowsRegistry(ProbeContext& ctx) {
 
 // ---- watchdog (C25) ------------------------------------------------------------------------
 
+// Why a TDR value is null off Windows: the setting is the Windows host's (inside WSL, where it
+// applies to the distribution's kernels) or there is none (native Linux).
+std::string tdrOffWindowsReason(const char* value, bool inWsl) {
+  const std::string setting = std::string(value) + " is a Windows registry setting (HKLM\\" + kGraphicsDriversKey + ")";
+  if (inWsl) return setting + ": inside WSL the Windows host's applies (numba/numba#3197), and the host's registry is not readable from the distribution";
+  return setting + ": it exists on Windows only";
+}
+
 namespace {
 
 // A TDR value of the GraphicsDrivers key as a fact: the value set, or Windows' documented
 // default when it is not set (TdrDelay 2 s, TdrLevel 3 = recover), or null off Windows.
 void tdrFact(const std::string& probe, const char* fact, const char* value, int windowsDefault) {
   if (!isWindows()) {
-    emitFact(probe, fact, "null", Obj(),
-             "TDR is a Windows setting; inside WSL2 the Windows host's applies (numba/numba#3197), and its registry is not reachable from here");
+    emitFact(probe, fact, "null", Obj(), tdrOffWindowsReason(value, wslInfo().isWsl));
     return;
   }
   RegistryDword v = graphicsDriversValue(value);

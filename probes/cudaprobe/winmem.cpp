@@ -26,8 +26,9 @@ std::string hex(long v) {
   return buf;
 }
 
-// A wildcard counter's instances with their values; false (with `reason`) when it cannot be read.
-bool readCounter(const wchar_t* path, std::vector<CounterItem>& items, std::string& reason) {
+}  // namespace
+
+bool readGpuCounter(const wchar_t* path, std::vector<CounterItem>& items, std::string& reason) {
   PDH_HQUERY q = nullptr;
   PDH_STATUS s = PdhOpenQueryW(nullptr, 0, &q);
   if (s != ERROR_SUCCESS) {
@@ -66,10 +67,12 @@ bool readCounter(const wchar_t* path, std::vector<CounterItem>& items, std::stri
   return true;
 }
 
+namespace {
+
 Reading counterOn(const wchar_t* path, uint64_t pid, const DeviceAdapter& a) {
   Reading r;
   std::vector<CounterItem> items;
-  if (!readCounter(path, items, r.reason)) return r;
+  if (!readGpuCounter(path, items, r.reason)) return r;
   return selectInstances(items, pid, a.known ? &a.luid : nullptr, a.reason);
 }
 
@@ -283,6 +286,11 @@ int hwSchedulerEnabled(const DeviceAdapter& adapter, std::string& reason) {
 }
 
 #else
+
+bool readGpuCounter(const wchar_t*, std::vector<CounterItem>&, std::string& reason) {
+  reason = "PDH GPU counters exist on Windows only";
+  return false;
+}
 
 DeviceAdapter deviceAdapter(CUdevice, bool) {
   DeviceAdapter a;

@@ -5,12 +5,17 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cuda.hpp"
 #include "pdh_instances.hpp"
 #include "process.hpp"
 
 namespace cp {
+
+// A wildcard GPU counter's instances with their values ("\\GPU Process Memory(*)\\Shared Usage");
+// false, with `reason`, when it cannot be read (no such counter set: Wine, Windows before 1709).
+bool readGpuCounter(const wchar_t* path, std::vector<CounterItem>& items, std::string& reason);
 
 // The CUDA device's WDDM adapter: its LUID, or why it has none (TCC, no driver, not Windows).
 struct DeviceAdapter {

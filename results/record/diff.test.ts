@@ -228,6 +228,27 @@ describe('pairing', () => {
   });
 });
 
+describe('a folder of several records of one key', () => {
+  it('is compared as its newest record with each probe from the newest that measured it: a newer run of a few probes hides no change', () => {
+    const full = runs[0]!;
+    // Newer, of the same key, with only pinned-ceiling measured (an opt-in run).
+    const few = doctored(full, 'f0f0f0f0f0f0f0f0', (r) => {
+      r.observed = { ...r.observed, date: '2099-01-01T00:00:00.000Z' };
+      r.facts = Object.fromEntries(Object.entries(r.facts).filter(([n]) => n.startsWith('pinned-ceiling.')));
+      r.metrics = r.metrics.filter((m) => m.name.startsWith('pinned-ceiling.'));
+      r.cells = r.cells.filter((c) => c.probe === 'pinned-ceiling');
+    });
+    const changed = doctored(full, 'c0c0c0c0c0c0c0c0', (r) => {
+      r.facts['pinned-vram.counts_as_vram'] = { value: !r.facts['pinned-vram.counts_as_vram']!.value };
+    });
+    const d = diffRecords([full, few], [changed]);
+    expect(d.changed).toBe(true);
+    expect(d.pairs[0]!.facts.map((f) => f.name)).toEqual(['pinned-vram.counts_as_vram']);
+    // Both records of side a were compared: neither is listed as left out.
+    expect(d.onlyA).toEqual([]);
+  });
+});
+
 describe('the catalogue', () => {
   it('names a tolerance for every metric, so that no metric falls back to the default noise', () => {
     const without = catalogue.flatMap((p) => p.metrics.filter((m) => m.tolerance === undefined).map((m) => `${p.name}.${m.name}`));

@@ -7,6 +7,7 @@
 import { formatValue } from '../../core/units.ts';
 import { catalogue, type MetricTolerance } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
+import { composeRecord, hasFacts, newestByProbe } from './compose.ts';
 import { keyText, type BehaviourRecord, type RecordedMetric } from './format.ts';
 
 /** Noise where the catalogue names none (a metric of a newer cudaprobe). */
@@ -430,11 +431,27 @@ export function seriesText(name: string, attrs: Record<string, Scalar> | undefin
     : name;
 }
 
-const hasFacts = (r: BehaviourRecord) => Object.keys(r.facts).length > 0;
 /** The one compared first: a record with facts before one without (a run of sysinfo alone must not hide a full one), then the newest. */
 export const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
   Number(hasFacts(y)) - Number(hasFacts(x)) ||
   (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+
+/** One key's records (newest first) as the one diff compares: the newest, with each probe from the newest that measured it; and the records it took. */
+function composed(list: BehaviourRecord[]): { record: BehaviourRecord; used: Set<BehaviourRecord> } {
+  const byProbe = newestByProbe(
+    list,
+    (x, y) => newestFirst(x, y) < 0,
+    (r) => r,
+  );
+  return { record: composeRecord(list[0]!, byProbe), used: new Set([list[0]!, ...byProbe.values()]) };
+}
+
+/** Of records read for diff: those it compares in full (each key's newest and its probes' newest records, as diffRecords takes them). */
+export function comparedRecords(records: BehaviourRecord[]): Set<BehaviourRecord> {
+  const out = new Set<BehaviourRecord>();
+  for (const list of byKey(records).values()) for (const r of composed(list).used) out.add(r);
+  return out;
+}
 
 function byKey(records: BehaviourRecord[]): Map<string, BehaviourRecord[]> {
   const out = new Map<string, BehaviourRecord[]>();
@@ -510,9 +527,13 @@ export function diffRecords(
       for (const r of la) onlyA.push({ key, record: side(r), reason: 'no observation of this key on the other side' });
       continue;
     }
-    pairs.push(diffPair(la[0]!, lb[0]!, options.all ?? false));
-    for (const r of la.slice(1)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r), comparedInstead: la[0]!.id });
-    for (const r of lb.slice(1)) onlyB.push({ key, record: side(r), reason: older(lb[0]!, r), comparedInstead: lb[0]!.id });
+    // Each side as one record: its newest, each probe from the newest record that measured it.
+    const [ca, cb] = [composed(la), composed(lb)];
+    pairs.push(diffPair(ca.record, cb.record, options.all ?? false));
+    for (const r of la.slice(1))
+      if (!ca.used.has(r)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r), comparedInstead: la[0]!.id });
+    for (const r of lb.slice(1))
+      if (!cb.used.has(r)) onlyB.push({ key, record: side(r), reason: older(lb[0]!, r), comparedInstead: lb[0]!.id });
   }
   for (const [key, lb] of gb)
     if (!ga.has(key)) for (const r of lb) onlyB.push({ key, record: side(r), reason: 'no observation of this key on the other side' });

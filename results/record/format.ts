@@ -98,10 +98,18 @@ export interface BehaviourRecord {
 
 /** The key as one line: the column of the behaviour table ("linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS"). */
 export function keyText(key: ObservationKey): string {
-  return [key.environment, key.gpu, key.driver, key.os, key.osBuild, key.container ? `in ${key.container}` : null]
-    .filter((p) => p !== null && p !== '')
-    .join(' · ');
+  let text = keyTexts.get(key);
+  if (text === undefined) {
+    text = [key.environment, key.gpu, key.driver, key.os, key.osBuild, key.container ? `in ${key.container}` : null]
+      .filter((p) => p !== null && p !== '')
+      .join(' · ');
+    keyTexts.set(key, text);
+  }
+  return text;
 }
+
+/** keyText per key object: records read through the index share one, and the report asks for each several times. */
+const keyTexts = new WeakMap<ObservationKey, string>();
 
 /** Whether two records are the same observation: the same key and the same fact values. */
 export function sameObservation(a: BehaviourRecord, b: BehaviourRecord): boolean {

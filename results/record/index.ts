@@ -6,7 +6,7 @@
  * index is rebuilt from the records. docs/records.md ("The records index") says what it holds.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, realpathSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../../core/fs.ts';
 import { defaultCacheDir } from '../../probes/build.ts';
@@ -14,6 +14,9 @@ import type { BehaviourRecord, RecordedMetric } from './format.ts';
 
 /** Bumped whenever what a digest holds changes: an index of another format is rebuilt. */
 export const INDEX_FORMAT = 'cudamatrix-records-index/1';
+
+/** At most this many folders' indexes are kept in the cache; past it, the least recently written go. */
+export const MAX_INDEXES = 256;
 
 /** The parts of a digest that records often share (one key's records, copies of one run): kept once in the index. */
 const SHARED = ['key', 'tool', 'sysinfo', 'facts', 'cells', 'verdicts'] as const;
@@ -34,15 +37,21 @@ interface IndexFile {
   entries: { name: string; stamp: string; records: Stored[] }[];
 }
 
+/** The metrics a digest keeps: `names` says which (an index made for others is rebuilt), `pick` picks them from a record's. */
+export interface KeptMetrics {
+  names: readonly string[];
+  pick(metrics: readonly RecordedMetric[]): RecordedMetric[];
+}
+
 /**
- * A record as the index keeps it: no memory samples, of the metrics only those named in `keep`,
+ * A record as the index keeps it: no memory samples, of the metrics only those `keep` picks,
  * facts without their evidence (only the record shown in full, read from its file, needs it).
  */
-export function digestOf(r: BehaviourRecord, keep: ReadonlySet<string>): BehaviourRecord {
+export function digestOf(r: BehaviourRecord, keep: KeptMetrics): BehaviourRecord {
   const facts: BehaviourRecord['facts'] = {};
   for (const [n, f] of Object.entries(r.facts))
     facts[n] = f.reason === undefined ? { value: f.value } : { value: f.value, reason: f.reason };
-  return { ...r, facts, samples: [], metrics: r.metrics.filter((m) => keep.has(m.name)) };
+  return { ...r, facts, samples: [], metrics: keep.pick(r.metrics) };
 }
 
 /** Where the index of `folder` lies (CUDAMATRIX_CACHE, else the user's cache folder: see defaultCacheDir). */
@@ -54,6 +63,59 @@ export function indexFileOf(folder: string): string {
     real = path.resolve(folder);
   }
   return path.join(defaultCacheDir(), 'records-index', `${createHash('sha256').update(real).digest('hex').slice(0, 24)}.json`);
+}
+
+const INDEX_NAME = /^[0-9a-f]{24}\.json$/;
+/** An index starts with its format and folder (JSON.stringify keeps the key order): this much of it names the folder. */
+const HEAD_BYTES = 8192;
+
+/** The folder an index file is of, from its first bytes; null when they are not an index's. */
+function folderOfIndex(file: string): string | null {
+  const fd = openSync(file, 'r');
+  try {
+    const head = Buffer.alloc(HEAD_BYTES);
+    const text = head.toString('utf8', 0, readSync(fd, head, 0, HEAD_BYTES, 0));
+    const m = /^\{"format":"[^"]*","folder":("(?:[^"\\]|\\.)*")/.exec(text);
+    return m ? (JSON.parse(m[1]!) as string) : null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Removes from the cache the indexes of folders that are gone (or files that are not an index),
+ * and past MAX_INDEXES the least recently written, `written` (just made) aside. Run when an index
+ * is made for a folder that had none, the only time the cache grows; it reads each file's first
+ * bytes. A file that cannot be removed now (held open on Windows) waits for the next time.
+ */
+function pruneIndexes(written: string): void {
+  const dir = path.dirname(written);
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => INDEX_NAME.test(n) && n !== path.basename(written));
+  } catch {
+    return;
+  }
+  const remove = (file: string) => {
+    try {
+      rmSync(file, { force: true });
+    } catch {
+      // Left for the next time.
+    }
+  };
+  const live: { file: string; mtimeMs: number }[] = [];
+  for (const name of names) {
+    const file = path.join(dir, name);
+    try {
+      const folder = folderOfIndex(file);
+      if (folder === null || !existsSync(folder)) remove(file);
+      else live.push({ file, mtimeMs: statSync(file).mtimeMs });
+    } catch {
+      // Gone meanwhile (another process pruned it).
+    }
+  }
+  live.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const { file } of live.slice(MAX_INDEXES - 1)) remove(file);
 }
 
 const stampOf = (file: string) => {
@@ -81,23 +143,22 @@ function loadIndex(file: string, folder: string, keep: string[]): IndexFile | nu
 export function readDigests(
   folder: string,
   names: readonly string[],
-  keep: ReadonlySet<string>,
+  keep: KeptMetrics,
   read: (file: string) => BehaviourRecord[],
   options: { metrics?: boolean } = {},
 ): BehaviourRecord[][] {
   // Without metrics (diff, which reads the records it compares whole): none made from the index.
   const withMetrics = options.metrics ?? true;
-  const keepList = [...keep].sort();
+  const keepList = [...keep.names].sort();
   const indexFile = indexFileOf(folder);
   const index = loadIndex(indexFile, path.resolve(folder), keepList);
   const known = new Map(index?.entries.map((e) => [e.name, e]) ?? []);
   const shared = index?.shared ?? [];
   const materialize = (s: Stored): BehaviourRecord => {
-    const r = { ...s } as unknown as Record<string, unknown>;
-    for (const k of SHARED) r[k] = shared[s[k]];
-    const [shape, values] = s.metrics;
-    r.metrics = withMetrics ? (shared[shape] as Omit<RecordedMetric, 'value'>[]).map((m, i) => ({ ...m, value: values[i]! })) : [];
-    return r as unknown as BehaviourRecord;
+    const { metrics: stored, ...parts } = s as unknown as Record<string, unknown> & Pick<Stored, 'metrics'>;
+    for (const k of SHARED) parts[k] = shared[s[k]];
+    if (!withMetrics) return { ...parts, metrics: [] } as unknown as BehaviourRecord;
+    return withLazyMetrics(parts, shared[stored[0]] as MetricShape[], stored[1]);
   };
   let dirty = index === null || known.size !== names.length;
   const out: BehaviourRecord[][] = [];
@@ -120,6 +181,64 @@ export function readDigests(
   }
   if (dirty) writeIndex(indexFile, { folder: path.resolve(folder), keep: keepList, names, stamps, digests: out, kept, shared });
   return out;
+}
+
+export type MetricShape = Omit<RecordedMetric, 'value'>;
+
+/** A digest's metrics as the index holds them: the shape (one object for alike records) and the values. */
+export interface PackedMetrics {
+  shape: readonly MetricShape[];
+  values: readonly (number | null)[];
+}
+
+const packed = new WeakMap<BehaviourRecord, PackedMetrics>();
+
+/**
+ * A digest's metrics as packed, for a reader that picks a few of every record's (the report's
+ * key metrics, once per shape): its `metrics` objects are made only when read (10,000 records
+ * of ~40 each are most of what reading the index costs). Undefined for a record read whole.
+ */
+export function packedMetricsOf(r: BehaviourRecord): PackedMetrics | undefined {
+  return packed.get(r);
+}
+
+/**
+ * The record with `metrics` made only when read, as an accessor written in the object literal:
+ * defined on the object afterwards, it would turn each of 10,000 records into a dictionary,
+ * slow to read for everything after.
+ */
+function withLazyMetrics(
+  parts: Record<string, unknown>,
+  shape: readonly MetricShape[],
+  values: readonly (number | null)[],
+): BehaviourRecord {
+  let metrics: RecordedMetric[] | undefined;
+  const r = {
+    ...parts,
+    get metrics(): RecordedMetric[] {
+      return (metrics ??= metricsOf(shape, values));
+    },
+    set metrics(value: RecordedMetric[]) {
+      metrics = value;
+    },
+  } as unknown as BehaviourRecord;
+  packed.set(r, { shape, values });
+  return r;
+}
+
+/** A record's metrics from their shape and values: objects of one layout, made without spreading (10,000 records of ~40 each). */
+function metricsOf(shape: readonly MetricShape[], values: readonly (number | null)[]): RecordedMetric[] {
+  const out: RecordedMetric[] = new Array(shape.length);
+  for (let i = 0; i < shape.length; i++) out[i] = metricOf(shape[i]!, values[i]!);
+  return out;
+}
+
+/** One metric from its shape and value. */
+export function metricOf(m: MetricShape, value: number | null): RecordedMetric {
+  const metric: RecordedMetric = { name: m.name, value, unit: m.unit };
+  if (m.attrs !== undefined) metric.attrs = m.attrs;
+  if (m.reason !== undefined) metric.reason = m.reason;
+  return metric;
 }
 
 /** Writes the index; one that cannot be written (a read-only cache) only costs the next run its speed. */
@@ -177,6 +296,7 @@ function writeIndex(
       r.metrics = [renumber.get(m[0]), m[1]];
     }
   }
+  const isNew = !existsSync(file);
   try {
     writeFileAtomic(
       file,
@@ -184,5 +304,7 @@ function writeIndex(
     );
   } catch {
     // A cache that cannot be written: the records are read in full next time, as without one.
+    return;
   }
+  if (isNew) pruneIndexes(file);
 }

@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { KEY_METRICS } from '../report/table.ts';
+import { KEPT_KEY_METRICS } from '../report/table.ts';
 import { indexFileOf } from './index.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { writeRecords } from '../../test/report-fixture.ts';
@@ -34,7 +34,7 @@ describe('readInput(folder, { forDiff })', () => {
     for (const r of [...sideA, ...sideB]) expect(r.metrics.length > 0, r.id).toBe(compared.has(r.id));
     // Through the records index (as `cudamatrix diff` reads): the same, without an index (made
     // then) and with it, the compared records whole.
-    const keepMetrics = new Set(KEY_METRICS.map((m) => m.metric));
+    const keepMetrics = KEPT_KEY_METRICS;
     for (const round of ['no index yet', 'with the index']) {
       expect(existsSync(indexFileOf(path.join(a, 'driver-580.159.04'))), round).toBe(round === 'with the index');
       const ia = readInput(a, {}, { forDiff: true, keepMetrics }).records;

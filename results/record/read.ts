@@ -11,8 +11,8 @@ import { readEventLog, type RunEvent } from '../../events/events.ts';
 import type { Expectation } from '../../matrix/schema.ts';
 import { checkRecord, invalid, isObject } from './check.ts';
 import { recordsFromEvents, type BehaviourRecord } from './format.ts';
-import { newestFirst, pairingKey } from './diff.ts';
-import { readDigests } from './index.ts';
+import { comparedRecords } from './diff.ts';
+import { readDigests, type KeptMetrics } from './index.ts';
 import { isSubmission, parseSubmission } from './submit.ts';
 
 export type InputKind = 'event-log' | 'record' | 'submission' | 'records-folder';
@@ -134,25 +134,6 @@ function readRecordFile(file: string, text: string): BehaviourRecord[] {
 }
 
 /**
- * For diff, as a folder is read: of each key (without the driver) only the record diff compares
- * (newestFirst's first) keeps its metrics and memory samples; the others keep what diff says of
- * them (key, facts, date, id). Memory then grows with the keys, not the records.
- */
-function compareOnly(compared: Map<string, BehaviourRecord>, record: BehaviourRecord): void {
-  const key = pairingKey(record);
-  const held = compared.get(key);
-  const slim = (r: BehaviourRecord) => {
-    r.metrics = [];
-    r.samples = [];
-  };
-  if (!held) compared.set(key, record);
-  else if (newestFirst(record, held) < 0) {
-    slim(held);
-    compared.set(key, record);
-  } else slim(record);
-}
-
-/**
  * Reads one input. `defaults`: the default expectations, which records made from an event log
  * are judged against (matrix/default.yaml's). `complete`: refuse an event log that is incomplete
  * (see incompleteLog), as `record` does: a record of part of a run must not stand for the run.
@@ -162,7 +143,7 @@ function compareOnly(compared: Map<string, BehaviourRecord>, record: BehaviourRe
 export function readInput(
   source: string,
   defaults: Expectations,
-  options: { complete?: boolean; forDiff?: boolean; keepMetrics?: ReadonlySet<string> } = {},
+  options: { complete?: boolean; forDiff?: boolean; keepMetrics?: KeptMetrics } = {},
 ): Input {
   const complete = options.complete ?? false;
   let st;
@@ -185,7 +166,6 @@ export function readInput(
       );
     }
     const records: Input['records'] = [];
-    const compared = new Map<string, BehaviourRecord>();
     const readFile = (f: string) => readRecordFile(f, readFileSync(f, 'utf8'));
     if (options.forDiff && options.keepMetrics) {
       // Through the records index: every record's digest, then the one compared per key whole.
@@ -205,22 +185,21 @@ export function readInput(
           list.forEach((record, n) => {
             at.set(record, { pos: records.length, file: group[g]!, n });
             records.push({ record, file: group[g]! });
-            compareOnly(compared, record);
           }),
         );
         i = j;
       }
-      for (const digest of compared.values()) {
+      for (const digest of comparedRecords(records.map((r) => r.record))) {
         const { pos, file, n } = at.get(digest)!;
         records[pos]!.record = readFile(file)[n]!;
       }
       return { source, kind: 'records-folder', records, unrecorded: [] };
     }
-    for (const f of files) {
-      for (const record of readFile(f)) {
-        records.push({ record, file: f });
-        if (options.forDiff) compareOnly(compared, record);
-      }
+    for (const f of files) for (const record of readFile(f)) records.push({ record, file: f });
+    if (options.forDiff) {
+      // Only the records diff compares keep their metrics and samples: the others keep what diff says of them.
+      const compared = comparedRecords(records.map((r) => r.record));
+      for (const { record } of records) if (!compared.has(record)) [record.metrics, record.samples] = [[], []];
     }
     return { source, kind: 'records-folder', records, unrecorded: [] };
   }

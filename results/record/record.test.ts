@@ -6,7 +6,7 @@ import { tempDir } from '../../test/helpers.ts';
 import { defaultExpectations, doctored, H200_DIR, H200_RUNS, h200Records, noDriverLog } from './fixture.ts';
 
 /** The records of the H200 runs of 2026-12-02 (results/records/driver-580.159.04/h200-linux-2026-12-02-issue24/). */
-const H200_LATER_RECORDS = ['linux-h200-docker-2026-12-02-479faf44.json'];
+const H200_LATER_RECORDS = ['linux-h200-docker-2026-12-02-479faf44.json', 'linux-h200-docker-2026-12-02-5e9f09d1.json'];
 import { recordJson, recordPath, type BehaviourRecord } from './format.ts';
 import { readInput } from './read.ts';
 import { redactRecord, redactText } from './redact.ts';
@@ -297,11 +297,11 @@ describe('inputs', () => {
     });
     const newLog = path.join(dir, 'new.jsonl');
     const lines = readFileSync(H200_RUNS[0]!, 'utf8').split('\n');
-    lines[0] = lines[0]!.replace('"schemaVersion":1', '"schemaVersion":2');
+    lines[0] = lines[0]!.replace('"schemaVersion":1', '"schemaVersion":3');
     writeFileSync(newLog, lines.join('\n'));
     expect(codeOf(() => readInput(newLog, defaults))).toEqual({
       code: 'EVENTS_TOO_NEW',
-      message: expect.stringMatching(new RegExp(`^${newLog} was written with event schema 2 .*upgrade cudamatrix`)),
+      message: expect.stringMatching(new RegExp(`^${newLog} was written with event schema 3 .*upgrade cudamatrix`)),
     });
     const newRecord = path.join(dir, 'new.json');
     writeFileSync(newRecord, JSON.stringify({ ...runs[0], recordSchema: 2 }));

@@ -20,6 +20,14 @@ thead th { background: var(--bg-alt); }
 table.facts th small { display: block; color: var(--muted); font-weight: normal; max-width: 420px; }
 table.facts th.col { min-width: 160px; font-weight: 600; }
 table.facts tr.group th { background: #eef2f7; }
+@media (max-width: 700px) {
+  /* A narrow screen: the fact names stay in view (sticky, wrapped) while the value columns scroll beside them. */
+  table.facts tr:not(.group) > th:first-child { position: sticky; left: 0; z-index: 1; background: #fff; width: 11em; min-width: 11em; max-width: 11em; overflow-wrap: anywhere; }
+  table.facts thead tr > th:first-child { background: var(--bg-alt); }
+  table.facts th small { max-width: none; }
+  table.facts th.col { min-width: 9em; }
+  table.facts td { overflow-wrap: anywhere; }
+}
 table.numbers td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.none { color: var(--muted); text-align: center; }
 td.conflict { background: #fff4e5; } td.varies { background: #f3f0ff; }
@@ -41,10 +49,8 @@ select { max-width: 100%; } .pickers label { display: inline-block; margin: 0 12
 
 /** JSON that is safe inside <script>: no "</script", "<!--" or line separators can end or change it. */
 export function scriptJson(value: unknown): string {
-  return JSON.stringify(value)
-    .replace(/</g, '\\u003c')
-    .replace(/\u2028/g, '\\u2028')
-    .replace(/\u2029/g, '\\u2029');
+  // One pass over the page's data (a fleet's is megabytes): each character that could end the script or a line, escaped.
+  return JSON.stringify(value).replace(/[<\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function renderHtml(

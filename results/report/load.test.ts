@@ -8,7 +8,7 @@ import { h200Records, loaded, variant, writeRecords } from '../../test/report-fi
 import { tempDir } from '../../test/helpers.ts';
 import { renderReport } from './index.ts';
 import { loadRecords } from './load.ts';
-import { columnsOf, KEY_METRICS } from './table.ts';
+import { columnsOf, KEPT_KEY_METRICS } from './table.ts';
 
 describe('loadRecords', () => {
   it('gives the same BEHAVIOUR.md and behaviour.html as the records in full, keeping samples and every metric only for the record each column shows', async () => {
@@ -27,7 +27,7 @@ describe('loadRecords', () => {
     const dir = tempDir('cm-load-');
     writeRecords(dir, records);
     const paths = { recordsLink: 'records', recordsDirName: 'results/records' };
-    const slim = loadRecords(dir, new Set(KEY_METRICS.map((m) => m.metric)));
+    const slim = loadRecords(dir, KEPT_KEY_METRICS);
     expect(renderReport(slim, paths)).toEqual(renderReport(loaded(records.map((r) => structuredClone(r))), paths));
     const chosen = new Set(columnsOf(slim).map((c) => c.chosen.record.id));
     expect(chosen).toEqual(new Set(columnsOf(loaded(records)).map((c) => c.chosen.record.id)));
@@ -41,8 +41,22 @@ describe('loadRecords', () => {
   });
 });
 
+describe('the records folder', () => {
+  it('refuses a driver folder given for it (record files, no driver-<version>/), naming the folder above: an empty report would replace the committed one', async () => {
+    const [a] = await h200Records();
+    const dir = tempDir('cm-records-');
+    const [file] = writeRecords(dir, [a]);
+    const driverFolder = path.dirname(file!);
+    expect(() => loadRecords(driverFolder, KEPT_KEY_METRICS)).toThrow(
+      `${driverFolder} holds record files itself, not driver-<version>/ folders: pass the records folder above it (--records-dir ${dir})`,
+    );
+    // An empty folder is a project with no records yet: no error.
+    expect(loadRecords(tempDir('cm-records-empty-'), KEPT_KEY_METRICS)).toEqual([]);
+  });
+});
+
 describe('the records index', () => {
-  const keep = new Set(KEY_METRICS.map((m) => m.metric));
+  const keep = KEPT_KEY_METRICS;
   const paths = { recordsLink: 'records', recordsDirName: 'results/records' };
 
   async function folder() {

@@ -5,18 +5,15 @@
  * it (results/record/check.ts, by hand rather than with a schema library: 10,000 records must
  * load in about the time JSON.parse takes, bench/report), and its memory samples.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, type Dirent } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError } from '../../core/errors.ts';
 import { checkRecord, invalid, isObject } from '../record/check.ts';
-import { keyText, type BehaviourRecord } from '../record/format.ts';
-import { readDigests } from '../record/index.ts';
+import type { BehaviourRecord } from '../record/format.ts';
+import { readDigests, type KeptMetrics } from '../record/index.ts';
+import { recordsShownInFull, type LoadedRecord } from './table.ts';
 
-/** A record and where it lies, relative to the records folder, with / separators. */
-export interface LoadedRecord {
-  file: string;
-  record: BehaviourRecord;
-}
+export type { LoadedRecord } from './table.ts';
 
 /** The record files under `dir`, sorted (the order everything after is built from). */
 export function recordFiles(dir: string): string[] {
@@ -30,34 +27,44 @@ export function recordFiles(dir: string): string[] {
       `records folder ${dir} does not exist or is not a folder; pass the folder that holds driver-<version>/*.json (--records-dir, default results/records)`,
     );
   }
+  const drivers = top.filter((n) => n.startsWith('driver-')).sort();
+  if (drivers.length === 0 && top.some((n) => n.endsWith('.json'))) {
+    // A driver folder given for the records folder would give an empty report over the committed one.
+    throw new CudamatrixError(
+      'USAGE',
+      `${dir} holds record files itself, not driver-<version>/ folders: pass the records folder above it (--records-dir ${path.dirname(path.resolve(dir))}); nothing was written`,
+    );
+  }
   const files: string[] = [];
-  for (const sub of top.filter((n) => n.startsWith('driver-')).sort()) {
+  for (const sub of drivers) {
     const at = path.join(dir, sub);
     if (!statSync(at).isDirectory()) continue;
-    for (const name of readdirSync(at)
-      .filter((n) => n.endsWith('.json'))
-      .sort()) {
-      if (statSync(path.join(at, name)).isFile()) files.push(`${sub}/${name}`);
-    }
+    // A link to a record is followed (stat), as readFileSync would; other entries are told apart without a stat each.
+    const isFile = (e: Dirent) =>
+      e.isFile() || (e.isSymbolicLink() && statSync(path.join(at, e.name), { throwIfNoEntry: false })?.isFile());
+    const names = readdirSync(at, { withFileTypes: true })
+      .filter((e) => e.name.endsWith('.json') && isFile(e))
+      .map((e) => e.name);
+    for (const name of names.sort()) files.push(`${sub}/${name}`);
   }
   return files;
 }
 
 /**
  * Every record under `dir`, read and checked; the first bad file stops it with its name and what
- * is wrong. Only the record each column shows in full (its newest with facts: columnsOf's
- * chosen) keeps its memory samples, every metric and its facts' evidence; the others keep what
+ * is wrong. Only the records each column shows in full (recordsShownInFull: its newest with
+ * facts and the newest that measured each probe) keep their memory samples, every metric and its facts' evidence; the others keep what
  * the tables read of them (key, facts, sysinfo, cells, verdicts, and of the metrics those named
  * in `keepMetrics`, the report's key metrics). Those come from the records index
  * (results/record/index.ts) where it is current, so only the shown records are read whole:
  * time and memory go with the columns, not the records (10,000 records of 104 KiB:
  * bench/scale). Without `keepMetrics` every record is read whole and keeps every metric.
  */
-export function loadRecords(dir: string, keepMetrics?: ReadonlySet<string>): LoadedRecord[] {
+export function loadRecords(dir: string, keepMetrics?: KeptMetrics): LoadedRecord[] {
   const files = recordFiles(dir);
   if (!keepMetrics) {
     const all = files.map((file) => ({ file, record: readReportRecord(path.join(dir, file)) }));
-    const shown = new Set(shownOf(all).values());
+    const shown = recordsShownInFull(all);
     for (const r of all) if (!shown.has(r)) r.record.samples = [];
     return all;
   }
@@ -72,19 +79,8 @@ export function loadRecords(dir: string, keepMetrics?: ReadonlySet<string>): Loa
     names.forEach((name, n) => loaded.push({ file: `${sub}/${name}`, record: digests[n]![0]! }));
     i = j;
   }
-  for (const r of shownOf(loaded).values()) r.record = readReportRecord(path.join(dir, r.file));
+  for (const r of recordsShownInFull(loaded)) r.record = readReportRecord(path.join(dir, r.file));
   return loaded;
-}
-
-/** Per key, the record its column shows in full. */
-function shownOf(records: LoadedRecord[]): Map<string, LoadedRecord> {
-  const shown = new Map<string, LoadedRecord>();
-  for (const r of records) {
-    const key = keyText(r.record.key);
-    const held = shown.get(key);
-    if (!held || shownBefore(r, held)) shown.set(key, r);
-  }
-  return shown;
 }
 
 function readReportRecord(full: string): BehaviourRecord {
@@ -95,15 +91,6 @@ function readReportRecord(full: string): BehaviourRecord {
     throw invalid(full, `not JSON (${(e as Error).message})`);
   }
   return checkReportRecord(data, full);
-}
-
-const hasFacts = (r: LoadedRecord) => Object.keys(r.record.facts).length > 0;
-const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
-/** Whether `a` is shown rather than `b` (of one key): as columnsOf chooses, the newest with facts, else the newest. */
-function shownBefore(a: LoadedRecord, b: LoadedRecord): boolean {
-  if (hasFacts(a) !== hasFacts(b)) return hasFacts(a);
-  return (cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file)) > 0;
 }
 
 /**

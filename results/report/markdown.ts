@@ -19,8 +19,20 @@ export interface MarkdownOptions {
   recordsDirName: string;
 }
 
+/** mdText's answers: a report writes the same values, names and paths thousands of times. */
+const mdTexts = new Map<string, string>();
+
 /** Text in a table cell: no pipe, bracket or angle bracket of the data may end the cell or open a link or a tag. */
 export function mdText(s: string): string {
+  let text = mdTexts.get(s);
+  if (text === undefined) {
+    if (mdTexts.size > 100_000) mdTexts.clear();
+    mdTexts.set(s, (text = escapeMd(s)));
+  }
+  return text;
+}
+
+function escapeMd(s: string): string {
   const word = (c: string | undefined) => c !== undefined && /\w/.test(c);
   return (
     s
@@ -35,6 +47,8 @@ export function mdText(s: string): string {
 
 /** Records linked per value in the list of conflicts; the others are counted. */
 const CONFLICT_LINKS = 5;
+/** Records listed per column under "Records", the newest; the older ones are counted. */
+const RECORD_LINES = 10;
 /** Drifted series listed per column; the others are counted (cudamatrix diff lists them all). */
 const DRIFT_LINES = 8;
 const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
@@ -47,7 +61,8 @@ const many = (n: number) => (n > 1 ? ` (${n} records)` : '');
 
 /**
  * A fact's cell: the value linking to the newest record that observed it, with how many records
- * did (every record is listed under "Records"); values that disagree, each so.
+ * did (every record is listed under "Records"); values that disagree, each so; a value some
+ * records decided and others left null, with the undecided ones counted.
  */
 function factCell(cell: Cell | null, opts: MarkdownOptions, kind: 'fact' | 'sysinfo'): string {
   if (!cell) return '–';
@@ -57,6 +72,12 @@ function factCell(cell: Cell | null, opts: MarkdownOptions, kind: 'fact' | 'sysi
       `${opts.recordsLink}/${v.records[v.records.length - 1]!.file}`,
     ) + many(v.records.length);
   if (cell.values.length === 1) return one(cell.values[0]!);
+  if (kind === 'fact' && !cell.differs) {
+    // Decided one way, and left undecided (null) by other records: the decided value, then the others counted.
+    const decided = cell.values.find((v) => v.value !== null)!;
+    const open = cell.values.filter((v) => v !== decided).reduce((n, v) => n + v.records.length, 0);
+    return `${one(decided)}; undecided in ${open} record${open === 1 ? '' : 's'}`;
+  }
   const parts = cell.values.map(one).join(' ≠ ');
   return kind === 'fact' ? `⚠ conflict: ${parts}` : `varies: ${parts}`;
 }
@@ -135,10 +156,14 @@ export function renderMarkdown(
           link(mdText([formatValue(metric.value, metric.unit), ...notes].join(' ')), `${opts.recordsLink}/${record.file}`) +
           (drifted ? ` ⚠ drifted from ${mdText(formatValue(drifted.a, drifted.unit))}` : '');
         if (list.length === 1) return text;
-        const values = list.map((x) => x.metric.value).filter((v): v is number => v !== null);
-        const range = values.length
-          ? `: ${formatValue(Math.min(...values), metric.unit)} to ${formatValue(Math.max(...values), metric.unit)}`
-          : '';
+        let min = Infinity;
+        let max = -Infinity;
+        for (const { metric: m } of list) {
+          if (m.value === null) continue;
+          if (m.value < min) min = m.value;
+          if (m.value > max) max = m.value;
+        }
+        const range = min <= max ? `: ${formatValue(min, metric.unit)} to ${formatValue(max, metric.unit)}` : '';
         return `${text} (${list.length} records${mdText(range)})`;
       });
       out.push(`| ${mdText(row.spec.metric)}: ${mdText(row.spec.label)} | ${row.claims.join(', ')} | ${cells.join(' | ')} |`);
@@ -232,7 +257,17 @@ export function renderMarkdown(
 
   out.push('## Records');
   out.push('');
-  for (const c of columns) out.push(`- **${mdText(c.text)}**: ${c.records.map((r) => recordLine(r, opts)).join('; ')}`);
+  for (const c of columns) {
+    // A fleet's column can hold hundreds of runs: the newest are listed, the older counted (all lie in one driver folder).
+    const older = c.records.slice(0, -RECORD_LINES);
+    const listed = c.records.slice(-RECORD_LINES).map((r) => recordLine(r, opts));
+    if (older.length) {
+      const folder = `${opts.recordsDirName}/${older[0]!.file.slice(0, older[0]!.file.lastIndexOf('/') + 1)}`;
+      const from = older[0]!.record.observed.date.slice(0, 10);
+      listed.unshift(`${older.length} older record${older.length === 1 ? '' : 's'} (from ${from}) in \`${folder}\``);
+    }
+    out.push(`- **${mdText(c.text)}**: ${listed.join('; ')}`);
+  }
   out.push('');
   return `${out.join('\n')}`;
 }

@@ -19,6 +19,7 @@ beforeAll(async () => {
 function twoGpus(wrong = 0): BehaviourRecord {
   const r = structuredClone(h200);
   r.facts['p2p.link_class'] = { value: 'NV18', evidence: { '0-1': 'NV18' } };
+  r.cells.push({ probe: 'p2p', status: 'passed' });
   for (const [src, dst] of [
     [0, 1],
     [1, 0],

@@ -1,5 +1,5 @@
 /**
- * The p2p probe's matrix per column of the report (the chosen record of one observation): a row
+ * The p2p probe's matrix per column of the report (the newest record of one observation that ran it): a row
  * per source GPU, a column per destination, each cell the pair's link class, its copy bandwidth
  * with and without peer access, and whether the verified copies arrived intact.
  */
@@ -26,11 +26,13 @@ export interface P2pMatrix {
 
 const num = (m: RecordedMetric | undefined) => (m && typeof m.value === 'number' ? m.value : null);
 
-/** The matrix of each column whose chosen record measured a pair; none where no record did. */
+/** The matrix of each column whose newest record of the p2p probe measured a pair; none where no record did. */
 export function p2pMatrices(columns: readonly Column[]): P2pMatrix[] {
   const out: P2pMatrix[] = [];
   for (const c of columns) {
-    const r = c.chosen.record;
+    const shown = c.byProbe.get('p2p');
+    if (!shown) continue;
+    const r = shown.record;
     const metrics = r.metrics.filter(
       (m) => m.name.startsWith('p2p.') && typeof m.attrs?.src === 'number' && typeof m.attrs?.dst === 'number',
     );
@@ -52,7 +54,7 @@ export function p2pMatrices(columns: readonly Column[]): P2pMatrix[] {
         wrongOff: num(find('wrong_bytes', src, dst, false)),
       };
     }
-    out.push({ column: c.text, file: c.chosen.file, devices, cells });
+    out.push({ column: c.text, file: shown.file, devices, cells });
   }
   return out;
 }

@@ -14,7 +14,7 @@ import type { LoadedRecord } from './load.ts';
 import { formatValue } from '../../core/units.ts';
 import { seriesText } from '../record/diff.ts';
 import { keyText } from '../record/format.ts';
-import { buildTable, isSeries, valueText, type BehaviourTable } from './table.ts';
+import { buildTable, isSeries, shownRecord, valueText, type BehaviourTable, type ValueGroup } from './table.ts';
 
 /** An index into PageData.strs. */
 type S = number;
@@ -50,7 +50,7 @@ export interface PageData {
     claims: S[];
     rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[]; changed?: [number, S][] }[];
   }[];
-  /** Key metrics of each column's chosen record: null, [value] or [value, note]; drifted: [column, the value in the record before][]. */
+  /** Key metrics of each column, from the newest record that has each: null, [value] or [value, note]; drifted: [column, the value in the record before][]. */
   metrics: {
     metric: S;
     label: S;
@@ -127,49 +127,59 @@ function gib(bytes: number): string {
 
 /** One series per subject: the samples grouped by their attributes less the per-phase ones. */
 function memorySeries(samples: RecordedSample[], strs: Strings, pick: (attrs: Record<string, Scalar>) => boolean): MemorySeries[] {
-  const groups = new Map<string, { attrs: Record<string, Scalar>; samples: RecordedSample[] }>();
+  // Per subject (its attributes less the per-phase ones, as a key): its samples; null where `pick` leaves it out.
+  const groups = new Map<string, { attrs: Record<string, Scalar>; samples: RecordedSample[] } | null>();
   for (const s of samples) {
-    const attrs = Object.fromEntries(Object.entries(s.attrs ?? {}).filter(([k]) => !PHASE_ATTRS.has(k)));
-    if (!pick(attrs)) continue;
-    const k = JSON.stringify(
-      Object.keys(attrs)
-        .sort()
-        .map((a) => [a, attrs[a]]),
-    );
-    const g = groups.get(k);
-    if (g) g.samples.push(s);
-    else groups.set(k, { attrs, samples: [s] });
+    const all = s.attrs ?? {};
+    let k = '';
+    for (const a of Object.keys(all).sort()) if (!PHASE_ATTRS.has(a)) k += `${a}\u0000${typeof all[a]}:${String(all[a])}\u0001`;
+    let g = groups.get(k);
+    if (g === undefined) {
+      const attrs = Object.fromEntries(Object.entries(all).filter(([a]) => !PHASE_ATTRS.has(a)));
+      groups.set(k, (g = pick(attrs) ? { attrs, samples: [] } : null));
+    }
+    g?.samples.push(s);
   }
-  return [...groups.values()].map(({ attrs, samples: list }) => {
-    const sources = Object.keys(sampleReadings).filter((src) => list.some((s) => typeof s.readings[src] === 'number'));
-    // Sources of a newer cudaprobe, after the known ones.
-    for (const s of list)
-      for (const src of Object.keys(s.readings).sort())
-        if (!sources.includes(src) && typeof s.readings[src] === 'number') sources.push(src);
-    const parts = [
-      attrs.kind,
-      attrs.api ? `${attrs.api} API` : undefined,
-      typeof attrs.processes === 'number' ? `${attrs.processes} processes` : undefined,
-      typeof attrs.size_bytes === 'number' ? `${gib(attrs.size_bytes)}${typeof attrs.processes === 'number' ? ' each' : ''}` : undefined,
-    ];
-    return {
-      label: strs.of(parts.filter((p) => p !== undefined).join(' · ')),
-      phases: list.map((s) => strs.of(s.phase)),
-      sources: sources.map((src) => strs.of(src)),
-      values: sources.map((src) => list.map((s) => num(s.readings[src] ?? null))),
-    };
-  });
+  return [...groups.values()]
+    .flatMap((g) => (g ? [g] : []))
+    .map(({ attrs, samples: list }) => {
+      const sources = Object.keys(sampleReadings).filter((src) => list.some((s) => typeof s.readings[src] === 'number'));
+      // Sources of a newer cudaprobe, after the known ones, by name.
+      const newer = new Set<string>();
+      for (const s of list)
+        for (const src in s.readings) if (!(src in sampleReadings) && typeof s.readings[src] === 'number') newer.add(src);
+      sources.push(...[...newer].sort());
+      const parts = [
+        attrs.kind,
+        attrs.api ? `${attrs.api} API` : undefined,
+        typeof attrs.processes === 'number' ? `${attrs.processes} processes` : undefined,
+        typeof attrs.size_bytes === 'number' ? `${gib(attrs.size_bytes)}${typeof attrs.processes === 'number' ? ' each' : ''}` : undefined,
+      ];
+      return {
+        label: strs.of(parts.filter((p) => p !== undefined).join(' · ')),
+        phases: list.map((s) => strs.of(s.phase)),
+        sources: sources.map((src) => strs.of(src)),
+        values: sources.map((src) => list.map((s) => num(s.readings[src] ?? null))),
+      };
+    });
 }
 
 function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
-  const samplesOf = (probe: string) => r.samples.filter((s) => s.probe === probe);
+  // Samples by probe and metrics by name, gathered once (a page has a detail per column).
+  const byProbe = new Map<string, RecordedSample[]>();
+  for (const s of r.samples) (byProbe.get(s.probe) ?? byProbe.set(s.probe, []).get(s.probe)!).push(s);
+  const byName = new Map<string, BehaviourRecord['metrics']>();
+  for (const m of r.metrics) (byName.get(m.name) ?? byName.set(m.name, []).get(m.name)!).push(m);
+  const samplesOf = (probe: string) => byProbe.get(probe) ?? [];
   const mem: PageDetail['mem'] = [];
   // The source a probe's facts were decided on: other sources that read 0 throughout would hide it.
-  const deciding = (probe: string): S | -1 => {
-    for (const [name, f] of Object.entries(r.facts))
-      if (name.startsWith(`${probe}.`) && typeof f.evidence?.source === 'string') return strs.of(f.evidence.source);
-    return -1;
-  };
+  const sources = new Map<string, string>();
+  for (const name in r.facts) {
+    const source = r.facts[name]!.evidence?.source;
+    const probe = name.slice(0, name.indexOf('.'));
+    if (typeof source === 'string' && !sources.has(probe)) sources.set(probe, source);
+  }
+  const deciding = (probe: string): S | -1 => (sources.has(probe) ? strs.of(sources.get(probe)!) : -1);
   // A chart per probe with samples (the memory probes), in the catalogue's order.
   for (const { name: probe } of catalogue) {
     const list = samplesOf(probe);
@@ -182,7 +192,7 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
     const pick = (a: Record<string, Scalar>) => largest === 0 || a.kind === 'registered' || a.size_bytes === largest;
     mem.push({ probe: strs.of(probe), deciding: deciding(probe), series: memorySeries(list, strs, pick) });
   }
-  const metrics = (name: string) => r.metrics.filter((m) => m.name === name);
+  const metrics = (name: string) => byName.get(name) ?? [];
 
   const bwSeries = new Map<string, [number, number | null][]>();
   for (const m of metrics('transfer-bandwidth.bandwidth_gbps')) {
@@ -304,7 +314,12 @@ export function pageData(
     rows: g.rows.map((row) => {
       // Byte counts (memory_total_bytes) as the console writes them; the rest as recorded.
       const text = (v: Scalar) => (typeof v === 'number' && row.fact.endsWith('_bytes') ? formatValue(v, 'bytes') : valueText(v));
-      const chosenValue = (i: number) => row.cells[i]?.values.find((v) => v.records.includes(columns[i]!.chosen));
+      // What a column shows of a fact: the value of the newest record that measured its probe. That
+      // record, where it has the fact, is the newest that has it: the last of its value's records
+      // (sysinfo rows also gather records without facts, which no probe's shown record is).
+      const shownOf = (i: number) => columns[i]!.byProbe.get(row.probe) ?? columns[i]!.chosen;
+      const holds = (v: ValueGroup, i: number) => (row.kind === 'fact' ? v.records.at(-1) === shownOf(i) : v.records.includes(shownOf(i)));
+      const chosenValue = (i: number) => row.cells[i]?.values.find((v) => holds(v, i));
       const changed: [number, S][] = [];
       row.cells.forEach((_, i) => {
         const was = prev[i]! >= 0 ? chosenValue(prev[i]!) : undefined;
@@ -317,10 +332,12 @@ export function pageData(
         sys: row.kind === 'sysinfo' ? 1 : 0,
         cells: row.cells.map((cell, i) => {
           if (!cell) return -1;
-          const chosen = columns[i]!.chosen;
-          const only = cell.values[0]!;
-          if (cell.values.length === 1 && only.records.includes(chosen) && !only.reason) return strs.of(text(only.value));
-          return cell.values.map((v): [S, S, S?] => {
+          // A fact decided one way and left null by other records is shown as decided (no conflict).
+          const values =
+            row.kind === 'fact' && !cell.differs && cell.values.length > 1 ? cell.values.filter((v) => v.value !== null) : cell.values;
+          const only = values[0]!;
+          if (values.length === 1 && holds(only, i) && !only.reason) return strs.of(text(only.value));
+          return values.map((v): [S, S, S?] => {
             // Link each value to the newest record that observed it.
             const at: [S, S, S?] = [strs.of(text(v.value)), linkOf(v.records[v.records.length - 1]!)];
             if (v.reason) at.push(strs.of(v.reason));
@@ -334,10 +351,11 @@ export function pageData(
   data.metrics = table.metrics.map((row) => ({
     metric: strs.of(row.spec.metric),
     label: strs.of(row.spec.label),
-    unit: strs.of(row.cells.flat()[0]?.metric.unit ?? ''),
+    unit: strs.of(row.cells.find((list) => list.length)?.[0]?.metric.unit ?? ''),
     claims: row.claims.map((c) => strs.of(c)),
-    cells: row.cells.map((list, i) => {
-      const got = list.find((x) => x.record === columns[i]!.chosen);
+    cells: row.cells.map((list) => {
+      // The newest record that has the metric (lists are oldest first).
+      const got = list.at(-1);
       if (!got) return null;
       const a = got.metric.attrs ?? {};
       const note = [
@@ -351,7 +369,7 @@ export function pageData(
     }),
     ...drifted(row.cells, columns),
   }));
-  data.details = columns.map((c) => detailOf(c.chosen.record, strs));
+  data.details = columns.map((c) => detailOf(shownRecord(c), strs));
   return data;
 }
 
@@ -366,7 +384,7 @@ function previousDriverColumns(columns: BehaviourTable['columns']): number[] {
   });
 }
 
-/** A key-metric row's drifted columns: where its series moved beyond noise against the record before the chosen one. */
+/** A key-metric row's drifted columns: where the chosen record shows the series and it moved beyond noise against the record before. */
 function drifted(
   cells: BehaviourTable['metrics'][number]['cells'],
   columns: BehaviourTable['columns'],

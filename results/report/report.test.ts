@@ -11,7 +11,7 @@ import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from './index.ts'
 import { loadRecords } from './load.ts';
 import { mdText, renderMarkdown } from './markdown.ts';
 import { pageData } from './page-data.ts';
-import { columnsOf, compareVersions } from './table.ts';
+import { columnsOf, compareVersions, KEPT_KEY_METRICS, KEY_METRICS, pickMetric } from './table.ts';
 
 const paths = { recordsLink: 'records', recordsDirName: 'results/records' };
 let first: BehaviourRecord;
@@ -104,6 +104,20 @@ describe('BEHAVIOUR.md', () => {
     );
   });
 
+  it("lists a column's newest ten records under Records and counts the older ones, with the first date and their folder", () => {
+    const runs = Array.from({ length: 12 }, (_, i) =>
+      variant(second, `${String(i).padStart(2, '0')}00000000000000`, (r) => {
+        r.observed.date = `2026-12-${String(i + 10).padStart(2, '0')}T00:00:00.000Z`;
+        r.observed.runId = `run-${i}`;
+      }),
+    );
+    const records = renderMarkdown(loaded(runs), paths).split('## Records')[1]!;
+    for (const r of runs.slice(2)) expect(records).toContain(`(run ${r.observed.runId},`);
+    for (const r of runs.slice(0, 2)) expect(records).not.toContain(`(run ${r.observed.runId},`);
+    const folder = recordPath(runs[0]!).slice(0, recordPath(runs[0]!).lastIndexOf('/') + 1);
+    expect(records).toContain(`: 2 older records (from 2026-12-10) in \`results/records/${folder}\`; [2026-12-12`);
+  });
+
   it('the same key with a different fact is a conflict, shown in the cell and listed', () => {
     const other = variant(second, 'c0ffee00c0ffee00', (r) => {
       r.facts['pinned-release.released'] = { value: 'on-exit' };
@@ -120,6 +134,22 @@ describe('BEHAVIOUR.md', () => {
         'm',
       ),
     );
+  });
+
+  it('a fact one record left undecided (null) and another decided is no conflict: the decided value, the undecided counted', () => {
+    const open = variant(first, 'aa00aa00aa00aa00', (r) => {
+      r.facts['pinned-release.released'] = { value: null, reason: 'the probe could not tell' };
+    });
+    const records = loaded([open, second]);
+    const md = renderMarkdown(records, paths);
+    const was = String(second.facts['pinned-release.released']!.value);
+    expect(cells(row(md, 'released:'))[2]).toBe(`[${was}](records/${recordPath(second)}); undecided in 1 record`);
+    expect(md).toContain('None: the records of each column agree on every fact.');
+    const data = pageData(records, 'records');
+    const S = data.strs;
+    const released = data.facts.find((g) => S[g.probe] === 'pinned-release')!.rows.find((r) => S[r.fact] === 'released')!;
+    expect(released.cells[0]).toBe(S.indexOf(was));
+    expect(data.columns[0]!.conflicts).toBe(0);
   });
 
   it('columns are sorted: environment (linux, wsl2, wddm, ...), then driver version as numbers; a fact a column lacks is –', () => {
@@ -172,6 +202,46 @@ describe('BEHAVIOUR.md', () => {
 });
 
 describe('the page data', () => {
+  it('shows each probe from the newest record that measured it: a newer record of a few probes (an opt-in run) hides nothing of an older full one', async () => {
+    // Newer than `second`, of its key, with only pinned-ceiling measured (as an opt-in run's record).
+    const few = variant(second, 'f0f0f0f0f0f0f0f0', (r) => {
+      r.observed.date = '2099-01-01T00:00:00.000Z';
+      const only = (name: string) => name.startsWith('pinned-ceiling.');
+      r.facts = Object.fromEntries(Object.entries(r.facts).filter(([n]) => only(n)));
+      r.metrics = r.metrics.filter((m) => only(m.name)).map((m) => ({ ...m, value: typeof m.value === 'number' ? m.value + 1 : m.value }));
+      r.samples = r.samples.filter((s) => s.probe === 'pinned-ceiling');
+      r.cells = r.cells.filter((c) => c.probe === 'pinned-ceiling');
+    });
+    const records = loaded([first, second, few]);
+    const [column] = columnsOf(records);
+    expect(column!.chosen.record.id).toBe(few.id);
+    expect(column!.byProbe.get('pinned-ceiling')!.record.id).toBe(few.id);
+    expect(column!.byProbe.get('pinned-vram')!.record.id).toBe(second.id);
+    const data = pageData(records, 'records');
+    const S = data.strs;
+    const metric = (name: string) => data.metrics.find((m) => S[m.metric] === name)!.cells[0];
+    // Each key metric from the newest record that has it: the full record's bandwidth, the few-probe record's ceiling.
+    const bw = KEY_METRICS.find((k) => k.metric === 'transfer-bandwidth.bandwidth_gbps')!;
+    expect(metric(bw.metric)?.[0]).toBe(pickMetric(second, bw)!.value);
+    const ceiling = KEY_METRICS.find((k) => k.metric === 'pinned-ceiling.ceiling_bytes')!;
+    expect(metric(ceiling.metric)?.[0]).toBe(pickMetric(few, ceiling)!.value);
+    // The charts: pinned-vram's from the full record, with its samples; the ceiling's from the newer one.
+    const d = data.details[0]!;
+    expect(d.mem.map((m) => S[m.probe])).toEqual(['pinned-vram', 'pinned-release', 'multi-process-pinned']);
+    expect(d.bw.flatMap((s) => s.points)).toHaveLength(second.metrics.filter((m) => m.name === 'transfer-bandwidth.bandwidth_gbps').length);
+    const fewCeilings = few.metrics.filter((m) => m.name === 'pinned-ceiling.ceiling_bytes' && m.attrs?.prefill_percent !== undefined);
+    expect(d.ceil!.levels.map((l) => l[2]).sort()).toEqual(fewCeilings.map((m) => m.value).sort());
+    // A fact only the full record measured is shown as its plain value, as the newest record's would be.
+    const vram = data.facts.find((g) => S[g.probe] === 'pinned-vram')!.rows.find((r) => S[r.fact] === 'counts_as_vram')!;
+    expect(typeof vram.cells[0]).toBe('number');
+    expect(S[vram.cells[0] as number]).toBe(String(second.facts['pinned-vram.counts_as_vram']!.value));
+    // Read from a folder through the index, the same records give the same page, both shown records in full.
+    const dir = tempDir('cm-report-few-');
+    writeRecords(dir, [first, second, few]);
+    const slim = loadRecords(dir, KEPT_KEY_METRICS);
+    expect(pageData(slim, 'records')).toEqual(data);
+  });
+
   it('charts the newest record of a column: memory per phase per source, bandwidth by size, latencies, the ceiling', () => {
     const data = pageData(loaded([first, second]), 'records');
     const S = data.strs;

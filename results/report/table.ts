@@ -8,11 +8,18 @@
  *
  * Deterministic: the same records (in any order) give the same table.
  */
-import { catalogue, matchesKeyMetric, probeSpec, replacesKeyMetric, type KeyMetric } from '../../probes/catalogue.ts';
+import { catalogue, probeSpec, replacesKeyMetric, type KeyMetric } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import { diffPair, type MetricComparison } from '../record/diff.ts';
+import { composeRecord, hasFacts, newestByProbe } from '../record/compose.ts';
 import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../record/format.ts';
-import type { LoadedRecord } from './load.ts';
+import { metricOf, packedMetricsOf, type KeptMetrics, type MetricShape } from '../record/index.ts';
+
+/** A record and where it lies, relative to the records folder, with / separators. */
+export interface LoadedRecord {
+  file: string;
+  record: BehaviourRecord;
+}
 
 export interface Column {
   key: ObservationKey;
@@ -20,8 +27,14 @@ export interface Column {
   text: string;
   /** Oldest first (date, then id). */
   records: LoadedRecord[];
-  /** The record that the page's charts and numbers show for this column: the newest with facts. */
+  /** The column's newest record with facts: its link, date and drift. */
   chosen: LoadedRecord;
+  /**
+   * Per probe, the newest record that measured it: what the page shows of that probe (its facts,
+   * numbers and charts), so that a newer record of a few probes (an opt-in run) hides nothing of
+   * an older full one.
+   */
+  byProbe: ReadonlyMap<string, LoadedRecord>;
   /** Where the chosen record's metrics moved beyond their noise against the record before it (diff's rules); null if none did. */
   drift: ColumnDrift | null;
 }
@@ -38,12 +51,12 @@ export interface ColumnDrift {
  * Only the newest step: every record against the next, for thousands of records, costs seconds.
  */
 function driftOf(sorted: LoadedRecord[], chosen: LoadedRecord): ColumnDrift | null {
-  const withFacts = sorted.filter((r) => r === chosen || Object.keys(r.record.facts).length > 0);
+  const withFacts = sorted.filter((r) => r === chosen || hasFacts(r.record));
   const at = withFacts.indexOf(chosen);
   if (at < 1) return null;
   const from = withFacts[at - 1]!;
   // Only series both have can move: of the chosen record's, those of the names the one before has
-  // (a record read through the index keeps the key metrics only), not ~170 listed as one side's.
+  // (a record read through the index keeps the key metrics' names only), not ~170 listed as one side's.
   const names = new Set(from.record.metrics.map((m) => m.name));
   const shown =
     chosen.record.metrics.length > names.size
@@ -90,8 +103,22 @@ export function compareKeys(a: ObservationKey, b: ObservationKey): number {
 const byDate = (a: LoadedRecord, b: LoadedRecord) =>
   cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file);
 
-/** The records grouped by key, in column order. */
-export function columnsOf(records: readonly LoadedRecord[]): Column[] {
+/** One key's records, oldest first, with the newest that has facts and the newest that measured each probe. */
+function shownOfKey(list: readonly LoadedRecord[]): Pick<Column, 'records' | 'chosen' | 'byProbe'> {
+  const sorted = [...list].sort(byDate);
+  // The newest record that observed facts: an empty newer one (written by an older cudamatrix)
+  // must not hide a full one's charts.
+  const withFacts = sorted.filter((r) => hasFacts(r.record));
+  const chosen = (withFacts.length ? withFacts : sorted).at(-1)!;
+  const byProbe = newestByProbe(
+    withFacts,
+    (a, b) => byDate(a, b) > 0,
+    (r) => r.record,
+  );
+  return { records: sorted, chosen, byProbe };
+}
+
+function groupByKey(records: readonly LoadedRecord[]): Map<string, LoadedRecord[]> {
   const byKey = new Map<string, LoadedRecord[]>();
   for (const r of records) {
     const text = keyText(r.record.key);
@@ -99,16 +126,42 @@ export function columnsOf(records: readonly LoadedRecord[]): Column[] {
     if (list) list.push(r);
     else byKey.set(text, [r]);
   }
-  return [...byKey.entries()]
+  return byKey;
+}
+
+/**
+ * The records the report shows in full (every column's chosen and per-probe newest, as
+ * shownOfKey picks them): the others are read through the index. One pass, no sort.
+ */
+export function recordsShownInFull(records: readonly LoadedRecord[]): Set<LoadedRecord> {
+  const out = new Set<LoadedRecord>();
+  const newer = (a: LoadedRecord, b: LoadedRecord | undefined) => !b || byDate(a, b) > 0;
+  for (const list of groupByKey(records).values()) {
+    let newest: LoadedRecord | undefined;
+    let chosen: LoadedRecord | undefined;
+    for (const r of list) {
+      if (newer(r, newest)) newest = r;
+      if (hasFacts(r.record) && newer(r, chosen)) chosen = r;
+    }
+    out.add(chosen ?? newest!);
+    for (const r of newestByProbe(list, newer, (x) => x.record).values()) out.add(r);
+  }
+  return out;
+}
+
+/** The records grouped by key, in column order. */
+export function columnsOf(records: readonly LoadedRecord[]): Column[] {
+  return [...groupByKey(records).entries()]
     .map(([text, list]) => {
-      const sorted = [...list].sort(byDate);
-      // The newest record that observed facts: an empty newer one (written by an older cudamatrix)
-      // must not hide a full one's charts.
-      const withFacts = sorted.filter((r) => Object.keys(r.record.facts).length > 0);
-      const chosen = (withFacts.length ? withFacts : sorted)[(withFacts.length ? withFacts : sorted).length - 1]!;
-      return { key: sorted[0]!.record.key, text, records: sorted, chosen, drift: driftOf(sorted, chosen) };
+      const shown = shownOfKey(list);
+      return { key: shown.records[0]!.record.key, text, ...shown, drift: driftOf(shown.records, shown.chosen) };
     })
     .sort((a, b) => compareKeys(a.key, b.key) || cmp(a.text, b.text));
+}
+
+/** What a column shows as one record: the chosen record, each probe's facts, metrics and samples from the newest record that measured it. */
+export function shownRecord(c: Column): BehaviourRecord {
+  return composeRecord(c.chosen.record, new Map([...c.byProbe].map(([probe, r]) => [probe, r.record])));
 }
 
 /** One value of a cell and the records that observed it. */
@@ -174,34 +227,69 @@ const valueKey = (v: Scalar) => (v === null ? 'null' : `${typeof v}:${String(v)}
 /** A cell's values as they are gathered: value key -> the group. */
 type Gathering = Map<string, ValueGroup>;
 
-function add(cells: Map<string, Gathering>, name: string, value: Scalar, reason: string | undefined, r: LoadedRecord): void {
+function add(
+  cells: Map<string, Gathering>,
+  name: string,
+  value: Scalar,
+  reason: string | undefined,
+  rs: LoadedRecord[],
+  mixed: Set<ValueGroup>,
+): void {
   let groups = cells.get(name);
   if (!groups) cells.set(name, (groups = new Map()));
   const k = valueKey(value);
   const g = groups.get(k);
-  if (g) g.records.push(r);
-  else groups.set(k, reason ? { value, records: [r], reason } : { value, records: [r] });
+  if (!g) groups.set(k, reason ? { value, records: [...rs], reason } : { value, records: [...rs] });
+  else {
+    for (const r of rs) g.records.push(r);
+    mixed.add(g);
+  }
 }
 
-/** One pass over a column's records: every fact's and every sysinfo row's values, with their records. */
+/**
+ * One pass over a column's records: every fact's and every sysinfo row's values, with their
+ * records (oldest first). Records read through the index share their facts and sysinfo objects
+ * where they are alike, so each distinct one is gathered once for all its records.
+ */
 function gather(c: Column): { facts: Map<string, Gathering>; sysinfo: Map<string, Gathering> } {
   const facts = new Map<string, Gathering>();
   const sysinfo = new Map<string, Gathering>();
+  const byFacts = new Map<BehaviourRecord['facts'], LoadedRecord[]>();
+  const bySysinfo = new Map<BehaviourRecord['sysinfo'], LoadedRecord[]>();
   for (const r of c.records) {
-    const rf = r.record.facts;
-    for (const name in rf) add(facts, name, rf[name]!.value, rf[name]!.reason, r);
-    const si = r.record.sysinfo;
+    const f = byFacts.get(r.record.facts);
+    if (f) f.push(r);
+    else byFacts.set(r.record.facts, [r]);
+    const s = bySysinfo.get(r.record.sysinfo);
+    if (s) s.push(r);
+    else bySysinfo.set(r.record.sysinfo, [r]);
+  }
+  // Groups filled from more than one distinct object: put back in the column's order.
+  const mixed = new Set<ValueGroup>();
+  for (const [rf, rs] of byFacts) for (const name in rf) add(facts, name, rf[name]!.value, rf[name]!.reason, rs, mixed);
+  for (const [si, rs] of bySysinfo) {
     for (const name of SYSINFO_ROWS) {
       const as = name in si ? name : SYSINFO_OLD_NAMES[name];
-      if (as !== undefined && as in si) add(sysinfo, name, si[as] ?? null, undefined, r);
+      if (as !== undefined && as in si) add(sysinfo, name, si[as] ?? null, undefined, rs, mixed);
     }
+  }
+  if (mixed.size) {
+    const order = new Map(c.records.map((r, i) => [r, i]));
+    for (const g of mixed) g.records.sort((a, b) => order.get(a)! - order.get(b)!);
   }
   return { facts, sysinfo };
 }
 
-function cellOf(groups: Gathering | undefined): Cell | null {
+/**
+ * A fact's records differ (a conflict) when they decided it two ways; one that left it null
+ * while another decided it is no conflict (newly decided, as diff says). Sysinfo rows differ on
+ * any two values.
+ */
+function cellOf(groups: Gathering | undefined, kind: Row['kind']): Cell | null {
   if (!groups) return null;
-  return { values: [...groups.values()], differs: groups.size > 1 };
+  const values = [...groups.values()];
+  const decided = kind === 'sysinfo' ? values.length : values.filter((v) => v.value !== null).length;
+  return { values, differs: decided > 1 };
 }
 
 /** The fact rows, grouped by probe: catalogue order, then facts the catalogue does not know (a newer cudaprobe's), by name. */
@@ -228,7 +316,7 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
     fact,
     description: sysSpec.facts.find((f) => f.name === fact)?.description ?? '',
     kind: 'sysinfo' as const,
-    cells: gathered.map((g) => cellOf(g.sysinfo.get(fact))),
+    cells: gathered.map((g) => cellOf(g.sysinfo.get(fact), 'sysinfo')),
   })).filter((row) => row.cells.some((c) => c !== null && c.values.some((v) => v.value !== null)));
   if (sysRows.length) groups.push({ probe: 'sysinfo', title: sysSpec.title, claims: sysSpec.claims, rows: sysRows });
   for (const probe of probes) {
@@ -249,7 +337,7 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
           fact,
           description: spec?.facts.find((f) => f.name === fact)?.description ?? '',
           kind: 'fact' as const,
-          cells: gathered.map((g) => cellOf(g.facts.get(name))),
+          cells: gathered.map((g) => cellOf(g.facts.get(name), 'fact')),
         };
       }),
     });
@@ -270,31 +358,47 @@ export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((p) =>
 
 /** The metric a spec picks from a record, or undefined. */
 export function pickMetric(r: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
-  return pickMetrics(r, [spec])[0];
+  return pickMetrics(r.metrics, [spec])[0];
 }
+
+const KEY_METRIC_NAMES = new Set(KEY_METRICS.map((k) => k.metric));
+
+/**
+ * What the records index keeps of each record's metrics: every series of a key metric's name
+ * (the rows pick from them; the drift section compares them all, e.g. every transfer size).
+ */
+export const KEPT_KEY_METRICS: KeptMetrics = {
+  names: [...KEY_METRIC_NAMES],
+  pick: (metrics) => metrics.filter((m) => KEY_METRIC_NAMES.has(m.name)),
+};
 
 /**
  * The metric each spec picks from a record, in one pass over its metrics (thousands of records
  * of ~170 metrics each: one pass per spec would be a dozen).
  */
-function pickMetrics(r: BehaviourRecord, specs: readonly MetricRowSpec[], byName = specsByName(specs)): (RecordedMetric | undefined)[] {
+function pickMetrics(
+  metrics: readonly RecordedMetric[],
+  specs: readonly MetricRowSpec[],
+  byName = specsByName(specs),
+): (RecordedMetric | undefined)[] {
   const picked: (RecordedMetric | undefined)[] = new Array(specs.length);
-  for (const m of r.metrics) {
+  for (const m of metrics) {
     const candidates = byName.get(m.name);
     if (!candidates) continue;
-    for (const i of candidates) {
-      const spec = specs[i]!;
+    for (const { i, where } of candidates) {
+      // matchesKeyMetric, with the spec's attributes listed once (it runs for every metric of every record).
+      if (!where.every(([a, v]) => m.attrs?.[a] === v)) continue;
       const best = picked[i];
-      if (!matchesKeyMetric(m.attrs, spec)) continue;
-      if (!best || replacesKeyMetric(m, best, spec)) picked[i] = m;
+      if (!best || replacesKeyMetric(m, best, specs[i]!)) picked[i] = m;
     }
   }
   return picked;
 }
 
-function specsByName(specs: readonly MetricRowSpec[]): Map<string, number[]> {
-  const byName = new Map<string, number[]>();
-  specs.forEach((spec, i) => byName.set(spec.metric, [...(byName.get(spec.metric) ?? []), i]));
+/** Per metric name, the specs of that name: their place and the attributes they require. */
+function specsByName(specs: readonly MetricRowSpec[]): Map<string, { i: number; where: [string, Scalar][] }[]> {
+  const byName = new Map<string, { i: number; where: [string, Scalar][] }[]>();
+  specs.forEach((spec, i) => byName.set(spec.metric, [...(byName.get(spec.metric) ?? []), { i, where: Object.entries(spec.where ?? {}) }]));
   return byName;
 }
 
@@ -312,9 +416,21 @@ export function metricRows(columns: readonly Column[]): MetricRow[] {
     const probe = spec.metric.slice(0, spec.metric.indexOf('.'));
     return { spec, probe, claims: probeSpec(probe)?.claims ?? [], cells: columns.map(() => []) };
   });
+  // Records read through the index: the picks made once per metrics shape, and only the picked metrics made.
+  const picksOf = new WeakMap<readonly MetricShape[], number[]>();
+  const picked = (r: BehaviourRecord): (RecordedMetric | undefined)[] => {
+    const p = packedMetricsOf(r);
+    if (!p) return pickMetrics(r.metrics, KEY_METRICS, byName);
+    let at = picksOf.get(p.shape);
+    if (!at) {
+      const chosen = pickMetrics(p.shape as RecordedMetric[], KEY_METRICS, byName);
+      picksOf.set(p.shape, (at = chosen.map((m) => (m ? p.shape.indexOf(m) : -1))));
+    }
+    return at.map((i) => (i < 0 ? undefined : metricOf(p.shape[i]!, p.values[i]!)));
+  };
   columns.forEach((c, ci) => {
     for (const record of c.records) {
-      pickMetrics(record.record, KEY_METRICS, byName).forEach((metric, i) => {
+      picked(record.record).forEach((metric, i) => {
         if (metric) rows[i]!.cells[ci]!.push({ record, metric });
       });
     }

@@ -7,9 +7,9 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { RunEvent } from '../../events/events.ts';
+import { readEventLog, readEventLogLines, type RunEvent } from '../../events/events.ts';
 import { cell, runEnd, runStart, targetStart } from '../../test/events-fixture.ts';
-import { factIn, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
+import { factIn, h200EventsFile, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../../test/h200-fixture.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../../test/live-and-merged.ts';
 import { summarize } from '../verdicts.ts';
@@ -49,16 +49,46 @@ describe.each(twice(skippedAndDown))('JSON summary (%s)', (_source, events) => {
 });
 
 describe('JSON summary text', () => {
-  it("is JSON.stringify's text with an indent of 2, for several targets as for none (written target by target)", () => {
+  it("is JSON.stringify's text on one line and a newline, for several targets as for none (written target by target)", () => {
     for (const events of [skippedAndDown, h200Failing, [runStart(), runEnd]]) {
       const text = summaryJson(summarize(events));
-      expect(text).toBe(`${JSON.stringify(JSON.parse(text), null, 2)}\n`);
+      expect(text).toBe(`${JSON.stringify(JSON.parse(text))}\n`);
       expect(text).toBe([...summaryJsonParts(summarize(events))].join(''));
     }
     expect((JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { name: string }[] }).targets.map((t) => t.name)).toEqual([
       'wsl1',
       'down',
     ]);
+  });
+});
+
+describe.each(twice(h200Failing))('JSON summary: the cells (%s)', (_source, events) => {
+  it('gives each planned cell its records but the samples, which it counts (every one is in the event log)', () => {
+    type C = { cell: string; records: { type: string }[]; samples: number };
+    const json = JSON.parse(summaryJson(summarize(events))) as { targets: { cells: C[] }[] };
+    const ends = events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+    const cells = json.targets[0]!.cells;
+    expect(cells.map((c) => c.cell)).toEqual(ends.map((e) => e.cell));
+    let samples = 0;
+    for (const [i, c] of cells.entries()) {
+      const { type: _type, ...end } = ends[i]!;
+      const kept = end.records.filter((r) => r.type !== 'sample');
+      expect(c, c.cell).toEqual({ ...end, records: kept, samples: end.records.length - kept.length });
+      // Where the records were, the samples' count right after them.
+      expect(Object.keys(c)).toEqual(Object.keys(end).flatMap((k) => (k === 'records' ? ['records', 'samples'] : [k])));
+      samples += c.samples;
+    }
+    // The H200 log has samples (of pinned-vram's phases, say): what the summary leaves out.
+    expect(samples).toBeGreaterThan(0);
+    expect(samples).toBe(ends.flatMap((e) => e.records).filter((r) => r.type === 'sample').length);
+  });
+});
+
+describe('JSON summary of a log read without its samples (as cudamatrix merge reads them)', () => {
+  it('is the summary of the whole log: each cell counts the samples left out', () => {
+    const lean = readEventLogLines(h200EventsFile, { leaveOutSamples: true }).events;
+    expect(lean.some((e) => e.type === 'cell-end' && e.records.some((r) => r.type === 'sample'))).toBe(false);
+    expect(summaryJson(summarize(lean))).toBe(summaryJson(summarize(readEventLog(h200EventsFile))));
   });
 });
 

@@ -5,7 +5,8 @@
  * run ids, times, durations and folders aside.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { formatValue } from '../../core/units.ts';
 import type { RunEvent } from '../../events/events.ts';
@@ -99,6 +100,52 @@ describe.each(twice(targets, targetShards))('JUnit reporter (%s)', (_source, eve
       /name="sysinfo.wsl_version == 2 \[target\]">\s*<skipped\/>\s*<system-out><!\[CDATA\[skipped: probe sysinfo was skipped: WSL distribution "Legacy" runs under WSL 1/,
     );
     expect(suite).not.toMatch(/<error|<failure/);
+  });
+});
+
+describe('JUnit: every XML special character and every character XML cannot hold', () => {
+  // Each character XML escapes or refuses, in a target's name, a sysinfo value, a probe's reason
+  // and its stderr, and an expectation's why (the <failure> body).
+  const special = `&<>"'\t\n\r`;
+  const invalid = ['\u0000', '\u0001', '\u0008', '\u000b', '\u000c', '\u000e', '\u001f', '\ufffe', '\uffff', '\udc00', '\ud800'];
+  // (A low surrogate first and a high one last: each alone, not a pair.)
+  const kept = 'é 找 😀 \u007f \u0085 \ufffd';
+  const text = `a${special}b${invalid.join('')}c ${kept} ]]> d ]]> e`;
+  // As XML gives it back: without what it cannot hold (a parser reads each line end as "\n" in text).
+  const readBack = `a${special}bc ${kept} ]]> d ]]> e`;
+  const events: RunEvent[] = [
+    runStart({ linux: [{ fact: 'sysinfo.gpu_name', equals: 'none', why: text }] }),
+    targetStart(`t${text}`, [], 'auto'),
+    cell(`t${text}`, 'sysinfo', 'passed', sysinfo({ environment: 'linux', gpu_name: text })),
+    cell(`t${text}`, 'pinned-vram', 'error', [], { reason: text, errorCode: 'PROBE_CRASHED', stderrTail: text }),
+    runEnd,
+  ];
+  const xml = junitXml(summarize(events));
+  const xpath = (file: string, expr: string) =>
+    // xmllint ends what it prints with a newline of its own.
+    execFileSync('xmllint', ['--xpath', expr, file], { encoding: 'utf8' }).replace(/\n$/, '');
+
+  it('validates against the JUnit 10 schema', async () => {
+    await expect(validateJunit(xml)).resolves.toBeUndefined();
+  });
+
+  it('escapes & < " and the line ends in attributes, and leaves out what XML cannot hold', () => {
+    const value = `a&amp;&lt;>&quot;'&#x9;&#xA;&#xD;bc ${kept} ]]> d ]]> e`;
+    expect(xml).toContain(`<property name="sysinfo.gpu_name" value="${value}"/>`);
+    expect(xml).toContain(`<error message="${value}" type="PROBE_CRASHED"/>`);
+    // In a CDATA section nothing is escaped; each "]]>" is split between two sections.
+    expect(xml).toContain(`<system-err><![CDATA[a${special}bc ${kept} ]]]]><![CDATA[> d ]]]]><![CDATA[> e]]></system-err>`);
+    for (const c of invalid) expect(xml, JSON.stringify(c)).not.toContain(c);
+  });
+
+  it('gives a parser back each value and text as it was, less what XML cannot hold', () => {
+    const file = path.join(tempDir(), 'junit.xml');
+    writeFileSync(file, xml);
+    expect(xpath(file, 'string(//testsuite/@name)')).toBe(`t${readBack}`);
+    expect(xpath(file, 'string(//property[@name="sysinfo.gpu_name"]/@value)')).toBe(readBack);
+    expect(xpath(file, 'string(//error/@message)')).toBe(readBack);
+    expect(xpath(file, 'string(//system-err)')).toBe(readBack.replace('\r', '\n'));
+    expect(xpath(file, 'string(//failure)')).toContain(`why: ${readBack.replace('\r', '\n')}`);
   });
 });
 

@@ -39,7 +39,12 @@ interface SlurmRunner {
 }
 
 function localRunner(): SlurmRunner {
-  return { where: 'this machine', run: (argv, options) => execProcessTree(argv, options), stream: (argv) => streamProcess(argv) };
+  return {
+    where: 'this machine',
+    run: (argv, options) => execProcessTree(argv, options),
+    // salloc forwards TERM to its command and waits on; HUP makes it give the allocation back and go.
+    stream: (argv) => streamProcess(argv, { stopSignal: 'SIGHUP' }),
+  };
 }
 
 function viaRunner(via: Session): SlurmRunner {
@@ -258,6 +263,10 @@ class SlurmSession implements Session {
     const m = marker.exec(r.stderr);
     if (m) {
       const stderr = r.stderr.slice(0, m.index) + r.stderr.slice(m.index + m[0].length);
+      // Killed by a signal: Slurm may be ending the step as its node goes down, and the step's
+      // shell can print the marker before its own signal lands (seen under load). Ask the node.
+      const down = Number(m[1]) > 128 ? await this.nodeDown(argv, r.stderr) : null;
+      if (down) throw down;
       return { ...r, command: argv, exitCode: Number(m[1]), signal: null, stderr };
     }
     if (r.timedOut || r.cancelled || r.truncated) {
@@ -291,6 +300,18 @@ class SlurmSession implements Session {
 
   /** The job went away under a step: its node down or drained, the job cancelled or past its time limit. */
   private async whyJobEnded(argv: string[], srunSaid: string): Promise<CudamatrixError> {
+    const said = oneLine(srunSaid);
+    return (
+      (await this.nodeDown(argv, srunSaid)) ??
+      new CudamatrixError(
+        'SLURM_JOB_ENDED',
+        `Slurm job ${this.jobId} on ${this.node} ended while ${argv[0] ?? 'a command'} ran (cancelled, or past its time limit: "sacct -j ${this.jobId}" says which)${said ? `; srun said: ${said}` : ''}`,
+      )
+    );
+  }
+
+  /** SLURM_NODE_DOWN when the step's node is down, drained or failing (or srun said so); null when it is not. */
+  private async nodeDown(argv: string[], srunSaid: string): Promise<CudamatrixError | null> {
     const what = `${argv[0] ?? 'a command'}`;
     const r = await this.runner
       .run(['scontrol', '--oneliner', 'show', 'node', this.node], { timeoutMs: CLIENT_TIMEOUT_MS })
@@ -308,15 +329,37 @@ class SlurmSession implements Session {
         `node ${this.node} is ${state || 'unknown'}${reason ? ` (reason: ${reason})` : ''}: Slurm job ${this.jobId} ended while ${what} ran there${said ? `; srun said: ${said}` : ''}`,
       );
     }
-    return new CudamatrixError(
-      'SLURM_JOB_ENDED',
-      `Slurm job ${this.jobId} on ${this.node} ended while ${what} ran (cancelled, or past its time limit: "sacct -j ${this.jobId}" says which)${said ? `; srun said: ${said}` : ''}`,
-    );
+    return null;
+  }
+
+  /**
+   * A copy's step (put, get: each may run again). One whose srun ended without the exit marker
+   * while the job still runs is run once more: under load srun was seen to lose its I/O with
+   * slurmstepd ("step_launch_notify_io_failure") on a healthy node.
+   */
+  private async copyStep(argv: string[], options: ExecOptions): Promise<ExecResult> {
+    try {
+      return await this.exec(argv, options);
+    } catch (error) {
+      if (!(error instanceof CudamatrixError) || error.code !== 'SLURM_JOB_ENDED' || !(await this.jobRunning())) throw error;
+      this.onProgress?.(
+        `${this.target}: a copy's step of Slurm job ${this.jobId} failed (${error.message}); the job still runs: trying once more`,
+      );
+      return this.exec(argv, options);
+    }
+  }
+
+  private async jobRunning(): Promise<boolean> {
+    if (this.lifelineEnded) return false;
+    const r = await this.runner
+      .run(['squeue', '--noheader', `--jobs=${this.jobId}`, '--format=%T'], { timeoutMs: CLIENT_TIMEOUT_MS })
+      .catch(() => undefined);
+    return r?.stdout.trim() === 'RUNNING';
   }
 
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     const data = await readFile(localPath);
-    const r = await this.exec(['sh', '-c', WRITE_FILE, 'sh', remotePath, options.executable ? '755' : '644'], {
+    const r = await this.copyStep(['sh', '-c', WRITE_FILE, 'sh', remotePath, options.executable ? '755' : '644'], {
       cwd: '/',
       stdin: data.toString('base64'),
       timeoutMs: COPY_TIMEOUT_MS,
@@ -329,7 +372,7 @@ class SlurmSession implements Session {
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {
-    const r = await this.exec(['sh', '-c', READ_FILE, 'sh', remotePath], { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    const r = await this.copyStep(['sh', '-c', READ_FILE, 'sh', remotePath], { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
     if (r.exitCode !== 0) {
       await rm(localPath, { force: true });
       throw new CudamatrixError(

@@ -38,7 +38,8 @@ import { findOnPath, hopLauncher, localLauncher, type Launcher } from '../launch
 import { installCached } from '../remote-cache.ts';
 import { quotePosix } from '../ssh/quote.ts';
 import { supervise, type ExecEnd } from '../supervise.ts';
-import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
+import { connectLocal } from '../local.ts';
+import type { Connect, ConnectContext, ExecOptions, ExecResult, Session, VmHost } from '../transport.ts';
 import { WslAgent } from './agent.ts';
 import { decodeWslOutput, parseWslList, WslToken, type WslDistro } from './list.ts';
 import { DEFAULT_CONNECT_TIMEOUT_S, type WslOptions } from './options.ts';
@@ -103,8 +104,35 @@ export const connectWsl: Connect<WslOptions> = async (o, context) => {
       `WSL distribution "${distro.name}" on ${runner.where} runs under WSL 1, which has no GPU: CUDA in WSL needs WSL 2 (/dev/dxg), so its probes cannot run there and nothing was run in it. Convert it with "wsl.exe --set-version ${distro.name} 2", or name a WSL 2 distribution (there: ${describeDistros(distros)})`,
     );
   }
-  return WslSession.open(runner, distro, o, context.runId, timeoutMs, context.signal);
+  const vmHost = await windowsHostOf(context);
+  try {
+    return await WslSession.open(runner, distro, o, context.runId, timeoutMs, vmHost, !context.via, context.signal);
+  } catch (error) {
+    if (!context.via && 'session' in vmHost) await Promise.resolve(vmHost.session[Symbol.asyncDispose]()).catch(() => undefined);
+    throw error;
+  }
 };
+
+/**
+ * The Windows machine the distribution runs on, as a session: the hop before where it is a
+ * Windows host ([ssh, wsl]), or this machine where cudamatrix runs on Windows (a local session
+ * of its own, disposed with this one).
+ */
+async function windowsHostOf(context: ConnectContext): Promise<VmHost> {
+  if (context.via) {
+    return context.via.platform === 'windows'
+      ? { session: context.via }
+      : {
+          unreachable: `the hop before the distribution (${context.via.description}) is a ${context.via.platform} shell, not its Windows host: the VM's GPU counters are read on Windows`,
+        };
+  }
+  if (process.platform !== 'win32')
+    return {
+      unreachable:
+        "cudamatrix runs on Linux here (inside WSL, through wsl.exe and interop): the VM's GPU counters are read by a Windows process on the host, which it does not start",
+    };
+  return { session: await connectLocal({}, context) };
+}
 
 async function listDistros(runner: Launcher, timeoutMs: number, signal?: AbortSignal): Promise<WslDistro[]> {
   const r = await wslList(runner, timeoutMs, signal);
@@ -221,6 +249,9 @@ class WslSession implements Session {
     readonly arch: string,
     readonly workDir: string,
     private readonly cacheBase: string,
+    readonly vmHost: VmHost,
+    /** Whether vmHost's session is this one's own (local), to dispose with it. */
+    private readonly ownsHost: boolean,
   ) {
     this.description = runner.where === 'this machine' ? `wsl ${distro.name}` : `${runner.where} → wsl ${distro.name}`;
     this.hostKey = runner.hostKey;
@@ -232,6 +263,8 @@ class WslSession implements Session {
     o: WslOptions,
     runId: string,
     timeoutMs: number,
+    vmHost: VmHost,
+    owns: boolean,
     signal?: AbortSignal,
   ): Promise<WslSession> {
     const nonce = randomBytes(6).toString('hex');
@@ -250,7 +283,7 @@ class WslSession implements Session {
         .split('\n')
         .map((l) => l.replace(/\r$/, ''));
       const { arch, tmp, cacheBase } = readLookAround(lines, where, info.stdout.slice(at));
-      const session = new WslSession(runner, distro, o.user, arch, `${tmp.replace(/\/+$/, '')}/${dirName}`, cacheBase);
+      const session = new WslSession(runner, distro, o.user, arch, `${tmp.replace(/\/+$/, '')}/${dirName}`, cacheBase, vmHost, owns);
       await session.startGuardian(timeoutMs, signal);
       return session;
     }
@@ -287,7 +320,7 @@ class WslSession implements Session {
     }
     try {
       const { arch, cacheBase } = readLookAround(hello.lookAround, where, hello.lookAround.join(' '));
-      const session = new WslSession(runner, distro, o.user, arch, hello.workDir, cacheBase);
+      const session = new WslSession(runner, distro, o.user, arch, hello.workDir, cacheBase, vmHost, owns);
       session.agent = agent;
       return session;
     } catch (error) {
@@ -518,6 +551,14 @@ class WslSession implements Session {
    * the work directory, then ends the guardian (which would remove it too).
    */
   async [Symbol.asyncDispose](): Promise<void> {
+    try {
+      await this.disposeDistro();
+    } finally {
+      if (this.ownsHost && 'session' in this.vmHost) await this.vmHost.session[Symbol.asyncDispose]();
+    }
+  }
+
+  private async disposeDistro(): Promise<void> {
     if (this.agent && !this.agent.failure) return this.agent.close(DISPOSE_TIMEOUT_MS);
     try {
       await this.runAlone(shArgv(RM_DIR, this.workDir), { cwd: '/', timeoutMs: DISPOSE_TIMEOUT_MS }).catch(() => undefined);

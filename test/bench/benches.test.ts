@@ -312,7 +312,7 @@ describe('bench/scale', () => {
     const r = await runBench('scale', ['--tiny']);
     expect(r.code, failed(r)).toBe(0);
     expect(r.json).toMatchObject({ bench: 'scale', targets: 20, records: 50, rounds: 1, enforced: false });
-    const results = r.json.results as { name: string; ms: number; maxRssMiB: number; peerMs: number; budgetMs: number }[];
+    const results = r.json.results as { name: string; ms: number; medianMs: number; maxRssMiB: number; peerMs: number; budgetMs: number }[];
     expect(results.map((x) => [x.name, x.budgetMs])).toEqual([
       ['plan', 1000],
       ['gha matrix', 1000],
@@ -321,6 +321,9 @@ describe('bench/scale', () => {
       ['diff', 1000],
     ]);
     for (const x of results) expect([x.ms, x.maxRssMiB, x.peerMs].every((n) => n > 0)).toBe(true);
+    // The fastest round is budgeted; with one round it is the median too.
+    for (const x of results) expect(x.medianMs).toBe(x.ms);
+    expect(r.json.loadAverage).toMatchObject({ before: expect.any(Number), after: expect.any(Number) });
     expect(r.stdout).toMatch(/merge\s+20 event logs/);
     expectNothingLeft();
   }, 300_000);

@@ -40,7 +40,7 @@ describe.runIf(noGpuHere)('cudamatrix run on a machine without a driver', () => 
     const runDir = onlyRunDir(path.join(dir, 'runs'));
     for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
     const events = readEventLog(path.join(runDir, 'events.jsonl'));
-    expect(events[0]).toMatchObject({ type: 'run-start', schemaVersion: 1, tool: 'cudamatrix', shard: null });
+    expect(events[0]).toMatchObject({ type: 'run-start', schemaVersion: 2, tool: 'cudamatrix', shard: null });
     expect((events[0] as { cells: string[] }).cells).toEqual(defaultProbeNames().map((p) => `local/${p}`));
     // Every probe ran (and was skipped: no driver), each with the parameters it was given.
     const cells = events.filter((e) => e.type === 'cell-end');

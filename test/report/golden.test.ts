@@ -136,7 +136,10 @@ describe('golden: each committed H200 log through the run outputs', () => {
     expect(stderr).toBe('');
     expectGolden(`${name}/console.txt`, console.join(''));
     expectGolden(`${name}/junit.xml`, readFileSync(path.join(out, 'junit.xml'), 'utf8'));
-    expectGolden(`${name}/summary.json`, readFileSync(path.join(out, 'summary.json'), 'utf8'));
+    // summary.json is one line (results/reporters/json.test.ts checks its bytes): compared indented, so that a change shows in a readable diff.
+    const summaryText = readFileSync(path.join(out, 'summary.json'), 'utf8');
+    expect(summaryText).toBe(`${JSON.stringify(JSON.parse(summaryText))}\n`);
+    expectGolden(`${name}/summary.json`, `${JSON.stringify(JSON.parse(summaryText), null, 2)}\n`);
     expectGolden(`${name}/github-commands.txt`, stdout);
     expectGolden(`${name}/github-step-summary.md`, readFileSync(summaryFile, 'utf8'));
     // @actions/core delimits each output with ghadelimiter_<a random UUID>: the one thing that differs per run.

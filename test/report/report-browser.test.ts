@@ -18,7 +18,7 @@ import { formatValue } from '../../core/units.ts';
 import type { BehaviourRecord } from '../../results/record/format.ts';
 import { HTML_FILE, renderReport, reportPaths } from '../../results/report/index.ts';
 import { loadRecords } from '../../results/report/load.ts';
-import { columnsOf } from '../../results/report/table.ts';
+import { columnsOf, shownRecord } from '../../results/report/table.ts';
 import { commandsAvailable, findOnPath, repoRoot, tempDir } from '../helpers.ts';
 import { h200Records, variant, writeRecords } from '../report-fixture.ts';
 
@@ -233,7 +233,7 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     }
   });
 
-  it('at 420 px wide the page does not scroll sideways (wide tables scroll in their own box), its charts inside their axes; saves a screenshot', async () => {
+  it('at 420 px wide the page does not scroll sideways (wide tables scroll in their own box, the facts beside their names), its charts inside their axes; saves a screenshot', async () => {
     const { page, errors } = await open(path.join(dir, HTML_FILE), 420);
     try {
       expect(errors).toEqual([]);
@@ -243,6 +243,32 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       }));
       expect(width.scroll).toBeLessThanOrEqual(width.client);
       for (const a of await axes(page)) expect(a.outside, `chart ${a.id}`).toEqual([]);
+      // Every column of the facts table can be read beside the fact names: scrolled into view in the
+      // table's own box, each header and cell of it lies whole in the box, clear of the fact column,
+      // which stays in view; nothing in them is cut off (long words wrap).
+      const unreadable = await page.evaluate(() => {
+        const table = document.querySelector('table.facts')!;
+        const box = table.parentElement!;
+        const inside = (r: DOMRect, left: number, right: number) => r.left >= left - 0.5 && r.right <= right + 0.5;
+        const problems: string[] = [];
+        if (!['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) problems.push('the box does not scroll');
+        const rows = [table.querySelector('thead tr')!, ...Array.from(table.querySelectorAll('tbody tr:not(.group)'))];
+        const columns = rows[0]!.children.length;
+        for (let c = 0; c < columns; c++) {
+          (rows[0]!.children[c] as HTMLElement).scrollIntoView({ inline: 'end', block: 'nearest' });
+          const view = box.getBoundingClientRect();
+          for (const row of rows) {
+            const fact = row.children[0]!.getBoundingClientRect();
+            const cell = row.children[c] as HTMLElement;
+            const name = `column ${c}, row ${row.getAttribute('data-fact') ?? 'head'}`;
+            if (!inside(fact, view.left, view.right)) problems.push(`${name}: the fact name is out of view`);
+            if (!inside(cell.getBoundingClientRect(), c ? fact.right : view.left, view.right)) problems.push(`${name}: not in view`);
+            if (cell.scrollWidth > cell.clientWidth) problems.push(`${name}: cut off`);
+          }
+        }
+        return problems;
+      });
+      expect(unreadable.slice(0, 5), `${unreadable.length} problems`).toEqual([]);
       // Charts fill the width they get.
       const chartWidths = await page.$$eval('#column-details svg.chart', (svgs) => svgs.map((s) => s.getBoundingClientRect().width));
       for (const w of chartWidths) expect(w).toBeGreaterThan(300);
@@ -299,8 +325,9 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
       const records = loadRecords(path.join(repoRoot, 'results', 'records'));
       await expect(page.locator('#summary').textContent()).resolves.toMatch(new RegExp(`^${records.length} records? in `));
-      // The first column's newest record: its figures, as text.
-      const newest = columnsOf(records)[0]?.chosen.record;
+      // The first column as it is shown (each probe from its newest record): its figures, as text.
+      const first = columnsOf(records)[0];
+      const newest = first && shownRecord(first);
       if (newest) {
         const bw = newest.metrics.find((m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned');
         if (bw)

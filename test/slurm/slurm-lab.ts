@@ -181,7 +181,9 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
       'MpiDefault=none',
       'JobAcctGatherType=jobacct_gather/none',
       'AccountingStorageType=accounting_storage/none',
-      'KillWait=2',
+      // Slurm's default is 30 s; 2 s may SIGKILL a lifeline under load before its trap removes the
+      // work directory (one was left once in a full CI run).
+      'KillWait=10',
       'MinJobAge=2',
       ...nodes.map(
         (n, i) =>

@@ -159,6 +159,50 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     }
   });
 
+  it('a copy whose srun dies mid-way while the job runs is run once more, and said (srun seen losing its I/O under load)', async () => {
+    messages.length = 0;
+    const s = await connect({ nodelist: 'n2' });
+    try {
+      const dir = tempDir();
+      const bytes = randomBytes(16_000_000);
+      writeFileSync(path.join(dir, 'big.bin'), bytes);
+      await s.put(path.join(dir, 'big.bin'), s.joinPath(s.workDir, 'big.bin'));
+      const copying = s.get(s.joinPath(s.workDir, 'big.bin'), path.join(dir, 'out.bin'));
+      // The get's srun (its step reads the file with base64), killed as soon as it is seen.
+      let killed = false;
+      for (let i = 0; i < 1000 && !killed; i++) {
+        const srun = lab!.jobProcesses().find((p) => /^\d+ srun .*cm-step-.*base64 </.test(p));
+        if (srun) {
+          process.kill(Number(srun.split(' ')[0]), 'SIGKILL');
+          killed = true;
+        } else await new Promise((r) => setTimeout(r, 2));
+      }
+      expect(killed).toBe(true);
+      await copying;
+      expect(readFileSync(path.join(dir, 'out.bin')).equals(bytes)).toBe(true);
+      expect(messages.join('\n')).toMatch(/^node: a copy's step of Slurm job \d+ failed \(.*\); the job still runs: trying once more$/m);
+    } finally {
+      await s[Symbol.asyncDispose]();
+    }
+  }, 120_000);
+
+  it('a salloc that does not give the allocation back: the job is cancelled and salloc killed, said', async () => {
+    // Seen in CI: salloc stayed after its node went down and its command had ended, and ignores
+    // TERM while it runs one. Stopped here (SIGSTOP), it answers nothing but KILL.
+    messages.length = 0;
+    const s = await connect({ nodelist: 'n2' });
+    const jobId = /job (\d+)/.exec(s.description)![1];
+    const salloc = lab!.jobProcesses().find((p) => / salloc /.test(` ${p.split(' ').slice(1).join(' ')}`));
+    expect(salloc).toBeDefined();
+    const pid = Number(salloc!.split(' ')[0]);
+    process.kill(pid, 'SIGSTOP');
+    await s[Symbol.asyncDispose]();
+    expect(messages.join('\n')).toContain(
+      `node: Slurm job ${jobId} cancelled (scancel): salloc did not give the allocation back within 15 s`,
+    );
+    await expect.poll(() => existsSync(`/proc/${pid}`), { timeout: 15_000, interval: 200 }).toBe(false);
+  }, 60_000);
+
   it("refuses a partition that is not there, with salloc's words", async () => {
     const error = await rejection(connect({ partition: 'nosuch' }));
     expect(error.code).toBe('SLURM_JOB_REFUSED');

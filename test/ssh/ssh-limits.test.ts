@@ -117,25 +117,19 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
 
   it("fails at once with retries: 0, as OpenSSH's ssh does; with retries: 2 it says it was refused 3 times over 1.5 s", async () => {
     const port = down.ports[0]!;
-    let t = Date.now();
     const ssh = openssh(down, { knownHosts: down.knownHosts, strict: 'yes' });
-    const sshMs = Date.now() - t;
     expect(ssh.code).toBe(255);
     expect(ssh.stderr).toContain('Connection refused');
-    expect(sshMs).toBeLessThan(1000);
 
-    t = Date.now();
+    // Refused once (the message counts the refusals when there are more): no retry.
     await expect(
       connectChain([sshHop(down, { name: 'x', extra: { retries: 0 } }) as { kind: string }], { target: 'x', runId: track('refused-0') }),
     ).rejects.toMatchObject({
       code: 'TARGET_UNREACHABLE',
       message: `cannot reach root@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port} (refused: nothing listens on that port: is sshd running there, and is the port right?)`,
     });
-    // The message shows it did not retry; the bound is the back-off that two retries spend
-    // (0.5 s + 1 s), not a tighter one, so that a loaded machine does not fail it.
-    expect(Date.now() - t).toBeLessThan(1500);
 
-    t = Date.now();
+    const t = Date.now();
     const retried = connectChain([sshHop(down, { name: 'x', extra: { retries: 2 } }) as { kind: string }], {
       target: 'x',
       runId: track('refused-2'),

@@ -9,9 +9,9 @@
  * /root/.bashrc is neither read nor touched, and no user is created. Plus a pre-auth `Banner`.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectChain } from '../../runners/registry.ts';
 import { integrationAvailable, tempDir } from '../helpers.ts';
 import {
@@ -179,8 +179,11 @@ describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chat
 
 describe.runIf(ready)('a login shell that hangs (real sshd, ~/.bashrc sleeps longer than connectTimeout)', () => {
   let slow: Sshd;
+  let woke: string;
   beforeAll(async () => {
-    slow = await startSshd(1, [`SetEnv HOME=${chattyHome(`echo "${GREETING}"\nsleep 3\n`)}`]);
+    const home = chattyHome(`echo "${GREETING}"\nsleep 6\ntouch "$HOME/woke"\n`);
+    woke = path.join(home, 'woke');
+    slow = await startSshd(1, [`SetEnv HOME=${home}`]);
   });
   afterAll(async () => {
     await slow?.stop();
@@ -189,16 +192,18 @@ describe.runIf(ready)('a login shell that hangs (real sshd, ~/.bashrc sleeps lon
   it('fails within connectTimeout with what the shell printed, and leaves no run directory once the shell goes on', async () => {
     for (const shell of ['auto', 'posix']) {
       const runId = track(`slow-shell-${shell}`);
-      const started = Date.now();
+      rmSync(woke, { force: true });
       const attempt = connectChain([sshHop(slow, { name: 'x', extra: { connectTimeout: 1, shell } }) as { kind: string }], {
         target: 't',
         runId,
       });
       await expect(attempt).rejects.toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringMatching(/within 1000 ms/) });
       await expect(attempt).rejects.toMatchObject({ message: expect.stringContaining(GREETING) });
-      expect(Date.now() - started).toBeLessThan(5000);
-      // The shell wakes up after 3 s and starts the helper on a channel that is gone.
-      await settle(4000);
+      // It did not wait for the shell: that is still asleep.
+      expect(existsSync(woke)).toBe(false);
+      // The shell wakes up and starts the helper on a channel that is gone.
+      await vi.waitUntil(() => existsSync(woke), { timeout: 60_000, interval: 250 });
+      await settle(1000);
       expect(leftovers(runId), shell).toEqual({ dirs: [], processes: [] });
     }
   });

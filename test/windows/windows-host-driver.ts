@@ -10,12 +10,18 @@
  *   node.exe driver.cjs no-tools MARK   the timeout, with neither taskkill nor wmic (SystemRoot
  *                                       an empty folder: Windows 11 24H2 has no wmic)
  *
+ *   node.exe driver.cjs vm-memory EXE   a WSL target's Windows host as this machine (cudamatrix on
+ *                                       Windows): pinned-vram of EXE run with the host's sampler
+ *                                       (probes/host-vm-memory.ts), EXE deployed to it as to a target
+ *
  * The tree's processes carry MARK in their command lines, so that the test finds them with ps.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { defaultCacheDir } from '../../probes/build.ts';
+import { HostVmMemory } from '../../probes/host-vm-memory.ts';
+import { runProbe } from '../../probes/run-probe.ts';
 import { connectLocal, execProcessTree } from '../../runners/local.ts';
 
 const [mode, mark = 'cm-mark'] = process.argv.slice(2);
@@ -99,6 +105,30 @@ async function main(): Promise<void> {
       await sleep(3000);
       say({ exiting: process.pid });
       process.exit(0);
+    }
+    case 'vm-memory': {
+      const exe = mark; // its second argument is EXE
+      const host = await connectLocal({}, { target: 'host', runId: 'vm-memory' });
+      const binary = {
+        platform: 'windows' as const,
+        arch: 'x86_64',
+        path: mark,
+        hash: 'driver',
+        compiler: 'prebuilt',
+        built: false,
+        prebuilt: true,
+      };
+      const hostVm = new HostVmMemory({ session: host }, () => Promise.resolve(binary));
+      const params = { sizes_gib: [0.25], register_size_gib: 0 };
+      const r = await hostVm.around(
+        'pinned-vram',
+        () => runProbe(host, { binary, remotePath: exe, uploaded: false }, 'pinned-vram', { params }),
+        {},
+      );
+      const hostMetrics = r.records.filter((x) => x.type === 'metric' && x.name.startsWith('host_vm_'));
+      say({ status: r.status, hostMetrics, workDir: host.workDir });
+      await host[Symbol.asyncDispose]();
+      break;
     }
     default:
       throw new Error(`unknown mode ${mode}`);

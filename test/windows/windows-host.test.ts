@@ -11,7 +11,9 @@
  * script's code cache and defaultCacheDir, cudaprobe.exe's CRLF output parsed, results written
  * to Z:\ and C:\ folders, a probe past its timeout ended with its tree, a Ctrl-C that cancels and
  * still writes results, and the tree of a command ended on a timeout, a cancellation and an exit
- * (test/windows/windows-host-driver.ts runs runners/local.ts itself under node.exe). Not proved: anything
+ * (test/windows/windows-host-driver.ts runs runners/local.ts itself under node.exe), and the sampler
+ * of a WSL target's Windows host (probes/host-vm-memory.ts) deployed, run beside a probe and ended
+ * on this machine as that host. Not proved: anything
  * a real NVIDIA driver, WDDM, a real console's Ctrl-C or Windows' own taskkill /T would do (Wine
  * 8's taskkill has no /T, so the fallback walk is what runs here; see runners/local.ts).
  *
@@ -123,12 +125,23 @@ async function waitFor(check: () => boolean, ms: number): Promise<boolean> {
   return check();
 }
 
-/** The packaged CLI, run by node.exe under Wine. */
-function cudamatrix(args: string[], options: WinOptions = {}): Promise<WinResult> {
-  return wine([WINDOWS_NODE, path.join(pkgRoot, 'bin', 'cudamatrix.cjs'), ...args], options);
+/** node.exe and the packaged CLI with these arguments. */
+const cliArgv = (args: string[]) => [WINDOWS_NODE, path.join(pkgRoot, 'bin', 'cudamatrix.cjs'), ...args];
+
+/**
+ * The packaged CLI, run by node.exe under Wine. cudamatrix prints something on every exit; about
+ * once in ten loaded runs of test/windows/ (CI 2026-12-02, and reproduced here) Wine ended
+ * node.exe with exit 1 and no output at all, before it ran a line. That is Wine's, not what is
+ * tested: the run is started once more, and the test log says so. A real failure fails again.
+ */
+async function cudamatrix(args: string[], options: WinOptions = {}): Promise<WinResult> {
+  const argv = cliArgv(args);
+  const first = await wine(argv, options);
+  if (first.status === 0 || first.stdout || first.stderr) return first;
+  console.warn(`windows-host: cudamatrix ${args.join(' ')} ended with exit ${first.status} and no output; started once more`);
+  return wine(argv, options);
 }
-const startCudamatrix = (args: string[], options: WinOptions = {}) =>
-  startWine([WINDOWS_NODE, path.join(pkgRoot, 'bin', 'cudamatrix.cjs'), ...args], options);
+const startCudamatrix = (args: string[], options: WinOptions = {}) => startWine(cliArgv(args), options);
 
 /** Live processes of this prefix (not zombies) whose command line matches, from the Linux side. */
 function linuxSide(pattern: RegExp): string[] {
@@ -350,10 +363,21 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     const { events, summary, files } = runFolder(path.join(cwd, 'results', 'runs'));
     expect(files).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
     expect(summary.interrupted).toBe(true);
-    expect(cellEnds(events).map((e) => [e.probe, e.status])).toEqual([
-      ['sysinfo', 'cancelled'],
-      ['event-timing', 'not-run'],
-    ]);
+    // The cell running when the Ctrl-C landed is cancelled, those after it not run. Which one that
+    // is depends on who handles it first: a probe that gets its own Ctrl-C may end its cell whole
+    // (passed) before node.exe under a busy Wine handles the CLI's, and the next cell is the one cancelled.
+    const statuses = cellEnds(events).map((e) => [e.probe, e.status]);
+    expect([
+      [
+        ['sysinfo', 'cancelled'],
+        ['event-timing', 'not-run'],
+      ],
+      [
+        ['sysinfo', 'passed'],
+        ['event-timing', 'cancelled'],
+      ],
+    ]).toContainEqual(statuses);
+    if (!toProbeToo) expect(statuses[0]).toEqual(['sysinfo', 'cancelled']);
     expect(linuxSide(/cudaprobe\.exe/i)).toEqual([]);
     expect(await wineSide()).not.toMatch(/cudaprobe\.exe/i);
     console.log(`windows-host: Ctrl-C ${toProbeToo ? 'to both' : 'to cudamatrix'}: exited ${Math.round(afterSignal)} ms after the signal`);
@@ -391,12 +415,37 @@ describe.runIf(ready)("the local transport's own code under node.exe (test/windo
     expect(r.status, r.stderr).toBe(0);
     const seen = lastLine(r);
     if (mode !== 'exit') {
-      expect(seen).toMatchObject({ timedOut: mode === 'timeout', cancelled: mode === 'cancel', alive: [] });
-      // Ended at once (3 s after the start), not by the second try after the grace period.
-      expect(seen.durationMs).toBeLessThan(3000 + 1500);
+      // Ended by the timeout or the cancellation (3 s after the start), child and grandchild both:
+      // the first try found the tree (it says on stderr when it cannot walk it).
+      expect(seen).toMatchObject({ timedOut: mode === 'timeout', cancelled: mode === 'cancel', alive: [], stderr: '' });
+      expect(seen.durationMs).toBeGreaterThanOrEqual(3000);
     }
-    // Gone: terminated processes take a moment to leave the process table.
-    expect(await waitFor(() => linuxSide(new RegExp(mark)).length === 0, 5000), linuxSide(new RegExp(mark)).join('\n')).toBe(true);
+    // Gone: terminated processes take a moment to leave the process table (longer on a loaded machine).
+    expect(await waitFor(() => linuxSide(new RegExp(mark)).length === 0, 30_000), linuxSide(new RegExp(mark)).join('\n')).toBe(true);
+  });
+
+  it("samples a WSL target's Windows host while a declared probe runs, with cudaprobe.exe deployed there, and ends the sampler after the cell", async () => {
+    const exe = path.join(pkgRoot, 'prebuilt', 'windows-x64', 'cudaprobe.exe');
+    // The probe takes 3 s (the test hook), and cudaprobe.exe stands for the VM process (there is none).
+    const { done } = startWine([WINDOWS_NODE, driver, 'vm-memory', onZ(exe)], {
+      extraEnv: { CUDAPROBE_TEST_DELAY_MS: '3000', CUDAPROBE_TEST_VM_PROCESS: 'cudaprobe.exe' },
+    });
+    const sampler = /cudaprobe\.exe vm-memory --max-seconds/;
+    expect(await waitFor(() => linuxSide(sampler).length === 1 && linuxSide(/cudaprobe\.exe run pinned-vram/).length > 0, 60_000)).toBe(
+      true,
+    );
+    const r = await done;
+    expect(r.status, r.stderr).toBe(0);
+    const seen = lastLine(r) as {
+      status: string;
+      hostMetrics: { name: string; value: null; reason: string; attrs: { counter: string } }[];
+    };
+    expect(seen.status).toBe('skipped');
+    expect(seen.hostMetrics.map((m) => [m.name, m.attrs.counter, m.value])).toEqual(
+      ['shared', 'dedicated'].flatMap((c) => ['baseline', 'peak', 'growth'].map((x) => [`host_vm_${x}_bytes`, c, null])),
+    );
+    for (const m of seen.hostMetrics) expect(m.reason).toMatch(/^this host has no PDH GPU counter set/);
+    expect(await waitFor(() => linuxSide(sampler).length === 0, 5000), linuxSide(sampler).join('\n')).toBe(true);
   });
 
   it("says so on the command's stderr when neither taskkill /T nor wmic can end the tree (Windows 11 24H2 has no wmic)", async () => {

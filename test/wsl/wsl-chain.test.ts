@@ -143,6 +143,17 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
     ).toBe(true);
     const env = suite.find((c) => c.probe === 'sysinfo')!.records.find((x) => x.type === 'sysinfo' && x.name === 'environment');
     expect(env?.value).toBe('wsl2');
+    // The Windows host's view of the VM (C27) for the declared memory probes only: this SSH host
+    // is a POSIX shell (sshd on Linux), not Windows, so null with the reason.
+    const hostVm = suite.flatMap((c) =>
+      c.records.flatMap((x) => (x.type === 'metric' && x.name.startsWith('host_vm_') ? [[c.probe, x]] : [])),
+    );
+    expect([...new Set(hostVm.map(([probe]) => probe))].sort()).toEqual(['pinned-ceiling', 'pinned-vram']);
+    for (const [, x] of hostVm)
+      expect(x).toMatchObject({
+        value: null,
+        reason: expect.stringMatching(/^the hop before the distribution \(ssh .*\) is a linux shell, not its Windows host/),
+      });
     // The failures name the hop: the WSL 1 distribution on that host, and a host without wsl.exe.
     const errors = targetErrors(events);
     expect(errors['win-wsl1']).toMatchObject({

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readEventLog, type RunEvent } from '../../events/events.ts';
+import { readEventLog, type CellEndEvent, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
 import { nodeArch } from '../../runners/local.ts';
 import { connectWsl } from '../../runners/wsl/transport.ts';
@@ -323,6 +323,16 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
       ['sysinfo', 'skipped', undefined],
       ['pinned-vram', 'skipped', undefined],
     ]);
+    // The Windows host's view of the VM (C27): declared for pinned-vram, not sysinfo; cudamatrix
+    // runs on Linux here, so it is null with the reason, for both counters.
+    const hostVm = (c: CellEndEvent) => c.records.filter((x) => x.type === 'metric' && x.name.startsWith('host_vm_'));
+    const [sysinfo, pinned] = cells(r.events, 'wsl2');
+    expect(hostVm(sysinfo!)).toEqual([]);
+    expect(hostVm(pinned!).map((x) => x.type === 'metric' && [x.name, x.attrs?.counter, x.value])).toEqual(
+      ['shared', 'dedicated'].flatMap((c) => ['baseline', 'peak', 'growth'].map((m) => [`host_vm_${m}_bytes`, c, null])),
+    );
+    for (const x of hostVm(pinned!))
+      expect(x).toMatchObject({ reason: expect.stringMatching(/^cudamatrix runs on Linux here \(inside WSL/) });
     // Said as a skip, with the reason, in the console, JUnit and the JSON summary.
     expect(r.stdout).toMatch(/- wsl1 skipped: WSL_VERSION_1: WSL distribution "Legacy" on this machine runs under WSL 1/);
     expect(r.stdout).not.toMatch(/✗/);
