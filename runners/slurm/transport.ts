@@ -261,21 +261,23 @@ class SlurmSession implements Session {
     });
     const marker = new RegExp(`cm-slurm-exit-${nonce} (\\d+)\\n`);
     const m = marker.exec(r.stderr);
-    if (m) {
-      const stderr = r.stderr.slice(0, m.index) + r.stderr.slice(m.index + m[0].length);
-      // Killed by a signal: Slurm may be ending the step as its node goes down, and the step's
-      // shell can print the marker before its own signal lands (seen under load). Ask the node.
-      const down = Number(m[1]) > 128 ? await this.nodeDown(argv, r.stderr) : null;
-      if (down) throw down;
-      return { ...r, command: argv, exitCode: Number(m[1]), signal: null, stderr };
-    }
+    const stderr = m ? r.stderr.slice(0, m.index) + r.stderr.slice(m.index + m[0].length) : r.stderr;
+    // Stopped by this side first: as srun ends the step, the step's shell can still print the
+    // marker of its killed command (seen under load), and the run must be told all the same.
     if (r.timedOut || r.cancelled || r.truncated) {
       await this.stopped(
         argv,
         nonce,
         r.timedOut ? 'ran past its timeout' : r.cancelled ? 'was stopped: the run was interrupted' : 'printed more than the output cap',
       );
-      return { ...r, command: argv };
+      return { ...r, command: argv, stderr };
+    }
+    if (m) {
+      // Killed by a signal: Slurm may be ending the step as its node goes down, and the step's
+      // shell can print the marker before its own signal lands (seen under load). Ask the node.
+      const down = Number(m[1]) > 128 ? await this.nodeDown(argv, r.stderr) : null;
+      if (down) throw down;
+      return { ...r, command: argv, exitCode: Number(m[1]), signal: null, stderr };
     }
     throw await this.whyJobEnded(argv, r.stderr);
   }

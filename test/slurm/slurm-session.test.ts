@@ -94,6 +94,17 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
       const steps = await lab!.slurm('squeue', '--noheader', '--steps', '--format=%i %j');
       expect(steps).not.toMatch(/cm-step-/);
       expect((await s.exec(['true'])).exitCode).toBe(0);
+      // Under load the step's shell can print its exit marker (143) as srun ends the step; the
+      // command here prints that marker itself (the nonce is its parent's argument) to make it
+      // certain. It is still a timeout, said as one, and the marker is not in stderr.
+      messages.length = 0;
+      const fakeMarker =
+        "n=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep -xE '[0-9a-f]{12}'); printf 'cm-slurm-exit-%s 143\\n' \"$n\" >&2; exec sleep 120";
+      const marked = await s.exec(['sh', '-c', fakeMarker], { timeoutMs: 1500 });
+      expect(marked.timedOut).toBe(true);
+      expect(marked.exitCode).not.toBe(143);
+      expect(marked.stderr).not.toMatch(/cm-slurm-exit-/);
+      expect(messages.join('\n')).toMatch(/^node: sh ran past its timeout: its step of Slurm job \d+ /m);
     } finally {
       await s[Symbol.asyncDispose]();
     }
