@@ -1,10 +1,10 @@
-/** The records index's cache folder is pruned when an index is written: folders gone, and past MAX_INDEXES. */
+/** The records index's cache folder is pruned when an index is written: folders gone, past MAX_INDEXES, killed writers' temp files. */
 import { existsSync, mkdirSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/helpers.ts';
 import type { BehaviourRecord } from './format.ts';
-import { indexFileOf, MAX_INDEXES, readDigests, type KeptMetrics } from './index.ts';
+import { indexFileOf, MAX_INDEXES, readDigests, STALE_TEMP_MS, type KeptMetrics } from './index.ts';
 
 /** No metrics kept: these tests are about the cache folder. */
 const NONE: KeptMetrics = { names: [], pick: () => [] };
@@ -54,5 +54,22 @@ describe('the records-index cache', () => {
     first.forEach((f, i) => utimesSync(indexFileOf(f), 1_000_000 + i, 1_000_000 + i));
     const more = [0, 1, 2].map((i) => indexed(root, `more${i}`));
     expect(indexes()).toEqual([...first.slice(3), ...more].map((f) => path.basename(indexFileOf(f))).sort());
+  });
+
+  it('removes the temporary files of writers killed mid-write, once they are an hour old; a fresh one may be live', () => {
+    const root = tempDir('cm-index-temps-');
+    const cache = path.dirname(indexFileOf(indexed(root, 'a')));
+    const stale = path.join(cache, `${'1'.repeat(24)}.json.4242-0badf00d.tmp`);
+    const fresh = path.join(cache, `${'2'.repeat(24)}.json.4243-0badf00d.tmp`);
+    const other = path.join(cache, 'notes.tmp');
+    for (const f of [stale, fresh, other]) writeFileSync(f, '{"format":');
+    const old = (Date.now() - STALE_TEMP_MS - 60_000) / 1000;
+    utimesSync(stale, old, old);
+    utimesSync(other, old, old);
+    indexed(root, 'b');
+    expect(existsSync(stale)).toBe(false);
+    expect(existsSync(fresh)).toBe(true);
+    // Not a name the index writes: not its to remove.
+    expect(existsSync(other)).toBe(true);
   });
 });

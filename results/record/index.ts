@@ -66,6 +66,10 @@ export function indexFileOf(folder: string): string {
 }
 
 const INDEX_NAME = /^[0-9a-f]{24}\.json$/;
+/** An index's temporary file (core/fs.ts tempName): left behind only by a writer killed mid-write. */
+const INDEX_TEMP_NAME = /^[0-9a-f]{24}\.json\.\d+-[0-9a-f]{8}\.tmp$/;
+/** A temporary file older than this has no live writer (an index is written in well under a second). */
+export const STALE_TEMP_MS = 60 * 60 * 1000;
 /** An index starts with its format and folder (JSON.stringify keeps the key order): this much of it names the folder. */
 const HEAD_BYTES = 8192;
 
@@ -84,18 +88,20 @@ function folderOfIndex(file: string): string | null {
 
 /**
  * Removes from the cache the indexes of folders that are gone (or files that are not an index),
- * and past MAX_INDEXES the least recently written, `written` (just made) aside. Run when an index
+ * past MAX_INDEXES the least recently written, `written` (just made) aside, and temporary files
+ * of killed writers (older than STALE_TEMP_MS). Run when an index
  * is made for a folder that had none, the only time the cache grows; it reads each file's first
  * bytes. A file that cannot be removed now (held open on Windows) waits for the next time.
  */
 function pruneIndexes(written: string): void {
   const dir = path.dirname(written);
-  let names: string[];
+  let all: string[];
   try {
-    names = readdirSync(dir).filter((n) => INDEX_NAME.test(n) && n !== path.basename(written));
+    all = readdirSync(dir);
   } catch {
     return;
   }
+  const names = all.filter((n) => INDEX_NAME.test(n) && n !== path.basename(written));
   const remove = (file: string) => {
     try {
       rmSync(file, { force: true });
@@ -103,6 +109,11 @@ function pruneIndexes(written: string): void {
       // Left for the next time.
     }
   };
+  for (const name of all.filter((n) => INDEX_TEMP_NAME.test(n))) {
+    const file = path.join(dir, name);
+    const mtimeMs = statSync(file, { throwIfNoEntry: false })?.mtimeMs;
+    if (mtimeMs !== undefined && Date.now() - mtimeMs > STALE_TEMP_MS) remove(file);
+  }
   const live: { file: string; mtimeMs: number }[] = [];
   for (const name of names) {
     const file = path.join(dir, name);
