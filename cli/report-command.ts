@@ -28,7 +28,7 @@ The same records always give the same bytes, so both files can be committed and 
 Exit status:
   0  written (with --check: the files match the records)
   1  --check, and the files differ from what the records give
-  2  a record that cannot be read (named, with what is wrong), or a records folder that is not there
+  2  a record that cannot be read (named, with what is wrong), or a records folder that is not there or is another folder
   6  BEHAVIOUR.md or behaviour.html could not be written (a full disk, no permission: named, with the cause)`,
     )
     .action(async (opts: { recordsDir: string; out: string; check: boolean }) => {

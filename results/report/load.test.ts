@@ -50,8 +50,17 @@ describe('the records folder', () => {
     expect(() => loadRecords(driverFolder, KEPT_KEY_METRICS)).toThrow(
       `${driverFolder} holds record files itself, not driver-<version>/ folders: pass the records folder above it (--records-dir ${dir})`,
     );
-    // An empty folder is a project with no records yet: no error.
-    expect(loadRecords(tempDir('cm-records-empty-'), KEPT_KEY_METRICS)).toEqual([]);
+    // An empty folder is a project with no records yet: no error (a README and hidden files aside).
+    const empty = tempDir('cm-records-empty-');
+    writeFileSync(path.join(empty, 'README.md'), '# records\n');
+    writeFileSync(path.join(empty, '.gitkeep'), '');
+    expect(loadRecords(empty, KEPT_KEY_METRICS)).toEqual([]);
+    // A folder of other things (the results folder, docs/) is no records folder.
+    const other = tempDir('cm-records-other-');
+    for (const name of ['BEHAVIOUR.md', 'matrix.yaml', 'runs']) writeFileSync(path.join(other, name), '');
+    expect(() => loadRecords(other, KEPT_KEY_METRICS)).toThrow(
+      `${other} is not a records folder: it holds no driver-<version>/ folders, but 3 other entries (BEHAVIOUR.md, matrix.yaml, runs); pass the folder that holds driver-<version>/*.json`,
+    );
   });
 });
 

@@ -28,11 +28,19 @@ export function recordFiles(dir: string): string[] {
     );
   }
   const drivers = top.filter((n) => n.startsWith('driver-')).sort();
+  // Another folder given for the records folder would give an empty report over the committed
+  // one. An empty folder (hidden files and a README aside) is a project with no records yet.
   if (drivers.length === 0 && top.some((n) => n.endsWith('.json'))) {
-    // A driver folder given for the records folder would give an empty report over the committed one.
     throw new CudamatrixError(
       'USAGE',
       `${dir} holds record files itself, not driver-<version>/ folders: pass the records folder above it (--records-dir ${path.dirname(path.resolve(dir))}); nothing was written`,
+    );
+  }
+  const others = top.filter((n) => !n.startsWith('.') && !/^readme/i.test(n)).sort();
+  if (drivers.length === 0 && others.length > 0) {
+    throw new CudamatrixError(
+      'USAGE',
+      `${dir} is not a records folder: it holds no driver-<version>/ folders, but ${others.length} other entr${others.length === 1 ? 'y' : 'ies'} (${others.slice(0, 3).join(', ')}${others.length > 3 ? ', …' : ''}); pass the folder that holds driver-<version>/*.json (--records-dir, default results/records); nothing was written`,
     );
   }
   const files: string[] = [];

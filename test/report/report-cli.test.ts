@@ -1,5 +1,5 @@
 /** `cudamatrix report` as a user runs it: the real CLI process. */
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { recordPath, type BehaviourRecord } from '../../results/record/format.ts';
@@ -82,5 +82,17 @@ describe('cudamatrix report', () => {
     const r = await runCli(['report', '--records-dir', path.join(dir, 'nope'), '--out', dir]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`error [USAGE]: records folder ${path.join(dir, 'nope')} does not exist or is not a folder`);
+  });
+
+  it('another folder given as the records folder: exit 2, the report there left as it was', async () => {
+    const dir = tempDir('cm-report-cli-');
+    // As a new user did: --records-dir results (the report's own folder, runs beside it).
+    mkdirSync(path.join(dir, 'runs'));
+    writeFileSync(path.join(dir, 'BEHAVIOUR.md'), 'the committed report\n');
+    const r = await runCli(['report', '--records-dir', dir, '--out', dir]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`error [USAGE]: ${dir} is not a records folder: it holds no driver-<version>/ folders`);
+    expect(readFileSync(path.join(dir, 'BEHAVIOUR.md'), 'utf8')).toBe('the committed report\n');
+    expect(readdirSync(dir).sort()).toEqual(['BEHAVIOUR.md', 'runs']);
   });
 });
