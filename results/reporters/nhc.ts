@@ -16,8 +16,8 @@ import type { RunSummary, TargetResult } from '../verdicts.ts';
 
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
-/** A target's own exit status (as a run of it alone would end) and its reason. */
-export function targetHealth(t: TargetResult): { status: number; reason: string } {
+/** A target's own exit status (as a run of it alone would end, --strict included) and its reason. */
+export function targetHealth(t: TargetResult, options: { strict: boolean }): { status: number; reason: string } {
   const failed = (reason: string) => `ERROR: nhc: Health check failed: ${t.name}: ${oneLine(reason)}`;
   if (t.error) {
     const status = errorClassOf(t.error.code) === 'configuration' ? ExitCode.configuration : ExitCode.infrastructure;
@@ -29,18 +29,24 @@ export function targetHealth(t: TargetResult): { status: number; reason: string 
     return { status: ExitCode.infrastructure, reason: failed(`${broken.probe} ${broken.errorCode ?? 'error'}: ${broken.reason ?? ''}`) };
   const verdict = t.verdicts.find((v) => v.status === 'failed') ?? t.verdicts.find((v) => v.status === 'error');
   if (verdict) return { status: ExitCode.expectationFailed, reason: failed(`${verdict.title}: ${verdict.message}`) };
-  const skipped = planned.filter((c) => c.status === 'skipped').length;
+  const skipped = planned.filter((c) => c.status === 'skipped');
+  // --strict: a node that measured nothing (no driver, no GPU) is not healthy.
+  if (options.strict && planned.length > 0 && skipped.length === planned.length)
+    return {
+      status: ExitCode.nothingMeasured,
+      reason: failed(`nothing measured (--strict): ${planned.length} cells skipped, ${skipped[0]!.probe}: ${skipped[0]!.reason ?? ''}`),
+    };
   const passed = t.verdicts.filter((v) => v.status === 'passed').length;
   return {
     status: ExitCode.ok,
-    reason: `OK: ${planned.length} cells${skipped ? ` (${skipped} skipped)` : ''}, ${passed} expectations passed`,
+    reason: `OK: ${planned.length} cells${skipped.length ? ` (${skipped.length} skipped)` : ''}, ${passed} expectations passed`,
   };
 }
 
-export function nhcLines(summary: RunSummary): string {
+export function nhcLines(summary: RunSummary, options: { strict: boolean }): string {
   return summary.targets
     .map((t) => {
-      const { status, reason } = targetHealth(t);
+      const { status, reason } = targetHealth(t, options);
       return `${nodeOf(t)} ${status} ${reason}\n`;
     })
     .join('');
@@ -49,8 +55,8 @@ export function nhcLines(summary: RunSummary): string {
 export function nhcReporter(file: string): Reporter {
   return {
     name: 'nhc',
-    onEnd(summary) {
-      writeOutput(file, nhcLines(summary));
+    onEnd(summary, context) {
+      writeOutput(file, nhcLines(summary, { strict: context.strict }));
     },
   };
 }
