@@ -56,6 +56,8 @@ Exit status (the merged run's, as for run):
   2    a log refused (above), unreadable or not found; or a target's configuration error
   3    a target was unreachable or a probe crashed or timed out in a log
   4    --strict (or every log ran with it), and nothing was measured
+  6    an output could not be written (a full disk, no permission): the merged events.jsonl,
+       junit.xml or summary.json, or a --junit/--reporter file, each named with the cause
   130  a log was interrupted or killed: what it finished is merged, the rest is missing`,
     )
     .action(async (logs: string[], opts) => {
