@@ -66,4 +66,30 @@ describe('Reporters.end', () => {
     expect(exitCodeOf(summary, { strict: false, unwritten })).toBe(6);
     expect(exitCodeOf(summary, { strict: false })).toBe(0);
   });
+
+  it("without a console (--reporter json:FILE alone), says the caller's outputs not written on stderr, with the reporters' own", async () => {
+    const warnings: string[] = [];
+    const reporters = new Reporters(
+      [
+        {
+          name: 'json',
+          onEnd: () => {
+            throw new CudamatrixError('OUTPUT_FAILED', 's.json could not be written (ENOSPC)');
+          },
+        },
+      ],
+      (m) => warnings.push(m),
+    );
+    const unwritten = await reporters.end(summarize([runStart({}), targetStart('box'), runEnd]), {
+      runDir: 'r',
+      eventsFile: 'r/events.jsonl',
+      strict: false,
+      unwritten: ['r/events.jsonl could not be written (ENOSPC); it holds the first 2 events'],
+    });
+    expect(warnings).toEqual([
+      'error: r/events.jsonl could not be written (ENOSPC); it holds the first 2 events',
+      'error: reporter "json": s.json could not be written (ENOSPC)',
+    ]);
+    expect(unwritten).toHaveLength(2);
+  });
 });

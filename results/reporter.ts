@@ -56,6 +56,8 @@ export class Reporters {
   async end(summary: RunSummary, context: RunContext): Promise<readonly string[]> {
     summary = withEventsFile(summary, context.eventsFile);
     this.unwritten.push(...(context.unwritten ?? []));
+    // The caller's own (the event log cut short) are said by the console; without one, here.
+    if (!this.list.some((r) => r.onMessage && !this.broken.has(r))) for (const u of context.unwritten ?? []) this.warn(`error: ${u}`);
     const files = this.list.filter((r) => !r.onMessage);
     for (const r of [...files, ...this.list.filter((r) => r.onMessage)]) {
       if (this.broken.has(r)) continue;

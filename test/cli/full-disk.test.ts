@@ -101,6 +101,21 @@ describe.runIf(canMount)('a full disk', () => {
   );
 
   it.runIf(noGpuHere)(
+    'run with no console (--reporter json:FILE alone): the event log cut short is named on stderr too',
+    async () => {
+      const disk = smallDisk()!;
+      const r = await runCli(['run', '--results-dir', path.join(disk, 'runs'), '--reporter', `json:${path.join(disk, 's.json')}`]);
+      expect(r.code, r.stdout + r.stderr).toBe(6);
+      const [runId] = readdirSync(path.join(disk, 'runs'));
+      const log = path.join(disk, 'runs', runId!, 'events.jsonl');
+      expect(r.stderr).toContain(`error: ${log} could not be written (ENOSPC: no space left on the device); it holds the first`);
+      expect(r.stderr).toContain(`${path.join(disk, 's.json')} could not be written (ENOSPC`);
+      expect(filesUnder(disk).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+    },
+    120_000,
+  );
+
+  it.runIf(noGpuHere)(
     'run: --junit on a full disk fails the run (exit 6, naming it) and the run folder keeps its whole record',
     async () => {
       const disk = smallDisk()!;
