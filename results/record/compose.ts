@@ -60,7 +60,11 @@ export function newestByProbe<T>(items: Iterable<T>, newer: (a: T, b: T) => bool
   return byProbe;
 }
 
-/** `base`, with each probe's facts, metrics and samples taken from its record in `byProbe` (base's own where none). */
+/**
+ * `base`, with each probe's facts, metrics, samples and cell taken from its record in `byProbe`
+ * (base's own where none); a probe's cell that neither has (a skipped windows-registry of an
+ * older full run) from the first of the records that has one.
+ */
 export function composeRecord(base: BehaviourRecord, byProbe: ReadonlyMap<string, BehaviourRecord>): BehaviourRecord {
   // Every probe's newest is the base itself (a column of full runs): nothing to take from others.
   let onlyBase = true;
@@ -71,10 +75,14 @@ export function composeRecord(base: BehaviourRecord, byProbe: ReadonlyMap<string
   const facts: BehaviourRecord['facts'] = {};
   const metrics: BehaviourRecord['metrics'] = [];
   const samples: BehaviourRecord['samples'] = [];
-  for (const r of new Set([base, ...byProbe.values()])) {
+  const records = [...new Set([base, ...byProbe.values()])];
+  for (const r of records) {
     for (const [name, f] of Object.entries(r.facts)) if (from(probeOf(name)) === r) facts[name] = f;
     for (const m of r.metrics) if (from(probeOf(m.name)) === r) metrics.push(m);
     for (const s of r.samples) if (from(s.probe) === r) samples.push(s);
   }
-  return { ...base, facts, metrics, samples };
+  const cells = new Map<string, BehaviourRecord['cells'][number]>();
+  for (const r of records) for (const c of r.cells) if (from(c.probe) === r) cells.set(c.probe, c);
+  for (const r of records) for (const c of r.cells) if (!cells.has(c.probe)) cells.set(c.probe, c);
+  return { ...base, facts, metrics, samples, cells: [...cells.values()] };
 }

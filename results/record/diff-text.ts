@@ -28,8 +28,19 @@ export interface SideFiles {
   b: Map<string, string>;
 }
 
+/** The records a side's probes were taken from besides its own (an opt-in run's record over a full one). */
+function takenLines(s: DiffSide, files: Map<string, string>): string[] {
+  return (s.takenFrom ?? []).map((t) => `     with ${t.probes.join(', ')} from ${files.get(t.id) ?? t.id}`);
+}
+
 function pairLines(p: PairDiff, files: SideFiles, all: boolean): string[] {
-  const out = [p.key, `  a  ${sideLine(p.a, files.a.get(p.a.id))}`, `  b  ${sideLine(p.b, files.b.get(p.b.id))}`];
+  const out = [
+    p.key,
+    `  a  ${sideLine(p.a, files.a.get(p.a.id))}`,
+    ...takenLines(p.a, files.a),
+    `  b  ${sideLine(p.b, files.b.get(p.b.id))}`,
+    ...takenLines(p.b, files.b),
+  ];
   out.push(`  facts    ${p.factsCompared} compared: ${p.facts.length === 0 ? 'none changed' : `${p.facts.length} changed`}`);
   const width = Math.max(0, ...p.facts.map((f) => f.name.length));
   for (const f of p.facts) out.push(`    ${f.name.padEnd(width)}  ${show(f.a)} → ${show(f.b)}`);
@@ -62,15 +73,14 @@ function pairLines(p: PairDiff, files: SideFiles, all: boolean): string[] {
     ['a', p.onlyA],
     ['b', p.onlyB],
   ] as const) {
+    // A few facts named beside their count, before the next part.
+    const factNames = only.facts.length && only.facts.length <= 5 ? ` (${only.facts.join(', ')})` : '';
     const parts = [
-      only.facts.length ? plural(only.facts.length, 'fact') : '',
+      only.facts.length ? `${plural(only.facts.length, 'fact')}${factNames}` : '',
       only.metrics.length ? plural(only.metrics.length, 'metric series') : '',
       only.cells.length ? `cells ${only.cells.join(', ')}` : '',
     ].filter(Boolean);
-    if (parts.length)
-      out.push(
-        `  only in ${name} (not compared): ${parts.join('; ')}${only.facts.length && only.facts.length <= 5 ? ` (${only.facts.join(', ')})` : ''}`,
-      );
+    if (parts.length) out.push(`  only in ${name} (not compared): ${parts.join('; ')}`);
   }
   return out;
 }

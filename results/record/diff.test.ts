@@ -246,6 +246,27 @@ describe('a folder of several records of one key', () => {
     expect(d.pairs[0]!.facts.map((f) => f.name)).toEqual(['pinned-vram.counts_as_vram']);
     // Both records of side a were compared: neither is listed as left out.
     expect(d.onlyA).toEqual([]);
+    // Cells too (a new user saw "cells 3 compared", the others "only in b"), and the side says
+    // which record its other probes came from.
+    const pair = d.pairs[0]!;
+    expect(pair.cellsCompared).toBe(full.cells.length);
+    expect(pair.onlyB.cells).toEqual([]);
+    expect(pair.a.id).toBe(few.id);
+    const taken = full.cells.map((c) => c.probe).filter((p) => p !== 'pinned-ceiling');
+    expect(pair.a.takenFrom).toEqual([
+      { id: full.id, probes: expect.arrayContaining(taken.filter((p) => full.cells.find((c) => c.probe === p)!.status === 'passed')) },
+    ]);
+    expect(pair.b.takenFrom).toBeUndefined();
+    const text = formatDiff(
+      d,
+      { a: 'a', b: 'b' },
+      new Map([
+        [full.id, 'a/full.json'],
+        [few.id, 'a/few.json'],
+        [changed.id, 'b/changed.json'],
+      ]),
+    );
+    expect(text).toMatch(/\n  a  driver .*, a\/few\.json\n     with \S.* from a\/full\.json\n  b  driver .*, b\/changed\.json\n/);
   });
 });
 

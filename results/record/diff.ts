@@ -19,6 +19,8 @@ export interface DiffSide {
   date: string;
   runId: string;
   target: string;
+  /** Other records of the key whose probes were compared in place of this one's (composed: an opt-in run's record over a full one). */
+  takenFrom?: { id: string; probes: string[] }[];
 }
 
 export interface FactChange {
@@ -437,13 +439,20 @@ export const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
   (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
 
 /** One key's records (newest first) as the one diff compares: the newest, with each probe from the newest that measured it; and the records it took. */
-function composed(list: BehaviourRecord[]): { record: BehaviourRecord; used: Set<BehaviourRecord> } {
+function composed(list: BehaviourRecord[]): { record: BehaviourRecord; used: Set<BehaviourRecord>; takenFrom: DiffSide['takenFrom'] } {
   const byProbe = newestByProbe(
     list,
     (x, y) => newestFirst(x, y) < 0,
     (r) => r,
   );
-  return { record: composeRecord(list[0]!, byProbe), used: new Set([list[0]!, ...byProbe.values()]) };
+  const others = new Map<BehaviourRecord, string[]>();
+  for (const [probe, r] of [...byProbe].sort(([x], [y]) => (x < y ? -1 : 1)))
+    if (r !== list[0]) others.set(r, [...(others.get(r) ?? []), probe]);
+  return {
+    record: composeRecord(list[0]!, byProbe),
+    used: new Set([list[0]!, ...byProbe.values()]),
+    takenFrom: [...others].map(([r, probes]) => ({ id: r.id, probes })),
+  };
 }
 
 /** Of records read for diff: those it compares in full (each key's newest and its probes' newest records, as diffRecords takes them). */
@@ -529,7 +538,10 @@ export function diffRecords(
     }
     // Each side as one record: its newest, each probe from the newest record that measured it.
     const [ca, cb] = [composed(la), composed(lb)];
-    pairs.push(diffPair(ca.record, cb.record, options.all ?? false));
+    const pair = diffPair(ca.record, cb.record, options.all ?? false);
+    if (ca.takenFrom!.length) pair.a.takenFrom = ca.takenFrom;
+    if (cb.takenFrom!.length) pair.b.takenFrom = cb.takenFrom;
+    pairs.push(pair);
     for (const r of la.slice(1))
       if (!ca.used.has(r)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r), comparedInstead: la[0]!.id });
     for (const r of lb.slice(1))
