@@ -39,7 +39,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .addHelpText(
       'after',
-      `${exitCodesHelp.replace('Exit status:', 'Exit status of run (and merge; every other command lists its own in its --help):')}`,
+      `${exitCodesHelp.replace('Exit status:', 'Exit status of run (and merge; the other commands list their own in their --help):')}`,
     )
     .exitOverride();
   // In this order in --help.

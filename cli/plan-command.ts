@@ -9,6 +9,10 @@ export function addPlanCommand(program: Command): void {
   filterOptions(program.command('plan'))
     .description('list the cells (target/probe) a run would execute, without running anything')
     .option('--json', 'print the plan as JSON', false)
+    .addHelpText(
+      'after',
+      '\nExit status: 0 planned (an empty shard too, said); 2 a matrix or command-line error, or a --probe/--target that matches no cell (named, with the fix).',
+    )
     .action(async (opts) => {
       process.exitCode = await (await import('./plan.ts')).planCommand(opts);
     });

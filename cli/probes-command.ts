@@ -11,6 +11,7 @@ export function addProbesCommand(program: Command): void {
     .description('list the probes, the claims they decide, and (with --facts) every fact and metric')
     .option('--facts', "also list each probe's facts and metrics", false)
     .option('--json', 'print the catalogue as JSON', false)
+    .addHelpText('after', '\nExit status: 0 listed; 2 a command-line error.')
     .action(async (opts) => {
       process.exitCode = (await import('./probes.ts')).probesListCommand(opts);
     });

@@ -48,7 +48,9 @@ function renderCommand(command: Command): string[] {
     lines.push('| argument | what it is |', '| --- | --- |');
     for (const a of args) {
       const name = `${a.name()}${a.variadic ? '...' : ''}`;
-      lines.push(`| \`${a.required ? `<${name}>` : `[${name}]`}\` | ${cell(a.description)} |`);
+      // Its default as --help gives it ("(default: ...)").
+      const given = a.defaultValue === undefined ? '' : ` (default: \`${JSON.stringify(a.defaultValue)}\`)`;
+      lines.push(`| \`${a.required ? `<${name}>` : `[${name}]`}\` | ${cell(a.description)}${given} |`);
     }
     lines.push('');
   }

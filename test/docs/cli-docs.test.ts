@@ -3,9 +3,18 @@
  * page must be what the script writes now, so that --help and the docs never drift.
  */
 import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { buildProgram } from '../../cli/main.ts';
 import { CLI_DOCS_FILE, renderCliDocs } from '../../scripts/write-cli-docs.ts';
+
+/** The text a command's --help prints after its options (addHelpText 'after'). */
+function helpAfter(c: Command): string {
+  let out = '';
+  c.configureOutput({ writeOut: (s) => (out += s), writeErr: () => {} });
+  c.outputHelp();
+  return out;
+}
 
 describe('docs/cli.md', () => {
   it('is what scripts/write-cli-docs.ts writes from the program', () => {
@@ -25,6 +34,16 @@ describe('docs/cli.md', () => {
     );
     expect(page, 'a | in a table cell is escaped, or the row splits').toContain('| `--plan <json\\|file>` |');
     expect(page).toMatch(/## cudamatrix diff[\s\S]*Exit status:\n {2}0 {2}the same behaviour/);
+    // An argument's default, as --help gives it.
+    expect(page).toContain('| `[file]` | the file to write (never overwritten) (default: `"cudamatrix.yaml"`) |');
+  });
+
+  it('gives every command that runs (not a group of commands) an exit table in its --help, as the page says', () => {
+    const leaves = (c: Command): Command[] => (c.commands.length ? c.commands.flatMap(leaves) : [c]);
+    const without = leaves(buildProgram())
+      .filter((c) => !c.helpInformation().includes('Exit status') && !helpAfter(c).includes('Exit status'))
+      .map((c) => c.name());
+    expect(without).toEqual([]);
   });
 
   it('changes when the program does (an option added elsewhere shows up)', () => {
