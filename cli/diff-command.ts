@@ -17,6 +17,12 @@ export function addDiffCommand(program: Command): void {
     .argument('<b>', 'the new side, the same kinds')
     .option('--json', 'print the diff as JSON (schema cudamatrix-diff/1, every metric compared)', false)
     .option('--all', 'list every metric compared, with its move and its noise, not only those beyond it', false)
+    .option(
+      '--history <dir>',
+      "the records whose runs of each compared key measure its run-to-run noise (besides the two sides' own); none if the folder does not exist",
+      'results/records',
+    )
+    .option('--no-history', "measure the noise from the two sides' records and repetitions alone")
     .addHelpText(
       'after',
       `
@@ -25,9 +31,14 @@ two driver versions' folders compare like with like; of several records of one k
 the newest that observed facts is compared (a side whose records of one key disagree says
 CONFLICT). Of each pair: facts both have whose values differ, cells whose outcome
 differs, and metrics (each name and attrs both have) that moved beyond their noise. A move is
-|a - b| / max(|a|, |b|). Noise is the metric's tolerance in the probe catalogue
-(probes/catalogue.ts, calibrated on four runs of one driver on the H200), or the spread of
-the series' repeated values in a record where that is larger. What is on one side only is
+|a - b| / max(|a|, |b|). A metric changed when its move is beyond both its minimum effect (its
+tolerance in the probe catalogue) and its measured noise: the spread of the key's earlier runs
+(--history's records of the same environment, GPU and driver, and the sides' own), or, with
+none, of the two runs' own repetitions, at a 1 % chance per pair of records that any series is
+called changed by noise alone (docs/records.md, "Noise"). A move beyond the minimum effect but
+within the noise is "too noisy to tell", not a change. Cells during which another process used
+the GPU, and pageable copies whose host control moved with them, are not called the driver's.
+What is on one side only is
 listed, not counted as a change.
 
 Exit status:
@@ -36,7 +47,7 @@ Exit status:
   2  an input that cannot be read (named), a side with no GPU observation, no record of one
      side that pairs with one of the other, or pairs that share no fact and no metric`,
     )
-    .action(async (a: string, b: string, opts: { json: boolean; all: boolean }) => {
+    .action(async (a: string, b: string, opts: { json: boolean; all: boolean; history: string | false }) => {
       process.exitCode = await (await import('./diff.ts')).diffCommand(a, b, opts);
     });
 }

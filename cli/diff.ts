@@ -5,8 +5,8 @@
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { diffRecords, noiseText, type RecordsDiff } from '../results/record/diff.ts';
 import { formatDiff, type SideFiles } from '../results/record/diff-text.ts';
-import { keyText } from '../results/record/format.ts';
-import { readInput, type Input } from '../results/record/read.ts';
+import { keyText, type BehaviourRecord } from '../results/record/format.ts';
+import { readHistory, readInput, type Input } from '../results/record/read.ts';
 import { KEPT_KEY_METRICS } from '../results/report/table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
@@ -15,6 +15,8 @@ export const DIFF_SCHEMA = 'cudamatrix-diff/1';
 export interface DiffOptions {
   json: boolean;
   all: boolean;
+  /** The records folder that measures each key's run-to-run noise (false: none). */
+  history?: string | false;
 }
 
 function describe(input: Input): string {
@@ -44,6 +46,13 @@ function diffJson(d: RecordsDiff, a: Input, b: Input, files: SideFiles): unknown
   };
 }
 
+/** The records of --history of the keys and drivers the sides hold (the sides' own left out: they are read already). */
+function historyOf(dir: string, sides: BehaviourRecord[]): BehaviourRecord[] {
+  const keys = new Set(sides.map((r) => keyText(r.key)));
+  const ids = new Set(sides.filter((r) => r.metrics.length > 0).map((r) => r.id));
+  return readHistory(dir, (r) => keys.has(keyText(r.key)) && !ids.has(r.id), KEPT_KEY_METRICS);
+}
+
 export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOptions): Promise<number> {
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // The report's key metrics: the records index that report keeps serves diff too.
@@ -58,10 +67,11 @@ export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOp
       );
     }
   }
+  const sides = [...a.records, ...b.records].map((r) => r.record);
   const d = diffRecords(
     a.records.map((r) => r.record),
     b.records.map((r) => r.record),
-    { all: opts.all || opts.json },
+    { all: opts.all || opts.json, history: opts.history ? historyOf(opts.history, sides) : [] },
   );
   if (d.pairs.length === 0) {
     const keys = (i: Input) => [...new Set(i.records.map((r) => keyText({ ...r.record.key, driver: '' })))].join('; ');

@@ -178,7 +178,7 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
       say(`  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})`);
       const outcome = records.store(r);
       if (outcome.kind === 'duplicate') {
-        say(`    already recorded: ${outcome.existing} has the same key, the same facts and its metrics within their noise; not written`);
+        say(`    already recorded: ${outcome.existing} is the record of this run; not written`);
         continue;
       }
       if (outcome.kind === 'clash') {
@@ -216,6 +216,10 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
       }
       for (const p of partialLines(outcome.partial)) say(p);
       if (outcome.kind === 'written' && outcome.drift) for (const l of driftLines(outcome.drift)) say(l);
+      if (outcome.kind === 'written' && outcome.repeatOf)
+        say(
+          `    a repeat of ${outcome.repeatOf.file} (same key and facts, metrics within their noise): ${outcome.repeatOf.runs} runs of this observation now measure its run-to-run noise`,
+        );
     }
   }
   if (conflicts)
@@ -228,7 +232,7 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
 /** The same observation with metrics (or cells) beyond their noise: why it was written. */
 function driftLines(d: Drift): string[] {
   const what = [
-    d.metrics.length ? `${d.metrics.length} metric series beyond their noise` : '',
+    d.metrics.some((m) => m.flagged) ? `${d.metrics.filter((m) => m.flagged).length} metric series beyond their noise` : '',
     d.cells.length ? `${d.cells.length} probe outcome${d.cells.length === 1 ? '' : 's'} changed` : '',
   ]
     .filter(Boolean)
@@ -236,7 +240,7 @@ function driftLines(d: Drift): string[] {
   return [
     `    DRIFTED from ${d.file} (same key and facts; ${what}): kept as the newest record of this observation, which the report and diff use`,
     ...d.cells.map((c) => `      ${c.probe}  ${c.a} → ${c.b}`),
-    ...d.metrics.flatMap((m) => metricLines(m, '      ')),
+    ...d.metrics.filter((m) => m.flagged).flatMap((m) => metricLines(m, '      ')),
   ];
 }
 

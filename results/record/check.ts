@@ -50,7 +50,20 @@ export function checkRecord(data: unknown, file: string): BehaviourRecord {
     ) {
       throw invalid(file, `metrics[${i}]: expected {name, value: a number or null, unit, attrs?}`);
     }
+    if (m.repeats !== undefined && (!Array.isArray(m.repeats) || m.repeats.some((v) => typeof v !== 'number' || !Number.isFinite(v))))
+      throw invalid(file, `metrics[${i}].repeats: expected an array of numbers (the repetitions behind the value)`);
   });
+  if (
+    data.shared !== undefined &&
+    (!Array.isArray(data.shared) ||
+      data.shared.some(
+        (c: unknown) => !isObject(c) || typeof c.probe !== 'string' || typeof c.processes !== 'number' || !Array.isArray(c.pids),
+      ))
+  )
+    throw invalid(
+      file,
+      'shared: expected an array of {probe, processes, usedBytes, pids} (cells during which another process used the GPU)',
+    );
   for (const k of ['samples', 'cells', 'verdicts'] as const) if (!Array.isArray(data[k])) throw invalid(file, `${k}: expected an array`);
   return data as unknown as BehaviourRecord;
 }

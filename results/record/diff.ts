@@ -8,9 +8,10 @@ import { formatValue } from '../../core/units.ts';
 import { catalogue, type MetricTolerance } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import { composeRecord, hasFacts, newestByProbe } from './compose.ts';
-import { keyText, type BehaviourRecord, type RecordedMetric } from './format.ts';
+import { keyText, type BehaviourRecord, type RecordedMetric, type SharedCell } from './format.ts';
+import { HISTORY_PER_DRIVER, median, testSeries, type RunNoise, type SeriesTest } from './noise.ts';
 
-/** Noise where the catalogue names none (a metric of a newer cudaprobe). */
+/** The minimum effect where the catalogue names none (a metric of a newer cudaprobe). */
 export const DEFAULT_TOLERANCE = 0.1;
 
 export interface DiffSide {
@@ -27,6 +28,8 @@ export interface FactChange {
   name: string;
   a: Scalar;
   b: Scalar;
+  /** Another process used the GPU during the fact's cell (how many): not called the driver's. */
+  shared?: number;
 }
 
 export interface CellChange {
@@ -39,25 +42,39 @@ export interface MetricComparison {
   name: string;
   attrs: Record<string, Scalar>;
   unit: string;
-  /** The series' value on each side (the median of its repeats). */
+  /** The series' value on each side (a run's own; of several runs, their geometric mean). */
   a: number | null;
   b: number | null;
-  /** How many values each side has for the series. */
+  /** How many repetitions each side's run has for the series (1: a single value). */
   repeats: { a: number; b: number };
+  /** How many runs each side has (1: a single run or record). */
+  runs: { a: number; b: number };
   /** |a - b| / max(|a|, |b|); null when a side has no value. */
   move: number | null;
-  /** The relative noise applied: the larger of `tolerance` and `spread`. */
+  /** The largest move that is noise (the larger of the minimum effect and the measured bound). */
   noise: number;
-  /** The catalogue's relative tolerance for the series (or the default where it names none). */
+  /** The minimum effect: the catalogue's tolerance for the series (or the default where it names none). A smaller move is never a change. */
   tolerance: number;
-  /** Changes up to this much, in the metric's unit, are noise whatever their fraction (0: none). */
+  /** Changes up to this much, in the metric's unit, are no change whatever their fraction (0: none). */
   absolute: number;
-  /** The spread of the series' repeats, the larger of the two sides' (0: no repeats). */
-  spread: number;
-  /** What decided the noise: the catalogue's tolerance, the spread of repeats, or the default. */
-  noiseFrom: 'catalogue' | 'spread' | 'default';
+  /** The measured noise: run to run over the key's records, and the two runs' own repetitions. */
+  measured: { runs: RunNoise | null; repeatsSd: number | null };
+  /** The largest move the measured noise allows at the family error (0 when nothing was measured). */
+  bound: number;
+  /** What measured the noise: the runs of the key, the repetitions of the two runs, or nothing (the minimum effect alone decides). */
+  noiseFrom: SeriesTest['from'];
+  /**
+   * changed: beyond the minimum effect and the measured noise; same: within one of them;
+   * undecided: beyond the minimum effect but within the measured noise (too noisy to tell).
+   */
+  verdict: 'changed' | 'same' | 'undecided';
+  /** Why a change is not the driver's: its host control moved with it, or another process used the GPU during its cell. */
+  explained?: { by: 'host'; control: string; move: number } | { by: 'shared'; processes: number } | { by: 'environment'; fields: string[] };
+  /** Around-the-driver differences that came with a counted change (the drivers differ too, so both are suspects). */
+  with?: string[];
   /** Why the values could not be compared (a unit changed, a value missing). */
   problem?: string;
+  /** Counted as a change of behaviour (verdict changed, or a problem, and not explained). */
   flagged: boolean;
 }
 
@@ -78,9 +95,27 @@ export interface PairDiff {
   cellsCompared: number;
   onlyA: { facts: string[]; metrics: string[]; cells: string[] };
   onlyB: { facts: string[]; metrics: string[]; cells: string[] };
-  /** A fact or cell changed, or a metric moved beyond its noise. */
+  /** Default expectations whose outcome differs (passed -> failed): listed; the fact or metric under them decides. */
+  verdicts: { title: string; a: string; b: string }[];
+  /** What differs around the driver (kernel, cudaprobe build, ...): said in the header; moves are labelled with it. */
+  environment: EnvironmentChange[];
+  /** Cells during which another process used the GPU, per side. */
+  shared: { a: SharedCell[]; b: SharedCell[] };
+  /** The key's other runs that measured its run-to-run noise, and in how many groups (driver and kernel). */
+  history: { runs: number; groups: number };
+  /** How many runs each side has (1: a single run or record). */
+  runs: { a: number; b: number };
+  /** A fact or cell changed, or a metric moved beyond its noise, and neither was explained by a shared GPU or the host. */
   changed: boolean;
 }
+
+export interface EnvironmentChange {
+  field: string;
+  a: Scalar;
+  b: Scalar;
+}
+
+export type { SharedCell };
 
 export interface Unpaired {
   key: string;
@@ -207,8 +242,13 @@ function aligned(x: RecordedMetric[], y: RecordedMetric[]): boolean {
   return true;
 }
 
-/** The numeric values of a series (its repeats). */
+/** The numeric values of a series in a record: its repetitions (a metric's `repeats`, or several entries of it), else its value. */
 function valuesAt(metrics: RecordedMetric[], at: number[]): number[] {
+  if (at.length === 1) {
+    const m = metrics[at[0]!]!;
+    if (m.value === null) return [];
+    return m.repeats && m.repeats.length > 1 ? m.repeats : [m.value];
+  }
   const out: number[] = [];
   for (const i of at) {
     const v = metrics[i]!.value;
@@ -217,11 +257,11 @@ function valuesAt(metrics: RecordedMetric[], at: number[]): number[] {
   return out;
 }
 
-function median(v: number[]): number {
-  if (v.length === 1) return v[0]!;
-  const s = [...v].sort((x, y) => x - y);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+/** A record's value of a series: its own (the median the probe reported), or the median of its several entries. */
+function valueAt(metrics: RecordedMetric[], at: number[]): number | null {
+  if (at.length === 1) return metrics[at[0]!]!.value;
+  const v = valuesAt(metrics, at);
+  return v.length ? median(v) : null;
 }
 
 /** The relative move between two values: |a - b| / max(|a|, |b|), 0 when both are 0. */
@@ -230,22 +270,20 @@ export function relativeMove(a: number, b: number): number {
   return scale === 0 ? 0 : Math.abs(a - b) / scale;
 }
 
-/** The spread of a series' repeats: (max - min) / max |value|; 0 for fewer than two. */
-function spreadOf(v: number[]): number {
-  if (v.length < 2) return 0;
-  return relativeMove(Math.min(...v), Math.max(...v));
-}
-
 const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
 
 /** Counts of a pair's metric comparisons (all of them, also those not kept). */
 export interface MetricTally {
   compared: number;
   flagged: number;
-  /** How many had their noise decided by each way. */
-  noiseFrom: { catalogue: number; spread: number; default: number };
+  /** Beyond the minimum effect but within the measured noise: too noisy to tell. */
+  undecided: number;
+  /** Changes explained by the host's control or a shared GPU (not counted as the driver's). */
+  explained: number;
+  /** Of the series that moved beyond their minimum effect (and so were tested), how many had their noise measured by each way. */
+  noiseFrom: { runs: number; repeats: number; none: number };
   /**
-   * The unflagged series that came nearest its noise, if any moved: by move / noise, or by
+   * The unflagged series that came nearest a change, if any moved: by move / noise, or by
    * |a - b| / absolute where that is smaller (a move flags only when it passes both).
    */
   nearest: {
@@ -260,16 +298,43 @@ export interface MetricTally {
   } | null;
 }
 
+/** What the test of one pair's series needs besides the two records: each side's runs, the key's other runs. */
+interface PairSamples {
+  /** Each side's runs of the key (its compared record first). */
+  runsA: BehaviourRecord[];
+  runsB: BehaviourRecord[];
+  /** The key's other runs, grouped by driver and kernel: each group should agree. */
+  groups: BehaviourRecord[][];
+  /** How many series the pair compares (the Bonferroni count). */
+  series: number;
+}
+
+/** Each record's value of a series (those without it left out). */
+function seriesValues(k: string, records: readonly BehaviourRecord[]): number[] {
+  const out: number[] = [];
+  for (const r of records) {
+    const at = shapeOf(r.metrics).get(k);
+    if (!at) continue;
+    const v = valueAt(r.metrics, at);
+    if (v !== null) out.push(v);
+  }
+  return out;
+}
+
+const geometricMean = (v: number[]) => (v.every((x) => x > 0) ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : median(v));
+
 /**
  * Compares one series; returns the comparison when it is flagged or `keep` asks for every one,
  * else only counts it (10,000 record pairs make 1.7 million comparisons: most are noise).
  */
 function compareSeries(
+  k: string,
   name: string,
   ma: RecordedMetric[],
   pa: number[],
   mb: RecordedMetric[],
   pb: number[],
+  samples: PairSamples,
   keep: boolean,
   tally: MetricTally,
 ): MetricComparison | null {
@@ -279,95 +344,197 @@ function compareSeries(
   const rule = ruleFor(name, attrs);
   const tolerance = rule?.relative ?? DEFAULT_TOLERANCE;
   const absolute = rule?.absolute ?? 0;
-  let a: number | null;
-  let b: number | null;
-  let spread = 0;
-  if (pa.length === 1) a = first.value;
-  else {
-    const v = valuesAt(ma, pa);
-    a = v.length ? median(v) : null;
-    spread = spreadOf(v);
-  }
-  if (pb.length === 1) b = firstB.value;
-  else {
-    const v = valuesAt(mb, pb);
-    b = v.length ? median(v) : null;
-    spread = Math.max(spread, spreadOf(v));
-  }
-  const noiseFrom = spread > tolerance ? 'spread' : rule ? 'catalogue' : 'default';
-  const noise = spread > tolerance ? spread : tolerance;
+  const own = { a: valueAt(ma, pa), b: valueAt(mb, pb) };
+  const ra = valuesAt(ma, pa);
+  const rb = valuesAt(mb, pb);
+  const runsA = samples.runsA.length > 1 ? seriesValues(k, samples.runsA) : own.a === null ? [] : [own.a];
+  const runsB = samples.runsB.length > 1 ? seriesValues(k, samples.runsB) : own.b === null ? [] : [own.b];
+  const a = own.a === null ? null : runsA.length > 1 ? geometricMean(runsA) : own.a;
+  const b = own.b === null ? null : runsB.length > 1 ? geometricMean(runsB) : own.b;
   let move: number | null = null;
+  let verdict: MetricComparison['verdict'] = 'same';
   let flagged: boolean;
   let problem: string | undefined;
+  let test: SeriesTest = { from: 'none', runs: null, repeatsSd: null, critical: 0, bound: 0, beyond: true };
   if (first.unit !== firstB.unit) {
     problem = `unit changed: ${first.unit} → ${firstB.unit}`;
     flagged = true;
+    verdict = 'changed';
   } else if (a === null || b === null) {
     const missing = a === null && b === null ? null : a === null ? 'a' : 'b';
     const reason = missing === 'a' ? first.reason : missing === 'b' ? firstB.reason : undefined;
     problem =
       missing === null ? 'not measured on either side' : `measured on one side only: no value in ${missing}${reason ? ` (${reason})` : ''}`;
     flagged = missing !== null;
+    if (flagged) verdict = 'changed';
   } else {
     move = relativeMove(a, b);
-    // A hair over the noise in floating point is not a move.
-    flagged = move > noise + 1e-9 && Math.abs(a - b) > absolute;
+    // A hair over in floating point is not a move.
+    const beyondEffect = move > tolerance + 1e-9 && Math.abs(a - b) > absolute;
+    // The test runs only where it can matter (beyond the minimum effect) or is asked for: most series stop here.
+    if (beyondEffect || keep)
+      test = testSeries({
+        a: runsA,
+        b: runsB,
+        groups: samples.groups.map((g) => seriesValues(k, g)),
+        repeatsA: ra.length > 1 ? ra : undefined,
+        repeatsB: rb.length > 1 ? rb : undefined,
+        series: samples.series,
+      });
+    verdict = beyondEffect ? (test.beyond ? 'changed' : 'undecided') : 'same';
+    flagged = verdict === 'changed';
   }
+  const noise = Math.max(tolerance, test.bound);
   tally.compared++;
-  tally.noiseFrom[noiseFrom]++;
+  if (verdict !== 'same' && problem === undefined) tally.noiseFrom[test.from]++;
   if (flagged) tally.flagged++;
-  else if (move !== null && move > 0) {
+  else if (verdict === 'undecided') tally.undecided++;
+  if (!flagged && move !== null && move > 0) {
     const delta = Math.abs(a! - b!);
     const nearness = Math.min(noise > 0 ? move / noise : Infinity, absolute > 0 ? delta / absolute : Infinity);
     if (!tally.nearest || nearness > tally.nearest.nearness)
       tally.nearest = { name, attrs, unit: first.unit, move, noise, delta, absolute, nearness };
   }
   if (!flagged && !keep) return null;
-  const repeats = { a: pa.length, b: pb.length };
   return {
     name,
     attrs,
     unit: first.unit,
     a,
     b,
-    repeats,
+    repeats: { a: ra.length, b: rb.length },
+    runs: { a: runsA.length, b: runsB.length },
     move,
     noise,
     tolerance,
     absolute,
-    spread,
-    noiseFrom,
+    measured: { runs: test.runs, repeatsSd: test.repeatsSd },
+    bound: test.bound,
+    noiseFrom: test.from,
+    verdict,
     ...(problem ? { problem } : {}),
     flagged,
   };
 }
 
-/** How a comparison's noise was decided, in words ("catalogue ±3 %", "spread of repeats 22 % ..."). */
+/** How a comparison's noise was decided, in words ("noise of 9 runs ±2.1 %; minimum effect ±3 %"). */
 export function noiseText(m: MetricComparison): string {
   if (m.problem) return m.problem;
-  const catalogueText =
-    m.noiseFrom === 'default' || (m.noiseFrom === 'spread' && !ruleFor(m.name, m.attrs))
-      ? `no tolerance in the catalogue: default ±${pct(m.tolerance)}`
-      : `catalogue ±${pct(m.tolerance)}${m.absolute ? ` or ${formatValue(m.absolute, m.unit)}` : ''}`;
-  const repeatsText = m.spread > 0 ? `spread of repeats ${pct(m.spread)} (${m.repeats.a} in a, ${m.repeats.b} in b)` : '';
-  return m.noiseFrom === 'spread'
-    ? `${repeatsText}, over the ${catalogueText}`
-    : `${catalogueText}${repeatsText ? `; ${repeatsText}` : ''}`;
+  const effect =
+    ruleFor(m.name, m.attrs) === undefined
+      ? `minimum effect ±${pct(m.tolerance)} (the default: not in the catalogue)`
+      : `minimum effect ±${pct(m.tolerance)}${m.absolute ? ` or ${formatValue(m.absolute, m.unit)}` : ''}`;
+  const measured =
+    m.noiseFrom === 'runs'
+      ? `noise of ${m.measured.runs!.runs} runs of this key ±${pct(m.bound)} (sd ${pct(m.measured.runs!.sd)}, ${m.measured.runs!.df} df)`
+      : m.noiseFrom === 'repeats'
+        ? `noise of the repetitions ±${pct(m.bound)} (${m.repeats.a} in a, ${m.repeats.b} in b; run-to-run noise not measured)`
+        : 'noise not measured (no earlier runs of this key, no repetitions)';
+  const explained =
+    m.explained?.by === 'host'
+      ? `; its host control ${m.explained.control} moved ${pct(m.explained.move)} with it: the host's, not the driver's`
+      : m.explained?.by === 'shared'
+        ? `; ${m.explained.processes} other process${m.explained.processes === 1 ? '' : 'es'} used the GPU during its cell: not called the driver's`
+        : '';
+  const verdict = m.verdict === 'undecided' ? ' (beyond the minimum effect, within the noise: too noisy to tell)' : '';
+  return `${measured}; ${effect}${verdict}${explained}`;
 }
 
-/** The differences between two records of one key (drivers may differ). */
-export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false): PairDiff {
+/**
+ * A pageable copy measured beside a host-only control in the same cell: where the control moved
+ * the same way by at least half as much, the host slowed (or sped up), not the driver.
+ */
+const HOST_CONTROLS: { series: string; where: Record<string, Scalar>; control: string; match: string[] }[] = [
+  {
+    series: 'transfer-bandwidth.bandwidth_gbps',
+    where: { memory: 'pageable' },
+    control: 'transfer-bandwidth.host_memcpy_gbps',
+    match: ['size_bytes'],
+  },
+];
+
+function hostControl(m: MetricComparison, ra: BehaviourRecord, rb: BehaviourRecord): MetricComparison['explained'] | undefined {
+  if (m.a === null || m.b === null || m.a <= 0 || m.b <= 0) return undefined;
+  for (const c of HOST_CONTROLS) {
+    if (c.series !== m.name || Object.entries(c.where).some(([k, v]) => m.attrs[k] !== v)) continue;
+    const attrs = Object.fromEntries(c.match.map((k) => [k, m.attrs[k]!]));
+    const key = seriesKey({ name: c.control, value: null, unit: '', attrs });
+    const [pa, pb] = [shapeOf(ra.metrics).get(key), shapeOf(rb.metrics).get(key)];
+    if (!pa || !pb) continue;
+    const [ca, cb] = [valueAt(ra.metrics, pa), valueAt(rb.metrics, pb)];
+    if (ca === null || cb === null || ca <= 0 || cb <= 0) continue;
+    const own = Math.log(m.b / m.a);
+    const ctl = Math.log(cb / ca);
+    if (Math.sign(own) === Math.sign(ctl) && Math.abs(ctl) >= 0.5 * Math.abs(own))
+      return { by: 'host', control: seriesText(c.control, attrs), move: relativeMove(ca, cb) };
+  }
+  return undefined;
+}
+
+/** Sysinfo outside the key that may move what a probe measures: listed in the diff's header when it differs. */
+const ENVIRONMENT_FIELDS = [
+  'kernel',
+  'cudart_version',
+  'cudart_library',
+  'pcie_gen_current',
+  'pcie_width_current',
+  'display_active',
+  'hags_setting',
+  'container_runtime',
+  'driver_model',
+];
+
+function environmentChanges(ra: BehaviourRecord, rb: BehaviourRecord): EnvironmentChange[] {
+  const out: EnvironmentChange[] = [];
+  for (const field of ENVIRONMENT_FIELDS) {
+    // A field one side lacks (an older cudaprobe) is not a difference.
+    const [x, y] = [ra.sysinfo[field] ?? null, rb.sysinfo[field] ?? null];
+    if (x !== null && y !== null && x !== y) out.push({ field, a: x, b: y });
+  }
+  for (const field of ['cudaprobe', 'probeHash'] as const) {
+    const [x, y] = [ra.tool[field] ?? null, rb.tool[field] ?? null];
+    if (x !== y) out.push({ field: field === 'probeHash' ? 'cudaprobe build' : 'cudaprobe version', a: x, b: y });
+  }
+  return out;
+}
+
+/** The cells of a record during which another process used the GPU. */
+export function sharedCells(r: BehaviourRecord): SharedCell[] {
+  return (r.shared ?? []).filter((s) => s.processes > 0);
+}
+
+/** The differences between two records of one key (drivers may differ). `history`: the records that measure the key's noise (the two included or not). */
+export function diffPair(
+  ra: BehaviourRecord,
+  rb: BehaviourRecord,
+  all = false,
+  context: { history?: readonly BehaviourRecord[]; runsA?: BehaviourRecord[]; runsB?: BehaviourRecord[] } = {},
+): PairDiff {
   const facts: FactChange[] = [];
   const decided: FactChange[] = [];
   const onlyA = { facts: [] as string[], metrics: [] as string[], cells: [] as string[] };
   const onlyB = { facts: [] as string[], metrics: [] as string[], cells: [] as string[] };
+  const shared = { a: sharedCells(ra), b: sharedCells(rb) };
+  const sharedProbes = new Map<string, number>();
+  for (const s of [...shared.a, ...shared.b]) sharedProbes.set(s.probe, Math.max(sharedProbes.get(s.probe) ?? 0, s.processes));
+  const probeOf = (name: string) => name.slice(0, name.indexOf('.'));
+  // The same driver in another environment: a fact that differs is the environment's, not the driver's.
+  const sameDriverAround = ra.key.driver === rb.key.driver && environmentChanges(ra, rb).length > 0;
+  let explainedFacts = 0;
   let factsCompared = 0;
   for (const [name, f] of Object.entries(ra.facts)) {
     const g = rb.facts[name];
     if (!g) onlyA.facts.push(name);
     else {
       factsCompared++;
-      if (f.value !== g.value) (f.value === null || g.value === null ? decided : facts).push({ name, a: f.value, b: g.value });
+      if (f.value !== g.value) {
+        if (f.value === null || g.value === null) decided.push({ name, a: f.value, b: g.value });
+        else {
+          const processes = sharedProbes.get(probeOf(name));
+          facts.push({ name, a: f.value, b: g.value, ...(processes ? { shared: processes } : {}) });
+          if (processes || sameDriverAround) explainedFacts++;
+        }
+      }
     }
   }
   for (const name of Object.keys(rb.facts)) if (!(name in ra.facts)) onlyB.facts.push(name);
@@ -388,14 +555,56 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
 
   const shapeA = shapeOf(ra.metrics);
   const shapeB = aligned(ra.metrics, rb.metrics) ? shapeA : shapeOf(rb.metrics);
+  // Each side's runs (a single run or record: itself), and the key's other runs by driver and
+  // kernel: a pair cannot measure its own noise (their difference would be both the move and
+  // the noise it is judged by), and a kernel update moves some numbers (sync latency by 18 % on
+  // the H200 between two kernels) that are no run-to-run noise.
+  const runsA = context.runsA?.length ? context.runsA : [ra];
+  const runsB = context.runsB?.length ? context.runsB : [rb];
+  const inSides = new Set([...runsA, ...runsB, ra, rb].map((r) => r.id));
+  const groupsBy = new Map<string, Map<string, BehaviourRecord>>();
+  for (const r of context.history ?? []) {
+    if (inSides.has(r.id) || r.metrics.length === 0) continue;
+    const g = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}`;
+    let group = groupsBy.get(g);
+    if (!group) groupsBy.set(g, (group = new Map()));
+    if (!group.has(r.id) && group.size < HISTORY_PER_DRIVER) group.set(r.id, r);
+  }
+  let series = 0;
+  for (const k of shapeA.keys()) if (shapeB === shapeA || shapeB.has(k)) series++;
+  const samples: PairSamples = { runsA, runsB, groups: [...groupsBy.values()].map((g) => [...g.values()]), series };
+  const environment = environmentChanges(ra, rb);
+  // The same driver in another environment: what moved, moved with the environment.
+  const sameDriver = ra.key.driver === rb.key.driver;
+  const aroundDriver = environment.map((e) => e.field);
   const metrics: MetricComparison[] = [];
-  const tally: MetricTally = { compared: 0, flagged: 0, noiseFrom: { catalogue: 0, spread: 0, default: 0 }, nearest: null };
+  const tally: MetricTally = {
+    compared: 0,
+    flagged: 0,
+    undecided: 0,
+    explained: 0,
+    noiseFrom: { runs: 0, repeats: 0, none: 0 },
+    nearest: null,
+  };
   for (const [k, pa] of shapeA) {
     const pb = shapeB === shapeA ? pa : shapeB.get(k);
     const m = ra.metrics[pa[0]!]!;
     if (!pb) onlyA.metrics.push(seriesText(m.name, m.attrs));
     else {
-      const c = compareSeries(m.name, ra.metrics, pa, rb.metrics, pb, all, tally);
+      const c = compareSeries(k, m.name, ra.metrics, pa, rb.metrics, pb, samples, all, tally);
+      if (c?.flagged) {
+        const processes = sharedProbes.get(probeOf(c.name));
+        const explained: MetricComparison['explained'] = processes
+          ? { by: 'shared', processes }
+          : (hostControl(c, ra, rb) ?? (sameDriver && aroundDriver.length ? { by: 'environment', fields: aroundDriver } : undefined));
+        if (!explained && aroundDriver.length) c.with = aroundDriver;
+        if (explained) {
+          c.explained = explained;
+          c.flagged = false;
+          tally.flagged--;
+          tally.explained++;
+        }
+      }
       if (c) metrics.push(c);
     }
   }
@@ -406,8 +615,13 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
       onlyB.metrics.push(seriesText(m.name, m.attrs));
     }
   }
-
-  const changed = facts.length > 0 || cells.length > 0 || tally.flagged > 0;
+  const verdictsB = new Map(rb.verdicts.map((v) => [v.title, v.status]));
+  const verdicts = ra.verdicts.flatMap((v) => {
+    const other = verdictsB.get(v.title);
+    return other !== undefined && other !== v.status ? [{ title: v.title, a: v.status, b: other }] : [];
+  });
+  const sharedCellChange = sameDriverAround ? cells.length : cells.filter((c) => sharedProbes.has(c.probe)).length;
+  const changed = facts.length - explainedFacts > 0 || cells.length - sharedCellChange > 0 || tally.flagged > 0;
   return {
     key: pairingKey(ra),
     a: side(ra),
@@ -421,6 +635,11 @@ export function diffPair(ra: BehaviourRecord, rb: BehaviourRecord, all = false):
     cellsCompared,
     onlyA,
     onlyB,
+    verdicts,
+    environment,
+    shared,
+    history: { runs: samples.groups.reduce((n, g) => n + g.length, 0), groups: samples.groups.length },
+    runs: { a: runsA.length, b: runsB.length },
     changed,
   };
 }
@@ -519,10 +738,11 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
 export function diffRecords(
   a: BehaviourRecord | BehaviourRecord[],
   b: BehaviourRecord | BehaviourRecord[],
-  options: { all?: boolean } = {},
+  options: { all?: boolean; history?: BehaviourRecord[] } = {},
 ): RecordsDiff {
   const ga = byKey(Array.isArray(a) ? a : [a]);
   const gb = byKey(Array.isArray(b) ? b : [b]);
+  const gh = byKey(options.history ?? []);
   const pairs: PairDiff[] = [];
   const onlyA: Unpaired[] = [];
   const onlyB: Unpaired[] = [];
@@ -538,7 +758,23 @@ export function diffRecords(
     }
     // Each side as one record: its newest, each probe from the newest record that measured it.
     const [ca, cb] = [composed(la), composed(lb)];
-    const pair = diffPair(ca.record, cb.record, options.all ?? false);
+    // Each side's runs of the compared driver, whole (a folder's digests are read whole in the
+    // history where it has them); the key's other runs in the history measure its noise.
+    const whole = new Map((gh.get(key) ?? []).map((r) => [r.id, r]));
+    const runsOf = (list: BehaviourRecord[], compared: BehaviourRecord) =>
+      list
+        .filter((r) => r.key.driver === compared.key.driver)
+        .map((r) => (r.metrics.length ? r : whole.get(r.id)))
+        .filter((r): r is BehaviourRecord => r !== undefined && r.metrics.length > 0)
+        .slice(0, HISTORY_PER_DRIVER);
+    const runsA = runsOf(la, ca.record);
+    const runsB = runsOf(lb, cb.record);
+    // A single run per side stands as the compared (composed) record itself.
+    const pair = diffPair(ca.record, cb.record, options.all ?? false, {
+      history: gh.get(key) ?? [],
+      runsA: runsA.length > 1 ? runsA : [ca.record],
+      runsB: runsB.length > 1 ? runsB : [cb.record],
+    });
     if (ca.takenFrom!.length) pair.a.takenFrom = ca.takenFrom;
     if (cb.takenFrom!.length) pair.b.takenFrom = cb.takenFrom;
     pairs.push(pair);

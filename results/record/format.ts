@@ -47,6 +47,18 @@ export interface RecordedMetric {
   unit: string;
   attrs?: Record<string, Scalar>;
   reason?: string;
+  /** The repetitions behind `value` (each timed copy's rate, each batch's p50), where the probe repeats: the series' noise within a run. */
+  repeats?: number[];
+}
+
+/** A cell during which cudaprobe saw other processes on the GPU (NVML's compute processes, at the cell's start and end). */
+export interface SharedCell {
+  probe: string;
+  /** The most other processes seen at once. */
+  processes: number;
+  /** Their device memory, where NVML says (null under WDDM). */
+  usedBytes: number | null;
+  pids: number[];
 }
 
 export interface RecordedSample {
@@ -94,6 +106,8 @@ export interface BehaviourRecord {
   samples: RecordedSample[];
   cells: { probe: string; status: string; reason?: string; errorCode?: string }[];
   verdicts: RecordedVerdict[];
+  /** Cells during which another process used the GPU (absent: none, or a cudaprobe too old to say). */
+  shared?: SharedCell[];
 }
 
 /** The key as one line: the column of the behaviour table ("linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS"). */
@@ -154,8 +168,11 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
     const facts: Record<string, RecordedFact> = {};
     const metrics: RecordedMetric[] = [];
     const samples: RecordedSample[] = [];
+    const shared: SharedCell[] = [];
     const cells: CellEndEvent[] = t.cells.filter((c) => c.planned);
     for (const c of cells) {
+      const others = sharedDuring(c);
+      if (others) shared.push(others);
       for (const r of c.records) {
         if (r.type === 'fact')
           facts[`${c.probe}.${r.name}`] = {
@@ -170,6 +187,7 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
             unit: r.unit,
             ...(r.attrs ? { attrs: r.attrs } : {}),
             ...(r.reason ? { reason: r.reason } : {}),
+            ...(Array.isArray(r.repeats) && r.repeats.length ? { repeats: r.repeats as number[] } : {}),
           });
         else if (r.type === 'sample')
           samples.push({ probe: c.probe, phase: r.phase, ...(r.attrs ? { attrs: r.attrs } : {}), readings: r.readings });
@@ -211,9 +229,26 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
         message: v.message,
         ...(whyOf.has(JSON.stringify(v.expectation)) ? { why: whyOf.get(JSON.stringify(v.expectation)) } : {}),
       })),
+      ...(shared.length ? { shared } : {}),
     });
   }
   return records;
+}
+
+/** Whether another process used the GPU during a cell: cudaprobe's neighbours lines (start and end of the probe), the most seen at once. */
+function sharedDuring(c: CellEndEvent): SharedCell | null {
+  let most: SharedCell | null = null;
+  for (const r of c.records as readonly { type: string; processes?: unknown; used_bytes?: unknown; pids?: unknown }[]) {
+    if (r.type !== 'neighbours' || typeof r.processes !== 'number' || r.processes <= 0) continue;
+    if (!most || r.processes > most.processes)
+      most = {
+        probe: c.probe,
+        processes: r.processes,
+        usedBytes: typeof r.used_bytes === 'number' ? r.used_bytes : null,
+        pids: Array.isArray(r.pids) ? r.pids.filter((p): p is number => typeof p === 'number') : [],
+      };
+  }
+  return most;
 }
 
 /** The same object with its keys in this order, then any others sorted (a newer writer's fields are kept). */
@@ -259,6 +294,7 @@ export function recordJson(r: BehaviourRecord): string {
     'samples',
     'cells',
     'verdicts',
+    'shared',
   ]);
   top.key = ordered(r.key as unknown as Record<string, unknown>, ['environment', 'gpu', 'driver', 'os', 'osBuild', 'container']);
   top.observed = ordered(r.observed as unknown as Record<string, unknown>, ['date', 'runId', 'target', 'session', 'transport']);
@@ -270,7 +306,7 @@ export function recordJson(r: BehaviourRecord): string {
       .map((n) => [n, sortedDeep(ordered(r.facts[n] as unknown as Record<string, unknown>, ['value', 'reason', 'evidence']))]),
   );
   top.metrics = r.metrics.map((m) => ({
-    ...ordered(m as unknown as Record<string, unknown>, ['name', 'value', 'unit', 'attrs', 'reason']),
+    ...ordered(m as unknown as Record<string, unknown>, ['name', 'value', 'unit', 'attrs', 'reason', 'repeats']),
     ...(m.attrs ? { attrs: sortedDeep(m.attrs) } : {}),
   }));
   top.samples = r.samples.map((s) => ({

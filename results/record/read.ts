@@ -10,7 +10,8 @@ import { CudamatrixError } from '../../core/errors.ts';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
 import type { Expectation } from '../../matrix/schema.ts';
 import { checkRecord, invalid, isObject } from './check.ts';
-import { recordsFromEvents, type BehaviourRecord } from './format.ts';
+import { keyText, recordsFromEvents, type BehaviourRecord } from './format.ts';
+import { HISTORY_PER_DRIVER } from './noise.ts';
 import { comparedRecords } from './diff.ts';
 import { readDigests, type KeptMetrics } from './index.ts';
 import { isSubmission, parseSubmission } from './submit.ts';
@@ -133,6 +134,72 @@ function readRecordFile(file: string, text: string): BehaviourRecord[] {
   return Array.isArray(data) ? data.map((d, i) => checkRecord(d, `${file} [${i}]`)) : [checkRecord(data, file)];
 }
 
+const readWholeFile = (f: string) => readRecordFile(f, readFileSync(f, 'utf8'));
+
+/** Every record of some files as its digest (through the records index), and a way to read one whole in its place. */
+function folderDigests(
+  files: string[],
+  keepMetrics: KeptMetrics,
+): { records: InputRecord[]; readWhole: (digest: BehaviourRecord) => BehaviourRecord } {
+  const records: InputRecord[] = [];
+  const at = new Map<BehaviourRecord, { pos: number; file: string; n: number }>();
+  for (let i = 0; i < files.length;) {
+    const folder = path.dirname(files[i]!);
+    let j = i;
+    while (j < files.length && path.dirname(files[j]!) === folder) j++;
+    const group = files.slice(i, j);
+    readDigests(
+      folder,
+      group.map((f) => path.basename(f)),
+      keepMetrics,
+      readWholeFile,
+      { metrics: false },
+    ).forEach((list, g) =>
+      list.forEach((record, n) => {
+        at.set(record, { pos: records.length, file: group[g]!, n });
+        records.push({ record, file: group[g]! });
+      }),
+    );
+    i = j;
+  }
+  const readWhole = (digest: BehaviourRecord) => {
+    const where = at.get(digest);
+    if (!where) return digest;
+    const whole = readWholeFile(where.file)[where.n]!;
+    records[where.pos]!.record = whole;
+    at.delete(digest);
+    at.set(whole, where);
+    return whole;
+  };
+  return { records, readWhole };
+}
+
+/**
+ * The records of a records folder that measure the noise of the given keys (pairing key and
+ * driver, as `want` says): the newest HISTORY_PER_DRIVER of each, read whole. A folder that does
+ * not exist gives none.
+ */
+export function readHistory(dir: string, want: (r: BehaviourRecord) => boolean, keepMetrics: KeptMetrics): BehaviourRecord[] {
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return [];
+  const files = recordFilesUnder(dir);
+  if (!files.length) return [];
+  const folder = folderDigests(files, keepMetrics);
+  const groups = new Map<string, BehaviourRecord[]>();
+  for (const { record } of folder.records) {
+    if (!want(record) || !measuredSomething(record)) continue;
+    const k = keyText(record.key);
+    const list = groups.get(k);
+    if (list) list.push(record);
+    else groups.set(k, [record]);
+  }
+  const out: BehaviourRecord[] = [];
+  for (const list of groups.values()) {
+    list.sort((x, y) => (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : 1));
+    for (const digest of list.slice(0, HISTORY_PER_DRIVER)) out.push(folder.readWhole(digest));
+  }
+  return out;
+}
+
 /**
  * Reads one input. `defaults`: the default expectations, which records made from an event log
  * are judged against (matrix/default.yaml's). `complete`: refuse an event log that is incomplete
@@ -166,36 +233,13 @@ export function readInput(
       );
     }
     const records: Input['records'] = [];
-    const readFile = (f: string) => readRecordFile(f, readFileSync(f, 'utf8'));
     if (options.forDiff && options.keepMetrics) {
       // Through the records index: every record's digest, then the one compared per key whole.
-      const at = new Map<BehaviourRecord, { pos: number; file: string; n: number }>();
-      for (let i = 0; i < files.length;) {
-        const folder = path.dirname(files[i]!);
-        let j = i;
-        while (j < files.length && path.dirname(files[j]!) === folder) j++;
-        const group = files.slice(i, j);
-        readDigests(
-          folder,
-          group.map((f) => path.basename(f)),
-          options.keepMetrics,
-          readFile,
-          { metrics: false },
-        ).forEach((list, g) =>
-          list.forEach((record, n) => {
-            at.set(record, { pos: records.length, file: group[g]!, n });
-            records.push({ record, file: group[g]! });
-          }),
-        );
-        i = j;
-      }
-      for (const digest of comparedRecords(records.map((r) => r.record))) {
-        const { pos, file, n } = at.get(digest)!;
-        records[pos]!.record = readFile(file)[n]!;
-      }
-      return { source, kind: 'records-folder', records, unrecorded: [] };
+      const folder = folderDigests(files, options.keepMetrics);
+      for (const digest of comparedRecords(folder.records.map((r) => r.record))) folder.readWhole(digest);
+      return { source, kind: 'records-folder', records: folder.records, unrecorded: [] };
     }
-    for (const f of files) for (const record of readFile(f)) records.push({ record, file: f });
+    for (const f of files) for (const record of readWholeFile(f)) records.push({ record, file: f });
     if (options.forDiff) {
       // Only the records diff compares keep their metrics and samples: the others keep what diff says of them.
       const compared = comparedRecords(records.map((r) => r.record));

@@ -3,9 +3,11 @@
  * recordPath, unless the same observation is already there. Records of one key always share a
  * folder (driver-<version>/: the driver is part of the key), so only that folder is read.
  *
+ * - the same run again (a record of its id is there with the same facts): not written;
  * - the same key and the same facts as a record already there (sameObservation), and no
  *   metric beyond its noise against the one of them it follows in time (diff's rules, the
- *   nearest one dated before it, else the oldest): not written, that file named;
+ *   nearest one dated before it, else the oldest): written as a repeat: each run of an
+ *   observation is one more measurement of its run-to-run noise, which diff and gate use;
  * - the same key and the same facts, but metrics beyond their noise against that record (a
  *   same-driver regression: pinned bandwidth halved): written, the drift said. A record is
  *   also the history of its key's metrics: the newest is what the report's numbers and diff
@@ -47,10 +49,18 @@ export interface Drift {
 }
 
 export type StoreOutcome =
-  | ({ kind: 'written'; file: string; drift?: Drift } & Related)
+  | ({ kind: 'written'; file: string; drift?: Drift; repeatOf?: Repeat } & Related)
   | ({ kind: 'replaced'; file: string; before: { facts: number; cells: number } } & Related)
   | { kind: 'duplicate'; file: string; existing: string }
   | { kind: 'clash'; file: string };
+
+/** A run of an observation already recorded, within its noise: kept, as one more measurement of the key's run-to-run noise. */
+export interface Repeat {
+  /** The record it was compared with. */
+  file: string;
+  /** How many runs of the observation the folder now holds. */
+  runs: number;
+}
 
 /** The other records of the stored one's key, by how their facts differ (a record in the first that applies). */
 export interface Related {
@@ -112,10 +122,16 @@ export class RecordStore {
       record,
     );
     let drift: Drift | undefined;
+    let repeatOf: Repeat | undefined;
     if (previous) {
-      const d = diffPair(previous[1], record);
-      if (!d.changed) return { kind: 'duplicate', file, existing: path.join(this.dir, previous[0]) };
-      drift = { file: path.join(this.dir, previous[0]), metrics: d.metrics, cells: d.cells };
+      // The same run recorded again (its record is there, by id): nothing new.
+      const again = same.find(([, r]) => r.id === record.id && sameObservation(r, record));
+      if (again) return { kind: 'duplicate', file, existing: path.join(this.dir, again[0]) };
+      // Every run of the observation measures its noise: the records of the key, newest first.
+      const history = same.map(([, r]) => r).sort((x, y) => order(y, x));
+      const d = diffPair(previous[1], record, false, { history });
+      if (d.changed) drift = { file: path.join(this.dir, previous[0]), metrics: d.metrics, cells: d.cells };
+      else repeatOf = { file: path.join(this.dir, previous[0]), runs: same.filter(([, r]) => sameObservation(r, record)).length + 1 };
     }
     const there = existing.get(rel);
     // The same run and target with fewer facts or cells, none different: a truncated log's record, which the whole log's replaces.
@@ -151,7 +167,7 @@ export class RecordStore {
     }
     existing.set(rel, record);
     if (there) return { kind: 'replaced', file, before: { facts: Object.keys(there.facts).length, cells: there.cells.length }, ...related };
-    return { kind: 'written', file, ...related, ...(drift ? { drift } : {}) };
+    return { kind: 'written', file, ...related, ...(drift ? { drift } : {}), ...(repeatOf ? { repeatOf } : {}) };
   }
 }
 
