@@ -92,14 +92,14 @@ describe('a doctored copy', () => {
     const p = d.pairs[0]!;
     expect(p.facts).toEqual([{ name: 'pinned-release.released', a: 'on-free', b: 'on-exit' }]);
     expect(p.metrics.map((m) => [m.name, m.attrs, m.move, m.noise, m.noiseFrom, m.flagged])).toEqual([
-      ['transfer-bandwidth.bandwidth_gbps', pinned1GiB, 0.5, 0.03, 'catalogue', true],
+      ['transfer-bandwidth.bandwidth_gbps', pinned1GiB, 0.5, 0.03, 'none', true],
     ]);
-    expect(noiseText(p.metrics[0]!)).toBe('catalogue ±3 %');
+    expect(noiseText(p.metrics[0]!)).toBe('noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %');
     expect(p.metricTally.flagged).toBe(1);
     const text = formatDiff(d, { a: 'a', b: 'b' }, new Map());
     expect(text).toContain('    pinned-release.released  on-free → on-exit\n');
     expect(text).toContain(
-      '    transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n        55.4 GB/s → 27.7 GB/s: moved 50 % (×0.5), noise ±3 %: catalogue ±3 %\n',
+      '    transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n        55.4 GB/s → 27.7 GB/s: moved 50 % (×0.5), no change up to ±3 %: noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %\n',
     );
     expect(text).toMatch(/Behaviour changed \(1 pair of records compared\): 1 fact changed, 1 metric beyond noise\.\n$/);
     // against a run of another day too: the same two, not the other day's noise
@@ -141,30 +141,178 @@ describe('a doctored copy', () => {
     expect(diffRecords(runs[0]!, grown(2 * 266240)).changed).toBe(false);
     const p = diffRecords(runs[0]!, grown(100 * 1024 ** 2)).pairs[0]!;
     expect(p.metrics.map((m) => [m.name, m.flagged, noiseText(m)])).toEqual([
-      ['pinned-vram.host_growth_bytes', true, 'catalogue ±5 % or 16 MiB'],
+      [
+        'pinned-vram.host_growth_bytes',
+        true,
+        'noise not measured (no earlier runs of this key, no repetitions); minimum effect ±5 % or 16 MiB',
+      ],
     ]);
   });
 
   it('repeats that spread more than the catalogue allows widen the noise, and the output says so', () => {
     const attrs = { api: 'runtime', variant: 'reset' };
-    const spread = doctored(runs[0]!, '5b7ead005b7ead00', (x) => {
-      const rounds = x.metrics.filter((m) => m.name === 'pinned-ceiling.chunk_alloc_ms' && m.attrs?.variant === 'reset');
-      expect(rounds).toHaveLength(2);
-      rounds[0]!.value = 100;
-      rounds[1]!.value = 20; // 80 % apart, over the catalogue's 70 %
-    });
-    const moved = doctored(runs[0]!, '5b7ead015b7ead01', (x) => {
-      for (const m of x.metrics.filter((m) => m.name === 'pinned-ceiling.chunk_alloc_ms' && m.attrs?.variant === 'reset')) m.value = 400;
-    });
-    const d = diffRecords(spread, moved, { all: true });
-    const m = d.pairs[0]!.metrics.find((x) => x.name === 'pinned-ceiling.chunk_alloc_ms' && x.attrs.variant === attrs.variant)!;
-    expect([m.a, m.b, m.repeats, m.noiseFrom, m.noise, m.flagged]).toEqual([60, 400, { a: 2, b: 2 }, 'spread', 0.8, true]);
-    expect(noiseText(m)).toBe('spread of repeats 80 % (2 in a, 2 in b), over the catalogue ±70 %');
+    const rounds = (values: number[][]) =>
+      values.map((v, i) =>
+        doctored(runs[0]!, `5b7ead0${i}5b7ead0${i}`, (x) => {
+          const list = x.metrics.filter((m) => m.name === 'pinned-ceiling.chunk_alloc_ms' && m.attrs?.variant === 'reset');
+          expect(list).toHaveLength(2);
+          list.forEach((m, j) => (m.value = v[j]!));
+        }),
+      );
+    // Two rounds a record: the five runs' own repetitions are what measures this series' noise.
+    const [spread, moved, within] = rounds([
+      [100, 20],
+      [400, 400],
+      [250, 250],
+    ]);
+    const repeats = (a: BehaviourRecord, b: BehaviourRecord) => {
+      const m = diffRecords(a, b, { all: true }).pairs[0]!.metrics.find(
+        (x) => x.name === 'pinned-ceiling.chunk_alloc_ms' && x.attrs.variant === attrs.variant,
+      )!;
+      return m;
+    };
+    // Two repetitions say nothing usable about noise (fewer than five): the minimum effect decides.
+    const m = repeats(spread!, moved!);
+    expect([m.a, m.b, m.repeats, m.noiseFrom, m.flagged]).toEqual([60, 400, { a: 2, b: 2 }, 'none', true]);
     expect(relativeMove(60, 400)).toBeCloseTo(0.85);
-    const within = doctored(runs[0]!, '5b7ead025b7ead02', (x) => {
-      for (const m of x.metrics.filter((m) => m.name === 'pinned-ceiling.chunk_alloc_ms' && m.attrs?.variant === 'reset')) m.value = 250;
+    expect(repeats(spread!, within!).flagged).toBe(true);
+  });
+});
+
+describe('noise measured from the runs of the key and from repetitions', () => {
+  const series = 'transfer-bandwidth.bandwidth_gbps';
+  const pinned16 = { direction: 'h2d', memory: 'pinned', size_bytes: 16 * 1024 ** 2 };
+  /** Copies of one run whose pinned 16 MiB copy is `values[i]` GB/s (each a run of one driver and kernel). */
+  const withValues = (values: number[], repeats?: (v: number) => number[]) =>
+    values.map((v, i) =>
+      doctored(runs[0]!, `00000000000000${String(i).padStart(2, '0')}`, (x) => {
+        const m = metricOf(x, series, pinned16);
+        m.value = v;
+        if (repeats) m.repeats = repeats(v);
+        x.observed = { ...x.observed, date: `2026-12-0${1 + (i % 9)}T00:00:00.000Z`, runId: `run-${i}` };
+      }),
+    );
+
+  it('a move beyond the catalogue tolerance but within the spread of the key other runs is too noisy to tell, not a change', () => {
+    // Other runs spread over ±6 %: a 5 % move passes the 3 % minimum effect but not the noise.
+    const history = withValues([50, 53, 56, 51, 55, 52, 54, 50.5]);
+    const [a, b] = withValues([53, 50.4]).map((r, i) => doctored(r, `aaaaaaaaaaaaaa0${i}`, () => {}));
+    const without = diffRecords(a!, b!).pairs[0]!;
+    expect(without.changed).toBe(true); // the minimum effect alone (nothing measured) calls it a change
+    const p = diffRecords(a!, b!, { history, all: true }).pairs[0]!;
+    const m = p.metrics.find(
+      (x) => x.name === series && x.attrs.size_bytes === pinned16.size_bytes && x.attrs.direction === 'h2d' && x.attrs.memory === 'pinned',
+    )!;
+    expect([p.changed, m.verdict, m.noiseFrom, m.measured.runs?.runs, m.measured.runs?.df]).toEqual([false, 'undecided', 'runs', 8, 7]);
+    expect(p.metricTally.undecided).toBe(1);
+    expect(noiseText(m)).toMatch(
+      /^noise of 8 runs of this key ±\d+(\.\d+)? % \(sd 4\.\d+ %, 7 df\); minimum effect ±3 % \(beyond the minimum effect, within the noise: too noisy to tell\)$/,
+    );
+    expect(formatDiff(diffRecords(a!, b!, { history }), { a: 'a', b: 'b' }, new Map())).toContain('1 too noisy to tell');
+  });
+
+  it('a move far beyond the noise of quiet runs is a change, and says how many runs measured it', () => {
+    const history = withValues([54.0, 54.1, 53.9, 54.05, 53.95, 54.0]);
+    const [a, b] = withValues([54, 50]).map((r, i) => doctored(r, `bbbbbbbbbbbbbb0${i}`, () => {}));
+    const p = diffRecords(a!, b!, { history }).pairs[0]!;
+    expect(p.changed).toBe(true);
+    expect(p.history).toEqual({ runs: 6, groups: 1 });
+    expect(p.metrics.map((m) => [m.name, m.verdict, m.noiseFrom])).toEqual([[series, 'changed', 'runs']]);
+    expect(formatDiff(diffRecords(a!, b!, { history }), { a: 'a', b: 'b' }, new Map())).toContain(
+      'noise: 6 other runs of this key (1 group by driver and kernel)',
+    );
+  });
+
+  it('the compared runs never measure their own noise: two runs alone leave it unmeasured', () => {
+    const [a, b] = withValues([54, 50]);
+    const p = diffRecords(a!, b!, { history: [a!, b!], all: true }).pairs[0]!;
+    expect(p.history.runs).toBe(0);
+    expect(p.metrics.find((m) => m.flagged)!.noiseFrom).toBe('none');
+  });
+
+  it('runs of another kernel are a group of their own: a kernel update is not run-to-run noise', () => {
+    const kernel = (r: BehaviourRecord, k: string) =>
+      doctored(r, r.id.replace(/^0/, 'k'), (x) => void (x.sysinfo = { ...x.sysinfo, kernel: k }));
+    const quiet = withValues([54.0, 54.1, 53.9, 54.05]).map((r) => kernel(r, 'k1'));
+    const shifted = withValues([50.0, 50.1, 49.9, 50.05]).map((r) => kernel(r, 'k2'));
+    const [a, b] = withValues([54, 50.5]).map((r, i) => doctored(r, `cccccccccccccc0${i}`, () => {}));
+    const p = diffRecords(a!, b!, { history: [...quiet, ...shifted], all: true }).pairs[0]!;
+    const m = p.metrics.find(
+      (x) => x.name === series && x.attrs.size_bytes === pinned16.size_bytes && x.attrs.memory === 'pinned' && x.attrs.direction === 'h2d',
+    )!;
+    expect([m.measured.runs?.df, m.verdict]).toEqual([6, 'changed']);
+    expect(p.history).toEqual({ runs: 8, groups: 2 });
+  });
+
+  it('without other runs, repetitions measure the noise within a run; a move within it is too noisy to tell', () => {
+    const wide = (v: number) => Array.from({ length: 20 }, (_, i) => v * (0.85 + (0.3 * i) / 19));
+    const [a, b] = withValues([54, 51], wide);
+    const p = diffRecords(a!, b!, { all: true }).pairs[0]!;
+    const m = p.metrics.find(
+      (x) => x.name === series && x.attrs.size_bytes === pinned16.size_bytes && x.attrs.memory === 'pinned' && x.attrs.direction === 'h2d',
+    )!;
+    expect([m.noiseFrom, m.repeats, m.verdict]).toEqual(['repeats', { a: 20, b: 20 }, 'undecided']);
+    const tight = (v: number) => Array.from({ length: 20 }, (_, i) => v * (0.999 + (0.002 * i) / 19));
+    const [c, d] = withValues([54, 51], tight);
+    expect(diffRecords(c!, d!).changed).toBe(true);
+  });
+
+  it('a cell during which another process used the GPU is not called the driver: said, not counted', () => {
+    const b = doctored(runs[0]!, 'dddddddddddddd00', (x) => {
+      metricOf(x, series, pinned1GiB).value! /= 2;
+      x.shared = [{ probe: 'transfer-bandwidth', processes: 1, usedBytes: 2 * 1024 ** 3, pids: [4242] }];
     });
-    expect(diffRecords(spread, within).changed).toBe(false); // 76 %: beyond the catalogue, within the spread
+    const d = diffRecords(runs[0]!, b);
+    expect(d.changed).toBe(false);
+    expect(d.pairs[0]!.metricTally).toMatchObject({ flagged: 0, explained: 1 });
+    const text = formatDiff(d, { a: 'a', b: 'b' }, new Map());
+    expect(text).toContain('  b shared the GPU with 1 other process (pid 4242) during 1 cell (transfer-bandwidth)');
+    expect(text).toContain("1 other process used the GPU during its cell: not called the driver's");
+    // The same halving without the neighbour is a change.
+    expect(
+      diffRecords(
+        runs[0]!,
+        doctored(b, 'dddddddddddddd01', (x) => void delete x.shared),
+      ).changed,
+    ).toBe(true);
+  });
+
+  it('a pageable copy that slowed with its host control is the host: not counted', () => {
+    const pageable = { direction: 'd2h', memory: 'pageable', size_bytes: 1024 ** 3 };
+    const control = (r: BehaviourRecord, gbps: number) =>
+      void r.metrics.push({ name: 'transfer-bandwidth.host_memcpy_gbps', value: gbps, unit: 'GB/s', attrs: { size_bytes: 1024 ** 3 } });
+    const a = doctored(runs[0]!, 'eeeeeeeeeeeeee00', (x) => control(x, 20));
+    const slowHost = doctored(runs[0]!, 'eeeeeeeeeeeeee01', (x) => {
+      metricOf(x, series, pageable).value! /= 3;
+      control(x, 8);
+    });
+    const p = diffRecords(a, slowHost, { all: true }).pairs[0]!;
+    const m = p.metrics.find(
+      (x) => x.name === series && x.attrs.memory === 'pageable' && x.attrs.direction === 'd2h' && x.attrs.size_bytes === 1024 ** 3,
+    )!;
+    expect([m.flagged, m.explained]).toEqual([
+      false,
+      { by: 'host', control: 'transfer-bandwidth.host_memcpy_gbps {size_bytes: 1073741824}', move: 0.6 },
+    ]);
+    // The host as fast as before: the driver's.
+    const slowCopy = doctored(runs[0]!, 'eeeeeeeeeeeeee02', (x) => {
+      metricOf(x, series, pageable).value! /= 3;
+      control(x, 20);
+    });
+    expect(diffRecords(a, slowCopy).changed).toBe(true);
+  });
+
+  it('lists what differs around the driver, and expectation outcomes that changed', () => {
+    const b = doctored(runs[0]!, 'ffffffffffffff00', (x) => {
+      x.sysinfo = { ...x.sysinfo, kernel: '6.99.0-other' };
+      x.verdicts = x.verdicts.map((v, i) => (i === 0 ? { ...v, status: 'failed' } : v));
+    });
+    const p = diffRecords(runs[0]!, b).pairs[0]!;
+    expect(p.environment).toEqual([{ field: 'kernel', a: runs[0]!.sysinfo.kernel, b: '6.99.0-other' }]);
+    expect(p.verdicts).toEqual([{ title: runs[0]!.verdicts[0]!.title, a: 'passed', b: 'failed' }]);
+    const text = formatDiff(diffRecords(runs[0]!, b), { a: 'a', b: 'b' }, new Map());
+    expect(text).toContain(`  around the driver, also different: kernel ${String(runs[0]!.sysinfo.kernel)} → 6.99.0-other`);
+    expect(text).toContain('  expectations  1 outcome changed');
   });
 });
 

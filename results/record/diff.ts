@@ -437,7 +437,8 @@ export function noiseText(m: MetricComparison): string {
         ? `; ${m.explained.processes} other process${m.explained.processes === 1 ? '' : 'es'} used the GPU during its cell: not called the driver's`
         : '';
   const verdict = m.verdict === 'undecided' ? ' (beyond the minimum effect, within the noise: too noisy to tell)' : '';
-  return `${measured}; ${effect}${verdict}${explained}`;
+  const around = m.with?.length ? `; ${m.with.join(', ')} also differed: the change may be theirs` : '';
+  return `${measured}; ${effect}${verdict}${explained}${around}`;
 }
 
 /**
@@ -498,6 +499,29 @@ function environmentChanges(ra: BehaviourRecord, rb: BehaviourRecord): Environme
   return out;
 }
 
+/**
+ * Each record's segment of its key's history: a record that drifted (record's driftedFrom)
+ * starts a new one, so that a regression and the runs after it are not counted as noise of the
+ * runs before it (nor those as its noise).
+ */
+function segmentsOf(history: readonly BehaviourRecord[]): Map<BehaviourRecord, number> {
+  const out = new Map<BehaviourRecord, number>();
+  if (!history.some((r) => r.driftedFrom)) return out;
+  const byKey = new Map<string, BehaviourRecord[]>();
+  for (const r of history) {
+    const k = keyText(r.key);
+    byKey.set(k, [...(byKey.get(k) ?? []), r]);
+  }
+  for (const list of byKey.values()) {
+    let n = 0;
+    for (const r of [...list].sort((x, y) => (x.observed.date < y.observed.date ? -1 : x.observed.date > y.observed.date ? 1 : 0))) {
+      if (r.driftedFrom) n++;
+      out.set(r, n);
+    }
+  }
+  return out;
+}
+
 /** The cells of a record during which another process used the GPU. */
 export function sharedCells(r: BehaviourRecord): SharedCell[] {
   return (r.shared ?? []).filter((s) => s.processes > 0);
@@ -518,8 +542,6 @@ export function diffPair(
   const sharedProbes = new Map<string, number>();
   for (const s of [...shared.a, ...shared.b]) sharedProbes.set(s.probe, Math.max(sharedProbes.get(s.probe) ?? 0, s.processes));
   const probeOf = (name: string) => name.slice(0, name.indexOf('.'));
-  // The same driver in another environment: a fact that differs is the environment's, not the driver's.
-  const sameDriverAround = ra.key.driver === rb.key.driver && environmentChanges(ra, rb).length > 0;
   let explainedFacts = 0;
   let factsCompared = 0;
   for (const [name, f] of Object.entries(ra.facts)) {
@@ -532,7 +554,7 @@ export function diffPair(
         else {
           const processes = sharedProbes.get(probeOf(name));
           facts.push({ name, a: f.value, b: g.value, ...(processes ? { shared: processes } : {}) });
-          if (processes || sameDriverAround) explainedFacts++;
+          if (processes) explainedFacts++;
         }
       }
     }
@@ -563,9 +585,10 @@ export function diffPair(
   const runsB = context.runsB?.length ? context.runsB : [rb];
   const inSides = new Set([...runsA, ...runsB, ra, rb].map((r) => r.id));
   const groupsBy = new Map<string, Map<string, BehaviourRecord>>();
+  const segment = segmentsOf(context.history ?? []);
   for (const r of context.history ?? []) {
     if (inSides.has(r.id) || r.metrics.length === 0) continue;
-    const g = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}`;
+    const g = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}\u0000${segment.get(r) ?? 0}`;
     let group = groupsBy.get(g);
     if (!group) groupsBy.set(g, (group = new Map()));
     if (!group.has(r.id) && group.size < HISTORY_PER_DRIVER) group.set(r.id, r);
@@ -574,8 +597,7 @@ export function diffPair(
   for (const k of shapeA.keys()) if (shapeB === shapeA || shapeB.has(k)) series++;
   const samples: PairSamples = { runsA, runsB, groups: [...groupsBy.values()].map((g) => [...g.values()]), series };
   const environment = environmentChanges(ra, rb);
-  // The same driver in another environment: what moved, moved with the environment.
-  const sameDriver = ra.key.driver === rb.key.driver;
+  // What differs around the driver is said beside each change: it may be theirs.
   const aroundDriver = environment.map((e) => e.field);
   const metrics: MetricComparison[] = [];
   const tally: MetricTally = {
@@ -594,9 +616,7 @@ export function diffPair(
       const c = compareSeries(k, m.name, ra.metrics, pa, rb.metrics, pb, samples, all, tally);
       if (c?.flagged) {
         const processes = sharedProbes.get(probeOf(c.name));
-        const explained: MetricComparison['explained'] = processes
-          ? { by: 'shared', processes }
-          : (hostControl(c, ra, rb) ?? (sameDriver && aroundDriver.length ? { by: 'environment', fields: aroundDriver } : undefined));
+        const explained: MetricComparison['explained'] = processes ? { by: 'shared', processes } : hostControl(c, ra, rb);
         if (!explained && aroundDriver.length) c.with = aroundDriver;
         if (explained) {
           c.explained = explained;
@@ -620,7 +640,7 @@ export function diffPair(
     const other = verdictsB.get(v.title);
     return other !== undefined && other !== v.status ? [{ title: v.title, a: v.status, b: other }] : [];
   });
-  const sharedCellChange = sameDriverAround ? cells.length : cells.filter((c) => sharedProbes.has(c.probe)).length;
+  const sharedCellChange = cells.filter((c) => sharedProbes.has(c.probe)).length;
   const changed = facts.length - explainedFacts > 0 || cells.length - sharedCellChange > 0 || tally.flagged > 0;
   return {
     key: pairingKey(ra),

@@ -108,6 +108,12 @@ export interface BehaviourRecord {
   verdicts: RecordedVerdict[];
   /** Cells during which another process used the GPU (absent: none, or a cudaprobe too old to say). */
   shared?: SharedCell[];
+  /**
+   * Set by `record` when this run's metrics moved beyond their noise from the record of the same
+   * observation before it (a same-driver drift): the record it drifted from. The key's runs from
+   * here on are a new segment of its history; noise is measured within segments.
+   */
+  driftedFrom?: string;
 }
 
 /** The key as one line: the column of the behaviour table ("linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS"). */
@@ -295,6 +301,7 @@ export function recordJson(r: BehaviourRecord): string {
     'cells',
     'verdicts',
     'shared',
+    'driftedFrom',
   ]);
   top.key = ordered(r.key as unknown as Record<string, unknown>, ['environment', 'gpu', 'driver', 'os', 'osBuild', 'container']);
   top.observed = ordered(r.observed as unknown as Record<string, unknown>, ['date', 'runId', 'target', 'session', 'transport']);

@@ -14,6 +14,12 @@ export const HISTORY_PER_DRIVER = 8;
 /** Repetitions fewer than this say nothing usable about a median's noise. */
 const MIN_REPEATS = 5;
 
+/**
+ * Run-to-run noise from fewer degrees of freedom than this is not used: its t would be so wide
+ * (t at 1 df is 127 times the normal's at this error) that nothing could ever be called a change.
+ */
+export const MIN_RUN_DF = 3;
+
 export function median(v: readonly number[]): number {
   if (v.length === 1) return v[0]!;
   const s = [...v].sort((x, y) => x - y);
@@ -165,7 +171,8 @@ export function testSeries(s: SeriesSamples): SeriesTest {
   const d = Math.abs(mean(tb) - mean(ta));
   const p = FAMILY_ERROR / Math.max(1, s.series);
   const groups = [...(s.a.length > 1 ? [ta] : []), ...(s.b.length > 1 ? [tb] : []), ...s.groups.map(t)];
-  const runs = pooledSd(groups);
+  const pooled = pooledSd(groups);
+  const runs = pooled && pooled.df >= MIN_RUN_DF ? pooled : null;
   const toRelative = (x: number) => (logScale ? 1 - Math.exp(-x) : x);
   if (runs) {
     const critical = criticalT(p, runs.df);

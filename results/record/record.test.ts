@@ -2,11 +2,11 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CudamatrixError } from '../../core/errors.ts';
+import { packageRoot } from '../../core/package-root.ts';
 import { tempDir } from '../../test/helpers.ts';
 import { defaultExpectations, doctored, H200_DIR, H200_RUNS, h200Records, noDriverLog } from './fixture.ts';
 
 /** The records of the H200 runs of 2026-12-02 (results/records/driver-580.159.04/h200-linux-2026-12-02-issue24/). */
-const H200_LATER_RECORDS = ['linux-h200-docker-2026-12-02-479faf44.json', 'linux-h200-docker-2026-12-02-5e9f09d1.json'];
 import { recordJson, recordPath, type BehaviourRecord } from './format.ts';
 import { readInput } from './read.ts';
 import { redactRecord, redactText } from './redact.ts';
@@ -51,13 +51,30 @@ describe('the record file', () => {
       readFileSync(file, 'utf8'),
       'run `pnpm cudamatrix record results/records/driver-580.159.04/h200-linux` again and commit the record',
     ).toBe(expected);
-    // The runs of 2026-11-29 to 2026-12-01 are one observation; those of 2026-12-02 (issue 24's
-    // probes, the default suite) another.
-    expect(
-      readdirSync(H200_DIR)
-        .filter((n) => n.endsWith('.json'))
-        .sort(),
-    ).toEqual([path.basename(file), ...H200_LATER_RECORDS].sort());
+  });
+
+  it('every committed H200 record with evidence is what `record` writes from that log today: one record per run', async () => {
+    const defaults = await defaultExpectations();
+    const files = readdirSync(H200_DIR).filter((n) => n.endsWith('.json'));
+    const runIds = new Set<string>();
+    for (const name of files) {
+      const text = readFileSync(path.join(H200_DIR, name), 'utf8');
+      const record = JSON.parse(text) as BehaviourRecord;
+      runIds.add(record.observed.runId);
+      if (!record.evidence) continue;
+      const made = readInput(path.join(packageRoot(), record.evidence), defaults).records.map((r) => r.record);
+      expect(
+        made.map((r) => r.id),
+        name,
+      ).toContain(record.id);
+      const again = made.find((r) => r.id === record.id)!;
+      expect(text, `${name}: run \`pnpm cudamatrix record ${path.dirname(record.evidence)}\` again`).toBe(
+        recordJson({ ...redactRecord(again), evidence: record.evidence }),
+      );
+    }
+    // Each run of the observation is kept (the key's run-to-run noise is measured on them).
+    expect(runIds.size).toBe(files.length);
+    expect(files.length).toBeGreaterThanOrEqual(8);
   });
 });
 
@@ -110,17 +127,24 @@ describe('redaction', () => {
 });
 
 describe('the records folder', () => {
-  it('writes a record at its path; the same observation again (another run, same key and facts) is not written and names the file', () => {
+  it('writes a record at its path; another run of the same observation is written as a repeat; the same run again is not written', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);
     const first = store.store(runs[0]!);
     expect(first).toEqual({ kind: 'written', file: path.join(dir, recordPath(runs[0]!)), conflicts: [], decided: [], partial: [] });
     expect(readFileSync(first.file, 'utf8')).toBe(recordJson(runs[0]!));
-    for (const r of runs.slice(1))
-      expect(store.store(r)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(r)), existing: first.file });
-    // a new store reads the folder from disk: the same
-    expect(new RecordStore(dir).store(runs[1]!).kind).toBe('duplicate');
-    expect(existsSync(path.join(dir, recordPath(runs[1]!)))).toBe(false);
+    runs
+      .slice(1)
+      .forEach((r, i) =>
+        expect(store.store(r)).toMatchObject({ kind: 'written', file: path.join(dir, recordPath(r)), repeatOf: { runs: i + 2 } }),
+      );
+    // a new store reads the folder from disk: the same run again is the record already there
+    expect(new RecordStore(dir).store(runs[1]!)).toEqual({
+      kind: 'duplicate',
+      file: path.join(dir, recordPath(runs[1]!)),
+      existing: path.join(dir, recordPath(runs[1]!)),
+    });
+    expect(readdirSync(path.join(dir, 'driver-580.159.04'))).toHaveLength(runs.length);
   });
 
   it('the same key with another fact value is written and reported as a conflict with the differing facts', () => {
@@ -186,16 +210,24 @@ describe('the records folder', () => {
         ['d2h', size, true],
       ]),
     );
-    // 2026-11-30 follows the record of 2026-11-29 (within noise of it), not the halved one of 2026-12-01: the same observation.
-    expect(store.store(runs[1]!)).toEqual({ kind: 'duplicate', file: path.join(dir, recordPath(runs[1]!)), existing: first.file });
-    // The same halved run again: a duplicate of the halved record. Back to normal after it: written, drifted from the halved one.
+    // 2026-11-30 follows the record of 2026-11-29 (within noise of it), not the halved one of 2026-12-01: a repeat of it.
+    expect(store.store(runs[1]!)).toMatchObject({ kind: 'written', repeatOf: { file: first.file } });
+    // The halved run of another day: a repeat of the halved record. Back to normal after it: written, drifted from the halved one.
     expect(store.store(doctored(slow, 'a22a22a22a22a22a', (x) => void (x.observed.date = '2026-12-02T00:00:00.000Z')))).toMatchObject({
-      kind: 'duplicate',
-      existing: outcome.file,
+      kind: 'written',
+      repeatOf: { file: outcome.file },
     });
     const back = doctored(runs[3]!, 'b00b00b00b00b00b', (x) => void (x.observed.date = '2026-12-03T00:00:00.000Z'));
-    expect(store.store(back)).toMatchObject({ kind: 'written', drift: { file: outcome.file } });
-    expect(readdirSync(path.join(dir, 'driver-580.159.04'))).toHaveLength(3);
+    expect(store.store(back)).toMatchObject({
+      kind: 'written',
+      drift: {
+        file: path.join(
+          dir,
+          recordPath({ ...slow, id: 'a22a22a22a22a22a', observed: { ...slow.observed, date: '2026-12-02T00:00:00.000Z' } }),
+        ),
+      },
+    });
+    expect(readdirSync(path.join(dir, 'driver-580.159.04'))).toHaveLength(5);
   });
 
   it('another record of the same run at the same path is not overwritten (a clash); a broken file in the folder is named', () => {
@@ -261,7 +293,9 @@ describe('inputs', () => {
     const folder = readInput(H200_DIR, defaults);
     expect(folder.kind).toBe('records-folder');
     expect(folder.records.map((r) => path.relative(H200_DIR, r.file!)).sort()).toEqual(
-      [path.basename(recordPath(runs[0]!)), ...H200_LATER_RECORDS].sort(),
+      readdirSync(H200_DIR)
+        .filter((n) => n.endsWith('.json'))
+        .sort(),
     );
     const dir = tempDir('cm-inputs-');
     const sub = path.join(dir, 'anything.txt');

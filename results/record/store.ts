@@ -130,8 +130,10 @@ export class RecordStore {
       // Every run of the observation measures its noise: the records of the key, newest first.
       const history = same.map(([, r]) => r).sort((x, y) => order(y, x));
       const d = diffPair(previous[1], record, false, { history });
-      if (d.changed) drift = { file: path.join(this.dir, previous[0]), metrics: d.metrics, cells: d.cells };
-      else repeatOf = { file: path.join(this.dir, previous[0]), runs: same.filter(([, r]) => sameObservation(r, record)).length + 1 };
+      if (d.changed) {
+        drift = { file: path.join(this.dir, previous[0]), metrics: d.metrics, cells: d.cells };
+        record = { ...record, driftedFrom: previous[1].id };
+      } else repeatOf = { file: path.join(this.dir, previous[0]), runs: same.filter(([, r]) => sameObservation(r, record)).length + 1 };
     }
     const there = existing.get(rel);
     // The same run and target with fewer facts or cells, none different: a truncated log's record, which the whole log's replaces.

@@ -1,0 +1,169 @@
+/**
+ * bench/verdict: how far the verdict on change can be trusted, on the committed records. Every
+ * pair of committed records of one key and driver (the H200's, by default) is diffed as
+ * `cudamatrix diff` does, with the other committed records as the key's history: a pair called
+ * "changed" is a false change (one driver, one card). Then each pair again with the newer record
+ * doctored by one known change, which must be caught:
+ *   - pinned bandwidth 10 % lower at 256 MiB and more (every direction and fill),
+ *   - sync latency 50 % higher (p50, p99, mean and min),
+ *   - one fact with another value (pinned-release.released).
+ * The peer, for the same pairs: the verdict before issue 32 (the catalogue's tolerance alone
+ * decides), which is what the records' own calibration table predicted.
+ *
+ *   pnpm bench:verdict [--records DIR] [--out FILE]
+ *
+ * Prints a table; writes JSON (default results/runs/bench-verdict.json).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { formatTable } from '../core/text-table.ts';
+import { diffRecords, type PairDiff } from '../results/record/diff.ts';
+import { keyText, type BehaviourRecord } from '../results/record/format.ts';
+import { readInput } from '../results/record/read.ts';
+
+const { values } = parseArgs({
+  options: { records: { type: 'string' }, out: { type: 'string' } },
+});
+const dir = values.records ?? path.join('results', 'records', 'driver-580.159.04');
+const out = values.out ?? path.join('results', 'runs', 'bench-verdict.json');
+
+const all = readInput(dir, {}).records.map((r) => r.record);
+// The largest group of one key and driver with metrics: the pairs of one driver on one card.
+const groups = new Map<string, BehaviourRecord[]>();
+for (const r of all) {
+  if (r.metrics.length === 0) continue;
+  const k = keyText(r.key);
+  groups.set(k, [...(groups.get(k) ?? []), r]);
+}
+const [key, records] = [...groups].sort((x, y) => y[1].length - x[1].length)[0] ?? ['', []];
+if (records.length < 3) {
+  console.error(`bench/verdict: ${dir} has no key with three records or more`);
+  process.exit(2);
+}
+records.sort((x, y) => (x.observed.date < y.observed.date ? -1 : 1));
+
+type Injection = { name: string; edit: (r: BehaviourRecord) => number };
+const MiB = 1024 * 1024;
+const injections: Injection[] = [
+  {
+    name: 'pinned bandwidth -10 % at >= 256 MiB',
+    edit: (r) => {
+      let n = 0;
+      for (const m of r.metrics)
+        if (
+          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          m.attrs?.memory === 'pinned' &&
+          Number(m.attrs.size_bytes) >= 256 * MiB &&
+          m.value !== null
+        ) {
+          m.value *= 0.9;
+          if (m.repeats) m.repeats = m.repeats.map((v) => v * 0.9);
+          n++;
+        }
+      return n;
+    },
+  },
+  {
+    name: 'sync latency +50 %',
+    edit: (r) => {
+      let n = 0;
+      for (const m of r.metrics)
+        if (m.name.startsWith('sync-latency.') && m.unit === 'us' && m.value !== null) {
+          m.value *= 1.5;
+          if (m.repeats) m.repeats = m.repeats.map((v) => v * 1.5);
+          n++;
+        }
+      return n;
+    },
+  },
+  {
+    name: 'a fact changed',
+    edit: (r) => {
+      const f = r.facts['pinned-release.released'];
+      if (!f) return 0;
+      f.value = f.value === 'on-free' ? 'on-exit' : 'on-free';
+      return 1;
+    },
+  },
+];
+
+function doctor(r: BehaviourRecord, inj: Injection): BehaviourRecord | null {
+  const copy = structuredClone(r);
+  copy.id = `${r.id.slice(0, 12)}d0c7`;
+  return inj.edit(copy) ? copy : null;
+}
+
+/** The verdict before issue 32: the catalogue's tolerance alone (no history, no repetitions). */
+function oldVerdict(a: BehaviourRecord, b: BehaviourRecord): boolean {
+  const strip = (r: BehaviourRecord) => ({ ...r, metrics: r.metrics.map(({ repeats: _, ...m }) => m) });
+  const p = diffRecords(strip(a), strip(b)).pairs[0]!;
+  return p.facts.length > 0 || p.cells.length > 0 || p.metricTally.flagged + p.metricTally.undecided > 0;
+}
+
+const changes = (p: PairDiff) => [
+  ...p.facts.map((f) => `${f.name}: ${String(f.a)} -> ${String(f.b)}`),
+  ...p.cells.map((c) => `${c.probe}: ${c.a} -> ${c.b}`),
+  ...p.metrics
+    .filter((m) => m.flagged)
+    .map(
+      (m) => `${m.name} ${JSON.stringify(m.attrs)} moved ${((m.move ?? 0) * 100).toFixed(1)} % (noise ±${(m.noise * 100).toFixed(1)} %)`,
+    ),
+];
+
+interface PairResult {
+  a: string;
+  b: string;
+  changed: boolean;
+  oldChanged: boolean;
+  undecided: number;
+  falseChanges: string[];
+  caught: Record<string, boolean>;
+}
+const pairs: PairResult[] = [];
+for (let i = 0; i < records.length; i++) {
+  for (let j = i + 1; j < records.length; j++) {
+    const [a, b] = [records[i]!, records[j]!];
+    const history = records.filter((r) => r !== a && r !== b);
+    const d = diffRecords(a, b, { history });
+    const p = d.pairs[0]!;
+    const caught: Record<string, boolean> = {};
+    for (const inj of injections) {
+      const bad = doctor(b, inj);
+      if (!bad) continue;
+      caught[inj.name] = diffRecords(a, bad, { history }).changed;
+    }
+    pairs.push({
+      a: a.id.slice(0, 8),
+      b: b.id.slice(0, 8),
+      changed: d.changed,
+      oldChanged: oldVerdict(a, b),
+      undecided: p.metricTally.undecided,
+      falseChanges: d.changed ? changes(p) : [],
+      caught,
+    });
+  }
+}
+
+const count = (f: (p: PairResult) => boolean) => pairs.filter(f).length;
+const rows: string[][] = [
+  [
+    'pairs of one driver called changed (false changes)',
+    `${count((p) => p.changed)} of ${pairs.length}`,
+    `${count((p) => p.oldChanged)} of ${pairs.length}`,
+  ],
+  ...injections.map((inj) => [
+    `caught: ${inj.name}`,
+    `${count((p) => p.caught[inj.name] === true)} of ${count((p) => inj.name in p.caught)}`,
+    '',
+  ]),
+  ['series too noisy to tell, per pair (median)', String(pairs.map((p) => p.undecided).sort((x, y) => x - y)[pairs.length >> 1] ?? 0), ''],
+];
+console.log(`bench/verdict: ${records.length} records of ${key} (${dir}), ${pairs.length} pairs\n`);
+console.log(formatTable(['', 'now', 'catalogue tolerance alone (before)'], rows));
+for (const p of pairs.filter((x) => x.changed)) console.log(`\nfalse change ${p.a} -> ${p.b}:\n  ${p.falseChanges.join('\n  ')}`);
+for (const inj of injections)
+  for (const p of pairs.filter((x) => x.caught[inj.name] === false)) console.log(`missed ${inj.name}: ${p.a} -> ${p.b}`);
+mkdirSync(path.dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify({ bench: 'verdict', records: dir, key, pairs }, null, 2)}\n`);
+console.log(`\nwrote ${out}`);
