@@ -8,7 +8,8 @@ import { matrixOption } from './options.ts';
 /** The exit statuses of `cudamatrix doctor`, for its --help. */
 const doctorExitHelp = `
 Exit status:
-  0  every check passed (✓), or --reap removed what it could prove was left behind
+  0  every check passed (✓), or --reap removed what it could prove was left behind; a driver
+     of the known-bad registry (matrix/known-bad-drivers.yaml) is a warning (!), not a failure
   2  usage error (a flag without the one it needs, flags that do not go together), or with
      --target a matrix error or an unknown target
   3  a check failed (✗): no cudaprobe (a package without this platform's binary, or a

@@ -7,6 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../test/cli.ts';
 import { hasCommand, tempDir } from '../test/helpers.ts';
+import { checkLine, knownBadChecks } from './doctor.ts';
 
 const noGpuHere = !hasCommand('nvidia-smi', ['-L']);
 
@@ -128,4 +129,35 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
       expect(r.code).toBe(3);
     },
   );
+});
+
+describe('doctor warns of a known-bad driver, and does not fail on it', () => {
+  it('a driver the registry names: a ! line with the symptom, range, fix, source and trust', () => {
+    // sysinfo's facts as cudaprobe reports them for a WSL 2 target on the driver of an entry.
+    const checks = knownBadChecks({
+      environment: 'wsl2',
+      driver_version: '591.86',
+      gpu_name: 'NVIDIA GeForce RTX 3090',
+      driver_found: true,
+    });
+    const lines = checks.map((c) => checkLine(c, 12));
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^! known-bad {5}known-bad driver: Under WSL2, after heavy allocation .* \(wsl2, from 591\.86 on; not fixed; source https:\/\/github\.com\/FlashML-org\/FreeToken\/issues\/291, single-report\)\n$/,
+      ),
+    );
+    expect(checks.every((c) => c.ok === 'warning')).toBe(true);
+  });
+
+  it('a Windows driver is matched with its model, and a GPU-limited entry only on that GPU', () => {
+    const rtx50 = (gpu: string) =>
+      knownBadChecks({ environment: 'wddm', driver_model: 'wddm', driver_version: '576.02', gpu_name: gpu }).map((c) => c.detail);
+    expect(rtx50('NVIDIA GeForce RTX 5090')).toContainEqual(expect.stringContaining('lower idle GPU clock speeds'));
+    expect(rtx50('NVIDIA GeForce RTX 4090')).not.toContainEqual(expect.stringContaining('lower idle GPU clock speeds'));
+  });
+
+  it('a driver no entry names, or no driver at all: nothing', () => {
+    expect(knownBadChecks({ environment: 'linux', driver_version: '550.54.15', gpu_name: 'NVIDIA H200' })).toEqual([]);
+    expect(knownBadChecks({ environment: 'linux', driver_version: null })).toEqual([]);
+  });
 });

@@ -8,6 +8,7 @@ import { execa } from 'execa';
 import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { formatValue } from '../core/units.ts';
+import { driverSubjectOf, type KnownBadEntry, knownBadFor, knownBadLine, loadKnownBad } from '../matrix/known-bad.ts';
 import { chooseProbe, probeBinaries, probeBinary } from '../probes/binary.ts';
 import { compilerFor } from '../probes/build.ts';
 import { deployProbe } from '../probes/deploy.ts';
@@ -71,12 +72,36 @@ export async function doctorAction(opts: DoctorOptions): Promise<number> {
   return doctorCommand();
 }
 
-interface Check {
+export interface Check {
   name: string;
-  ok: boolean | null; // null: informational
+  ok: boolean | null | 'warning'; // null: informational; 'warning': said with !, not a failure
   detail: string;
   /** What to do about a failed check. */
   fix?: string;
+}
+
+/** A check's line: its mark (✓, ✗, i, or ! for a warning), its name padded to `width`, its detail. */
+export function checkLine(c: Check, width: number): string {
+  const mark = c.ok === 'warning' ? '!' : c.ok === null ? 'i' : c.ok ? '✓' : '✗';
+  return `${mark} ${c.name.padEnd(width)}  ${c.detail}\n`;
+}
+
+/**
+ * The known-bad driver entries (matrix/known-bad-drivers.yaml) that sysinfo's driver, OS, driver
+ * model and GPU match, each a warning: a known regression is said, it does not fail doctor.
+ */
+export function knownBadChecks(sysinfo: Record<string, unknown>, entries?: readonly KnownBadEntry[]): Check[] {
+  const subject = driverSubjectOf(sysinfo);
+  if (!subject) return [];
+  try {
+    return knownBadFor(subject, entries ?? loadKnownBad()).map((e) => ({
+      name: 'known-bad',
+      ok: 'warning',
+      detail: knownBadLine(e, subject),
+    }));
+  } catch (error) {
+    return [{ name: 'known-bad', ok: 'warning', detail: `the known-bad driver registry could not be read: ${describeError(error)}` }];
+  }
 }
 
 /** What to do about an error whose hop's kind says nothing about it (runners/<kind>/kind.ts has the rest). */
@@ -147,9 +172,9 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
   }
   const write = (s: string) => process.stdout.write(s);
   const checks: Check[] = [];
-  const say = (ok: boolean | null, what: string, detail: string, fix?: string) => {
+  const say = (ok: Check['ok'], what: string, detail: string, fix?: string) => {
     checks.push({ name: what, ok, detail, fix });
-    write(`${ok === null ? 'i' : ok ? '✓' : '✗'} ${what.padEnd(12)} ${detail}\n`);
+    write(`${ok === 'warning' ? '!' : ok === null ? 'i' : ok ? '✓' : '✗'} ${what.padEnd(12)} ${detail}\n`);
   };
   say(null, 'transport', describeHops(target.hops));
   // A container that asks for no GPU has no driver by design: that is said, not failed.
@@ -206,6 +231,7 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
       driverFix,
     );
     say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'), nvmlFix);
+    for (const c of knownBadChecks(Object.fromEntries(Object.entries(s).map(([k, r]) => [k, r.value])))) say(c.ok, c.name, c.detail);
     say(
       run.status === 'passed',
       'GPU',
@@ -322,6 +348,7 @@ export async function doctorCommand(): Promise<number> {
         detail: val('nvml_found') ? `driver ${val('driver_version')}` : why('driver_version'),
         fix: nvmlFix,
       });
+      checks.push(...knownBadChecks(Object.fromEntries(Object.entries(s).map(([k, r]) => [k, r.value]))));
       checks.push({
         name: 'CUDA runtime',
         ok: null,
@@ -355,9 +382,6 @@ export async function doctorCommand(): Promise<number> {
     }
   }
   const width = Math.max(...checks.map((c) => c.name.length));
-  for (const c of checks) {
-    const mark = c.ok === null ? 'i' : c.ok ? '✓' : '✗';
-    process.stdout.write(`${mark} ${c.name.padEnd(width)}  ${c.detail}\n`);
-  }
+  for (const c of checks) process.stdout.write(checkLine(c, width));
   return conclude(checks, (s) => process.stdout.write(s), 'Everything probes need is here.');
 }

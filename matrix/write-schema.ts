@@ -1,5 +1,6 @@
 /**
- * Writes matrix/schema.json (for editors) from the zod schema: `pnpm schema`.
+ * Writes matrix/schema.json (for editors) from the zod schema, and
+ * matrix/known-bad-drivers.schema.json from the known-bad registry's: `pnpm schema`.
  *
  * The zod schema takes probe, fact, metric and parameter names as plain text, so that the loader
  * can check them against the catalogue with its own messages ("did you mean", the list to pick
@@ -14,6 +15,7 @@ import { z } from 'zod';
 import { knownUnits, toUnit } from '../core/units.ts';
 import { allResultNames, catalogue, probeNames } from '../probes/catalogue.ts';
 import { transportKind, transportKinds } from '../runners/registry.ts';
+import { concern, knownBadFile } from './known-bad.ts';
 import { expectation, matrixSchema, probeList, probeParams, transportChain } from './schema.ts';
 
 type Json = Record<string, any>;
@@ -131,8 +133,31 @@ export function schemaText(): string {
   return `${JSON.stringify(schema, null, 2)}\n`;
 }
 
+/** The JSON Schema of matrix/known-bad-drivers.yaml; a concern is a probe name or a claim id. */
+export function knownBadSchemaText(): string {
+  const schema = z.toJSONSchema(knownBadFile, {
+    io: 'input',
+    unrepresentable: 'any',
+    override: ({ zodSchema, jsonSchema }) => {
+      if (zodSchema === concern) {
+        replace(jsonSchema as Json, {
+          type: 'string',
+          anyOf: [{ enum: probeNames() }, { pattern: '^C\\d+$' }],
+          description: 'a probe of probes/catalogue.ts or a claim id of docs/claims.md',
+        });
+      }
+    },
+  }) as Json;
+  return `${JSON.stringify({ title: 'cudamatrix known-bad driver registry', ...schema }, null, 2)}\n`;
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const out = fileURLToPath(new URL('./schema.json', import.meta.url));
-  writeFileSync(out, schemaText());
-  console.log(`wrote ${out}`);
+  for (const [name, text] of [
+    ['./schema.json', schemaText()],
+    ['./known-bad-drivers.schema.json', knownBadSchemaText()],
+  ] as const) {
+    const out = fileURLToPath(new URL(name, import.meta.url));
+    writeFileSync(out, text);
+    console.log(`wrote ${out}`);
+  }
 }

@@ -89,8 +89,24 @@ describe.each(twice(h200))('console: what the driver does (the H200 record, %s)'
     expect(text).toMatch(/^ {4}container +docker/m);
     const start = lines.findIndex((l) => l.startsWith('  sysinfo '));
     const end = lines.findIndex((l, i) => i > start && /^ {2}\S/.test(l));
-    expect(end - start - 1).toBeLessThanOrEqual(9);
+    const knownBad = lines.slice(start + 1, end).filter((l) => l.startsWith('    ! '));
+    expect(end - start - 1 - knownBad.length).toBeLessThanOrEqual(9);
     expect(text).not.toContain('gpu_uuid');
+  });
+
+  it("says under the sysinfo lines the known-bad registry's entries for the target's driver, once each", () => {
+    // 580.159.04 on Linux is in the range of an entry of matrix/known-bad-drivers.yaml (r580 and later).
+    const line = lines.filter((l) => l.includes('known-bad driver: A single cudaHostRegister of 512 GiB'));
+    expect(line).toHaveLength(1);
+    expect(line[0]).toMatch(
+      /^ {4}! known-bad driver: .* \(linux, from 580 on; not fixed; source https:\/\/github\.com\/xcena-dev\/maru\/pull\/64, single-report\)$/,
+    );
+    const sysinfoAt = lines.findIndex((l) => l.startsWith('  sysinfo '));
+    const nextProbe = lines.findIndex((l, i) => i > sysinfoAt && /^ {2}\S/.test(l));
+    expect(lines.indexOf(line[0]!)).toBeGreaterThan(sysinfoAt);
+    expect(lines.indexOf(line[0]!)).toBeLessThan(nextProbe);
+    // The run's outcome is what it was: a warning, never a verdict.
+    expect(text.trimEnd().endsWith('Exit status: 0')).toBe(true);
   });
 
   it('ends with the summary table, the counts, where the events went and the exit status', () => {

@@ -48,6 +48,19 @@ describe.each(twice(skippedAndDown))('JSON summary (%s)', (_source, events) => {
   });
 });
 
+describe.each(twice(h200Failing))('JSON summary: known-bad drivers (%s)', (_source, events) => {
+  it("lists per target the known-bad registry's entries its driver matches, as {id, source}; [] for a target without a driver", () => {
+    const json = JSON.parse(summaryJson(summarize(events))) as { targets: { knownBad: { id: string; source: string }[] }[] };
+    // The H200 record: Linux, driver 580.159.04, in the range of the r580 host-register entry.
+    expect(json.targets[0]!.knownBad).toContainEqual({
+      id: 'r580-host-register-512gib',
+      source: 'https://github.com/xcena-dev/maru/pull/64',
+    });
+    const none = JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { knownBad: unknown[] }[] };
+    expect(none.targets.map((t) => t.knownBad)).toEqual([[], []]);
+  });
+});
+
 describe('JSON summary text', () => {
   it("is JSON.stringify's text on one line and a newline, for several targets as for none (written target by target)", () => {
     for (const events of [skippedAndDown, h200Failing, [runStart(), runEnd]]) {

@@ -5,6 +5,7 @@
  * evidence), the matrix's `why` and the event log's path.
  */
 import { writeOutput } from '../../core/fs.ts';
+import { knownBadForSysinfo } from '../../matrix/known-bad.ts';
 import { sampleCount, type CellEndEvent } from '../../events/events.ts';
 import type { Reporter } from '../reporter.ts';
 import { withEventsFile, type RunSummary } from '../verdicts.ts';
@@ -39,6 +40,8 @@ export function* summaryJsonParts(summary: RunSummary): Generator<string> {
       name: t.name,
       environment: { declared: t.declaredEnvironment, detected: t.detectedEnvironment, class: t.environmentClass },
       sysinfo: t.sysinfo,
+      // The known-bad driver registry's entries the target's driver matches (a warning, never a verdict).
+      knownBad: knownBadOf(t.sysinfo),
       error: t.error ? { code: t.error.code, message: t.error.message } : null,
       // A target that cannot run probes by its nature (WSL 1): why its cells were skipped.
       skipped: t.skipped ? { code: t.skipped.code, reason: t.skipped.message } : null,
@@ -48,6 +51,15 @@ export function* summaryJsonParts(summary: RunSummary): Generator<string> {
     yield `${i ? ',' : ''}${JSON.stringify(target)}`;
   }
   yield ']}\n';
+}
+
+/** The known-bad registry's entries for a target's sysinfo, as {id, source}; [] when none (or unreadable). */
+function knownBadOf(sysinfo: Record<string, unknown>): { id: string; source: string }[] {
+  try {
+    return (knownBadForSysinfo(sysinfo)?.entries ?? []).map((e) => ({ id: e.id, source: e.source }));
+  } catch {
+    return [];
+  }
 }
 
 /**

@@ -68,7 +68,13 @@ describe.runIf(ready)('the installed package', () => {
       'prebuilt',
     ]);
     expect(readdirSync(path.join(installed.root, 'dist'))).toEqual(['cudamatrix.cjs']);
-    expect(readdirSync(path.join(installed.root, 'matrix')).sort()).toEqual(['default.yaml', 'examples', 'schema.json']);
+    expect(readdirSync(path.join(installed.root, 'matrix')).sort()).toEqual([
+      'default.yaml',
+      'examples',
+      'known-bad-drivers.schema.json',
+      'known-bad-drivers.yaml',
+      'schema.json',
+    ]);
     const manifest = JSON.parse(readFileSync(path.join(installed.root, 'prebuilt', 'manifest.json'), 'utf8')) as PrebuiltManifest;
     expect(Object.keys(manifest.binaries).sort()).toEqual(['linux-arm64', 'linux-x64', 'windows-x64']);
     for (const b of Object.values(manifest.binaries)) {

@@ -3,6 +3,8 @@
  * GPU, memory, PCIe link and driver model, each from the facts sysinfo reported.
  */
 import { formatValue } from '../../../core/units.ts';
+import { describeError } from '../../../core/errors.ts';
+import { knownBadForSysinfo, knownBadLine } from '../../../matrix/known-bad.ts';
 import type { Scalar } from '../../../probes/protocol.ts';
 import type { TargetResult } from '../../verdicts.ts';
 
@@ -92,4 +94,17 @@ export function systemLines(t: TargetResult): [string, string][] {
     lines.push(['driver model', parts.filter(Boolean).join(', ')]);
   }
   return lines;
+}
+
+/**
+ * The known-bad driver registry's lines for the target's driver (matrix/known-bad-drivers.yaml):
+ * one per entry its driver, OS, driver model and GPU match; a warning, never a verdict.
+ */
+export function knownBadLines(t: TargetResult): string[] {
+  try {
+    const found = knownBadForSysinfo(t.sysinfo);
+    return found ? found.entries.map((e) => knownBadLine(e, found.subject)) : [];
+  } catch (error) {
+    return [`the known-bad driver registry could not be read: ${describeError(error)}`];
+  }
 }

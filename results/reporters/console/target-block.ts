@@ -8,7 +8,7 @@ import type { CellEndEvent } from '../../../events/events.ts';
 import { pickKeyMetric, probeSpec } from '../../../probes/catalogue.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from '../../../probes/protocol.ts';
 import type { TargetResult } from '../../verdicts.ts';
-import { systemLines } from './system-lines.ts';
+import { knownBadLines, systemLines } from './system-lines.ts';
 
 export type Colors = ReturnType<typeof pc.createColors>;
 export type Line = [label: string, text: string];
@@ -23,6 +23,7 @@ export function targetBlock(t: TargetResult, c: Colors): string[] {
     const spec = probeSpec('sysinfo');
     rows.push(`  ${c.bold('sysinfo')}${spec ? c.dim(`  ${spec.title}`) : ''}`);
     for (const [label, text] of system) rows.push([`  ${label}`, text]);
+    for (const line of knownBadLines(t)) rows.push(`    ${c.yellow('!')} ${line}`);
   }
   for (const cell of planned) {
     if (cell.probe === 'sysinfo') continue;

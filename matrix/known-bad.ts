@@ -1,0 +1,270 @@
+/**
+ * The known-bad driver registry: matrix/known-bad-drivers.yaml, driver releases with a public,
+ * sourced regression, as data (docs/known-bad-drivers.md). The zod schema here is the format
+ * (`pnpm schema` writes matrix/known-bad-drivers.schema.json from it); loadKnownBad reads and
+ * checks the file, and knownBadFor says which entries a detected driver matches. doctor and run
+ * print a matching entry as a warning; they never fail on one.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseDocument } from 'yaml';
+import { z } from 'zod';
+import { CudamatrixError } from '../core/errors.ts';
+import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
+import { probeNames } from '../probes/catalogue.ts';
+
+export const KNOWN_BAD_FILE = 'known-bad-drivers.yaml';
+
+export const knownBadOses = ['linux', 'windows', 'wsl2'] as const;
+export type KnownBadOs = (typeof knownBadOses)[number];
+export const windowsDriverModels = ['wddm', 'tcc', 'mcdm'] as const;
+export type WindowsDriverModel = (typeof windowsDriverModels)[number];
+export const trustLevels = ['nvidia-release-note', 'maintainer-confirmed', 'multiple-reports', 'single-report'] as const;
+export type Trust = (typeof trustLevels)[number];
+
+/** A driver version as NVIDIA writes it: dot-separated numbers ("580.159.04", "591.59", "580"). */
+const version = z.string().regex(/^\d+(\.\d+)*$/, 'a driver version is dot-separated numbers, e.g. "580.159.04" or "591.59"');
+
+/** Driver versions compared part by part as numbers ("580.159.04" > "580.95.05"); a missing part counts as 0. */
+export function compareDriverVersions(a: string, b: string): number {
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (d) return Math.sign(d);
+  }
+  return 0;
+}
+
+export const driverRange = z
+  .strictObject({
+    os: z.enum(knownBadOses).describe('the OS the driver runs on: linux, windows, or wsl2 (the Windows driver as WSL 2 sees it)'),
+    models: z
+      .array(z.enum(windowsDriverModels))
+      .min(1)
+      .optional()
+      .describe('windows only: the driver models affected (wddm, tcc, mcdm); absent: all of them'),
+    from: version.describe('the first driver version affected (inclusive): the earliest the source reports as bad'),
+    before: version
+      .optional()
+      .describe('the first driver version not affected (exclusive): the fixed release; absent while no fix is known'),
+  })
+  .superRefine((r, ctx) => {
+    if (r.models && r.os !== 'windows')
+      ctx.addIssue({ code: 'custom', path: ['models'], message: `models are for os: windows, not ${r.os}` });
+    if (r.before !== undefined && compareDriverVersions(r.from, r.before) >= 0)
+      ctx.addIssue({ code: 'custom', path: ['before'], message: `before (${r.before}) must be above from (${r.from})` });
+  });
+export type DriverRange = z.infer<typeof driverRange>;
+
+/** A claim id of docs/claims.md (C1..C28), or a probe of probes/catalogue.ts. */
+export const concern = z.string().refine((s) => /^C\d+$/.test(s) || probeNames().includes(s), {
+  error: (issue) => `"${String(issue.input)}" is neither a probe (${probeNames().join(', ')}) nor a claim id (C1, C2, …)`,
+});
+
+export const knownBadEntry = z
+  .strictObject({
+    id: z
+      .string()
+      .regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'an id is kebab-case: lower-case letters and digits joined by "-"')
+      .describe('a unique, stable name in kebab-case'),
+    drivers: z.array(driverRange).min(1).describe('the affected driver versions, one range per OS (and driver model)'),
+    gpus: z
+      .array(z.string().min(1))
+      .min(1)
+      .optional()
+      .describe(
+        'globs on the GPU name as sysinfo gives it ("*RTX 50*" matches "NVIDIA GeForce RTX 5090"), case-insensitive; absent: any GPU',
+      ),
+    symptom: z.string().min(10).describe('what goes wrong, in one or two sentences, as the source says it'),
+    fixedIn: version.nullable().describe('the driver version that fixed it, or null when the source names none'),
+    source: z.url({ protocol: /^https$/ }).describe('the public issue, thread or release note the entry rests on'),
+    trust: z
+      .enum(trustLevels)
+      .describe('how far the source goes: nvidia-release-note, maintainer-confirmed, multiple-reports, single-report'),
+    concerns: z
+      .array(concern)
+      .describe(
+        'the probes and claim ids (docs/claims.md) whose behaviour the entry is about; `cudamatrix gate` fails on a probe it checks',
+      ),
+  })
+  .superRefine((e, ctx) => {
+    // A fix named in fixedIn is the end of the ranges that have one.
+    for (const [i, r] of e.drivers.entries()) {
+      if (e.fixedIn === null && r.before !== undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['drivers', i, 'before'],
+          message: 'a range ends (before) but fixedIn is null: name the fix',
+        });
+    }
+  });
+export type KnownBadEntry = z.infer<typeof knownBadEntry>;
+
+export const knownBadFile = z.strictObject({
+  version: z.literal(1).describe('the format version: 1'),
+  entries: z.array(knownBadEntry).describe('the known-bad driver releases'),
+});
+
+/** A known-bad registry that cannot be used: the file, the entry (index and id) and the field. */
+export class KnownBadError extends CudamatrixError {
+  constructor(
+    readonly file: string,
+    message: string,
+    readonly entry?: { index: number; id?: string },
+    readonly field?: string,
+  ) {
+    super('MATRIX_INVALID', message);
+  }
+}
+
+function fieldPath(p: readonly PropertyKey[]): string {
+  return p.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i ? '.' : ''}${String(k)}`)).join('');
+}
+
+/** The registry in a YAML text, checked; `file` names it in errors. */
+export function parseKnownBad(text: string, file: string): KnownBadEntry[] {
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false });
+  const yamlError = doc.errors[0];
+  if (yamlError) throw new KnownBadError(file, `${file}: not valid YAML: ${yamlError.message}`);
+  const parsed = knownBadFile.safeParse(doc.toJS());
+  if (!parsed.success) {
+    const raw = doc.toJS() as { entries?: { id?: unknown }[] } | null;
+    const lines = parsed.error.issues.slice(0, 10).map((issue) => {
+      const p = issue.path;
+      if (p[0] === 'entries' && typeof p[1] === 'number') {
+        const id = raw?.entries?.[p[1]]?.id;
+        const field = fieldPath(p.slice(2)) || '(the entry)';
+        return `${file}: entry ${p[1]}${typeof id === 'string' ? ` (${id})` : ''}, field ${field}: ${issue.message}`;
+      }
+      return `${file}: field ${fieldPath(p) || '(the file)'}: ${issue.message}`;
+    });
+    const first = parsed.error.issues[0]!;
+    const index = first.path[0] === 'entries' && typeof first.path[1] === 'number' ? first.path[1] : undefined;
+    const id = index !== undefined ? raw?.entries?.[index]?.id : undefined;
+    throw new KnownBadError(
+      file,
+      `the known-bad driver registry is invalid:\n${lines.join('\n')}${parsed.error.issues.length > 10 ? `\n... and ${parsed.error.issues.length - 10} more` : ''}`,
+      index !== undefined ? { index, ...(typeof id === 'string' ? { id } : {}) } : undefined,
+      fieldPath(index !== undefined ? first.path.slice(2) : first.path),
+    );
+  }
+  const seen = new Map<string, number>();
+  for (const [i, e] of parsed.data.entries.entries()) {
+    const earlier = seen.get(e.id);
+    if (earlier !== undefined)
+      throw new KnownBadError(
+        file,
+        `${file}: entry ${i} (${e.id}), field id: the id of entry ${earlier} too; ids are unique`,
+        { index: i, id: e.id },
+        'id',
+      );
+    seen.set(e.id, i);
+  }
+  return parsed.data.entries;
+}
+
+const cache = new Map<string, KnownBadEntry[]>();
+
+/** The registry: matrix/known-bad-drivers.yaml of this package, or `file`; read once. */
+export function loadKnownBad(file?: string): KnownBadEntry[] {
+  const full = file ?? path.join(packageRoot(), 'matrix', KNOWN_BAD_FILE);
+  const cached = cache.get(full);
+  if (cached) return cached;
+  const shown = file ?? packageFileForDisplay('matrix', KNOWN_BAD_FILE);
+  let text: string;
+  try {
+    text = readFileSync(full, 'utf8');
+  } catch (error) {
+    throw new KnownBadError(shown, `${shown}: cannot read the known-bad driver registry: ${(error as Error).message}`);
+  }
+  const entries = parseKnownBad(text, shown);
+  cache.set(full, entries);
+  return entries;
+}
+
+/** What a target is, for the registry: its driver version, OS and driver model, and GPU name. */
+export interface DriverSubject {
+  driver: string;
+  os: KnownBadOs;
+  /** Windows only: the driver model. */
+  model?: WindowsDriverModel;
+  gpu?: string;
+}
+
+/**
+ * The registry's terms from sysinfo's facts: `environment` (linux, wsl2, wsl2-docker, wddm, tcc,
+ * mcdm) gives the OS, and under Windows the model (NVML's `driver_model` when it has one);
+ * `driver_version` (NVML) the driver; `gpu_name` the GPU. Undefined without a driver version or
+ * a known environment.
+ */
+export function driverSubjectOf(sysinfo: Record<string, unknown>): DriverSubject | undefined {
+  const driver = sysinfo.driver_version;
+  const env = sysinfo.environment;
+  if (typeof driver !== 'string' || !/^\d+(\.\d+)*$/.test(driver.trim()) || typeof env !== 'string') return undefined;
+  const gpu = typeof sysinfo.gpu_name === 'string' ? { gpu: sysinfo.gpu_name } : {};
+  if (env === 'linux') return { driver: driver.trim(), os: 'linux', ...gpu };
+  if (env === 'wsl2' || env === 'wsl2-docker') return { driver: driver.trim(), os: 'wsl2', ...gpu };
+  if ((windowsDriverModels as readonly string[]).includes(env)) {
+    const nvml = sysinfo.driver_model;
+    const model = (windowsDriverModels as readonly string[]).includes(nvml as string)
+      ? (nvml as WindowsDriverModel)
+      : (env as WindowsDriverModel);
+    return { driver: driver.trim(), os: 'windows', model, ...gpu };
+  }
+  return undefined;
+}
+
+function globMatches(glob: string, name: string): boolean {
+  const re = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${re}$`, 'i').test(name);
+}
+
+/** Whether a range covers this driver, OS and model. */
+export function rangeMatches(r: DriverRange, s: Pick<DriverSubject, 'driver' | 'os' | 'model'>): boolean {
+  if (r.os !== s.os) return false;
+  if (r.models && (!s.model || !r.models.includes(s.model))) return false;
+  return compareDriverVersions(s.driver, r.from) >= 0 && (r.before === undefined || compareDriverVersions(s.driver, r.before) < 0);
+}
+
+/**
+ * The entries a driver matches: one of its ranges covers the driver on that OS (and model), and
+ * its GPU globs, if any, match the GPU (an entry limited to some GPUs does not match when the GPU
+ * is not known).
+ */
+export function knownBadFor(subject: DriverSubject, entries: readonly KnownBadEntry[] = loadKnownBad()): KnownBadEntry[] {
+  return entries.filter(
+    (e) =>
+      e.drivers.some((r) => rangeMatches(r, subject)) &&
+      (!e.gpus || (subject.gpu !== undefined && e.gpus.some((g) => globMatches(g, subject.gpu!)))),
+  );
+}
+
+function rangeText(r: DriverRange): string {
+  const where = r.os === 'windows' && r.models ? `windows ${r.models.join('/')}` : r.os;
+  return `${where}, from ${r.from}${r.before ? ` before ${r.before}` : ' on'}`;
+}
+
+/**
+ * One entry as one line: `known-bad driver: <symptom> (<os>, <range>; fixed in X | not fixed;
+ * source <url>, <trust>)`. With `subject`, only the ranges that cover it are named.
+ */
+export function knownBadLine(entry: KnownBadEntry, subject?: DriverSubject): string {
+  const ranges = subject ? entry.drivers.filter((r) => rangeMatches(r, subject)) : entry.drivers;
+  const shown = (ranges.length ? ranges : entry.drivers).map(rangeText).join('; ');
+  const gpus = entry.gpus ? `, GPUs ${entry.gpus.join(' ')}` : '';
+  return `known-bad driver: ${entry.symptom.trim()} (${shown}${gpus}; ${entry.fixedIn ? `fixed in ${entry.fixedIn}` : 'not fixed'}; source ${entry.source}, ${entry.trust})`;
+}
+
+/** The entries a target's sysinfo matches, as summary.json lists them; none without a driver version. */
+export function knownBadForSysinfo(
+  sysinfo: Record<string, unknown>,
+  entries?: readonly KnownBadEntry[],
+): { subject: DriverSubject; entries: KnownBadEntry[] } | undefined {
+  const subject = driverSubjectOf(sysinfo);
+  if (!subject) return undefined;
+  return { subject, entries: knownBadFor(subject, entries) };
+}
