@@ -407,7 +407,8 @@ function recordRun(
   const kept = { ...input, records: input.records.filter(({ record }) => !lostNames.has(record.observed.target)) };
   say(`\nBehaviour records (${opts.recordsDir}):`);
   const { status, records, written } = recordInputs([kept], opts.recordsDir, say);
-  const diff = records.length ? diffRecords(committed, records) : null;
+  // The committed records are the baseline and, all of them, the key's history (its noise).
+  const diff = records.length ? diffRecords(committed, records, { history: committed }) : null;
   return { written, diff, status };
 }
 
