@@ -13,6 +13,7 @@ export function addGateCommand(program: Command): void {
     .argument('<run>', 'the run to judge: a run folder (results/runs/<run-id>), its events.jsonl, or a record')
     .option('--records-dir <dir>', "the records: each key's baseline and the runs that measure its noise", 'results/records')
     .option('--baseline <path>', 'judge against these records instead (a folder of records, a record, or a run folder)')
+    .option('--known-bad <file>', 'the known-bad registry to use instead of the one shipped (matrix/known-bad-drivers.yaml; same format)')
     .option('--json <file>', 'also write the verdict as JSON (schema cudamatrix-gate/1; "-": stdout, the lines then on stderr)')
     .addHelpText(
       'after',
@@ -38,7 +39,7 @@ Exit status (the most severe target's):
   7  known-bad
   8  inconclusive`,
     )
-    .action(async (run: string, opts: { recordsDir: string; baseline?: string; json?: string }) => {
+    .action(async (run: string, opts: { recordsDir: string; baseline?: string; json?: string; knownBad?: string }) => {
       process.exitCode = await (await import('./gate.ts')).gateCommand(run, opts);
     });
 }

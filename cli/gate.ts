@@ -6,7 +6,8 @@
  */
 import { CudamatrixError } from '../core/errors.ts';
 import { writeOutput } from '../core/fs.ts';
-import { knownBadForSysinfo, type KnownBadEntry } from '../matrix/known-bad.ts';
+import { knownBadForSysinfo, loadKnownBad, type KnownBadEntry } from '../matrix/known-bad.ts';
+import { catalogue } from '../probes/catalogue.ts';
 import { diffRecords, pairingKey, type PairDiff } from '../results/record/diff.ts';
 import { keyText, type BehaviourRecord } from '../results/record/format.ts';
 import { readHistory, readInput } from '../results/record/read.ts';
@@ -25,6 +26,8 @@ export interface GateOptions {
   baseline?: string;
   /** Where to write the JSON verdict ("-": stdout). */
   json?: string;
+  /** The known-bad registry to use instead of the one shipped (matrix/known-bad-drivers.yaml). */
+  knownBad?: string;
 }
 
 export type GateStatus = 'pass' | 'changed' | 'known-bad' | 'inconclusive';
@@ -52,10 +55,17 @@ const severity: Record<GateStatus, number> = { pass: 0, inconclusive: 1, 'known-
 /** Whether a registry entry concerns what the run checked: a probe it ran (its cell passed) or a claim one of those probes decides. */
 function concernsRun(entry: KnownBadEntry, record: BehaviourRecord): boolean {
   const ran = new Set(record.cells.filter((c) => c.status === 'passed').map((c) => c.probe));
-  return entry.concerns.some((c) => ran.has(c));
+  const claims = new Set(catalogue.filter((p) => ran.has(p.name)).flatMap((p) => p.claims));
+  return entry.concerns.some((c) => ran.has(c) || claims.has(c));
 }
 
-function judge(record: BehaviourRecord, baseline: BehaviourRecord[], history: BehaviourRecord[], from: string): TargetVerdict {
+function judge(
+  record: BehaviourRecord,
+  baseline: BehaviourRecord[],
+  history: BehaviourRecord[],
+  from: string,
+  registry: readonly KnownBadEntry[],
+): TargetVerdict {
   const reasons: GateReason[] = [];
   const verdict: TargetVerdict = {
     target: record.observed.target,
@@ -65,7 +75,7 @@ function judge(record: BehaviourRecord, baseline: BehaviourRecord[], history: Be
     baseline: null,
     reasons,
   };
-  const known = knownBadForSysinfo(record.sysinfo);
+  const known = knownBadForSysinfo(record.sysinfo, registry);
   for (const entry of known?.entries ?? []) {
     // A single report is a lead, not a verdict: said, not failed on.
     const fails = concernsRun(entry, record) && entry.trust !== 'single-report';
@@ -167,8 +177,9 @@ export async function gateCommand(run: string, opts: GateOptions): Promise<numbe
   const ids = new Set(records.map((r) => r.id));
   const stored = readHistory(opts.recordsDir, (r) => keys.has(pairingKey(r)) && !ids.has(r.id), KEPT_KEY_METRICS);
   const given = opts.baseline ? readInput(opts.baseline, defaults).records.map((r) => r.record) : null;
+  const registry = loadKnownBad(opts.knownBad);
   const verdicts = records.map((r) =>
-    judge(r, baselineOf(r, given ?? stored), [...stored, ...(given ?? [])], given ? opts.baseline! : opts.recordsDir),
+    judge(r, baselineOf(r, given ?? stored), [...stored, ...(given ?? [])], given ? opts.baseline! : opts.recordsDir, registry),
   );
   const status = verdicts.reduce<GateStatus>((s, v) => (severity[v.status] > severity[s] ? v.status : s), 'pass');
   const lines: string[] = [];

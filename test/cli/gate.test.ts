@@ -1,0 +1,99 @@
+/** `cudamatrix gate` as CI runs it: the real CLI process against the committed H200 records. */
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { H200_DIR, H200_RUNS, halvedBandwidthLog } from '../../results/record/fixture.ts';
+import { runCli } from '../cli.ts';
+import { tempDir } from '../helpers.ts';
+
+const records = path.join(H200_DIR, '..');
+
+function writeLog(text: string): string {
+  const file = path.join(tempDir('cm-gate-'), 'events.jsonl');
+  writeFileSync(file, text);
+  return file;
+}
+
+/** A registry of one entry for every Linux driver from 580 on, about transfer-bandwidth. */
+function registry(trust: string): string {
+  const file = path.join(tempDir('cm-gate-'), 'known-bad.yaml');
+  writeFileSync(
+    file,
+    [
+      'version: 1',
+      'entries:',
+      '  - id: test-pinned-copies',
+      '    drivers:',
+      '      - {os: linux, from: "580"}',
+      '    symptom: Pinned copies lose a tenth of their bandwidth.',
+      '    fixedIn: null',
+      '    source: https://github.com/example/tracker/issues/1',
+      `    trust: ${trust}`,
+      '    concerns: [transfer-bandwidth]',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+describe('cudamatrix gate', () => {
+  it('--help gives each outcome and its exit status', async () => {
+    const r = await runCli(['gate', '--help']);
+    expect(r.code).toBe(0);
+    for (const s of [
+      '<run>',
+      '--records-dir <dir>',
+      '--baseline <path>',
+      '--json <file>',
+      '--known-bad <file>',
+      '0  pass',
+      '1  changed',
+      '7  known-bad',
+      '8  inconclusive',
+    ])
+      expect(r.stdout).toContain(s);
+  });
+
+  it('a committed run against the other records of its key: pass, with the JSON verdict', async () => {
+    const out = path.join(tempDir('cm-gate-'), 'verdict.json');
+    const r = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', records, '--json', out]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /^local: PASS {2}linux · NVIDIA H200 · 580\.159\.04 · Ubuntu 24\.04\.3 LTS · in docker against driver 580\.159\.04 \(\d+ runs, /,
+    );
+    expect(r.stdout).toContain('Gate: pass\n');
+    const json = JSON.parse(readFileSync(out, 'utf8'));
+    expect(json).toMatchObject({ schema: 'cudamatrix-gate/1', status: 'pass', healthy: true });
+    expect(json.targets[0].baseline.runs).toBeGreaterThanOrEqual(6);
+  });
+
+  it('the same run with pinned bandwidth halved: changed (exit 1), each series with its evidence', async () => {
+    const r = await runCli(['gate', writeLog(halvedBandwidthLog()), '--records-dir', records, '--json', '-']);
+    expect(r.code, r.stderr).toBe(1);
+    const json = JSON.parse(r.stdout);
+    expect(json.status).toBe('changed');
+    const changed = json.targets[0].reasons.find((x: { type: string }) => x.type === 'BehaviourChanged');
+    expect(changed.fails).toBe(true);
+    expect(changed.evidence.metrics.length).toBeGreaterThanOrEqual(8);
+    expect(changed.evidence.metrics.every((m: { name: string }) => m.name === 'transfer-bandwidth.bandwidth_gbps')).toBe(true);
+    expect(r.stderr).toContain('Gate: changed');
+  });
+
+  it('a known-bad entry about a probe the run checked fails it (exit 7); a single report is said, not failed on', async () => {
+    const run = path.dirname(H200_RUNS[3]!);
+    const bad = await runCli(['gate', run, '--records-dir', records, '--known-bad', registry('multiple-reports')]);
+    expect(bad.code, bad.stdout + bad.stderr).toBe(7);
+    expect(bad.stdout).toContain(
+      '  ✗ driver 580.159.04 is listed as known-bad: Pinned copies lose a tenth of their bandwidth. (source https://github.com/example/tracker/issues/1, multiple-reports)',
+    );
+    const lead = await runCli(['gate', run, '--records-dir', records, '--known-bad', registry('single-report')]);
+    expect(lead.code, lead.stdout + lead.stderr).toBe(0);
+    expect(lead.stdout).toContain('; a single report: not failed on');
+  });
+
+  it('no record of the key to judge against: inconclusive (exit 8)', async () => {
+    const r = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', tempDir('cm-gate-empty-')]);
+    expect(r.code, r.stdout + r.stderr).toBe(8);
+    expect(r.stdout).toContain('no record of linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker to judge against');
+  });
+});
