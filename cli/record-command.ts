@@ -30,11 +30,12 @@ used, so that records compare). Before it is written the GPU UUID and user and h
 (user@host, home folders in paths) are removed. An event log inside the repository is named in
 the record as its evidence.
 
-  identical  the same key and the same facts as a record already there, and no metric beyond
-             its noise against it (diff's rules): not written, that file named (a second
-             run that saw the same is the same observation)
+  repeat     the same key and the same facts as a record already there, and no metric beyond
+             its noise against it (diff's rules): written, as one more run of the observation
+             (its runs measure the key's run-to-run noise); the same run again is not written
   DRIFTED    the same key and facts, metrics beyond their noise (a same-driver regression):
-             written, the series listed; the report shows the drift
+             written, the series listed, marked driftedFrom (a new segment of the key's
+             history); the report shows the drift
   CONFLICT   the same key, a fact both decided with another value: written, both kept, the
              differing facts listed; the report shows the conflict
   NEWLY DECIDED  the same key, a fact one left undecided (null) that the other decided, none

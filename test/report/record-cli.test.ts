@@ -15,7 +15,10 @@ beforeAll(async () => {
 
 /** The first H200 log with pinned-release.released saying on-exit: the same key, another fact. */
 function conflictingLog(): string {
-  return readFileSync(H200_RUNS[1]!, 'utf8').replace(/("name":"released","value":)"on-free"/, '$1"on-exit"');
+  // Another run (its own id): the first and second runs' records are there already.
+  return readFileSync(H200_RUNS[1]!, 'utf8')
+    .replace(/("name":"released","value":)"on-free"/, '$1"on-exit"')
+    .replace(/"runId":"([^"]+)"/g, '"runId":"$1-conflicting"');
 }
 
 describe('cudamatrix record', () => {
@@ -27,7 +30,7 @@ describe('cudamatrix record', () => {
       '--records-dir <dir>',
       '(default: "results/records")',
       '--submit <file>',
-      'identical',
+      'repeat',
       'DRIFTED',
       'CONFLICT',
       'no GPU',
@@ -38,7 +41,7 @@ describe('cudamatrix record', () => {
       expect(r.stdout).toContain(s);
   });
 
-  it('writes the first H200 run, finds the second the same observation, and reports a conflicting log with its facts', async () => {
+  it('writes the first H200 run, the second as a repeat of the same observation, and reports a conflicting log with its facts', async () => {
     const dir = tempDir('cm-record-cli-');
     const records = path.join(dir, 'records');
     const r = await runCli(['record', '--records-dir', records, H200_RUNS[0]!, path.dirname(H200_RUNS[1]!)]);
@@ -46,8 +49,11 @@ describe('cudamatrix record', () => {
     const file = path.join(records, recordPath(runs[0]!));
     expect(r.stdout).toContain(`    written ${file}: 20 facts, 171 metrics; default expectations: 15 of 15 passed\n`);
     expect(r.stdout).toContain(
-      `    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`,
+      `    a repeat of ${file} (same key and facts, metrics within their noise): 2 runs of this observation now measure its run-to-run noise\n`,
     );
+    // The same run again: not written.
+    const again = await runCli(['record', '--records-dir', records, H200_RUNS[0]!]);
+    expect(again.stdout).toContain(`    already recorded: ${file} is the record of this run; not written\n`);
     // outside a repository: no evidence path
     expect(readFileSync(file, 'utf8')).toBe(recordJson(redactRecord(runs[0]!)));
 
@@ -58,8 +64,9 @@ describe('cudamatrix record', () => {
     expect(c.stdout).toContain(
       `    CONFLICT with ${file} (same key, different facts; both are kept and the report shows the conflict):\n      pinned-release.released  on-free there, on-exit here\n`,
     );
-    expect(c.stdout).toContain('1 conflict: the same observation key with other fact values.');
-    expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(2);
+    // Both runs of the observation are there (the second as a repeat): a conflict with each.
+    expect(c.stdout).toContain('2 conflicts: the same observation key with other fact values.');
+    expect(readdirSync(path.join(records, 'driver-580.159.04'))).toHaveLength(3);
   });
 
   it('a fact newly decided (the issues 19-22 H200 run decides pinned-ceiling.tracks_free_vram, null in the committed record) is said as such, not a CONFLICT', async () => {
@@ -105,12 +112,12 @@ describe('cudamatrix record', () => {
       `    DRIFTED from ${first} (same key and facts; 8 metric series beyond their noise): kept as the newest record of this observation, which the report and diff use\n`,
     );
     expect(r.stdout).toContain(
-      '      transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n          55.4 GB/s → 27.8 GB/s: moved 49.9 % (×0.501), noise ±3 %: catalogue ±3 %\n',
+      '      transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n          55.4 GB/s → 27.8 GB/s: moved 49.9 % (×0.501), no change up to ±3 %: noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %; cudaprobe build also differed: the change may be theirs\n',
     );
     expect(r.stdout).not.toContain('CONFLICT');
-    // Recorded again: within noise of the halved record, which it follows.
+    // Recorded again: the same run, not written.
     expect((await runCli(['record', '--records-dir', records, log])).stdout).toContain(
-      `    already recorded: ${file} has the same key, the same facts and its metrics within their noise; not written\n`,
+      `    already recorded: ${file} is the record of this run; not written\n`,
     );
 
     const out = path.join(dir, 'site');
@@ -265,8 +272,11 @@ describe('cudamatrix diff', () => {
     const r = await runCli(['diff', H200_RUNS[0]!, path.dirname(H200_RUNS[1]!)]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain(
-      '  facts    20 compared: none changed\n  cells    13 compared: same outcomes\n  metrics  166 compared: none beyond noise\n    noise decided by the catalogue for 166, the spread of repeats for 0\n',
+      '  facts    20 compared: none changed\n  cells    13 compared: same outcomes\n  metrics  166 compared: none beyond noise\n    noise: 6 other runs of this key (2 groups by driver and kernel), and the runs\' own repetitions where they have them\n',
     );
+    // Without the committed records, nothing measures the noise: the minimum effect alone decides.
+    const alone = await runCli(['diff', H200_RUNS[0]!, path.dirname(H200_RUNS[1]!), '--no-history']);
+    expect(alone.stdout).toContain('    noise: no other runs of this key');
     expect(r.stdout).toMatch(
       /Same behaviour \(1 pair of records compared\): no fact or cell outcome changed, no metric beyond its noise\.\n$/,
     );
@@ -285,18 +295,19 @@ describe('cudamatrix diff', () => {
     mkdirSync(folder);
     const committed = path.join(folder, path.basename(recordPath(runs[0]!)));
     copyFileSync(path.join(H200_DIR, path.basename(recordPath(runs[0]!))), committed);
-    const r = await runCli(['diff', folder, file]);
+    // --no-history: the committed records would measure the noise (its own test is above); here nothing does.
+    const r = await runCli(['diff', folder, file, '--no-history']);
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain('    pinned-vram.counts_as_vram  false → true\n');
     expect(r.stdout).toContain(
-      '    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), noise ±3 %: catalogue ±3 %\n',
+      '    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), no change up to ±3 %: noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %\n',
     );
     // the same record id on both sides: each line names its own side's file
     expect(r.stdout).toContain(`  a  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${committed}\n`);
     expect(r.stdout).toContain(`  b  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${file}\n`);
     expect(r.stdout).toMatch(/Behaviour changed \(1 pair of records compared\): 1 fact changed, 1 metric beyond noise\.\n$/);
 
-    const j = await runCli(['diff', '--json', folder, file]);
+    const j = await runCli(['diff', '--json', folder, file, '--no-history']);
     expect(j.code).toBe(1);
     const out = JSON.parse(j.stdout);
     expect(Object.keys(out)).toEqual(['schema', 'changed', 'a', 'b', 'pairs', 'onlyA', 'onlyB', 'conflicts']);
@@ -329,17 +340,21 @@ describe('cudamatrix diff', () => {
         a: 53.8698166,
         b: 26.9349083,
         repeats: { a: 1, b: 1 },
+        runs: { a: 1, b: 1 },
         move: 0.5,
         noise: 0.03,
         tolerance: 0.03,
         absolute: 0,
-        spread: 0,
-        noiseFrom: 'catalogue',
+        measured: { runs: null, repeatsSd: null },
+        bound: 0,
+        noiseFrom: 'none',
+        verdict: 'changed',
         flagged: true,
-        noiseText: 'catalogue ±3 %',
+        noiseText: 'noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %',
       },
     ]);
-    expect(p.metricTally).toMatchObject({ compared: 166, flagged: 1, noiseFrom: { catalogue: 166, spread: 0, default: 0 } });
+    expect(p.metricTally).toMatchObject({ compared: 166, flagged: 1, undecided: 0, explained: 0, noiseFrom: { runs: 0, repeats: 0, none: 1 } });
+    expect(p.history).toEqual({ runs: 0, groups: 0 });
   });
 
   it('a conflict inside one side (two records of one key, a fact different) is said, not listed as "only in b"', async () => {
