@@ -58,6 +58,8 @@ describe('protocol parser', () => {
     ['metric with a text value', line({ type: 'metric', name: 'a', value: 'fast', unit: 'us' }), 'field "value"'],
     ['fact with an object value', line({ type: 'fact', name: 'a', value: { x: 1 } }), 'field "value"'],
     ['skip without reason', line({ type: 'skip' }), 'field "reason"'],
+    ['repeats that are not an array', line({ type: 'metric', name: 'a', value: 1, unit: 'us', repeats: 1 }), 'field "repeats"'],
+    ['a repeat that is not a number', line({ type: 'metric', name: 'a', value: 1, unit: 'us', repeats: [1, null] }), 'field "repeats.1"'],
   ])('reports %s, naming the line', (_what, text, reason) => {
     const r = parseProbeOutput(`${good[0]}\n${text}\n${good[4]}\n`);
     expect(r.records).toHaveLength(2);
@@ -65,6 +67,14 @@ describe('protocol parser', () => {
     expect(r.problems[0]!.line).toBe(2);
     expect(r.problems[0]!.reason).toContain(reason);
     expect(describeProblem('sysinfo', r.problems[0]!)).toMatch(/^probe sysinfo, stdout line 2: /);
+  });
+
+  it("keeps a metric's repeats (issue 32), and a metric without them has none", () => {
+    const withRepeats = line({ type: 'metric', name: 'p50_us', value: 12.5, unit: 'us', repeats: [12.4, 12.5, 1e6, 13] });
+    const r = parseProbeOutput(`${withRepeats}\n${good[1]}\n`);
+    expect(r.problems).toEqual([]);
+    expect(r.records[0]).toMatchObject({ type: 'metric', value: 12.5, repeats: [12.4, 12.5, 1e6, 13] });
+    expect(r.records[1]).not.toHaveProperty('repeats');
   });
 
   it('tolerates CRLF line ends and blank lines', () => {

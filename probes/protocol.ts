@@ -34,6 +34,8 @@ const metricRecord = z.looseObject({
   unit: z.string().min(1),
   attrs: z.record(z.string(), scalar).optional(),
   reason: z.string().optional(),
+  /** The per-repetition values behind a median or percentile, in the metric's unit (issue 32). */
+  repeats: z.array(z.number()).optional(),
 });
 const sampleRecord = z.looseObject({
   ...base,
