@@ -1,7 +1,7 @@
 /**
  * cudaprobe's GPU paths against a stand-in driver (test/fixtures/stub-libcuda.c, compiled here:
  * counted VRAM, events that always read 1 ms): what they measure means nothing, but the shape of
- * what they emit (issue 32's repeats) is the real code's.
+ * what they emit (issue 32's repeats and host control) is the real code's.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir } from '../test/helpers.ts';
 import { nodeArch } from '../runners/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
+import { catalogue } from './catalogue.ts';
 import { parseProbeOutput, type MetricRecord, type ProbeRecord } from './protocol.ts';
 
 const repoRoot = path.join(import.meta.dirname, '..');
@@ -53,6 +54,22 @@ describe.runIf(ready)('cudaprobe against a stand-in driver', () => {
       expect(sorted[10]).toBeCloseTo(m.value!, 4);
     }
     expect(metrics(r.records, 'pageable_pinned_ratio').every((m) => m.repeats === undefined)).toBe(true);
+  });
+
+  it('transfer-bandwidth: a host memcpy control per size on the idle card only, declared in the catalogue', () => {
+    const r = runProbe('transfer-bandwidth', { sizes_mib: '1,4', fill_percent: '0,10', fill_reserve_gib: 0 });
+    expect(r.code, r.stderr).toBe(0);
+    const host = metrics(r.records, 'host_memcpy_gbps');
+    expect(host.map((m) => m.attrs)).toEqual([{ size_bytes: 1 * 1024 * 1024 }, { size_bytes: 4 * 1024 * 1024 }]);
+    for (const m of host) {
+      expect(m.unit).toBe('GB/s');
+      expect(m.value).toBeGreaterThan(0);
+      expect(m.repeats).toHaveLength(20);
+    }
+    // The filled round ran (its copies carry fill_percent) but has no control of its own.
+    expect(metrics(r.records, 'bandwidth_gbps').some((m) => m.attrs?.fill_percent === 10)).toBe(true);
+    const declared = catalogue.find((p) => p.name === 'transfer-bandwidth')!.metrics.find((m) => m.name === 'host_memcpy_gbps');
+    expect(declared).toMatchObject({ unit: 'GB/s', tolerance: { relative: 0.45 } });
   });
 
   it('sync-latency: p50, p99 and mean of 10 batches as repeats; min has none', () => {

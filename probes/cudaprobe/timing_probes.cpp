@@ -107,20 +107,25 @@ int transferBandwidth(ProbeContext& ctx) {
     c.cuMemFree_v2(dev);
     cuCheck(rc, "cuMemHostAlloc");
   }
-  // Pageable memory, touched first so that page faults are not timed.
+  // Pageable memory, touched first so that page faults are not timed; the second buffer is the
+  // host control's destination (host_memcpy_gbps), allocated and touched the same way.
   void* pageable = std::malloc(maxBytes);
+  void* pageable2 = std::malloc(maxBytes);
   struct Cleanup {
     CUdeviceptr d;
     void* p;
     void* h;
+    void* h2;
     ~Cleanup() {
       cuda().cuMemFree_v2(d);
       cuda().cuMemFreeHost(p);
       std::free(h);
+      std::free(h2);
     }
-  } cleanup{dev, pinned, pageable};
-  if (!pageable) throw ProbeFailure{"malloc of the pageable buffer failed"};
+  } cleanup{dev, pinned, pageable, pageable2};
+  if (!pageable || !pageable2) throw ProbeFailure{"malloc of the pageable buffers failed"};
   std::memset(pageable, 1, maxBytes);
+  std::memset(pageable2, 2, maxBytes);
   std::memset(pinned, 1, maxBytes);
 
   Stream st;
@@ -149,6 +154,31 @@ int transferBandwidth(ProbeContext& ctx) {
       std::map<std::string, double> gbps;
       // The idle card's series keep the attrs they always had; the filled ones carry fill_percent.
       auto withFill = [&](Obj o) { return fill > 0 ? o.num("fill_percent", fill) : o; };
+      if (fill == 0) {
+        // The host control (issue 32): the same size memcpy'd between two pageable buffers, timed on
+        // the host clock. A slower host (memory bandwidth, a busy neighbour) slows the pageable
+        // copies too, so a verdict can tell a host change from a driver's.
+        std::vector<double> hostRates;
+        volatile unsigned char sink = 0;
+        for (int i = 0; i < warmup + reps; ++i) {
+          auto t0 = std::chrono::steady_clock::now();
+          std::memcpy(pageable2, pageable, bytes);
+          auto t1 = std::chrono::steady_clock::now();
+          sink = sink + static_cast<unsigned char*>(pageable2)[bytes - 1];  // the copy is used: not elided
+          double s = std::chrono::duration<double>(t1 - t0).count();
+          if (i >= warmup) hostRates.push_back(s > 0 ? static_cast<double>(bytes) / s / 1e9 : NAN);
+        }
+        std::vector<double> finite;
+        for (double r : hostRates) {
+          if (std::isfinite(r)) finite.push_back(r);
+        }
+        if (finite.empty()) {
+          emitMetricNull(ctx.probe, "host_memcpy_gbps", "GB/s", "every copy took less than the host clock's step",
+                         Obj().num("size_bytes", static_cast<double>(bytes)));
+        } else {
+          emitMetric(ctx.probe, "host_memcpy_gbps", median(finite), "GB/s", Obj().num("size_bytes", static_cast<double>(bytes)), repeatsOf(finite));
+        }
+      }
       for (const char* dir : {"h2d", "d2h"}) {
         for (const char* mem : {"pageable", "pinned"}) {
           void* host = std::strcmp(mem, "pinned") == 0 ? pinned : pageable;
