@@ -1,7 +1,8 @@
 /**
  * cudaprobe's GPU paths against a stand-in driver (test/fixtures/stub-libcuda.c, compiled here:
  * counted VRAM, events that always read 1 ms): what they measure means nothing, but the shape of
- * what they emit (issue 32's repeats and host control) is the real code's.
+ * what they emit (issue 32's repeats, host control and neighbours) is the real code's. With
+ * test/fixtures/stub-nvml.c beside it, NVML lists the compute processes a test asks for.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
@@ -17,6 +18,7 @@ const ready = integrationAvailable('gcc, for cudaprobe against a stand-in driver
 
 let probe: ProbeBinary;
 let stubDir: string;
+let nvmlDir: string;
 beforeAll(async () => {
   if (!ready) return;
   stubDir = tempDir('cm-standin-');
@@ -28,12 +30,34 @@ beforeAll(async () => {
     path.join(stubDir, 'libcuda.so.1'),
     path.join(repoRoot, 'test', 'fixtures', 'stub-libcuda.c'),
   ]);
+  nvmlDir = tempDir('cm-standin-nvml-');
+  execFileSync('gcc', [
+    '-shared',
+    '-fPIC',
+    '-O1',
+    '-o',
+    path.join(nvmlDir, 'libnvidia-ml.so.1'),
+    path.join(repoRoot, 'test', 'fixtures', 'stub-nvml.c'),
+  ]);
   probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
 }, 600_000);
 
 function runProbe(name: string, params: Record<string, string | number> = {}, env: NodeJS.ProcessEnv = {}) {
   const args = ['run', name, ...Object.entries(params).flatMap(([k, v]) => ['--param', `${k}=${v}`])];
   const r = spawnSync(probe.path, args, { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: stubDir, ...env }, timeout: 120_000 });
+  const parsed = parseProbeOutput(r.stdout);
+  expect(parsed.problems, r.stdout).toEqual([]);
+  return { code: r.status, records: parsed.records, stderr: r.stderr };
+}
+
+/** The same, with the stand-in NVML listing `procs` (STUB_NVML_PROCS) on the loader path too. */
+function runWithNvml(name: string, procs: string, params: Record<string, string | number> = {}) {
+  return runProbe(name, params, { LD_LIBRARY_PATH: `${stubDir}:${nvmlDir}`, STUB_NVML_PROCS: procs });
+}
+
+function runBare(name: string, params: Record<string, string | number> = {}, env: NodeJS.ProcessEnv = {}) {
+  const args = ['run', name, ...Object.entries(params).flatMap(([k, v]) => ['--param', `${k}=${v}`])];
+  const r = spawnSync(probe.path, args, { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000 });
   const parsed = parseProbeOutput(r.stdout);
   expect(parsed.problems, r.stdout).toEqual([]);
   return { code: r.status, records: parsed.records, stderr: r.stderr };
@@ -108,5 +132,81 @@ describe.runIf(ready)('cudaprobe against a stand-in driver', () => {
         [1, 1, 1],
       ]);
     }
+  });
+
+  describe('neighbours on the GPU (issue 32)', () => {
+    const NOT_AVAILABLE = 'NVML reports per-process memory as NOT_AVAILABLE (always so under WDDM, where Windows manages the memory)';
+    const lines = (records: ProbeRecord[]) => records.filter((r) => r.type === 'neighbours');
+
+    it('lists the other compute processes before the probe made its context and after its work, never itself', () => {
+      const r = runWithNvml('sync-latency', '4242:1048576,self:2097152,4343:100', { iterations: 100 });
+      expect(r.code, r.stderr).toBe(0);
+      const others = { processes: 2, used_bytes: 1048676, pids: [4242, 4343] };
+      expect(r.records[0]).toEqual({ schema: 'cudaprobe/1', type: 'neighbours', probe: 'sync-latency', phase: 'start', ...others });
+      expect(r.records.at(-1)).toEqual({ schema: 'cudaprobe/1', type: 'neighbours', probe: 'sync-latency', phase: 'end', ...others });
+      expect(lines(r.records)).toHaveLength(2);
+      expect(r.records.filter((x) => x.type === 'metric')).toHaveLength(4);
+    });
+
+    it('says it cannot tell at the end when its own context was not listed (another PID namespace)', () => {
+      const r = runWithNvml('sync-latency', '4242:na', { iterations: 100 });
+      expect(lines(r.records)).toEqual([
+        expect.objectContaining({ phase: 'start', processes: 1, used_bytes: null, pids: [4242], reason: NOT_AVAILABLE }),
+        expect.objectContaining({
+          phase: 'end',
+          processes: null,
+          used_bytes: null,
+          pids: [],
+          reason: "this process is not in NVML's list (another PID namespace): the end check cannot tell others from itself",
+        }),
+      ]);
+    });
+
+    it('counts every other process but names at most 16', () => {
+      const procs = ['self:1', ...Array.from({ length: 20 }, (_, i) => `${5000 + i}:1`)].join(',');
+      const [start] = lines(runWithNvml('event-host-gap', procs, { sleep_ms: 1, repetitions: 3 }).records);
+      expect(start).toMatchObject({ processes: 20, used_bytes: 20 });
+      expect((start as { pids: number[] }).pids).toEqual(Array.from({ length: 16 }, (_, i) => 5000 + i));
+    });
+
+    // A GPU host's loader finds its real NVML and driver: these two are for machines without.
+    const gpuHost = hasCommand('nvidia-smi', ['-L']);
+
+    it.skipIf(gpuHost)('is null with the reason where NVML cannot say: missing, or the query unsupported (WSL 2)', () => {
+      const missing = runProbe('watchdog');
+      expect(lines(missing.records).map((l) => l.type === 'neighbours' && [l.phase, l.processes, l.reason])).toEqual([
+        ['start', null, expect.stringContaining('NVML library not found')],
+        ['end', null, expect.stringContaining('NVML library not found')],
+      ]);
+      const unsupported = runWithNvml('watchdog', 'error');
+      expect(lines(unsupported.records).map((l) => l.type === 'neighbours' && [l.processes, l.used_bytes, l.reason])).toEqual([
+        [null, null, 'NVML: Not Supported (3)'],
+        [null, null, 'NVML: Not Supported (3)'],
+      ]);
+    });
+
+    it("a memory probe's start comes before its first subject and its end after the last, its subjects not counted", () => {
+      const r = runWithNvml('pinned-vram', '4242:7', { sizes_gib: 0.01, apis: 'driver', register_size_gib: 0 });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.records[0]).toMatchObject({ type: 'neighbours', phase: 'start', processes: 1, used_bytes: 7, pids: [4242] });
+      expect(r.records.findIndex((x) => x.type === 'sample')).toBe(1);
+      expect(r.records.at(-1)).toMatchObject({ type: 'neighbours', phase: 'end', processes: 1, pids: [4242] });
+    });
+
+    it('ends with a neighbours line after a probe that failed once it had the device; none before it had it', () => {
+      const failed = runWithNvml('transfer-bandwidth', '4242:1', { sizes_mib: 1500, fill_percent: 0 });
+      expect(failed.code).toBe(2);
+      expect(failed.records.map((x) => (x.type === 'neighbours' ? x.phase : x.type))).toEqual(['start', 'error', 'end']);
+      const refused = runWithNvml('transfer-bandwidth', '4242:1', { repetitions: 5 });
+      expect(refused.records.map((x) => x.type)).toEqual(['error']);
+    });
+
+    it.skipIf(gpuHost)('without a driver: the skip and no neighbours line, NVML or not', () => {
+      for (const env of [{}, { LD_LIBRARY_PATH: nvmlDir, STUB_NVML_PROCS: '4242:1' }]) {
+        const r = runBare('sync-latency', {}, env);
+        expect(r.code).toBe(3);
+        expect(r.records).toEqual([expect.objectContaining({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') })]);
+      }
+    });
   });
 });

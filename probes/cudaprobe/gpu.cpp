@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kernels.hpp"
+#include "neighbours.hpp"
 
 namespace cp {
 
@@ -18,6 +19,9 @@ Gpu::Gpu(int device) {
   CU(c.cuDeviceGet(&dev, device));
   CU(c.cuDevicePrimaryCtxRetain(&ctx, dev));
   CU(c.cuCtxSetCurrent(ctx));
+  // The context's own process should now be in NVML's list (the end check relies on it). The
+  // end check comes after this context was released, when the process is rightly not listed.
+  neighboursOwnContext(dev);
   CU(c.cuModuleLoadData(&mod, kKernelsPtx));
   CU(c.cuModuleGetFunction(&noop, mod, "noop"));
   CU(c.cuModuleGetFunction(&spin, mod, "spin"));
