@@ -605,6 +605,13 @@ const transferBandwidth: ProbeSpec = {
       tolerance: { relative: 0.45 },
     },
     {
+      name: 'host_memcpy_gbps',
+      unit: 'GB/s',
+      description:
+        'Host memcpy bandwidth of the same size between two pageable buffers: the control for pageable copies (a slower host slows both)',
+      tolerance: { relative: 0.45 },
+    },
+    {
       name: 'pcie_theoretical_gbps',
       unit: 'GB/s',
       description: "The link's payload rate from its maximum generation and width",

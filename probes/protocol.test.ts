@@ -58,6 +58,21 @@ describe('protocol parser', () => {
     ['metric with a text value', line({ type: 'metric', name: 'a', value: 'fast', unit: 'us' }), 'field "value"'],
     ['fact with an object value', line({ type: 'fact', name: 'a', value: { x: 1 } }), 'field "value"'],
     ['skip without reason', line({ type: 'skip' }), 'field "reason"'],
+    ['repeats that are not an array', line({ type: 'metric', name: 'a', value: 1, unit: 'us', repeats: 1 }), 'field "repeats"'],
+    ['neighbours without a phase', line({ type: 'neighbours', processes: 0, used_bytes: 0, pids: [] }), 'field "phase"'],
+    ['neighbours of another phase', line({ type: 'neighbours', phase: 'middle', processes: 0, used_bytes: 0, pids: [] }), 'field "phase"'],
+    ['neighbours without pids', line({ type: 'neighbours', phase: 'start', processes: 0, used_bytes: 0 }), 'field "pids"'],
+    [
+      'neighbours with a count as text',
+      line({ type: 'neighbours', phase: 'end', processes: '2', used_bytes: 0, pids: [] }),
+      'field "processes"',
+    ],
+    [
+      'neighbours with a negative count',
+      line({ type: 'neighbours', phase: 'end', processes: -1, used_bytes: 0, pids: [] }),
+      'field "processes"',
+    ],
+    ['a repeat that is not a number', line({ type: 'metric', name: 'a', value: 1, unit: 'us', repeats: [1, null] }), 'field "repeats.1"'],
   ])('reports %s, naming the line', (_what, text, reason) => {
     const r = parseProbeOutput(`${good[0]}\n${text}\n${good[4]}\n`);
     expect(r.records).toHaveLength(2);
@@ -65,6 +80,49 @@ describe('protocol parser', () => {
     expect(r.problems[0]!.line).toBe(2);
     expect(r.problems[0]!.reason).toContain(reason);
     expect(describeProblem('sysinfo', r.problems[0]!)).toMatch(/^probe sysinfo, stdout line 2: /);
+  });
+
+  it("keeps a metric's repeats (issue 32), and a metric without them has none", () => {
+    const withRepeats = line({ type: 'metric', name: 'p50_us', value: 12.5, unit: 'us', repeats: [12.4, 12.5, 1e6, 13] });
+    const r = parseProbeOutput(`${withRepeats}\n${good[1]}\n`);
+    expect(r.problems).toEqual([]);
+    expect(r.records[0]).toMatchObject({ type: 'metric', value: 12.5, repeats: [12.4, 12.5, 1e6, 13] });
+    expect(r.records[1]).not.toHaveProperty('repeats');
+  });
+
+  it('accepts neighbours records (issue 32): counted, or null with the reason', () => {
+    const counted = line({ type: 'neighbours', phase: 'start', processes: 2, used_bytes: 1048676, pids: [4242, 4343] });
+    const unknown = line({
+      type: 'neighbours',
+      phase: 'end',
+      processes: null,
+      used_bytes: null,
+      pids: [],
+      reason: 'NVML: Not Supported (3)',
+    });
+    const r = parseProbeOutput(`${counted}\n${unknown}\n`);
+    expect(r.problems).toEqual([]);
+    expect(r.records).toEqual([
+      {
+        schema: 'cudaprobe/1',
+        probe: 'sysinfo',
+        type: 'neighbours',
+        phase: 'start',
+        processes: 2,
+        used_bytes: 1048676,
+        pids: [4242, 4343],
+      },
+      {
+        schema: 'cudaprobe/1',
+        probe: 'sysinfo',
+        type: 'neighbours',
+        phase: 'end',
+        processes: null,
+        used_bytes: null,
+        pids: [],
+        reason: 'NVML: Not Supported (3)',
+      },
+    ]);
   });
 
   it('tolerates CRLF line ends and blank lines', () => {

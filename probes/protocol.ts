@@ -34,6 +34,8 @@ const metricRecord = z.looseObject({
   unit: z.string().min(1),
   attrs: z.record(z.string(), scalar).optional(),
   reason: z.string().optional(),
+  /** The per-repetition values behind a median or percentile, in the metric's unit (issue 32). */
+  repeats: z.array(z.number()).optional(),
 });
 const sampleRecord = z.looseObject({
   ...base,
@@ -55,6 +57,22 @@ const errorRecord = z.looseObject({
   message: z.string().min(1),
   code: z.string().optional(),
 });
+/**
+ * Whether other processes used the probe's GPU during its cell (issue 32): NVML's compute
+ * processes on the device, other than cudaprobe and its subjects, right before the probe made
+ * its first context ("start") and right after its work ("end"). processes and used_bytes are
+ * null, with the reason, where NVML cannot say (missing, WSL 2, WDDM's per-process memory,
+ * another PID namespace at the end).
+ */
+const neighboursRecord = z.looseObject({
+  ...base,
+  type: z.literal('neighbours'),
+  phase: z.enum(['start', 'end']),
+  processes: z.number().int().nonnegative().nullable(),
+  used_bytes: z.number().nonnegative().nullable(),
+  pids: z.array(z.number().int().nonnegative()),
+  reason: z.string().optional(),
+});
 const probeListing = z.looseObject({
   ...base,
   type: z.literal('probe'),
@@ -62,13 +80,23 @@ const probeListing = z.looseObject({
   platforms: z.string(),
 });
 
-const record = z.discriminatedUnion('type', [sysinfoRecord, factRecord, metricRecord, sampleRecord, skipRecord, errorRecord, probeListing]);
+const record = z.discriminatedUnion('type', [
+  sysinfoRecord,
+  factRecord,
+  metricRecord,
+  sampleRecord,
+  skipRecord,
+  errorRecord,
+  probeListing,
+  neighboursRecord,
+]);
 
 export type ProbeRecord = z.infer<typeof record>;
 export type SysinfoRecord = z.infer<typeof sysinfoRecord>;
 export type FactRecord = z.infer<typeof factRecord>;
 export type MetricRecord = z.infer<typeof metricRecord>;
 export type SampleRecord = z.infer<typeof sampleRecord>;
+export type NeighboursRecord = z.infer<typeof neighboursRecord>;
 export type Scalar = z.infer<typeof scalar>;
 
 export interface ProtocolProblem {

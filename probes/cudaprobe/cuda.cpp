@@ -156,4 +156,27 @@ nvmlDevice_t nvmlDeviceFor(CUdevice dev, std::string& reason) {
   return h;
 }
 
+bool nvmlComputeProcesses(nvmlDevice_t dev, std::vector<nvmlProcessInfo_t>& out, std::string& reason) {
+  Nvml& n = nvml();
+  if (!n.nvmlDeviceGetComputeRunningProcesses_v3) {
+    reason = "NVML lacks nvmlDeviceGetComputeRunningProcesses_v3";
+    return false;
+  }
+  out.assign(64, nvmlProcessInfo_t{});
+  unsigned int count = static_cast<unsigned int>(out.size());
+  nvmlReturn_t rc = n.nvmlDeviceGetComputeRunningProcesses_v3(dev, &count, out.data());
+  if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+    out.assign(count + 16, nvmlProcessInfo_t{});
+    count = static_cast<unsigned int>(out.size());
+    rc = n.nvmlDeviceGetComputeRunningProcesses_v3(dev, &count, out.data());
+  }
+  if (rc != 0) {
+    reason = n.err(rc);
+    out.clear();
+    return false;
+  }
+  out.resize(count);
+  return true;
+}
+
 }  // namespace cp

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "platform.hpp"
 
@@ -233,5 +234,9 @@ std::string uuidString(const CUuuid& u);  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxx
 // The NVML handle of the same physical GPU as CUDA device `dev` (matched by UUID, since CUDA
 // and NVML may number devices differently). Null with `reason` when NVML or the match fails.
 nvmlDevice_t nvmlDeviceFor(CUdevice dev, std::string& reason);
+
+// The compute processes NVML lists on `dev` (nvmlDeviceGetComputeRunningProcesses_v3, grown once
+// when 64 entries are too few). False, with `reason`, when NVML lacks the call or it fails.
+bool nvmlComputeProcesses(nvmlDevice_t dev, std::vector<nvmlProcessInfo_t>& out, std::string& reason);
 
 }  // namespace cp

@@ -90,6 +90,27 @@ std::string emitMetric(const std::string& probe, const char* name, double value,
   return l.emit();
 }
 
+std::string jsonRepeats(const std::vector<double>& repeats) {
+  std::string out = "[";
+  for (double v : repeats) {
+    if (!std::isfinite(v)) continue;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    if (out.size() > 1) out += ",";
+    out += buf;
+  }
+  return out + "]";
+}
+
+std::string emitMetric(const std::string& probe, const char* name, double value, const char* unit, const Obj& attrs,
+                       const std::vector<double>& repeats) {
+  Line l("metric", probe);
+  l.str("name", name).num("value", value).str("unit", unit);
+  if (!attrs.empty()) l.raw("attrs", attrs.json());
+  l.raw("repeats", jsonRepeats(repeats));
+  return l.emit();
+}
+
 std::string emitMetricNull(const std::string& probe, const char* name, const char* unit, const std::string& reason, const Obj& attrs) {
   Line l("metric", probe);
   l.str("name", name).null("value").str("unit", unit).str("reason", reason);

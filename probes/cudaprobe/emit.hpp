@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cp {
 
@@ -55,6 +56,11 @@ void emitSysinfoBool(const std::string& probe, const char* name, bool value, con
 void emitSysinfoNull(const std::string& probe, const char* name, const std::string& reason);
 // A metric with its unit and the attributes that tell its series apart ({"api":"driver",...}).
 std::string emitMetric(const std::string& probe, const char* name, double value, const char* unit, const Obj& attrs = Obj());
+// The same, with the per-repetition values behind a median or percentile ("repeats", in the
+// metric's unit, %.6g): the measured noise that `value` alone hides. Non-finite ones are left out.
+std::string emitMetric(const std::string& probe, const char* name, double value, const char* unit, const Obj& attrs,
+                       const std::vector<double>& repeats);
+std::string jsonRepeats(const std::vector<double>& repeats);
 std::string emitMetricNull(const std::string& probe, const char* name, const char* unit, const std::string& reason, const Obj& attrs = Obj());
 // A fact: `valueJson` is already JSON (true, false, "on-exit", null); evidence are the raw numbers behind it.
 void emitFact(const std::string& probe, const char* name, const std::string& valueJson, const Obj& evidence = Obj(), const std::string& reason = "");

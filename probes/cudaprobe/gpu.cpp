@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <numeric>
 
 #include "kernels.hpp"
+#include "neighbours.hpp"
 
 namespace cp {
 
@@ -17,6 +19,9 @@ Gpu::Gpu(int device) {
   CU(c.cuDeviceGet(&dev, device));
   CU(c.cuDevicePrimaryCtxRetain(&ctx, dev));
   CU(c.cuCtxSetCurrent(ctx));
+  // The context's own process should now be in NVML's list (the end check relies on it). The
+  // end check comes after this context was released, when the process is rightly not listed.
+  neighboursOwnContext(dev);
   CU(c.cuModuleLoadData(&mod, kKernelsPtx));
   CU(c.cuModuleGetFunction(&noop, mod, "noop"));
   CU(c.cuModuleGetFunction(&spin, mod, "spin"));
@@ -99,6 +104,23 @@ double percentile(std::vector<double> v, double p) {
 double mean(const std::vector<double>& v) {
   if (v.empty()) return NAN;
   return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+std::vector<double> batchPercentiles(const std::vector<double>& v, int batches, double p) {
+  std::vector<double> out;
+  size_t n = v.size(), k = std::min(n, static_cast<size_t>(std::max(batches, 1)));
+  for (size_t i = 0; i < k; ++i) {
+    auto from = v.begin() + static_cast<std::ptrdiff_t>(i * n / k), to = v.begin() + static_cast<std::ptrdiff_t>((i + 1) * n / k);
+    out.push_back(percentile(std::vector<double>(from, to), p));
+  }
+  return out;
+}
+
+std::vector<double> repeatsOf(const std::vector<double>& v) { return v.size() > 200 ? batchPercentiles(v, 20, 50) : v; }
+
+std::vector<double> scaled(std::vector<double> v, double factor) {
+  for (double& x : v) x *= factor;
+  return v;
 }
 
 }  // namespace cp

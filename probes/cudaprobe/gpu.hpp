@@ -61,6 +61,14 @@ double elapsedMs(const Event& a, const Event& b);
 double median(std::vector<double> v);
 double percentile(std::vector<double> v, double p);  // p in [0, 100]
 double mean(const std::vector<double>& v);
+// `p`th percentile of each of `batches` consecutive, near-equal batches of `v` (sizes differ by
+// at most one), in order; fewer batches when `v` has fewer values.
+std::vector<double> batchPercentiles(const std::vector<double>& v, int batches, double p);
+// What a metric's "repeats" carry for the samples behind a median: the samples themselves, or,
+// past 200 of them (to keep the line short), the medians of 20 consecutive equal batches.
+std::vector<double> repeatsOf(const std::vector<double>& v);
+// Each value times `factor` (samples converted to the metric's unit).
+std::vector<double> scaled(std::vector<double> v, double factor);
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMiB = 1024.0 * 1024.0;

@@ -41,6 +41,7 @@
 #include "gpu.hpp"
 #include "judge.hpp"
 #include "kernels.hpp"
+#include "neighbours.hpp"
 #include "probe.hpp"
 #include "process.hpp"
 #include "selftest.hpp"
@@ -69,6 +70,7 @@ bool requireDevice(ProbeContext& ctx) {
     emitSkip(ctx.probe, "device " + std::to_string(ctx.device) + " does not exist (" + std::to_string(count) + " present)");
     return false;
   }
+  neighboursStart(ctx);  // the device is known and no context made yet (cuInit makes none)
   return true;
 }
 
@@ -153,6 +155,7 @@ int run(int argc, char** argv) {
   }
   if (!info) return usage("unknown probe " + ctx.probe + " (cudaprobe list shows the probes)");
   ctx.params.declare(info->name, info->params);
+  int code = cp::kExitRan;
   try {
     for (int i = 3; i < argc; ++i) {
       std::string a = argv[i];
@@ -186,14 +189,18 @@ int run(int argc, char** argv) {
       cp::emitSkip(ctx.probe, std::string("this probe runs on ") + info->platforms + " only");
       return cp::kExitNoDriver;
     }
-    return info->run(ctx);
+    code = info->run(ctx);
   } catch (const cp::UsageError& e) {
     cp::emitError(ctx.probe, e.message, "USAGE");
-    return cp::kExitUsage;
+    code = cp::kExitUsage;
   } catch (const cp::ProbeFailure& e) {
     cp::emitError(ctx.probe, e.message, "PROBE_FAILURE");
-    return cp::kExitProbeFailure;
+    code = cp::kExitProbeFailure;
   }
+  // Right after the probe's work (a failed one too: a neighbour may be why it failed), when its
+  // start check was taken: who else used the GPU meanwhile.
+  cp::neighboursEnd(ctx);
+  return code;
 }
 
 }  // namespace

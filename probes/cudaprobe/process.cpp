@@ -25,6 +25,15 @@
 
 namespace cp {
 
+namespace {
+std::vector<uint64_t>& startedPids() {
+  static std::vector<uint64_t> pids;
+  return pids;
+}
+}  // namespace
+
+const std::vector<uint64_t>& startedChildPids() { return startedPids(); }
+
 void sleepSeconds(double s) {
   if (s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(s));
 }
@@ -156,6 +165,7 @@ bool Child::start(const std::string& exe, const std::vector<std::string>& args,
   in_ = ourIn;
   out_ = ourOut;
   running_ = true;
+  startedPids().push_back(pid_);
   return true;
 }
 
@@ -271,6 +281,7 @@ bool Child::start(const std::string& exe, const std::vector<std::string>& args,
   signal(SIGPIPE, SIG_IGN);  // a subject that died must not kill the sampler on write
   pid_ = static_cast<uint64_t>(pid);
   running_ = true;
+  startedPids().push_back(pid_);
   return true;
 }
 

@@ -59,4 +59,8 @@ Reading systemTotal();
 
 void sleepSeconds(double s);
 
+// The pids of every child this process started (Child::start), for telling them from other
+// users of the GPU (neighbours.hpp).
+const std::vector<uint64_t>& startedChildPids();
+
 }  // namespace cp

@@ -3,11 +3,13 @@
 #include <cmath>
 
 #include "cuda.hpp"
+#include "neighbours.hpp"
 #include "winmem.hpp"
 
 namespace cp {
 
 SubjectProc::SubjectProc(ProbeContext& ctx, const std::vector<std::pair<std::string, std::string>>& env) {
+  neighboursStart(ctx);  // before the first subject makes a context: every process listed is another's
   std::string error;
   if (!child_.start(ctx.self, {"subject", "--device", std::to_string(ctx.device)}, env, error)) {
     startError = "could not start the subject: " + error;
@@ -92,24 +94,10 @@ Reading Sampler::nvmlProcessUsed(uint64_t pid) {
     r.reason = nvmlReason_;
     return r;
   }
-  Nvml& n = nvml();
-  if (!n.nvmlDeviceGetComputeRunningProcesses_v3) {
-    r.reason = "NVML lacks nvmlDeviceGetComputeRunningProcesses_v3";
-    return r;
-  }
-  std::vector<nvmlProcessInfo_t> infos(64);
-  unsigned int count = static_cast<unsigned int>(infos.size());
-  nvmlReturn_t rc = n.nvmlDeviceGetComputeRunningProcesses_v3(static_cast<nvmlDevice_t>(nvmlDevice_), &count, infos.data());
-  if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-    infos.resize(count + 16);
-    count = static_cast<unsigned int>(infos.size());
-    rc = n.nvmlDeviceGetComputeRunningProcesses_v3(static_cast<nvmlDevice_t>(nvmlDevice_), &count, infos.data());
-  }
-  if (rc != 0) {
-    r.reason = n.err(rc);
-    return r;
-  }
-  for (unsigned int i = 0; i < count; ++i) {
+  std::vector<nvmlProcessInfo_t> infos;
+  if (!nvmlComputeProcesses(static_cast<nvmlDevice_t>(nvmlDevice_), infos, r.reason)) return r;
+  const size_t count = infos.size();
+  for (size_t i = 0; i < count; ++i) {
     if (infos[i].pid != pid) continue;
     if (infos[i].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE) {
       r.reason = "NVML reports per-process memory as NOT_AVAILABLE (always so under WDDM, where Windows manages the memory)";

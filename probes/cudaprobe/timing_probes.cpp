@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -106,20 +107,25 @@ int transferBandwidth(ProbeContext& ctx) {
     c.cuMemFree_v2(dev);
     cuCheck(rc, "cuMemHostAlloc");
   }
-  // Pageable memory, touched first so that page faults are not timed.
+  // Pageable memory, touched first so that page faults are not timed; the second buffer is the
+  // host control's destination (host_memcpy_gbps), allocated and touched the same way.
   void* pageable = std::malloc(maxBytes);
+  void* pageable2 = std::malloc(maxBytes);
   struct Cleanup {
     CUdeviceptr d;
     void* p;
     void* h;
+    void* h2;
     ~Cleanup() {
       cuda().cuMemFree_v2(d);
       cuda().cuMemFreeHost(p);
       std::free(h);
+      std::free(h2);
     }
-  } cleanup{dev, pinned, pageable};
-  if (!pageable) throw ProbeFailure{"malloc of the pageable buffer failed"};
+  } cleanup{dev, pinned, pageable, pageable2};
+  if (!pageable || !pageable2) throw ProbeFailure{"malloc of the pageable buffers failed"};
   std::memset(pageable, 1, maxBytes);
+  std::memset(pageable2, 2, maxBytes);
   std::memset(pinned, 1, maxBytes);
 
   Stream st;
@@ -148,6 +154,31 @@ int transferBandwidth(ProbeContext& ctx) {
       std::map<std::string, double> gbps;
       // The idle card's series keep the attrs they always had; the filled ones carry fill_percent.
       auto withFill = [&](Obj o) { return fill > 0 ? o.num("fill_percent", fill) : o; };
+      if (fill == 0) {
+        // The host control (issue 32): the same size memcpy'd between two pageable buffers, timed on
+        // the host clock. A slower host (memory bandwidth, a busy neighbour) slows the pageable
+        // copies too, so a verdict can tell a host change from a driver's.
+        std::vector<double> hostRates;
+        volatile unsigned char sink = 0;
+        for (int i = 0; i < warmup + reps; ++i) {
+          auto t0 = std::chrono::steady_clock::now();
+          std::memcpy(pageable2, pageable, bytes);
+          auto t1 = std::chrono::steady_clock::now();
+          sink = sink + static_cast<unsigned char*>(pageable2)[bytes - 1];  // the copy is used: not elided
+          double s = std::chrono::duration<double>(t1 - t0).count();
+          if (i >= warmup) hostRates.push_back(s > 0 ? static_cast<double>(bytes) / s / 1e9 : NAN);
+        }
+        std::vector<double> finite;
+        for (double r : hostRates) {
+          if (std::isfinite(r)) finite.push_back(r);
+        }
+        if (finite.empty()) {
+          emitMetricNull(ctx.probe, "host_memcpy_gbps", "GB/s", "every copy took less than the host clock's step",
+                         Obj().num("size_bytes", static_cast<double>(bytes)));
+        } else {
+          emitMetric(ctx.probe, "host_memcpy_gbps", median(finite), "GB/s", Obj().num("size_bytes", static_cast<double>(bytes)), repeatsOf(finite));
+        }
+      }
       for (const char* dir : {"h2d", "d2h"}) {
         for (const char* mem : {"pageable", "pinned"}) {
           void* host = std::strcmp(mem, "pinned") == 0 ? pinned : pageable;
@@ -163,8 +194,11 @@ int transferBandwidth(ProbeContext& ctx) {
           }
           double rate = static_cast<double>(bytes) / (median(ms) / 1000.0) / 1e9;
           gbps[std::string(dir) + mem] = rate;
+          // The repeats: each timed copy's own rate (the value stays the rate of the median time).
+          std::vector<double> rates;
+          for (double t : ms) rates.push_back(static_cast<double>(bytes) / (t / 1000.0) / 1e9);
           emitMetric(ctx.probe, "bandwidth_gbps", rate, "GB/s",
-                     withFill(Obj().str("direction", dir).str("memory", mem).num("size_bytes", static_cast<double>(bytes))));
+                     withFill(Obj().str("direction", dir).str("memory", mem).num("size_bytes", static_cast<double>(bytes))), repeatsOf(rates));
           if (std::strcmp(mem, "pinned") == 0 && fill == 0) pinnedBest[dir] = std::max(pinnedBest[dir], rate);
           if (std::strcmp(mem, "pinned") == 0 && bytes == maxBytes) (fill == 0 ? largestIdle : largestFilled)[dir] = rate;
         }
@@ -249,8 +283,8 @@ int eventTiming(ProbeContext& ctx) {
       distinct.insert(ms * 1000.0);
     }
     Obj attrs = Obj().num("target_us", target);
-    emitMetric(ctx.probe, "elapsed_us", median(eventUs), "us", attrs);
-    emitMetric(ctx.probe, "host_elapsed_us", median(hostUs), "us", attrs);
+    emitMetric(ctx.probe, "elapsed_us", median(eventUs), "us", attrs, repeatsOf(eventUs));
+    emitMetric(ctx.probe, "host_elapsed_us", median(hostUs), "us", attrs, repeatsOf(hostUs));
   }
   // The smallest step between distinct elapsed times: the events' effective resolution.
   double step = INFINITY;
@@ -307,8 +341,10 @@ int eventHostGap(ProbeContext& ctx) {
     }
     Obj attrs = Obj().str("flush", flush).num("sleep_ms", sleepMs);
     double e = median(eventMs), h = median(hostMs);
-    emitMetric(ctx.probe, "elapsed_ms", e, "ms", attrs);
-    emitMetric(ctx.probe, "host_gap_ms", h, "ms", attrs);
+    // Repeats for the two medians; the ratio is one of medians and the minimum an extreme, so
+    // per-round values would describe other statistics: they have none.
+    emitMetric(ctx.probe, "elapsed_ms", e, "ms", attrs, repeatsOf(eventMs));
+    emitMetric(ctx.probe, "host_gap_ms", h, "ms", attrs, repeatsOf(hostMs));
     emitMetric(ctx.probe, "elapsed_min_ms", *std::min_element(eventMs.begin(), eventMs.end()), "ms", attrs);
     emitMetric(ctx.probe, "elapsed_host_ratio", e / h, "ratio", attrs);
     ratios[flush] = e / h;
@@ -349,9 +385,19 @@ int syncLatency(ProbeContext& ctx) {
     us.push_back((nowSeconds() - t0) * 1e6);
   }
   Obj attrs = Obj().num("iterations", iterations);
-  emitMetric(ctx.probe, "p50_us", percentile(us, 50), "us", attrs);
-  emitMetric(ctx.probe, "p99_us", percentile(us, 99), "us", attrs);
-  emitMetric(ctx.probe, "mean_us", mean(us), "us", attrs);
+  // The repeats: the iterations in 10 consecutive batches, and each batch's own p50 / p99 / mean
+  // (10000 raw values would make a line of 100 KB). mean_us's batch means average to its value, so
+  // their spread is its noise. min_us has none: a batch's minimum is the minimum of a tenth of the
+  // iterations, a statistic biased above the value, not a repetition of it.
+  std::vector<double> batchMeans;
+  for (size_t i = 0; i < 10; ++i) {
+    size_t n = us.size();
+    batchMeans.push_back(mean(std::vector<double>(us.begin() + static_cast<std::ptrdiff_t>(i * n / 10),
+                                                  us.begin() + static_cast<std::ptrdiff_t>((i + 1) * n / 10))));
+  }
+  emitMetric(ctx.probe, "p50_us", percentile(us, 50), "us", attrs, batchPercentiles(us, 10, 50));
+  emitMetric(ctx.probe, "p99_us", percentile(us, 99), "us", attrs, batchPercentiles(us, 10, 99));
+  emitMetric(ctx.probe, "mean_us", mean(us), "us", attrs, batchMeans);
   emitMetric(ctx.probe, "min_us", *std::min_element(us.begin(), us.end()), "us", attrs);
   return kExitRan;
 }
@@ -413,13 +459,13 @@ int streamPriority(ProbeContext& ctx) {
     prioRatio.push_back(p.highDoneMs / p.longDoneMs);
     equalRatio.push_back(e.highDoneMs / e.longDoneMs);
   }
-  emitMetric(ctx.probe, "high_done_ms", median(prioHigh), "ms", Obj().str("mode", "priority"));
-  emitMetric(ctx.probe, "long_done_ms", median(prioLong), "ms", Obj().str("mode", "priority"));
-  emitMetric(ctx.probe, "high_done_ms", median(eqHigh), "ms", Obj().str("mode", "equal"));
-  emitMetric(ctx.probe, "long_done_ms", median(eqLong), "ms", Obj().str("mode", "equal"));
+  emitMetric(ctx.probe, "high_done_ms", median(prioHigh), "ms", Obj().str("mode", "priority"), repeatsOf(prioHigh));
+  emitMetric(ctx.probe, "long_done_ms", median(prioLong), "ms", Obj().str("mode", "priority"), repeatsOf(prioLong));
+  emitMetric(ctx.probe, "high_done_ms", median(eqHigh), "ms", Obj().str("mode", "equal"), repeatsOf(eqHigh));
+  emitMetric(ctx.probe, "long_done_ms", median(eqLong), "ms", Obj().str("mode", "equal"), repeatsOf(eqLong));
   double pr = median(prioRatio), er = median(equalRatio);
-  emitMetric(ctx.probe, "high_done_ratio", pr, "ratio", Obj().str("mode", "priority"));
-  emitMetric(ctx.probe, "high_done_ratio", er, "ratio", Obj().str("mode", "equal"));
+  emitMetric(ctx.probe, "high_done_ratio", pr, "ratio", Obj().str("mode", "priority"), repeatsOf(prioRatio));
+  emitMetric(ctx.probe, "high_done_ratio", er, "ratio", Obj().str("mode", "equal"), repeatsOf(equalRatio));
   Obj ev = Obj().num("ratio_priority", pr).num("ratio_equal", er).integer("least", least).integer("greatest", greatest);
   if (pr <= 0.5 && er - pr >= 0.25) emitFact(ctx.probe, "honoured", "true", ev);
   else if (er <= 0.5) emitFact(ctx.probe, "honoured", "null", ev, "the short kernel finished early at equal priority too: this test cannot tell");
@@ -478,10 +524,12 @@ int cudaGraph(ProbeContext& ctx) {
   }
   double g = median(graphUs), p = median(plainUs);
   Obj attrs = Obj().num("kernels", kernels);
-  emitMetric(ctx.probe, "graph_us", g, "us", attrs);
-  emitMetric(ctx.probe, "plain_us", p, "us", attrs);
-  emitMetric(ctx.probe, "graph_per_kernel_us", g / kernels, "us", attrs);
-  emitMetric(ctx.probe, "plain_per_kernel_us", p / kernels, "us", attrs);
+  // Repeats per launch (per kernel: the same divided by kernels); the speed-up is a ratio of
+  // medians and has none.
+  emitMetric(ctx.probe, "graph_us", g, "us", attrs, repeatsOf(graphUs));
+  emitMetric(ctx.probe, "plain_us", p, "us", attrs, repeatsOf(plainUs));
+  emitMetric(ctx.probe, "graph_per_kernel_us", g / kernels, "us", attrs, repeatsOf(scaled(graphUs, 1.0 / kernels)));
+  emitMetric(ctx.probe, "plain_per_kernel_us", p / kernels, "us", attrs, repeatsOf(scaled(plainUs, 1.0 / kernels)));
   emitMetric(ctx.probe, "graph_speedup", p / g, "ratio", attrs);
   emitFact(ctx.probe, "supported", "true", Obj().num("graph_us", g).num("plain_us", p).num("kernels", kernels));
   return kExitRan;
