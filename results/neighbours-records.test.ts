@@ -1,8 +1,9 @@
 /**
  * Issue 32 adds two things to what cudaprobe prints: `neighbours` records (who else used the GPU
  * during a cell) and metrics' `repeats`. Every consumer of a cell's records must take them
- * without error; those that do not show them yet (verdicts, the console, JUnit, behaviour
- * records) render exactly what they rendered without them.
+ * without error; those that do not show them (verdicts, the console, JUnit) render exactly what
+ * they rendered without them, and a behaviour record keeps them (its `shared` cells, its
+ * metrics' repeats) and nothing else changes.
  */
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -71,13 +72,19 @@ describe('neighbours records and repeats in a run', () => {
     expect(parseProbeOutput(`${lines.join('\n')}\n`).problems).toEqual([]);
   });
 
-  it('leave the verdicts, the console, JUnit and the behaviour records as they were', async () => {
+  it('leave the verdicts, the console and JUnit as they were; the behaviour record keeps them and changes nothing else', async () => {
     const verdicts = (events: RunEvent[]) => summarize(events).targets.flatMap((t) => t.verdicts);
     expect(verdicts(plain).length).toBeGreaterThan(10);
     expect(verdicts(withNeighbours)).toEqual(verdicts(plain));
     expect(await consoleText(withNeighbours)).toBe(await consoleText(plain));
     expect(junitXml(summarize(withNeighbours))).toBe(junitXml(summarize(plain)));
-    expect(recordsFromEvents(withNeighbours, {})).toEqual(recordsFromEvents(plain, {}));
+    const [kept] = recordsFromEvents(withNeighbours, {});
+    const passed = plain.filter((e): e is CellEndEvent => e.type === 'cell-end' && e.status === 'passed');
+    expect(kept!.shared?.map((c) => c.probe).sort()).toEqual(passed.map((c) => c.probe).sort());
+    expect(kept!.shared?.[0]).toMatchObject({ processes: 1, usedBytes: 1048576, pids: [4242] });
+    expect(kept!.metrics.some((m) => m.repeats?.length === 2)).toBe(true);
+    const { shared: _, ...rest } = kept!;
+    expect({ ...rest, metrics: rest.metrics.map(({ repeats: __, ...m }) => m) }).toEqual(recordsFromEvents(plain, {})[0]);
   });
 
   it('are in the JSON summary, which carries the cells’ records', () => {
