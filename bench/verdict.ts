@@ -8,7 +8,8 @@
  *   - sync latency 50 % higher (p50, p99, mean and min),
  *   - one fact with another value (pinned-release.released).
  * The peer, for the same pairs: the verdict before issue 32 (the catalogue's tolerance alone
- * decides), which is what the records' own calibration table predicted.
+ * decides), which is what the records' own calibration table predicted. And as `gate` judges: each
+ * run (not one that shared the GPU) against all the others of its key and driver.
  *
  *   pnpm bench:verdict [--records DIR] [--out FILE]
  *
@@ -88,10 +89,18 @@ const injections: Injection[] = [
   },
 ];
 
-function doctor(r: BehaviourRecord, inj: Injection): BehaviourRecord | null {
+/** The record with one known change, or null where it has nothing to change or `a` nothing to compare it with. */
+function doctor(a: BehaviourRecord, r: BehaviourRecord, inj: Injection): BehaviourRecord | null {
   const copy = structuredClone(r);
   copy.id = `${r.id.slice(0, 12)}d0c7`;
-  return inj.edit(copy) ? copy : null;
+  if (!inj.edit(copy)) return null;
+  // Comparable only where a has what was changed (an opt-in run's record has no copies).
+  const touched = new Set([
+    ...copy.metrics.filter((m, i) => m.value !== r.metrics[i]!.value).map((m) => m.name),
+    ...Object.keys(copy.facts).filter((n) => copy.facts[n]!.value !== r.facts[n]!.value),
+  ]);
+  const has = [...touched].some((n) => n in a.facts || a.metrics.some((m) => m.name === n));
+  return has ? copy : null;
 }
 
 /** The verdict before issue 32: the catalogue's tolerance alone (no history, no repetitions). */
@@ -114,6 +123,8 @@ const changes = (p: PairDiff) => [
 interface PairResult {
   a: string;
   b: string;
+  /** b shared the GPU with another process (the neighbour run). */
+  shared: boolean;
   changed: boolean;
   oldChanged: boolean;
   undecided: number;
@@ -128,14 +139,17 @@ for (let i = 0; i < records.length; i++) {
     const d = diffRecords(a, b, { history });
     const p = d.pairs[0]!;
     const caught: Record<string, boolean> = {};
+    // A run that shared the GPU is not judged (its moves are said, not called the driver's): injected there, nothing is caught, as it should be.
+    const shared = (b.shared ?? []).some((c) => c.processes > 0);
     for (const inj of injections) {
-      const bad = doctor(b, inj);
+      const bad = shared ? null : doctor(a, b, inj);
       if (!bad) continue;
       caught[inj.name] = diffRecords(a, bad, { history }).changed;
     }
     pairs.push({
       a: a.id.slice(0, 8),
       b: b.id.slice(0, 8),
+      shared,
       changed: d.changed,
       oldChanged: oldVerdict(a, b),
       undecided: p.metricTally.undecided,
@@ -145,25 +159,57 @@ for (let i = 0; i < records.length; i++) {
   }
 }
 
+// As `cudamatrix gate` judges a run: against every other run of its key and driver (their mean,
+// their noise), each record in turn, the unchanged one and each injected change.
+const gate: { id: string; changed: boolean; caught: Record<string, boolean> }[] = [];
+for (const b of records) {
+  if ((b.shared ?? []).some((c) => c.processes > 0)) continue;
+  const others = records.filter((r) => r !== b);
+  const caught: Record<string, boolean> = {};
+  for (const inj of injections) {
+    const bad = doctor(
+      others.find((r) => r.metrics.length > 100)!,
+      b,
+      inj,
+    );
+    if (bad) caught[inj.name] = diffRecords(others, bad, { history: others }).changed;
+  }
+  gate.push({ id: b.id.slice(0, 8), changed: diffRecords(others, b, { history: others }).changed, caught });
+}
+const gateCount = (f: (g: (typeof gate)[number]) => boolean) => gate.filter(f).length;
+
 const count = (f: (p: PairResult) => boolean) => pairs.filter(f).length;
 const rows: string[][] = [
   [
-    'pairs of one driver called changed (false changes)',
+    'one driver called changed (false changes)',
     `${count((p) => p.changed)} of ${pairs.length}`,
     `${count((p) => p.oldChanged)} of ${pairs.length}`,
+    `${gateCount((g) => g.changed)} of ${gate.length}`,
   ],
   ...injections.map((inj) => [
     `caught: ${inj.name}`,
     `${count((p) => p.caught[inj.name] === true)} of ${count((p) => inj.name in p.caught)}`,
     '',
+    `${gateCount((g) => g.caught[inj.name] === true)} of ${gateCount((g) => inj.name in g.caught)}`,
   ]),
-  ['series too noisy to tell, per pair (median)', String(pairs.map((p) => p.undecided).sort((x, y) => x - y)[pairs.length >> 1] ?? 0), ''],
+  [
+    'the newer run shared the GPU (said, not judged)',
+    `${count((p) => p.shared)} of ${pairs.length}`,
+    `${count((p) => p.shared && p.oldChanged)} called changed`,
+    '',
+  ],
+  [
+    'series too noisy to tell, per pair (median)',
+    String(pairs.map((p) => p.undecided).sort((x, y) => x - y)[pairs.length >> 1] ?? 0),
+    '',
+    '',
+  ],
 ];
 console.log(`bench/verdict: ${records.length} records of ${key} (${dir}), ${pairs.length} pairs\n`);
-console.log(formatTable(['', 'now', 'catalogue tolerance alone (before)'], rows));
+console.log(formatTable(['', 'pairs (diff)', 'pairs, catalogue tolerance alone (before)', 'each run against the others (gate)'], rows));
 for (const p of pairs.filter((x) => x.changed)) console.log(`\nfalse change ${p.a} -> ${p.b}:\n  ${p.falseChanges.join('\n  ')}`);
 for (const inj of injections)
   for (const p of pairs.filter((x) => x.caught[inj.name] === false)) console.log(`missed ${inj.name}: ${p.a} -> ${p.b}`);
 mkdirSync(path.dirname(out), { recursive: true });
-writeFileSync(out, `${JSON.stringify({ bench: 'verdict', records: dir, key, pairs }, null, 2)}\n`);
+writeFileSync(out, `${JSON.stringify({ bench: 'verdict', records: dir, key, pairs, gate }, null, 2)}\n`);
 console.log(`\nwrote ${out}`);

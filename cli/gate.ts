@@ -46,6 +46,7 @@ export interface TargetVerdict {
   key: string;
   driver: string;
   status: GateStatus;
+  /** The driver judged against, how many records of it there are, and how many runs of the newest kernel's are its mean. */
   baseline: { driver: string; records: number; runs: number; from: string } | null;
   reasons: GateReason[];
 }
@@ -185,7 +186,7 @@ export async function gateCommand(run: string, opts: GateOptions): Promise<numbe
   const lines: string[] = [];
   for (const v of verdicts) {
     lines.push(
-      `${v.target}: ${v.status.toUpperCase()}  ${v.key}${v.baseline ? ` against driver ${v.baseline.driver} (${plural(v.baseline.runs, 'run')}, ${v.baseline.from})` : ''}`,
+      `${v.target}: ${v.status.toUpperCase()}  ${v.key}${v.baseline ? ` against driver ${v.baseline.driver} (${plural(v.baseline.records, 'record')} in ${v.baseline.from}; ${plural(v.baseline.runs, 'run')} of its newest kernel the baseline)` : ''}`,
     );
     for (const r of v.reasons) lines.push(`  ${r.fails ? '✗' : '·'} ${r.message}`);
   }

@@ -593,7 +593,9 @@ const transferBandwidth: ProbeSpec = {
       unit: 'GB/s',
       description: 'Copy bandwidth (attrs: direction h2d|d2h, memory pageable|pinned, size_bytes)',
       tolerance: [
-        { where: { memory: 'pinned', size_bytes: { below: 16 * MiB } }, relative: 0.1 },
+        // 1 MiB copies are latency-bound: 6.7 % apart between the first four H200 runs, 10.7 %
+        // (with 90 % of VRAM filled) between runs of 2026-12-02 and 2026-12-04.
+        { where: { memory: 'pinned', size_bytes: { below: 16 * MiB } }, relative: 0.15 },
         { where: { memory: 'pinned' }, relative: 0.03 },
         { relative: 0.45 },
       ],

@@ -309,12 +309,13 @@ interface PairSamples {
   series: number;
 }
 
-/** Each record's value of a series (those without it left out). */
+/** Each record's value of a series (those without it left out, and those whose cell shared the GPU: no run-to-run noise of the driver's). */
 function seriesValues(k: string, records: readonly BehaviourRecord[]): number[] {
   const out: number[] = [];
+  const probe = k.slice(0, k.indexOf('.'));
   for (const r of records) {
     const at = shapeOf(r.metrics).get(k);
-    if (!at) continue;
+    if (!at || r.shared?.some((c) => c.probe === probe && c.processes > 0)) continue;
     const v = valueAt(r.metrics, at);
     if (v !== null) out.push(v);
   }
@@ -432,7 +433,9 @@ export function noiseText(m: MetricComparison): string {
         : 'noise not measured (no earlier runs of this key, no repetitions)';
   const explained =
     m.explained?.by === 'host'
-      ? `; its host control ${m.explained.control} moved ${pct(m.explained.move)} with it: the host's, not the driver's`
+      ? CONTROL_SERIES.has(m.name)
+        ? "; a host control: the host's, not the driver's"
+        : `; its host control ${m.explained.control} moved ${pct(m.explained.move)} with it: the host's, not the driver's`
       : m.explained?.by === 'shared'
         ? `; ${m.explained.processes} other process${m.explained.processes === 1 ? '' : 'es'} used the GPU during its cell: not called the driver's`
         : '';
@@ -454,7 +457,11 @@ const HOST_CONTROLS: { series: string; where: Record<string, Scalar>; control: s
   },
 ];
 
+/** The controls themselves: what the host does, never a change of the driver. */
+const CONTROL_SERIES = new Set(HOST_CONTROLS.map((c) => c.control));
+
 function hostControl(m: MetricComparison, ra: BehaviourRecord, rb: BehaviourRecord): MetricComparison['explained'] | undefined {
+  if (CONTROL_SERIES.has(m.name)) return { by: 'host', control: seriesText(m.name, m.attrs), move: m.move ?? 0 };
   if (m.a === null || m.b === null || m.a <= 0 || m.b <= 0) return undefined;
   for (const c of HOST_CONTROLS) {
     if (c.series !== m.name || Object.entries(c.where).some(([k, v]) => m.attrs[k] !== v)) continue;
@@ -585,13 +592,18 @@ export function diffPair(
   const runsB = context.runsB?.length ? context.runsB : [rb];
   const inSides = new Set([...runsA, ...runsB, ra, rb].map((r) => r.id));
   const groupsBy = new Map<string, Map<string, BehaviourRecord>>();
+  const perKernel = new Map<string, number>();
   const segment = segmentsOf(context.history ?? []);
   for (const r of context.history ?? []) {
     if (inSides.has(r.id) || r.metrics.length === 0) continue;
-    const g = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}\u0000${segment.get(r) ?? 0}`;
+    // At most HISTORY_PER_DRIVER of each driver and kernel, in the order given (newest first).
+    const kernel = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}`;
+    const g = `${kernel}\u0000${segment.get(r) ?? 0}`;
     let group = groupsBy.get(g);
+    if (group?.has(r.id) || (perKernel.get(kernel) ?? 0) >= HISTORY_PER_DRIVER) continue;
     if (!group) groupsBy.set(g, (group = new Map()));
-    if (!group.has(r.id) && group.size < HISTORY_PER_DRIVER) group.set(r.id, r);
+    group.set(r.id, r);
+    perKernel.set(kernel, (perKernel.get(kernel) ?? 0) + 1);
   }
   let series = 0;
   for (const k of shapeA.keys()) if (shapeB === shapeA || shapeB.has(k)) series++;
@@ -672,9 +684,17 @@ export function seriesText(name: string, attrs: Record<string, Scalar> | undefin
     : name;
 }
 
-/** The one compared first: a record with facts before one without (a run of sysinfo alone must not hide a full one), then the newest. */
+/** Whether any cell of a record shared the GPU with another process. */
+const sharedRun = (r: BehaviourRecord): boolean => r.shared !== undefined && r.shared.some((c) => c.processes > 0);
+
+/**
+ * The one compared first: a record with facts before one without (a run of sysinfo alone must
+ * not hide a full one), one that had the GPU alone before one that shared it (a neighbour's
+ * numbers must not be the baseline), then the newest.
+ */
 export const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
   Number(hasFacts(y)) - Number(hasFacts(x)) ||
+  Number(sharedRun(x)) - Number(sharedRun(y)) ||
   (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
 
 /** One key's records (newest first) as the one diff compares: the newest, with each probe from the newest that measured it; and the records it took. */
@@ -694,10 +714,24 @@ function composed(list: BehaviourRecord[]): { record: BehaviourRecord; used: Set
   };
 }
 
-/** Of records read for diff: those it compares in full (each key's newest and its probes' newest records, as diffRecords takes them). */
+/**
+ * Of records read for diff: those it needs in full. Each key's newest and its probes' newest
+ * records (as diffRecords compares them), and the runs that measure the key's noise: the newest
+ * HISTORY_PER_DRIVER of each driver and kernel (diffPair takes no more).
+ */
 export function comparedRecords(records: BehaviourRecord[]): Set<BehaviourRecord> {
   const out = new Set<BehaviourRecord>();
-  for (const list of byKey(records).values()) for (const r of composed(list).used) out.add(r);
+  for (const list of byKey(records).values()) {
+    for (const r of composed(list).used) out.add(r);
+    const taken = new Map<string, number>();
+    for (const r of list) {
+      const kernel = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}`;
+      const n = taken.get(kernel) ?? 0;
+      if (n >= HISTORY_PER_DRIVER) continue;
+      out.add(r);
+      taken.set(kernel, n + 1);
+    }
+  }
   return out;
 }
 
@@ -769,7 +803,9 @@ export function diffRecords(
   const older = (newest: BehaviourRecord, r: BehaviourRecord) =>
     !hasFacts(r) && hasFacts(newest)
       ? `an observation of this key without facts; the newest with facts (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`
-      : `an older observation of this key; the newest (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`;
+      : sharedRun(r) && !sharedRun(newest)
+        ? `a run that shared the GPU with other processes; the newest that had it alone (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`
+        : `an older observation of this key; the newest (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`;
   for (const [key, la] of ga) {
     const lb = gb.get(key);
     if (!lb) {
@@ -781,9 +817,11 @@ export function diffRecords(
     // Each side's runs of the compared driver, whole (a folder's digests are read whole in the
     // history where it has them); the key's other runs in the history measure its noise.
     const whole = new Map((gh.get(key) ?? []).map((r) => [r.id, r]));
+    // A side's runs: its records of the compared record's driver and kernel (a kernel moves some
+    // numbers: runs of another are the key's history, a group of their own, not this side's).
     const runsOf = (list: BehaviourRecord[], compared: BehaviourRecord) =>
       list
-        .filter((r) => r.key.driver === compared.key.driver)
+        .filter((r) => r.key.driver === compared.key.driver && r.sysinfo.kernel === compared.sysinfo.kernel && !sharedRun(r))
         .map((r) => (r.metrics.length ? r : whole.get(r.id)))
         .filter((r): r is BehaviourRecord => r !== undefined && r.metrics.length > 0)
         .slice(0, HISTORY_PER_DRIVER);
@@ -791,7 +829,7 @@ export function diffRecords(
     const runsB = runsOf(lb, cb.record);
     // A single run per side stands as the compared (composed) record itself.
     const pair = diffPair(ca.record, cb.record, options.all ?? false, {
-      history: gh.get(key) ?? [],
+      history: [...la, ...lb, ...(gh.get(key) ?? [])],
       runsA: runsA.length > 1 ? runsA : [ca.record],
       runsB: runsB.length > 1 ? runsB : [cb.record],
     });

@@ -59,6 +59,8 @@ export interface SharedCell {
   /** Their device memory, where NVML says (null under WDDM). */
   usedBytes: number | null;
   pids: number[];
+  /** The cell took no look itself (runtime-init); others were seen in the run's other cells. */
+  inferred?: true;
 }
 
 export interface RecordedSample {
@@ -176,9 +178,16 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
     const samples: RecordedSample[] = [];
     const shared: SharedCell[] = [];
     const cells: CellEndEvent[] = t.cells.filter((c) => c.planned);
+    const seen = cells.map(sharedDuring);
+    // A cell that took no look (sysinfo, runtime-init: cudaprobe lists no processes there) in a
+    // run whose other cells saw others ran beside them too: the run's most, marked inferred.
+    const most = seen.reduce<SharedCell | null>((m, s) => (s?.processes && (!m || s.processes > m.processes) ? s : m), null);
+    cells.forEach((c, i) => {
+      const s = seen[i];
+      if (s?.processes) shared.push(s);
+      else if (s === undefined && most && c.status === 'passed') shared.push({ ...most, probe: c.probe, inferred: true });
+    });
     for (const c of cells) {
-      const others = sharedDuring(c);
-      if (others) shared.push(others);
       for (const r of c.records) {
         if (r.type === 'fact')
           facts[`${c.probe}.${r.name}`] = {
@@ -241,11 +250,17 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
   return records;
 }
 
-/** Whether another process used the GPU during a cell: cudaprobe's neighbours lines (start and end of the probe), the most seen at once. */
-function sharedDuring(c: CellEndEvent): SharedCell | null {
-  let most: SharedCell | null = null;
+/**
+ * Whether another process used the GPU during a cell: cudaprobe's neighbours lines (start and
+ * end of the probe), the most seen at once; null when it looked and saw none, undefined when it
+ * did not look (no neighbours line: an older cudaprobe, or a probe that takes no look).
+ */
+function sharedDuring(c: CellEndEvent): SharedCell | null | undefined {
+  let most: SharedCell | null | undefined;
   for (const r of c.records as readonly { type: string; processes?: unknown; used_bytes?: unknown; pids?: unknown }[]) {
-    if (r.type !== 'neighbours' || typeof r.processes !== 'number' || r.processes <= 0) continue;
+    if (r.type !== 'neighbours') continue;
+    most ??= null;
+    if (typeof r.processes !== 'number' || r.processes <= 0) continue;
     if (!most || r.processes > most.processes)
       most = {
         probe: c.probe,

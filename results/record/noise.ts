@@ -6,10 +6,10 @@
  */
 
 /** The chance, per pair of runs with nothing changed, that any of its series is called changed. */
-export const FAMILY_ERROR = 0.01;
+export const FAMILY_ERROR = 0.05;
 
-/** Of a key's records, at most this many per driver are taken as its run-to-run history (the newest). */
-export const HISTORY_PER_DRIVER = 8;
+/** Of a key's records, at most this many per driver (and per kernel) are taken as its run-to-run history: the newest. */
+export const HISTORY_PER_DRIVER = 16;
 
 /** Repetitions fewer than this say nothing usable about a median's noise. */
 const MIN_REPEATS = 5;

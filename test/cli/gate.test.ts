@@ -59,12 +59,13 @@ describe('cudamatrix gate', () => {
     const r = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', records, '--json', out]);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(
-      /^local: PASS {2}linux · NVIDIA H200 · 580\.159\.04 · Ubuntu 24\.04\.3 LTS · in docker against driver 580\.159\.04 \(\d+ runs, /,
+      /^local: PASS {2}linux · NVIDIA H200 · 580\.159\.04 · Ubuntu 24\.04\.3 LTS · in docker against driver 580\.159\.04 \(\d+ records in /,
     );
     expect(r.stdout).toContain('Gate: pass\n');
     const json = JSON.parse(readFileSync(out, 'utf8'));
     expect(json).toMatchObject({ schema: 'cudamatrix-gate/1', status: 'pass', healthy: true });
-    expect(json.targets[0].baseline.runs).toBeGreaterThanOrEqual(6);
+    expect(json.targets[0].baseline.records).toBeGreaterThanOrEqual(12);
+    expect(json.targets[0].baseline.runs).toBeGreaterThanOrEqual(3);
   });
 
   it('the same run with pinned bandwidth halved: changed (exit 1), each series with its evidence', async () => {
