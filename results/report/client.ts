@@ -264,7 +264,7 @@ export const CLIENT_SCRIPT =
   var changed = D.changes.filter(function (ch) { return ch.facts.length || ch.cells.length || ch.series.length; });
   if (!D.changes.length) root.appendChild(el('p', {}, ['None: no environment and GPU (with the same OS and container) has records of two driver versions.']));
   else root.appendChild(el('p', {}, [(changed.length ? '' : 'None: every driver has the facts, cell outcomes and metrics (within their noise) of the driver before it. ') +
-    'Per environment, GPU, OS and container with records of two or more drivers: each driver\'s column against the previous driver\'s, by cudamatrix diff\'s engine. Each column is compared as one record (each probe from its newest record, as the column shows it); a metric with several runs in a column as their geometric mean, its noise measured from the runs of both columns. Every metric of the columns\' shown records is compared; their other records add their key metrics to the runs.']));
+    'Per environment, GPU, OS and container with records of two or more drivers: each driver\'s column against the previous driver\'s, by cudamatrix diff\'s engine. Each column is compared as one record (each probe from its newest record, as the column shows it); a metric with several runs in a column as their geometric mean, its noise measured from the runs of both columns. Every fact and cell outcome is compared; of the metrics, the series of the key metrics (every attribute, e.g. every transfer size).']));
   D.changes.forEach(function (ch) {
     var n = function (k, one, more) { return k + ' ' + (k === 1 ? one : more); };
     var series = ch.series.length + ch.more;

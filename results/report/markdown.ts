@@ -1,7 +1,8 @@
 /**
  * results/BEHAVIOUR.md: the behaviour table as Markdown. Facts as rows (grouped by probe, with
  * the claims each answers and the fact's description), one column per observation key, every
- * value linking to the record it comes from; then the key metrics, the conflicts, the facts
+ * value linking to the record it comes from; then the key metrics, the conflicts, what changed
+ * between drivers and what drifted within a column (both by diff's engine: table.ts), the facts
  * without a value and why, and the records behind each column. No date of generation: the same
  * records give the same bytes, so the committed file can be checked against its records.
  */
@@ -303,7 +304,7 @@ function changedBetweenDrivers(steps: readonly DriverStep[], opts: MarkdownOptio
     (changed.length ? '' : 'None: every driver has the facts, cell outcomes and metrics (within their noise) of the driver before it. ') +
       "Per environment, GPU, OS and container with records of two or more drivers: each driver's column against the previous driver's, by `cudamatrix diff`'s engine. " +
       'Each column is compared as one record (each probe from its newest record, as the column shows it); a metric with several runs in a column as their geometric mean, its noise measured from the runs of both columns. ' +
-      "Every metric of the columns' shown records is compared; their other records add their key metrics (what the records index keeps) to the runs.",
+      'Every fact and cell outcome is compared; of the metrics, the series of the key metrics (every attribute, e.g. every transfer size: what the records index keeps of each record).',
     '',
   );
   for (const s of steps) {

@@ -59,6 +59,23 @@ export interface ColumnDrift {
 
 const probeOfMetric = (name: string) => name.slice(0, name.indexOf('.'));
 
+/** Records as the verdicts compare them, made once per record. */
+const keyMetricsOf = new WeakMap<BehaviourRecord, BehaviourRecord>();
+
+/**
+ * A record as the report's verdicts (drift, changed between drivers) compare it: with the key
+ * metrics' series only (KEPT_KEY_METRICS), as the records index keeps every record but the shown
+ * ones. So the verdicts are the same whether the records were read whole or through the index,
+ * and cost ~40 series a record, not ~170 (bench/report: 10,000 records).
+ */
+function withKeyMetrics(r: BehaviourRecord): BehaviourRecord {
+  // Read through the index: its metrics are already the kept ones.
+  if (packedMetricsOf(r)) return r;
+  let got = keyMetricsOf.get(r);
+  if (!got) keyMetricsOf.set(r, (got = { ...r, metrics: KEPT_KEY_METRICS.pick(r.metrics) }));
+  return got;
+}
+
 /** Per record of a column (oldest first), its segment: a record that drifted (driftedFrom) starts a new one, as diff.ts segmentsOf counts them. */
 function segmentsOf(sorted: readonly LoadedRecord[]): Map<LoadedRecord, number> {
   const out = new Map<LoadedRecord, number>();
@@ -76,8 +93,8 @@ function segmentsOf(sorted: readonly LoadedRecord[]): Map<LoadedRecord, number> 
  * group's series in that record against the column's earlier records that measured any of
  * those probes, the newest HISTORY_PER_DRIVER of them within one segment (the one of the newest
  * earlier record: before a drift, the state it drifted from). So a newer record of a few probes
- * (an opt-in run) hides no drift of an older full one. The earlier records are compared as the
- * records index keeps them (the key metrics; see KEPT_KEY_METRICS), so only those can drift.
+ * (an opt-in run) hides no drift of an older full one. Every record is compared as the records
+ * index keeps it (withKeyMetrics), so only the key metrics' series can drift.
  */
 function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
   const sorted = c.records;
@@ -86,11 +103,11 @@ function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
   const probesOf = new Map<LoadedRecord, Set<string>>();
   for (const [probe, r] of c.byProbe) (probesOf.get(r) ?? probesOf.set(r, new Set()).get(r)!).add(probe);
   const segment = segmentsOf(sorted);
-  const history = sorted.map((r) => r.record);
+  const history = sorted.map((r) => withKeyMetrics(r.record));
   const out: ColumnDrift[] = [];
   // Newest group first: its drift is the latest one.
   for (const [to, probes] of [...probesOf].sort(([a], [b]) => at.get(b)! - at.get(a)!)) {
-    const measures = (r: BehaviourRecord) => r.metrics.some((m) => probes.has(probeOfMetric(m.name)));
+    const measures = (r: BehaviourRecord) => withKeyMetrics(r).metrics.some((m) => probes.has(probeOfMetric(m.name)));
     if (!measures(to.record)) continue;
     // The earlier records that measured these probes, newest first, within one segment.
     const earlier: LoadedRecord[] = [];
@@ -102,17 +119,17 @@ function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
     if (!earlier.length) continue;
     // The earlier side as one record: each probe's series from the newest earlier record that has them.
     const byProbe = new Map<string, BehaviourRecord>();
-    for (const r of earlier)
-      for (const m of r.record.metrics) {
+    const runs = earlier.map((r) => withKeyMetrics(r.record));
+    for (const r of runs)
+      for (const m of r.metrics) {
         const probe = probeOfMetric(m.name);
-        if (probes.has(probe) && !byProbe.has(probe)) byProbe.set(probe, r.record);
+        if (probes.has(probe) && !byProbe.has(probe)) byProbe.set(probe, r);
       }
-    const a = composeRecord(earlier[0]!.record, byProbe);
-    // Only series both sides have can move: of the newest record's, those of its group's probes and of the names the earlier side has
-    // (records read through the index keep the key metrics' names only), not ~170 listed as one side's.
-    const names = new Set(a.metrics.map((m) => m.name));
-    const b = { ...to.record, metrics: to.record.metrics.filter((m) => probes.has(probeOfMetric(m.name)) && names.has(m.name)) };
-    const metrics = diffPair(a, b, false, { runsA: earlier.map((r) => r.record), history }).metrics.filter((m) => m.flagged);
+    const a = composeRecord(runs[0]!, byProbe);
+    // Only series both sides have can move: of the newest record's key metrics, those of its group's probes.
+    const shown = withKeyMetrics(to.record);
+    const b = { ...shown, metrics: shown.metrics.filter((m) => probes.has(probeOfMetric(m.name))) };
+    const metrics = diffPair(a, b, false, { runsA: runs, history }).metrics.filter((m) => m.flagged);
     if (metrics.length) out.push({ to, from: earlier[0]!, earlier: earlier.length, metrics });
   }
   return out;
@@ -549,8 +566,8 @@ export interface DriverStep {
  * Per key less the driver, its columns by driver version, and each adjacent pair (older ->
  * newer) diffed by the one engine, as `cudamatrix diff` of the two columns' records would:
  * each column as one record (each probe from its newest record), a metric with several runs as
- * their geometric mean, its noise from the key's runs (every record of both columns). Records
- * read through the index hold the key metrics only; the shown ones hold every metric.
+ * their geometric mean, its noise from the key's runs (every record of both columns). Every fact
+ * and cell; of the metrics, the key metrics' series (withKeyMetrics: what the records index keeps).
  */
 export function betweenDrivers(columns: readonly Column[]): DriverStep[] {
   const byKey = new Map<string, Column[]>();
@@ -562,12 +579,12 @@ export function betweenDrivers(columns: readonly Column[]): DriverStep[] {
   for (const [key, list] of byKey) {
     if (list.length < 2) continue;
     const sorted = [...list].sort((a, b) => compareVersions(a.key.driver, b.key.driver) || cmp(a.text, b.text));
-    const history = sorted.flatMap((c) => c.records.map((r) => r.record));
+    const history = sorted.flatMap((c) => c.records.map((r) => withKeyMetrics(r.record)));
     for (let i = 1; i < sorted.length; i++) {
       const [from, to] = [sorted[i - 1]!, sorted[i]!];
       const pair = diffRecords(
-        from.records.map((r) => r.record),
-        to.records.map((r) => r.record),
+        from.records.map((r) => withKeyMetrics(r.record)),
+        to.records.map((r) => withKeyMetrics(r.record)),
         { history },
       ).pairs[0];
       if (!pair) continue;
