@@ -235,34 +235,63 @@ export const CLIENT_SCRIPT =
 
   // Key metrics: the newest record of every column.
   root.appendChild(el('h2', { id: 'metrics' }, ['Key metrics']));
-  root.appendChild(el('p', {}, ['From the newest record of each column, with units as the console writes them (hover a value for the exact one). ⚠ marks a value that moved beyond its noise against the record before it (see "Metrics drifted").']));
+  root.appendChild(el('p', {}, ['From the newest record of each column, with units as the console writes them (hover a value for the exact one). ⚠ marks a value that moved beyond its noise against the column\'s earlier records (see "Metrics drifted", the value before under it) or against the previous driver\'s column of the same environment and GPU (see "Changed between drivers", its value there under it).']));
   var mhead = el('tr', {}, ['metric', 'claims'].concat(cols.map(function (c, i) { return colName(i); })).map(function (h) { return el('th', {}, [h]); }));
   var mbody = el('tbody', {}, D.metrics.map(function (m) {
-    var was = {};
+    var was = {}, before = {};
     (m.drifted || []).forEach(function (d) { was[d[0]] = d[1]; });
+    (m.changed || []).forEach(function (d) { before[d[0]] = d[1]; });
     return el('tr', { 'data-metric': S[m.metric] + ': ' + S[m.label] }, [el('th', {}, [S[m.metric] + ': ' + S[m.label]]), el('td', {}, [m.claims.map(function (c) { return S[c]; }).join(', ')])].concat(m.cells.map(function (v, i) {
       if (v === null) return el('td', { class: 'none' }, ['–']);
       var td = el('td', {}, [num(v[0], S[m.unit]), v.length > 1 ? ' (' + S[v[1]] + ')' : null]);
+      if (i in was || i in before) td.insertBefore(document.createTextNode('⚠ '), td.firstChild);
       if (i in was) {
         td.classList.add('drifted');
-        td.insertBefore(document.createTextNode('⚠ '), td.firstChild);
         td.appendChild(el('small', { class: 'was' }, ['was ' + formatValue(was[i], S[m.unit])]));
+      }
+      if (i in before) {
+        var p = cols[i].prev;
+        td.classList.add('changed-driver');
+        td.setAttribute('title', 'beyond its noise against ' + colName(p) + ' (driver ' + S[cols[p].driver] + '): see Changed between drivers');
+        td.appendChild(el('small', { class: 'was' }, ['was ' + formatValue(before[i], S[m.unit]) + ' (driver ' + S[cols[p].driver] + ')']));
       }
       return td;
     })));
   }));
   root.appendChild(el('div', { class: 'scroll' }, [el('table', { class: 'numbers metrics' }, [el('thead', {}, [mhead]), mbody])]));
 
-  var drifted = cols.map(function (c, i) { return i; }).filter(function (i) { return cols[i].drift; });
+  root.appendChild(el('h2', { id: 'between-drivers' }, ['Changed between drivers']));
+  var changed = D.changes.filter(function (ch) { return ch.facts.length || ch.cells.length || ch.series.length; });
+  if (!D.changes.length) root.appendChild(el('p', {}, ['None: no environment and GPU (with the same OS and container) has records of two driver versions.']));
+  else root.appendChild(el('p', {}, [(changed.length ? '' : 'None: every driver has the facts, cell outcomes and metrics (within their noise) of the driver before it. ') +
+    'Per environment, GPU, OS and container with records of two or more drivers: each driver\'s column against the previous driver\'s, by cudamatrix diff\'s engine. Each column is compared as one record (each probe from its newest record, as the column shows it); a metric with several runs in a column as their geometric mean, its noise measured from the runs of both columns. Every fact and cell outcome is compared; of the metrics, the series of the key metrics (every attribute, e.g. every transfer size).']));
+  D.changes.forEach(function (ch) {
+    var n = function (k, one, more) { return k + ' ' + (k === 1 ? one : more); };
+    var series = ch.series.length + ch.more;
+    root.appendChild(el('p', { class: 'change-head' }, [el('strong', {}, [S[ch.key]]), ': driver ' + S[cols[ch.from].driver] + ' (' + colName(ch.from) + ') → ' + S[cols[ch.to].driver] + ' (' + colName(ch.to) + '): ' +
+      n(ch.facts.length, 'fact', 'facts') + ' changed' + (ch.cells.length ? ', ' + n(ch.cells.length, 'cell outcome', 'cell outcomes') + ' changed' : '') + ', ' + series + ' metric series beyond their noise (of ' + ch.compared[0] + ' facts and ' + ch.compared[1] + ' series compared)' +
+      (ch.more ? '; the first ' + ch.series.length + ' here, cudamatrix diff lists them all' : '')]));
+    var rows = ch.facts.map(function (f) { return [S[f[0]], S[f[1]], S[f[2]], '', '']; })
+      .concat(ch.cells.map(function (c) { return ['cell ' + S[c[0]], S[c[1]], S[c[2]], '', '']; }))
+      .concat(ch.series.map(function (s) {
+        return [S[s[0]], num(s[2], S[s[1]]), num(s[3], S[s[1]]), s[4] === null ? '—' : formatValue(s[4] * 100, 'percent'), el('span', { title: S[s[6]] }, ['±' + formatValue(s[5] * 100, 'percent')])];
+      }));
+    if (rows.length) root.appendChild(table(['fact, cell or series', 'driver ' + S[cols[ch.from].driver], 'driver ' + S[cols[ch.to].driver], 'moved', 'noise'], rows, 'numbers changes'));
+  });
+
+  var drifted = cols.map(function (c, i) { return i; }).filter(function (i) { return cols[i].drift.length; });
   root.appendChild(el('h2', { id: 'drift' }, ['Metrics drifted']));
-  if (!drifted.length) root.appendChild(el('p', {}, ['None: in every column with several records, the newest one\'s metrics are within their noise of the record before it.']));
-  else root.appendChild(el('p', {}, ['A column\'s newest record against the one before it, where metrics moved beyond their noise (cudamatrix diff\'s rules). The same facts with other numbers (a same-driver regression) is kept as a newer record of the column.']));
+  if (!drifted.length) root.appendChild(el('p', {}, ['None: in every column with several records, each metric series\' newest value is within its noise of the column\'s earlier records.']));
+  else root.appendChild(el('p', {}, ['Per metric series, a column\'s newest value (from the newest record that measured its probe) against the column\'s earlier records of that probe (the newest 8, since the last drift before them), where it moved beyond its noise (cudamatrix diff\'s engine). Earlier records are compared by their key metrics. The same facts with other numbers (a same-driver regression) is kept as a newer record of the column.']));
   drifted.forEach(function (i) {
-    var c = cols[i], d = c.drift;
-    root.appendChild(el('p', { class: 'drift-head' }, [el('strong', {}, [colName(i) + ' ' + S[c.text]]), ': ', link(S[d.to], S[c.link]), ' against ', link(S[d.from], S[d.link]), ': ' + (d.series.length + d.more) + ' metric series beyond their noise' + (d.more ? ' (the first ' + d.series.length + ' here; cudamatrix diff lists them all)' : '')]));
-    root.appendChild(table(['series', 'before', 'newest', 'moved', 'noise'], d.series.map(function (s) {
-      return [S[s[0]], num(s[2], S[s[1]]), num(s[3], S[s[1]]), s[4] === null ? '—' : formatValue(s[4] * 100, 'percent'), '±' + formatValue(s[5] * 100, 'percent')];
-    }), 'numbers drift'));
+    var c = cols[i];
+    c.drift.forEach(function (d) {
+      var against = d.earlier === 1 ? [link(S[d.from], S[d.link])] : [d.earlier + ' earlier records (the newest ', link(S[d.from], S[d.link]), ')'];
+      root.appendChild(el('p', { class: 'drift-head' }, [el('strong', {}, [colName(i) + ' ' + S[c.text]]), ': ', link(S[d.to], S[d.toLink]), ' against '].concat(against).concat([': ' + (d.series.length + d.more) + ' metric series beyond their noise' + (d.more ? ' (the first ' + d.series.length + ' here; cudamatrix diff lists them all)' : '')])));
+      root.appendChild(table(['series', 'before', 'newest', 'moved', 'noise'], d.series.map(function (s) {
+        return [S[s[0]], num(s[2], S[s[1]]), num(s[3], S[s[1]]), s[4] === null ? '—' : formatValue(s[4] * 100, 'percent'), '±' + formatValue(s[5] * 100, 'percent')];
+      }), 'numbers drift'));
+    });
   });
 
   function metricValues(name, label) {

@@ -31,7 +31,7 @@ table.facts tr.group th { background: #eef2f7; }
 table.numbers td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.none { color: var(--muted); text-align: center; }
 td.conflict { background: #fff4e5; } td.varies { background: #f3f0ff; }
-td.changed, td.drifted { background: #fff8c5; box-shadow: inset 3px 0 0 #d4a72c; font-weight: 600; }
+td.changed, td.drifted, td.changed-driver { background: #fff8c5; box-shadow: inset 3px 0 0 #d4a72c; font-weight: 600; }
 small.was { display: block; color: var(--muted); font-weight: normal; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 540px), 1fr)); gap: 12px 28px; }
 .chart-and-table { min-width: 0; }

@@ -12,7 +12,7 @@ import type { Scalar } from '../../probes/protocol.ts';
 import type { BehaviourRecord, RecordedSample } from '../record/format.ts';
 import type { LoadedRecord } from './load.ts';
 import { formatValue } from '../../core/units.ts';
-import { seriesText } from '../record/diff.ts';
+import { noiseText, seriesText } from '../record/diff.ts';
 import { keyText } from '../record/format.ts';
 import { buildTable, isSeries, shownRecord, valueText, type BehaviourTable, type ValueGroup } from './table.ts';
 
@@ -25,7 +25,7 @@ export interface PageData {
   /**
    * events: the link to the chosen record's event log, where it lies under the records folder; -1 if not.
    * prev: the column of the same environment, GPU, OS and container with the driver before this one's; -1 if none.
-   * drift: the chosen record's metrics beyond their noise against the record before it (see table.ts).
+   * drift: the column's newest values beyond their noise against its earlier records, per newest record that drifted (table.ts driftsOf).
    */
   columns: {
     text: S;
@@ -38,8 +38,10 @@ export interface PageData {
     date: S;
     conflicts: number;
     prev: number;
-    drift: PageDrift | null;
+    drift: PageDrift[];
   }[];
+  /** Per environment and GPU with two or more drivers, each driver's column against the previous driver's (table.ts betweenDrivers). */
+  changes: PageChange[];
   /**
    * Per fact row; a cell is -1 (not recorded), a value index (one value, linking to the column's record) or [value, link, reason?][] (several, or another record).
    * changed: [column, the previous driver's value][] where the chosen values differ (the column's `prev`).
@@ -50,7 +52,10 @@ export interface PageData {
     claims: S[];
     rows: { fact: S; desc: S; sys: 0 | 1; cells: (number | [S, S, S?][])[]; changed?: [number, S][] }[];
   }[];
-  /** Key metrics of each column, from the newest record that has each: null, [value] or [value, note]; drifted: [column, the value in the record before][]. */
+  /**
+   * Key metrics of each column, from the newest record that has each: null, [value] or [value, note]; drifted: [column, the value in the
+   * records before][]; changed: [column, the value in the previous driver's column][] (beyond its noise: "Changed between drivers").
+   */
   metrics: {
     metric: S;
     label: S;
@@ -58,6 +63,7 @@ export interface PageData {
     claims: S[];
     cells: ([number | null] | [number | null, S] | null)[];
     drifted?: [number, number | null][];
+    changed?: [number, number | null][];
   }[];
   /** Reading source -> what it is. */
   sources: Record<string, string>;
@@ -66,16 +72,36 @@ export interface PageData {
   details: PageDetail[];
 }
 
-/** The drifted series: [series text, unit, before, newest, move, noise][]; `more`: how many were left out. to/from: the two records, as "date id". */
+/**
+ * The drifted series: [series text, unit, before, newest, move, noise][]; `more`: how many were left out. to/from: the newest record and the
+ * newest of the earlier ones it was compared with, as "date id", and their links; earlier: how many earlier records.
+ */
 export interface PageDrift {
   to: S;
+  toLink: S;
   from: S;
   link: S;
+  earlier: number;
   series: [S, S, number | null, number | null, number | null, number][];
   more: number;
 }
 
-/** Drifted series on the page per column; cudamatrix diff lists them all. */
+/**
+ * One driver's column against the previous driver's: the columns' indexes; facts [name, before, now][]; cells [probe, before, now][];
+ * series beyond their noise [series text, unit, before, now, move, noise, how the noise was decided][], `more` left out; compared: [facts, series].
+ */
+export interface PageChange {
+  key: S;
+  from: number;
+  to: number;
+  facts: [S, S, S][];
+  cells: [S, S, S][];
+  series: [S, S, number | null, number | null, number | null, number, S][];
+  more: number;
+  compared: [number, number];
+}
+
+/** Drifted or changed series on the page per column or pair of drivers; cudamatrix diff lists them all. */
 const DRIFT_SERIES = 10;
 
 export interface MemorySeries {
@@ -289,17 +315,37 @@ export function pageData(
       date: strs.of(c.chosen.record.observed.date.slice(0, 10)),
       conflicts: groups.reduce((n, g) => n + g.rows.filter((row) => row.kind === 'fact' && row.cells[i]?.differs).length, 0),
       prev: prev[i]!,
-      drift: c.drift
-        ? {
-            to: strs.of(`${c.chosen.record.observed.date.slice(0, 10)} ${c.chosen.record.id.slice(0, 8)}`),
-            from: strs.of(`${c.drift.from.record.observed.date.slice(0, 10)} ${c.drift.from.record.id.slice(0, 8)}`),
-            link: linkOf(c.drift.from),
-            series: c.drift.metrics
-              .slice(0, DRIFT_SERIES)
-              .map((m) => [strs.of(seriesText(m.name, m.attrs)), strs.of(m.unit), m.a, m.b, m.move, m.noise]),
-            more: Math.max(0, c.drift.metrics.length - DRIFT_SERIES),
-          }
-        : null,
+      drift: c.drifts.map((d) => ({
+        to: strs.of(`${d.to.record.observed.date.slice(0, 10)} ${d.to.record.id.slice(0, 8)}`),
+        toLink: linkOf(d.to),
+        from: strs.of(`${d.from.record.observed.date.slice(0, 10)} ${d.from.record.id.slice(0, 8)}`),
+        link: linkOf(d.from),
+        earlier: d.earlier,
+        series: d.metrics
+          .slice(0, DRIFT_SERIES)
+          .map((m): PageDrift['series'][number] => [strs.of(seriesText(m.name, m.attrs)), strs.of(m.unit), m.a, m.b, m.move, m.noise]),
+        more: Math.max(0, d.metrics.length - DRIFT_SERIES),
+      })),
+    })),
+    changes: table.betweenDrivers.map((s) => ({
+      key: strs.of(s.key),
+      from: columns.indexOf(s.from),
+      to: columns.indexOf(s.to),
+      facts: s.facts.map((f): [S, S, S] => [strs.of(f.name), strs.of(valueText(f.a)), strs.of(valueText(f.b))]),
+      cells: s.cells.map((c): [S, S, S] => [strs.of(c.probe), strs.of(c.a), strs.of(c.b)]),
+      series: s.metrics
+        .slice(0, DRIFT_SERIES)
+        .map((m): PageChange['series'][number] => [
+          strs.of(seriesText(m.name, m.attrs)),
+          strs.of(m.unit),
+          m.a,
+          m.b,
+          m.move,
+          m.noise,
+          strs.of(noiseText(m)),
+        ]),
+      more: Math.max(0, s.metrics.length - DRIFT_SERIES),
+      compared: [s.compared.facts, s.compared.metrics],
     })),
     facts: [],
     metrics: [],
@@ -368,6 +414,7 @@ export function pageData(
       return note ? [got.metric.value, strs.of(note)] : [got.metric.value];
     }),
     ...drifted(row.cells, columns),
+    ...changedFromDriver(row.cells, columns, table.betweenDrivers),
   }));
   data.details = columns.map((c) => detailOf(shownRecord(c), strs));
   return data;
@@ -384,18 +431,33 @@ function previousDriverColumns(columns: BehaviourTable['columns']): number[] {
   });
 }
 
-/** A key-metric row's drifted columns: where the chosen record shows the series and it moved beyond noise against the record before. */
+/** A key-metric row's drifted columns: where the cell's record (the newest that has the metric) drifted in that series. */
 function drifted(
   cells: BehaviourTable['metrics'][number]['cells'],
   columns: BehaviourTable['columns'],
 ): { drifted?: [number, number | null][] } {
   const out: [number, number | null][] = [];
   cells.forEach((list, i) => {
-    const got = list.find((x) => x.record === columns[i]!.chosen);
-    const m = got && columns[i]!.drift?.metrics.find((d) => isSeries(d, got.metric));
+    const got = list.at(-1);
+    const m = got && columns[i]!.drifts.find((d) => d.to === got.record)?.metrics.find((d) => isSeries(d, got.metric));
     if (m) out.push([i, m.a]);
   });
   return out.length ? { drifted: out } : {};
+}
+
+/** A key-metric row's columns whose series moved beyond its noise against the previous driver's column, with the value there. */
+function changedFromDriver(
+  cells: BehaviourTable['metrics'][number]['cells'],
+  columns: BehaviourTable['columns'],
+  steps: BehaviourTable['betweenDrivers'],
+): { changed?: [number, number | null][] } {
+  const out: [number, number | null][] = [];
+  cells.forEach((list, i) => {
+    const got = list.at(-1);
+    const m = got && steps.find((s) => s.to === columns[i])?.metrics.find((d) => isSeries(d, got.metric));
+    if (m) out.push([i, m.a]);
+  });
+  return out.length ? { changed: out } : {};
 }
 
 function gibOrMib(bytes: number): string {

@@ -10,7 +10,8 @@
  */
 import { catalogue, probeSpec, replacesKeyMetric, type KeyMetric } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
-import { diffPair, type MetricComparison } from '../record/diff.ts';
+import { diffPair, diffRecords, type CellChange, type FactChange, type MetricComparison } from '../record/diff.ts';
+import { HISTORY_PER_DRIVER } from '../record/noise.ts';
 import { composeRecord, hasFacts, newestByProbe } from '../record/compose.ts';
 import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../record/format.ts';
 import { metricOf, packedMetricsOf, type KeptMetrics, type MetricShape } from '../record/index.ts';
@@ -27,7 +28,7 @@ export interface Column {
   text: string;
   /** Oldest first (date, then id). */
   records: LoadedRecord[];
-  /** The column's newest record with facts: its link, date and drift. */
+  /** The column's newest record with facts: its link and date. */
   chosen: LoadedRecord;
   /**
    * Per probe, the newest record that measured it: what the page shows of that probe (its facts,
@@ -35,35 +36,103 @@ export interface Column {
    * an older full one.
    */
   byProbe: ReadonlyMap<string, LoadedRecord>;
-  /** Where the chosen record's metrics moved beyond their noise against the record before it (diff's rules); null if none did. */
-  drift: ColumnDrift | null;
-}
-
-/** A column's newest record against the one before it: the series that moved beyond their noise. */
-export interface ColumnDrift {
-  from: LoadedRecord;
-  metrics: MetricComparison[];
+  /**
+   * Where the column's newest values moved beyond their noise against its earlier records (diff's
+   * engine, per metric series: see driftsOf); empty if none did.
+   */
+  drifts: ColumnDrift[];
 }
 
 /**
- * The chosen record against the one before it (of those with facts), where metrics moved beyond
- * their noise: a same-driver regression is kept as a newer record of the same observation.
- * Only the newest step: every record against the next, for thousands of records, costs seconds.
+ * The series of a column's newest record (per probe: the newest that measured it) that moved
+ * beyond their noise against the column's earlier records of the same segment.
  */
-function driftOf(sorted: LoadedRecord[], chosen: LoadedRecord): ColumnDrift | null {
-  const withFacts = sorted.filter((r) => r === chosen || hasFacts(r.record));
-  const at = withFacts.indexOf(chosen);
-  if (at < 1) return null;
-  const from = withFacts[at - 1]!;
-  // Only series both have can move: of the chosen record's, those of the names the one before has
-  // (a record read through the index keeps the key metrics' names only), not ~170 listed as one side's.
-  const names = new Set(from.record.metrics.map((m) => m.name));
-  const shown =
-    chosen.record.metrics.length > names.size
-      ? { ...chosen.record, metrics: chosen.record.metrics.filter((m) => names.has(m.name)) }
-      : chosen.record;
-  const metrics = diffPair(from.record, shown).metrics.filter((m) => m.flagged);
-  return metrics.length ? { from, metrics } : null;
+export interface ColumnDrift {
+  /** The newest record that measured the drifted series' probes (shown in the column). */
+  to: LoadedRecord;
+  /** The newest of the earlier records it was compared with. */
+  from: LoadedRecord;
+  /** How many earlier records were compared (their values' geometric mean, and their spread as noise). */
+  earlier: number;
+  metrics: MetricComparison[];
+}
+
+const probeOfMetric = (name: string) => name.slice(0, name.indexOf('.'));
+
+/** Records as the verdicts compare them, made once per record. */
+const keyMetricsOf = new WeakMap<BehaviourRecord, BehaviourRecord>();
+
+/**
+ * A record as the report's verdicts (drift, changed between drivers) compare it: with the key
+ * metrics' series only (KEPT_KEY_METRICS), as the records index keeps every record but the shown
+ * ones. So the verdicts are the same whether the records were read whole or through the index,
+ * and cost ~40 series a record, not ~170 (bench/report: 10,000 records).
+ */
+function withKeyMetrics(r: BehaviourRecord): BehaviourRecord {
+  // Read through the index: its metrics are already the kept ones.
+  if (packedMetricsOf(r)) return r;
+  let got = keyMetricsOf.get(r);
+  if (!got) keyMetricsOf.set(r, (got = { ...r, metrics: KEPT_KEY_METRICS.pick(r.metrics) }));
+  return got;
+}
+
+/** Per record of a column (oldest first), its segment: a record that drifted (driftedFrom) starts a new one, as diff.ts segmentsOf counts them. */
+function segmentsOf(sorted: readonly LoadedRecord[]): Map<LoadedRecord, number> {
+  const out = new Map<LoadedRecord, number>();
+  let n = 0;
+  for (const r of sorted) {
+    if (r.record.driftedFrom) n++;
+    out.set(r, n);
+  }
+  return out;
+}
+
+/**
+ * A column's drift, decided per metric series over all its records by diff's engine (diffPair):
+ * the probes are grouped by the newest record that measured them (what the column shows); each
+ * group's series in that record against the column's earlier records that measured any of
+ * those probes, the newest HISTORY_PER_DRIVER of them within one segment (the one of the newest
+ * earlier record: before a drift, the state it drifted from). So a newer record of a few probes
+ * (an opt-in run) hides no drift of an older full one. Every record is compared as the records
+ * index keeps it (withKeyMetrics), so only the key metrics' series can drift.
+ */
+function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
+  const sorted = c.records;
+  if (sorted.length < 2) return [];
+  const at = new Map(sorted.map((r, i) => [r, i]));
+  const probesOf = new Map<LoadedRecord, Set<string>>();
+  for (const [probe, r] of c.byProbe) (probesOf.get(r) ?? probesOf.set(r, new Set()).get(r)!).add(probe);
+  const segment = segmentsOf(sorted);
+  const history = sorted.map((r) => withKeyMetrics(r.record));
+  const out: ColumnDrift[] = [];
+  // Newest group first: its drift is the latest one.
+  for (const [to, probes] of [...probesOf].sort(([a], [b]) => at.get(b)! - at.get(a)!)) {
+    const measures = (r: BehaviourRecord) => withKeyMetrics(r).metrics.some((m) => probes.has(probeOfMetric(m.name)));
+    if (!measures(to.record)) continue;
+    // The earlier records that measured these probes, newest first, within one segment.
+    const earlier: LoadedRecord[] = [];
+    for (let i = at.get(to)! - 1; i >= 0 && earlier.length < HISTORY_PER_DRIVER; i--) {
+      const r = sorted[i]!;
+      if (earlier.length && segment.get(r) !== segment.get(earlier[0]!)) break;
+      if (measures(r.record)) earlier.push(r);
+    }
+    if (!earlier.length) continue;
+    // The earlier side as one record: each probe's series from the newest earlier record that has them.
+    const byProbe = new Map<string, BehaviourRecord>();
+    const runs = earlier.map((r) => withKeyMetrics(r.record));
+    for (const r of runs)
+      for (const m of r.metrics) {
+        const probe = probeOfMetric(m.name);
+        if (probes.has(probe) && !byProbe.has(probe)) byProbe.set(probe, r);
+      }
+    const a = composeRecord(runs[0]!, byProbe);
+    // Only series both sides have can move: of the newest record's key metrics, those of its group's probes.
+    const shown = withKeyMetrics(to.record);
+    const b = { ...shown, metrics: shown.metrics.filter((m) => probes.has(probeOfMetric(m.name))) };
+    const metrics = diffPair(a, b, false, { runsA: runs, history }).metrics.filter((m) => m.flagged);
+    if (metrics.length) out.push({ to, from: earlier[0]!, earlier: earlier.length, metrics });
+  }
+  return out;
 }
 
 /** Plain code-point order, not the locale's: the output must not depend on the machine. */
@@ -154,7 +223,7 @@ export function columnsOf(records: readonly LoadedRecord[]): Column[] {
   return [...groupByKey(records).entries()]
     .map(([text, list]) => {
       const shown = shownOfKey(list);
-      return { key: shown.records[0]!.record.key, text, ...shown, drift: driftOf(shown.records, shown.chosen) };
+      return { key: shown.records[0]!.record.key, text, ...shown, drifts: driftsOf(shown) };
     })
     .sort((a, b) => compareKeys(a.key, b.key) || cmp(a.text, b.text));
 }
@@ -466,9 +535,69 @@ export interface BehaviourTable {
   columns: Column[];
   groups: RowGroup[];
   metrics: MetricRow[];
+  /** Per environment and GPU (the key less the driver), each driver's column against the previous driver's. */
+  betweenDrivers: DriverStep[];
 }
 
 export function buildTable(records: readonly LoadedRecord[]): BehaviourTable {
   const columns = columnsOf(records);
-  return { records, columns, groups: factGroups(columns), metrics: metricRows(columns) };
+  return { records, columns, groups: factGroups(columns), metrics: metricRows(columns), betweenDrivers: betweenDrivers(columns) };
+}
+
+/** One driver's column against the previous driver's column of the same environment, GPU, OS and container: what diff's engine called a change. */
+export interface DriverStep {
+  /** The key without the driver (diff.ts pairingKey): what both columns are of. */
+  key: string;
+  /** The older driver's column. */
+  from: Column;
+  /** The newer driver's column. */
+  to: Column;
+  /** Facts both decided, with different values (shared: another process used the GPU during its cell). */
+  facts: FactChange[];
+  /** Cells whose outcome differs (passed -> failed). */
+  cells: CellChange[];
+  /** The metric series beyond their noise (flagged), in the older column's order. */
+  metrics: MetricComparison[];
+  /** How many facts and metric series were compared. */
+  compared: { facts: number; metrics: number };
+}
+
+/**
+ * Per key less the driver, its columns by driver version, and each adjacent pair (older ->
+ * newer) diffed by the one engine, as `cudamatrix diff` of the two columns' records would:
+ * each column as one record (each probe from its newest record), a metric with several runs as
+ * their geometric mean, its noise from the key's runs (every record of both columns). Every fact
+ * and cell; of the metrics, the key metrics' series (withKeyMetrics: what the records index keeps).
+ */
+export function betweenDrivers(columns: readonly Column[]): DriverStep[] {
+  const byKey = new Map<string, Column[]>();
+  for (const c of columns) {
+    const k = keyText({ ...c.key, driver: '' });
+    (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(c);
+  }
+  const out: DriverStep[] = [];
+  for (const [key, list] of byKey) {
+    if (list.length < 2) continue;
+    const sorted = [...list].sort((a, b) => compareVersions(a.key.driver, b.key.driver) || cmp(a.text, b.text));
+    const history = sorted.flatMap((c) => c.records.map((r) => withKeyMetrics(r.record)));
+    for (let i = 1; i < sorted.length; i++) {
+      const [from, to] = [sorted[i - 1]!, sorted[i]!];
+      const pair = diffRecords(
+        from.records.map((r) => withKeyMetrics(r.record)),
+        to.records.map((r) => withKeyMetrics(r.record)),
+        { history },
+      ).pairs[0];
+      if (!pair) continue;
+      out.push({
+        key,
+        from,
+        to,
+        facts: pair.facts,
+        cells: pair.cells,
+        metrics: pair.metrics.filter((m) => m.flagged),
+        compared: { facts: pair.factsCompared, metrics: pair.metricTally.compared },
+      });
+    }
+  }
+  return out;
 }

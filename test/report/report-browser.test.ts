@@ -4,8 +4,9 @@
  * itself refused and recorded, so a page that fetched anything (a CDN, a font) fails here. Checks
  * that nothing is logged as an error, that every chart is there and drawn inside its axes (the
  * y-axis ends on a labelled tick at or beyond the data), that the record's figures read as the
- * console writes them (core/units.ts formatValue), that a fact changed from the previous driver
- * and a metric drifted from the record before are highlighted, that picking another column
+ * console writes them (core/units.ts formatValue), that a fact changed from the previous driver,
+ * a metric drifted from the records before and a metric changed beyond its noise from the previous
+ * driver (with the "Changed between drivers" section) are highlighted, that picking another column
  * redraws the charts from that column's record and another column can be drawn over it, that
  * at 420 px the page does not scroll sideways, and saves screenshots (1400 and 420 px wide) to
  * test-artifacts/report/.
@@ -20,6 +21,7 @@ import { HTML_FILE, renderReport, reportPaths } from '../../results/report/index
 import { loadRecords } from '../../results/report/load.ts';
 import { columnsOf, shownRecord } from '../../results/report/table.ts';
 import { commandsAvailable, findOnPath, repoRoot, tempDir } from '../helpers.ts';
+import { seriesText } from '../../results/record/diff.ts';
 import { h200Records, variant, writeRecords } from '../report-fixture.ts';
 
 const haveChromium = commandsAvailable('the report page in headless Chromium (test/report/report-browser.test.ts)', {
@@ -40,6 +42,9 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
   let second: BehaviourRecord;
   let wsl: BehaviourRecord;
   let slower: BehaviourRecord;
+  /** A folder of two drivers of one environment and GPU, the newer with every pinned copy of 256 MiB or more 12 % slower. */
+  let twoDrivers: string;
+  let slowedSeries: string[];
 
   beforeAll(async () => {
     [first, second] = await h200Records();
@@ -68,6 +73,24 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     writeRecords(path.join(dir, 'records'), [first, second, wsl, conflicting, newer, slower]);
     const recordsDir = path.join(dir, 'records');
     writeFileSync(path.join(dir, HTML_FILE), renderReport(loadRecords(recordsDir), reportPaths(recordsDir, dir)).html);
+    const slowed = (r: BehaviourRecord) =>
+      r.metrics.filter(
+        (m) =>
+          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          m.attrs?.memory === 'pinned' &&
+          Number(m.attrs.size_bytes) >= 256 * 1024 * 1024 &&
+          m.value !== null,
+      );
+    const newerDriver = variant(first, 'e5e5e5e5e5e5e5e5', (r) => {
+      r.key = { ...r.key, driver: '590.10' };
+      r.observed.date = '2026-11-30T17:00:00.000Z';
+      for (const m of slowed(r)) m.value = m.value! * 0.88;
+    });
+    slowedSeries = slowed(first).map((m) => seriesText(m.name, m.attrs));
+    twoDrivers = tempDir('cm-report-drivers-');
+    writeRecords(path.join(twoDrivers, 'records'), [first, newerDriver]);
+    const twoRecords = path.join(twoDrivers, 'records');
+    writeFileSync(path.join(twoDrivers, HTML_FILE), renderReport(loadRecords(twoRecords), reportPaths(twoRecords, twoDrivers)).html);
     browser = await chromium.launch({ executablePath: findOnPath('chromium'), headless: true, args: ['--no-sandbox'] });
   });
 
@@ -228,6 +251,49 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
 
       mkdirSync(artifacts, { recursive: true });
       await page.screenshot({ path: path.join(artifacts, 'behaviour-1400.png'), fullPage: true });
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('a metric beyond its noise against the previous driver: its cell highlighted with the value there, and listed under Changed between drivers', async () => {
+    const { page, errors } = await open(path.join(twoDrivers, HTML_FILE));
+    try {
+      expect(errors).toEqual([]);
+      const bwRow = page.locator('table.metrics tr[data-metric="transfer-bandwidth.bandwidth_gbps: H2D pinned"] td');
+      const h2d = first.metrics.find(
+        (m) =>
+          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          m.attrs?.direction === 'h2d' &&
+          m.attrs.memory === 'pinned' &&
+          m.attrs.size_bytes === 1073741824,
+      )!.value!;
+      // td 0 is the claims; then #1 (580.159.04), #2 (590.10).
+      const changed = bwRow.nth(2);
+      await expect(changed.getAttribute('class')).resolves.toBe('changed-driver');
+      await expect(changed.textContent()).resolves.toBe(
+        `⚠ ${formatValue(h2d * 0.88, 'GB/s')} (1 GiB)was ${formatValue(h2d, 'GB/s')} (driver 580.159.04)`,
+      );
+      await expect(changed.evaluate((td) => getComputedStyle(td).backgroundColor)).resolves.not.toBe(
+        await bwRow.nth(1).evaluate((td) => getComputedStyle(td).backgroundColor),
+      );
+      await expect(bwRow.nth(1).getAttribute('class')).resolves.toBeNull();
+      // The pageable copy did not change: not highlighted.
+      await expect(
+        page.locator('table.metrics tr[data-metric="transfer-bandwidth.bandwidth_gbps: H2D pageable"] td.changed-driver').count(),
+      ).resolves.toBe(0);
+      // The section: the pair of drivers, and every slowed series in its table.
+      await expect(page.locator('h2#between-drivers').textContent()).resolves.toBe('Changed between drivers');
+      await expect(page.locator('p.change-head').textContent()).resolves.toMatch(
+        new RegExp(
+          `^linux · NVIDIA H200 · Ubuntu 24\\.04\\.3 LTS · in docker: driver 580\\.159\\.04 \\(#1\\) → 590\\.10 \\(#2\\): 0 facts changed, ${slowedSeries.length} metric series beyond their noise \\(of \\d+ facts and \\d+ series compared\\)$`,
+        ),
+      );
+      const rows = await page.locator('table.changes tbody tr th').allTextContents();
+      expect(rows).toEqual(slowedSeries);
+      await expect(page.locator('table.changes tbody tr').first().locator('td').nth(2).textContent()).resolves.toBe('12 %');
+      mkdirSync(artifacts, { recursive: true });
+      await page.screenshot({ path: path.join(artifacts, 'behaviour-two-drivers.png'), fullPage: true });
     } finally {
       await page.close();
     }
