@@ -13,7 +13,7 @@ import { defaultCacheDir } from '../../probes/build.ts';
 import type { BehaviourRecord, RecordedMetric } from './format.ts';
 
 /** Bumped whenever what a digest holds changes: an index of another format is rebuilt. */
-export const INDEX_FORMAT = 'cudamatrix-records-index/1';
+export const INDEX_FORMAT = 'cudamatrix-records-index/2';
 
 /** At most this many folders' indexes are kept in the cache; past it, the least recently written go. */
 export const MAX_INDEXES = 256;
@@ -44,14 +44,15 @@ export interface KeptMetrics {
 }
 
 /**
- * A record as the index keeps it: no memory samples, of the metrics only those `keep` picks,
- * facts without their evidence (only the record shown in full, read from its file, needs it).
+ * A record as the index keeps it: no memory samples, of the metrics only those `keep` picks and
+ * without their repetitions (a run's value is what its key's noise is measured on), facts
+ * without their evidence (only the record shown in full, read from its file, needs it).
  */
 export function digestOf(r: BehaviourRecord, keep: KeptMetrics): BehaviourRecord {
   const facts: BehaviourRecord['facts'] = {};
   for (const [n, f] of Object.entries(r.facts))
     facts[n] = f.reason === undefined ? { value: f.value } : { value: f.value, reason: f.reason };
-  return { ...r, facts, samples: [], metrics: keep.pick(r.metrics) };
+  return { ...r, facts, samples: [], metrics: keep.pick(r.metrics).map(({ repeats: _, ...m }) => m) };
 }
 
 /** Where the index of `folder` lies (CUDAMATRIX_CACHE, else the user's cache folder: see defaultCacheDir). */

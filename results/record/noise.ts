@@ -5,7 +5,12 @@
  * statistics and not others: docs/records.md, "Noise".
  */
 
-/** The chance, per pair of runs with nothing changed, that any of its series is called changed. */
+/**
+ * The chance, per pair of runs with nothing changed, that any of its series is called changed
+ * (at most: Bonferroni assumes independent series, and a probe's series move together). At 1 %,
+ * with the 6-7 df the H200's runs of one kernel give, t was 12 and a 50 % sync-latency
+ * regression stayed inside its noise (bench/verdict).
+ */
 export const FAMILY_ERROR = 0.05;
 
 /** Of a key's records, at most this many per driver (and per kernel) are taken as its run-to-run history: the newest. */

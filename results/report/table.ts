@@ -10,7 +10,7 @@
  */
 import { catalogue, probeSpec, replacesKeyMetric, type KeyMetric } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
-import { diffPair, diffRecords, type CellChange, type FactChange, type MetricComparison } from '../record/diff.ts';
+import { diffPair, sharedCells, diffRecords, type CellChange, type FactChange, type MetricComparison } from '../record/diff.ts';
 import { HISTORY_PER_DRIVER } from '../record/noise.ts';
 import { composeRecord, hasFacts, newestByProbe } from '../record/compose.ts';
 import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../record/format.ts';
@@ -178,9 +178,12 @@ function shownOfKey(list: readonly LoadedRecord[]): Pick<Column, 'records' | 'ch
   // The newest record that observed facts: an empty newer one (written by an older cudamatrix)
   // must not hide a full one's charts.
   const withFacts = sorted.filter((r) => hasFacts(r.record));
-  const chosen = (withFacts.length ? withFacts : sorted).at(-1)!;
+  // And one that had the GPU alone: a run beside another process is not what the column shows.
+  const alone = withFacts.filter((r) => !sharedCells(r.record).length);
+  const shown = alone.length ? alone : withFacts;
+  const chosen = (shown.length ? shown : sorted).at(-1)!;
   const byProbe = newestByProbe(
-    withFacts,
+    shown,
     (a, b) => byDate(a, b) > 0,
     (r) => r.record,
   );
@@ -498,7 +501,10 @@ export function metricRows(columns: readonly Column[]): MetricRow[] {
     return at.map((i) => (i < 0 ? undefined : metricOf(p.shape[i]!, p.values[i]!)));
   };
   columns.forEach((c, ci) => {
-    for (const record of c.records) {
+    // Oldest first, as the column's records are; runs that shared the GPU before the others, so
+    // that the value shown (the last) is from the newest run that had the GPU alone.
+    const ordered = [...c.records].sort((x, y) => Number(sharedCells(y.record).length > 0) - Number(sharedCells(x.record).length > 0));
+    for (const record of ordered) {
       picked(record.record).forEach((metric, i) => {
         if (metric) rows[i]!.cells[ci]!.push({ record, metric });
       });

@@ -40,6 +40,7 @@ const BENCHES = [
   'report',
   'diff',
   'scale',
+  'verdict',
 ];
 
 function onPath(command: string): boolean {
@@ -304,6 +305,33 @@ describe('bench/diff', () => {
     expect((r.json.samplesMs as Record<string, number[]>).cold).toHaveLength(1);
     expect(r.stdout).toMatch(/diffRecords, cold/);
     expectNothingLeft();
+  });
+});
+
+describe('bench/verdict', () => {
+  it('on the committed H200 records: no pair of one driver called changed; each injected change caught (sync latency in all but one pair)', async () => {
+    const r = await runBench('verdict', []);
+    expect(r.code, failed(r)).toBe(0);
+    type Pair = { changed: boolean; shared: boolean; caught: Record<string, boolean> };
+    const pairs = r.json.pairs as Pair[];
+    const gate = r.json.gate as { changed: boolean; caught: Record<string, boolean> }[];
+    expect(pairs.length).toBeGreaterThanOrEqual(78);
+    expect(pairs.filter((p) => p.changed)).toEqual([]);
+    expect(gate.filter((g) => g.changed)).toEqual([]);
+    const rate = (list: { caught: Record<string, boolean> }[], name: string) => {
+      const tried = list.filter((p) => name in p.caught);
+      expect(tried.length, name).toBeGreaterThan(0);
+      return tried.filter((p) => p.caught[name]).length / tried.length;
+    };
+    for (const name of ['pinned bandwidth -10 % at >= 256 MiB', 'a fact changed']) {
+      expect(rate(pairs, name), name).toBe(1);
+      expect(rate(gate, name), name).toBe(1);
+    }
+    expect(rate(pairs, 'sync latency +50 %')).toBeGreaterThanOrEqual(0.95);
+    expect(rate(gate, 'sync latency +50 %')).toBe(1);
+    // The neighbour run is said, never judged: nothing injected there.
+    expect(pairs.filter((p) => p.shared).every((p) => Object.keys(p.caught).length === 0)).toBe(true);
+    expect(r.stdout).toMatch(/one driver called changed \(false changes\) +0 of \d+/);
   });
 });
 
