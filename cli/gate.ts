@@ -4,10 +4,9 @@
  * by diff's engine, and the driver against the known-bad registry. Prints one line per target and
  * the verdict; --json writes it as a node verdict (docs/cli.md, "gate").
  */
-import { CudamatrixError } from '../core/errors.ts';
+import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { writeOutput } from '../core/fs.ts';
-import { knownBadForSysinfo, loadKnownBad, type KnownBadEntry } from '../matrix/known-bad.ts';
-import { catalogue } from '../probes/catalogue.ts';
+import { concernsProbes, knownBadFails, knownBadForSysinfo, loadKnownBad, type KnownBadEntry } from '../matrix/known-bad.ts';
 import { diffRecords, pairingKey, type PairDiff } from '../results/record/diff.ts';
 import { keyText, type BehaviourRecord } from '../results/record/format.ts';
 import { readHistory, readInput } from '../results/record/read.ts';
@@ -15,9 +14,6 @@ import { KEPT_KEY_METRICS } from '../results/report/table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export const GATE_SCHEMA = 'cudamatrix-gate/1';
-
-/** Exit status per outcome (the most severe of the targets'). */
-export const GATE_EXIT = { pass: 0, changed: 1, knownBad: 7, inconclusive: 8 } as const;
 
 export interface GateOptions {
   /** The records folder that holds each key's records (its baseline and its noise). */
@@ -53,13 +49,6 @@ export interface TargetVerdict {
 
 const severity: Record<GateStatus, number> = { pass: 0, inconclusive: 1, 'known-bad': 2, changed: 3 };
 
-/** Whether a registry entry concerns what the run checked: a probe it ran (its cell passed) or a claim one of those probes decides. */
-function concernsRun(entry: KnownBadEntry, record: BehaviourRecord): boolean {
-  const ran = new Set(record.cells.filter((c) => c.status === 'passed').map((c) => c.probe));
-  const claims = new Set(catalogue.filter((p) => ran.has(p.name)).flatMap((p) => p.claims));
-  return entry.concerns.some((c) => ran.has(c) || claims.has(c));
-}
-
 function judge(
   record: BehaviourRecord,
   baseline: BehaviourRecord[],
@@ -77,13 +66,13 @@ function judge(
     reasons,
   };
   const known = knownBadForSysinfo(record.sysinfo, registry);
+  const ran = new Set(record.cells.filter((c) => c.status === 'passed').map((c) => c.probe));
   for (const entry of known?.entries ?? []) {
-    // A single report is a lead, not a verdict: said, not failed on.
-    const fails = concernsRun(entry, record) && entry.trust !== 'single-report';
+    const fails = knownBadFails(entry, ran);
     reasons.push({
       type: 'KnownBadDriver',
       fails,
-      message: `driver ${record.key.driver} is listed as known-bad: ${entry.symptom} (source ${entry.source}, ${entry.trust})${fails ? '' : concernsRun(entry, record) ? '; a single report: not failed on' : '; not a behaviour this run checked'}`,
+      message: `driver ${record.key.driver} is listed as known-bad: ${entry.symptom} (source ${entry.source}, ${entry.trust})${fails ? '' : concernsProbes(entry, ran) ? '; a single report: not failed on' : '; not a behaviour this run checked'}`,
       evidence: { id: entry.id, source: entry.source, trust: entry.trust, concerns: entry.concerns, fixedIn: entry.fixedIn },
     });
   }
@@ -205,7 +194,8 @@ export async function gateCommand(run: string, opts: GateOptions): Promise<numbe
     process.stdout.write(`${lines.join('\n')}\n`);
     if (opts.json) writeOutput(opts.json, `${JSON.stringify(json, null, 2)}\n`);
   }
-  return { pass: GATE_EXIT.pass, changed: GATE_EXIT.changed, 'known-bad': GATE_EXIT.knownBad, inconclusive: GATE_EXIT.inconclusive }[
+  // The most severe target's outcome.
+  return { pass: ExitCode.ok, changed: ExitCode.expectationFailed, 'known-bad': ExitCode.knownBad, inconclusive: ExitCode.inconclusive }[
     status
   ];
 }

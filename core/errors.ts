@@ -15,6 +15,10 @@ export const ExitCode = {
   behaviourChanged: 5,
   /** An output the user asked for (or the run folder's record) could not be written: a full disk, no permission. */
   outputFailed: 6,
+  /** gate (and the nhc reporter): the driver is in the known-bad registry for a behaviour the run checked. */
+  knownBad: 7,
+  /** gate: no record to judge against, or what moved did so while the GPU was shared. */
+  inconclusive: 8,
   interrupted: 130,
 } as const;
 

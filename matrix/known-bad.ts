@@ -11,7 +11,7 @@ import { parseDocument } from 'yaml';
 import { z } from 'zod';
 import { CudamatrixError } from '../core/errors.ts';
 import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
-import { probeNames } from '../probes/catalogue.ts';
+import { catalogue, probeNames } from '../probes/catalogue.ts';
 
 export const KNOWN_BAD_FILE = 'known-bad-drivers.yaml';
 
@@ -267,4 +267,19 @@ export function knownBadForSysinfo(
   const subject = driverSubjectOf(sysinfo);
   if (!subject) return undefined;
   return { subject, entries: knownBadFor(subject, entries) };
+}
+
+/**
+ * Whether an entry fails a node whose run checked these probes (`cudamatrix gate`, the nhc
+ * reporter): it concerns one of them (by name, or a claim one of them decides) and rests on
+ * more than a single report (a single report is a lead: said, not failed on).
+ */
+export function knownBadFails(entry: KnownBadEntry, probesRun: ReadonlySet<string>): boolean {
+  return entry.trust !== 'single-report' && concernsProbes(entry, probesRun);
+}
+
+/** Whether an entry concerns one of these probes, by name or by a claim one of them decides. */
+export function concernsProbes(entry: KnownBadEntry, probesRun: ReadonlySet<string>): boolean {
+  const claims = new Set(catalogue.filter((p) => probesRun.has(p.name)).flatMap((p) => p.claims));
+  return entry.concerns.some((c) => probesRun.has(c) || claims.has(c));
 }

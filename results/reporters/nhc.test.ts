@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { RunEvent } from '../../events/events.ts';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
 import { summarize } from '../verdicts.ts';
+import type { KnownBadEntry } from '../../matrix/known-bad.ts';
 import { nhcLines } from './nhc.ts';
 
 const events: RunEvent[] = [
@@ -33,5 +34,32 @@ describe('nhc lines', () => {
       'nodriver 4 ERROR: nhc: Health check failed: nodriver: nothing measured (--strict): 1 cells skipped, sysinfo: no NVIDIA driver found',
     );
     expect(strict[2]).toMatch(/^crashed 3 /);
+  });
+
+  it('a driver in the known-bad registry for a behaviour the node checked is status 7, as gate fails it; a single report is not', () => {
+    const checked: RunEvent[] = [
+      runStart({}),
+      targetStart('n3', [], 'auto'),
+      cell('n3', 'sysinfo', 'passed', sysinfo({ environment: 'linux', driver_version: '591.32', gpu_name: 'NVIDIA H200' })),
+      cell('n3', 'transfer-bandwidth', 'passed', []),
+      runEnd,
+    ];
+    const entry = (trust: KnownBadEntry['trust'], concerns: string[]): KnownBadEntry => ({
+      id: 'slow-copies',
+      drivers: [{ os: 'linux', from: '591' }],
+      symptom: 'Pinned copies lose a tenth of their bandwidth.',
+      fixedIn: null,
+      source: 'https://github.com/example/tracker/issues/1',
+      trust,
+      concerns,
+    });
+    const line = (e: KnownBadEntry) => nhcLines(summarize(checked), { strict: false, knownBad: [e] });
+    expect(line(entry('multiple-reports', ['transfer-bandwidth']))).toBe(
+      'n3 7 ERROR: nhc: Health check failed: n3: known-bad driver 591.32: Pinned copies lose a tenth of their bandwidth. (source https://github.com/example/tracker/issues/1)\n',
+    );
+    // By a claim the probe decides (C8: transfer-bandwidth's).
+    expect(line(entry('maintainer-confirmed', ['C8']))).toMatch(/^n3 7 /);
+    expect(line(entry('single-report', ['transfer-bandwidth']))).toMatch(/^n3 0 OK/);
+    expect(line(entry('multiple-reports', ['cuda-graph']))).toMatch(/^n3 0 OK/);
   });
 });

@@ -4,12 +4,16 @@
  *
  *   n1 0 OK: 13 cells (12 skipped), 4 expectations passed
  *   n2 1 ERROR: nhc: Health check failed: pinned-vram.counts_as_vram == false: got true
+ *   n3 7 ERROR: nhc: Health check failed: n3: known-bad driver 591.32: ... (source ...)
  *
+ * The last as `cudamatrix gate` fails a run (its exit status 7): the driver is in the known-bad
+ * registry for a behaviour the node checked, by more than a single report.
  * The node is the Slurm node the target ran on ("slurm job 12 on n2"), else the target's name.
  * docs/transports/slurm.md#a-health-check says how a wrapper drains on it.
  */
 import { errorClassOf, ExitCode } from '../../core/errors.ts';
 import { writeOutput } from '../../core/fs.ts';
+import { knownBadFails, knownBadForSysinfo, type KnownBadEntry } from '../../matrix/known-bad.ts';
 import { nodeOf } from '../fleet.ts';
 import type { Reporter } from '../reporter.ts';
 import type { RunSummary, TargetResult } from '../verdicts.ts';
@@ -17,7 +21,10 @@ import type { RunSummary, TargetResult } from '../verdicts.ts';
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
 /** A target's own exit status (as a run of it alone would end, --strict included) and its reason. */
-export function targetHealth(t: TargetResult, options: { strict: boolean }): { status: number; reason: string } {
+export function targetHealth(
+  t: TargetResult,
+  options: { strict: boolean; knownBad?: readonly KnownBadEntry[] },
+): { status: number; reason: string } {
   const failed = (reason: string) => `ERROR: nhc: Health check failed: ${t.name}: ${oneLine(reason)}`;
   if (t.error) {
     const status = errorClassOf(t.error.code) === 'configuration' ? ExitCode.configuration : ExitCode.infrastructure;
@@ -29,6 +36,14 @@ export function targetHealth(t: TargetResult, options: { strict: boolean }): { s
     return { status: ExitCode.infrastructure, reason: failed(`${broken.probe} ${broken.errorCode ?? 'error'}: ${broken.reason ?? ''}`) };
   const verdict = t.verdicts.find((v) => v.status === 'failed') ?? t.verdicts.find((v) => v.status === 'error');
   if (verdict) return { status: ExitCode.expectationFailed, reason: failed(`${verdict.title}: ${verdict.message}`) };
+  // As `cudamatrix gate` fails it: a known-bad driver for a behaviour this node checked.
+  const ran = new Set(planned.filter((c) => c.status === 'passed').map((c) => c.probe));
+  const bad = knownBadForSysinfo(t.sysinfo, options.knownBad)?.entries.find((e) => knownBadFails(e, ran));
+  if (bad)
+    return {
+      status: ExitCode.knownBad,
+      reason: failed(`known-bad driver ${String(t.sysinfo.driver_version)}: ${bad.symptom} (source ${bad.source})`),
+    };
   const skipped = planned.filter((c) => c.status === 'skipped');
   // --strict: a node that measured nothing (no driver, no GPU) is not healthy.
   if (options.strict && planned.length > 0 && skipped.length === planned.length)
@@ -43,7 +58,7 @@ export function targetHealth(t: TargetResult, options: { strict: boolean }): { s
   };
 }
 
-export function nhcLines(summary: RunSummary, options: { strict: boolean }): string {
+export function nhcLines(summary: RunSummary, options: { strict: boolean; knownBad?: readonly KnownBadEntry[] }): string {
   return summary.targets
     .map((t) => {
       const { status, reason } = targetHealth(t, options);
