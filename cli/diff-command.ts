@@ -34,8 +34,8 @@ differs, and metrics (each name and attrs both have) that moved beyond their noi
 |a - b| / max(|a|, |b|). A metric changed when its move is beyond both its minimum effect (its
 tolerance in the probe catalogue) and its measured noise: the spread of the key's earlier runs
 (--history's records of the same environment, GPU and driver, and the sides' own), or, with
-none, of the two runs' own repetitions, at a 1 % chance per pair of records that any series is
-called changed by noise alone (docs/records.md, "Noise"). A move beyond the minimum effect but
+none, of the two runs' own repetitions, at a 5 % chance at most per pair of records that any
+series is called changed by noise alone (docs/records.md, "Noise"). A move beyond the minimum effect but
 within the noise is "too noisy to tell", not a change. Cells during which another process used
 the GPU, and pageable copies whose host control moved with them, are not called the driver's.
 What is on one side only is

@@ -2,6 +2,7 @@
  * cudamatrix diff A B: what changed between two runs, records, submitted files or folders of
  * records (two driver versions), with an exit status a workflow can fail a release on.
  */
+import { statSync } from 'node:fs';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { diffRecords, noiseText, type RecordsDiff } from '../results/record/diff.ts';
 import { formatDiff, type SideFiles } from '../results/record/diff-text.ts';
@@ -11,6 +12,9 @@ import { KEPT_KEY_METRICS } from '../results/report/table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export const DIFF_SCHEMA = 'cudamatrix-diff/1';
+
+/** --history's default: the committed records. */
+export const DEFAULT_HISTORY = 'results/records';
 
 export interface DiffOptions {
   json: boolean;
@@ -54,6 +58,12 @@ function historyOf(dir: string, sides: BehaviourRecord[]): BehaviourRecord[] {
 }
 
 export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOptions): Promise<number> {
+  // The default folder may be missing (a fresh clone of another project); one named is a typo.
+  if (opts.history && opts.history !== DEFAULT_HISTORY && !statSync(opts.history, { throwIfNoEntry: false })?.isDirectory())
+    throw new CudamatrixError(
+      'USAGE',
+      `--history ${opts.history} is not a folder: pass the records folder whose runs measure the noise (results/records), or --no-history`,
+    );
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // The report's key metrics: the records index that report keeps serves diff too.
   const keepMetrics = KEPT_KEY_METRICS;

@@ -34,10 +34,12 @@ Its driver is looked up in the known-bad registry (matrix/known-bad-drivers.yaml
 Exit status (the most severe target's):
   0  pass
   1  changed
-  2  an input that cannot be read, or an incomplete event log
+  2  an input that cannot be read, an incomplete event log, a folder of records as the run,
+     or --records-dir that is not a folder
   4  the run holds no observation of a GPU
   7  known-bad
-  8  inconclusive`,
+  8  inconclusive
+  130  interrupted (Ctrl-C or SIGTERM)`,
     )
     .action(async (run: string, opts: { recordsDir: string; baseline?: string; json?: string; knownBad?: string }) => {
       process.exitCode = await (await import('./gate.ts')).gateCommand(run, opts);

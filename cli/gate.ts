@@ -4,10 +4,13 @@
  * by diff's engine, and the driver against the known-bad registry. Prints one line per target and
  * the verdict; --json writes it as a node verdict (docs/cli.md, "gate").
  */
+import { statSync } from 'node:fs';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { writeOutput } from '../core/fs.ts';
 import { concernsProbes, knownBadFails, knownBadForSysinfo, loadKnownBad, type KnownBadEntry } from '../matrix/known-bad.ts';
-import { diffRecords, pairingKey, type PairDiff } from '../results/record/diff.ts';
+import { formatValue } from '../core/units.ts';
+import type { Scalar } from '../probes/protocol.ts';
+import { diffRecords, pairingKey, seriesText, type CellChange, type FactChange, type PairDiff } from '../results/record/diff.ts';
 import { keyText, type BehaviourRecord } from '../results/record/format.ts';
 import { readHistory, readInput } from '../results/record/read.ts';
 import { KEPT_KEY_METRICS } from '../results/report/table.ts';
@@ -145,6 +148,30 @@ function judge(
 
 const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`;
 
+/** What changed, under a BehaviourChanged reason: the facts, cells and the first series (cudamatrix diff lists every one). */
+function evidenceLines(r: GateReason): string[] {
+  if (r.type !== 'BehaviourChanged') return [];
+  const e = r.evidence as {
+    facts: FactChange[];
+    cells: CellChange[];
+    metrics: { name: string; attrs: Record<string, Scalar>; unit: string; a: number | null; b: number | null; move: number | null }[];
+  };
+  const shown = 8;
+  const out = [
+    ...e.facts.map((f) => `      ${f.name}  ${String(f.a)} → ${String(f.b)}`),
+    ...e.cells.map((c) => `      ${c.probe}  ${c.a} → ${c.b}`),
+    ...e.metrics
+      .slice(0, shown)
+      .map(
+        (m) =>
+          `      ${seriesText(m.name, m.attrs)}  ${formatValue(m.a, m.unit)} → ${formatValue(m.b, m.unit)}${m.move === null ? '' : ` (moved ${(m.move * 100).toFixed(1)} %)`}`,
+      ),
+  ];
+  if (e.metrics.length > shown) out.push(`      and ${e.metrics.length - shown} more series`);
+  out.push('      (cudamatrix diff of the baseline and the run lists each with its noise)');
+  return out;
+}
+
 /** The baseline of a record: the records of its key of the same driver where there are some, else of the newest other driver. */
 function baselineOf(record: BehaviourRecord, candidates: BehaviourRecord[]): BehaviourRecord[] {
   const same = candidates.filter((r) => pairingKey(r) === pairingKey(record) && r.id !== record.id);
@@ -156,12 +183,23 @@ function baselineOf(record: BehaviourRecord, candidates: BehaviourRecord[]): Beh
 
 export async function gateCommand(run: string, opts: GateOptions): Promise<number> {
   const defaults = (await loadMatrixArg(undefined)).expectations;
-  const input = readInput(run, defaults, { complete: true });
-  if (input.records.length === 0)
+  if (!statSync(opts.recordsDir, { throwIfNoEntry: false })?.isDirectory() && !opts.baseline)
     throw new CudamatrixError(
-      'NOTHING_TO_COMPARE',
-      `${run} holds no observation of a GPU${input.unrecorded.length ? ` (${input.unrecorded.join('; ')})` : ''}: the gate judges a run that measured a GPU`,
+      'USAGE',
+      `--records-dir ${opts.recordsDir} is not a folder: the gate judges a run against the records there (results/records, as cudamatrix record writes them), or against --baseline`,
     );
+  const input = readInput(run, defaults, { complete: true });
+  if (input.kind === 'records-folder')
+    throw new CudamatrixError(
+      'USAGE',
+      `${run} is a folder of records: the gate judges one run (a run folder, its events.jsonl, or a record file); to compare folders, use cudamatrix diff`,
+    );
+  if (input.records.length === 0) {
+    process.stderr.write(
+      `${run} holds no observation of a GPU${input.unrecorded.length ? ` (${input.unrecorded.join('; ')})` : ''}: nothing to judge\n`,
+    );
+    return ExitCode.nothingMeasured;
+  }
   const records = input.records.map((r) => r.record);
   const keys = new Set(records.map(pairingKey));
   const ids = new Set(records.map((r) => r.id));
@@ -177,7 +215,10 @@ export async function gateCommand(run: string, opts: GateOptions): Promise<numbe
     lines.push(
       `${v.target}: ${v.status.toUpperCase()}  ${v.key}${v.baseline ? ` against driver ${v.baseline.driver} (${plural(v.baseline.records, 'record')} in ${v.baseline.from}; ${plural(v.baseline.runs, 'run')} of its newest kernel the baseline)` : ''}`,
     );
-    for (const r of v.reasons) lines.push(`  ${r.fails ? '✗' : '·'} ${r.message}`);
+    for (const r of v.reasons) {
+      lines.push(`  ${r.fails ? '✗' : '·'} ${r.message}`);
+      lines.push(...evidenceLines(r));
+    }
   }
   lines.push(`Gate: ${status}`);
   const json = {

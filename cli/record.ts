@@ -12,7 +12,7 @@ import { TOOL_VERSION } from '../core/version.ts';
 import { keyText, sameObservation, type BehaviourRecord } from '../results/record/format.ts';
 import { measuredSomething, NOTHING_MEASURED, readInput, type Input } from '../results/record/read.ts';
 import { REDACTED, redactRecord } from '../results/record/redact.ts';
-import { diffPair } from '../results/record/diff.ts';
+import { diffPair, sharedCells } from '../results/record/diff.ts';
 import { metricLines } from '../results/record/diff-text.ts';
 import { RecordStore, type Drift } from '../results/record/store.ts';
 import { renderSubmission } from '../results/record/submit.ts';
@@ -216,6 +216,11 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
       }
       for (const p of partialLines(outcome.partial)) say(p);
       if (outcome.kind === 'written' && outcome.drift) for (const l of driftLines(outcome.drift)) say(l);
+      const shared = sharedCells(r);
+      if (shared.length)
+        say(
+          `    shared the GPU with ${Math.max(...shared.map((c) => c.processes))} other process(es) (pid ${[...new Set(shared.flatMap((c) => c.pids))].join(', ') || 'unknown'}) during ${shared.length} cells: kept, but not a baseline nor a measurement of the key's noise, and what moved there is not called the driver's`,
+        );
       if (outcome.kind === 'written' && outcome.repeatOf)
         say(
           `    a repeat of ${outcome.repeatOf.file} (same key and facts, metrics within their noise): ${outcome.repeatOf.runs} runs of this observation now measure its run-to-run noise`,

@@ -94,12 +94,12 @@ describe('a doctored copy', () => {
     expect(p.metrics.map((m) => [m.name, m.attrs, m.move, m.noise, m.noiseFrom, m.flagged])).toEqual([
       ['transfer-bandwidth.bandwidth_gbps', pinned1GiB, 0.5, 0.03, 'none', true],
     ]);
-    expect(noiseText(p.metrics[0]!)).toBe('noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %');
+    expect(noiseText(p.metrics[0]!)).toBe('noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %');
     expect(p.metricTally.flagged).toBe(1);
     const text = formatDiff(d, { a: 'a', b: 'b' }, new Map());
     expect(text).toContain('    pinned-release.released  on-free → on-exit\n');
     expect(text).toContain(
-      '    transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n        55.4 GB/s → 27.7 GB/s: moved 50 % (×0.5), no change up to ±3 %: noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %\n',
+      '    transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n        55.4 GB/s → 27.7 GB/s: moved 50 % (×0.5), no change up to ±3 %: noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %\n',
     );
     expect(text).toMatch(/Behaviour changed \(1 pair of records compared\): 1 fact changed, 1 metric beyond noise\.\n$/);
     // against a run of another day too: the same two, not the other day's noise
@@ -144,7 +144,7 @@ describe('a doctored copy', () => {
       [
         'pinned-vram.host_growth_bytes',
         true,
-        'noise not measured (no earlier runs of this key, no repetitions); minimum effect ±5 % or 16 MiB',
+        'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±5 % or 16 MiB',
       ],
     ]);
   });
@@ -206,7 +206,7 @@ describe('noise measured from the runs of the key and from repetitions', () => {
     expect([p.changed, m.verdict, m.noiseFrom, m.measured.runs?.runs, m.measured.runs?.df]).toEqual([false, 'undecided', 'runs', 8, 7]);
     expect(p.metricTally.undecided).toBe(1);
     expect(noiseText(m)).toMatch(
-      /^noise of 8 runs of this key ±\d+(\.\d+)? % \(sd 4\.\d+ %, 7 df\); minimum effect ±3 % \(beyond the minimum effect, within the noise: too noisy to tell\)$/,
+      /^noise of 8 runs of this series ±\d+(\.\d+)? % \(sd 4\.\d+ %, 7 df\); minimum effect ±3 % \(beyond the minimum effect, within the noise: too noisy to tell\)$/,
     );
     expect(formatDiff(diffRecords(a!, b!, { history }), { a: 'a', b: 'b' }, new Map())).toContain('1 too noisy to tell');
   });

@@ -427,10 +427,10 @@ export function noiseText(m: MetricComparison): string {
       : `minimum effect ±${pct(m.tolerance)}${m.absolute ? ` or ${formatValue(m.absolute, m.unit)}` : ''}`;
   const measured =
     m.noiseFrom === 'runs'
-      ? `noise of ${m.measured.runs!.runs} runs of this key ±${pct(m.bound)} (sd ${pct(m.measured.runs!.sd)}, ${m.measured.runs!.df} df)`
+      ? `noise of ${m.measured.runs!.runs} runs of this series ±${pct(m.bound)} (sd ${pct(m.measured.runs!.sd)}, ${m.measured.runs!.df} df)`
       : m.noiseFrom === 'repeats'
         ? `noise of the repetitions ±${pct(m.bound)} (${m.repeats.a} in a, ${m.repeats.b} in b; run-to-run noise not measured)`
-        : 'noise not measured (no earlier runs of this key, no repetitions)';
+        : 'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions)';
   const explained =
     m.explained?.by === 'host'
       ? CONTROL_SERIES.has(m.name)

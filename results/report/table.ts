@@ -207,16 +207,11 @@ function groupByKey(records: readonly LoadedRecord[]): Map<string, LoadedRecord[
  */
 export function recordsShownInFull(records: readonly LoadedRecord[]): Set<LoadedRecord> {
   const out = new Set<LoadedRecord>();
-  const newer = (a: LoadedRecord, b: LoadedRecord | undefined) => !b || byDate(a, b) > 0;
+  // The column's chosen record and each probe's, as the table picks them (shownOfKey).
   for (const list of groupByKey(records).values()) {
-    let newest: LoadedRecord | undefined;
-    let chosen: LoadedRecord | undefined;
-    for (const r of list) {
-      if (newer(r, newest)) newest = r;
-      if (hasFacts(r.record) && newer(r, chosen)) chosen = r;
-    }
-    out.add(chosen ?? newest!);
-    for (const r of newestByProbe(list, newer, (x) => x.record).values()) out.add(r);
+    const shown = shownOfKey(list);
+    out.add(shown.chosen);
+    for (const r of shown.byProbe.values()) out.add(r);
   }
   return out;
 }

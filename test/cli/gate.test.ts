@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { H200_DIR, H200_RUNS, halvedBandwidthLog } from '../../results/record/fixture.ts';
+import { H200_DIR, H200_RUNS, halvedBandwidthLog, noDriverLog } from '../../results/record/fixture.ts';
 import { runCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -96,5 +96,29 @@ describe('cudamatrix gate', () => {
     const r = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', tempDir('cm-gate-empty-')]);
     expect(r.code, r.stdout + r.stderr).toBe(8);
     expect(r.stdout).toContain('no record of linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker to judge against');
+  });
+
+  it('a run without a GPU observation is exit 4; a folder of records or a missing --records-dir is a usage error (exit 2)', async () => {
+    const dir = tempDir('cm-gate-');
+    const log = path.join(dir, 'events.jsonl');
+    writeFileSync(log, noDriverLog());
+    const none = await runCli(['gate', log, '--records-dir', records]);
+    expect(none.code, none.stderr).toBe(4);
+    expect(none.stderr).toContain('holds no observation of a GPU');
+    const folder = await runCli(['gate', records, '--records-dir', records]);
+    expect(folder.code).toBe(2);
+    expect(folder.stderr).toContain('is a folder of records: the gate judges one run');
+    const missing = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', path.join(dir, 'nope')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`--records-dir ${path.join(dir, 'nope')} is not a folder`);
+  });
+
+  it('a changed run names what changed under its reason', async () => {
+    const r = await runCli(['gate', writeLog(halvedBandwidthLog()), '--records-dir', records]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(
+      / {6}transfer-bandwidth\.bandwidth_gbps \{direction: h2d, memory: pinned, size_bytes: \d+\} {2}[\d.]+ GB\/s → [\d.]+ GB\/s \(moved \d+\.\d %\)/,
+    );
+    expect(r.stdout).toContain('(cudamatrix diff of the baseline and the run lists each with its noise)');
   });
 });

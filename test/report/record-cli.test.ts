@@ -112,7 +112,7 @@ describe('cudamatrix record', () => {
       `    DRIFTED from ${first} (same key and facts; 8 metric series beyond their noise): kept as the newest record of this observation, which the report and diff use\n`,
     );
     expect(r.stdout).toContain(
-      '      transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n          55.4 GB/s → 27.8 GB/s: moved 49.9 % (×0.501), no change up to ±3 %: noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %; cudaprobe build also differed: the change may be theirs\n',
+      '      transfer-bandwidth.bandwidth_gbps {direction: h2d, memory: pinned, size_bytes: 1073741824}\n          55.4 GB/s → 27.8 GB/s: moved 49.9 % (×0.501), no change up to ±3 %: noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %; cudaprobe build also differed: the change may be theirs\n',
     );
     expect(r.stdout).not.toContain('CONFLICT');
     // Recorded again: the same run, not written.
@@ -300,7 +300,7 @@ describe('cudamatrix diff', () => {
     expect(r.code, r.stderr).toBe(1);
     expect(r.stdout).toContain('    pinned-vram.counts_as_vram  false → true\n');
     expect(r.stdout).toContain(
-      '    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), no change up to ±3 %: noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %\n',
+      '    transfer-bandwidth.bandwidth_gbps {direction: d2h, memory: pinned, size_bytes: 16777216}\n        53.9 GB/s → 26.9 GB/s: moved 50 % (×0.5), no change up to ±3 %: noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %\n',
     );
     // the same record id on both sides: each line names its own side's file
     expect(r.stdout).toContain(`  a  driver 580.159.04, run 2026-11-29T17-04-21-010Z-e253d5 (2026-11-29), target local, ${committed}\n`);
@@ -350,7 +350,7 @@ describe('cudamatrix diff', () => {
         noiseFrom: 'none',
         verdict: 'changed',
         flagged: true,
-        noiseText: 'noise not measured (no earlier runs of this key, no repetitions); minimum effect ±3 %',
+        noiseText: 'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %',
       },
     ]);
     expect(p.metricTally).toMatchObject({
