@@ -94,7 +94,9 @@ describe('a doctored copy', () => {
     expect(p.metrics.map((m) => [m.name, m.attrs, m.move, m.noise, m.noiseFrom, m.flagged])).toEqual([
       ['transfer-bandwidth.bandwidth_gbps', pinned1GiB, 0.5, 0.03, 'none', true],
     ]);
-    expect(noiseText(p.metrics[0]!)).toBe('noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %');
+    expect(noiseText(p.metrics[0]!)).toBe(
+      'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %',
+    );
     expect(p.metricTally.flagged).toBe(1);
     const text = formatDiff(d, { a: 'a', b: 'b' }, new Map());
     expect(text).toContain('    pinned-release.released  on-free → on-exit\n');

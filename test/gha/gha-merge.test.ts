@@ -286,7 +286,9 @@ describe('gha matrix and gha merge', () => {
       // The merged run is one more run of the observation: a repeat, which measures the key's noise.
       'records-written': '1',
     });
-    expect(r1.stdout).toMatch(/a repeat of .*linux-h200-docker-2026-12-01-\w+\.json \(same key and facts, metrics within their noise\): \d+ runs of this observation now measure its run-to-run noise/);
+    expect(r1.stdout).toMatch(
+      /a repeat of .*linux-h200-docker-2026-12-01-\w+\.json \(same key and facts, metrics within their noise\): \d+ runs of this observation now measure its run-to-run noise/,
+    );
     expect(same.summary()).toContain('No behaviour changed');
     // The repeat was written, so the report was regenerated with it.
     expect(existsSync(path.join(dir, 'report', 'BEHAVIOUR.md'))).toBe(true);

@@ -350,7 +350,8 @@ describe('cudamatrix diff', () => {
         noiseFrom: 'none',
         verdict: 'changed',
         flagged: true,
-        noiseText: 'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %',
+        noiseText:
+          'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions); minimum effect ±3 %',
       },
     ]);
     expect(p.metricTally).toMatchObject({
