@@ -68,14 +68,14 @@ describe('many runs at once', () => {
     300_000,
   );
 
-  it(`${AT_ONCE} records into one folder at once, of 4 observations twice each: each observation written once, as one after the other would`, async () => {
+  it(`${AT_ONCE} records into one folder at once, of 4 runs twice each: each run written once, as one after the other would`, async () => {
     const dir = tempDir('cm-at-once-records-');
     const records = path.join(dir, 'records');
     const fact = Object.keys(base.facts)[0]!;
-    // Runs i and i + 4 saw the same (the same key and facts): the second is "already recorded".
+    // Inputs i and i + 4 are the same run (its record twice): the second is "already recorded".
     const inputs = Array.from({ length: AT_ONCE }, (_, i) => {
-      const r = doctored(base, `${i}`.repeat(8) + base.id.slice(8), (c) => {
-        c.observed.runId = `${c.observed.runId}-${i}`;
+      const r = doctored(base, `${i % 4}`.repeat(8) + base.id.slice(8), (c) => {
+        c.observed.runId = `${c.observed.runId}-${i % 4}`;
         c.facts[fact]!.value = `observation ${i % 4}`;
       });
       const file = path.join(dir, `in-${i}.json`);
