@@ -487,7 +487,9 @@ describe('gha matrix and gha merge', () => {
     expect(step.summary()).toMatch(
       /\*\*Behaviour changed\.\*\*[\s\S]*metric `transfer-bandwidth\.bandwidth_gbps` \{"direction":"h2d","memory":"pinned","size_bytes":1073741824\}: 55\.\d GB\/s -> 27\.8 GB\/s/,
     );
-    expect(readFileSync(path.join(dir, 'report', 'BEHAVIOUR.md'), 'utf8')).toMatch(/against \d+ earlier records? \(the newest .*\): 8 metric series beyond their noise/);
+    expect(readFileSync(path.join(dir, 'report', 'BEHAVIOUR.md'), 'utf8')).toMatch(
+      /against \d+ earlier records? \(the newest .*\): 8 metric series beyond their noise/,
+    );
   });
 
   it('refuses a --plan that is not a plan, or names a target the matrix lacks, naming the fix', async () => {
