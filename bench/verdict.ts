@@ -20,7 +20,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatTable } from '../core/text-table.ts';
 import { diffRecords, type PairDiff } from '../results/record/diff.ts';
-import { keyText, type BehaviourRecord } from '../results/record/format.ts';
+import { keyText, type BehaviourRecord, type RecordedMetric } from '../results/record/format.ts';
 import { readInput } from '../results/record/read.ts';
 
 const { values } = parseArgs({
@@ -46,37 +46,32 @@ records.sort((x, y) => (x.observed.date < y.observed.date ? -1 : 1));
 
 type Injection = { name: string; edit: (r: BehaviourRecord) => number };
 const MiB = 1024 * 1024;
+
+/** Scales the series `which` picks, value and repetitions alike; returns how many it scaled. */
+function scale(r: BehaviourRecord, which: (m: RecordedMetric) => boolean, factor: number): number {
+  let n = 0;
+  for (const m of r.metrics)
+    if (m.value !== null && which(m)) {
+      m.value *= factor;
+      if (m.repeats) m.repeats = m.repeats.map((v) => v * factor);
+      n++;
+    }
+  return n;
+}
+
 const injections: Injection[] = [
   {
     name: 'pinned bandwidth -10 % at >= 256 MiB',
-    edit: (r) => {
-      let n = 0;
-      for (const m of r.metrics)
-        if (
-          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
-          m.attrs?.memory === 'pinned' &&
-          Number(m.attrs.size_bytes) >= 256 * MiB &&
-          m.value !== null
-        ) {
-          m.value *= 0.9;
-          if (m.repeats) m.repeats = m.repeats.map((v) => v * 0.9);
-          n++;
-        }
-      return n;
-    },
+    edit: (r) =>
+      scale(
+        r,
+        (m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned' && Number(m.attrs.size_bytes) >= 256 * MiB,
+        0.9,
+      ),
   },
   {
     name: 'sync latency +50 %',
-    edit: (r) => {
-      let n = 0;
-      for (const m of r.metrics)
-        if (m.name.startsWith('sync-latency.') && m.unit === 'us' && m.value !== null) {
-          m.value *= 1.5;
-          if (m.repeats) m.repeats = m.repeats.map((v) => v * 1.5);
-          n++;
-        }
-      return n;
-    },
+    edit: (r) => scale(r, (m) => m.name.startsWith('sync-latency.') && m.unit === 'us', 1.5),
   },
   {
     name: 'a fact changed',

@@ -282,7 +282,7 @@ export const CLIENT_SCRIPT =
   var drifted = cols.map(function (c, i) { return i; }).filter(function (i) { return cols[i].drift.length; });
   root.appendChild(el('h2', { id: 'drift' }, ['Metrics drifted']));
   if (!drifted.length) root.appendChild(el('p', {}, ['None: in every column with several records, each metric series\' newest value is within its noise of the column\'s earlier records.']));
-  else root.appendChild(el('p', {}, ['Per metric series, a column\'s newest value (from the newest record that measured its probe) against the column\'s earlier records of that probe (the newest 8, since the last drift before them), where it moved beyond its noise (cudamatrix diff\'s engine). Earlier records are compared by their key metrics. The same facts with other numbers (a same-driver regression) is kept as a newer record of the column.']));
+  else root.appendChild(el('p', {}, ['Per metric series, a column\'s newest value (from the newest record that measured its probe) against the column\'s earlier records of that probe (the newest 16, since the last drift before them), where it moved beyond its noise (cudamatrix diff\'s engine). Earlier records are compared by their key metrics. The same facts with other numbers (a same-driver regression) is kept as a newer record of the column.']));
   drifted.forEach(function (i) {
     var c = cols[i];
     c.drift.forEach(function (d) {

@@ -227,7 +227,7 @@ export function renderMarkdown(
     );
   else
     out.push(
-      "Per metric series, a column's newest value (from the newest record that measured its probe) against the column's earlier records of that probe (the newest 8, since the last drift before them), where it moved beyond its noise (`cudamatrix diff`'s engine: the catalogue's minimum effect, the noise measured from the column's runs). Earlier records are compared by their key metrics (what the records index keeps). The same facts with other numbers (a same-driver regression) is kept as a newer record; the key metrics above show the newest and mark ⚠ drifted.",
+      "Per metric series, a column's newest value (from the newest record that measured its probe) against the column's earlier records of that probe (the newest 16, since the last drift before them), where it moved beyond its noise (`cudamatrix diff`'s engine: the catalogue's minimum effect, the noise measured from the column's runs). Earlier records are compared by their key metrics (what the records index keeps). The same facts with other numbers (a same-driver regression) is kept as a newer record; the key metrics above show the newest and mark ⚠ drifted.",
     );
   out.push('');
   for (const c of drifted) {
