@@ -36,6 +36,7 @@ function takenLines(s: DiffSide, files: Map<string, string>): string[] {
 function pairLines(p: PairDiff, files: SideFiles, all: boolean): string[] {
   const out = [
     p.key,
+    ...(p.a.id === p.b.id ? ['  a and b are the same run (one record on both sides): nothing to compare but the record with itself'] : []),
     `  a  ${sideLine(p.a, files.a.get(p.a.id))}`,
     ...takenLines(p.a, files.a),
     `  b  ${sideLine(p.b, files.b.get(p.b.id))}`,
@@ -53,7 +54,7 @@ function pairLines(p: PairDiff, files: SideFiles, all: boolean): string[] {
     const most = Math.max(...cells.map((c) => c.processes));
     const pids = [...new Set(cells.flatMap((c) => c.pids))];
     out.push(
-      `  ${name} shared the GPU with ${plural(most, 'other process')}${pids.length ? ` (pid ${pids.join(', ')})` : ''} during ${plural(cells.length, 'cell')} (${cells.map((c) => c.probe).join(', ')}): a change there is not called the driver's`,
+      `  ${name} shared the GPU with ${plural(most, 'other process')}${pids.length ? ` (pid ${pids.join(', ')})` : ''} during ${plural(cells.length, 'cell')} (${cells.map((c) => `${c.probe}${c.inferred ? ' (inferred: it takes no look itself)' : ''}`).join(', ')}): a change there is not called the driver's`,
     );
   }
   const sharedNote = (n: number | undefined) => (n ? `  (shared GPU: ${plural(n, 'other process')}; not the driver's)` : '');

@@ -269,6 +269,15 @@ describe('noise measured from the runs of the key and from repetitions', () => {
     expect(d.pairs[0]!.metricTally).toMatchObject({ flagged: 0, explained: 1 });
     const text = formatDiff(d, { a: 'a', b: 'b' }, new Map());
     expect(text).toContain('  b shared the GPU with 1 other process (pid 4242) during 1 cell (transfer-bandwidth)');
+    const inferred = doctored(
+      b,
+      'dddddddddddddd02',
+      (x) => void x.shared!.push({ probe: 'runtime-init', processes: 1, usedBytes: null, pids: [4242], inferred: true }),
+    );
+    expect(formatDiff(diffRecords(runs[0]!, inferred), { a: 'a', b: 'b' }, new Map())).toContain(
+      'during 2 cells (transfer-bandwidth, runtime-init (inferred: it takes no look itself))',
+    );
+    expect(formatDiff(diffRecords(runs[0]!, runs[0]!), { a: 'a', b: 'a' }, new Map())).toContain('  a and b are the same run');
     expect(text).toContain("1 other process used the GPU during its cell: not called the driver's");
     // The same halving without the neighbour is a change.
     expect(
