@@ -21,20 +21,19 @@ export interface MetricSpec {
   unit: Unit;
   description: string;
   /**
-   * How far the metric moves between two runs of one driver on one machine with nothing changed:
-   * `cudamatrix diff` flags a move beyond it (results/record/diff.ts). One rule, or several of
-   * which the first whose `where` matches the series' attrs applies.
+   * The minimum effect: a smaller move is never a change, however significant. A larger one is a
+   * change only beyond the noise measured from the key's runs (results/record/noise.ts). One
+   * rule, or several of which the first whose `where` matches the series' attrs applies.
    */
   tolerance?: MetricTolerance | MetricTolerance[];
 }
 
 /**
- * A metric's noise. A change is |a - b| / max(|a|, |b|) (so that a -> b and b -> a are judged
- * alike); it is noise when at most `relative`, or when |a - b| is at most `absolute` (in the
- * metric's unit: for values near zero, where any fraction is large). Calibrated on the H200
- * (driver 580.159.04): the four committed default-suite runs (2026-11-29, 2026-11-30, and two
- * back to back on 2026-12-01), with margin over the largest change between any two of them;
- * docs/records.md gives the figures.
+ * A metric's minimum effect. A move is |a - b| / max(|a|, |b|) (so that a -> b and b -> a are
+ * judged alike); it is no change when at most `relative`, or when |a - b| is at most `absolute`
+ * (in the metric's unit: for values near zero, where any fraction is large). First calibrated
+ * as the noise of the four H200 runs of driver 580.159.04 (2026-11-29 to 12-01); since issue 32
+ * the noise is measured, and these are the floor under it (docs/records.md, "Noise").
  */
 export interface MetricTolerance {
   relative: number;
