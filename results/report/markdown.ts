@@ -8,7 +8,8 @@
  */
 import { formatValue } from '../../core/units.ts';
 import type { Scalar } from '../../probes/protocol.ts';
-import { noiseText, seriesText, type MetricComparison } from '../record/diff.ts';
+import { noiseText, seriesText, sharedCells, type MetricComparison } from '../record/diff.ts';
+import type { BehaviourRecord } from '../record/format.ts';
 import { p2pCellText, p2pMatrices } from './p2p-matrix.ts';
 import { buildTable, conflictsOf, isSeries, valueText, type BehaviourTable, type Cell, type Column, type DriverStep } from './table.ts';
 import type { LoadedRecord } from './load.ts';
@@ -337,8 +338,16 @@ function recordLine(r: LoadedRecord, opts: MarkdownOptions): string {
   return (
     `${link(mdText(`${rec.observed.date.slice(0, 10)} ${shortId(r)}`), `${opts.recordsLink}/${r.file}`)} ` +
     `(run ${mdText(rec.observed.runId ?? '?')}${evidenceLink(rec.evidence, opts)}, cudaprobe ${mdText(rec.tool?.cudaprobe ?? '?')}, ${measured} probe${measured === 1 ? '' : 's'} measured; ` +
-    `default expectations: ${passed} met${failed ? `, ${failed} not met` : ''})`
+    `default expectations: ${passed} met${failed ? `, ${failed} not met` : ''}${sharedNote(rec)})`
   );
+}
+
+/** A record that shared the GPU, said beside it: its numbers are not shown for the column, nor are they its noise. */
+function sharedNote(r: BehaviourRecord): string {
+  const cells = sharedCells(r);
+  if (!cells.length) return '';
+  const most = Math.max(...cells.map((c) => c.processes));
+  return `; shared the GPU with ${most} other process${most === 1 ? '' : 'es'} during ${cells.length} cells: not the column's numbers`;
 }
 
 /**
