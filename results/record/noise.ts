@@ -21,7 +21,8 @@ const MIN_REPEATS = 5;
 
 /**
  * Run-to-run noise from fewer degrees of freedom than this is not used: its t would be so wide
- * (t at 1 df is 127 times the normal's at this error) that nothing could ever be called a change.
+ * that nothing could ever be called a change (at this error over 215 series t is 2,737 at 1 df,
+ * 66 at 2, 21 at 3, 6.9 at 7; the normal's is 3.7).
  */
 export const MIN_RUN_DF = 3;
 
