@@ -8,7 +8,7 @@
 /**
  * The chance, per pair of runs with nothing changed, that any of its series is called changed
  * (at most: Bonferroni assumes independent series, and a probe's series move together). At 1 %,
- * with the 6-7 df the H200's runs of one kernel give, t was 12 and a 50 % sync-latency
+ * with the 6-7 df the H200's runs of one kernel give, t is 10.4 and 8.9, and a 50 % sync-latency
  * regression stayed inside its noise (bench/verdict).
  */
 export const FAMILY_ERROR = 0.05;
