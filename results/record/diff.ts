@@ -4,15 +4,32 @@
  * How records pair, what is compared and how a metric's noise is decided: docs/records.md,
  * "cudamatrix diff A B" and "Noise".
  */
-import { formatValue } from '../../core/units.ts';
-import { catalogue, type MetricTolerance } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import { composeRecord, hasFacts, newestByProbe } from './compose.ts';
-import { keyText, type BehaviourRecord, type RecordedMetric, type SharedCell } from './format.ts';
-import { HISTORY_PER_DRIVER, median, testSeries, type RunNoise, type SeriesTest } from './noise.ts';
+import { keyText, type BehaviourRecord, type SharedCell } from './format.ts';
+import { environmentChanges, type EnvironmentChange, hostControl, segmentsOf, sharedCells, sharedRun } from './around-driver.ts';
+import { HISTORY_PER_DRIVER } from './noise.ts';
+import {
+  compareSeries,
+  DEFAULT_TOLERANCE,
+  noiseText,
+  type MetricComparison,
+  type MetricTally,
+  type PairSamples,
+} from './series-verdict.ts';
+import { aligned, relativeMove, seriesText, shapeOf } from './series.ts';
 
-/** The minimum effect where the catalogue names none (a metric of a newer cudaprobe). */
-export const DEFAULT_TOLERANCE = 0.1;
+export {
+  DEFAULT_TOLERANCE,
+  noiseText,
+  relativeMove,
+  segmentsOf,
+  seriesText,
+  sharedCells,
+  type EnvironmentChange,
+  type MetricComparison,
+  type MetricTally,
+};
 
 export interface DiffSide {
   id: string;
@@ -36,46 +53,6 @@ export interface CellChange {
   probe: string;
   a: string;
   b: string;
-}
-
-export interface MetricComparison {
-  name: string;
-  attrs: Record<string, Scalar>;
-  unit: string;
-  /** The series' value on each side (a run's own; of several runs, their geometric mean). */
-  a: number | null;
-  b: number | null;
-  /** How many repetitions each side's run has for the series (1: a single value). */
-  repeats: { a: number; b: number };
-  /** How many runs each side has (1: a single run or record). */
-  runs: { a: number; b: number };
-  /** |a - b| / max(|a|, |b|); null when a side has no value. */
-  move: number | null;
-  /** The largest move that is noise (the larger of the minimum effect and the measured bound). */
-  noise: number;
-  /** The minimum effect: the catalogue's tolerance for the series (or the default where it names none). A smaller move is never a change. */
-  tolerance: number;
-  /** Changes up to this much, in the metric's unit, are no change whatever their fraction (0: none). */
-  absolute: number;
-  /** The measured noise: run to run over the key's records, and the two runs' own repetitions. */
-  measured: { runs: RunNoise | null; repeatsSd: number | null };
-  /** The largest move the measured noise allows at the family error (0 when nothing was measured). */
-  bound: number;
-  /** What measured the noise: the runs of the key, the repetitions of the two runs, or nothing (the minimum effect alone decides). */
-  noiseFrom: SeriesTest['from'];
-  /**
-   * changed: beyond the minimum effect and the measured noise; same: within one of them;
-   * undecided: beyond the minimum effect but within the measured noise (too noisy to tell).
-   */
-  verdict: 'changed' | 'same' | 'undecided';
-  /** Why a change is not the driver's: its host control moved with it, or another process used the GPU during its cell. */
-  explained?: { by: 'host'; control: string; move: number } | { by: 'shared'; processes: number } | { by: 'environment'; fields: string[] };
-  /** Around-the-driver differences that came with a counted change (the drivers differ too, so both are suspects). */
-  with?: string[];
-  /** Why the values could not be compared (a unit changed, a value missing). */
-  problem?: string;
-  /** Counted as a change of behaviour (verdict changed, or a problem, and not explained). */
-  flagged: boolean;
 }
 
 export interface PairDiff {
@@ -107,12 +84,6 @@ export interface PairDiff {
   runs: { a: number; b: number };
   /** A fact or cell changed, or a metric moved beyond its noise, and neither was explained by a shared GPU or the host. */
   changed: boolean;
-}
-
-export interface EnvironmentChange {
-  field: string;
-  a: Scalar;
-  b: Scalar;
 }
 
 export type { SharedCell };
@@ -156,383 +127,6 @@ const side = (r: BehaviourRecord): DiffSide => ({
 
 /** The key without the driver (the pairing of records of two driver versions). */
 export const pairingKey = (r: BehaviourRecord): string => keyText({ ...r.key, driver: '' });
-
-/** A catalogue rule with its `where` as a list, matched without allocating (it runs 1.7 million times for 10,000 records). */
-interface Rule {
-  tolerance: MetricTolerance;
-  where: [string, Scalar | { below: number }][];
-}
-
-/** Tolerance rules by "probe.metric", from the catalogue. */
-const tolerances = new Map<string, Rule[]>(
-  catalogue.flatMap((p) =>
-    p.metrics.map((m) => {
-      const list = m.tolerance === undefined ? [] : Array.isArray(m.tolerance) ? m.tolerance : [m.tolerance];
-      return [`${p.name}.${m.name}`, list.map((t) => ({ tolerance: t, where: Object.entries(t.where ?? {}) }))] as const;
-    }),
-  ),
-);
-
-function ruleFor(name: string, attrs: Record<string, Scalar>): MetricTolerance | undefined {
-  const rules = tolerances.get(name);
-  if (!rules) return undefined;
-  outer: for (const rule of rules) {
-    for (const [k, want] of rule.where) {
-      const got = attrs[k];
-      const ok = want !== null && typeof want === 'object' ? typeof got === 'number' && got < want.below : got === want;
-      if (!ok) continue outer;
-    }
-    return rule.tolerance;
-  }
-  return undefined;
-}
-
-/** A series' identity: name and attrs, whatever the attrs' order (a string of its own, not JSON: 10,000 records must diff in well under a second). */
-function seriesKey(m: RecordedMetric): string {
-  const attrs = m.attrs;
-  if (!attrs) return m.name;
-  const keys = Object.keys(attrs);
-  if (keys.length > 1) keys.sort();
-  let s = m.name;
-  for (const k of keys) {
-    const v = attrs[k];
-    s += `\u0000${k}\u0001${typeof v}:${String(v)}`;
-  }
-  return s;
-}
-
-/** Where each series of a record lies: series key -> its positions in the record's metrics. */
-type Shape = Map<string, number[]>;
-
-const shapes = new WeakMap<RecordedMetric[], Shape>();
-function shapeOf(metrics: RecordedMetric[]): Shape {
-  let got = shapes.get(metrics);
-  if (got) return got;
-  got = new Map();
-  for (let i = 0; i < metrics.length; i++) {
-    const k = seriesKey(metrics[i]!);
-    const at = got.get(k);
-    if (at) at.push(i);
-    else got.set(k, [i]);
-  }
-  shapes.set(metrics, got);
-  return got;
-}
-
-function sameAttrs(p: Record<string, Scalar> | undefined, q: Record<string, Scalar> | undefined): boolean {
-  if (p === q) return true;
-  if (!p || !q) return false;
-  let n = 0;
-  for (const k in p) {
-    if (p[k] !== q[k]) return false;
-    n++;
-  }
-  for (const _ in q) n--;
-  return n === 0;
-}
-
-/**
- * Whether two records list the same series in the same order (runs of one cudaprobe: the usual
- * case), so that one's shape serves both: keying every metric of every record is most of the
- * cost of diffing 10,000 of them.
- */
-function aligned(x: RecordedMetric[], y: RecordedMetric[]): boolean {
-  if (x.length !== y.length) return false;
-  for (let i = 0; i < x.length; i++) if (x[i]!.name !== y[i]!.name || !sameAttrs(x[i]!.attrs, y[i]!.attrs)) return false;
-  return true;
-}
-
-/** The numeric values of a series in a record: its repetitions (a metric's `repeats`, or several entries of it), else its value. */
-function valuesAt(metrics: RecordedMetric[], at: number[]): number[] {
-  if (at.length === 1) {
-    const m = metrics[at[0]!]!;
-    if (m.value === null) return [];
-    return m.repeats && m.repeats.length > 1 ? m.repeats : [m.value];
-  }
-  const out: number[] = [];
-  for (const i of at) {
-    const v = metrics[i]!.value;
-    if (v !== null) out.push(v);
-  }
-  return out;
-}
-
-/** A record's value of a series: its own (the median the probe reported), or the median of its several entries. */
-function valueAt(metrics: RecordedMetric[], at: number[]): number | null {
-  if (at.length === 1) return metrics[at[0]!]!.value;
-  const v = valuesAt(metrics, at);
-  return v.length ? median(v) : null;
-}
-
-/** The relative move between two values: |a - b| / max(|a|, |b|), 0 when both are 0. */
-export function relativeMove(a: number, b: number): number {
-  const scale = Math.max(Math.abs(a), Math.abs(b));
-  return scale === 0 ? 0 : Math.abs(a - b) / scale;
-}
-
-const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
-
-/** Counts of a pair's metric comparisons (all of them, also those not kept). */
-export interface MetricTally {
-  compared: number;
-  flagged: number;
-  /** Beyond the minimum effect but within the measured noise: too noisy to tell. */
-  undecided: number;
-  /** Changes explained by the host's control or a shared GPU (not counted as the driver's). */
-  explained: number;
-  /** Of the series that moved beyond their minimum effect (and so were tested), how many had their noise measured by each way. */
-  noiseFrom: { runs: number; repeats: number; none: number };
-  /**
-   * The unflagged series that came nearest a change, if any moved: by move / noise, or by
-   * |a - b| / absolute where that is smaller (a move flags only when it passes both).
-   */
-  nearest: {
-    name: string;
-    attrs: Record<string, Scalar>;
-    unit: string;
-    move: number;
-    noise: number;
-    delta: number;
-    absolute: number;
-    nearness: number;
-  } | null;
-}
-
-/** What the test of one pair's series needs besides the two records: each side's runs, the key's other runs. */
-interface PairSamples {
-  /** Each side's runs of the key (its compared record first). */
-  runsA: BehaviourRecord[];
-  runsB: BehaviourRecord[];
-  /** The key's other runs, grouped by driver and kernel: each group should agree. */
-  groups: BehaviourRecord[][];
-  /** How many series the pair compares (the Bonferroni count). */
-  series: number;
-}
-
-/** Each record's value of a series (those without it left out, and those whose cell shared the GPU: no run-to-run noise of the driver's). */
-function seriesValues(k: string, records: readonly BehaviourRecord[]): number[] {
-  const out: number[] = [];
-  const probe = k.slice(0, k.indexOf('.'));
-  for (const r of records) {
-    const at = shapeOf(r.metrics).get(k);
-    if (!at || r.shared?.some((c) => c.probe === probe && c.processes > 0)) continue;
-    const v = valueAt(r.metrics, at);
-    if (v !== null) out.push(v);
-  }
-  return out;
-}
-
-const geometricMean = (v: number[]) => (v.every((x) => x > 0) ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : median(v));
-
-/**
- * Compares one series; returns the comparison when it is flagged or `keep` asks for every one,
- * else only counts it (10,000 record pairs make 1.7 million comparisons: most are noise).
- */
-function compareSeries(
-  k: string,
-  name: string,
-  ma: RecordedMetric[],
-  pa: number[],
-  mb: RecordedMetric[],
-  pb: number[],
-  samples: PairSamples,
-  keep: boolean,
-  tally: MetricTally,
-): MetricComparison | null {
-  const first = ma[pa[0]!]!;
-  const firstB = mb[pb[0]!]!;
-  const attrs = first.attrs ?? {};
-  const rule = ruleFor(name, attrs);
-  const tolerance = rule?.relative ?? DEFAULT_TOLERANCE;
-  const absolute = rule?.absolute ?? 0;
-  const own = { a: valueAt(ma, pa), b: valueAt(mb, pb) };
-  const ra = valuesAt(ma, pa);
-  const rb = valuesAt(mb, pb);
-  const runsA = samples.runsA.length > 1 ? seriesValues(k, samples.runsA) : own.a === null ? [] : [own.a];
-  const runsB = samples.runsB.length > 1 ? seriesValues(k, samples.runsB) : own.b === null ? [] : [own.b];
-  const a = own.a === null ? null : runsA.length > 1 ? geometricMean(runsA) : own.a;
-  const b = own.b === null ? null : runsB.length > 1 ? geometricMean(runsB) : own.b;
-  let move: number | null = null;
-  let verdict: MetricComparison['verdict'] = 'same';
-  let flagged: boolean;
-  let problem: string | undefined;
-  let test: SeriesTest = { from: 'none', runs: null, repeatsSd: null, critical: 0, bound: 0, beyond: true };
-  if (first.unit !== firstB.unit) {
-    problem = `unit changed: ${first.unit} → ${firstB.unit}`;
-    flagged = true;
-    verdict = 'changed';
-  } else if (a === null || b === null) {
-    const missing = a === null && b === null ? null : a === null ? 'a' : 'b';
-    const reason = missing === 'a' ? first.reason : missing === 'b' ? firstB.reason : undefined;
-    problem =
-      missing === null ? 'not measured on either side' : `measured on one side only: no value in ${missing}${reason ? ` (${reason})` : ''}`;
-    flagged = missing !== null;
-    if (flagged) verdict = 'changed';
-  } else {
-    move = relativeMove(a, b);
-    // A hair over in floating point is not a move.
-    const beyondEffect = move > tolerance + 1e-9 && Math.abs(a - b) > absolute;
-    // The test runs only where it can matter (beyond the minimum effect) or is asked for: most series stop here.
-    if (beyondEffect || keep)
-      test = testSeries({
-        a: runsA,
-        b: runsB,
-        groups: samples.groups.map((g) => seriesValues(k, g)),
-        repeatsA: ra.length > 1 ? ra : undefined,
-        repeatsB: rb.length > 1 ? rb : undefined,
-        series: samples.series,
-      });
-    verdict = beyondEffect ? (test.beyond ? 'changed' : 'undecided') : 'same';
-    flagged = verdict === 'changed';
-  }
-  const noise = Math.max(tolerance, test.bound);
-  tally.compared++;
-  if (verdict !== 'same' && problem === undefined) tally.noiseFrom[test.from]++;
-  if (flagged) tally.flagged++;
-  else if (verdict === 'undecided') tally.undecided++;
-  if (!flagged && move !== null && move > 0) {
-    const delta = Math.abs(a! - b!);
-    const nearness = Math.min(noise > 0 ? move / noise : Infinity, absolute > 0 ? delta / absolute : Infinity);
-    if (!tally.nearest || nearness > tally.nearest.nearness)
-      tally.nearest = { name, attrs, unit: first.unit, move, noise, delta, absolute, nearness };
-  }
-  if (!flagged && !keep) return null;
-  return {
-    name,
-    attrs,
-    unit: first.unit,
-    a,
-    b,
-    repeats: { a: ra.length, b: rb.length },
-    runs: { a: runsA.length, b: runsB.length },
-    move,
-    noise,
-    tolerance,
-    absolute,
-    measured: { runs: test.runs, repeatsSd: test.repeatsSd },
-    bound: test.bound,
-    noiseFrom: test.from,
-    verdict,
-    ...(problem ? { problem } : {}),
-    flagged,
-  };
-}
-
-/** How a comparison's noise was decided, in words ("noise of 9 runs ±2.1 %; minimum effect ±3 %"). */
-export function noiseText(m: MetricComparison): string {
-  if (m.problem) return m.problem;
-  const effect =
-    ruleFor(m.name, m.attrs) === undefined
-      ? `minimum effect ±${pct(m.tolerance)} (the default: not in the catalogue)`
-      : `minimum effect ±${pct(m.tolerance)}${m.absolute ? ` or ${formatValue(m.absolute, m.unit)}` : ''}`;
-  const measured =
-    m.noiseFrom === 'runs'
-      ? `noise of ${m.measured.runs!.runs} runs of this series ±${pct(m.bound)} (sd ${pct(m.measured.runs!.sd)}, ${m.measured.runs!.df} df)`
-      : m.noiseFrom === 'repeats'
-        ? `noise of the repetitions ±${pct(m.bound)} (${m.repeats.a} in a, ${m.repeats.b} in b; run-to-run noise not measured)`
-        : 'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions)';
-  const explained =
-    m.explained?.by === 'host'
-      ? CONTROL_SERIES.has(m.name)
-        ? "; a host control: the host's, not the driver's"
-        : `; its host control ${m.explained.control} moved ${pct(m.explained.move)} with it: the host's, not the driver's`
-      : m.explained?.by === 'shared'
-        ? `; ${m.explained.processes} other process${m.explained.processes === 1 ? '' : 'es'} used the GPU during its cell: not called the driver's`
-        : '';
-  const verdict = m.verdict === 'undecided' ? ' (beyond the minimum effect, within the noise: too noisy to tell)' : '';
-  const around = m.with?.length ? `; ${m.with.join(', ')} also differed: the change may be theirs` : '';
-  return `${measured}; ${effect}${verdict}${explained}${around}`;
-}
-
-/**
- * A pageable copy measured beside a host-only control in the same cell: where the control moved
- * the same way by at least half as much, the host slowed (or sped up), not the driver.
- */
-const HOST_CONTROLS: { series: string; where: Record<string, Scalar>; control: string; match: string[] }[] = [
-  {
-    series: 'transfer-bandwidth.bandwidth_gbps',
-    where: { memory: 'pageable' },
-    control: 'transfer-bandwidth.host_memcpy_gbps',
-    match: ['size_bytes'],
-  },
-];
-
-/** The controls themselves: what the host does, never a change of the driver. */
-const CONTROL_SERIES = new Set(HOST_CONTROLS.map((c) => c.control));
-
-function hostControl(m: MetricComparison, ra: BehaviourRecord, rb: BehaviourRecord): MetricComparison['explained'] | undefined {
-  if (CONTROL_SERIES.has(m.name)) return { by: 'host', control: seriesText(m.name, m.attrs), move: m.move ?? 0 };
-  if (m.a === null || m.b === null || m.a <= 0 || m.b <= 0) return undefined;
-  for (const c of HOST_CONTROLS) {
-    if (c.series !== m.name || Object.entries(c.where).some(([k, v]) => m.attrs[k] !== v)) continue;
-    const attrs = Object.fromEntries(c.match.map((k) => [k, m.attrs[k]!]));
-    const key = seriesKey({ name: c.control, value: null, unit: '', attrs });
-    const [pa, pb] = [shapeOf(ra.metrics).get(key), shapeOf(rb.metrics).get(key)];
-    if (!pa || !pb) continue;
-    const [ca, cb] = [valueAt(ra.metrics, pa), valueAt(rb.metrics, pb)];
-    if (ca === null || cb === null || ca <= 0 || cb <= 0) continue;
-    const own = Math.log(m.b / m.a);
-    const ctl = Math.log(cb / ca);
-    if (Math.sign(own) === Math.sign(ctl) && Math.abs(ctl) >= 0.5 * Math.abs(own))
-      return { by: 'host', control: seriesText(c.control, attrs), move: relativeMove(ca, cb) };
-  }
-  return undefined;
-}
-
-/** Sysinfo outside the key that may move what a probe measures: listed in the diff's header when it differs. */
-const ENVIRONMENT_FIELDS = [
-  'kernel',
-  'cudart_version',
-  'cudart_library',
-  'pcie_gen_current',
-  'pcie_width_current',
-  'display_active',
-  'hags_setting',
-  'container_runtime',
-  'driver_model',
-];
-
-function environmentChanges(ra: BehaviourRecord, rb: BehaviourRecord): EnvironmentChange[] {
-  const out: EnvironmentChange[] = [];
-  for (const field of ENVIRONMENT_FIELDS) {
-    // A field one side lacks (an older cudaprobe) is not a difference.
-    const [x, y] = [ra.sysinfo[field] ?? null, rb.sysinfo[field] ?? null];
-    if (x !== null && y !== null && x !== y) out.push({ field, a: x, b: y });
-  }
-  for (const field of ['cudaprobe', 'probeHash'] as const) {
-    const [x, y] = [ra.tool[field] ?? null, rb.tool[field] ?? null];
-    if (x !== y) out.push({ field: field === 'probeHash' ? 'cudaprobe build' : 'cudaprobe version', a: x, b: y });
-  }
-  return out;
-}
-
-/**
- * Each record's segment of its key's history: a record that drifted (record's driftedFrom)
- * starts a new one, so that a regression and the runs after it are not counted as noise of the
- * runs before it (nor those as its noise).
- */
-function segmentsOf(history: readonly BehaviourRecord[]): Map<BehaviourRecord, number> {
-  const out = new Map<BehaviourRecord, number>();
-  if (!history.some((r) => r.driftedFrom)) return out;
-  const byKey = new Map<string, BehaviourRecord[]>();
-  for (const r of history) {
-    const k = keyText(r.key);
-    byKey.set(k, [...(byKey.get(k) ?? []), r]);
-  }
-  for (const list of byKey.values()) {
-    let n = 0;
-    for (const r of [...list].sort((x, y) => (x.observed.date < y.observed.date ? -1 : x.observed.date > y.observed.date ? 1 : 0))) {
-      if (r.driftedFrom) n++;
-      out.set(r, n);
-    }
-  }
-  return out;
-}
-
-/** The cells of a record during which another process used the GPU. */
-export function sharedCells(r: BehaviourRecord): SharedCell[] {
-  return (r.shared ?? []).filter((s) => s.processes > 0);
-}
 
 /** The differences between two records of one key (drivers may differ). `history`: the records that measure the key's noise (the two included or not). */
 export function diffPair(
@@ -675,17 +269,6 @@ export function diffPair(
     changed,
   };
 }
-
-/** A series as people read it: name {attr: value, ...}. */
-export function seriesText(name: string, attrs: Record<string, Scalar> | undefined): string {
-  const entries = Object.entries(attrs ?? {});
-  return entries.length
-    ? `${name} {${entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ')}}`
-    : name;
-}
-
-/** Whether any cell of a record shared the GPU with another process. */
-const sharedRun = (r: BehaviourRecord): boolean => r.shared !== undefined && r.shared.some((c) => c.processes > 0);
 
 /**
  * The one compared first: a record with facts before one without (a run of sysinfo alone must

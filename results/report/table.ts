@@ -10,7 +10,7 @@
  */
 import { catalogue, probeSpec, replacesKeyMetric, type KeyMetric } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
-import { diffPair, sharedCells, diffRecords, type CellChange, type FactChange, type MetricComparison } from '../record/diff.ts';
+import { diffPair, diffRecords, segmentsOf, sharedCells, type CellChange, type FactChange, type MetricComparison } from '../record/diff.ts';
 import { HISTORY_PER_DRIVER } from '../record/noise.ts';
 import { composeRecord, hasFacts, newestByProbe } from '../record/compose.ts';
 import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../record/format.ts';
@@ -76,17 +76,6 @@ function withKeyMetrics(r: BehaviourRecord): BehaviourRecord {
   return got;
 }
 
-/** Per record of a column (oldest first), its segment: a record that drifted (driftedFrom) starts a new one, as diff.ts segmentsOf counts them. */
-function segmentsOf(sorted: readonly LoadedRecord[]): Map<LoadedRecord, number> {
-  const out = new Map<LoadedRecord, number>();
-  let n = 0;
-  for (const r of sorted) {
-    if (r.record.driftedFrom) n++;
-    out.set(r, n);
-  }
-  return out;
-}
-
 /**
  * A column's drift, decided per metric series over all its records by diff's engine (diffPair):
  * the probes are grouped by the newest record that measured them (what the column shows); each
@@ -102,7 +91,7 @@ function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
   const at = new Map(sorted.map((r, i) => [r, i]));
   const probesOf = new Map<LoadedRecord, Set<string>>();
   for (const [probe, r] of c.byProbe) (probesOf.get(r) ?? probesOf.set(r, new Set()).get(r)!).add(probe);
-  const segment = segmentsOf(sorted);
+  const segment = segmentsOf(sorted.map((r) => r.record));
   const history = sorted.map((r) => withKeyMetrics(r.record));
   const out: ColumnDrift[] = [];
   // Newest group first: its drift is the latest one.
@@ -113,7 +102,7 @@ function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
     const earlier: LoadedRecord[] = [];
     for (let i = at.get(to)! - 1; i >= 0 && earlier.length < HISTORY_PER_DRIVER; i--) {
       const r = sorted[i]!;
-      if (earlier.length && segment.get(r) !== segment.get(earlier[0]!)) break;
+      if (earlier.length && segment.get(r.record) !== segment.get(earlier[0]!.record)) break;
       if (measures(r.record)) earlier.push(r);
     }
     if (!earlier.length) continue;
