@@ -91,6 +91,11 @@ export interface KeyMetric {
   where?: Record<string, Scalar>;
   /** Of several matches, the one of the largest attrs.size_bytes (the steady-state transfer). */
   largestSize?: boolean;
+  /**
+   * How a negative value reads where its sign turns the label's meaning ({} its magnitude,
+   * formatted): a negative "allocated past free VRAM" is an allocation that stopped under it.
+   */
+  negative?: string;
 }
 
 const MiB = 1024 * 1024;
@@ -1418,7 +1423,12 @@ const sysmemFallback: ProbeSpec = {
   ],
   quick: { max_gib: 1 },
   keyMetrics: [
-    { metric: 'past_free_vram_bytes', label: 'allocated past free VRAM (sysmem fallback)' },
+    {
+      metric: 'past_free_vram_bytes',
+      label: 'allocated past free VRAM (sysmem fallback)',
+      // allocated_bytes less the free VRAM: negative when the bound or a failure stopped it first.
+      negative: 'none: stopped {} under free VRAM',
+    },
     { metric: 'last_first_write_ratio', label: 'last / first chunk write bandwidth (sysmem fallback)' },
   ],
   summary: (records) => {

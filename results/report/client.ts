@@ -46,8 +46,18 @@ export const CLIENT_SCRIPT =
   function el(tag, attrs, kids) {
     var e = document.createElement(tag);
     for (var k in attrs || {}) if (attrs[k] !== undefined && attrs[k] !== null) e.setAttribute(k, String(attrs[k]));
-    (kids || []).forEach(function (c) { if (c !== null && c !== undefined) e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
+    (kids || []).forEach(function (c) { if (c !== null && c !== undefined && c !== '') e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
     return e;
+  }
+  /**
+   * An identifier (cuda_driver_version, probe.metric_name) that may wrap only after its
+   * underscores and dots: a <wbr> there, and the CSS lets no word break elsewhere.
+   */
+  function breakable(text, cls) {
+    // Split at the separators, kept (odd places): "cuda", "_", "driver", ...; a <wbr> after each.
+    var kids = [];
+    String(text).split(/([_.])(?=\w)/).forEach(function (part, i) { kids.push(part); if (i % 2) kids.push(el('wbr')); });
+    return el('span', { class: cls || 'ident' }, kids);
   }
   function sv(tag, attrs, text) {
     var e = document.createElementNS(SVG, tag);
@@ -87,14 +97,19 @@ export const CLIENT_SCRIPT =
   /**
    * One chart: o.kind 'line' (x numeric or categorical, lines with markers), 'points' (markers
    * with labels) or 'bars' (categorical x, grouped bars). o.series: [{name, ys, color?, dash?,
-   * width?, labels?}], o.xs values or o.cats labels, o.logX, o.xLabel, o.yLabel, o.hline {y, label}.
+   * width?, labels?}], o.xs values or o.cats labels, o.logX, o.xLabel, o.yLabel, o.hline {y, label};
+   * o.flat: what to say instead of a chart with nothing to draw (plainChart).
    */
   function chart(o) {
     var W = chartWidth, H = 280, L = 62, R = 16, T = 24, B = 56;
+    var ys = [], at = [];
+    o.series.forEach(function (s) { s.ys.forEach(function (y, i) { if (typeof y === 'number' && isFinite(y)) { ys.push(y); if (at.indexOf(i) < 0) at.push(i); } }); });
+    // Lines through one point, or values that are all 0 (the axis always holds 0), draw nothing
+    // an axis could show: a 0-1 axis around a lone 0 reads as a measurement. Said in words instead.
+    var allZero = ys.length && !o.hline && ys.every(function (y) { return y === 0; });
+    if (allZero || (o.kind !== 'bars' && at.length === 1)) return plainChart(o, allZero);
     var svg = sv('svg', { class: 'chart', 'data-chart': o.id, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': o.title });
     svg.appendChild(sv('title', {}, o.title));
-    var ys = [];
-    o.series.forEach(function (s) { s.ys.forEach(function (y) { if (typeof y === 'number' && isFinite(y)) ys.push(y); }); });
     if (o.hline) ys.push(o.hline.y);
     var lo = Math.min.apply(null, ys.concat([0])), hi = Math.max.apply(null, ys.concat([0]));
     if (hi === lo) hi = lo + 1;
@@ -169,10 +184,25 @@ export const CLIENT_SCRIPT =
     return el('figure', { class: 'chart-box' }, [el('figcaption', {}, [o.title]), svg, o.series.length > 1 ? legend : null, o.note ? el('p', { class: 'note' }, [o.note]) : null]);
   }
 
+  /** A chart with nothing to draw (one point, or every value 0): its values as text. */
+  function plainChart(o, allZero) {
+    var values = [];
+    o.series.forEach(function (s) {
+      s.ys.forEach(function (y, i) {
+        if (typeof y !== 'number' || !isFinite(y)) return;
+        var x = o.cats ? o.cats[i] : (o.xFmt || scaled)(o.xs[i]);
+        values.push(s.name + ' at ' + x + ': ' + (o.unit ? formatValue(y, o.unit) : exact(y)));
+      });
+    });
+    var text = o.flat || (allZero ? 'Every value is ' + (o.unit ? formatValue(0, o.unit) : '0') + ': nothing to draw.' : values.join('; ') + ' (one point: nothing to draw).');
+    return el('figure', { class: 'chart-box plain', 'data-plain': o.id }, [el('figcaption', {}, [o.title]), el('p', { class: 'plain-value' }, [text])]);
+  }
+
   function table(head, rows, cls) {
     return el('div', { class: 'scroll' }, [el('table', { class: cls || 'numbers' }, [
       el('thead', {}, [el('tr', {}, head.map(function (h) { return el('th', {}, [h]); }))]),
-      el('tbody', {}, rows.map(function (r) { return el('tr', {}, r.map(function (c, i) { return el(i ? 'td' : 'th', {}, [c]); })); })),
+      // Each cell says its heading (data-label): on a narrow screen a row is a card of labelled values.
+      el('tbody', {}, rows.map(function (r) { return el('tr', {}, r.map(function (c, i) { return i ? el('td', { 'data-label': head[i] }, [c]) : el('th', {}, [typeof c === 'string' ? breakable(c) : c]); })); })),
     ])]);
   }
 
@@ -191,7 +221,8 @@ export const CLIENT_SCRIPT =
   }
   // Two charts a row where the page is wide enough, one where it is not: drawn at the width they get, so the text stays readable.
   var avail = root.clientWidth || 660;
-  chartWidth = Math.round(Math.max(300, Math.min(900, avail >= 1150 ? (avail - 28) / 2 : avail)));
+  // (As html.ts's .charts grid: two columns of at least 580 px, the width a memory table of six phases needs, and a 28 px gap.)
+  chartWidth = Math.round(Math.max(300, Math.min(900, avail >= 2 * 580 + 28 ? (avail - 28) / 2 : avail)));
 
   // Facts: every column.
   root.appendChild(el('h2', { id: 'facts' }, ['Facts']));
@@ -200,10 +231,18 @@ export const CLIENT_SCRIPT =
     return el('th', { class: 'col' }, [colName(i) + ' ', link(S[c.text], S[c.link]), c.records > 1 ? el('small', {}, [' (' + c.records + ' records)']) : null]);
   })));
   var body = el('tbody');
+  // The reasons facts have no value: one note per reason, numbered in the order of the table, with the facts it is for.
+  var reasons = [];
+  function reasonNote(reason, fact, col) {
+    var k = reasons.map(function (r) { return r.reason; }).indexOf(reason);
+    if (k < 0) { reasons.push({ reason: reason, facts: [] }); k = reasons.length - 1; }
+    reasons[k].facts.push([fact, col]);
+    return k + 1;
+  }
   D.facts.forEach(function (g) {
     body.appendChild(el('tr', { class: 'group' }, [el('th', { colspan: 2 + cols.length }, [S[g.probe] + ': ' + S[g.title] + (g.claims.length ? ' (' + g.claims.map(function (c) { return S[c]; }).join(', ') + ')' : '')])]));
     g.rows.forEach(function (row) {
-      var tr = el('tr', { 'data-fact': S[g.probe] + '.' + S[row.fact] }, [el('th', { title: S[row.desc] }, [S[row.fact], el('small', {}, [S[row.desc] ? ' ' + S[row.desc] : ''])]), el('td', {}, [g.claims.map(function (c) { return S[c]; }).join(', ')])]);
+      var tr = el('tr', { 'data-fact': S[g.probe] + '.' + S[row.fact] }, [el('th', { title: S[row.desc] }, [breakable(S[row.fact], 'ident fact-name'), S[row.desc] ? el('small', {}, [' ', breakable(S[row.desc], 'desc')]) : null]), el('td', {}, [g.claims.map(function (c) { return S[c]; }).join(', ')])]);
       var changed = {};
       (row.changed || []).forEach(function (ch) { changed[ch[0]] = ch[1]; });
       row.cells.forEach(function (cell, i) {
@@ -215,9 +254,14 @@ export const CLIENT_SCRIPT =
           if (cell.length > 1) td.appendChild(document.createTextNode(row.sys ? 'varies: ' : '⚠ conflict: '));
           cell.forEach(function (v, k) {
             if (k) td.appendChild(document.createTextNode(' ≠ '));
-            var a = link(S[v[0]] + (v[2] !== undefined ? '*' : ''), S[v[1]]);
-            if (v[2] !== undefined) a.setAttribute('title', S[v[2]]);
+            var a = link(S[v[0]], S[v[1]]);
             td.appendChild(a);
+            if (v[2] !== undefined) {
+              // The reason a value is missing, as a numbered note under the table (visible, and printed), and on hover.
+              a.setAttribute('title', S[v[2]]);
+              var n = reasonNote(v[2], S[g.probe] + '.' + S[row.fact], i);
+              td.appendChild(el('a', { href: '#reason-' + n, class: 'note-ref', title: S[v[2]] }, [el('sup', {}, [String(n)])]));
+            }
           });
         }
         if (changed[i] !== undefined) {
@@ -231,29 +275,45 @@ export const CLIENT_SCRIPT =
     });
   });
   root.appendChild(el('div', { class: 'scroll' }, [el('table', { class: 'facts' }, [el('thead', {}, [head]), body])]));
-  root.appendChild(el('p', { class: 'note' }, ['– : not recorded for that column. *: no value; hover it for the reason.']));
+  root.appendChild(el('p', { class: 'note' }, ['– : not recorded for that column. A number after a value: the value is missing (null), and the note of that number below says why.']));
+  if (reasons.length) {
+    root.appendChild(el('ol', { class: 'reasons', id: 'reasons' }, reasons.map(function (r, k) {
+      var facts = r.facts.map(function (f) { return f[0] + ' (' + colName(f[1]) + ')'; }).join(', ');
+      return el('li', { id: 'reason-' + (k + 1), 'data-reason': S[r.reason] }, [S[r.reason], el('small', {}, [' ', breakable(facts, 'desc')])]);
+    })));
+  }
 
   // Key metrics: the newest record of every column.
   root.appendChild(el('h2', { id: 'metrics' }, ['Key metrics']));
   root.appendChild(el('p', {}, ['From the newest record of each column, with units as the console writes them (hover a value for the exact one). ⚠ marks a value that moved beyond its noise against the column\'s earlier records (see "Metrics drifted", the value before under it) or against the previous driver\'s column of the same environment and GPU (see "Changed between drivers", its value there under it).']));
+  // A key metric's value: formatValue's, or for a negative value of a metric whose sign turns its
+  // meaning, what it means (table.ts keyMetricText: "none: stopped 135 GiB under free VRAM").
+  function keyText(m, v) {
+    return m.negative !== undefined && typeof v === 'number' && v < 0 ? S[m.negative].replace('{}', formatValue(-v, S[m.unit])) : formatValue(v, S[m.unit]);
+  }
+  function keyValue(m, v) {
+    var span = num(v, S[m.unit]);
+    span.textContent = keyText(m, v);
+    return span;
+  }
   var mhead = el('tr', {}, ['metric', 'claims'].concat(cols.map(function (c, i) { return colName(i); })).map(function (h) { return el('th', {}, [h]); }));
   var mbody = el('tbody', {}, D.metrics.map(function (m) {
     var was = {}, before = {};
     (m.drifted || []).forEach(function (d) { was[d[0]] = d[1]; });
     (m.changed || []).forEach(function (d) { before[d[0]] = d[1]; });
-    return el('tr', { 'data-metric': S[m.metric] + ': ' + S[m.label] }, [el('th', {}, [S[m.metric] + ': ' + S[m.label]]), el('td', {}, [m.claims.map(function (c) { return S[c]; }).join(', ')])].concat(m.cells.map(function (v, i) {
-      if (v === null) return el('td', { class: 'none' }, ['–']);
-      var td = el('td', {}, [num(v[0], S[m.unit]), v.length > 1 ? ' (' + S[v[1]] + ')' : null]);
+    return el('tr', { 'data-metric': S[m.metric] + ': ' + S[m.label] }, [el('th', {}, [breakable(S[m.metric]), ': ' + S[m.label]]), el('td', { class: 'claims', 'data-label': 'claims' }, [m.claims.map(function (c) { return S[c]; }).join(', ')])].concat(m.cells.map(function (v, i) {
+      if (v === null) return el('td', { class: 'none', 'data-label': colName(i) }, ['–']);
+      var td = el('td', { 'data-label': colName(i) }, [keyValue(m, v[0]), v.length > 1 ? ' (' + S[v[1]] + ')' : null]);
       if (i in was || i in before) td.insertBefore(document.createTextNode('⚠ '), td.firstChild);
       if (i in was) {
         td.classList.add('drifted');
-        td.appendChild(el('small', { class: 'was' }, ['was ' + formatValue(was[i], S[m.unit])]));
+        td.appendChild(el('small', { class: 'was' }, ['was ' + keyText(m, was[i])]));
       }
       if (i in before) {
         var p = cols[i].prev;
         td.classList.add('changed-driver');
         td.setAttribute('title', 'beyond its noise against ' + colName(p) + ' (driver ' + S[cols[p].driver] + '): see Changed between drivers');
-        td.appendChild(el('small', { class: 'was' }, ['was ' + formatValue(before[i], S[m.unit]) + ' (driver ' + S[cols[p].driver] + ')']));
+        td.appendChild(el('small', { class: 'was' }, ['was ' + keyText(m, before[i]) + ' (driver ' + S[cols[p].driver] + ')']));
       }
       return td;
     })));
@@ -351,9 +411,10 @@ export const CLIENT_SCRIPT =
     var title = S[m.probe] + ' · ' + S[s.label];
     return el('div', { class: 'chart-and-table' }, [
       chart({ id: 'memory:' + title, kind: 'line', title: title + ': change since ' + phases[0] + ', per source', cats: phases, xLabel: 'phase', yLabel: u[0], unit: u[0] === 'B' ? 'bytes' : u[0],
+        flat: phases.length < 2 ? 'One phase only (' + phases[0] + '): no change to draw; its readings are in the table.' : 'No source changed from ' + phases[0] + ' on: nothing to draw; the readings are in the table.',
         series: drawn.map(function (k) { return lines[k]; }), legendOrder: drawn.map(function (k, at) { return at; }).sort(function (a, b) { return drawn[a] - drawn[b]; }) }),
       table(['source (as read)'].concat(phases), s.sources.map(function (src, k) {
-        return [el('span', { title: D.sources[S[src]] || '' }, [S[src] + (S[src] === deciding ? ' (deciding)' : '')])].concat(s.values[k].map(function (v) { return num(v, 'bytes'); }));
+        return [el('span', { title: D.sources[S[src]] || '' }, [breakable(S[src]), S[src] === deciding ? ' (deciding)' : ''])].concat(s.values[k].map(function (v) { return num(v, 'bytes'); }));
       })),
     ]);
   }

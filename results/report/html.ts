@@ -22,18 +22,35 @@ table.facts th.col { min-width: 160px; font-weight: 600; }
 table.facts tr.group th { background: #eef2f7; }
 @media (max-width: 700px) {
   /* A narrow screen: the fact names stay in view (sticky, wrapped) while the value columns scroll beside them. */
-  table.facts tr:not(.group) > th:first-child { position: sticky; left: 0; z-index: 1; background: #fff; width: 11em; min-width: 11em; max-width: 11em; overflow-wrap: anywhere; }
+  table.facts tr:not(.group) > th:first-child { position: sticky; left: 0; z-index: 1; background: #fff; width: 11em; min-width: 11em; max-width: 11em; }
   table.facts thead tr > th:first-child { background: var(--bg-alt); }
   table.facts th small { max-width: none; }
   table.facts th.col { min-width: 9em; }
   table.facts td { overflow-wrap: anywhere; }
+  /* Tables of numbers: each row a card of labelled values (the cell's data-label), so that every value is in view without scrolling sideways. */
+  table.numbers, table.numbers > tbody, table.numbers > tbody > tr, table.numbers > tbody > tr > * { display: block; }
+  table.numbers { border: 0; }
+  table.numbers > thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  table.numbers > tbody > tr { border: 1px solid var(--line); margin: 0 0 8px; }
+  table.numbers > tbody > tr > th { background: var(--bg-alt); border: 0; border-bottom: 1px solid var(--line); }
+  table.numbers > tbody > tr > td { border: 0; white-space: normal; text-align: right; overflow-wrap: break-word; }
+  table.numbers > tbody > tr > td[data-label]::before { content: attr(data-label); float: left; margin-right: 12px; color: var(--muted); font-weight: normal; text-align: left; }
+  table.numbers td.none { text-align: right; }
 }
-table.numbers td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+table.numbers td { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; padding: 3px 6px; }
+/* A key metric's note (the size, the source) may go under its value where the columns are many; a value keeps its unit. */
+table.metrics td { white-space: normal; } span.num { white-space: nowrap; }
 td.none { color: var(--muted); text-align: center; }
+/* Identifiers wrap only after their underscores and dots (the <wbr> the script puts there); within a part, only if it cannot fit at all. */
+.ident, .desc { overflow-wrap: break-word; word-break: normal; }
+a.note-ref { text-decoration: none; } a.note-ref sup { font-size: 10px; margin-left: 1px; }
+ol.reasons { color: var(--muted); margin: 0 0 12px; padding-left: 2em; } ol.reasons small { display: block; }
+figure.plain p.plain-value { margin: 6px 0 12px; padding: 10px 12px; background: var(--bg-alt); border: 1px solid var(--line); }
 td.conflict { background: #fff4e5; } td.varies { background: #f3f0ff; }
 td.changed, td.drifted, td.changed-driver { background: #fff8c5; box-shadow: inset 3px 0 0 #d4a72c; font-weight: 600; }
 small.was { display: block; color: var(--muted); font-weight: normal; }
-.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 540px), 1fr)); gap: 12px 28px; }
+/* Two charts a row from 580 px each: a memory table of six phases fits that whole (client.ts chartWidth follows it). */
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 580px), 1fr)); gap: 12px 28px; }
 .chart-and-table { min-width: 0; }
 figure.chart-box { margin: 0; }
 figcaption { font-weight: 600; margin: 4px 0; }
@@ -45,6 +62,20 @@ svg.chart text.point-label { fill: var(--fg); }
 .legend span { margin-right: 14px; white-space: nowrap; display: inline-block; } .legend span.strong { font-weight: 600; } .legend svg.key { vertical-align: middle; }
 select { max-width: 100%; } .pickers label { display: inline-block; margin: 0 12px 6px 0; max-width: 100%; }
 .note { color: var(--muted); }
+@media print {
+  /* On paper nothing scrolls: every table is laid out within the page's width (wrapping where it must), charts are not cut across pages. */
+  body { max-width: none; padding: 0; font-size: 11px; }
+  .scroll { overflow: visible; }
+  table { max-width: 100%; }
+  table.facts th.col { min-width: 0; }
+  table.facts td, table.facts th { overflow-wrap: anywhere; }
+  table.facts th small { max-width: none; }
+  table.numbers td { white-space: normal; }
+  th, td { padding: 2px 4px; }
+  tr, figure, svg.chart, .legend { break-inside: avoid; }
+  h2, h3, figcaption { break-after: avoid; }
+  a { color: inherit; }
+}
 `;
 
 /** JSON that is safe inside <script>: no "</script", "<!--" or line separators can end or change it. */

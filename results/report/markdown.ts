@@ -11,7 +11,17 @@ import type { Scalar } from '../../probes/protocol.ts';
 import { noiseText, seriesText, sharedCells, type MetricComparison } from '../record/diff.ts';
 import type { BehaviourRecord } from '../record/format.ts';
 import { p2pCellText, p2pMatrices } from './p2p-matrix.ts';
-import { buildTable, conflictsOf, isSeries, valueText, type BehaviourTable, type Cell, type Column, type DriverStep } from './table.ts';
+import {
+  buildTable,
+  conflictsOf,
+  factValueText,
+  isSeries,
+  keyMetricText,
+  type BehaviourTable,
+  type Cell,
+  type Column,
+  type DriverStep,
+} from './table.ts';
 import type { LoadedRecord } from './load.ts';
 
 export interface MarkdownOptions {
@@ -66,11 +76,11 @@ const many = (n: number) => (n > 1 ? ` (${n} records)` : '');
  * did (every record is listed under "Records"); values that disagree, each so; a value some
  * records decided and others left null, with the undecided ones counted.
  */
-function factCell(cell: Cell | null, opts: MarkdownOptions, kind: 'fact' | 'sysinfo'): string {
+function factCell(cell: Cell | null, opts: MarkdownOptions, kind: 'fact' | 'sysinfo', fact: string): string {
   if (!cell) return '–';
   const one = (v: Cell['values'][number]) =>
     link(
-      mdText(valueText(v.value)) + (v.value === null && v.reason ? '\\*' : ''),
+      mdText(factValueText(fact, v.value)) + (v.value === null && v.reason ? '\\*' : ''),
       `${opts.recordsLink}/${v.records[v.records.length - 1]!.file}`,
     ) + many(v.records.length);
   if (cell.values.length === 1) return one(cell.values[0]!);
@@ -124,7 +134,7 @@ export function renderMarkdown(
     for (const row of g.rows) {
       const desc = row.description ? `: ${mdText(row.description)}` : '';
       out.push(
-        `| ${mdText(row.fact)}${desc} | ${g.claims.join(', ')} | ${row.cells.map((c) => factCell(c, opts, row.kind)).join(' | ')} |`,
+        `| ${mdText(row.fact)}${desc} | ${g.claims.join(', ')} | ${row.cells.map((c) => factCell(c, opts, row.kind, row.fact)).join(' | ')} |`,
       );
     }
   }
@@ -158,9 +168,11 @@ export function renderMarkdown(
         const step = betweenDrivers.find((s) => s.to === columns[ci]);
         const changed = step?.metrics.find((m) => isSeries(m, metric));
         const text =
-          link(mdText([formatValue(metric.value, metric.unit), ...notes].join(' ')), `${opts.recordsLink}/${record.file}`) +
-          (drifted ? ` ⚠ drifted from ${mdText(formatValue(drifted.a, drifted.unit))}` : '') +
-          (changed ? ` ⚠ changed from ${mdText(formatValue(changed.a, changed.unit))} (driver ${mdText(step!.from.key.driver)})` : '');
+          link(mdText([keyMetricText(row.spec, metric.value, metric.unit), ...notes].join(' ')), `${opts.recordsLink}/${record.file}`) +
+          (drifted ? ` ⚠ drifted from ${mdText(keyMetricText(row.spec, drifted.a, drifted.unit))}` : '') +
+          (changed
+            ? ` ⚠ changed from ${mdText(keyMetricText(row.spec, changed.a, changed.unit))} (driver ${mdText(step!.from.key.driver)})`
+            : '');
         if (list.length === 1) return text;
         let min = Infinity;
         let max = -Infinity;
@@ -169,7 +181,7 @@ export function renderMarkdown(
           if (m.value < min) min = m.value;
           if (m.value > max) max = m.value;
         }
-        const range = min <= max ? `: ${formatValue(min, metric.unit)} to ${formatValue(max, metric.unit)}` : '';
+        const range = min <= max ? `: ${keyMetricText(row.spec, min, metric.unit)} to ${keyMetricText(row.spec, max, metric.unit)}` : '';
         return `${text} (${list.length} records${mdText(range)})`;
       });
       out.push(`| ${mdText(row.spec.metric)}: ${mdText(row.spec.label)} | ${row.claims.join(', ')} | ${cells.join(' | ')} |`);
@@ -211,7 +223,7 @@ export function renderMarkdown(
         .slice(0, CONFLICT_LINKS)
         .map((r) => link(`${r.record.observed.date.slice(0, 10)} ${shortId(r)}`, `${opts.recordsLink}/${r.file}`));
       const more = v.records.length > CONFLICT_LINKS ? ` and ${v.records.length - CONFLICT_LINKS} more` : '';
-      return `${mdText(valueText(v.value))} in ${shown.join(', ')}${more}`;
+      return `${mdText(factValueText(row.fact, v.value))} in ${shown.join(', ')}${more}`;
     });
     out.push(`- ${mdText(column.text)}: **${mdText(row.name)}** is ${values.join('; ')}`);
   }
@@ -316,7 +328,7 @@ function changedBetweenDrivers(steps: readonly DriverStep[], opts: MarkdownOptio
     );
     for (const f of s.facts)
       out.push(
-        `  - ${mdText(f.name)}: ${mdText(`${valueText(f.a)} → ${valueText(f.b)}`)}${f.shared ? ` (another process used the GPU during its cell: not called the driver's)` : ''}`,
+        `  - ${mdText(f.name)}: ${mdText(`${factValueText(f.name, f.a)} → ${factValueText(f.name, f.b)}`)}${f.shared ? ` (another process used the GPU during its cell: not called the driver's)` : ''}`,
       );
     for (const c of s.cells) out.push(`  - cell ${mdText(c.probe)}: ${mdText(`${c.a} → ${c.b}`)}`);
     out.push(...seriesLines(s.metrics, true));

@@ -11,10 +11,9 @@ import { catalogue, sampleReadings } from '../../probes/catalogue.ts';
 import type { Scalar } from '../../probes/protocol.ts';
 import type { BehaviourRecord, RecordedSample } from '../record/format.ts';
 import type { LoadedRecord } from './load.ts';
-import { formatValue } from '../../core/units.ts';
 import { noiseText, seriesText } from '../record/diff.ts';
 import { keyText } from '../record/format.ts';
-import { buildTable, isSeries, shownRecord, valueText, type BehaviourTable, type ValueGroup } from './table.ts';
+import { buildTable, factValueText, isSeries, shownRecord, valueText, type BehaviourTable, type ValueGroup } from './table.ts';
 
 /** An index into PageData.strs. */
 type S = number;
@@ -60,6 +59,8 @@ export interface PageData {
     metric: S;
     label: S;
     unit: S;
+    /** How a negative value reads ({} its magnitude): KeyMetric.negative. */
+    negative?: S;
     claims: S[];
     cells: ([number | null] | [number | null, S] | null)[];
     drifted?: [number, number | null][];
@@ -142,8 +143,11 @@ class Strings {
   }
 }
 
-/** Attributes that differ between the phases of one subject (or carry a measured delay), not between subjects. */
-const PHASE_ATTRS = new Set(['allocated', 'settle_s', 'wait_s']);
+/**
+ * Attributes that differ between the phases of one subject (or carry a measured delay), not between
+ * subjects: sysmem-fallback's after-fill says its target_bytes, its other phases do not.
+ */
+const PHASE_ATTRS = new Set(['allocated', 'settle_s', 'wait_s', 'target_bytes']);
 
 const num = (v: Scalar | undefined): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 
@@ -331,7 +335,7 @@ export function pageData(
       key: strs.of(s.key),
       from: columns.indexOf(s.from),
       to: columns.indexOf(s.to),
-      facts: s.facts.map((f): [S, S, S] => [strs.of(f.name), strs.of(valueText(f.a)), strs.of(valueText(f.b))]),
+      facts: s.facts.map((f): [S, S, S] => [strs.of(f.name), strs.of(factValueText(f.name, f.a)), strs.of(factValueText(f.name, f.b))]),
       cells: s.cells.map((c): [S, S, S] => [strs.of(c.probe), strs.of(c.a), strs.of(c.b)]),
       series: s.metrics
         .slice(0, DRIFT_SERIES)
@@ -358,8 +362,8 @@ export function pageData(
     title: strs.of(g.title),
     claims: g.claims.map((c) => strs.of(c)),
     rows: g.rows.map((row) => {
-      // Byte counts (memory_total_bytes) as the console writes them; the rest as recorded.
-      const text = (v: Scalar) => (typeof v === 'number' && row.fact.endsWith('_bytes') ? formatValue(v, 'bytes') : valueText(v));
+      // Byte counts (memory_total_bytes) and times as the console writes them (as BEHAVIOUR.md does); the rest as recorded.
+      const text = (v: Scalar) => factValueText(row.fact, v);
       // What a column shows of a fact: the value of the newest record that measured its probe. That
       // record, where it has the fact, is the newest that has it: the last of its value's records
       // (sysinfo rows also gather records without facts, which no probe's shown record is).
@@ -398,6 +402,7 @@ export function pageData(
     metric: strs.of(row.spec.metric),
     label: strs.of(row.spec.label),
     unit: strs.of(row.cells.find((list) => list.length)?.[0]?.metric.unit ?? ''),
+    ...(row.spec.negative ? { negative: strs.of(row.spec.negative) } : {}),
     claims: row.claims.map((c) => strs.of(c)),
     cells: row.cells.map((list) => {
       // The newest record that has the metric (lists are oldest first).

@@ -196,6 +196,42 @@ describe('BEHAVIOUR.md', () => {
     expect(md).toContain('Evil \\| OS \\[x\\](http://e) \\<b\\>');
   });
 
+  it('writes byte counts and times as the page does (formatValue): memory_total_bytes as 140 GiB, not 150109880320', () => {
+    const md = renderMarkdown(loaded([second]), paths);
+    const bytes = Number(second.sysinfo.memory_total_bytes);
+    expect(bytes).toBeGreaterThan(1024 ** 3);
+    const cell = cells(row(md, 'memory_total_bytes:'))[2]!;
+    expect(cell).toMatch(new RegExp(`^\\[${formatValue(bytes, 'bytes')}\\]\\(`));
+    expect(md).not.toContain(String(bytes));
+    // The page writes the same text for the same fact.
+    const data = pageData(loaded([second]), 'records');
+    const fact = data.facts.flatMap((g) => g.rows).find((r) => data.strs[r.fact] === 'memory_total_bytes')!;
+    expect(data.strs[fact.cells[0] as number]).toBe(formatValue(bytes, 'bytes'));
+    // A fact named for seconds, where it has a value: with its unit, as the console writes it.
+    const tdr = variant(second, 'eeeeeeeeeeeeeeee', (r) => {
+      r.facts['watchdog.tdr_delay_s'] = { value: 2 };
+    });
+    expect(cells(row(renderMarkdown(loaded([tdr]), paths), 'tdr_delay_s:'))[2]).toMatch(/^\[2 s\]\(/);
+  });
+
+  it('a negative "allocated past free VRAM" (the bound stopped the fill first) says it stayed under free VRAM, not "-135 GiB" past it', () => {
+    const stopped = variant(second, 'ffffffffffffffff', (r) => {
+      r.metrics.push({ name: 'sysmem-fallback.past_free_vram_bytes', value: -145262510080, unit: 'bytes', attrs: { api: 'runtime' } });
+    });
+    const line = row(renderMarkdown(loaded([stopped]), paths), mdText('sysmem-fallback.past_free_vram_bytes'));
+    expect(cells(line)[2]).toMatch(/^\[none: stopped 135 GiB under free VRAM\]\(/);
+    expect(line).not.toContain('-135');
+    // A positive one is the amount past.
+    const spilled = variant(stopped, 'abababababababab', (r) => {
+      r.metrics.at(-1)!.value = 2 * 1024 ** 3;
+    });
+    expect(cells(row(renderMarkdown(loaded([spilled]), paths), mdText('sysmem-fallback.past_free_vram_bytes')))[2]).toMatch(/^\[2 GiB\]\(/);
+    // The page is told how a negative value reads.
+    const data = pageData(loaded([stopped]), 'records');
+    const m = data.metrics.find((x) => data.strs[x.metric] === 'sysmem-fallback.past_free_vram_bytes')!;
+    expect(data.strs[m.negative!]).toBe('none: stopped {} under free VRAM');
+  });
+
   it('no records: says so and how to make some', () => {
     expect(renderMarkdown([], paths)).toContain('No behaviour records yet under `results/records`');
   });
@@ -276,6 +312,19 @@ describe('the page data', () => {
     );
     expect(d.ev!.points.length).toBe(second.metrics.filter((m) => m.name === 'event-timing.elapsed_us').length);
     expect(d.ceil!.levels.map((l) => l[0])).toEqual([0, 50, 90]);
+  });
+
+  it("sysmem-fallback's after-fill is a phase of its subject's series, not a series of one point (the committed 2026-12-02 record)", () => {
+    const file = 'driver-580.159.04/linux-h200-docker-2026-12-02-5e9f09d1.json';
+    const record = JSON.parse(readFileSync(path.join(repoRoot, 'results', 'records', file), 'utf8')) as BehaviourRecord;
+    const data = pageData([{ file, record }], 'records');
+    const mem = data.details[0]!.mem.find((m) => data.strs[m.probe] === 'sysmem-fallback')!;
+    expect(mem.series.map((s) => s.phases.map((p) => data.strs[p]))).toEqual([['baseline', 'after-fill', 'after-free', 'after-exit']]);
+    // The fill shows: the subject's device memory grew by what it allocated.
+    const s = mem.series[0]!;
+    const used = s.values[s.sources.map((x) => data.strs[x]).indexOf('subject_cu_used_bytes')]!;
+    const allocated = record.metrics.find((m) => m.name === 'sysmem-fallback.allocated_bytes')!.value!;
+    expect(used[1]! - used[0]!).toBeGreaterThanOrEqual(allocated);
   });
 
   it("the page's number formatter writes what the console's (core/units.ts formatValue) does", () => {

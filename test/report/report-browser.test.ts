@@ -8,7 +8,10 @@
  * a metric drifted from the records before and a metric changed beyond its noise from the previous
  * driver (with the "Changed between drivers" section) are highlighted, that picking another column
  * redraws the charts from that column's record and another column can be drawn over it, that
- * at 420 px the page does not scroll sideways, and saves screenshots (1400 and 420 px wide) to
+ * at 420 px the page does not scroll sideways and every key metric's value is in view, that
+ * names wrap only between the parts of an identifier, that at 1400 px and in print no table is
+ * cut off, that null facts' reasons are text a reader sees, that a memory series with nothing to
+ * chart is said in words, and saves screenshots (1400 and 420 px wide, printed) to
  * test-artifacts/report/.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -45,6 +48,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
   /** A folder of two drivers of one environment and GPU, the newer with every pinned copy of 256 MiB or more 12 % slower. */
   let twoDrivers: string;
   let slowedSeries: string[];
+  /** A folder of one record with memory series that have nothing to chart and a negative "allocated past free VRAM". */
+  let edgeCases: string;
 
   beforeAll(async () => {
     [first, second] = await h200Records();
@@ -91,6 +96,18 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     writeRecords(path.join(twoDrivers, 'records'), [first, newerDriver]);
     const twoRecords = path.join(twoDrivers, 'records');
     writeFileSync(path.join(twoDrivers, HTML_FILE), renderReport(loadRecords(twoRecords), reportPaths(twoRecords, twoDrivers)).html);
+    // A record with nothing to chart in two memory series (one phase only; no source changed) and a
+    // fill that stopped under free VRAM (a negative "allocated past free VRAM").
+    const edge = variant(first, 'f7f7f7f7f7f7f7f7', (r) => {
+      r.samples = r.samples.filter((x) => !(x.probe === 'pinned-release' && x.attrs?.api === 'runtime' && x.phase !== 'baseline'));
+      const base = r.samples.find((x) => x.probe === 'pinned-release' && x.attrs?.api === 'driver')!;
+      for (const x of r.samples) if (x.probe === 'pinned-release' && x.attrs?.api === 'driver') x.readings = { ...base.readings };
+      r.metrics.push({ name: 'sysmem-fallback.past_free_vram_bytes', value: -145262510080, unit: 'bytes', attrs: { api: 'runtime' } });
+    });
+    edgeCases = tempDir('cm-report-edge-');
+    writeRecords(path.join(edgeCases, 'records'), [edge]);
+    const edgeRecords = path.join(edgeCases, 'records');
+    writeFileSync(path.join(edgeCases, HTML_FILE), renderReport(loadRecords(edgeRecords), reportPaths(edgeRecords, edgeCases)).html);
     browser = await chromium.launch({ executablePath: findOnPath('chromium'), headless: true, args: ['--no-sandbox'] });
   });
 
@@ -148,6 +165,71 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
         return { id: svg.getAttribute('data-chart') ?? '', lo, hi, top: Math.max(...labels), outside };
       }),
     );
+  }
+
+  /**
+   * Where the page's names wrap in the middle of an identifier: per fact name (the row's first
+   * text) and key-metric name, each line break whose character before it is not a separator
+   * (fact names: _ or .; metric names, which go on in words: also - , and spaces), as "befo|re".
+   */
+  async function midWordBreaks(page: Page): Promise<string[]> {
+    return page.evaluate(() => {
+      const textNodes = (n: Node): Text[] => {
+        if (n.nodeType === Node.TEXT_NODE) return [n as Text];
+        const out: Text[] = [];
+        const walk = document.createTreeWalker(n, NodeFilter.SHOW_TEXT);
+        while (walk.nextNode()) out.push(walk.currentNode as Text);
+        return out;
+      };
+      const problems: string[] = [];
+      const check = (n: Node, allowed: RegExp) => {
+        // Each character's line (the top of its box); a new line starts where the top moves down.
+        const chars: { c: string; top: number }[] = [];
+        for (const t of textNodes(n))
+          for (let i = 0; i < t.data.length; i++) {
+            const range = document.createRange();
+            range.setStart(t, i);
+            range.setEnd(t, i + 1);
+            const box = range.getClientRects()[0];
+            if (box) chars.push({ c: t.data[i]!, top: box.top });
+          }
+        for (let i = 1; i < chars.length; i++)
+          if (chars[i]!.top > chars[i - 1]!.top + 2 && !allowed.test(chars[i - 1]!.c) && !/\s/.test(chars[i]!.c)) {
+            const text = chars.map((x) => x.c).join('');
+            problems.push(`${text.slice(0, i)}|${text.slice(i)}`);
+          }
+      };
+      for (const th of Array.from(document.querySelectorAll('table.facts tr[data-fact] > th:first-child'))) check(th.firstChild!, /[_.]/);
+      for (const th of Array.from(document.querySelectorAll('table.metrics tr[data-metric] > th'))) check(th, /[_.,\s-]/);
+      return problems;
+    });
+  }
+
+  /** The boxes of tables (.scroll) whose table is wider than the box: a part of it cut off, reached only by scrolling it. */
+  async function clippedTables(page: Page, selector = '.scroll'): Promise<string[]> {
+    return page.$$eval(selector, (boxes) =>
+      boxes
+        .filter((b) => b.scrollWidth > b.clientWidth + 1)
+        .map((b) => `${b.querySelector('table')?.className}: ${b.scrollWidth} > ${b.clientWidth}: ${(b.textContent ?? '').slice(0, 60)}`),
+    );
+  }
+
+  /** Every null fact's reason (its title) as text a reader sees: the numbered note its cell points to. */
+  async function nullReasonsShown(page: Page): Promise<{ reasons: number; hidden: string[] }> {
+    const reasons = await page.$$eval('table.facts td a[title]', (as) =>
+      as.map((a) => ({
+        reason: a.getAttribute('title')!,
+        note: a.parentElement!.querySelector('a.note-ref')?.getAttribute('href') ?? null,
+      })),
+    );
+    const hidden: string[] = [];
+    for (const { reason, note } of reasons) {
+      const shown = page.getByText(reason, { exact: false }).filter({ visible: true });
+      if ((await shown.count()) === 0) hidden.push(`${reason}: not shown`);
+      else if (!note || !((await page.locator(note).textContent()) ?? '').includes(reason))
+        hidden.push(`${reason}: the cell points to no note of it`);
+    }
+    return { reasons: reasons.length, hidden };
   }
 
   it('opens offline with no console error, every chart drawn inside its axes, the figures formatted as the console does; saves a screenshot', async () => {
@@ -299,7 +381,7 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     }
   });
 
-  it('at 420 px wide the page does not scroll sideways (wide tables scroll in their own box, the facts beside their names), its charts inside their axes; saves a screenshot', async () => {
+  it('at 420 px wide the page does not scroll sideways (the facts beside their names, tables of numbers as cards with every value in view), its charts inside their axes; saves a screenshot', async () => {
     const { page, errors } = await open(path.join(dir, HTML_FILE), 420);
     try {
       expect(errors).toEqual([]);
@@ -335,11 +417,94 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
         return problems;
       });
       expect(unreadable.slice(0, 5), `${unreadable.length} problems`).toEqual([]);
+      // The tables of numbers (Key metrics first) scroll nowhere: each row a card, every value cell whole in the viewport.
+      await expect(clippedTables(page, '.scroll:has(table.numbers)')).resolves.toEqual([]);
+      const outOfView = await page.$$eval('table.numbers td', (tds) =>
+        tds
+          .filter((td) => {
+            const r = td.getBoundingClientRect();
+            return r.left < 0 || r.right > document.documentElement.clientWidth || td.scrollWidth > td.clientWidth;
+          })
+          .map((td) => `${td.closest('table')!.className}: ${td.textContent}`),
+      );
+      expect(await page.locator('table.metrics td').count()).toBeGreaterThan(20);
+      expect(outOfView.slice(0, 5), `${outOfView.length} value cells out of view`).toEqual([]);
+      // Names wrap only between the parts of an identifier; the reasons for null values are there to read.
+      await expect(midWordBreaks(page)).resolves.toEqual([]);
+      const nulls = await nullReasonsShown(page);
+      expect(nulls.reasons).toBeGreaterThan(0);
+      expect(nulls.hidden).toEqual([]);
       // Charts fill the width they get.
       const chartWidths = await page.$$eval('#column-details svg.chart', (svgs) => svgs.map((s) => s.getBoundingClientRect().width));
       for (const w of chartWidths) expect(w).toBeGreaterThan(300);
       mkdirSync(artifacts, { recursive: true });
       await page.screenshot({ path: path.join(artifacts, 'behaviour-420.png'), fullPage: true });
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('at 1400 px no table is cut off (the memory tables two a row show every phase), names wrap between their parts, null reasons are shown', async () => {
+    for (const file of [path.join(dir, HTML_FILE), path.join(repoRoot, 'results', HTML_FILE)]) {
+      const { page, errors } = await open(file, 1400);
+      try {
+        expect(errors).toEqual([]);
+        expect(await page.locator('#column-details .charts .scroll').count()).toBeGreaterThan(3);
+        await expect(clippedTables(page), file).resolves.toEqual([]);
+        await expect(midWordBreaks(page)).resolves.toEqual([]);
+        const nulls = await nullReasonsShown(page);
+        expect(nulls.reasons).toBeGreaterThan(0);
+        expect(nulls.hidden).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    }
+  });
+
+  it('printed (A4, 718 px between the margins): nothing scrolls or is cut off, the null reasons are printed; saves a screenshot', async () => {
+    const { page, errors } = await open(path.join(dir, HTML_FILE), 718);
+    try {
+      await page.emulateMedia({ media: 'print' });
+      expect(errors).toEqual([]);
+      const width = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+      expect(width[0]).toBeLessThanOrEqual(width[1]!);
+      await expect(clippedTables(page)).resolves.toEqual([]);
+      const nulls = await nullReasonsShown(page);
+      expect(nulls.reasons).toBeGreaterThan(0);
+      expect(nulls.hidden).toEqual([]);
+      mkdirSync(artifacts, { recursive: true });
+      await page.screenshot({ path: path.join(artifacts, 'behaviour-print.png'), fullPage: true });
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('a memory series with nothing to chart (one phase; no source changed) is said in words, not drawn on a 0–1 B axis; a fill that stopped under free VRAM says so', async () => {
+    const { page, errors } = await open(path.join(edgeCases, HTML_FILE));
+    try {
+      expect(errors).toEqual([]);
+      const plain = await page.$$eval('figure.plain', (fs) =>
+        fs.map((f) => [f.getAttribute('data-plain'), f.querySelector('p')!.textContent]),
+      );
+      expect(plain).toEqual([
+        [
+          'memory:pinned-release · pinned · driver API · 1 GiB',
+          'No source changed from baseline on: nothing to draw; the readings are in the table.',
+        ],
+        [
+          'memory:pinned-release · pinned · runtime API · 1 GiB',
+          'One phase only (baseline): no change to draw; its readings are in the table.',
+        ],
+      ]);
+      // No chart of theirs.
+      const ax = await axes(page);
+      expect(ax.map((a) => a.id).filter((id) => id.startsWith('memory:pinned-release'))).toEqual([]);
+      expect(ax.map((a) => a.id)).toContain('memory:pinned-vram · pinned · driver API · 4 GiB');
+      // Their readings are still in their tables.
+      await expect(page.locator('figure.plain + .scroll table, figure.plain ~ .scroll table').count()).resolves.toBe(2);
+      await expect(page.locator('tr[data-metric^="sysmem-fallback.past_free_vram_bytes"] td').nth(1).textContent()).resolves.toBe(
+        'none: stopped 135 GiB under free VRAM',
+      );
     } finally {
       await page.close();
     }
