@@ -71,6 +71,8 @@ export const errorCodes = {
   SLURM_NOT_FOUND: 'infrastructure',
   /** Slurm targets: salloc refused the job (a partition, account, QOS, GRES or node that is not there, or not allowed). */
   SLURM_JOB_REFUSED: 'configuration',
+  /** Slurm targets: salloc's request could not be signed or was not accepted: munged down on the login node, or a key not the cluster's. */
+  SLURM_AUTH_FAILED: 'infrastructure',
   /** Slurm targets: the job waited in the queue longer than queueWait (the message has Slurm's reason); it was cancelled. */
   SLURM_QUEUE_TIMEOUT: 'infrastructure',
   /** Slurm targets: the job's node went down or was drained while a probe ran there. */

@@ -13,6 +13,16 @@ describe('oneLine', () => {
     expect(oneLine('short', { max: 5 })).toBe('short');
   });
 
+  it('cuts between words, never in one (a single long word is cut as it is)', () => {
+    const said = 'Could not chdir to home directory /nonexistent: No such file or directory';
+    expect(oneLine(said, { max: 49 })).toBe('Could not chdir to home directory /nonexistent:…');
+    expect(oneLine(said, { max: 30, keep: 'end' })).toBe('…No such file or directory');
+    // Cut just at a word's edge: the whole of the word.
+    expect(oneLine('one two three', { max: 7 })).toBe('one two…');
+    expect(oneLine('one two three', { max: 9, keep: 'end' })).toBe('…two three');
+    expect(oneLine('x'.repeat(20), { max: 8 })).toBe(`${'x'.repeat(8)}…`);
+  });
+
   it('keeps the first or the last lines when asked', () => {
     expect(oneLine('1\n2\n\n3\n4', { lines: 2 })).toBe('1 | 2');
     expect(oneLine('1\n2\n\n3\n4', { lines: 2, keep: 'end' })).toBe('3 | 4');

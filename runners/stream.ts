@@ -11,10 +11,26 @@ import type { StreamOptions } from './transport.ts';
 /** How long a streamed command may take to go after its stop signal before it is killed. */
 const STOP_GRACE_MS = 5_000;
 
+/**
+ * A streamed command that ended before it said anything. Its parts apart, so that a transport
+ * can say what the command said without the command line (the Slurm lifeline's is a script).
+ */
+export class StreamEndedError extends Error {
+  constructor(
+    readonly argv: string[],
+    readonly code: number | null,
+    readonly signal: string | null,
+    /** The end of its stderr. */
+    readonly stderr: string,
+  ) {
+    const how = signal ? `was stopped (${signal})` : `exited ${code}`;
+    super(`${argv.join(' ')} ${how}${stderr.trim() ? `: ${stderr.trim().slice(-600)}` : ''}`);
+  }
+}
+
 /** Why a streamed command ended, with the end of its stderr. */
-export function streamEnded(argv: string[], code: number | null, signal: string | null, stderr: string): Error {
-  const how = signal ? `was stopped (${signal})` : `exited ${code}`;
-  return new Error(`${argv.join(' ')} ${how}${stderr.trim() ? `: ${stderr.trim().slice(-600)}` : ''}`);
+export function streamEnded(argv: string[], code: number | null, signal: string | null, stderr: string): StreamEndedError {
+  return new StreamEndedError(argv, code, signal, stderr);
 }
 
 /**

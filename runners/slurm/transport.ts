@@ -20,6 +20,7 @@ import { execProcessTree } from '../local.ts';
 import { streamProcess } from '../stream.ts';
 import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
 import { DEFAULT_GRES, DEFAULT_QUEUE_WAIT_S, type SlurmOptions } from './options.ts';
+import { sallocFailed } from './salloc-failed.ts';
 import { LIFELINE, READ_FILE, STEP, WRITE_FILE } from './scripts.ts';
 
 /** Slurm's client commands (squeue, scancel, scontrol): bounded, so that a slurmctld that hangs does not hold the run. */
@@ -107,7 +108,7 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
   try {
     lifeline = await runner.stream(argv);
   } catch (error) {
-    throw sallocFailed(runner, error instanceof Error ? error.message : String(error));
+    throw sallocFailed(runner.where, o, error);
   }
   const queueWaitMs = (o.queueWait ?? DEFAULT_QUEUE_WAIT_S) * 1000;
   const ready = await waitReady(lifeline, nonce, queueWaitMs, context.signal).catch(async (error: unknown) => {
@@ -127,23 +128,10 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
         context.onProgress?.(`${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`);
       throw error;
     }
-    throw sallocFailed(runner, error instanceof Error ? error.message : String(error));
+    throw sallocFailed(runner.where, o, error);
   });
   return new SlurmSession(runner, lifeline, ready, context.target, context.signal, context.onProgress);
 };
-
-function sallocFailed(runner: SlurmRunner, said: string): CudamatrixError {
-  if (/ENOENT|not found|No such file/i.test(said) && !/salloc: error/.test(said)) {
-    return new CudamatrixError(
-      'SLURM_NOT_FOUND',
-      `salloc is not on PATH on ${runner.where}: run cudamatrix on a login node of the cluster (with Slurm's client tools), or reach one first: transport: [{kind: ssh, host: login1}, {kind: slurm}] (${oneLine(said)})`,
-    );
-  }
-  return new CudamatrixError(
-    'SLURM_JOB_REFUSED',
-    `Slurm did not start the job on ${runner.where}: ${oneLine(said.replace(/^.*?salloc /, 'salloc '))}. Check partition, account, qos, gres, constraint and nodelist against "sinfo" and "sacctmgr show assoc user=$USER"`,
-  );
-}
 
 interface Ready {
   jobId: string;

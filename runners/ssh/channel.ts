@@ -144,6 +144,14 @@ export class MarkerStrip {
     return rest;
   }
 
+  /**
+   * For messages, without changing what end() gives: everything that was not the command's own
+   * output (the chatter; when the marker never came, what was held back as well).
+   */
+  printedBefore(): string {
+    return this.seen ? this.chatter : this.chatter + this.held;
+  }
+
   private noteChatter(text: string): void {
     if (text) this.chatter = (this.chatter + text).slice(-this.keep);
   }
@@ -205,7 +213,7 @@ export function startHelper(
           pendingErr = '';
         },
       };
-      const said = () => oneLine(`${head} ${errStrip ? errStrip.chatter + errStrip.end() : pendingErr}`, LAST_WORDS);
+      const said = () => oneLine(`${head} ${errStrip ? errStrip.printedBefore() : pendingErr}`, LAST_WORDS);
       const fail = (why: string) => {
         if (settled) return;
         settled = true;
@@ -247,13 +255,14 @@ export function startHelper(
         clearTimeout(timer);
         resolve({ ok: true, channel, line, output, close });
       });
-      channel.on('close', () =>
+      channel.on('close', () => {
+        const printed = said();
         fail(
-          said()
-            ? `the remote shell ended before cudamatrix's helper started; it printed: ${said()}`
+          printed
+            ? `the remote shell ended before cudamatrix's helper started; it printed: ${printed}`
             : "the remote shell ended before cudamatrix's helper started, and printed nothing",
-        ),
-      );
+        );
+      });
     });
   });
 }

@@ -57,6 +57,16 @@ describe('decodeWslOutput', () => {
     expect(decodeWslOutput(Buffer.from(said, 'utf16le'))).toBe(said);
   });
 
+  it("reads init's UTF-8 line followed by wsl.exe's UTF-16LE message in one stream, each in its encoding (microsoft/WSL#12028)", () => {
+    const init = '<3>WSL (11) ERROR: CreateProcessParseCommon:740: getpwnam(zlx) failed 17\n';
+    for (const said of ['找不到用户。\r\nError code: Wsl/WSL_E_USER_NOT_FOUND\r\n', '找不到用户。\r\n', 'User not found.\r\n']) {
+      expect(decodeWslOutput(Buffer.concat([Buffer.from(init, 'utf8'), Buffer.from(said, 'utf16le')]))).toBe(init + said);
+      // Two lines of init's, one not ASCII; a character of the message whose UTF-16LE has a 0x0A byte (上: 0A 4E).
+      const two = `${init}<3>WSL (11) ERROR: für ${init}`;
+      expect(decodeWslOutput(Buffer.concat([Buffer.from(two, 'utf8'), Buffer.from(`上${said}`, 'utf16le')]))).toBe(`${two}上${said}`);
+    }
+  });
+
   it('reads a legacy code page where the bytes are not UTF-8: 1252, or 850 where a byte 1252 leaves undefined is there (issue 22.7)', () => {
     expect(decodeWslOutput(Buffer.from([0x66, 0xfc, 0x72]))).toBe('für');
     expect(decodeWslOutput(Buffer.from([0x66, 0x81, 0x72, 0x20, 0x84, 0x94, 0xe1]))).toBe('für äöß');

@@ -24,7 +24,8 @@ export interface WslDistro {
 /**
  * Decodes what wsl.exe printed. A Buffer (this machine's wsl.exe): UTF-16LE when the bytes say
  * so (a byte-order mark, or NUL bytes in the odd positions, which ASCII text in UTF-16LE has),
- * else UTF-8, else a legacy code page (decodeLegacy). A string (what a previous hop already
+ * lines of UTF-8 then UTF-16LE when they say that (utf16leStart), else UTF-8, else a legacy
+ * code page (decodeLegacy). A string (what a previous hop already
  * decoded as UTF-8): UTF-16LE text shows as
  * characters separated by NULs there, which are dropped; characters outside ASCII were lost on
  * that hop already (they show as U+FFFD), which spares the distribution names (ASCII) and the
@@ -33,11 +34,46 @@ export interface WslDistro {
 export function decodeWslOutput(output: Buffer | string): string {
   if (typeof output === 'string') return output.replace(/^\uFEFF/, '').replace(/\u0000/g, '');
   if (output.length >= 2 && output[0] === 0xff && output[1] === 0xfe) return output.subarray(2).toString('utf16le');
-  if (looksUtf16le(output)) return output.subarray(0, output.length - (output.length % 2)).toString('utf16le');
+  const at = utf16leStart(output);
+  if (at !== undefined) return UTF8.decode(output.subarray(0, at)) + utf16le(output.subarray(at));
+  if (looksUtf16le(output)) return utf16le(output);
   try {
     return UTF8.decode(output).replace(/^\uFEFF/, '');
   } catch {
     return decodeLegacy(output);
+  }
+}
+
+const utf16le = (bytes: Buffer) => bytes.subarray(0, bytes.length - (bytes.length % 2)).toString('utf16le');
+
+/**
+ * Where wsl.exe's UTF-16LE message starts after lines of UTF-8 in one stream, or undefined when
+ * the bytes are not so. A WSL 2 distribution's init writes its errors in UTF-8 to the stream
+ * that wsl.exe then writes its own message to ("<3>WSL (11) ERROR: ... getpwnam(zlx) failed 17"
+ * then "找不到用户。", microsoft/WSL#12028). The message starts at a line's start before the
+ * first NUL byte, an odd number of bytes before it (a NUL is the high byte of an ASCII character
+ * in UTF-16LE); from there every NUL is such a high byte; and the lines before are UTF-8 text.
+ * The latest such start is taken: a UTF-16LE character with a 0x0A byte puts the NULs after it
+ * at even distances, so no start inside the message qualifies.
+ */
+function utf16leStart(bytes: Buffer): number | undefined {
+  const firstNul = bytes.indexOf(0);
+  for (let nl = bytes.lastIndexOf(0x0a, firstNul - 2); firstNul > 0 && nl >= 0; nl = bytes.lastIndexOf(0x0a, nl - 1)) {
+    const at = nl + 1;
+    if ((firstNul - at) % 2 === 0) continue;
+    let nulAtEven = false;
+    for (let i = at; i < bytes.length && !nulAtEven; i += 2) nulAtEven = bytes[i] === 0;
+    if (!nulAtEven && isUtf8Text(bytes.subarray(0, at))) return at;
+  }
+  return undefined;
+}
+
+/** Valid UTF-8 without control characters other than tab and line ends. */
+function isUtf8Text(bytes: Buffer): boolean {
+  try {
+    return !/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/.test(UTF8.decode(bytes));
+  } catch {
+    return false;
   }
 }
 

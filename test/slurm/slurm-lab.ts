@@ -59,6 +59,10 @@ export interface SlurmLab {
    * is left then (both empty when all is gone).
    */
   settled(ms?: number): Promise<{ queue: string[]; processes: string[] }>;
+  /** Stops the lab's munged (by PID) and waits for it to exit: the cluster's authentication down. */
+  stopMunge(): Promise<void>;
+  /** Starts the lab's munged again after stopMunge(), and waits until it answers. */
+  startMunge(): Promise<void>;
   /** Puts a node back to idle after a test drained it or took it down. */
   resume(node: string): Promise<void>;
   /**
@@ -208,6 +212,43 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
   };
   const daemonPids = () => new Set(daemons.map((d) => d.pid!).filter(Boolean));
 
+  const stopDaemon = async (d: ChildProcess): Promise<void> => {
+    if (d.exitCode !== null || d.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => d.once('exit', () => resolve()));
+    d.kill('SIGTERM');
+    const timer = setTimeout(() => d.kill('SIGKILL'), 20_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  let munged: ChildProcess | undefined;
+  const startMunged = async (): Promise<void> => {
+    const child = startDaemon(
+      'munged',
+      [
+        '-F',
+        '--force',
+        `--key-file=${key}`,
+        `--socket=${socket}`,
+        `--pid-file=${path.join(mungeDir, 'munged.pid')}`,
+        `--log-file=${path.join(dir, 'log', 'munged.log')}`,
+        `--seed-file=${path.join(mungeDir, 'munged.seed')}`,
+      ],
+      'munged.out',
+    );
+    munged = child;
+    // Answering: a credential made and decoded (its socket alone may be a stopped one's).
+    await poll('munged answering', 30_000, async () => {
+      if (child.exitCode !== null) throw new Error('munged exited');
+      if (!existsSync(socket)) return undefined;
+      const credential = await run('munge', [`--socket=${socket}`, '--no-input'], env);
+      await new Promise<void>((resolve, reject) => {
+        const u = execFile('unmunge', [`--socket=${socket}`], (error) => (error ? reject(error) : resolve()));
+        u.stdin!.end(credential);
+      });
+      return true;
+    });
+  };
+
   const lab: SlurmLab = {
     dir,
     conf,
@@ -238,6 +279,10 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
         await new Promise((r) => setTimeout(r, 250));
       }
     },
+    async stopMunge() {
+      if (munged) await stopDaemon(munged);
+    },
+    startMunge: () => startMunged(),
     async resume(node) {
       await run('scontrol', ['update', `nodename=${node}`, 'state=resume'], env).catch(() => undefined);
       await poll(`node ${node} idle again`, 60_000, async () => ((await lab.nodeStates())[node] === 'idle' ? true : undefined));
@@ -252,35 +297,13 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
           // gone meanwhile
         }
       }
-      for (const d of [...daemons].reverse()) {
-        if (d.exitCode !== null || d.signalCode !== null) continue;
-        const exited = new Promise<void>((resolve) => d.once('exit', () => resolve()));
-        d.kill('SIGTERM');
-        const timer = setTimeout(() => d.kill('SIGKILL'), 20_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      for (const d of [...daemons].reverse()) await stopDaemon(d);
       return [...left, ...processesWithConf(conf, new Set())];
     },
   };
 
   try {
-    const munged = startDaemon(
-      'munged',
-      [
-        '-F',
-        '--force',
-        `--key-file=${key}`,
-        `--socket=${socket}`,
-        `--pid-file=${path.join(mungeDir, 'munged.pid')}`,
-        `--log-file=${path.join(dir, 'log', 'munged.log')}`,
-        `--seed-file=${path.join(mungeDir, 'munged.seed')}`,
-      ],
-      'munged.out',
-    );
-    await poll('munged listening', 30_000, async () =>
-      existsSync(socket) ? true : munged.exitCode !== null ? Promise.reject(new Error('munged exited')) : undefined,
-    );
+    await startMunged();
     startDaemon('slurmctld', ['-D', '-f', conf], 'slurmctld.out');
     for (const n of nodes) startDaemon('slurmd', ['-D', '-N', n, '-f', conf], `slurmd.${n}.out`);
     await poll(`nodes ${nodes.join(', ')} idle`, 90_000, async () => {

@@ -183,6 +183,45 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(r.stderr).toMatch(/fix: write node names, or ranges in brackets/);
   });
 
+  it('a job Slurm refuses: what it asked for (gres gpu:1 by default) and the fix, exit 2, and no internal script', async () => {
+    for (const [hop, said, asked] of [
+      [
+        { constraint: 'nosuchfeature' },
+        /Invalid feature specification/,
+        /--gres=gpu:1 \(gres's default\), the cluster's default partition, --constraint=nosuchfeature/,
+      ],
+      [{ gres: 'gpu:2', partition: lab!.partition }, /Requested node configuration is not available/, /--gres=gpu:2, --partition=gpu\b/],
+    ] as const) {
+      const dir = tempDir();
+      const r = await runCli(['run', '-m', writeMatrix(dir, hop, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
+      const out = `${r.stdout}\n${r.stderr}`;
+      expect(r.code, out).toBe(2);
+      expect(out).toMatch(/SLURM_JOB_REFUSED: Slurm refused the job \(salloc on this machine\): /);
+      expect(out).toMatch(said);
+      expect(out).toMatch(new RegExp(`It asked for one node, one task, ${asked.source}`));
+      expect(out).toMatch(/Fix: no node of the partition has all it asks for: "sinfo -N -o '%N %P %G %f'" lists/);
+      // The lifeline (runners/slurm/scripts.ts) and salloc's command line are cudamatrix's own.
+      expect(out).not.toMatch(/sh -c|cm-slurm-ready|cm-slurm-[0-9a-f]{12}|cat >\/dev\/null|--kill-command|--job-name/);
+    }
+  }, 120_000);
+
+  it("the cluster's munged stopped: an infrastructure failure that names munge (exit 3), no internal script", async () => {
+    const dir = tempDir();
+    await lab!.stopMunge();
+    try {
+      const r = await runCli(['run', '-m', writeMatrix(dir, {}, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
+      const out = `${r.stdout}\n${r.stderr}`;
+      expect(r.code, out).toBe(3);
+      expect(out).toMatch(/SLURM_AUTH_FAILED: Slurm's authentication \(munge\) failed on this machine: .*Munge encode failed/);
+      expect(out).toMatch(/Start munged there/);
+      expect(out).not.toMatch(
+        /SLURM_JOB_REFUSED|sh -c|cm-slurm-ready|cm-slurm-[0-9a-f]{12}|cat >\/dev\/null|--kill-command|--job-name|restart with|slurm_send_node_msg/,
+      );
+    } finally {
+      await lab!.startMunge();
+    }
+  }, 120_000);
+
   it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]');

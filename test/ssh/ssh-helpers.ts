@@ -78,15 +78,38 @@ export async function doctor(args: string[]): Promise<CliResult> {
   return r;
 }
 
-/** The run ids of the doctor runs whose run directories or helpers are still there. */
+/**
+ * The run ids of the doctor runs whose run directories or helpers are still there. Only this
+ * process's: a doctor run of another test file in the same moments has a tag in the same span,
+ * and its session may well still be open.
+ */
 function doctorIds(runs: [number, number][]): string[] {
   if (runs.length === 0) return [];
-  const listed = `${readdirSync('/tmp').join('\n')}\n${execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })}`;
   // leftovers() looks for the last 12 characters of the run id: the last 12 digits of the time.
-  const tags = new Set([...listed.matchAll(/cudamatrix-(?:helper '?)?(\d{12})\b/g)].map((m) => m[1]!));
-  return [...tags]
-    .filter((tag) => runs.some(([from, to]) => Number(tag) >= from % 1e12 && Number(tag) <= to % 1e12))
-    .map((tag) => `doctor-${tag}`);
+  const inSpan = (tag: string) => runs.some(([from, to]) => Number(tag) >= from % 1e12 && Number(tag) <= to % 1e12);
+  const tags = new Set<string>();
+  // A run directory is cudamatrix-TAG-PID, PID the helper that made it: ours unless that helper
+  // still runs, under another sshd.
+  for (const d of readdirSync('/tmp')) {
+    const m = /^cudamatrix-(\d{12})-(\d+)$/.exec(d);
+    if (m && inSpan(m[1]!) && (!existsSync(`/proc/${m[2]}`) || underOurSshd(m[2]!))) tags.add(m[1]!);
+  }
+  for (const [pid, args] of processTable()) {
+    const tag = /cudamatrix-helper '?(\d{12})\b/.exec(args)?.[1];
+    if (tag && inSpan(tag) && underOurSshd(pid)) tags.add(tag);
+  }
+  return [...tags].map((tag) => `doctor-${tag}`);
+}
+
+/** Every process of this machine's own root: [pid, args]. */
+function processTable(): [string, string][] {
+  // The WSL tests' stand-in distributions run cudaprobe from the same cache path inside a chroot
+  // of their own, and are not an SSH test's.
+  return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => /^\s*(\d+)\s(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null && rootOf(m[1]!) === '/')
+    .map((m) => [m[1]!, m[2]!]);
 }
 
 /**
@@ -112,29 +135,36 @@ export async function expectNothingLeft(ms = 3000): Promise<void> {
 export const targetErrors = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'target-error' ? [e] : []));
 
 /**
- * Remote leftovers: run directories of a run (in /tmp, the sessions' TMPDIR), the helpers that
- * made them (unless `sessionOpen`: a live session has one), and processes started from the
- * probe cache (or the tests' "sleep 4NN").
+ * Remote leftovers of one run: its run directories (in /tmp, the sessions' TMPDIR), the helpers
+ * that made them (unless `sessionOpen`: a live session has one), and the processes started from
+ * the probe cache in them (a command runs in its session's run directory; one left by another
+ * run, of this file or another, or by any cudamatrix on the machine, is not this run's), or the
+ * tests' "sleep 4NN" under this process's sshds.
  */
 export function leftovers(runId: string, o: { sessionOpen?: boolean } = {}): { dirs: string[]; processes: string[] } {
   const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
+  const runDir = `/tmp/cudamatrix-${tag}-`;
   const dirs = readdirSync('/tmp').filter((d) => d.startsWith(`cudamatrix-${tag}-`));
   const helper = new RegExp(`cudamatrix-helper '?${tag}'? `);
-  // Processes of this machine's own root: the WSL tests' stand-in distributions run cudaprobe
-  // from the same cache path inside a chroot of their own, and are not this test's.
-  const processes = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
-    .split('\n')
-    .map((l) => /^\s*(\d+)\s(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null && rootOf(m[1]!) === '/')
-    .filter((m) => {
-      const l = m[2]!;
-      if ((l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/') || (!o.sessionOpen && helper.test(`${l} `))) return true;
+  const processes = processTable()
+    .filter(([pid, l]) => {
+      if (!o.sessionOpen && helper.test(`${l} `)) return true;
+      if ((l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/')) return cwdOf(pid)?.startsWith(runDir) ?? false;
       // The tests' remote `sleep 4xx` commands: only those under this process's sshds (a
       // machine shared with other test runs and shells has sleeps of its own).
-      return /^sleep 4[0-9]{2}$/.test(l.trim()) && underOurSshd(m[1]!);
+      return /^sleep 4[0-9]{2}$/.test(l.trim()) && underOurSshd(pid);
     })
-    .map((m) => m[2]!);
+    .map(([, l]) => l);
   return { dirs, processes };
+}
+
+/** The process's working directory (" (deleted)" after it when removed), or undefined when gone. */
+function cwdOf(pid: string): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return undefined; // gone, or not ours to look at
+  }
 }
 
 /** Whether the process runs in a session of one of this process's sshds (SSH_CONNECTION's server port). */

@@ -6,10 +6,11 @@
  *
  * The test environment: the test sshd sets HOME for its sessions (sshd_config `SetEnv
  * HOME=<temp dir>`), so root's login shell reads a throw-away ~/.bashrc there. The real
- * /root/.bashrc is neither read nor touched, and no user is created. Plus a pre-auth `Banner`.
+ * /root/.bashrc is neither read nor touched. Plus a pre-auth `Banner`. And a login shell that
+ * refuses (nologin, issue 33 item 5): its test makes a user of its own and removes it after.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectChain } from '../../runners/registry.ts';
@@ -206,5 +207,37 @@ describe.runIf(ready)('a login shell that hangs (real sshd, ~/.bashrc sleeps lon
       await settle(1000);
       expect(leftovers(runId), shell).toEqual({ dirs: [], processes: [] });
     }
+  });
+});
+
+describe.runIf(ready)('an account with a nologin shell and a missing home (real sshd, a user made for the test)', () => {
+  // A name of this process's own, so that parallel runs do not share (or remove) one another's.
+  const user = `cmnl${process.pid}`;
+  let sshd: Sshd;
+  beforeAll(async () => {
+    // -p '*': no password, but not locked (sshd without PAM refuses a locked account's keys).
+    execFileSync('useradd', ['--no-create-home', '--home-dir', '/nonexistent', '--shell', '/usr/sbin/nologin', '-p', '*', user]);
+    // The test keys' authorized_keys lies in folders only root may enter: sshd reads it for the
+    // user as root, through a command.
+    const keys = path.join(tempDir('cm-keys-'), 'authorized_keys');
+    sshd = await startSshd(1, [`Match User ${user}`, `  AuthorizedKeysCommand /bin/cat ${keys}`, '  AuthorizedKeysCommandUser root']);
+    copyFileSync(path.join(sshd.dir, 'authorized_keys'), keys);
+  });
+  afterAll(async () => {
+    await sshd?.stop();
+    spawnSync('userdel', [user]);
+  });
+
+  it("says what the account's shell and sshd printed, each once and whole", async () => {
+    const dir = tempDir();
+    const r = await runMatrix(sshMatrix(dir, sshd, [{ name: 'nologin', extra: { user } }]), dir);
+    expect(r.code).toBe(3);
+    const [error] = targetErrors(r.events);
+    const printed = /it printed: (.*)$/.exec(error?.message ?? '')?.[1];
+    expect(printed, error?.message).toBe(
+      'This account is currently not available. | Could not chdir to home directory /nonexistent: No such file or directory',
+    );
+    const out = `${r.stdout}${r.stderr}`;
+    expect(out.split('Could not chdir').length - 1, out).toBe(out.split('This account is currently').length - 1);
   });
 });

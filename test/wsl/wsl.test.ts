@@ -457,6 +457,21 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
     },
   );
 
+  it("decodes init's UTF-8 line and wsl.exe's UTF-16LE message in one stream each in its own encoding, in the console and the event log (issue 33.6)", async () => {
+    // The STAND-IN wsl.exe, as a Chinese Windows with a WSL 2 distribution: init says in UTF-8
+    // that the user is not there, then wsl.exe says so in UTF-16LE, both on stderr.
+    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    m.write({ ...m.read(), locale: 'zh-CN', initSays: true });
+    const dir = tempDir();
+    const r = await run(m, writeMatrix(dir, [{ name: 'no-user', transport: { kind: 'wsl', user: 'nobody-here' } }]), dir);
+    expect(r.code).toBe(3);
+    const said =
+      'wsl.exe said: <3>WSL (11) ERROR: CreateProcessParseCommon:740: getpwnam(nobody-here) failed 17 | 找不到用户。 | 错误代码: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND';
+    expect(r.stdout).toContain(said);
+    expect(targetErrors(r.events)['no-user']).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining(said) });
+    expect(`${r.stdout}${r.stderr}${readFileSync(path.join(r.runDir, 'events.jsonl'), 'utf8')}`).not.toMatch(/~b|\u0000|\uFFFD/);
+  });
+
   it('says when the distribution is gone between connecting and a command, and still removes the work folder', async () => {
     const m = machine([
       { name: 'Ubuntu', version: 2, default: true },

@@ -54,6 +54,8 @@ export interface MachineFile {
   locale?: string;
   /** The stand-in's own messages in a legacy code page ("cp850", "windows-1252") instead of UTF-16LE (./standin.mjs). */
   messageEncoding?: string;
+  /** A missing user in a WSL 2 distribution is said by its init first, in UTF-8 (./standin.mjs). */
+  initSays?: boolean;
   distros: { name: string; state: string; version: number; default?: boolean; defaultUser?: string }[];
 }
 

@@ -32,7 +32,10 @@
  *   WSL not installed (the inbox wsl.exe without the WSL package): "The Windows Subsystem for
  *   Linux is not installed. You can install by running 'wsl.exe --install'." and the
  *   https://aka.ms/wslinstall link, as users quote it; its exit status is this stand-in's guess.
- *   Messages go to stderr except those WslClient.cpp prints to stdout.
+ *   Messages go to stderr except those WslClient.cpp prints to stdout. With "initSays": true in
+ *   distros.json, a user missing in a WSL 2 distribution is said first by its init, in UTF-8
+ *   ("<3>WSL (11) ERROR: CreateProcessParseCommon:740: getpwnam(zlx) failed 17", as
+ *   microsoft/WSL#12028 shows it before the UTF-16LE "找不到用户。").
  * - A distribution is a folder, $CUDAMATRIX_WSL_STANDIN_ROOT/<name>/, with a root filesystem of
  *   its own (busybox, the libraries cudaprobe needs, /etc/passwd, /dev/null, and for a WSL 2
  *   distribution with a GPU /dev/dxg and /usr/lib/wsl/lib/libcuda.so.1, here empty files: the
@@ -233,7 +236,13 @@ function exec(machine, t, chosen, userName, cwdArg, command) {
   const distroRoot = path.join(root, distro.name);
   if (!existsSync(distroRoot)) return standinRefuses(`no root filesystem for ${distro.name} at ${distroRoot}`);
   const account = passwdEntry(distroRoot, userName ?? distro.defaultUser ?? 'root');
-  if (!account) return fail(`${t.userNotFound}\n${t.errorCode}: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND`);
+  if (!account) {
+    // "initSays": true in distros.json: a WSL 2 distribution's init first says so itself, in
+    // UTF-8, on the stream wsl.exe's UTF-16LE message then goes to (microsoft/WSL#12028).
+    if (machine.initSays && distro.version === 2)
+      process.stderr.write(`<3>WSL (11) ERROR: CreateProcessParseCommon:740: getpwnam(${userName}) failed 17\n`);
+    return fail(`${t.userNotFound}\n${t.errorCode}: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND`);
+  }
   let dir = '/';
   if (cwdArg === '~') dir = account.home;
   else if (cwdArg?.startsWith('/')) dir = cwdArg;
