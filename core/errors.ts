@@ -73,6 +73,8 @@ export const errorCodes = {
   SLURM_JOB_REFUSED: 'configuration',
   /** Slurm targets: salloc's request could not be signed or was not accepted: munged down on the login node, or a key not the cluster's. */
   SLURM_AUTH_FAILED: 'infrastructure',
+  /** Slurm targets: salloc could not reach the cluster's controller (slurmctld down, or out of reach of the login node). */
+  SLURM_CONTROLLER_UNREACHABLE: 'infrastructure',
   /** Slurm targets: the job waited in the queue longer than queueWait (the message has Slurm's reason); it was cancelled. */
   SLURM_QUEUE_TIMEOUT: 'infrastructure',
   /** Slurm targets: the job's node went down or was drained while a probe ran there. */

@@ -1,7 +1,7 @@
 /**
  * Why salloc gave no job, as the user can act on it: salloc's own words (never the command line:
  * its lifeline is an internal script), what the job asked for, and the fix. A cluster whose
- * authentication (munge) is down is the cluster's failure, not the matrix's.
+ * authentication (munge) or controller (slurmctld) is down is the cluster's failure, not the matrix's.
  */
 import { CudamatrixError } from '../../core/errors.ts';
 import { oneLine } from '../../core/text.ts';
@@ -52,7 +52,7 @@ function fixFor(words: string, o: SlurmOptions): string {
   return `check the target's partition, account, qos, gres, constraint and nodelist against "sinfo" and "sacctmgr show assoc user=$USER"; ${gresFix}`;
 }
 
-/** The error for a salloc that gave no job: SLURM_NOT_FOUND, SLURM_AUTH_FAILED or SLURM_JOB_REFUSED. */
+/** The error for a salloc that gave no job: SLURM_NOT_FOUND, SLURM_AUTH_FAILED, SLURM_CONTROLLER_UNREACHABLE or SLURM_JOB_REFUSED. */
 export function sallocFailed(where: string, o: SlurmOptions, error: unknown): CudamatrixError {
   const stderr = error instanceof StreamEndedError ? error.stderr : error instanceof Error ? error.message : String(error);
   const notThere =
@@ -69,6 +69,12 @@ export function sallocFailed(where: string, o: SlurmOptions, error: unknown): Cu
     return new CudamatrixError(
       'SLURM_AUTH_FAILED',
       `Slurm's authentication (munge) failed on ${where}: salloc could not have its request signed or accepted (${words}). Start munged there ("systemctl start munge"; slurm.conf's AuthInfo names its socket if not the default) and check that /etc/munge/munge.key is the cluster's ("munge -n | unmunge" on the login node tests it)`,
+    );
+  }
+  if (/Unable to contact slurm controller|slurmctld.*(not responding|unreachable)/i.test(words)) {
+    return new CudamatrixError(
+      'SLURM_CONTROLLER_UNREACHABLE',
+      `Slurm's controller (slurmctld) did not answer salloc on ${where}: ${words}. Check that slurmctld runs ("scontrol ping" on the login node says UP or DOWN) and that the login node reaches SlurmctldHost:SlurmctldPort of slurm.conf`,
     );
   }
   return new CudamatrixError(

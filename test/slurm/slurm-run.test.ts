@@ -12,6 +12,7 @@ import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { runCli, startCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 import { defaultProbeNames } from '../../probes/catalogue.ts';
+import { freePort } from '../sshd.ts';
 import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
 
 /** The cells of probes: all (the catalogue's probes less the opt-in ones). */
@@ -220,6 +221,21 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     } finally {
       await lab!.startMunge();
     }
+  }, 120_000);
+
+  it("the cluster's slurmctld out of reach: an infrastructure failure that names it (exit 3)", async () => {
+    const dir = tempDir();
+    // The lab's slurm.conf with the controller on a port nothing listens on.
+    const conf = path.join(dir, 'slurm.conf');
+    const closed = await freePort();
+    writeFileSync(conf, readFileSync(lab!.conf, 'utf8').replace(/^SlurmctldPort=\d+$/m, `SlurmctldPort=${closed}`));
+    const r = await runCli(['run', '-m', writeMatrix(dir, {}, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], {
+      env: cliEnv({ SLURM_CONF: conf }),
+    });
+    const out = `${r.stdout}\n${r.stderr}`;
+    expect(r.code, out).toBe(3);
+    expect(out).toMatch(/SLURM_CONTROLLER_UNREACHABLE: Slurm's controller \(slurmctld\) did not answer salloc on this machine: /);
+    expect(out).not.toMatch(/SLURM_JOB_REFUSED|sh -c|cm-slurm-ready|--kill-command|--job-name/);
   }, 120_000);
 
   it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {
