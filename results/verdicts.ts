@@ -60,6 +60,8 @@ export interface TargetResult {
    * does not fail because of it.
    */
   skipped?: TargetErrorEvent;
+  /** The target asks for no GPU (docker gpus: none): nothing measured there is as asked, not a lost driver. */
+  asksForNoGpu: boolean;
   cells: CellEndEvent[];
   verdicts: Verdict[];
 }
@@ -86,7 +88,16 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
   const target = (name: string): TargetResult => {
     let t = byName.get(name);
     if (!t) {
-      t = { name, declaredEnvironment: 'auto', detectedEnvironment: null, environmentClass: null, sysinfo: {}, cells: [], verdicts: [] };
+      t = {
+        name,
+        declaredEnvironment: 'auto',
+        detectedEnvironment: null,
+        environmentClass: null,
+        sysinfo: {},
+        asksForNoGpu: false,
+        cells: [],
+        verdicts: [],
+      };
       byName.set(name, t);
     }
     return t;
@@ -96,6 +107,7 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
     if (e.type === 'target-start') {
       starts.set(e.target, e);
       target(e.target).declaredEnvironment = e.environment;
+      target(e.target).asksForNoGpu = e.noGpu === true;
     } else if (e.type === 'target-ready') {
       target(e.target).ready = e;
     } else if (e.type === 'target-error') {
