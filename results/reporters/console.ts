@@ -15,7 +15,7 @@ import { isNotApplicable } from '../../core/errors.ts';
 import type { RunEvent } from '../../events/events.ts';
 import { nodesThatDifferLines } from '../fleet.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
-import { shownExitCode, type RunSummary, type Verdict } from '../verdicts.ts';
+import { judgedNothingWords, shownExitCode, type RunSummary, type Verdict } from '../verdicts.ts';
 import { evidenceOf, groupVerdicts } from './console/expectations.ts';
 import { clock, ProgressLine } from './console/progress.ts';
 import { hasProblem, skipReasons, summaryTable } from './console/summary-table.ts';
@@ -239,6 +239,13 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         say(c.magenta(`${notRun} cell${notRun === 1 ? '' : 's'} not run: the run was interrupted`));
       }
       if (summary.interrupted) say(c.magenta(`${notRun > 0 ? '' : '\n'}The run was interrupted; the results above cover what finished.`));
+      // A run that judged nothing passes whatever the driver does: said where the counts are read.
+      const unjudged = judgedNothingWords(summary);
+      if (unjudged) {
+        say('');
+        say(c.yellow(unjudged.finding));
+        say(`  fix: ${unjudged.fix}`);
+      }
       const v = summary.counts.verdicts;
       say('');
       say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
@@ -246,7 +253,7 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       say(`Events: ${summary.eventsFile ?? context.eventsFile}${bad.length ? ' (every sample and reading behind these verdicts)' : ''}`);
       for (const u of context.unwritten ?? []) say(c.red(`Not written: ${u}`));
       const code = shownExitCode(summary, context);
-      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : code === 6 ? ' (an output could not be written)' : ''}`;
+      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : code === 6 ? ' (an output could not be written)' : code === 0 && unjudged ? ' (nothing was judged)' : ''}`;
       say(code === 0 ? exit : c.bold(exit));
     },
   };
