@@ -111,6 +111,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
   const interrupts = watchInterrupts((m) => reporters.message(m));
   // Every running probe listens for the abort: many at once is expected, not a leak.
   setMaxListeners(0, interrupts.signal);
+  let code: number;
   try {
     const result = await executePlan(plan, {
       runsDir: opts.resultsDir,
@@ -122,6 +123,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       onEvent: (e) => reporters.event(e),
       onProgress: (m) => reporters.message(m),
     });
+    interrupts.ended();
     const summary = summarize(result.events);
     const logFailure = result.logFailure ? [result.logFailure.message] : [];
     const unwritten = await reporters.end(summary, {
@@ -130,10 +132,14 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       strict: opts.strict,
       unwritten: logFailure,
     });
-    return exitCodeOf(summary, { strict: opts.strict, unwritten });
-  } finally {
+    code = exitCodeOf(summary, { strict: opts.strict, unwritten });
+  } catch (error) {
     interrupts.dispose();
+    throw error;
   }
+  // Printed ("Exit status: N") and written (summary.json): a Ctrl-C from now on changes nothing.
+  interrupts.settle(code);
+  return code;
 }
 
 /** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv), as their kinds tell. */

@@ -166,7 +166,9 @@ export function describeError(error: unknown): string {
   for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
     if (current instanceof Error) {
       const prefix = current instanceof CudamatrixError && depth > 0 ? `${current.code}: ` : '';
-      parts.push(prefix + current.message);
+      const message = current.message;
+      // A cause the message already quotes ("cannot reach h: connect ECONNREFUSED ...") is not said twice.
+      if (depth === 0 || !parts.some((p) => p.includes(message))) parts.push(prefix + message);
       current = current.cause;
     } else {
       parts.push(String(current));

@@ -36,6 +36,8 @@ export interface TargetStartEvent {
   transport: string[];
   probes: string[];
   expect: Expectation[];
+  /** The target asks for no GPU (docker gpus: none): a driver missing there is as asked. Absent otherwise (and from older logs). */
+  noGpu?: true;
 }
 
 export interface TargetReadyEvent {

@@ -60,6 +60,8 @@ export interface TargetResult {
    * does not fail because of it.
    */
   skipped?: TargetErrorEvent;
+  /** The target asks for no GPU (docker gpus: none): nothing measured there is as asked, not a lost driver. */
+  asksForNoGpu: boolean;
   cells: CellEndEvent[];
   verdicts: Verdict[];
 }
@@ -71,6 +73,13 @@ export interface RunSummary {
   counts: { cells: Record<string, number>; verdicts: Record<VerdictStatus, number> };
   /** Nothing was measured: every planned cell was skipped (no driver anywhere, or a target that cannot run probes). */
   nothingMeasured: boolean;
+  /**
+   * The run judged nothing, and why: the matrix has no expectations at all (no `extends: default`,
+   * no `expectations:`, no target's `expect:`), or none applies to the probes and environments
+   * that ran. Such a run passes whatever the driver does. Absent when something was judged (or
+   * nothing was planned, or the run was interrupted).
+   */
+  judgedNothing?: 'no-expectations' | 'none-applied';
   hasConfigurationError: boolean;
   hasInfrastructureError: boolean;
   interrupted: boolean;
@@ -86,7 +95,16 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
   const target = (name: string): TargetResult => {
     let t = byName.get(name);
     if (!t) {
-      t = { name, declaredEnvironment: 'auto', detectedEnvironment: null, environmentClass: null, sysinfo: {}, cells: [], verdicts: [] };
+      t = {
+        name,
+        declaredEnvironment: 'auto',
+        detectedEnvironment: null,
+        environmentClass: null,
+        sysinfo: {},
+        asksForNoGpu: false,
+        cells: [],
+        verdicts: [],
+      };
       byName.set(name, t);
     }
     return t;
@@ -96,6 +114,7 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
     if (e.type === 'target-start') {
       starts.set(e.target, e);
       target(e.target).declaredEnvironment = e.environment;
+      target(e.target).asksForNoGpu = e.noGpu === true;
     } else if (e.type === 'target-ready') {
       target(e.target).ready = e;
     } else if (e.type === 'target-error') {
@@ -140,7 +159,41 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
     hasInfrastructureError: errors.some((c) => errorClassOf(c) !== 'configuration'),
     interrupted: Boolean(end?.interrupted) || !end,
   };
+  const judgedNothing = whyNothingJudged(summary, [...starts.values()]);
+  if (judgedNothing) summary.judgedNothing = judgedNothing;
   return options.eventsFile === undefined ? summary : withEventsFile(summary, options.eventsFile);
+}
+
+/** RunSummary.judgedNothing: why a run that planned cells and ended judged no expectation. */
+function whyNothingJudged(summary: RunSummary, starts: TargetStartEvent[]): RunSummary['judgedNothing'] {
+  if (summary.interrupted || summary.start.cells.length === 0) return undefined;
+  if (Object.values(summary.counts.verdicts).some((n) => n > 0)) return undefined;
+  const inMatrix = Object.values(summary.start.matrix.expectations).some((list) => (list?.length ?? 0) > 0);
+  return inMatrix || starts.some((s) => s.expect.length > 0) ? 'none-applied' : 'no-expectations';
+}
+
+/**
+ * What the reporters say of a run that judged nothing (RunSummary.judgedNothing): the finding and
+ * its fix, naming the matrix file. Its exit status stays 0: a matrix without expectations is also
+ * how behaviour is only measured (for `record`), so the run does not fail, but it must not look
+ * like one whose expectations were met.
+ */
+export function judgedNothingWords(summary: RunSummary): { finding: string; fix: string } | undefined {
+  const file = summary.start.matrix.file;
+  if (summary.judgedNothing === 'no-expectations')
+    return {
+      finding: 'This matrix judges nothing: it has no expectations, so the run passes whatever the driver does.',
+      fix: `add "extends: default" to ${file} for the default expectations of each environment, or your own ("expectations:" per environment, "expect:" per target): docs/matrix.md#expectations`,
+    };
+  if (summary.judgedNothing === 'none-applied') {
+    const classes = [...new Set(summary.targets.map((t) => t.environmentClass ?? 'unknown'))].join(', ');
+    return {
+      finding:
+        "No expectation was judged: none of the matrix's expectations is on a probe this run ran, in an environment it ran in, so the run passes whatever the driver does.",
+      fix: `give ${file} expectations for the environments that ran (${classes}) or "extends: default", and check --probe: docs/matrix.md#expectations`,
+    };
+  }
+  return undefined;
 }
 
 /**

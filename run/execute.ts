@@ -20,7 +20,7 @@ import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
 import { HostVmMemory } from '../probes/host-vm-memory.ts';
 import { CANCELLED_REASON, runProbe, type ProbeRun } from '../probes/run-probe.ts';
-import { connectChain, hostKeyOf } from '../runners/registry.ts';
+import { asksForNoGpu, connectChain, hostKeyOf } from '../runners/registry.ts';
 import { hostKeyAddedMessage, type HostKeyAdded, type Session } from '../runners/transport.ts';
 import { EventLog } from './event-log.ts';
 import { cellName, type Plan } from './plan.ts';
@@ -163,6 +163,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
     transport: t.hops.map((h) => h.kind),
     probes,
     expect: t.expect,
+    ...(asksForNoGpu(t.hops) ? { noGpu: true as const } : {}),
   });
   // Cells not yet ended: whatever stops the target early ends them all, once.
   const pending = new Set(probes);

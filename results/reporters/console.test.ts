@@ -240,8 +240,10 @@ describe.each(twice(wsl1))('console: a target that cannot run probes by its natu
 
   it('says it is skipped and why, as a skip and not as an error, and exits 0', () => {
     expect(text).toContain(`  - wsl1 skipped: WSL_VERSION_1: ${why}\n`);
-    expect(text).toContain(`- [1/2] wsl1/sysinfo skipped in 0 ms: WSL_VERSION_1: ${why}`);
-    expect(text).toContain(`  skipped (2): sysinfo, pinned-vram — WSL_VERSION_1: ${why}`);
+    // The reason once: the cells it kept from running are counted, and the block refers to it.
+    expect(text).toContain(`  - [2/2] 2 cells of wsl1 not run: the reason above\n`);
+    expect(text).toContain(`  skipped (2): every probe — not run: wsl1's WSL_VERSION_1 above`);
+    expect(text).not.toContain('wsl1/sysinfo skipped');
     expect(text).not.toMatch(/✗|target error|No usable NVIDIA driver/);
     expect(text).toContain('Nothing was measured: every probe was skipped.');
     expect(text).toContain('Exit status: 0');
@@ -301,11 +303,12 @@ describe('console: when little was measured (issue 20)', () => {
     expect(text).toContain(`  skipped (3): sysinfo, cuda-graph, managed-memory — ${noDriver}`);
   });
 
-  it("gives the unreachable target's reason once for its expectations, not once each", () => {
-    expect(text).toMatch(/down: 2 expectations not judged, all for one reason — TARGET_UNREACHABLE: cannot reach root@gpu-box:22/);
-    expect(text).toContain('which:     cuda-graph.supported == true [all]; managed-memory.roundtrip_ok == true [all]');
-    const notMetPart = text.slice(text.indexOf('Expectations not met:'), text.indexOf('target  '));
-    expect(notMetPart.split(unreachable).length - 1).toBe(1);
+  it("gives the unreachable target's reason once: its cells, its block and its expectations refer to it (issue 33)", () => {
+    expect(count(unreachable)).toBe(1);
+    expect(text).toContain(`  ✗ down: TARGET_UNREACHABLE: ${unreachable}\n  ✗ [10/10] 2 cells of down not run: the error above\n`);
+    expect(text).toContain("  error (2): every probe — not run: down's TARGET_UNREACHABLE above");
+    expect(text).toContain("  ✗ down: 2 expectations not judged: down's TARGET_UNREACHABLE above\n");
+    expect(text).not.toContain('which:');
   });
 
   it('lists why nothing was measured without the platform skips, once with its count of targets', () => {
@@ -359,7 +362,7 @@ describe.runIf(noDriverHere).each(SOURCES)('console: a real run on this machine 
       '[1/9] alpha/sysinfo',
       '[3/9] alpha/cuda-graph',
       '▶ bravo ',
-      '[4/9] bravo/sysinfo error',
+      '[6/9] 3 cells of bravo not run: the error above',
       '▶ charlie ',
       '[9/9] charlie/cuda-graph skipped',
     ];
@@ -376,7 +379,7 @@ describe.runIf(noDriverHere).each(SOURCES)('console: a real run on this machine 
     expect(text).toMatch(
       /why: +a wrong expectation, so that a failure and its evidence are rendered\n +observed: +"linux"\n +source: +os\n/,
     );
-    expect(text).toMatch(/✗ bravo: cuda-graph\.supported == true \[all\] — probe cuda-graph failed: (AUTH_FAILED|TARGET_UNREACHABLE): /);
+    expect(text).toMatch(/✗ bravo: cuda-graph\.supported == true \[all\] not judged: bravo's (AUTH_FAILED|TARGET_UNREACHABLE) above$/m);
     expect(text).toMatch(/^alpha +linux +none found .* 0\/3\/0 +0\/1\/2\/0$/m);
     expect(text).toMatch(/^bravo +unknown .* 0\/0\/3 +0\/0\/0\/1$/m);
     expect(text).toMatch(/^charlie +linux +none found .* 0\/3\/0 +1\/0\/2\/0$/m);

@@ -15,11 +15,11 @@ import { isNotApplicable } from '../../core/errors.ts';
 import type { RunEvent } from '../../events/events.ts';
 import { nodesThatDifferLines } from '../fleet.ts';
 import type { Reporter, RunContext } from '../reporter.ts';
-import { shownExitCode, type RunSummary, type Verdict } from '../verdicts.ts';
+import { judgedNothingWords, shownExitCode, type RunSummary, type Verdict } from '../verdicts.ts';
 import { evidenceOf, groupVerdicts } from './console/expectations.ts';
 import { clock, ProgressLine } from './console/progress.ts';
 import { hasProblem, skipReasons, summaryTable } from './console/summary-table.ts';
-import { cellWhy, targetBlock } from './console/target-block.ts';
+import { cellWhy, targetBlock, targetErrorWhy } from './console/target-block.ts';
 
 /** Where the console writes: a stream; `isTTY` and `columns` as a terminal's WriteStream has them. */
 export interface ConsoleOut {
@@ -98,6 +98,13 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
   };
   /** The first cell that gave each (target, outcome, reason): later ones name it instead of repeating it. */
   const saidFirst = new Map<string, string>();
+  /** Per target, its planned cells not ended yet (to count those a target error ends). */
+  const cellsLeft = new Map<string, Set<string>>();
+  /**
+   * Per target whose error was printed as it came, that error as its cells carry it: those cells
+   * get no line of their own (one line counts them), and the end refers to the error above.
+   */
+  const errorSaid = new Map<string, string>();
 
   return {
     name: 'console',
@@ -111,6 +118,10 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       switch (e.type) {
         case 'run-start':
           total = e.cells.length;
+          for (const cell of e.cells) {
+            const target = cell.slice(0, cell.lastIndexOf('/'));
+            cellsLeft.set(target, (cellsLeft.get(target) ?? new Set()).add(cell));
+          }
           startedAt = Date.now();
           collapsed = !options.verbose && new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size > COLLAPSE_ABOVE;
           nextMilestone = Math.ceil(total / 10);
@@ -135,11 +146,20 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           if (collapsed) break;
           say(`  reached ${e.session} (${e.platform}/${e.arch}), cudaprobe ${e.probe.hash}${e.probe.built ? ' (built now)' : ''}`);
           break;
-        case 'target-error':
+        case 'target-error': {
           // A target that cannot run probes by its nature (WSL 1) is skipped, not failed.
-          if (isNotApplicable(e.code)) say(c.yellow(`  ${marks.skipped} ${e.target} skipped: ${e.code}: ${e.message}`));
+          const skip = isNotApplicable(e.code);
+          if (skip) say(c.yellow(`  ${marks.skipped} ${e.target} skipped: ${e.code}: ${e.message}`));
           else say(c.red(`  ✗ ${e.target}: ${e.code}: ${e.message}`));
+          errorSaid.set(e.target, `${e.code}: ${e.message}`);
+          // The cells it keeps from running end at once, each with this reason: one line for them all.
+          const left = cellsLeft.get(e.target)?.size ?? 0;
+          if (left > 0 && (!collapsed || !skip)) {
+            const line = `  ${marks[skip ? 'skipped' : 'error']} [${done + left}/${total}] ${left} cell${left === 1 ? '' : 's'} of ${e.target} not run: the ${skip ? 'reason' : 'error'} above`;
+            say(skip ? c.yellow(line) : c.red(line));
+          }
           break;
+        }
         case 'cell-start':
           progress.running.set(e.cell, Date.now());
           break;
@@ -148,9 +168,13 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           if (e.status === 'not-run' || e.status === 'cancelled') interrupted = true;
           // sysinfo's unplanned run and the cells an interruption kept from starting: no line
           // (those are summed up once at the end).
-          if (!e.planned || e.status === 'not-run') break;
+          if (!e.planned) break;
+          cellsLeft.get(e.target)?.delete(e.cell);
+          if (e.status === 'not-run') break;
           done++;
           const reason = e.status === 'passed' ? '' : cellWhy(e);
+          // Ended by its target's error, counted on the line after it.
+          const byTargetError = reason !== '' && errorSaid.get(e.target) === reason;
           // A reason is said once per target; the cells after it that end the same way point to it.
           const key = `${e.target}\n${e.status}\n${reason}`;
           const first = reason ? saidFirst.get(key) : undefined;
@@ -158,7 +182,7 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
           const why = !reason ? '' : first ? ` (the same reason as ${first})` : `: ${reason}`;
           const problem = e.status !== 'passed' && e.status !== 'skipped';
           if (problem) problems++;
-          if (!collapsed || problem)
+          if ((!collapsed || problem) && !byTargetError)
             say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
           if (collapsed && done >= nextMilestone) {
             say(c.dim(`  [${done}/${total}] cells done in ${clock(Date.now() - startedAt)}, ${problems} with a problem`));
@@ -180,7 +204,7 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       const many = !options.verbose && summary.targets.length > COLLAPSE_ABOVE;
       const listed = many ? summary.targets.filter(hasProblem) : summary.targets;
       for (const t of listed) {
-        const block = targetBlock(t, c);
+        const block = targetBlock(t, c, { errorSaid: errorSaid.has(t.name) });
         if (block.length) {
           say('');
           for (const line of block) say(line);
@@ -190,7 +214,16 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       if (bad.length) {
         say('');
         say(c.bold('Expectations not met:'));
+        const byName = new Map(summary.targets.map((t) => [t.name, t]));
         for (const g of groupVerdicts(bad)) {
+          // Not judged because the target failed: its error is said above, in its block.
+          const t = byName.get(g.target);
+          if (g.status === 'error' && t && g.reason === targetErrorWhy(t)) {
+            const what =
+              g.verdicts.length === 1 ? `${g.verdicts[0]!.title} [${g.verdicts[0]!.source}]` : `${g.verdicts.length} expectations`;
+            say(`  ${c.red(marks.error)} ${g.target}: ${what} not judged: ${g.target}'s ${(t.error ?? t.skipped)!.code} above`);
+            continue;
+          }
           if (g.verdicts.length === 1) {
             const v = g.verdicts[0]!;
             say(`  ${c.red(marks[v.status])} ${v.target}: ${v.title} [${v.source}] — ${v.message}`);
@@ -239,6 +272,13 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
         say(c.magenta(`${notRun} cell${notRun === 1 ? '' : 's'} not run: the run was interrupted`));
       }
       if (summary.interrupted) say(c.magenta(`${notRun > 0 ? '' : '\n'}The run was interrupted; the results above cover what finished.`));
+      // A run that judged nothing passes whatever the driver does: said where the counts are read.
+      const unjudged = judgedNothingWords(summary);
+      if (unjudged) {
+        say('');
+        say(c.yellow(unjudged.finding));
+        say(`  fix: ${unjudged.fix}`);
+      }
       const v = summary.counts.verdicts;
       say('');
       say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
@@ -246,7 +286,7 @@ export function consoleReporter(options: ConsoleOptions = {}): Reporter {
       say(`Events: ${summary.eventsFile ?? context.eventsFile}${bad.length ? ' (every sample and reading behind these verdicts)' : ''}`);
       for (const u of context.unwritten ?? []) say(c.red(`Not written: ${u}`));
       const code = shownExitCode(summary, context);
-      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : code === 6 ? ' (an output could not be written)' : ''}`;
+      const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : code === 6 ? ' (an output could not be written)' : code === 0 && unjudged ? ' (nothing was judged)' : ''}`;
       say(code === 0 ? exit : c.bold(exit));
     },
   };

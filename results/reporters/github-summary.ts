@@ -5,7 +5,7 @@
  * and summary.json in the run folder hold every one).
  */
 import type { RunContext } from '../reporter.ts';
-import type { RunSummary, TargetResult, Verdict } from '../verdicts.ts';
+import { judgedNothingWords, type RunSummary, type TargetResult, type Verdict } from '../verdicts.ts';
 import { countVerdicts, evidenceLines, measuredNothing, probeErrors, statusMark, targetStatus, verdictMark } from './github-targets.ts';
 import { bytes, cellText, cut, cutBytes, esc, LINE_CHARS, oneLine } from './github-text.ts';
 
@@ -37,10 +37,11 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
     : start.shard
       ? ` (shard ${start.shard.index}/${start.shard.total})`
       : '';
+  const unjudged = judgedNothingWords(summary);
   const head = [
-    `## ${statusMark[code === 0 ? 'passed' : code === 1 || code === 5 ? 'failed' : code === 130 ? 'interrupted' : code === 4 ? 'skipped' : 'error']} cudamatrix run \`${esc(start.runId)}\`${what}`,
+    `## ${statusMark[code === 0 ? (unjudged ? 'skipped' : 'passed') : code === 1 || code === 5 ? 'failed' : code === 130 ? 'interrupted' : code === 4 ? 'skipped' : 'error']} cudamatrix run \`${esc(start.runId)}\`${what}`,
     '',
-    `**Exit status ${code}**: ${exitWords[code] ?? 'see the table'} · ${summary.targets.length} target${summary.targets.length === 1 ? '' : 's'} from \`${esc(start.matrix.file)}\``,
+    `**Exit status ${code}**: ${code === 0 && unjudged ? 'nothing judged' : (exitWords[code] ?? 'see the table')} · ${summary.targets.length} target${summary.targets.length === 1 ? '' : 's'} from \`${esc(start.matrix.file)}\``,
     '',
     `**Cells**: ${start.cells.length} planned: ${c.passed ?? 0} passed, ${c.skipped ?? 0} skipped, ${(c.error ?? 0) + (c.cancelled ?? 0)} errors${c['not-run'] ? `, ${c['not-run']} not run` : ''} · ` +
       `**Expectations**: ${v.passed} passed, ${v.failed} failed, ${v.error} errors, ${v.skipped} skipped`,
@@ -62,6 +63,7 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
         `> Nothing was measured on ${empty.length === 1 ? 'target' : 'targets'} ${esc(empty.map((t) => t.name).join(', '))}: every probe there was skipped (see the table).`,
       );
   }
+  if (unjudged) head.push('', '> [!WARNING]', `> ${esc(unjudged.finding)}`, `> Fix: ${esc(unjudged.fix)}.`);
   head.push('', ...table(summary.targets, Math.floor(SUMMARY_BUDGET_BYTES / 2), where), '');
 
   let extras = sections

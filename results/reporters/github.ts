@@ -10,7 +10,7 @@
  * - the job summary (GITHUB_STEP_SUMMARY, github-summary.ts).
  */
 import type { Reporter, RunContext } from '../reporter.ts';
-import { shownExitCode, type RunSummary } from '../verdicts.ts';
+import { judgedNothingWords, shownExitCode, type RunSummary } from '../verdicts.ts';
 import { GithubStep } from './github-step.ts';
 import { summaryMarkdown } from './github-summary.ts';
 import { countVerdicts, evidenceLines, measuredNothing, probeErrors, skipReason, targetStatus, verdictMark } from './github-targets.ts';
@@ -184,6 +184,8 @@ function annotate(
     const message = `${kinds.join(', ')} on ${targets.length === 1 ? 'target' : 'targets'} ${named}: see the job summary (every one with its evidence: junit.xml and summary.json in the run folder)`;
     step.annotate('error', step.redact(cut(message, MESSAGE_CHARS)), `cudamatrix: ${rest.length} more not shown here`);
   }
+  const unjudged = judgedNothingWords(summary);
+  if (unjudged) step.annotate('warning', step.redact(`${unjudged.finding} Fix: ${unjudged.fix}.`), 'cudamatrix: this run judged nothing');
   if (summary.interrupted) {
     const notRun = summary.counts.cells['not-run'] ?? 0;
     const cancelled = summary.counts.cells.cancelled ?? 0;

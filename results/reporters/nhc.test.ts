@@ -1,6 +1,6 @@
-/** The nhc reporter's line per target: the status that target alone gives, --strict included. */
+/** The nhc reporter's line per target: the status that target alone gives; measuring nothing is not healthy. */
 import { describe, expect, it } from 'vitest';
-import type { RunEvent } from '../../events/events.ts';
+import type { RunEvent, TargetStartEvent } from '../../events/events.ts';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../../test/events-fixture.ts';
 import { summarize } from '../verdicts.ts';
 import type { KnownBadEntry } from '../../matrix/known-bad.ts';
@@ -14,26 +14,23 @@ const events: RunEvent[] = [
   cell('nodriver', 'sysinfo', 'skipped', sysinfo({ environment: 'linux' }), { reason: 'no NVIDIA driver found' }),
   targetStart('crashed'),
   cell('crashed', 'sysinfo', 'error', [], { reason: 'killed by SIGSEGV', errorCode: 'PROBE_CRASHED' }),
+  // docker gpus: none: no driver there is as asked.
+  { ...(targetStart('cpu-only') as TargetStartEvent), noGpu: true },
+  cell('cpu-only', 'sysinfo', 'skipped', sysinfo({ environment: 'linux' }), { reason: 'no NVIDIA driver found' }),
   runEnd,
 ];
 
 describe('nhc lines', () => {
-  it('a node that measured nothing is healthy without --strict, and exit status 4 with it, as a run of it alone ends', () => {
-    const summary = summarize(events);
-    expect(nhcLines(summary, { strict: false })).toBe(
+  it('a node that measured nothing (no usable driver) is status 4, not OK; a target that asks for no GPU is OK', () => {
+    expect(nhcLines(summarize(events))).toBe(
       [
         'gpu 0 OK: 1 cells, 1 expectations passed',
-        'nodriver 0 OK: 1 cells (1 skipped), 0 expectations passed',
+        'nodriver 4 ERROR: nhc: Health check failed: nodriver: nothing measured: 1 cells skipped, sysinfo: no NVIDIA driver found',
         'crashed 3 ERROR: nhc: Health check failed: crashed: sysinfo PROBE_CRASHED: killed by SIGSEGV',
+        'cpu-only 0 OK: 1 cells (1 skipped: the target asks for no GPU), 0 expectations passed',
         '',
       ].join('\n'),
     );
-    const strict = nhcLines(summary, { strict: true }).split('\n');
-    expect(strict[0]).toBe('gpu 0 OK: 1 cells, 1 expectations passed');
-    expect(strict[1]).toBe(
-      'nodriver 4 ERROR: nhc: Health check failed: nodriver: nothing measured (--strict): 1 cells skipped, sysinfo: no NVIDIA driver found',
-    );
-    expect(strict[2]).toMatch(/^crashed 3 /);
   });
 
   it('a driver in the known-bad registry for a behaviour the node checked is status 7, as gate fails it; a single report is not', () => {
@@ -53,7 +50,7 @@ describe('nhc lines', () => {
       trust,
       concerns,
     });
-    const line = (e: KnownBadEntry) => nhcLines(summarize(checked), { strict: false, knownBad: [e] });
+    const line = (e: KnownBadEntry) => nhcLines(summarize(checked), { knownBad: [e] });
     expect(line(entry('multiple-reports', ['transfer-bandwidth']))).toBe(
       'n3 7 ERROR: nhc: Health check failed: n3: known-bad driver 591.32: Pinned copies lose a tenth of their bandwidth. (source https://github.com/example/tracker/issues/1)\n',
     );

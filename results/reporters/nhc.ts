@@ -5,9 +5,13 @@
  *   n1 0 OK: 13 cells (12 skipped), 4 expectations passed
  *   n2 1 ERROR: nhc: Health check failed: pinned-vram.counts_as_vram == false: got true
  *   n3 7 ERROR: nhc: Health check failed: n3: known-bad driver 591.32: ... (source ...)
+ *   n4 4 ERROR: nhc: Health check failed: n4: nothing measured: 13 cells skipped, sysinfo: no NVIDIA driver found ...
  *
- * The last as `cudamatrix gate` fails a run (its exit status 7): the driver is in the known-bad
- * registry for a behaviour the node checked, by more than a single report.
+ * The third as `cudamatrix gate` fails a run (its exit status 7): the driver is in the known-bad
+ * registry for a behaviour the node checked, by more than a single report. The last is the
+ * status `--strict` gives a run that measured nothing (4), with or without --strict: a node that
+ * lost its driver is the first thing a health check is for. A target that asks for no GPU
+ * (docker gpus: none) measuring nothing is as asked, and OK.
  * The node is the Slurm node the target ran on ("slurm job 12 on n2"), else the target's name.
  * docs/transports/slurm.md#a-health-check says how a wrapper drains on it.
  */
@@ -20,11 +24,8 @@ import type { RunSummary, TargetResult } from '../verdicts.ts';
 
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
-/** A target's own exit status (as a run of it alone would end, --strict included) and its reason. */
-export function targetHealth(
-  t: TargetResult,
-  options: { strict: boolean; knownBad?: readonly KnownBadEntry[] },
-): { status: number; reason: string } {
+/** A target's health as an exit status (as a run of it alone would end, measuring nothing as --strict counts it) and its reason. */
+export function targetHealth(t: TargetResult, options: { knownBad?: readonly KnownBadEntry[] } = {}): { status: number; reason: string } {
   const failed = (reason: string) => `ERROR: nhc: Health check failed: ${t.name}: ${oneLine(reason)}`;
   if (t.error) {
     const status = errorClassOf(t.error.code) === 'configuration' ? ExitCode.configuration : ExitCode.infrastructure;
@@ -45,20 +46,22 @@ export function targetHealth(
       reason: failed(`known-bad driver ${String(t.sysinfo.driver_version)}: ${bad.symptom} (source ${bad.source})`),
     };
   const skipped = planned.filter((c) => c.status === 'skipped');
-  // --strict: a node that measured nothing (no driver, no GPU) is not healthy.
-  if (options.strict && planned.length > 0 && skipped.length === planned.length)
-    return {
-      status: ExitCode.nothingMeasured,
-      reason: failed(`nothing measured (--strict): ${planned.length} cells skipped, ${skipped[0]!.probe}: ${skipped[0]!.reason ?? ''}`),
-    };
+  const nothingMeasured = planned.length > 0 && skipped.length === planned.length;
+  // A node that measured nothing (no usable driver, no GPU) is not healthy, --strict or not,
+  // unless its target asks for no GPU.
+  if (nothingMeasured && !t.asksForNoGpu) {
+    const why = t.skipped ? `${t.skipped.code}: ${t.skipped.message}` : `${skipped[0]!.probe}: ${skipped[0]!.reason ?? ''}`;
+    return { status: ExitCode.nothingMeasured, reason: failed(`nothing measured: ${planned.length} cells skipped, ${why}`) };
+  }
   const passed = t.verdicts.filter((v) => v.status === 'passed').length;
+  const asked = nothingMeasured ? ': the target asks for no GPU' : '';
   return {
     status: ExitCode.ok,
-    reason: `OK: ${planned.length} cells${skipped.length ? ` (${skipped.length} skipped)` : ''}, ${passed} expectations passed`,
+    reason: `OK: ${planned.length} cells${skipped.length ? ` (${skipped.length} skipped${asked})` : ''}, ${passed} expectations passed`,
   };
 }
 
-export function nhcLines(summary: RunSummary, options: { strict: boolean; knownBad?: readonly KnownBadEntry[] }): string {
+export function nhcLines(summary: RunSummary, options: { knownBad?: readonly KnownBadEntry[] } = {}): string {
   return summary.targets
     .map((t) => {
       const { status, reason } = targetHealth(t, options);
@@ -70,8 +73,8 @@ export function nhcLines(summary: RunSummary, options: { strict: boolean; knownB
 export function nhcReporter(file: string): Reporter {
   return {
     name: 'nhc',
-    onEnd(summary, context) {
-      writeOutput(file, nhcLines(summary, { strict: context.strict }));
+    onEnd(summary) {
+      writeOutput(file, nhcLines(summary));
     },
   };
 }

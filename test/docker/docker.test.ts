@@ -100,11 +100,15 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
   });
 
-  it('builds the image once: a second run reuses it', async () => {
+  it('builds the image once: a second run reuses it; gpus: none measuring nothing is a healthy node', async () => {
     const dir = tempDir();
-    const r = await runMatrix(matrix(dir, [{ name: 'again', transport: inDocker() }], '[sysinfo]'), dir);
+    const nhc = path.join(dir, 'health.txt');
+    const r = await runMatrix(matrix(dir, [{ name: 'again', transport: inDocker() }], '[sysinfo]'), dir, ['--reporter', `nhc:${nhc}`]);
     expect(r.code).toBe(0);
     expect(r.stderr).not.toContain('building cudamatrix-probe');
+    // The target asks for no GPU (logged on its target-start): no driver there is as asked.
+    expect(r.events.find((e) => e.type === 'target-start')).toMatchObject({ noGpu: true });
+    expect(readFileSync(nhc, 'utf8')).toBe('again 0 OK: 1 cells (1 skipped: the target asks for no GPU), 0 expectations passed\n');
   });
 
   it('asks for GPUs as docker run --gpus does, and an engine without the NVIDIA runtime says how to get it', async () => {

@@ -4,13 +4,13 @@
  * nothing left in the queue or on the node after a run, Ctrl-C, a probe past its timeout, or the
  * CLI killed (SIGKILL: the job ends with its lifeline). The nhc reporter's line per node.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import type { ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFile, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
-import { runCli, startCli } from '../cli.ts';
-import { tempDir } from '../helpers.ts';
+import { cliEntry, runCli, startCli, tsxLoader } from '../cli.ts';
+import { repoRoot, tempDir } from '../helpers.ts';
 import { defaultProbeNames } from '../../probes/catalogue.ts';
 import { freePort } from '../sshd.ts';
 import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
@@ -108,8 +108,13 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
       { env: cliEnv() },
     );
     expect(r.code, r.stderr).toBe(0);
-    // The health checker's line: the node the job ran on, its exit status, why.
-    expect(readFileSync(nhc, 'utf8')).toMatch(new RegExp(`^n[12] 0 OK: ${SUITE} cells \\(${SUITE} skipped\\), 0 expectations passed\n$`));
+    // The health checker's line: the node the job ran on, its status, why: no driver there, so
+    // nothing was measured, and the node is not healthy (the run itself passes without --strict).
+    expect(readFileSync(nhc, 'utf8')).toMatch(
+      new RegExp(
+        `^n[12] 4 ERROR: nhc: Health check failed: node: nothing measured: ${SUITE} cells skipped, sysinfo: no NVIDIA driver found: .*\n$`,
+      ),
+    );
     const events = eventsOf(dir);
     expect(events.find((e) => e.type === 'target-ready')).toMatchObject({
       session: expect.stringMatching(/^slurm job \d+ on n[12]$/),
@@ -143,13 +148,49 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
       'node@n1': expect.stringMatching(/^slurm job \d+ on n1$/),
       'node@n2': expect.stringMatching(/^slurm job \d+ on n2$/),
     });
-    expect(readFileSync(nhc, 'utf8').split('\n').filter(Boolean).sort()).toEqual([
-      'n1 0 OK: 1 cells (1 skipped), 0 expectations passed',
-      'n2 0 OK: 1 cells (1 skipped), 0 expectations passed',
+    const lines = readFileSync(nhc, 'utf8').split('\n').filter(Boolean).sort();
+    expect(lines.map((l) => l.replace(/: no NVIDIA driver found: .*/, ''))).toEqual([
+      'n1 4 ERROR: nhc: Health check failed: node@n1: nothing measured: 1 cells skipped, sysinfo',
+      'n2 4 ERROR: nhc: Health check failed: node@n2: nothing measured: 1 cells skipped, sysinfo',
     ]);
     expect(r.stdout).toMatch(/node@n1/);
     // The two lab nodes are alike: none is named as differing (results/fleet.test.ts has ones that do).
     expect(r.stdout).not.toMatch(/Nodes that differ/);
+  });
+
+  it('the drain wrapper of docs/transports/slurm.md, run by sh as written, drains the node that has no driver', async () => {
+    // The block as the page shows it, with this test's matrix for cluster.yaml and a cudamatrix
+    // on PATH that runs the sources.
+    const page = readFileSync(path.join(repoRoot, 'docs', 'transports', 'slurm.md'), 'utf8');
+    const block = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('state=drain'));
+    expect(block).toBeDefined();
+    const dir = tempDir();
+    const bin = path.join(dir, 'bin');
+    mkdirSync(bin);
+    writeFileSync(path.join(bin, 'cudamatrix'), `#!/bin/sh\nexec '${process.execPath}' --import '${tsxLoader}' '${cliEntry}' "$@"\n`);
+    chmodSync(path.join(bin, 'cudamatrix'), 0o755);
+    const file = writeMatrix(dir, { nodelist: 'n1' }, '[sysinfo]');
+    const script = block!.replaceAll('cluster.yaml', file);
+    expect(script).not.toContain('--strict');
+    try {
+      const out = await new Promise<string>((resolve, reject) =>
+        execFile(
+          'sh',
+          ['-c', script],
+          { cwd: dir, env: { ...process.env, ...cliEnv(), NO_COLOR: '1', PATH: `${bin}:${process.env.PATH}` }, timeout: 120_000 },
+          (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout + stderr)),
+        ),
+      );
+      expect(out).not.toMatch(/Bad substitution|Invalid/i);
+      expect((await lab!.nodeStates()).n1).toMatch(/^drain/);
+      const reason = await lab!.slurm('sinfo', '-h', '-R', '-n', 'n1', '-o', '%E');
+      expect(reason.trim()).toMatch(
+        /^cudamatrix: ERROR: nhc: Health check failed: node: nothing measured: 1 cells skipped, sysinfo: no NVIDIA/,
+      );
+      expect((await lab!.nodeStates()).n2).toBe('idle');
+    } finally {
+      await lab!.resume('n1');
+    }
   });
 
   it("nodes: all asks sinfo for the partition's nodes when the run starts: one target per node", async () => {

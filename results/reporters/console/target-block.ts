@@ -13,8 +13,22 @@ import { knownBadLines, systemLines } from './system-lines.ts';
 export type Colors = ReturnType<typeof pc.createColors>;
 export type Line = [label: string, text: string];
 
-/** The block for one target: the system in brief, then per probe its facts and key metrics. */
-export function targetBlock(t: TargetResult, c: Colors): string[] {
+/**
+ * A target's error (unreachable, a lost connection; or why it cannot run probes, WSL 1) as its
+ * cells carry it: the cells that ended for it say no more than that they did (the reason is said
+ * once per target).
+ */
+export function targetErrorWhy(t: TargetResult): string | undefined {
+  const e = t.error ?? t.skipped;
+  return e ? `${e.code}: ${e.message}` : undefined;
+}
+
+/**
+ * The block for one target: the system in brief, then per probe its facts and key metrics.
+ * `errorSaid`: the target's error was printed as it came (the live log), so the block only
+ * refers to it; otherwise (--quiet) the block says it, once.
+ */
+export function targetBlock(t: TargetResult, c: Colors, options: { errorSaid?: boolean } = {}): string[] {
   const planned = t.cells.filter((x) => x.planned && x.status !== 'not-run');
   const system = systemLines(t);
   if (!planned.length && !system.length && !t.error) return [];
@@ -53,13 +67,22 @@ export function targetBlock(t: TargetResult, c: Colors): string[] {
     g.probes.push(cell.probe);
     groups.set(key, g);
   }
+  const targetWhy = targetErrorWhy(t);
   for (const g of groups.values()) {
     const paint = g.status === 'skipped' ? c.yellow : g.status === 'cancelled' ? c.magenta : c.red;
     const count = g.probes.length > 1 ? ` (${g.probes.length})` : '';
+    if (g.why === targetWhy) {
+      // The cells the target's error kept from running: counted, the reason once.
+      const which = g.probes.length === planned.length ? 'every probe' : g.probes.join(', ');
+      const code = (t.error ?? t.skipped)!.code;
+      const why = options.errorSaid ? `not run: ${t.name}'s ${code} above` : `not run: ${targetWhy}`;
+      rows.push(`  ${paint(`${g.status}${count}:`)} ${which}${c.dim(` — ${why}`)}`);
+      continue;
+    }
     rows.push(`  ${paint(`${g.status}${count}:`)} ${g.probes.join(', ')}${g.why ? c.dim(` — ${g.why}`) : ''}`);
   }
   if (t.error && !planned.some((x) => x.errorCode === t.error!.code))
-    rows.push(`  ${c.red('target error:')} ${t.error.code}: ${t.error.message}`);
+    rows.push(`  ${c.red('target error:')} ${options.errorSaid ? `${t.error.code} (above)` : `${t.error.code}: ${t.error.message}`}`);
   const width = Math.min(44, Math.max(0, ...rows.map((r) => (typeof r === 'string' ? 0 : r[0].length))));
   return [c.bold(`${t.name}: what the driver does`), ...rows.map((r) => (typeof r === 'string' ? r : `  ${r[0].padEnd(width)}  ${r[1]}`))];
 }
