@@ -34,6 +34,8 @@ describe('the registry asks the kinds', () => {
     expect(secretEnvsOf(hopsOf('{kind: ssh, host: a}'))).toEqual([]);
     expect(asksForNoGpu(chain)).toBe(true);
     expect(asksForNoGpu(hopsOf('{kind: docker}'))).toBe(false);
+    expect(asksForNoGpu(hopsOf('{kind: slurm, gres: none}'))).toBe(true);
+    expect(asksForNoGpu(hopsOf('{kind: slurm}'))).toBe(false);
     expect(asksForNoGpu(hopsOf('[{kind: docker, gpus: none}, {kind: wsl}]'))).toBe(false);
     expect(chain.map(reachedWords)).toEqual(['host key verified, authenticated', 'engine reached, container started']);
     expect(fixAt(chain[0], 'AUTH_FAILED')).toMatch(/authorized_keys/);

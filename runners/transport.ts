@@ -193,7 +193,7 @@ export interface TransportKind<Options = unknown> {
   localFiles?: Record<string, LocalFile>;
   /** The environment variables these options name as holding secrets (a key's passphrase): masked in CI logs. */
   secretEnvs?(options: Options): string[];
-  /** Whether these options ask for no GPU (docker gpus: none): doctor then expects no driver there. */
+  /** Whether these options ask for no GPU (docker gpus: none, slurm gres: none): doctor then expects no driver there, nhc calls it healthy. */
   asksForNoGpu?(options: Options): boolean;
   /** For doctor: what a session that opened proves about this hop ("host key verified, authenticated"). */
   reached: string;
