@@ -60,9 +60,15 @@ export function targetBlock(t: TargetResult, c: Colors): string[] {
     for (const [label, text] of [...notApplicable, ...metrics]) rows.push([`  ${label}`, text]);
     for (const v of metricVerdicts) rows.push(`      ${v.status === 'passed' ? c.green('✓') : c.red('✗')} ${c.dim(`expected ${v.title}`)}`);
   }
-  // The cells that did not pass, one line per outcome and reason.
+  // The cells that did not pass, one line per outcome and reason. sysinfo skipped for want of a
+  // driver still ran and reported the system (the lines above): said so, not listed as skipped.
+  const systemOnly = planned.find((x) => x.probe === 'sysinfo' && x.status === 'skipped' && x.records.some((r) => r.type === 'sysinfo'));
+  if (systemOnly) {
+    const why = cellWhy(systemOnly);
+    rows.push(`  ${c.yellow('sysinfo ran:')} the system only; its GPU facts are skipped${why ? c.dim(` — ${why}`) : ''}`);
+  }
   const groups = new Map<string, { status: CellEndEvent['status']; why: string; probes: string[] }>();
-  for (const cell of planned.filter((x) => x.status !== 'passed')) {
+  for (const cell of planned.filter((x) => x.status !== 'passed' && x !== systemOnly)) {
     const why = cellWhy(cell);
     const key = `${cell.status}\n${why}`;
     const g = groups.get(key) ?? { status: cell.status, why, probes: [] };
