@@ -11,19 +11,23 @@ Exit status:
   0  every check passed (✓), or --reap removed what it could prove was left behind; a driver
      of the known-bad registry (matrix/known-bad-drivers.yaml) is a warning (!), not a failure
   2  usage error (a flag without the one it needs, flags that do not go together), or with
-     --target a matrix error or an unknown target
+     --target or -m a matrix error or an unknown target
   3  a check failed (✗): no cudaprobe (a package without this platform's binary, or a
      checkout without a compiler or whose build failed), no NVIDIA driver, NVML or GPU; with
-     --target, the target unreachable (host key, authentication, engine); with --reap, the
-     Docker engine unreachable. What to fix is printed at the end.`;
+     --target or -m, a target unreachable (host key, authentication, engine); with --reap, the
+     Docker engine unreachable. What to fix is printed at the end.
+  With -m alone (every target of the matrix), the highest status of its targets.`;
 
 export function addDoctorCommand(program: Command): void {
   program
     .command('doctor')
     .description(
-      'check what this machine has (which cudaprobe and why: prebuilt or compiled; driver, NVML, CUDA runtime, GPUs), or with --target what a target has',
+      'check what this machine has (which cudaprobe and why: prebuilt or compiled; driver, NVML, CUDA runtime, GPUs), or with -m what every target of a matrix has (--target: one of them)',
     )
-    .option('--target <name>', 'check one target of the matrix: reachability, host key, authentication, platform, cudaprobe, driver, NVML')
+    .option(
+      '--target <name>',
+      'check one target of the matrix (without it, -m checks every target): reachability, host key, authentication, platform, cudaprobe, driver, NVML',
+    )
     .addOption(matrixOption())
     .option('--accept-new', 'accept and record the host key of an SSH host not yet in known_hosts (named on stderr as it is added)', false)
     .option(

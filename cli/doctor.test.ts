@@ -3,6 +3,7 @@
  * the words fit the transport, and flags that would do nothing are usage errors (2).
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../test/cli.ts';
@@ -11,6 +12,18 @@ import { checkLine, knownBadChecks } from './doctor.ts';
 
 const noGpuHere = !hasCommand('nvidia-smi', ['-L']);
 
+/** A TCP port of this machine that was free a moment ago (listened on, then closed). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 describe('doctor refuses flags that would do nothing', () => {
   const cases: [string, string[], RegExp][] = [
     [
@@ -18,9 +31,8 @@ describe('doctor refuses flags that would do nothing', () => {
       ['doctor', '--endpoint', 'unix:///nowhere/docker.sock'],
       /^error \[USAGE\]: --endpoint needs --reap\b.*unix:\/\/\/nowhere\/docker\.sock/m,
     ],
-    ['--accept-new without --target', ['doctor', '--accept-new'], /^error \[USAGE\]: --accept-new needs --target NAME\b/m],
-    ['-m without --target', ['doctor', '-m', 'matrix.yaml'], /^error \[USAGE\]: -m\/--matrix needs --target NAME\b.*matrix\.yaml/m],
-    ['--matrix without --target', ['doctor', '--matrix', 'matrix.yaml'], /^error \[USAGE\]: -m\/--matrix needs --target NAME\b/m],
+    ['--accept-new without --target or -m', ['doctor', '--accept-new'], /^error \[USAGE\]: --accept-new needs --target NAME or -m FILE\b/m],
+    ['--reap with -m', ['doctor', '--reap', '-m', 'matrix.yaml'], /^error \[USAGE\]: --reap and -m\/--matrix do not go together/m],
     ['--reap with --target', ['doctor', '--reap', '--target', 'local'], /^error \[USAGE\]: --reap and --target do not go together/m],
     [
       '--reap with --target and --endpoint',
@@ -107,6 +119,25 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
     } else {
       expect(r.code).toBe(0);
     }
+  });
+
+  it('-m FILE alone checks every target of the matrix, in order, names those with problems, and exits with the worst status', async () => {
+    // The second target is an SSH host on a port nobody listens on: it fails (no key, or refused).
+    const port = await freePort();
+    const dir = tempDir('cm-doctor-all-');
+    const matrix = path.join(dir, 'lab.yaml');
+    writeFileSync(
+      matrix,
+      `version: 1\ntargets:\n  - {name: here, transport: local}\n  - {name: nobody-home, transport: {kind: ssh, host: 127.0.0.1, port: ${port}, user: nobody}}\n`,
+    );
+    const r = await runCli(['doctor', '-m', matrix]);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(r.stdout).toMatch(/^target here \(1 of 2\)\n. transport\s+local\n✓ reachable\s+this machine/m);
+    expect(r.stdout).toMatch(/^target nobody-home \(2 of 2\)\n. transport\s+ssh \(host 127\.0\.0\.1, port \d+, user nobody\)\n✗ [A-Z_]+ /m);
+    expect(r.stdout.indexOf('target here')).toBeLessThan(r.stdout.indexOf('target nobody-home'));
+    const problems = noGpuHere ? 'here, nobody-home' : 'nobody-home';
+    expect(r.stdout).toContain(`target(s) of ${matrix} have problems (each said above, with its fix): ${problems}\n`);
+    expect(r.code).toBe(3);
   });
 
   it.runIf(hasCommand('docker', ['--version']))(

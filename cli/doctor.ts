@@ -8,6 +8,7 @@ import { execa } from 'execa';
 import { CudamatrixError, describeError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import { formatValue } from '../core/units.ts';
+import type { Target } from '../matrix/load.ts';
 import { driverSubjectOf, type KnownBadEntry, knownBadFor, knownBadLine, loadKnownBad } from '../matrix/known-bad.ts';
 import { chooseProbe, probeBinaries, probeBinary } from '../probes/binary.ts';
 import { compilerFor } from '../probes/build.ts';
@@ -59,16 +60,19 @@ export async function doctorAction(opts: DoctorOptions): Promise<number> {
       `--older-than needs --reap: it says how old a run's containers must be for --reap to remove them whoever started them (got --older-than ${opts.olderThan} alone, which would do nothing)`,
     );
   }
-  if (opts.acceptNew && opts.target === undefined) {
-    throw usage("--accept-new needs --target NAME: it accepts the host key of that target's SSH host (plain doctor connects to nothing)");
-  }
-  if (opts.matrix !== undefined && opts.target === undefined) {
+  if (opts.acceptNew && opts.target === undefined && opts.matrix === undefined) {
     throw usage(
-      `-m/--matrix needs --target NAME: it says which matrix the target is in (plain doctor checks this machine and reads no matrix; got -m ${opts.matrix})`,
+      "--accept-new needs --target NAME or -m FILE: it accepts the host keys of the targets' SSH hosts (plain doctor connects to nothing)",
+    );
+  }
+  if (opts.reap && opts.matrix !== undefined) {
+    throw usage(
+      `--reap and -m/--matrix do not go together: --reap removes leftover containers from a Docker engine, -m checks the targets of a matrix; run them one at a time`,
     );
   }
   if (opts.reap) return doctorReap(opts.endpoint, opts.olderThan !== undefined ? parseAge(opts.olderThan) : undefined);
   if (opts.target !== undefined) return doctorTarget(opts.target, opts.matrix, Boolean(opts.acceptNew));
+  if (opts.matrix !== undefined) return doctorMatrix(opts.matrix, Boolean(opts.acceptNew));
   return doctorCommand();
 }
 
@@ -170,6 +174,33 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
       `no target "${name}" in ${matrix.file}${hint ? ` (did you mean "${hint}"?)` : ''}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`,
     );
   }
+  return checkTarget(target, acceptNew);
+}
+
+/**
+ * `cudamatrix doctor -m FILE`: every target of the matrix, one after the other (as --target
+ * checks one), then which of them have problems. The exit status is the highest of theirs.
+ */
+export async function doctorMatrix(matrixFile: string, acceptNew: boolean): Promise<number> {
+  const matrix = await loadMatrixArg(matrixFile, { acceptNew });
+  const write = (s: string) => process.stdout.write(s);
+  const statuses: { name: string; status: number }[] = [];
+  for (const [i, target] of matrix.targets.entries()) {
+    write(`${i ? '\n' : ''}target ${target.name} (${i + 1} of ${matrix.targets.length})\n`);
+    statuses.push({ name: target.name, status: await checkTarget(target, acceptNew) });
+  }
+  const failed = statuses.filter((s) => s.status !== ExitCode.ok);
+  write(
+    failed.length === 0
+      ? `\nAll ${statuses.length} target(s) of ${matrix.file} have everything probes need.\n`
+      : `\n${failed.length} of ${statuses.length} target(s) of ${matrix.file} have problems (each said above, with its fix): ${failed.map((s) => s.name).join(', ')}\n`,
+  );
+  return Math.max(ExitCode.ok, ...failed.map((s) => s.status));
+}
+
+/** Each step of reaching one target and running sysinfo there; the exit status (0, or what failed). */
+async function checkTarget(target: Target, acceptNew: boolean): Promise<number> {
+  const name = target.name;
   const write = (s: string) => process.stdout.write(s);
   const checks: Check[] = [];
   const say = (ok: Check['ok'], what: string, detail: string, fix?: string) => {

@@ -21,7 +21,10 @@ export function addGhaCommand(program: Command): void {
       (v) => positiveInt(v, '--shards'),
       1,
     )
-    .option('--runs-on <labels>', 'runner labels of the jobs for the targets without runsOn, comma-separated (default: self-hosted,linux)')
+    .option(
+      '--runs-on <labels>',
+      'runner labels of the jobs for the targets without runsOn, comma-separated (default: self-hosted,linux,cudamatrix-shared: a label of its own, so that GPU runners do not take them)',
+    )
     .addHelpText(
       'after',
       `

@@ -54,7 +54,7 @@ export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> 
   const github = isGithubActions() ? new GithubStep({ stdoutTaken: true }) : undefined;
   github?.mask(secretValues(process.env, secretEnvNames(matrix)));
   if (opts.runsOn !== undefined && labels(opts.runsOn).length === 0)
-    throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux)');
+    throw new CudamatrixError('USAGE', '--runs-on needs at least one label (e.g. --runs-on self-hosted,linux,cudamatrix-shared)');
   const jobs = ghaMatrix(matrix, {
     targets: opts.target,
     probes: opts.probe,

@@ -1,8 +1,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runCli } from '../test/cli.ts';
 import { cell, runEnd, runStart, targetStart } from '../test/events-fixture.ts';
-import { tempDir } from '../test/helpers.ts';
+import { repoRoot, tempDir } from '../test/helpers.ts';
 import { EventLog } from '../run/event-log.ts';
 import { eventText, lacksSamples, readEventLog, readEventLogLines, sampleCount, type CellEndEvent } from './events.ts';
 
@@ -109,6 +110,62 @@ describe('event log', () => {
     const file = path.join(tempDir(), 'events.jsonl');
     writeFileSync(file, `${JSON.stringify({ ...runStart(), schemaVersion: 3, version: '9.0.0' })}\n`);
     expect(() => readEventLog(file)).toThrow(/schema 3 by cudamatrix 9\.0\.0; this cudamatrix reads schema 2 and older: upgrade/);
+  });
+
+  describe('a log whose first line is cut is said to be truncated or damaged at line 1, not "not an event log" (issue 33)', () => {
+    // A real log: the committed H200 run's.
+    const real = readFileSync(path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl'), 'utf8');
+    const [first, ...rest] = real.split('\n');
+    const truncated =
+      /:1: the first line, the run's run-start event, is cut short or damaged: the log is truncated or damaged at line 1\b.*take events\.jsonl again/;
+    it.each([
+      ['its start cut off', `${first!.slice(37)}\n${rest.join('\n')}`],
+      ['its end cut off, the other lines whole', `${first!.slice(0, 120)}\n${rest.join('\n')}`],
+      ['the file cut within its first line', first!.slice(0, 200)],
+    ])('line 1 with %s', (_what, text) => {
+      const file = path.join(tempDir(), 'events.jsonl');
+      writeFileSync(file, text);
+      expect(() => readEventLog(file)).toThrow(
+        expect.objectContaining({ code: 'EVENTS_INVALID', message: expect.stringMatching(truncated) }),
+      );
+      expect(() => readEventLog(file)).not.toThrow(/not a cudamatrix event log/);
+    });
+
+    it('record and merge, given a log with its first line cut, say the same (record read it as a record)', async () => {
+      const dir = tempDir();
+      const file = path.join(dir, 'events.jsonl');
+      writeFileSync(file, `${first!.slice(37)}\n${rest.join('\n')}`);
+      for (const args of [
+        ['record', file, '--records-dir', path.join(dir, 'records')],
+        ['merge', file, '--results-dir', path.join(dir, 'runs')],
+      ]) {
+        const r = await runCli(args);
+        expect(r.stderr, args[0]).toMatch(
+          new RegExp(`^error \\[EVENTS_INVALID\\]: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${truncated.source}`),
+        );
+        expect(r.code, args[0]).toBe(2);
+      }
+    }, 60_000);
+
+    it('a log without its first line: its beginning is missing', () => {
+      const file = path.join(tempDir(), 'events.jsonl');
+      writeFileSync(file, rest.join('\n'));
+      expect(() => readEventLog(file)).toThrow(
+        /:1: the log starts with a target-start event, not with the run's run-start: its beginning is missing \(truncated or damaged\)/,
+      );
+    });
+
+    it.each([
+      ['JSON of another kind', '{"hello":1}\n'],
+      ['a YAML file', 'version: 1\ntargets:\n  - name: here\n'],
+      ['an empty file', ''],
+    ])('%s is not a cudamatrix event log', (_what, text) => {
+      const file = path.join(tempDir(), 'events.jsonl');
+      writeFileSync(file, text);
+      expect(() => readEventLog(file)).toThrow(
+        expect.objectContaining({ code: 'EVENTS_INVALID', message: expect.stringContaining(`${file} is not a cudamatrix event log`) }),
+      );
+    });
   });
 
   it.each([

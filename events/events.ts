@@ -244,6 +244,7 @@ export function readEventLogLines(
     try {
       e = JSON.parse(line);
     } catch {
+      if (events.length === 0 && !pending) throw unreadableFirstLine(file, line, last ? '' : bytes.toString('utf8', start, start + 65536));
       // A run killed mid-write leaves a partial last line: everything before it still counts.
       if (last) break;
       throw new CudamatrixError('EVENTS_INVALID', `${file}:${n}: not a JSON event`);
@@ -279,9 +280,13 @@ export function readEventLogLines(
   }
   // A samples line left without its cell-end is the end of a run killed between the two writes: dropped, as a cut line is.
   const head = events[0];
-  if (!head || head.type !== 'run-start') {
-    throw new CudamatrixError('EVENTS_INVALID', `${file}: the first line is not a run-start event; is this a cudamatrix event log?`);
+  if (head && head.type !== 'run-start' && EVENT_TYPES.has(String(head.type))) {
+    throw new CudamatrixError(
+      'EVENTS_INVALID',
+      `${file}:1: the log starts with a ${head.type} event, not with the run's run-start: its beginning is missing (truncated or damaged), and it cannot be read without it; ${TAKE_IT_AGAIN}`,
+    );
   }
+  if (!head || head.type !== 'run-start') throw notAnEventLog(file);
   if (typeof head.schemaVersion !== 'number' || head.schemaVersion > EVENTS_SCHEMA_VERSION) {
     throw new CudamatrixError(
       'EVENTS_TOO_NEW',
@@ -289,6 +294,49 @@ export function readEventLogLines(
     );
   }
   return { events, spans, size: bytes.length, mtimeMs: st.mtimeMs };
+}
+
+/** The types of the lines of an event log. */
+const EVENT_TYPES = new Set([
+  'run-start',
+  'target-start',
+  'target-ready',
+  'target-error',
+  'cell-start',
+  'cell-end',
+  'run-end',
+  'cell-samples',
+]);
+
+const TAKE_IT_AGAIN =
+  "take events.jsonl again from the run's folder (results/runs/<run-id>/) or from where it was copied, or run the matrix again";
+
+function notAnEventLog(file: string): CudamatrixError {
+  return new CudamatrixError(
+    'EVENTS_INVALID',
+    `${file} is not a cudamatrix event log (its first line is not a run-start event); pass the events.jsonl of a run (results/runs/<run-id>/events.jsonl)`,
+  );
+}
+
+/**
+ * A first line that is not JSON: the run-start of a log cut or damaged there, when it reads as
+ * part of one or the lines after it are events (a log cut at its start, or a copy that lost
+ * bytes), else a file that is no event log at all.
+ */
+function unreadableFirstLine(file: string, line: string, after: string): CudamatrixError {
+  const nextLine = after.split('\n').find((l) => l.trim());
+  let next: unknown;
+  try {
+    next = nextLine === undefined ? undefined : JSON.parse(nextLine);
+  } catch {
+    next = undefined;
+  }
+  const nextIsEvent = typeof next === 'object' && next !== null && EVENT_TYPES.has(String((next as { type?: unknown }).type));
+  if (!nextIsEvent && !/^\s*\{"type":"run-start"/.test(line)) return notAnEventLog(file);
+  return new CudamatrixError(
+    'EVENTS_INVALID',
+    `${file}:1: the first line, the run's run-start event, is cut short or damaged: the log is truncated or damaged at line 1 (${nextIsEvent ? 'the lines after it are events' : 'the file ends within it'}), and cannot be read without its run-start; ${TAKE_IT_AGAIN}`,
+  );
 }
 
 /** The sample records readEventLogLines left out of a cell-end, by event. */

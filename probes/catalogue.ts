@@ -14,6 +14,11 @@ export interface FactSpec {
   description: string;
   /** The values a classification can take, where it is one. */
   values?: readonly (string | boolean | number)[];
+  /**
+   * The platforms where the fact can have a value (default: every platform of its probe).
+   * Elsewhere it is null by design, and the console says so once rather than list the nulls.
+   */
+  platforms?: readonly Platform[];
 }
 
 export interface MetricSpec {
@@ -1466,11 +1471,16 @@ const watchdog: ProbeSpec = {
       description: 'CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: a run-time limit applies to kernels on this device',
       values: [true, false],
     },
-    { name: 'tdr_delay_s', description: 'Windows TdrDelay, s (evidence.source: registry, or default when unset); null off Windows' },
+    {
+      name: 'tdr_delay_s',
+      description: 'Windows TdrDelay, s (evidence.source: registry, or default when unset); null off Windows',
+      platforms: ['windows'],
+    },
     {
       name: 'tdr_level',
       description: 'Windows TdrLevel (0 off, 3 recover; evidence.source as for tdr_delay_s); null off Windows',
       values: [0, 1, 2, 3],
+      platforms: ['windows'],
     },
   ],
   metrics: [],

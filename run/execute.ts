@@ -282,6 +282,18 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
   }
 }
 
+/** Why a cell of a target that asks for no GPU (docker gpus: none) found no driver: it asked for none. */
+export const NO_GPU_AS_ASKED = 'no GPU, as the target asks (gpus: none)';
+
+/**
+ * A cell's reason: a target that asks for no GPU has no driver by design, and its skipped cells
+ * say so first (as doctor does), then what the probe said.
+ */
+function reasonOf(t: Target, run: ProbeRun): string | undefined {
+  const noDriver = run.status === 'skipped' && /\bNVIDIA driver\b|no usable NVIDIA/.test(run.reason ?? '');
+  return noDriver && asksForNoGpu(t.hops) ? `${NO_GPU_AS_ASKED}: ${run.reason}` : run.reason;
+}
+
 function cellEvent(t: Target, run: ProbeRun, planned: boolean, params: Record<string, unknown>): CellEndEvent {
   const stderr = run.exec.stderr.trim();
   return {
@@ -292,7 +304,7 @@ function cellEvent(t: Target, run: ProbeRun, planned: boolean, params: Record<st
     planned,
     time: new Date().toISOString(),
     status: run.status,
-    reason: run.reason,
+    reason: reasonOf(t, run),
     errorCode: run.errorCode,
     params,
     durationMs: Math.round(run.exec.durationMs),

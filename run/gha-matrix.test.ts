@@ -1,7 +1,9 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CudamatrixError } from '../core/errors.ts';
 import { parseMatrix } from '../matrix/load.ts';
-import { ghaMatrix } from './gha-matrix.ts';
+import { DEFAULT_RUNS_ON, ghaMatrix } from './gha-matrix.ts';
 
 const lab = parseMatrix(
   [
@@ -24,10 +26,26 @@ describe('gha matrix', () => {
     expect(m.include).toEqual([
       { name: 'wddm-box', targets: 'wddm-box', runsOn: ['self-hosted', 'windows', 'gpu', 'wddm'], labelled: true },
       { name: 'linux-gpu', targets: 'linux-gpu', runsOn: ['gpu-linux'], labelled: true },
-      { name: 'shared', targets: 'far-a,far-b,near,here', runsOn: ['self-hosted', 'linux'], labelled: false },
+      { name: 'shared', targets: 'far-a,far-b,near,here', runsOn: DEFAULT_RUNS_ON, labelled: false },
     ]);
     // What fromJSON gets: plain JSON, one line.
     expect(JSON.parse(JSON.stringify(m))).toEqual(m);
+  });
+
+  it('gives the shared job by default a label of its own, which no GPU runner of the example lab has (issue 33)', () => {
+    // A runner takes every job whose labels it all has: with [self-hosted, linux] alone, every
+    // Linux GPU runner would also take the shared job, and measure SSH targets instead of its GPU.
+    expect(ghaMatrix(lab).include.find((e) => !e.labelled)!.runsOn).toEqual(DEFAULT_RUNS_ON);
+    const file = path.join(import.meta.dirname, '..', 'matrix', 'examples', 'gha-lab.yaml');
+    const example = parseMatrix(readFileSync(file, 'utf8'), file, { checkFiles: false });
+    const runners = example.targets.flatMap((t) => (t.runsOn ? [t.runsOn.map((l) => l.toLowerCase())] : []));
+    expect(runners.length).toBeGreaterThanOrEqual(3);
+    for (const labels of runners) {
+      expect(
+        DEFAULT_RUNS_ON.every((l) => labels.includes(l.toLowerCase())),
+        `a runner labelled ${labels.join(',')} would take the shared job`,
+      ).toBe(false);
+    }
   });
 
   it('splits the targets without labels into shards of whole hosts, with the labels asked for', () => {
@@ -171,8 +189,8 @@ describe('gha matrix', () => {
         `  - {name: pinned, runsOn: [${labels}], transport: {kind: slurm, partition: gpu, nodelist: gpu01}}`,
         '  - {name: any, transport: {kind: slurm, partition: gpu}}',
       ]);
-    expect(() => ghaMatrix(twoJobs('self-hosted, linux'))).toThrow(
-      /slurm\.yaml: targets "pinned" \(job pinned\) and "any" \(job shared\) are both reached on the same host \(runners \[linux,self-hosted\]\/slurm:gpu\)/,
+    expect(() => ghaMatrix(twoJobs('self-hosted, linux, cudamatrix-shared'))).toThrow(
+      /slurm\.yaml: targets "pinned" \(job pinned\) and "any" \(job shared\) are both reached on the same host \(runners \[cudamatrix-shared,linux,self-hosted\]\/slurm:gpu\)/,
     );
     expect(ghaMatrix(twoJobs('self-hosted, other-cluster')).include.map((e) => e.name)).toEqual(['pinned', 'shared']);
     // Behind an SSH login node: the cluster is that host's, whatever the runner; its own GPU is another machine.

@@ -33,11 +33,16 @@ export interface GhaMatrixOptions {
   probes?: string[];
   /** Jobs for the targets without runsOn (default 1). */
   shards?: number;
-  /** Labels of those jobs (default self-hosted, linux). */
+  /** Labels of those jobs (default DEFAULT_RUNS_ON). */
   runsOn?: string[];
 }
 
-export const DEFAULT_RUNS_ON = ['self-hosted', 'linux'];
+/**
+ * The shared job's labels: a label of its own besides self-hosted and linux. A runner takes every
+ * job whose labels it all has, so with [self-hosted, linux] alone any Linux GPU runner would also
+ * take the shared job (and spend its GPU's time reaching SSH hosts).
+ */
+export const DEFAULT_RUNS_ON = ['self-hosted', 'linux', 'cudamatrix-shared'];
 
 /** GitHub matches labels as a set, case-insensitively. */
 const labelSet = (labels: string[]) => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join(',');

@@ -261,10 +261,25 @@ export function readInput(
     first = undefined;
   }
   if (isObject(first) && 'type' in first) return fromEventLog(source, source, defaults, complete);
+  // A log whose first line is cut: the event log's reader says so (truncated or damaged at line 1).
+  if (first === undefined && looksLikeCutEventLog(firstLine, newline < 0 ? '' : trimmed.slice(newline + 1)))
+    return fromEventLog(source, source, defaults, complete);
   if (trimmed.startsWith('{') || trimmed.startsWith('['))
     return { source, kind: 'record', records: readRecordFile(source, text).map((record) => ({ record, file: source })), unrecorded: [] };
   throw new CudamatrixError(
     'RECORD_INVALID',
     `${source} is neither an event log (events.jsonl: JSON lines, the first a run-start event), a behaviour record (JSON with recordSchema), nor a file made by \`cudamatrix record --submit\`; pass one of those`,
   );
+}
+
+/** A first line that is part of a run-start, or one followed by event lines: an event log cut at line 1. */
+function looksLikeCutEventLog(firstLine: string, rest: string): boolean {
+  if (/^\{"type":"run-start"/.test(firstLine)) return true;
+  const next = rest.split('\n').find((l) => l.trim());
+  try {
+    const event: unknown = next === undefined ? undefined : JSON.parse(next);
+    return isObject(event) && typeof event.type === 'string';
+  } catch {
+    return false;
+  }
 }

@@ -11,7 +11,7 @@ describe("the docs' links", () => {
     expect(brokenLinks(repoRoot)).toEqual([]);
   });
 
-  it('are really checked: a missing file, a missing anchor and links out of the repository are each reported', () => {
+  it('are really checked: a missing file, a missing anchor, links out of the repository and a section named in prose that is not there are each reported', () => {
     const root = tempDir('cm-links-');
     mkdirSync(path.join(root, 'docs', 'transports'), { recursive: true });
     writeFileSync(path.join(root, 'LICENSE'), '');
@@ -23,6 +23,7 @@ describe("the docs' links", () => {
         'See [ok](LICENSE), [ok](docs/transports/ssh.md#host-keys), [ok](#the-matrix-a-file) and [web](https://example.com/x).',
         'Broken: [a](docs/nowhere.md), [b](#no-such-heading), [c](../shared/CLAIMS.md), [d](../../etc/passwd).',
         '`[not a link](in-code.md)`',
+        'Sections named in prose: the README\'s "Title", docs/transports/ssh.md\'s "Host keys", the README\'s "Windows hosts".',
         '```',
         '[not a link](in-a-fence.md)',
         '```',
@@ -30,14 +31,16 @@ describe("the docs' links", () => {
     );
     writeFileSync(
       path.join(root, 'docs', 'transports', 'ssh.md'),
-      '# SSH\n## Host keys\nBack to [the top](../../README.md#title), [gone](../cli.md).\n',
+      '# SSH\n## Host keys\nBack to [the top](../../README.md#title), [gone](../cli.md).\nSee [the README](../../README.md)\'s "WSL targets".\n',
     );
     expect(brokenLinks(root)).toEqual([
       'README.md:4: docs/nowhere.md: no such file or folder (docs/nowhere.md)',
       'README.md:4: #no-such-heading: README.md has no heading with the anchor #no-such-heading',
       'README.md:4: ../shared/CLAIMS.md: leaves the repository: link only to files inside it',
       'README.md:4: ../../etc/passwd: leaves the repository: link only to files inside it',
+      'README.md:6: README\'s "Windows hosts": README.md has no such section: link to the heading it means instead',
       `docs/transports/ssh.md:3: ../cli.md: no such file or folder (${path.join('docs', 'cli.md')})`,
+      'docs/transports/ssh.md:4: ../../README.md\'s "WSL targets": README.md has no such section: link to the heading it means instead',
     ]);
   });
 });

@@ -2,11 +2,13 @@
  * The link check of the docs (test/docs/docs-links.test.ts): every relative link in README.md and
  * docs/**\/*.md must name a file or folder of the repository, and a #anchor into a Markdown page
  * one of its headings (GitHub's slugs). No link may leave the repository: none above its root,
- * none into shared/ (a folder beside some checkouts, not part of the project).
+ * none into shared/ (a folder beside some checkouts, not part of the project). A section named in
+ * prose instead of linked (the README's "Windows hosts") must be a heading of that page too: such
+ * a name outlives the section it named as easily as a link does (issue 33).
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { githubSlugs } from '../../scripts/github-slug.ts';
+import { githubSlug, githubSlugs } from '../../scripts/github-slug.ts';
 
 /** README.md and every Markdown page under docs/, relative to root. */
 export function docsPages(root: string): string[] {
@@ -41,6 +43,26 @@ export function linksOf(markdown: string): { target: string; line: number }[] {
   return links;
 }
 
+/**
+ * The sections a page names in prose, with their line: `the README's "Heading"`, or a page's
+ * ("docs/matrix.md's", "[matrix.md](matrix.md)'s", "`windows.md`'s") "Heading".
+ */
+export function sectionMentionsOf(markdown: string): { page: string; heading: string; line: number }[] {
+  const mentions: { page: string; heading: string; line: number }[] = [];
+  let fenced = false;
+  markdown.split('\n').forEach((text, i) => {
+    if (/^\s*(```|~~~)/.test(text)) {
+      fenced = !fenced;
+      return;
+    }
+    if (fenced) return;
+    for (const m of text.matchAll(/(?:\bREADME\b|\]\(([^)\s#]+\.md)\)|`?([\w./-]+\.md)`?)'s "([^"]+)"/g)) {
+      mentions.push({ page: m[1] ?? m[2] ?? 'README', heading: m[3] ?? '', line: i + 1 });
+    }
+  });
+  return mentions;
+}
+
 /** Every broken or escaping link of the pages under root, as "page:line: target: what is wrong". */
 export function brokenLinks(root: string): string[] {
   const problems: string[] = [];
@@ -72,6 +94,24 @@ export function brokenLinks(root: string): string[] {
       }
       if (anchor !== undefined && file.endsWith('.md') && !slugsOf(file).has(anchor)) {
         problems.push(`${at}: ${rel} has no heading with the anchor #${anchor}`);
+      }
+    }
+    for (const { page: named, heading, line } of sectionMentionsOf(readFileSync(path.join(root, page), 'utf8'))) {
+      // "README" is the repository's; a page path is taken from the mentioning page's folder, or from the root.
+      const candidates =
+        named === 'README'
+          ? [path.join(root, 'README.md')]
+          : [path.resolve(path.dirname(path.join(root, page)), named), path.join(root, named)];
+      const file = candidates.find((f) => existsSync(f));
+      const at = `${page}:${line}: ${named}'s "${heading}"`;
+      if (!file) {
+        problems.push(`${at}: no such page`);
+        continue;
+      }
+      // The name may be the start of a longer heading ("Minimal steps" of "Minimal steps (Linux)").
+      const slug = githubSlug(heading);
+      if (![...slugsOf(file)].some((s) => s === slug || s.startsWith(`${slug}-`))) {
+        problems.push(`${at}: ${path.relative(root, file)} has no such section: link to the heading it means instead`);
       }
     }
   }

@@ -1,15 +1,18 @@
 /**
  * Every whole matrix the docs show (a ```yaml block of README.md or docs/ with `version: 1`) is
- * one the loader accepts, so that a reader who copies it gets a working matrix. Fragments (a
+ * one the loader accepts, so that a reader who copies it gets a working matrix, and one that
+ * judges something (`extends: default` or expectations of its own): a matrix with no expectation
+ * passes whatever the driver does, and a reader who copies it gets a lab that is always green
+ * (issue 33). The same holds for matrix/examples/, which the docs point to. Fragments (a
  * `targets:` list alone, one transport's options) are not whole matrices and are not checked.
  * The files a snippet names under ~/ (an identityFile) are made in a home of the test's own:
  * what is checked is the snippet's form, not the reader's keys.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { parseMatrix } from '../../matrix/load.ts';
+import { parseMatrix, type Matrix } from '../../matrix/load.ts';
 import { docsPages } from './docs-links.ts';
 import { repoRoot, tempDir } from '../helpers.ts';
 
@@ -45,7 +48,14 @@ function homePaths(value: unknown): string[] {
   return [];
 }
 
+/** How many expectations a loaded matrix judges its targets by: the matrix's own lists and each target's. */
+function expectationCount(matrix: Matrix): number {
+  const shared = Object.values(matrix.expectations).reduce((n, list) => n + (list?.length ?? 0), 0);
+  return matrix.targets.reduce((n, target) => n + target.expect.length, shared);
+}
+
 const snippets = docsPages(repoRoot).flatMap((page) => matrixSnippets(page, readFileSync(path.join(repoRoot, page), 'utf8')));
+const exampleMatrices = readdirSync(path.join(repoRoot, 'matrix', 'examples')).filter((f) => f.endsWith('.yaml'));
 
 describe('the matrices the docs show', () => {
   let home: string;
@@ -64,7 +74,7 @@ describe('the matrices the docs show', () => {
   });
 
   for (const s of snippets) {
-    it(`${s.page}:${s.line} loads`, () => {
+    it(`${s.page}:${s.line} loads and judges something`, () => {
       for (const rel of homePaths(parse(s.text))) {
         mkdirSync(path.dirname(path.join(home, rel)), { recursive: true });
         writeFileSync(path.join(home, rel), '');
@@ -73,8 +83,29 @@ describe('the matrices the docs show', () => {
       const file = path.join(dir, 'snippet.yaml');
       writeFileSync(file, s.text);
       expect(() => parseMatrix(s.text, file), `${s.page}:${s.line}: the matrix shown there does not load`).not.toThrow();
+      const judged = expectationCount(parseMatrix(s.text, file));
+      expect(judged, `${s.page}:${s.line}: the matrix shown there judges nothing: add "extends: default" or expectations`).toBeGreaterThan(
+        0,
+      );
     });
   }
+
+  for (const name of exampleMatrices) {
+    it(`matrix/examples/${name} judges something`, () => {
+      const file = path.join(repoRoot, 'matrix', 'examples', name);
+      const matrix = parseMatrix(readFileSync(file, 'utf8'), file, { checkFiles: false });
+      expect(expectationCount(matrix), `matrix/examples/${name} judges nothing: add "extends: default" or expectations`).toBeGreaterThan(0);
+    });
+  }
+
+  it('are really checked for judging: a matrix without extends or expectations counts none, one with extends: default some', () => {
+    const [bare, judging] = matrixSnippets(
+      'x.md',
+      '```yaml\nversion: 1\ntargets:\n  - name: a\n    transport: local\n```\n\n```yaml\nversion: 1\nextends: default\ntargets:\n  - name: a\n    transport: local\n```\n',
+    );
+    expect(expectationCount(parseMatrix(bare!.text, 'x.yaml'))).toBe(0);
+    expect(expectationCount(parseMatrix(judging!.text, 'x.yaml'))).toBeGreaterThan(0);
+  });
 
   it('are really checked: a snippet with a misspelt key is refused', () => {
     const [bad] = matrixSnippets('x.md', '```yaml\nversion: 1\ntargets:\n  - name: a\n    timout: 5m\n```\n');

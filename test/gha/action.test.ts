@@ -358,7 +358,7 @@ describe.runIf(ready)('the action with the package packed from this checkout', (
     expect(plan.include.map((e) => `${e.name} ${e.runsOn.join(',')}`)).toEqual([
       'win-wddm self-hosted,windows,x64,gpu,wddm',
       'win-wsl2 self-hosted,windows,x64,gpu,wsl2',
-      'shared self-hosted,linux',
+      'shared self-hosted,linux,cudamatrix-shared',
     ]);
     const written = readFileSync(outputs, 'utf8');
     expect(written).toContain(JSON.stringify(plan));

@@ -255,9 +255,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
       ['local', 'local', 'self-hosted,linux,gpu,h200'],
       ['gpu-box', 'gpu-box', 'self-hosted,linux,gpu'],
       ['killed-box', 'killed-box', 'self-hosted,linux,flaky'],
-      ['shared', 'ssh-box', 'self-hosted,linux'],
+      ['shared', 'ssh-box', 'self-hosted,linux,cudamatrix-shared'],
     ]);
-    expect(plan.summary).toContain('| shared | ssh-box | self-hosted, linux |');
+    expect(plan.summary).toContain('| shared | ssh-box | self-hosted, linux, cudamatrix-shared |');
     const probes = play.jobs['gpu-lab']!.calls[0]!.jobs.probe!.legs;
     expect(probes.map((l) => l.runsOn.join(','))).toEqual(jobs.include.map((e) => e.runsOn.join(',')));
   });

@@ -91,7 +91,7 @@ describe('gha matrix and gha merge', () => {
       ['shared', 'shared-a,shared-b'],
     ]);
     expect(JSON.parse(plan.outputs().matrix!)).toEqual(jobs);
-    expect(plan.summary()).toContain('| shared | shared-a, shared-b | self-hosted, linux |');
+    expect(plan.summary()).toContain('| shared | shared-a, shared-b | self-hosted, linux, cudamatrix-shared |');
 
     const artifacts = path.join(dir, 'artifacts');
     for (const job of jobs.include) {

@@ -21,6 +21,7 @@ import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { repoRoot } from '../helpers.ts';
+import { DEFAULT_RUNS_ON } from '../../run/gha-matrix.ts';
 
 const read = (file: string) => readFileSync(path.join(repoRoot, file), 'utf8');
 const yamlIn = (dir: string) =>
@@ -195,6 +196,8 @@ describe('what the parser cannot check', () => {
         }[];
         expect([c?.type, c?.default], name).toEqual([d?.type, d?.default]);
       }
+      // The shared job's labels by default are gha matrix's own: a label of its own, not every Linux runner's.
+      expect(wf.on.workflow_call?.inputs?.['runs-on']).toMatchObject({ default: DEFAULT_RUNS_ON.join(',') });
       expect(wf.on.workflow_call?.inputs?.['open-pr']?.type).toBe('boolean');
       // Strict by default: a run that measured nothing cannot pass; a change fails only when asked.
       expect(wf.on.workflow_call?.inputs?.strict).toMatchObject({ type: 'boolean', default: true });
@@ -220,6 +223,17 @@ describe('what the parser cannot check', () => {
           ).toBe(true);
         }
       }
+    });
+
+    it('checks a private cudamatrix repository out with the optional secret cudamatrix-token, else the job token (issue 33)', () => {
+      // A caller's job token reads the caller's repository only: the plan job's checkout of a
+      // private cudamatrix needs a token that can read it.
+      const secrets = (wf.on.workflow_call as { secrets?: Record<string, { required?: boolean }> }).secrets ?? {};
+      expect(secrets['cudamatrix-token']).toMatchObject({ required: false });
+      const checkout = plan.steps?.find((s) => s.id === 'cudamatrix');
+      expect(checkout?.with?.token).toBe('${{ secrets.cudamatrix-token || github.token }}');
+      // No other job gets it: the probe and merge jobs run the action from the artifact.
+      for (const job of [probe, merge]) expect(JSON.stringify(job)).not.toContain('cudamatrix-token');
     });
 
     it('names every step (id), and the plan job builds the package in the step with id "package"', () => {
@@ -253,7 +267,9 @@ describe('what the parser cannot check', () => {
         "${{ inputs.strict && '--strict' || '' }}",
         "${{ inputs.fail-on-change && '--fail-on-change' || '' }}",
       ]);
-      const secrets = (wf.on.workflow_call as { secrets?: Record<string, { required?: boolean }> }).secrets ?? {};
+      const declared = (wf.on.workflow_call as { secrets?: Record<string, { required?: boolean }> }).secrets ?? {};
+      // (cudamatrix-token is the plan job's checkout's alone: see the private repository's test.)
+      const secrets = Object.fromEntries(Object.entries(declared).filter(([name]) => name !== 'cudamatrix-token'));
       expect(Object.keys(secrets)).toEqual(['ssh-private-key', 'known-hosts', 'ssh-key-passphrase']);
       for (const [name, spec] of Object.entries(secrets)) {
         expect(spec.required, name).toBe(false);
@@ -261,7 +277,10 @@ describe('what the parser cannot check', () => {
       }
       // No other step or job sees them.
       const text = read(GPU_MATRIX);
-      expect([...text.matchAll(/secrets\.[\w-]+/g)].map((m) => m[0])).toEqual(Object.keys(secrets).map((n) => `secrets.${n}`));
+      expect([...text.matchAll(/secrets\.[\w-]+/g)].map((m) => m[0])).toEqual([
+        'secrets.cudamatrix-token',
+        ...Object.keys(secrets).map((n) => `secrets.${n}`),
+      ]);
     });
 
     it('the probe jobs run on the labels of their entry, with actions only: no run: step, so no shell on Windows runners', () => {

@@ -93,7 +93,7 @@ describe('adding a transport', () => {
 
     const gha = await runCopy(copy, ['gha', 'matrix', '-m', matrix, '--shards', '2']);
     expect(JSON.parse(gha.stdout)).toEqual({
-      include: [{ name: 'shared', targets: 'mirror', runsOn: ['self-hosted', 'linux'], labelled: false }],
+      include: [{ name: 'shared', targets: 'mirror', runsOn: ['self-hosted', 'linux', 'cudamatrix-shared'], labelled: false }],
     });
 
     const doctor = await runCopy(copy, ['doctor', '--target', 'mirror', '-m', matrix]);

@@ -39,14 +39,30 @@ export function targetBlock(t: TargetResult, c: Colors, options: { errorSaid?: b
     for (const [label, text] of system) rows.push([`  ${label}`, text]);
     for (const line of knownBadLines(t)) rows.push(`    ${c.yellow('!')} ${line}`);
   }
+  const platform = t.ready?.platform;
   for (const cell of planned) {
     if (cell.probe === 'sysinfo') continue;
-    const facts = cell.records.filter((r): r is Extract<ProbeRecord, { type: 'fact' }> => r.type === 'fact');
+    const spec = probeSpec(cell.probe);
+    const all = cell.records.filter((r): r is Extract<ProbeRecord, { type: 'fact' }> => r.type === 'fact');
+    // Facts of another platform (the watchdog's Windows TDR values on Linux) are null by design:
+    // said once, and only for a probe that ran (a skipped one is said in the skipped lines).
+    const otherPlatform = all.filter(
+      (f) => f.value === null && notOnPlatform(spec?.facts.find((s) => s.name === f.name)?.platforms, platform),
+    );
+    const facts = all.filter((f) => !otherPlatform.includes(f));
+    const notApplicable: Line[] =
+      otherPlatform.length && cell.status === 'passed'
+        ? [
+            [
+              `${cell.probe}.${otherPlatform.map((f) => f.name).join(', ')}`,
+              `not applicable on ${platform} (${platformWords(spec!.facts.find((s) => s.name === otherPlatform[0]!.name)!.platforms!)} only)`,
+            ],
+          ]
+        : [];
     // A probe that did not pass may have printed metrics with no value before it stopped.
     const metrics = cell.status === 'passed' ? summaryLines(cell) : [];
     const metricVerdicts = t.verdicts.filter((v) => v.expectation.metric?.startsWith(`${cell.probe}.`) && v.status !== 'skipped');
-    if (!facts.length && !metrics.length) continue;
-    const spec = probeSpec(cell.probe);
+    if (!facts.length && !metrics.length && !notApplicable.length) continue;
     rows.push(`  ${c.bold(cell.probe)}${spec ? c.dim(`  ${spec.title}${spec.claims.length ? ` (${spec.claims.join(' ')})` : ''}`) : ''}`);
     for (const f of facts) {
       const name = `${cell.probe}.${f.name}`;
@@ -55,12 +71,18 @@ export function targetBlock(t: TargetResult, c: Colors, options: { errorSaid?: b
         `${c.bold(factValue(f.value))}${f.value === null && f.reason ? c.dim(` (${f.reason})`) : ''}${verdictMark(t, name, c)}`,
       ]);
     }
-    for (const [label, text] of metrics) rows.push([`  ${label}`, text]);
+    for (const [label, text] of [...notApplicable, ...metrics]) rows.push([`  ${label}`, text]);
     for (const v of metricVerdicts) rows.push(`      ${v.status === 'passed' ? c.green('✓') : c.red('✗')} ${c.dim(`expected ${v.title}`)}`);
   }
-  // The cells that did not pass, one line per outcome and reason.
+  // The cells that did not pass, one line per outcome and reason. sysinfo skipped for want of a
+  // driver still ran and reported the system (the lines above): said so, not listed as skipped.
+  const systemOnly = planned.find((x) => x.probe === 'sysinfo' && x.status === 'skipped' && x.records.some((r) => r.type === 'sysinfo'));
+  if (systemOnly) {
+    const why = cellWhy(systemOnly);
+    rows.push(`  ${c.yellow('sysinfo ran:')} the system only; its GPU facts are skipped${why ? c.dim(` — ${why}`) : ''}`);
+  }
   const groups = new Map<string, { status: CellEndEvent['status']; why: string; probes: string[] }>();
-  for (const cell of planned.filter((x) => x.status !== 'passed')) {
+  for (const cell of planned.filter((x) => x.status !== 'passed' && x !== systemOnly)) {
     const why = cellWhy(cell);
     const key = `${cell.status}\n${why}`;
     const g = groups.get(key) ?? { status: cell.status, why, probes: [] };
@@ -101,6 +123,16 @@ function summaryLines(cell: CellEndEvent): Line[] {
 /** Why a cell did not pass: its reason, led by its error code when the reason does not name it. */
 export function cellWhy(cell: CellEndEvent): string {
   return `${cell.errorCode && !(cell.reason ?? '').includes(cell.errorCode) ? `${cell.errorCode}: ` : ''}${cell.reason ?? ''}`;
+}
+
+/** A fact limited to some platforms, on a target of another (known) one. */
+function notOnPlatform(platforms: readonly string[] | undefined, platform: string | undefined): boolean {
+  return platforms !== undefined && platform !== undefined && !platforms.includes(platform);
+}
+
+/** "Windows", "Linux or Windows". */
+function platformWords(platforms: readonly string[]): string {
+  return platforms.map((p) => p.charAt(0).toUpperCase() + p.slice(1)).join(' or ');
 }
 
 function factValue(v: Scalar): string {
