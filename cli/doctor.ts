@@ -210,7 +210,8 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
   say(null, 'transport', describeHops(target.hops));
   // A container that asks for no GPU has no driver by design: that is said, not failed.
   const noGpu = asksForNoGpu(target.hops);
-  const noGpuWords = 'none, as asked: the target requests no GPU (gpus: none in the matrix), so probes that need one are skipped there';
+  const noGpuWords =
+    'none, as asked: the target requests no GPU (docker gpus: none or slurm gres: none in the matrix), so probes that need one are skipped there';
   let session: Session | undefined;
   // The hop being connected, or the last once all are: a failure is put at it, for its fix.
   let hop = 0;
@@ -252,7 +253,7 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
       return conclude(
         checks,
         write,
-        `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (gpus: none), so only sysinfo runs there (it reports the environment; its GPU facts are skipped).`,
+        `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (docker gpus: none or slurm gres: none), so only sysinfo runs there (it reports the environment; its GPU facts are skipped).`,
       );
     }
     say(

@@ -282,8 +282,8 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
   }
 }
 
-/** Why a cell of a target that asks for no GPU (docker gpus: none) found no driver: it asked for none. */
-export const NO_GPU_AS_ASKED = 'no GPU, as the target asks (gpus: none)';
+/** Why a cell of a target that asks for no GPU (docker gpus: none, slurm gres: none) found no driver: it asked for none. */
+export const NO_GPU_AS_ASKED = 'no GPU, as the target asks (docker gpus: none or slurm gres: none)';
 
 /**
  * A cell's reason: a target that asks for no GPU has no driver by design, and its skipped cells
