@@ -1,12 +1,16 @@
 /**
  * Import boundaries (checked by test/repo/boundaries.test.ts). Layers, lowest first:
- *   core -> runners -> probes -> matrix -> events -> run | results -> cli
- * A layer may import the layers below it, never above. matrix sits above probes and runners
+ *   core -> transports -> probes -> matrix -> events -> run | (verdicts -> reporters | behaviour -> report) -> cli
+ * A layer may import the layers below it, never above. matrix sits above probes and transports
  * because the matrix loader validates probe names, parameters and facts against the probe
- * catalogue and transport options against the runner registry. events/ is the event log's
- * schema and reader. run/ (the engine: plan, schedule, cancel, write the log) and results/
- * (pure renderings of a log) are siblings: neither imports the other; the CLI joins them.
+ * catalogue and transport options against the transport registry. events/ is the event log:
+ * its schema, reader and merge. run/ (the engine: plan, schedule, cancel, write the log) and the
+ * renderings of a log (verdicts/, reporters/, behaviour/ records, the report/) are siblings:
+ * neither side imports the other; the CLI joins them.
  */
+/** The renderings of an event log, run/'s siblings. */
+const RENDERINGS = ['verdicts', 'reporters', 'behaviour', 'report'];
+
 const layer = (name, forbidden) => ({
   name: `${name}-imports-up`,
   severity: 'error',
@@ -18,18 +22,21 @@ const layer = (name, forbidden) => ({
 
 module.exports = {
   forbidden: [
-    layer('core', ['runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli']),
-    layer('runners', ['probes', 'matrix', 'events', 'run', 'results', 'cli']),
-    layer('probes', ['matrix', 'events', 'run', 'results', 'cli']),
-    layer('matrix', ['events', 'run', 'results', 'cli']),
-    layer('events', ['run', 'results', 'cli']),
-    layer('run', ['results', 'cli']),
-    layer('results', ['run', 'cli']),
+    layer('core', ['transports', 'probes', 'matrix', 'events', 'run', ...RENDERINGS, 'cli']),
+    layer('transports', ['probes', 'matrix', 'events', 'run', ...RENDERINGS, 'cli']),
+    layer('probes', ['matrix', 'events', 'run', ...RENDERINGS, 'cli']),
+    layer('matrix', ['events', 'run', ...RENDERINGS, 'cli']),
+    layer('events', ['run', ...RENDERINGS, 'cli']),
+    layer('run', [...RENDERINGS, 'cli']),
+    layer('verdicts', ['run', 'reporters', 'behaviour', 'report', 'cli']),
+    layer('reporters', ['run', 'behaviour', 'report', 'cli']),
+    layer('behaviour', ['run', 'reporters', 'report', 'cli']),
+    layer('report', ['run', 'reporters', 'cli']),
     {
       name: 'actions-core-only-in-github-reporter',
       severity: 'error',
-      comment: '@actions/core is imported by the GitHub step (results/reporters/github-step.ts) only',
-      from: { pathNot: '^results/reporters/github-step\\.ts$' },
+      comment: '@actions/core is imported by the GitHub step (reporters/github-step.ts) only',
+      from: { pathNot: '^reporters/github-step\\.ts$' },
       to: { path: '@actions/core' },
     },
     {

@@ -17,8 +17,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { diffRecords } from '../results/record/diff.ts';
-import { h200Records } from '../results/record/fixture.ts';
+import { diffRecords } from '../behaviour/diff.ts';
+import { h200Records } from '../test/record-fixture.ts';
 import { formatTable } from '../core/text-table.ts';
 import { median } from './stats.ts';
 

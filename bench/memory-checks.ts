@@ -32,7 +32,7 @@ import { packageRoot } from '../core/package-root.ts';
 import { formatTable } from '../core/text-table.ts';
 import { buildProbe } from '../probes/build.ts';
 import { parseProbeOutput, type ProbeRecord } from '../probes/protocol.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 
 const GiB = 1024 ** 3;
 const MiB = 1024 ** 2;

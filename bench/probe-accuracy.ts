@@ -43,7 +43,7 @@ import { packageRoot } from '../core/package-root.ts';
 import { buildProbe } from '../probes/build.ts';
 import { parseProbeOutput, type MetricRecord, type ProbeRecord } from '../probes/protocol.ts';
 import { formatTable } from '../core/text-table.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { formatSpread, ratioCheck, roundOrder, spread, type Spread } from './stats.ts';
 
 function usage(message: string): never {

@@ -14,7 +14,7 @@
  *   through JSON once costs, the least any tool reading them does.
  * - report: renderReport of the loaded records, both outputs (BEHAVIOUR.md and behaviour.html):
  *   everything `cudamatrix report` does after reading the files. Budget 1 s.
- * - diff A B: diffRecords (results/record/diff.ts) of the records split in two halves
+ * - diff A B: diffRecords (behaviour/diff.ts) of the records split in two halves
  *   (alternate observations of each key), as `cudamatrix diff` over two folders of them: it
  *   pairs the newest record of each key without the driver on each side. Budget 1 s.
  * - diff, every pair: diffRecords of each record against the next observation of its key
@@ -36,11 +36,11 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { diffRecords } from '../results/record/diff.ts';
-import { recordPath, type BehaviourRecord } from '../results/record/format.ts';
-import { renderReport } from '../results/report/index.ts';
-import { loadRecords, recordFiles, type LoadedRecord } from '../results/report/load.ts';
-import { columnsOf } from '../results/report/table.ts';
+import { diffRecords } from '../behaviour/diff.ts';
+import { recordPath, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
+import { renderReport } from '../report/write-report.ts';
+import { loadRecords, recordFiles, type LoadedRecord } from '../report/load.ts';
+import { columnsOf } from '../report/behaviour-table.ts';
 import { formatTable } from '../core/text-table.ts';
 import { tempDir } from '../test/helpers.ts';
 import { h200Records } from '../test/report-fixture.ts';
@@ -128,7 +128,7 @@ const records: LoadedRecord[] = Array.from({ length: count }, (_, i) => {
 const makeMs = performance.now() - made0;
 const recordBytes = Buffer.byteLength(JSON.stringify(records[0]!.record));
 const columns = columnsOf(records).length;
-const paths = { recordsLink: 'records', recordsDirName: 'results/records' };
+const paths = { recordsLink: 'records', recordsDirName: 'records' };
 
 // diff, two ways. As `cudamatrix diff A B` over two folders: the records split in two halves
 // (alternate observations of each key), one diffRecords call, which pairs the newest record of

@@ -20,7 +20,7 @@
  * takes its minimum). The load average is printed before and after.
  *
  * Budgets: plan and gha matrix 1 s, merge 5 s, report and diff 1 s, with the records index
- * (results/record/index.ts) made: the first report and diff of a folder, which read every record
+ * (behaviour/records-index.ts) made: the first report and diff of a folder, which read every record
  * and write the index, are measured once before the rounds and printed, not budgeted. Memory
  * printed against the peer's.
  *
@@ -51,8 +51,8 @@ const { values } = parseArgs({
 });
 
 const root = path.resolve(import.meta.dirname, '..');
-const H200_LOG = path.join(root, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
-const H200_RECORD = path.join(root, 'results', 'records', 'driver-580.159.04', 'linux-h200-docker-2026-11-29-01c49d70.json');
+const H200_LOG = path.join(root, 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+const H200_RECORD = path.join(root, 'records', 'driver-580.159.04', 'linux-h200-docker-2026-11-29-01c49d70.json');
 
 // ---------------------------------------------------------------------------------------------
 // In a child: one command or peer, timed; prints {ms, maxRssMiB} as its last line.
@@ -199,7 +199,7 @@ const names = [...new Set(cases.flatMap((c) => [c.name, c.peer]))];
 const samples: Record<string, { ms: number[]; cpuMs: number[]; maxRssMiB: number[] }> = Object.fromEntries(
   names.map((n) => [n, { ms: [], cpuMs: [], maxRssMiB: [] }]),
 );
-// The records index lives in the cache (results/record/index.ts): the bench's own, empty at first.
+// The records index lives in the cache (behaviour/records-index.ts): the bench's own, empty at first.
 const env = { ...process.env, CUDAMATRIX_CACHE: path.join(dir, 'cache') };
 function measure(name: string): { ms: number; cpuMs: number; maxRssMiB: number } {
   const child = spawnSync(process.execPath, ['--import', 'tsx', import.meta.filename, '--child', name, '--dir', dir], {

@@ -25,7 +25,7 @@ import { buildProbe } from '../probes/build.ts';
 import { formatTable } from '../core/text-table.ts';
 import { executePlan } from '../run/execute.ts';
 import { planCells } from '../run/plan.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { tempDir } from '../test/helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
 import { portBaseOption } from './sshd.ts';

@@ -21,7 +21,7 @@ import { parseArgs } from 'node:util';
 import { readEventLog } from '../events/events.ts';
 import { buildProbe } from '../probes/build.ts';
 import { formatTable } from '../core/text-table.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { repoRoot, tempDir } from '../test/helpers.ts';
 
 const { values } = parseArgs({

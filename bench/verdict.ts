@@ -19,14 +19,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { formatTable } from '../core/text-table.ts';
-import { diffRecords, type PairDiff } from '../results/record/diff.ts';
-import { keyText, type BehaviourRecord, type RecordedMetric } from '../results/record/format.ts';
-import { readInput } from '../results/record/read.ts';
+import { diffRecords, type PairDiff } from '../behaviour/diff.ts';
+import { keyText, type BehaviourRecord, type RecordedMetric } from '../behaviour/behaviour-record.ts';
+import { readInput } from '../behaviour/read.ts';
 
 const { values } = parseArgs({
   options: { records: { type: 'string' }, out: { type: 'string' } },
 });
-const dir = values.records ?? path.join('results', 'records', 'driver-580.159.04');
+const dir = values.records ?? path.join('records', 'driver-580.159.04');
 const out = values.out ?? path.join('results', 'runs', 'bench-verdict.json');
 
 const all = readInput(dir, {}).records.map((r) => r.record);

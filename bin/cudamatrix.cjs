@@ -70,7 +70,7 @@ function writeCache(file, data, keep) {
 }
 
 function runBundle() {
-  // The bundle's first line names its content hash (cli/bundle.ts): the cache is keyed by what
+  // The bundle's first line names its content hash (scripts/build-bundle.ts): the cache is keyed by what
   // the code is, not by a file date that tar, Docker or Nix may have reset.
   const source = readFileSync(bundle, 'utf8');
   const bundleHash = /^\/\/ cudamatrix bundle ([0-9a-f]{16})/.exec(source)?.[1] ?? `size${source.length}`;

@@ -12,7 +12,7 @@ export function addDiffCommand(program: Command): void {
     )
     .argument(
       '<a>',
-      'the old side: an events.jsonl, a run folder, a record, a file made by record --submit, or a folder of records (results/records/driver-<version>)',
+      'the old side: an events.jsonl, a run folder, a record, a file made by record --submit, or a folder of records (records/driver-<version>)',
     )
     .argument('<b>', 'the new side, the same kinds')
     .option('--json', 'print the diff as JSON (schema cudamatrix-diff/1, every metric compared)', false)
@@ -20,7 +20,7 @@ export function addDiffCommand(program: Command): void {
     .option(
       '--history <dir>',
       "the records whose runs of each compared key measure its run-to-run noise (besides the two sides' own); none if the folder does not exist",
-      'results/records',
+      'records',
     )
     .option('--no-history', "measure the noise from the two sides' records and repetitions alone")
     .addHelpText(

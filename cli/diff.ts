@@ -4,17 +4,17 @@
  */
 import { statSync } from 'node:fs';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
-import { diffRecords, noiseText, type RecordsDiff } from '../results/record/diff.ts';
-import { formatDiff, type SideFiles } from '../results/record/diff-text.ts';
-import { keyText, type BehaviourRecord } from '../results/record/format.ts';
-import { readHistory, readInput, type Input } from '../results/record/read.ts';
-import { KEPT_KEY_METRICS } from '../results/report/table.ts';
+import { diffRecords, noiseText, type RecordsDiff } from '../behaviour/diff.ts';
+import { formatDiff, type SideFiles } from '../behaviour/diff-text.ts';
+import { keyText, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
+import { readHistory, readInput, type Input } from '../behaviour/read.ts';
+import { KEPT_KEY_METRICS } from '../report/behaviour-table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export const DIFF_SCHEMA = 'cudamatrix-diff/1';
 
 /** --history's default: the committed records. */
-export const DEFAULT_HISTORY = 'results/records';
+export const DEFAULT_HISTORY = 'records';
 
 export interface DiffOptions {
   json: boolean;
@@ -62,7 +62,7 @@ export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOp
   if (opts.history && opts.history !== DEFAULT_HISTORY && !statSync(opts.history, { throwIfNoEntry: false })?.isDirectory())
     throw new CudamatrixError(
       'USAGE',
-      `--history ${opts.history} is not a folder: pass the records folder whose runs measure the noise (results/records), or --no-history`,
+      `--history ${opts.history} is not a folder: pass the records folder whose runs measure the noise (records), or --no-history`,
     );
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // The report's key metrics: the records index that report keeps serves diff too.

@@ -14,10 +14,10 @@ import { chooseProbe, probeBinaries, probeBinary } from '../probes/binary.ts';
 import { compilerFor } from '../probes/build.ts';
 import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
-import { reapContainers } from '../runners/docker/reap.ts';
-import { connectLocal, nodeArch } from '../runners/local.ts';
-import { asksForNoGpu, connectChain, fixAt, reachedWords, type Hop } from '../runners/registry.ts';
-import { hostKeyAddedMessage, type Session } from '../runners/transport.ts';
+import { reapContainers } from '../transports/docker/reap.ts';
+import { connectLocal, nodeArch } from '../transports/local.ts';
+import { asksForNoGpu, connectChain, fixAt, reachedWords, type Hop } from '../transports/registry.ts';
+import { hostKeyAddedMessage, type Session } from '../transports/transport.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export interface DoctorOptions {
@@ -108,7 +108,7 @@ export function knownBadChecks(sysinfo: Record<string, unknown>, entries?: reado
   }
 }
 
-/** What to do about an error whose hop's kind says nothing about it (runners/<kind>/kind.ts has the rest). */
+/** What to do about an error whose hop's kind says nothing about it (transports/<kind>/kind.ts has the rest). */
 const fixes: Partial<Record<string, string>> = {
   TARGET_UNREACHABLE: 'check the host name and port, that the server runs there, and that no firewall is in the way',
   PROBE_BUILD_FAILED: 'install a compiler for the target platform (g++, or MinGW-w64 for Windows)',

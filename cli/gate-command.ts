@@ -11,7 +11,7 @@ export function addGateCommand(program: Command): void {
       'one verdict for CI before a driver rollout: a run against the records of its key, and its driver against the known-bad registry',
     )
     .argument('<run>', 'the run to judge: a run folder (results/runs/<run-id>), its events.jsonl, or a record')
-    .option('--records-dir <dir>', "the records: each key's baseline and the runs that measure its noise", 'results/records')
+    .option('--records-dir <dir>', "the records: each key's baseline and the runs that measure its noise", 'records')
     .option('--baseline <path>', 'judge against these records instead (a folder of records, a record, or a run folder)')
     .option('--known-bad <file>', 'the known-bad registry to use instead of the one shipped (matrix/known-bad-drivers.yaml; same format)')
     .option('--json <file>', 'also write the verdict as JSON (schema cudamatrix-gate/1; "-": stdout, the lines then on stderr)')

@@ -10,10 +10,10 @@ import { writeOutput } from '../core/fs.ts';
 import { concernsProbes, knownBadFails, knownBadForSysinfo, loadKnownBad, type KnownBadEntry } from '../matrix/known-bad.ts';
 import { formatValue } from '../core/units.ts';
 import type { Scalar } from '../probes/protocol.ts';
-import { diffRecords, pairingKey, seriesText, type CellChange, type FactChange, type PairDiff } from '../results/record/diff.ts';
-import { keyText, type BehaviourRecord } from '../results/record/format.ts';
-import { readHistory, readInput } from '../results/record/read.ts';
-import { KEPT_KEY_METRICS } from '../results/report/table.ts';
+import { diffRecords, pairingKey, seriesText, type CellChange, type FactChange, type PairDiff } from '../behaviour/diff.ts';
+import { keyText, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
+import { readHistory, readInput } from '../behaviour/read.ts';
+import { KEPT_KEY_METRICS } from '../report/behaviour-table.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export const GATE_SCHEMA = 'cudamatrix-gate/1';
@@ -186,7 +186,7 @@ export async function gateCommand(run: string, opts: GateOptions): Promise<numbe
   if (!statSync(opts.recordsDir, { throwIfNoEntry: false })?.isDirectory() && !opts.baseline)
     throw new CudamatrixError(
       'USAGE',
-      `--records-dir ${opts.recordsDir} is not a folder: the gate judges a run against the records there (results/records, as cudamatrix record writes them), or against --baseline`,
+      `--records-dir ${opts.recordsDir} is not a folder: the gate judges a run against the records there (records, as cudamatrix record writes them), or against --baseline`,
     );
   const input = readInput(run, defaults, { complete: true });
   if (input.kind === 'records-folder')

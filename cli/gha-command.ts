@@ -57,12 +57,8 @@ Exit status: 0 the matrix printed; 2 a matrix or command-line error (named).`,
       'folder for the merged run folder (<dir>/<run-id>/events.jsonl, junit.xml, summary.json)',
       'results/runs',
     )
-    .option(
-      '--records-dir <dir>',
-      "the behaviour records: the merged run's are written there, as cudamatrix record writes them",
-      'results/records',
-    )
-    .option('--report-dir <dir>', 'folder for BEHAVIOUR.md and behaviour.html, regenerated when a record was written', 'results')
+    .option('--records-dir <dir>', "the behaviour records: the merged run's are written there, as cudamatrix record writes them", 'records')
+    .option('--report-dir <dir>', 'folder for BEHAVIOUR.md and behaviour.html, regenerated when a record was written', 'records')
     .option('--no-record', 'write no records and no report')
     .option(
       '--strict',

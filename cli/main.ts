@@ -69,14 +69,13 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof CommanderError) {
       // Help and version exit 0; usage mistakes are configuration errors (commander said what; in a GitHub Actions step also an annotation).
       if (error.exitCode !== 0 && process.env.GITHUB_ACTIONS === 'true')
-        (await import('../results/reporters/github-step.ts')).annotateFatal('USAGE', error.message.replace(/^error: /, ''));
+        (await import('../reporters/github-step.ts')).annotateFatal('USAGE', error.message.replace(/^error: /, ''));
       return error.exitCode === 0 ? ExitCode.ok : ExitCode.configuration;
     }
     if (error instanceof CudamatrixError) {
       process.stderr.write(`error [${error.code}]: ${error.message}\n`);
       // In a GitHub Actions step, also an annotation (the module is loaded only there).
-      if (process.env.GITHUB_ACTIONS === 'true')
-        (await import('../results/reporters/github-step.ts')).annotateFatal(error.code, error.message);
+      if (process.env.GITHUB_ACTIONS === 'true') (await import('../reporters/github-step.ts')).annotateFatal(error.code, error.message);
       return exitCodeFor(error);
     }
     if ((error as NodeJS.ErrnoException)?.syscall === 'uv_cwd') {

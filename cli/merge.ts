@@ -5,16 +5,16 @@
  * The exit status is the merged run's, as run's is.
  */
 import path from 'node:path';
-import { mergeEventLogs, readLogs, writeMergedRun } from '../results/merge.ts';
-import { Reporters } from '../results/reporter.ts';
+import { mergeEventLogs, readLogs, writeMergedRun } from '../events/merge.ts';
+import { Reporters } from '../reporters/reporter.ts';
 import { secretValues } from '../matrix/secrets.ts';
-import { githubReporter } from '../results/reporters/github.ts';
-import { GithubStep, isGithubActions } from '../results/reporters/github-step.ts';
-import { createReporters } from '../results/reporters/index.ts';
-import { COLLAPSE_ABOVE } from '../results/reporters/console.ts';
-import { jsonReporter } from '../results/reporters/json.ts';
-import { junitReporter } from '../results/reporters/junit.ts';
-import { exitCodeOf, summarize } from '../results/verdicts.ts';
+import { githubReporter } from '../reporters/github.ts';
+import { GithubStep, isGithubActions } from '../reporters/github-step.ts';
+import { createReporters } from '../reporters/index.ts';
+import { COLLAPSE_ABOVE } from '../reporters/console.ts';
+import { jsonReporter } from '../reporters/json.ts';
+import { junitReporter } from '../reporters/junit.ts';
+import { exitCodeOf, summarize } from '../verdicts/verdicts.ts';
 import { checkOutputs, chooseReporters, stdoutTaken } from './run.ts';
 
 export interface MergeCommandOptions {

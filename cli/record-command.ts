@@ -8,13 +8,13 @@ export function addRecordCommand(program: Command): void {
   program
     .command('record')
     .description(
-      'write behaviour records (results/records/driver-<version>/*.json, one per observation: a target of a run that measured a GPU) from event logs, run folders or a file a user submitted; with --submit, one file to attach to a pull request instead',
+      'write behaviour records (records/driver-<version>/*.json, one per observation: a target of a run that measured a GPU) from event logs, run folders or a file a user submitted; with --submit, one file to attach to a pull request instead',
     )
     .argument('<inputs...>', 'events.jsonl files, run folders (results/runs/<run-id>), files made by record --submit, or record files')
     .option(
       '--records-dir <dir>',
       'where the records go: <dir>/driver-<version>/<environment>-<gpu>[-<container>]-<date>-<id>.json',
-      'results/records',
+      'records',
     )
     .option(
       '--submit <file>',

@@ -1,6 +1,6 @@
 /**
  * cudamatrix record: turns event logs (or a file a user submitted) into behaviour records under
- * results/records/, one file per observation, each judged against the default expectations;
+ * records/, one file per observation, each judged against the default expectations;
  * with --submit, into one file to attach to a pull request instead.
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
@@ -9,13 +9,13 @@ import { checkOutputPath, isStdout, makeDir, writeOutput } from '../core/fs.ts';
 import { withLock } from '../core/lock.ts';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { TOOL_VERSION } from '../core/version.ts';
-import { keyText, sameObservation, type BehaviourRecord } from '../results/record/format.ts';
-import { measuredSomething, NOTHING_MEASURED, readInput, type Input } from '../results/record/read.ts';
-import { REDACTED, redactRecord } from '../results/record/redact.ts';
-import { diffPair, sharedCells } from '../results/record/diff.ts';
-import { metricLines } from '../results/record/diff-text.ts';
-import { RecordStore, type Drift } from '../results/record/store.ts';
-import { renderSubmission } from '../results/record/submit.ts';
+import { keyText, sameObservation, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
+import { measuredSomething, NOTHING_MEASURED, readInput, type Input } from '../behaviour/read.ts';
+import { REDACTED, redactRecord } from '../behaviour/redact.ts';
+import { diffPair, sharedCells } from '../behaviour/diff.ts';
+import { metricLines } from '../behaviour/diff-text.ts';
+import { RecordStore, type Drift } from '../behaviour/store.ts';
+import { renderSubmission } from '../behaviour/submit.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export interface RecordOptions {
@@ -56,7 +56,7 @@ function checkRecordsDir(dir: string): void {
   if (st && !st.isDirectory())
     throw new CudamatrixError(
       'USAGE',
-      `--records-dir ${dir} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json`,
+      `--records-dir ${dir} is not a folder; pass the records folder (records), where record writes driver-<version>/*.json`,
     );
   if (/^driver-/.test(path.basename(path.resolve(dir)))) {
     throw new CudamatrixError(

@@ -10,8 +10,8 @@ export function addReportCommand(program: Command): void {
     .description(
       'regenerate BEHAVIOUR.md (the behaviour table: facts as rows, environment x GPU x driver as columns, each value linking to its record) and behaviour.html (the same with charts, one self-contained page) from the behaviour records',
     )
-    .option('--records-dir <dir>', 'the records: <dir>/driver-<version>/*.json, as cudamatrix record writes them', 'results/records')
-    .option('--out <dir>', 'folder for BEHAVIOUR.md and behaviour.html (links to the records are relative to it)', 'results')
+    .option('--records-dir <dir>', 'the records: <dir>/driver-<version>/*.json, as cudamatrix record writes them', 'records')
+    .option('--out <dir>', 'folder for BEHAVIOUR.md and behaviour.html (links to the records are relative to it)', 'records')
     .option('--check', 'write nothing; exit 1 when the files in --out differ from what the records give (for CI)', false)
     .addHelpText(
       'after',

@@ -6,10 +6,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../core/fs.ts';
-import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from '../results/report/index.ts';
-import { loadRecords } from '../results/report/load.ts';
-import { keyText } from '../results/record/format.ts';
-import { KEPT_KEY_METRICS } from '../results/report/table.ts';
+import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from '../report/write-report.ts';
+import { loadRecords } from '../report/load.ts';
+import { keyText } from '../behaviour/behaviour-record.ts';
+import { KEPT_KEY_METRICS } from '../report/behaviour-table.ts';
 
 export interface ReportOptions {
   recordsDir: string;

@@ -95,7 +95,7 @@ export const errorCodes = {
   // results
   EVENTS_INVALID: 'configuration',
   EVENTS_TOO_NEW: 'configuration',
-  /** A behaviour record (results/records/driver-<v>/*.json) that cannot be read, or is of a newer schema. */
+  /** A behaviour record (records/driver-<v>/*.json) that cannot be read, or is of a newer schema. */
   RECORD_INVALID: 'configuration',
   /** cudamatrix diff: a side holds no GPU observation, or no record of one side pairs with one of the other (exit 2, not "same"). */
   NOTHING_TO_COMPARE: 'configuration',

@@ -114,7 +114,7 @@ describe('event log', () => {
 
   describe('a log whose first line is cut is said to be truncated or damaged at line 1, not "not an event log" (issue 33)', () => {
     // A real log: the committed H200 run's.
-    const real = readFileSync(path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl'), 'utf8');
+    const real = readFileSync(path.join(repoRoot, 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl'), 'utf8');
     const [first, ...rest] = real.split('\n');
     const truncated =
       /:1: the first line, the run's run-start event, is cut short or damaged: the log is truncated or damaged at line 1\b.*take events\.jsonl again/;

@@ -11,7 +11,7 @@ import { CudamatrixError } from '../core/errors.ts';
 import type { Expectation } from '../matrix/schema.ts';
 import type { ProbeRecord, ProtocolProblem } from '../probes/protocol.ts';
 import type { ProbeStatus } from '../probes/run-probe.ts';
-import type { HostKeyAdded } from '../runners/transport.ts';
+import type { HostKeyAdded } from '../transports/transport.ts';
 
 export const EVENTS_SCHEMA_VERSION = 2;
 

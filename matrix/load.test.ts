@@ -3,8 +3,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CudamatrixError } from '../core/errors.ts';
 import { tempDir } from '../test/helpers.ts';
-import { ENDPOINT_PATTERN, endpointOptions, endpointProblem, resolveEngine } from '../runners/docker/engine.ts';
-import { hostKeyOf } from '../runners/registry.ts';
+import { ENDPOINT_PATTERN, endpointOptions, endpointProblem, resolveEngine } from '../transports/docker/engine.ts';
+import { hostKeyOf } from '../transports/registry.ts';
 import { MatrixError } from './errors.ts';
 import { loadMatrixFile, MAX_MATRIX_BYTES, parseMatrix } from './load.ts';
 

@@ -15,7 +15,7 @@ import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
 import { closestName } from '../core/suggest.ts';
 import { toUnit } from '../core/units.ts';
 import { allResultNames, defaultProbeNames, probeNames, probeSpec, resolveResultName } from '../probes/catalogue.ts';
-import { fanOut, transportKind, transportKinds, type Hop, type NamedKind } from '../runners/registry.ts';
+import { fanOut, transportKind, transportKinds, type Hop, type NamedKind } from '../transports/registry.ts';
 import { MatrixError, type MatrixIssue } from './errors.ts';
 import { Locator, maxDepth, type PathKey } from './locate.ts';
 import { SECRET_KEYS } from './secrets.ts';
@@ -745,7 +745,7 @@ class SemanticChecks {
   }
 }
 
-/** "~/" as the transports expand it (runners/ssh/ssh-config.ts expandHome), to look for the file. */
+/** "~/" as the transports expand it (transports/ssh/ssh-config.ts expandHome), to look for the file. */
 function expandHomeDir(p: string): string {
   return p === '~' ? homedir() : p.startsWith('~/') ? path.join(homedir(), p.slice(2)) : p;
 }
@@ -763,7 +763,7 @@ function defaultExpectations(): Matrix['expectations'] {
   return parseMatrix(readFileSync(file, 'utf8'), file, { checkFiles: false }).expectations;
 }
 
-/** What an expectation is about: one on the same fact, or the same metric and series, replaces it (as results/verdicts.ts judges). */
+/** What an expectation is about: one on the same fact, or the same metric and series, replaces it (as verdicts/verdicts.ts judges). */
 function expectationKey(e: Expectation): string {
   return e.fact !== undefined ? `fact:${e.fact}` : `metric:${e.metric}:${JSON.stringify(e.where ?? {})}`;
 }

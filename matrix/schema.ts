@@ -4,7 +4,7 @@
  * the file is current.
  */
 import { z } from 'zod';
-import { transportKinds, transportKind } from '../runners/registry.ts';
+import { transportKinds, transportKind } from '../transports/registry.ts';
 
 export const MATRIX_VERSION = 1;
 
@@ -19,7 +19,7 @@ const name = z
 /**
  * The longest duration a matrix may give: 30 days. Longer is a mistake (a unit slip, "7000h"),
  * not a wish; a timer waits at most 2^31-1 ms (24.8 days), so a timeout between the two waits
- * 24.8 days (runners/supervise.ts clamps it).
+ * 24.8 days (transports/supervise.ts clamps it).
  */
 export const MAX_DURATION_MS = 30 * 24 * 3_600_000;
 const tooLong = (value: unknown) =>

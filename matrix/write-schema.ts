@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { knownUnits, toUnit } from '../core/units.ts';
 import { allResultNames, catalogue, probeNames } from '../probes/catalogue.ts';
-import { transportKind, transportKinds } from '../runners/registry.ts';
+import { transportKind, transportKinds } from '../transports/registry.ts';
 import { concern, knownBadFile } from './known-bad.ts';
 import { expectation, matrixSchema, probeList, probeParams, transportChain } from './schema.ts';
 

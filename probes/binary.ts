@@ -11,7 +11,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
 import { packageRoot } from '../core/package-root.ts';
-import type { Platform } from '../runners/transport.ts';
+import type { Platform } from '../transports/transport.ts';
 import { buildProbe, sourceFiles, type BuildOptions, type ProbeBinary } from './build.ts';
 
 /** The package's folder of prebuilt binaries. */

@@ -12,7 +12,7 @@ import { normaliseArch } from '../core/arch.ts';
 import { CudamatrixError } from '../core/errors.ts';
 import { makeDir } from '../core/fs.ts';
 import { packageRoot } from '../core/package-root.ts';
-import type { Platform } from '../runners/transport.ts';
+import type { Platform } from '../transports/transport.ts';
 
 export interface ProbeBinary {
   platform: Platform;

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { formatValue, type Unit } from '../core/units.ts';
-import type { Platform } from '../runners/transport.ts';
+import type { Platform } from '../transports/transport.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from './protocol.ts';
 import { factEvidence, fmt, largest, mean, metricsOf, num, signed, type SummaryLine } from './summary-lines.ts';
 
@@ -27,7 +27,7 @@ export interface MetricSpec {
   description: string;
   /**
    * The minimum effect: a smaller move is never a change, however significant. A larger one is a
-   * change only beyond the noise measured from the key's runs (results/record/noise.ts). One
+   * change only beyond the noise measured from the key's runs (behaviour/noise.ts). One
    * rule, or several of which the first whose `where` matches the series' attrs applies.
    */
   tolerance?: MetricTolerance | MetricTolerance[];
@@ -62,7 +62,7 @@ export interface ProbeSpec {
   quick?: Record<string, unknown>;
   /**
    * How long it takes with its default parameters in the committed H200 run
-   * (results/records/driver-580.159.04/h200-linux-2026-12-02-issue24/events.jsonl, rounded): shards are balanced by it
+   * (records/driver-580.159.04/h200-linux-2026-12-02-issue24/events.jsonl, rounded): shards are balanced by it
    * (without it, 1 s).
    */
   typicalMs?: number;

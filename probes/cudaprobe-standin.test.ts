@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir } from '../test/helpers.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { catalogue } from './catalogue.ts';
 import { parseProbeOutput, type MetricRecord, type ProbeRecord } from './protocol.ts';

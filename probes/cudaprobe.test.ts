@@ -1,14 +1,14 @@
 /**
  * The cudaprobe program itself: built with the real compilers, run for real. There is no GPU
  * here, so these runs take the no-driver path; the GPU path is exercised on the H200 machine
- * and committed as records under results/records/.
+ * and committed as records under records/.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { readEventLog } from '../events/events.ts';
 import { catalogue, effectiveParams, sampleReadings } from './catalogue.ts';
@@ -137,7 +137,7 @@ describe('cudaprobe (Linux build)', () => {
   });
 
   it('emits only facts and metrics the catalogue documents (checked on the committed H200 record)', () => {
-    const record = path.join(import.meta.dirname, '..', 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+    const record = path.join(import.meta.dirname, '..', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
     const seen = new Set<string>();
     for (const e of readEventLog(record)) {
       if (e.type !== 'cell-end') continue;

@@ -1,5 +1,5 @@
 /** Puts the right cudaprobe binary on a target, through the target's session. */
-import type { Platform, Session } from '../runners/transport.ts';
+import type { Platform, Session } from '../transports/transport.ts';
 import type { ProbeBinary } from './build.ts';
 import { probeBinary } from './binary.ts';
 

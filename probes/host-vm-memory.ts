@@ -11,7 +11,7 @@
  * command whose SSH connection drops keeps running (PowerShell/Win32-OpenSSH#1751). Its stdin is
  * no lifeline here: the local transport gives a command none, and the SSH one closes it at once.
  */
-import type { Session, VmHost } from '../runners/transport.ts';
+import type { Session, VmHost } from '../transports/transport.ts';
 import { hostVmMetrics, probeSpec } from './catalogue.ts';
 import { deployProbe, type BuildFor } from './deploy.ts';
 import { parseProbeOutput, PROTOCOL, type MetricRecord, type SampleRecord } from './protocol.ts';

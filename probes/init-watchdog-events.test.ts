@@ -9,7 +9,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../test/helpers.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { parseProbeOutput, type ProbeRecord } from './protocol.ts';

@@ -1,6 +1,6 @@
 /**
  * The memory facts' classification, tested on the readings of the real H200 run committed under
- * results/records/ (not invented), and on edge cases made from them: a source missing, noisy
+ * records/ (not invented), and on edge cases made from them: a source missing, noisy
  * readings, other platforms' shapes. The classification is cudaprobe's own code
  * (`cudaprobe judge PROBE` decides the facts again from recorded JSON lines).
  */
@@ -9,11 +9,11 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type CellEndEvent } from '../events/events.ts';
 import { repoRoot, testCacheDir } from '../test/helpers.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { parseProbeOutput, type FactRecord, type ProbeRecord, type SampleRecord } from './protocol.ts';
 
-const record = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+const record = path.join(repoRoot, 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
 const cells = new Map(readEventLog(record).flatMap((e) => (e.type === 'cell-end' ? [[e.probe, e as CellEndEvent]] : [])));
 const GiB = 1024 ** 3;
 

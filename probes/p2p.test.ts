@@ -8,7 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { testCacheDir } from '../test/helpers.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { probeSpec } from './catalogue.ts';
 import { parseProbeOutput, type FactRecord, type ProbeRecord } from './protocol.ts';

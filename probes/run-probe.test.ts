@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ExecResult } from '../runners/transport.ts';
+import type { ExecResult } from '../transports/transport.ts';
 import { classify } from './run-probe.ts';
 
 const exec = (over: Partial<ExecResult>): ExecResult => ({

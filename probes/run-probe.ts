@@ -2,7 +2,7 @@
  * Runs one probe on a target and turns what happened into a ProbeRun: the records it printed,
  * protocol problems, and a status. A probe that exits non-zero is data, never an exception.
  */
-import type { ExecResult, Session } from '../runners/transport.ts';
+import type { ExecResult, Session } from '../transports/transport.ts';
 import { paramArgs } from './catalogue.ts';
 import type { DeployedProbe } from './deploy.ts';
 import { describeProblem, parseProbeOutput, type ProbeRecord, type ProtocolProblem } from './protocol.ts';

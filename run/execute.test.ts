@@ -7,19 +7,19 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CudamatrixError } from '../core/errors.ts';
 import type { CellEndEvent, RunEvent } from '../events/events.ts';
 import { parseMatrix } from '../matrix/load.ts';
-import { exitCodeOf, summarize } from '../results/verdicts.ts';
-import { connectChain } from '../runners/registry.ts';
+import { exitCodeOf, summarize } from '../verdicts/verdicts.ts';
+import { connectChain } from '../transports/registry.ts';
 import { tempDir } from '../test/helpers.ts';
 import { executePlan } from './execute.ts';
 import { planCells } from './plan.ts';
 
 // connectChain as it is, unless a test makes one target's transport fail in a way of its choosing
 // (what the WSL transport says of a WSL 1 distribution; test/wsl/wsl.test.ts has the real one).
-vi.mock('../runners/registry.ts', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../runners/registry.ts')>();
+vi.mock('../transports/registry.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../transports/registry.ts')>();
   return { ...real, connectChain: vi.fn(real.connectChain) };
 });
-const realConnectChain = (await vi.importActual<typeof import('../runners/registry.ts')>('../runners/registry.ts')).connectChain;
+const realConnectChain = (await vi.importActual<typeof import('../transports/registry.ts')>('../transports/registry.ts')).connectChain;
 afterEach(() => {
   vi.mocked(connectChain).mockImplementation(realConnectChain);
 });

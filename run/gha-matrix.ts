@@ -10,7 +10,7 @@
  */
 import { CudamatrixError } from '../core/errors.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
-import { FROM_HERE, machineOf } from '../runners/registry.ts';
+import { FROM_HERE, machineOf } from '../transports/registry.ts';
 import { planCells, shardCells, type Cell } from './plan.ts';
 
 export interface GhaEntry {

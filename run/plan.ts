@@ -8,7 +8,7 @@ import { CudamatrixError } from '../core/errors.ts';
 import { closestName } from '../core/suggest.ts';
 import type { Matrix, Target } from '../matrix/load.ts';
 import { catalogue, probeSpec } from '../probes/catalogue.ts';
-import { hostKeyOf } from '../runners/registry.ts';
+import { hostKeyOf } from '../transports/registry.ts';
 
 export interface Cell {
   /** "target/probe" */

@@ -119,7 +119,7 @@ if (gha) {
   const dir = path.join(out, 'gha');
   mkdirSync(dir, { recursive: true });
   const records = path.join(work, 'records');
-  cpSync(path.join(root, 'results', 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
+  cpSync(path.join(root, 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
   const actions = (name: string) => {
     for (const f of ['output', 'summary.md']) writeFileSync(path.join(dir, `${name}.${f}`), '');
     return {

@@ -23,7 +23,7 @@ import { packageRoot } from '../core/package-root.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { glibcFloor, PREBUILT_DIR, platformKey, sourceHashes, type PrebuiltManifest } from '../probes/binary.ts';
 import { buildProbe, probeSourceDir } from '../probes/build.ts';
-import type { Platform } from '../runners/transport.ts';
+import type { Platform } from '../transports/transport.ts';
 
 /** The platforms the package serves: x86-64 and Arm Linux servers, Windows workstations. */
 const PLATFORMS: [Platform, string][] = [
@@ -55,7 +55,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => st
 
 try {
   console.log('bundling the CLI ...');
-  await $`node --import tsx cli/bundle.ts`;
+  await $`node --import tsx scripts/build-bundle.ts`;
   rmSync(out, { recursive: true, force: true });
   const manifest: PrebuiltManifest = { version: TOOL_VERSION, sources: await sourceHashes(probeSourceDir()), binaries: {} };
   for (const [platform, arch] of PLATFORMS) {

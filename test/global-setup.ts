@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { buildProbe } from '../probes/build.ts';
-import { nodeArch } from '../runners/local.ts';
+import { nodeArch } from '../transports/local.ts';
 import { startTestEngine, type TestEngine } from './docker/docker-engine.ts';
 import { requireIntegration, testCacheDir } from './helpers.ts';
 

@@ -1,5 +1,5 @@
 /**
- * The real H200 run (results/records/driver-580.159.04/h200-linux, 2026-11-29) with expectations
+ * The real H200 run (records/driver-580.159.04/h200-linux, 2026-11-29) with expectations
  * added, for the tests of the evidence in verdicts and reporters; and the records of that run that
  * an expectation matches, read from the log, so that tests assert on the measured numbers.
  */
@@ -9,7 +9,7 @@ import type { Expectation } from '../matrix/schema.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from '../probes/protocol.ts';
 import { repoRoot } from './helpers.ts';
 
-export const h200EventsFile = path.join(repoRoot, 'results', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+export const h200EventsFile = path.join(repoRoot, 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
 export const h200Events: RunEvent[] = readEventLog(h200EventsFile);
 
 /** The new user's expectation of the issue: pinned host-to-device bandwidth of at least 40 GB/s. */

@@ -1,6 +1,6 @@
 /**
  * Every reporter test runs twice: on the events of a live run, and on the events of the same
- * cells run as shards and merged by `cudamatrix merge` (results/merge.ts). What a reporter makes
+ * cells run as shards and merged by `cudamatrix merge` (events/merge.ts). What a reporter makes
  * of the two must be the same, apart from what differs between any two runs (normalise below).
  *
  * Two kinds of source:
@@ -19,7 +19,7 @@
 import path from 'node:path';
 import type { RunEvent, RunStartEvent } from '../events/events.ts';
 import { parseMatrix } from '../matrix/load.ts';
-import { mergeEventLogs, readLogs, writeMergedRun, type LogInput } from '../results/merge.ts';
+import { mergeEventLogs, readLogs, writeMergedRun, type LogInput } from '../events/merge.ts';
 import { executePlan } from '../run/execute.ts';
 import { planCells } from '../run/plan.ts';
 import { hasCommand, tempDir } from './helpers.ts';

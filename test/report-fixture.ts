@@ -8,12 +8,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { readEventLog } from '../events/events.ts';
 import { loadMatrixFile } from '../matrix/load.ts';
-import { recordPath, recordsFromEvents, type BehaviourRecord } from '../results/record/format.ts';
-import type { LoadedRecord } from '../results/report/load.ts';
+import { recordPath, recordsFromEvents, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
+import type { LoadedRecord } from '../report/load.ts';
 import { repoRoot } from './helpers.ts';
 
 export const H200_LOGS = ['h200-linux', 'h200-linux-package'].map((d) =>
-  path.join(repoRoot, 'results', 'records', 'driver-580.159.04', d, 'events.jsonl'),
+  path.join(repoRoot, 'records', 'driver-580.159.04', d, 'events.jsonl'),
 );
 
 /** The records of the H200 runs: [2026-11-29, 2026-11-30]. */

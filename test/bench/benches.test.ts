@@ -23,7 +23,7 @@ import { cliEntry, tsxLoader } from '../cli.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from '../helpers.ts';
 import { parseMatrix } from '../../matrix/load.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
+import { nodeArch } from '../../transports/local.ts';
 import { sshdAvailable } from '../sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches (p2p-compare: used by scripts/gpu-suite.ts). */

@@ -208,10 +208,10 @@ describe('cudamatrix command line', () => {
         .replace(/<date>/, '\\d{4}-\\d{2}-\\d{2}')
         .replace(/<[a-z]+>/g, '[a-z0-9.-]+')}$`,
     );
-    const committed = readdirSync(path.join(repoRoot, 'results', 'records'))
+    const committed = readdirSync(path.join(repoRoot, 'records'))
       .filter((d) => d.startsWith('driver-'))
       .flatMap((d) =>
-        readdirSync(path.join(repoRoot, 'results', 'records', d))
+        readdirSync(path.join(repoRoot, 'records', d))
           .filter((f) => f.endsWith('.json'))
           .map((f) => `${d}/${f}`),
       );

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { H200_RUNS } from '../../results/record/fixture.ts';
+import { H200_RUNS } from '../record-fixture.ts';
 import { runCli } from '../cli.ts';
 import { hasCommand, integrationAvailable, tempDir } from '../helpers.ts';
 

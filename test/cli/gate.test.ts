@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { H200_DIR, H200_RUNS, halvedBandwidthLog, noDriverLog } from '../../results/record/fixture.ts';
+import { H200_DIR, H200_RUNS, halvedBandwidthLog, noDriverLog } from '../record-fixture.ts';
 import { runCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 

@@ -6,8 +6,8 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { doctored, h200Records } from '../../results/record/fixture.ts';
-import { recordJson, recordPath, type BehaviourRecord } from '../../results/record/format.ts';
+import { doctored, h200Records } from '../record-fixture.ts';
+import { recordJson, recordPath, type BehaviourRecord } from '../../behaviour/behaviour-record.ts';
 import { startCli, type CliResult } from '../cli.ts';
 import { hasCommand, tempDir } from '../helpers.ts';
 

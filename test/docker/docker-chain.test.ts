@@ -7,7 +7,7 @@
  * The SSH hop lost mid-run (its sshd processes killed): the run ends saying which hop, and the
  * container does not outlive it. Before, it kept running on the engine for good: its main
  * process waited for a removal that could no longer come. Now the container's stdin is the
- * run's attach connection, through the hop (the lifeline, runners/docker/transport.ts): the
+ * run's attach connection, through the hop (the lifeline, transports/docker/transport.ts): the
  * engine sees that connection end, cudaprobe wait --stdin exits, and AutoRemove removes it.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
@@ -16,7 +16,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
+import { nodeArch } from '../../transports/local.ts';
 import { runCli, startCli, type CliResult } from '../cli.ts';
 import {
   buildDelayImage,

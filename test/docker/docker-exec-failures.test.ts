@@ -12,9 +12,9 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
-import { connectChain } from '../../runners/registry.ts';
-import type { Session } from '../../runners/transport.ts';
+import { nodeArch } from '../../transports/local.ts';
+import { connectChain } from '../../transports/registry.ts';
+import type { Session } from '../../transports/transport.ts';
 import { startCli, whenOutput } from '../cli.ts';
 import {
   buildDelayImage,

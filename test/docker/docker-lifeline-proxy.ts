@@ -3,7 +3,7 @@
  * forwards each connection to the engine and, when the controller's side ends (cudamatrix
  * killed), keeps the engine's side open. That is what a network partition, or a controller
  * machine that vanished without closing its sockets, looks like to the engine: the one case in
- * which a probe container's lifeline (runners/docker/transport.ts) cannot end it, and what
+ * which a probe container's lifeline (transports/docker/transport.ts) cannot end it, and what
  * `cudamatrix doctor --reap` is still for. close() ends every connection it holds.
  */
 import net from 'node:net';

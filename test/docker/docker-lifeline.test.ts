@@ -15,8 +15,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
-import { connectChain } from '../../runners/registry.ts';
+import { nodeArch } from '../../transports/local.ts';
+import { connectChain } from '../../transports/registry.ts';
 import { startCli } from '../cli.ts';
 import {
   buildDelayImage,

@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { CellEndEvent } from '../../events/events.ts';
 import { readEventLog } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
+import { nodeArch } from '../../transports/local.ts';
 import { runCli } from '../cli.ts';
 import { buildTestBase, dockerEnv, dockerToolsReady, testDockerUnavailable } from './docker.ts';
 import { integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
+import { nodeArch } from '../../transports/local.ts';
 import { cliEntry, runCli, startCli, tsxLoader, type CliResult } from '../cli.ts';
 import { findDockerd, startTestEngine, type TestEngine } from './docker-engine.ts';
 import {

@@ -16,8 +16,8 @@ import { buildProbe } from '../../probes/build.ts';
 import type { FactRecord, SysinfoRecord } from '../../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { NO_GPU_AS_ASKED } from '../../run/execute.ts';
-import { connectChain } from '../../runners/registry.ts';
-import { nodeArch } from '../../runners/local.ts';
+import { connectChain } from '../../transports/registry.ts';
+import { nodeArch } from '../../transports/local.ts';
 import { runCli, startCli, whenOutput } from '../cli.ts';
 import {
   buildBareImage,

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunStartEvent } from '../../events/events.ts';
-import { H200_RUNS } from '../../results/record/fixture.ts';
+import { H200_RUNS } from '../record-fixture.ts';
 import { playWorkflow, type JobPlay, type PlayWorkflowOptions, type WorkflowPlay } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir } from '../helpers.ts';
 import { git, makeLab } from './gha-lab.ts';

@@ -10,7 +10,7 @@
  * The lab (matrix/gpu-lab.yaml of the caller's repository):
  *   local       runsOn [.., h200]  the H200 runner: this machine has no GPU, so its job's run step is
  *                                  replaced by the event log the real H200 wrote (committed under
- *                                  results/records/driver-580.159.04/h200-linux-2026-12-01-run2),
+ *                                  records/driver-580.159.04/h200-linux-2026-12-01-run2),
  *                                  one fact changed, as a new driver would: behaviour changed
  *   gpu-box     runsOn [.., gpu]   a real local run with an expectation that fails here
  *   killed-box  runsOn [.., flaky] a real local run whose runner is lost mid-probe (its process tree
@@ -33,7 +33,7 @@ import path from 'node:path';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunStartEvent } from '../../events/events.ts';
-import { H200_RUNS } from '../../results/record/fixture.ts';
+import { H200_RUNS } from '../record-fixture.ts';
 import { playWorkflow, type JobPlay, type LegInfo, type WorkflowPlay } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir, validateJunit } from '../helpers.ts';
 import { git, makeLab } from './gha-lab.ts';
@@ -361,9 +361,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     expect(record).toBeDefined();
     const data = JSON.parse(readFileSync(path.join(results, record), 'utf8')) as { facts: Record<string, { value: unknown }> };
     expect(data.facts['pinned-vram.counts_as_vram']!.value).toBe(true);
-    expect(files).toEqual(expect.arrayContaining(['results/BEHAVIOUR.md', 'results/behaviour.html']));
+    expect(files).toEqual(expect.arrayContaining(['records/BEHAVIOUR.md', 'records/behaviour.html']));
     // The new record conflicts with the committed one of the same key: the report says so.
-    expect(readFileSync(path.join(results, 'results/BEHAVIOUR.md'), 'utf8')).toContain('⚠ conflict');
+    expect(readFileSync(path.join(results, 'records/BEHAVIOUR.md'), 'utf8')).toContain('⚠ conflict');
   });
 
   it('opens the pull request with the records and the report, nothing else (git real, gh a stand-in)', () => {

@@ -30,7 +30,7 @@ export function makeLab(dir: string, matrixYaml: string): { cudamatrix: string; 
   cpSync(path.join(repoRoot, 'docs/examples/driver-matrix.yml'), path.join(lab, '.github/workflows/driver-matrix.yml'));
   mkdirSync(path.join(lab, 'matrix'), { recursive: true });
   writeFileSync(path.join(lab, 'matrix/gpu-lab.yaml'), matrixYaml);
-  cpSync(path.join(repoRoot, 'results/records'), path.join(lab, 'results/records'), {
+  cpSync(path.join(repoRoot, 'records'), path.join(lab, 'records'), {
     recursive: true,
     filter: (src) => !src.endsWith('.jsonl') && !src.endsWith('.md'),
   });

@@ -2,7 +2,7 @@
  * cudamatrix gha matrix and gha merge through the real CLI, with GITHUB_ACTIONS=true and the
  * runner's files pointing at temp files: the plan, jobs' logs merged back, lost jobs (no log; a log
  * killed mid-run) marked, and the behaviour records compared with those already committed — on
- * the real H200 logs committed under results/records. (test/gha/gha-e2e.test.ts plays the workflow
+ * the real H200 logs committed under records. (test/gha/gha-e2e.test.ts plays the workflow
  * itself; this file covers what gha merge decides.)
  */
 import { spawnSync } from 'node:child_process';
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readEventLog } from '../../events/events.ts';
-import { H200_RUNS, halvedBandwidthLog } from '../../results/record/fixture.ts';
+import { H200_RUNS, halvedBandwidthLog } from '../record-fixture.ts';
 import { runCli, startCli, whenOutput } from '../cli.ts';
 import { parseFileCommand } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir, validateJunit } from '../helpers.ts';
@@ -257,7 +257,7 @@ describe('gha matrix and gha merge', () => {
   it('on the real H200 logs: the same behaviour as the committed record is no change; a changed fact is, and is recorded and reported', async () => {
     const dir = tempDir();
     const records = path.join(dir, 'records');
-    cpSync(path.join(repoRoot, 'results', 'records'), records, { recursive: true, filter: recordsOfTheseRuns });
+    cpSync(path.join(repoRoot, 'records'), records, { recursive: true, filter: recordsOfTheseRuns });
     const artifacts = path.join(dir, 'artifacts', 'cudamatrix-events-local');
     mkdirSync(artifacts, { recursive: true });
     cpSync(H200_RUNS[3]!, path.join(artifacts, 'events.jsonl'));
@@ -381,7 +381,7 @@ describe('gha matrix and gha merge', () => {
   it('--fail-on-change: changed behaviour is exit 5 with an error annotation naming the change; without it the same merge passes', async () => {
     const dir = tempDir();
     const records = path.join(dir, 'records');
-    cpSync(path.join(repoRoot, 'results', 'records'), records, { recursive: true, filter: recordsOfTheseRuns });
+    cpSync(path.join(repoRoot, 'records'), records, { recursive: true, filter: recordsOfTheseRuns });
     const artifacts = path.join(dir, 'artifacts', 'cudamatrix-events-local');
     mkdirSync(artifacts, { recursive: true });
     // A fact no expectation covers changed: every expectation is still met.
@@ -454,7 +454,7 @@ describe('gha matrix and gha merge', () => {
     // The records of the runs before it (the halved log is run2's: its own record, and the
     // later runs of 2026-12-01, are left out), so that the halved run is the newest.
     const otherRuns = (src: string) => recordsOfTheseRuns(src) && !/(09a87af3|5015ce14|ae090e26)\.json$/.test(src);
-    cpSync(path.join(repoRoot, 'results', 'records'), records, { recursive: true, filter: otherRuns });
+    cpSync(path.join(repoRoot, 'records'), records, { recursive: true, filter: otherRuns });
     const artifacts = path.join(dir, 'artifacts', 'cudamatrix-events-local');
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(path.join(artifacts, 'events.jsonl'), halvedBandwidthLog());

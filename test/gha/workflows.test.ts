@@ -184,11 +184,11 @@ describe('what the parser cannot check', () => {
       // A run of the workflow itself has no records-dir or report-dir: the env falls back to the call's defaults.
       const env = (wf as { env?: Record<string, string> }).env;
       expect(env).toEqual({
-        RECORDS_DIR: "${{ inputs.records-dir || 'results/records' }}",
-        REPORT_DIR: "${{ inputs.report-dir || 'results' }}",
+        RECORDS_DIR: "${{ inputs.records-dir || 'records' }}",
+        REPORT_DIR: "${{ inputs.report-dir || 'records' }}",
       });
-      expect(wf.on.workflow_call?.inputs?.['records-dir']).toMatchObject({ default: 'results/records' });
-      expect(wf.on.workflow_call?.inputs?.['report-dir']).toMatchObject({ default: 'results' });
+      expect(wf.on.workflow_call?.inputs?.['records-dir']).toMatchObject({ default: 'records' });
+      expect(wf.on.workflow_call?.inputs?.['report-dir']).toMatchObject({ default: 'records' });
       for (const name of dispatch) {
         const [d, c] = [wf.on.workflow_dispatch?.inputs?.[name], wf.on.workflow_call?.inputs?.[name]] as {
           type?: string;
@@ -422,10 +422,10 @@ describe('what the parser cannot check', () => {
   it('pages.yml builds the report from the records into a site that holds them, and deploys it', () => {
     const pages = workflow('.github/workflows/pages.yml');
     expect(Object.keys(pages.on)).toEqual(['push', 'workflow_dispatch']);
-    expect((pages.on.push as { paths?: string[] }).paths).toContain('results/records/**');
+    expect((pages.on.push as { paths?: string[] }).paths).toContain('records/**');
     const build = pages.jobs.build!;
     const run = build.steps?.find((s) => s.id === 'report')?.run ?? '';
-    expect(run).toMatch(/cudamatrix report --records-dir "\$site\/records" --out "\$site"/);
+    expect(run).toMatch(/cudamatrix report --records-dir "\$site" --out "\$site"/);
     expect(run).toMatch(/cp "\$site\/behaviour\.html" "\$site\/index\.html"/);
     expect(build.steps?.at(-1)?.uses).toMatch(/^actions\/upload-pages-artifact@/);
     expect(pages.jobs.deploy?.steps?.map((s) => s.uses)).toEqual([expect.stringMatching(/^actions\/deploy-pages@/)]);

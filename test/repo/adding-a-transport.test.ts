@@ -24,11 +24,26 @@ function runCopy(copy: string, args: string[], script = path.join(copy, 'cli', '
 }
 
 /** What the CLI needs of the package: its code, the probe sources, the Dockerfile, the package files. */
-const product = ['core', 'runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli', 'docker', 'package.json', 'tsconfig.json'];
+const product = [
+  'core',
+  'transports',
+  'probes',
+  'matrix',
+  'events',
+  'run',
+  'verdicts',
+  'reporters',
+  'behaviour',
+  'report',
+  'cli',
+  'docker',
+  'package.json',
+  'tsconfig.json',
+];
 
 /** The new kind's folder: its declaration and its connect. */
 const kindFiles: Record<string, string> = {
-  'runners/echo/kind.ts': `import { z } from 'zod';
+  'transports/echo/kind.ts': `import { z } from 'zod';
 import type { TransportKind } from '../transport.ts';
 
 export const echoOptions = z.strictObject({ label: z.string().min(1).optional().describe('A name for messages') });
@@ -43,7 +58,7 @@ export const echo: TransportKind<EchoOptions> = {
   load: async () => (await import('./transport.ts')).connectEcho,
 };
 `,
-  'runners/echo/transport.ts': `import { connectLocal } from '../local.ts';
+  'transports/echo/transport.ts': `import { connectLocal } from '../local.ts';
 import type { Connect } from '../transport.ts';
 import type { EchoOptions } from './kind.ts';
 
@@ -65,7 +80,7 @@ function register(registry: string): string {
 }
 
 describe('adding a transport', () => {
-  it('is one folder under runners/ and one registry line: plan, gha matrix, doctor and run need nothing else', async () => {
+  it('is one folder under transports/ and one registry line: plan, gha matrix, doctor and run need nothing else', async () => {
     const copy = tempDir('cm-newkind-');
     for (const entry of product)
       cpSync(path.join(repoRoot, entry), path.join(copy, entry), {
@@ -80,10 +95,10 @@ describe('adding a transport', () => {
       writeFileSync(path.join(copy, file), text);
       touched.push(file);
     }
-    const registry = path.join(copy, 'runners', 'registry.ts');
+    const registry = path.join(copy, 'transports', 'registry.ts');
     writeFileSync(registry, register(readFileSync(registry, 'utf8')));
-    touched.push('runners/registry.ts');
-    expect(touched).toEqual(['runners/echo/kind.ts', 'runners/echo/transport.ts', 'runners/registry.ts']);
+    touched.push('transports/registry.ts');
+    expect(touched).toEqual(['transports/echo/kind.ts', 'transports/echo/transport.ts', 'transports/registry.ts']);
 
     const matrix = path.join(copy, 'echo.yaml');
     writeFileSync(matrix, 'version: 1\ntargets:\n  - {name: mirror, transport: {kind: echo, label: mirror}, probes: [sysinfo]}\n');

@@ -2,11 +2,24 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { transportKind, transportKinds } from '../../runners/registry.ts';
+import { transportKind, transportKinds } from '../../transports/registry.ts';
 import { repoRoot, tempDir } from '../helpers.ts';
 
 const depcruise = path.join(repoRoot, 'node_modules', '.bin', 'depcruise');
-const folders = ['core', 'runners', 'probes', 'matrix', 'events', 'run', 'results', 'cli', 'tools/gha-player'];
+const folders = [
+  'core',
+  'transports',
+  'probes',
+  'matrix',
+  'events',
+  'run',
+  'verdicts',
+  'reporters',
+  'behaviour',
+  'report',
+  'cli',
+  'tools/gha-player',
+];
 
 function cruise(config: string, paths: string[]): { violations: { rule: { name: string }; from: string; to: string }[] } {
   const out = execFileSync(depcruise, ['--config', config, '--output-type', 'json', ...paths], {
@@ -18,19 +31,19 @@ function cruise(config: string, paths: string[]): { violations: { rule: { name: 
 }
 
 describe('import boundaries', () => {
-  it('hold for the whole tree (core -> runners -> probes -> matrix -> events -> run | results -> cli)', () => {
+  it('hold for the whole tree (core -> transports -> probes -> matrix -> events -> run | renderings -> cli)', () => {
     const summary = cruise('.dependency-cruiser.cjs', folders);
     expect(summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   });
 
   it('are really checked: an upward import is reported', () => {
-    // A throw-away module under runners/ that imports results/: the rule must catch it.
+    // A throw-away module under transports/ that imports verdicts/: the rule must catch it.
     const dir = tempDir('cm-bound-');
-    const probe = path.join(repoRoot, 'runners', `zz-boundary-check-${path.basename(dir)}.ts`);
-    writeFileSync(probe, "import { summarize } from '../results/verdicts.ts';\nexport const x = summarize;\n");
+    const probe = path.join(repoRoot, 'transports', `zz-boundary-check-${path.basename(dir)}.ts`);
+    writeFileSync(probe, "import { summarize } from '../verdicts/verdicts.ts';\nexport const x = summarize;\n");
     try {
       const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, probe)]);
-      expect(summary.violations.map((v) => v.rule.name)).toContain('runners-imports-up');
+      expect(summary.violations.map((v) => v.rule.name)).toContain('transports-imports-up');
     } finally {
       execFileSync('rm', ['-f', probe]);
     }
@@ -39,38 +52,38 @@ describe('import boundaries', () => {
   it('keep the workflow player a package of its own: it never imports the project, the product never imports it', () => {
     const dir = tempDir('cm-bound-');
     const inPlayer = path.join(repoRoot, 'tools', 'gha-player', `zz-boundary-check-${path.basename(dir)}.ts`);
-    const inRunners = path.join(repoRoot, 'runners', `zz-boundary-check-${path.basename(dir)}.ts`);
-    writeFileSync(inPlayer, "import { summarize } from '../../results/verdicts.ts';\nexport const x = summarize;\n");
-    writeFileSync(inRunners, "import { playWorkflow } from '@cudamatrix/gha-player';\nexport const x = playWorkflow;\n");
+    const inTransports = path.join(repoRoot, 'transports', `zz-boundary-check-${path.basename(dir)}.ts`);
+    writeFileSync(inPlayer, "import { summarize } from '../../verdicts/verdicts.ts';\nexport const x = summarize;\n");
+    writeFileSync(inTransports, "import { playWorkflow } from '@cudamatrix/gha-player';\nexport const x = playWorkflow;\n");
     try {
-      const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, inPlayer), path.relative(repoRoot, inRunners)]);
+      const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, inPlayer), path.relative(repoRoot, inTransports)]);
       const rules = summary.violations.map((v) => `${v.rule.name}: ${v.from}`);
       expect(rules).toContain(`gha-player-stands-alone: ${path.relative(repoRoot, inPlayer)}`);
-      expect(rules).toContain(`no-test-code-in-product: ${path.relative(repoRoot, inRunners)}`);
+      expect(rules).toContain(`no-test-code-in-product: ${path.relative(repoRoot, inTransports)}`);
     } finally {
-      execFileSync('rm', ['-f', inPlayer, inRunners]);
+      execFileSync('rm', ['-f', inPlayer, inTransports]);
     }
   });
 
   it('keep the run engine and the renderings apart, both ways', () => {
     const dir = tempDir('cm-bound-');
     const inRun = path.join(repoRoot, 'run', `zz-boundary-check-${path.basename(dir)}.ts`);
-    const inResults = path.join(repoRoot, 'results', `zz-boundary-check-${path.basename(dir)}.ts`);
-    writeFileSync(inRun, "import { summarize } from '../results/verdicts.ts';\nexport const x = summarize;\n");
+    const inResults = path.join(repoRoot, 'reporters', `zz-boundary-check-${path.basename(dir)}.ts`);
+    writeFileSync(inRun, "import { summarize } from '../verdicts/verdicts.ts';\nexport const x = summarize;\n");
     writeFileSync(inResults, "import { executePlan } from '../run/execute.ts';\nexport const x = executePlan;\n");
     try {
       const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, inRun), path.relative(repoRoot, inResults)]);
       const rules = summary.violations.map((v) => v.rule.name);
       expect(rules).toContain('run-imports-up');
-      expect(rules).toContain('results-imports-up');
+      expect(rules).toContain('reporters-imports-up');
     } finally {
       execFileSync('rm', ['-f', inRun, inResults]);
     }
   });
 });
 
-/** The product folders that must ask a transport kind rather than branch on its name (runners/ is where kinds live). */
-const askingFolders = folders.filter((f) => f !== 'runners');
+/** The product folders that must ask a transport kind rather than branch on its name (transports/ is where kinds live). */
+const askingFolders = folders.filter((f) => f !== 'transports');
 
 /** Every option of every kind ("passphraseEnv", "gpus"): read from a hop by name, it is one kind's knowledge. */
 const optionNames = transportKinds()
@@ -101,7 +114,7 @@ function productFiles(dir: string): string[] {
 }
 
 describe('transport kinds', () => {
-  it('are asked, not branched on, outside runners/ (no kind === "ssh", case "docker", tables keyed by kind)', () => {
+  it('are asked, not branched on, outside transports/ (no kind === "ssh", case "docker", tables keyed by kind)', () => {
     const found = askingFolders
       .flatMap(productFiles)
       .flatMap((f) => kindBranches(readFileSync(path.join(repoRoot, f), 'utf8')).map((line) => `${f}: ${line.trim()}`));

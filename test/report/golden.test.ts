@@ -12,24 +12,24 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ghaMergeCommand } from '../../cli/gha.ts';
 import { recordCommand } from '../../cli/record.ts';
 import { readEventLog } from '../../events/events.ts';
-import { renderReport, reportPaths } from '../../results/report/index.ts';
-import { loadRecords } from '../../results/report/load.ts';
-import { pageData } from '../../results/report/page-data.ts';
-import { Reporters } from '../../results/reporter.ts';
-import { consoleReporter } from '../../results/reporters/console.ts';
-import { githubReporter } from '../../results/reporters/github.ts';
-import { jsonReporter } from '../../results/reporters/json.ts';
-import { junitReporter } from '../../results/reporters/junit.ts';
-import { summarize } from '../../results/verdicts.ts';
+import { renderReport, reportPaths } from '../../report/write-report.ts';
+import { loadRecords } from '../../report/load.ts';
+import { pageData } from '../../report/page-data.ts';
+import { Reporters } from '../../reporters/reporter.ts';
+import { consoleReporter } from '../../reporters/console.ts';
+import { githubReporter } from '../../reporters/github.ts';
+import { jsonReporter } from '../../reporters/json.ts';
+import { junitReporter } from '../../reporters/junit.ts';
+import { summarize } from '../../verdicts/verdicts.ts';
 import type { RunEvent } from '../../events/events.ts';
 import { h200EventsFile, h200WithLinuxExpectations, pinnedH2dAtLeast40 } from '../h200-fixture.ts';
 import { repoRoot, tempDir } from '../helpers.ts';
 
 const update = process.env.UPDATE_GOLDEN === '1';
 const goldenDir = path.join(repoRoot, 'test', 'fixtures', 'golden');
-const recordsRoot = path.join(repoRoot, 'results', 'records');
+const recordsRoot = path.join(repoRoot, 'records');
 
-/** Every committed event log (*.jsonl under results/records), as a path relative to the repository. */
+/** Every committed event log (*.jsonl under records), as a path relative to the repository. */
 function committedLogs(dir = recordsRoot): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
@@ -42,8 +42,8 @@ function committedLogs(dir = recordsRoot): string[] {
     );
 }
 
-/** The golden folder of a log: its path under results/records, with .jsonl dropped. */
-const goldenName = (log: string) => path.posix.relative('results/records', log).replace(/\.jsonl$/, '');
+/** The golden folder of a log: its path under records, with .jsonl dropped. */
+const goldenName = (log: string) => path.posix.relative('records', log).replace(/\.jsonl$/, '');
 
 /** Every file compared, relative to goldenDir: to find golden files no output makes any more. */
 const compared = new Set<string>();
@@ -136,7 +136,7 @@ describe('golden: each committed H200 log through the run outputs', () => {
     expect(stderr).toBe('');
     expectGolden(`${name}/console.txt`, console.join(''));
     expectGolden(`${name}/junit.xml`, readFileSync(path.join(out, 'junit.xml'), 'utf8'));
-    // summary.json is one line (results/reporters/json.test.ts checks its bytes): compared indented, so that a change shows in a readable diff.
+    // summary.json is one line (reporters/json.test.ts checks its bytes): compared indented, so that a change shows in a readable diff.
     const summaryText = readFileSync(path.join(out, 'summary.json'), 'utf8');
     expect(summaryText).toBe(`${JSON.stringify(JSON.parse(summaryText))}\n`);
     expectGolden(`${name}/summary.json`, `${JSON.stringify(JSON.parse(summaryText), null, 2)}\n`);
@@ -148,14 +148,13 @@ describe('golden: each committed H200 log through the run outputs', () => {
 });
 
 describe('golden: record and report of the committed H200 logs', () => {
-  // As in the repository: records under results/records, the report in results.
-  const results = path.join(files, 'report', 'results');
-  const recordsDir = path.join(results, 'records');
+  // As in the repository: the report in the folder of the records it links to.
+  const recordsDir = path.join(files, 'report', 'records');
   // Only complete logs: record refuses a log cut off by SIGKILL (the sigkill folder's), and one refused input stops it all.
   const complete = logs.filter((log) => readEventLog(path.join(repoRoot, log)).at(-1)?.type === 'run-end');
 
   it('record: its console and the record files', async () => {
-    rmSync(results, { recursive: true, force: true });
+    rmSync(recordsDir, { recursive: true, force: true });
     let status = -1;
     const { stdout, stderr } = await captured(async () => {
       status = await recordCommand(
@@ -178,7 +177,7 @@ describe('golden: record and report of the committed H200 logs', () => {
 
   it('report: BEHAVIOUR.md, behaviour.html and the page data it embeds', () => {
     const records = loadRecords(recordsDir);
-    const paths = reportPaths(recordsDir, results);
+    const paths = reportPaths(recordsDir, recordsDir);
     const { markdown, html } = renderReport(records, paths);
     expectGolden('report/BEHAVIOUR.md', markdown);
     expectGolden('report/behaviour.html', html);

@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { H200_RUNS } from '../../results/record/fixture.ts';
+import { H200_RUNS } from '../record-fixture.ts';
 import { runCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 

@@ -2,9 +2,9 @@
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { doctored, H200_DIR, H200_RUNS, h200Records, halvedBandwidthLog, metricOf, noDriverLog } from '../../results/record/fixture.ts';
-import { recordJson, recordPath, type BehaviourRecord } from '../../results/record/format.ts';
-import { redactRecord } from '../../results/record/redact.ts';
+import { doctored, H200_DIR, H200_RUNS, h200Records, halvedBandwidthLog, metricOf, noDriverLog } from '../record-fixture.ts';
+import { recordJson, recordPath, type BehaviourRecord } from '../../behaviour/behaviour-record.ts';
+import { redactRecord } from '../../behaviour/redact.ts';
 import { runCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 
@@ -28,7 +28,7 @@ describe('cudamatrix record', () => {
     for (const s of [
       '<inputs...>',
       '--records-dir <dir>',
-      '(default: "results/records")',
+      '(default: "records")',
       '--submit <file>',
       'repeat',
       'DRIFTED',
@@ -236,7 +236,7 @@ describe('cudamatrix record: what it refuses', () => {
       const r = await runCli(['record', '--records-dir', bad, H200_RUNS[0]!]);
       expect(r.code).toBe(2);
       expect(r.stderr).toBe(
-        `error [USAGE]: --records-dir ${bad} is not a folder; pass the records folder (results/records), where record writes driver-<version>/*.json\n`,
+        `error [USAGE]: --records-dir ${bad} is not a folder; pass the records folder (records), where record writes driver-<version>/*.json\n`,
       );
     }
     const driver = path.join(dir, 'records', 'driver-580.159.04');

@@ -19,12 +19,12 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatValue } from '../../core/units.ts';
-import type { BehaviourRecord } from '../../results/record/format.ts';
-import { HTML_FILE, renderReport, reportPaths } from '../../results/report/index.ts';
-import { loadRecords } from '../../results/report/load.ts';
-import { columnsOf, shownRecord } from '../../results/report/table.ts';
+import type { BehaviourRecord } from '../../behaviour/behaviour-record.ts';
+import { HTML_FILE, renderReport, reportPaths } from '../../report/write-report.ts';
+import { loadRecords } from '../../report/load.ts';
+import { columnsOf, shownRecord } from '../../report/behaviour-table.ts';
 import { commandsAvailable, findOnPath, repoRoot, tempDir } from '../helpers.ts';
-import { seriesText } from '../../results/record/diff.ts';
+import { seriesText } from '../../behaviour/diff.ts';
 import { h200Records, variant, writeRecords } from '../report-fixture.ts';
 
 const haveChromium = commandsAvailable('the report page in headless Chromium (test/report/report-browser.test.ts)', {
@@ -445,7 +445,7 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
   });
 
   it('at 1400 px no table is cut off (the memory tables two a row show every phase), names wrap between their parts, null reasons are shown', async () => {
-    for (const file of [path.join(dir, HTML_FILE), path.join(repoRoot, 'results', HTML_FILE)]) {
+    for (const file of [path.join(dir, HTML_FILE), path.join(repoRoot, 'records', HTML_FILE)]) {
       const { page, errors } = await open(file, 1400);
       try {
         expect(errors).toEqual([]);
@@ -548,13 +548,13 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     }
   });
 
-  it('the committed results/behaviour.html opens offline without errors, its charts drawn', async () => {
-    const { page, errors, requests } = await open(path.join(repoRoot, 'results', HTML_FILE));
+  it('the committed records/behaviour.html opens offline without errors, its charts drawn', async () => {
+    const { page, errors, requests } = await open(path.join(repoRoot, 'records', HTML_FILE));
     try {
       expect(errors).toEqual([]);
       expect(requests).toEqual([]);
       for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
-      const records = loadRecords(path.join(repoRoot, 'results', 'records'));
+      const records = loadRecords(path.join(repoRoot, 'records'));
       await expect(page.locator('#summary').textContent()).resolves.toMatch(new RegExp(`^${records.length} records? in `));
       // The first column as it is shown (each probe from its newest record): its figures, as text.
       const first = columnsOf(records)[0];

@@ -2,9 +2,9 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { recordPath, type BehaviourRecord } from '../../results/record/format.ts';
-import { renderReport, reportPaths } from '../../results/report/index.ts';
-import { loadRecords } from '../../results/report/load.ts';
+import { recordPath, type BehaviourRecord } from '../../behaviour/behaviour-record.ts';
+import { renderReport, reportPaths } from '../../report/write-report.ts';
+import { loadRecords } from '../../report/load.ts';
 import { runCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 import { h200Records, writeRecords } from '../report-fixture.ts';
@@ -22,9 +22,9 @@ describe('cudamatrix report', () => {
       'BEHAVIOUR.md',
       'behaviour.html',
       '--records-dir <dir>',
-      '(default: "results/records")',
+      '(default: "records")',
       '--out <dir>',
-      '(default: "results")',
+      '(default: "records")',
       '--check',
       'works offline',
       'Exit status:',

@@ -154,7 +154,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
       'n2 4 ERROR: nhc: Health check failed: node@n2: nothing measured: 1 cells skipped, sysinfo',
     ]);
     expect(r.stdout).toMatch(/node@n1/);
-    // The two lab nodes are alike: none is named as differing (results/fleet.test.ts has ones that do).
+    // The two lab nodes are alike: none is named as differing (verdicts/fleet-outliers.test.ts has ones that do).
     expect(r.stdout).not.toMatch(/Nodes that differ/);
   });
 
@@ -242,7 +242,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
       expect(out).toMatch(said);
       expect(out).toMatch(new RegExp(`It asked for one node, one task, ${asked.source}`));
       expect(out).toMatch(/Fix: no node of the partition has all it asks for: "sinfo -N -o '%N %P %G %f'" lists/);
-      // The lifeline (runners/slurm/scripts.ts) and salloc's command line are cudamatrix's own.
+      // The lifeline (transports/slurm/scripts.ts) and salloc's command line are cudamatrix's own.
       expect(out).not.toMatch(/sh -c|cm-slurm-ready|cm-slurm-[0-9a-f]{12}|cat >\/dev\/null|--kill-command|--job-name/);
     }
   }, 120_000);

@@ -9,8 +9,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CudamatrixError } from '../../core/errors.ts';
-import { connectChain, type Hop } from '../../runners/registry.ts';
-import type { Session } from '../../runners/transport.ts';
+import { connectChain, type Hop } from '../../transports/registry.ts';
+import type { Session } from '../../transports/transport.ts';
 import { tempDir } from '../helpers.ts';
 import { slurmReady, startSlurmLab, type SlurmLab } from './slurm-lab.ts';
 

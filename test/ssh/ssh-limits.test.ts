@@ -10,7 +10,7 @@
 import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { connectChain } from '../../runners/registry.ts';
+import { connectChain } from '../../transports/registry.ts';
 import { runCli } from '../cli.ts';
 import { tempDir } from '../helpers.ts';
 import { expectNothingLeft, openssh, runMatrix, sshHop, sshMatrix, targetErrors, track } from './ssh-helpers.ts';

@@ -13,7 +13,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { connectChain } from '../../runners/registry.ts';
+import { connectChain } from '../../transports/registry.ts';
 import { integrationAvailable, tempDir } from '../helpers.ts';
 import {
   doctor,

@@ -12,8 +12,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildProbe } from '../../probes/build.ts';
 import type { FactRecord, SysinfoRecord } from '../../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
-import { connectChain } from '../../runners/registry.ts';
-import { nodeArch } from '../../runners/local.ts';
+import { connectChain } from '../../transports/registry.ts';
+import { nodeArch } from '../../transports/local.ts';
 import { startCli, whenOutput } from '../cli.ts';
 import { commandsAvailable, tempDir, testCacheDir, validateJunit } from '../helpers.ts';
 import {

@@ -22,7 +22,7 @@ import path from 'node:path';
 import { defaultCacheDir } from '../../probes/build.ts';
 import { HostVmMemory } from '../../probes/host-vm-memory.ts';
 import { runProbe } from '../../probes/run-probe.ts';
-import { connectLocal, execProcessTree } from '../../runners/local.ts';
+import { connectLocal, execProcessTree } from '../../transports/local.ts';
 
 const [mode, mark = 'cm-mark'] = process.argv.slice(2);
 

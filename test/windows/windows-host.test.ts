@@ -11,11 +11,11 @@
  * script's code cache and defaultCacheDir, cudaprobe.exe's CRLF output parsed, results written
  * to Z:\ and C:\ folders, a probe past its timeout ended with its tree, a Ctrl-C that cancels and
  * still writes results, and the tree of a command ended on a timeout, a cancellation and an exit
- * (test/windows/windows-host-driver.ts runs runners/local.ts itself under node.exe), and the sampler
+ * (test/windows/windows-host-driver.ts runs transports/local.ts itself under node.exe), and the sampler
  * of a WSL target's Windows host (probes/host-vm-memory.ts) deployed, run beside a probe and ended
  * on this machine as that host. Not proved: anything
  * a real NVIDIA driver, WDDM, a real console's Ctrl-C or Windows' own taskkill /T would do (Wine
- * 8's taskkill has no /T, so the fallback walk is what runs here; see runners/local.ts).
+ * 8's taskkill has no /T, so the fallback walk is what runs here; see transports/local.ts).
  *
  * Wine's setup, once for the file: a prefix of its own in a temp folder (Windows 10, as Node.js 20
  * requires), a wineserver kept running (-p), and a cmd.exe kept open that holds Wine's desktop

@@ -1,5 +1,5 @@
 /**
- * Quoting for Windows hosts reached over SSH (runners/ssh/quote.ts, runners/ssh/session.ts),
+ * Quoting for Windows hosts reached over SSH (transports/ssh/quote.ts, transports/ssh/session.ts),
  * tested with an adversarial argument set and Windows paths with spaces, for real wherever this
  * machine can run the real thing.
  *
@@ -52,9 +52,9 @@ import { buildProbe } from '../../probes/build.ts';
 import type { DeployedProbe } from '../../probes/deploy.ts';
 import { parseProbeOutput, type SysinfoRecord } from '../../probes/protocol.ts';
 import { runProbe } from '../../probes/run-probe.ts';
-import { CMD_MAX_LINE, quoteArgv, quoteCmd, quotePowerShell } from '../../runners/ssh/quote.ts';
-import { SshSession } from '../../runners/ssh/session.ts';
-import type { ExecOptions, Shell } from '../../runners/transport.ts';
+import { CMD_MAX_LINE, quoteArgv, quoteCmd, quotePowerShell } from '../../transports/ssh/quote.ts';
+import { SshSession } from '../../transports/ssh/session.ts';
+import type { ExecOptions, Shell } from '../../transports/transport.ts';
 import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../helpers.ts';
 
 const MINGW = 'x86_64-w64-mingw32-g++-posix';

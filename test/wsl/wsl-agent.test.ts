@@ -1,5 +1,5 @@
 /**
- * The two ways a WSL session runs commands (runners/wsl/transport.ts), through the transport API
+ * The two ways a WSL session runs commands (transports/wsl/transport.ts), through the transport API
  * against the STAND-IN wsl.exe (test/wsl/wsl-standin: no Windows machine is reachable from this
  * project's machines; see test/wsl/wsl.test.ts):
  *   - the agent, one long-lived wsl.exe per session, with a command through a wsl.exe of its own
@@ -14,9 +14,9 @@ import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { connectLocal, nodeArch } from '../../runners/local.ts';
-import type { Session } from '../../runners/transport.ts';
-import { connectWsl } from '../../runners/wsl/transport.ts';
+import { connectLocal, nodeArch } from '../../transports/local.ts';
+import type { Session } from '../../transports/transport.ts';
+import { connectWsl } from '../../transports/wsl/transport.ts';
 import { startCli, whenOutput } from '../cli.ts';
 import { commandsAvailable, integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';
 import { leftInDistro, makeStandinMachine, STANDIN_TOOLS, standinProcesses, type StandinMachine } from './wsl-standin/machine.ts';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
+import { nodeArch } from '../../transports/local.ts';
 import { runCli, startCli } from '../cli.ts';
 import { commandsAvailable, integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';
 import { leftovers, runIdOf, sshHop } from '../ssh/ssh-helpers.ts';

@@ -2,7 +2,7 @@
  * The chain [wsl, docker]: Docker Engine installed inside a WSL 2 distribution, reached through
  * wsl.exe. The docker hop speaks to the engine as DOCKER_HOST=ssh:// would, but through the WSL
  * session: each HTTP connection is `docker system dial-stdio` run in the distribution by a
- * wsl.exe of its own (WslSession.openStream, runners/docker/dial.ts), whose stdin and stdout
+ * wsl.exe of its own (WslSession.openStream, transports/docker/dial.ts), whose stdin and stdout
  * carry the engine's API.
  *
  * wsl.exe here is the tests' STAND-IN (test/wsl/wsl-standin), not WSL: no Windows machine is
@@ -29,8 +29,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
-import { RUN_LABEL } from '../../runners/docker/reap.ts';
+import { nodeArch } from '../../transports/local.ts';
+import { RUN_LABEL } from '../../transports/docker/reap.ts';
 import { startCli, type CliResult } from '../cli.ts';
 import { buildDelayImage, buildTestBase, containerOfTarget, dockerOn, dockerToolsReady, probeRunsIn, until } from '../docker/docker.ts';
 import { commandsAvailable, integrationAvailable, tempDir, testCacheDir } from '../helpers.ts';

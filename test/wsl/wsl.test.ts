@@ -17,8 +17,8 @@ import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type CellEndEvent, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
-import { nodeArch } from '../../runners/local.ts';
-import { connectWsl } from '../../runners/wsl/transport.ts';
+import { nodeArch } from '../../transports/local.ts';
+import { connectWsl } from '../../transports/wsl/transport.ts';
 import { runCli } from '../cli.ts';
 import { commandsAvailable, integrationAvailable, repoRoot, tempDir, testCacheDir, validateJunit } from '../helpers.ts';
 import {

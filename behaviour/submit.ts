@@ -1,0 +1,148 @@
+/**
+ * The submitted file: what a user who measured a machine we cannot reach (Windows, WSL2, another
+ * GPU) attaches to a pull request in one step, and what a maintainer commits with one command
+ * (`cudamatrix record FILE`). One Markdown file: a short summary a reviewer reads on GitHub
+ * (the observation, its facts, the verdicts against the default expectations, what was removed
+ * for privacy), then the records themselves, as `record` would write them, in a fenced JSON
+ * block. A marker comment carries the format version and the sha256 of the records (of their
+ * canonical JSON, so that line endings an editor changes do not matter): a file whose records
+ * were edited by hand is refused, not committed.
+ */
+import { createHash } from 'node:crypto';
+import { CudamatrixError } from '../core/errors.ts';
+import { keyText, recordJson, type BehaviourRecord } from './behaviour-record.ts';
+import { checkRecord } from './validate-record.ts';
+import { REDACTED } from './redact.ts';
+
+export const SUBMISSION_VERSION = 1;
+const MARKER = '<!-- cudamatrix-submission';
+const FENCE_INFO = 'json cudamatrix-records';
+
+/** The records' canonical JSON (each as its committed file would hold it, compact), hashed. */
+function digest(records: BehaviourRecord[]): string {
+  const canonical = records.map((r) => JSON.stringify(JSON.parse(recordJson(r)))).join('\n');
+  return createHash('sha256').update(canonical).digest('hex');
+}
+
+const cell = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v)).replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+
+function summary(r: BehaviourRecord): string[] {
+  const counts = new Map<string, number>();
+  for (const v of r.verdicts) counts.set(v.status, (counts.get(v.status) ?? 0) + 1);
+  const out = [
+    `## ${keyText(r.key)}`,
+    '',
+    `Run ${r.observed.runId} (${r.observed.date.slice(0, 10)}), target \`${r.observed.target}\` reached through ${r.observed.session ?? r.observed.transport.join(' → ')}; ` +
+      `cudamatrix ${r.tool.cudamatrix}, cudaprobe ${r.tool.cudaprobe ?? 'unknown'}. ${Object.keys(r.facts).length} facts, ${r.metrics.length} metrics, ${r.samples.length} memory samples.`,
+    '',
+  ];
+  const facts = Object.keys(r.facts).sort();
+  if (facts.length > 0) {
+    out.push('| fact | value |', '| --- | --- |');
+    for (const n of facts) out.push(`| \`${n}\` | ${cell(r.facts[n]!.value)} |`);
+    out.push('');
+  }
+  const tally = [...counts].map(([s, n]) => `${n} ${s}`).join(', ') || 'none apply';
+  out.push(`Against the default expectations (matrix/default.yaml): ${tally}.`, '');
+  if (r.verdicts.length > 0) {
+    out.push('| expectation | verdict | observed |', '| --- | --- | --- |');
+    for (const v of r.verdicts) out.push(`| ${cell(v.title)} | ${v.status} | ${cell(v.actual)} |`);
+    out.push('');
+  }
+  return out;
+}
+
+/**
+ * The submitted file for these records (already redacted: see redact.ts). Deterministic: the
+ * same records give the same file.
+ */
+export function renderSubmission(records: BehaviourRecord[], toolVersion: string): string {
+  const json = JSON.stringify(
+    records.map((r) => JSON.parse(recordJson(r))),
+    null,
+    2,
+  );
+  // A fence longer than any run of backticks inside, so that no string in a record can end it.
+  const fence = '`'.repeat(Math.max(3, ...[...json.matchAll(/`+/g)].map((m) => m[0].length + 1)));
+  const targets = [...new Set(records.map((r) => r.observed.target))].map((t) => `\`${t}\``).join(', ');
+  return [
+    `# cudamatrix behaviour records: ${records.length} observation${records.length === 1 ? '' : 's'}`,
+    '',
+    `${MARKER} ${SUBMISSION_VERSION} sha256:${digest(records)} -->`,
+    '',
+    `Made by \`cudamatrix record --submit\` (cudamatrix ${toolVersion}). To commit these records, a maintainer runs`,
+    '`cudamatrix record THIS-FILE` in the repository and commits what it writes under records/.',
+    '',
+    ...records.flatMap(summary),
+    '## What this file holds',
+    '',
+    'The records below, as `cudamatrix record` writes them: the sysinfo, facts, metrics, memory readings, cell outcomes and',
+    'verdicts of each observation. Nothing else from the machine: no event log, no probe output, no environment variables.',
+    `Removed first: ${REDACTED.join('; ')}. Kept: the target names of the matrix (${targets}).`,
+    '',
+    `<details><summary>The records (JSON, ${(Buffer.byteLength(json) / 1024).toFixed(0)} KiB)</summary>`,
+    '',
+    `${fence}${FENCE_INFO}`,
+    json,
+    fence,
+    '',
+    '</details>',
+    '',
+  ].join('\n');
+}
+
+export function isSubmission(text: string): boolean {
+  return text.includes(MARKER);
+}
+
+/** The records of a submitted file, checked against the marker's digest. */
+export function parseSubmission(text: string, file: string): BehaviourRecord[] {
+  const t = text.replace(/\r\n?/g, '\n');
+  const marker = new RegExp(`${MARKER} (\\d+) sha256:([0-9a-f]{64}) -->`).exec(t);
+  if (!marker)
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}: the cudamatrix-submission marker is damaged (expected "${MARKER} ${SUBMISSION_VERSION} sha256:<64 hex digits> -->"); ask for the file as \`cudamatrix record --submit\` wrote it`,
+    );
+  if (Number(marker[1]) > SUBMISSION_VERSION) {
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file} is a submission of format ${marker[1]}; this cudamatrix reads format ${SUBMISSION_VERSION}: upgrade cudamatrix to read it`,
+    );
+  }
+  const block = new RegExp(`^(\`{3,})${FENCE_INFO}\\n([\\s\\S]*?)\\n\\1[ \\t]*$`, 'm').exec(t);
+  if (!block)
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}: no \`\`\`${FENCE_INFO} block with the records; ask for the file as \`cudamatrix record --submit\` wrote it`,
+    );
+  const line = t.slice(0, block.index).split('\n').length + 1;
+  let data: unknown;
+  try {
+    data = JSON.parse(block[2]!);
+  } catch (e) {
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}:${line}: the records block is not JSON (${(e as Error).message}); ask for the file as \`cudamatrix record --submit\` wrote it`,
+    );
+  }
+  if (!Array.isArray(data))
+    throw new CudamatrixError('RECORD_INVALID', `${file}:${line}: the records block is not a JSON array of records`);
+  const records = data.map((d, i) => checkRecord(d, `${file} (record ${i + 1} of the block at line ${line})`));
+  if (digest(records) !== marker[2]) {
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}: the records were changed after cudamatrix wrote them (their sha256 is not the marker's); records are committed as measured: ask the submitter for the file as \`cudamatrix record --submit\` wrote it`,
+    );
+  }
+  // The summary is not in the digest: it must be the one these records give, or a reviewer reads what is not committed.
+  const version = /Made by `cudamatrix record --submit` \(cudamatrix ([^)\s]+)\)/.exec(t)?.[1] ?? '';
+  const head = (x: string) => x.slice(0, x.indexOf('<details>')).replace(/[ \t]+$/gm, '');
+  if (head(renderSubmission(records, version)) !== head(t)) {
+    throw new CudamatrixError(
+      'RECORD_INVALID',
+      `${file}: the summary was changed after cudamatrix wrote it (it is not what the records give); ask the submitter for the file as \`cudamatrix record --submit\` wrote it`,
+    );
+  }
+  return records;
+}

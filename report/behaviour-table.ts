@@ -1,0 +1,629 @@
+/**
+ * The behaviour table both report outputs are drawn from: one column per observation key
+ * (environment · GPU · driver · OS · OS build · container, keyText's line), one row per fact
+ * (grouped by probe, in the catalogue's order, with the claims the probe decides), and a few
+ * key metrics per column. Every cell keeps the records its values come from, so that each
+ * value can link to its evidence; several records of one key that disagree on a fact are a
+ * conflict (sameObservation's rule), kept and shown as such.
+ *
+ * Deterministic: the same records (in any order) give the same table.
+ */
+import { formatValue, type Unit } from '../core/units.ts';
+import { catalogue, probeSpec, replacesKeyMetric, type KeyMetric } from '../probes/catalogue.ts';
+import type { Scalar } from '../probes/protocol.ts';
+import {
+  diffPair,
+  diffRecords,
+  segmentsOf,
+  sharedCells,
+  type CellChange,
+  type FactChange,
+  type MetricComparison,
+} from '../behaviour/diff.ts';
+import { HISTORY_PER_DRIVER } from '../behaviour/noise.ts';
+import { composeRecord, hasFacts, newestByProbe } from '../behaviour/newest-per-probe.ts';
+import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../behaviour/behaviour-record.ts';
+import { metricOf, packedMetricsOf, type KeptMetrics, type MetricShape } from '../behaviour/records-index.ts';
+
+/** A record and where it lies, relative to the records folder, with / separators. */
+export interface LoadedRecord {
+  file: string;
+  record: BehaviourRecord;
+}
+
+export interface Column {
+  key: ObservationKey;
+  /** keyText(key): the column's heading. */
+  text: string;
+  /** Oldest first (date, then id). */
+  records: LoadedRecord[];
+  /** The column's newest record with facts: its link and date. */
+  chosen: LoadedRecord;
+  /**
+   * Per probe, the newest record that measured it: what the page shows of that probe (its facts,
+   * numbers and charts), so that a newer record of a few probes (an opt-in run) hides nothing of
+   * an older full one.
+   */
+  byProbe: ReadonlyMap<string, LoadedRecord>;
+  /**
+   * Where the column's newest values moved beyond their noise against its earlier records (diff's
+   * engine, per metric series: see driftsOf); empty if none did.
+   */
+  drifts: ColumnDrift[];
+}
+
+/**
+ * The series of a column's newest record (per probe: the newest that measured it) that moved
+ * beyond their noise against the column's earlier records of the same segment.
+ */
+export interface ColumnDrift {
+  /** The newest record that measured the drifted series' probes (shown in the column). */
+  to: LoadedRecord;
+  /** The newest of the earlier records it was compared with. */
+  from: LoadedRecord;
+  /** How many earlier records were compared (their values' geometric mean, and their spread as noise). */
+  earlier: number;
+  metrics: MetricComparison[];
+}
+
+const probeOfMetric = (name: string) => name.slice(0, name.indexOf('.'));
+
+/** Records as the verdicts compare them, made once per record. */
+const keyMetricsOf = new WeakMap<BehaviourRecord, BehaviourRecord>();
+
+/**
+ * A record as the report's verdicts (drift, changed between drivers) compare it: with the key
+ * metrics' series only (KEPT_KEY_METRICS), as the records index keeps every record but the shown
+ * ones. So the verdicts are the same whether the records were read whole or through the index,
+ * and cost ~40 series a record, not ~170 (bench/report: 10,000 records).
+ */
+function withKeyMetrics(r: BehaviourRecord): BehaviourRecord {
+  // Read through the index: its metrics are already the kept ones.
+  if (packedMetricsOf(r)) return r;
+  let got = keyMetricsOf.get(r);
+  if (!got) keyMetricsOf.set(r, (got = { ...r, metrics: KEPT_KEY_METRICS.pick(r.metrics) }));
+  return got;
+}
+
+/**
+ * A column's drift, decided per metric series over all its records by diff's engine (diffPair):
+ * the probes are grouped by the newest record that measured them (what the column shows); each
+ * group's series in that record against the column's earlier records that measured any of
+ * those probes, the newest HISTORY_PER_DRIVER of them within one segment (the one of the newest
+ * earlier record: before a drift, the state it drifted from). So a newer record of a few probes
+ * (an opt-in run) hides no drift of an older full one. Every record is compared as the records
+ * index keeps it (withKeyMetrics), so only the key metrics' series can drift.
+ */
+function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
+  const sorted = c.records;
+  if (sorted.length < 2) return [];
+  const at = new Map(sorted.map((r, i) => [r, i]));
+  const probesOf = new Map<LoadedRecord, Set<string>>();
+  for (const [probe, r] of c.byProbe) (probesOf.get(r) ?? probesOf.set(r, new Set()).get(r)!).add(probe);
+  const segment = segmentsOf(sorted.map((r) => r.record));
+  const history = sorted.map((r) => withKeyMetrics(r.record));
+  const out: ColumnDrift[] = [];
+  // Newest group first: its drift is the latest one.
+  for (const [to, probes] of [...probesOf].sort(([a], [b]) => at.get(b)! - at.get(a)!)) {
+    const measures = (r: BehaviourRecord) => withKeyMetrics(r).metrics.some((m) => probes.has(probeOfMetric(m.name)));
+    if (!measures(to.record)) continue;
+    // The earlier records that measured these probes, newest first, within one segment.
+    const earlier: LoadedRecord[] = [];
+    for (let i = at.get(to)! - 1; i >= 0 && earlier.length < HISTORY_PER_DRIVER; i--) {
+      const r = sorted[i]!;
+      if (earlier.length && segment.get(r.record) !== segment.get(earlier[0]!.record)) break;
+      if (measures(r.record)) earlier.push(r);
+    }
+    if (!earlier.length) continue;
+    // The earlier side as one record: each probe's series from the newest earlier record that has them.
+    const byProbe = new Map<string, BehaviourRecord>();
+    const runs = earlier.map((r) => withKeyMetrics(r.record));
+    for (const r of runs)
+      for (const m of r.metrics) {
+        const probe = probeOfMetric(m.name);
+        if (probes.has(probe) && !byProbe.has(probe)) byProbe.set(probe, r);
+      }
+    const a = composeRecord(runs[0]!, byProbe);
+    // Only series both sides have can move: of the newest record's key metrics, those of its group's probes.
+    const shown = withKeyMetrics(to.record);
+    const b = { ...shown, metrics: shown.metrics.filter((m) => probes.has(probeOfMetric(m.name))) };
+    const metrics = diffPair(a, b, false, { runsA: runs, history }).metrics.filter((m) => m.flagged);
+    if (metrics.length) out.push({ to, from: earlier[0]!, earlier: earlier.length, metrics });
+  }
+  return out;
+}
+
+/** Plain code-point order, not the locale's: the output must not depend on the machine. */
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Versions and builds compared part by part, numbers as numbers ("575.9" < "575.51" < "580.1"). */
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split(/[.\-_ ]/);
+  const pb = b.split(/[.\-_ ]/);
+  for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
+    const x = pa[i] ?? '';
+    const y = pb[i] ?? '';
+    const nx = /^\d+$/.test(x) ? Number(x) : NaN;
+    const ny = /^\d+$/.test(y) ? Number(y) : NaN;
+    const c = Number.isNaN(nx) || Number.isNaN(ny) ? cmp(x, y) : nx - ny;
+    if (c !== 0) return c;
+  }
+  return 0;
+}
+
+/** The environments in docs/claims.md's order; others after them, by name. */
+const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
+const envRank = (e: string) => (ENVIRONMENTS.includes(e) ? ENVIRONMENTS.indexOf(e) : ENVIRONMENTS.length);
+
+export function compareKeys(a: ObservationKey, b: ObservationKey): number {
+  return (
+    envRank(a.environment) - envRank(b.environment) ||
+    cmp(a.environment, b.environment) ||
+    compareVersions(a.driver, b.driver) ||
+    cmp(a.gpu, b.gpu) ||
+    cmp(a.os, b.os) ||
+    compareVersions(a.osBuild ?? '', b.osBuild ?? '') ||
+    cmp(a.container ?? '', b.container ?? '')
+  );
+}
+
+const byDate = (a: LoadedRecord, b: LoadedRecord) =>
+  cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file);
+
+/** One key's records, oldest first, with the newest that has facts and the newest that measured each probe. */
+function shownOfKey(list: readonly LoadedRecord[]): Pick<Column, 'records' | 'chosen' | 'byProbe'> {
+  const sorted = [...list].sort(byDate);
+  // The newest record that observed facts: an empty newer one (written by an older cudamatrix)
+  // must not hide a full one's charts.
+  const withFacts = sorted.filter((r) => hasFacts(r.record));
+  // And one that had the GPU alone: a run beside another process is not what the column shows.
+  const alone = withFacts.filter((r) => !sharedCells(r.record).length);
+  const shown = alone.length ? alone : withFacts;
+  const chosen = (shown.length ? shown : sorted).at(-1)!;
+  const byProbe = newestByProbe(
+    shown,
+    (a, b) => byDate(a, b) > 0,
+    (r) => r.record,
+  );
+  return { records: sorted, chosen, byProbe };
+}
+
+function groupByKey(records: readonly LoadedRecord[]): Map<string, LoadedRecord[]> {
+  const byKey = new Map<string, LoadedRecord[]>();
+  for (const r of records) {
+    const text = keyText(r.record.key);
+    const list = byKey.get(text);
+    if (list) list.push(r);
+    else byKey.set(text, [r]);
+  }
+  return byKey;
+}
+
+/**
+ * The records the report shows in full (every column's chosen and per-probe newest, as
+ * shownOfKey picks them): the others are read through the index. One pass, no sort.
+ */
+export function recordsShownInFull(records: readonly LoadedRecord[]): Set<LoadedRecord> {
+  const out = new Set<LoadedRecord>();
+  // The column's chosen record and each probe's, as the table picks them (shownOfKey).
+  for (const list of groupByKey(records).values()) {
+    const shown = shownOfKey(list);
+    out.add(shown.chosen);
+    for (const r of shown.byProbe.values()) out.add(r);
+  }
+  return out;
+}
+
+/** The records grouped by key, in column order. */
+export function columnsOf(records: readonly LoadedRecord[]): Column[] {
+  return [...groupByKey(records).entries()]
+    .map(([text, list]) => {
+      const shown = shownOfKey(list);
+      return { key: shown.records[0]!.record.key, text, ...shown, drifts: driftsOf(shown) };
+    })
+    .sort((a, b) => compareKeys(a.key, b.key) || cmp(a.text, b.text));
+}
+
+/** What a column shows as one record: the chosen record, each probe's facts, metrics and samples from the newest record that measured it. */
+export function shownRecord(c: Column): BehaviourRecord {
+  return composeRecord(c.chosen.record, new Map([...c.byProbe].map(([probe, r]) => [probe, r.record])));
+}
+
+/** One value of a cell and the records that observed it. */
+export interface ValueGroup {
+  value: Scalar;
+  records: LoadedRecord[];
+  /** Why the value is null, where the probe said (the first record's reason). */
+  reason?: string;
+}
+
+export interface Cell {
+  /** In the order of the first record that has each value (oldest first). */
+  values: ValueGroup[];
+  /** Records of this key disagree on a fact (for sysinfo rows: they differ, which is no conflict). */
+  differs: boolean;
+}
+
+export interface Row {
+  /** probe.fact, or sysinfo.<name> for the sysinfo rows. */
+  name: string;
+  probe: string;
+  fact: string;
+  description: string;
+  /** 'fact': a probe's fact (differing values are a conflict); 'sysinfo': what the machine reported. */
+  kind: 'fact' | 'sysinfo';
+  /** One per column; null where no record of the column has it. */
+  cells: (Cell | null)[];
+}
+
+export interface RowGroup {
+  probe: string;
+  title: string;
+  claims: string[];
+  rows: Row[];
+}
+
+/**
+ * The sysinfo values worth a row: what tells environments apart (driver model, TCC, WSL, HAGS)
+ * and the versions and hardware beside the key. Not identities (UUID, bus id) or values that
+ * change from one run to the next (the current PCIe link).
+ */
+export const SYSINFO_ROWS = [
+  'driver_model',
+  'tcc_driver',
+  'wsl_version',
+  'hags_enabled',
+  'hags_setting',
+  'cuda_driver_version',
+  'cudart_version',
+  'compute_capability',
+  'memory_total_bytes',
+  'pcie_gen_max',
+  'pcie_width_max',
+  'kernel',
+];
+
+/** Rows whose fact had another name in older records: they still fill the row. */
+const SYSINFO_OLD_NAMES: Record<string, string> = { hags_setting: 'hags' };
+
+/** Tells values of different types apart (true from "true", null from "null") without JSON.stringify's cost. */
+const valueKey = (v: Scalar) => (v === null ? 'null' : `${typeof v}:${String(v)}`);
+
+/** A cell's values as they are gathered: value key -> the group. */
+type Gathering = Map<string, ValueGroup>;
+
+function add(
+  cells: Map<string, Gathering>,
+  name: string,
+  value: Scalar,
+  reason: string | undefined,
+  rs: LoadedRecord[],
+  mixed: Set<ValueGroup>,
+): void {
+  let groups = cells.get(name);
+  if (!groups) cells.set(name, (groups = new Map()));
+  const k = valueKey(value);
+  const g = groups.get(k);
+  if (!g) groups.set(k, reason ? { value, records: [...rs], reason } : { value, records: [...rs] });
+  else {
+    for (const r of rs) g.records.push(r);
+    mixed.add(g);
+  }
+}
+
+/**
+ * One pass over a column's records: every fact's and every sysinfo row's values, with their
+ * records (oldest first). Records read through the index share their facts and sysinfo objects
+ * where they are alike, so each distinct one is gathered once for all its records.
+ */
+function gather(c: Column): { facts: Map<string, Gathering>; sysinfo: Map<string, Gathering> } {
+  const facts = new Map<string, Gathering>();
+  const sysinfo = new Map<string, Gathering>();
+  const byFacts = new Map<BehaviourRecord['facts'], LoadedRecord[]>();
+  const bySysinfo = new Map<BehaviourRecord['sysinfo'], LoadedRecord[]>();
+  for (const r of c.records) {
+    const f = byFacts.get(r.record.facts);
+    if (f) f.push(r);
+    else byFacts.set(r.record.facts, [r]);
+    const s = bySysinfo.get(r.record.sysinfo);
+    if (s) s.push(r);
+    else bySysinfo.set(r.record.sysinfo, [r]);
+  }
+  // Groups filled from more than one distinct object: put back in the column's order.
+  const mixed = new Set<ValueGroup>();
+  for (const [rf, rs] of byFacts) for (const name in rf) add(facts, name, rf[name]!.value, rf[name]!.reason, rs, mixed);
+  for (const [si, rs] of bySysinfo) {
+    for (const name of SYSINFO_ROWS) {
+      const as = name in si ? name : SYSINFO_OLD_NAMES[name];
+      if (as !== undefined && as in si) add(sysinfo, name, si[as] ?? null, undefined, rs, mixed);
+    }
+  }
+  if (mixed.size) {
+    const order = new Map(c.records.map((r, i) => [r, i]));
+    for (const g of mixed) g.records.sort((a, b) => order.get(a)! - order.get(b)!);
+  }
+  return { facts, sysinfo };
+}
+
+/**
+ * A fact's records differ (a conflict) when they decided it two ways; one that left it null
+ * while another decided it is no conflict (newly decided, as diff says). Sysinfo rows differ on
+ * any two values.
+ */
+function cellOf(groups: Gathering | undefined, kind: Row['kind']): Cell | null {
+  if (!groups) return null;
+  const values = [...groups.values()];
+  const decided = kind === 'sysinfo' ? values.length : values.filter((v) => v.value !== null).length;
+  return { values, differs: decided > 1 };
+}
+
+/** The fact rows, grouped by probe: catalogue order, then facts the catalogue does not know (a newer cudaprobe's), by name. */
+export function factGroups(columns: readonly Column[]): RowGroup[] {
+  const gathered = columns.map(gather);
+  const seen = new Map<string, Set<string>>();
+  for (const g of gathered) {
+    for (const name of g.facts.keys()) {
+      const dot = name.indexOf('.');
+      const probe = dot > 0 ? name.slice(0, dot) : '(no probe)';
+      if (!seen.has(probe)) seen.set(probe, new Set());
+      seen.get(probe)!.add(name.slice(dot + 1));
+    }
+  }
+  const known = catalogue.map((p) => p.name);
+  const probes = [...seen.keys()].sort(
+    (a, b) => (known.includes(a) ? known.indexOf(a) : known.length) - (known.includes(b) ? known.indexOf(b) : known.length) || cmp(a, b),
+  );
+  const groups: RowGroup[] = [];
+  const sysSpec = probeSpec('sysinfo')!;
+  const sysRows = SYSINFO_ROWS.map((fact) => ({
+    name: `sysinfo.${fact}`,
+    probe: 'sysinfo',
+    fact,
+    description: sysSpec.facts.find((f) => f.name === fact)?.description ?? '',
+    kind: 'sysinfo' as const,
+    cells: gathered.map((g) => cellOf(g.sysinfo.get(fact), 'sysinfo')),
+  })).filter((row) => row.cells.some((c) => c !== null && c.values.some((v) => v.value !== null)));
+  if (sysRows.length) groups.push({ probe: 'sysinfo', title: sysSpec.title, claims: sysSpec.claims, rows: sysRows });
+  for (const probe of probes) {
+    const spec = probeSpec(probe);
+    const order = spec?.facts.map((f) => f.name) ?? [];
+    const facts = [...seen.get(probe)!].sort(
+      (a, b) => (order.includes(a) ? order.indexOf(a) : order.length) - (order.includes(b) ? order.indexOf(b) : order.length) || cmp(a, b),
+    );
+    groups.push({
+      probe,
+      title: spec?.title ?? "not in this cudamatrix's catalogue (written by a newer cudaprobe?)",
+      claims: spec?.claims ?? [],
+      rows: facts.map((fact) => {
+        const name = `${probe}.${fact}`;
+        return {
+          name,
+          probe,
+          fact,
+          description: spec?.facts.find((f) => f.name === fact)?.description ?? '',
+          kind: 'fact' as const,
+          cells: gathered.map((g) => cellOf(g.facts.get(name), 'fact')),
+        };
+      }),
+    });
+  }
+  return groups;
+}
+
+/** A key metric (the catalogue's), named probe.metric as records name metrics. */
+export interface MetricRowSpec extends KeyMetric {
+  /** probe.metric */
+  metric: string;
+}
+
+/** The numbers behind the claims, as the catalogue's probes declare them (ProbeSpec.keyMetrics), in its order. */
+export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((p) =>
+  (p.keyMetrics ?? []).map((k) => ({ ...k, metric: `${p.name}.${k.metric}` })),
+);
+
+/** The metric a spec picks from a record, or undefined. */
+export function pickMetric(r: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
+  return pickMetrics(r.metrics, [spec])[0];
+}
+
+const KEY_METRIC_NAMES = new Set(KEY_METRICS.map((k) => k.metric));
+
+/**
+ * What the records index keeps of each record's metrics: every series of a key metric's name
+ * (the rows pick from them; the drift section compares them all, e.g. every transfer size).
+ */
+export const KEPT_KEY_METRICS: KeptMetrics = {
+  names: [...KEY_METRIC_NAMES],
+  pick: (metrics) => metrics.filter((m) => KEY_METRIC_NAMES.has(m.name)),
+};
+
+/**
+ * The metric each spec picks from a record, in one pass over its metrics (thousands of records
+ * of ~170 metrics each: one pass per spec would be a dozen).
+ */
+function pickMetrics(
+  metrics: readonly RecordedMetric[],
+  specs: readonly MetricRowSpec[],
+  byName = specsByName(specs),
+): (RecordedMetric | undefined)[] {
+  const picked: (RecordedMetric | undefined)[] = new Array(specs.length);
+  for (const m of metrics) {
+    const candidates = byName.get(m.name);
+    if (!candidates) continue;
+    for (const { i, where } of candidates) {
+      // matchesKeyMetric, with the spec's attributes listed once (it runs for every metric of every record).
+      if (!where.every(([a, v]) => m.attrs?.[a] === v)) continue;
+      const best = picked[i];
+      if (!best || replacesKeyMetric(m, best, specs[i]!)) picked[i] = m;
+    }
+  }
+  return picked;
+}
+
+/** Per metric name, the specs of that name: their place and the attributes they require. */
+function specsByName(specs: readonly MetricRowSpec[]): Map<string, { i: number; where: [string, Scalar][] }[]> {
+  const byName = new Map<string, { i: number; where: [string, Scalar][] }[]>();
+  specs.forEach((spec, i) => byName.set(spec.metric, [...(byName.get(spec.metric) ?? []), { i, where: Object.entries(spec.where ?? {}) }]));
+  return byName;
+}
+
+export interface MetricRow {
+  spec: MetricRowSpec;
+  probe: string;
+  claims: string[];
+  /** Per column, per record (oldest first): the picked metric, or undefined. */
+  cells: { record: LoadedRecord; metric: RecordedMetric }[][];
+}
+
+export function metricRows(columns: readonly Column[]): MetricRow[] {
+  const byName = specsByName(KEY_METRICS);
+  const rows: MetricRow[] = KEY_METRICS.map((spec) => {
+    const probe = spec.metric.slice(0, spec.metric.indexOf('.'));
+    return { spec, probe, claims: probeSpec(probe)?.claims ?? [], cells: columns.map(() => []) };
+  });
+  // Records read through the index: the picks made once per metrics shape, and only the picked metrics made.
+  const picksOf = new WeakMap<readonly MetricShape[], number[]>();
+  const picked = (r: BehaviourRecord): (RecordedMetric | undefined)[] => {
+    const p = packedMetricsOf(r);
+    if (!p) return pickMetrics(r.metrics, KEY_METRICS, byName);
+    let at = picksOf.get(p.shape);
+    if (!at) {
+      const chosen = pickMetrics(p.shape as RecordedMetric[], KEY_METRICS, byName);
+      picksOf.set(p.shape, (at = chosen.map((m) => (m ? p.shape.indexOf(m) : -1))));
+    }
+    return at.map((i) => (i < 0 ? undefined : metricOf(p.shape[i]!, p.values[i]!)));
+  };
+  columns.forEach((c, ci) => {
+    // Oldest first, as the column's records are; runs that shared the GPU before the others, so
+    // that the value shown (the last) is from the newest run that had the GPU alone.
+    const ordered = [...c.records].sort((x, y) => Number(sharedCells(y.record).length > 0) - Number(sharedCells(x.record).length > 0));
+    for (const record of ordered) {
+      picked(record.record).forEach((metric, i) => {
+        if (metric) rows[i]!.cells[ci]!.push({ record, metric });
+      });
+    }
+  });
+  return rows.filter((row) => row.cells.some((c) => c.length > 0));
+}
+
+/** The conflicts: per column, the facts its records disagree on. */
+export function conflictsOf(columns: readonly Column[], groups: readonly RowGroup[]): { column: Column; row: Row; cell: Cell }[] {
+  const out: { column: Column; row: Row; cell: Cell }[] = [];
+  columns.forEach((column, i) => {
+    for (const g of groups)
+      for (const row of g.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
+  });
+  return out;
+}
+
+/** Whether a compared series is the metric a key-metric row picked (the same name and attrs). */
+export function isSeries(m: MetricComparison, metric: RecordedMetric): boolean {
+  const a = m.attrs;
+  const b = metric.attrs ?? {};
+  return m.name === metric.name && Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k) => a[k] === b[k]);
+}
+
+/** A value as the tables write it. */
+export function valueText(v: Scalar): string {
+  return v === null ? 'null' : String(v);
+}
+
+/** The unit a fact's name ends in (memory_total_bytes, tdr_delay_s): facts declare none, their names say it. */
+const FACT_UNITS: [suffix: string, unit: Unit][] = [
+  ['_bytes', 'bytes'],
+  ['_ms', 'ms'],
+  ['_us', 'us'],
+  ['_s', 's'],
+  ['_gbps', 'GB/s'],
+];
+
+/**
+ * A fact's value as both outputs write it: a number of a fact named for its unit as the console
+ * writes it (formatValue: "140 GiB", not 150109880320); anything else as recorded.
+ */
+export function factValueText(fact: string, v: Scalar): string {
+  const unit = typeof v === 'number' ? FACT_UNITS.find(([suffix]) => fact.endsWith(suffix))?.[1] : undefined;
+  return unit ? formatValue(v as number, unit) : valueText(v);
+}
+
+/**
+ * A key metric's value as both outputs write it: formatValue's text, or, for a negative value of
+ * a metric whose sign turns its meaning (KeyMetric.negative: allocated past free VRAM), what it
+ * means ("none: stopped 135 GiB under free VRAM"), not a negative amount past.
+ */
+export function keyMetricText(spec: Pick<KeyMetric, 'negative'>, value: number | null, unit: string): string {
+  return spec.negative && value !== null && value < 0 ? spec.negative.replace('{}', formatValue(-value, unit)) : formatValue(value, unit);
+}
+
+/** Everything both outputs are drawn from, built once. */
+export interface BehaviourTable {
+  records: readonly LoadedRecord[];
+  columns: Column[];
+  groups: RowGroup[];
+  metrics: MetricRow[];
+  /** Per environment and GPU (the key less the driver), each driver's column against the previous driver's. */
+  betweenDrivers: DriverStep[];
+}
+
+export function buildTable(records: readonly LoadedRecord[]): BehaviourTable {
+  const columns = columnsOf(records);
+  return { records, columns, groups: factGroups(columns), metrics: metricRows(columns), betweenDrivers: betweenDrivers(columns) };
+}
+
+/** One driver's column against the previous driver's column of the same environment, GPU, OS and container: what diff's engine called a change. */
+export interface DriverStep {
+  /** The key without the driver (diff.ts pairingKey): what both columns are of. */
+  key: string;
+  /** The older driver's column. */
+  from: Column;
+  /** The newer driver's column. */
+  to: Column;
+  /** Facts both decided, with different values (shared: another process used the GPU during its cell). */
+  facts: FactChange[];
+  /** Cells whose outcome differs (passed -> failed). */
+  cells: CellChange[];
+  /** The metric series beyond their noise (flagged), in the older column's order. */
+  metrics: MetricComparison[];
+  /** How many facts and metric series were compared. */
+  compared: { facts: number; metrics: number };
+}
+
+/**
+ * Per key less the driver, its columns by driver version, and each adjacent pair (older ->
+ * newer) diffed by the one engine, as `cudamatrix diff` of the two columns' records would:
+ * each column as one record (each probe from its newest record), a metric with several runs as
+ * their geometric mean, its noise from the key's runs (every record of both columns). Every fact
+ * and cell; of the metrics, the key metrics' series (withKeyMetrics: what the records index keeps).
+ */
+export function betweenDrivers(columns: readonly Column[]): DriverStep[] {
+  const byKey = new Map<string, Column[]>();
+  for (const c of columns) {
+    const k = keyText({ ...c.key, driver: '' });
+    (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(c);
+  }
+  const out: DriverStep[] = [];
+  for (const [key, list] of byKey) {
+    if (list.length < 2) continue;
+    const sorted = [...list].sort((a, b) => compareVersions(a.key.driver, b.key.driver) || cmp(a.text, b.text));
+    const history = sorted.flatMap((c) => c.records.map((r) => withKeyMetrics(r.record)));
+    for (let i = 1; i < sorted.length; i++) {
+      const [from, to] = [sorted[i - 1]!, sorted[i]!];
+      const pair = diffRecords(
+        from.records.map((r) => withKeyMetrics(r.record)),
+        to.records.map((r) => withKeyMetrics(r.record)),
+        { history },
+      ).pairs[0];
+      if (!pair) continue;
+      out.push({
+        key,
+        from,
+        to,
+        facts: pair.facts,
+        cells: pair.cells,
+        metrics: pair.metrics.filter((m) => m.flagged),
+        compared: { facts: pair.factsCompared, metrics: pair.metricTally.compared },
+      });
+    }
+  }
+  return out;
+}
