@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Argument, Command, Option } from 'commander';
 import { buildProgram } from '../cli/main.ts';
-import { githubSlug as slug } from './github-slug.ts';
+import { slug } from 'github-slugger';
 
 export const CLI_DOCS_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'cli.md');
 

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commandsAvailable, tempDir } from '../test/helpers.ts';
-import { execProcessTree, connectLocal, parseProcessTable, processTree } from './local.ts';
+import { execProcessTree, connectLocal, parseProcessTable, processTableCommands, processTree } from './local.ts';
 import type { Session } from './transport.ts';
 
 /** ps lists the processes, to prove a killed tree is gone. */
@@ -165,6 +165,30 @@ describe('the process table of a Windows host (the tree walk where taskkill has 
     ]);
     expect(parseProcessTable(Buffer.from('Error: Command line not supported\r\n'))).toEqual([]);
     expect(parseProcessTable(Buffer.alloc(0))).toEqual([]);
+  });
+
+  it("lists the processes with PowerShell's Get-CimInstance first (Windows 11 24H2 has no wmic), then wmic", () => {
+    // The command lines only: no PowerShell runs here (Wine's powershell.exe is a stub that prints
+    // nothing, so under Wine the walk falls through to wmic, as test/windows shows).
+    const [cim, wmic] = processTableCommands();
+    expect(cim!.file).toBe('C:\\Windows\\System32\\WindowsPowerShell\\v1.0\\powershell.exe');
+    expect(cim!.args.slice(0, 3)).toEqual(['-NoProfile', '-NonInteractive', '-Command']);
+    const script = cim!.args[3]!;
+    expect(script).toContain('Get-CimInstance Win32_Process | Sort-Object CreationDate |');
+    expect(wmic).toEqual({
+      what: 'wmic',
+      file: 'C:\\Windows\\System32\\wbem\\WMIC.exe',
+      args: ['process', 'get', 'ParentProcessId,ProcessId'],
+    });
+    // What the script writes: its header line, then its format's columns, as parseProcessTable reads them.
+    const header = /^'([^']+)';/.exec(script)![1]!;
+    const columns = /'\{0\} \{1\}' -f \$_\.(\w+), \$_\.(\w+)/.exec(script)!.slice(1);
+    expect(header.split(' ')).toEqual(columns);
+    const row = (pid: number, parent: number) => (columns[0] === 'ProcessId' ? `${pid} ${parent}` : `${parent} ${pid}`);
+    expect(parseProcessTable(Buffer.from([header, row(4, 0), row(96, 4)].join('\r\n'), 'latin1'))).toEqual([
+      [4, 0],
+      [96, 4],
+    ]);
   });
 
   it('takes the root and its descendants, root first, and never a process older than its named parent', () => {

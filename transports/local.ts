@@ -243,17 +243,18 @@ function signalTree(pid: number, signal: NodeJS.Signals): void {
  * processes (TerminateProcess, which process.kill calls there). `taskkill /T /F /PID` does that on
  * Windows. Wine's taskkill (8.0, Debian's, where the tests run) has no /T ("Unknown or invalid
  * command line option", exit 1), so whenever taskkill fails, but for "no such process" (128), the
- * tree is walked here from `wmic process get ParentProcessId,ProcessId`, which both have (Windows
- * up to 11 23H2 by default; it is deprecated there), and each process of it is terminated, the
- * first one first so that it starts no more. The same steps run synchronously on the way out
- * (an exit handler). The walk is only started while the first process runs (its PID is then its
- * own), and it follows a parent PID only to processes listed after the parent: wmic lists
- * processes in the order they were created, and a process older than the one whose PID it names as
- * its parent was started by an earlier holder of that PID (Wine reuses PIDs at once: its own
- * services.exe, whose parent has exited, would otherwise be taken for a child of a probe).
+ * tree is walked here from a process table (processTableCommands: PowerShell's
+ * Get-CimInstance Win32_Process, then wmic where it is still installed), and each process of it
+ * is terminated, the first one first so that it starts no more. The same steps run synchronously
+ * on the way out (an exit handler). The walk is only started while the first process runs (its
+ * PID is then its own), and it follows a parent PID only to processes listed after the parent:
+ * both tables list processes in the order they were created, and a process older than the one
+ * whose PID it names as its parent was started by an earlier holder of that PID (Wine reuses PIDs
+ * at once: its own services.exe, whose parent has exited, would otherwise be taken for a child of
+ * a probe).
  */
 
-/** How long taskkill or wmic may take. */
+/** How long taskkill, or a program that lists the processes, may take. */
 const WINDOWS_TOOL_TIMEOUT_MS = 10_000;
 /** taskkill's exit status when no process has that PID. */
 const TASKKILL_NOT_FOUND = 128;
@@ -262,7 +263,27 @@ function systemTool(...parts: string[]): string {
   return path.win32.join(process.env.SystemRoot || 'C:\\Windows', 'System32', ...parts);
 }
 const taskkillArgs = (pid: number) => ['/T', '/F', '/PID', String(pid)];
-const WMIC_ARGS = ['process', 'get', 'ParentProcessId,ProcessId'];
+
+/** The process table as wmic's `process get ParentProcessId,ProcessId` prints it, oldest process first. */
+const PROCESS_TABLE_SCRIPT =
+  "'ParentProcessId ProcessId'; Get-CimInstance Win32_Process | Sort-Object CreationDate | ForEach-Object { '{0} {1}' -f $_.ParentProcessId, $_.ProcessId }";
+
+/**
+ * The programs that list the processes, in the order they are tried until one gives a table:
+ * PowerShell's CIM (Windows 8 on; Windows 11 24H2 no longer installs wmic by default), then wmic
+ * (older Windows, and Wine, whose powershell.exe is a stub that prints nothing). Both print
+ * "ParentProcessId ProcessId" rows under that header, oldest process first (parseProcessTable).
+ */
+export function processTableCommands(): { what: string; file: string; args: string[] }[] {
+  return [
+    {
+      what: 'PowerShell (Get-CimInstance Win32_Process)',
+      file: systemTool('WindowsPowerShell', 'v1.0', 'powershell.exe'),
+      args: ['-NoProfile', '-NonInteractive', '-Command', PROCESS_TABLE_SCRIPT],
+    },
+    { what: 'wmic', file: systemTool('wbem', 'WMIC.exe'), args: ['process', 'get', 'ParentProcessId,ProcessId'] },
+  ];
+}
 
 /** `say`: where a tree that could not be walked is reported (the command's stderr). */
 async function endTreeWindows(pid: number, say?: (text: string) => void): Promise<void> {
@@ -273,39 +294,42 @@ async function endTreeWindows(pid: number, say?: (text: string) => void): Promis
     timeout: WINDOWS_TOOL_TIMEOUT_MS,
   });
   if (taskkill.exitCode === 0 || taskkill.exitCode === TASKKILL_NOT_FOUND) return;
-  const table = parseProcessTable(await readProcessTable());
+  let table: [pid: number, parent: number][] = [];
+  for (const command of processTableCommands()) {
+    table = parseProcessTable(await readProcessTable(command));
+    if (table.length) break;
+  }
   if (!table.length) {
-    // Windows 11 24H2 no longer installs wmic by default.
     const why = taskkill.exitCode === undefined ? taskkill.shortMessage : `exit status ${taskkill.exitCode}`;
     say?.(
-      `\ncudamatrix: taskkill /T /F /PID ${pid} failed (${why}) and wmic, the fallback that walks the tree, gave no process table (Windows 11 24H2 no longer installs it by default): only PID ${pid} was ended, its child processes may still run\n`,
+      `\ncudamatrix: taskkill /T /F /PID ${pid} failed (${why}), and neither PowerShell's Get-CimInstance nor wmic gave a process table to walk the tree: only PID ${pid} was ended, its child processes may still run\n`,
     );
   }
   terminateAll(processTree(pid, table));
 }
 
 /**
- * What wmic prints, once its output ends, a moment after it exits, or at the timeout. Not
- * execa's wait: a process wmic started may hold its output open (under Wine it starts the
- * desktop process, explorer.exe, when there is none), and a wmic that hangs after printing its
- * table (seen under Wine) has still printed it.
+ * What a process-table program prints, once its output ends, a moment after it exits, or at
+ * the timeout. Not execa's wait: a process it started may hold its output open (under Wine wmic
+ * starts the desktop process, explorer.exe, when there is none), and a wmic that hangs after
+ * printing its table (seen under Wine) has still printed it.
  */
-function readProcessTable(): Promise<Buffer> {
+function readProcessTable(command: { file: string; args: string[] }): Promise<Buffer> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     const finish = (): void => {
       clearTimeout(timer);
       resolve(Buffer.concat(chunks));
     };
-    const wmic = spawn(systemTool('wbem', 'WMIC.exe'), WMIC_ARGS, { stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true });
+    const lister = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true });
     const timer = setTimeout(() => {
-      wmic.kill();
+      lister.kill();
       finish();
     }, WINDOWS_TOOL_TIMEOUT_MS);
-    wmic.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
-    wmic.stdout.on('end', finish);
-    wmic.on('error', finish);
-    wmic.on('exit', () => setTimeout(finish, 200).unref());
+    lister.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    lister.stdout.on('end', finish);
+    lister.on('error', finish);
+    lister.on('exit', () => setTimeout(finish, 200).unref());
   });
 }
 
@@ -313,24 +337,33 @@ function endTreeWindowsSync(pid: number): void {
   const options = { stdio: 'ignore', windowsHide: true, timeout: WINDOWS_TOOL_TIMEOUT_MS } as const;
   const taskkill = spawnSync(systemTool('taskkill.exe'), taskkillArgs(pid), options);
   if (taskkill.status === 0 || taskkill.status === TASKKILL_NOT_FOUND) return;
-  // wmic's output goes to a file: a pipe that a process wmic started holds open would keep
-  // spawnSync waiting past the timeout.
-  const file = path.join(tmpdir(), `cudamatrix-wmic-${process.pid}-${pid}.txt`);
-  let table = Buffer.alloc(0);
+  let table: [pid: number, parent: number][] = [];
+  for (const command of processTableCommands()) {
+    table = parseProcessTable(readProcessTableSync(command, pid));
+    if (table.length) break;
+  }
+  terminateAll(processTree(pid, table));
+}
+
+/**
+ * readProcessTable on the way out. The output goes to a file: a pipe that a process the program
+ * started holds open would keep spawnSync waiting past the timeout.
+ */
+function readProcessTableSync(command: { file: string; args: string[] }, pid: number): Buffer {
+  const file = path.join(tmpdir(), `cudamatrix-processes-${process.pid}-${pid}.txt`);
   try {
     const fd = openSync(file, 'w');
     try {
-      spawnSync(systemTool('wbem', 'WMIC.exe'), WMIC_ARGS, { ...options, stdio: ['ignore', fd, 'ignore'] });
+      spawnSync(command.file, command.args, { stdio: ['ignore', fd, 'ignore'], windowsHide: true, timeout: WINDOWS_TOOL_TIMEOUT_MS });
     } finally {
       closeSync(fd);
     }
-    table = readFileSync(file);
+    return readFileSync(file);
   } catch {
-    // No table: the first process alone is ended.
+    return Buffer.alloc(0); // No table: the first process alone is ended.
   } finally {
     rmSync(file, { force: true });
   }
-  terminateAll(processTree(pid, parseProcessTable(table)));
 }
 
 function terminateAll(pids: number[]): void {
@@ -344,8 +377,8 @@ function terminateAll(pids: number[]): void {
 }
 
 /**
- * The process table wmic prints for `process get ParentProcessId,ProcessId`, in its order:
- * [PID, parent PID] rows. Windows' wmic writes the ANSI code page to a pipe (lines end in CR CR
+ * The process table wmic prints for `process get ParentProcessId,ProcessId` (and PowerShell for
+ * PROCESS_TABLE_SCRIPT, in the OEM code page), in its order: [PID, parent PID] rows. Windows' wmic writes the ANSI code page to a pipe (lines end in CR CR
  * LF), Wine's UTF-16LE with a byte order mark. The column order is read from the header, by where
  * each name stands in it (Wine 8 leaves no space after a name wider than its values:
  * "ParentProcessIDProcessID").

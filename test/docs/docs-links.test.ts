@@ -43,4 +43,19 @@ describe("the docs' links", () => {
       'docs/transports/ssh.md:4: ../../README.md\'s "WSL targets": README.md has no such section: link to the heading it means instead',
     ]);
   });
+
+  it("take GitHub's anchors: a repeated heading's -1 never collides with another heading's, odd characters go as GitHub drops them", () => {
+    const root = tempDir('cm-links-');
+    writeFileSync(
+      path.join(root, 'README.md'),
+      [
+        '# Foo',
+        '# Foo',
+        '# Foo 1',
+        '# Half ½ and\u00a0no-break',
+        'Links: [a](#foo), [b](#foo-1), [c](#foo-1-1), [d](#half--andno-break).',
+      ].join('\n'),
+    );
+    expect(brokenLinks(root)).toEqual([]);
+  });
 });

@@ -8,7 +8,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { githubSlug, githubSlugs } from '../../scripts/github-slug.ts';
+import GithubSlugger, { slug as githubSlug } from 'github-slugger';
 
 /** README.md and every Markdown page under docs/, relative to root. */
 export function docsPages(root: string): string[] {
@@ -63,13 +63,30 @@ export function sectionMentionsOf(markdown: string): { page: string; heading: st
   return mentions;
 }
 
+/**
+ * Every heading anchor of a Markdown page, as GitHub makes them (github-slugger: its character set,
+ * and -1, -2, … for repeats that never collide with another heading's slug). Headings inside fenced
+ * code are not headings; a link in a heading counts by its text.
+ */
+export function headingAnchors(markdown: string): Set<string> {
+  const slugger = new GithubSlugger();
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    const heading = !fenced && /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+    if (heading) anchors.add(slugger.slug((heading[1] ?? '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')));
+  }
+  return anchors;
+}
+
 /** Every broken or escaping link of the pages under root, as "page:line: target: what is wrong". */
 export function brokenLinks(root: string): string[] {
   const problems: string[] = [];
   const slugCache = new Map<string, Set<string>>();
   const slugsOf = (file: string): Set<string> => {
     let slugs = slugCache.get(file);
-    if (!slugs) slugCache.set(file, (slugs = githubSlugs(readFileSync(file, 'utf8'))));
+    if (!slugs) slugCache.set(file, (slugs = headingAnchors(readFileSync(file, 'utf8'))));
     return slugs;
   };
   for (const page of docsPages(root)) {

@@ -7,8 +7,8 @@
  *   node.exe driver.cjs timeout MARK    a tree (node -> node -> node) past its timeout
  *   node.exe driver.cjs cancel MARK     the same tree, cancelled (what a Ctrl-C does to a cell)
  *   node.exe driver.cjs exit MARK       the same tree, and this process exits while it runs
- *   node.exe driver.cjs no-tools MARK   the timeout, with neither taskkill nor wmic (SystemRoot
- *                                       an empty folder: Windows 11 24H2 has no wmic)
+ *   node.exe driver.cjs no-tools MARK   the timeout, with neither taskkill, PowerShell nor wmic
+ *                                       (SystemRoot an empty folder)
  *
  *   node.exe driver.cjs vm-memory EXE   a WSL target's Windows host as this machine (cudamatrix on
  *                                       Windows): pinned-vram of EXE run with the host's sampler

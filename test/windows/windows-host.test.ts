@@ -448,7 +448,7 @@ describe.runIf(ready)("the local transport's own code under node.exe (test/windo
     expect(await waitFor(() => linuxSide(sampler).length === 0, 5000), linuxSide(sampler).join('\n')).toBe(true);
   });
 
-  it("says so on the command's stderr when neither taskkill /T nor wmic can end the tree (Windows 11 24H2 has no wmic)", async () => {
+  it("says so on the command's stderr when neither taskkill /T, PowerShell nor wmic can end the tree", async () => {
     const mark = `cm-tree-no-tools-${process.pid}`;
     const { done } = startWine([WINDOWS_NODE, driver, 'no-tools', mark]);
     const r = await done;
@@ -456,9 +456,7 @@ describe.runIf(ready)("the local transport's own code under node.exe (test/windo
     const seen = lastLine(r) as { timedOut: boolean; stderr: string; pids: { child: number } };
     expect(seen.timedOut).toBe(true);
     expect(seen.stderr).toContain(`failed (`);
-    expect(seen.stderr).toContain(
-      'and wmic, the fallback that walks the tree, gave no process table (Windows 11 24H2 no longer installs it by default): only PID ',
-    );
+    expect(seen.stderr).toContain("and neither PowerShell's Get-CimInstance nor wmic gave a process table to walk the tree: only PID ");
     // The detached grandchild was left (nothing walked the tree): ended here, from the Linux side.
     for (const line of linuxSide(new RegExp(mark))) process.kill(Number(line.trim().split(/\s+/)[0]), 'SIGKILL');
   });

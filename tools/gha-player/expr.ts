@@ -203,8 +203,9 @@ function callsStatusFunction(expression: string): boolean {
 }
 
 /**
- * An `if:`: absent means success(); `${{ }}` around the whole condition is optional; a condition
- * that calls none of success/failure/always/cancelled runs only while the status is success.
+ * An `if:` of a composite action's step (a workflow's come from GitHub's parser): absent means
+ * success(); `${{ }}` around the whole condition is optional; a condition that calls none of
+ * success/failure/always/cancelled runs only while the status is success.
  */
 export function evaluateIf(condition: unknown, scope: EvalScope): boolean {
   if (condition === undefined || condition === null || condition === '') return Boolean(evaluate('success()', scope));
@@ -218,6 +219,11 @@ export function evaluateIf(condition: unknown, scope: EvalScope): boolean {
   }
   const full = callsStatusFunction(expression) ? expression : `success() && (${expression})`;
   return truthy(evaluate(full, scope));
+}
+
+/** A condition as GitHub's workflow parser gives it (github-model.ts): already wrapped, evaluated as it is. */
+export function evaluateCondition(expression: string, scope: EvalScope): boolean {
+  return truthy(evaluate(expression, scope));
 }
 
 export function truthy(value: unknown): boolean {

@@ -150,6 +150,11 @@ export class StepLog {
     }
   }
 
+  /** A runner's own debug line: written only when the job's log shows debug lines. */
+  debug(text: string): void {
+    if (this.job.debug) this.write(`##[debug]${text}`);
+  }
+
   /** An annotation (and its `##[level]` line), within GitHub's limits. */
   annotate(level: AnnotationLevel, message: string, properties: Record<string, string> = {}): void {
     const mask = (t: string) => this.job.masker.apply(t);

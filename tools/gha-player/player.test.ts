@@ -255,6 +255,8 @@ describe('playWorkflow', () => {
     expect(step('twice').steps?.map((s) => [s.id, s.kind, s.outcome])).toEqual([
       ['first', 'node', 'success'],
       ['second', 'run', 'success'],
+      ['__self', 'node', 'success'],
+      ['__run', 'run', 'success'],
     ]);
     expect(step('twice').log).toContain('outer env from-caller');
     expect(lines.some((l) => /^action path (\S+)\/actions\/twice = \1\/actions\/twice$/.test(l))).toBe(true);
@@ -295,6 +297,26 @@ describe('playWorkflow', () => {
 
     const debug = await play('masks.yml', { debug: true });
     expect(logLines(leg(debug.run, 'm').log)).toContain('##[debug]hidden unless debug');
+  });
+
+  it('names a step without an id as GitHub does, and wraps an if: without a status function as GitHub does', async () => {
+    const { run } = await play('ids.yml', { debug: true });
+    const job = leg(run, 'ids');
+    expect(job.steps.map((s) => [s.id, s.outcome])).toEqual([
+      ['__run', 'success'],
+      ['__self', 'success'],
+      ['__self_2', 'success'],
+      ['__actions_upload-artifact', 'success'],
+      ['broken', 'failure'],
+      ['__run_2', 'skipped'],
+      ['__run_3', 'success'],
+    ]);
+    expect(job.steps.map((s) => s.condition).slice(4)).toEqual([
+      'success()',
+      "success() && (steps.broken.outcome == 'failure')",
+      "always() && steps.broken.outcome == 'failure'",
+    ]);
+    expect(logLines(job.log)).toContain("##[debug]Evaluating: success() && (steps.broken.outcome == 'failure')");
   });
 
   it('uploads and downloads artifacts like v4 (root, hidden files, a name used twice, no files, v3 refused) and replaces a declared step', async () => {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import {
   coerceString,
+  evaluateCondition,
   evaluateIf,
   evaluateString,
   evaluateValue,
@@ -20,6 +21,7 @@ import {
   type EvalScope,
   type Status,
 } from './expr.ts';
+import { githubJobs, type GitHubStep } from './github-model.ts';
 import { JobLog, parseFileCommand, type Annotation, type LogGroup, type StepLog } from './log.ts';
 import { defaultStandIns, type StandIn, type StandInContext } from './standins.ts';
 
@@ -141,6 +143,8 @@ export interface StepResult {
   log: string;
   /** A composite action's steps. */
   steps?: StepResult[];
+  /** A workflow step's `if:` as GitHub evaluates it (GitHub's parser: wrapped in success() && (...) where it calls no status function). */
+  condition?: string;
 }
 
 export interface JobPlay {
@@ -684,14 +688,23 @@ function header(slog: StepLog, title: string, body: string[], env: Record<string
   slog.write('##[endgroup]');
 }
 
+/**
+ * A composite action's step without an id, named as the runner names it (the rules of GitHub's
+ * workflow parser, which names a workflow's steps: github-model.ts): __run, __self for a local
+ * action, __owner_repo for owner/repo[/path]@ref, then _2, _3 for repeats.
+ */
 function autoId(def: Dict, used: Set<string>): string {
-  const base =
-    def.run !== undefined
-      ? '__run'
-      : `__${String(def.uses ?? 'step')
-          .replace(/@.*/, '')
-          .replace(/[^A-Za-z0-9]+/g, '_')
-          .replace(/^_+|_+$/g, '')}`;
+  const uses = typeof def.uses === 'string' ? def.uses : '';
+  const [repoPath = '', ref, ...more] = uses.split('@');
+  const segments = repoPath.split(/[\\/]/).filter(Boolean);
+  const name = uses.startsWith('docker://')
+    ? uses.slice('docker://'.length)
+    : /^(\.[\\/]|\$\/)/.test(uses)
+      ? 'self'
+      : ref && !more.length && segments.length >= 2
+        ? `${segments[0]}/${segments[1]}`
+        : 'run';
+  const base = `__${name}`.replace(/[^A-Za-z0-9_-]/g, '_');
   let id = base;
   for (let n = 2; used.has(id); n++) id = `${base}_${n}`;
   return id;
@@ -743,12 +756,18 @@ function resolveUses(state: JobState, uses: string): { standIn: StandIn; ref: st
   );
 }
 
-async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promise<StepResult[]> {
+/**
+ * Plays steps in order. `github`: a workflow job's steps as GitHub's parser reads them (their ids
+ * and conditions); a composite action's steps have none, and get the player's own (autoId, evaluateIf).
+ */
+async function runSteps(state: JobState, scope: StepScope, defs: Dict[], github?: GitHubStep[]): Promise<StepResult[]> {
   const results: StepResult[] = [];
   const used = new Set<string>(defs.map((d) => d.id).filter((id): id is string => typeof id === 'string'));
   for (const [i, def] of defs.entries()) {
     if (state.lost) break;
-    const id = typeof def.id === 'string' ? def.id : autoId(def, used);
+    const parsed = github?.[i];
+    const push = (result: StepResult) => results.push(parsed ? { ...result, condition: parsed.if } : result);
+    const id = parsed?.id ?? (typeof def.id === 'string' ? def.id : autoId(def, used));
     used.add(id);
     const where = `${scope.where}[${i}]`;
     const name =
@@ -759,7 +778,12 @@ async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promis
     let run = false;
     let result: StepResult;
     try {
-      run = evaluateIf(def.if, scopeFor(state, scope, `${where}.if`));
+      if (parsed) {
+        slog.debug(`Evaluating condition for step: '${name}'`);
+        slog.debug(`Evaluating: ${parsed.if}`);
+        run = evaluateCondition(parsed.if, scopeFor(state, scope, `${where}.if`));
+        slog.debug(`Result: ${run}`);
+      } else run = evaluateIf(def.if, scopeFor(state, scope, `${where}.if`));
     } catch (e) {
       slog.annotate('error', (e as Error).message);
       result = {
@@ -774,12 +798,12 @@ async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promis
       };
       scope.failed = true;
       scope.steps[id] = { outputs: {}, outcome: 'failure', conclusion: 'failure' };
-      results.push({ ...result, log: slog.lines.join('\n') });
+      push({ ...result, log: slog.lines.join('\n') });
       continue;
     }
     if (!run) {
       scope.steps[id] = { outputs: {}, outcome: 'skipped', conclusion: 'skipped' };
-      results.push({
+      push({
         id,
         name,
         kind: def.run !== undefined ? 'run' : 'uses',
@@ -794,7 +818,7 @@ async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promis
     result = await runStep(state, scope, def, id, name, where, slog);
     slog.endGroup();
     if (state.lost) {
-      results.push({ ...result, outcome: 'failure', conclusion: 'failure', log: slog.lines.join('\n') });
+      push({ ...result, outcome: 'failure', conclusion: 'failure', log: slog.lines.join('\n') });
       break;
     }
     let continueOnError = false;
@@ -807,7 +831,7 @@ async function runSteps(state: JobState, scope: StepScope, defs: Dict[]): Promis
     const conclusion = result.outcome === 'failure' && continueOnError ? 'success' : result.outcome;
     if (conclusion === 'failure') scope.failed = true;
     scope.steps[id] = { outputs: result.outputs, outcome: result.outcome, conclusion };
-    results.push({ ...result, conclusion, log: slog.lines.join('\n') });
+    push({ ...result, conclusion, log: slog.lines.join('\n') });
   }
   return results;
 }
@@ -1218,7 +1242,7 @@ async function playJobIn(
     }
     if (common.signal?.aborted) onAbort();
     common.signal?.addEventListener('abort', onAbort);
-    if (!scope.failed) steps = await runSteps(state, scope, (job.steps ?? []) as Dict[]);
+    if (!scope.failed) steps = await runSteps(state, scope, (job.steps ?? []) as Dict[], (await githubJobs(run.wf.file)).get(jobId)?.steps);
     if (!state.lost) {
       const jlog = log.step('__job');
       for (const [k, v] of Object.entries((job.outputs ?? {}) as Dict)) {
@@ -1366,7 +1390,8 @@ async function playJobOutcome(
   const contexts: Contexts = { github: run.github, needs, inputs: run.inputs, vars: run.vars };
   const where = `${wf.file}: jobs.${jobId}`;
   try {
-    if (!evaluateIf(job.if, { contexts, status, where: `${where}.if` })) return { ...outcome, result: 'skipped' };
+    const condition = (await githubJobs(wf.file)).get(jobId)?.if ?? 'success()';
+    if (!evaluateCondition(condition, { contexts, status, where: `${where}.if` })) return { ...outcome, result: 'skipped' };
     outcome.matrixEntries = matrixEntries(wf, jobId, contexts);
   } catch (e) {
     return { ...outcome, result: 'failure', error: (e as Error).message };

@@ -55,10 +55,13 @@ function expandItem(item: string): { names: string[] } | { error: string } {
     if (to < from) return { error: `the range ${part} runs backwards` };
     if (to - from + 1 > MAX_HOSTS) return { error: `the range ${part} names more than ${MAX_HOSTS} nodes` };
     const width = r[1]!.length;
+    if (numbers.length + (to - from + 1) > MAX_HOSTS) return { error: `"[${ranges}]" names more than ${MAX_HOSTS} nodes` };
     for (let n = from; n <= to; n++) numbers.push(String(n).padStart(width, '0'));
   }
   const restNames = rest ? expandItem(rest) : { names: [''] };
   if ('error' in restNames) return restNames;
+  // Counted before expanding: n[1-3000]-g[1-3000] would be nine million names.
+  if (numbers.length * restNames.names.length > MAX_HOSTS) return { error: `"${item}" names more than ${MAX_HOSTS} nodes` };
   const names = numbers.flatMap((n) => restNames.names.map((t) => `${prefix}${n}${t}`));
   if (!names.every((n) => /^[A-Za-z0-9._-]+$/.test(n))) return { error: `"${item}" does not give node names` };
   return { names };

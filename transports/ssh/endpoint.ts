@@ -1,11 +1,12 @@
 /**
  * Where an SSH target's options lead (host, port, user, key and known_hosts files, jumps), after
- * ~/.ssh/config. Pure and light: it reads files and opens nothing, so that the plan can group
- * targets by host without loading the SSH client.
+ * ~/.ssh/config. Light: it reads files and runs at most `ssh -G` (which connects nowhere), so that
+ * the plan can group targets by host without loading the SSH client.
  */
 import { homedir, userInfo } from 'node:os';
 import path from 'node:path';
-import { expandHome, resolveSshConfig } from './ssh-config.ts';
+import { expandHome } from './ssh-config.ts';
+import { resolveSshConfig } from './ssh-config-resolve.ts';
 
 export interface SshConnectOptions {
   host: string;
@@ -56,9 +57,9 @@ export function sshEnv(name: keyof typeof SSH_ENV): string | undefined {
   return process.env[SSH_ENV[name]] || undefined;
 }
 
-/** Where the options lead, after ~/.ssh/config. Pure: reads files, opens nothing. */
+/** Where the options lead, after ~/.ssh/config (OpenSSH's ssh -G where it runs). Opens no connection. */
 export function resolveEndpoint(o: SshConnectOptions): Endpoint {
-  const r = resolveSshConfig(o.host, o.sshConfig === undefined ? path.join(homedir(), '.ssh', 'config') : o.sshConfig);
+  const r = resolveSshConfig(o.host, o.sshConfig, { port: o.port, user: o.user });
   const host = r.hostName;
   const port = o.port ?? r.port ?? 22;
   const user = o.user ?? r.user ?? userInfo().username;

@@ -3,7 +3,7 @@ import { homedir, userInfo } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/helpers.ts';
-import { parseJumpHop, resolveSshConfig } from './ssh-config.ts';
+import { parseJumpHop, parseSshConfig } from './ssh-config.ts';
 
 function config(text: string): string {
   const dir = tempDir();
@@ -12,7 +12,7 @@ function config(text: string): string {
   return file;
 }
 
-describe('ssh_config', () => {
+describe('ssh_config, read by the fallback parser', () => {
   const file = config(
     [
       '# global options first apply to every host',
@@ -42,7 +42,7 @@ describe('ssh_config', () => {
   );
 
   it('resolves an alias: the first value wins, IdentityFile adds up, tokens and ~ expand', () => {
-    const r = resolveSshConfig('gpu-7', file);
+    const r = parseSshConfig('gpu-7', file);
     expect(r.hostName).toBe('gpu-7.lab.example');
     expect(r.port).toBe(2200);
     expect(r.user).toBe('engineer');
@@ -52,14 +52,14 @@ describe('ssh_config', () => {
   });
 
   it('falls back to Host * and says a Match block was not applied', () => {
-    const r = resolveSshConfig('other', file);
+    const r = parseSshConfig('other', file);
     expect(r).toMatchObject({ hostName: 'other', user: 'fallback', port: undefined, proxyJump: undefined });
     expect(r.notes[0]).toMatch(/:18: Match blocks are not evaluated/);
   });
 
   it('matches patterns against the alias as given, with negation', () => {
-    expect(resolveSshConfig('x.lab.example', file).userKnownHostsFiles).toEqual([path.join(homedir(), '.ssh/lab_known_hosts')]);
-    expect(resolveSshConfig('secret.lab.example', file).userKnownHostsFiles).toEqual([]);
+    expect(parseSshConfig('x.lab.example', file).userKnownHostsFiles).toEqual([path.join(homedir(), '.ssh/lab_known_hosts')]);
+    expect(parseSshConfig('secret.lab.example', file).userKnownHostsFiles).toEqual([]);
   });
 
   it('follows Include, relative to ~/.ssh or absolute, with globs', () => {
@@ -68,12 +68,12 @@ describe('ssh_config', () => {
     writeFileSync(path.join(dir, 'conf.d', 'a.conf'), 'Host inc\n  HostName included.example\n');
     const main = path.join(dir, 'config');
     writeFileSync(main, `Include ${path.join(dir, 'conf.d', '*.conf')}\n`);
-    expect(resolveSshConfig('inc', main).hostName).toBe('included.example');
+    expect(parseSshConfig('inc', main).hostName).toBe('included.example');
   });
 
   it('reads nothing when there is no config (or it is switched off)', () => {
-    expect(resolveSshConfig('h', false)).toMatchObject({ hostName: 'h', identityFiles: [] });
-    expect(resolveSshConfig('h', '/nonexistent/config').hostName).toBe('h');
+    expect(parseSshConfig('h', false)).toMatchObject({ hostName: 'h', identityFiles: [] });
+    expect(parseSshConfig('h', '/nonexistent/config').hostName).toBe('h');
   });
 
   it('parses ProxyJump hops', () => {
@@ -84,6 +84,6 @@ describe('ssh_config', () => {
 
   it('expands %u and %d', () => {
     const f = config('Host t\n  IdentityFile %d/keys/%u\n');
-    expect(resolveSshConfig('t', f).identityFiles).toEqual([path.join(homedir(), 'keys', userInfo().username)]);
+    expect(parseSshConfig('t', f).identityFiles).toEqual([path.join(homedir(), 'keys', userInfo().username)]);
   });
 });

@@ -1,8 +1,9 @@
 /**
- * ~/.ssh/config, read the way OpenSSH reads it for the options cudamatrix uses: Host blocks
- * with wildcard and negated patterns, the first value of each keyword wins (IdentityFile adds
- * up), Include, the %h %p %r %u %d %% tokens and ~ in paths. Match blocks are not evaluated
- * (their options are ignored, and the result says so).
+ * ~/.ssh/config, read the way OpenSSH reads it for the options cudamatrix uses: the fallback where
+ * `ssh -G` cannot be run (ssh-config-resolve.ts). Host blocks with wildcard and negated patterns,
+ * the first value of each keyword wins (IdentityFile adds up), Include (in its block's state), the
+ * %h %p %r %u %d %% tokens and ~ in paths. Not handled: Match blocks (their options are ignored,
+ * and the result says so), /etc/ssh/ssh_config, CanonicalizeHostname, and the other tokens.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
@@ -40,7 +41,13 @@ function splitLine(raw: string): { key: string; value: string } | undefined {
   return { key: m[1]!.toLowerCase(), value };
 }
 
-function readLines(file: string, depth = 0): Line[] {
+/**
+ * The options of `file` that apply to `alias`, in order, as OpenSSH's readconf.c picks them: a
+ * Host line makes the lines after it apply or not; an Include is read in the including block's
+ * state, and never matches at all inside a block that does not apply (SSHCONF_NEVERMATCH); after
+ * it, the including block's state comes back, whatever Host lines the included files had.
+ */
+function applicableLines(file: string, alias: string, block: { active: boolean }, neverMatch: boolean, notes: string[], depth = 0): Line[] {
   if (depth > 8 || !existsSync(file) || !statSync(file).isFile()) return [];
   const out: Line[] = [];
   readFileSync(file, 'utf8')
@@ -48,15 +55,24 @@ function readLines(file: string, depth = 0): Line[] {
     .forEach((raw, i) => {
       const kv = splitLine(raw);
       if (!kv) return;
-      if (kv.key === 'include') {
+      if (kv.key === 'host') {
+        block.active = !neverMatch && patternMatches(kv.value, alias);
+      } else if (kv.key === 'match') {
+        block.active = false;
+        notes.push(`${file}:${i + 1}: Match blocks are not evaluated; their options were not applied`);
+      } else if (kv.key === 'include') {
+        const including = block.active;
         for (const inc of kv.value.split(/\s+/)) {
           const p = expandHome(inc);
           const full = path.isAbsolute(p) ? p : path.join(homedir(), '.ssh', p);
-          for (const f of expandGlob(full)) out.push(...readLines(f, depth + 1));
+          for (const f of expandGlob(full)) {
+            out.push(...applicableLines(f, alias, block, neverMatch || !including, notes, depth + 1));
+            block.active = including;
+          }
         }
-        return;
+      } else if (block.active) {
+        out.push({ ...kv, file, line: i + 1 });
       }
-      out.push({ ...kv, file, line: i + 1 });
     });
   return out;
 }
@@ -91,51 +107,61 @@ function patternMatches(patterns: string, host: string): boolean {
   return matched;
 }
 
-/** Resolves `alias` against an ssh_config file (default ~/.ssh/config). */
-export function resolveSshConfig(alias: string, configFile: string | false = path.join(homedir(), '.ssh', 'config')): ResolvedHost {
-  const lines = configFile ? readLines(configFile) : [];
+/** The port and user given apart from the config (the target's own options), as ssh's -p and -l. */
+export interface GivenOptions {
+  port?: number;
+  user?: string;
+}
+
+/**
+ * A path option's %-tokens (%h %p %r %u %d %%) and leading ~ expanded, as ssh expands IdentityFile
+ * and UserKnownHostsFile; other tokens stay as written.
+ */
+export function expandPathTokens(value: string, to: { hostName: string; port?: number; user?: string }): string {
+  return expandHome(
+    value.replace(/%(.)/g, (_m, c: string) => {
+      switch (c) {
+        case 'h':
+          return to.hostName;
+        case 'p':
+          return String(to.port ?? 22);
+        case 'r':
+          return to.user ?? userInfo().username;
+        case 'u':
+          return userInfo().username;
+        case 'd':
+          return homedir();
+        case '%':
+          return '%';
+        default:
+          return `%${c}`;
+      }
+    }),
+  );
+}
+
+/**
+ * Resolves `alias` against an ssh_config file (default ~/.ssh/config) with this parser alone: the
+ * fallback where OpenSSH's `ssh -G` cannot be run (ssh-config-resolve.ts).
+ */
+export function parseSshConfig(
+  alias: string,
+  configFile: string | false = path.join(homedir(), '.ssh', 'config'),
+  given: GivenOptions = {},
+): ResolvedHost {
+  const notes: string[] = [];
+  // options before the first Host line apply to every host
+  const lines = configFile ? applicableLines(configFile, alias, { active: true }, false, notes) : [];
   const values = new Map<string, string>();
   const identityFiles: string[] = [];
-  const notes: string[] = [];
-  let active = true; // options before the first Host line apply to every host
   for (const l of lines) {
-    if (l.key === 'host') {
-      active = patternMatches(l.value, alias);
-      continue;
-    }
-    if (l.key === 'match') {
-      active = false;
-      notes.push(`${l.file}:${l.line}: Match blocks are not evaluated; their options were not applied`);
-      continue;
-    }
-    if (!active) continue;
     if (l.key === 'identityfile') identityFiles.push(l.value);
     else if (!values.has(l.key)) values.set(l.key, l.value);
   }
   const hostName = (values.get('hostname') ?? alias).replace(/%h/g, alias);
   const port = values.has('port') ? Number(values.get('port')) : undefined;
   const user = values.get('user');
-  const tokens = (s: string) =>
-    expandHome(
-      s.replace(/%(.)/g, (_m, c: string) => {
-        switch (c) {
-          case 'h':
-            return hostName;
-          case 'p':
-            return String(port ?? 22);
-          case 'r':
-            return user ?? userInfo().username;
-          case 'u':
-            return userInfo().username;
-          case 'd':
-            return homedir();
-          case '%':
-            return '%';
-          default:
-            return `%${c}`;
-        }
-      }),
-    );
+  const tokens = (value: string) => expandPathTokens(value, { hostName, port: given.port ?? port, user: given.user ?? user });
   const knownHosts = values.get('userknownhostsfile');
   const proxyJump = values.get('proxyjump');
   return {

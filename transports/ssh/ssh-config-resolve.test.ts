@@ -1,0 +1,144 @@
+/** ssh_config resolved by OpenSSH's ssh -G, and the fallback parser held against it. */
+import { writeFileSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { commandsAvailable, tempDir } from '../../test/helpers.ts';
+import { resolveEndpoint } from './endpoint.ts';
+import { parseSshConfig, type GivenOptions, type ResolvedHost } from './ssh-config.ts';
+import { resolveSshConfig, resolveWithOpenSsh } from './ssh-config-resolve.ts';
+
+const haveSsh = commandsAvailable('ssh -G', { ssh: 'openssh-client' });
+
+/** Writes the files (name -> lines) into a fresh folder; "$dir" in a line is that folder. */
+function files(contents: Record<string, string[]>): string {
+  const dir = tempDir('cm-sshconfig-');
+  for (const [name, lines] of Object.entries(contents))
+    writeFileSync(path.join(dir, name), lines.join('\n').replaceAll('$dir', dir) + '\n');
+  return dir;
+}
+
+/** What the transport takes from a resolution, with the defaults it fills in (endpoint.ts). */
+function used(r: ResolvedHost, given: GivenOptions) {
+  return {
+    hostName: r.hostName.toLowerCase(), // ssh lower-cases it; names are case-blind
+    port: given.port ?? r.port ?? 22,
+    user: given.user ?? r.user ?? userInfo().username,
+    identityFiles: r.identityFiles,
+    proxyJump: r.proxyJump,
+    userKnownHostsFiles: r.userKnownHostsFiles,
+  };
+}
+
+/** Configs whose every alias the parser must resolve as ssh -G does. */
+const cases: { name: string; files: Record<string, string[]>; aliases: string[]; given?: GivenOptions }[] = [
+  {
+    name: 'Include inside a matching Host block applies the included options',
+    files: { config: ['Host gpu', '  Include $dir/inc', '  Port 2200'], inc: ['HostName inc.example', 'User from-include'] },
+    aliases: ['gpu', 'other'],
+  },
+  {
+    name: 'Include inside a Host block that does not match applies nothing',
+    files: { config: ['Host elsewhere', '  Include $dir/inc', 'Host *', '  User everyone'], inc: ['HostName wrong.example', 'Port 1'] },
+    aliases: ['gpu', 'elsewhere'],
+  },
+  {
+    name: "Include inside a Host block that does not match: the included file's Host lines never match",
+    files: { config: ['Host elsewhere', '  Include $dir/inc'], inc: ['Host *', '  HostName wrong.example', '  IdentityFile ~/.ssh/wrong'] },
+    aliases: ['gpu', 'elsewhere'],
+  },
+  {
+    name: "after an Include, the including block's state comes back",
+    files: {
+      config: ['Host gpu', '  Include $dir/inc', '  User after-include', '  IdentityFile ~/.ssh/after_%r_%p'],
+      inc: ['Host nothing-here', '  Port 1'],
+    },
+    aliases: ['gpu', 'nothing-here', 'other'],
+  },
+  {
+    name: "each file an Include names starts in the including block's state",
+    files: {
+      config: ['Host gpu', '  Include $dir/one $dir/two'],
+      one: ['Host elsewhere', '  Port 1'],
+      two: ['Port 2202', 'User from-two'],
+    },
+    aliases: ['gpu', 'elsewhere'],
+  },
+  {
+    name: 'Include at the top level with Host blocks and a glob',
+    files: {
+      config: ['Include $dir/conf.*', 'Host *', '  UserKnownHostsFile ~/.ssh/lab_known_hosts'],
+      'conf.a': ['Host a-*', '  HostName %h.lab.example', '  ProxyJump jump@bastion.example:2222'],
+      'conf.b': ['Host a-1', '  HostName first-wins.example', '  Port 2201'],
+    },
+    aliases: ['a-1', 'a-2', 'b'],
+  },
+  {
+    name: 'patterns, negation, first value wins, IdentityFile adds up, tokens',
+    files: {
+      config: [
+        'IdentityFile ~/.ssh/global_key',
+        'Host gpu gpu-* !gpu-secret',
+        '  HostName %h.lab.example',
+        '  User engineer',
+        '  IdentityFile %d/keys/%r@%h:%p',
+        'Host gpu-7',
+        '  Port 9999',
+        '  User someone-else',
+        'Host *',
+        '  User = fallback',
+        '  ProxyJump none',
+      ],
+    },
+    aliases: ['gpu', 'gpu-7', 'gpu-secret', 'x'],
+  },
+  {
+    name: "the target's own port and user go into the tokens, as ssh's -p and -l",
+    files: { config: ['Host gpu', '  IdentityFile ~/.ssh/k_%r_%p', '  Port 2200'] },
+    aliases: ['gpu'],
+    given: { port: 2022, user: 'bob' },
+  },
+];
+
+describe.runIf(haveSsh)('ssh_config resolved by ssh -G, and the fallback parser against it', () => {
+  for (const c of cases) {
+    it(`the parser agrees with ssh -G: ${c.name}`, () => {
+      const config = path.join(files(c.files), 'config');
+      for (const alias of c.aliases) {
+        const openssh = resolveWithOpenSsh(alias, config, c.given);
+        expect(openssh, 'ssh -G ran').toBeDefined();
+        expect({ alias, ...used(parseSshConfig(alias, config, c.given), c.given ?? {}) }).toEqual({
+          alias,
+          ...used(openssh!, c.given ?? {}),
+        });
+      }
+    });
+  }
+
+  it('resolves with ssh -G where ssh is on PATH: Match blocks apply, which the parser leaves out', () => {
+    const config = path.join(files({ config: ['Match originalhost gpu-m', '  HostName matched.example', '  Port 2201'] }), 'config');
+    expect(resolveEndpoint({ host: 'gpu-m', sshConfig: config })).toMatchObject({ host: 'matched.example', port: 2201 });
+    const parsed = resolveSshConfig('gpu-m', config, {}, path.join(tempDir(), 'no-such-ssh'));
+    expect(parsed).toMatchObject({ hostName: 'gpu-m', port: undefined });
+    expect(parsed.notes[0]).toMatch(/:1: Match blocks are not evaluated/);
+  });
+
+  it("keeps the transport's defaults where the config sets no key or known_hosts file", () => {
+    const e = resolveEndpoint({ host: 'h', sshConfig: false });
+    expect(e).toMatchObject({ host: 'h', port: 22, user: userInfo().username, jumps: [] });
+    expect(e.identityFiles).toEqual(['id_ed25519', 'id_ecdsa', 'id_rsa'].map((f) => path.join(homedir(), '.ssh', f)));
+    expect(e.knownHostsFiles).toEqual([path.join(homedir(), '.ssh', 'known_hosts')]);
+  });
+
+  it('says which ssh_config OpenSSH refuses, and why', () => {
+    const config = path.join(files({ config: ['Host gpu', '  HostName gpu.example', '  NoSuchOption yes'] }), 'config');
+    expect(() => resolveEndpoint({ host: 'gpu', sshConfig: config })).toThrow(
+      expect.objectContaining({
+        code: 'MATRIX_INVALID',
+        message: expect.stringMatching(
+          new RegExp(`^ssh_config ${config}: OpenSSH cannot read it for host "gpu": .*line 3: Bad configuration option: nosuchoption`),
+        ),
+      }),
+    );
+  });
+});
