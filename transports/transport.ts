@@ -145,7 +145,7 @@ export interface LocalFile {
 export type Connect<Options> = (options: Options, context: ConnectContext) => Promise<Session>;
 
 /**
- * One kind of transport, declared once in its own folder (runners/<kind>/kind.ts) and registered
+ * One kind of transport, declared once in its own folder (transports/<kind>/kind.ts) and registered
  * under its name in transports/registry.ts. It answers every question the rest of cudamatrix has
  * about the kind (the matrix loader, the planner, doctor, gha matrix, run's secret masking), so
  * that nothing outside transports/ branches on a kind's name. The code that connects (ssh2,
