@@ -332,7 +332,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     // The runners that measured nothing (no driver on this machine), by job and labels: the H200 did measure, so a warning.
     expect(merge.summary).toContain('### Measured nothing: 2 targets');
     expect(merge.summary).toMatch(/^\| gpu-box \| job gpu-box on \[self-hosted, linux, gpu\] \| no NVIDIA driver found/m);
-    expect(merge.summary).toMatch(/^\| ssh-box \| job shared on \[self-hosted, linux\] \| no NVIDIA driver found/m);
+    expect(merge.summary).toMatch(/^\| ssh-box \| job shared on \[self-hosted, linux, cudamatrix-shared\] \| no NVIDIA driver found/m);
     expect(merge.annotations).toContainEqual(expect.objectContaining({ level: 'warning', title: 'gpu-box: measured nothing' }));
     const titles = merge.annotations.map((a) => `${a.level} ${a.title}`);
     expect(titles).toEqual(
@@ -383,6 +383,6 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     const changed = git(origin, 'diff', '--name-only', 'main', branch).trim().split('\n');
     expect(changed.length).toBeGreaterThanOrEqual(2);
     for (const f of changed)
-      expect(f).toMatch(/^results\/(records\/driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html)$/);
+      expect(f).toMatch(/^records\/(driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html)$/);
   });
 });

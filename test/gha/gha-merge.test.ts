@@ -249,7 +249,7 @@ describe('gha matrix and gha merge', () => {
     const r = await runCli(['gha', 'matrix'], { env: { ...step.env, LAB_API_TOKEN: 's3cr3t-value-123' } });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({
-      include: [{ name: 'shared', targets: 'local', runsOn: ['self-hosted', 'linux'], labelled: false }],
+      include: [{ name: 'shared', targets: 'local', runsOn: ['self-hosted', 'linux', 'cudamatrix-shared'], labelled: false }],
     });
     expect(r.stderr).toContain('::add-mask::s3cr3t-value-123');
   });
@@ -369,8 +369,8 @@ describe('gha matrix and gha merge', () => {
     expect(strict.summary).toContain('so the run fails (strict: exit 4)');
     // Per target, the job and the labels of the runner that measured nothing, and why.
     expect(strict.summary).toMatch(/^\| gpu-box \| job gpu-box on \[self-hosted, linux, gpu\] \| no NVIDIA driver found/m);
-    expect(strict.summary).toMatch(/^\| shared-a \| job shared on \[self-hosted, linux\] \| no NVIDIA driver found/m);
-    expect(strict.summary).toMatch(/^\| shared-b \| job shared on \[self-hosted, linux\] \|/m);
+    expect(strict.summary).toMatch(/^\| shared-a \| job shared on \[self-hosted, linux, cudamatrix-shared\] \| no NVIDIA driver found/m);
+    expect(strict.summary).toMatch(/^\| shared-b \| job shared on \[self-hosted, linux, cudamatrix-shared\] \|/m);
     for (const t of ['gpu-box', 'shared-a', 'shared-b'])
       expect(strict.stdout).toMatch(new RegExp(`^::error title=${t}%3A measured nothing::job `, 'm'));
     expect(strict.stdout).toContain('Exit status: 4 (--strict: nothing was measured)');
