@@ -241,7 +241,11 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const doomed = events.flatMap((e) => (e.type === 'cell-end' && e.target === 'doomed' && e.planned ? [e] : []));
     expect(doomed.length).toBe(17);
     expect(doomed.filter((c) => c.status === 'error').every((c) => c.errorCode === 'TRANSPORT_FAILED')).toBe(true);
-    expect(doomed.filter((c) => c.status === 'error').length).toBeGreaterThan(5);
+    // Once its connection failed, every remaining cell of the target is an error (how many cells
+    // finished before the kill landed depends on the machine's load: no count is asserted).
+    const firstError = doomed.findIndex((c) => c.status === 'error');
+    expect(firstError).toBeGreaterThan(-1);
+    expect(doomed.slice(firstError).map((c) => c.status)).toEqual(doomed.slice(firstError).map(() => 'error'));
     expect(targetErrors(events)[0]).toMatchObject({
       target: 'doomed',
       code: 'TRANSPORT_FAILED',
