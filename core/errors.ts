@@ -79,7 +79,7 @@ export const errorCodes = {
   SLURM_QUEUE_TIMEOUT: 'infrastructure',
   /** Slurm targets: the job's node went down or was drained while a probe ran there. */
   SLURM_NODE_DOWN: 'infrastructure',
-  /** Slurm targets: the job ended under a probe (cancelled from outside, past its time limit). */
+  /** Slurm targets: the job ended under a probe (cancelled from outside, past its time limit), or was cancelled while it waited. */
   SLURM_JOB_ENDED: 'infrastructure',
   TRANSPORT_FAILED: 'infrastructure',
   /** gha merge: a job of the fanned-out run left no event log, or one that stops short (runner lost, job killed). */

@@ -142,6 +142,26 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     }
   });
 
+  it('a waiting job cancelled from outside (scancel by a user or an admin) is SLURM_JOB_ENDED, not a refusal', async () => {
+    await lab!.slurm('scontrol', 'update', 'nodename=n1', 'state=drain', 'reason=cm-test-outside-cancel');
+    try {
+      const connecting = rejection(connect({ nodelist: 'n1', queueWait: 120 }));
+      let pending = '';
+      await expect
+        .poll(async () => (pending = (await lab!.queue()).find((l) => / PENDING /.test(l)) ?? ''), { timeout: 30_000 })
+        .not.toBe('');
+      await lab!.slurm('scancel', pending.split(' ')[0]!);
+      const error = await connecting;
+      expect(error.code).toBe('SLURM_JOB_ENDED');
+      expect(error.message).toMatch(
+        /^target "node": Slurm job cm-\S+ ended before it started: cancelled from outside \(scancel\), or by the cluster/,
+      );
+      expect(error.message).not.toMatch(/Fix: check the target's partition/);
+    } finally {
+      await lab!.resume('n1');
+    }
+  });
+
   it('a drained node asked for by nodelist: the job pends with ReqNodeNotAvail, said in the error', async () => {
     await lab!.slurm('scontrol', 'update', 'nodename=n1', 'state=drain', 'reason=cm-test-maintenance');
     try {

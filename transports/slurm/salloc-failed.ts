@@ -52,8 +52,11 @@ function fixFor(words: string, o: SlurmOptions): string {
   return `check the target's partition, account, qos, gres, constraint and nodelist against "sinfo" and "sacctmgr show assoc user=$USER"; ${gresFix}`;
 }
 
-/** The error for a salloc that gave no job: SLURM_NOT_FOUND, SLURM_AUTH_FAILED, SLURM_CONTROLLER_UNREACHABLE or SLURM_JOB_REFUSED. */
-export function sallocFailed(where: string, o: SlurmOptions, error: unknown): CudamatrixError {
+/**
+ * The error for a salloc that gave no job: SLURM_NOT_FOUND, SLURM_AUTH_FAILED,
+ * SLURM_CONTROLLER_UNREACHABLE, SLURM_JOB_ENDED (cancelled while it waited) or SLURM_JOB_REFUSED.
+ */
+export function sallocFailed(where: string, o: SlurmOptions, error: unknown, job: { target: string; name: string }): CudamatrixError {
   const stderr = error instanceof StreamEndedError ? error.stderr : error instanceof Error ? error.message : String(error);
   const notThere =
     (error instanceof StreamEndedError && error.code === 127) ||
@@ -75,6 +78,13 @@ export function sallocFailed(where: string, o: SlurmOptions, error: unknown): Cu
     return new CudamatrixError(
       'SLURM_CONTROLLER_UNREACHABLE',
       `Slurm's controller (slurmctld) did not answer salloc on ${where}: ${words}. Check that slurmctld runs ("scontrol ping" on the login node says UP or DOWN) and that the login node reaches SlurmctldHost:SlurmctldPort of slurm.conf`,
+    );
+  }
+  // The job was let in and then ended before it started: cancelled while it waited in the queue.
+  if (/already completing or completed|has been revoked|cancelled|canceled/i.test(words)) {
+    return new CudamatrixError(
+      'SLURM_JOB_ENDED',
+      `target "${job.target}": Slurm job ${job.name} ended before it started: cancelled from outside (scancel), or by the cluster, while it waited (salloc on ${where} said: ${words}); "sacct --name=${job.name}" says who and when`,
     );
   }
   return new CudamatrixError(

@@ -108,7 +108,7 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
   try {
     lifeline = await runner.stream(argv);
   } catch (error) {
-    throw sallocFailed(runner.where, o, error);
+    throw sallocFailed(runner.where, o, error, { target: context.target, name: jobName });
   }
   const queueWaitMs = (o.queueWait ?? DEFAULT_QUEUE_WAIT_S) * 1000;
   const ready = await waitReady(lifeline, nonce, queueWaitMs, context.signal).catch(async (error: unknown) => {
@@ -128,7 +128,7 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
         context.onProgress?.(`${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`);
       throw error;
     }
-    throw sallocFailed(runner.where, o, error);
+    throw sallocFailed(runner.where, o, error, { target: context.target, name: jobName });
   });
   return new SlurmSession(runner, lifeline, ready, context.target, context.signal, context.onProgress);
 };
