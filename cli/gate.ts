@@ -7,7 +7,7 @@
 import { statSync } from 'node:fs';
 import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { writeOutput } from '../core/fs.ts';
-import { concernsProbes, knownBadFails, knownBadForSysinfo, loadKnownBad, type KnownBadEntry } from '../matrix/known-bad.ts';
+import { concernsProbes, knownBadFails, knownBadForSysinfo, knownBadLine, loadKnownBad, type KnownBadEntry } from '../matrix/known-bad.ts';
 import { formatValue } from '../core/units.ts';
 import type { Scalar } from '../probes/protocol.ts';
 import { diffRecords, pairingKey, seriesText, type CellChange, type FactChange, type PairDiff } from '../behaviour/diff.ts';
@@ -75,7 +75,7 @@ function judge(
     reasons.push({
       type: 'KnownBadDriver',
       fails,
-      message: `driver ${record.key.driver} is listed as known-bad: ${entry.symptom} (source ${entry.source}, ${entry.trust})${fails ? '' : concernsProbes(entry, ran) ? '; a single report: not failed on' : '; not a behaviour this run checked'}`,
+      message: `driver ${record.key.driver} is a ${knownBadLine(entry, known!.subject)}${fails ? '' : concernsProbes(entry, ran) ? ': only one report says so, so it is said here and does not fail the gate' : ': not a behaviour this run checked'}`,
       evidence: { id: entry.id, source: entry.source, trust: entry.trust, concerns: entry.concerns, fixedIn: entry.fixedIn },
     });
   }

@@ -85,11 +85,13 @@ describe('cudamatrix gate', () => {
     const bad = await runCli(['gate', run, '--records-dir', records, '--known-bad', registry('multiple-reports')]);
     expect(bad.code, bad.stdout + bad.stderr).toBe(7);
     expect(bad.stdout).toContain(
-      '  ✗ driver 580.159.04 is listed as known-bad: Pinned copies lose a tenth of their bandwidth. (source https://github.com/example/tracker/issues/1, multiple-reports)',
+      '  ✗ driver 580.159.04 is a known-bad driver: Pinned copies lose a tenth of their bandwidth. (linux, from 580 on; not fixed; source https://github.com/example/tracker/issues/1, multiple-reports)',
     );
     const lead = await runCli(['gate', run, '--records-dir', records, '--known-bad', registry('single-report')]);
     expect(lead.code, lead.stdout + lead.stderr).toBe(0);
-    expect(lead.stdout).toContain('; a single report: not failed on');
+    expect(lead.stdout).toContain(
+      '(linux, from 580 on; not fixed; source https://github.com/example/tracker/issues/1, single-report): only one report says so, so it is said here and does not fail the gate',
+    );
   });
 
   it('no record of the key to judge against: inconclusive (exit 8)', async () => {
