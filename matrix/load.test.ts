@@ -358,7 +358,7 @@ describe('issue 20: files a matrix names', () => {
     expect(e.message).toContain(
       `identityFile ${path.join(dir, 'keys', 'id_lab')} ("keys/id_lab", taken from the matrix file's folder) does not exist`,
     );
-    expect(e.message).toContain(`ssh-keyscan -p 22 gpu-box > ${path.join(dir, 'known_hosts')}`);
+    expect(e.message).toContain(`ssh-keyscan -p 22 gpu-box >> ${path.join(dir, 'known_hosts')}`);
     // accept-new creates known_hosts: then only the key is missing.
     const accepting = await loadMatrixFile(file, { acceptNew: true }).catch((error: MatrixError) => error);
     expect((accepting as MatrixError).issues.map((i) => i.line)).toEqual([7]);

@@ -25,7 +25,7 @@ export const ssh: TransportKind<SshOptions> = {
       // accept-new creates it and records the key on first use.
       createdWhen: (hop, run) => run.acceptNew || hop.hostKeyPolicy === 'accept-new',
       fix: (file, hop) =>
-        `add the host's key to it (ssh-keyscan -p ${typeof hop.port === 'number' ? hop.port : 22} ${String(hop.host ?? 'HOST')} > ${file}), or let cudamatrix create it and record the key on first use: --accept-new (or hostKeyPolicy: accept-new)`,
+        `add the host's key to it (ssh-keyscan -p ${typeof hop.port === 'number' ? hop.port : 22} ${String(hop.host ?? 'HOST')} >> ${file}), or let cudamatrix create it and record the key on first use: --accept-new (or hostKeyPolicy: accept-new)`,
     },
   },
   hostKey: (o) => sshHost(o),
