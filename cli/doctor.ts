@@ -16,7 +16,7 @@ import { deployProbe } from '../probes/deploy.ts';
 import { runProbe } from '../probes/run-probe.ts';
 import { reapContainers } from '../transports/docker/reap.ts';
 import { connectLocal, nodeArch } from '../transports/local.ts';
-import { asksForNoGpu, connectChain, fixAt, reachedWords, type Hop } from '../transports/registry.ts';
+import { connectChain, noGpuAsked, fixAt, reachedWords, type Hop } from '../transports/registry.ts';
 import { hostKeyAddedMessage, type Session } from '../transports/transport.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
@@ -209,9 +209,8 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
   };
   say(null, 'transport', describeHops(target.hops));
   // A container that asks for no GPU has no driver by design: that is said, not failed.
-  const noGpu = asksForNoGpu(target.hops);
-  const noGpuWords =
-    'none, as asked: the target requests no GPU (docker gpus: none or slurm gres: none in the matrix), so probes that need one are skipped there';
+  const noGpu = noGpuAsked(target.hops);
+  const noGpuWords = `none, as asked: the target requests no GPU (${noGpu} in the matrix), so probes that need one are skipped there`;
   let session: Session | undefined;
   // The hop being connected, or the last once all are: a failure is put at it, for its fix.
   let hop = 0;
@@ -253,7 +252,7 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
       return conclude(
         checks,
         write,
-        `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (docker gpus: none or slurm gres: none), so only sysinfo runs there (it reports the environment; its GPU facts are skipped).`,
+        `Target ${name} is reachable and runs cudaprobe; it asks for no GPU (${noGpu}), so only sysinfo runs there (it reports the environment; its GPU facts are skipped).`,
       );
     }
     say(

@@ -20,7 +20,7 @@ import { effectiveParams } from '../probes/catalogue.ts';
 import { deployProbe, type BuildFor, type DeployedProbe } from '../probes/deploy.ts';
 import { HostVmMemory } from '../probes/host-vm-memory.ts';
 import { CANCELLED_REASON, runProbe, type ProbeRun } from '../probes/run-probe.ts';
-import { asksForNoGpu, connectChain, hostKeyOf } from '../transports/registry.ts';
+import { asksForNoGpu, connectChain, hostKeyOf, noGpuAsked } from '../transports/registry.ts';
 import { hostKeyAddedMessage, type HostKeyAdded, type Session } from '../transports/transport.ts';
 import { EventLog } from './event-log.ts';
 import { cellName, type Plan } from './plan.ts';
@@ -282,8 +282,8 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
   }
 }
 
-/** Why a cell of a target that asks for no GPU (docker gpus: none, slurm gres: none) found no driver: it asked for none. */
-export const NO_GPU_AS_ASKED = 'no GPU, as the target asks (docker gpus: none or slurm gres: none)';
+/** Why a cell of a target that asks for no GPU (by `option`: docker's gpus: none, slurm's gres: none) found no driver. */
+export const noGpuAsAsked = (option: string) => `no GPU, as the target asks (${option})`;
 
 /**
  * A cell's reason: a target that asks for no GPU has no driver by design, and its skipped cells
@@ -291,7 +291,8 @@ export const NO_GPU_AS_ASKED = 'no GPU, as the target asks (docker gpus: none or
  */
 function reasonOf(t: Target, run: ProbeRun): string | undefined {
   const noDriver = run.status === 'skipped' && /\bNVIDIA driver\b|no usable NVIDIA/.test(run.reason ?? '');
-  return noDriver && asksForNoGpu(t.hops) ? `${NO_GPU_AS_ASKED}: ${run.reason}` : run.reason;
+  const asked = noGpuAsked(t.hops);
+  return noDriver && asked ? `${noGpuAsAsked(asked)}: ${run.reason}` : run.reason;
 }
 
 function cellEvent(t: Target, run: ProbeRun, planned: boolean, params: Record<string, unknown>): CellEndEvent {

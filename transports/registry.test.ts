@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { parseMatrix } from '../matrix/load.ts';
 import { runCli } from '../test/cli.ts';
 import { tempDir } from '../test/helpers.ts';
-import { asksForNoGpu, fixAt, hostKeyOf, machineOf, reachedWords, secretEnvsOf } from './registry.ts';
+import { asksForNoGpu, fixAt, noGpuAsked, hostKeyOf, machineOf, reachedWords, secretEnvsOf } from './registry.ts';
 
 const hopsOf = (transport: string) =>
   parseMatrix(`version: 1\ntargets:\n  - {name: t, transport: ${transport}}\n`, 'm.yaml', { checkFiles: false }).targets[0]!.hops;
@@ -35,6 +35,8 @@ describe('the registry asks the kinds', () => {
     expect(asksForNoGpu(chain)).toBe(true);
     expect(asksForNoGpu(hopsOf('{kind: docker}'))).toBe(false);
     expect(asksForNoGpu(hopsOf('{kind: slurm, gres: none}'))).toBe(true);
+    expect(noGpuAsked(hopsOf('{kind: slurm, gres: none}'))).toBe('gres: none');
+    expect(noGpuAsked(chain)).toBe('gpus: none');
     expect(asksForNoGpu(hopsOf('{kind: slurm}'))).toBe(false);
     expect(asksForNoGpu(hopsOf('[{kind: docker, gpus: none}, {kind: wsl}]'))).toBe(false);
     expect(chain.map(reachedWords)).toEqual(['host key verified, authenticated', 'engine reached, container started']);

@@ -86,12 +86,17 @@ export function secretEnvsOf(hops: Hop[]): string[] {
   });
 }
 
+/** The option by which the hop that runs the probes (the last) asks for no GPU ("gpus: none"), if it does. */
+export function noGpuAsked(hops: Hop[]): string | undefined {
+  const last = hops[hops.length - 1];
+  if (!last) return undefined;
+  const { kind, options } = kindOf(last);
+  return kind.asksForNoGpu?.(options);
+}
+
 /** Whether the hop that runs the probes (the last) asks for no GPU. */
 export function asksForNoGpu(hops: Hop[]): boolean {
-  const last = hops[hops.length - 1];
-  if (!last) return false;
-  const { kind, options } = kindOf(last);
-  return kind.asksForNoGpu?.(options) ?? false;
+  return noGpuAsked(hops) !== undefined;
 }
 
 /** What a session that opened proves about a hop, in its kind's words. */

@@ -193,8 +193,11 @@ export interface TransportKind<Options = unknown> {
   localFiles?: Record<string, LocalFile>;
   /** The environment variables these options name as holding secrets (a key's passphrase): masked in CI logs. */
   secretEnvs?(options: Options): string[];
-  /** Whether these options ask for no GPU (docker gpus: none, slurm gres: none): doctor then expects no driver there, nhc calls it healthy. */
-  asksForNoGpu?(options: Options): boolean;
+  /**
+   * The option that asks for no GPU, as the matrix writes it ("gpus: none"), when these options
+   * ask for none: doctor then expects no driver there, and nhc calls such a node healthy.
+   */
+  asksForNoGpu?(options: Options): string | undefined;
   /** For doctor: what a session that opened proves about this hop ("host key verified, authenticated"). */
   reached: string;
   /** For doctor: what to do about an error of this code at this hop (TARGET_UNREACHABLE in its words, its own codes). */

@@ -15,7 +15,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { buildProbe } from '../../probes/build.ts';
 import type { FactRecord, SysinfoRecord } from '../../probes/protocol.ts';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
-import { NO_GPU_AS_ASKED } from '../../run/execute.ts';
+import { noGpuAsAsked } from '../../run/execute.ts';
 import { connectChain } from '../../transports/registry.ts';
 import { nodeArch } from '../../transports/local.ts';
 import { runCli, startCli, whenOutput } from '../cli.ts';
@@ -82,7 +82,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const by = (t: string) => cells.filter((c) => c.target === t);
     // The container asks for no GPU (gpus: none): the cells a driver would have run say so before
     // the reason they share with here; a Windows-only probe is not for Linux either way.
-    const asked = `${NO_GPU_AS_ASKED}: `;
+    const asked = `${noGpuAsAsked('gpus: none')}: `;
     const unasked = (reason: string | undefined) => (reason?.startsWith(asked) ? reason.slice(asked.length) : reason);
     expect(
       by('in-docker')
@@ -367,11 +367,9 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     // The transport in words, not JSON (issue 20).
     expect(r.stdout).toMatch(new RegExp(`^i transport +docker \\(base ${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, gpus none\\)$`, 'm'));
     // gpus: none asks for no GPU: no driver there is what was asked, not a fault to fix (issue 20).
-    expect(r.stdout).toMatch(
-      /^i driver +none, as asked: the target requests no GPU \(docker gpus: none or slurm gres: none in the matrix\)/m,
-    );
+    expect(r.stdout).toMatch(/^i driver +none, as asked: the target requests no GPU \(gpus: none in the matrix\)/m);
     expect(r.stdout).not.toMatch(/NVIDIA Container Toolkit|✗/);
-    expect(r.stdout).toContain('it asks for no GPU (docker gpus: none or slurm gres: none)');
+    expect(r.stdout).toContain('it asks for no GPU (gpus: none)');
     expect(r.code).toBe(0);
     expect(docker(['ps', '-aq', '--filter', 'label=cudamatrix.target=doctor-docker']).trim()).toBe('');
   });

@@ -27,7 +27,7 @@ export const docker: TransportKind<DockerTargetOptions> = {
   chainable: true,
   hostKey: (o) => `docker:${resolveEngine(o).endpoint}`,
   machine: engineMachine,
-  asksForNoGpu: (o) => o.gpus === 'none',
+  asksForNoGpu: (o) => (o.gpus === 'none' ? 'gpus: none' : undefined),
   reached: 'engine reached, container started',
   fixes: {
     TARGET_UNREACHABLE:

@@ -12,7 +12,7 @@ export const slurm: TransportKind<SlurmOptions> = {
   // The node is the scheduler's choice; targets pinned to different nodes may run at once.
   hostKey: (o) => `slurm:${o.nodelist ?? o.partition ?? 'default'}`,
   landsElsewhere: true,
-  asksForNoGpu: (o) => o.gres === 'none',
+  asksForNoGpu: (o) => (o.gres === 'none' ? 'gres: none' : undefined),
   // The partition, within the login host (machineOf): its targets share a gha matrix job, pinned
   // ones too, since an unpinned job of the partition may land on any of its nodes.
   machine: (o) => `slurm:${o.partition ?? 'default'}`,
