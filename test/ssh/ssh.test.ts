@@ -302,6 +302,30 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     }
   });
 
+  it('a host that accepts and then closes before the handshake: said so, retried as a reset is', async () => {
+    const port = await freePort();
+    let accepted = 0;
+    const closing: Server = createServer((socket) => {
+      accepted++;
+      socket.destroy();
+    });
+    await new Promise<void>((r) => closing.listen(port, '127.0.0.1', () => r()));
+    try {
+      const dir = tempDir();
+      const r = await runMatrix(matrix(dir, [{ name: 'closer', port, extra: { retries: 2 } }]), dir);
+      expect(r.code).toBe(3);
+      const [error] = targetErrors(r.events);
+      expect(error).toMatchObject({ target: 'closer', code: 'TARGET_UNREACHABLE' });
+      expect(error!.message).toMatch(
+        /accepted the connection and closed or reset it before the SSH handshake 3 times over [\d.]+ s: something other than sshd listens on that port, or a firewall or proxy cuts the connection/,
+      );
+      // retries: 2 (the default; these tests' matrices say 0) retries it, as a reset is.
+      expect(accepted).toBe(3);
+    } finally {
+      closing.close();
+    }
+  });
+
   it('goes through a ProxyJump host, and reads a Host alias from an ssh_config', async () => {
     const dir = tempDir();
     const config = path.join(dir, 'ssh_config');

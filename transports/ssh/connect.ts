@@ -181,6 +181,10 @@ export function backoffMs(attempt: number): number {
 export function attemptsSummary(codes: (string | undefined)[], elapsedMs: number): string | undefined {
   const n = codes.length;
   const over = `${(elapsedMs / 1000).toFixed(1)} s`;
+  if (codes.every((c) => c === CLOSED_BEFORE_HANDSHAKE)) {
+    const why = 'something other than sshd listens on that port, or a firewall or proxy cuts the connection';
+    return `accepted the connection and closed or reset it before the SSH handshake${n === 1 ? '' : ` ${n} times over ${over}`}: ${why}`;
+  }
   if (codes.every((c) => c === 'ECONNREFUSED')) {
     const why = 'nothing listens on that port: is sshd running there, and is the port right?';
     return n === 1 ? `refused: ${why}` : `refused ${n} times over ${over}; ${why} With retries: 0 it fails at once, as OpenSSH's ssh does`;
@@ -188,7 +192,10 @@ export function attemptsSummary(codes: (string | undefined)[], elapsedMs: number
   return n === 1 ? undefined : `${n} attempts over ${over}: ${codes.map((c) => c ?? 'failed').join(', ')}`;
 }
 
-const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+/** A host that accepted the TCP connection and closed or reset it before the handshake (ssh2: "Connection lost before handshake"). */
+const CLOSED_BEFORE_HANDSHAKE = 'closed before the handshake';
+
+const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', CLOSED_BEFORE_HANDSHAKE]);
 
 function connectOnce(
   e: Endpoint,
@@ -218,8 +225,16 @@ function connectOnce(
           ),
         );
       }
-      const code = err.code ?? (err.level === 'client-timeout' ? 'ETIMEDOUT' : undefined);
-      const what = err.level === 'client-timeout' ? `no SSH handshake within ${o.connectTimeoutMs ?? 15000} ms` : err.message;
+      // Closed (ssh2's words) or reset (an RST, which only comes once TCP was accepted) before
+      // the handshake: the same for the user, and which one a host gives varies with timing.
+      const closedEarly = err.message === 'Connection lost before handshake' || err.code === 'ECONNRESET';
+      const code = closedEarly ? CLOSED_BEFORE_HANDSHAKE : (err.code ?? (err.level === 'client-timeout' ? 'ETIMEDOUT' : undefined));
+      const what =
+        err.level === 'client-timeout'
+          ? `no SSH handshake within ${o.connectTimeoutMs ?? 15000} ms`
+          : closedEarly
+            ? 'the connection was closed or reset before the SSH handshake'
+            : err.message;
       const error = new CudamatrixError('TARGET_UNREACHABLE', `cannot reach ${e.label}: ${what}`, { cause: err });
       Object.assign(error, { retryable: code !== undefined && (RETRYABLE.has(code) || err.level === 'client-timeout'), errno: code });
       reject(error);
