@@ -1,8 +1,9 @@
 /** `cudamatrix init` (issue 20, defect 9): a starter matrix that loads, plans and extends the default expectations. */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadMatrixFile, parseMatrix } from '../matrix/load.ts';
+import { environmentClasses } from '../matrix/schema.ts';
 import { runCli } from '../test/cli.ts';
 import { repoRoot, tempDir } from '../test/helpers.ts';
 import { starterMatrix } from './init.ts';
@@ -24,6 +25,13 @@ describe('cudamatrix init', () => {
     const named = await runCli(['init', 'lab.yaml'], { cwd: dir });
     expect(named.code, named.stderr).toBe(0);
     expect(readFileSync(path.join(dir, 'lab.yaml'), 'utf8')).toContain('cudamatrix plan -m lab.yaml');
+
+    // Wherever it is written, the first line names the schema by a path that exists, and every
+    // environment class is named.
+    const text = readFileSync(file, 'utf8');
+    const schema = /^# yaml-language-server: \$schema=(.+)$/m.exec(text.split('\n')[0]!)?.[1];
+    expect(schema && existsSync(schema) && path.isAbsolute(schema), text.split('\n')[0]).toBe(true);
+    for (const environment of environmentClasses) expect(text).toContain(environment);
 
     writeFileSync(file, 'version: 1\ntargets: [{name: mine}]\n');
     const again = await runCli(['init', file]);

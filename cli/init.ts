@@ -6,18 +6,23 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
-import { packageFileForDisplay } from '../core/package-root.ts';
+import { packageFileForDisplay, packageRoot } from '../core/package-root.ts';
+import { environmentClasses } from '../matrix/schema.ts';
 
 export const DEFAULT_INIT_FILE = 'cudamatrix.yaml';
 
 export function starterMatrix(file = DEFAULT_INIT_FILE): string {
-  return `# A cudamatrix matrix: the targets to measure, and what to expect of them.
+  // The schema by its full path: the file may be written anywhere, and the YAML language server
+  // (VS Code's YAML extension and others) reads this first line wherever the file is.
+  return `# yaml-language-server: $schema=${path.join(packageRoot(), 'matrix', 'schema.json')}
+# A cudamatrix matrix: the targets to measure, and what to expect of them.
 # Check it with:  cudamatrix plan -m ${file}     Run it with:  cudamatrix run -m ${file}
-# Editors validate it against ${packageFileForDisplay('matrix', 'schema.json')}; the examples are in ${packageFileForDisplay('matrix', 'examples')}.
+# An editor with the YAML language server checks it against the schema named on the first line;
+# the examples are in ${packageFileForDisplay('matrix', 'examples')}.
 version: 1
 
-# Start from the default expectations of every environment class (linux, wsl2, wddm, tcc,
-# mcdm; ${packageFileForDisplay('matrix', 'default.yaml')}): each target is judged by those of the class
+# Start from the default expectations of every environment class (${environmentClasses.join(', ')};
+# ${packageFileForDisplay('matrix', 'default.yaml')}): each target is judged by those of the class
 # it is detected as. Expectations below are added; one on the same fact (or the same metric and
 # "where") replaces the default's. Remove this line to judge only by your own.
 extends: default
