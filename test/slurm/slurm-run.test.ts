@@ -5,7 +5,7 @@
  * CLI killed (SIGKILL: the job ends with its lifeline). The nhc reporter's line per node.
  */
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { execFile, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
@@ -277,6 +277,33 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(r.code, out).toBe(3);
     expect(out).toMatch(/SLURM_CONTROLLER_UNREACHABLE: Slurm's controller \(slurmctld\) did not answer salloc on this machine: /);
     expect(out).not.toMatch(/SLURM_JOB_REFUSED|sh -c|cm-slurm-ready|--kill-command|--job-name/);
+  }, 120_000);
+
+  it('Ctrl-C at a terminal (the whole process group) while the job waits: the job is gone, and the run says so', async () => {
+    await lab!.slurm('scontrol', 'update', 'nodename=n1', 'state=drain', 'reason=cm-test-group-sigint');
+    try {
+      const dir = tempDir();
+      const file = writeMatrix(dir, { nodelist: 'n1', queueWait: 120 }, '[sysinfo]');
+      // A group of its own, as a terminal's foreground job: salloc gets the SIGINT too.
+      const child = spawn(process.execPath, ['--import', tsxLoader, cliEntry, 'run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
+        env: { ...process.env, ...cliEnv(), NO_COLOR: '1' },
+        detached: true,
+      });
+      started.push(child);
+      let out = '';
+      child.stdout!.on('data', (d) => (out += d));
+      child.stderr!.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      await expect.poll(async () => (await lab!.queue()).some((l) => / PENDING /.test(l)), { timeout: 30_000 }).toBe(true);
+      process.kill(-child.pid!, 'SIGINT');
+      expect(await exited, out).toBe(130);
+      expect(out).toMatch(
+        /node: Slurm job (\d+|cm-\S+) (cancelled \(scancel\)|ended with the run: salloc cancelled it on the interrupt) while (it waited|PENDING)/,
+      );
+      expect(await lab!.queue()).toEqual([]);
+    } finally {
+      await lab!.resume('n1');
+    }
   }, 120_000);
 
   it('Ctrl-C: the job is cancelled (scancel), the run says so and exits 130', async () => {

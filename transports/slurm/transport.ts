@@ -124,8 +124,12 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
       );
     }
     if (context.signal?.aborted) {
-      if (job)
-        context.onProgress?.(`${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`);
+      // A Ctrl-C at a terminal reaches salloc too (one process group), which cancels the job itself.
+      context.onProgress?.(
+        job
+          ? `${context.target}: Slurm job ${job.id} cancelled (scancel) while ${job.state}: the run was interrupted`
+          : `${context.target}: Slurm job ${jobName} ended with the run: salloc cancelled it on the interrupt while it waited`,
+      );
       throw error;
     }
     throw sallocFailed(runner.where, o, error, { target: context.target, name: jobName });
