@@ -1,6 +1,7 @@
 /**
- * Once per tier that runs cudaprobe (vitest.config.ts), before its test files run in parallel:
- * builds it into the suite's cache, so that they share the binary instead of racing to compile it.
+ * Once per tier (vitest.config.ts; every tier runs cudaprobe), before its test files run in
+ * parallel: builds it into the suite's cache, so that they share the binary instead of racing to
+ * compile it (a cache hit for the second tier of a run).
  */
 import type { TestProject } from 'vitest/node';
 import { buildProbe } from '../probes/build.ts';

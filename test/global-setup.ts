@@ -3,7 +3,7 @@
  * parallel: makes the tier's own temp dir. test/setup-temp.ts points every test file's TMPDIR at
  * it, and at the end any cm-* / cudamatrix-* entry still in it fails the run (a test left it
  * behind). The cudaprobe build and the Docker engine are set up apart
- * (test/global-setup-cudaprobe.ts, test/global-setup-docker.ts), for the tiers that use them.
+ * (test/global-setup-cudaprobe.ts, test/global-setup-docker.ts).
  */
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { rm } from 'node:fs/promises';

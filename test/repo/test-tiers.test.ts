@@ -1,7 +1,7 @@
 /**
  * The test tiers (test/tiers.ts) stay what docs/development.md says: every test file is in exactly
- * one, the lists name no file that is gone, and no unit test imports what starts a service, a
- * build or the CLI; `pnpm test:unit` would then neither be fast nor run where those are missing.
+ * one, the lists name no file that is gone, and no unit test imports what starts a service, Wine,
+ * Chromium or the CLI: `pnpm test:unit` would then neither be fast nor run where those are missing.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -37,7 +37,6 @@ const startsSomething: Record<string, string> = {
   'test/package.ts': 'the packed package',
   'test/gha/gha-lab.ts': 'a played GitHub Actions workflow',
   'test/cli.ts': 'the CLI as a child process',
-  'probes/build.ts': 'the cudaprobe build',
   'playwright-core': 'Chromium',
 };
 
@@ -72,7 +71,7 @@ describe('the test tiers (test/tiers.ts)', () => {
     expect(unmatched).toEqual([]);
   });
 
-  it('keep the unit tier free of services, builds and CLI runs', () => {
+  it('keep the unit tier free of services, Wine, Chromium and CLI runs', () => {
     const offenders = unitFiles.flatMap((file) => whatItStarts(file).map((what) => `${file} starts ${what}`));
     expect(offenders).toEqual([]);
   });
