@@ -4,7 +4,7 @@
  * ("PROBE_PROTOCOL: stdout line 1: not JSON: OCI runtime exec failed ..."); it must be a
  * transport failure (TRANSPORT_FAILED, infrastructure) in the engine's words, the target's
  * remaining cells must end with it, and the container and its volumes must still be removed.
- * On the suite's Docker engine (test/global-setup.ts); images named, so that the probe image
+ * On the suite's Docker engine (test/global-setup-docker.ts); images named, so that the probe image
  * builds of test/docker/docker.test.ts are not disturbed.
  */
 import { readdirSync, writeFileSync } from 'node:fs';
