@@ -2,6 +2,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Logger, Plugin } from 'vite';
 import { defineConfig } from 'vitest/config';
+import { endToEndTests, integrationTests, notTests } from './test/tiers.ts';
 
 /**
  * Vite's logger, less one warning: the @actions packages ship source maps that point to sources
@@ -22,19 +23,30 @@ const quietActionsSourcemaps: Plugin = {
   },
 };
 
+/** A tier: a Vitest project that takes the root's options (extends) and adds its files and setup. */
+function tier(name: string, include: string[], exclude: string[], globalSetup: string[]) {
+  return { extends: true as const, test: { name, include, exclude: [...notTests, ...exclude], globalSetup } };
+}
+
 export default defineConfig({
   plugins: [quietActionsSourcemaps],
   test: {
-    include: ['**/*.test.ts'],
-    exclude: ['**/node_modules/**', 'dist/**'],
+    // The tiers (test/tiers.ts says what goes where): `pnpm test:unit`, `pnpm test:integration`,
+    // `pnpm test:e2e`. `vitest run` runs them all in one pool of maxWorkers (same groupOrder): the
+    // tiers' files one tier after another (Vitest orders by project name), the slowest of each
+    // first, so the same work keeps both workers busy as before and the last files are unit tests.
+    // Each tier has its own temp dir (test/global-setup.ts) and builds cudaprobe first (a cache hit
+    // after the first); only the integration tier starts a Docker engine when asked for one.
+    projects: [
+      tier('unit', ['**/*.test.ts'], [...integrationTests, ...endToEndTests], ['test/global-setup.ts', 'test/global-setup-cudaprobe.ts']),
+      tier('integration', integrationTests, [], ['test/global-setup.ts', 'test/global-setup-cudaprobe.ts', 'test/global-setup-docker.ts']),
+      tier('e2e', endToEndTests, [], ['test/global-setup.ts', 'test/global-setup-cudaprobe.ts']),
+    ],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // Two cores here and in CI: integration tests start real processes and services.
     maxWorkers: 2,
-    // The suite's own temp dir (checked for leftovers at the end), its own Docker engine when
-    // asked for one, and the cudaprobe build (test/global-setup.ts); each test file's temp
-    // folders removed when it ends (test/setup-temp.ts).
-    globalSetup: ['test/global-setup.ts'],
+    // Each test file's temp folders removed when it ends (test/setup-temp.ts).
     setupFiles: ['test/setup-temp.ts'],
     // One cudaprobe build cache for the whole suite (see test/helpers.ts).
     // When the suite itself runs in a GitHub Actions job (ci.yml), the CLIs it starts must not

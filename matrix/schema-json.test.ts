@@ -20,6 +20,7 @@ const beyondJsonSchema: Record<string, string> = {
   'expect-probe-not-run.yaml':
     "an expectation must name a probe its target runs: a cross-reference to the target's (or the defaults') probe list",
   'secret-private-key.yaml': 'a private key pasted into a text value: any string may hold one, and the loader looks in all of them',
+  'slurm-nodes-product-too-large.yaml': 'a hostlist that names too many nodes: the count is the product of its ranges, not a length',
 };
 
 /** Fixtures that are not YAML the validator could be given: the loader stops at the YAML. */

@@ -1,6 +1,6 @@
 /**
  * A Docker engine of the test suite's own: dockerd with its own socket, data root, exec root and
- * pid file under one temp dir, started once for the suite (test/global-setup.ts) and stopped by
+ * pid file under one temp dir, started once for the suite (test/global-setup-docker.ts) and stopped by
  * its PID at the end. The tests never use whatever engine DOCKER_HOST or the Docker context
  * points at: only this one, or one named by CUDAMATRIX_TEST_DOCKER_HOST.
  */

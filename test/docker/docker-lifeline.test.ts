@@ -7,7 +7,7 @@
  * (A lost SSH hop to the engine: test/docker/docker-chain.test.ts. A connection the engine still
  * believes open, the case left to `doctor --reap`: test/docker/docker.test.ts, test/docker/docker-reap.test.ts.)
  *
- * On the suite's Docker engine (test/global-setup.ts); images named, so that the probe image
+ * On the suite's Docker engine (test/global-setup-docker.ts); images named, so that the probe image
  * builds of test/docker/docker.test.ts are not disturbed.
  */
 import type { ChildProcess } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * The Docker transport against a real Docker engine (docker.io): the suite's own dockerd
- * (--bridge=none --iptables=false, its own socket and data root), started by test/global-setup.ts
+ * (--bridge=none --iptables=false, its own socket and data root), started by test/global-setup-docker.ts
  * under CUDAMATRIX_REQUIRE_INTEGRATION=1 or CUDAMATRIX_TEST_START_DOCKERD=1, or the engine
  * CUDAMATRIX_TEST_DOCKER_HOST names; never the one DOCKER_HOST or the Docker context points at.
  * Without one, these tests skip and say why. No image can be pulled: the base is built

@@ -3,7 +3,7 @@
  * base is built FROM scratch from a root filesystem assembled from this machine: busybox-static,
  * the shared libraries cudaprobe needs (as ldd names them) and /etc/os-release.
  *
- * The engine is the suite's own (started by test/global-setup.ts) or the one
+ * The engine is the suite's own (started by test/global-setup-docker.ts) or the one
  * CUDAMATRIX_TEST_DOCKER_HOST names; never the one DOCKER_HOST or the Docker context points at.
  * Every docker CLI call here names it with -H, and CLI runs get it as DOCKER_HOST (dockerEnv).
  */

@@ -31,6 +31,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
+import { defaultProbeNames } from '../../probes/catalogue.ts';
 import { parseProbeOutput, type SysinfoRecord } from '../../probes/protocol.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, validateJunit, WINE } from '../helpers.ts';
 import { packCheckout } from '../package.ts';
@@ -240,7 +241,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     const plan = await cudamatrix(['plan']);
     expect(plan.status, plan.stderr).toBe(0);
     // The default matrix, named by a Windows path.
-    expect(plan.stdout).toMatch(/17 cells on 1 target from .*matrix\\default\.yaml/);
+    expect(plan.stdout).toMatch(new RegExp(`${defaultProbeNames().length} cells on 1 target from .*matrix\\\\default\\.yaml`));
 
     const doctor = await cudamatrix(['doctor']);
     // No NVIDIA driver under Wine: exit 3, but the probe ran.
@@ -286,7 +287,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
 
     // Every cell ended as the no-driver path says: the CRLF output parsed (no protocol errors).
     const ends = cellEnds(events);
-    expect(ends).toHaveLength(17);
+    expect(ends).toHaveLength(defaultProbeNames().length);
     for (const e of ends) {
       if (e.probe === 'windows-registry') expect(e.status).toBe('passed');
       else expect(e, e.probe).toMatchObject({ status: 'skipped', reason: expect.stringContaining('nvcuda.dll') });

@@ -29,6 +29,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
+import { defaultProbeNames } from '../../probes/catalogue.ts';
 import { nodeArch } from '../../transports/local.ts';
 import { RUN_LABEL } from '../../transports/docker/reap.ts';
 import { startCli, type CliResult } from '../cli.ts';
@@ -214,7 +215,7 @@ describe.runIf(ready)(
       expect(events.find((e) => e.type === 'target-start')).toMatchObject({ transport: ['wsl', 'docker'] });
       const cells = cellsOf(events);
       // The whole suite, on cudaprobe's no-driver path (no GPU here, and gpus: none).
-      expect(cells.length).toBe(17);
+      expect(cells.length).toBe(defaultProbeNames().length);
       expect(
         cells.every((c) => c.status === 'skipped'),
         JSON.stringify(cells.map((c) => [c.probe, c.status, c.reason])),

@@ -17,6 +17,7 @@ import path from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readEventLog, type CellEndEvent, type RunEvent } from '../../events/events.ts';
 import { buildProbe } from '../../probes/build.ts';
+import { defaultProbeNames } from '../../probes/catalogue.ts';
 import { nodeArch } from '../../transports/local.ts';
 import { connectWsl } from '../../transports/wsl/transport.ts';
 import { runCli } from '../cli.ts';
@@ -187,7 +188,7 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
       probe: { uploaded: true, path: expect.stringMatching(/^\/root\/\.cache\/cudamatrix\/deployed\/linux-/) },
     });
     const all = cells(r.events, 'wsl2');
-    expect(all.length).toBe(17);
+    expect(all.length).toBe(defaultProbeNames().length);
     expect(
       all.every((c) => c.status === 'skipped'),
       JSON.stringify(all.map((c) => [c.probe, c.status, c.reason])),

@@ -8,7 +8,7 @@
  * dial-stdio`) reaches the engine only through that socket.
  *
  * Its socket, data root, exec root and pid file are in a folder of its own under the temp dir, so
- * it never shares a data root with the suite's engine (test/global-setup.ts) or any other; it
+ * it never shares a data root with the suite's engine (test/global-setup-docker.ts) or any other; it
  * runs with `--bridge=none --iptables=false` (no network here), is stopped by its PID, and its
  * folder is removed: test/docker/docker-engine.ts startTestEngine, with the distribution's socket as an extra -H.
  */
