@@ -65,6 +65,16 @@ describe('which cudaprobe binary a target gets', () => {
     expect((await chooseProbe('linux', 'x86_64', root)).why).toMatch(/: new\.cpp, probe\.hpp$/);
   });
 
+  it("counts a probe's own sources in probes/cudaprobe/probes/ and the generated probe table, named by their path there", async () => {
+    const root = await fakeRoot({ sources: true, binaries: { 'linux-x64': 'elf-x64' } });
+    const src = path.join(root, 'probes', 'cudaprobe');
+    mkdirSync(path.join(src, 'probes'));
+    writeFileSync(path.join(src, 'probes', 'p2p.cpp'), '');
+    writeFileSync(path.join(src, 'probe_table.inc'), '');
+    expect((await chooseProbe('linux', 'x86_64', root)).why).toMatch(/: probe_table\.inc, probes\/p2p\.cpp$/);
+    expect(Object.keys(await sourceHashes(src))).toEqual(['main.cpp', 'probe.hpp', 'probe_table.inc', 'probes/p2p.cpp']);
+  });
+
   it('a checkout without prebuilt binaries compiles', async () => {
     const root = await fakeRoot({ sources: true, binaries: {} });
     rmSync(path.join(root, 'prebuilt'), { recursive: true });

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { CudamatrixError } from '../core/errors.ts';
 import { packageRoot } from '../core/package-root.ts';
 import type { Platform } from '../transports/transport.ts';
-import { buildProbe, sourceFiles, type BuildOptions, type ProbeBinary } from './build.ts';
+import { buildProbe, sourceFiles, sourceName, type BuildOptions, type ProbeBinary } from './build.ts';
 
 /** The package's folder of prebuilt binaries. */
 export const PREBUILT_DIR = 'prebuilt';
@@ -46,7 +46,7 @@ export function glibcFloor(binary: Buffer): string | undefined {
 export interface PrebuiltManifest {
   /** The cudamatrix version the binaries were built for. */
   version: string;
-  /** sha256 of each source file (probes/cudaprobe/*.cpp, *.hpp) they were built from. */
+  /** sha256 of each source file they were built from, by its name in probes/cudaprobe/ ("probes/p2p.cpp"). */
   sources: Record<string, string>;
   /** By platform key: linux-x64, linux-arm64, windows-x64. */
   binaries: Record<string, PrebuiltBinary>;
@@ -66,10 +66,10 @@ export function sourceDirIfAny(root = packageRoot()): string | undefined {
   return existsSync(path.join(dir, 'main.cpp')) ? dir : undefined;
 }
 
-/** sha256 of each source file of cudaprobe, by name. */
+/** sha256 of each source file of cudaprobe, by its name relative to `dir`. */
 export async function sourceHashes(dir: string): Promise<Record<string, string>> {
   const hashes: Record<string, string> = {};
-  for (const file of await sourceFiles(dir)) hashes[path.basename(file)] = sha256(await readFile(file));
+  for (const file of await sourceFiles(dir)) hashes[sourceName(dir, file)] = sha256(await readFile(file));
   return hashes;
 }
 

@@ -101,10 +101,24 @@ async function compilerIdentity(compiler: string): Promise<string | undefined> {
   return r.exitCode === 0 ? String(r.stdout).split('\n')[0] : undefined;
 }
 
-/** cudaprobe's source files (*.cpp, *.hpp) in `dir`, sorted: what a build compiles and hashes. */
+/** The subfolder of cudaprobe's sources with the probes; the machinery they share is above it. */
+const PROBES_SUBDIR = 'probes';
+
+/**
+ * cudaprobe's source files (*.cpp, *.hpp, *.inc) in `dir` and its probes/ folder, sorted: what a
+ * build compiles and hashes.
+ */
 export async function sourceFiles(dir: string): Promise<string[]> {
-  const names = (await readdir(dir)).filter((n) => /\.(cpp|hpp)$/.test(n)).sort();
+  const isSource = (n: string) => /\.(cpp|hpp|inc)$/.test(n);
+  const sub = path.join(dir, PROBES_SUBDIR);
+  const own = existsSync(sub) ? (await readdir(sub)).filter(isSource).map((n) => `${PROBES_SUBDIR}/${n}`) : [];
+  const names = [...(await readdir(dir)).filter(isSource), ...own].sort();
   return names.map((n) => path.join(dir, n));
+}
+
+/** A source file's name relative to the source folder, with / on every platform ("probes/p2p.cpp"). */
+export function sourceName(dir: string, file: string): string {
+  return path.relative(dir, file).split(path.sep).join('/');
 }
 
 /** The first compiler for the platform that answers --version, or why there is none. */
@@ -139,7 +153,7 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   const hasher = createHash('sha256');
   hasher.update(`${platform}/${arch}\n${identity}\n${tc.flags.join(' ')}\n${tc.libs.join(' ')}\n`);
   for (const file of sources) {
-    hasher.update(`${path.basename(file)}\n`);
+    hasher.update(`${sourceName(sourceDir, file)}\n`);
     hasher.update(await readFile(file));
   }
   const hash = hasher.digest('hex').slice(0, 16);
@@ -154,7 +168,12 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   const work = await mkdtemp(path.join(dir, `build-${process.pid}-`));
   try {
     const cppFiles = sources.filter((f) => f.endsWith('.cpp'));
-    const objects = cppFiles.map((f) => path.join(work, `${path.basename(f, '.cpp')}.o`));
+    // probes/p2p.cpp -> probes__p2p.o: one folder of objects, no two with one name.
+    const objectOf = (file: string) =>
+      `${sourceName(sourceDir, file)
+        .replace(/\.cpp$/, '')
+        .replace(/\//g, '__')}.o`;
+    const objects = cppFiles.map((f) => path.join(work, objectOf(f)));
     // One compiler per source file, as many at once as there are cores: the link is quick.
     const jobs = cppFiles.map((file, i) => () => compile(tc, [...tc.flags, '-c', file, '-o', objects[i]!], platform, arch, options.signal));
     await runLimited(jobs, Math.max(1, availableParallelism()));

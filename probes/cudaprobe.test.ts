@@ -11,8 +11,30 @@ import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '.
 import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { readEventLog } from '../events/events.ts';
-import { catalogue, effectiveParams, sampleReadings } from './catalogue.ts';
+import { catalogue, effectiveParams, sampleReadings, type ProbeSpec } from './catalogue.ts';
 import { parseProbeOutput, type SysinfoRecord } from './protocol.ts';
+
+/** A probe as `cudaprobe list` should show it: as the catalogue declares it. */
+function asListed(spec: ProbeSpec) {
+  const defaults = effectiveParams(spec.name);
+  return {
+    probe: spec.name,
+    description: spec.title,
+    claims: spec.claims.join(','),
+    platforms: spec.platforms.join(','),
+    params: Object.fromEntries(Object.entries(defaults).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)])),
+  };
+}
+
+/** What `cudaprobe list` printed, each probe's line as the fields asListed gives. */
+function listing(stdout: string) {
+  const { records, problems } = parseProbeOutput(stdout);
+  expect(problems).toEqual([]);
+  return records.map((r) => {
+    const { probe, description, claims, platforms, params } = r as unknown as ReturnType<typeof asListed>;
+    return { probe, description, claims, platforms, params };
+  });
+}
 
 let probe: ProbeBinary;
 beforeAll(async () => {
@@ -31,11 +53,12 @@ function sysinfoOf(stdout: string): Record<string, SysinfoRecord> {
 }
 
 describe('cudaprobe (Linux build)', () => {
-  it('lists exactly the probes of the catalogue', () => {
+  it('lists every probe as the catalogue declares it: name, title, claims, platforms and defaults, in its order', () => {
     const r = run(['list']);
     expect(r.code).toBe(0);
-    const listed = parseProbeOutput(r.stdout).records.map((x) => x.probe);
-    expect(listed).toEqual(catalogue.map((p) => p.name));
+    const listed = listing(r.stdout);
+    expect(listed.map((l) => l.probe)).toEqual(catalogue.map((p) => p.name));
+    for (const [i, spec] of catalogue.entries()) expect(listed[i], spec.name).toEqual(asListed(spec));
   });
 
   it('names every command it takes in its usage (issue 20: wait was missing)', () => {
@@ -45,15 +68,6 @@ describe('cudaprobe (Linux build)', () => {
     const r = run(['--help']);
     expect(r.code).toBe(0);
     for (const c of commands) expect(r.stdout, c).toMatch(new RegExp(`^(usage:| {6}) cudaprobe ${c}\\b`, 'm'));
-  });
-
-  it('has the same parameter defaults as the catalogue', () => {
-    const listed = parseProbeOutput(run(['list']).stdout).records as unknown as { probe: string; params: Record<string, string> }[];
-    for (const spec of catalogue) {
-      const defaults = effectiveParams(spec.name);
-      const asCudaprobe = Object.fromEntries(Object.entries(defaults).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)]));
-      expect(listed.find((l) => l.probe === spec.name)!.params, spec.name).toEqual(asCudaprobe);
-    }
   });
 
   it.each([
@@ -362,9 +376,9 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     },
   );
 
-  it.runIf(ready)('lists the same probes as the Linux build', () => {
+  it.runIf(ready)('lists every probe as the catalogue declares it, as the Linux build does', () => {
     const r = wine(['list']);
     expect(r.code).toBe(0);
-    expect(parseProbeOutput(r.stdout).records.map((x) => x.probe)).toEqual(catalogue.map((p) => p.name));
+    expect(listing(r.stdout)).toEqual(catalogue.map(asListed));
   });
 });

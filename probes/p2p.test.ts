@@ -1,5 +1,5 @@
 /**
- * The p2p probe without GPUs: its no-driver path for real, and its decisions (p2p_topology.cpp,
+ * The p2p probe without GPUs: its no-driver path for real, and its decisions (probes/p2p_topology.cpp,
  * the same code the probe calls) on handwritten topologies fed to `cudaprobe selftest p2p-*`:
  * what cuDeviceCanAccessPeer, nvmlDeviceGetTopologyCommonAncestor, nvmlDeviceGetP2PStatus and
  * the NVLink state would report on the machines the claims are about. The multi-GPU run itself

@@ -77,6 +77,7 @@ const probeListing = z.looseObject({
   ...base,
   type: z.literal('probe'),
   description: z.string(),
+  claims: z.string(),
   platforms: z.string(),
 });
 

@@ -1,6 +1,7 @@
 /**
- * Helpers for a probe's summary lines (ProbeSpec.summary in ./catalogue.ts): pick a cell's
- * metrics and facts from its records and write their values as the console does.
+ * Helpers for a probe's summary lines (ProbeSpec.summary, ./spec-types.ts; each probe's in
+ * ./specs/): pick a cell's metrics and facts from its records and write their values as the
+ * console does.
  */
 import { formatValue } from '../core/units.ts';
 import type { MetricRecord, ProbeRecord, Scalar } from './protocol.ts';

@@ -114,7 +114,12 @@ int list() {
     params.declare(p.name, p.params);
     cp::Obj defaults;
     for (const auto& kv : params.defaults()) defaults.str(kv.first.c_str(), kv.second);
-    cp::Line("probe", p.name).str("description", p.description).str("platforms", p.platforms).raw("params", defaults.json()).emit();
+    cp::Line("probe", p.name)
+        .str("description", p.description)
+        .str("claims", p.claims)
+        .str("platforms", p.platforms)
+        .raw("params", defaults.json())
+        .emit();
   }
   return cp::kExitRan;
 }

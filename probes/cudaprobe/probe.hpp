@@ -1,6 +1,6 @@
 // What a probe is given (ProbeContext, its Params) and how it is listed (ProbeInfo): the list
-// itself is probe_list.cpp, which `cudaprobe list` prints and the TypeScript catalogue is checked
-// against.
+// itself is probe_list.cpp, which `cudaprobe list` prints, with its data generated from the
+// TypeScript catalogue (probe_table.inc).
 #pragma once
 #include <map>
 #include <string>
@@ -46,6 +46,7 @@ using ProbeFn = int (*)(ProbeContext&);
 struct ProbeInfo {
   const char* name;
   const char* description;
+  const char* claims;     // claim ids (docs/claims.md), "C1,C3"
   const char* platforms;  // "linux,windows" or "windows"
   const char* params;     // defaults, "name=value;name=v1,v2"
   ProbeFn run;
@@ -54,7 +55,7 @@ struct ProbeInfo {
 // Every probe, in the catalogue's order (probe_list.cpp).
 const std::vector<ProbeInfo>& probes();
 
-// `cudaprobe init-child`: runtime-init's fresh process (init_probe.cpp).
+// `cudaprobe init-child`: runtime-init's fresh process (probes/init_probe.cpp).
 int runInitChild(int argc, char** argv);
 
 // Loads the driver and checks ctx.device; on failure emits a skip and returns false.

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "emit.hpp"
-#include "p2p_topology.hpp"
 #include "pdh_instances.hpp"
 #include "probe.hpp"
+#include "probes/p2p_topology.hpp"
 #include "winmem.hpp"
 
 namespace cp {
@@ -101,7 +101,7 @@ int adapter(const char* luidText) {
 
 }  // namespace
 
-std::string tdrOffWindowsReason(const char* value, bool inWsl);  // settings_probes.cpp
+std::string tdrOffWindowsReason(const char* value, bool inWsl);  // probes/settings_probes.cpp
 
 int runSelftest(int argc, char** argv) {
   std::string mode = argc > 2 ? argv[2] : "";

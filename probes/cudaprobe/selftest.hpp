@@ -13,7 +13,7 @@
 //                                              readings, each a value or null with its reason
 //   cudaprobe selftest p2p-topology|p2p-staged|p2p-mig < input.json
 //                                              the p2p probe's facts of a recorded or handwritten
-//                                              topology, bandwidths or MIG slices (p2p_topology.hpp)
+//                                              topology, bandwidths or MIG slices (probes/p2p_topology.hpp)
 //   cudaprobe selftest tdr-reason linux|wsl    the watchdog's reason for a null TdrDelay there
 #pragma once
 

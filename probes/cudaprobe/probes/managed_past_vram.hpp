@@ -1,7 +1,7 @@
 // managed-memory's opt-in large step (C23): one managed allocation of a percentage of free VRAM.
 #pragma once
-#include "gpu.hpp"
-#include "probe.hpp"
+#include "../gpu.hpp"
+#include "../probe.hpp"
 
 namespace cp {
 

@@ -2,12 +2,12 @@
 // written by the CPU, filled by a kernel and read back by the CPU, never at the same time.
 #include <cstddef>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
 #include "managed_past_vram.hpp"
-#include "probe.hpp"
-#include "sampler.hpp"
+#include "../probe.hpp"
+#include "../sampler.hpp"
 
 namespace cp {
 

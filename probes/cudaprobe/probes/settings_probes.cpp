@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
-#include "probe.hpp"
-#include "sampler.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
+#include "../probe.hpp"
+#include "../sampler.hpp"
 
 #ifdef _WIN32
 #include <windows.h>

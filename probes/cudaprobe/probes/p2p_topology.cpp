@@ -7,8 +7,8 @@
 #include <map>
 #include <sstream>
 
-#include "emit.hpp"
-#include "probe.hpp"
+#include "../emit.hpp"
+#include "../probe.hpp"
 
 namespace cp {
 

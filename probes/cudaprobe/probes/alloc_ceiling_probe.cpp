@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
-#include "probe.hpp"
-#include "sampler.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
+#include "../probe.hpp"
+#include "../sampler.hpp"
 
 namespace cp {
 

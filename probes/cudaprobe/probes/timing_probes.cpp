@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
-#include "probe.hpp"
-#include "process.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
+#include "../probe.hpp"
+#include "../process.hpp"
 
 namespace cp {
 

@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
 #include "p2p_topology.hpp"
-#include "probe.hpp"
-#include "process.hpp"
-#include "sampler.hpp"
+#include "../probe.hpp"
+#include "../process.hpp"
+#include "../sampler.hpp"
 
 namespace cp {
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
-#include "judge.hpp"
-#include "probe.hpp"
-#include "sampler.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
+#include "../judge.hpp"
+#include "../probe.hpp"
+#include "../sampler.hpp"
 
 namespace cp {
 

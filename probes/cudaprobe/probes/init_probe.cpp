@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
-#include "json.hpp"
-#include "probe.hpp"
-#include "process.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
+#include "../json.hpp"
+#include "../probe.hpp"
+#include "../process.hpp"
 
 namespace cp {
 

@@ -8,10 +8,10 @@
 #include <cstdio>
 #include <string>
 
-#include "cuda.hpp"
-#include "emit.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
 #include "managed_past_vram.hpp"
-#include "process.hpp"
+#include "../process.hpp"
 
 namespace cp {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "json.hpp"
+#include "../json.hpp"
 
 namespace cp {
 

@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <string>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "gpu.hpp"
-#include "probe.hpp"
-#include "sampler.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../gpu.hpp"
+#include "../probe.hpp"
+#include "../sampler.hpp"
 
 namespace cp {
 

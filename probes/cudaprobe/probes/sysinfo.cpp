@@ -2,11 +2,11 @@
 // environment (linux, wsl2, wsl2-docker, wddm, tcc, mcdm) the probe detected from evidence rather than labels.
 #include <cstdio>
 
-#include "cuda.hpp"
-#include "emit.hpp"
-#include "probe.hpp"
-#include "version.hpp"
-#include "winmem.hpp"
+#include "../cuda.hpp"
+#include "../emit.hpp"
+#include "../probe.hpp"
+#include "../version.hpp"
+#include "../winmem.hpp"
 
 namespace cp {
 
