@@ -58,19 +58,20 @@ export function toUnit(value: number | string, unit: Unit): number {
 export function formatValue(value: number | null, unit: Unit | string): string {
   if (value === null || !Number.isFinite(value)) return '—';
   if (unit === 'bytes') {
-    const abs = Math.abs(value);
-    for (const [u, f] of [
-      ['GiB', 1024 ** 3],
-      ['MiB', 1024 ** 2],
-      ['KiB', 1024],
-    ] as const) {
-      if (abs >= f) return `${round(value / f)} ${u}`;
-    }
-    return `${value} B`;
+    const [name, size] = bytesScale(Math.abs(value));
+    return name === 'B' ? `${value} B` : `${round(value / size)} ${name}`;
   }
   if (unit === 'ratio') return round(value);
   if (unit === 'percent') return `${round(value)} %`;
   return `${round(value)} ${unit}`;
+}
+
+/** The binary unit that byte counts up to `abs` are written in (GiB from 1 GiB on, ... B under 1 KiB), with its size in bytes. */
+export function bytesScale(abs: number): readonly ['GiB' | 'MiB' | 'KiB' | 'B', number] {
+  if (abs >= 1024 ** 3) return ['GiB', 1024 ** 3];
+  if (abs >= 1024 ** 2) return ['MiB', 1024 ** 2];
+  if (abs >= 1024) return ['KiB', 1024];
+  return ['B', 1];
 }
 
 function round(v: number): string {

@@ -3,7 +3,7 @@
  * as JSON; nothing fetched, so it works offline and from file://). Deterministic like
  * BEHAVIOUR.md: no date of generation, the data in a fixed order.
  */
-import { CLIENT_SCRIPT } from './page-script.ts';
+import { pageScript } from './page-script.ts';
 import type { LoadedRecord } from './load.ts';
 import { pageData } from './page-data.ts';
 import { buildTable, type BehaviourTable } from './behaviour-table.ts';
@@ -106,7 +106,7 @@ first phase; the tables under them the readings as recorded. The claims (C1–C2
 <noscript><p><strong>This page draws its tables and charts with JavaScript; turn it on, or read BEHAVIOUR.md.</strong></p></noscript>
 <main id="report"></main>
 <script type="application/json" id="report-data">${scriptJson(data)}</script>
-<script>${CLIENT_SCRIPT}</script>
+<script>${pageScript()}</script>
 </body>
 </html>
 `;

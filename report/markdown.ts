@@ -11,18 +11,9 @@ import type { Scalar } from '../probes/protocol.ts';
 import { noiseText, seriesText, sharedCells, type MetricComparison } from '../behaviour/diff.ts';
 import type { BehaviourRecord } from '../behaviour/behaviour-record.ts';
 import { p2pCellText, p2pMatrices } from './p2p-matrix.ts';
-import {
-  buildTable,
-  conflictsOf,
-  factValueText,
-  isSeries,
-  keyMetricText,
-  type BehaviourTable,
-  type Cell,
-  type Column,
-  type DriverStep,
-} from './behaviour-table.ts';
+import { buildTable, conflictsOf, isSeries, type BehaviourTable, type Cell, type Column, type DriverStep } from './behaviour-table.ts';
 import type { LoadedRecord } from './load.ts';
+import { factValueText, keyMetricText } from './value-text.ts';
 
 export interface MarkdownOptions {
   /** The records folder as a link from the Markdown file's folder ("records"). */

@@ -6,7 +6,6 @@ import { probeSpec } from '../probes/catalogue.ts';
 import { loaded, h200Records, variant, writeRecords } from '../test/report-fixture.ts';
 import { repoRoot, tempDir } from '../test/helpers.ts';
 import { keyText, recordPath, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
-import { FORMAT_SCRIPT } from './page-script.ts';
 import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from './write-report.ts';
 import { loadRecords } from './load.ts';
 import { mdText, renderMarkdown } from './markdown.ts';
@@ -325,34 +324,6 @@ describe('the page data', () => {
     const used = s.values[s.sources.map((x) => data.strs[x]).indexOf('subject_cu_used_bytes')]!;
     const allocated = record.metrics.find((m) => m.name === 'sysmem-fallback.allocated_bytes')!.value!;
     expect(used[1]! - used[0]!).toBeGreaterThanOrEqual(allocated);
-  });
-
-  it("the page's number formatter writes what the console's (core/units.ts formatValue) does", () => {
-    const pageFormat = new Function(`${FORMAT_SCRIPT}\nreturn formatValue;`)() as (v: number | null, unit: string) => string;
-    const values = [
-      null,
-      NaN,
-      0,
-      -0.0004,
-      0.031998381,
-      0.119528903,
-      1,
-      7.39635149,
-      8.4335,
-      15.7021,
-      55.4169443,
-      99.96,
-      127.873168,
-      1023,
-      1024,
-      1536,
-      4194304,
-      1073741824,
-      150109880320,
-      -4.06e9,
-    ];
-    for (const unit of ['bytes', 'GB/s', 'us', 'ms', 's', 'ratio', 'percent', 'count'])
-      for (const v of values) expect(pageFormat(v, unit), `${v} ${unit}`).toBe(formatValue(v, unit));
   });
 
   it('memory charts name the deciding source; the ceiling rows say what each is (API, pre-fill or variant and round); a fact that changed from the previous driver is marked', () => {

@@ -11,7 +11,9 @@
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import * as esbuild from 'esbuild';
 import { build, type BuildOptions, type Plugin } from 'esbuild';
+import { bundlePage } from '../report/page-script.ts';
 
 /**
  * Leaves out code cudamatrix never runs, which every start would still read and compile: a
@@ -70,8 +72,13 @@ await build({
   format: 'cjs',
   minify: true,
   // The sources find package.json and matrix/ from their own URL; in the bundle that is the bundle's.
-  // The remote shell scripts (transports/shell-files.ts) travel inside the bundle.
-  define: { 'import.meta.url': '__cmImportMetaUrl', CUDAMATRIX_SHELL_FILES: JSON.stringify(shellFiles()) },
+  // The remote shell scripts (transports/shell-files.ts) and the report page's script, bundled
+  // (report/page-script.ts: the package has no esbuild to bundle it at run time), travel inside the bundle.
+  define: {
+    'import.meta.url': '__cmImportMetaUrl',
+    CUDAMATRIX_SHELL_FILES: JSON.stringify(shellFiles()),
+    CUDAMATRIX_PAGE_SCRIPT: JSON.stringify(bundlePage(esbuild).code),
+  },
   banner: { js: "const __cmImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { PrebuiltManifest } from '../../probes/binary.ts';
 import { parseProbeOutput, type SysinfoRecord } from '../../probes/protocol.ts';
-import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '../helpers.ts';
+import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir, WINE } from '../helpers.ts';
 import { installPackage, packCheckout } from '../package.ts';
 
 const ready = integrationAvailable(
@@ -164,6 +164,13 @@ describe.runIf(ready)('the installed package', () => {
     expect(events).toMatch(/"type":"target-ready".*"probe":\{[^}]*"built":false,"prebuilt":true/);
     // A compiled cudaprobe would sit in the cache's cudaprobe/ folder; only V8's code cache is there.
     expect(readdirSync(path.join(home, 'cache'))).toEqual(['v8']);
+  });
+
+  it("writes the report page the sources write: the page's script was bundled into it by pnpm pack (it has no esbuild)", () => {
+    // --check: exit 0 only when the committed records/behaviour.html (written from the sources) is what it writes, byte for byte.
+    const r = cudamatrix(['report', '--check'], repoRoot);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/records\/behaviour\.html match the records/);
   });
 
   it('runs from npx too', () => {
