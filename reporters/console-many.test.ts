@@ -31,7 +31,7 @@ function render(events: RunEvent[], verbose = false): string[] {
   const writes: string[] = [];
   const r = consoleReporter({ color: false, verbose, out: { write: (t: string) => writes.push(t) } });
   for (const e of events) r.onEvent!(e);
-  r.onEnd!(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
+  r.onEnd(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
   return writes.join('').split('\n');
 }
 

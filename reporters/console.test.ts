@@ -29,7 +29,7 @@ function render(events: RunEvent[], options: ConsoleOptions = {}): { text: strin
   const writes: string[] = [];
   const r = consoleReporter({ color: false, ...options, out: options.out ?? { write: (t: string) => writes.push(t) } });
   for (const e of events) r.onEvent!(e);
-  r.onEnd!(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
+  r.onEnd(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
   return { text: writes.join(''), writes };
 }
 
@@ -344,7 +344,7 @@ function renderRun(src: RunSource): string {
   const writes: string[] = [];
   const r = consoleReporter({ color: false, out: { write: (t: string) => writes.push(t) } });
   for (const e of src.events) r.onEvent!(e);
-  r.onEnd!(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
+  r.onEnd(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
   return writes.join('');
 }
 

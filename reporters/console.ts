@@ -14,7 +14,7 @@ import pc from 'picocolors';
 import { isNotApplicable } from '../core/errors.ts';
 import type { RunEvent } from '../events/events.ts';
 import { nodesThatDifferLines } from '../verdicts/fleet-outliers.ts';
-import type { Reporter, RunContext } from './reporter.ts';
+import type { SyncReporter, RunContext } from './reporter.ts';
 import { judgedNothingWords, shownExitCode, type RunSummary, type Verdict } from '../verdicts/verdicts.ts';
 import { evidenceOf, groupVerdicts } from './console/expectations.ts';
 import { clock, ProgressLine } from './console/progress.ts';
@@ -68,7 +68,7 @@ export function progressEnabled(out: ConsoleOut, env: NodeJS.ProcessEnv = proces
   return Boolean(out.isTTY) && !env.CI && env.TERM !== 'dumb';
 }
 
-export function consoleReporter(options: ConsoleOptions = {}): Reporter {
+export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
   const out: ConsoleOut = options.out ?? process.stdout;
   const env = options.env ?? process.env;
   const c = pc.createColors(options.color ?? colorEnabled(out, env));

@@ -109,7 +109,7 @@ describe.each(twice(h200Failing))('JSON summary: the evidence per verdict (%s)',
   it("gives each verdict its samples within and outside the bounds, or the fact's evidence, its why and the event log", () => {
     const dir = tempDir();
     const eventsFile = path.join(dir, 'events.jsonl');
-    jsonReporter((runDir) => path.join(runDir, 'summary.json')).onEnd!(summarize(events), { runDir: dir, eventsFile, strict: false });
+    jsonReporter((runDir) => path.join(runDir, 'summary.json')).onEnd(summarize(events), { runDir: dir, eventsFile, strict: false });
     type V = { title: string; status: string; why?: string; eventsFile?: string; evidence?: Record<string, unknown> };
     const json = JSON.parse(readFileSync(path.join(dir, 'summary.json'), 'utf8')) as { events: string; targets: { verdicts: V[] }[] };
     expect(json.events).toBe(eventsFile);
@@ -154,7 +154,7 @@ describe('JSON summary: the same from the live log and from merged shards', () =
 /** summary.json of a real run (test/live-and-merged.ts), as the reporter writes it into a run folder. */
 function summaryOfRun(src: RunSource): string {
   const runDir = tempDir();
-  jsonReporter((dir) => path.join(dir, 'summary.json')).onEnd!(summarize(src.events), {
+  jsonReporter((dir) => path.join(dir, 'summary.json')).onEnd(summarize(src.events), {
     runDir,
     eventsFile: src.eventsFile,
     strict: false,

@@ -7,7 +7,7 @@
 import { writeOutput } from '../core/fs.ts';
 import { knownBadForSysinfo } from '../matrix/known-bad.ts';
 import { sampleCount, type CellEndEvent } from '../events/events.ts';
-import type { Reporter } from './reporter.ts';
+import type { SyncReporter } from './reporter.ts';
 import { withEventsFile, type RunSummary } from '../verdicts/verdicts.ts';
 
 export function summaryJson(summary: RunSummary): string {
@@ -81,7 +81,7 @@ function cellOf(c: CellEndEvent): Record<string, unknown> {
   return out;
 }
 
-export function jsonReporter(file: string | ((runDir: string) => string)): Reporter {
+export function jsonReporter(file: string | ((runDir: string) => string)): SyncReporter {
   return {
     name: 'json',
     onEnd(summary, context) {

@@ -158,7 +158,7 @@ describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)'
   const dir = tempDir();
   const file = path.join(dir, 'junit.xml');
   // Through the reporter, as a run ends: the event log's path comes from the run's context.
-  junitReporter(file).onEnd!(summarize(events), { runDir: dir, eventsFile: path.join(dir, 'events.jsonl'), strict: false });
+  junitReporter(file).onEnd(summarize(events), { runDir: dir, eventsFile: path.join(dir, 'events.jsonl'), strict: false });
   const xml = readFileSync(file, 'utf8');
   /** The text of the <failure> of the testcase whose name starts with `title`. */
   const failureBody = (title: string): string => {
@@ -240,7 +240,7 @@ describe('JUnit: the same from the live log and from merged shards', () => {
 /** JUnit of a real run (test/live-and-merged.ts), written by the reporter into its run folder. */
 function junitOfRun(src: RunSource): string {
   const file = path.join(tempDir(), 'junit.xml');
-  junitReporter(file).onEnd!(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
+  junitReporter(file).onEnd(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
   return readFileSync(file, 'utf8');
 }
 

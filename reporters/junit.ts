@@ -14,7 +14,7 @@
  */
 import { isNotApplicable } from '../core/errors.ts';
 import { writeOutput } from '../core/fs.ts';
-import type { Reporter } from './reporter.ts';
+import type { SyncReporter } from './reporter.ts';
 import { attrsText, readingLabels, sampleValueText, type SampleEvidence } from '../verdicts/evidence.ts';
 import { withEventsFile, type RunSummary, type Verdict } from '../verdicts/verdicts.ts';
 
@@ -165,7 +165,7 @@ export function verdictText(v: Verdict): string {
   return lines.join('\n');
 }
 
-export function junitReporter(file: string | ((runDir: string) => string)): Reporter {
+export function junitReporter(file: string | ((runDir: string) => string)): SyncReporter {
   return {
     name: 'junit',
     onEnd(summary, context) {

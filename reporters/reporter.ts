@@ -25,6 +25,11 @@ export interface Reporter {
   onEnd?(summary: RunSummary, context: RunContext): void | Promise<void>;
 }
 
+/** A reporter whose output is written when onEnd returns (the console, JSON, JUnit): a caller may read it at once. */
+export interface SyncReporter extends Reporter {
+  onEnd(summary: RunSummary, context: RunContext): void;
+}
+
 export class Reporters {
   /** Reporters switched off after a failure (by instance: two JUnit files are two reporters). */
   private readonly broken = new Set<Reporter>();
