@@ -94,6 +94,21 @@ function removeTempDirsSync(): void {
 
 export const repoRoot = path.resolve(import.meta.dirname, '..');
 
+/** The product's code folders, lowest layer first (.dependency-cruiser.cjs says which may import which). */
+export const CODE_FOLDERS = [
+  'core',
+  'transports',
+  'probes',
+  'matrix',
+  'events',
+  'run',
+  'verdicts',
+  'reporters',
+  'behaviour',
+  'report',
+  'cli',
+];
+
 /**
  * Where the tests cache cudaprobe builds (one build shared by every test file, and kept between
  * runs). vitest.config.ts sets CUDAMATRIX_CACHE to it; the workers' temp dir is the suite's own

@@ -9,7 +9,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tsxLoader, type CliResult } from '../cli.ts';
-import { repoRoot, tempDir } from '../helpers.ts';
+import { CODE_FOLDERS, repoRoot, tempDir } from '../helpers.ts';
 
 /** Runs a script of the copy (its CLI by default) through tsx, as test/cli.ts runs the repository's. */
 function runCopy(copy: string, args: string[], script = path.join(copy, 'cli', 'entry.ts')): Promise<CliResult> {
@@ -24,22 +24,7 @@ function runCopy(copy: string, args: string[], script = path.join(copy, 'cli', '
 }
 
 /** What the CLI needs of the package: its code, the probe sources, the Dockerfile, the package files. */
-const product = [
-  'core',
-  'transports',
-  'probes',
-  'matrix',
-  'events',
-  'run',
-  'verdicts',
-  'reporters',
-  'behaviour',
-  'report',
-  'cli',
-  'docker',
-  'package.json',
-  'tsconfig.json',
-];
+const product = [...CODE_FOLDERS, 'docker', 'package.json', 'tsconfig.json'];
 
 /** The new kind's folder: its declaration and its connect. */
 const kindFiles: Record<string, string> = {

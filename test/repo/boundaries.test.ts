@@ -3,23 +3,10 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { transportKind, transportKinds } from '../../transports/registry.ts';
-import { repoRoot, tempDir } from '../helpers.ts';
+import { CODE_FOLDERS, repoRoot, tempDir } from '../helpers.ts';
 
 const depcruise = path.join(repoRoot, 'node_modules', '.bin', 'depcruise');
-const folders = [
-  'core',
-  'transports',
-  'probes',
-  'matrix',
-  'events',
-  'run',
-  'verdicts',
-  'reporters',
-  'behaviour',
-  'report',
-  'cli',
-  'tools/gha-player',
-];
+const folders = [...CODE_FOLDERS, 'tools/gha-player'];
 
 function cruise(config: string, paths: string[]): { violations: { rule: { name: string }; from: string; to: string }[] } {
   const out = execFileSync(depcruise, ['--config', config, '--output-type', 'json', ...paths], {
