@@ -4,8 +4,8 @@
  * it. Another architecture keeps its name (no cudaprobe is built for it; binaryFor says so).
  */
 export function normaliseArch(name: string): string {
-  const n = name.trim().toLowerCase();
-  if (n === 'x86_64' || n === 'amd64' || n === 'x64') return 'x86_64';
-  if (n === 'aarch64' || n === 'arm64') return 'aarch64';
+  const normalized = name.trim().toLowerCase();
+  if (normalized === 'x86_64' || normalized === 'amd64' || normalized === 'x64') return 'x86_64';
+  if (normalized === 'aarch64' || normalized === 'arm64') return 'aarch64';
   return name;
 }

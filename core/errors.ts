@@ -168,7 +168,7 @@ export function describeError(error: unknown): string {
       const prefix = current instanceof CudamatrixError && depth > 0 ? `${current.code}: ` : '';
       const message = current.message;
       // A cause the message already quotes ("cannot reach h: connect ECONNREFUSED ...") is not said twice.
-      if (depth === 0 || !parts.some((p) => p.includes(message))) parts.push(prefix + message);
+      if (depth === 0 || !parts.some((part) => part.includes(message))) parts.push(prefix + message);
       current = current.cause;
     } else {
       parts.push(String(current));

@@ -30,8 +30,8 @@ describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () =
     execFileSync('mkfifo', [fifo]);
     const reader = spawn('cat', [fifo]);
     let got = '';
-    reader.stdout.on('data', (d) => (got += d));
-    const closed = new Promise((r) => reader.on('close', r));
+    reader.stdout.on('data', (chunk) => (got += chunk));
+    const closed = new Promise((resolve) => reader.on('close', resolve));
     writeOutput(fifo, 'through the pipe\n');
     await closed;
     expect(got).toBe('through the pipe\n');
@@ -69,7 +69,7 @@ describe('writeOutput (where --junit FILE and --reporter NAME:FILE write)', () =
   it('writes parts that are bytes as they are, beside strings, small ones and one past a MiB, to a file and to stdout', async () => {
     const big = Buffer.alloc(3 << 20, 'b');
     const parts = ['é ', Buffer.from('找不到 '), big, ' x', Buffer.from([0xff]), ''];
-    const whole = Buffer.concat(parts.map((p) => (typeof p === 'string' ? Buffer.from(p) : p)));
+    const whole = Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part) : part)));
     const file = path.join(tempDir(), 'events.jsonl');
     writeOutput(file, parts);
     expect(readFileSync(file).equals(whole)).toBe(true);

@@ -26,7 +26,7 @@ describe('withLock taking over a dead owner', () => {
       while (!allDone(round)) await new Promise((resolve) => setTimeout(resolve, 2));
     }
     expect(await Promise.all(exited)).toEqual(Array(processes).fill(0));
-    expect(readdirSync(dir).filter((f) => f.startsWith('overlap-'))).toEqual([]);
+    expect(readdirSync(dir).filter((fileName) => fileName.startsWith('overlap-'))).toEqual([]);
     expect(existsSync(path.join(dir, 'the.lock'))).toBe(false);
   }, 120_000);
 });

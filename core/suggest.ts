@@ -1,17 +1,17 @@
 /** "Did you mean" suggestions for misspelt keys, probe names and transport kinds. */
 
-export function editDistance(a: string, b: string): number {
-  const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
+export function editDistance(left: string, right: string): number {
+  const prev = Array.from({ length: right.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= left.length; i++) {
     let diagonal = prev[0]!;
     prev[0] = i;
-    for (let j = 1; j <= b.length; j++) {
+    for (let j = 1; j <= right.length; j++) {
       const above = prev[j]!;
-      prev[j] = Math.min(above + 1, prev[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev[j] = Math.min(above + 1, prev[j - 1]! + 1, diagonal + (left[i - 1] === right[j - 1] ? 0 : 1));
       diagonal = above;
     }
   }
-  return prev[b.length]!;
+  return prev[right.length]!;
 }
 
 /** The candidate closest to `name`, if it is close enough to be a plausible typo. */
@@ -19,10 +19,10 @@ export function closestName(name: string, candidates: Iterable<string>): string 
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const candidate of candidates) {
-    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance < bestDistance) {
       best = candidate;
-      bestDistance = d;
+      bestDistance = distance;
     }
   }
   const limit = Math.max(2, Math.floor(name.length / 3));

@@ -13,14 +13,14 @@ export interface OneLineOptions {
 export function oneLine(text: string, { max = 400, keep = 'start', lines }: OneLineOptions = {}): string {
   let parts = text
     .split(/\r?\n|\r/)
-    .map((l) => l.trim())
+    .map((line) => line.trim())
     .filter(Boolean);
   if (lines !== undefined) parts = keep === 'end' ? parts.slice(-lines) : parts.slice(0, lines);
-  const t = parts.join(' | ');
-  if (t.length <= max) return t;
+  const joined = parts.join(' | ');
+  if (joined.length <= max) return joined;
   return keep === 'end'
-    ? `…${cutAtWord(t.slice(-max), t[t.length - max - 1]!, 'start')}`
-    : `${cutAtWord(t.slice(0, max), t[max]!, 'end')}…`;
+    ? `…${cutAtWord(joined.slice(-max), joined[joined.length - max - 1]!, 'start')}`
+    : `${cutAtWord(joined.slice(0, max), joined[max]!, 'end')}…`;
 }
 
 /**

@@ -1,9 +1,9 @@
 /** Waiting for a promise, bounded. */
 
 /** Waits for `p`, or `ms` at most; the timer does not keep the process alive after. */
-export async function withTimeout(p: Promise<unknown> | undefined, ms: number): Promise<void> {
+export async function withTimeout(promise: Promise<unknown> | undefined, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+  await Promise.race([promise, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
 }
 
@@ -11,12 +11,12 @@ export async function withTimeout(p: Promise<unknown> | undefined, ms: number): 
 export const DEADLINE = new Error('deadline');
 
 /** `p`, or DEADLINE thrown after `ms`, or the signal's reason when it is aborted first. */
-export async function withDeadline<T>(p: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
+export async function withDeadline<T>(promise: Promise<T>, ms: number, signal?: AbortSignal): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   try {
     return await Promise.race([
-      p,
+      promise,
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(DEADLINE), ms);
         onAbort = () => reject(signal!.reason);

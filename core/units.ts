@@ -40,18 +40,18 @@ export const knownUnits = Object.keys(dimensions);
 /** Parses "50 us", "2GiB", "0.6" into a number in `unit`; throws a message on a mismatch. */
 export function toUnit(value: number | string, unit: Unit): number {
   if (typeof value === 'number') return value;
-  const m = /^\s*(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-zµ%/]*)\s*$/i.exec(value);
-  if (!m) throw new Error(`"${value}" is not a number with an optional unit (e.g. "50 us", "2 GiB")`);
-  const n = Number(m[1]);
-  const given = m[2] ?? '';
-  if (given === '') return n;
+  const match = /^\s*(-?\d+(?:\.\d+)?(?:e[+-]?\d+)?)\s*([A-Za-zµ%/]*)\s*$/i.exec(value);
+  if (!match) throw new Error(`"${value}" is not a number with an optional unit (e.g. "50 us", "2 GiB")`);
+  const amount = Number(match[1]);
+  const given = match[2] ?? '';
+  if (given === '') return amount;
   const from = dimensions[given];
   const to = dimensions[unit];
   if (!from) throw new Error(`unknown unit "${given}" (known: ${knownUnits.join(', ')})`);
   if (!to || from.dimension !== to.dimension) {
     throw new Error(`"${value}" is in ${from.dimension}, but this metric is measured in ${unit}`);
   }
-  return (n * from.factor) / to.factor;
+  return (amount * from.factor) / to.factor;
 }
 
 /** A value with its unit, scaled for people ("1.5 GiB", "812 us"). */
@@ -74,10 +74,10 @@ export function bytesScale(abs: number): readonly ['GiB' | 'MiB' | 'KiB' | 'B', 
   return ['B', 1];
 }
 
-function round(v: number): string {
-  const abs = Math.abs(v);
+function round(value: number): string {
+  const abs = Math.abs(value);
   const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
-  const text = v.toFixed(digits);
+  const text = value.toFixed(digits);
   // Drop trailing zeros of the fraction only ("1.50" -> "1.5", "140" stays "140").
   return text.includes('.') ? text.replace(/\.?0+$/, '') : text;
 }
