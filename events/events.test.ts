@@ -67,8 +67,8 @@ describe('event log', () => {
     expect(readEventLog(file)).toEqual(events);
     // Without samples: the samples line is not parsed, the cell counts them, its span covers both lines.
     const lean = readEventLogLines(file, { leaveOutSamples: true });
-    const p = lean.events[2] as CellEndEvent;
-    expect([p.records, sampleCount(p), lacksSamples(p)]).toEqual([[metric], 2, true]);
+    const cellEnd = lean.events[2] as CellEndEvent;
+    expect([cellEnd.records, sampleCount(cellEnd), lacksSamples(cellEnd)]).toEqual([[metric], 2, true]);
     const text = readFileSync(file);
     expect(text.toString('utf8', lean.spans[2]!.start, lean.spans[2]!.end)).toBe(`${lines[2]}\n${lines[3]}`);
   });
@@ -139,11 +139,11 @@ describe('event log', () => {
         ['record', file, '--records-dir', path.join(dir, 'records')],
         ['merge', file, '--results-dir', path.join(dir, 'runs')],
       ]) {
-        const r = await runCli(args);
-        expect(r.stderr, args[0]).toMatch(
+        const result = await runCli(args);
+        expect(result.stderr, args[0]).toMatch(
           new RegExp(`^error \\[EVENTS_INVALID\\]: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}${truncated.source}`),
         );
-        expect(r.code, args[0]).toBe(2);
+        expect(result.code, args[0]).toBe(2);
       }
     }, 60_000);
 

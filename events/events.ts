@@ -127,7 +127,7 @@ interface CellSamplesLine {
 export type RunEvent = RunStartEvent | TargetStartEvent | TargetReadyEvent | TargetErrorEvent | CellStartEvent | CellEndEvent | RunEndEvent;
 
 /** Whether a record is one of the memory samples a probe took (most of a log's bytes). */
-const isSample = (r: ProbeRecord | null | undefined) => r?.type === 'sample';
+const isSample = (record: ProbeRecord | null | undefined) => record?.type === 'sample';
 
 /**
  * The lines an event is written as, each ending in "\n": its JSON, and for a cell-end with
@@ -143,7 +143,7 @@ const isSample = (r: ProbeRecord | null | undefined) => r?.type === 'sample';
 export function eventText(e: RunEvent): string {
   if (e.type !== 'cell-end' || !e.records.some(isSample)) return `${JSON.stringify(e)}\n`;
   const samples = e.records.filter(isSample);
-  e.records = [...e.records.filter((r) => !isSample(r)), ...samples];
+  e.records = [...e.records.filter((record) => !isSample(record)), ...samples];
   const line = JSON.stringify({ type: 'cell-samples', count: samples.length, cell: e.cell, samples });
   return `${line}\n${JSON.stringify({ ...e, records: e.records.slice(0, -samples.length) })}\n`;
 }
@@ -211,7 +211,7 @@ export function readEventLogLines(
   const events: RunEvent[] = [];
   const spans: LineSpan[] = [];
   let pending: PendingSamples | undefined;
-  for (let start = 0, n = 1; start <= bytes.length; n++) {
+  for (let start = 0, lineNumber = 1; start <= bytes.length; lineNumber++) {
     const newline = bytes.indexOf(0x0a, start);
     const last = newline < 0;
     const stop = last ? bytes.length : newline;
@@ -228,7 +228,7 @@ export function readEventLogLines(
     const samplesLine = (cell: string, count: number, samples?: ProbeRecord[]): PendingSamples => ({
       start: lineStart,
       end,
-      line: n,
+      line: lineNumber,
       plain: plain && end === stop,
       cell,
       count,
@@ -247,18 +247,18 @@ export function readEventLogLines(
       if (events.length === 0 && !pending) throw unreadableFirstLine(file, line, last ? '' : bytes.toString('utf8', start, start + 65536));
       // A run killed mid-write leaves a partial last line: everything before it still counts.
       if (last) break;
-      throw new CudamatrixError('EVENTS_INVALID', `${file}:${n}: not a JSON event`);
+      throw new CudamatrixError('EVENTS_INVALID', `${file}:${lineNumber}: not a JSON event`);
     }
     const event = e as RunEvent | CellSamplesLine;
     if (pending && (event.type !== 'cell-end' || event.cell !== pending.cell)) {
       throw new CudamatrixError(
         'EVENTS_INVALID',
-        `${file}:${pending.line}: the samples of cell ${pending.cell} are not followed by its cell-end (line ${n} is ${event.type === 'cell-end' ? `the cell-end of ${event.cell}` : `a ${String(event.type)}`})`,
+        `${file}:${pending.line}: the samples of cell ${pending.cell} are not followed by its cell-end (line ${lineNumber} is ${event.type === 'cell-end' ? `the cell-end of ${event.cell}` : `a ${String(event.type)}`})`,
       );
     }
     if (event.type === 'cell-samples') {
       if (!Array.isArray(event.samples) || typeof event.cell !== 'string')
-        throw new CudamatrixError('EVENTS_INVALID', `${file}:${n}: a cell-samples line without its cell and samples`);
+        throw new CudamatrixError('EVENTS_INVALID', `${file}:${lineNumber}: a cell-samples line without its cell and samples`);
       pending = samplesLine(event.cell, event.samples.length, event.samples);
       continue;
     }
@@ -324,7 +324,7 @@ function notAnEventLog(file: string): CudamatrixError {
  * bytes), else a file that is no event log at all.
  */
 function unreadableFirstLine(file: string, line: string, after: string): CudamatrixError {
-  const nextLine = after.split('\n').find((l) => l.trim());
+  const nextLine = after.split('\n').find((laterLine) => laterLine.trim());
   let next: unknown;
   try {
     next = nextLine === undefined ? undefined : JSON.parse(nextLine);
@@ -345,7 +345,7 @@ const samplesLeftOut = new WeakMap<RunEvent, number>();
 /** Leaves out the sample records a cell-end still holds; `skipped` were on its samples line, never parsed. */
 function leaveOutSamples(e: RunEvent, skipped: number): void {
   if (e.type !== 'cell-end' || !Array.isArray(e.records)) return;
-  const kept = e.records.filter((r) => !isSample(r));
+  const kept = e.records.filter((record) => !isSample(record));
   const left = e.records.length - kept.length + skipped;
   if (left === 0) return;
   samplesLeftOut.set(e, left);
@@ -354,7 +354,7 @@ function leaveOutSamples(e: RunEvent, skipped: number): void {
 
 /** How many sample records a cell had: those its cell-end holds, and those left out when it was read. */
 export function sampleCount(e: CellEndEvent): number {
-  return (samplesLeftOut.get(e) ?? 0) + e.records.filter((r) => r.type === 'sample').length;
+  return (samplesLeftOut.get(e) ?? 0) + e.records.filter((record) => record.type === 'sample').length;
 }
 
 /** Whether reading left sample records out of the event (it is not the whole of its line). */

@@ -6,7 +6,7 @@ import { exitCodeOf, summarize } from '../verdicts/verdicts.ts';
 
 const owe = (job: string, target: string, probes: string[]): OwedTarget => ({
   job,
-  cells: probes.map((p) => `${target}/${p}`),
+  cells: probes.map((probe) => `${target}/${probe}`),
   start: { target, environment: 'linux', transport: ['local'], probes, expect: [{ fact: 'sysinfo.os_family', equals: 'linux' }] },
 });
 const NOW = '2026-12-01T03:00:00.000Z';
@@ -62,10 +62,10 @@ describe('accounting for lost jobs (gha merge)', () => {
     expect(summary.interrupted).toBe(false);
     expect(summary.hasInfrastructureError).toBe(true);
     expect(exitCodeOf(summary, { strict: false })).toBe(3);
-    const byName = new Map(summary.targets.map((t) => [t.name, t]));
+    const byName = new Map(summary.targets.map((target) => [target.name, target]));
     expect(byName.get('ok')!.error).toBeUndefined();
     expect(byName.get('gone')!.error?.code).toBe('JOB_LOST');
-    expect(byName.get('gone')!.verdicts.map((v) => v.status)).toEqual(['error']);
+    expect(byName.get('gone')!.verdicts.map((verdict) => verdict.status)).toEqual(['error']);
   });
 
   it('leaves a complete run alone, and does not call an interrupted (ended) log lost', () => {
@@ -109,7 +109,7 @@ describe('accounting for lost jobs (gha merge)', () => {
 
   it('makes a run of nothing but lost jobs when no job left a log', () => {
     const { events, lost } = accountForLostJobs([runStart({}, [])], owed, { cutShort: new Set(), interrupted: new Set() }, NOW);
-    expect(lost.map((l) => [l.target, l.how])).toEqual([
+    expect(lost.map((lostTarget) => [lostTarget.target, lostTarget.how])).toEqual([
       ['ok', 'no-log'],
       ['cut', 'no-log'],
       ['gone', 'no-log'],

@@ -34,7 +34,7 @@ export interface LostTarget {
 }
 
 const probeOf = (cell: string) => cell.slice(cell.lastIndexOf('/') + 1);
-const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
+const latest = (times: string[]) => times.reduce((latestSoFar, time) => (Date.parse(time) > Date.parse(latestSoFar) ? time : latestSoFar));
 const timeOf = (e: RunEvent): string | undefined =>
   'time' in e ? e.time : e.type === 'run-start' ? e.started : e.type === 'run-end' ? e.finished : undefined;
 
@@ -65,33 +65,33 @@ export function accountForLostJobs(
   const ended = new Set(events.flatMap((e) => (e.type === 'cell-end' && e.planned && !stopped(e) ? [e.cell] : [])));
   const seen = new Set(events.flatMap((e) => ('target' in e ? [e.target] : [])));
   // When a job with no log was lost is not known: the last thing any log saw (or now, with none).
-  const times = events.flatMap((e) => timeOf(e) ?? []).filter((t) => !Number.isNaN(Date.parse(t)));
+  const times = events.flatMap((e) => timeOf(e) ?? []).filter((time) => !Number.isNaN(Date.parse(time)));
   const lostAt = times.length ? latest(times) : now;
 
   const lost: LostTarget[] = [];
   const added = new Map<string, RunEvent[]>();
-  for (const t of owed) {
-    const missing = t.cells.filter((c) => !ended.has(c));
+  for (const owedTarget of owed) {
+    const missing = owedTarget.cells.filter((cell) => !ended.has(cell));
     // A target whose log ended normally finished what it owed; one with no log, a log that stops
     // short, or a run that ended interrupted is lost for the cells it did not finish.
-    const target = t.start.target;
+    const target = owedTarget.start.target;
     if (missing.length === 0 || (seen.has(target) && !ends.cutShort.has(target) && !ends.interrupted.has(target))) continue;
     const how = !seen.has(target) ? 'no-log' : ends.cutShort.has(target) ? 'cut-short' : 'interrupted';
     const time = how === 'no-log' ? lostAt : latest(events.flatMap((e) => ('target' in e && e.target === target ? [e.time] : [])));
     const cells = `${missing.length} planned cell${missing.length === 1 ? '' : 's'}`;
     const message = {
-      'no-log': `job "${t.job}" left no event log for target ${target} (its artifact is missing: the job was cancelled, timed out, failed before cudamatrix started, or its runner was lost); ${cells} not run. See that job's log on GitHub`,
-      'cut-short': `job "${t.job}"'s event log for target ${target} stops at ${time} without an end (the job was killed or its runner was lost mid-run); ${cells} never finished: ${missing.map(probeOf).join(', ')}`,
-      interrupted: `job "${t.job}" was stopped at ${time} before target ${target} finished (the job timed out or was cancelled: its run ended interrupted); ${cells} not finished: ${missing.map(probeOf).join(', ')}`,
+      'no-log': `job "${owedTarget.job}" left no event log for target ${target} (its artifact is missing: the job was cancelled, timed out, failed before cudamatrix started, or its runner was lost); ${cells} not run. See that job's log on GitHub`,
+      'cut-short': `job "${owedTarget.job}"'s event log for target ${target} stops at ${time} without an end (the job was killed or its runner was lost mid-run); ${cells} never finished: ${missing.map(probeOf).join(', ')}`,
+      interrupted: `job "${owedTarget.job}" was stopped at ${time} before target ${target} finished (the job timed out or was cancelled: its run ended interrupted); ${cells} not finished: ${missing.map(probeOf).join(', ')}`,
     }[how];
     const list: RunEvent[] = [];
-    if (how === 'no-log') list.push({ type: 'target-start', time, ...t.start });
-    list.push({ type: 'target-error', target: t.start.target, time, code: 'JOB_LOST', message });
+    if (how === 'no-log') list.push({ type: 'target-start', time, ...owedTarget.start });
+    list.push({ type: 'target-error', target: owedTarget.start.target, time, code: 'JOB_LOST', message });
     for (const cell of missing) {
       const end: CellEndEvent = {
         type: 'cell-end',
         cell,
-        target: t.start.target,
+        target: owedTarget.start.target,
         probe: probeOf(cell),
         planned: true,
         time,
@@ -107,8 +107,8 @@ export function accountForLostJobs(
       };
       list.push(end);
     }
-    added.set(t.start.target, list);
-    lost.push({ target: t.start.target, job: t.job, how, cells: missing });
+    added.set(owedTarget.start.target, list);
+    lost.push({ target: owedTarget.start.target, job: owedTarget.job, how, cells: missing });
   }
 
   // Each target's accounting follows its own events; targets no log named come last, in plan order.
@@ -127,8 +127,8 @@ export function accountForLostJobs(
   }
   for (const [target, list] of added) if (!placed.has(target)) out.push(...list);
 
-  const owedCells = owed.flatMap((t) => t.cells);
-  const cells = [...start.cells, ...owedCells.filter((c) => !start.cells.includes(c))];
+  const owedCells = owed.flatMap((owedTarget) => owedTarget.cells);
+  const cells = [...start.cells, ...owedCells.filter((cell) => !start.cells.includes(cell))];
   const end = events.find((e): e is RunEndEvent => e.type === 'run-end');
   const finished = end?.finished ?? lostAt;
   const runEnd: RunEndEvent = end

@@ -23,7 +23,7 @@ const expectations = { linux: [{ fact: 'sysinfo.os_family', equals: 'linux' }] }
 function shardLog(
   file: string,
   targets: string[],
-  o: {
+  options: {
     runId?: string;
     shard?: [number, number] | null;
     started?: string;
@@ -36,38 +36,43 @@ function shardLog(
   const start: RunStartEvent = {
     ...runStart(
       expectations,
-      targets.map((t) => `${t}/sysinfo`),
+      targets.map((target) => `${target}/sysinfo`),
     ),
-    runId: o.runId ?? `run-${file}`,
-    shard: o.shard === null || o.shard === undefined ? null : { index: o.shard[0], total: o.shard[1] },
-    started: o.started ?? '2026-11-29T12:00:00.000Z',
-    version: o.version ?? '0.1.0',
-    ...o.start,
+    runId: options.runId ?? `run-${file}`,
+    shard: options.shard === null || options.shard === undefined ? null : { index: options.shard[0], total: options.shard[1] },
+    started: options.started ?? '2026-11-29T12:00:00.000Z',
+    version: options.version ?? '0.1.0',
+    ...options.start,
   };
   const events: RunEvent[] = [start];
-  for (const t of targets) events.push(targetStart(t), cell(t, 'sysinfo', 'passed', sysinfo({ environment: 'linux', os_family: 'linux' })));
-  if (o.interrupted !== null)
-    events.push({ ...runEnd, finished: o.finished ?? '2026-11-29T12:00:02.000Z', interrupted: o.interrupted ?? false } as RunEvent);
+  for (const target of targets)
+    events.push(targetStart(target), cell(target, 'sysinfo', 'passed', sysinfo({ environment: 'linux', os_family: 'linux' })));
+  if (options.interrupted !== null)
+    events.push({
+      ...runEnd,
+      finished: options.finished ?? '2026-11-29T12:00:02.000Z',
+      interrupted: options.interrupted ?? false,
+    } as RunEvent);
   return { file, events };
 }
 
 const targetsIn = (events: RunEvent[]) => [...new Set(events.flatMap((e) => ('target' in e ? [e.target] : [])))];
 
 describe('merging event logs', () => {
-  const a = shardLog('a/events.jsonl', ['gpu-b', 'gpu-d'], {
+  const firstShard = shardLog('a/events.jsonl', ['gpu-b', 'gpu-d'], {
     shard: [1, 2],
     started: '2026-11-29T12:00:05.000Z',
     finished: '2026-11-29T12:01:00.000Z',
   });
-  const b = shardLog('b/events.jsonl', ['gpu-a', 'gpu-c'], {
+  const secondShard = shardLog('b/events.jsonl', ['gpu-a', 'gpu-c'], {
     shard: [2, 2],
     started: '2026-11-29T12:00:01.000Z',
     finished: '2026-11-29T12:00:30.000Z',
   });
 
   it('makes one run: shard null, the earliest start, the latest end, every cell, and where it came from', () => {
-    const m = mergeEventLogs([a, b]);
-    const start = m.events[0] as MergedRunStart;
+    const merged = mergeEventLogs([firstShard, secondShard]);
+    const start = merged.events[0] as MergedRunStart;
     expect(start).toMatchObject({
       type: 'run-start',
       schemaVersion: 2,
@@ -76,51 +81,51 @@ describe('merging event logs', () => {
       started: '2026-11-29T12:00:01.000Z',
       matrix: { file: 'test.yaml', expectations },
     });
-    expect(start.runId).toBe(mergedRunId([a, b], '2026-11-29T12:00:01.000Z'));
+    expect(start.runId).toBe(mergedRunId([firstShard, secondShard], '2026-11-29T12:00:01.000Z'));
     expect(start.runId).toMatch(/^2026-11-29T12-00-01-000Z-merged-[0-9a-f]{6}$/);
-    expect(start.mergedFrom.map((s) => [s.file, s.shard?.index])).toEqual([
+    expect(start.mergedFrom.map((source) => [source.file, source.shard?.index])).toEqual([
       ['a/events.jsonl', 1],
       ['b/events.jsonl', 2],
     ]);
-    expect(m.events.at(-1)).toEqual({ type: 'run-end', finished: '2026-11-29T12:01:00.000Z', durationMs: 59_000, interrupted: false });
-    expect(m.warnings).toEqual([]);
-    const s = summarize(m.events);
-    expect(s.counts).toEqual({ cells: { passed: 4 }, verdicts: { passed: 4, failed: 0, skipped: 0, error: 0 } });
-    expect(exitCodeOf(s, { strict: false })).toBe(0);
+    expect(merged.events.at(-1)).toEqual({ type: 'run-end', finished: '2026-11-29T12:01:00.000Z', durationMs: 59_000, interrupted: false });
+    expect(merged.warnings).toEqual([]);
+    const summary = summarize(merged.events);
+    expect(summary.counts).toEqual({ cells: { passed: 4 }, verdicts: { passed: 4, failed: 0, skipped: 0, error: 0 } });
+    expect(exitCodeOf(summary, { strict: false })).toBe(0);
   });
 
   it("keeps each log's order of targets, puts targets of different logs in name order, and does not depend on the order of the arguments", () => {
-    const m = mergeEventLogs([a, b]);
+    const merged = mergeEventLogs([firstShard, secondShard]);
     // gpu-b before gpu-d (shard 1's order), the rest by name: no log says where gpu-a stood.
-    expect(targetsIn(m.events)).toEqual(['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']);
-    expect((m.events[0] as RunStartEvent).cells).toEqual(['gpu-a/sysinfo', 'gpu-b/sysinfo', 'gpu-c/sysinfo', 'gpu-d/sysinfo']);
+    expect(targetsIn(merged.events)).toEqual(['gpu-a', 'gpu-b', 'gpu-c', 'gpu-d']);
+    expect((merged.events[0] as RunStartEvent).cells).toEqual(['gpu-a/sysinfo', 'gpu-b/sysinfo', 'gpu-c/sysinfo', 'gpu-d/sysinfo']);
     const backwards = shardLog('z/events.jsonl', ['zeta', 'alpha'], { shard: [1, 2] });
     const other = shardLog('y/events.jsonl', ['beta'], { shard: [2, 2] });
     // A log's own order wins over names: zeta before alpha, as that run wrote them.
     expect(targetsIn(mergeEventLogs([backwards, other]).events)).toEqual(['beta', 'zeta', 'alpha']);
-    expect(mergeEventLogs([b, a]).events).toEqual(m.events);
+    expect(mergeEventLogs([secondShard, firstShard]).events).toEqual(merged.events);
     // Each target's events stay together, in its log's order.
-    const types = m.events.filter((e) => 'target' in e && e.target === 'gpu-c').map((e) => e.type);
+    const types = merged.events.filter((e) => 'target' in e && e.target === 'gpu-c').map((e) => e.type);
     expect(types).toEqual(['target-start', 'cell-end']);
   });
 
   it('places, round by round, the least of the targets each log names next, for many logs whose own orders differ', () => {
     // The order as described (the least of the chains' heads, then again), computed plainly.
     const expected = (chains: string[][]) => {
-      const left = chains.map((c) => [...c]);
+      const left = chains.map((chain) => [...chain]);
       const placed: string[] = [];
-      while (left.some((c) => c.length)) {
-        const next = left.flatMap((c) => c.slice(0, 1)).sort()[0]!;
+      while (left.some((chain) => chain.length)) {
+        const next = left.flatMap((chain) => chain.slice(0, 1)).sort()[0]!;
         placed.push(next);
-        for (const c of left) if (c[0] === next) c.shift();
+        for (const chain of left) if (chain[0] === next) chain.shift();
       }
       return placed;
     };
     let seed = 7;
     const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const names = Array.from({ length: 120 }, (_, i) => `gpu-${Math.floor(random() * 1e6).toString(36)}-${i}`);
-    const chains = Array.from({ length: 12 }, (_, l) => names.filter((_, i) => i % 12 === l).sort(() => random() - 0.5));
-    const logs = chains.map((c, l) => shardLog(`log-${l}/events.jsonl`, c));
+    const chains = Array.from({ length: 12 }, (_, chainIndex) => names.filter((_, i) => i % 12 === chainIndex).sort(() => random() - 0.5));
+    const logs = chains.map((chain, chainIndex) => shardLog(`log-${chainIndex}/events.jsonl`, chain));
     const order = targetsIn(mergeEventLogs(logs).events);
     expect(order).toEqual(expected(chains));
     expect(order).not.toEqual([...names].sort());
@@ -130,7 +135,7 @@ describe('merging event logs', () => {
   it('refuses, of several logs given twice, the first that has a copy, with its first copy', () => {
     const one = shardLog('one/events.jsonl', ['gpu-a'], { runId: 'run-1' });
     const two = shardLog('two/events.jsonl', ['gpu-b'], { runId: 'run-2', started: '2026-11-29T11:00:00.000Z' });
-    const copy = (l: LogInput, file: string) => ({ file, events: l.events });
+    const copy = (log: LogInput, file: string) => ({ file, events: log.events });
     // Ordered by start, then file: two-again, two-copy, two, then one and one-copy.
     expect(() =>
       mergeEventLogs([
@@ -150,7 +155,7 @@ describe('merging event logs', () => {
     const fromMerged = recordsFromEvents(merged, defaults);
     expect(live).toHaveLength(1);
     // What differs is the run: its id (and the record id made from it).
-    const strip = (r: (typeof live)[number]) => ({ ...r, id: '', observed: { ...r.observed, runId: '' } });
+    const strip = (record: (typeof live)[number]) => ({ ...record, id: '', observed: { ...record.observed, runId: '' } });
     expect(fromMerged.map(strip)).toEqual(live.map(strip));
     expect(fromMerged[0]!.observed.runId).toBe((merged[0] as RunStartEvent).runId);
     expect(summarize(merged).counts).toEqual(summarize(h200Events).counts);
@@ -158,11 +163,11 @@ describe('merging event logs', () => {
 
   it('marks the merged run interrupted when a shard was; a shard without a run-end (killed) leaves the merged log without one', () => {
     const stopped = shardLog('b/events.jsonl', ['gpu-a'], { shard: [2, 2], interrupted: true });
-    const m = mergeEventLogs([a, stopped]);
-    expect(m.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
-    expect(exitCodeOf(summarize(m.events), { strict: false })).toBe(130);
+    const merged = mergeEventLogs([firstShard, stopped]);
+    expect(merged.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
+    expect(exitCodeOf(summarize(merged.events), { strict: false })).toBe(130);
     const killed = shardLog('k/events.jsonl', ['gpu-a'], { shard: [2, 2], interrupted: null });
-    const k = mergeEventLogs([a, killed]);
+    const k = mergeEventLogs([firstShard, killed]);
     expect(k.events.filter((e) => e.type === 'run-end')).toEqual([]);
     expect(targetsIn(k.events)).toEqual(['gpu-a', 'gpu-b', 'gpu-d']);
     expect(summarize(k.events).interrupted).toBe(true);
@@ -172,8 +177,8 @@ describe('merging event logs', () => {
   });
 
   it('refuses the same log twice, and two logs of one run id and shard, naming both files', () => {
-    const copy = { ...a, file: 'copy/events.jsonl' };
-    expect(() => mergeEventLogs([a, copy])).toThrow(
+    const copy = { ...firstShard, file: 'copy/events.jsonl' };
+    expect(() => mergeEventLogs([firstShard, copy])).toThrow(
       expect.objectContaining({
         code: 'MERGE_DUPLICATE',
         message:
@@ -182,7 +187,7 @@ describe('merging event logs', () => {
     );
     const dir = tempDir();
     const file = path.join(dir, 'events.jsonl');
-    writeFileSync(file, a.events.map((e) => JSON.stringify(e)).join('\n'));
+    writeFileSync(file, firstShard.events.map((e) => JSON.stringify(e)).join('\n'));
     expect(() => mergeEventLogs(readLogs([dir, file]))).toThrow(
       expect.objectContaining({
         code: 'MERGE_DUPLICATE',
@@ -193,7 +198,7 @@ describe('merging event logs', () => {
 
   it('refuses logs that planned the same cell, naming both files and the cells', () => {
     const again = shardLog('rerun/events.jsonl', ['gpu-c', 'gpu-e'], { shard: [2, 2], runId: 'rerun' });
-    expect(() => mergeEventLogs([a, b, again])).toThrow(
+    expect(() => mergeEventLogs([firstShard, secondShard, again])).toThrow(
       expect.objectContaining({
         code: 'MERGE_OVERLAP',
         message: expect.stringContaining(
@@ -206,7 +211,7 @@ describe('merging event logs', () => {
   it("refuses a newer event schema with readEventLog's message, which names the file", () => {
     const dir = tempDir();
     const file = path.join(dir, 'events.jsonl');
-    writeFileSync(file, `${JSON.stringify({ ...a.events[0], schemaVersion: 3, version: '9.0.0' })}\n`);
+    writeFileSync(file, `${JSON.stringify({ ...firstShard.events[0], schemaVersion: 3, version: '9.0.0' })}\n`);
     expect(() => readLogs([dir])).toThrow(
       expect.objectContaining({
         code: 'EVENTS_TOO_NEW',
@@ -223,7 +228,7 @@ describe('merging event logs', () => {
 
   it('refuses logs of different cudamatrix versions, and of matrices that disagree', () => {
     const newer = shardLog('b/events.jsonl', ['gpu-a'], { shard: [2, 2], version: '0.2.0' });
-    expect(() => mergeEventLogs([a, newer])).toThrow(
+    expect(() => mergeEventLogs([firstShard, newer])).toThrow(
       expect.objectContaining({
         code: 'MERGE_MISMATCH',
         message: expect.stringMatching(
@@ -235,7 +240,7 @@ describe('merging event logs', () => {
       shard: [2, 2],
       start: { matrix: { file: 'test.yaml', expectations: { linux: [{ fact: 'sysinfo.os_family', equals: 'windows' }] } } },
     });
-    expect(() => mergeEventLogs([a, other])).toThrow(
+    expect(() => mergeEventLogs([firstShard, other])).toThrow(
       expect.objectContaining({
         code: 'MERGE_MISMATCH',
         message: expect.stringContaining(
@@ -247,7 +252,7 @@ describe('merging event logs', () => {
     const split = shardLog('b/events.jsonl', [], { shard: null, runId: 'other' });
     split.events.splice(1, 0, targetStart('gpu-b', [], 'wsl2', ['cuda-graph']), cell('gpu-b', 'cuda-graph', 'skipped'));
     (split.events[0] as RunStartEvent).cells = ['gpu-b/cuda-graph'];
-    expect(() => mergeEventLogs([a, split])).toThrow(
+    expect(() => mergeEventLogs([firstShard, split])).toThrow(
       expect.objectContaining({
         code: 'MERGE_MISMATCH',
         message:
@@ -267,37 +272,37 @@ describe('merging event logs', () => {
       cell('box', 'cuda-graph', 'skipped'),
     );
     (second.events[0] as RunStartEvent).cells = ['box/cuda-graph'];
-    const m = mergeEventLogs([first, second]);
-    const starts = m.events.filter((e) => e.type === 'target-start');
+    const merged = mergeEventLogs([first, second]);
+    const starts = merged.events.filter((e) => e.type === 'target-start');
     expect(starts).toEqual([expect.objectContaining({ target: 'box', probes: ['sysinfo', 'cuda-graph'] })]);
-    expect(summarize(m.events).targets[0]!.cells.map((c) => [c.probe, c.planned])).toEqual([
+    expect(summarize(merged.events).targets[0]!.cells.map((cellEnd) => [cellEnd.probe, cellEnd.planned])).toEqual([
       ['sysinfo', true],
       ['cuda-graph', true],
     ]);
   });
 
   it('warns of different matrix file names, a mix of --quick, and shards missing from a split', () => {
-    const c = shardLog('c/events.jsonl', ['gpu-x'], {
+    const thirdShard = shardLog('c/events.jsonl', ['gpu-x'], {
       shard: [3, 4],
       start: { matrix: { file: '/ci/job-3/matrix.yaml', expectations }, options: { strict: true, quick: true } },
     });
-    const m = mergeEventLogs([a, c]);
-    expect(m.warnings).toEqual([
+    const merged = mergeEventLogs([firstShard, thirdShard]);
+    expect(merged.warnings).toEqual([
       'the logs name different matrix files (test.yaml, /ci/job-3/matrix.yaml); their expectations agree, so they are taken as one matrix, named test.yaml',
       'c/events.jsonl ran with --quick (small parameters) and the others did not: each cell keeps the parameters it ran with',
       'shard 2/2 of the split into 2 is not among the logs: the merged run lacks its cells',
       'shards 1/4, 2/4, 4/4 of the split into 4 are not among the logs: the merged run lacks their cells',
     ]);
-    expect((m.events[0] as RunStartEvent).options).toEqual({ strict: false, quick: true });
-    expect((mergeEventLogs([a, c], { strict: true }).events[0] as RunStartEvent).options.strict).toBe(true);
+    expect((merged.events[0] as RunStartEvent).options).toEqual({ strict: false, quick: true });
+    expect((mergeEventLogs([firstShard, thirdShard], { strict: true }).events[0] as RunStartEvent).options.strict).toBe(true);
   });
 });
 
 describe('the merged events.jsonl', () => {
   const committed = readdirSync(path.join(repoRoot, 'records'), { recursive: true })
     .map(String)
-    .filter((f) => f.endsWith('.jsonl'))
-    .map((f) => path.join(repoRoot, 'records', f));
+    .filter((file) => file.endsWith('.jsonl'))
+    .map((file) => path.join(repoRoot, 'records', file));
   /** The merged log as it was written before lines were copied: JSON.stringify of each event. */
   const stringified = (events: RunEvent[]) => events.map((e) => `${JSON.stringify(e)}\n`).join('');
   /**
@@ -310,8 +315,8 @@ describe('the merged events.jsonl', () => {
     return text
       .split('\n')
       .filter(Boolean)
-      .flatMap((l) => {
-        const e = JSON.parse(l) as { type: string; samples?: unknown[]; records?: unknown[] };
+      .flatMap((line) => {
+        const e = JSON.parse(line) as { type: string; samples?: unknown[]; records?: unknown[] };
         if (e.type === 'cell-samples') {
           samples = e.samples ?? [];
           return [];
@@ -328,17 +333,17 @@ describe('the merged events.jsonl', () => {
     return { text: readFileSync(eventsFile, 'utf8'), merged: mergeEventLogs(readLogs(files)), lean };
   };
   const samplesIn = (events: RunEvent[]) =>
-    events.flatMap((e) => (e.type === 'cell-end' ? e.records : [])).filter((r) => r.type === 'sample').length;
-  const counted = (events: RunEvent[]) => events.reduce((n, e) => n + (e.type === 'cell-end' ? sampleCount(e) : 0), 0);
+    events.flatMap((e) => (e.type === 'cell-end' ? e.records : [])).filter((record) => record.type === 'sample').length;
+  const counted = (events: RunEvent[]) => events.reduce((total, e) => total + (e.type === 'cell-end' ? sampleCount(e) : 0), 0);
   /** The H200 log as `copies` machines wrote it, each with its own run id and target (as bench/scale makes them). */
-  const copies = (log: string, n: number, eol = '\n') => {
+  const copies = (log: string, count: number, eol = '\n') => {
     const dir = tempDir();
     const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
     const runId = (JSON.parse(lines[0]!) as RunStartEvent).runId;
     const target = (JSON.parse(lines[1]!) as { target: string }).target;
-    return Array.from({ length: n }, (_, i) => {
+    return Array.from({ length: count }, (_, i) => {
       const file = path.join(dir, `gpu-${i}.jsonl`);
-      const text = lines.map((l) => l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}`, `"gpu-${i}`)).join(eol);
+      const text = lines.map((line) => line.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}`, `"gpu-${i}`)).join(eol);
       writeFileSync(file, `${text}${eol}`);
       return file;
     });
@@ -402,19 +407,19 @@ describe('the merged events.jsonl', () => {
 
   it('writes anew, as JSON.stringify does, a line with blanks around it, one not in UTF-8, and a log changed since it was read', () => {
     const dir = tempDir();
-    const [a, b, c] = ['a', 'b', 'c'].map((n) => path.join(dir, `${n}.jsonl`)) as [string, string, string];
+    const [fileA, fileB, fileC] = ['a', 'b', 'c'].map((letter) => path.join(dir, `${letter}.jsonl`)) as [string, string, string];
     const log = (name: string, target: string) => shardLog(name, [target], { runId: `run-${target}` }).events.map((e) => JSON.stringify(e));
     // Blanks around the target-start; a byte that is not UTF-8 (read as U+FFFD) in a cell's reason.
-    const [aStart, ...aRest] = log(a, 'gpu-a');
-    writeFileSync(a, [aStart, `  ${aRest[0]} \t`, ...aRest.slice(1), ''].join('\n'));
-    const bLines = log(b, 'gpu-b').map((l) => l.replace('"status":"passed"', '"status":"passed","reason":"x@y"'));
+    const [aStart, ...aRest] = log(fileA, 'gpu-a');
+    writeFileSync(fileA, [aStart, `  ${aRest[0]} \t`, ...aRest.slice(1), ''].join('\n'));
+    const bLines = log(fileB, 'gpu-b').map((line) => line.replace('"status":"passed"', '"status":"passed","reason":"x@y"'));
     const bBytes = Buffer.from(`${bLines.join('\n')}\n`);
     bBytes[bBytes.indexOf('x@y') + 1] = 0xff;
-    writeFileSync(b, bBytes);
-    writeFileSync(c, `${log(c, 'gpu-c').join('\n')}\n`);
-    const logs = readLogs([a, b, c]);
+    writeFileSync(fileB, bBytes);
+    writeFileSync(fileC, `${log(fileC, 'gpu-c').join('\n')}\n`);
+    const logs = readLogs([fileA, fileB, fileC]);
     // c changes after it was read (a blank line first: every line one byte further on): its events are written as read.
-    writeFileSync(c, `\n${readFileSync(c, 'utf8')}`);
+    writeFileSync(fileC, `\n${readFileSync(fileC, 'utf8')}`);
     const merged = mergeEventLogs(logs);
     const text = readFileSync(writeMergedRun(merged, tempDir()).eventsFile, 'utf8');
     expect(text).toBe(stringified(merged.events));
@@ -431,35 +436,35 @@ describe.runIf(noDriverHere)('merged shards of a real run (this machine, no driv
   });
 
   it("split the matrix into shards of whole hosts: this machine's targets in one, the SSH target in the other", () => {
-    expect(shards.map((s) => targetsIn(s.events))).toEqual([['alpha', 'charlie'], ['bravo']]);
-    expect(shards.map((s) => (s.events[0] as RunStartEvent).shard)).toEqual([
+    expect(shards.map((shard) => targetsIn(shard.events))).toEqual([['alpha', 'charlie'], ['bravo']]);
+    expect(shards.map((shard) => (shard.events[0] as RunStartEvent).shard)).toEqual([
       { index: 1, total: 2 },
       { index: 2, total: 2 },
     ]);
   });
 
   it('summarise as the live run: targets, cells, verdicts, counts and exit status', () => {
-    const [l, m] = [summarize(live.events), summarize(merged.events)];
-    expect(m.targets.map((t) => t.name)).toEqual(['alpha', 'bravo', 'charlie']);
-    const shape = (s: typeof l) => ({
-      targets: s.targets.map((t) => ({
-        name: t.name,
-        env: t.environmentClass,
-        error: t.error?.code,
-        cells: t.cells.map((c) => [c.cell, c.planned, c.status, c.reason]),
-        verdicts: t.verdicts,
+    const [liveSummary, mergedSummary] = [summarize(live.events), summarize(merged.events)];
+    expect(mergedSummary.targets.map((target) => target.name)).toEqual(['alpha', 'bravo', 'charlie']);
+    const shape = (summary: typeof liveSummary) => ({
+      targets: summary.targets.map((target) => ({
+        name: target.name,
+        env: target.environmentClass,
+        error: target.error?.code,
+        cells: target.cells.map((cellEnd) => [cellEnd.cell, cellEnd.planned, cellEnd.status, cellEnd.reason]),
+        verdicts: target.verdicts,
       })),
-      counts: s.counts,
-      nothingMeasured: s.nothingMeasured,
-      interrupted: s.interrupted,
-      exit: exitCodeOf(s, { strict: false }),
+      counts: summary.counts,
+      nothingMeasured: summary.nothingMeasured,
+      interrupted: summary.interrupted,
+      exit: exitCodeOf(summary, { strict: false }),
     });
-    expect(shape(m)).toEqual(shape(l));
+    expect(shape(mergedSummary)).toEqual(shape(liveSummary));
     // The run has a failed expectation (alpha), skipped probes (no driver), and an unreachable
     // target (bravo), whose expectation from "all" is an error: its probe could not run.
-    expect(l.counts.verdicts).toEqual({ passed: 1, failed: 1, skipped: 4, error: 1 });
-    expect(l.targets[1]!.error?.code).toMatch(/^(AUTH_FAILED|TARGET_UNREACHABLE)$/);
-    expect(exitCodeOf(m, { strict: false })).toBe(3);
+    expect(liveSummary.counts.verdicts).toEqual({ passed: 1, failed: 1, skipped: 4, error: 1 });
+    expect(liveSummary.targets[1]!.error?.code).toMatch(/^(AUTH_FAILED|TARGET_UNREACHABLE)$/);
+    expect(exitCodeOf(mergedSummary, { strict: false })).toBe(3);
     expect((merged.events[0] as RunStartEvent).cells).toEqual((live.events[0] as RunStartEvent).cells);
   });
 });
@@ -478,12 +483,12 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
   let shardDirs: string[];
   beforeAll(async () => {
     live = await runCli(['run', '-m', matrix, '--results-dir', runs('live')]);
-    for (const s of ['1/2', '2/2']) await runCli(['run', '-m', matrix, '--shard', s, '--results-dir', runs(`shard-${s[0]}`)]);
+    for (const shard of ['1/2', '2/2']) await runCli(['run', '-m', matrix, '--shard', shard, '--results-dir', runs(`shard-${shard[0]}`)]);
     shardDirs = [only(runs('shard-1')), only(runs('shard-2'))];
   });
 
   it('writes the merged run folder, prints what run printed, and exits as the live run did', async () => {
-    const r = await runCli([
+    const result = await runCli([
       'merge',
       shardDirs[1]!,
       shardDirs[0]!,
@@ -493,17 +498,17 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
       path.join(dir, 'merged-junit.xml'),
     ]);
     expect(live.code).toBe(3);
-    expect(r.code).toBe(live.code);
+    expect(result.code).toBe(live.code);
     const runDir = only(runs('merged'));
-    for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+    for (const file of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, file)), file).toBe(true);
     const liveDir = only(runs('live'));
     const [liveId, mergedId] = [path.basename(liveDir), path.basename(runDir)];
     expect(mergedId).toMatch(/-merged-[0-9a-f]{6}$/);
     // The console, run's and merge's, the same once run ids, times, durations and folders are set aside.
-    expect(normalise(r.stdout, { runId: mergedId, runDir: runs('merged') })).toBe(
+    expect(normalise(result.stdout, { runId: mergedId, runDir: runs('merged') })).toBe(
       normalise(live.stdout, { runId: liveId, runDir: runs('live') }),
     );
-    expect(r.stderr).toBe(
+    expect(result.stderr).toBe(
       `merged 2 logs into ${path.join(runDir, 'events.jsonl')}: ${path.join(shardDirs[0]!, 'events.jsonl')} (shard 1/2), ${path.join(shardDirs[1]!, 'events.jsonl')} (shard 2/2)\n`,
     );
     const liveJunit = readFileSync(path.join(liveDir, 'junit.xml'), 'utf8');
@@ -513,8 +518,8 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
     expect(normalise(mergedJunit, { runId: mergedId, runDir: runs('merged') })).toBe(
       normalise(liveJunit, { runId: liveId, runDir: runs('live') }),
     );
-    const summary = (d: string, id: string, root: string) =>
-      normalise(readFileSync(path.join(d, 'summary.json'), 'utf8'), { runId: id, runDir: root });
+    const summary = (runFolder: string, id: string, root: string) =>
+      normalise(readFileSync(path.join(runFolder, 'summary.json'), 'utf8'), { runId: id, runDir: root });
     expect(summary(runDir, mergedId, runs('merged'))).toBe(summary(liveDir, liveId, runs('live')));
     expect(readEventLog(path.join(runDir, 'events.jsonl'))[0]).toMatchObject({ runId: mergedId, shard: null });
 
@@ -532,11 +537,11 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
     const text = readFileSync(path.join(shardDirs[1]!, 'events.jsonl'), 'utf8').trimEnd().split('\n').slice(0, -1).join('\n');
     const file = path.join(dir, 'killed-events.jsonl');
     writeFileSync(file, `${text}\n`);
-    const r = await runCli(['merge', shardDirs[0]!, file, '--results-dir', killed, '-q']);
-    expect(r.code).toBe(130);
-    expect(r.stderr).toContain(`warning: ${file} has no run-end (the run was killed, or the file cut short)`);
-    expect(r.stdout).toContain('The run was interrupted; the results above cover what finished.');
-    expect(r.stdout).toContain('Exit status: 130');
+    const result = await runCli(['merge', shardDirs[0]!, file, '--results-dir', killed, '-q']);
+    expect(result.code).toBe(130);
+    expect(result.stderr).toContain(`warning: ${file} has no run-end (the run was killed, or the file cut short)`);
+    expect(result.stdout).toContain('The run was interrupted; the results above cover what finished.');
+    expect(result.stdout).toContain('Exit status: 130');
     // The merged log is as incomplete as the killed shard's: no record is made of it.
     const record = await runCli(['record', only(killed), '--records-dir', runs('records')]);
     expect(record.code).toBe(2);
@@ -565,8 +570,8 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
   });
 
   it('explains itself in --help: inputs, what is refused, and the exit statuses', async () => {
-    const r = await runCli(['merge', '--help']);
-    expect(r.code).toBe(0);
+    const result = await runCli(['merge', '--help']);
+    expect(result.code).toBe(0);
     for (const text of [
       '<logs...>',
       '--results-dir <dir>',
@@ -577,7 +582,7 @@ describe.runIf(noDriverHere)('cudamatrix merge (the CLI)', () => {
       'Exit status',
       '130  a log was interrupted or killed',
     ]) {
-      expect(r.stdout).toContain(text);
+      expect(result.stdout).toContain(text);
     }
   });
 });

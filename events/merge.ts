@@ -89,9 +89,9 @@ interface LogSource {
 const lineRead = new WeakMap<RunEvent, { source: LogSource; span: LineSpan }>();
 
 const startOf = (log: LogInput) => log.events[0] as RunStartEvent;
-const shardText = (s: RunStartEvent['shard']) => (s ? `shard ${s.index}/${s.total}` : 'no shard');
+const shardText = (shard: RunStartEvent['shard']) => (shard ? `shard ${shard.index}/${shard.total}` : 'no shard');
 const targetOf = (cell: string) => cell.slice(0, cell.lastIndexOf('/'));
-const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const byCodeUnits = (left: string, right: string) => (left < right ? -1 : left > right ? 1 : 0);
 
 function realpath(file: string): string {
   try {
@@ -117,19 +117,19 @@ function plannedCells(log: LogInput): string[] {
 function targetsOf(log: LogInput): string[] {
   const seen = new Set<string>();
   for (const e of log.events) if ('target' in e) seen.add(e.target);
-  for (const c of startOf(log).cells) seen.add(targetOf(c));
+  for (const cell of startOf(log).cells) seen.add(targetOf(cell));
   return [...seen];
 }
 
 /** Logs in a fixed order, whatever order they were given in: by shard index, start, run id, file. */
 function ordered(logs: LogInput[]): LogInput[] {
-  const key = (l: LogInput) => startOf(l);
+  const key = (log: LogInput) => startOf(log);
   return [...logs].sort(
-    (a, b) =>
-      (key(a).shard?.index ?? 0) - (key(b).shard?.index ?? 0) ||
-      Date.parse(key(a).started) - Date.parse(key(b).started) ||
-      byCodeUnits(key(a).runId, key(b).runId) ||
-      byCodeUnits(a.file, b.file),
+    (left, right) =>
+      (key(left).shard?.index ?? 0) - (key(right).shard?.index ?? 0) ||
+      Date.parse(key(left).started) - Date.parse(key(right).started) ||
+      byCodeUnits(key(left).runId, key(right).runId) ||
+      byCodeUnits(left.file, right.file),
   );
 }
 
@@ -138,26 +138,26 @@ function checkDuplicates(logs: LogInput[]): void {
   // pair refused is the first log that has a copy, with its first copy.
   const byRun = new Map<string, LogInput[]>();
   for (const log of logs) {
-    const s = startOf(log);
+    const start = startOf(log);
     // The shard as isDeepStrictEqual compares it: every key, in any order.
-    const key = `${s.runId}\0${JSON.stringify(s.shard, s.shard && typeof s.shard === 'object' ? Object.keys(s.shard).sort() : undefined)}`;
+    const key = `${start.runId}\0${JSON.stringify(start.shard, start.shard && typeof start.shard === 'object' ? Object.keys(start.shard).sort() : undefined)}`;
     const same = byRun.get(key);
     if (same) same.push(log);
     else byRun.set(key, [log]);
   }
   const pair = [...byRun.values()].find((same) => same.length > 1);
   if (!pair) return;
-  const [a, b] = pair as [LogInput, LogInput];
-  const what = `run ${startOf(a).runId}, ${shardText(startOf(a).shard)}`;
-  if (realpath(a.file) === realpath(b.file)) {
+  const [original, copy] = pair as [LogInput, LogInput];
+  const what = `run ${startOf(original).runId}, ${shardText(startOf(original).shard)}`;
+  if (realpath(original.file) === realpath(copy.file)) {
     throw new CudamatrixError(
       'MERGE_DUPLICATE',
-      `${a.file} and ${b.file} are the same event log (${what}), given twice; pass each log once`,
+      `${original.file} and ${copy.file} are the same event log (${what}), given twice; pass each log once`,
     );
   }
   throw new CudamatrixError(
     'MERGE_DUPLICATE',
-    `${a.file} and ${b.file} are the same run (${what}): one log and a copy of it; pass one of them`,
+    `${original.file} and ${copy.file} are the same run (${what}): one log and a copy of it; pass one of them`,
   );
 }
 
@@ -178,8 +178,8 @@ function checkOverlaps(logs: LogInput[]): void {
   }
   if (clashes.size === 0) return;
   const lines = [...clashes.values()].map(
-    ({ a, b, cells }) =>
-      `${a.file} (run ${startOf(a).runId}, ${shardText(startOf(a).shard)}) and ${b.file} (run ${startOf(b).runId}, ${shardText(startOf(b).shard)}) both hold ${cells.length} cell${cells.length === 1 ? '' : 's'}: ${some(cells)}`,
+    ({ a: firstLog, b: secondLog, cells }) =>
+      `${firstLog.file} (run ${startOf(firstLog).runId}, ${shardText(startOf(firstLog).shard)}) and ${secondLog.file} (run ${startOf(secondLog).runId}, ${shardText(startOf(secondLog).shard)}) both hold ${cells.length} cell${cells.length === 1 ? '' : 's'}: ${some(cells)}`,
   );
   throw new CudamatrixError(
     'MERGE_OVERLAP',
@@ -188,27 +188,30 @@ function checkOverlaps(logs: LogInput[]): void {
 }
 
 /** The expectations of each environment class, a missing class as none. */
-function sameExpectations(a: RunStartEvent, b: RunStartEvent): string[] {
-  const classes = [...new Set([...Object.keys(a.matrix.expectations), ...Object.keys(b.matrix.expectations)])].sort(byCodeUnits);
-  return classes.filter((c) => !isDeepStrictEqual(a.matrix.expectations[c] ?? [], b.matrix.expectations[c] ?? []));
+function sameExpectations(left: RunStartEvent, right: RunStartEvent): string[] {
+  const classes = [...new Set([...Object.keys(left.matrix.expectations), ...Object.keys(right.matrix.expectations)])].sort(byCodeUnits);
+  return classes.filter(
+    (environmentClass) =>
+      !isDeepStrictEqual(left.matrix.expectations[environmentClass] ?? [], right.matrix.expectations[environmentClass] ?? []),
+  );
 }
 
 function checkSameMatrix(logs: LogInput[]): void {
   const [first, ...rest] = logs as [LogInput, ...LogInput[]];
-  const s0 = startOf(first);
+  const firstStart = startOf(first);
   // The same text is the same expectations (but for a -0 against a 0, which no log cudamatrix
   // wrote holds: JSON.stringify writes -0 as 0), so a fleet's logs of one matrix need no deep
   // comparison each (0.4 s of a merge of 2,000: bench/scale).
-  const text0 = JSON.stringify(s0.matrix.expectations);
+  const text0 = JSON.stringify(firstStart.matrix.expectations);
   for (const log of rest) {
-    const s = startOf(log);
-    if (s.version !== s0.version) {
+    const start = startOf(log);
+    if (start.version !== firstStart.version) {
       throw new CudamatrixError(
         'MERGE_MISMATCH',
-        `${first.file} was written by cudamatrix ${s0.version} and ${log.file} by cudamatrix ${s.version}; a merged run has one version (its records name the version that measured them), so merge the logs of one version, or record each log on its own (cudamatrix record LOG)`,
+        `${first.file} was written by cudamatrix ${firstStart.version} and ${log.file} by cudamatrix ${start.version}; a merged run has one version (its records name the version that measured them), so merge the logs of one version, or record each log on its own (cudamatrix record LOG)`,
       );
     }
-    const differ = JSON.stringify(s.matrix.expectations) === text0 ? [] : sameExpectations(s0, s);
+    const differ = JSON.stringify(start.matrix.expectations) === text0 ? [] : sameExpectations(firstStart, start);
     if (differ.length) {
       throw new CudamatrixError(
         'MERGE_MISMATCH',
@@ -239,20 +242,20 @@ function checkSameMatrix(logs: LogInput[]): void {
 
 function warningsOf(logs: LogInput[]): string[] {
   const warnings: string[] = [];
-  const files = [...new Set(logs.map((l) => startOf(l).matrix.file))];
+  const files = [...new Set(logs.map((log) => startOf(log).matrix.file))];
   if (files.length > 1)
     warnings.push(
       `the logs name different matrix files (${files.join(', ')}); their expectations agree, so they are taken as one matrix, named ${files[0]}`,
     );
-  const quick = logs.filter((l) => startOf(l).options.quick);
+  const quick = logs.filter((log) => startOf(log).options.quick);
   if (quick.length > 0 && quick.length < logs.length) {
     warnings.push(
-      `${some(quick.map((l) => l.file))} ran with --quick (small parameters) and the others did not: each cell keeps the parameters it ran with`,
+      `${some(quick.map((log) => log.file))} ran with --quick (small parameters) and the others did not: each cell keeps the parameters it ran with`,
     );
   }
-  const totals = [...new Set(logs.flatMap((l) => (startOf(l).shard ? [startOf(l).shard!.total] : [])))];
+  const totals = [...new Set(logs.flatMap((log) => (startOf(log).shard ? [startOf(log).shard!.total] : [])))];
   for (const total of totals) {
-    const have = new Set(logs.flatMap((l) => (startOf(l).shard?.total === total ? [startOf(l).shard!.index] : [])));
+    const have = new Set(logs.flatMap((log) => (startOf(log).shard?.total === total ? [startOf(log).shard!.index] : [])));
     const missing = Array.from({ length: total }, (_, i) => i + 1).filter((i) => !have.has(i));
     const one = missing.length === 1;
     if (missing.length)
@@ -272,7 +275,7 @@ function warningsOf(logs: LogInput[]): string[] {
 
 /** The same logs give the same id: the earliest start, as run ids begin, then a hash of the logs' run ids and shards. */
 export function mergedRunId(logs: LogInput[], started: string): string {
-  const parts = logs.map((l) => `${startOf(l).runId}\0${shardText(startOf(l).shard)}`).sort(byCodeUnits);
+  const parts = logs.map((log) => `${startOf(log).runId}\0${shardText(startOf(log).shard)}`).sort(byCodeUnits);
   const hash = createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 6);
   return `${started.replace(/[:.]/g, '-')}-merged-${hash}`;
 }
@@ -331,12 +334,12 @@ function heapPop(heap: string[]): string {
   if (heap.length === 0) return top;
   let i = 0;
   for (;;) {
-    const l = 2 * i + 1;
-    if (l >= heap.length) break;
-    const c = l + 1 < heap.length && heap[l + 1]! < heap[l]! ? l + 1 : l;
-    if (heap[c]! >= last) break;
-    heap[i] = heap[c]!;
-    i = c;
+    const leftChild = 2 * i + 1;
+    if (leftChild >= heap.length) break;
+    const smaller = leftChild + 1 < heap.length && heap[leftChild + 1]! < heap[leftChild]! ? leftChild + 1 : leftChild;
+    if (heap[smaller]! >= last) break;
+    heap[i] = heap[smaller]!;
+    i = smaller;
   }
   heap[i] = last;
   return top;
@@ -344,8 +347,9 @@ function heapPop(heap: string[]): string {
 
 const endOf = (log: LogInput) => log.events.find((e): e is RunEndEvent => e.type === 'run-end');
 
-const earliest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) < Date.parse(a) ? b : a));
-const latest = (times: string[]) => times.reduce((a, b) => (Date.parse(b) > Date.parse(a) ? b : a));
+const earliest = (times: string[]) =>
+  times.reduce((earliestSoFar, time) => (Date.parse(time) < Date.parse(earliestSoFar) ? time : earliestSoFar));
+const latest = (times: string[]) => times.reduce((latestSoFar, time) => (Date.parse(time) > Date.parse(latestSoFar) ? time : latestSoFar));
 
 /** Merges logs into one run (docs/results.md, "The merged log": what it looks like and what is refused). */
 export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): MergedRun {
@@ -358,22 +362,23 @@ export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): M
 
   const starts = logs.map(startOf);
   const first = starts[0]!;
-  const started = earliest(starts.map((s) => s.started));
+  const started = earliest(starts.map((logStart) => logStart.started));
   const order = targetOrder(logs);
   // Each target's cells and events, log by log, gathered in one pass (a filter of every log per
   // target was quadratic: most of a merge of 2,000 logs, bench/scale).
   const cellsOf = new Map<string, string[]>();
-  for (const l of logs) for (const c of startOf(l).cells) cellsOf.set(targetOf(c), [...(cellsOf.get(targetOf(c)) ?? []), c]);
-  const cells = order.flatMap((t) => cellsOf.get(t) ?? []);
+  for (const log of logs)
+    for (const cell of startOf(log).cells) cellsOf.set(targetOf(cell), [...(cellsOf.get(targetOf(cell)) ?? []), cell]);
+  const cells = order.flatMap((target) => cellsOf.get(target) ?? []);
   const eventsOf = new Map<string, Map<LogInput, RunEvent[]>>();
-  for (const l of logs) {
-    for (const e of l.events) {
+  for (const log of logs) {
+    for (const e of log.events) {
       if (!('target' in e)) continue;
       let byLog = eventsOf.get(e.target);
       if (!byLog) eventsOf.set(e.target, (byLog = new Map()));
-      const list = byLog.get(l);
+      const list = byLog.get(log);
       if (list) list.push(e);
-      else byLog.set(l, [e]);
+      else byLog.set(log, [e]);
     }
   }
   const start: MergedRunStart = {
@@ -390,19 +395,27 @@ export function mergeEventLogs(given: LogInput[], options: MergeOptions = {}): M
       expectations: first.matrix.expectations,
     },
     cells,
-    options: { strict: options.strict || starts.every((s) => s.options.strict), quick: starts.some((s) => Boolean(s.options.quick)) },
-    mergedFrom: logs.map((l) => ({ file: l.file, runId: startOf(l).runId, shard: startOf(l).shard, started: startOf(l).started })),
+    options: {
+      strict: options.strict || starts.every((logStart) => logStart.options.strict),
+      quick: starts.some((logStart) => Boolean(logStart.options.quick)),
+    },
+    mergedFrom: logs.map((log) => ({
+      file: log.file,
+      runId: startOf(log).runId,
+      shard: startOf(log).shard,
+      started: startOf(log).started,
+    })),
   };
 
   const events: RunEvent[] = [start];
   for (const target of order) {
     const byLog = eventsOf.get(target) ?? new Map<LogInput, RunEvent[]>();
     const parts = [...byLog.keys()];
-    const of = (l: LogInput) => byLog.get(l) ?? [];
+    const of = (log: LogInput) => byLog.get(log) ?? [];
     // A target whose probes were split between logs starts once, with all of its probes.
-    const probes = [...new Set(parts.flatMap((l) => of(l).flatMap((e) => (e.type === 'target-start' ? e.probes : []))))];
+    const probes = [...new Set(parts.flatMap((log) => of(log).flatMap((e) => (e.type === 'target-start' ? e.probes : []))))];
     // And with one sysinfo run, as a single run has: the planned one, else the first log's.
-    const sysinfoFrom = parts.find((l) => of(l).some((e) => e.type === 'cell-end' && e.probe === 'sysinfo' && e.planned)) ?? parts[0];
+    const sysinfoFrom = parts.find((log) => of(log).some((e) => e.type === 'cell-end' && e.probe === 'sysinfo' && e.planned)) ?? parts[0];
     let started = false;
     for (const log of parts) {
       for (const e of of(log)) {
@@ -505,9 +518,9 @@ class LogCopier {
     this.open(source);
     const buffer = Buffer.allocUnsafe(end - start);
     for (let at = 0; at < buffer.length;) {
-      const n = readSync(this.fd!, buffer, at, buffer.length - at, start + at);
-      if (n === 0) throw new Error(`${source.file} was cut short while the merged log was written`);
-      at += n;
+      const bytesRead = readSync(this.fd!, buffer, at, buffer.length - at, start + at);
+      if (bytesRead === 0) throw new Error(`${source.file} was cut short while the merged log was written`);
+      at += bytesRead;
     }
     return buffer;
   }

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { tempDir } from '../test/helpers.ts';
 import { chooseProbe, probeBinary, sourceHashes, type PrebuiltManifest } from './binary.ts';
 
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
+const sha256 = (content: string) => createHash('sha256').update(content).digest('hex');
 
 /** A cudamatrix folder: a package (prebuilt binaries only) or a checkout (sources too). */
 async function fakeRoot(options: { sources: boolean; binaries: Record<string, string> }): Promise<string> {
@@ -30,11 +30,11 @@ async function fakeRoot(options: { sources: boolean; binaries: Record<string, st
 describe('which cudaprobe binary a target gets', () => {
   it('an installed package uses its prebuilt binary, checked against its sha256, and never compiles', async () => {
     const root = await fakeRoot({ sources: false, binaries: { 'linux-x64': 'elf-x64', 'windows-x64': 'pe-x64' } });
-    const b = await probeBinary({ platform: 'linux', arch: 'x86_64', root });
-    expect(b).toMatchObject({ prebuilt: true, built: false, compiler: 'g++ (test)', hash: sha256('elf-x64').slice(0, 16) });
-    expect(b.path).toBe(path.join(root, 'prebuilt', 'linux-x64', 'cudaprobe'));
-    const w = await probeBinary({ platform: 'windows', arch: 'x86_64', root });
-    expect(w.path).toBe(path.join(root, 'prebuilt', 'windows-x64', 'cudaprobe.exe'));
+    const linuxBinary = await probeBinary({ platform: 'linux', arch: 'x86_64', root });
+    expect(linuxBinary).toMatchObject({ prebuilt: true, built: false, compiler: 'g++ (test)', hash: sha256('elf-x64').slice(0, 16) });
+    expect(linuxBinary.path).toBe(path.join(root, 'prebuilt', 'linux-x64', 'cudaprobe'));
+    const windowsBinary = await probeBinary({ platform: 'windows', arch: 'x86_64', root });
+    expect(windowsBinary.path).toBe(path.join(root, 'prebuilt', 'windows-x64', 'cudaprobe.exe'));
   });
 
   it('a platform the package has no binary for is a PROBE_MISSING error that lists what it has', async () => {

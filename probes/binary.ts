@@ -33,11 +33,12 @@ export interface PrebuiltBinary {
 
 /** The highest GLIBC_x.y version an ELF binary asks for (its version-needed strings), if any. */
 export function glibcFloor(binary: Buffer): string | undefined {
-  const versions = [...new Set(binary.toString('latin1').match(/GLIBC_2\.\d+(?:\.\d+)?/g) ?? [])].map((v) => v.slice('GLIBC_'.length));
-  const key = (v: string) => v.split('.').map(Number);
-  versions.sort((a, b) => {
-    const [x, y] = [key(a), key(b)];
-    for (let i = 0; i < Math.max(x.length, y.length); i++) if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) - (y[i] ?? 0);
+  const versions = [...new Set(binary.toString('latin1').match(/GLIBC_2\.\d+(?:\.\d+)?/g) ?? [])].map((tag) => tag.slice('GLIBC_'.length));
+  const key = (version: string) => version.split('.').map(Number);
+  versions.sort((left, right) => {
+    const [leftParts, rightParts] = [key(left), key(right)];
+    for (let i = 0; i < Math.max(leftParts.length, rightParts.length); i++)
+      if ((leftParts[i] ?? 0) !== (rightParts[i] ?? 0)) return (leftParts[i] ?? 0) - (rightParts[i] ?? 0);
     return 0;
   });
   return versions.at(-1);
@@ -86,7 +87,7 @@ export function readManifest(root = packageRoot()): PrebuiltManifest | undefined
 /** The source files whose content differs between two sets of hashes (added and removed included). */
 export function changedSources(built: Record<string, string>, now: Record<string, string>): string[] {
   const names = new Set([...Object.keys(built), ...Object.keys(now)]);
-  return [...names].filter((n) => built[n] !== now[n]).sort();
+  return [...names].filter((name) => built[name] !== now[name]).sort();
 }
 
 /** What probeBinary will do for a platform, and why: for doctor, and to decide. */
@@ -157,11 +158,11 @@ export function probeBinaries(options: Omit<BuildOptions, 'platform' | 'arch'> =
   const binaries = new Map<string, Promise<ProbeBinary>>();
   return (platform: Platform, arch: string): Promise<ProbeBinary> => {
     const key = `${platform}/${arch}`;
-    let b = binaries.get(key);
-    if (!b) {
-      b = probeBinary({ ...options, platform, arch });
-      binaries.set(key, b);
+    let binary = binaries.get(key);
+    if (!binary) {
+      binary = probeBinary({ ...options, platform, arch });
+      binaries.set(key, binary);
     }
-    return b;
+    return binary;
   };
 }

@@ -97,8 +97,8 @@ function toolchains(platform: Platform, arch: string): Toolchain[] {
 }
 
 async function compilerIdentity(compiler: string): Promise<string | undefined> {
-  const r = await execa(compiler, ['--version'], { reject: false });
-  return r.exitCode === 0 ? String(r.stdout).split('\n')[0] : undefined;
+  const result = await execa(compiler, ['--version'], { reject: false });
+  return result.exitCode === 0 ? String(result.stdout).split('\n')[0] : undefined;
 }
 
 /** The subfolder of cudaprobe's sources with the probes; the machinery they share is above it. */
@@ -109,11 +109,11 @@ const PROBES_SUBDIR = 'probes';
  * build compiles and hashes.
  */
 export async function sourceFiles(dir: string): Promise<string[]> {
-  const isSource = (n: string) => /\.(cpp|hpp|inc)$/.test(n);
+  const isSource = (fileName: string) => /\.(cpp|hpp|inc)$/.test(fileName);
   const sub = path.join(dir, PROBES_SUBDIR);
-  const own = existsSync(sub) ? (await readdir(sub)).filter(isSource).map((n) => `${PROBES_SUBDIR}/${n}`) : [];
+  const own = existsSync(sub) ? (await readdir(sub)).filter(isSource).map((fileName) => `${PROBES_SUBDIR}/${fileName}`) : [];
   const names = [...(await readdir(dir)).filter(isSource), ...own].sort();
-  return names.map((n) => path.join(dir, n));
+  return names.map((fileName) => path.join(dir, fileName));
 }
 
 /** A source file's name relative to the source folder, with / on every platform ("probes/p2p.cpp"). */
@@ -127,7 +127,7 @@ async function chooseToolchain(platform: Platform, arch: string): Promise<{ tc: 
     const identity = await compilerIdentity(tc.compiler);
     if (identity) return { tc, identity };
   }
-  const tried = toolchains(platform, arch).map((t) => t.compiler);
+  const tried = toolchains(platform, arch).map((toolchain) => toolchain.compiler);
   const hint =
     platform === 'windows'
       ? 'install MinGW-w64 (Debian: apt-get install g++-mingw-w64-x86-64-posix)'
@@ -167,13 +167,13 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
   // interrupted half-way never poisons the cache.
   const work = await mkdtemp(path.join(dir, `build-${process.pid}-`));
   try {
-    const cppFiles = sources.filter((f) => f.endsWith('.cpp'));
+    const cppFiles = sources.filter((source) => source.endsWith('.cpp'));
     // probes/p2p.cpp -> probes__p2p.o: one folder of objects, no two with one name.
     const objectOf = (file: string) =>
       `${sourceName(sourceDir, file)
         .replace(/\.cpp$/, '')
         .replace(/\//g, '__')}.o`;
-    const objects = cppFiles.map((f) => path.join(work, objectOf(f)));
+    const objects = cppFiles.map((cppFile) => path.join(work, objectOf(cppFile)));
     // One compiler per source file, as many at once as there are cores: the link is quick.
     const jobs = cppFiles.map((file, i) => () => compile(tc, [...tc.flags, '-c', file, '-o', objects[i]!], platform, arch, options.signal));
     await runLimited(jobs, Math.max(1, availableParallelism()));
@@ -188,12 +188,12 @@ export async function buildProbe(options: BuildOptions): Promise<ProbeBinary> {
 
 async function compile(tc: Toolchain, args: string[], platform: Platform, arch: string, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) throw interrupted(platform, arch);
-  const r = await execa(tc.compiler, args, { reject: false, all: true, cancelSignal: signal });
+  const result = await execa(tc.compiler, args, { reject: false, all: true, cancelSignal: signal });
   if (signal?.aborted) throw interrupted(platform, arch);
-  if (r.exitCode !== 0) {
+  if (result.exitCode !== 0) {
     throw new CudamatrixError(
       'PROBE_BUILD_FAILED',
-      `compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} failed (exit ${r.exitCode}):\n${String(r.all ?? '').slice(0, 4000)}`,
+      `compiling cudaprobe for ${platform}/${arch} with ${tc.compiler} failed (exit ${result.exitCode}):\n${String(result.all ?? '').slice(0, 4000)}`,
     );
   }
 }

@@ -55,12 +55,16 @@ export const catalogue: readonly ProbeSpec[] = [
 
 /** Whether a metric has the attributes a key metric asks for. */
 export function matchesKeyMetric(attrs: Record<string, Scalar> | undefined, k: KeyMetric): boolean {
-  return !k.where || Object.keys(k.where).every((a) => attrs?.[a] === k.where![a]);
+  return !k.where || Object.keys(k.where).every((attr) => attrs?.[attr] === k.where![attr]);
 }
 
 /** Whether a match replaces the one picked so far: only for largestSize, when its size is larger. */
-export function replacesKeyMetric(m: { attrs?: Record<string, Scalar> }, best: { attrs?: Record<string, Scalar> }, k: KeyMetric): boolean {
-  return Boolean(k.largestSize) && Number(m.attrs?.size_bytes ?? 0) > Number(best.attrs?.size_bytes ?? 0);
+export function replacesKeyMetric(
+  metric: { attrs?: Record<string, Scalar> },
+  best: { attrs?: Record<string, Scalar> },
+  k: KeyMetric,
+): boolean {
+  return Boolean(k.largestSize) && Number(metric.attrs?.size_bytes ?? 0) > Number(best.attrs?.size_bytes ?? 0);
 }
 
 /** The metric a key metric picks from a cell's metrics (named without the probe), or undefined. */
@@ -69,9 +73,9 @@ export function pickKeyMetric<M extends { name: string; attrs?: Record<string, S
   k: KeyMetric,
 ): M | undefined {
   let best: M | undefined;
-  for (const m of metrics) {
-    if (m.name !== k.metric || !matchesKeyMetric(m.attrs, k)) continue;
-    if (!best || replacesKeyMetric(m, best, k)) best = m;
+  for (const metric of metrics) {
+    if (metric.name !== k.metric || !matchesKeyMetric(metric.attrs, k)) continue;
+    if (!best || replacesKeyMetric(metric, best, k)) best = metric;
   }
   return best;
 }
@@ -84,16 +88,16 @@ export function effectiveParams(probe: string, explicit: Record<string, unknown>
 }
 
 export function probeSpec(name: string): ProbeSpec | undefined {
-  return catalogue.find((p) => p.name === name);
+  return catalogue.find((probe) => probe.name === name);
 }
 
 export function probeNames(): string[] {
-  return catalogue.map((p) => p.name);
+  return catalogue.map((probe) => probe.name);
 }
 
 /** What `probes: all` selects: every probe but the opt-in ones. */
 export function defaultProbeNames(): string[] {
-  return catalogue.filter((p) => !p.optIn).map((p) => p.name);
+  return catalogue.filter((probe) => !probe.optIn).map((probe) => probe.name);
 }
 
 /** The spec of "probe.fact" / "probe.metric" names used by expectations. */
@@ -107,16 +111,16 @@ export function resolveResultName(
   const name = qualified.slice(dot + 1);
   if (!probe) return undefined;
   if (kind === 'fact') {
-    const fact = probe.facts.find((f) => f.name === name);
+    const fact = probe.facts.find((factSpec) => factSpec.name === name);
     return fact ? { probe, fact } : undefined;
   }
-  const metric = probe.metrics.find((m) => m.name === name);
+  const metric = probe.metrics.find((metricSpec) => metricSpec.name === name);
   return metric ? { probe, metric } : undefined;
 }
 
 /** Every "probe.name" of a kind, for "did you mean" suggestions. */
 export function allResultNames(kind: 'fact' | 'metric'): string[] {
-  return catalogue.flatMap((p) => (kind === 'fact' ? p.facts : p.metrics).map((x) => `${p.name}.${x.name}`));
+  return catalogue.flatMap((probe) => (kind === 'fact' ? probe.facts : probe.metrics).map((result) => `${probe.name}.${result.name}`));
 }
 
 /** Parameters as cudaprobe takes them: --param NAME=VALUE, lists joined by commas. */

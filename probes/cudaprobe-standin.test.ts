@@ -43,11 +43,15 @@ beforeAll(async () => {
 }, 600_000);
 
 function runProbe(name: string, params: Record<string, string | number> = {}, env: NodeJS.ProcessEnv = {}) {
-  const args = ['run', name, ...Object.entries(params).flatMap(([k, v]) => ['--param', `${k}=${v}`])];
-  const r = spawnSync(probe.path, args, { encoding: 'utf8', env: { ...process.env, LD_LIBRARY_PATH: stubDir, ...env }, timeout: 120_000 });
-  const parsed = parseProbeOutput(r.stdout);
-  expect(parsed.problems, r.stdout).toEqual([]);
-  return { code: r.status, records: parsed.records, stderr: r.stderr };
+  const args = ['run', name, ...Object.entries(params).flatMap(([k, value]) => ['--param', `${k}=${value}`])];
+  const result = spawnSync(probe.path, args, {
+    encoding: 'utf8',
+    env: { ...process.env, LD_LIBRARY_PATH: stubDir, ...env },
+    timeout: 120_000,
+  });
+  const parsed = parseProbeOutput(result.stdout);
+  expect(parsed.problems, result.stdout).toEqual([]);
+  return { code: result.status, records: parsed.records, stderr: result.stderr };
 }
 
 /** The same, with the stand-in NVML listing `procs` (STUB_NVML_PROCS) on the loader path too. */
@@ -56,56 +60,59 @@ function runWithNvml(name: string, procs: string, params: Record<string, string 
 }
 
 function runBare(name: string, params: Record<string, string | number> = {}, env: NodeJS.ProcessEnv = {}) {
-  const args = ['run', name, ...Object.entries(params).flatMap(([k, v]) => ['--param', `${k}=${v}`])];
-  const r = spawnSync(probe.path, args, { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000 });
-  const parsed = parseProbeOutput(r.stdout);
-  expect(parsed.problems, r.stdout).toEqual([]);
-  return { code: r.status, records: parsed.records, stderr: r.stderr };
+  const args = ['run', name, ...Object.entries(params).flatMap(([k, value]) => ['--param', `${k}=${value}`])];
+  const result = spawnSync(probe.path, args, { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 120_000 });
+  const parsed = parseProbeOutput(result.stdout);
+  expect(parsed.problems, result.stdout).toEqual([]);
+  return { code: result.status, records: parsed.records, stderr: result.stderr };
 }
 
-const metrics = (records: ProbeRecord[], name: string) => records.filter((r): r is MetricRecord => r.type === 'metric' && r.name === name);
+const metrics = (records: ProbeRecord[], name: string) =>
+  records.filter((record): record is MetricRecord => record.type === 'metric' && record.name === name);
 
 describe.runIf(ready)('cudaprobe against a stand-in driver', () => {
   it('transfer-bandwidth: each bandwidth_gbps carries one repeat per timed copy, whose median is the value', () => {
-    const r = runProbe('transfer-bandwidth', { sizes_mib: 1, fill_percent: 0, repetitions: 21 });
-    expect(r.code, r.stderr).toBe(0);
-    const bw = metrics(r.records, 'bandwidth_gbps');
+    const result = runProbe('transfer-bandwidth', { sizes_mib: 1, fill_percent: 0, repetitions: 21 });
+    expect(result.code, result.stderr).toBe(0);
+    const bw = metrics(result.records, 'bandwidth_gbps');
     expect(bw).toHaveLength(4);
-    for (const m of bw) {
-      expect(m.repeats).toHaveLength(21);
+    for (const metric of bw) {
+      expect(metric.repeats).toHaveLength(21);
       // The stand-in's events read 1 ms: 1 MiB per ms.
-      const sorted = [...m.repeats!].sort((a, b) => a - b);
-      expect(sorted[10]).toBeCloseTo(m.value!, 4);
+      const sorted = [...metric.repeats!].sort((left, right) => left - right);
+      expect(sorted[10]).toBeCloseTo(metric.value!, 4);
     }
-    expect(metrics(r.records, 'pageable_pinned_ratio').every((m) => m.repeats === undefined)).toBe(true);
+    expect(metrics(result.records, 'pageable_pinned_ratio').every((metric) => metric.repeats === undefined)).toBe(true);
   });
 
   it('transfer-bandwidth: a host memcpy control per size on the idle card only, declared in the catalogue', () => {
-    const r = runProbe('transfer-bandwidth', { sizes_mib: '1,4', fill_percent: '0,10', fill_reserve_gib: 0 });
-    expect(r.code, r.stderr).toBe(0);
-    const host = metrics(r.records, 'host_memcpy_gbps');
-    expect(host.map((m) => m.attrs)).toEqual([{ size_bytes: 1 * 1024 * 1024 }, { size_bytes: 4 * 1024 * 1024 }]);
-    for (const m of host) {
-      expect(m.unit).toBe('GB/s');
-      expect(m.value).toBeGreaterThan(0);
-      expect(m.repeats).toHaveLength(20);
+    const result = runProbe('transfer-bandwidth', { sizes_mib: '1,4', fill_percent: '0,10', fill_reserve_gib: 0 });
+    expect(result.code, result.stderr).toBe(0);
+    const host = metrics(result.records, 'host_memcpy_gbps');
+    expect(host.map((metric) => metric.attrs)).toEqual([{ size_bytes: 1 * 1024 * 1024 }, { size_bytes: 4 * 1024 * 1024 }]);
+    for (const metric of host) {
+      expect(metric.unit).toBe('GB/s');
+      expect(metric.value).toBeGreaterThan(0);
+      expect(metric.repeats).toHaveLength(20);
     }
     // The filled round ran (its copies carry fill_percent) but has no control of its own.
-    expect(metrics(r.records, 'bandwidth_gbps').some((m) => m.attrs?.fill_percent === 10)).toBe(true);
-    const declared = catalogue.find((p) => p.name === 'transfer-bandwidth')!.metrics.find((m) => m.name === 'host_memcpy_gbps');
+    expect(metrics(result.records, 'bandwidth_gbps').some((metric) => metric.attrs?.fill_percent === 10)).toBe(true);
+    const declared = catalogue
+      .find((probeSpec) => probeSpec.name === 'transfer-bandwidth')!
+      .metrics.find((metric) => metric.name === 'host_memcpy_gbps');
     expect(declared).toMatchObject({ unit: 'GB/s', tolerance: { relative: 0.45 } });
   });
 
   it('sync-latency: p50, p99 and mean of 10 batches as repeats; min has none', () => {
-    const r = runProbe('sync-latency', { iterations: 1000 });
-    expect(r.code, r.stderr).toBe(0);
-    for (const name of ['p50_us', 'p99_us', 'mean_us']) expect(metrics(r.records, name)[0]!.repeats, name).toHaveLength(10);
-    const mean = metrics(r.records, 'mean_us')[0]!;
-    const batchMean = mean.repeats!.reduce((a, b) => a + b, 0) / 10;
+    const result = runProbe('sync-latency', { iterations: 1000 });
+    expect(result.code, result.stderr).toBe(0);
+    for (const name of ['p50_us', 'p99_us', 'mean_us']) expect(metrics(result.records, name)[0]!.repeats, name).toHaveLength(10);
+    const mean = metrics(result.records, 'mean_us')[0]!;
+    const batchMean = mean.repeats!.reduce((sum, repeat) => sum + repeat, 0) / 10;
     expect(Math.abs(batchMean - mean.value!) / mean.value!).toBeLessThan(1e-3);
-    const p50 = metrics(r.records, 'p50_us')[0]!;
-    expect(Math.min(...p50.repeats!)).toBeLessThanOrEqual(metrics(r.records, 'p99_us')[0]!.value!);
-    expect(metrics(r.records, 'min_us')[0]!.repeats).toBeUndefined();
+    const p50 = metrics(result.records, 'p50_us')[0]!;
+    expect(Math.min(...p50.repeats!)).toBeLessThanOrEqual(metrics(result.records, 'p99_us')[0]!.value!);
+    expect(metrics(result.records, 'min_us')[0]!.repeats).toBeUndefined();
   });
 
   it('event-timing: the samples as repeats, and past 200 the medians of 20 batches', () => {
@@ -122,12 +129,12 @@ describe.runIf(ready)('cudaprobe against a stand-in driver', () => {
     const gap = runProbe('event-host-gap', { sleep_ms: 1, repetitions: 4 });
     expect(gap.code, gap.stderr).toBe(0);
     expect(metrics(gap.records, 'elapsed_ms')[0]!.repeats).toEqual([1, 1, 1, 1]);
-    expect(metrics(gap.records, 'host_gap_ms')[0]!.repeats!.every((v) => v >= 1)).toBe(true);
+    expect(metrics(gap.records, 'host_gap_ms')[0]!.repeats!.every((repeat) => repeat >= 1)).toBe(true);
     expect(metrics(gap.records, 'elapsed_host_ratio')[0]!.repeats).toBeUndefined();
     const prio = runProbe('stream-priority', { repetitions: 3 });
     expect(prio.code, prio.stderr).toBe(0);
     for (const name of ['high_done_ms', 'long_done_ms', 'high_done_ratio']) {
-      expect(metrics(prio.records, name).map((m) => m.repeats)).toEqual([
+      expect(metrics(prio.records, name).map((metric) => metric.repeats)).toEqual([
         [1, 1, 1],
         [1, 1, 1],
       ]);
@@ -136,21 +143,21 @@ describe.runIf(ready)('cudaprobe against a stand-in driver', () => {
 
   describe('neighbours on the GPU (issue 32)', () => {
     const NOT_AVAILABLE = 'NVML reports per-process memory as NOT_AVAILABLE (always so under WDDM, where Windows manages the memory)';
-    const lines = (records: ProbeRecord[]) => records.filter((r) => r.type === 'neighbours');
+    const lines = (records: ProbeRecord[]) => records.filter((record) => record.type === 'neighbours');
 
     it('lists the other compute processes before the probe made its context and after its work, never itself', () => {
-      const r = runWithNvml('sync-latency', '4242:1048576,self:2097152,4343:100', { iterations: 100 });
-      expect(r.code, r.stderr).toBe(0);
+      const result = runWithNvml('sync-latency', '4242:1048576,self:2097152,4343:100', { iterations: 100 });
+      expect(result.code, result.stderr).toBe(0);
       const others = { processes: 2, used_bytes: 1048676, pids: [4242, 4343] };
-      expect(r.records[0]).toEqual({ schema: 'cudaprobe/1', type: 'neighbours', probe: 'sync-latency', phase: 'start', ...others });
-      expect(r.records.at(-1)).toEqual({ schema: 'cudaprobe/1', type: 'neighbours', probe: 'sync-latency', phase: 'end', ...others });
-      expect(lines(r.records)).toHaveLength(2);
-      expect(r.records.filter((x) => x.type === 'metric')).toHaveLength(4);
+      expect(result.records[0]).toEqual({ schema: 'cudaprobe/1', type: 'neighbours', probe: 'sync-latency', phase: 'start', ...others });
+      expect(result.records.at(-1)).toEqual({ schema: 'cudaprobe/1', type: 'neighbours', probe: 'sync-latency', phase: 'end', ...others });
+      expect(lines(result.records)).toHaveLength(2);
+      expect(result.records.filter((record) => record.type === 'metric')).toHaveLength(4);
     });
 
     it('says it cannot tell at the end when its own context was not listed (another PID namespace)', () => {
-      const r = runWithNvml('sync-latency', '4242:na', { iterations: 100 });
-      expect(lines(r.records)).toEqual([
+      const result = runWithNvml('sync-latency', '4242:na', { iterations: 100 });
+      expect(lines(result.records)).toEqual([
         expect.objectContaining({ phase: 'start', processes: 1, used_bytes: null, pids: [4242], reason: NOT_AVAILABLE }),
         expect.objectContaining({
           phase: 'end',
@@ -174,38 +181,46 @@ describe.runIf(ready)('cudaprobe against a stand-in driver', () => {
 
     it.skipIf(gpuHost)('is null with the reason where NVML cannot say: missing, or the query unsupported (WSL 2)', () => {
       const missing = runProbe('watchdog');
-      expect(lines(missing.records).map((l) => l.type === 'neighbours' && [l.phase, l.processes, l.reason])).toEqual([
+      expect(lines(missing.records).map((line) => line.type === 'neighbours' && [line.phase, line.processes, line.reason])).toEqual([
         ['start', null, expect.stringContaining('NVML library not found')],
         ['end', null, expect.stringContaining('NVML library not found')],
       ]);
       const unsupported = runWithNvml('watchdog', 'error');
-      expect(lines(unsupported.records).map((l) => l.type === 'neighbours' && [l.processes, l.used_bytes, l.reason])).toEqual([
+      expect(
+        lines(unsupported.records).map((line) => line.type === 'neighbours' && [line.processes, line.used_bytes, line.reason]),
+      ).toEqual([
         [null, null, 'NVML: Not Supported (3)'],
         [null, null, 'NVML: Not Supported (3)'],
       ]);
     });
 
     it("a memory probe's start comes before its first subject and its end after the last, its subjects not counted", () => {
-      const r = runWithNvml('pinned-vram', '4242:7', { sizes_gib: 0.01, apis: 'driver', register_size_gib: 0 });
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.records[0]).toMatchObject({ type: 'neighbours', phase: 'start', processes: 1, used_bytes: 7, pids: [4242] });
-      expect(r.records.findIndex((x) => x.type === 'sample')).toBe(1);
-      expect(r.records.at(-1)).toMatchObject({ type: 'neighbours', phase: 'end', processes: 1, pids: [4242] });
+      const result = runWithNvml('pinned-vram', '4242:7', { sizes_gib: 0.01, apis: 'driver', register_size_gib: 0 });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.records[0]).toMatchObject({ type: 'neighbours', phase: 'start', processes: 1, used_bytes: 7, pids: [4242] });
+      expect(result.records.findIndex((record) => record.type === 'sample')).toBe(1);
+      expect(result.records.at(-1)).toMatchObject({ type: 'neighbours', phase: 'end', processes: 1, pids: [4242] });
     });
 
     it('ends with a neighbours line after a probe that failed once it had the device; none before it had it', () => {
       const failed = runWithNvml('transfer-bandwidth', '4242:1', { sizes_mib: 1500, fill_percent: 0 });
       expect(failed.code).toBe(2);
-      expect(failed.records.map((x) => (x.type === 'neighbours' ? x.phase : x.type))).toEqual(['start', 'error', 'end']);
+      expect(failed.records.map((record) => (record.type === 'neighbours' ? record.phase : record.type))).toEqual([
+        'start',
+        'error',
+        'end',
+      ]);
       const refused = runWithNvml('transfer-bandwidth', '4242:1', { repetitions: 5 });
-      expect(refused.records.map((x) => x.type)).toEqual(['error']);
+      expect(refused.records.map((record) => record.type)).toEqual(['error']);
     });
 
     it.skipIf(gpuHost)('without a driver: the skip and no neighbours line, NVML or not', () => {
       for (const env of [{}, { LD_LIBRARY_PATH: nvmlDir, STUB_NVML_PROCS: '4242:1' }]) {
-        const r = runBare('sync-latency', {}, env);
-        expect(r.code).toBe(3);
-        expect(r.records).toEqual([expect.objectContaining({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') })]);
+        const result = runBare('sync-latency', {}, env);
+        expect(result.code).toBe(3);
+        expect(result.records).toEqual([
+          expect.objectContaining({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') }),
+        ]);
       }
     });
   });

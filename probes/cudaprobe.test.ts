@@ -22,7 +22,7 @@ function asListed(spec: ProbeSpec) {
     description: spec.title,
     claims: spec.claims.join(','),
     platforms: spec.platforms.join(','),
-    params: Object.fromEntries(Object.entries(defaults).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : String(v)])),
+    params: Object.fromEntries(Object.entries(defaults).map(([k, value]) => [k, Array.isArray(value) ? value.join(',') : String(value)])),
   };
 }
 
@@ -30,8 +30,8 @@ function asListed(spec: ProbeSpec) {
 function listing(stdout: string) {
   const { records, problems } = parseProbeOutput(stdout);
   expect(problems).toEqual([]);
-  return records.map((r) => {
-    const { probe, description, claims, platforms, params } = r as unknown as ReturnType<typeof asListed>;
+  return records.map((record) => {
+    const { probe, description, claims, platforms, params } = record as unknown as ReturnType<typeof asListed>;
     return { probe, description, claims, platforms, params };
   });
 }
@@ -42,32 +42,34 @@ beforeAll(async () => {
 });
 
 function run(args: string[], env: NodeJS.ProcessEnv = process.env) {
-  const r = spawnSync(probe.path, args, { encoding: 'utf8', env });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  const result = spawnSync(probe.path, args, { encoding: 'utf8', env });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
 function sysinfoOf(stdout: string): Record<string, SysinfoRecord> {
   const { records, problems } = parseProbeOutput(stdout);
   expect(problems).toEqual([]);
-  return Object.fromEntries(records.filter((r): r is SysinfoRecord => r.type === 'sysinfo').map((r) => [r.name, r]));
+  return Object.fromEntries(
+    records.filter((record): record is SysinfoRecord => record.type === 'sysinfo').map((record) => [record.name, record]),
+  );
 }
 
 describe('cudaprobe (Linux build)', () => {
   it('lists every probe as the catalogue declares it: name, title, claims, platforms and defaults, in its order', () => {
-    const r = run(['list']);
-    expect(r.code).toBe(0);
-    const listed = listing(r.stdout);
-    expect(listed.map((l) => l.probe)).toEqual(catalogue.map((p) => p.name));
+    const result = run(['list']);
+    expect(result.code).toBe(0);
+    const listed = listing(result.stdout);
+    expect(listed.map((listedProbe) => listedProbe.probe)).toEqual(catalogue.map((probeSpec) => probeSpec.name));
     for (const [i, spec] of catalogue.entries()) expect(listed[i], spec.name).toEqual(asListed(spec));
   });
 
   it('names every command it takes in its usage (issue 20: wait was missing)', () => {
     const source = readFileSync(path.join(import.meta.dirname, 'cudaprobe', 'main.cpp'), 'utf8');
-    const commands = [...source.matchAll(/if \(cmd == "([a-z]+)"\)/g)].map((m) => m[1]!).filter((c) => c !== 'help');
+    const commands = [...source.matchAll(/if \(cmd == "([a-z]+)"\)/g)].map((match) => match[1]!).filter((command) => command !== 'help');
     expect(commands).toEqual(expect.arrayContaining(['list', 'run', 'judge', 'wait', 'version']));
-    const r = run(['--help']);
-    expect(r.code).toBe(0);
-    for (const c of commands) expect(r.stdout, c).toMatch(new RegExp(`^(usage:| {6}) cudaprobe ${c}\\b`, 'm'));
+    const result = run(['--help']);
+    expect(result.code).toBe(0);
+    for (const command of commands) expect(result.stdout, command).toMatch(new RegExp(`^(usage:| {6}) cudaprobe ${command}\\b`, 'm'));
   });
 
   it.each([
@@ -81,20 +83,20 @@ describe('cudaprobe (Linux build)', () => {
     [['run', 'sync-latency', '--param', 'iterations=many'], 'parameter iterations=many is not a number'],
     [['run', 'pinned-ceiling', '--param', 'max_fraction=0.99'], 'max_fraction takes a fraction'],
   ])('refuses bad parameters with exit 2: %j', (args, message) => {
-    const r = run(args);
-    expect(r.code).toBe(2);
-    const error = parseProbeOutput(r.stdout).records.find((x) => x.type === 'error');
+    const result = run(args);
+    expect(result.code).toBe(2);
+    const error = parseProbeOutput(result.stdout).records.find((record) => record.type === 'error');
     expect(error).toMatchObject({ code: 'USAGE', message: expect.stringContaining(message) });
   });
 
   it.skipIf(hasCommand('nvidia-smi', ['-L']))(
     "steps a memory probe's subject through its phases without a driver, each source null with its reason",
     () => {
-      const r = run(['run', 'pinned-vram', '--param', 'sizes_gib=0.25', '--param', 'apis=driver', '--param', 'register_size_gib=0']);
-      expect(r.code).toBe(3);
-      const records = parseProbeOutput(r.stdout).records;
-      const samples = records.filter((x) => x.type === 'sample');
-      expect(samples.map((x) => x.type === 'sample' && x.phase)).toEqual([
+      const result = run(['run', 'pinned-vram', '--param', 'sizes_gib=0.25', '--param', 'apis=driver', '--param', 'register_size_gib=0']);
+      expect(result.code).toBe(3);
+      const records = parseProbeOutput(result.stdout).records;
+      const samples = records.filter((record) => record.type === 'sample');
+      expect(samples.map((sample) => sample.type === 'sample' && sample.phase)).toEqual([
         'baseline',
         'after-alloc',
         'after-touch',
@@ -122,14 +124,14 @@ describe('cudaprobe (Linux build)', () => {
   it.skipIf(hasCommand('nvidia-smi', ['-L']))(
     'reports the no-driver path as skipped with exit 3, and still reports the OS and environment',
     () => {
-      const r = run(['run', 'sysinfo']);
-      expect(r.code).toBe(3);
-      const s = sysinfoOf(r.stdout);
-      expect(s.os_family!.value).toBe('linux');
-      expect(s.driver_found!.value).toBe(false);
-      expect(s.cuda_driver_version).toMatchObject({ value: null, reason: expect.stringContaining('libcuda.so.1') });
-      expect(s.environment!.value).toMatch(/^(linux|wsl2)$/);
-      const skip = parseProbeOutput(r.stdout).records.find((x) => x.type === 'skip');
+      const result = run(['run', 'sysinfo']);
+      expect(result.code).toBe(3);
+      const sysinfo = sysinfoOf(result.stdout);
+      expect(sysinfo.os_family!.value).toBe('linux');
+      expect(sysinfo.driver_found!.value).toBe(false);
+      expect(sysinfo.cuda_driver_version).toMatchObject({ value: null, reason: expect.stringContaining('libcuda.so.1') });
+      expect(sysinfo.environment!.value).toMatch(/^(linux|wsl2)$/);
+      const skip = parseProbeOutput(result.stdout).records.find((record) => record.type === 'skip');
       expect(skip).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
     },
   );
@@ -137,38 +139,38 @@ describe('cudaprobe (Linux build)', () => {
   it('runs a subject that answers over its pipe and exits when the pipe closes (a killed sampler leaves nothing behind)', async () => {
     const child = spawn(probe.path, ['subject'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines: string[] = [];
-    child.stdout.on('data', (d) => lines.push(...String(d).trim().split('\n')));
+    child.stdout.on('data', (chunk) => lines.push(...String(chunk).trim().split('\n')));
     child.stdin.write('meminfo\nalloc driver pinned 1024\nbogus\n');
-    await new Promise((r) => setTimeout(r, 300));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     child.stdin.end(); // what a killed sampler's pipe does
-    const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running'), 5000))]);
+    const code = await Promise.race([exited, new Promise<string>((resolve) => setTimeout(() => resolve('still running'), 5000))]);
     expect(code).toBe(0);
-    const answers = lines.map((l) => JSON.parse(l));
+    const answers = lines.map((line) => JSON.parse(line));
     expect(answers[0]).toMatchObject({ ok: true });
     expect(answers[1]).toMatchObject({ ok: false, error: expect.stringContaining('no CUDA context') });
     expect(answers[2]).toMatchObject({ ok: false, error: 'unknown command: bogus' });
   });
 
   it('emits only facts and metrics the catalogue documents (checked on the committed H200 record)', () => {
-    const record = path.join(import.meta.dirname, '..', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+    const h200Log = path.join(import.meta.dirname, '..', 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
     const seen = new Set<string>();
-    for (const e of readEventLog(record)) {
+    for (const e of readEventLog(h200Log)) {
       if (e.type !== 'cell-end') continue;
-      const spec = catalogue.find((p) => p.name === e.probe)!;
-      for (const r of e.records) {
-        if (r.type === 'fact' || r.type === 'sysinfo')
+      const spec = catalogue.find((probeSpec) => probeSpec.name === e.probe)!;
+      for (const record of e.records) {
+        if (record.type === 'fact' || record.type === 'sysinfo')
           expect(
-            spec.facts.map((f) => f.name),
-            `${e.probe}.${r.name}`,
-          ).toContain(r.name);
-        if (r.type === 'metric') {
-          const m = spec.metrics.find((x) => x.name === r.name);
-          expect(m, `${e.probe}.${r.name}`).toBeDefined();
-          expect(r.unit, `${e.probe}.${r.name}`).toBe(m!.unit);
+            spec.facts.map((fact) => fact.name),
+            `${e.probe}.${record.name}`,
+          ).toContain(record.name);
+        if (record.type === 'metric') {
+          const declared = spec.metrics.find((metric) => metric.name === record.name);
+          expect(declared, `${e.probe}.${record.name}`).toBeDefined();
+          expect(record.unit, `${e.probe}.${record.name}`).toBe(declared!.unit);
         }
-        if (r.type === 'sample') Object.keys(r.readings).forEach((k) => expect(Object.keys(sampleReadings)).toContain(k));
-        if (r.type !== 'sample' && r.type !== 'skip' && 'name' in r) seen.add(`${e.probe}.${r.name}`);
+        if (record.type === 'sample') Object.keys(record.readings).forEach((k) => expect(Object.keys(sampleReadings)).toContain(k));
+        if (record.type !== 'sample' && record.type !== 'skip' && 'name' in record) seen.add(`${e.probe}.${record.name}`);
       }
     }
     expect(seen.size).toBeGreaterThan(60);
@@ -195,17 +197,17 @@ describe('cudaprobe (Linux build)', () => {
         `mount --bind ${dir}/version /proc/version`,
         `exec ${probe.path} run sysinfo`,
       ].join(' && ');
-      const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
-      expect(r.stderr).toBe('');
-      const s = sysinfoOf(r.stdout);
-      expect(s.wsl_version!.value).toBe(2);
-      expect(s.cuda_driver_version!.reason).toBe('the CUDA driver library /usr/lib/wsl/lib/libcuda.so.1 lacks cuInit');
-      expect(s.driver_library_ignored!.value).toBe(`${libDir}/libcuda.so.1`);
+      const result = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
+      expect(result.stderr).toBe('');
+      const sysinfo = sysinfoOf(result.stdout);
+      expect(sysinfo.wsl_version!.value).toBe(2);
+      expect(sysinfo.cuda_driver_version!.reason).toBe('the CUDA driver library /usr/lib/wsl/lib/libcuda.so.1 lacks cuInit');
+      expect(sysinfo.driver_library_ignored!.value).toBe(`${libDir}/libcuda.so.1`);
     },
   );
 
   it('only reports sysinfo names the catalogue documents', () => {
-    const documented = new Set(catalogue.find((p) => p.name === 'sysinfo')!.facts.map((f) => f.name));
+    const documented = new Set(catalogue.find((probeSpec) => probeSpec.name === 'sysinfo')!.facts.map((fact) => fact.name));
     for (const name of Object.keys(sysinfoOf(run(['run', 'sysinfo']).stdout))) expect(documented, name).toContain(name);
   });
 
@@ -217,10 +219,10 @@ describe('cudaprobe (Linux build)', () => {
     [['run', 'sysinfo', '--param', 'novalue'], '--param needs NAME=VALUE'],
     [[], 'missing command'],
   ])('exits 2 with a usage message for %j', (args, message) => {
-    const r = run(args);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(message);
-    expect(r.stdout).toBe('');
+    const result = run(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(message);
+    expect(result.stdout).toBe('');
   });
 
   const havePtxas = integrationAvailable('ptxas', hasCommand('ptxas', ['--version']), 'install the CUDA toolkit');
@@ -257,8 +259,8 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
   /** Whether Wine has a DLL (Debian's wine64 keeps them in one folder). */
   const hasDll = (name: string) => existsSync(path.join('/usr/lib/x86_64-linux-gnu/wine/x86_64-windows', name));
   const wine = (args: string[]) => {
-    const r = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
-    return { code: r.status, stdout: r.stdout };
+    const result = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    return { code: result.status, stdout: result.stdout };
   };
 
   beforeAll(async () => {
@@ -271,33 +273,33 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
   });
 
   it.runIf(ready)('takes the no-driver path on Windows: nvcuda.dll missing, exit 3, OS facts from RtlGetVersion', () => {
-    const r = wine(['run', 'sysinfo']);
-    expect(r.code).toBe(3);
-    const s = sysinfoOf(r.stdout);
-    expect(s.os_family!.value).toBe('windows');
-    expect(typeof s.os_build!.value).toBe('number');
-    expect(s.wine_version!.value).toMatch(/^\d+\.\d+/);
-    expect(s.driver_found!.value).toBe(false);
-    expect(s.cuda_driver_version!.reason).toContain('nvcuda.dll');
-    expect(s.driver_version!.reason).toContain('nvml.dll');
-    expect(s.cudart_found!.value).toBe(false);
+    const result = wine(['run', 'sysinfo']);
+    expect(result.code).toBe(3);
+    const sysinfo = sysinfoOf(result.stdout);
+    expect(sysinfo.os_family!.value).toBe('windows');
+    expect(typeof sysinfo.os_build!.value).toBe('number');
+    expect(sysinfo.wine_version!.value).toMatch(/^\d+\.\d+/);
+    expect(sysinfo.driver_found!.value).toBe(false);
+    expect(sysinfo.cuda_driver_version!.reason).toContain('nvcuda.dll');
+    expect(sysinfo.driver_version!.reason).toContain('nvml.dll');
+    expect(sysinfo.cudart_found!.value).toBe(false);
     // Without a driver the Windows driver model, and so the environment, cannot be known.
-    expect(s.environment).toMatchObject({ value: null, reason: expect.stringContaining('without a usable NVIDIA driver') });
+    expect(sysinfo.environment).toMatchObject({ value: null, reason: expect.stringContaining('without a usable NVIDIA driver') });
     // The registry setting, absent in Wine's registry; the live state needs the device's adapter.
-    expect(s.hags_setting).toMatchObject({ value: null, reason: expect.stringContaining('HwSchMode') });
-    expect(s.hags_enabled).toMatchObject({ value: null, reason: 'no CUDA device to match a GPU adapter with' });
-    expect(s.hags).toBeUndefined();
-    expect(s.os_name!.value).toMatch(/^Windows (11 )?\d+\.\d+\.\d+$/);
-    if (Number(s.os_build!.value) >= 22000) expect(s.os_name!.value).toMatch(/^Windows 11 /);
-    expect(s.wsl).toBeUndefined();
+    expect(sysinfo.hags_setting).toMatchObject({ value: null, reason: expect.stringContaining('HwSchMode') });
+    expect(sysinfo.hags_enabled).toMatchObject({ value: null, reason: 'no CUDA device to match a GPU adapter with' });
+    expect(sysinfo.hags).toBeUndefined();
+    expect(sysinfo.os_name!.value).toMatch(/^Windows (11 )?\d+\.\d+\.\d+$/);
+    if (Number(sysinfo.os_build!.value) >= 22000) expect(sysinfo.os_name!.value).toMatch(/^Windows 11 /);
+    expect(sysinfo.wsl).toBeUndefined();
   });
 
   it.runIf(ready)('starts a subject, steps it through its phases over the pipe, and reports PDH unavailable with the reason', () => {
-    const r = wine(['run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver']);
-    expect(r.code).toBe(3);
-    const records = parseProbeOutput(r.stdout).records;
-    const samples = records.flatMap((x) => (x.type === 'sample' ? [x] : []));
-    expect(samples.map((x) => x.phase)).toEqual(['baseline', 'after-touch', 'after-free+0s', 'after-exit']);
+    const result = wine(['run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver']);
+    expect(result.code).toBe(3);
+    const records = parseProbeOutput(result.stdout).records;
+    const samples = records.flatMap((record) => (record.type === 'sample' ? [record] : []));
+    expect(samples.map((sample) => sample.phase)).toEqual(['baseline', 'after-touch', 'after-free+0s', 'after-exit']);
     const baseline = samples[0]!;
     // The subject is a real Windows process: the sampler read its working set with GetProcessMemoryInfo.
     expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
@@ -322,7 +324,7 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
   it.runIf(ready)('skips windows-registry with its reason when no value exists, and has the timing probes skip without a driver', () => {
     const reg = wine(['run', 'windows-registry']);
     expect(reg.code).toBe(0);
-    const facts = parseProbeOutput(reg.stdout).records.filter((x) => x.type === 'fact');
+    const facts = parseProbeOutput(reg.stdout).records.filter((record) => record.type === 'fact');
     expect(facts).toEqual([expect.objectContaining({ name: 'gpu_memory_compression_value_exists', value: false })]);
     const timing = wine(['run', 'sync-latency']);
     expect(timing.code).toBe(3);
@@ -331,26 +333,26 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
   it.runIf(ready)(
     'reads an adapter that is not there as absent, each source with its reason: no PDH GPU counters, no DXGI adapter, no dxcore.dll (Wine 8), no D3DKMT adapter',
     () => {
-      const r = spawnSync(WINE, [exe.path, 'selftest', 'adapter', '0x00000000_0x0000D3E5'], {
+      const result = spawnSync(WINE, [exe.path, 'selftest', 'adapter', '0x00000000_0x0000D3E5'], {
         encoding: 'utf8',
         env: wineEnv,
         timeout: 120_000,
       });
-      expect(r.status).toBe(0);
-      const a = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
-      expect(a.pdh_adapter_dedicated_bytes).toBeNull();
-      expect(a.pdh_adapter_dedicated_bytes_reason).toMatch(/^PDH counter \\GPU Adapter Memory\(\*\)\\Dedicated Usage not available/);
-      expect(a.dxgi_local_bytes).toBeNull();
+      expect(result.status).toBe(0);
+      const adapter = JSON.parse(result.stdout.trim()) as Record<string, unknown>;
+      expect(adapter.pdh_adapter_dedicated_bytes).toBeNull();
+      expect(adapter.pdh_adapter_dedicated_bytes_reason).toMatch(/^PDH counter \\GPU Adapter Memory\(\*\)\\Dedicated Usage not available/);
+      expect(adapter.dxgi_local_bytes).toBeNull();
       // DXGI lists display adapters only; DXCore (compute-only MCDM adapters too) is tried next.
-      expect(a.dxgi_local_bytes_reason).toMatch(
+      expect(adapter.dxgi_local_bytes_reason).toMatch(
         /^(DXGI lists no adapter with the CUDA device's luid_0x00000000_0x0000D3E5|CreateDXGIFactory1 failed: 0x[0-9A-F]{8}); DXCore: /,
       );
-      const dxcore = String(a.dxgi_local_bytes_reason).split('; DXCore: ')[1];
+      const dxcore = String(adapter.dxgi_local_bytes_reason).split('; DXCore: ')[1];
       if (hasDll('dxcore.dll'))
         expect(dxcore).toMatch(/^no adapter has the CUDA device's luid_0x00000000_0x0000D3E5|^DXCoreCreateAdapterFactory failed/);
       else expect(dxcore).toMatch(/^dxcore\.dll not available \(LoadLibrary error 126; it ships with Windows 10 2004 and later\)$/);
-      expect(a.hags_enabled).toBeNull();
-      expect(a.hags_enabled_reason).toMatch(
+      expect(adapter.hags_enabled).toBeNull();
+      expect(adapter.hags_enabled_reason).toMatch(
         /^D3DKMTOpenAdapterFromLuid\(luid_0x00000000_0x0000D3E5\) failed: NTSTATUS 0x[0-9A-F]{8}$|^gdi32\.dll lacks/,
       );
     },
@@ -363,22 +365,22 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
       mkdirSync(dir);
       const copy = path.join(dir, 'cudaprobe.exe');
       copyFileSync(exe.path, copy);
-      const r = spawnSync(WINE, [copy, 'run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver'], {
+      const result = spawnSync(WINE, [copy, 'run', 'pinned-release', '--param', 'size_gib=0.25', '--param', 'apis=driver'], {
         encoding: 'utf8',
         env: wineEnv,
         timeout: 120_000,
       });
-      const records = parseProbeOutput(r.stdout).records;
-      expect(records.filter((x) => x.type === 'error')).toEqual([]);
-      const baseline = records.find((x) => x.type === 'sample');
+      const records = parseProbeOutput(result.stdout).records;
+      expect(records.filter((record) => record.type === 'error')).toEqual([]);
+      const baseline = records.find((record) => record.type === 'sample');
       // A subject ran: cudaprobe found its own path (GetModuleFileNameW) and started it (CreateProcessW).
       expect(baseline?.type === 'sample' && baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
     },
   );
 
   it.runIf(ready)('lists every probe as the catalogue declares it, as the Linux build does', () => {
-    const r = wine(['list']);
-    expect(r.code).toBe(0);
-    expect(listing(r.stdout)).toEqual(catalogue.map(asListed));
+    const result = wine(['list']);
+    expect(result.code).toBe(0);
+    expect(listing(result.stdout)).toEqual(catalogue.map(asListed));
   });
 });

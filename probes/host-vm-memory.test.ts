@@ -40,9 +40,9 @@ beforeAll(async () => {
 
 /** `cudaprobe selftest vm-select NAME...` on "process PID NAME" lines and a counter's instances. */
 function vmSelect(lines: string[], names: string[] = []): { pids: number[]; value?: number | null; value_reason?: string } {
-  const r = spawnSync(linuxProbe.path, ['selftest', 'vm-select', ...names], { input: `${lines.join('\n')}\n`, encoding: 'utf8' });
-  expect(r.status, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as { pids: number[]; value?: number | null; value_reason?: string };
+  const result = spawnSync(linuxProbe.path, ['selftest', 'vm-select', ...names], { input: `${lines.join('\n')}\n`, encoding: 'utf8' });
+  expect(result.status, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as { pids: number[]; value?: number | null; value_reason?: string };
 }
 
 describe('the VM process and its instances (handwritten process and instance lists)', () => {
@@ -51,7 +51,7 @@ describe('the VM process and its instances (handwritten process and instance lis
   const host = ['process 4 System', 'process 7100 vmmemWSL', 'process 812 explorer.exe', 'process 9000 notvmmem.exe'];
 
   it('finds vmmemWSL and sums its instances on every adapter, and nothing of other processes or engines', () => {
-    const r = vmSelect([
+    const selected = vmSelect([
       ...host,
       `pid_7100_luid_${NV}_phys_0\t${1200 * MiB}`,
       `pid_7100_luid_${IGPU}_phys_0\t${30 * MiB}`,
@@ -60,17 +60,17 @@ describe('the VM process and its instances (handwritten process and instance lis
       `pid_7100_luid_${NV}_phys_0_eng_0_engtype_3D\t99`,
       `luid_${NV}_phys_0\t${4000 * MiB}`,
     ]);
-    expect(r).toEqual({ pids: [7100], value: 1230 * MiB });
+    expect(selected).toEqual({ pids: [7100], value: 1230 * MiB });
   });
 
   it('takes vmmem (before WSL 1.0) and names in any case, with or without .exe; every VM process counts', () => {
-    const r = vmSelect([
+    const selected = vmSelect([
       'process 300 VMMEM.EXE',
       'process 301 vmmemwsl',
       `pid_300_luid_${NV}_phys_0\t${10 * MiB}`,
       `pid_301_luid_${NV}_phys_0\t${20 * MiB}`,
     ]);
-    expect(r).toEqual({ pids: [300, 301], value: 30 * MiB });
+    expect(selected).toEqual({ pids: [300, 301], value: 30 * MiB });
   });
 
   it('says when the VM process has no instance, and finds no VM where none runs or another name is asked for', () => {
@@ -84,9 +84,9 @@ describe('the VM process and its instances (handwritten process and instance lis
   });
 
   it('answers on Linux with one null sample and exit status 3: the counters are read on the Windows host', () => {
-    const r = spawnSync(linuxProbe.path, ['vm-memory', '--max-seconds', '5'], { encoding: 'utf8' });
-    expect(r.status).toBe(3);
-    const samples = samplesOf(r.stdout);
+    const result = spawnSync(linuxProbe.path, ['vm-memory', '--max-seconds', '5'], { encoding: 'utf8' });
+    expect(result.status).toBe(3);
+    const samples = samplesOf(result.stdout);
     expect(samples).toHaveLength(1);
     expect(samples[0]!.readings).toEqual({ vm_dedicated_bytes: null, vm_shared_bytes: null });
     expect(samples[0]!.reasons?.vm_shared_bytes).toMatch(/read on its Windows host: this is not Windows/);
@@ -120,7 +120,7 @@ describe("the host's metrics from the sampler's lines (handwritten trace)", () =
     stderr: '',
   });
   const byName = (metrics: MetricRecord[], counter: string) =>
-    Object.fromEntries(metrics.filter((m) => m.attrs?.counter === counter).map((m) => [m.name, m.value]));
+    Object.fromEntries(metrics.filter((metric) => metric.attrs?.counter === counter).map((metric) => [metric.name, metric.value]));
 
   it('takes the first sample as the baseline and the highest as the peak; a sample without a reading is left out', () => {
     const trace = [line(0, 300 * MiB, 0.4 * GB), line(250, 310 * MiB, 3.1 * GB), line(500, null, 6.8 * GB), line(750, 305 * MiB, 0.5 * GB)];
@@ -135,21 +135,25 @@ describe("the host's metrics from the sampler's lines (handwritten trace)", () =
       host_vm_peak_bytes: 310 * MiB,
       host_vm_growth_bytes: 10 * MiB,
     });
-    for (const m of metrics) expect(m).toMatchObject({ probe: 'pinned-vram', unit: 'bytes', attrs: { vm_pids: '7100', samples: 4 } });
+    for (const metric of metrics)
+      expect(metric).toMatchObject({ probe: 'pinned-vram', unit: 'bytes', attrs: { vm_pids: '7100', samples: 4 } });
   });
 
   it('is null with the reason where the first sample has none, or there is no sample', () => {
     const noBaseline = summarise('pinned-vram', ended([line(0, null, 0.4 * GB), line(250, 300 * MiB, 0.5 * GB)]), 'local');
-    expect(noBaseline.filter((m) => m.attrs?.counter === 'dedicated')).toEqual(
-      hostVmMetrics.map((s) =>
-        expect.objectContaining({ name: s.name, value: null, reason: 'the counter has no instance of the VM process (pid 7100)' }),
+    expect(noBaseline.filter((metric) => metric.attrs?.counter === 'dedicated')).toEqual(
+      hostVmMetrics.map((hostMetric) =>
+        expect.objectContaining({ name: hostMetric.name, value: null, reason: 'the counter has no instance of the VM process (pid 7100)' }),
       ),
     );
     expect(byName(noBaseline, 'shared').host_vm_growth_bytes).toBeCloseTo(0.1 * GB);
     const none = summarise('pinned-ceiling', { ...ended([]), stdout: '', stderr: 'wine: could not load\n', exitCode: 1 }, 'local');
     expect(none).toHaveLength(6);
-    for (const m of none)
-      expect(m).toMatchObject({ value: null, reason: 'cudaprobe vm-memory on local gave no sample (exit status 1): wine: could not load' });
+    for (const metric of none)
+      expect(metric).toMatchObject({
+        value: null,
+        reason: 'cudaprobe vm-memory on local gave no sample (exit status 1): wine: could not load',
+      });
   });
 });
 
@@ -157,7 +161,7 @@ describe("the host's metrics from the sampler's lines (handwritten trace)", () =
 const wineEnvOf = () => ({ WINEDEBUG: '-all', WINEPREFIX: path.join(testCacheDir, 'wineprefix') });
 
 const samplesOf = (stdout: string) =>
-  parseProbeOutput(stdout).records.filter((r): r is SampleRecord => r.type === 'sample' && r.probe === 'vm-memory');
+  parseProbeOutput(stdout).records.filter((record): record is SampleRecord => record.type === 'sample' && record.probe === 'vm-memory');
 
 describe('cudaprobe.exe vm-memory on a Windows host without WSL (Wine)', () => {
   const ready = integrationAvailable(
@@ -173,10 +177,10 @@ describe('cudaprobe.exe vm-memory on a Windows host without WSL (Wine)', () => {
   /** Processes whose command line names the marked folder (the Wine processes of that cudaprobe.exe). */
   const running = (): number[] =>
     readdirSync('/proc')
-      .filter((d) => /^\d+$/.test(d))
-      .filter((d) => {
+      .filter((pid) => /^\d+$/.test(pid))
+      .filter((pid) => {
         try {
-          return readFileSync(`/proc/${d}/cmdline`, 'utf8').includes(mark);
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(mark);
         } catch {
           return false;
         }
@@ -184,7 +188,7 @@ describe('cudaprobe.exe vm-memory on a Windows host without WSL (Wine)', () => {
       .map(Number);
   /** Polls until none is left, 20 s at most (a loaded machine is slow, never wrong). */
   const noneLeft = async (): Promise<number[]> => {
-    for (let i = 0; i < 200 && running().length; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 200 && running().length; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     return running();
   };
   const wine = (args: string[], env: NodeJS.ProcessEnv = {}) =>
@@ -208,9 +212,9 @@ describe('cudaprobe.exe vm-memory on a Windows host without WSL (Wine)', () => {
   });
 
   it.runIf(ready)('finds no VM process: one null sample with the reason, exit status 3', () => {
-    const r = wine(['vm-memory', '--max-seconds', '30']);
-    expect(r.status).toBe(3);
-    const samples = samplesOf(r.stdout);
+    const result = wine(['vm-memory', '--max-seconds', '30']);
+    expect(result.status).toBe(3);
+    const samples = samplesOf(result.stdout);
     expect(samples).toHaveLength(1);
     expect(samples[0]!.reasons).toEqual({
       vm_dedicated_bytes: expect.stringMatching(/^no VM process \(vmmemWSL, vmmem\) runs on this host/),
@@ -219,28 +223,29 @@ describe('cudaprobe.exe vm-memory on a Windows host without WSL (Wine)', () => {
   });
 
   it.runIf(ready)('with a VM process but no PDH GPU counter set: samples until the bound, each null with the reason', () => {
-    const r = wine(['vm-memory', '--max-seconds', '1', '--interval-ms', '200'], { CUDAPROBE_TEST_VM_PROCESS: 'cudaprobe.exe' });
-    expect(r.status, r.stderr).toBe(0);
-    const samples = samplesOf(r.stdout);
+    const result = wine(['vm-memory', '--max-seconds', '1', '--interval-ms', '200'], { CUDAPROBE_TEST_VM_PROCESS: 'cudaprobe.exe' });
+    expect(result.status, result.stderr).toBe(0);
+    const samples = samplesOf(result.stdout);
     // 0, 200, ... 800 ms: at least two however slow the machine (the bound ends it, not a count).
     expect(samples.length).toBeGreaterThanOrEqual(2);
-    const times = samples.map((s) => s.attrs?.t_ms as number);
-    expect(times).toEqual([...times].sort((a, b) => a - b));
+    const times = samples.map((sample) => sample.attrs?.t_ms as number);
+    expect(times).toEqual([...times].sort((left, right) => left - right));
     expect(times.at(-1)).toBeLessThanOrEqual(1000);
-    for (const s of samples) {
-      expect(s.readings).toEqual({ vm_dedicated_bytes: null, vm_shared_bytes: null });
-      expect(s.reasons?.vm_shared_bytes).toMatch(
+    for (const sample of samples) {
+      expect(sample.readings).toEqual({ vm_dedicated_bytes: null, vm_shared_bytes: null });
+      expect(sample.reasons?.vm_shared_bytes).toMatch(
         /^this host has no PDH GPU counter set \("GPU Process Memory": .*\): PDH counter \\GPU Process Memory\(\*\)\\Shared Usage not available \(0x[0-9A-F]{8}/,
       );
-      expect(Number(s.attrs?.vm_pids)).toBeGreaterThan(0);
+      expect(Number(sample.attrs?.vm_pids)).toBeGreaterThan(0);
     }
   });
 
   const expectHostMetrics = (metrics: MetricRecord[], reason: RegExp) => {
-    expect(metrics.map((m) => [m.name, m.attrs?.counter])).toEqual(
-      ['shared', 'dedicated'].flatMap((c) => hostVmMetrics.map((m) => [m.name, c])),
+    expect(metrics.map((metric) => [metric.name, metric.attrs?.counter])).toEqual(
+      ['shared', 'dedicated'].flatMap((counter) => hostVmMetrics.map((hostMetric) => [hostMetric.name, counter])),
     );
-    for (const m of metrics) expect(m).toMatchObject({ probe: 'pinned-vram', type: 'metric', value: null, unit: 'bytes', reason });
+    for (const metric of metrics)
+      expect(metric).toMatchObject({ probe: 'pinned-vram', type: 'metric', value: null, unit: 'bytes', reason });
   };
   const pinnedVram = (options: { timeoutMs?: number; signal?: AbortSignal } = {}) =>
     runProbe(host, { remotePath: linuxProbe.path, binary: linuxProbe, uploaded: false }, 'pinned-vram', {
@@ -339,7 +344,7 @@ describe('cudaprobe.exe vm-memory on a Windows host without WSL (Wine)', () => {
         sshd = await startSshd(1, [
           `ForceCommand ${process.execPath} ${fixture} ${log}`,
           `SetEnv ${Object.entries(env)
-            .map(([k, v]) => `${k}=${v}`)
+            .map(([k, value]) => `${k}=${value}`)
             .join(' ')}`,
         ]);
         const hop = {
@@ -378,10 +383,12 @@ describe('cudaprobe.exe vm-memory on a Windows host without WSL (Wine)', () => {
         const logged = readFileSync(log, 'utf8')
           .trim()
           .split('\n')
-          .map((l) => JSON.parse(l) as { pid: number; command?: string });
-        const shell = logged.find((l) => l.command?.includes("'vm-memory'"))!;
+          .map((line) => JSON.parse(line) as { pid: number; command?: string });
+        const shell = logged.find((invocation) => invocation.command?.includes("'vm-memory'"))!;
         expect(shell.command).toMatch(/'vm-memory' '--max-seconds' '\d+' '--interval-ms' '250'/);
-        expect(logged.filter((l) => l.command?.startsWith('taskkill')).map((l) => l.command)).toEqual([`taskkill /F /T /PID ${shell.pid}`]);
+        expect(logged.filter((invocation) => invocation.command?.startsWith('taskkill')).map((invocation) => invocation.command)).toEqual([
+          `taskkill /F /T /PID ${shell.pid}`,
+        ]);
         expect(await noneLeft()).toEqual([]);
       }, 120_000);
     });

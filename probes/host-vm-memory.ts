@@ -53,7 +53,7 @@ export class HostVmMemory {
       const result = await run();
       return { ...result, records: [...result.records, ...nullMetrics(probe, vmHost.unreachable)] };
     }
-    this.deployed ??= deployProbe(vmHost.session, this.build).then((d) => [d.remotePath]);
+    this.deployed ??= deployProbe(vmHost.session, this.build).then((deployed) => [deployed.remotePath]);
     const command = await this.deployed.catch((error: unknown) => error as Error);
     if (command instanceof Error) {
       const result = await run();
@@ -123,7 +123,9 @@ type Ended = Awaited<ReturnType<Session['exec']>> | Error;
 /** Baseline (the first sample), peak and growth of each counter, from the sampler's lines (`ended`: its exec). */
 export function summarise(probe: string, ended: Ended, where: string): MetricRecord[] {
   if (ended instanceof Error) return nullMetrics(probe, `cudaprobe vm-memory on ${where} failed: ${ended.message}`);
-  const samples = parseProbeOutput(ended.stdout).records.filter((r): r is SampleRecord => r.type === 'sample' && r.probe === 'vm-memory');
+  const samples = parseProbeOutput(ended.stdout).records.filter(
+    (record): record is SampleRecord => record.type === 'sample' && record.probe === 'vm-memory',
+  );
   if (!samples.length) {
     const said = ended.stderr.trim().split('\n').slice(-3).join(' | ');
     return nullMetrics(probe, `cudaprobe vm-memory on ${where} gave no sample (exit status ${ended.exitCode})${said ? `: ${said}` : ''}`);
@@ -135,7 +137,7 @@ export function summarise(probe: string, ended: Ended, where: string): MetricRec
     const baseline = first.readings[key];
     if (baseline === null || baseline === undefined)
       return nullMetrics(probe, first.reasons?.[key] ?? `the sampler's first sample has no ${key}`, { counter });
-    const values = samples.map((s) => s.readings[key]).filter((v): v is number => typeof v === 'number');
+    const values = samples.map((sample) => sample.readings[key]).filter((reading): reading is number => typeof reading === 'number');
     const peak = Math.max(...values);
     return [
       metric(probe, 'host_vm_baseline_bytes', baseline, attrs),
@@ -152,5 +154,5 @@ function metric(probe: string, name: string, value: number | null, attrs: Record
 /** Every host metric null, with `reason` (for both counters unless one is named). */
 function nullMetrics(probe: string, reason: string, only?: { counter: string }): MetricRecord[] {
   const counters = only ? [only.counter] : Object.keys(COUNTERS);
-  return counters.flatMap((counter) => hostVmMetrics.map((m) => metric(probe, m.name, null, { counter }, reason)));
+  return counters.flatMap((counter) => hostVmMetrics.map((hostMetric) => metric(probe, hostMetric.name, null, { counter }, reason)));
 }

@@ -14,20 +14,21 @@ import { hasCommand, integrationAvailable, tempDir, testCacheDir, WINE } from '.
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { parseProbeOutput, type ProbeRecord } from './protocol.ts';
 
-const facts = (records: ProbeRecord[]) => Object.fromEntries(records.flatMap((r) => (r.type === 'fact' ? [[r.name, r]] : [])));
+const facts = (records: ProbeRecord[]) =>
+  Object.fromEntries(records.flatMap((record) => (record.type === 'fact' ? [[record.name, record]] : [])));
 
 /** The names of an X-macro list of cuda.hpp (CP_CUDA_REQUIRED, CP_CUDART). */
 function symbols(list: string): string[] {
   const header = readFileSync(path.join(import.meta.dirname, 'cudaprobe', 'cuda.hpp'), 'utf8');
   const lines = header.slice(header.indexOf(`#define ${list}(X)`)).split('\n');
-  const block = lines.slice(0, lines.findIndex((l) => !l.trimEnd().endsWith('\\')) + 1).join('\n');
-  return [...block.matchAll(/X\((\w+),/g)].map((m) => m[1]!);
+  const block = lines.slice(0, lines.findIndex((line) => !line.trimEnd().endsWith('\\')) + 1).join('\n');
+  return [...block.matchAll(/X\((\w+),/g)].map((match) => match[1]!);
 }
 
 /** A shared library of `names` that return 0, but those given a body. */
 function stubLibrary(file: string, names: string[], bodies: Record<string, string>): void {
   const src = `${file}.c`;
-  writeFileSync(src, names.map((n) => bodies[n] ?? `int ${n}() { return 0; }`).join('\n') + '\n');
+  writeFileSync(src, names.map((symbol) => bodies[symbol] ?? `int ${symbol}() { return 0; }`).join('\n') + '\n');
   execFileSync('cc', ['-shared', '-fPIC', '-o', file, src]);
 }
 
@@ -37,32 +38,32 @@ describe('event-host-gap, watchdog, runtime-init, filled transfer-bandwidth (Lin
     probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
   }, 300_000);
   const run = (args: string[], env: NodeJS.ProcessEnv = process.env) => {
-    const r = spawnSync(probe.path, args, { encoding: 'utf8', env, timeout: 120_000 });
-    return { code: r.status, records: parseProbeOutput(r.stdout).records };
+    const result = spawnSync(probe.path, args, { encoding: 'utf8', env, timeout: 120_000 });
+    return { code: result.status, records: parseProbeOutput(result.stdout).records };
   };
 
   it('skips each without a driver, with the reason; the watchdog says first why TDR is not read off Windows', () => {
     for (const name of ['event-host-gap', 'runtime-init', 'transfer-bandwidth']) {
-      const r = run(['run', name]);
-      expect(r.code, name).toBe(3);
-      expect(r.records).toEqual([expect.objectContaining({ type: 'skip', reason: expect.stringContaining('libcuda.so.1') })]);
+      const result = run(['run', name]);
+      expect(result.code, name).toBe(3);
+      expect(result.records).toEqual([expect.objectContaining({ type: 'skip', reason: expect.stringContaining('libcuda.so.1') })]);
     }
-    const w = run(['run', 'watchdog']);
-    expect(w.code).toBe(3);
-    const f = facts(w.records);
+    const watchdog = run(['run', 'watchdog']);
+    expect(watchdog.code).toBe(3);
+    const reported = facts(watchdog.records);
     // This machine's own kind of Linux: native (no WSL there to speak of), or a WSL distribution.
     const inWsl = /microsoft/i.test(readFileSync('/proc/version', 'utf8')) || existsSync('/dev/dxg');
     for (const [name, value] of [
       ['tdr_delay_s', 'TdrDelay'],
       ['tdr_level', 'TdrLevel'],
     ] as const) {
-      const reason = f[name]?.reason as string;
-      expect(f[name]).toMatchObject({ value: null });
+      const reason = reported[name]?.reason as string;
+      expect(reported[name]).toMatchObject({ value: null });
       expect(reason).toContain(`${value} is a Windows registry setting (HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers)`);
       if (inWsl) expect(reason).toContain('not readable from the distribution');
       else expect(reason).not.toMatch(/WSL|host/);
     }
-    expect(w.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('libcuda.so.1') });
+    expect(watchdog.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('libcuda.so.1') });
   });
 
   it("the watchdog's reason inside WSL: the Windows host's setting applies, its registry is not readable there (selftest)", () => {
@@ -101,16 +102,19 @@ describe('event-host-gap, watchdog, runtime-init, filled transfer-bandwidth (Lin
         cudaRuntimeGetVersion: 'int cudaRuntimeGetVersion(int* v) { *v = 12090; return 0; }',
         cudaGetDeviceCount: 'int cudaGetDeviceCount(int* n) { *(volatile int*)0 = 1; return 0; }',
       });
-      const r = run(['run', 'runtime-init', '--param', `dirs=${runtimeDir}`], { ...process.env, LD_LIBRARY_PATH: driverDir });
-      expect(r.code).toBe(0);
-      const f = facts(r.records);
-      expect(f.driver_init).toMatchObject({ value: 'CUDA_ERROR_NO_DEVICE (100)' });
+      const result = run(['run', 'runtime-init', '--param', `dirs=${runtimeDir}`], { ...process.env, LD_LIBRARY_PATH: driverDir });
+      expect(result.code).toBe(0);
+      const reported = facts(result.records);
+      expect(reported.driver_init).toMatchObject({ value: 'CUDA_ERROR_NO_DEVICE (100)' });
       // SIGSEGV in the child: 128 + 11. The probe itself went on to the next runtime and the facts.
-      expect(f.runtime_init!.value).toContain('libcudart.so.12.99 (12.9): crashed (exit status 139)');
-      expect(f.supported_runtimes_init).toMatchObject({ value: false, evidence: expect.objectContaining({ driver_cuda: '13.0' }) });
-      const found = r.records.find((x) => x.type === 'metric' && x.name === 'runtimes_found');
-      expect(found).toMatchObject({ value: String(f.runtime_init!.value).split('; ').length });
-      expect(r.records.find((x) => x.type === 'metric' && x.name === 'cuinit_ms')).toMatchObject({ unit: 'ms', value: expect.any(Number) });
+      expect(reported.runtime_init!.value).toContain('libcudart.so.12.99 (12.9): crashed (exit status 139)');
+      expect(reported.supported_runtimes_init).toMatchObject({ value: false, evidence: expect.objectContaining({ driver_cuda: '13.0' }) });
+      const found = result.records.find((record) => record.type === 'metric' && record.name === 'runtimes_found');
+      expect(found).toMatchObject({ value: String(reported.runtime_init!.value).split('; ').length });
+      expect(result.records.find((record) => record.type === 'metric' && record.name === 'cuinit_ms')).toMatchObject({
+        unit: 'ms',
+        value: expect.any(Number),
+      });
     },
   );
 
@@ -125,8 +129,8 @@ describe('event-host-gap, watchdog, runtime-init, filled transfer-bandwidth (Lin
       cudaRuntimeGetVersion: 'int cudaRuntimeGetVersion(int* v) { *v = 13000; return 0; }',
     });
     execFileSync('ln', ['-s', 'libcudart.so.13.0.1', path.join(dir, 'libcudart.so.13')]);
-    const r = run(['run', 'runtime-init', '--param', `dirs=${dir}`], { ...process.env, LD_LIBRARY_PATH: driverDir });
-    const summary = String(facts(r.records).runtime_init!.value);
+    const result = run(['run', 'runtime-init', '--param', `dirs=${dir}`], { ...process.env, LD_LIBRARY_PATH: driverDir });
+    const summary = String(facts(result.records).runtime_init!.value);
     expect(summary.match(/libcudart\.so\.13\.0\.1 \(13\.0\)/g)).toHaveLength(1);
     // This stand-in lacks cudaGetDeviceCount, which only runtime-init needs: said so, not a crash.
     expect(summary).toContain('libcudart.so.13.0.1 (13.0): the library lacks cudaGetDeviceCount');
@@ -178,23 +182,23 @@ describe.runIf(hasCommand('cc'))(
       const dir = tempDir();
       const src = path.join(dir, 'libcuda.c');
       const rest = symbols('CP_CUDA_REQUIRED')
-        .filter((n) => !own.includes(n))
-        .map((n) => `int ${n}() { return 0; }`);
+        .filter((symbol) => !own.includes(symbol))
+        .map((symbol) => `int ${symbol}() { return 0; }`);
       writeFileSync(src, `#define BATCHED ${batched ? 1 : 0}\n${EVENTS}${rest.join('\n')}\n`);
       execFileSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, 'libcuda.so.1'), src]);
       return dir;
     };
     const gap = (dir: string) => {
-      const r = spawnSync(probe.path, ['run', 'event-host-gap', '--param', 'repetitions=3'], {
+      const result = spawnSync(probe.path, ['run', 'event-host-gap', '--param', 'repetitions=3'], {
         encoding: 'utf8',
         env: { ...process.env, LD_LIBRARY_PATH: dir },
         timeout: 120_000,
       });
-      expect(r.status, r.stdout).toBe(0);
-      return parseProbeOutput(r.stdout).records;
+      expect(result.status, result.stdout).toBe(0);
+      return parseProbeOutput(result.stdout).records;
     };
     const elapsed = (records: ProbeRecord[], flush: string) =>
-      records.find((x) => x.type === 'metric' && x.name === 'elapsed_ms' && x.attrs?.flush === flush);
+      records.find((record) => record.type === 'metric' && record.name === 'elapsed_ms' && record.attrs?.flush === flush);
 
     it('host-timed events bracket the 20 ms sleep, flushed or not', () => {
       const records = gap(driver(false));
@@ -226,33 +230,33 @@ describe('watchdog and runtime-init (Windows build under Wine)', () => {
     if (ready) exe = await buildProbe({ platform: 'windows', arch: 'x86_64', cacheDir: testCacheDir });
   }, 300_000);
   const wine = (args: string[]) => {
-    const r = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
-    return { code: r.status, records: parseProbeOutput(r.stdout).records };
+    const result = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    return { code: result.status, records: parseProbeOutput(result.stdout).records };
   };
 
   it.runIf(ready)(
     "reads TdrDelay and TdrLevel through the registry code windows-registry uses: absent in Wine's registry, so Windows' defaults, said so",
     () => {
       const reg = wine(['run', 'windows-registry']);
-      const absent = (name: string) => reg.records.find((x) => x.type === 'metric' && x.name === name);
+      const absent = (name: string) => reg.records.find((record) => record.type === 'metric' && record.name === name);
       expect(absent('registry_TdrDelay')).toMatchObject({ value: null, reason: 'the value does not exist' });
-      const w = wine(['run', 'watchdog']);
-      expect(w.code).toBe(3);
-      const f = facts(w.records);
-      expect(f.tdr_delay_s).toMatchObject({
+      const watchdog = wine(['run', 'watchdog']);
+      expect(watchdog.code).toBe(3);
+      const reported = facts(watchdog.records);
+      expect(reported.tdr_delay_s).toMatchObject({
         value: 2,
         evidence: { source: 'default', error: 2, key: 'HKLM\\SYSTEM\\CurrentControlSet\\Control\\GraphicsDrivers\\TdrDelay' },
       });
-      expect(f.tdr_level).toMatchObject({ value: 3, evidence: expect.objectContaining({ source: 'default' }) });
-      expect(w.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
+      expect(reported.tdr_level).toMatchObject({ value: 3, evidence: expect.objectContaining({ source: 'default' }) });
+      expect(watchdog.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
     },
   );
 
   it.runIf(ready)('skips runtime-init and event-host-gap without nvcuda.dll', () => {
     for (const name of ['runtime-init', 'event-host-gap']) {
-      const r = wine(['run', name]);
-      expect(r.code, name).toBe(3);
-      expect(r.records).toEqual([expect.objectContaining({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') })]);
+      const result = wine(['run', name]);
+      expect(result.code, name).toBe(3);
+      expect(result.records).toEqual([expect.objectContaining({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') })]);
     }
   });
 });

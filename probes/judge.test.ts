@@ -13,8 +13,8 @@ import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { parseProbeOutput, type FactRecord, type ProbeRecord, type SampleRecord } from './protocol.ts';
 
-const record = path.join(repoRoot, 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
-const cells = new Map(readEventLog(record).flatMap((e) => (e.type === 'cell-end' ? [[e.probe, e as CellEndEvent]] : [])));
+const h200Log = path.join(repoRoot, 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
+const cells = new Map(readEventLog(h200Log).flatMap((e) => (e.type === 'cell-end' ? [[e.probe, e as CellEndEvent]] : [])));
 const GiB = 1024 ** 3;
 
 let probe: ProbeBinary;
@@ -24,35 +24,40 @@ beforeAll(async () => {
 
 /** The recorded lines of a probe (samples and metrics: what the judge reads). */
 function recorded(name: string): ProbeRecord[] {
-  return structuredClone(cells.get(name)!.records.filter((r) => r.type === 'sample' || r.type === 'metric'));
+  return structuredClone(cells.get(name)!.records.filter((record) => record.type === 'sample' || record.type === 'metric'));
 }
 
 function judge(name: string, records: ProbeRecord[]): Record<string, FactRecord> {
-  const r = spawnSync(probe.path, ['judge', name], { input: records.map((x) => JSON.stringify(x)).join('\n'), encoding: 'utf8' });
-  expect(r.status).toBe(0);
-  const out = parseProbeOutput(r.stdout);
+  const result = spawnSync(probe.path, ['judge', name], {
+    input: records.map((record) => JSON.stringify(record)).join('\n'),
+    encoding: 'utf8',
+  });
+  expect(result.status).toBe(0);
+  const out = parseProbeOutput(result.stdout);
   expect(out.problems).toEqual([]);
-  return Object.fromEntries(out.records.filter((x): x is FactRecord => x.type === 'fact').map((f) => [f.name, f]));
+  return Object.fromEntries(out.records.filter((record): record is FactRecord => record.type === 'fact').map((fact) => [fact.name, fact]));
 }
 
 function recordedFacts(name: string): Record<string, unknown> {
   return Object.fromEntries(
     cells
       .get(name)!
-      .records.filter((r): r is FactRecord => r.type === 'fact')
-      .map((f) => [f.name, f.value]),
+      .records.filter((record): record is FactRecord => record.type === 'fact')
+      .map((fact) => [fact.name, fact.value]),
   );
 }
 
-const samplesOf = (records: ProbeRecord[]) => records.filter((r): r is SampleRecord => r.type === 'sample');
+const samplesOf = (records: ProbeRecord[]) => records.filter((record): record is SampleRecord => record.type === 'sample');
 const series = (records: ProbeRecord[], api: string, kind: string, size: number) =>
-  samplesOf(records).filter((s) => s.attrs?.api === api && s.attrs?.kind === kind && s.attrs?.size_bytes === size);
-const phase = (list: SampleRecord[], name: string) => list.find((s) => s.phase === name)!;
+  samplesOf(records).filter(
+    (sampleRecord) => sampleRecord.attrs?.api === api && sampleRecord.attrs?.kind === kind && sampleRecord.attrs?.size_bytes === size,
+  );
+const phase = (list: SampleRecord[], name: string) => list.find((sampleRecord) => sampleRecord.phase === name)!;
 
 function drop(records: ProbeRecord[], key: string): ProbeRecord[] {
-  for (const s of samplesOf(records)) {
-    s.readings[key] = null;
-    s.reasons = { ...s.reasons, [key]: 'dropped by the test' };
+  for (const sampleRecord of samplesOf(records)) {
+    sampleRecord.readings[key] = null;
+    sampleRecord.reasons = { ...sampleRecord.reasons, [key]: 'dropped by the test' };
   }
   return records;
 }
@@ -62,28 +67,28 @@ describe('classification on the committed H200 readings', () => {
     '%s: judging the recorded lines again gives the recorded facts',
     (name) => {
       const facts = judge(name, recorded(name));
-      expect(Object.fromEntries(Object.entries(facts).map(([k, f]) => [k, f.value]))).toEqual(recordedFacts(name));
+      expect(Object.fromEntries(Object.entries(facts).map(([k, fact]) => [k, fact.value]))).toEqual(recordedFacts(name));
     },
   );
 
   it('pinned-vram decided on the per-process NVML source: +0 bytes for 4 GiB pinned, +4 GiB for the control', () => {
-    const f = judge('pinned-vram', recorded('pinned-vram'));
-    expect(f.counts_as_vram).toMatchObject({
+    const facts = judge('pinned-vram', recorded('pinned-vram'));
+    expect(facts.counts_as_vram).toMatchObject({
       value: false,
       evidence: { source: 'nvml_process_used_bytes', nvml_process_used_bytes: 0, size_bytes: 4 * GiB },
     });
-    expect(f.control_counts_as_vram).toMatchObject({ value: true, evidence: { nvml_process_used_bytes: 4 * GiB } });
+    expect(facts.control_counts_as_vram).toMatchObject({ value: true, evidence: { nvml_process_used_bytes: 4 * GiB } });
   });
 });
 
 describe('pinned-vram edge cases', () => {
   it('falls back to the device-wide NVML reading when the per-process one is missing', () => {
-    const f = judge('pinned-vram', drop(recorded('pinned-vram'), 'nvml_process_used_bytes'));
-    expect(f.counts_as_vram).toMatchObject({
+    const facts = judge('pinned-vram', drop(recorded('pinned-vram'), 'nvml_process_used_bytes'));
+    expect(facts.counts_as_vram).toMatchObject({
       value: false,
       evidence: { source: 'nvml_device_used_bytes', nvml_device_used_bytes: 8 * 1024 ** 2 },
     });
-    expect(f.control_counts_as_vram!.value).toBe(true);
+    expect(facts.control_counts_as_vram!.value).toBe(true);
   });
 
   it('falls back to cuMemGetInfo when NVML is missing altogether', () => {
@@ -94,8 +99,8 @@ describe('pinned-vram edge cases', () => {
   it('says it cannot decide when no device source can be read', () => {
     let records = recorded('pinned-vram');
     for (const k of ['nvml_process_used_bytes', 'nvml_device_used_bytes', 'subject_cu_used_bytes']) records = drop(records, k);
-    const f = judge('pinned-vram', records);
-    expect(f.counts_as_vram).toMatchObject({ value: null, reason: expect.stringContaining('no device-memory source could be read') });
+    const facts = judge('pinned-vram', records);
+    expect(facts.counts_as_vram).toMatchObject({ value: null, reason: expect.stringContaining('no device-memory source could be read') });
   });
 
   it.each([
@@ -111,7 +116,7 @@ describe('pinned-vram edge cases', () => {
 
   it('uses the PDH per-process dedicated counter first, as on Windows, when it is there', () => {
     const records = recorded('pinned-vram');
-    for (const s of samplesOf(records)) s.readings.pdh_process_dedicated_bytes = 100 * 1024 ** 2;
+    for (const sampleRecord of samplesOf(records)) sampleRecord.readings.pdh_process_dedicated_bytes = 100 * 1024 ** 2;
     phase(series(records, 'driver', 'pinned', 4 * GiB), 'after-touch').readings.pdh_process_dedicated_bytes = 100 * 1024 ** 2 + 4 * GiB;
     expect(judge('pinned-vram', records).counts_as_vram).toMatchObject({
       value: true,
@@ -120,7 +125,7 @@ describe('pinned-vram edge cases', () => {
   });
 
   it('reports the runtime fact as undecided when no runtime series was recorded (no CUDA runtime on the target)', () => {
-    const records = recorded('pinned-vram').filter((r) => r.type !== 'sample' || r.attrs?.api !== 'runtime');
+    const records = recorded('pinned-vram').filter((record) => record.type !== 'sample' || record.attrs?.api !== 'runtime');
     expect(judge('pinned-vram', records).counts_as_vram_runtime).toMatchObject({
       value: null,
       reason: expect.stringContaining('no runtime pinned series completed'),
@@ -129,31 +134,33 @@ describe('pinned-vram edge cases', () => {
 });
 
 describe('pinned-release edge cases', () => {
-  const driver = (records: ProbeRecord[]) => samplesOf(records).filter((s) => s.attrs?.api === 'driver');
+  const driver = (records: ProbeRecord[]) => samplesOf(records).filter((sampleRecord) => sampleRecord.attrs?.api === 'driver');
 
   it("was charged to the subject's resident set on Linux, and seen back at the first reading after free", () => {
-    const f = judge('pinned-release', recorded('pinned-release'));
-    expect(f.released).toMatchObject({ value: 'on-free', evidence: { source: 'subject_rss_bytes' } });
+    const facts = judge('pinned-release', recorded('pinned-release'));
+    expect(facts.released).toMatchObject({ value: 'on-free', evidence: { source: 'subject_rss_bytes' } });
   });
 
   it('reads on-exit when the memory stays until the subject exits (the WDDM shape)', () => {
     const records = recorded('pinned-release');
-    const d = driver(records);
-    const touched = phase(d, 'after-touch');
-    for (const s of d.filter((x) => x.phase.startsWith('after-free+'))) {
-      s.readings.subject_rss_bytes = touched.readings.subject_rss_bytes!;
-      s.readings.system_available_bytes = touched.readings.system_available_bytes!;
+    const driverSamples = driver(records);
+    const touched = phase(driverSamples, 'after-touch');
+    for (const sampleRecord of driverSamples.filter((driverSample) => driverSample.phase.startsWith('after-free+'))) {
+      sampleRecord.readings.subject_rss_bytes = touched.readings.subject_rss_bytes!;
+      sampleRecord.readings.system_available_bytes = touched.readings.system_available_bytes!;
     }
     expect(judge('pinned-release', records).released!.value).toBe('on-exit');
   });
 
   it('reads never when it is still held after the subject exited', () => {
     const records = recorded('pinned-release');
-    const d = driver(records);
-    const touched = phase(d, 'after-touch');
-    for (const s of d.filter((x) => x.phase !== 'baseline' && x.phase !== 'after-touch')) {
-      if (s.readings.subject_rss_bytes !== null) s.readings.subject_rss_bytes = touched.readings.subject_rss_bytes!;
-      s.readings.system_available_bytes = touched.readings.system_available_bytes!;
+    const driverSamples = driver(records);
+    const touched = phase(driverSamples, 'after-touch');
+    for (const sampleRecord of driverSamples.filter(
+      (driverSample) => driverSample.phase !== 'baseline' && driverSample.phase !== 'after-touch',
+    )) {
+      if (sampleRecord.readings.subject_rss_bytes !== null) sampleRecord.readings.subject_rss_bytes = touched.readings.subject_rss_bytes!;
+      sampleRecord.readings.system_available_bytes = touched.readings.system_available_bytes!;
     }
     expect(judge('pinned-release', records).released!.value).toBe('never');
   });
@@ -170,51 +177,53 @@ describe('multi-process-pinned and pinned-ceiling edge cases', () => {
     [1, 'partial'],
   ])('device growth of %d x N with two processes reads as %s', (times, expected) => {
     const records = recorded('multi-process-pinned');
-    const all = samplesOf(records).find((s) => s.phase === 'after-all-pinned')!;
+    const all = samplesOf(records).find((sampleRecord) => sampleRecord.phase === 'after-all-pinned')!;
     all.readings.nvml_process_used_bytes = all.readings.nvml_process_used_bytes! + times * GiB;
     expect(judge('multi-process-pinned', records).vram_growth!.value).toBe(expected);
   });
 
   it('finds a real ceiling that tracks free VRAM once a pin fails before the cap', () => {
     const records = recorded('pinned-ceiling');
-    const ceilings = records.filter((r) => r.type === 'metric' && r.name === 'ceiling_bytes' && r.attrs?.api === 'driver');
-    for (const m of ceilings) {
-      if (m.type !== 'metric') continue;
-      m.attrs!.stopped_by = 'allocation-failure';
-      if (m.attrs!.prefill_percent === 90) m.value = 0.3 * GiB;
+    const ceilings = records.filter(
+      (record) => record.type === 'metric' && record.name === 'ceiling_bytes' && record.attrs?.api === 'driver',
+    );
+    for (const ceiling of ceilings) {
+      if (ceiling.type !== 'metric') continue;
+      ceiling.attrs!.stopped_by = 'allocation-failure';
+      if (ceiling.attrs!.prefill_percent === 90) ceiling.value = 0.3 * GiB;
     }
-    const f = judge('pinned-ceiling', records);
-    expect(f.limited_by!.value).toBe('allocation-failure');
-    expect(f.tracks_free_vram!.value).toBe(true);
+    const facts = judge('pinned-ceiling', records);
+    expect(facts.limited_by!.value).toBe('allocation-failure');
+    expect(facts.tracks_free_vram!.value).toBe(true);
   });
 
   it('decides that the ceiling does not track free VRAM when a level pinned more than the VRAM left free (issue 20)', () => {
     // As the 16 GiB default would on the H200: every level at the cap, 16 GiB pinned with 13.9 GiB free at 90 %.
     const records = recorded('pinned-ceiling');
-    for (const m of records) {
-      if (m.type === 'metric' && m.name === 'ceiling_bytes' && m.attrs?.api === 'driver') {
-        m.value = 16 * GiB;
-        m.attrs.cap_bytes = 16 * GiB;
+    for (const record of records) {
+      if (record.type === 'metric' && record.name === 'ceiling_bytes' && record.attrs?.api === 'driver') {
+        record.value = 16 * GiB;
+        record.attrs.cap_bytes = 16 * GiB;
       }
     }
-    const f = judge('pinned-ceiling', records);
-    expect(f.limited_by!.value).toBe('safety-cap');
-    expect(f.tracks_free_vram).toMatchObject({
+    const facts = judge('pinned-ceiling', records);
+    expect(facts.limited_by!.value).toBe('safety-cap');
+    expect(facts.tracks_free_vram).toMatchObject({
       value: false,
       evidence: { ceiling_bytes: 16 * GiB, free_vram_bytes: 14955970560, prefill_percent: 90 },
     });
     // Without the free-VRAM readings it cannot tell, and says the cap is what to raise.
     const blind = judge(
       'pinned-ceiling',
-      records.filter((r) => !(r.type === 'metric' && r.name === 'free_vram_bytes')),
+      records.filter((record) => !(record.type === 'metric' && record.name === 'free_vram_bytes')),
     );
     expect(blind.tracks_free_vram).toMatchObject({ value: null, reason: expect.stringContaining('raise max_gib/max_fraction') });
   });
 
   it('says a cudaDeviceReset helps only beyond the noise (30 % faster, or a 5 % higher ceiling)', () => {
     const records = recorded('pinned-ceiling');
-    for (const m of records) {
-      if (m.type === 'metric' && m.name === 'chunk_alloc_ms' && m.attrs?.variant === 'reset') m.value = 40;
+    for (const record of records) {
+      if (record.type === 'metric' && record.name === 'chunk_alloc_ms' && record.attrs?.variant === 'reset') record.value = 40;
     }
     expect(judge('pinned-ceiling', records).reset_helps!.value).toBe(true);
   });
@@ -253,26 +262,26 @@ function sample(
   readings: Record<string, number | null>,
   reasons: Record<string, string> = {},
 ): SampleRecord {
-  const r: Record<string, number | null> = {};
+  const allReadings: Record<string, number | null> = {};
   const why: Record<string, string> = {};
   for (const k of READINGS) {
-    r[k] = readings[k] ?? null;
-    if (r[k] === null)
+    allReadings[k] = readings[k] ?? null;
+    if (allReadings[k] === null)
       why[k] =
         reasons[k] ?? (phase.startsWith('after-exit') && PER_PROCESS.includes(k) ? 'the subject has exited' : 'not read in this trace');
   }
-  return { schema: 'cudaprobe/1', probe, type: 'sample', phase, readings: r, reasons: why, attrs } as SampleRecord;
+  return { schema: 'cudaprobe/1', probe, type: 'sample', phase, readings: allReadings, reasons: why, attrs } as SampleRecord;
 }
 
 /** The same readings with some bytes added to the named sources. */
 const plus = (base: Record<string, number | null>, bytes: number, keys: string[]) =>
-  Object.fromEntries(Object.entries(base).map(([k, v]) => [k, v !== null && keys.includes(k) ? v + bytes : v]));
+  Object.fromEntries(Object.entries(base).map(([k, value]) => [k, value !== null && keys.includes(k) ? value + bytes : value]));
 const without = (base: Record<string, number | null>, keys: string[]) =>
   Object.fromEntries(Object.entries(base).filter(([k]) => !keys.includes(k)));
 
 describe('pinned-release on WDDM traces (synthetic, from the documented counter semantics)', () => {
-  const N = GiB;
-  const attrs = { api: 'driver', kind: 'pinned', size_bytes: N };
+  const sizeBytes = GiB;
+  const attrs = { api: 'driver', kind: 'pinned', size_bytes: sizeBytes };
   // The subject's context holds 300 MiB of VRAM; the desktop another 1.2 GiB of the adapter.
   const base = {
     pdh_process_dedicated_bytes: 300 * MiB,
@@ -294,7 +303,7 @@ describe('pinned-release on WDDM traces (synthetic, from the documented counter 
     'subject_cu_used_bytes',
     'dxgi_local_bytes',
   ];
-  const touched = plus(plus(base, N, vram), N, ['subject_rss_bytes', 'subject_private_bytes']);
+  const touched = plus(plus(base, sizeBytes, vram), sizeBytes, ['subject_rss_bytes', 'subject_private_bytes']);
   const deviceWide = ['pdh_adapter_dedicated_bytes', 'pdh_adapter_shared_bytes', 'nvml_device_used_bytes', 'system_available_bytes'];
   /** After exit: the device-wide readings only, `held` bytes still charged; the context's 300 MiB gone. */
   const exited = (held: number, drop: string[] = []) =>
@@ -312,19 +321,19 @@ describe('pinned-release on WDDM traces (synthetic, from the documented counter 
   const trace = (afterFree: Record<string, number | null>[], afterExit: Record<string, number | null>): ProbeRecord[] => [
     sample('pinned-release', 'baseline', attrs, base, { nvml_process_used_bytes: WDDM_NO_NVML_PROCESS }),
     sample('pinned-release', 'after-touch', { ...attrs, allocated: true }, touched, { nvml_process_used_bytes: WDDM_NO_NVML_PROCESS }),
-    ...afterFree.map((r, i) =>
-      sample('pinned-release', `after-free+${[0, 1, 5][i]}s`, { ...attrs, wait_s: [0, 1, 5][i] }, r, {
+    ...afterFree.map((readings, i) =>
+      sample('pinned-release', `after-free+${[0, 1, 5][i]}s`, { ...attrs, wait_s: [0, 1, 5][i] }, readings, {
         nvml_process_used_bytes: WDDM_NO_NVML_PROCESS,
       }),
     ),
     sample('pinned-release', 'after-exit', { ...attrs, settle_s: 0.4 }, afterExit),
   ];
-  const held = plus(base, N, vram);
+  const held = plus(base, sizeBytes, vram);
 
   it('reads on-exit when VRAM stays charged after free and comes back when the subject exits, decided on the adapter-wide PDH counter', () => {
     const records = trace([held, held, held], exited(0));
-    const f = judge('pinned-release', records);
-    expect(f.released).toMatchObject({
+    const facts = judge('pinned-release', records);
+    expect(facts.released).toMatchObject({
       value: 'on-exit',
       evidence: {
         source: 'pdh_process_dedicated_bytes',
@@ -335,39 +344,39 @@ describe('pinned-release on WDDM traces (synthetic, from the documented counter 
   });
 
   it('reads on-free when the counter falls back within the waits (after 1 s here)', () => {
-    const f = judge('pinned-release', trace([held, base, base], exited(0)));
-    expect(f.released).toMatchObject({ value: 'on-free', evidence: { source: 'pdh_process_dedicated_bytes' } });
+    const facts = judge('pinned-release', trace([held, base, base], exited(0)));
+    expect(facts.released).toMatchObject({ value: 'on-free', evidence: { source: 'pdh_process_dedicated_bytes' } });
   });
 
   it('reads never when the adapter still holds the allocation after the subject exited', () => {
-    expect(judge('pinned-release', trace([held, held, held], exited(N))).released!.value).toBe('never');
+    expect(judge('pinned-release', trace([held, held, held], exited(sizeBytes))).released!.value).toBe('never');
   });
 
   it("decides after exit on NVML's device-wide reading when the adapter counter is missing", () => {
-    const f = judge('pinned-release', trace([held, held, held], exited(0, ['pdh_adapter_dedicated_bytes'])));
-    expect(f.released).toMatchObject({ value: 'on-exit', evidence: { after_exit_source: 'nvml_device_used_bytes' } });
+    const facts = judge('pinned-release', trace([held, held, held], exited(0, ['pdh_adapter_dedicated_bytes'])));
+    expect(facts.released).toMatchObject({ value: 'on-exit', evidence: { after_exit_source: 'nvml_device_used_bytes' } });
   });
 
   it('says it cannot tell, rather than never, when no device-wide source was read after exit', () => {
-    const f = judge('pinned-release', trace([held, held, held], exited(0, ['pdh_adapter_dedicated_bytes', 'nvml_device_used_bytes'])));
-    expect(f.released).toMatchObject({ value: null, reason: expect.stringContaining('no source read after the subject exited') });
+    const facts = judge('pinned-release', trace([held, held, held], exited(0, ['pdh_adapter_dedicated_bytes', 'nvml_device_used_bytes'])));
+    expect(facts.released).toMatchObject({ value: null, reason: expect.stringContaining('no source read after the subject exited') });
   });
 
   it('keeps the Linux answer where the charge was host memory (RSS, then system memory after exit)', () => {
-    const f = judge('pinned-release', recorded('pinned-release'));
-    expect(f.released!.value).toBe('on-free');
-    expect(f.released!.evidence).not.toHaveProperty('after_exit_source');
+    const facts = judge('pinned-release', recorded('pinned-release'));
+    expect(facts.released!.value).toBe('on-free');
+    expect(facts.released!.evidence).not.toHaveProperty('after_exit_source');
   });
 });
 
 /** `cudaprobe selftest pdh-select PID LUID`: what the sampler makes of a counter's instance list. */
 function pdhSelect(pid: number, luid: string, instances: [string, number][]): { value: number | null; value_reason?: string } {
-  const r = spawnSync(probe.path, ['selftest', 'pdh-select', String(pid), luid], {
-    input: instances.map(([n, v]) => `${n}\t${v}\n`).join(''),
+  const result = spawnSync(probe.path, ['selftest', 'pdh-select', String(pid), luid], {
+    input: instances.map(([instance, value]) => `${instance}\t${value}\n`).join(''),
     encoding: 'utf8',
   });
-  expect(r.status, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as { value: number | null; value_reason?: string };
+  expect(result.status, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as { value: number | null; value_reason?: string };
 }
 
 describe("the PDH instances of the CUDA device's adapter only (recorded instance lists)", () => {
@@ -438,16 +447,16 @@ describe("the PDH instances of the CUDA device's adapter only (recorded instance
   });
 
   it('a TCC GPU beside a display adapter: NVML per-process decides, so pinned memory and the control read as they are', () => {
-    const N = GiB;
+    const sizeBytes = GiB;
     // The subject's stray entry on the display adapter stays at 0 whatever it allocates on the GPU.
     const stray = (): [string, number][] => [[`pid_4242_luid_${IGPU}_phys_0`, 0]];
     const pdh = pdhSelect(4242, NV, stray());
     const records: ProbeRecord[] = [];
     for (const [kind, charged] of [
       ['pinned', 0],
-      ['device', N],
+      ['device', sizeBytes],
     ] as const) {
-      const attrs = { api: 'driver', kind, size_bytes: N };
+      const attrs = { api: 'driver', kind, size_bytes: sizeBytes };
       const base = {
         nvml_process_used_bytes: 500 * MiB,
         nvml_device_used_bytes: 600 * MiB,
@@ -468,11 +477,13 @@ describe("the PDH instances of the CUDA device's adapter only (recorded instance
         ),
       );
     }
-    const f = judge('pinned-vram', records);
-    expect(f.counts_as_vram).toMatchObject({ value: false, evidence: { source: 'nvml_process_used_bytes' } });
-    expect(f.control_counts_as_vram).toMatchObject({ value: true, evidence: { source: 'nvml_process_used_bytes' } });
+    const facts = judge('pinned-vram', records);
+    expect(facts.counts_as_vram).toMatchObject({ value: false, evidence: { source: 'nvml_process_used_bytes' } });
+    expect(facts.control_counts_as_vram).toMatchObject({ value: true, evidence: { source: 'nvml_process_used_bytes' } });
     // What summing every adapter's entries gave before: PDH read 0 at every phase and decided.
-    const summed = records.map((r) => (r.type === 'sample' ? { ...r, readings: { ...r.readings, pdh_process_dedicated_bytes: 0 } } : r));
+    const summed = records.map((record) =>
+      record.type === 'sample' ? { ...record, readings: { ...record.readings, pdh_process_dedicated_bytes: 0 } } : record,
+    );
     expect(judge('pinned-vram', summed).control_counts_as_vram).toMatchObject({
       value: false,
       evidence: { source: 'pdh_process_dedicated_bytes' },

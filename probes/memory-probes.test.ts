@@ -16,7 +16,7 @@ import { parseProbeOutput, type ProbeRecord } from './protocol.ts';
 const noGpu = !hasCommand('nvidia-smi', ['-L']);
 
 function expectUsage(records: ProbeRecord[], message: string): void {
-  expect(records.find((x) => x.type === 'error')).toMatchObject({ code: 'USAGE', message: expect.stringContaining(message) });
+  expect(records.find((record) => record.type === 'error')).toMatchObject({ code: 'USAGE', message: expect.stringContaining(message) });
 }
 
 const badParams: [string[], string][] = [
@@ -35,54 +35,54 @@ describe('issue 24 memory probes (Linux build)', () => {
     probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
   }, 300_000);
   const run = (args: string[]) => {
-    const r = spawnSync(probe.path, args, { encoding: 'utf8' });
-    return { code: r.status, records: parseProbeOutput(r.stdout).records, stderr: r.stderr };
+    const result = spawnSync(probe.path, args, { encoding: 'utf8' });
+    return { code: result.status, records: parseProbeOutput(result.stdout).records, stderr: result.stderr };
   };
 
   it.each(badParams)('refuses bad parameters with exit 2: %j', (args, message) => {
-    const r = run(args);
-    expect(r.code).toBe(2);
-    expectUsage(r.records, message);
+    const result = run(args);
+    expect(result.code).toBe(2);
+    expectUsage(result.records, message);
   });
 
   it.runIf(noGpu).each([['alloc-ceiling'], ['managed-memory', '--param', 'percent_of_free=120']])(
     'skips %s without a driver, exit 3, with the reason',
     (...args) => {
-      const r = run(['run', ...args]);
-      expect(r.code).toBe(3);
-      expect(r.records.filter((x) => x.type === 'metric' || x.type === 'fact')).toEqual([]);
-      expect(r.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') });
+      const result = run(['run', ...args]);
+      expect(result.code).toBe(3);
+      expect(result.records.filter((record) => record.type === 'metric' || record.type === 'fact')).toEqual([]);
+      expect(result.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') });
     },
   );
 
   it.runIf(noGpu)("records sysmem-fallback's baseline without a driver: a real subject, the PDH sources null with their reason", () => {
-    const r = run(['run', 'sysmem-fallback']);
-    expect(r.code).toBe(3);
-    const samples = r.records.flatMap((x) => (x.type === 'sample' ? [x] : []));
-    expect(samples.map((s) => s.phase)).toEqual(['baseline']);
+    const result = run(['run', 'sysmem-fallback']);
+    expect(result.code).toBe(3);
+    const samples = result.records.flatMap((record) => (record.type === 'sample' ? [record] : []));
+    expect(samples.map((sample) => sample.phase)).toEqual(['baseline']);
     expect(samples[0]!.readings.subject_rss_bytes).toBeGreaterThan(0);
     expect(samples[0]!.readings.pdh_process_shared_bytes).toBeNull();
     expect(samples[0]!.reasons?.pdh_process_shared_bytes).toBe('PDH GPU counters exist on Windows only');
-    expect(r.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') });
+    expect(result.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') });
   });
 
   it.runIf(noGpu)('skips pinned-ceiling with its registered rounds without a driver, before any host-register fact', () => {
-    const r = run(['run', 'pinned-ceiling', '--param', 'max_gib=0.5', '--param', 'registered_rounds=1', '--param', 'reset_rounds=0']);
-    expect(r.code).toBe(3);
-    expect(r.records.filter((x) => x.type === 'fact')).toEqual([]);
-    expect(r.records.at(-1)).toMatchObject({ type: 'skip' });
+    const result = run(['run', 'pinned-ceiling', '--param', 'max_gib=0.5', '--param', 'registered_rounds=1', '--param', 'reset_rounds=0']);
+    expect(result.code).toBe(3);
+    expect(result.records.filter((record) => record.type === 'fact')).toEqual([]);
+    expect(result.records.at(-1)).toMatchObject({ type: 'skip' });
   });
 
   it("answers the subject's fill and largest commands without a context, and refuses kinds pinmax does not take", () => {
-    const r = spawnSync(probe.path, ['subject'], {
+    const result = spawnSync(probe.path, ['subject'], {
       input: 'fill async 268435456 1073741824\nlargest driver 1073741824 67108864\npinmax driver 1024 4096 device\n',
       encoding: 'utf8',
     });
-    expect(r.status).toBe(0);
-    const answers = r.stdout
+    expect(result.status).toBe(0);
+    const answers = result.stdout
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as { ok: boolean; error: string });
+      .map((line) => JSON.parse(line) as { ok: boolean; error: string });
     expect(answers).toEqual([
       { ok: false, error: 'no CUDA context in the subject (no usable driver)' },
       { ok: false, error: 'no CUDA context in the subject (no usable driver)' },
@@ -107,8 +107,8 @@ describe('issue 24 memory probes (Linux build)', () => {
       `mount --bind ${dir}/cgroup /proc/1/cgroup`,
       `exec ${probe.path} run sysinfo`,
     ].join(' && ');
-    const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
-    return parseProbeOutput(r.stdout).records.find((x) => x.type === 'sysinfo' && x.name === 'environment');
+    const result = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { encoding: 'utf8' });
+    return parseProbeOutput(result.stdout).records.find((record) => record.type === 'sysinfo' && record.name === 'environment');
   };
   it.runIf(canUnshare)('detects WSL2 markers inside a container as wsl2-docker, naming both markers', () => {
     expect(detected('0::/docker/3f1c0ffee\n')).toMatchObject({
@@ -135,16 +135,16 @@ describe('issue 24 memory probes (Windows build under Wine)', () => {
     if (ready) exe = await buildProbe({ platform: 'windows', arch: 'x86_64', cacheDir: testCacheDir });
   }, 300_000);
   const wine = (args: string[]) => {
-    const r = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
-    return { code: r.status, records: parseProbeOutput(r.stdout).records };
+    const result = spawnSync(WINE, [exe.path, ...args], { encoding: 'utf8', env: wineEnv, timeout: 120_000 });
+    return { code: result.status, records: parseProbeOutput(result.stdout).records };
   };
 
   it.runIf(ready)(
     "reads sysmem-fallback's Windows-only sources through the sampler: Shared Usage absent with the PDH reason, no driver, exit 3",
     () => {
-      const r = wine(['run', 'sysmem-fallback', '--param', 'max_gib=1']);
-      expect(r.code).toBe(3);
-      const baseline = r.records.find((x) => x.type === 'sample');
+      const result = wine(['run', 'sysmem-fallback', '--param', 'max_gib=1']);
+      expect(result.code).toBe(3);
+      const baseline = result.records.find((record) => record.type === 'sample');
       if (baseline?.type !== 'sample') throw new Error('no baseline sample');
       expect(baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
       for (const k of ['pdh_process_shared_bytes', 'pdh_process_dedicated_bytes']) {
@@ -153,7 +153,7 @@ describe('issue 24 memory probes (Windows build under Wine)', () => {
           /^PDH counter \\GPU Process Memory\(\*\)\\(Dedicated|Shared) Usage not available \(0x[0-9A-F]{8}/,
         );
       }
-      expect(r.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
+      expect(result.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
     },
   );
 
@@ -164,9 +164,9 @@ describe('issue 24 memory probes (Windows build under Wine)', () => {
         ['run', 'alloc-ceiling'],
         ['run', 'managed-memory', '--param', 'percent_of_free=120'],
       ]) {
-        const r = wine(args);
-        expect(r.code, args.join(' ')).toBe(3);
-        expect(r.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
+        const result = wine(args);
+        expect(result.code, args.join(' ')).toBe(3);
+        expect(result.records.at(-1)).toMatchObject({ type: 'skip', reason: expect.stringContaining('nvcuda.dll') });
       }
       const bad = wine(badParams[4]![0]);
       expect(bad.code).toBe(2);

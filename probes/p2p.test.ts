@@ -19,14 +19,14 @@ beforeAll(async () => {
 });
 
 function selftest(mode: string, input: unknown): { code: number | null; records: ProbeRecord[] } {
-  const r = spawnSync(probe.path, ['selftest', mode], { input: JSON.stringify(input), encoding: 'utf8' });
-  const out = parseProbeOutput(r.stdout);
+  const result = spawnSync(probe.path, ['selftest', mode], { input: JSON.stringify(input), encoding: 'utf8' });
+  const out = parseProbeOutput(result.stdout);
   expect(out.problems).toEqual([]);
-  return { code: r.status, records: out.records };
+  return { code: result.status, records: out.records };
 }
 
 function facts(records: ProbeRecord[]): Record<string, FactRecord> {
-  return Object.fromEntries(records.filter((x): x is FactRecord => x.type === 'fact').map((f) => [f.name, f]));
+  return Object.fromEntries(records.filter((record): record is FactRecord => record.type === 'fact').map((fact) => [fact.name, fact]));
 }
 
 // nvmlGpuTopologyLevel_t and nvmlGpuP2PStatus_t, as NVML numbers them.
@@ -37,24 +37,25 @@ const OK = 0,
   CHIPSET_NOT_SUPPORTED = 1,
   IOH_TOPOLOGY_NOT_SUPPORTED = 3,
   NOT_SUPPORTED = 5;
-const devices = (n: number, mig: number[] = []) =>
-  Array.from({ length: n }, (_, i) => ({ index: i, uuid: `GPU-${i}`, mig: mig.includes(i) }));
-const pair = (a: number, b: number, p: Record<string, unknown>) => ({ a, b, ...p });
+const devices = (count: number, mig: number[] = []) =>
+  Array.from({ length: count }, (_, i) => ({ index: i, uuid: `GPU-${i}`, mig: mig.includes(i) }));
+const pair = (deviceA: number, deviceB: number, fields: Record<string, unknown>) => ({ a: deviceA, b: deviceB, ...fields });
 // An HGX board: every pair through the NVSwitches with 18 links, CUDA and NVML say yes.
 const hgxPair = { can_ab: 1, can_ba: 1, ancestor: SYSTEM, nvml_read: OK, nvml_write: OK, nvml_nvlink: OK, nvlinks: 18 };
 
 describe('p2p: the pairs and their link class', () => {
   it('pairs four GPUs six times, each once, and names their NVLink as nvidia-smi topo -m does', () => {
     const pairs = [];
-    for (let a = 0; a < 4; a++) for (let b = a + 1; b < 4; b++) pairs.push(pair(a, b, hgxPair));
+    for (let deviceA = 0; deviceA < 4; deviceA++)
+      for (let deviceB = deviceA + 1; deviceB < 4; deviceB++) pairs.push(pair(deviceA, deviceB, hgxPair));
     const { code, records } = selftest('p2p-topology', { devices: devices(4), pairs });
     expect(code).toBe(0);
-    const f = facts(records);
-    expect(f.pair_count!.value).toBe(6);
-    expect(f.link_class).toMatchObject({ value: 'NV18', evidence: { '0-1': 'NV18', '0-3': 'NV18', '2-3': 'NV18' } });
-    expect(Object.keys(f.link_class!.evidence!)).toEqual(['0-1', '0-2', '0-3', '1-2', '1-3', '2-3']);
-    expect(f.can_access_peer!.value).toBe(true);
-    expect(f.capability_agrees!.value).toBe(true);
+    const reported = facts(records);
+    expect(reported.pair_count!.value).toBe(6);
+    expect(reported.link_class).toMatchObject({ value: 'NV18', evidence: { '0-1': 'NV18', '0-3': 'NV18', '2-3': 'NV18' } });
+    expect(Object.keys(reported.link_class!.evidence!)).toEqual(['0-1', '0-2', '0-3', '1-2', '1-3', '2-3']);
+    expect(reported.can_access_peer!.value).toBe(true);
+    expect(reported.capability_agrees!.value).toBe(true);
   });
 
   it('takes the PCIe class from the common ancestor when there is no NVLink, and says mixed when pairs differ', () => {
@@ -63,8 +64,8 @@ describe('p2p: the pairs and their link class', () => {
       pair(0, 2, { can_ab: 1, can_ba: 1, ancestor: HOSTBRIDGE, nvml_read: OK, nvml_write: OK, nvml_nvlink: NOT_SUPPORTED }),
       pair(1, 2, { can_ab: 1, can_ba: 1, ancestor: SYSTEM, nvml_read: OK, nvml_write: OK, nvml_nvlink: NOT_SUPPORTED }),
     ];
-    const f = facts(selftest('p2p-topology', { devices: devices(3), pairs }).records);
-    expect(f.link_class).toMatchObject({ value: 'mixed', evidence: { '0-1': 'PIX', '0-2': 'PHB', '1-2': 'SYS' } });
+    const reported = facts(selftest('p2p-topology', { devices: devices(3), pairs }).records);
+    expect(reported.link_class).toMatchObject({ value: 'mixed', evidence: { '0-1': 'PIX', '0-2': 'PHB', '1-2': 'SYS' } });
   });
 
   it('reports no peer access where the GPUs have none (L40S-like: NCCL error 217), and that CUDA and NVML agree on it', () => {
@@ -78,11 +79,11 @@ describe('p2p: the pairs and their link class', () => {
         nvml_nvlink: NOT_SUPPORTED,
       }),
     ];
-    const f = facts(selftest('p2p-topology', { devices: devices(2), pairs }).records);
-    expect(f.can_access_peer!.value).toBe(false);
-    expect(f.nvml_p2p_read!.value).toBe('CHIPSET_NOT_SUPPORTED');
-    expect(f.capability_agrees!.value).toBe(true);
-    expect(f.link_class!.value).toBe('PHB');
+    const reported = facts(selftest('p2p-topology', { devices: devices(2), pairs }).records);
+    expect(reported.can_access_peer!.value).toBe(false);
+    expect(reported.nvml_p2p_read!.value).toBe('CHIPSET_NOT_SUPPORTED');
+    expect(reported.capability_agrees!.value).toBe(true);
+    expect(reported.link_class!.value).toBe('PHB');
   });
 
   it('flags a pair where cuDeviceCanAccessPeer says yes and NVML says the topology does not support it', () => {
@@ -98,10 +99,10 @@ describe('p2p: the pairs and their link class', () => {
       }),
       pair(1, 2, hgxPair),
     ];
-    const f = facts(selftest('p2p-topology', { devices: devices(3), pairs }).records);
-    expect(f.capability_agrees).toMatchObject({ value: false, evidence: { '0-1': true, '0-2': false, '1-2': true } });
-    expect(f.can_access_peer!.value).toBe(true);
-    expect(f.nvml_p2p_read).toMatchObject({ value: 'mixed', evidence: { '0-2': 'IOH_TOPOLOGY_NOT_SUPPORTED' } });
+    const reported = facts(selftest('p2p-topology', { devices: devices(3), pairs }).records);
+    expect(reported.capability_agrees).toMatchObject({ value: false, evidence: { '0-1': true, '0-2': false, '1-2': true } });
+    expect(reported.can_access_peer!.value).toBe(true);
+    expect(reported.nvml_p2p_read).toMatchObject({ value: 'mixed', evidence: { '0-2': 'IOH_TOPOLOGY_NOT_SUPPORTED' } });
   });
 
   it('counts an NVLink that NVML reports but whose links it cannot count as NV (WSL2-like readings are null with the reason)', () => {
@@ -109,20 +110,20 @@ describe('p2p: the pairs and their link class', () => {
     expect(facts(selftest('p2p-topology', { devices: devices(2), pairs: nv }).records).link_class!.value).toBe('NV');
     // NVML without the topology calls: every NVML answer unknown, CUDA's still there.
     const unknown = [pair(0, 1, { can_ab: 1, can_ba: 1, unknown_why: 'nvmlDeviceGetTopologyCommonAncestor failed or is missing' })];
-    const f = facts(selftest('p2p-topology', { devices: devices(2), pairs: unknown }).records);
-    expect(f.link_class).toMatchObject({
+    const reported = facts(selftest('p2p-topology', { devices: devices(2), pairs: unknown }).records);
+    expect(reported.link_class).toMatchObject({
       value: null,
       reason: expect.stringContaining('pair 0-1: nvmlDeviceGetTopologyCommonAncestor failed'),
     });
-    expect(f.capability_agrees!.value).toBeNull();
-    expect(f.can_access_peer!.value).toBe(true);
+    expect(reported.capability_agrees!.value).toBeNull();
+    expect(reported.can_access_peer!.value).toBe(true);
   });
 
   it('leaves a GPU in MIG mode out of the pairs', () => {
     const pairs = [pair(0, 1, hgxPair), pair(0, 2, hgxPair), pair(1, 2, hgxPair)];
-    const f = facts(selftest('p2p-topology', { devices: devices(3, [1]), pairs }).records);
-    expect(f.pair_count!.value).toBe(1);
-    expect(Object.keys(f.link_class!.evidence!)).toEqual(['0-2']);
+    const reported = facts(selftest('p2p-topology', { devices: devices(3, [1]), pairs }).records);
+    expect(reported.pair_count!.value).toBe(1);
+    expect(Object.keys(reported.link_class!.evidence!)).toEqual(['0-2']);
   });
 
   it("has nothing to pair on one device: the skip with its reason, exit 3 (the probe's one-device path)", () => {
@@ -180,24 +181,30 @@ describe('p2p: MIG slices, one process per MIG device UUID', () => {
   const mig = (slices: unknown[]) => facts(selftest('p2p-mig', { slices }).records);
 
   it("a slice as documented: its profile's memory, pinned memory not charged to it, no peer", () => {
-    const f = mig([slice('MIG-a'), slice('MIG-b')]);
-    expect(f.mig_memory_matches_profile!.value).toBe(true);
-    expect(f.mig_pinned_charged).toMatchObject({ value: false, evidence: { 'MIG-a': { pinned_bytes: 0.25 * GiB, free_drop_bytes: 0 } } });
-    expect(f.mig_peer_access).toMatchObject({ value: false, evidence: { 'MIG-b': { visible_devices: 1 } } });
+    const reported = mig([slice('MIG-a'), slice('MIG-b')]);
+    expect(reported.mig_memory_matches_profile!.value).toBe(true);
+    expect(reported.mig_pinned_charged).toMatchObject({
+      value: false,
+      evidence: { 'MIG-a': { pinned_bytes: 0.25 * GiB, free_drop_bytes: 0 } },
+    });
+    expect(reported.mig_peer_access).toMatchObject({ value: false, evidence: { 'MIG-b': { visible_devices: 1 } } });
   });
 
   it('finds a slice that sees more than its profile, pinned memory charged to a slice, and two slices in one process', () => {
-    const f = mig([slice('MIG-a', { cu_total_bytes: 80 * GiB }), slice('MIG-b', { free_after_pin: 15.75 * GiB, visible_devices: 2 })]);
-    expect(f.mig_memory_matches_profile).toMatchObject({ value: false, evidence: { 'MIG-a': { cu_total_bytes: 80 * GiB } } });
-    expect(f.mig_pinned_charged!.value).toBe(true);
-    expect(f.mig_peer_access!.value).toBe(true);
+    const reported = mig([
+      slice('MIG-a', { cu_total_bytes: 80 * GiB }),
+      slice('MIG-b', { free_after_pin: 15.75 * GiB, visible_devices: 2 }),
+    ]);
+    expect(reported.mig_memory_matches_profile).toMatchObject({ value: false, evidence: { 'MIG-a': { cu_total_bytes: 80 * GiB } } });
+    expect(reported.mig_pinned_charged!.value).toBe(true);
+    expect(reported.mig_peer_access!.value).toBe(true);
   });
 
   it('says partial for a slice charged a part, and null with the reason for a slice that could not be measured', () => {
     expect(mig([slice('MIG-a', { free_after_pin: 16 * GiB - 0.1 * GiB })]).mig_pinned_charged!.value).toBe('partial');
-    const f = mig([slice('MIG-a', { error: 'cuInit failed: CUDA_ERROR_NO_DEVICE (100)' })]);
-    expect(f.mig_memory_matches_profile).toMatchObject({ value: null, reason: 'MIG-a: cuInit failed: CUDA_ERROR_NO_DEVICE (100)' });
-    expect(f.mig_peer_access!.value).toBeNull();
+    const reported = mig([slice('MIG-a', { error: 'cuInit failed: CUDA_ERROR_NO_DEVICE (100)' })]);
+    expect(reported.mig_memory_matches_profile).toMatchObject({ value: null, reason: 'MIG-a: cuInit failed: CUDA_ERROR_NO_DEVICE (100)' });
+    expect(reported.mig_peer_access!.value).toBeNull();
   });
 
   it('every fact the selftests print is one the catalogue declares, with one of its values', () => {
@@ -206,20 +213,20 @@ describe('p2p: MIG slices, one process per MIG device UUID', () => {
       ...selftest('p2p-topology', { devices: devices(2), pairs: [pair(0, 1, hgxPair)] }).records,
       ...selftest('p2p-staged', { peer_possible: true, off_gbps: 38, on_gbps: 360, host_gbps: 40 }).records,
       ...selftest('p2p-mig', { slices: [slice('MIG-a')] }).records,
-    ].filter((r): r is FactRecord => r.type === 'fact');
-    for (const f of printed) {
-      const declared = spec.facts.find((x) => x.name === f.name);
-      expect(declared, f.name).toBeDefined();
-      if (declared!.values && f.value !== null) expect(declared!.values, f.name).toContain(f.value);
+    ].filter((record): record is FactRecord => record.type === 'fact');
+    for (const fact of printed) {
+      const declared = spec.facts.find((specFact) => specFact.name === fact.name);
+      expect(declared, fact.name).toBeDefined();
+      if (declared!.values && fact.value !== null) expect(declared!.values, fact.name).toContain(fact.value);
     }
   });
 });
 
 describe('p2p: without a driver', () => {
   it('skips with the reason and exits 3, and refuses bad parameters first', () => {
-    const r = spawnSync(probe.path, ['run', 'p2p'], { encoding: 'utf8' });
-    expect(r.status).toBe(3);
-    expect(parseProbeOutput(r.stdout).records).toEqual([
+    const result = spawnSync(probe.path, ['run', 'p2p'], { encoding: 'utf8' });
+    expect(result.status).toBe(3);
+    expect(parseProbeOutput(result.stdout).records).toEqual([
       expect.objectContaining({ type: 'skip', reason: expect.stringContaining('no NVIDIA driver found') }),
     ]);
     const bad = spawnSync(probe.path, ['run', 'p2p', '--param', 'repetitions=2'], { encoding: 'utf8' });

@@ -21,7 +21,7 @@ describe('probes/cudaprobe/probe_table.inc', () => {
   });
 
   it("changes when a spec does (a claim added to one shows in that probe's row)", () => {
-    const changed = catalogue.map((p) => (p.name === 'sysinfo' ? { ...p, claims: [...p.claims, 'C99'] } : p));
+    const changed = catalogue.map((probe) => (probe.name === 'sysinfo' ? { ...probe, claims: [...probe.claims, 'C99'] } : probe));
     const table = renderProbeTable(changed);
     expect(table).not.toBe(renderProbeTable());
     expect(table).toContain('PROBE("sysinfo", sysinfo, "System information", "C4,C99", "linux,windows", "")');
@@ -29,11 +29,11 @@ describe('probes/cudaprobe/probe_table.inc', () => {
 
   it('names for every probe a function that its source in probes/cudaprobe/probes/ defines', () => {
     const sources = readdirSync(probesDir)
-      .filter((n) => n.endsWith('.cpp'))
-      .map((n) => readFileSync(path.join(probesDir, n), 'utf8'))
+      .filter((fileName) => fileName.endsWith('.cpp'))
+      .map((fileName) => readFileSync(path.join(probesDir, fileName), 'utf8'))
       .join('\n');
     const missing = catalogue
-      .map((p) => probeFunction(p.name))
+      .map((probe) => probeFunction(probe.name))
       .filter((fn) => !new RegExp(`^int ${fn}\\(ProbeContext& ctx\\) \\{`, 'm').test(sources));
     expect(missing).toEqual([]);
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeProblem, parseProbeOutput } from './protocol.ts';
 
-const line = (o: object) => JSON.stringify({ schema: 'cudaprobe/1', probe: 'sysinfo', ...o });
+const line = (fields: object) => JSON.stringify({ schema: 'cudaprobe/1', probe: 'sysinfo', ...fields });
 const good = [
   line({ type: 'sysinfo', name: 'gpu_name', value: 'NVIDIA H200', source: 'cuDeviceGetName' }),
   line({ type: 'metric', name: 'p50_us', value: 12.5, unit: 'us', attrs: { size_bytes: 1024 } }),
@@ -18,29 +18,29 @@ const good = [
 
 describe('protocol parser', () => {
   it('accepts every record type', () => {
-    const r = parseProbeOutput(`${good.join('\n')}\n`);
-    expect(r.problems).toEqual([]);
-    expect(r.records.map((x) => x.type)).toEqual(['sysinfo', 'metric', 'fact', 'sample', 'skip', 'error']);
+    const parsed = parseProbeOutput(`${good.join('\n')}\n`);
+    expect(parsed.problems).toEqual([]);
+    expect(parsed.records.map((record) => record.type)).toEqual(['sysinfo', 'metric', 'fact', 'sample', 'skip', 'error']);
   });
 
   it('reports a truncated last line and keeps the lines before it', () => {
     const cut = good[1]!.slice(0, 30);
-    const r = parseProbeOutput(`${good[0]}\n${cut}`);
-    expect(r.records).toHaveLength(1);
-    expect(r.problems).toEqual([{ line: 2, excerpt: cut, reason: 'truncated line: the output ends in the middle of it' }]);
+    const parsed = parseProbeOutput(`${good[0]}\n${cut}`);
+    expect(parsed.records).toHaveLength(1);
+    expect(parsed.problems).toEqual([{ line: 2, excerpt: cut, reason: 'truncated line: the output ends in the middle of it' }]);
   });
 
   it('reports interleaved records on one line', () => {
-    const r = parseProbeOutput(`${good[0]}${good[4]}\n${good[5]}\n`);
-    expect(r.records.map((x) => x.type)).toEqual(['error']);
-    expect(r.problems[0]).toMatchObject({ line: 1, reason: 'two records on one line (interleaved output)' });
+    const parsed = parseProbeOutput(`${good[0]}${good[4]}\n${good[5]}\n`);
+    expect(parsed.records.map((record) => record.type)).toEqual(['error']);
+    expect(parsed.problems[0]).toMatchObject({ line: 1, reason: 'two records on one line (interleaved output)' });
   });
 
   it('reports a record cut into another one (interleaved mid-line)', () => {
-    const a = good[0]!;
-    const r = parseProbeOutput(`${a.slice(0, 20)}${good[4]}${a.slice(20)}\n`);
-    expect(r.records).toEqual([]);
-    expect(r.problems).toHaveLength(1);
+    const sysinfoLine = good[0]!;
+    const parsed = parseProbeOutput(`${sysinfoLine.slice(0, 20)}${good[4]}${sysinfoLine.slice(20)}\n`);
+    expect(parsed.records).toEqual([]);
+    expect(parsed.problems).toHaveLength(1);
   });
 
   it.each([
@@ -74,20 +74,20 @@ describe('protocol parser', () => {
     ],
     ['a repeat that is not a number', line({ type: 'metric', name: 'a', value: 1, unit: 'us', repeats: [1, null] }), 'field "repeats.1"'],
   ])('reports %s, naming the line', (_what, text, reason) => {
-    const r = parseProbeOutput(`${good[0]}\n${text}\n${good[4]}\n`);
-    expect(r.records).toHaveLength(2);
-    expect(r.problems).toHaveLength(1);
-    expect(r.problems[0]!.line).toBe(2);
-    expect(r.problems[0]!.reason).toContain(reason);
-    expect(describeProblem('sysinfo', r.problems[0]!)).toMatch(/^probe sysinfo, stdout line 2: /);
+    const parsed = parseProbeOutput(`${good[0]}\n${text}\n${good[4]}\n`);
+    expect(parsed.records).toHaveLength(2);
+    expect(parsed.problems).toHaveLength(1);
+    expect(parsed.problems[0]!.line).toBe(2);
+    expect(parsed.problems[0]!.reason).toContain(reason);
+    expect(describeProblem('sysinfo', parsed.problems[0]!)).toMatch(/^probe sysinfo, stdout line 2: /);
   });
 
   it("keeps a metric's repeats (issue 32), and a metric without them has none", () => {
     const withRepeats = line({ type: 'metric', name: 'p50_us', value: 12.5, unit: 'us', repeats: [12.4, 12.5, 1e6, 13] });
-    const r = parseProbeOutput(`${withRepeats}\n${good[1]}\n`);
-    expect(r.problems).toEqual([]);
-    expect(r.records[0]).toMatchObject({ type: 'metric', value: 12.5, repeats: [12.4, 12.5, 1e6, 13] });
-    expect(r.records[1]).not.toHaveProperty('repeats');
+    const parsed = parseProbeOutput(`${withRepeats}\n${good[1]}\n`);
+    expect(parsed.problems).toEqual([]);
+    expect(parsed.records[0]).toMatchObject({ type: 'metric', value: 12.5, repeats: [12.4, 12.5, 1e6, 13] });
+    expect(parsed.records[1]).not.toHaveProperty('repeats');
   });
 
   it('accepts neighbours records (issue 32): counted, or null with the reason', () => {
@@ -100,9 +100,9 @@ describe('protocol parser', () => {
       pids: [],
       reason: 'NVML: Not Supported (3)',
     });
-    const r = parseProbeOutput(`${counted}\n${unknown}\n`);
-    expect(r.problems).toEqual([]);
-    expect(r.records).toEqual([
+    const parsed = parseProbeOutput(`${counted}\n${unknown}\n`);
+    expect(parsed.problems).toEqual([]);
+    expect(parsed.records).toEqual([
       {
         schema: 'cudaprobe/1',
         probe: 'sysinfo',
@@ -126,9 +126,9 @@ describe('protocol parser', () => {
   });
 
   it('tolerates CRLF line ends and blank lines', () => {
-    const r = parseProbeOutput(`${good[0]}\r\n\r\n${good[4]}\r\n`);
-    expect(r.problems).toEqual([]);
-    expect(r.records).toHaveLength(2);
+    const parsed = parseProbeOutput(`${good[0]}\r\n\r\n${good[4]}\r\n`);
+    expect(parsed.problems).toEqual([]);
+    expect(parsed.records).toHaveLength(2);
   });
 
   it('never throws on binary garbage', () => {
@@ -138,7 +138,7 @@ describe('protocol parser', () => {
   });
 
   it('cuts long excerpts', () => {
-    const r = parseProbeOutput(`${'x'.repeat(500)}\n`);
-    expect(r.problems[0]!.excerpt.length).toBeLessThanOrEqual(120);
+    const parsed = parseProbeOutput(`${'x'.repeat(500)}\n`);
+    expect(parsed.problems[0]!.excerpt.length).toBeLessThanOrEqual(120);
   });
 });

@@ -158,6 +158,6 @@ function excerptOf(text: string): string {
 }
 
 /** "probe sysinfo, stdout line 3: not JSON: {"sch..." */
-export function describeProblem(probe: string, p: ProtocolProblem): string {
-  return `probe ${probe}, stdout line ${p.line}: ${p.reason}: ${p.excerpt}`;
+export function describeProblem(probe: string, problem: ProtocolProblem): string {
+  return `probe ${probe}, stdout line ${problem.line}: ${problem.reason}: ${problem.excerpt}`;
 }

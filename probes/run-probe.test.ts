@@ -14,7 +14,7 @@ const exec = (over: Partial<ExecResult>): ExecResult => ({
   stderr: '',
   ...over,
 });
-const rec = (o: object) => `${JSON.stringify({ schema: 'cudaprobe/1', probe: 'sysinfo', ...o })}\n`;
+const rec = (fields: object) => `${JSON.stringify({ schema: 'cudaprobe/1', probe: 'sysinfo', ...fields })}\n`;
 
 describe('classifying a probe run', () => {
   it.each([
@@ -34,10 +34,10 @@ describe('classifying a probe run', () => {
     ['a cancellation', { cancelled: true, exitCode: null, signal: 'SIGTERM' }, 'cancelled', undefined],
     ['a binary that could not start', { exitCode: null, stderr: 'spawn ENOENT' }, 'error', 'PROBE_CRASHED'],
   ] as const)('%s', (_what, over, status, code) => {
-    const r = classify('sysinfo', exec(over));
-    expect(r.status).toBe(status);
-    expect(r.errorCode).toBe(code);
-    if (status !== 'passed') expect(r.reason).toBeTruthy();
+    const classified = classify('sysinfo', exec(over));
+    expect(classified.status).toBe(status);
+    expect(classified.errorCode).toBe(code);
+    if (status !== 'passed') expect(classified.reason).toBeTruthy();
   });
 
   it('gives the reason a person needs', () => {

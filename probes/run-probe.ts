@@ -43,8 +43,8 @@ export function classify(probe: string, exec: ExecResult): ProbeRun {
   const { records, problems } = parseProbeOutput(exec.stdout);
   const run: ProbeRun = { probe, status: 'passed', records, problems, exec };
   const stderrTail = exec.stderr.trim().split('\n').slice(-3).join(' | ');
-  const firstError = records.find((r) => r.type === 'error');
-  const skips = records.filter((r) => r.type === 'skip');
+  const firstError = records.find((record) => record.type === 'error');
+  const skips = records.filter((record) => record.type === 'skip');
   if (exec.cancelled) {
     return { ...run, status: 'cancelled', reason: CANCELLED_REASON };
   }

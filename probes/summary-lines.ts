@@ -12,34 +12,35 @@ export type SummaryLine = [label: string, text: string];
 /** The metrics of a name whose attrs have the given values. */
 export function metricsOf(records: readonly ProbeRecord[], name: string, where: Record<string, Scalar> = {}): MetricRecord[] {
   return records.filter(
-    (r): r is MetricRecord => r.type === 'metric' && r.name === name && Object.entries(where).every(([k, v]) => r.attrs?.[k] === v),
+    (record): record is MetricRecord =>
+      record.type === 'metric' && record.name === name && Object.entries(where).every(([k, value]) => record.attrs?.[k] === value),
   );
 }
 
-export function fmt(m: MetricRecord | undefined): string {
-  return m ? formatValue(m.value, m.unit) : '—';
+export function fmt(metric: MetricRecord | undefined): string {
+  return metric ? formatValue(metric.value, metric.unit) : '—';
 }
 
-export function signed(m: MetricRecord | undefined): string {
-  return m && m.value !== null && m.value >= 0 ? `+${fmt(m)}` : fmt(m);
+export function signed(metric: MetricRecord | undefined): string {
+  return metric && metric.value !== null && metric.value >= 0 ? `+${fmt(metric)}` : fmt(metric);
 }
 
-export function num(v: Scalar | undefined): number {
-  return typeof v === 'number' ? v : -Infinity;
+export function num(value: Scalar | undefined): number {
+  return typeof value === 'number' ? value : -Infinity;
 }
 
 /** The largest value of a numeric attribute among records. */
 export function largest(ms: MetricRecord[], attr: string): number | undefined {
-  const sizes = ms.map((m) => m.attrs?.[attr]).filter((v): v is number => typeof v === 'number');
+  const sizes = ms.map((metric) => metric.attrs?.[attr]).filter((value): value is number => typeof value === 'number');
   return sizes.length ? Math.max(...sizes) : undefined;
 }
 
 export function factEvidence(records: readonly ProbeRecord[], name: string): Record<string, unknown> | undefined {
-  const r = records.find((x) => x.type === 'fact' && x.name === name);
-  return r && r.type === 'fact' ? r.evidence : undefined;
+  const fact = records.find((record) => record.type === 'fact' && record.name === name);
+  return fact && fact.type === 'fact' ? fact.evidence : undefined;
 }
 
 export function mean(values: (number | null)[]): number | null {
-  const v = values.filter((x): x is number => x !== null);
-  return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
+  const numbers = values.filter((value): value is number => value !== null);
+  return numbers.length ? numbers.reduce((sum, value) => sum + value, 0) / numbers.length : null;
 }

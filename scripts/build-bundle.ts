@@ -21,28 +21,28 @@ import { bundlePage } from '../report/page-script.ts';
  */
 const leaveOutUnused: Plugin = {
   name: 'leave-out-unused',
-  setup(b) {
+  setup(pluginBuild) {
     // dockerode loads gRPC for BuildKit sessions (buildImage with version "2"); cudamatrix
     // builds its image with the classic builder and never opens one.
-    b.onResolve({ filter: /^@grpc\/(grpc-js|proto-loader)$/ }, (args) => ({
+    pluginBuild.onResolve({ filter: /^@grpc\/(grpc-js|proto-loader)$/ }, (args) => ({
       path: args.path,
       namespace: 'left-out',
       pluginData: "only dockerode's BuildKit sessions use it",
     }));
     // @actions/core's OIDC tokens (@actions/http-client, with undici: 0.44 MB) and its platform
     // details (@actions/exec): the GitHub reporter uses neither.
-    b.onResolve({ filter: /^@actions\/(http-client|exec)(\/.*)?$/ }, (args) => ({
+    pluginBuild.onResolve({ filter: /^@actions\/(http-client|exec)(\/.*)?$/ }, (args) => ({
       path: args.path,
       namespace: 'left-out',
       pluginData: "only @actions/core's OIDC tokens and platform details use it",
     }));
-    b.onLoad({ filter: /.*/, namespace: 'left-out' }, (args) => ({
+    pluginBuild.onLoad({ filter: /.*/, namespace: 'left-out' }, (args) => ({
       loader: 'js',
       contents: `module.exports = new Proxy({}, { get() { throw new Error(${JSON.stringify(`${args.path} is left out of the cudamatrix bundle (${args.pluginData})`)}); } });`,
     }));
     // zod's error messages in 48 languages: cudamatrix words its own messages, in English, and
     // zod configures English (its locales/en) by itself.
-    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.c?js$/ }, (args) => ({
+    pluginBuild.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]locales[\\/]index\.c?js$/ }, (args) => ({
       loader: 'js',
       contents: args.path.endsWith('.cjs') ? 'exports.en = require("./en.cjs").default;' : 'export { default as en } from "./en.js";',
     }));

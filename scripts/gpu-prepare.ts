@@ -37,9 +37,9 @@ const npmRoot = (await $`npm root -g`).stdout.trim();
 await $`tar -C ${npmRoot} -cJf ${path.join(gpu, 'npm.tar.xz')} npm`;
 
 console.log('making the package (pnpm pack) ...');
-for (const f of readdirSync(gpu).filter((f) => f.endsWith('.tgz'))) rmSync(path.join(gpu, f));
+for (const file of readdirSync(gpu).filter((name) => name.endsWith('.tgz'))) rmSync(path.join(gpu, file));
 await $`pnpm pack --pack-destination ${gpu}`;
-const tarball = readdirSync(gpu).find((f) => /^cudamatrix-.*\.tgz$/.test(f))!;
+const tarball = readdirSync(gpu).find((name) => /^cudamatrix-.*\.tgz$/.test(name))!;
 renameSync(path.join(gpu, tarball), path.join(gpu, 'cudamatrix.tgz'));
 
 console.log('bundling the GPU-side scripts ...');

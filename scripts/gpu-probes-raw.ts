@@ -24,17 +24,17 @@ const names = list.map((line) => (JSON.parse(line) as { probe: string }).probe);
 const summary: string[] = [];
 for (const name of names) {
   const t0 = performance.now();
-  const r = await $({ nothrow: true, timeout: '300s' })`${probe} run ${name} ${process.argv.slice(2)}`;
+  const result = await $({ nothrow: true, timeout: '300s' })`${probe} run ${name} ${process.argv.slice(2)}`;
   const seconds = ((performance.now() - t0) / 1000).toFixed(1);
-  writeFileSync(path.join(out, `${name}.jsonl`), r.stdout);
-  writeFileSync(path.join(out, `${name}.err`), r.stderr);
-  const records = r.stdout
+  writeFileSync(path.join(out, `${name}.jsonl`), result.stdout);
+  writeFileSync(path.join(out, `${name}.err`), result.stderr);
+  const records = result.stdout
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as { type: string; name?: string; value?: unknown; message?: string });
-  const facts = records.filter((x) => x.type === 'fact').map((x) => `${x.name}=${JSON.stringify(x.value)}`);
-  const errors = records.filter((x) => x.type === 'error').map((x) => x.message);
-  const line = `${name.padEnd(22)} rc=${r.exitCode} ${seconds.padStart(6)}s facts: ${facts.join(' ')}${errors.length ? `\n  errors: ${errors.slice(0, 3).join('; ')}` : ''}`;
+    .map((jsonLine) => JSON.parse(jsonLine) as { type: string; name?: string; value?: unknown; message?: string });
+  const facts = records.filter((record) => record.type === 'fact').map((record) => `${record.name}=${JSON.stringify(record.value)}`);
+  const errors = records.filter((record) => record.type === 'error').map((record) => record.message);
+  const line = `${name.padEnd(22)} rc=${result.exitCode} ${seconds.padStart(6)}s facts: ${facts.join(' ')}${errors.length ? `\n  errors: ${errors.slice(0, 3).join('; ')}` : ''}`;
   console.log(line);
   summary.push(line);
 }

@@ -47,7 +47,7 @@ const newProbes = args.includes('--new-probes');
 const p2p = args.includes('--p2p');
 const behaviourChecks = args.includes('--behaviour-checks');
 const runArgs = args.filter(
-  (a) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p', '--behaviour-checks'].includes(a),
+  (arg) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p', '--behaviour-checks'].includes(arg),
 );
 
 const log: string[] = [];
@@ -63,11 +63,14 @@ async function step(
   command: () => Promise<{ stdout: string; stderr: string; exitCode: number | null }>,
 ): Promise<number | null> {
   const t0 = performance.now();
-  const r = await command();
+  const commandResult = await command();
   const ms = Math.round(performance.now() - t0);
-  writeFileSync(path.join(out, `${name}.txt`), `${r.stdout}${r.stderr ? `\n--- stderr ---\n${r.stderr}` : ''}`);
-  note(`${name}: exit ${r.exitCode}, ${ms} ms`);
-  return r.exitCode;
+  writeFileSync(
+    path.join(out, `${name}.txt`),
+    `${commandResult.stdout}${commandResult.stderr ? `\n--- stderr ---\n${commandResult.stderr}` : ''}`,
+  );
+  note(`${name}: exit ${commandResult.exitCode}, ${ms} ms`);
+  return commandResult.exitCode;
 }
 
 // 1. The package, installed as a user would; npm itself is carried too (the machine has none).
@@ -121,7 +124,7 @@ if (gha) {
   const records = path.join(work, 'records');
   cpSync(path.join(root, 'records'), records, { recursive: true, filter: (src) => !src.endsWith('.jsonl') });
   const actions = (name: string) => {
-    for (const f of ['output', 'summary.md']) writeFileSync(path.join(dir, `${name}.${f}`), '');
+    for (const suffix of ['output', 'summary.md']) writeFileSync(path.join(dir, `${name}.${suffix}`), '');
     return {
       ...env,
       GITHUB_ACTIONS: 'true',
@@ -220,9 +223,9 @@ if (p2p) {
   const run = async (name: string, argv: string[]) => {
     let stdout = '';
     await step(name, async () => {
-      const r = await $({ nothrow: true })`${argv}`;
-      stdout = r.stdout;
-      return r;
+      const commandResult = await $({ nothrow: true })`${argv}`;
+      stdout = commandResult.stdout;
+      return commandResult;
     });
     return stdout;
   };
@@ -232,9 +235,9 @@ if (p2p) {
   await run('p2p-topo-p2p', ['nvidia-smi', 'topo', '-p2p', 'r']);
   const compared = compareP2p(probeOut, checkOut, topo);
   writeFileSync(path.join(out, 'p2p-compare.json'), `${JSON.stringify(compared, null, 2)}\n`);
-  for (const r of compared.rows) {
+  for (const row of compared.rows) {
     note(
-      `p2p ${r.src} to ${r.dst} peer ${r.peer ? 'on' : 'off'}: probe ${r.probeGbps?.toFixed(1)} GB/s, check ${r.checkGbps?.toFixed(1)} GB/s, intact ${r.probeIntact}/${r.checkIntact}${r.agrees ? '' : ' DISAGREE'}`,
+      `p2p ${row.src} to ${row.dst} peer ${row.peer ? 'on' : 'off'}: probe ${row.probeGbps?.toFixed(1)} GB/s, check ${row.checkGbps?.toFixed(1)} GB/s, intact ${row.probeIntact}/${row.checkIntact}${row.agrees ? '' : ' DISAGREE'}`,
     );
   }
   note(`p2p-compare: ${compared.agrees ? 'agrees' : 'disagrees'}${compared.problems.length ? `: ${compared.problems.join('; ')}` : ''}`);

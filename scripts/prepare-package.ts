@@ -60,7 +60,7 @@ try {
   const manifest: PrebuiltManifest = { version: TOOL_VERSION, sources: await sourceHashes(probeSourceDir()), binaries: {} };
   for (const [platform, arch] of PLATFORMS) {
     const key = platformKey(platform, arch);
-    const binary = await buildProbe({ platform, arch, onProgress: (m) => console.log(m), signal: stop.signal });
+    const binary = await buildProbe({ platform, arch, onProgress: (message) => console.log(message), signal: stop.signal });
     const name = path.basename(binary.path);
     mkdirSync(path.join(out, key), { recursive: true });
     copyFileSync(binary.path, path.join(out, key, name));

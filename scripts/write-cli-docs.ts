@@ -28,7 +28,7 @@ export function renderCliDocs(program: Command = buildProgram()): string {
     '',
     "In a checkout, run each command as `pnpm -s cudamatrix <command> …` (`-s` keeps pnpm's banner off stdout), or as `cudamatrix <command> …` once `npm link` has put it on PATH. Every command also takes `-h, --help`; `cudamatrix --version` prints the version.",
     '',
-    ...commands.map((c) => `- [\`${commandPath(c)}\`](#${slug(commandPath(c))}): ${prose(c.description())}`),
+    ...commands.map((command) => `- [\`${commandPath(command)}\`](#${slug(commandPath(command))}): ${prose(command.description())}`),
     '',
     ...helpAfter(program).flatMap((text) => ['Without a command:', '', fence(text), '']),
   ];
@@ -46,18 +46,19 @@ function renderCommand(command: Command): string[] {
   if (args.length > 0) {
     // As --help writes them: <required>, [optional], ... for one or more.
     lines.push('| argument | what it is |', '| --- | --- |');
-    for (const a of args) {
-      const name = `${a.name()}${a.variadic ? '...' : ''}`;
+    for (const argument of args) {
+      const name = `${argument.name()}${argument.variadic ? '...' : ''}`;
       // Its default as --help gives it ("(default: ...)").
-      const given = a.defaultValue === undefined ? '' : ` (default: \`${JSON.stringify(a.defaultValue)}\`)`;
-      lines.push(`| \`${a.required ? `<${name}>` : `[${name}]`}\` | ${cell(a.description)}${given} |`);
+      const given = argument.defaultValue === undefined ? '' : ` (default: \`${JSON.stringify(argument.defaultValue)}\`)`;
+      lines.push(`| \`${argument.required ? `<${name}>` : `[${name}]`}\` | ${cell(argument.description)}${given} |`);
     }
     lines.push('');
   }
-  const options = command.options.filter((o) => !o.hidden);
+  const options = command.options.filter((option) => !option.hidden);
   if (options.length > 0) {
     lines.push('| option | what it does | default |', '| --- | --- | --- |');
-    for (const o of options) lines.push(`| \`${o.flags.replace(/\|/g, '\\|')}\` | ${cell(o.description)} | ${defaultOf(o)} |`);
+    for (const option of options)
+      lines.push(`| \`${option.flags.replace(/\|/g, '\\|')}\` | ${cell(option.description)} | ${defaultOf(option)} |`);
     lines.push('');
   }
   for (const text of helpAfter(command)) lines.push(fence(text), '');
@@ -66,12 +67,12 @@ function renderCommand(command: Command): string[] {
 
 /** Commands that run something (not the groups `probes` and `gha` themselves), in --help order. */
 function leafCommands(command: Command): Command[] {
-  return command.commands.flatMap((c) => (c.commands.length > 0 ? leafCommands(c) : [c]));
+  return command.commands.flatMap((subcommand) => (subcommand.commands.length > 0 ? leafCommands(subcommand) : [subcommand]));
 }
 
 function commandPath(command: Command): string {
   const names: string[] = [];
-  for (let c: Command | null = command; c; c = c.parent) names.unshift(c.name());
+  for (let current: Command | null = command; current; current = current.parent) names.unshift(current.name());
   return names.join(' ');
 }
 

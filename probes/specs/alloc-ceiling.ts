@@ -85,7 +85,7 @@ export const allocCeiling: ProbeSpec = {
   summary: (records) =>
     ['driver', 'runtime', 'async'].flatMap((api): SummaryLine[] => {
       const [free, largest, held] = ['free_vram_bytes', 'largest_single_bytes', 'cumulative_bytes'].map(
-        (n) => metricsOf(records, n, { api })[0],
+        (name) => metricsOf(records, name, { api })[0],
       );
       if (!free && !largest && !held) return [];
       return [

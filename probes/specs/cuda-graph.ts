@@ -26,7 +26,9 @@ export const cudaGraph: ProbeSpec = {
   typicalMs: 480,
   keyMetrics: [{ metric: 'graph_speedup', label: 'graph launch speed-up over plain launches' }],
   summary: (records) => {
-    const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map((n) => metricsOf(records, n)[0]);
+    const [graph, plain, speedup] = ['graph_per_kernel_us', 'plain_per_kernel_us', 'graph_speedup'].map(
+      (name) => metricsOf(records, name)[0],
+    );
     if (!graph && !plain) return [];
     const kernels = graph?.attrs?.kernels;
     return [

@@ -29,7 +29,7 @@ export const cudaLog: ProbeSpec = {
   ],
   typicalMs: 550,
   summary: (records) => {
-    const [pin, err] = ['lines_pin_only', 'lines_with_error'].map((n) => metricsOf(records, n)[0]);
+    const [pin, err] = ['lines_pin_only', 'lines_with_error'].map((name) => metricsOf(records, name)[0]);
     if (!pin && !err) return [];
     return [['lines logged', `${pin?.value ?? '—'} by a successful pin, ${err?.value ?? '—'} with a deliberate error`]];
   },

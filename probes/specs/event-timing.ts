@@ -52,7 +52,7 @@ export const eventTiming: ProbeSpec = {
       const extra = [distinct && `${distinct.value} distinct values`, host && `host clock ${fmt(host)}`].filter(Boolean);
       lines.push(['resolution', `${fmt(res)}${extra.length ? ` (${extra.join(', ')})` : ''}`]);
     }
-    const elapsed = metricsOf(records, 'elapsed_us').sort((a, b) => num(a.attrs?.target_us) - num(b.attrs?.target_us))[0];
+    const elapsed = metricsOf(records, 'elapsed_us').sort((left, right) => num(left.attrs?.target_us) - num(right.attrs?.target_us))[0];
     if (elapsed && typeof elapsed.attrs?.target_us === 'number') {
       const host = metricsOf(records, 'host_elapsed_us', { target_us: elapsed.attrs.target_us })[0];
       lines.push([

@@ -71,9 +71,10 @@ export const managedMemory: ProbeSpec = {
   quick: { size_mib: 16 },
   typicalMs: 400,
   summary: (records) => {
-    const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((n) => metricsOf(records, n)[0]);
+    const [touch, fill, back] = ['cpu_first_touch_ms', 'gpu_fill_ms', 'cpu_read_back_ms'].map((name) => metricsOf(records, name)[0]);
     if (!touch && !fill && !back) return [];
-    const size = [touch, fill, back].find((m) => typeof m?.attrs?.size_bytes === 'number')?.attrs?.size_bytes as number | undefined;
+    const size = [touch, fill, back].find((metric) => typeof metric?.attrs?.size_bytes === 'number')?.attrs?.size_bytes as
+      number | undefined;
     return [
       [
         `round trip${size ? ` of ${formatValue(size, 'bytes')}` : ''}`,

@@ -41,7 +41,7 @@ export const multiProcessPinned: ProbeSpec = {
     const growth = metricsOf(records, 'device_growth_bytes');
     if (!growth.length) return [];
     const source = factEvidence(records, 'vram_growth')?.source;
-    const dev = growth.find((m) => m.attrs?.source === source) ?? growth[0]!;
+    const dev = growth.find((metric) => metric.attrs?.source === source) ?? growth[0]!;
     const system = metricsOf(records, 'system_growth_bytes')[0];
     const processes = dev.attrs?.processes;
     return [[`${processes ?? 'all'} processes pinned`, `device ${signed(dev)} (${dev.attrs?.source}), system memory ${signed(system)}`]];

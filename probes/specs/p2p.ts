@@ -176,13 +176,17 @@ export const p2p: ProbeSpec = {
   summary: (records) => {
     const lines: SummaryLine[] = [];
     const pairs = new Map<string, { on?: MetricRecord; off?: MetricRecord }>();
-    for (const m of metricsOf(records, 'bandwidth_gbps')) {
-      const key = `${m.attrs?.src} to ${m.attrs?.dst}`;
-      pairs.set(key, { ...pairs.get(key), [m.attrs?.peer ? 'on' : 'off']: m });
+    for (const metric of metricsOf(records, 'bandwidth_gbps')) {
+      const key = `${metric.attrs?.src} to ${metric.attrs?.dst}`;
+      pairs.set(key, { ...pairs.get(key), [metric.attrs?.peer ? 'on' : 'off']: metric });
     }
     for (const [key, { on, off }] of pairs) lines.push([`copy ${key}`, `${fmt(on)} with peer access, ${fmt(off)} without`]);
     const enable = metricsOf(records, 'enable_ms');
-    if (enable.length) lines.push(['enabling peer access', enable.map((m) => `${fmt(m)} (${m.attrs?.src} to ${m.attrs?.dst})`).join(', ')]);
+    if (enable.length)
+      lines.push([
+        'enabling peer access',
+        enable.map((metric) => `${fmt(metric)} (${metric.attrs?.src} to ${metric.attrs?.dst})`).join(', '),
+      ]);
     return lines;
   },
 };

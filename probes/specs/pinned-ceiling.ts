@@ -92,22 +92,24 @@ export const pinnedCeiling: ProbeSpec = {
   ],
   summary: (records) => {
     const lines: SummaryLine[] = [];
-    const levels = metricsOf(records, 'ceiling_bytes').filter((m) => typeof m.attrs?.prefill_percent === 'number');
+    const levels = metricsOf(records, 'ceiling_bytes').filter((metric) => typeof metric.attrs?.prefill_percent === 'number');
     if (levels.length) {
-      const stops = [...new Set(levels.map((m) => m.attrs?.stopped_by))];
-      const part = (m: MetricRecord) => `${fmt(m)} at ${m.attrs?.prefill_percent} %${stops.length > 1 ? ` (${m.attrs?.stopped_by})` : ''}`;
+      const stops = [...new Set(levels.map((level) => level.attrs?.stopped_by))];
+      const part = (level: MetricRecord) =>
+        `${fmt(level)} at ${level.attrs?.prefill_percent} %${stops.length > 1 ? ` (${level.attrs?.stopped_by})` : ''}`;
       lines.push([
         'ceiling by VRAM pre-fill',
         `${levels.map(part).join(', ')}${stops.length === 1 && stops[0] ? ` (stopped by ${stops[0]})` : ''}`,
       ]);
     }
-    const variant = (v: string) => metricsOf(records, 'chunk_alloc_ms', { variant: v });
+    const variant = (variantName: string) => metricsOf(records, 'chunk_alloc_ms', { variant: variantName });
     const [reset, noReset] = [variant('reset'), variant('no-reset')];
     if (reset.length && noReset.length) {
-      const ceiling = (v: string) => formatValue(mean(metricsOf(records, 'ceiling_bytes', { variant: v }).map((m) => m.value)), 'bytes');
+      const ceiling = (variantName: string) =>
+        formatValue(mean(metricsOf(records, 'ceiling_bytes', { variant: variantName }).map((metric) => metric.value)), 'bytes');
       lines.push([
         'with / without cudaDeviceReset',
-        `${ceiling('reset')} / ${ceiling('no-reset')} pinned, ${formatValue(mean(reset.map((m) => m.value)), 'ms')} / ${formatValue(mean(noReset.map((m) => m.value)), 'ms')} per chunk`,
+        `${ceiling('reset')} / ${ceiling('no-reset')} pinned, ${formatValue(mean(reset.map((metric) => metric.value)), 'ms')} / ${formatValue(mean(noReset.map((metric) => metric.value)), 'ms')} per chunk`,
       ]);
     }
     return lines;

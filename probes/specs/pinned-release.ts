@@ -42,25 +42,30 @@ export const pinnedRelease: ProbeSpec = {
   keyMetrics: [{ metric: 'release_delay_s', label: 'release after cuMemFreeHost', where: { api: 'driver' } }],
   summary: (records) => {
     const lines: SummaryLine[] = [];
-    const byApi = (ms: MetricRecord[], f: (m: MetricRecord) => string) =>
-      ms.map((m) => `${f(m)}${m.attrs?.api ? ` ${m.attrs.api}` : ''}`).join(', ');
+    const byApi = (ms: MetricRecord[], format: (metric: MetricRecord) => string) =>
+      ms.map((metric) => `${format(metric)}${metric.attrs?.api ? ` ${metric.attrs.api}` : ''}`).join(', ');
     const delay = metricsOf(records, 'release_delay_s');
     if (delay.length)
       lines.push([
         'returned after free',
-        byApi(delay, (m) => (m.value === null ? `not within the waits${m.reason ? ` (${m.reason})` : ''}` : `in ${fmt(m)}`)),
+        byApi(delay, (metric) =>
+          metric.value === null ? `not within the waits${metric.reason ? ` (${metric.reason})` : ''}` : `in ${fmt(metric)}`,
+        ),
       ]);
     const exit = metricsOf(records, 'exit_release_delay_s');
-    if (exit.length) lines.push(['settled after exit', byApi(exit, (m) => `in ${fmt(m)}`)]);
+    if (exit.length) lines.push(['settled after exit', byApi(exit, (metric) => `in ${fmt(metric)}`)]);
     // The last reading after free, per API.
     const retained = metricsOf(records, 'retained_after_free_bytes');
-    const last = [...new Set(retained.map((m) => m.attrs?.api))].map(
-      (api) => retained.filter((m) => m.attrs?.api === api).sort((a, b) => num(b.attrs?.wait_s) - num(a.attrs?.wait_s))[0]!,
+    const last = [...new Set(retained.map((metric) => metric.attrs?.api))].map(
+      (api) =>
+        retained
+          .filter((metric) => metric.attrs?.api === api)
+          .sort((left, right) => num(right.attrs?.wait_s) - num(left.attrs?.wait_s))[0]!,
     );
     if (last.length)
       lines.push([
         'still held after free',
-        byApi(last, (m) => `${fmt(m)}${typeof m.attrs?.wait_s === 'number' ? ` at ${m.attrs.wait_s} s` : ''}`),
+        byApi(last, (metric) => `${fmt(metric)}${typeof metric.attrs?.wait_s === 'number' ? ` at ${metric.attrs.wait_s} s` : ''}`),
       ]);
     return lines;
   },

@@ -64,17 +64,18 @@ export const pinnedVram: ProbeSpec = {
     const lines: SummaryLine[] = [];
     const perGib = metricsOf(records, 'device_growth_per_gib_bytes');
     if (perGib.length) {
-      const sources = [...new Set(perGib.map((m) => m.attrs?.source))];
+      const sources = [...new Set(perGib.map((metric) => metric.attrs?.source))];
       const one = sources.length === 1 && sources[0];
-      const part = (m: MetricRecord) =>
-        `${fmt(m)} ${m.attrs?.kind === 'pinned' || m.attrs?.kind === undefined ? (m.attrs?.api ?? '') : `${m.attrs.kind}${m.attrs?.api === 'driver' ? '' : ` (${m.attrs?.api})`}`}${one ? '' : ` on ${m.attrs?.source}`}`.trim();
+      const part = (metric: MetricRecord) =>
+        `${fmt(metric)} ${metric.attrs?.kind === 'pinned' || metric.attrs?.kind === undefined ? (metric.attrs?.api ?? '') : `${metric.attrs.kind}${metric.attrs?.api === 'driver' ? '' : ` (${metric.attrs?.api})`}`}${one ? '' : ` on ${metric.attrs?.source}`}`.trim();
       lines.push(['device growth per GiB pinned', `${perGib.map(part).join(', ')}${one ? ` (on ${one}, the deciding source)` : ''}`]);
     }
     // The largest size, driver API: what pinning did to the deciding source and to the host,
     // beside the cuMemAlloc control of the same size.
     const pinned = metricsOf(records, 'device_growth_bytes', { kind: 'pinned', api: 'driver' });
     const size = largest(pinned, 'size_bytes');
-    const source = perGib.find((m) => m.attrs?.api === 'driver')?.attrs?.source ?? factEvidence(records, 'counts_as_vram')?.source;
+    const source =
+      perGib.find((metric) => metric.attrs?.api === 'driver')?.attrs?.source ?? factEvidence(records, 'counts_as_vram')?.source;
     if (size !== undefined && typeof source === 'string') {
       const at = { size_bytes: size, source };
       const dev = metricsOf(records, 'device_growth_bytes', { ...at, kind: 'pinned', api: 'driver' })[0];

@@ -44,7 +44,7 @@ export const streamPriority: ProbeSpec = {
     const [prio, equal] = ['priority', 'equal'].map((mode) => metricsOf(records, 'high_done_ratio', { mode })[0]);
     if (prio || equal)
       lines.push(['short kernel done at', `${fmt(prio)} of the long kernel's time with priorities, ${fmt(equal)} at equal priority`]);
-    const [least, greatest] = ['priority_least', 'priority_greatest'].map((n) => metricsOf(records, n)[0]);
+    const [least, greatest] = ['priority_least', 'priority_greatest'].map((name) => metricsOf(records, name)[0]);
     if (least && greatest) lines.push(['priority range', `${least.value} (least) to ${greatest.value} (greatest)`]);
     return lines;
   },

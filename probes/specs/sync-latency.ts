@@ -25,7 +25,7 @@ export const syncLatency: ProbeSpec = {
     { metric: 'p99_us', label: 'launch + synchronize, 99th percentile' },
   ],
   summary: (records) => {
-    const [p50, p99, avg, min] = ['p50_us', 'p99_us', 'mean_us', 'min_us'].map((n) => metricsOf(records, n)[0]);
+    const [p50, p99, avg, min] = ['p50_us', 'p99_us', 'mean_us', 'min_us'].map((name) => metricsOf(records, name)[0]);
     if (!p50 && !p99) return [];
     const iterations = p50?.attrs?.iterations;
     return [

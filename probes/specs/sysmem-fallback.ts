@@ -103,7 +103,7 @@ export const sysmemFallback: ProbeSpec = {
       'first_chunk_write_gbps',
       'last_chunk_write_gbps',
       'shared_usage_growth_bytes',
-    ].map((n) => metricsOf(records, n)[0]);
+    ].map((name) => metricsOf(records, name)[0]);
     if (!allocated) return [];
     return [
       [

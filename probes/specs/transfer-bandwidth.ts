@@ -100,14 +100,16 @@ export const transferBandwidth: ProbeSpec = {
   summary: (all) => {
     const lines: SummaryLine[] = [];
     // The idle card's series; the filled rounds' (attrs.fill_percent) have a line of their own.
-    const records = all.filter((r) => r.type !== 'metric' || r.attrs?.fill_percent === undefined);
+    const records = all.filter((record) => record.type !== 'metric' || record.attrs?.fill_percent === undefined);
     const bw = metricsOf(records, 'bandwidth_gbps');
     const size = largest(bw, 'size_bytes');
     if (size !== undefined) {
       const at = formatValue(size, 'bytes');
       const dirs = (name: string, where: Record<string, Scalar>) =>
         ['h2d', 'd2h']
-          .flatMap((d) => metricsOf(records, name, { ...where, direction: d, size_bytes: size }).map((m) => `${fmt(m)} ${d}`))
+          .flatMap((direction) =>
+            metricsOf(records, name, { ...where, direction: direction, size_bytes: size }).map((metric) => `${fmt(metric)} ${direction}`),
+          )
           .join(', ');
       lines.push([`pinned at ${at}`, dirs('bandwidth_gbps', { memory: 'pinned' })]);
       lines.push([`pageable at ${at}`, dirs('bandwidth_gbps', { memory: 'pageable' })]);
@@ -116,9 +118,9 @@ export const transferBandwidth: ProbeSpec = {
     }
     const link = metricsOf(records, 'pcie_theoretical_gbps')[0];
     if (link) {
-      const fractions = ['h2d', 'd2h'].flatMap((d) =>
-        metricsOf(records, 'pinned_fraction_of_link', { direction: d }).map(
-          (m) => `${m.value === null ? '—' : formatValue(m.value * 100, 'percent')} ${d}`,
+      const fractions = ['h2d', 'd2h'].flatMap((direction) =>
+        metricsOf(records, 'pinned_fraction_of_link', { direction: direction }).map(
+          (metric) => `${metric.value === null ? '—' : formatValue(metric.value * 100, 'percent')} ${direction}`,
         ),
       );
       const what = typeof link.attrs?.gen === 'number' ? `gen${link.attrs.gen} x${link.attrs.width}, ` : '';
@@ -126,8 +128,8 @@ export const transferBandwidth: ProbeSpec = {
     }
     for (const used of metricsOf(all, 'vram_used_fraction')) {
       const fill = used.attrs?.fill_percent as number;
-      const ratios = ['h2d', 'd2h'].flatMap((d) =>
-        metricsOf(all, 'filled_idle_ratio', { direction: d, fill_percent: fill }).map((m) => `${fmt(m)} ${d}`),
+      const ratios = ['h2d', 'd2h'].flatMap((direction) =>
+        metricsOf(all, 'filled_idle_ratio', { direction: direction, fill_percent: fill }).map((metric) => `${fmt(metric)} ${direction}`),
       );
       lines.push([
         `VRAM ${used.value === null ? '—' : formatValue(used.value * 100, 'percent')} in use`,

@@ -15,17 +15,19 @@ export const windowsRegistry: ProbeSpec = {
   facts: [
     { name: 'gpu_memory_compression_value_exists', description: 'The EnableGpuMemoryCompression value exists', values: [true, false] },
   ],
-  metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((v) => ({
-    name: `registry_${v}`,
+  metrics: ['EnableGpuMemoryCompression', 'HwSchMode', 'TdrDelay', 'TdrLevel'].map((valueName) => ({
+    name: `registry_${valueName}`,
     unit: 'count' as const,
-    description: `DWORD value ${v}`,
+    description: `DWORD value ${valueName}`,
     tolerance: { relative: 0 },
   })),
   typicalMs: 10,
   summary: (records) => {
-    const values = records.filter((r): r is MetricRecord => r.type === 'metric' && r.name.startsWith('registry_') && r.value !== null);
+    const values = records.filter(
+      (record): record is MetricRecord => record.type === 'metric' && record.name.startsWith('registry_') && record.value !== null,
+    );
     return values.length
-      ? [['GraphicsDrivers values', values.map((m) => `${m.name.slice('registry_'.length)} ${m.value}`).join(', ')]]
+      ? [['GraphicsDrivers values', values.map((metric) => `${metric.name.slice('registry_'.length)} ${metric.value}`).join(', ')]]
       : [];
   },
 };
