@@ -56,44 +56,47 @@ function writeOut(result: Record<string, unknown>): void {
 }
 
 function probe(name: string, params: Record<string, string | number> = {}): { status: number | null; records: ProbeRecord[] } {
-  const args = ['run', name, '--device', '0', ...Object.entries(params).flatMap(([k, v]) => ['--param', `${k}=${v}`])];
-  const r = spawnSync(probePath, args, { encoding: 'utf8', maxBuffer: 1 << 26, timeout: 600_000 });
-  if (r.error) throw new Error(`could not run ${probePath}: ${r.error.message}`);
-  if (r.status !== 0 && name !== 'sysinfo')
+  const args = ['run', name, '--device', '0', ...Object.entries(params).flatMap(([k, value]) => ['--param', `${k}=${value}`])];
+  const result = spawnSync(probePath, args, { encoding: 'utf8', maxBuffer: 1 << 26, timeout: 600_000 });
+  if (result.error) throw new Error(`could not run ${probePath}: ${result.error.message}`);
+  if (result.status !== 0 && name !== 'sysinfo')
     throw new Error(
-      `cudaprobe ${name} exited ${r.status}: ${r.stdout
+      `cudaprobe ${name} exited ${result.status}: ${result.stdout
         .split('\n')
-        .filter((l) => /"(error|skip)"/.test(l))
+        .filter((line) => /"(error|skip)"/.test(line))
         .join(' ')}`,
     );
-  return { status: r.status, records: parseProbeOutput(r.stdout).records };
+  return { status: result.status, records: parseProbeOutput(result.stdout).records };
 }
 
 type PeerAnswer = Record<string, unknown> & { skipped?: string; error?: string };
 function peer(...args: (string | number)[]): PeerAnswer {
-  const r = spawnSync(python, [peerScript, ...args.map(String)], { encoding: 'utf8', timeout: 600_000 });
-  if (r.error) return { skipped: `${python} cannot be run (${(r.error as NodeJS.ErrnoException).code ?? r.error.message})` };
+  const result = spawnSync(python, [peerScript, ...args.map(String)], { encoding: 'utf8', timeout: 600_000 });
+  if (result.error) return { skipped: `${python} cannot be run (${(result.error as NodeJS.ErrnoException).code ?? result.error.message})` };
   try {
-    return JSON.parse(r.stdout.trim().split('\n').at(-1) ?? '') as PeerAnswer;
+    return JSON.parse(result.stdout.trim().split('\n').at(-1) ?? '') as PeerAnswer;
   } catch {
-    return { error: `the peer (${args.join(' ')}) exited ${r.status}: ${r.stderr.trim().slice(-500)}` };
+    return { error: `the peer (${args.join(' ')}) exited ${result.status}: ${result.stderr.trim().slice(-500)}` };
   }
 }
 
 const metric = (records: ProbeRecord[], name: string, attrs: Record<string, unknown> = {}) =>
-  records.find((r) => r.type === 'metric' && r.name === name && Object.entries(attrs).every(([k, v]) => r.attrs?.[k] === v)) as
-    { value: number | null; attrs?: Record<string, unknown> } | undefined;
+  records.find(
+    (record) =>
+      record.type === 'metric' && record.name === name && Object.entries(attrs).every(([k, value]) => record.attrs?.[k] === value),
+  ) as { value: number | null; attrs?: Record<string, unknown> } | undefined;
 const fact = (records: ProbeRecord[], name: string) =>
-  records.find((r) => r.type === 'fact' && r.name === name) as { value: unknown; evidence?: Record<string, unknown> } | undefined;
+  records.find((record) => record.type === 'fact' && record.name === name) as
+    { value: unknown; evidence?: Record<string, unknown> } | undefined;
 
 // ---- what is missing? ------------------------------------------------------------------------
 
 const sys = probe('sysinfo');
-const info = Object.fromEntries(sys.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value]] : [])));
+const info = Object.fromEntries(sys.records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record.value]] : [])));
 const first = peer('init-driver');
 const missing =
   sys.status === 3
-    ? `no usable GPU: ${(sys.records.find((r) => r.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}`
+    ? `no usable GPU: ${(sys.records.find((record) => record.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}`
     : (first.skipped ?? first.error);
 if (missing) {
   console.log(`behaviour-checks: skipped: ${missing}`);
@@ -115,7 +118,8 @@ const checks: Check[] = [];
 function check(what: string, ours: unknown, theirs: unknown, rule: string, ok: boolean | null): void {
   checks.push({ what, cudaprobe: ours, peer: theirs, rule, status: ok === null ? 'info' : ok ? 'pass' : 'fail' });
 }
-const near = (a: number, b: number, rel: number, abs = 0) => Math.abs(a - b) <= Math.max(rel * Math.max(Math.abs(a), Math.abs(b)), abs);
+const near = (left: number, right: number, rel: number, abs = 0) =>
+  Math.abs(left - right) <= Math.max(rel * Math.max(Math.abs(left), Math.abs(right)), abs);
 const raw: Record<string, unknown> = {};
 
 try {
@@ -205,20 +209,32 @@ try {
     'within 0.03 (others share the card)',
     near(used, theirsBw.vram_used_fraction, 0, 0.03),
   );
-  for (const d of ['h2d', 'd2h']) {
-    const idle = metric(bw.records, 'bandwidth_gbps', { direction: d, memory: 'pinned', size_bytes: 1024 * MiB })?.value ?? NaN;
+  for (const direction of ['h2d', 'd2h']) {
+    const idle = metric(bw.records, 'bandwidth_gbps', { direction, memory: 'pinned', size_bytes: 1024 * MiB })?.value ?? NaN;
     const filled =
-      metric(bw.records, 'bandwidth_gbps', { direction: d, memory: 'pinned', size_bytes: 1024 * MiB, fill_percent: 90 })?.value ?? NaN;
-    check(`${d} pinned 1 GiB, idle, GB/s`, idle, theirsBw.idle_gbps[d], 'within 10 %', near(idle, theirsBw.idle_gbps[d]!, 0.1));
+      metric(bw.records, 'bandwidth_gbps', { direction, memory: 'pinned', size_bytes: 1024 * MiB, fill_percent: 90 })?.value ?? NaN;
     check(
-      `${d} pinned 1 GiB, VRAM filled, GB/s`,
-      filled,
-      theirsBw.filled_gbps[d],
+      `${direction} pinned 1 GiB, idle, GB/s`,
+      idle,
+      theirsBw.idle_gbps[direction],
       'within 10 %',
-      near(filled, theirsBw.filled_gbps[d]!, 0.1),
+      near(idle, theirsBw.idle_gbps[direction]!, 0.1),
     );
-    const ratio = metric(bw.records, 'filled_idle_ratio', { direction: d })?.value ?? NaN;
-    check(`${d} filled / idle`, ratio, theirsBw.filled_idle_ratio[d], 'within 0.1', near(ratio, theirsBw.filled_idle_ratio[d]!, 0, 0.1));
+    check(
+      `${direction} pinned 1 GiB, VRAM filled, GB/s`,
+      filled,
+      theirsBw.filled_gbps[direction],
+      'within 10 %',
+      near(filled, theirsBw.filled_gbps[direction]!, 0.1),
+    );
+    const ratio = metric(bw.records, 'filled_idle_ratio', { direction })?.value ?? NaN;
+    check(
+      `${direction} filled / idle`,
+      ratio,
+      theirsBw.filled_idle_ratio[direction],
+      'within 0.1',
+      near(ratio, theirsBw.filled_idle_ratio[direction]!, 0, 0.1),
+    );
   }
 
   // 5. sysinfo's display facts against nvidia-smi.
@@ -226,7 +242,7 @@ try {
   const [mode, active] = (smi.stdout ?? '')
     .trim()
     .split(/,\s*/)
-    .map((v) => (v === 'Enabled' ? true : v === 'Disabled' ? false : v));
+    .map((field) => (field === 'Enabled' ? true : field === 'Disabled' ? false : field));
   // A field this nvidia-smi does not know is shown, not judged.
   check(
     'display_attached (nvidia-smi display_mode)',
@@ -248,17 +264,18 @@ try {
   process.exit(1);
 }
 
-const fmt = (v: unknown) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(3)) : (JSON.stringify(v) ?? 'n/a'));
+const fmt = (value: unknown) =>
+  typeof value === 'number' ? (Number.isInteger(value) ? String(value) : value.toFixed(3)) : (JSON.stringify(value) ?? 'n/a');
 console.log(
   formatTable(
     ['measurement', 'cudaprobe', 'peer', 'rule', 'check'],
-    checks.map((c) => [c.what, fmt(c.cudaprobe), fmt(c.peer), c.rule, c.status]),
+    checks.map((comparison) => [comparison.what, fmt(comparison.cudaprobe), fmt(comparison.peer), comparison.rule, comparison.status]),
   ),
 );
-const failed = checks.filter((c) => c.status === 'fail');
-const judged = checks.filter((c) => c.status !== 'info');
+const failed = checks.filter((comparison) => comparison.status === 'fail');
+const judged = checks.filter((comparison) => comparison.status !== 'info');
 console.log(
-  `\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((c) => c.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+  `\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((comparison) => comparison.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`,
 );
 writeOut({ probe: probePath, python, sysinfo: info, checks, raw });
 process.exitCode = failed.length ? 1 : 0;

@@ -28,7 +28,7 @@ const { values } = parseArgs({
 const tiny = values.tiny!;
 const pairs = Number(values.pairs ?? (tiny ? 20 : 10000));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
-if (![pairs, rounds].every((n) => Number.isInteger(n) && n >= 1)) {
+if (![pairs, rounds].every((count) => Number.isInteger(count) && count >= 1)) {
   console.error('bench/diff: --pairs and --rounds take whole numbers >= 1');
   process.exit(2);
 }
@@ -37,9 +37,9 @@ const [base, ...others] = await h200Records();
 let seed = 12345;
 const random = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
 const template = Array.from({ length: 16 }, (_, i) => {
-  const r = structuredClone(others[i % others.length]!);
-  for (const m of r.metrics) if (m.value !== null) m.value *= 1 + (random() - 0.5) / 5;
-  return JSON.stringify(r);
+  const record = structuredClone(others[i % others.length]!);
+  for (const metric of record.metrics) if (metric.value !== null) metric.value *= 1 + (random() - 0.5) / 5;
+  return JSON.stringify(record);
 });
 
 const cold: number[] = [];
@@ -49,12 +49,12 @@ let changed = 0;
 for (let round = 0; round < rounds; round++) {
   const copies = Array.from({ length: pairs }, (_, i) => JSON.parse(template[i % template.length]!));
   const t0 = performance.now();
-  for (const c of copies) JSON.parse(JSON.stringify(c));
+  for (const copy of copies) JSON.parse(JSON.stringify(copy));
   peer.push(performance.now() - t0);
   for (const pass of [cold, warm]) {
     const t0 = performance.now();
     changed = 0;
-    for (const c of copies) if (diffRecords(base!, c).changed) changed++;
+    for (const copy of copies) if (diffRecords(base!, copy).changed) changed++;
     pass.push(performance.now() - t0);
   }
 }

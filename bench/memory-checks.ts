@@ -76,38 +76,40 @@ function writeOut(result: Record<string, unknown>): void {
 }
 
 function probe(name: string, params: Record<string, string | number>): { status: number | null; records: ProbeRecord[] } {
-  const args = ['run', name, '--device', '0', ...Object.entries(params).flatMap(([k, v]) => ['--param', `${k}=${v}`])];
-  const r = spawnSync(probePath, args, { encoding: 'utf8', maxBuffer: 1 << 26, timeout: 600_000 });
-  if (r.error) throw new Error(`could not run ${probePath}: ${r.error.message}`);
-  return { status: r.status, records: parseProbeOutput(r.stdout).records };
+  const args = ['run', name, '--device', '0', ...Object.entries(params).flatMap(([k, value]) => ['--param', `${k}=${value}`])];
+  const result = spawnSync(probePath, args, { encoding: 'utf8', maxBuffer: 1 << 26, timeout: 600_000 });
+  if (result.error) throw new Error(`could not run ${probePath}: ${result.error.message}`);
+  return { status: result.status, records: parseProbeOutput(result.stdout).records };
 }
 
 type PeerAnswer = Record<string, unknown> & { skipped?: string; error?: string };
 function peer(...args: (string | number)[]): PeerAnswer {
-  const r = spawnSync(python, [peerScript, ...args.map(String)], { encoding: 'utf8', timeout: 600_000 });
-  if (r.error) return { skipped: `${python} cannot be run (${(r.error as NodeJS.ErrnoException).code ?? r.error.message})` };
-  const last = r.stdout.trim().split('\n').at(-1) ?? '';
+  const result = spawnSync(python, [peerScript, ...args.map(String)], { encoding: 'utf8', timeout: 600_000 });
+  if (result.error) return { skipped: `${python} cannot be run (${(result.error as NodeJS.ErrnoException).code ?? result.error.message})` };
+  const last = result.stdout.trim().split('\n').at(-1) ?? '';
   try {
     return JSON.parse(last) as PeerAnswer;
   } catch {
-    return { error: `the peer (${args.join(' ')}) exited ${r.status}: ${r.stderr.trim().slice(-500)}` };
+    return { error: `the peer (${args.join(' ')}) exited ${result.status}: ${result.stderr.trim().slice(-500)}` };
   }
 }
 
 const metric = (records: ProbeRecord[], name: string, attrs: Record<string, unknown> = {}) =>
-  records.find((r) => r.type === 'metric' && r.name === name && Object.entries(attrs).every(([k, v]) => r.attrs?.[k] === v)) as
-    { value: number | null; attrs?: Record<string, unknown> } | undefined;
+  records.find(
+    (record) =>
+      record.type === 'metric' && record.name === name && Object.entries(attrs).every(([k, value]) => record.attrs?.[k] === value),
+  ) as { value: number | null; attrs?: Record<string, unknown> } | undefined;
 const fact = (records: ProbeRecord[], name: string) =>
-  (records.find((r) => r.type === 'fact' && r.name === name) as { value: unknown } | undefined)?.value;
+  (records.find((record) => record.type === 'fact' && record.name === name) as { value: unknown } | undefined)?.value;
 
 // ---- what is missing? ------------------------------------------------------------------------
 
 const sys = probe('sysinfo', {});
-const info = Object.fromEntries(sys.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value]] : [])));
+const info = Object.fromEntries(sys.records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record.value]] : [])));
 const first = peer('meminfo');
 const missing =
   sys.status === 3
-    ? `no usable GPU: ${(sys.records.find((r) => r.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}`
+    ? `no usable GPU: ${(sys.records.find((record) => record.type === 'skip') as { reason?: string } | undefined)?.reason ?? 'cudaprobe sysinfo exited 3'}`
     : (first.skipped ?? first.error);
 if (missing) {
   console.log(`memory-checks: skipped: ${missing}`);
@@ -139,11 +141,11 @@ const yaml = [
   `  probes: [${['sysinfo', ...Object.keys(params)].join(', ')}]`,
   '  timeout: 10m',
   '  params:',
-  ...Object.entries(params).flatMap(([p, v]) => [
-    `    ${p}:`,
-    ...Object.entries(v).map(
-      ([k, x]) =>
-        `      ${k}: ${k === 'apis' ? `[${x}]` : k === 'prefill_percent' ? `[${x}]` : typeof x === 'string' ? JSON.stringify(x) : x}`,
+  ...Object.entries(params).flatMap(([probeName, probeParams]) => [
+    `    ${probeName}:`,
+    ...Object.entries(probeParams).map(
+      ([k, paramValue]) =>
+        `      ${k}: ${k === 'apis' ? `[${paramValue}]` : k === 'prefill_percent' ? `[${paramValue}]` : typeof paramValue === 'string' ? JSON.stringify(paramValue) : paramValue}`,
     ),
   ]),
   'targets:',
@@ -165,11 +167,12 @@ interface Check {
   status: Status | 'info';
 }
 const checks: Check[] = [];
-const gib = (b: unknown) => (typeof b === 'number' ? `${(b / GiB).toFixed(3)} GiB` : String(b));
+const gib = (bytes: unknown) => (typeof bytes === 'number' ? `${(bytes / GiB).toFixed(3)} GiB` : String(bytes));
 function check(what: string, ours: unknown, theirs: unknown, rule: string, ok: boolean | null): void {
   checks.push({ what, cudaprobe: ours, peer: theirs, rule, status: ok === null ? 'info' : ok ? 'pass' : 'fail' });
 }
-const near = (a: number, b: number, rel: number, abs = 0) => Math.abs(a - b) <= Math.max(rel * Math.max(Math.abs(a), Math.abs(b)), abs);
+const near = (left: number, right: number, rel: number, abs = 0) =>
+  Math.abs(left - right) <= Math.max(rel * Math.max(Math.abs(left), Math.abs(right)), abs);
 
 const raw: Record<string, unknown> = {};
 try {
@@ -180,7 +183,7 @@ try {
   const ceiling = probe('alloc-ceiling', params['alloc-ceiling']);
   if (ceiling.status !== 0)
     throw new Error(
-      `cudaprobe alloc-ceiling exited ${ceiling.status}: ${JSON.stringify(ceiling.records.filter((r) => r.type === 'error' || r.type === 'skip'))}`,
+      `cudaprobe alloc-ceiling exited ${ceiling.status}: ${JSON.stringify(ceiling.records.filter((record) => record.type === 'error' || record.type === 'skip'))}`,
     );
   raw.allocCeiling = ceiling.records;
   check(
@@ -244,8 +247,14 @@ try {
   const pinned = probe('pinned-ceiling', params['pinned-ceiling']);
   if (pinned.status !== 0) throw new Error(`cudaprobe pinned-ceiling exited ${pinned.status}`);
   raw.pinnedCeiling = pinned.records;
-  for (const a of ['host_register_supported', 'host_pointer_for_registered_mem', 'pageable_memory_access']) {
-    check(a, fact(pinned.records, a), attributes[a], 'equal', fact(pinned.records, a) === attributes[a]);
+  for (const attribute of ['host_register_supported', 'host_pointer_for_registered_mem', 'pageable_memory_access']) {
+    check(
+      attribute,
+      fact(pinned.records, attribute),
+      attributes[attribute],
+      'equal',
+      fact(pinned.records, attribute) === attributes[attribute],
+    );
   }
   const registered = metric(pinned.records, 'ceiling_bytes', { variant: 'registered' });
   const regCap = Number(registered?.attrs?.cap_bytes ?? cap);
@@ -336,17 +345,18 @@ try {
   process.exit(1);
 }
 
-const fmt = (v: unknown) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : (JSON.stringify(v) ?? 'n/a'));
+const fmt = (value: unknown) =>
+  typeof value === 'number' ? (Number.isInteger(value) ? String(value) : value.toFixed(2)) : (JSON.stringify(value) ?? 'n/a');
 console.log(
   formatTable(
     ['measurement', 'cudaprobe', 'peer (ctypes)', 'rule', 'check'],
-    checks.map((c) => [c.what, fmt(c.cudaprobe), fmt(c.peer), c.rule, c.status]),
+    checks.map((comparison) => [comparison.what, fmt(comparison.cudaprobe), fmt(comparison.peer), comparison.rule, comparison.status]),
   ),
 );
-const failed = checks.filter((c) => c.status === 'fail');
-const judged = checks.filter((c) => c.status !== 'info');
+const failed = checks.filter((comparison) => comparison.status === 'fail');
+const judged = checks.filter((comparison) => comparison.status !== 'info');
 console.log(
-  `\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((c) => c.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+  `\n${judged.length - failed.length}/${judged.length} checks passed${failed.length ? `: FAILED ${failed.map((comparison) => comparison.what).join('; ')}` : ''} (${((performance.now() - started) / 1000).toFixed(0)} s)`,
 );
 writeOut({ probe: probePath, python, sysinfo: info, freeVram, params, checks, raw });
 process.exitCode = failed.length ? 1 : 0;

@@ -60,7 +60,7 @@ const tiny = values.tiny!;
 const targets = Number(values.targets ?? (tiny ? 2 : 50));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
 const hopTargetCount = Number(values['hop-targets'] ?? (tiny ? 1 : 10));
-if (![targets, rounds, hopTargetCount].every((n) => Number.isInteger(n) && n >= 1)) {
+if (![targets, rounds, hopTargetCount].every((count) => Number.isInteger(count) && count >= 1)) {
   console.error('bench/overhead: --targets, --hop-targets and --rounds take whole numbers >= 1');
   process.exit(2);
 }
@@ -75,8 +75,8 @@ const probeArgv = ['run', 'sysinfo', '--device', '0'];
 function peer(): number {
   const t0 = performance.now();
   for (let i = 0; i < targets; i++) {
-    const r = spawnSync(probe.path, probeArgv, { encoding: 'utf8' });
-    if (r.status !== 0 && r.status !== 3) throw new Error(`cudaprobe exited ${r.status}`);
+    const result = spawnSync(probe.path, probeArgv, { encoding: 'utf8' });
+    if (result.status !== 0 && result.status !== 3) throw new Error(`cudaprobe exited ${result.status}`);
   }
   return performance.now() - t0;
 }
@@ -97,8 +97,8 @@ async function runMatrixText(text: string): Promise<number> {
   const sink = { write: () => true };
   const reporters = new Reporters([
     consoleReporter({ out: sink }),
-    junitReporter((d) => path.join(d, 'junit.xml')),
-    jsonReporter((d) => path.join(d, 'summary.json')),
+    junitReporter((runDir) => path.join(runDir, 'junit.xml')),
+    jsonReporter((runDir) => path.join(runDir, 'summary.json')),
   ]);
   const run = await executePlan(plan, { runsDir: path.join(work, 'runs'), onEvent: (e) => reporters.event(e) });
   await reporters.end(summarize(run.events), { runDir: run.runDir, eventsFile: run.eventsFile, strict: false });
@@ -115,7 +115,7 @@ async function runMatrixText(text: string): Promise<number> {
 
 function cliProcess(): number {
   const t0 = performance.now();
-  const r = spawnSync(
+  const result = spawnSync(
     process.execPath,
     [
       '--import',
@@ -134,7 +134,7 @@ function cliProcess(): number {
       encoding: 'utf8',
     },
   );
-  if (r.status !== 0) throw new Error(`cudamatrix exited ${r.status}: ${r.stderr}`);
+  if (result.status !== 0) throw new Error(`cudamatrix exited ${result.status}: ${result.stderr}`);
   return performance.now() - t0;
 }
 
@@ -172,20 +172,20 @@ const ran = Object.entries(cudamatrixProbeRuns)
   .map(([probeName, count]) => `${probeName} x ${count}`)
   .join(', ');
 const likeWithLike = ran === `sysinfo x ${targets}`;
-const p = median(samples.peer);
+const peerMs = median(samples.peer);
 const rows = [
-  ['cudaprobe alone (peer)', `cudaprobe ${probeArgv.join(' ')}, ${targets} times in a row`, p, 0],
+  ['cudaprobe alone (peer)', `cudaprobe ${probeArgv.join(' ')}, ${targets} times in a row`, peerMs, 0],
   [
     'cudamatrix run, in-process',
     `executePlan + reporters: ${targets} local targets, probes [sysinfo] (${ran})`,
     median(samples.inProcess),
-    (median(samples.inProcess) - p) / targets,
+    (median(samples.inProcess) - peerMs) / targets,
   ],
   [
     'cudamatrix run, CLI process',
     `node --import tsx cli/entry.ts run (same matrix), one process`,
     median(samples.cli),
-    (median(samples.cli) - p) / targets,
+    (median(samples.cli) - peerMs) / targets,
   ],
 ] as const;
 console.log(
@@ -200,7 +200,7 @@ console.log(
       total.toFixed(0),
       (total / targets).toFixed(1),
       overhead.toFixed(1),
-      (total / p).toFixed(2),
+      (total / peerMs).toFixed(2),
     ]),
   ),
 );
@@ -217,13 +217,13 @@ const hopRows =
     ? kinds
         .filter((k) => k !== 'local')
         .map((k) => {
-          const t = median(hopSamples[k]!);
-          const extra = t - median(hopSamples.local!);
+          const kindMs = median(hopSamples[k]!);
+          const extra = kindMs - median(hopSamples.local!);
           if (hopCells[k] !== hopCells.local) throw new Error(`${k} ran ${hopCells[k]} cells, local ${hopCells.local}: not like with like`);
           const perHop = extra / hopCells[k]! / hopCount[k]!;
           return {
             kind: k,
-            medianMs: t,
+            medianMs: kindMs,
             cells: hopCells[k]!,
             perHopPerTargetMs: extra / hopTargetCount / hopCount[k]!,
             perHopPerCellMs: perHop,
@@ -240,19 +240,19 @@ if (hopRows.length) {
       ['transport', 'total ms', 'overhead ms per hop per target', 'overhead ms per hop per cell', 'budget'],
       [
         ['local', median(hopSamples.local!).toFixed(0), '', '', ''],
-        ...hopRows.map((r) => [
-          r.kind === 'ssh-wsl' ? '[ssh, wsl]' : r.kind,
-          r.medianMs.toFixed(0),
-          r.perHopPerTargetMs.toFixed(1),
-          r.perHopPerCellMs.toFixed(1),
-          `+50 ms per cell: ${r.within ? 'ok' : 'OVER BUDGET'}`,
+        ...hopRows.map((hopRow) => [
+          hopRow.kind === 'ssh-wsl' ? '[ssh, wsl]' : hopRow.kind,
+          hopRow.medianMs.toFixed(0),
+          hopRow.perHopPerTargetMs.toFixed(1),
+          hopRow.perHopPerCellMs.toFixed(1),
+          `+50 ms per cell: ${hopRow.within ? 'ok' : 'OVER BUDGET'}`,
         ]),
       ],
     ),
   );
 }
 for (const why of hops.skipped) console.log(`hop rows: ${why}`);
-const hopsWithin = hopRows.every((r) => r.within);
+const hopsWithin = hopRows.every((hopRow) => hopRow.within);
 const out = path.resolve(values.out ?? path.join(import.meta.dirname, 'out', 'overhead.json'));
 mkdirSync(path.dirname(out), { recursive: true });
 writeFileSync(
@@ -267,7 +267,7 @@ writeFileSync(
       ran: { peer: `sysinfo x ${targets}`, cudamatrix: cudamatrixProbeRuns },
       likeWithLike,
       samplesMs: samples,
-      medianMs: Object.fromEntries(rows.map(([w, , t]) => [w, t])),
+      medianMs: Object.fromEntries(rows.map(([what, , totalMs]) => [what, totalMs])),
       overheadPerTargetMs: worst,
       hops: {
         targets: hopTargetCount,
@@ -292,7 +292,7 @@ process.exitCode = !likeWithLike || ((!within || !hopsWithin) && !tiny) ? 1 : 0;
  */
 async function hopTargets(count: number): Promise<{ matrices: Record<string, string>; skipped: string[]; stop(): Promise<void> }> {
   const skipped: string[] = [];
-  const missing = Object.keys(STANDIN_TOOLS).filter((t) => !findOnPath(t));
+  const missing = Object.keys(STANDIN_TOOLS).filter((tool) => !findOnPath(tool));
   if (process.getuid?.() !== 0 || missing.length) {
     return {
       matrices: {},

@@ -5,16 +5,16 @@
 import { describe, expect, it } from 'vitest';
 import { compareP2p, parseTopo } from './p2p-compare.ts';
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 'cudaprobe/1', probe: 'p2p', ...o });
+const line = (fields: Record<string, unknown>) => JSON.stringify({ schema: 'cudaprobe/1', probe: 'p2p', ...fields });
 const metric = (name: string, value: number, attrs: Record<string, unknown>) =>
   line({ type: 'metric', name, value, unit: name === 'wrong_bytes' ? 'bytes' : 'GB/s', attrs });
 
 function probeOut(bw: Record<string, number>, wrong: Record<string, number> = {}, link = 'NV18'): string {
   const lines = [line({ type: 'fact', name: 'link_class', value: link, evidence: { '0-1': link } })];
-  for (const [key, v] of Object.entries(bw)) {
+  for (const [key, gbps] of Object.entries(bw)) {
     const [src, dst, peer] = key.split(':');
     const attrs = { src: Number(src), dst: Number(dst), peer: peer === 'on' };
-    lines.push(metric('bandwidth_gbps', v, { ...attrs, size_bytes: 268435456 }), metric('wrong_bytes', wrong[key] ?? 0, attrs));
+    lines.push(metric('bandwidth_gbps', gbps, { ...attrs, size_bytes: 268435456 }), metric('wrong_bytes', wrong[key] ?? 0, attrs));
   }
   return `${lines.join('\n')}\n`;
 }
@@ -34,7 +34,7 @@ describe('p2p probe against its independent check', () => {
   const bw = { '0:1:off': 40, '1:0:off': 41, '0:1:on': 380, '1:0:on': 382 };
 
   it("agrees when every bandwidth is within 10 %, both found the copies intact, and the link class is nvidia-smi's", () => {
-    const c = compareP2p(
+    const comparison = compareP2p(
       probeOut(bw),
       checkOut([
         [0, 1, false, 42, true],
@@ -44,9 +44,9 @@ describe('p2p probe against its independent check', () => {
       ]),
       topo,
     );
-    expect(c.problems).toEqual([]);
-    expect(c.rows).toHaveLength(4);
-    expect(c.rows[2]).toMatchObject({
+    expect(comparison.problems).toEqual([]);
+    expect(comparison.rows).toHaveLength(4);
+    expect(comparison.rows[2]).toMatchObject({
       src: 0,
       dst: 1,
       peer: true,
@@ -56,8 +56,8 @@ describe('p2p probe against its independent check', () => {
       checkIntact: true,
       agrees: true,
     });
-    expect(c.links).toEqual({ '0-1': { probe: 'NV18', smi: 'NV18' } });
-    expect(c.agrees).toBe(true);
+    expect(comparison.links).toEqual({ '0-1': { probe: 'NV18', smi: 'NV18' } });
+    expect(comparison.agrees).toBe(true);
   });
 
   it('disagrees on a bandwidth 20 % off, on a copy one side found corrupt, and on another link class', () => {
@@ -72,9 +72,9 @@ describe('p2p probe against its independent check', () => {
   });
 
   it("reports the check's errors and a run where nothing was measured", () => {
-    const c = compareP2p('', `${JSON.stringify({ src: -1, dst: -1, error: 'cudaGetDeviceCount: cudaErrorNoDevice' })}\n`);
-    expect(c.problems).toEqual(['p2p-check -1 to -1: cudaGetDeviceCount: cudaErrorNoDevice', 'no pair was measured by both']);
-    expect(c.agrees).toBe(false);
+    const comparison = compareP2p('', `${JSON.stringify({ src: -1, dst: -1, error: 'cudaGetDeviceCount: cudaErrorNoDevice' })}\n`);
+    expect(comparison.problems).toEqual(['p2p-check -1 to -1: cudaGetDeviceCount: cudaErrorNoDevice', 'no pair was measured by both']);
+    expect(comparison.agrees).toBe(false);
   });
 
   it('reads the GPU cells of a four-GPU nvidia-smi topo -m with NICs beside them', () => {

@@ -40,16 +40,16 @@ interface CheckLine {
 export function parseTopo(text: string): Record<string, string> {
   const rows = text
     .split('\n')
-    .map((l) => l.trim().split(/\s+/))
+    .map((line) => line.trim().split(/\s+/))
     .filter((cells) => /^GPU\d+$/.test(cells[0] ?? ''));
-  const header = text.split('\n').find((l) => /^\s*GPU0\b/.test(l) && !/^\s*GPU0\s+X\b/.test(l));
+  const header = text.split('\n').find((line) => /^\s*GPU0\b/.test(line) && !/^\s*GPU0\s+X\b/.test(line));
   const columns = (header ?? '').trim().split(/\s+/);
   const out: Record<string, string> = {};
   for (const cells of rows) {
-    const a = Number(cells[0]!.slice(3));
+    const rowGpu = Number(cells[0]!.slice(3));
     columns.forEach((col, i) => {
-      const b = /^GPU(\d+)$/.exec(col)?.[1];
-      if (b !== undefined && a < Number(b) && cells[i + 1]) out[`${a}-${b}`] = cells[i + 1]!;
+      const columnGpu = /^GPU(\d+)$/.exec(col)?.[1];
+      if (columnGpu !== undefined && rowGpu < Number(columnGpu) && cells[i + 1]) out[`${rowGpu}-${columnGpu}`] = cells[i + 1]!;
     });
   }
   return out;
@@ -60,40 +60,44 @@ export function compareP2p(probeStdout: string, checkStdout: string, topoText = 
   const { records } = parseProbeOutput(probeStdout);
   const metric = (name: string, src: number, dst: number, peer: boolean) =>
     records.find(
-      (r): r is MetricRecord =>
-        r.type === 'metric' && r.name === name && r.attrs?.src === src && r.attrs?.dst === dst && r.attrs?.peer === peer,
+      (record): record is MetricRecord =>
+        record.type === 'metric' &&
+        record.name === name &&
+        record.attrs?.src === src &&
+        record.attrs?.dst === dst &&
+        record.attrs?.peer === peer,
     );
   const check: CheckLine[] = [];
   for (const line of checkStdout.split('\n')) {
     if (!line.trim()) continue;
     try {
-      const v = JSON.parse(line) as CheckLine;
-      if (v.error) problems.push(`p2p-check ${v.src} to ${v.dst}: ${v.error}`);
-      else if (typeof v.src === 'number') check.push(v);
+      const checkLine = JSON.parse(line) as CheckLine;
+      if (checkLine.error) problems.push(`p2p-check ${checkLine.src} to ${checkLine.dst}: ${checkLine.error}`);
+      else if (typeof checkLine.src === 'number') check.push(checkLine);
     } catch {
       problems.push(`p2p-check printed a line that is not JSON: ${line.slice(0, 80)}`);
     }
   }
-  const rows = check.map((c): P2pRow => {
-    const peer = c.peer === true;
-    const bw = metric('bandwidth_gbps', c.src, c.dst, peer);
-    const wrong = metric('wrong_bytes', c.src, c.dst, peer);
+  const rows = check.map((checkLine): P2pRow => {
+    const peer = checkLine.peer === true;
+    const bw = metric('bandwidth_gbps', checkLine.src, checkLine.dst, peer);
+    const wrong = metric('wrong_bytes', checkLine.src, checkLine.dst, peer);
     const probeGbps = bw?.value ?? null;
-    const checkGbps = typeof c.gbps === 'number' && c.gbps > 0 ? c.gbps : null;
+    const checkGbps = typeof checkLine.gbps === 'number' && checkLine.gbps > 0 ? checkLine.gbps : null;
     const ratio = probeGbps !== null && checkGbps !== null ? probeGbps / checkGbps : null;
     const probeIntact = wrong?.value === undefined || wrong.value === null ? null : wrong.value === 0;
-    const checkIntact = typeof c.intact === 'boolean' ? c.intact : null;
+    const checkIntact = typeof checkLine.intact === 'boolean' ? checkLine.intact : null;
     const agrees = ratio !== null && Math.abs(ratio - 1) <= tolerance && probeIntact !== null && probeIntact === checkIntact;
-    return { src: c.src, dst: c.dst, peer, probeGbps, checkGbps, ratio, probeIntact, checkIntact, agrees };
+    return { src: checkLine.src, dst: checkLine.dst, peer, probeGbps, checkGbps, ratio, probeIntact, checkIntact, agrees };
   });
-  const linkFact = records.find((r): r is FactRecord => r.type === 'fact' && r.name === 'link_class');
+  const linkFact = records.find((record): record is FactRecord => record.type === 'fact' && record.name === 'link_class');
   const smi = parseTopo(topoText);
   const links: P2pComparison['links'] = {};
   for (const key of new Set([...Object.keys(linkFact?.evidence ?? {}), ...Object.keys(smi)])) {
     const probe = linkFact?.evidence?.[key];
     links[key] = { probe: typeof probe === 'string' ? probe : null, smi: smi[key] ?? null };
   }
-  const linksAgree = Object.values(links).every((l) => l.probe !== null && l.probe === l.smi);
+  const linksAgree = Object.values(links).every((link) => link.probe !== null && link.probe === link.smi);
   if (!rows.length) problems.push('no pair was measured by both');
-  return { rows, links, agrees: rows.length > 0 && rows.every((r) => r.agrees) && linksAgree && problems.length === 0, problems };
+  return { rows, links, agrees: rows.length > 0 && rows.every((row) => row.agrees) && linksAgree && problems.length === 0, problems };
 }

@@ -102,34 +102,34 @@ interface ProbeRun {
 
 function runProbe(name: string, params: string[] = []): ProbeRun {
   const t0 = performance.now();
-  const r = spawnSync(probePath, ['run', name, '--device', '0', ...params.flatMap((p) => ['--param', p])], {
+  const result = spawnSync(probePath, ['run', name, '--device', '0', ...params.flatMap((param) => ['--param', param])], {
     encoding: 'utf8',
     maxBuffer: 1 << 26,
   });
   const ms = performance.now() - t0;
-  if (r.error) throw new Error(`could not run ${probePath}: ${r.error.message}`);
-  return { status: r.status, records: parseProbeOutput(r.stdout).records, stderr: r.stderr, ms };
+  if (result.error) throw new Error(`could not run ${probePath}: ${result.error.message}`);
+  return { status: result.status, records: parseProbeOutput(result.stdout).records, stderr: result.stderr, ms };
 }
 
 /** A probe that must have run (exit 0): its metric records. */
 function measured(name: string, params: string[]): { metrics: MetricRecord[]; ms: number } {
-  const r = runProbe(name, params);
-  if (r.status !== 0) {
-    const said = r.records
-      .filter((x) => x.type === 'error' || x.type === 'skip')
-      .map((x) => ('message' in x ? x.message : (x as { reason: string }).reason));
-    throw new Error(`cudaprobe run ${name} exited ${r.status}: ${said.join('; ') || r.stderr.trim().slice(-500)}`);
+  const probeRun = runProbe(name, params);
+  if (probeRun.status !== 0) {
+    const said = probeRun.records
+      .filter((record) => record.type === 'error' || record.type === 'skip')
+      .map((record) => ('message' in record ? record.message : (record as { reason: string }).reason));
+    throw new Error(`cudaprobe run ${name} exited ${probeRun.status}: ${said.join('; ') || probeRun.stderr.trim().slice(-500)}`);
   }
-  return { metrics: r.records.filter((x): x is MetricRecord => x.type === 'metric'), ms: r.ms };
+  return { metrics: probeRun.records.filter((record): record is MetricRecord => record.type === 'metric'), ms: probeRun.ms };
 }
 
 // ---- what is missing? ------------------------------------------------------------------------
 
 const missing: string[] = [];
 const sysRun = runProbe('sysinfo');
-const sysinfo = Object.fromEntries(sysRun.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value]] : [])));
+const sysinfo = Object.fromEntries(sysRun.records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record.value]] : [])));
 if (sysRun.status === 3) {
-  const skip = sysRun.records.find((r) => r.type === 'skip') as { reason: string } | undefined;
+  const skip = sysRun.records.find((record) => record.type === 'skip') as { reason: string } | undefined;
   missing.push(`no usable GPU: ${skip?.reason ?? 'cudaprobe sysinfo exited 3 (no usable driver or device)'}`);
 } else if (sysRun.status !== 0) {
   console.error(`bench/probe-accuracy: cudaprobe sysinfo exited ${sysRun.status}: ${sysRun.stderr.trim().slice(-500)}`);
@@ -218,17 +218,17 @@ function peerSide(): PeerResult & { ms: number } {
     String(SYNC_ITERATIONS),
   ];
   const t0 = performance.now();
-  const r = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const result = spawnSync(python, args, { encoding: 'utf8', maxBuffer: 1 << 26 });
   const ms = performance.now() - t0;
-  if (r.error || r.status !== 0)
+  if (result.error || result.status !== 0)
     throw new Error(
-      `the PyTorch peer (${python} ${args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr.trim().slice(-800)}`,
+      `the PyTorch peer (${python} ${args.join(' ')}) failed (${result.error?.message ?? `exit ${result.status}`}): ${result.stderr.trim().slice(-800)}`,
     );
-  return { ...(JSON.parse(r.stdout.trim().split('\n').at(-1)!) as PeerResult), ms };
+  return { ...(JSON.parse(result.stdout.trim().split('\n').at(-1)!) as PeerResult), ms };
 }
 
 const metricOf = (records: MetricRecord[], name: string, attrs: Record<string, unknown> = {}): number =>
-  records.find((r) => r.name === name && Object.entries(attrs).every(([k, v]) => r.attrs?.[k] === v))?.value ?? NaN;
+  records.find((record) => record.name === name && Object.entries(attrs).every(([k, value]) => record.attrs?.[k] === value))?.value ?? NaN;
 
 const warmup: { cudaprobe?: CudaprobeRound; peer?: PeerResult & { ms: number } } = {};
 const done: Round[] = [];
@@ -284,28 +284,39 @@ interface Comparison {
 const checks: Check[] = [];
 const comparisons: Comparison[] = [];
 const rows: string[][] = [];
-const fmt = (x: number, digits: number) => (Number.isFinite(x) ? x.toFixed(digits) : 'n/a');
-const cell = (s: Spread, digits: number) => `${fmt(s.median, digits)} (${formatSpread(s)})`;
+const fmt = (value: number, digits: number) => (Number.isFinite(value) ? value.toFixed(digits) : 'n/a');
+const cell = (sideSpread: Spread, digits: number) => `${fmt(sideSpread.median, digits)} (${formatSpread(sideSpread)})`;
 
 for (const mib of SIZES_MIB) {
   const bytes = mib * 1024 ** 2;
   for (const direction of ['h2d', 'd2h']) {
-    const ours = done.map((r) => metricOf(r.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pinned', size_bytes: bytes }));
+    const ours = done.map((round) =>
+      metricOf(round.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pinned', size_bytes: bytes }),
+    );
     const peer = done.map(
-      (r) =>
-        r.peer.bandwidth.find((b) => b.direction === direction && (b.memory ?? 'pinned') === 'pinned' && b.size_bytes === bytes)?.gbps ??
-        NaN,
+      (round) =>
+        round.peer.bandwidth.find(
+          (reading) => reading.direction === direction && (reading.memory ?? 'pinned') === 'pinned' && reading.size_bytes === bytes,
+        )?.gbps ?? NaN,
     );
     const what = `pinned ${direction.toUpperCase()} ${mib} MiB`;
-    const c = ratioCheck(ours, peer);
-    comparisons.push({ what, unit: 'GB/s', cudaprobe: c.ours, torch: c.peer, ratio: c.ratio, tolerance: c.tolerance, ok: c.ok });
+    const check = ratioCheck(ours, peer);
+    comparisons.push({
+      what,
+      unit: 'GB/s',
+      cudaprobe: check.ours,
+      torch: check.peer,
+      ratio: check.ratio,
+      tolerance: check.tolerance,
+      ok: check.ok,
+    });
     checks.push({
       what: `${what}: within max(5 %, spreads) of PyTorch`,
       kind: 'ratio',
-      status: c.ok ? 'pass' : 'fail',
-      detail: c.ok ? `ratio ${fmt(c.ratio, 3)}, tolerance ${(c.tolerance * 100).toFixed(1)} %` : c.why,
+      status: check.ok ? 'pass' : 'fail',
+      detail: check.ok ? `ratio ${fmt(check.ratio, 3)}, tolerance ${(check.tolerance * 100).toFixed(1)} %` : check.why,
     });
-    const link: Status = !Number.isFinite(linkGbps) ? 'skip' : c.ours.median <= linkGbps ? 'pass' : 'fail';
+    const link: Status = !Number.isFinite(linkGbps) ? 'skip' : check.ours.median <= linkGbps ? 'pass' : 'fail';
     checks.push({
       what: `${what}: not above the PCIe link (${fmt(linkGbps, 1)} GB/s)`,
       kind: 'link',
@@ -313,26 +324,38 @@ for (const mib of SIZES_MIB) {
       detail:
         link === 'skip'
           ? 'sysinfo did not give the link generation and width'
-          : `median ${fmt(c.ours.median, 2)} GB/s, max ${fmt(c.ours.max, 2)} GB/s`,
+          : `median ${fmt(check.ours.median, 2)} GB/s, max ${fmt(check.ours.max, 2)} GB/s`,
     });
-    const verdict = !c.ok || link === 'fail' ? 'FAIL' : c.widenedBySpread ? `ok (within spread)` : 'ok';
-    rows.push([`${what} (GB/s)`, cell(c.ours, 2), cell(c.peer, 2), fmt(c.ratio, 3), `${(c.tolerance * 100).toFixed(1)} %`, verdict]);
+    const verdict = !check.ok || link === 'fail' ? 'FAIL' : check.widenedBySpread ? `ok (within spread)` : 'ok';
+    rows.push([
+      `${what} (GB/s)`,
+      cell(check.ours, 2),
+      cell(check.peer, 2),
+      fmt(check.ratio, 3),
+      `${(check.tolerance * 100).toFixed(1)} %`,
+      verdict,
+    ]);
   }
 }
 
 function info(what: string, unit: string, ours: number[], peer: number[], digits: number): void {
-  const o = spread(ours);
-  const p = spread(peer);
-  const ratio = o.median / p.median;
-  comparisons.push({ what, unit, cudaprobe: o, torch: p, ratio });
-  rows.push([`${what} (${unit})`, cell(o, digits), cell(p, digits), fmt(ratio, 3), '', 'info']);
+  const oursSpread = spread(ours);
+  const peerSpread = spread(peer);
+  const ratio = oursSpread.median / peerSpread.median;
+  comparisons.push({ what, unit, cudaprobe: oursSpread, torch: peerSpread, ratio });
+  rows.push([`${what} (${unit})`, cell(oursSpread, digits), cell(peerSpread, digits), fmt(ratio, 3), '', 'info']);
 }
 for (const mib of SIZES_MIB) {
   const bytes = mib * 1024 ** 2;
   for (const direction of ['h2d', 'd2h']) {
-    const ours = done.map((r) => metricOf(r.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pageable', size_bytes: bytes }));
+    const ours = done.map((round) =>
+      metricOf(round.cudaprobe.transfer, 'bandwidth_gbps', { direction, memory: 'pageable', size_bytes: bytes }),
+    );
     const peer = done.map(
-      (r) => r.peer.bandwidth.find((b) => b.direction === direction && b.memory === 'pageable' && b.size_bytes === bytes)?.gbps ?? NaN,
+      (round) =>
+        round.peer.bandwidth.find(
+          (reading) => reading.direction === direction && reading.memory === 'pageable' && reading.size_bytes === bytes,
+        )?.gbps ?? NaN,
     );
     info(`pageable ${direction.toUpperCase()} ${mib} MiB`, 'GB/s', ours, peer, 2);
   }
@@ -340,17 +363,17 @@ for (const mib of SIZES_MIB) {
 info(
   'event resolution',
   'us',
-  done.map((r) => metricOf(r.cudaprobe.events, 'resolution_us')),
-  done.map((r) => r.peer.events.resolution_us ?? NaN),
+  done.map((round) => metricOf(round.cudaprobe.events, 'resolution_us')),
+  done.map((round) => round.peer.events.resolution_us ?? NaN),
   4,
 );
-for (const t of TARGETS_US) {
+for (const targetUs of TARGETS_US) {
   // The peer's keys are Python's str(float): "1.0", "20.0".
-  const peerElapsed = (r: Round) => Object.entries(r.peer.events.elapsed_us).find(([k]) => Number(k) === t)?.[1] ?? NaN;
+  const peerElapsed = (round: Round) => Object.entries(round.peer.events.elapsed_us).find(([k]) => Number(k) === targetUs)?.[1] ?? NaN;
   info(
-    `event-timed ${t} us spin`,
+    `event-timed ${targetUs} us spin`,
     'us',
-    done.map((r) => metricOf(r.cudaprobe.events, 'elapsed_us', { target_us: t })),
+    done.map((round) => metricOf(round.cudaprobe.events, 'elapsed_us', { target_us: targetUs })),
     done.map(peerElapsed),
     2,
   );
@@ -359,8 +382,8 @@ for (const k of ['p50_us', 'p99_us', 'min_us'] as const) {
   info(
     `sync latency ${k.replace('_us', '')}`,
     'us',
-    done.map((r) => metricOf(r.cudaprobe.sync, k)),
-    done.map((r) => r.peer.sync[k]),
+    done.map((round) => metricOf(round.cudaprobe.sync, k)),
+    done.map((round) => round.peer.sync[k]),
     2,
   );
 }
@@ -371,12 +394,12 @@ console.log(
     `peer: PyTorch ${done[0]?.peer.torch}; median of ${rounds} alternated round(s) after one warm-up round each, spread = (max - min) / median\n`,
 );
 console.log(formatTable(['measurement', 'cudaprobe median (spread)', 'torch median (spread)', 'ratio', 'tolerance', 'check'], rows));
-const failed = checks.filter((c) => c.status === 'fail');
-const passed = checks.filter((c) => c.status === 'pass');
-const skippedChecks = checks.filter((c) => c.status === 'skip');
+const failed = checks.filter((check) => check.status === 'fail');
+const passed = checks.filter((check) => check.status === 'pass');
+const skippedChecks = checks.filter((check) => check.status === 'skip');
 console.log(
   `\n${passed.length}/${checks.length} checks passed${skippedChecks.length ? `, ${skippedChecks.length} skipped (${skippedChecks[0]!.detail})` : ''}` +
-    `${failed.length ? `: FAILED ${failed.map((f) => `${f.what} (${f.detail})`).join('; ')}` : ''} (${elapsedS.toFixed(0)} s)`,
+    `${failed.length ? `: FAILED ${failed.map((check) => `${check.what} (${check.detail})`).join('; ')}` : ''} (${elapsedS.toFixed(0)} s)`,
 );
 writeOut({
   probe: probePath,

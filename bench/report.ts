@@ -61,7 +61,7 @@ const tiny = values.tiny!;
 const count = Number(values.records ?? (tiny ? 50 : 10_000));
 const keys = Number(values.keys ?? (tiny ? 10 : 200));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
-if (![count, keys, rounds].every((n) => Number.isInteger(n) && n >= 1) || keys > 200) {
+if (![count, keys, rounds].every((setting) => Number.isInteger(setting) && setting >= 1) || keys > 200) {
   console.error(
     'bench/report: --records, --keys and --rounds take whole numbers >= 1 (--keys at most 200: 5 environments x 5 GPUs x 8 drivers)',
   );
@@ -74,13 +74,13 @@ const base = (await h200Records())[0]!;
 
 /** A small seeded generator (mulberry32): the same records every run. */
 function random(seed: number): () => number {
-  let a = seed >>> 0;
+  let state = seed >>> 0;
   return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = state;
+    mixed = Math.imul(mixed ^ (mixed >>> 15), mixed | 1);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), mixed | 61);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
   };
 }
 
@@ -94,12 +94,12 @@ function synthetic(i: number): BehaviourRecord {
   const environment = ENVIRONMENTS[k % 5]!;
   const windows = ['wddm', 'tcc', 'mcdm'].includes(environment);
   const scale = () => 1 + (rnd() - 0.5) * 0.2;
-  const r = structuredClone(base);
+  const record = structuredClone(base);
   // As recordsFromEvents makes them: a hash (recordPath names a file by the id's first 8 digits).
-  r.id = createHash('sha256').update(`synthetic ${i}`).digest('hex').slice(0, 16);
+  record.id = createHash('sha256').update(`synthetic ${i}`).digest('hex').slice(0, 16);
   const day = new Date(Date.UTC(2026, 0, 1) + (i % 700) * 86_400_000).toISOString();
-  r.observed = { ...r.observed, date: day, runId: `${day.replace(/[:.]/g, '-')}-${i.toString(16)}` };
-  r.key = {
+  record.observed = { ...record.observed, date: day, runId: `${day.replace(/[:.]/g, '-')}-${i.toString(16)}` };
+  record.key = {
     environment,
     gpu: GPUS[Math.floor(k / 5) % 5]!,
     driver: DRIVERS[Math.floor(k / 25) % 8]!,
@@ -108,16 +108,16 @@ function synthetic(i: number): BehaviourRecord {
     container: environment === 'linux' ? 'docker' : null,
   };
   // Nine significant digits, as cudaprobe prints them.
-  for (const m of r.metrics) if (m.value !== null) m.value = Number((m.value * scale()).toPrecision(9));
-  for (const s of r.samples) {
-    const f = scale();
-    for (const src of Object.keys(s.readings)) {
-      const v = s.readings[src];
-      if (typeof v === 'number') s.readings[src] = Math.round(v * f);
+  for (const metric of record.metrics) if (metric.value !== null) metric.value = Number((metric.value * scale()).toPrecision(9));
+  for (const sample of record.samples) {
+    const factor = scale();
+    for (const src of Object.keys(sample.readings)) {
+      const reading = sample.readings[src];
+      if (typeof reading === 'number') sample.readings[src] = Math.round(reading * factor);
     }
   }
-  if (rnd() < 0.1) r.facts['pinned-release.released'] = { value: 'on-exit' };
-  return r;
+  if (rnd() < 0.1) record.facts['pinned-release.released'] = { value: 'on-exit' };
+  return record;
 }
 
 const made0 = performance.now();
@@ -135,13 +135,13 @@ const paths = { recordsLink: 'records', recordsDirName: 'records' };
 // each key (without the driver) on each side. And every pair in full: each record against the
 // next observation of its key (record i + keys), the most comparing these records allow.
 const halves: [BehaviourRecord[], BehaviourRecord[]] = [[], []];
-records.forEach((r, i) => halves[Math.floor(i / keys) % 2]!.push(r.record));
+records.forEach((loaded, i) => halves[Math.floor(i / keys) % 2]!.push(loaded.record));
 let setPairs = 0;
 const diffPairs = Math.max(0, count - keys);
 let lastOutputs = { markdown: '', html: '' };
 const sides: Record<string, () => void> = {
   peer: () => {
-    for (const r of records) JSON.parse(JSON.stringify(r.record));
+    for (const loaded of records) JSON.parse(JSON.stringify(loaded.record));
   },
   report: () => {
     lastOutputs = renderReport(records, paths);
@@ -159,7 +159,7 @@ const sides: Record<string, () => void> = {
  * their files are.
  */
 const cold = () => {
-  for (const r of records) r.record.metrics = r.record.metrics.slice();
+  for (const loaded of records) loaded.record.metrics = loaded.record.metrics.slice();
 };
 const before: Record<string, () => void> = { diffSets: cold, diff: cold };
 const samples: Record<string, number[]> = Object.fromEntries(Object.keys(sides).map((k) => [k, []]));
@@ -179,28 +179,28 @@ const load: { files: number; bytes: number; samplesMs: { loadRecords: number[]; 
   : (() => {
       const dir = tempDir('cm-bench-records-');
       let bytes = 0;
-      for (const r of records) {
-        const file = path.join(dir, r.file);
+      for (const loaded of records) {
+        const file = path.join(dir, loaded.file);
         mkdirSync(path.dirname(file), { recursive: true });
-        const text = JSON.stringify(r.record);
+        const text = JSON.stringify(loaded.record);
         bytes += Buffer.byteLength(text);
         writeFileSync(file, text);
       }
       const files = recordFiles(dir);
       const loadSides = {
         loadRecords: () => loadRecords(dir),
-        peer: () => files.map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8'))),
+        peer: () => files.map((file) => JSON.parse(readFileSync(path.join(dir, file), 'utf8'))),
       };
-      const s = { loadRecords: [] as number[], peer: [] as number[] };
+      const loadSamples = { loadRecords: [] as number[], peer: [] as number[] };
       if (!tiny) for (const fn of Object.values(loadSides)) fn();
       for (let round = 0; round < rounds; round++) {
         for (const side of roundOrder(round, ['loadRecords', 'peer'] as const)) {
           const t0 = performance.now();
           loadSides[side]();
-          s[side].push(performance.now() - t0);
+          loadSamples[side].push(performance.now() - t0);
         }
       }
-      return { files: files.length, bytes, samplesMs: s };
+      return { files: files.length, bytes, samplesMs: loadSamples };
     })();
 
 if (values.page) writeFileSync(values.page, lastOutputs.html);
@@ -218,8 +218,8 @@ const within = {
   diff: diffMs <= BUDGET_MS,
   page: pageBytes <= BUDGET_PAGE_BYTES,
 };
-const ok = (b: boolean) => (b ? 'within' : 'OVER BUDGET');
-const kib = (n: number) => `${(n / 1024).toFixed(0)} KiB`;
+const ok = (withinBudget: boolean) => (withinBudget ? 'within' : 'OVER BUDGET');
+const kib = (byteCount: number) => `${(byteCount / 1024).toFixed(0)} KiB`;
 const perColumn = (pageBytes - emptyPageBytes) / Math.max(columns, 1);
 
 console.log(
@@ -258,10 +258,10 @@ console.log(
   `\nbehaviour.html: ${kib(pageBytes)} (budget ${kib(BUDGET_PAGE_BYTES)}): ${ok(within.page)}; ${kib(emptyPageBytes)} fixed + ${(perColumn / 1024).toFixed(1)} KiB per column, so 2 MiB holds about ${Math.floor((BUDGET_PAGE_BYTES - emptyPageBytes) / perColumn)} columns, whatever the records per column (the charts show one record per column). BEHAVIOUR.md: ${kib(markdownBytes)} (links to every record).`,
 );
 if (load) {
-  const l = median(load.samplesMs.loadRecords);
-  const p = median(load.samplesMs.peer);
+  const loadMs = median(load.samplesMs.loadRecords);
+  const peerMs = median(load.samplesMs.peer);
   console.log(
-    `\nreading the files (${load.files} files, ${(load.bytes / 1024 ** 2).toFixed(0)} MiB): loadRecords ${l.toFixed(0)} ms, readFileSync + JSON.parse of the same files (peer) ${p.toFixed(0)} ms, ratio ${(l / p).toFixed(2)}; not budgeted: JSON.parse of that much JSON alone takes that long`,
+    `\nreading the files (${load.files} files, ${(load.bytes / 1024 ** 2).toFixed(0)} MiB): loadRecords ${loadMs.toFixed(0)} ms, readFileSync + JSON.parse of the same files (peer) ${peerMs.toFixed(0)} ms, ratio ${(loadMs / peerMs).toFixed(2)}; not budgeted: JSON.parse of that much JSON alone takes that long`,
   );
 }
 if (tiny) console.log('\n(--tiny: budgets not enforced)');

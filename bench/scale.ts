@@ -68,13 +68,13 @@ if (values.child) {
     readFileSync(file, 'utf8')
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as unknown);
+      .map((line) => JSON.parse(line) as unknown);
   const { readdirSync } = await import('node:fs');
   const files = (sub: string) =>
     readdirSync(path.join(dir, sub), { recursive: true })
       .map(String)
-      .filter((f) => f.endsWith('.json') || f.endsWith('.jsonl'))
-      .map((f) => path.join(dir, sub, f));
+      .filter((file) => file.endsWith('.json') || file.endsWith('.jsonl'))
+      .map((file) => path.join(dir, sub, file));
   const matrixFile = path.join(dir, 'matrix.yaml');
   const { planCommand } = await import('../cli/plan.ts');
   const { ghaMatrixCommand } = await import('../cli/gha.ts');
@@ -93,7 +93,7 @@ if (values.child) {
       reportCommand({ recordsDir: path.join(dir, 'records'), out: path.join(dir, 'report', String(process.pid)), check: false }),
     diff: () =>
       diffCommand(path.join(dir, 'a', 'driver-580.159.04'), path.join(dir, 'b', 'driver-580.159.04'), { json: false, all: false }),
-    'peer: JSON.parse of every record': () => files('records').map((f) => JSON.parse(readFileSync(f, 'utf8')) as unknown),
+    'peer: JSON.parse of every record': () => files('records').map((file) => JSON.parse(readFileSync(file, 'utf8')) as unknown),
   };
   devNull();
   const t0 = performance.now();
@@ -101,9 +101,9 @@ if (values.child) {
   await run[what]!();
   const ms = performance.now() - t0;
   // CPU time too: on a machine others load, wall time is mostly waiting for a core.
-  const c = process.cpuUsage(c0);
+  const cpuUsed = process.cpuUsage(c0);
   process.stderr.write(
-    `\n${JSON.stringify({ ms, cpuMs: (c.user + c.system) / 1000, maxRssMiB: process.resourceUsage().maxRSS / 1024 })}\n`,
+    `\n${JSON.stringify({ ms, cpuMs: (cpuUsed.user + cpuUsed.system) / 1000, maxRssMiB: process.resourceUsage().maxRSS / 1024 })}\n`,
   );
   process.exit(0);
 }
@@ -115,7 +115,7 @@ const tiny = values.tiny!;
 const targets = Number(values.targets ?? (tiny ? 20 : 2000));
 const recordCount = Number(values.records ?? (tiny ? 50 : 10_000));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
-if (![targets, recordCount, rounds].every((n) => Number.isInteger(n) && n >= 1)) {
+if (![targets, recordCount, rounds].every((count) => Number.isInteger(count) && count >= 1)) {
   console.error('bench/scale: --targets, --records and --rounds take whole numbers >= 1');
   process.exit(2);
 }
@@ -147,8 +147,8 @@ const target = (JSON.parse(logLines[1]!) as { target: string }).target;
 mkdirSync(path.join(dir, 'logs'));
 for (let i = 0; i < targets; i++) {
   const text = logLines
-    .map((l) =>
-      l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`),
+    .map((line) =>
+      line.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`),
     )
     .join('\n');
   writeFileSync(path.join(dir, 'logs', `gpu-${i}.jsonl`), `${text}\n`);
@@ -165,19 +165,19 @@ const DRIVERS = ['550.163.01', '560.94', '566.36', '570.172.08', '572.83', '575.
 for (let i = 0; i < recordCount; i++) {
   const k = i % KEYS;
   const day = new Date(Date.UTC(2026, 0, 1) + (i % 700) * 86_400_000).toISOString();
-  const r = {
+  const record = {
     ...base,
     id: `${i.toString(16).padStart(8, '0')}${base.id.slice(8)}`,
     observed: { ...base.observed, date: day, runId: `${base.observed.runId}-${i}` },
   };
-  r.key = { ...base.key, environment: ENVIRONMENTS[k % 5], gpu: GPUS[Math.floor(k / 5) % 5], driver: DRIVERS[Math.floor(k / 25) % 8] };
-  const text = JSON.stringify(r);
+  record.key = { ...base.key, environment: ENVIRONMENTS[k % 5], gpu: GPUS[Math.floor(k / 5) % 5], driver: DRIVERS[Math.floor(k / 25) % 8] };
+  const text = JSON.stringify(record);
   const write = (sub: string, driver: string) => {
     const at = path.join(dir, sub, `driver-${driver}`);
     mkdirSync(at, { recursive: true });
-    writeFileSync(path.join(at, `${r.key.environment}-${i}-${r.id.slice(0, 8)}.json`), text);
+    writeFileSync(path.join(at, `${record.key.environment}-${i}-${record.id.slice(0, 8)}.json`), text);
   };
-  write('records', r.key.driver as string);
+  write('records', record.key.driver as string);
   // diff compares two driver folders: every record in one of them, alternating.
   write(i % 2 ? 'b' : 'a', '580.159.04');
 }
@@ -195,9 +195,9 @@ const cases = [
   },
   { name: 'diff', peer: 'peer: JSON.parse of every record', budgetMs: 1000, what: `${recordCount} records in two folders` },
 ];
-const names = [...new Set(cases.flatMap((c) => [c.name, c.peer]))];
+const names = [...new Set(cases.flatMap((benchCase) => [benchCase.name, benchCase.peer]))];
 const samples: Record<string, { ms: number[]; cpuMs: number[]; maxRssMiB: number[] }> = Object.fromEntries(
-  names.map((n) => [n, { ms: [], cpuMs: [], maxRssMiB: [] }]),
+  names.map((name) => [name, { ms: [], cpuMs: [], maxRssMiB: [] }]),
 );
 // The records index lives in the cache (behaviour/records-index.ts): the bench's own, empty at first.
 const env = { ...process.env, CUDAMATRIX_CACHE: path.join(dir, 'cache') };
@@ -231,26 +231,26 @@ for (let round = 0; round < rounds; round++) {
 const loadAfter = loadavg()[0]!;
 
 /** The fastest round of a command or peer (its CPU time and memory in that round), and the median time. */
-function fastest(n: string) {
-  const s = samples[n]!;
-  const i = s.ms.indexOf(Math.min(...s.ms));
-  return { ms: s.ms[i]!, cpuMs: s.cpuMs[i]!, maxRssMiB: s.maxRssMiB[i]!, medianMs: median(s.ms) };
+function fastest(name: string) {
+  const measured = samples[name]!;
+  const i = measured.ms.indexOf(Math.min(...measured.ms));
+  return { ms: measured.ms[i]!, cpuMs: measured.cpuMs[i]!, maxRssMiB: measured.maxRssMiB[i]!, medianMs: median(measured.ms) };
 }
-const results = cases.map((c) => {
-  const m = fastest(c.name);
-  const p = fastest(c.peer);
+const results = cases.map((benchCase) => {
+  const command = fastest(benchCase.name);
+  const peer = fastest(benchCase.peer);
   return {
-    ...c,
-    ms: m.ms,
-    medianMs: m.medianMs,
-    cpuMs: m.cpuMs,
-    maxRssMiB: m.maxRssMiB,
-    peerMs: p.ms,
-    peerCpuMs: p.cpuMs,
-    peerMaxRssMiB: p.maxRssMiB,
-    ratio: m.ms / p.ms,
-    budgeted: m.ms,
-    within: m.ms <= c.budgetMs,
+    ...benchCase,
+    ms: command.ms,
+    medianMs: command.medianMs,
+    cpuMs: command.cpuMs,
+    maxRssMiB: command.maxRssMiB,
+    peerMs: peer.ms,
+    peerCpuMs: peer.cpuMs,
+    peerMaxRssMiB: peer.maxRssMiB,
+    ratio: command.ms / peer.ms,
+    budgeted: command.ms,
+    within: command.ms <= benchCase.budgetMs,
   };
 });
 
@@ -260,19 +260,19 @@ console.log(
 console.log(
   formatTable(
     ['command', 'over', 'ms', 'median ms', 'cpu ms', 'peak MiB', 'peer ms', 'peer cpu ms', 'peer MiB', 'ratio', 'budget', ''],
-    results.map((r) => [
-      r.name,
-      r.what,
-      r.ms.toFixed(0),
-      r.medianMs.toFixed(0),
-      r.cpuMs.toFixed(0),
-      r.maxRssMiB.toFixed(0),
-      r.peerMs.toFixed(0),
-      r.peerCpuMs.toFixed(0),
-      r.peerMaxRssMiB.toFixed(0),
-      r.ratio.toFixed(2),
-      `${r.budgetMs} ms`,
-      r.within ? 'within' : 'OVER BUDGET',
+    results.map((result) => [
+      result.name,
+      result.what,
+      result.ms.toFixed(0),
+      result.medianMs.toFixed(0),
+      result.cpuMs.toFixed(0),
+      result.maxRssMiB.toFixed(0),
+      result.peerMs.toFixed(0),
+      result.peerCpuMs.toFixed(0),
+      result.peerMaxRssMiB.toFixed(0),
+      result.ratio.toFixed(2),
+      `${result.budgetMs} ms`,
+      result.within ? 'within' : 'OVER BUDGET',
     ]),
   ),
 );
@@ -287,4 +287,4 @@ writeFileSync(
   out,
   `${JSON.stringify({ bench: 'scale', targets, records: recordCount, rounds, tiny, node: process.version, loadAverage: { before: loadBefore, after: loadAfter }, samples, cold, results, enforced: !tiny }, null, 2)}\n`,
 );
-process.exitCode = !tiny && !results.every((r) => r.within) ? 1 : 0;
+process.exitCode = !tiny && !results.every((result) => result.within) ? 1 : 0;

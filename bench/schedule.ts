@@ -62,8 +62,16 @@ const fast = await startSshd(FAST_HOSTS, [`SetEnv CUDAPROBE_TEST_DELAY_MS=${FAST
   portBase: portBase === undefined ? undefined : portBase + 1,
 });
 const work = tempDir('cm-bench-schedule-');
-const hop = (s: Sshd, port: number) =>
-  JSON.stringify({ kind: 'ssh', host: '127.0.0.1', port, identityFile: s.key, knownHosts: s.knownHosts, sshConfig: false, retries: 0 });
+const hop = (sshd: Sshd, port: number) =>
+  JSON.stringify({
+    kind: 'ssh',
+    host: '127.0.0.1',
+    port,
+    identityFile: sshd.key,
+    knownHosts: sshd.knownHosts,
+    sshConfig: false,
+    retries: 0,
+  });
 const targets = [
   ...Array.from({ length: SLOW_TARGETS }, (_, i) => `  - name: slow-${i}\n    transport: ${hop(slow, slow.ports[0]!)}`),
   ...fast.ports.map((port, i) => `  - name: fast-${i}\n    transport: ${hop(fast, port)}`),
@@ -93,11 +101,11 @@ async function round(): Promise<Round> {
   const failed = events.filter((e) => e.type === 'target-error');
   if (failed.length) throw new Error(`a target failed: ${JSON.stringify(failed[0])}`);
   const runStart = Date.parse((events[0] as { started: string }).started);
-  const slowSpans = plan.targets.filter((t) => t.name.startsWith('slow-')).map((t) => span(events, t.name));
-  const fastSpans = plan.targets.filter((t) => t.name.startsWith('fast-')).map((t) => span(events, t.name));
-  const dur = (s: { start: number; end: number }) => s.end - s.start;
-  const slowChainMs = slowSpans.reduce((a, s) => a + dur(s), 0);
-  const totalMs = [...slowSpans, ...fastSpans].reduce((a, s) => a + dur(s), 0);
+  const slowSpans = plan.targets.filter((target) => target.name.startsWith('slow-')).map((target) => span(events, target.name));
+  const fastSpans = plan.targets.filter((target) => target.name.startsWith('fast-')).map((target) => span(events, target.name));
+  const dur = (targetSpan: { start: number; end: number }) => targetSpan.end - targetSpan.start;
+  const slowChainMs = slowSpans.reduce((sum, slowSpan) => sum + dur(slowSpan), 0);
+  const totalMs = [...slowSpans, ...fastSpans].reduce((sum, targetSpan) => sum + dur(targetSpan), 0);
   // Lower bound on any schedule: the slow host's targets one after another, and all the work
   // over the slots. (Measured durations: connection set-up and the probe's wait included.)
   const idealMs = Math.max(slowChainMs, totalMs / CONCURRENCY);
@@ -105,11 +113,11 @@ async function round(): Promise<Round> {
   // could start as soon as the earlier ones freed a slot. Its wait is how much later it started.
   const free = Array.from({ length: CONCURRENCY - 1 }, () => runStart);
   let fastWaitedMs = 0;
-  for (const s of fastSpans) {
-    free.sort((a, b) => a - b);
+  for (const fastSpan of fastSpans) {
+    free.sort((left, right) => left - right);
     const could = free[0]!;
-    fastWaitedMs = Math.max(fastWaitedMs, s.start - could);
-    free[0] = Math.max(could, s.start) + dur(s);
+    fastWaitedMs = Math.max(fastWaitedMs, fastSpan.start - could);
+    free[0] = Math.max(could, fastSpan.start) + dur(fastSpan);
   }
   return { wallMs, idealMs, ratio: wallMs / idealMs, fastWaitedMs, slowChainMs };
 }
@@ -122,16 +130,16 @@ try {
   await slow.stop();
   await fast.stop();
 }
-const rows = results.map((r, i) => [
+const rows = results.map((result, i) => [
   String(i + 1),
-  r.wallMs.toFixed(0),
-  r.idealMs.toFixed(0),
-  r.ratio.toFixed(3),
-  r.fastWaitedMs.toFixed(0),
-  r.slowChainMs.toFixed(0),
+  result.wallMs.toFixed(0),
+  result.idealMs.toFixed(0),
+  result.ratio.toFixed(3),
+  result.fastWaitedMs.toFixed(0),
+  result.slowChainMs.toFixed(0),
 ]);
-const ratio = median(results.map((r) => r.ratio));
-const waited = Math.max(...results.map((r) => r.fastWaitedMs));
+const ratio = median(results.map((result) => result.ratio));
+const waited = Math.max(...results.map((result) => result.fastWaitedMs));
 console.log(
   `\n1 slow host x ${SLOW_TARGETS} targets (${SLOW_MS} ms probes) + ${FAST_HOSTS} fast hosts x 1 target (${FAST_MS} ms), concurrency ${CONCURRENCY}, one target per host at a time (${process.version})\n`,
 );

@@ -52,7 +52,7 @@ writeFileSync(matrixFile, `version: 1\nconcurrency: 4\ndefaults: {probes: [sysin
 /** Processes whose environment carries the marker (pnpm, node, the probes); `probesOnly`: the hung cudaprobes. */
 function marked(marker: string, probesOnly = false): number[] {
   const found: number[] = [];
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
       if (!readFileSync(`/proc/${pid}/environ`, 'utf8').includes(marker)) continue;
       if (probesOnly && !/cudaprobe\0run\0/.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))) continue;
@@ -78,7 +78,7 @@ function containersOf(runsDir: string): string[] {
 /** Live processes of a process group (pnpm exits first; node, which writes the results, later). */
 function groupMembers(pgid: number): number[] {
   const found: number[] = [];
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -94,7 +94,7 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return check();
 }
@@ -123,7 +123,7 @@ try {
     const signalled = performance.now();
     process.kill(-child.pid!, 'SIGINT');
     let timer: NodeJS.Timeout | undefined;
-    const exitCode = await Promise.race([exited, new Promise<null>((r) => (timer = setTimeout(() => r(null), 60_000)))]);
+    const exitCode = await Promise.race([exited, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), 60_000)))]);
     // (a pending timer would keep this process alive for a minute after the last round)
     clearTimeout(timer);
     // The run is over when the whole group is gone (pnpm may exit before node has written).
@@ -133,7 +133,7 @@ try {
     const runDir = run ? path.join(runsDir, run) : '';
     const kept =
       Boolean(run) &&
-      ['events.jsonl', 'junit.xml', 'summary.json'].every((f) => existsSync(path.join(runDir, f))) &&
+      ['events.jsonl', 'junit.xml', 'summary.json'].every((file) => existsSync(path.join(runDir, file))) &&
       readEventLog(path.join(runDir, 'events.jsonl')).at(-1)?.type === 'run-end';
     await until(() => marked(marker).length === 0 && containersOf(runsDir).length === 0, 10_000);
     const leftovers = marked(marker).length + containersOf(runsDir).length;
@@ -145,11 +145,11 @@ try {
     );
   }
 } finally {
-  for (const b of burners) b.kill('SIGKILL');
+  for (const burner of burners) burner.kill('SIGKILL');
 }
 
-const keptCount = results.filter((r) => r.kept).length;
-const clean = results.filter((r) => r.leftovers === 0).length;
+const keptCount = results.filter((result) => result.kept).length;
+const clean = results.filter((result) => result.leftovers === 0).length;
 console.log(
   `\nSIGINT to the process group of \`pnpm matrix\` while a probe hangs, ${load} busy loops on ${availableParallelism()} cores${values.docker ? ', with a Docker target' : ''}\n`,
 );

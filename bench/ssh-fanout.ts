@@ -62,10 +62,11 @@ try {
 }
 const { values } = parsed;
 const tiny = values.tiny!;
-const n = Number(values.targets ?? (tiny ? 2 : 32));
+const targetCount = Number(values.targets ?? (tiny ? 2 : 32));
 const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
-if (!(Number.isInteger(n) && n >= 1 && Number.isInteger(rounds) && rounds >= 1)) usage('--targets and --rounds take whole numbers >= 1');
-const portBase = portBaseOption(values['port-base'], n);
+if (!(Number.isInteger(targetCount) && targetCount >= 1 && Number.isInteger(rounds) && rounds >= 1))
+  usage('--targets and --rounds take whole numbers >= 1');
+const portBase = portBaseOption(values['port-base'], targetCount);
 const WARM_BUDGET = 1.0;
 const COLD_BUDGET = 1.5;
 
@@ -75,7 +76,7 @@ if (!sshdAvailable()) usage('needs OpenSSH sshd and root (apt-get install openss
 const work = tempDir('cm-fanout-');
 /** The "remote" side of target i: its own probe cache and temp folder. */
 const remote = (port: number) => path.join(work, 'remote', String(port));
-const sshd = await startSshd(n, [], {
+const sshd = await startSshd(targetCount, [], {
   portBase,
   perPort: (port) => [`SetEnv XDG_CACHE_HOME=${path.join(remote(port), 'cache')} TMPDIR=${path.join(remote(port), 'tmp')}`],
 });
@@ -89,12 +90,12 @@ spawnSync('chmod', ['755', placed]);
 
 const matrixText = [
   'version: 1',
-  `concurrency: ${n}`,
+  `concurrency: ${targetCount}`,
   'defaults: {probes: [sysinfo]}',
   'targets:',
   ...sshd.ports.map(
-    (p, i) =>
-      `  - name: t${i}\n    transport: {kind: ssh, host: 127.0.0.1, port: ${p}, identityFile: ${sshd.key}, knownHosts: ${sshd.knownHosts}, sshConfig: false, agent: false, shell: posix}`,
+    (port, i) =>
+      `  - name: t${i}\n    transport: {kind: ssh, host: 127.0.0.1, port: ${port}, identityFile: ${sshd.key}, knownHosts: ${sshd.knownHosts}, sshConfig: false, agent: false, shell: posix}`,
   ),
 ].join('\n');
 const matrixFile = path.join(work, 'matrix.yaml');
@@ -126,11 +127,15 @@ function openssh(kind: 'warm' | 'cold'): number {
   }
   const script = kind === 'warm' ? warmScript : coldScript;
   const t0 = performance.now();
-  const r = spawnSync('xargs', ['-P', String(n), '-n', '1', 'sh', script], { input: `${sshd.ports.join('\n')}\n`, encoding: 'utf8', env });
+  const result = spawnSync('xargs', ['-P', String(targetCount), '-n', '1', 'sh', script], {
+    input: `${sshd.ports.join('\n')}\n`,
+    encoding: 'utf8',
+    env,
+  });
   const ms = performance.now() - t0;
-  if (r.error || r.status !== 0)
+  if (result.error || result.status !== 0)
     throw new Error(
-      `OpenSSH ${kind} (xargs -P ${n} sh ${script}) failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr.trim().slice(-1000)}`,
+      `OpenSSH ${kind} (xargs -P ${targetCount} sh ${script}) failed (${result.error?.message ?? `exit ${result.status}`}): ${result.stderr.trim().slice(-1000)}`,
     );
   if (kind === 'cold') rmSync(env.COLD_DIR!, { recursive: true, force: true });
   return ms;
@@ -145,7 +150,7 @@ function cudamatrixCli(kind: 'warm' | 'cold'): { ms: number; uploaded: number } 
   if (kind === 'cold') for (const port of sshd.ports) rmSync(path.join(remote(port), 'cache'), { recursive: true, force: true });
   const runsDir = path.join(work, 'runs', `cli-${++cliRuns}-${kind}`);
   const t0 = performance.now();
-  const r = spawnSync(
+  const result = spawnSync(
     process.execPath,
     [cli, 'run', '-m', matrixFile, '--results-dir', runsDir, '--junit', path.join(work, 'junit.xml'), '--quiet'],
     {
@@ -154,11 +159,13 @@ function cudamatrixCli(kind: 'warm' | 'cold'): { ms: number; uploaded: number } 
     },
   );
   const ms = performance.now() - t0;
-  if (r.error || r.status !== 0)
-    throw new Error(`cudamatrix (${cli}) exited ${r.error?.message ?? r.status}: ${r.stdout.slice(-500)} ${r.stderr.slice(-1000)}`);
+  if (result.error || result.status !== 0)
+    throw new Error(
+      `cudamatrix (${cli}) exited ${result.error?.message ?? result.status}: ${result.stdout.slice(-500)} ${result.stderr.slice(-1000)}`,
+    );
   const runDir = path.join(runsDir, readdirSync(runsDir)[0]!);
   const ready = readEventLog(path.join(runDir, 'events.jsonl')).filter((e): e is TargetReadyEvent => e.type === 'target-ready');
-  if (ready.length !== n) throw new Error(`cudamatrix reached ${ready.length} of ${n} targets (see ${runDir})`);
+  if (ready.length !== targetCount) throw new Error(`cudamatrix reached ${ready.length} of ${targetCount} targets (see ${runDir})`);
   for (const e of ready) seenProbes.set(e.probe.hash, e.probe.path ?? '');
   rmSync(runsDir, { recursive: true, force: true });
   return { ms, uploaded: ready.filter((e) => e.probe.uploaded).length };
@@ -169,15 +176,15 @@ async function inProcess(): Promise<{ ms: number; uploaded: number }> {
   const run = await executePlan(planCells(parseMatrix(matrixText, matrixFile)), { runsDir: path.join(work, 'runs', 'in-process') });
   const ms = performance.now() - t0;
   const summary = summarize(run.events);
-  const ready = summary.targets.map((t) => t.ready);
-  if (ready.some((r) => !r) || summary.hasInfrastructureError) throw new Error(`a target failed (see ${run.runDir})`);
+  const ready = summary.targets.map((target) => target.ready);
+  if (ready.some((readyEvent) => !readyEvent) || summary.hasInfrastructureError) throw new Error(`a target failed (see ${run.runDir})`);
   rmSync(run.runDir, { recursive: true, force: true });
-  return { ms, uploaded: ready.filter((r) => r!.probe.uploaded).length };
+  return { ms, uploaded: ready.filter((readyEvent) => readyEvent!.probe.uploaded).length };
 }
 
 // ---- the rounds ------------------------------------------------------------------------------
 
-const s = {
+const samplesMs = {
   opensshWarm: [] as number[],
   cliWarm: [] as number[],
   inProcessWarm: [] as number[],
@@ -185,29 +192,29 @@ const s = {
   cliCold: [] as number[],
 };
 const uploads = { cliWarm: [] as number[], inProcessWarm: [] as number[], cliCold: [] as number[] };
-type Side = keyof typeof s;
+type Side = keyof typeof samplesMs;
 const sides: Record<Side, (record: boolean) => Promise<void>> = {
-  opensshWarm: async (record) => void (record && s.opensshWarm.push(openssh('warm'))),
-  opensshCold: async (record) => void (record && s.opensshCold.push(openssh('cold'))),
+  opensshWarm: async (record) => void (record && samplesMs.opensshWarm.push(openssh('warm'))),
+  opensshCold: async (record) => void (record && samplesMs.opensshCold.push(openssh('cold'))),
   cliWarm: async (record) => {
-    const r = cudamatrixCli('warm');
+    const measured = cudamatrixCli('warm');
     if (record) {
-      s.cliWarm.push(r.ms);
-      uploads.cliWarm.push(r.uploaded);
+      samplesMs.cliWarm.push(measured.ms);
+      uploads.cliWarm.push(measured.uploaded);
     }
   },
   cliCold: async (record) => {
-    const r = cudamatrixCli('cold');
+    const measured = cudamatrixCli('cold');
     if (record) {
-      s.cliCold.push(r.ms);
-      uploads.cliCold.push(r.uploaded);
+      samplesMs.cliCold.push(measured.ms);
+      uploads.cliCold.push(measured.uploaded);
     }
   },
   inProcessWarm: async (record) => {
-    const r = await inProcess();
+    const measured = await inProcess();
     if (record) {
-      s.inProcessWarm.push(r.ms);
-      uploads.inProcessWarm.push(r.uploaded);
+      samplesMs.inProcessWarm.push(measured.ms);
+      uploads.inProcessWarm.push(measured.uploaded);
     }
   },
 };
@@ -227,12 +234,12 @@ try {
 }
 await sshd.stop();
 
-const warmRatio = median(s.cliWarm) / median(s.opensshWarm);
-const coldRatio = median(s.cliCold) / median(s.opensshCold);
-const warmUploadsNone = uploads.cliWarm.every((u) => u === 0);
-const coldUploadsAll = uploads.cliCold.every((u) => u === n);
+const warmRatio = median(samplesMs.cliWarm) / median(samplesMs.opensshWarm);
+const coldRatio = median(samplesMs.cliCold) / median(samplesMs.opensshCold);
+const warmUploadsNone = uploads.cliWarm.every((uploaded) => uploaded === 0);
+const coldUploadsAll = uploads.cliCold.every((uploaded) => uploaded === targetCount);
 const bytes = (file: string) => (existsSync(file) ? statSync(file).size : NaN);
-const cliProbes = [...seenProbes].map(([hash, p]) => ({ hash, bytes: bytes(p) }));
+const cliProbes = [...seenProbes].map(([hash, probeFile]) => ({ hash, bytes: bytes(probeFile) }));
 const row = (what: string, xs: number[], base: number[] | null, budget: string) => {
   const sp = spread(xs);
   return [
@@ -246,39 +253,41 @@ const row = (what: string, xs: number[], base: number[] | null, budget: string) 
 };
 const verdict = (ratio: number, budget: number) => `<= ${budget.toFixed(2)}: ${ratio <= budget ? 'ok' : 'OVER BUDGET'}`;
 console.log(
-  `\n${n} SSH targets on loopback, median of ${rounds} alternated round(s) after one warm-up run each (${process.version}, ${process.platform}/${process.arch}); cudamatrix: node ${path.relative(process.cwd(), cli) || cli}\n`,
+  `\n${targetCount} SSH targets on loopback, median of ${rounds} alternated round(s) after one warm-up run each (${process.version}, ${process.platform}/${process.arch}); cudamatrix: node ${path.relative(process.cwd(), cli) || cli}\n`,
 );
 console.log(
   formatTable(
     ['what', 'median ms', 'min-max ms', 'spread', 'ratio to OpenSSH', 'budget'],
     [
-      row(`warm: OpenSSH xargs -P ${n} ssh ... cudaprobe run sysinfo (binary in place)`, s.opensshWarm, null, ''),
+      row(`warm: OpenSSH xargs -P ${targetCount} ssh ... cudaprobe run sysinfo (binary in place)`, samplesMs.opensshWarm, null, ''),
       row(
         `warm: cudamatrix run, CLI process (uploads: ${Math.max(...uploads.cliWarm)})`,
-        s.cliWarm,
-        s.opensshWarm,
+        samplesMs.cliWarm,
+        samplesMs.opensshWarm,
         verdict(warmRatio, WARM_BUDGET),
       ),
       row(
         `warm: cudamatrix run, in-process, this checkout (info; uploads: ${Math.max(...uploads.inProcessWarm)})`,
-        s.inProcessWarm,
-        s.opensshWarm,
+        samplesMs.inProcessWarm,
+        samplesMs.opensshWarm,
         '',
       ),
-      row(`cold: OpenSSH xargs -P ${n} (scp the binary + ssh run it) per target`, s.opensshCold, null, ''),
+      row(`cold: OpenSSH xargs -P ${targetCount} (scp the binary + ssh run it) per target`, samplesMs.opensshCold, null, ''),
       row(
         `cold: cudamatrix run, CLI process, caches emptied (uploads: ${Math.min(...uploads.cliCold)})`,
-        s.cliCold,
-        s.opensshCold,
+        samplesMs.cliCold,
+        samplesMs.opensshCold,
         verdict(coldRatio, COLD_BUDGET),
       ),
     ],
   ),
 );
-const binaries = `OpenSSH copies ${probe.hash} (${bytes(probe.path)} bytes); cudamatrix deployed ${cliProbes.map((p) => `${p.hash} (${p.bytes} bytes)`).join(', ')}`;
+const binaries = `OpenSSH copies ${probe.hash} (${bytes(probe.path)} bytes); cudamatrix deployed ${cliProbes.map((cliProbe) => `${cliProbe.hash} (${cliProbe.bytes} bytes)`).join(', ')}`;
 console.log(`\n${binaries}`);
 console.log(`warm CLI runs uploaded to ${Math.max(...uploads.cliWarm)} targets (must be 0): ${warmUploadsNone ? 'ok' : 'FAIL'}`);
-console.log(`cold CLI runs uploaded to ${Math.min(...uploads.cliCold)} of ${n} targets (must be all): ${coldUploadsAll ? 'ok' : 'FAIL'}`);
+console.log(
+  `cold CLI runs uploaded to ${Math.min(...uploads.cliCold)} of ${targetCount} targets (must be all): ${coldUploadsAll ? 'ok' : 'FAIL'}`,
+);
 const over = [
   warmRatio > WARM_BUDGET ? `warm ${warmRatio.toFixed(2)} > ${WARM_BUDGET.toFixed(2)}` : '',
   coldRatio > COLD_BUDGET ? `cold ${coldRatio.toFixed(2)} > ${COLD_BUDGET.toFixed(2)}` : '',
@@ -294,15 +303,15 @@ writeFileSync(
   `${JSON.stringify(
     {
       bench: 'ssh-fanout',
-      targets: n,
+      targets: targetCount,
       rounds,
       tiny,
       node: process.version,
       cli,
       probes: { openssh: { hash: probe.hash, bytes: bytes(probe.path) }, cudamatrix: cliProbes },
-      samplesMs: s,
+      samplesMs,
       uploads,
-      medianMs: Object.fromEntries(Object.entries(s).map(([k, xs]) => [k, median(xs)])),
+      medianMs: Object.fromEntries(Object.entries(samplesMs).map(([k, xs]) => [k, median(xs)])),
       ratios: { warm: warmRatio, cold: coldRatio },
       budgets: { warm: WARM_BUDGET, cold: COLD_BUDGET },
       enforced: !tiny,

@@ -77,22 +77,22 @@ const cwd = mkdtempSync(path.join(tmpdir(), 'cm-bench-startup-'));
 process.once('exit', () => rmSync(cwd, { recursive: true, force: true }));
 const env = { ...process.env, NO_COLOR: '1' };
 
-function time(c: Command): number {
+function time(command: Command): number {
   const t0 = performance.now();
-  const r = spawnSync(process.execPath, c.args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  const result = spawnSync(process.execPath, command.args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   const ms = performance.now() - t0;
-  if (r.error || r.status !== 0) {
+  if (result.error || result.status !== 0) {
     console.error(
-      `bench/startup: \`${c.label}\` (${process.execPath} ${c.args.join(' ')}) failed (${r.error?.message ?? `exit ${r.status}`}):\n${r.stderr.trim().slice(-2000)}`,
+      `bench/startup: \`${command.label}\` (${process.execPath} ${command.args.join(' ')}) failed (${result.error?.message ?? `exit ${result.status}`}):\n${result.stderr.trim().slice(-2000)}`,
     );
     process.exit(1);
   }
   return ms;
 }
 
-const samples: Record<string, number[]> = Object.fromEntries(commands.map((c) => [c.key, []]));
-for (let i = 0; i < warmup; i++) for (const c of roundOrder(i, commands)) time(c);
-for (let i = 0; i < rounds; i++) for (const c of roundOrder(i, commands)) samples[c.key]!.push(time(c));
+const samples: Record<string, number[]> = Object.fromEntries(commands.map((command) => [command.key, []]));
+for (let i = 0; i < warmup; i++) for (const command of roundOrder(i, commands)) time(command);
+for (let i = 0; i < rounds; i++) for (const command of roundOrder(i, commands)) samples[command.key]!.push(time(command));
 
 const bare = spread(samples.bare!);
 interface Result {
@@ -103,10 +103,17 @@ interface Result {
   budgetMs: number | null;
   over: boolean;
 }
-const results: Result[] = commands.map((c) => {
-  const s = spread(samples[c.key]!);
-  const deltaMs = s.median - bare.median;
-  return { key: c.key, command: c.label, ms: s, deltaMs, budgetMs: c.budgeted ? BUDGET_MS : null, over: c.budgeted && deltaMs > BUDGET_MS };
+const results: Result[] = commands.map((command) => {
+  const timing = spread(samples[command.key]!);
+  const deltaMs = timing.median - bare.median;
+  return {
+    key: command.key,
+    command: command.label,
+    ms: timing,
+    deltaMs,
+    budgetMs: command.budgeted ? BUDGET_MS : null,
+    over: command.budgeted && deltaMs > BUDGET_MS,
+  };
 });
 console.log(
   `\nstart-up of ${path.relative(process.cwd(), cli) || cli} against bare Node.js ${process.version} (${process.platform}/${process.arch}), median of ${rounds} alternated round(s) after ${warmup} warm-up round(s)\n`,
@@ -114,26 +121,26 @@ console.log(
 console.log(
   formatTable(
     ['command', 'median ms', 'min-max ms', 'spread', 'vs bare node', 'budget'],
-    results.map((r) => [
-      r.command,
-      r.ms.median.toFixed(1),
-      `${r.ms.min.toFixed(1)}-${r.ms.max.toFixed(1)}`,
-      formatSpread(r.ms),
-      r.key === 'bare' ? '' : `+${r.deltaMs.toFixed(1)} ms`,
-      r.budgetMs === null ? '' : `+${r.budgetMs} ms: ${r.over ? 'OVER BUDGET' : 'ok'}`,
+    results.map((result) => [
+      result.command,
+      result.ms.median.toFixed(1),
+      `${result.ms.min.toFixed(1)}-${result.ms.max.toFixed(1)}`,
+      formatSpread(result.ms),
+      result.key === 'bare' ? '' : `+${result.deltaMs.toFixed(1)} ms`,
+      result.budgetMs === null ? '' : `+${result.budgetMs} ms: ${result.over ? 'OVER BUDGET' : 'ok'}`,
     ]),
   ),
 );
-const over = results.filter((r) => r.over);
+const over = results.filter((result) => result.over);
 console.log(
   over.length
-    ? `\nOVER BUDGET: ${over.map((r) => `${r.command} +${r.deltaMs.toFixed(1)} ms`).join(', ')} (budget +${BUDGET_MS} ms over bare node)${tiny ? ' (not enforced: --tiny)' : ''}`
+    ? `\nOVER BUDGET: ${over.map((result) => `${result.command} +${result.deltaMs.toFixed(1)} ms`).join(', ')} (budget +${BUDGET_MS} ms over bare node)${tiny ? ' (not enforced: --tiny)' : ''}`
     : `\nwithin budget: --version and plan within +${BUDGET_MS} ms of bare node`,
 );
 const out = path.resolve(values.out ?? path.join(packageRoot(), 'bench', 'out', 'startup.json'));
 mkdirSync(path.dirname(out), { recursive: true });
 writeFileSync(
   out,
-  `${JSON.stringify({ bench: 'startup', node: process.version, cli, rounds, warmup, tiny, budgetMs: BUDGET_MS, enforced: !tiny, samplesMs: samples, results, overBudget: over.map((r) => r.key) }, null, 2)}\n`,
+  `${JSON.stringify({ bench: 'startup', node: process.version, cli, rounds, warmup, tiny, budgetMs: BUDGET_MS, enforced: !tiny, samplesMs: samples, results, overBudget: over.map((result) => result.key) }, null, 2)}\n`,
 );
 process.exitCode = over.length && !tiny ? 1 : 0;

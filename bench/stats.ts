@@ -7,9 +7,9 @@
 /** The median (the mean of the two middle values for an even count); NaN for no values. */
 export function median(xs: readonly number[]): number {
   if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  const sorted = [...xs].sort((left, right) => left - right);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 export interface Spread {
@@ -23,17 +23,18 @@ export interface Spread {
 }
 
 export function spread(values: readonly number[]): Spread {
-  const v = [...values];
-  if (v.length === 0 || v.some((x) => !Number.isFinite(x))) return { values: v, median: NaN, min: NaN, max: NaN, relSpread: NaN };
-  const m = median(v);
-  const min = Math.min(...v);
-  const max = Math.max(...v);
-  return { values: v, median: m, min, max, relSpread: m === 0 ? NaN : (max - min) / m };
+  const measured = [...values];
+  if (measured.length === 0 || measured.some((value) => !Number.isFinite(value)))
+    return { values: measured, median: NaN, min: NaN, max: NaN, relSpread: NaN };
+  const middle = median(measured);
+  const min = Math.min(...measured);
+  const max = Math.max(...measured);
+  return { values: measured, median: middle, min, max, relSpread: middle === 0 ? NaN : (max - min) / middle };
 }
 
 /** The spread as text: (max - min) / median in percent ("3.5 %"), or "n/a". */
-export function formatSpread(s: Spread): string {
-  return Number.isFinite(s.relSpread) ? `${(s.relSpread * 100).toFixed(1)} %` : 'n/a';
+export function formatSpread(sideSpread: Spread): string {
+  return Number.isFinite(sideSpread.relSpread) ? `${(sideSpread.relSpread * 100).toFixed(1)} %` : 'n/a';
 }
 
 /**
@@ -42,9 +43,9 @@ export function formatSpread(s: Spread): string {
  * (clocks, caches, a neighbour's load) does not always land on the same side.
  */
 export function roundOrder<T>(round: number, sides: readonly T[]): T[] {
-  const n = sides.length;
-  if (n === 0) return [];
-  const k = ((round % n) + n) % n;
+  const sideCount = sides.length;
+  if (sideCount === 0) return [];
+  const k = ((round % sideCount) + sideCount) % sideCount;
   return [...sides.slice(k), ...sides.slice(0, k)];
 }
 
@@ -69,15 +70,15 @@ export interface RatioCheck {
  * either side is not held against the probe; a larger one fails. Missing values fail.
  */
 export function ratioCheck(ours: readonly number[], peer: readonly number[], floor = 0.05): RatioCheck {
-  const o = spread(ours);
-  const p = spread(peer);
-  const ratio = o.median / p.median;
-  const combined = o.relSpread + p.relSpread;
+  const oursSpread = spread(ours);
+  const peerSpread = spread(peer);
+  const ratio = oursSpread.median / peerSpread.median;
+  const combined = oursSpread.relSpread + peerSpread.relSpread;
   const tolerance = Math.max(floor, Number.isFinite(combined) ? combined : 0);
-  if (!Number.isFinite(ratio) || !Number.isFinite(combined) || o.median <= 0 || p.median <= 0) {
+  if (!Number.isFinite(ratio) || !Number.isFinite(combined) || oursSpread.median <= 0 || peerSpread.median <= 0) {
     return {
-      ours: o,
-      peer: p,
+      ours: oursSpread,
+      peer: peerSpread,
       ratio,
       tolerance,
       ok: false,
@@ -87,8 +88,8 @@ export function ratioCheck(ours: readonly number[], peer: readonly number[], flo
   }
   const ok = Math.abs(ratio - 1) <= tolerance;
   return {
-    ours: o,
-    peer: p,
+    ours: oursSpread,
+    peer: peerSpread,
     ratio,
     tolerance,
     ok,

@@ -29,89 +29,93 @@ const { values } = parseArgs({
 const dir = values.records ?? path.join('records', 'driver-580.159.04');
 const out = values.out ?? path.join('results', 'runs', 'bench-verdict.json');
 
-const all = readInput(dir, {}).records.map((r) => r.record);
+const all = readInput(dir, {}).records.map((loaded) => loaded.record);
 // The largest group of one key and driver with metrics: the pairs of one driver on one card.
 const groups = new Map<string, BehaviourRecord[]>();
-for (const r of all) {
-  if (r.metrics.length === 0) continue;
-  const k = keyText(r.key);
-  groups.set(k, [...(groups.get(k) ?? []), r]);
+for (const record of all) {
+  if (record.metrics.length === 0) continue;
+  const k = keyText(record.key);
+  groups.set(k, [...(groups.get(k) ?? []), record]);
 }
-const [key, records] = [...groups].sort((x, y) => y[1].length - x[1].length)[0] ?? ['', []];
+const [key, records] = [...groups].sort((left, right) => right[1].length - left[1].length)[0] ?? ['', []];
 if (records.length < 3) {
   console.error(`bench/verdict: ${dir} has no key with three records or more`);
   process.exit(2);
 }
-records.sort((x, y) => (x.observed.date < y.observed.date ? -1 : 1));
+records.sort((left, right) => (left.observed.date < right.observed.date ? -1 : 1));
 
-type Injection = { name: string; edit: (r: BehaviourRecord) => number };
+type Injection = { name: string; edit: (record: BehaviourRecord) => number };
 const MiB = 1024 * 1024;
 
 /** Scales the series `which` picks, value and repetitions alike; returns how many it scaled. */
-function scale(r: BehaviourRecord, which: (m: RecordedMetric) => boolean, factor: number): number {
-  let n = 0;
-  for (const m of r.metrics)
-    if (m.value !== null && which(m)) {
-      m.value *= factor;
-      if (m.repeats) m.repeats = m.repeats.map((v) => v * factor);
-      n++;
+function scale(record: BehaviourRecord, which: (metric: RecordedMetric) => boolean, factor: number): number {
+  let scaled = 0;
+  for (const metric of record.metrics)
+    if (metric.value !== null && which(metric)) {
+      metric.value *= factor;
+      if (metric.repeats) metric.repeats = metric.repeats.map((repetition) => repetition * factor);
+      scaled++;
     }
-  return n;
+  return scaled;
 }
 
 const injections: Injection[] = [
   {
     name: 'pinned bandwidth -10 % at >= 256 MiB',
-    edit: (r) =>
+    edit: (record) =>
       scale(
-        r,
-        (m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned' && Number(m.attrs.size_bytes) >= 256 * MiB,
+        record,
+        (metric) =>
+          metric.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          metric.attrs?.memory === 'pinned' &&
+          Number(metric.attrs.size_bytes) >= 256 * MiB,
         0.9,
       ),
   },
   {
     name: 'sync latency +50 %',
-    edit: (r) => scale(r, (m) => m.name.startsWith('sync-latency.') && m.unit === 'us', 1.5),
+    edit: (record) => scale(record, (metric) => metric.name.startsWith('sync-latency.') && metric.unit === 'us', 1.5),
   },
   {
     name: 'a fact changed',
-    edit: (r) => {
-      const f = r.facts['pinned-release.released'];
-      if (!f) return 0;
-      f.value = f.value === 'on-free' ? 'on-exit' : 'on-free';
+    edit: (record) => {
+      const released = record.facts['pinned-release.released'];
+      if (!released) return 0;
+      released.value = released.value === 'on-free' ? 'on-exit' : 'on-free';
       return 1;
     },
   },
 ];
 
-/** The record with one known change, or null where it has nothing to change or `a` nothing to compare it with. */
-function doctor(a: BehaviourRecord, r: BehaviourRecord, inj: Injection): BehaviourRecord | null {
-  const copy = structuredClone(r);
-  copy.id = `${r.id.slice(0, 12)}d0c7`;
+/** The record with one known change, or null where it has nothing to change or `baseline` nothing to compare it with. */
+function doctor(baseline: BehaviourRecord, record: BehaviourRecord, inj: Injection): BehaviourRecord | null {
+  const copy = structuredClone(record);
+  copy.id = `${record.id.slice(0, 12)}d0c7`;
   if (!inj.edit(copy)) return null;
-  // Comparable only where a has what was changed (an opt-in run's record has no copies).
+  // Comparable only where the baseline has what was changed (an opt-in run's record has no copies).
   const touched = new Set([
-    ...copy.metrics.filter((m, i) => m.value !== r.metrics[i]!.value).map((m) => m.name),
-    ...Object.keys(copy.facts).filter((n) => copy.facts[n]!.value !== r.facts[n]!.value),
+    ...copy.metrics.filter((metric, i) => metric.value !== record.metrics[i]!.value).map((metric) => metric.name),
+    ...Object.keys(copy.facts).filter((factName) => copy.facts[factName]!.value !== record.facts[factName]!.value),
   ]);
-  const has = [...touched].some((n) => n in a.facts || a.metrics.some((m) => m.name === n));
+  const has = [...touched].some((name) => name in baseline.facts || baseline.metrics.some((metric) => metric.name === name));
   return has ? copy : null;
 }
 
 /** The verdict before issue 32: the catalogue's tolerance alone (no history, no repetitions). */
-function oldVerdict(a: BehaviourRecord, b: BehaviourRecord): boolean {
-  const strip = (r: BehaviourRecord) => ({ ...r, metrics: r.metrics.map(({ repeats: _, ...m }) => m) });
-  const p = diffRecords(strip(a), strip(b)).pairs[0]!;
-  return p.facts.length > 0 || p.cells.length > 0 || p.metricTally.flagged + p.metricTally.undecided > 0;
+function oldVerdict(older: BehaviourRecord, newer: BehaviourRecord): boolean {
+  const strip = (record: BehaviourRecord) => ({ ...record, metrics: record.metrics.map(({ repeats: _, ...metric }) => metric) });
+  const pair = diffRecords(strip(older), strip(newer)).pairs[0]!;
+  return pair.facts.length > 0 || pair.cells.length > 0 || pair.metricTally.flagged + pair.metricTally.undecided > 0;
 }
 
-const changes = (p: PairDiff) => [
-  ...p.facts.map((f) => `${f.name}: ${String(f.a)} -> ${String(f.b)}`),
-  ...p.cells.map((c) => `${c.probe}: ${c.a} -> ${c.b}`),
-  ...p.metrics
-    .filter((m) => m.flagged)
+const changes = (pairDiff: PairDiff) => [
+  ...pairDiff.facts.map((fact) => `${fact.name}: ${String(fact.a)} -> ${String(fact.b)}`),
+  ...pairDiff.cells.map((cell) => `${cell.probe}: ${cell.a} -> ${cell.b}`),
+  ...pairDiff.metrics
+    .filter((metric) => metric.flagged)
     .map(
-      (m) => `${m.name} ${JSON.stringify(m.attrs)} moved ${((m.move ?? 0) * 100).toFixed(1)} % (noise ±${(m.noise * 100).toFixed(1)} %)`,
+      (metric) =>
+        `${metric.name} ${JSON.stringify(metric.attrs)} moved ${((metric.move ?? 0) * 100).toFixed(1)} % (noise ±${(metric.noise * 100).toFixed(1)} %)`,
     ),
 ];
 
@@ -129,26 +133,26 @@ interface PairResult {
 const pairs: PairResult[] = [];
 for (let i = 0; i < records.length; i++) {
   for (let j = i + 1; j < records.length; j++) {
-    const [a, b] = [records[i]!, records[j]!];
-    const history = records.filter((r) => r !== a && r !== b);
-    const d = diffRecords(a, b, { history });
-    const p = d.pairs[0]!;
+    const [earlier, later] = [records[i]!, records[j]!];
+    const history = records.filter((record) => record !== earlier && record !== later);
+    const diff = diffRecords(earlier, later, { history });
+    const pair = diff.pairs[0]!;
     const caught: Record<string, boolean> = {};
     // A run that shared the GPU is not judged (its moves are said, not called the driver's): injected there, nothing is caught, as it should be.
-    const shared = (b.shared ?? []).some((c) => c.processes > 0);
+    const shared = (later.shared ?? []).some((cell) => cell.processes > 0);
     for (const inj of injections) {
-      const bad = shared ? null : doctor(a, b, inj);
+      const bad = shared ? null : doctor(earlier, later, inj);
       if (!bad) continue;
-      caught[inj.name] = diffRecords(a, bad, { history }).changed;
+      caught[inj.name] = diffRecords(earlier, bad, { history }).changed;
     }
     pairs.push({
-      a: a.id.slice(0, 8),
-      b: b.id.slice(0, 8),
+      a: earlier.id.slice(0, 8),
+      b: later.id.slice(0, 8),
       shared,
-      changed: d.changed,
-      oldChanged: oldVerdict(a, b),
-      undecided: p.metricTally.undecided,
-      falseChanges: d.changed ? changes(p) : [],
+      changed: diff.changed,
+      oldChanged: oldVerdict(earlier, later),
+      undecided: pair.metricTally.undecided,
+      falseChanges: diff.changed ? changes(pair) : [],
       caught,
     });
   }
@@ -157,54 +161,56 @@ for (let i = 0; i < records.length; i++) {
 // As `cudamatrix gate` judges a run: against every other run of its key and driver (their mean,
 // their noise), each record in turn, the unchanged one and each injected change.
 const gate: { id: string; changed: boolean; caught: Record<string, boolean> }[] = [];
-for (const b of records) {
-  if ((b.shared ?? []).some((c) => c.processes > 0)) continue;
-  const others = records.filter((r) => r !== b);
+for (const record of records) {
+  if ((record.shared ?? []).some((cell) => cell.processes > 0)) continue;
+  const others = records.filter((other) => other !== record);
   const caught: Record<string, boolean> = {};
   for (const inj of injections) {
     const bad = doctor(
-      others.find((r) => r.metrics.length > 100)!,
-      b,
+      others.find((other) => other.metrics.length > 100)!,
+      record,
       inj,
     );
     if (bad) caught[inj.name] = diffRecords(others, bad, { history: others }).changed;
   }
-  gate.push({ id: b.id.slice(0, 8), changed: diffRecords(others, b, { history: others }).changed, caught });
+  gate.push({ id: record.id.slice(0, 8), changed: diffRecords(others, record, { history: others }).changed, caught });
 }
-const gateCount = (f: (g: (typeof gate)[number]) => boolean) => gate.filter(f).length;
+const gateCount = (matches: (gateRun: (typeof gate)[number]) => boolean) => gate.filter(matches).length;
 
-const count = (f: (p: PairResult) => boolean) => pairs.filter(f).length;
+const count = (matches: (pair: PairResult) => boolean) => pairs.filter(matches).length;
 const rows: string[][] = [
   [
     'one driver called changed (false changes)',
-    `${count((p) => p.changed)} of ${pairs.length}`,
-    `${count((p) => p.oldChanged)} of ${pairs.length}`,
-    `${gateCount((g) => g.changed)} of ${gate.length}`,
+    `${count((pair) => pair.changed)} of ${pairs.length}`,
+    `${count((pair) => pair.oldChanged)} of ${pairs.length}`,
+    `${gateCount((gateRun) => gateRun.changed)} of ${gate.length}`,
   ],
   ...injections.map((inj) => [
     `caught: ${inj.name}`,
-    `${count((p) => p.caught[inj.name] === true)} of ${count((p) => inj.name in p.caught)}`,
+    `${count((pair) => pair.caught[inj.name] === true)} of ${count((pair) => inj.name in pair.caught)}`,
     '',
-    `${gateCount((g) => g.caught[inj.name] === true)} of ${gateCount((g) => inj.name in g.caught)}`,
+    `${gateCount((gateRun) => gateRun.caught[inj.name] === true)} of ${gateCount((gateRun) => inj.name in gateRun.caught)}`,
   ]),
   [
     'the newer run shared the GPU (said, not judged)',
-    `${count((p) => p.shared)} of ${pairs.length}`,
-    `${count((p) => p.shared && p.oldChanged)} called changed`,
+    `${count((pair) => pair.shared)} of ${pairs.length}`,
+    `${count((pair) => pair.shared && pair.oldChanged)} called changed`,
     '',
   ],
   [
     'series too noisy to tell, per pair (median)',
-    String(pairs.map((p) => p.undecided).sort((x, y) => x - y)[pairs.length >> 1] ?? 0),
+    String(pairs.map((pair) => pair.undecided).sort((left, right) => left - right)[pairs.length >> 1] ?? 0),
     '',
     '',
   ],
 ];
 console.log(`bench/verdict: ${records.length} records of ${key} (${dir}), ${pairs.length} pairs\n`);
 console.log(formatTable(['', 'pairs (diff)', 'pairs, catalogue tolerance alone (before)', 'each run against the others (gate)'], rows));
-for (const p of pairs.filter((x) => x.changed)) console.log(`\nfalse change ${p.a} -> ${p.b}:\n  ${p.falseChanges.join('\n  ')}`);
+for (const pair of pairs.filter((candidate) => candidate.changed))
+  console.log(`\nfalse change ${pair.a} -> ${pair.b}:\n  ${pair.falseChanges.join('\n  ')}`);
 for (const inj of injections)
-  for (const p of pairs.filter((x) => x.caught[inj.name] === false)) console.log(`missed ${inj.name}: ${p.a} -> ${p.b}`);
+  for (const pair of pairs.filter((candidate) => candidate.caught[inj.name] === false))
+    console.log(`missed ${inj.name}: ${pair.a} -> ${pair.b}`);
 mkdirSync(path.dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify({ bench: 'verdict', records: dir, key, pairs, gate }, null, 2)}\n`);
 console.log(`\nwrote ${out}`);

@@ -47,7 +47,7 @@ Exit status:
   2  an input that cannot be read (named), a side with no GPU observation, no record of one
      side that pairs with one of the other, or pairs that share no fact and no metric`,
     )
-    .action(async (a: string, b: string, opts: { json: boolean; all: boolean; history: string | false }) => {
-      process.exitCode = await (await import('./diff.ts')).diffCommand(a, b, opts);
+    .action(async (sourceA: string, sourceB: string, opts: { json: boolean; all: boolean; history: string | false }) => {
+      process.exitCode = await (await import('./diff.ts')).diffCommand(sourceA, sourceB, opts);
     });
 }

@@ -31,30 +31,33 @@ function describe(input: Input): string {
 }
 
 /** The diff as JSON: every pair with its changed facts and cells, its metrics (with how their noise was decided) and what was not compared. */
-function diffJson(d: RecordsDiff, a: Input, b: Input, files: SideFiles): unknown {
-  const withFile = <T extends { id: string }>(s: T, side: 'a' | 'b') => ({ ...s, file: files[side].get(s.id) ?? null });
+function diffJson(diff: RecordsDiff, inputA: Input, inputB: Input, files: SideFiles): unknown {
+  const withFile = <T extends { id: string }>(record: T, side: 'a' | 'b') => ({ ...record, file: files[side].get(record.id) ?? null });
   return {
     schema: DIFF_SCHEMA,
-    changed: d.changed,
-    a: { source: a.source, kind: a.kind, records: a.records.length },
-    b: { source: b.source, kind: b.kind, records: b.records.length },
-    pairs: d.pairs.map((p) => ({
-      ...p,
-      a: withFile(p.a, 'a'),
-      b: withFile(p.b, 'b'),
-      metrics: p.metrics.map((m) => ({ ...m, noiseText: noiseText(m) })),
+    changed: diff.changed,
+    a: { source: inputA.source, kind: inputA.kind, records: inputA.records.length },
+    b: { source: inputB.source, kind: inputB.kind, records: inputB.records.length },
+    pairs: diff.pairs.map((pair) => ({
+      ...pair,
+      a: withFile(pair.a, 'a'),
+      b: withFile(pair.b, 'b'),
+      metrics: pair.metrics.map((metric) => ({ ...metric, noiseText: noiseText(metric) })),
     })),
-    onlyA: d.onlyA.map((u) => ({ ...u, record: withFile(u.record, 'a') })),
-    onlyB: d.onlyB.map((u) => ({ ...u, record: withFile(u.record, 'b') })),
-    conflicts: d.conflicts.map((c) => ({ ...c, records: c.records.map((r) => withFile(r, c.side)) })),
+    onlyA: diff.onlyA.map((unpaired) => ({ ...unpaired, record: withFile(unpaired.record, 'a') })),
+    onlyB: diff.onlyB.map((unpaired) => ({ ...unpaired, record: withFile(unpaired.record, 'b') })),
+    conflicts: diff.conflicts.map((conflict) => ({
+      ...conflict,
+      records: conflict.records.map((record) => withFile(record, conflict.side)),
+    })),
   };
 }
 
 /** The records of --history of the keys and drivers the sides hold (the sides' own left out: they are read already). */
 function historyOf(dir: string, sides: BehaviourRecord[]): BehaviourRecord[] {
-  const keys = new Set(sides.map((r) => keyText(r.key)));
-  const ids = new Set(sides.filter((r) => r.metrics.length > 0).map((r) => r.id));
-  return readHistory(dir, (r) => keys.has(keyText(r.key)) && !ids.has(r.id), KEPT_KEY_METRICS);
+  const keys = new Set(sides.map((record) => keyText(record.key)));
+  const ids = new Set(sides.filter((record) => record.metrics.length > 0).map((record) => record.id));
+  return readHistory(dir, (record) => keys.has(keyText(record.key)) && !ids.has(record.id), KEPT_KEY_METRICS);
 }
 
 export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOptions): Promise<number> {
@@ -67,9 +70,9 @@ export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOp
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // The report's key metrics: the records index that report keeps serves diff too.
   const keepMetrics = KEPT_KEY_METRICS;
-  const a = readInput(sourceA, defaults, { forDiff: true, keepMetrics });
-  const b = readInput(sourceB, defaults, { forDiff: true, keepMetrics });
-  for (const input of [a, b]) {
+  const inputA = readInput(sourceA, defaults, { forDiff: true, keepMetrics });
+  const inputB = readInput(sourceB, defaults, { forDiff: true, keepMetrics });
+  for (const input of [inputA, inputB]) {
     if (input.records.length === 0) {
       throw new CudamatrixError(
         'NOTHING_TO_COMPARE',
@@ -77,30 +80,31 @@ export async function diffCommand(sourceA: string, sourceB: string, opts: DiffOp
       );
     }
   }
-  const sides = [...a.records, ...b.records].map((r) => r.record);
-  const d = diffRecords(
-    a.records.map((r) => r.record),
-    b.records.map((r) => r.record),
+  const sides = [...inputA.records, ...inputB.records].map((loaded) => loaded.record);
+  const diff = diffRecords(
+    inputA.records.map((loaded) => loaded.record),
+    inputB.records.map((loaded) => loaded.record),
     { all: opts.all || opts.json, history: opts.history ? historyOf(opts.history, sides) : [] },
   );
-  if (d.pairs.length === 0) {
-    const keys = (i: Input) => [...new Set(i.records.map((r) => keyText({ ...r.record.key, driver: '' })))].join('; ');
+  if (diff.pairs.length === 0) {
+    const keys = (input: Input) => [...new Set(input.records.map((loaded) => keyText({ ...loaded.record.key, driver: '' })))].join('; ');
     throw new CudamatrixError(
       'NOTHING_TO_COMPARE',
-      `no observation of ${a.source} has a counterpart in ${b.source}: records pair by environment, GPU, OS and container (not the driver). a has ${keys(a)}; b has ${keys(b)}`,
+      `no observation of ${inputA.source} has a counterpart in ${inputB.source}: records pair by environment, GPU, OS and container (not the driver). a has ${keys(inputA)}; b has ${keys(inputB)}`,
     );
   }
-  const compared = d.pairs.reduce((n, p) => n + p.factsCompared + p.metricTally.compared, 0);
+  const compared = diff.pairs.reduce((total, pair) => total + pair.factsCompared + pair.metricTally.compared, 0);
   if (compared === 0) {
     throw new CudamatrixError(
       'NOTHING_TO_COMPARE',
-      `nothing that compares between ${a.source} and ${b.source}: ${d.pairs.length === 1 ? 'the pair' : `the ${d.pairs.length} pairs`} of records share no fact and no metric series (records without facts or metrics, or runs of other probes); diff compares what both sides measured`,
+      `nothing that compares between ${inputA.source} and ${inputB.source}: ${diff.pairs.length === 1 ? 'the pair' : `the ${diff.pairs.length} pairs`} of records share no fact and no metric series (records without facts or metrics, or runs of other probes); diff compares what both sides measured`,
     );
   }
   // Per side: both sides may hold a record of one id (a record against the log it came from, a doctored copy).
-  const filesOf = (input: Input) => new Map(input.records.flatMap((r) => (r.file ? [[r.record.id, r.file] as const] : [])));
-  const files: SideFiles = { a: filesOf(a), b: filesOf(b) };
-  if (opts.json) process.stdout.write(`${JSON.stringify(diffJson(d, a, b, files), null, 2)}\n`);
-  else process.stdout.write(formatDiff(d, { a: describe(a), b: describe(b) }, files, opts.all));
-  return d.changed ? ExitCode.expectationFailed : ExitCode.ok;
+  const filesOf = (input: Input) =>
+    new Map(input.records.flatMap((loaded) => (loaded.file ? [[loaded.record.id, loaded.file] as const] : [])));
+  const files: SideFiles = { a: filesOf(inputA), b: filesOf(inputB) };
+  if (opts.json) process.stdout.write(`${JSON.stringify(diffJson(diff, inputA, inputB, files), null, 2)}\n`);
+  else process.stdout.write(formatDiff(diff, { a: describe(inputA), b: describe(inputB) }, files, opts.all));
+  return diff.changed ? ExitCode.expectationFailed : ExitCode.ok;
 }

@@ -42,46 +42,46 @@ describe('doctor refuses flags that would do nothing', () => {
   ];
   for (const [name, args, message] of cases) {
     it(`${name}: exit 2, says which flag needs what, checks nothing`, async () => {
-      const r = await runCli(args);
-      expect(r.stderr).toMatch(message);
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-      expect(r.stdout).toBe('');
-      expect(r.code).toBe(2);
+      const result = await runCli(args);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.stdout).toBe('');
+      expect(result.code).toBe(2);
     });
   }
 
   it('documents its exit statuses in --help', async () => {
-    const r = await runCli(['doctor', '--help']);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain('Exit status:');
-    expect(r.stdout).toMatch(/^ {2}0 {2}every check passed/m);
-    expect(r.stdout).toMatch(/^ {2}2 {2}usage error/m);
-    expect(r.stdout).toMatch(/^ {2}3 {2}a check failed \(✗\)/m);
+    const result = await runCli(['doctor', '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Exit status:');
+    expect(result.stdout).toMatch(/^ {2}0 {2}every check passed/m);
+    expect(result.stdout).toMatch(/^ {2}2 {2}usage error/m);
+    expect(result.stdout).toMatch(/^ {2}3 {2}a check failed \(✗\)/m);
   });
 });
 
 describe('doctor exits non-zero on any ✗, and says what to fix', () => {
   it.runIf(noGpuHere)('on this machine (no NVIDIA driver): exit 3, the ✗ lines, and the fixes at the end', async () => {
-    const r = await runCli(['doctor']);
-    expect(r.stdout).toMatch(/✓ compiler\s+(g\+\+|clang)/);
-    expect(r.stdout).toMatch(/✓ environment\s+linux/);
-    expect(r.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
-    expect(r.stdout).toMatch(/✗ NVML\s+NVML library not found/);
-    expect(r.stdout).toMatch(/✗ GPU\s+/);
-    expect(r.stdout).toContain('3 problem(s): probes that need them will be skipped. To fix:');
-    expect(r.stdout).toMatch(/^ {2}driver\s+install the NVIDIA driver/m);
-    expect(r.stdout).toMatch(/^ {2}NVML\s+NVML \(libnvidia-ml\.so\.1, nvml\.dll\) comes with the NVIDIA driver/m);
-    expect(r.code).toBe(3);
+    const result = await runCli(['doctor']);
+    expect(result.stdout).toMatch(/✓ compiler\s+(g\+\+|clang)/);
+    expect(result.stdout).toMatch(/✓ environment\s+linux/);
+    expect(result.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
+    expect(result.stdout).toMatch(/✗ NVML\s+NVML library not found/);
+    expect(result.stdout).toMatch(/✗ GPU\s+/);
+    expect(result.stdout).toContain('3 problem(s): probes that need them will be skipped. To fix:');
+    expect(result.stdout).toMatch(/^ {2}driver\s+install the NVIDIA driver/m);
+    expect(result.stdout).toMatch(/^ {2}NVML\s+NVML \(libnvidia-ml\.so\.1, nvml\.dll\) comes with the NVIDIA driver/m);
+    expect(result.code).toBe(3);
   });
 
   it('when the build cache cannot be made (HOME under /proc): exit 3 at once, and says to set CUDAMATRIX_CACHE', async () => {
     // Node's recursive mkdir spins forever under /proc; this used to hang.
-    const r = await runCli(['doctor'], { env: { HOME: '/proc/nope', CUDAMATRIX_CACHE: '', XDG_CACHE_HOME: '' } });
-    expect(r.stdout).toMatch(
+    const result = await runCli(['doctor'], { env: { HOME: '/proc/nope', CUDAMATRIX_CACHE: '', XDG_CACHE_HOME: '' } });
+    expect(result.stdout).toMatch(
       /✗ cudaprobe\s+build failed: the cudaprobe build cache .* \/proc\/nope\/\.cache\/cudamatrix\/.* cannot be made \(ENOENT at \/proc\/nope\)/,
     );
-    expect(r.stdout).toMatch(/^ {2}cudaprobe\s+set CUDAMATRIX_CACHE to a folder you can write to$/m);
-    expect(r.code).toBe(3);
+    expect(result.stdout).toMatch(/^ {2}cudaprobe\s+set CUDAMATRIX_CACHE to a folder you can write to$/m);
+    expect(result.code).toBe(3);
   }, 30_000);
 
   it('when cudaprobe cannot be built (no compiler, nothing cached): exit 3, the build ✗, and what to fix', async () => {
@@ -89,35 +89,37 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
     const emptyBin = tempDir('cm-nobin-');
     const cache = tempDir('cm-emptycache-');
     mkdirSync(path.join(cache, 'cudaprobe'));
-    const r = await runCli(['doctor'], { env: { CXX: '/nonexistent/bin/c++', PATH: emptyBin, CUDAMATRIX_CACHE: cache } });
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.stdout).toMatch(
+    const result = await runCli(['doctor'], { env: { CXX: '/nonexistent/bin/c++', PATH: emptyBin, CUDAMATRIX_CACHE: cache } });
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.stdout).toMatch(
       /✗ cudaprobe\s+build failed: no compiler for cudaprobe on linux\/\w+ \(tried \/nonexistent\/bin\/c\+\+, g\+\+, clang\+\+\)/,
     );
-    expect(r.stdout).not.toMatch(/✓ compiler/);
-    expect(r.stdout).toMatch(/i driver, GPU\s+not checked: cudaprobe measures them, and there is none for this machine/);
-    expect(r.stdout).toContain('1 problem(s): probes that need them will be skipped. To fix:');
-    expect(r.stdout).toMatch(/^ {2}cudaprobe\s+CXX is set to "\/nonexistent\/bin\/c\+\+", which did not work/m);
+    expect(result.stdout).not.toMatch(/✓ compiler/);
+    expect(result.stdout).toMatch(/i driver, GPU\s+not checked: cudaprobe measures them, and there is none for this machine/);
+    expect(result.stdout).toContain('1 problem(s): probes that need them will be skipped. To fix:');
+    expect(result.stdout).toMatch(/^ {2}cudaprobe\s+CXX is set to "\/nonexistent\/bin\/c\+\+", which did not work/m);
     // Targets of the other platforms: which compiler they would need, since none is there.
-    expect(r.stdout).toMatch(
+    expect(result.stdout).toMatch(
       /i linux-arm64 targets\s+no compiler for cudaprobe on linux\/aarch64 .*apt-get install g\+\+-aarch64-linux-gnu/,
     );
-    expect(r.stdout).toMatch(/i windows-x64 targets\s+no compiler for cudaprobe on windows\/x86_64 .*g\+\+-mingw-w64-x86-64-posix/);
-    expect(r.code).toBe(3);
+    expect(result.stdout).toMatch(/i windows-x64 targets\s+no compiler for cudaprobe on windows\/x86_64 .*g\+\+-mingw-w64-x86-64-posix/);
+    expect(result.code).toBe(3);
   });
 
   it('--target local speaks of this machine, not of host keys or authentication', async () => {
-    const r = await runCli(['doctor', '--target', 'local']);
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.stdout).toMatch(/✓ reachable\s+this machine: probes run here as child processes/);
-    expect(r.stdout).not.toMatch(/host key|authenticat/i);
-    expect(r.stdout).toMatch(/✓ cudaprobe\s+/);
+    const result = await runCli(['doctor', '--target', 'local']);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.stdout).toMatch(/✓ reachable\s+this machine: probes run here as child processes/);
+    expect(result.stdout).not.toMatch(/host key|authenticat/i);
+    expect(result.stdout).toMatch(/✓ cudaprobe\s+/);
     if (noGpuHere) {
-      expect(r.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
-      expect(r.stdout).toMatch(/problem\(s\): probes that need them will be skipped\. To fix:\n {2}driver\s+install the NVIDIA driver/);
-      expect(r.code).toBe(3);
+      expect(result.stdout).toMatch(/✗ driver\s+no NVIDIA driver found/);
+      expect(result.stdout).toMatch(
+        /problem\(s\): probes that need them will be skipped\. To fix:\n {2}driver\s+install the NVIDIA driver/,
+      );
+      expect(result.code).toBe(3);
     } else {
-      expect(r.code).toBe(0);
+      expect(result.code).toBe(0);
     }
   });
 
@@ -130,14 +132,16 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
       matrix,
       `version: 1\ntargets:\n  - {name: here, transport: local}\n  - {name: nobody-home, transport: {kind: ssh, host: 127.0.0.1, port: ${port}, user: nobody}}\n`,
     );
-    const r = await runCli(['doctor', '-m', matrix]);
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.stdout).toMatch(/^target here \(1 of 2\)\n. transport\s+local\n✓ reachable\s+this machine/m);
-    expect(r.stdout).toMatch(/^target nobody-home \(2 of 2\)\n. transport\s+ssh \(host 127\.0\.0\.1, port \d+, user nobody\)\n✗ [A-Z_]+ /m);
-    expect(r.stdout.indexOf('target here')).toBeLessThan(r.stdout.indexOf('target nobody-home'));
+    const result = await runCli(['doctor', '-m', matrix]);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.stdout).toMatch(/^target here \(1 of 2\)\n. transport\s+local\n✓ reachable\s+this machine/m);
+    expect(result.stdout).toMatch(
+      /^target nobody-home \(2 of 2\)\n. transport\s+ssh \(host 127\.0\.0\.1, port \d+, user nobody\)\n✗ [A-Z_]+ /m,
+    );
+    expect(result.stdout.indexOf('target here')).toBeLessThan(result.stdout.indexOf('target nobody-home'));
     const problems = noGpuHere ? 'here, nobody-home' : 'nobody-home';
-    expect(r.stdout).toContain(`target(s) of ${matrix} have problems (each said above, with its fix): ${problems}\n`);
-    expect(r.code).toBe(3);
+    expect(result.stdout).toContain(`target(s) of ${matrix} have problems (each said above, with its fix): ${problems}\n`);
+    expect(result.code).toBe(3);
   });
 
   it.runIf(hasCommand('docker', ['--version']))(
@@ -150,14 +154,14 @@ describe('doctor exits non-zero on any ✗, and says what to fix', () => {
         matrix,
         `version: 1\ntargets:\n  - {name: chained, transport: [local, {kind: docker, endpoint: "unix://${dir}/no.sock", gpus: none}]}\n`,
       );
-      const r = await runCli(['doctor', '--target', 'chained', '-m', matrix]);
-      expect(r.stdout).toMatch(
+      const result = await runCli(['doctor', '--target', 'chained', '-m', matrix]);
+      expect(result.stdout).toMatch(
         /^✗ TARGET_UNREACHABLE cannot reach the Docker engine at docker --host unix:\/\/\S+\/no\.sock system dial-stdio on local/m,
       );
-      expect(r.stdout).toMatch(/^ {2}fix: check the endpoint: that dockerd runs/m);
+      expect(result.stdout).toMatch(/^ {2}fix: check the endpoint: that dockerd runs/m);
       // The guess for the first hop (a host and its port) would send the user the wrong way.
-      expect(r.stdout).not.toContain('check the host name and port');
-      expect(r.code).toBe(3);
+      expect(result.stdout).not.toContain('check the host name and port');
+      expect(result.code).toBe(3);
     },
   );
 });
@@ -171,18 +175,18 @@ describe('doctor warns of a known-bad driver, and does not fail on it', () => {
       gpu_name: 'NVIDIA GeForce RTX 3090',
       driver_found: true,
     });
-    const lines = checks.map((c) => checkLine(c, 12));
+    const lines = checks.map((check) => checkLine(check, 12));
     expect(lines).toContainEqual(
       expect.stringMatching(
         /^! known-bad {5}known-bad driver: Under WSL2, after heavy allocation .* \(wsl2, from 591\.86 on; not fixed; source https:\/\/github\.com\/FlashML-org\/FreeToken\/issues\/291, single-report\)\n$/,
       ),
     );
-    expect(checks.every((c) => c.ok === 'warning')).toBe(true);
+    expect(checks.every((check) => check.ok === 'warning')).toBe(true);
   });
 
   it('a Windows driver is matched with its model, and a GPU-limited entry only on that GPU', () => {
     const rtx50 = (gpu: string) =>
-      knownBadChecks({ environment: 'wddm', driver_model: 'wddm', driver_version: '576.02', gpu_name: gpu }).map((c) => c.detail);
+      knownBadChecks({ environment: 'wddm', driver_model: 'wddm', driver_version: '576.02', gpu_name: gpu }).map((check) => check.detail);
     expect(rtx50('NVIDIA GeForce RTX 5090')).toContainEqual(expect.stringContaining('lower idle GPU clock speeds'));
     expect(rtx50('NVIDIA GeForce RTX 4090')).not.toContainEqual(expect.stringContaining('lower idle GPU clock speeds'));
   });

@@ -32,11 +32,11 @@ export interface DoctorOptions {
 
 /** A duration for --older-than: a number with s, m, h or d. */
 export function parseAge(value: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$/.exec(value);
-  if (!m || !(Number(m[1]) > 0)) {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$/.exec(value);
+  if (!match || !(Number(match[1]) > 0)) {
     throw new CudamatrixError('USAGE', `--older-than needs a duration such as 6h, 90m, 2d or 300s, got "${value}"`);
   }
-  return Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 's' | 'm' | 'h' | 'd'];
+  return Number(match[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[match[2] as 's' | 'm' | 'h' | 'd'];
 }
 
 /**
@@ -85,9 +85,9 @@ export interface Check {
 }
 
 /** A check's line: its mark (✓, ✗, i, or ! for a warning), its name padded to `width`, its detail. */
-export function checkLine(c: Check, width: number): string {
-  const mark = c.ok === 'warning' ? '!' : c.ok === null ? 'i' : c.ok ? '✓' : '✗';
-  return `${mark} ${c.name.padEnd(width)}  ${c.detail}\n`;
+export function checkLine(check: Check, width: number): string {
+  const mark = check.ok === 'warning' ? '!' : check.ok === null ? 'i' : check.ok ? '✓' : '✗';
+  return `${mark} ${check.name.padEnd(width)}  ${check.detail}\n`;
 }
 
 /**
@@ -130,22 +130,22 @@ function buildFix(): string {
 }
 
 /** One line per ✗ check, saying what to fix; the exit status (3 when anything failed). */
-function conclude(checks: Check[], write: (s: string) => void, success: string): number {
-  const broken = checks.filter((c) => c.ok === false);
+function conclude(checks: Check[], write: (text: string) => void, success: string): number {
+  const broken = checks.filter((check) => check.ok === false);
   if (broken.length === 0) {
     write(`\n${success}\n`);
     return ExitCode.ok;
   }
   write(`\n${broken.length} problem(s): probes that need them will be skipped. To fix:\n`);
-  const width = Math.max(...broken.map((c) => c.name.length));
-  for (const c of broken) write(`  ${c.name.padEnd(width)}  ${c.fix ?? 'see the line above'}\n`);
+  const width = Math.max(...broken.map((check) => check.name.length));
+  for (const check of broken) write(`  ${check.name.padEnd(width)}  ${check.fix ?? 'see the line above'}\n`);
   return ExitCode.infrastructure;
 }
 
 /** How reaching each hop was proven, in the words of its kind (a session named just by its kind says nothing more). */
 function reachedLine(hops: Hop[], description: string): string {
   if (hops.length === 1) return description === hops[0]!.kind ? reachedWords(hops[0]!) : `${description}: ${reachedWords(hops[0]!)}`;
-  return `${description}: ${hops.map((h) => `${h.kind}: ${reachedWords(h)}`).join('; ')}`;
+  return `${description}: ${hops.map((hop) => `${hop.kind}: ${reachedWords(hop)}`).join('; ')}`;
 }
 
 /** A chain of hops for people: "ssh (host gpu-box, user ci, identityFile /home/me/.ssh/id_lab) → docker (gpus none)". */
@@ -153,8 +153,11 @@ export function describeHops(hops: Hop[]): string {
   return hops
     .map(({ kind, ...options }) => {
       const words = Object.entries(options)
-        .filter(([, v]) => v !== undefined)
-        .map(([k, v]) => `${k} ${Array.isArray(v) ? v.join(',') : typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`);
+        .filter(([, value]) => value !== undefined)
+        .map(
+          ([k, value]) =>
+            `${k} ${Array.isArray(value) ? value.join(',') : typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value)}`,
+        );
       return words.length ? `${kind} (${words.join(', ')})` : kind;
     })
     .join(' → ');
@@ -163,15 +166,15 @@ export function describeHops(hops: Hop[]): string {
 /** `cudamatrix doctor --target NAME`: each step of reaching a target and running sysinfo there. */
 export async function doctorTarget(name: string, matrixFile: string | undefined, acceptNew: boolean): Promise<number> {
   const matrix = await loadMatrixArg(matrixFile, { acceptNew });
-  const target = matrix.targets.find((t) => t.name === name);
+  const target = matrix.targets.find((matrixTarget) => matrixTarget.name === name);
   if (!target) {
     const hint = closestName(
       name,
-      matrix.targets.map((t) => t.name),
+      matrix.targets.map((matrixTarget) => matrixTarget.name),
     );
     throw new CudamatrixError(
       'USAGE',
-      `no target "${name}" in ${matrix.file}${hint ? ` (did you mean "${hint}"?)` : ''}; its targets are: ${matrix.targets.map((t) => t.name).join(', ')}`,
+      `no target "${name}" in ${matrix.file}${hint ? ` (did you mean "${hint}"?)` : ''}; its targets are: ${matrix.targets.map((matrixTarget) => matrixTarget.name).join(', ')}`,
     );
   }
   return checkTarget(target, acceptNew);
@@ -183,25 +186,25 @@ export async function doctorTarget(name: string, matrixFile: string | undefined,
  */
 export async function doctorMatrix(matrixFile: string, acceptNew: boolean): Promise<number> {
   const matrix = await loadMatrixArg(matrixFile, { acceptNew });
-  const write = (s: string) => process.stdout.write(s);
+  const write = (text: string) => process.stdout.write(text);
   const statuses: { name: string; status: number }[] = [];
   for (const [i, target] of matrix.targets.entries()) {
     write(`${i ? '\n' : ''}target ${target.name} (${i + 1} of ${matrix.targets.length})\n`);
     statuses.push({ name: target.name, status: await checkTarget(target, acceptNew) });
   }
-  const failed = statuses.filter((s) => s.status !== ExitCode.ok);
+  const failed = statuses.filter((result) => result.status !== ExitCode.ok);
   write(
     failed.length === 0
       ? `\nAll ${statuses.length} target(s) of ${matrix.file} have everything probes need.\n`
-      : `\n${failed.length} of ${statuses.length} target(s) of ${matrix.file} have problems (each said above, with its fix): ${failed.map((s) => s.name).join(', ')}\n`,
+      : `\n${failed.length} of ${statuses.length} target(s) of ${matrix.file} have problems (each said above, with its fix): ${failed.map((result) => result.name).join(', ')}\n`,
   );
-  return Math.max(ExitCode.ok, ...failed.map((s) => s.status));
+  return Math.max(ExitCode.ok, ...failed.map((result) => result.status));
 }
 
 /** Each step of reaching one target and running sysinfo there; the exit status (0, or what failed). */
 async function checkTarget(target: Target, acceptNew: boolean): Promise<number> {
   const name = target.name;
-  const write = (s: string) => process.stdout.write(s);
+  const write = (text: string) => process.stdout.write(text);
   const checks: Check[] = [];
   const say = (ok: Check['ok'], what: string, detail: string, fix?: string) => {
     checks.push({ name: what, ok, detail, fix });
@@ -216,7 +219,7 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
   let hop = 0;
   try {
     // Built once, for the transports that need it before the session (docker) and for deploying.
-    const build = probeBinaries({ onProgress: (m) => process.stderr.write(`${m}\n`) });
+    const build = probeBinaries({ onProgress: (message) => process.stderr.write(`${message}\n`) });
     session = await connectChain(
       target.hops,
       {
@@ -224,8 +227,8 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
         runId: `doctor-${Date.now()}`,
         acceptNewHostKeys: acceptNew,
         binaryFor: build,
-        onProgress: (m) => process.stderr.write(`${m}\n`),
-        onHostKeyAdded: (a) => process.stderr.write(`${hostKeyAddedMessage(a)}\n`),
+        onProgress: (message) => process.stderr.write(`${message}\n`),
+        onHostKeyAdded: (added) => process.stderr.write(`${hostKeyAddedMessage(added)}\n`),
       },
       (index) => (hop = index),
     );
@@ -238,16 +241,16 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
       `${deployed.binary.prebuilt ? 'prebuilt, ' : ''}${deployed.binary.compiler}; ${deployed.remotePath} (${deployed.uploaded ? 'uploaded now' : 'already there, hash verified'})`,
     );
     const run = await runProbe(session, deployed, 'sysinfo', { timeoutMs: 120_000, device: target.device });
-    const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
-    const v = (n: string) => s[n]?.value;
-    const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
+    const sysinfo = Object.fromEntries(run.records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record]] : [])));
+    const reported = (field: string) => sysinfo[field]?.value;
+    const why = (field: string) => (sysinfo[field] as { reason?: string } | undefined)?.reason ?? '';
     say(
-      v('environment') !== null && v('environment') !== undefined,
+      reported('environment') !== null && reported('environment') !== undefined,
       'environment',
-      String(v('environment') ?? `unknown: ${why('environment')}`),
+      String(reported('environment') ?? `unknown: ${why('environment')}`),
       environmentFix,
     );
-    if (noGpu && v('driver_found') !== true) {
+    if (noGpu && reported('driver_found') !== true) {
       say(null, 'driver', noGpuWords);
       return conclude(
         checks,
@@ -256,18 +259,24 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
       );
     }
     say(
-      v('driver_found') === true,
+      reported('driver_found') === true,
       'driver',
-      v('driver_found') ? `${v('driver_library')} (CUDA ${v('cuda_driver_version')})` : why('cuda_driver_version'),
+      reported('driver_found') ? `${reported('driver_library')} (CUDA ${reported('cuda_driver_version')})` : why('cuda_driver_version'),
       driverFix,
     );
-    say(v('nvml_found') === true, 'NVML', v('nvml_found') ? `driver ${v('driver_version')}` : why('driver_version'), nvmlFix);
-    for (const c of knownBadChecks(Object.fromEntries(Object.entries(s).map(([k, r]) => [k, r.value])))) say(c.ok, c.name, c.detail);
+    say(
+      reported('nvml_found') === true,
+      'NVML',
+      reported('nvml_found') ? `driver ${reported('driver_version')}` : why('driver_version'),
+      nvmlFix,
+    );
+    for (const check of knownBadChecks(Object.fromEntries(Object.entries(sysinfo).map(([k, record]) => [k, record.value]))))
+      say(check.ok, check.name, check.detail);
     say(
       run.status === 'passed',
       'GPU',
-      run.status === 'passed' ? `${v('gpu_name')} (${v('device_count')} device(s))` : (run.reason ?? ''),
-      v('driver_found') ? gpuFix : 'see driver',
+      run.status === 'passed' ? `${reported('gpu_name')} (${reported('device_count')} device(s))` : (run.reason ?? ''),
+      reported('driver_found') ? gpuFix : 'see driver',
     );
     return conclude(checks, write, `Target ${name} has everything probes need.`);
   } catch (error) {
@@ -287,13 +296,13 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
  * kept, each with the reason.
  */
 export async function doctorReap(endpoint: string | undefined, olderThanMs?: number): Promise<number> {
-  const r = await reapContainers({ endpoint }, { olderThanMs, given: '--endpoint' });
-  for (const c of r.removed) process.stdout.write(`removed ${c}\n`);
-  for (const c of r.kept) process.stdout.write(`kept ${c}\n`);
+  const reaped = await reapContainers({ endpoint }, { olderThanMs, given: '--endpoint' });
+  for (const container of reaped.removed) process.stdout.write(`removed ${container}\n`);
+  for (const keptContainer of reaped.kept) process.stdout.write(`kept ${keptContainer}\n`);
   process.stdout.write(
-    `${r.removed.length} container(s) of earlier runs removed from ${r.endpoint} (from ${r.source})${r.kept.length ? `, ${r.kept.length} kept` : ''}\n`,
+    `${reaped.removed.length} container(s) of earlier runs removed from ${reaped.endpoint} (from ${reaped.source})${reaped.kept.length ? `, ${reaped.kept.length} kept` : ''}\n`,
   );
-  if (r.kept.length && olderThanMs === undefined) {
+  if (reaped.kept.length && olderThanMs === undefined) {
     process.stdout.write(
       `Only runs that are provably over are removed. To remove those too old to be alive, whichever machine started them: --older-than DURATION (e.g. --older-than 6h).\n`,
     );
@@ -310,17 +319,21 @@ export async function doctorCommand(): Promise<number> {
   let built = false;
   const choice = await chooseProbe(platform, nodeArch());
   try {
-    const b = await probeBinary({ platform, arch: nodeArch(), onProgress: (m) => process.stderr.write(`${m}\n`) });
+    const binary = await probeBinary({ platform, arch: nodeArch(), onProgress: (message) => process.stderr.write(`${message}\n`) });
     built = true;
-    if (b.prebuilt) {
+    if (binary.prebuilt) {
       checks.push({
         name: 'cudaprobe',
         ok: true,
-        detail: `${choice.why}: ${b.path} (sha256 ${b.hash}…, built with ${b.compiler}); no compiler needed`,
+        detail: `${choice.why}: ${binary.path} (sha256 ${binary.hash}…, built with ${binary.compiler}); no compiler needed`,
       });
     } else {
-      checks.push({ name: 'compiler', ok: true, detail: b.compiler });
-      checks.push({ name: 'cudaprobe', ok: true, detail: `compiled: ${choice.why}; ${b.path} (${b.built ? 'built now' : 'cached'})` });
+      checks.push({ name: 'compiler', ok: true, detail: binary.compiler });
+      checks.push({
+        name: 'cudaprobe',
+        ok: true,
+        detail: `compiled: ${choice.why}; ${binary.path} (${binary.built ? 'built now' : 'cached'})`,
+      });
     }
   } catch (error) {
     const cacheUnusable = error instanceof CudamatrixError && error.code === 'USAGE';
@@ -347,8 +360,8 @@ export async function doctorCommand(): Promise<number> {
     let detail = other.why;
     if (other.use === 'prebuilt') detail = `prebuilt cudaprobe (sha256 ${other.entry.sha256.slice(0, 16)}…)`;
     if (other.use === 'compile') {
-      const c = await compilerFor(platformOf, archOf);
-      detail = 'compiler' in c ? `compiled on first use, with ${c.compiler}` : c.missing;
+      const lookup = await compilerFor(platformOf, archOf);
+      detail = 'compiler' in lookup ? `compiled on first use, with ${lookup.compiler}` : lookup.missing;
     }
     checks.push({ name: `${other.key} targets`, ok: null, detail });
   }
@@ -358,9 +371,9 @@ export async function doctorCommand(): Promise<number> {
     const session = await connectLocal({}, { target: 'doctor', runId: 'doctor' });
     try {
       const run = await runProbe(session, await deployProbe(session), 'sysinfo', { timeoutMs: 60_000 });
-      const s = Object.fromEntries(run.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r]] : [])));
-      const val = (n: string) => s[n]?.value;
-      const why = (n: string) => (s[n] as { reason?: string } | undefined)?.reason ?? '';
+      const sysinfo = Object.fromEntries(run.records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record]] : [])));
+      const val = (field: string) => sysinfo[field]?.value;
+      const why = (field: string) => (sysinfo[field] as { reason?: string } | undefined)?.reason ?? '';
       checks.push({
         name: 'environment',
         ok: val('environment') !== null && val('environment') !== undefined,
@@ -379,7 +392,7 @@ export async function doctorCommand(): Promise<number> {
         detail: val('nvml_found') ? `driver ${val('driver_version')}` : why('driver_version'),
         fix: nvmlFix,
       });
-      checks.push(...knownBadChecks(Object.fromEntries(Object.entries(s).map(([k, r]) => [k, r.value]))));
+      checks.push(...knownBadChecks(Object.fromEntries(Object.entries(sysinfo).map(([k, record]) => [k, record.value]))));
       checks.push({
         name: 'CUDA runtime',
         ok: null,
@@ -412,7 +425,7 @@ export async function doctorCommand(): Promise<number> {
       await session[Symbol.asyncDispose]();
     }
   }
-  const width = Math.max(...checks.map((c) => c.name.length));
-  for (const c of checks) process.stdout.write(checkLine(c, width));
-  return conclude(checks, (s) => process.stdout.write(s), 'Everything probes need is here.');
+  const width = Math.max(...checks.map((check) => check.name.length));
+  for (const check of checks) process.stdout.write(checkLine(check, width));
+  return conclude(checks, (text) => process.stdout.write(text), 'Everything probes need is here.');
 }

@@ -69,7 +69,7 @@ function judge(
     reasons,
   };
   const known = knownBadForSysinfo(record.sysinfo, registry);
-  const ran = new Set(record.cells.filter((c) => c.status === 'passed').map((c) => c.probe));
+  const ran = new Set(record.cells.filter((cell) => cell.status === 'passed').map((cell) => cell.probe));
   for (const entry of known?.entries ?? []) {
     const fails = knownBadFails(entry, ran);
     reasons.push({
@@ -87,84 +87,85 @@ function judge(
       evidence: { from },
     });
   } else {
-    const d = diffRecords(baseline, record, { history });
-    const p: PairDiff = d.pairs[0]!;
-    verdict.baseline = { driver: p.a.driver, records: baseline.length, runs: p.runs.a, from };
-    if (p.environment.length)
+    const diff = diffRecords(baseline, record, { history });
+    const pair: PairDiff = diff.pairs[0]!;
+    verdict.baseline = { driver: pair.a.driver, records: baseline.length, runs: pair.runs.a, from };
+    if (pair.environment.length)
       reasons.push({
         type: 'EnvironmentDiffers',
         fails: false,
-        message: `around the driver, also different from the baseline: ${p.environment.map((e) => `${e.field} ${String(e.a)} → ${String(e.b)}`).join('; ')}`,
-        evidence: { differences: p.environment },
+        message: `around the driver, also different from the baseline: ${pair.environment.map((e) => `${e.field} ${String(e.a)} → ${String(e.b)}`).join('; ')}`,
+        evidence: { differences: pair.environment },
       });
-    const sharedCells = p.shared.b;
-    if (p.changed)
+    const sharedCells = pair.shared.b;
+    if (pair.changed)
       reasons.push({
         type: 'BehaviourChanged',
         fails: true,
-        message: `behaviour changed against driver ${p.a.driver} (${plural(p.runs.a, 'run')}): ${[
-          p.facts.length ? `${plural(p.facts.length, 'fact')} changed` : '',
-          p.cells.length ? `${plural(p.cells.length, 'cell outcome')} changed` : '',
-          p.metricTally.flagged ? `${plural(p.metricTally.flagged, 'metric')} beyond noise` : '',
+        message: `behaviour changed against driver ${pair.a.driver} (${plural(pair.runs.a, 'run')}): ${[
+          pair.facts.length ? `${plural(pair.facts.length, 'fact')} changed` : '',
+          pair.cells.length ? `${plural(pair.cells.length, 'cell outcome')} changed` : '',
+          pair.metricTally.flagged ? `${plural(pair.metricTally.flagged, 'metric')} beyond noise` : '',
         ]
           .filter(Boolean)
           .join(', ')}`,
         evidence: {
-          facts: p.facts,
-          cells: p.cells,
-          metrics: p.metrics
-            .filter((m) => m.flagged)
-            .map((m) => ({
-              name: m.name,
-              attrs: m.attrs,
-              unit: m.unit,
-              a: m.a,
-              b: m.b,
-              move: m.move,
-              noise: m.noise,
-              noiseFrom: m.noiseFrom,
+          facts: pair.facts,
+          cells: pair.cells,
+          metrics: pair.metrics
+            .filter((metric) => metric.flagged)
+            .map((metric) => ({
+              name: metric.name,
+              attrs: metric.attrs,
+              unit: metric.unit,
+              a: metric.a,
+              b: metric.b,
+              move: metric.move,
+              noise: metric.noise,
+              noiseFrom: metric.noiseFrom,
             })),
-          verdicts: p.verdicts,
+          verdicts: pair.verdicts,
         },
       });
     if (sharedCells.length)
       reasons.push({
         type: 'SharedGPU',
         fails: false,
-        message: `the run shared the GPU with other processes during ${plural(sharedCells.length, 'cell')} (${sharedCells.map((c) => c.probe).join(', ')}): ${p.metricTally.explained + p.facts.filter((f) => f.shared).length ? 'what moved there is not judged; run again on an idle GPU' : 'nothing there moved beyond noise'}`,
-        evidence: { cells: sharedCells, explained: p.metricTally.explained },
+        message: `the run shared the GPU with other processes during ${plural(sharedCells.length, 'cell')} (${sharedCells.map((sharedCell) => sharedCell.probe).join(', ')}): ${pair.metricTally.explained + pair.facts.filter((fact) => fact.shared).length ? 'what moved there is not judged; run again on an idle GPU' : 'nothing there moved beyond noise'}`,
+        evidence: { cells: sharedCells, explained: pair.metricTally.explained },
       });
   }
-  const failing = reasons.filter((r) => r.fails);
-  verdict.status = failing.some((r) => r.type === 'BehaviourChanged')
+  const failing = reasons.filter((reason) => reason.fails);
+  verdict.status = failing.some((reason) => reason.type === 'BehaviourChanged')
     ? 'changed'
-    : failing.some((r) => r.type === 'KnownBadDriver')
+    : failing.some((reason) => reason.type === 'KnownBadDriver')
       ? 'known-bad'
-      : reasons.some((r) => r.type === 'SharedGPU' && (r.evidence.explained as number) > 0) || reasons.some((r) => r.type === 'NoBaseline')
+      : reasons.some((reason) => reason.type === 'SharedGPU' && (reason.evidence.explained as number) > 0) ||
+          reasons.some((reason) => reason.type === 'NoBaseline')
         ? 'inconclusive'
         : 'pass';
   return verdict;
 }
 
-const plural = (n: number, w: string) => `${n} ${w}${n === 1 ? '' : 's'}`;
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 
 /** What changed, under a BehaviourChanged reason: the facts, cells and the first series (cudamatrix diff lists every one). */
-function evidenceLines(r: GateReason): string[] {
-  if (r.type !== 'BehaviourChanged') return [];
-  const e = r.evidence as {
+function evidenceLines(reason: GateReason): string[] {
+  if (reason.type !== 'BehaviourChanged') return [];
+  const e = reason.evidence as {
     facts: FactChange[];
     cells: CellChange[];
     metrics: { name: string; attrs: Record<string, Scalar>; unit: string; a: number | null; b: number | null; move: number | null }[];
   };
   const shown = 8;
   const out = [
-    ...e.facts.map((f) => `      ${f.name}  ${String(f.a)} → ${String(f.b)}`),
-    ...e.cells.map((c) => `      ${c.probe}  ${c.a} → ${c.b}`),
+    ...e.facts.map((fact) => `      ${fact.name}  ${String(fact.a)} → ${String(fact.b)}`),
+    ...e.cells.map((cell) => `      ${cell.probe}  ${cell.a} → ${cell.b}`),
     ...e.metrics
       .slice(0, shown)
       .map(
-        (m) =>
-          `      ${seriesText(m.name, m.attrs)}  ${formatValue(m.a, m.unit)} → ${formatValue(m.b, m.unit)}${m.move === null ? '' : ` (moved ${(m.move * 100).toFixed(1)} %)`}`,
+        (metric) =>
+          `      ${seriesText(metric.name, metric.attrs)}  ${formatValue(metric.a, metric.unit)} → ${formatValue(metric.b, metric.unit)}${metric.move === null ? '' : ` (moved ${(metric.move * 100).toFixed(1)} %)`}`,
       ),
   ];
   if (e.metrics.length > shown) out.push(`      and ${e.metrics.length - shown} more series`);
@@ -174,11 +175,11 @@ function evidenceLines(r: GateReason): string[] {
 
 /** The baseline of a record: the records of its key of the same driver where there are some, else of the newest other driver. */
 function baselineOf(record: BehaviourRecord, candidates: BehaviourRecord[]): BehaviourRecord[] {
-  const same = candidates.filter((r) => pairingKey(r) === pairingKey(record) && r.id !== record.id);
-  const ofDriver = same.filter((r) => r.key.driver === record.key.driver);
+  const same = candidates.filter((candidate) => pairingKey(candidate) === pairingKey(record) && candidate.id !== record.id);
+  const ofDriver = same.filter((candidate) => candidate.key.driver === record.key.driver);
   if (ofDriver.length) return ofDriver;
-  const newest = [...same].sort((x, y) => (x.observed.date < y.observed.date ? 1 : -1))[0];
-  return newest ? same.filter((r) => r.key.driver === newest.key.driver) : [];
+  const newest = [...same].sort((left, right) => (left.observed.date < right.observed.date ? 1 : -1))[0];
+  return newest ? same.filter((candidate) => candidate.key.driver === newest.key.driver) : [];
 }
 
 export async function gateCommand(run: string, opts: GateOptions): Promise<number> {
@@ -200,24 +201,27 @@ export async function gateCommand(run: string, opts: GateOptions): Promise<numbe
     );
     return ExitCode.nothingMeasured;
   }
-  const records = input.records.map((r) => r.record);
+  const records = input.records.map((loaded) => loaded.record);
   const keys = new Set(records.map(pairingKey));
-  const ids = new Set(records.map((r) => r.id));
-  const stored = readHistory(opts.recordsDir, (r) => keys.has(pairingKey(r)) && !ids.has(r.id), KEPT_KEY_METRICS);
-  const given = opts.baseline ? readInput(opts.baseline, defaults).records.map((r) => r.record) : null;
+  const ids = new Set(records.map((record) => record.id));
+  const stored = readHistory(opts.recordsDir, (candidate) => keys.has(pairingKey(candidate)) && !ids.has(candidate.id), KEPT_KEY_METRICS);
+  const given = opts.baseline ? readInput(opts.baseline, defaults).records.map((loaded) => loaded.record) : null;
   const registry = loadKnownBad(opts.knownBad);
-  const verdicts = records.map((r) =>
-    judge(r, baselineOf(r, given ?? stored), [...stored, ...(given ?? [])], given ? opts.baseline! : opts.recordsDir, registry),
+  const verdicts = records.map((record) =>
+    judge(record, baselineOf(record, given ?? stored), [...stored, ...(given ?? [])], given ? opts.baseline! : opts.recordsDir, registry),
   );
-  const status = verdicts.reduce<GateStatus>((s, v) => (severity[v.status] > severity[s] ? v.status : s), 'pass');
+  const status = verdicts.reduce<GateStatus>(
+    (worst, verdict) => (severity[verdict.status] > severity[worst] ? verdict.status : worst),
+    'pass',
+  );
   const lines: string[] = [];
-  for (const v of verdicts) {
+  for (const verdict of verdicts) {
     lines.push(
-      `${v.target}: ${v.status.toUpperCase()}  ${v.key}${v.baseline ? ` against driver ${v.baseline.driver} (${plural(v.baseline.records, 'record')} in ${v.baseline.from}; ${plural(v.baseline.runs, 'run')} of its newest kernel the baseline)` : ''}`,
+      `${verdict.target}: ${verdict.status.toUpperCase()}  ${verdict.key}${verdict.baseline ? ` against driver ${verdict.baseline.driver} (${plural(verdict.baseline.records, 'record')} in ${verdict.baseline.from}; ${plural(verdict.baseline.runs, 'run')} of its newest kernel the baseline)` : ''}`,
     );
-    for (const r of v.reasons) {
-      lines.push(`  ${r.fails ? '✗' : '·'} ${r.message}`);
-      lines.push(...evidenceLines(r));
+    for (const reason of verdict.reasons) {
+      lines.push(`  ${reason.fails ? '✗' : '·'} ${reason.message}`);
+      lines.push(...evidenceLines(reason));
     }
   }
   lines.push(`Gate: ${status}`);

@@ -18,7 +18,7 @@ export function addGhaCommand(program: Command): void {
     .option(
       '--shards <n>',
       'jobs for the targets without runsOn (split into whole hosts, as run --shard)',
-      (v) => positiveInt(v, '--shards'),
+      (value) => positiveInt(value, '--shards'),
       1,
     )
     .option(

@@ -44,7 +44,7 @@ export interface GhaMatrixOptions {
 const labels = (text: string) =>
   text
     .split(',')
-    .map((l) => l.trim())
+    .map((label) => label.trim())
     .filter(Boolean);
 
 export async function ghaMatrixCommand(opts: GhaMatrixOptions): Promise<number> {
@@ -169,11 +169,11 @@ export function findEventLogs(args: string[]): string[] {
 
 /** What each job of the plan owed: its targets, as run would start them, with their planned cells. */
 function owedBy(plan: GhaEntry[], matrix: Matrix, probes: string[] | undefined): OwedTarget[] {
-  const byName = new Map(matrix.targets.map((t) => [t.name, t]));
+  const byName = new Map(matrix.targets.map((target) => [target.name, target]));
   return plan.flatMap((entry) =>
     entry.targets.split(',').map((name) => {
-      const t = byName.get(name);
-      if (!t)
+      const target = byName.get(name);
+      if (!target)
         throw new CudamatrixError(
           'USAGE',
           `--plan: job "${entry.name}" owes target "${name}", which ${matrix.file} does not define; pass the matrix the plan was made from (--matrix)`,
@@ -181,13 +181,13 @@ function owedBy(plan: GhaEntry[], matrix: Matrix, probes: string[] | undefined):
       const cells = planCells(matrix, { targets: [name], probes }).cells;
       return {
         job: entry.name,
-        cells: cells.map((c) => c.name),
+        cells: cells.map((plannedCell) => plannedCell.name),
         start: {
           target: name,
-          environment: t.environment,
-          transport: t.hops.map((h) => h.kind),
-          probes: cells.map((c) => c.probe),
-          expect: t.expect,
+          environment: target.environment,
+          transport: target.hops.map((hop) => hop.kind),
+          probes: cells.map((plannedCell) => plannedCell.probe),
+          expect: target.expect,
         },
       };
     }),
@@ -196,7 +196,7 @@ function owedBy(plan: GhaEntry[], matrix: Matrix, probes: string[] | undefined):
 
 /** A log of targets the plan does not list is of another run (or another plan): refused, naming it. */
 function checkLogsInPlan(logs: LogInput[], owed: OwedTarget[]): void {
-  const planned = new Set(owed.map((t) => t.start.target));
+  const planned = new Set(owed.map((owedTarget) => owedTarget.start.target));
   for (const log of logs) {
     const strangers = [...new Set(log.events.flatMap((e) => ('target' in e && !planned.has(e.target) ? [e.target] : [])))];
     if (strangers.length) {
@@ -275,11 +275,11 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
   // changed), and what was recorded is said after the run's own summary.
   const recordLines: string[] = [];
   const recorded = opts.record
-    ? recordRun(eventsFile, lost, (await loadMatrixArg(undefined)).expectations, opts, (l) => recordLines.push(l))
+    ? recordRun(eventsFile, lost, (await loadMatrixArg(undefined)).expectations, opts, (line) => recordLines.push(line))
     : undefined;
   const summary = summarize(run.events);
   const status = mergeStatus(summary, strict, recorded, opts.failOnChange);
-  const jobOf = new Map(owed.map((o) => [o.start.target, plan.find((e) => e.name === o.job)!]));
+  const jobOf = new Map(owed.map((owedTarget) => [owedTarget.start.target, plan.find((e) => e.name === owedTarget.job)!]));
   const runnerOf = (target: string) => {
     const entry = jobOf.get(target);
     return entry && `job ${entry.name} on [${entry.runsOn.join(', ')}]`;
@@ -295,13 +295,13 @@ export async function ghaMergeCommand(args: string[], opts: GhaMergeOptions): Pr
     ...(github ? [githubReporter({ step: github, extras: () => extras, runnerOf })] : []),
   ]);
   // mergeEventLogs' warning about a log without a run-end is answered here: its target is accounted for below.
-  for (const w of merged.warnings.filter((w) => !/has no run-end/.test(w))) reporters.message(`warning: ${w}`);
+  for (const warning of merged.warnings.filter((text) => !/has no run-end/.test(text))) reporters.message(`warning: ${warning}`);
   reporters.message(
     `merged ${logs.length} event log${logs.length === 1 ? '' : 's'} of ${plan.length} job${plan.length === 1 ? '' : 's'} into ${eventsFile}`,
   );
-  for (const l of lost)
+  for (const lostTarget of lost)
     reporters.message(
-      `LOST: target ${l.target} (job ${l.job}): ${HOW[l.how]}; ${l.cells.length} cell${l.cells.length === 1 ? '' : 's'} ended as JOB_LOST`,
+      `LOST: target ${lostTarget.target} (job ${lostTarget.job}): ${HOW[lostTarget.how]}; ${lostTarget.cells.length} cell${lostTarget.cells.length === 1 ? '' : 's'} ended as JOB_LOST`,
     );
   for (const e of run.events) reporters.event(e);
   const unwritten = await reporters.end(summary, { runDir, eventsFile, strict, exitCode: status });
@@ -342,7 +342,7 @@ function measuredNothingSection(summary: RunSummary, runnerOf: (target: string) 
       '',
       '| target | ran in | why |',
       '| --- | --- | --- |',
-      ...empty.map((t) => `| ${cell(t.name)} | ${cell(runnerOf(t.name) ?? '—')} | ${cell(skipReason(t))} |`),
+      ...empty.map((target) => `| ${cell(target.name)} | ${cell(runnerOf(target.name) ?? '—')} | ${cell(skipReason(target))} |`),
       '',
     ].join('\n'),
   ];
@@ -358,13 +358,13 @@ const cell = (text: string) =>
 
 /** --fail-on-change: an error annotation per record whose behaviour changed, saying what changed. */
 function changeAnnotations(recorded: Recorded | undefined): ExtraAnnotation[] {
-  const changed = recorded?.diff?.pairs.filter((p) => p.changed) ?? [];
-  return changed.map((p) => ({
+  const changed = recorded?.diff?.pairs.filter((pair) => pair.changed) ?? [];
+  return changed.map((pair) => ({
     level: 'error',
-    title: `cudamatrix: behaviour changed: ${p.key}`,
+    title: `cudamatrix: behaviour changed: ${pair.key}`,
     message: [
-      `driver ${p.a.driver} (${p.a.date.slice(0, 10)}) -> ${p.b.driver} (${p.b.date.slice(0, 10)}), against the committed record (fail-on-change):`,
-      ...changeLines(p),
+      `driver ${pair.a.driver} (${pair.a.date.slice(0, 10)}) -> ${pair.b.driver} (${pair.b.date.slice(0, 10)}), against the committed record (fail-on-change):`,
+      ...changeLines(pair),
     ].join('\n'),
   }));
 }
@@ -372,15 +372,15 @@ function changeAnnotations(recorded: Recorded | undefined): ExtraAnnotation[] {
 type ChangedPair = RecordsDiff['pairs'][number];
 
 /** What changed in a pair, a line each: facts, probes' outcomes, metrics beyond their noise. */
-function changeLines(p: ChangedPair): string[] {
+function changeLines(pair: ChangedPair): string[] {
   return [
-    ...p.facts.map((f) => `fact \`${f.name}\`: ${valueText(f.a)} -> ${valueText(f.b)}`),
-    ...p.cells.map((c) => `probe ${c.probe}: ${c.a} -> ${c.b}`),
-    ...p.metrics
-      .filter((x) => x.flagged)
+    ...pair.facts.map((fact) => `fact \`${fact.name}\`: ${valueText(fact.a)} -> ${valueText(fact.b)}`),
+    ...pair.cells.map((changedCell) => `probe ${changedCell.probe}: ${changedCell.a} -> ${changedCell.b}`),
+    ...pair.metrics
+      .filter((metric) => metric.flagged)
       .map(
-        (m) =>
-          `metric \`${m.name}\` ${JSON.stringify(m.attrs)}: ${formatValue(m.a, m.unit)} -> ${formatValue(m.b, m.unit)} (${m.move === null ? 'not comparable' : `${(m.move * 100).toFixed(1)} %`}, noise ${(m.noise * 100).toFixed(0)} %)`,
+        (metric) =>
+          `metric \`${metric.name}\` ${JSON.stringify(metric.attrs)}: ${formatValue(metric.a, metric.unit)} -> ${formatValue(metric.b, metric.unit)} (${metric.move === null ? 'not comparable' : `${(metric.move * 100).toFixed(1)} %`}, noise ${(metric.noise * 100).toFixed(0)} %)`,
       ),
   ];
 }
@@ -397,11 +397,11 @@ function recordRun(
   lost: LostTarget[],
   defaults: Matrix['expectations'],
   opts: GhaMergeOptions,
-  say: (l: string) => void,
+  say: (line: string) => void,
 ): Recorded {
-  const lostNames = new Set(lost.map((l) => l.target));
+  const lostNames = new Set(lost.map((lostTarget) => lostTarget.target));
   const committed = statSync(opts.recordsDir, { throwIfNoEntry: false })?.isDirectory()
-    ? loadRecords(opts.recordsDir).map((l) => l.record)
+    ? loadRecords(opts.recordsDir).map((loaded) => loaded.record)
     : [];
   const input = readInput(eventsFile, defaults, { complete: true });
   const kept = { ...input, records: input.records.filter(({ record }) => !lostNames.has(record.observed.target)) };
@@ -419,15 +419,15 @@ const HOW: Record<LostTarget['how'], string> = {
   interrupted: 'stopped before it finished (timed out or cancelled)',
 };
 
-const valueText = (v: unknown) => (v === null ? 'null' : typeof v === 'string' ? v : JSON.stringify(v));
+const valueText = (value: unknown) => (value === null ? 'null' : typeof value === 'string' ? value : JSON.stringify(value));
 
 /** What gha merge adds to the GitHub reporter's outputs and job summary: the lost jobs, and the behaviour against the committed records. */
 function ghaExtras(lost: LostTarget[], recorded: Recorded | undefined, runDir: string): GithubExtras {
   const diff = recorded?.diff ?? null;
-  const fresh = diff ? diff.onlyB.filter((u) => u.comparedInstead === undefined) : [];
+  const fresh = diff ? diff.onlyB.filter((unpaired) => unpaired.comparedInstead === undefined) : [];
   const outputs: Record<string, string> = {
     'run-dir': runDir,
-    lost: lost.map((l) => l.target).join(','),
+    lost: lost.map((lostTarget) => lostTarget.target).join(','),
     'behaviour-changed': String(Boolean(diff?.changed)),
     'new-observations': String(fresh.length),
     'records-written': String(recorded?.written.length ?? 0),
@@ -441,7 +441,7 @@ function ghaExtras(lost: LostTarget[], recorded: Recorded | undefined, runDir: s
         '',
         '| target | job | what is known | cells ended as JOB_LOST |',
         '| --- | --- | --- | --- |',
-        ...lost.map((l) => `| ${l.target} | ${l.job} | ${HOW[l.how]} | ${l.cells.length} |`),
+        ...lost.map((lostTarget) => `| ${lostTarget.target} | ${lostTarget.job} | ${HOW[lostTarget.how]} | ${lostTarget.cells.length} |`),
         '',
       ].join('\n'),
     );
@@ -450,7 +450,7 @@ function ghaExtras(lost: LostTarget[], recorded: Recorded | undefined, runDir: s
     sections.push(
       behaviourSection(
         recorded,
-        fresh.map((u) => u.key),
+        fresh.map((unpaired) => unpaired.key),
       ),
     );
   return { outputs, sections };
@@ -468,13 +468,16 @@ function behaviourSection(recorded: Recorded, freshKeys: string[]): string {
         : 'No behaviour changed: every fact and cell outcome is the same, and no metric moved beyond its noise.',
       '',
     );
-    for (const p of diff.pairs.filter((x) => x.changed)) {
-      lines.push(`- **${p.key}**: driver ${p.a.driver} (${p.a.date.slice(0, 10)}) -> ${p.b.driver} (${p.b.date.slice(0, 10)})`);
-      for (const l of changeLines(p)) lines.push(`  - ${l}`);
+    for (const pair of diff.pairs.filter((candidate) => candidate.changed)) {
+      lines.push(
+        `- **${pair.key}**: driver ${pair.a.driver} (${pair.a.date.slice(0, 10)}) -> ${pair.b.driver} (${pair.b.date.slice(0, 10)})`,
+      );
+      for (const line of changeLines(pair)) lines.push(`  - ${line}`);
     }
     for (const k of freshKeys) lines.push(`- new observation: ${k}`);
   }
-  if (recorded.written.length) lines.push('', `Written (${recorded.written.length}):`, '', ...recorded.written.map((f) => `- \`${f}\``));
+  if (recorded.written.length)
+    lines.push('', `Written (${recorded.written.length}):`, '', ...recorded.written.map((file) => `- \`${file}\``));
   lines.push('');
   return lines.join('\n');
 }

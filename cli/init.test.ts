@@ -11,13 +11,13 @@ import { starterMatrix } from './init.ts';
 describe('cudamatrix init', () => {
   it('writes a starter matrix that plans, judged by the default expectations, and never overwrites', async () => {
     const dir = tempDir();
-    const r = await runCli(['init'], { cwd: dir });
-    expect(r.code, r.stderr).toBe(0);
+    const result = await runCli(['init'], { cwd: dir });
+    expect(result.code, result.stderr).toBe(0);
     const file = path.join(dir, 'cudamatrix.yaml');
-    expect(r.stdout).toContain(`wrote ${file}`);
+    expect(result.stdout).toContain(`wrote ${file}`);
     const plan = await runCli(['plan', '-m', file, '--json']);
     expect(plan.code, plan.stderr).toBe(0);
-    expect((JSON.parse(plan.stdout) as { cells: { target: string }[] }).cells.every((c) => c.target === 'local')).toBe(true);
+    expect((JSON.parse(plan.stdout) as { cells: { target: string }[] }).cells.every((cell) => cell.target === 'local')).toBe(true);
     const defaults = (await loadMatrixFile(path.join(repoRoot, 'matrix', 'default.yaml'))).expectations;
     expect((await loadMatrixFile(file)).expectations).toEqual(defaults);
 
@@ -46,14 +46,14 @@ describe('cudamatrix init', () => {
       '$1$2',
     );
     expect(uncommented).toContain('  - name: gpu-server-docker');
-    const m = parseMatrix(uncommented, 'starter.yaml', { checkFiles: false });
-    expect(m.targets.map((t) => [t.name, t.hops.map((h) => h.kind)])).toEqual([
+    const matrix = parseMatrix(uncommented, 'starter.yaml', { checkFiles: false });
+    expect(matrix.targets.map((target) => [target.name, target.hops.map((hop) => hop.kind)])).toEqual([
       ['local', ['local']],
       ['gpu-server', ['ssh']],
       ['gpu-server-docker', ['ssh', 'docker']],
     ]);
     // The file's own sync-latency bound replaces the default's, in its place.
-    const bounds = m.expectations.linux!.filter((e) => e.metric === 'sync-latency.p50_us');
+    const bounds = matrix.expectations.linux!.filter((e) => e.metric === 'sync-latency.p50_us');
     expect(bounds).toEqual([expect.objectContaining({ '<=': '50 us' })]);
   });
 });

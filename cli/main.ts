@@ -56,7 +56,7 @@ export function buildProgram(): Command {
 export function withoutLeadingDashes(argv: string[]): string[] {
   const args = argv.slice(2);
   const at = args.indexOf('--');
-  const beforeIsCommands = args.slice(0, at).every((a) => !a.startsWith('-'));
+  const beforeIsCommands = args.slice(0, at).every((arg) => !arg.startsWith('-'));
   return at >= 0 && at <= 2 && beforeIsCommands ? [...argv.slice(0, 2), ...args.slice(0, at), ...args.slice(at + 1)] : argv;
 }
 

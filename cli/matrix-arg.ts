@@ -6,6 +6,6 @@ import { loadMatrixFile, type LoadOptions, type Matrix } from '../matrix/load.ts
 export async function loadMatrixArg(file: string | undefined, options: LoadOptions = {}): Promise<Matrix> {
   if (file) return loadMatrixFile(file, options);
   const builtIn = path.join(packageRoot(), 'matrix', 'default.yaml');
-  const m = await loadMatrixFile(builtIn);
-  return { ...m, file: packageFileForDisplay('matrix', 'default.yaml') };
+  const matrix = await loadMatrixFile(builtIn);
+  return { ...matrix, file: packageFileForDisplay('matrix', 'default.yaml') };
 }

@@ -45,8 +45,11 @@ export async function mergeCommand(logs: string[], opts: MergeCommandOptions): P
     jsonReporter((dir) => path.join(dir, 'summary.json')),
     ...(github ? [githubReporter({ step: github })] : []),
   ]);
-  for (const w of merged.warnings) reporters.message(`warning: ${w}`);
-  const from = merged.start.mergedFrom.map((s) => `${s.file} (${s.shard ? `shard ${s.shard.index}/${s.shard.total}` : `run ${s.runId}`})`);
+  for (const warning of merged.warnings) reporters.message(`warning: ${warning}`);
+  const from = merged.start.mergedFrom.map(
+    (mergeSource) =>
+      `${mergeSource.file} (${mergeSource.shard ? `shard ${mergeSource.shard.index}/${mergeSource.shard.total}` : `run ${mergeSource.runId}`})`,
+  );
   // Many logs (a fleet's): counted, not listed in one line of thousands of paths, unless --verbose.
   const which = from.length <= COLLAPSE_ABOVE || opts.verbose ? `: ${from.join(', ')}` : ` (--verbose names each)`;
   reporters.message(`merged ${from.length} log${from.length === 1 ? '' : 's'} into ${eventsFile}${which}`);

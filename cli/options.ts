@@ -20,9 +20,10 @@ export function collect(value: string, previous: string[] = []): string[] {
 }
 
 export function positiveInt(value: string, flag: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new CudamatrixError('USAGE', `${flag} needs a whole number of at least 1, got "${value}"`);
-  return n;
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1)
+    throw new CudamatrixError('USAGE', `${flag} needs a whole number of at least 1, got "${value}"`);
+  return parsed;
 }
 
 export const matrixOption = () =>

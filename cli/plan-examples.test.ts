@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../test/cli.ts';
 import { repoRoot } from '../test/helpers.ts';
 
-const examples = readdirSync(path.join(repoRoot, 'matrix', 'examples')).filter((f) => f.endsWith('.yaml'));
+const examples = readdirSync(path.join(repoRoot, 'matrix', 'examples')).filter((file) => file.endsWith('.yaml'));
 
 describe('cudamatrix plan on every example matrix', () => {
   it('has examples to check', () => {
@@ -17,10 +17,10 @@ describe('cudamatrix plan on every example matrix', () => {
 
   for (const name of examples) {
     it(`plans ${name}`, async () => {
-      const r = await runCli(['plan', '-m', path.join('matrix', 'examples', name), '--json']);
-      expect(r.stderr).toBe('');
-      expect(r.code).toBe(0);
-      const plan = JSON.parse(r.stdout) as { cells: { target: string; probe: string }[] };
+      const result = await runCli(['plan', '-m', path.join('matrix', 'examples', name), '--json']);
+      expect(result.stderr).toBe('');
+      expect(result.code).toBe(0);
+      const plan = JSON.parse(result.stdout) as { cells: { target: string; probe: string }[] };
       expect(plan.cells.length).toBeGreaterThan(0);
     });
   }
@@ -30,25 +30,25 @@ describe('cudamatrix plan on every example matrix', () => {
     const commands = examples.flatMap((name) =>
       readFileSync(path.join(repoRoot, 'matrix', 'examples', name), 'utf8')
         .split('\n')
-        .filter((l) => /^#\s{2,}\S*\s*cudamatrix\s+[a-z]/.test(l))
-        .map((l) => [name, l.replace(/^#\s+/, '')]),
+        .filter((line) => /^#\s{2,}\S*\s*cudamatrix\s+[a-z]/.test(line))
+        .map((line) => [name, line.replace(/^#\s+/, '')]),
     );
     expect(commands.length).toBeGreaterThan(0);
     for (const [name, command] of commands) expect(command, name).toMatch(/^(cudamatrix|pnpm -s cudamatrix) [a-z]/);
   });
 
   it('plans the Linux server natively and through ssh, then docker', async () => {
-    const r = await runCli(['plan', '-m', 'matrix/examples/linux-gpu-server.yaml']);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^gpu-server\/sysinfo\s+linux\s+ssh\s/m);
-    expect(r.stdout).toMatch(/^gpu-server-docker\/sysinfo\s+linux\s+ssh → docker\s/m);
+    const result = await runCli(['plan', '-m', 'matrix/examples/linux-gpu-server.yaml']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^gpu-server\/sysinfo\s+linux\s+ssh\s/m);
+    expect(result.stdout).toMatch(/^gpu-server-docker\/sysinfo\s+linux\s+ssh → docker\s/m);
   });
 
   it('plans the Windows workstation natively (WDDM), in its WSL 2 distribution, and in Docker Engine there', async () => {
-    const r = await runCli(['plan', '-m', 'matrix/examples/windows-workstation.yaml']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^workstation-native\/sysinfo\s+wddm\s+local\s/m);
-    expect(r.stdout).toMatch(/^workstation-wsl2\/sysinfo\s+wsl2\s+wsl\s/m);
-    expect(r.stdout).toMatch(/^workstation-wsl2-docker\/sysinfo\s+wsl2\s+wsl → docker\s/m);
+    const result = await runCli(['plan', '-m', 'matrix/examples/windows-workstation.yaml']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^workstation-native\/sysinfo\s+wddm\s+local\s/m);
+    expect(result.stdout).toMatch(/^workstation-wsl2\/sysinfo\s+wsl2\s+wsl\s/m);
+    expect(result.stdout).toMatch(/^workstation-wsl2-docker\/sysinfo\s+wsl2\s+wsl → docker\s/m);
   });
 });

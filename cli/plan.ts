@@ -11,15 +11,15 @@ export async function planCommand(opts: {
 }): Promise<number> {
   const matrix = await loadMatrixArg(opts.matrix);
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
-  for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
+  for (const warning of plan.warnings) process.stderr.write(`warning: ${warning}\n`);
   if (opts.json) {
     process.stdout.write(`${JSON.stringify({ matrix: matrix.file, shard: plan.shard ?? null, cells: plan.cells }, null, 2)}\n`);
     return 0;
   }
-  const byTarget = new Map(matrix.targets.map((t) => [t.name, t]));
-  const rows = plan.cells.map((c) => {
-    const t = byTarget.get(c.target)!;
-    return [c.name, t.environment, t.hops.map((h) => h.kind).join(' → '), `${t.timeoutMs / 1000} s`];
+  const byTarget = new Map(matrix.targets.map((target) => [target.name, target]));
+  const rows = plan.cells.map((cell) => {
+    const target = byTarget.get(cell.target)!;
+    return [cell.name, target.environment, target.hops.map((hop) => hop.kind).join(' → '), `${target.timeoutMs / 1000} s`];
   });
   if (plan.shard && plan.cells.length === 0) {
     process.stdout.write(

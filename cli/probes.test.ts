@@ -39,16 +39,16 @@ describe('cudamatrix probes list', () => {
       name: string;
       params: { name: string; type: string; default: unknown; description?: string }[];
     }[];
-    const release = probes.find((p) => p.name === 'pinned-release')!;
+    const release = probes.find((probe) => probe.name === 'pinned-release')!;
     expect(release.params).toContainEqual({
       name: 'wait_s',
       type: 'list of s',
       default: [0, 1, 5],
       description: 'Readings after free, seconds after the free',
     });
-    for (const p of probes) {
-      expect(Object.fromEntries(p.params.map((i) => [i.name, i.default])), p.name).toEqual(effectiveParams(p.name));
+    for (const probe of probes) {
+      expect(Object.fromEntries(probe.params.map((i) => [i.name, i.default])), probe.name).toEqual(effectiveParams(probe.name));
     }
-    expect(probes.find((p) => p.name === 'sysinfo')!.params).toEqual([]);
+    expect(probes.find((probe) => probe.name === 'sysinfo')!.params).toEqual([]);
   });
 });

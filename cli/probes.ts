@@ -60,7 +60,7 @@ function formatDefault(value: unknown): string {
 }
 
 /** Where a user looks the claim ids up: the page ships with the repository, not beside it. */
-const lastClaim = Math.max(...catalogue.flatMap((p) => p.claims.map((c) => Number(c.slice(1)))));
+const lastClaim = Math.max(...catalogue.flatMap((spec) => spec.claims.map((claim) => Number(claim.slice(1)))));
 export const CLAIMS_PAGE_LINE = `The claims (C1-C${lastClaim}), where each comes from and how its probe decides it: docs/claims.md in the cudamatrix repository.`;
 
 export const OPT_IN_LINE = 'Opt-in probes are not in "probes: all": name them in a matrix\'s probes list, or exactly with --probe.';
@@ -75,29 +75,30 @@ export function probesListCommand(opts: { facts: boolean; json: boolean }): numb
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
     return 0;
   }
-  const rows = catalogue.map((p) => [
-    p.name,
-    p.claims.join(' '),
-    p.platforms.join(', '),
-    p.optIn ? `${p.title} [opt-in, bounded, runs last]` : p.title,
+  const rows = catalogue.map((spec) => [
+    spec.name,
+    spec.claims.join(' '),
+    spec.platforms.join(', '),
+    spec.optIn ? `${spec.title} [opt-in, bounded, runs last]` : spec.title,
   ]);
   process.stdout.write(`${formatTable(['probe', 'claims', 'platforms', 'what it measures'], rows)}\n`);
   process.stdout.write(`\n${CLAIMS_PAGE_LINE}\n`);
-  if (catalogue.some((p) => p.optIn)) process.stdout.write(`${OPT_IN_LINE}\n`);
+  if (catalogue.some((spec) => spec.optIn)) process.stdout.write(`${OPT_IN_LINE}\n`);
   if (opts.facts) {
-    for (const p of catalogue) {
-      process.stdout.write(`\n${p.name}: ${p.description}\n`);
-      for (const f of p.facts) {
-        const values = f.values ? ` [${f.values.map((v) => JSON.stringify(v)).join(' | ')}]` : '';
-        process.stdout.write(`  fact   ${p.name}.${f.name}${values} — ${f.description}\n`);
+    for (const spec of catalogue) {
+      process.stdout.write(`\n${spec.name}: ${spec.description}\n`);
+      for (const fact of spec.facts) {
+        const values = fact.values ? ` [${fact.values.map((allowed) => JSON.stringify(allowed)).join(' | ')}]` : '';
+        process.stdout.write(`  fact   ${spec.name}.${fact.name}${values} — ${fact.description}\n`);
       }
-      if (p.optIn) process.stdout.write(`  opt-in: ${p.optIn}; bounded by its parameters; last on its target\n`);
-      if (p.hostVmMemory)
+      if (spec.optIn) process.stdout.write(`  opt-in: ${spec.optIn}; bounded by its parameters; last on its target\n`);
+      if (spec.hostVmMemory)
         process.stdout.write(
           "  wsl2: on a WSL 2 target reached from its Windows host, that host also samples the VM process's GPU memory (host_vm_* metrics, C27)\n",
         );
-      for (const m of p.metrics) process.stdout.write(`  metric ${p.name}.${m.name} (${m.unit}) — ${m.description}\n`);
-      const params = paramInfo(p);
+      for (const metric of spec.metrics)
+        process.stdout.write(`  metric ${spec.name}.${metric.name} (${metric.unit}) — ${metric.description}\n`);
+      const params = paramInfo(spec);
       if (params.length)
         process.stdout.write(`  params ${params.map((i) => `${i.name}=${formatDefault(i.default)} (${i.type})`).join(', ')}\n`);
     }

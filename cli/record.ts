@@ -41,7 +41,7 @@ function evidenceOf(log: string, repo: string | null): string | undefined {
   return rel && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel.split(path.sep).join('/') : undefined;
 }
 
-const show = (v: unknown) => (v === undefined ? '(absent)' : typeof v === 'string' ? v : JSON.stringify(v));
+const show = (value: unknown) => (value === undefined ? '(absent)' : typeof value === 'string' ? value : JSON.stringify(value));
 
 function describeInput(input: Input): string {
   const what = { 'event-log': 'event log', record: 'record file', submission: 'submitted file', 'records-folder': 'folder of records' }[
@@ -71,7 +71,7 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   else checkRecordsDir(opts.recordsDir);
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // Every input is read before anything is written: a bad one stops the command with nothing half done.
-  const inputs = sources.map((s) => readInput(s, defaults, { complete: true }));
+  const inputs = sources.map((source) => readInput(source, defaults, { complete: true }));
   const prepared = prepareInputs(inputs, opts.submit ? null : repositoryOf(opts.recordsDir));
   const log = opts.submit && isStdout(opts.submit) ? process.stderr : process.stdout;
   const say = (line: string) => log.write(`${line}\n`);
@@ -100,7 +100,7 @@ function prepareInputs(inputs: Input[], repo: string | null): Prepared[] {
 }
 
 /** Says what was not recorded and why; false when nothing at all is to be recorded (said on stderr unless `quiet`). */
-function reportUnrecorded(prepared: Prepared[], say: (l: string) => void, quiet = false): boolean {
+function reportUnrecorded(prepared: Prepared[], say: (line: string) => void, quiet = false): boolean {
   let total = 0;
   for (const { input, records, empty } of prepared) {
     total += records.length;
@@ -125,26 +125,26 @@ function reportUnrecorded(prepared: Prepared[], say: (l: string) => void, quiet 
 export function recordInputs(
   inputs: Input[],
   recordsDir: string,
-  say: (l: string) => void,
+  say: (line: string) => void,
 ): { status: number; records: BehaviourRecord[]; written: string[] } {
   checkRecordsDir(recordsDir);
   const prepared = prepareInputs(inputs, repositoryOf(recordsDir));
   // (The lines already say that nothing is recorded, and why.)
   if (!reportUnrecorded(prepared, say, true)) return { status: ExitCode.nothingMeasured, records: [], written: [] };
-  return { ...store(prepared, recordsDir, say), records: prepared.flatMap((p) => p.records) };
+  return { ...store(prepared, recordsDir, say), records: prepared.flatMap((preparedInput) => preparedInput.records) };
 }
 
-function submit(prepared: Prepared[], file: string, say: (l: string) => void): number {
+function submit(prepared: Prepared[], file: string, say: (line: string) => void): number {
   const chosen: BehaviourRecord[] = [];
   for (const { input, records } of prepared) {
     say(describeInput(input));
-    for (const r of records) {
+    for (const record of records) {
       // A drifted copy of an observation (metrics beyond their noise) is kept, as `record` keeps it.
-      const same = chosen.find((c) => sameObservation(c, r) && !diffPair(c, r).changed);
+      const same = chosen.find((kept) => sameObservation(kept, record) && !diffPair(kept, record).changed);
       say(
-        `  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})${same ? `: the same observation as run ${same.observed.runId}, left out` : ''}`,
+        `  ${keyText(record.key)} (target ${record.observed.target}, run ${record.observed.runId})${same ? `: the same observation as run ${same.observed.runId}, left out` : ''}`,
       );
-      if (!same) chosen.push(r);
+      if (!same) chosen.push(record);
     }
   }
   writeOutput(file, renderSubmission(chosen, TOOL_VERSION));
@@ -160,13 +160,13 @@ function submit(prepared: Prepared[], file: string, say: (l: string) => void): n
  * Stores the records holding the records folder's lock: many `record`s at once into one folder
  * do what they would one after the other (an observation written once, never overwritten).
  */
-function store(prepared: Prepared[], dir: string, say: (l: string) => void): { status: number; written: string[] } {
-  if (!prepared.some((p) => p.records.length)) return storeUnlocked(prepared, dir, say);
+function store(prepared: Prepared[], dir: string, say: (line: string) => void): { status: number; written: string[] } {
+  if (!prepared.some((preparedInput) => preparedInput.records.length)) return storeUnlocked(prepared, dir, say);
   makeDir(dir, '--records-dir');
   return withLock(path.join(dir, '.record.lock'), `recording into ${dir}`, () => storeUnlocked(prepared, dir, say));
 }
 
-function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => void): { status: number; written: string[] } {
+function storeUnlocked(prepared: Prepared[], dir: string, say: (line: string) => void): { status: number; written: string[] } {
   const records = new RecordStore(dir);
   const written: string[] = [];
   let clashes = 0;
@@ -174,9 +174,9 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
   for (const { input, records: list } of prepared) {
     if (list.length === 0) continue;
     say(describeInput(input));
-    for (const r of list) {
-      say(`  ${keyText(r.key)} (target ${r.observed.target}, run ${r.observed.runId})`);
-      const outcome = records.store(r);
+    for (const record of list) {
+      say(`  ${keyText(record.key)} (target ${record.observed.target}, run ${record.observed.runId})`);
+      const outcome = records.store(record);
       if (outcome.kind === 'duplicate') {
         say(`    already recorded: ${outcome.existing} is the record of this run; not written`);
         continue;
@@ -188,8 +188,8 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
         );
         continue;
       }
-      const passed = r.verdicts.filter((v) => v.status === 'passed').length;
-      const counts = `${Object.keys(r.facts).length} facts, ${r.metrics.length} metrics; default expectations: ${passed} of ${r.verdicts.length} passed${r.evidence ? `; evidence ${r.evidence}` : ''}`;
+      const passed = record.verdicts.filter((verdict) => verdict.status === 'passed').length;
+      const counts = `${Object.keys(record.facts).length} facts, ${record.metrics.length} metrics; default expectations: ${passed} of ${record.verdicts.length} passed${record.evidence ? `; evidence ${record.evidence}` : ''}`;
       written.push(outcome.file);
       if (outcome.kind === 'written') say(`    written ${outcome.file}: ${counts}`);
       else {
@@ -197,29 +197,29 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
           `    REPLACED ${outcome.file}: ${counts}; it held a record of this run and target with fewer facts or cells (${outcome.before.facts} facts, ${outcome.before.cells} cells), none different: made from a truncated log of the run`,
         );
       }
-      for (const c of outcome.conflicts) {
+      for (const conflict of outcome.conflicts) {
         conflicts++;
-        say(`    CONFLICT with ${c.file} (same key, different facts; both are kept and the report shows the conflict):`);
-        const width = Math.max(...c.facts.map((f) => f.name.length));
-        for (const f of c.facts) say(`      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here`);
+        say(`    CONFLICT with ${conflict.file} (same key, different facts; both are kept and the report shows the conflict):`);
+        const width = Math.max(...conflict.facts.map((fact) => fact.name.length));
+        for (const fact of conflict.facts) say(`      ${fact.name.padEnd(width)}  ${show(fact.there)} there, ${show(fact.here)} here`);
       }
-      for (const d of outcome.decided) {
-        const newly = d.facts.some((f) => f.there === null && f.here !== null && f.here !== undefined);
+      for (const decision of outcome.decided) {
+        const newly = decision.facts.some((fact) => fact.there === null && fact.here !== null && fact.here !== undefined);
         say(
-          `    ${newly ? 'NEWLY DECIDED' : 'LEFT UNDECIDED'} against ${d.file} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):`,
+          `    ${newly ? 'NEWLY DECIDED' : 'LEFT UNDECIDED'} against ${decision.file} (same key; a fact decided in one record is null in the other, none decided differently: not a conflict):`,
         );
-        const width = Math.max(...d.facts.map((f) => f.name.length));
-        for (const f of d.facts)
+        const width = Math.max(...decision.facts.map((fact) => fact.name.length));
+        for (const fact of decision.facts)
           say(
-            `      ${f.name.padEnd(width)}  ${show(f.there)} there, ${show(f.here)} here${f.here === undefined || f.there === undefined ? '' : f.there === null ? ' (newly decided)' : f.here === null ? ' (undecided here)' : ''}`,
+            `      ${fact.name.padEnd(width)}  ${show(fact.there)} there, ${show(fact.here)} here${fact.here === undefined || fact.there === undefined ? '' : fact.there === null ? ' (newly decided)' : fact.here === null ? ' (undecided here)' : ''}`,
           );
       }
-      for (const p of partialLines(outcome.partial)) say(p);
-      if (outcome.kind === 'written' && outcome.drift) for (const l of driftLines(outcome.drift)) say(l);
-      const shared = sharedCells(r);
+      for (const line of partialLines(outcome.partial)) say(line);
+      if (outcome.kind === 'written' && outcome.drift) for (const line of driftLines(outcome.drift)) say(line);
+      const shared = sharedCells(record);
       if (shared.length)
         say(
-          `    shared the GPU with ${Math.max(...shared.map((c) => c.processes))} other process(es) (pid ${[...new Set(shared.flatMap((c) => c.pids))].join(', ') || 'unknown'}) during ${shared.length} cells: kept, but not a baseline nor a measurement of the key's noise, and what moved there is not called the driver's`,
+          `    shared the GPU with ${Math.max(...shared.map((cell) => cell.processes))} other process(es) (pid ${[...new Set(shared.flatMap((cell) => cell.pids))].join(', ') || 'unknown'}) during ${shared.length} cells: kept, but not a baseline nor a measurement of the key's noise, and what moved there is not called the driver's`,
         );
       if (outcome.kind === 'written' && outcome.repeatOf)
         say(
@@ -235,25 +235,27 @@ function storeUnlocked(prepared: Prepared[], dir: string, say: (l: string) => vo
 }
 
 /** The same observation with metrics (or cells) beyond their noise: why it was written. */
-function driftLines(d: Drift): string[] {
+function driftLines(drift: Drift): string[] {
   const what = [
-    d.metrics.some((m) => m.flagged) ? `${d.metrics.filter((m) => m.flagged).length} metric series beyond their noise` : '',
-    d.cells.length ? `${d.cells.length} probe outcome${d.cells.length === 1 ? '' : 's'} changed` : '',
+    drift.metrics.some((metric) => metric.flagged)
+      ? `${drift.metrics.filter((metric) => metric.flagged).length} metric series beyond their noise`
+      : '',
+    drift.cells.length ? `${drift.cells.length} probe outcome${drift.cells.length === 1 ? '' : 's'} changed` : '',
   ]
     .filter(Boolean)
     .join(', ');
   return [
-    `    DRIFTED from ${d.file} (same key and facts; ${what}): kept as the newest record of this observation, which the report and diff use`,
-    ...d.cells.map((c) => `      ${c.probe}  ${c.a} → ${c.b}`),
-    ...d.metrics.filter((m) => m.flagged).flatMap((m) => metricLines(m, '      ')),
+    `    DRIFTED from ${drift.file} (same key and facts; ${what}): kept as the newest record of this observation, which the report and diff use`,
+    ...drift.cells.map((cell) => `      ${cell.probe}  ${cell.a} → ${cell.b}`),
+    ...drift.metrics.filter((metric) => metric.flagged).flatMap((metric) => metricLines(metric, '      ')),
   ];
 }
 
 /** Records of the same key that only lack or add facts (a run of other probes): not a conflict. */
 function partialLines(partial: { file: string; facts: { name: string; here: unknown; there: unknown }[] }[]): string[] {
-  return partial.map((p) => {
-    const here = p.facts.filter((f) => f.there === undefined).length;
-    const there = p.facts.filter((f) => f.here === undefined).length;
-    return `    same key as ${p.file}, no fact in both that differs (${here} only here, ${there} only there: other probes ran); not a conflict`;
+  return partial.map((partialRecord) => {
+    const here = partialRecord.facts.filter((fact) => fact.there === undefined).length;
+    const there = partialRecord.facts.filter((fact) => fact.here === undefined).length;
+    return `    same key as ${partialRecord.file}, no fact in both that differs (${here} only here, ${there} only there: other probes ran); not a conflict`;
   });
 }

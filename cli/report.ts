@@ -26,7 +26,7 @@ export function reportCommand(opts: ReportOptions): number {
     [path.join(opts.out, HTML_FILE), outputs.html],
   ];
   // One column per key (columnsOf's grouping, without its drift comparisons again).
-  const columns = new Set(records.map((r) => keyText(r.record.key))).size;
+  const columns = new Set(records.map((loaded) => keyText(loaded.record.key))).size;
   const what = `${records.length} record${records.length === 1 ? '' : 's'} in ${columns} column${columns === 1 ? '' : 's'} from ${opts.recordsDir}`;
   if (opts.check) {
     const stale = files.filter(([file, text]) => !existsSync(file) || readFileSync(file, 'utf8') !== text).map(([file]) => file);
@@ -36,11 +36,11 @@ export function reportCommand(opts: ReportOptions): number {
       );
       return 1;
     }
-    process.stdout.write(`${files.map(([f]) => f).join(' and ')} match the records (${what})\n`);
+    process.stdout.write(`${files.map(([file]) => file).join(' and ')} match the records (${what})\n`);
     return 0;
   }
   for (const [file, text] of files) writeFileAtomic(file, text);
-  const kib = (s: string) => `${(Buffer.byteLength(s) / 1024).toFixed(0)} KiB`;
+  const kib = (text: string) => `${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB`;
   process.stdout.write(
     `wrote ${files[0]![0]} (${kib(outputs.markdown)}) and ${files[1]![0]} (${kib(outputs.html)}, open it in a browser: it needs no network) from ${what}\n`,
   );

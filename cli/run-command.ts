@@ -27,7 +27,9 @@ export function addRunCommand(program: Command): void {
       'folder for run folders (each run writes <dir>/<run-id>/events.jsonl, junit.xml, summary.json)',
       'results/runs' /* run.ts DEFAULT_RESULTS_DIR; not imported, so that --help loads no command's code */,
     )
-    .option('--concurrency <n>', "targets at once (default: the matrix's; never two on one host)", (v) => positiveInt(v, '--concurrency'))
+    .option('--concurrency <n>', "targets at once (default: the matrix's; never two on one host)", (value) =>
+      positiveInt(value, '--concurrency'),
+    )
     .option('-q, --quiet', 'print only the summary, not a line per probe', false)
     .option(
       '--verbose',

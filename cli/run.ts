@@ -37,29 +37,29 @@ export interface RunOptions {
 
 /** "junit:out.xml", "junit=out.xml", "json" -> a reporter choice; a wrong name is a usage error. */
 export function parseReporter(spec: string): ReporterChoice {
-  const m = /^([a-z]+)(?:[:=](.+))?$/.exec(spec.trim());
-  const name = m?.[1] as ReporterName | undefined;
-  if (!m || !name || !reporterNames.includes(name)) {
+  const match = /^([a-z]+)(?:[:=](.+))?$/.exec(spec.trim());
+  const name = match?.[1] as ReporterName | undefined;
+  if (!match || !name || !reporterNames.includes(name)) {
     const hint = closestName(/^[a-z]+/i.exec(spec.trim())?.[0] ?? spec, reporterNames);
     throw new CudamatrixError(
       'USAGE',
       `--reporter ${JSON.stringify(spec)}: ${hint && hint !== name ? `did you mean "${hint}"? ` : ''}the reporters are ${reporterNames.join(', ')}, each optionally with a path (junit:out.xml or junit=out.xml; "-" is stdout)`,
     );
   }
-  if (name === 'console' && m[2] !== undefined)
+  if (name === 'console' && match[2] !== undefined)
     throw new CudamatrixError('USAGE', '--reporter console prints to the terminal and takes no path');
-  return { name, path: m[2] };
+  return { name, path: match[2] };
 }
 
 /** The reporters a run uses: --reporter, plus the shorthands --junit FILE and --json; console by default. */
 export function chooseReporters(opts: Pick<RunOptions, 'reporter' | 'junit' | 'json'>): ReporterChoice[] {
   const choices = (opts.reporter ?? [])
-    .flatMap((r) => r.split(','))
+    .flatMap((option) => option.split(','))
     .filter(Boolean)
     .map(parseReporter);
   if (opts.junit) choices.push({ name: 'junit', path: opts.junit });
   if (opts.json) choices.push({ name: 'json', path: '-' });
-  if (!choices.some((c) => c.name === 'console') && (opts.reporter ?? []).length === 0) choices.unshift({ name: 'console' });
+  if (!choices.some((choice) => choice.name === 'console') && (opts.reporter ?? []).length === 0) choices.unshift({ name: 'console' });
   return choices;
 }
 
@@ -80,10 +80,10 @@ export function checkOutputs(choices: ReporterChoice[], resultsDir: string): voi
   if (onStdout.length > 1) {
     throw new CudamatrixError(
       'USAGE',
-      `${onStdout.map((c) => c.name).join(' and ')} would both print to stdout, and neither could be read; give all but one a file (--reporter ${onStdout[1]!.name}:FILE)`,
+      `${onStdout.map((choice) => choice.name).join(' and ')} would both print to stdout, and neither could be read; give all but one a file (--reporter ${onStdout[1]!.name}:FILE)`,
     );
   }
-  for (const c of choices) if (c.path !== undefined) checkOutputPath(c.path, `--reporter ${c.name}:`);
+  for (const choice of choices) if (choice.path !== undefined) checkOutputPath(choice.path, `--reporter ${choice.name}:`);
   makeDir(resultsDir, resultsDir === DEFAULT_RESULTS_DIR ? 'the default --results-dir' : '--results-dir');
 }
 
@@ -99,7 +99,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
     targets: await resolveFanOuts(loaded.targets, { runId: `fan-out-${Date.now()}`, acceptNewHostKeys: opts.acceptNew }),
   };
   const plan = planCells(matrix, { targets: opts.target, probes: opts.probe, shard: opts.shard });
-  for (const w of plan.warnings) process.stderr.write(`warning: ${w}\n`);
+  for (const warning of plan.warnings) process.stderr.write(`warning: ${warning}\n`);
   checkOutputs(choices, opts.resultsDir);
   // The run folder always gets the whole record, whatever the user chose to see.
   const reporters = new Reporters([
@@ -108,7 +108,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
     jsonReporter((runDir) => path.join(runDir, 'summary.json')),
     ...(github ? [githubReporter({ step: github })] : []),
   ]);
-  const interrupts = watchInterrupts((m) => reporters.message(m));
+  const interrupts = watchInterrupts((message) => reporters.message(message));
   // Every running probe listens for the abort: many at once is expected, not a leak.
   setMaxListeners(0, interrupts.signal);
   let code: number;
@@ -121,7 +121,7 @@ export async function runCommand(opts: RunOptions): Promise<number> {
       concurrency: opts.concurrency,
       signal: interrupts.signal,
       onEvent: (e) => reporters.event(e),
-      onProgress: (m) => reporters.message(m),
+      onProgress: (message) => reporters.message(message),
     });
     interrupts.ended();
     const summary = summarize(result.events);
@@ -144,5 +144,5 @@ export async function runCommand(opts: RunOptions): Promise<number> {
 
 /** The environment variables the matrix names as holding secrets (an SSH key's passphraseEnv), as their kinds tell. */
 export function secretEnvNames(matrix: Matrix): string[] {
-  return matrix.targets.flatMap((t) => secretEnvsOf(t.hops));
+  return matrix.targets.flatMap((target) => secretEnvsOf(target.hops));
 }
