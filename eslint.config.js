@@ -11,8 +11,6 @@ const notYetRenamed = [
   'verdicts/**',
   'reporters/**',
   'behaviour/**',
-  'cli/**',
-  'bench/**',
   'report/**',
   'test/**',
   'tools/**',
