@@ -15,9 +15,9 @@ import { consoleReporter } from './console.ts';
 
 function render(events: RunEvent[]): string {
   const writes: string[] = [];
-  const r = consoleReporter({ color: false, out: { write: (t: string) => writes.push(t) } });
-  for (const e of events) r.onEvent!(e);
-  r.onEnd(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
+  const reporter = consoleReporter({ color: false, out: { write: (chunk: string) => writes.push(chunk) } });
+  for (const e of events) reporter.onEvent!(e);
+  reporter.onEnd(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
   return writes.join('');
 }
 
@@ -39,12 +39,12 @@ describe('console: facts of another platform', () => {
     'a real run here without a driver: the skipped watchdog is said once, in the skipped line, with no nulls',
     async () => {
       const dir = tempDir('cm-watchdog-');
-      const r = await runCli(['run', '-p', 'watchdog', '--results-dir', path.join(dir, 'runs')], { cwd: dir });
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-      expect(r.stdout).toMatch(/^ {2}skipped: watchdog — no NVIDIA driver found/m);
-      expect(r.stdout).not.toContain('Kernel watchdog');
-      expect(r.stdout).not.toMatch(/tdr_|TdrDelay|TdrLevel/);
-      expect(r.code).toBe(0);
+      const result = await runCli(['run', '-p', 'watchdog', '--results-dir', path.join(dir, 'runs')], { cwd: dir });
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.stdout).toMatch(/^ {2}skipped: watchdog — no NVIDIA driver found/m);
+      expect(result.stdout).not.toContain('Kernel watchdog');
+      expect(result.stdout).not.toMatch(/tdr_|TdrDelay|TdrLevel/);
+      expect(result.code).toBe(0);
     },
   );
 });

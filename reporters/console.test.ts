@@ -27,9 +27,9 @@ const ESC = '\u001b';
 
 function render(events: RunEvent[], options: ConsoleOptions = {}): { text: string; writes: string[] } {
   const writes: string[] = [];
-  const r = consoleReporter({ color: false, ...options, out: options.out ?? { write: (t: string) => writes.push(t) } });
-  for (const e of events) r.onEvent!(e);
-  r.onEnd(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
+  const reporter = consoleReporter({ color: false, ...options, out: options.out ?? { write: (chunk: string) => writes.push(chunk) } });
+  for (const e of events) reporter.onEvent!(e);
+  reporter.onEnd(summarize(events), { runDir: 'runs/x', eventsFile: 'runs/x/events.jsonl', strict: false });
   return { text: writes.join(''), writes };
 }
 
@@ -50,20 +50,22 @@ describe.each(twice(h200))('console: what the driver does (the H200 record, %s)'
 
   it('prints every fact the probes reported, with its value, grouped by probe', () => {
     const facts = h200.flatMap((e) =>
-      e.type === 'cell-end' ? e.records.flatMap((r) => (r.type === 'fact' ? [{ name: `${e.probe}.${r.name}`, value: r.value }] : [])) : [],
+      e.type === 'cell-end'
+        ? e.records.flatMap((record) => (record.type === 'fact' ? [{ name: `${e.probe}.${record.name}`, value: record.value }] : []))
+        : [],
     );
     expect(facts).toHaveLength(20);
-    for (const f of facts) {
-      const line = lines.find((l) => l.trim().startsWith(`${f.name} `));
-      expect(line, f.name).toBeDefined();
-      expect(line!.trim().split(/\s+/)[1], f.name).toBe(String(f.value));
+    for (const fact of facts) {
+      const line = lines.find((candidate) => candidate.trim().startsWith(`${fact.name} `));
+      expect(line, fact.name).toBeDefined();
+      expect(line!.trim().split(/\s+/)[1], fact.name).toBe(String(fact.value));
     }
     expect(text).toMatch(/^ {4}pinned-vram\.counts_as_vram +false {2}✓$/m);
     expect(text).toMatch(/^ {4}pinned-release\.released +on-free {2}✓$/m);
     expect(text).toMatch(/^ {4}event-timing\.resolution_class +sub-microsecond {2}✓$/m);
     expect(text).toMatch(/^ {4}pinned-ceiling\.tracks_free_vram +null \(every level stopped at the safety cap/m);
     // Grouped: each probe's heading comes before its facts.
-    const heading = lines.findIndex((l) => l.startsWith('  pinned-release '));
+    const heading = lines.findIndex((line) => line.startsWith('  pinned-release '));
     expect(heading).toBeGreaterThan(0);
     expect(lines[heading + 1]).toMatch(/^ {4}pinned-release\.released /);
   });
@@ -87,22 +89,22 @@ describe.each(twice(h200))('console: what the driver does (the H200 record, %s)'
     expect(text).toMatch(/^ {4}PCIe +gen5 x16 now, gen5 x16 max$/m);
     expect(text).toMatch(/^ {4}driver model +null \(NVML: Not Supported/m);
     expect(text).toMatch(/^ {4}container +docker/m);
-    const start = lines.findIndex((l) => l.startsWith('  sysinfo '));
-    const end = lines.findIndex((l, i) => i > start && /^ {2}\S/.test(l));
-    const knownBad = lines.slice(start + 1, end).filter((l) => l.startsWith('    ! '));
+    const start = lines.findIndex((line) => line.startsWith('  sysinfo '));
+    const end = lines.findIndex((line, i) => i > start && /^ {2}\S/.test(line));
+    const knownBad = lines.slice(start + 1, end).filter((line) => line.startsWith('    ! '));
     expect(end - start - 1 - knownBad.length).toBeLessThanOrEqual(9);
     expect(text).not.toContain('gpu_uuid');
   });
 
   it("says under the sysinfo lines the known-bad registry's entries for the target's driver, once each", () => {
     // 580.159.04 on Linux is in the range of an entry of matrix/known-bad-drivers.yaml (r580 and later).
-    const line = lines.filter((l) => l.includes('known-bad driver: A single cudaHostRegister of 512 GiB'));
+    const line = lines.filter((candidate) => candidate.includes('known-bad driver: A single cudaHostRegister of 512 GiB'));
     expect(line).toHaveLength(1);
     expect(line[0]).toMatch(
       /^ {4}! known-bad driver: .* \(linux, from 580 on; not fixed; source https:\/\/github\.com\/xcena-dev\/maru\/pull\/64, single-report\)$/,
     );
-    const sysinfoAt = lines.findIndex((l) => l.startsWith('  sysinfo '));
-    const nextProbe = lines.findIndex((l, i) => i > sysinfoAt && /^ {2}\S/.test(l));
+    const sysinfoAt = lines.findIndex((candidate) => candidate.startsWith('  sysinfo '));
+    const nextProbe = lines.findIndex((candidate, i) => i > sysinfoAt && /^ {2}\S/.test(candidate));
     expect(lines.indexOf(line[0]!)).toBeGreaterThan(sysinfoAt);
     expect(lines.indexOf(line[0]!)).toBeLessThan(nextProbe);
     // The run's outcome is what it was: a warning, never a verdict.
@@ -157,12 +159,12 @@ describe.each(twice(notMet))('console: expectations not met (%s)', (_source, eve
   it('names the failing sample of a metric, the range of those within, the why, and the event log once', () => {
     const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
     const [small, ...large] = samples;
-    const gbps = (v: number | null) => formatValue(v, 'GB/s');
+    const gbps = (value: number | null) => formatValue(value, 'GB/s');
     const title = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
-    const at = lines.findIndex((l) => l.includes(`✗ local: ${title} [linux]`));
+    const at = lines.findIndex((line) => line.includes(`✗ local: ${title} [linux]`));
     expect(at).toBeGreaterThan(0);
     expect(lines[at]).toContain(`— expected ${title}, observed ${gbps(small!.value)} at size 1 MiB; 3 of 4 matching samples within`);
-    const values = large.map((m) => m.value!);
+    const values = large.map((sample) => sample.value!);
     expect(lines.slice(at + 1, at + 4)).toEqual([
       `      why:       ${pinnedH2dAtLeast40.why}`,
       `      outside:   ${gbps(small!.value)} at size 1 MiB`,
@@ -179,17 +181,17 @@ describe.each(twice(notMet))('console: expectations not met (%s)', (_source, eve
   });
 });
 
-const interruptedCellStart = (t: string): RunEvent => ({
+const interruptedCellStart = (target: string): RunEvent => ({
   type: 'cell-start',
-  cell: `${t}/sysinfo`,
-  target: t,
+  cell: `${target}/sysinfo`,
+  target: target,
   probe: 'sysinfo',
   time: '2026-11-29T12:00:00.500Z',
 });
 const interrupted: RunEvent[] = [
   runStart(
     {},
-    ['a', 'b', 'c', 'd', 'e'].map((t) => `${t}/sysinfo`),
+    ['a', 'b', 'c', 'd', 'e'].map((target) => `${target}/sysinfo`),
   ),
   targetStart('a'),
   interruptedCellStart('a'),
@@ -197,9 +199,9 @@ const interrupted: RunEvent[] = [
   targetStart('b'),
   interruptedCellStart('b'),
   cell('b', 'sysinfo', 'cancelled', [], { reason: 'the run was interrupted while this probe ran' }),
-  ...['c', 'd', 'e'].flatMap((t) => [
-    targetStart(t),
-    cell(t, 'sysinfo', 'not-run', [], { reason: 'the run was interrupted before this cell started', durationMs: 0 }),
+  ...['c', 'd', 'e'].flatMap((target) => [
+    targetStart(target),
+    cell(target, 'sysinfo', 'not-run', [], { reason: 'the run was interrupted before this cell started', durationMs: 0 }),
   ]),
   { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: true },
 ];
@@ -218,7 +220,7 @@ describe.each(twice(interrupted, interruptedShards))('console: an interrupted ru
     expect(text.match(/not run/g)).toEqual(['not run']);
     expect(text).toContain('\n3 cells not run: the run was interrupted\n');
     // Nor a line for the targets that started after the interruption: they run nothing.
-    for (const t of ['c', 'd', 'e']) expect(text).not.toMatch(new RegExp(`${t}/sysinfo|▶ ${t} `));
+    for (const target of ['c', 'd', 'e']) expect(text).not.toMatch(new RegExp(`${target}/sysinfo|▶ ${target} `));
     expect(text).not.toContain('not-run');
     expect(text).toContain('The run was interrupted; the results above cover what finished.');
     expect(text).toContain('Exit status: 130');
@@ -231,7 +233,9 @@ const wsl1: RunEvent[] = [
   runStart({}, ['wsl1/sysinfo', 'wsl1/pinned-vram']),
   targetStart('wsl1', [], 'wsl2', ['sysinfo', 'pinned-vram']),
   { type: 'target-error', target: 'wsl1', time: '2026-11-29T12:00:00.100Z', code: 'WSL_VERSION_1', message: why },
-  ...['sysinfo', 'pinned-vram'].map((p) => cell('wsl1', p, 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 })),
+  ...['sysinfo', 'pinned-vram'].map((probe) =>
+    cell('wsl1', probe, 'skipped', [], { reason: why, errorCode: 'WSL_VERSION_1', durationMs: 0 }),
+  ),
   { type: 'run-end', finished: '2026-11-29T12:00:02.000Z', durationMs: 2000, interrupted: false },
 ];
 
@@ -264,30 +268,32 @@ const littleMeasured: RunEvent[] = [
       ],
     },
     [
-      ...['a', 'b'].flatMap((t) => ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry'].map((p) => `${t}/${p}`)),
+      ...['a', 'b'].flatMap((target) =>
+        ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry'].map((probe) => `${target}/${probe}`),
+      ),
       'down/cuda-graph',
       'down/managed-memory',
     ],
   ),
-  ...['a', 'b'].flatMap((t) => [
-    targetStart(t, [], 'auto', ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry']),
+  ...['a', 'b'].flatMap((target) => [
+    targetStart(target, [], 'auto', ['sysinfo', 'cuda-graph', 'managed-memory', 'windows-registry']),
     {
       type: 'target-ready',
-      target: t,
+      target: target,
       time: '2026-11-29T12:00:00.050Z',
       session: 'local',
       platform: 'linux',
       arch: 'x86_64',
       probe: { hash: 'h', built: false },
     } as RunEvent,
-    cell(t, 'sysinfo', 'skipped', sysinfo({ os_family: 'linux', environment: 'linux', driver_found: false }), { reason: noDriver }),
-    ...['cuda-graph', 'managed-memory'].map((p) => cell(t, p, 'skipped', [], { reason: noDriver })),
-    cell(t, 'windows-registry', 'skipped', [], { reason: 'this probe runs on windows only' }),
+    cell(target, 'sysinfo', 'skipped', sysinfo({ os_family: 'linux', environment: 'linux', driver_found: false }), { reason: noDriver }),
+    ...['cuda-graph', 'managed-memory'].map((probe) => cell(target, probe, 'skipped', [], { reason: noDriver })),
+    cell(target, 'windows-registry', 'skipped', [], { reason: 'this probe runs on windows only' }),
   ]),
   targetStart('down', [], 'auto', ['cuda-graph', 'managed-memory']),
   { type: 'target-error', target: 'down', time: '2026-11-29T12:00:00.100Z', code: 'TARGET_UNREACHABLE', message: unreachable },
-  ...['cuda-graph', 'managed-memory'].map((p) =>
-    cell('down', p, 'error', [], { reason: unreachable, errorCode: 'TARGET_UNREACHABLE', durationMs: 0 }),
+  ...['cuda-graph', 'managed-memory'].map((probe) =>
+    cell('down', probe, 'error', [], { reason: unreachable, errorCode: 'TARGET_UNREACHABLE', durationMs: 0 }),
   ),
   runEnd,
 ];
@@ -342,9 +348,9 @@ describe('console: the same from the live log and from merged shards', () => {
 /** The console of a real run (test/live-and-merged.ts), with its own event log's path. */
 function renderRun(src: RunSource): string {
   const writes: string[] = [];
-  const r = consoleReporter({ color: false, out: { write: (t: string) => writes.push(t) } });
-  for (const e of src.events) r.onEvent!(e);
-  r.onEnd(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
+  const reporter = consoleReporter({ color: false, out: { write: (chunk: string) => writes.push(chunk) } });
+  for (const e of src.events) reporter.onEvent!(e);
+  reporter.onEnd(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
   return writes.join('');
 }
 
@@ -368,9 +374,9 @@ describe.runIf(noDriverHere).each(SOURCES)('console: a real run on this machine 
       '▶ charlie ',
       '[9/9] charlie/cuda-graph skipped',
     ];
-    const at = order.map((t) => lines.findIndex((l) => l.includes(t)));
+    const at = order.map((expected) => lines.findIndex((line) => line.includes(expected)));
     expect(at.every((i) => i > 0)).toBe(true);
-    expect([...at].sort((x, y) => x - y)).toEqual(at);
+    expect([...at].sort((left, right) => left - right)).toEqual(at);
     expect(text).toMatch(/^ {2}✗ bravo: (AUTH_FAILED|TARGET_UNREACHABLE): /m);
   });
 
@@ -415,37 +421,37 @@ describe('console: terminals, pipes and colours', () => {
   it('keeps one progress line on a terminal, redrawn at most ten times a second and cleared before every other line', () => {
     vi.useFakeTimers();
     const writes: string[] = [];
-    const tty = { isTTY: true, columns: 60, write: (t: string) => writes.push(t) };
+    const tty = { isTTY: true, columns: 60, write: (chunk: string) => writes.push(chunk) };
     // A terminal outside CI (the suite itself may run under CI=true).
-    const r = consoleReporter({ out: tty, color: false, env: {} });
+    const reporter = consoleReporter({ out: tty, color: false, env: {} });
     const cellStart = (probe: string): RunEvent => ({ type: 'cell-start', cell: `local/${probe}`, target: 'local', probe, time: '' });
-    r.onEvent!(runStart({}, ['local/sysinfo', 'local/pinned-vram']));
-    r.onEvent!(targetStart('local'));
-    r.onEvent!(cellStart('sysinfo'));
+    reporter.onEvent!(runStart({}, ['local/sysinfo', 'local/pinned-vram']));
+    reporter.onEvent!(targetStart('local'));
+    reporter.onEvent!(cellStart('sysinfo'));
     vi.advanceTimersByTime(3000);
-    const progress = writes.filter((w) => w.startsWith('\r') && w !== '\r\u001b[K');
+    const progress = writes.filter((chunk) => chunk.startsWith('\r') && chunk !== '\r\u001b[K');
     expect(progress.length).toBeGreaterThan(0);
     expect(progress.length).toBeLessThanOrEqual(31);
     expect(progress.at(-1)).toMatch(/^\r\S 0:03 {2}0\/2 cells done {2}running local\/sysinfo 0:03\u001b\[K$/);
     // Never wider than the terminal: a wrapped line could not be rewritten.
-    for (const p of progress) expect([...p.replace(/\r|\u001b\[K/g, '')].length).toBeLessThan(60);
+    for (const frame of progress) expect([...frame.replace(/\r|\u001b\[K/g, '')].length).toBeLessThan(60);
     // A finished cell: the progress line is cleared first, then the line is printed.
-    r.onEvent!(cell('local', 'sysinfo', 'passed'));
-    const line = writes.findIndex((w) => w.includes('[1/2] local/sysinfo passed'));
+    reporter.onEvent!(cell('local', 'sysinfo', 'passed'));
+    const line = writes.findIndex((chunk) => chunk.includes('[1/2] local/sysinfo passed'));
     expect(writes[line - 1]).toBe('\r\u001b[K');
     expect(writes[line]).toBe('  ✓ [1/2] local/sysinfo passed in 120 ms\n');
     // Nothing runs between cells: no progress line is drawn then.
     const before = writes.length;
     vi.advanceTimersByTime(1000);
     expect(writes.length).toBe(before);
-    r.onEvent!(cellStart('pinned-vram'));
+    reporter.onEvent!(cellStart('pinned-vram'));
     vi.advanceTimersByTime(1000);
-    const redraws = writes.slice(before).filter((w) => w.startsWith('\r'));
+    const redraws = writes.slice(before).filter((chunk) => chunk.startsWith('\r'));
     expect(redraws.length).toBeGreaterThan(0);
     expect(redraws.length).toBeLessThanOrEqual(10);
     expect(redraws.at(-1)).toContain('1/2 cells done  running local/pinned-vram 0:01');
-    r.onEvent!(cell('local', 'pinned-vram', 'passed'));
-    r.onEvent!({ type: 'run-end', finished: '', durationMs: 5000, interrupted: false });
+    reporter.onEvent!(cell('local', 'pinned-vram', 'passed'));
+    reporter.onEvent!({ type: 'run-end', finished: '', durationMs: 5000, interrupted: false });
     const after = writes.length;
     vi.advanceTimersByTime(1000);
     expect(writes.length).toBe(after);
@@ -455,21 +461,30 @@ describe('console: terminals, pipes and colours', () => {
   it('takes a terminal that does not say its width as 80 columns wide', () => {
     vi.useFakeTimers();
     const writes: string[] = [];
-    const r = consoleReporter({ out: { isTTY: true, columns: 0, write: (t: string) => writes.push(t) }, color: false, env: {} });
-    r.onEvent!(runStart({}, ['local/sysinfo']));
-    r.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
+    const reporter = consoleReporter({
+      out: { isTTY: true, columns: 0, write: (chunk: string) => writes.push(chunk) },
+      color: false,
+      env: {},
+    });
+    reporter.onEvent!(runStart({}, ['local/sysinfo']));
+    reporter.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
     vi.advanceTimersByTime(100);
     expect(writes.at(-1)).toMatch(/0\/1 cells done {2}running local\/sysinfo 0:00\u001b\[K$/);
-    r.onEvent!({ type: 'run-end', finished: '', durationMs: 100, interrupted: false });
+    reporter.onEvent!({ type: 'run-end', finished: '', durationMs: 100, interrupted: false });
     expect(writes.at(-1)).toBe('\r\u001b[K');
   });
 
   it('draws no progress line under quiet, even on a terminal', () => {
     vi.useFakeTimers();
     const writes: string[] = [];
-    const r = consoleReporter({ out: { isTTY: true, write: (t: string) => writes.push(t) }, color: false, quiet: true, env: {} });
-    r.onEvent!(runStart({}, ['local/sysinfo']));
-    r.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
+    const reporter = consoleReporter({
+      out: { isTTY: true, write: (chunk: string) => writes.push(chunk) },
+      color: false,
+      quiet: true,
+      env: {},
+    });
+    reporter.onEvent!(runStart({}, ['local/sysinfo']));
+    reporter.onEvent!({ type: 'cell-start', cell: 'local/sysinfo', target: 'local', probe: 'sysinfo', time: '' });
     vi.advanceTimersByTime(1000);
     expect(writes).toEqual([]);
   });
@@ -523,7 +538,7 @@ describe('console: the HAGS part of the driver model line', () => {
     ];
     return render(events)
       .text.split('\n')
-      .find((l) => l.trim().startsWith('driver model'))!
+      .find((printed) => printed.trim().startsWith('driver model'))!
       .trim();
   };
 

@@ -71,14 +71,14 @@ export function progressEnabled(out: ConsoleOut, env: NodeJS.ProcessEnv = proces
 export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
   const out: ConsoleOut = options.out ?? process.stdout;
   const env = options.env ?? process.env;
-  const c = pc.createColors(options.color ?? colorEnabled(out, env));
+  const colors = pc.createColors(options.color ?? colorEnabled(out, env));
   const statusPaint = {
-    passed: c.green,
-    skipped: c.yellow,
-    error: c.red,
-    cancelled: c.magenta,
-    'not-run': c.magenta,
-    failed: c.red,
+    passed: colors.green,
+    skipped: colors.yellow,
+    error: colors.red,
+    cancelled: colors.magenta,
+    'not-run': colors.magenta,
+    failed: colors.red,
   } as const;
   // The live line: only on a real terminal, not in CI, and not under --quiet.
   const live = progressEnabled(out, env) && !options.quiet;
@@ -91,7 +91,7 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
   let collapsed = false;
   let problems = 0;
   let nextMilestone = 0;
-  const progress = new ProgressLine(out, c.dim, () => ({ startedAt, done, total }));
+  const progress = new ProgressLine(out, colors.dim, () => ({ startedAt, done, total }));
   const say = (line: string): void => {
     progress.clear();
     out.write(`${line}\n`);
@@ -123,7 +123,7 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
             cellsLeft.set(target, (cellsLeft.get(target) ?? new Set()).add(cell));
           }
           startedAt = Date.now();
-          collapsed = !options.verbose && new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size > COLLAPSE_ABOVE;
+          collapsed = !options.verbose && new Set(e.cells.map((cell) => cell.slice(0, cell.lastIndexOf('/')))).size > COLLAPSE_ABOVE;
           nextMilestone = Math.ceil(total / 10);
           say(
             `cudamatrix ${e.version}: run ${e.runId}${e.shard ? ` (shard ${e.shard.index}/${e.shard.total})` : ''}, ${e.cells.length} cell${e.cells.length === 1 ? '' : 's'} from ${e.matrix.file}${e.options.quick ? ' (--quick: small parameters)' : ''}`,
@@ -134,13 +134,13 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
             );
           if (collapsed)
             say(
-              `${new Set(e.cells.map((x) => x.slice(0, x.lastIndexOf('/')))).size} targets: only problems are listed as they come, and progress at each tenth of the cells (--verbose lists every target and cell)`,
+              `${new Set(e.cells.map((cell) => cell.slice(0, cell.lastIndexOf('/')))).size} targets: only problems are listed as they come, and progress at each tenth of the cells (--verbose lists every target and cell)`,
             );
           if (live) progress.start();
           break;
         case 'target-start':
           if (interrupted || collapsed) break;
-          say(`${c.bold('▶')} ${e.target} (${e.environment}, via ${e.transport.join(' → ')})`);
+          say(`${colors.bold('▶')} ${e.target} (${e.environment}, via ${e.transport.join(' → ')})`);
           break;
         case 'target-ready':
           if (collapsed) break;
@@ -149,14 +149,14 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
         case 'target-error': {
           // A target that cannot run probes by its nature (WSL 1) is skipped, not failed.
           const skip = isNotApplicable(e.code);
-          if (skip) say(c.yellow(`  ${marks.skipped} ${e.target} skipped: ${e.code}: ${e.message}`));
-          else say(c.red(`  ✗ ${e.target}: ${e.code}: ${e.message}`));
+          if (skip) say(colors.yellow(`  ${marks.skipped} ${e.target} skipped: ${e.code}: ${e.message}`));
+          else say(colors.red(`  ✗ ${e.target}: ${e.code}: ${e.message}`));
           errorSaid.set(e.target, `${e.code}: ${e.message}`);
           // The cells it keeps from running end at once, each with this reason: one line for them all.
           const left = cellsLeft.get(e.target)?.size ?? 0;
           if (left > 0 && (!collapsed || !skip)) {
             const line = `  ${marks[skip ? 'skipped' : 'error']} [${done + left}/${total}] ${left} cell${left === 1 ? '' : 's'} of ${e.target} not run: the ${skip ? 'reason' : 'error'} above`;
-            say(skip ? c.yellow(line) : c.red(line));
+            say(skip ? colors.yellow(line) : colors.red(line));
           }
           break;
         }
@@ -185,7 +185,7 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
           if ((!collapsed || problem) && !byTargetError)
             say(`  ${statusPaint[e.status](marks[e.status])} [${done}/${total}] ${e.cell} ${e.status} in ${e.durationMs} ms${why}`);
           if (collapsed && done >= nextMilestone) {
-            say(c.dim(`  [${done}/${total}] cells done in ${clock(Date.now() - startedAt)}, ${problems} with a problem`));
+            say(colors.dim(`  [${done}/${total}] cells done in ${clock(Date.now() - startedAt)}, ${problems} with a problem`));
             nextMilestone = Math.min(total, nextMilestone + Math.ceil(total / 10));
             if (done >= total) nextMilestone = Infinity;
           }
@@ -203,36 +203,44 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
       // Many targets (COLLAPSE_ABOVE): those with a problem in full, the others counted.
       const many = !options.verbose && summary.targets.length > COLLAPSE_ABOVE;
       const listed = many ? summary.targets.filter(hasProblem) : summary.targets;
-      for (const t of listed) {
-        const block = targetBlock(t, c, { errorSaid: errorSaid.has(t.name) });
+      for (const target of listed) {
+        const block = targetBlock(target, colors, { errorSaid: errorSaid.has(target.name) });
         if (block.length) {
           say('');
           for (const line of block) say(line);
         }
       }
-      const bad = summary.targets.flatMap((t) => t.verdicts.filter((v) => v.status === 'failed' || v.status === 'error'));
+      const bad = summary.targets.flatMap((target) =>
+        target.verdicts.filter((verdict) => verdict.status === 'failed' || verdict.status === 'error'),
+      );
       if (bad.length) {
         say('');
-        say(c.bold('Expectations not met:'));
-        const byName = new Map(summary.targets.map((t) => [t.name, t]));
-        for (const g of groupVerdicts(bad)) {
+        say(colors.bold('Expectations not met:'));
+        const byName = new Map(summary.targets.map((target) => [target.name, target]));
+        for (const group of groupVerdicts(bad)) {
           // Not judged because the target failed: its error is said above, in its block.
-          const t = byName.get(g.target);
-          if (g.status === 'error' && t && g.reason === targetErrorWhy(t)) {
+          const target = byName.get(group.target);
+          if (group.status === 'error' && target && group.reason === targetErrorWhy(target)) {
             const what =
-              g.verdicts.length === 1 ? `${g.verdicts[0]!.title} [${g.verdicts[0]!.source}]` : `${g.verdicts.length} expectations`;
-            say(`  ${c.red(marks.error)} ${g.target}: ${what} not judged: ${g.target}'s ${(t.error ?? t.skipped)!.code} above`);
+              group.verdicts.length === 1
+                ? `${group.verdicts[0]!.title} [${group.verdicts[0]!.source}]`
+                : `${group.verdicts.length} expectations`;
+            say(
+              `  ${colors.red(marks.error)} ${group.target}: ${what} not judged: ${group.target}'s ${(target.error ?? target.skipped)!.code} above`,
+            );
             continue;
           }
-          if (g.verdicts.length === 1) {
-            const v = g.verdicts[0]!;
-            say(`  ${c.red(marks[v.status])} ${v.target}: ${v.title} [${v.source}] — ${v.message}`);
-            for (const [label, text] of evidenceOf(v)) say(`      ${c.dim(`${label}:`.padEnd(10))} ${text}`);
+          if (group.verdicts.length === 1) {
+            const verdict = group.verdicts[0]!;
+            say(`  ${colors.red(marks[verdict.status])} ${verdict.target}: ${verdict.title} [${verdict.source}] — ${verdict.message}`);
+            for (const [label, text] of evidenceOf(verdict)) say(`      ${colors.dim(`${label}:`.padEnd(10))} ${text}`);
           } else {
             // Expectations that could not be judged for one reason (an unreachable target): the reason once.
-            const titles = g.verdicts.map((v) => `${v.title} [${v.source}]`).join('; ');
-            say(`  ${c.red(marks[g.status])} ${g.target}: ${g.verdicts.length} expectations not judged, all for one reason — ${g.reason}`);
-            say(`      ${c.dim('which:'.padEnd(10))} ${titles}`);
+            const titles = group.verdicts.map((verdict) => `${verdict.title} [${verdict.source}]`).join('; ');
+            say(
+              `  ${colors.red(marks[group.status])} ${group.target}: ${group.verdicts.length} expectations not judged, all for one reason — ${group.reason}`,
+            );
+            say(`      ${colors.dim('which:'.padEnd(10))} ${titles}`);
           }
         }
       }
@@ -247,7 +255,7 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
       // A fan-out's nodes that differ from the rest (verdicts/fleet-outliers.ts): the fleet's finding.
       const differ = nodesThatDifferLines(summary);
       if (differ.length) say('');
-      for (const line of differ) say(line.startsWith(' ') ? line : c.yellow(line));
+      for (const line of differ) say(line.startsWith(' ') ? line : colors.yellow(line));
       if (summary.nothingMeasured) {
         say('');
         const judged = summary.counts.verdicts.passed + summary.counts.verdicts.failed;
@@ -257,37 +265,40 @@ export function consoleReporter(options: ConsoleOptions = {}): SyncReporter {
           : '';
         // "No driver" only when no target was skipped for what it is (a WSL 1 distribution).
         say(
-          c.yellow(
-            summary.targets.some((t) => t.skipped)
+          colors.yellow(
+            summary.targets.some((target) => target.skipped)
               ? `Nothing was measured: every probe was skipped${facts}.`
               : `No usable NVIDIA driver was found${summary.targets.length > 1 ? ' on any target' : ''}: nothing was measured, and every probe was skipped${facts}.`,
           ),
         );
-        for (const r of skipReasons(summary.targets).slice(0, 3))
-          say(`  reason${r.targets > 1 ? ` (${r.targets} targets)` : ''}: ${r.reason}`);
+        for (const skipReason of skipReasons(summary.targets).slice(0, 3))
+          say(`  reason${skipReason.targets > 1 ? ` (${skipReason.targets} targets)` : ''}: ${skipReason.reason}`);
       }
       const notRun = summary.counts.cells['not-run'] ?? 0;
       if (notRun > 0) {
         say('');
-        say(c.magenta(`${notRun} cell${notRun === 1 ? '' : 's'} not run: the run was interrupted`));
+        say(colors.magenta(`${notRun} cell${notRun === 1 ? '' : 's'} not run: the run was interrupted`));
       }
-      if (summary.interrupted) say(c.magenta(`${notRun > 0 ? '' : '\n'}The run was interrupted; the results above cover what finished.`));
+      if (summary.interrupted)
+        say(colors.magenta(`${notRun > 0 ? '' : '\n'}The run was interrupted; the results above cover what finished.`));
       // A run that judged nothing passes whatever the driver does: said where the counts are read.
       const unjudged = judgedNothingWords(summary);
       if (unjudged) {
         say('');
-        say(c.yellow(unjudged.finding));
+        say(colors.yellow(unjudged.finding));
         say(`  fix: ${unjudged.fix}`);
       }
-      const v = summary.counts.verdicts;
+      const verdictCounts = summary.counts.verdicts;
       say('');
-      say(`Expectations: ${v.passed} passed, ${v.failed} failed, ${v.skipped} skipped, ${v.error} errors.`);
+      say(
+        `Expectations: ${verdictCounts.passed} passed, ${verdictCounts.failed} failed, ${verdictCounts.skipped} skipped, ${verdictCounts.error} errors.`,
+      );
       // The log path once: with failures, it is where every sample and reading behind them is.
       say(`Events: ${summary.eventsFile ?? context.eventsFile}${bad.length ? ' (every sample and reading behind these verdicts)' : ''}`);
-      for (const u of context.unwritten ?? []) say(c.red(`Not written: ${u}`));
+      for (const unwritten of context.unwritten ?? []) say(colors.red(`Not written: ${unwritten}`));
       const code = shownExitCode(summary, context);
       const exit = `Exit status: ${code}${code === 4 ? ' (--strict: nothing was measured)' : code === 5 ? ' (--fail-on-change: behaviour changed)' : code === 6 ? ' (an output could not be written)' : code === 0 && unjudged ? ' (nothing was judged)' : ''}`;
-      say(code === 0 ? exit : c.bold(exit));
+      say(code === 0 ? exit : colors.bold(exit));
     },
   };
 }

@@ -42,11 +42,11 @@ export class GithubStep {
       for (const value of values) {
         const lines = value
           .split(/\r?\n/)
-          .map((l) => l.trim())
-          .filter((l) => l && l !== value);
-        for (const v of [value, ...lines]) {
-          core.setSecret(v);
-          this.secrets.add(v);
+          .map((line) => line.trim())
+          .filter((line) => line && line !== value);
+        for (const secret of [value, ...lines]) {
+          core.setSecret(secret);
+          this.secrets.add(secret);
         }
       }
     });
@@ -54,7 +54,7 @@ export class GithubStep {
 
   redact(text: string): string {
     let out = text;
-    for (const s of this.secrets) if (s.length >= MIN_REDACTED_LENGTH) out = out.split(s).join('***');
+    for (const secret of this.secrets) if (secret.length >= MIN_REDACTED_LENGTH) out = out.split(secret).join('***');
     return out;
   }
 

@@ -30,8 +30,8 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
   const runDir = context.runDir;
   const where = `\`junit.xml\` and \`summary.json\` in the run folder \`${esc(runDir)}\``;
   const start = summary.start as RunSummary['start'] & { mergedFrom?: unknown[] };
-  const c = summary.counts.cells;
-  const v = summary.counts.verdicts;
+  const cellCounts = summary.counts.cells;
+  const verdictCounts = summary.counts.verdicts;
   const what = start.mergedFrom
     ? ` (merged from ${start.mergedFrom.length} log${start.mergedFrom.length === 1 ? '' : 's'})`
     : start.shard
@@ -43,8 +43,8 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
     '',
     `**Exit status ${code}**: ${code === 0 && unjudged ? 'nothing judged' : (exitWords[code] ?? 'see the table')} · ${summary.targets.length} target${summary.targets.length === 1 ? '' : 's'} from \`${esc(start.matrix.file)}\``,
     '',
-    `**Cells**: ${start.cells.length} planned: ${c.passed ?? 0} passed, ${c.skipped ?? 0} skipped, ${(c.error ?? 0) + (c.cancelled ?? 0)} errors${c['not-run'] ? `, ${c['not-run']} not run` : ''} · ` +
-      `**Expectations**: ${v.passed} passed, ${v.failed} failed, ${v.error} errors, ${v.skipped} skipped`,
+    `**Cells**: ${start.cells.length} planned: ${cellCounts.passed ?? 0} passed, ${cellCounts.skipped ?? 0} skipped, ${(cellCounts.error ?? 0) + (cellCounts.cancelled ?? 0)} errors${cellCounts['not-run'] ? `, ${cellCounts['not-run']} not run` : ''} · ` +
+      `**Expectations**: ${verdictCounts.passed} passed, ${verdictCounts.failed} failed, ${verdictCounts.error} errors, ${verdictCounts.skipped} skipped`,
   ];
   head.push('', `**Run folder**: \`${esc(runDir)}\`: \`events.jsonl\` (every sample and reading), \`junit.xml\`, \`summary.json\``);
   if (summary.interrupted) head.push('', '> [!WARNING]', '> The run was interrupted: the results cover what finished.');
@@ -60,14 +60,14 @@ export function summaryMarkdown(summary: RunSummary, code: number, context: RunC
       head.push(
         '',
         '> [!WARNING]',
-        `> Nothing was measured on ${empty.length === 1 ? 'target' : 'targets'} ${esc(empty.map((t) => t.name).join(', '))}: every probe there was skipped (see the table).`,
+        `> Nothing was measured on ${empty.length === 1 ? 'target' : 'targets'} ${esc(empty.map((target) => target.name).join(', '))}: every probe there was skipped (see the table).`,
       );
   }
   if (unjudged) head.push('', '> [!WARNING]', `> ${esc(unjudged.finding)}`, `> Fix: ${esc(unjudged.fix)}.`);
   head.push('', ...table(summary.targets, Math.floor(SUMMARY_BUDGET_BYTES / 2), where), '');
 
   let extras = sections
-    .map((s) => s.trim())
+    .map((section) => section.trim())
     .filter(Boolean)
     .join('\n\n');
   const maxExtras = Math.floor(SUMMARY_BUDGET_BYTES / 4);
@@ -86,24 +86,28 @@ function table(targets: TargetResult[], budget: number, where: string): string[]
     '|---|---|---|---|---|---|---|---|',
   ];
   let size = bytes(rows.join('\n'));
-  for (const [i, t] of targets.entries()) {
-    const s = t.sysinfo;
-    const planned = t.cells.filter((x) => x.planned);
-    const count = (...st: string[]) => planned.filter((x) => st.includes(x.status)).length;
-    const vc = countVerdicts(t);
-    const env = t.detectedEnvironment ?? 'unknown';
+  for (const [i, target] of targets.entries()) {
+    const sysinfo = target.sysinfo;
+    const planned = target.cells.filter((cell) => cell.planned);
+    const count = (...st: string[]) => planned.filter((cell) => st.includes(cell.status)).length;
+    const vc = countVerdicts(target);
+    const env = target.detectedEnvironment ?? 'unknown';
     const notRun = count('not-run');
-    const status = targetStatus(t);
+    const status = targetStatus(target);
     const row = [
-      t.name,
-      t.declaredEnvironment === 'auto' ? env : t.declaredEnvironment === env ? env : `${t.declaredEnvironment} (detected ${env})`,
-      str(s.gpu_name) ?? '—',
-      str(s.driver_version) ?? (s.driver_found === false ? 'none found' : '—'),
-      [str(s.os_name) ?? str(s.os_family), str(s.arch)].filter(Boolean).join(', ') || '—',
+      target.name,
+      target.declaredEnvironment === 'auto'
+        ? env
+        : target.declaredEnvironment === env
+          ? env
+          : `${target.declaredEnvironment} (detected ${env})`,
+      str(sysinfo.gpu_name) ?? '—',
+      str(sysinfo.driver_version) ?? (sysinfo.driver_found === false ? 'none found' : '—'),
+      [str(sysinfo.os_name) ?? str(sysinfo.os_family), str(sysinfo.arch)].filter(Boolean).join(', ') || '—',
       `${count('passed')}/${count('skipped')}/${count('error', 'cancelled')}${notRun ? ` (${notRun} not run)` : ''}`,
       `${vc.passed}/${vc.failed}/${vc.error}/${vc.skipped}`,
-      `${statusMark[status]} ${status}${t.error ? ` (${t.error.code})` : t.skipped ? ` (${t.skipped.code})` : ''}`,
-    ].map((x) => cellText(x));
+      `${statusMark[status]} ${status}${target.error ? ` (${target.error.code})` : target.skipped ? ` (${target.skipped.code})` : ''}`,
+    ].map((field) => cellText(field));
     const line = `| ${row.join(' | ')} |`;
     if (size + bytes(line) > budget) {
       rows.push(
@@ -126,33 +130,36 @@ function table(targets: TargetResult[], budget: number, where: string): string[]
  */
 function details(targets: TargetResult[], budget: number, where: string): string {
   const bad = targets.filter(
-    (t) => t.error || probeErrors(t).length || t.verdicts.some((v) => v.status === 'failed' || v.status === 'error'),
+    (target) =>
+      target.error ||
+      probeErrors(target).length ||
+      target.verdicts.some((verdict) => verdict.status === 'failed' || verdict.status === 'error'),
   );
   if (!bad.length) return '';
   const heading = '### Expectations not met, and errors';
   let left = budget - bytes(heading);
   let omitted = 0;
   const blocks: string[] = [heading];
-  for (const [i, t] of bad.entries()) {
+  for (const [i, target] of bad.entries()) {
     const share = Math.floor(left / (bad.length - i));
-    const verdicts = t.verdicts.filter((v) => v.status === 'failed' || v.status === 'error');
-    const vc = countVerdicts(t);
+    const verdicts = target.verdicts.filter((verdict) => verdict.status === 'failed' || verdict.status === 'error');
+    const vc = countVerdicts(target);
     const what = [
-      t.error && `target error ${t.error.code}`,
+      target.error && `target error ${target.error.code}`,
       vc.failed && `${vc.failed} failed`,
       vc.error && `${vc.error} not judged (error)`,
     ].filter(Boolean);
-    const lines = [`#### ${statusMark[targetStatus(t)]} ${esc(t.name)}: ${esc(what.join(', ') || 'probe errors')}`];
-    if (t.error) lines.push('', `**Target error** \`${esc(t.error.code)}\`: ${esc(oneLine(t.error.message, LINE_CHARS))}`);
-    for (const c of probeErrors(t))
+    const lines = [`#### ${statusMark[targetStatus(target)]} ${esc(target.name)}: ${esc(what.join(', ') || 'probe errors')}`];
+    if (target.error) lines.push('', `**Target error** \`${esc(target.error.code)}\`: ${esc(oneLine(target.error.message, LINE_CHARS))}`);
+    for (const cell of probeErrors(target))
       lines.push(
         '',
-        `**Probe ${esc(c.probe)} failed** \`${esc(c.errorCode ?? 'PROBE_CRASHED')}\`: ${esc(oneLine(c.reason ?? '', LINE_CHARS))}`,
+        `**Probe ${esc(cell.probe)} failed** \`${esc(cell.errorCode ?? 'PROBE_CRASHED')}\`: ${esc(oneLine(cell.reason ?? '', LINE_CHARS))}`,
       );
     let size = bytes(lines.join('\n'));
     let dropped = 0;
-    for (const v of verdicts) {
-      const item = detailItem(v, t);
+    for (const verdict of verdicts) {
+      const item = detailItem(verdict, target);
       // Room is kept for the line that counts what is left out.
       if (dropped || size + bytes(item) + 300 > share) {
         dropped++;
@@ -161,7 +168,7 @@ function details(targets: TargetResult[], budget: number, where: string): string
       lines.push('', item);
       size += bytes(item) + 1;
     }
-    if (dropped) lines.push('', `_${dropped} more of ${esc(t.name)}'s expectations not met are not shown here._`);
+    if (dropped) lines.push('', `_${dropped} more of ${esc(target.name)}'s expectations not met are not shown here._`);
     omitted += dropped;
     const block = lines.join('\n');
     left -= bytes(block) + 2;
@@ -174,9 +181,9 @@ function details(targets: TargetResult[], budget: number, where: string): string
   return blocks.join('\n\n');
 }
 
-function detailItem(v: Verdict, t: TargetResult): string {
-  const lines = evidenceLines(v, t);
-  let shown = lines.slice(0, EVIDENCE_LINES).map((l) => cut(l, 300));
+function detailItem(verdict: Verdict, target: TargetResult): string {
+  const lines = evidenceLines(verdict, target);
+  let shown = lines.slice(0, EVIDENCE_LINES).map((line) => cut(line, 300));
   let text = shown.join('\n');
   if (text.length > EVIDENCE_CHARS) {
     text = cut(text, EVIDENCE_CHARS);
@@ -185,23 +192,23 @@ function detailItem(v: Verdict, t: TargetResult): string {
   const more = lines.length - shown.length;
   const evidence = `${esc(text)}${more > 0 ? `\n… ${more} more line${more === 1 ? '' : 's'}: the whole evidence is in junit.xml and summary.json in the run folder` : ''}`;
   return [
-    `<details><summary>${verdictMark[v.status]} <code>${esc(cut(v.title, 300))}</code> [${esc(v.source)}]: ${v.status}</summary>`,
+    `<details><summary>${verdictMark[verdict.status]} <code>${esc(cut(verdict.title, 300))}</code> [${esc(verdict.source)}]: ${verdict.status}</summary>`,
     '',
-    `**Expected** <code>${esc(cut(v.title, 300))}</code> · ${observedText(v)}`,
-    ...(v.why ? ['', `**Why**: ${esc(cut(oneLine(v.why, LINE_CHARS), LINE_CHARS))}`] : []),
+    `**Expected** <code>${esc(cut(verdict.title, 300))}</code> · ${observedText(verdict)}`,
+    ...(verdict.why ? ['', `**Why**: ${esc(cut(oneLine(verdict.why, LINE_CHARS), LINE_CHARS))}`] : []),
     ...(evidence ? ['', `<pre>${evidence}</pre>`] : []),
     '</details>',
   ].join('\n');
 }
 
 /** What was observed: a fact's value; a metric's failing samples, as the verdict's message words them; or why nothing was judged. */
-function observedText(v: Verdict): string {
-  if (v.status === 'error') return `**not judged**: ${esc(oneLine(v.message, LINE_CHARS))}`;
-  if (v.evidence?.kind === 'fact') return `**observed** <code>${esc(cut(v.actual, 400))}</code>`;
-  const lead = `expected ${v.title}, observed `;
-  return `**observed** ${esc(oneLine(v.message.startsWith(lead) ? v.message.slice(lead.length) : v.message, LINE_CHARS))}`;
+function observedText(verdict: Verdict): string {
+  if (verdict.status === 'error') return `**not judged**: ${esc(oneLine(verdict.message, LINE_CHARS))}`;
+  if (verdict.evidence?.kind === 'fact') return `**observed** <code>${esc(cut(verdict.actual, 400))}</code>`;
+  const lead = `expected ${verdict.title}, observed `;
+  return `**observed** ${esc(oneLine(verdict.message.startsWith(lead) ? verdict.message.slice(lead.length) : verdict.message, LINE_CHARS))}`;
 }
 
-function str(v: unknown): string | undefined {
-  return typeof v === 'string' && v ? v : undefined;
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' && value ? value : undefined;
 }

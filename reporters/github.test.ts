@@ -33,20 +33,20 @@ interface Command {
   message: string;
 }
 
-const unescape = (s: string) =>
-  s.replace(/%0D/g, '\r').replace(/%0A/g, '\n').replace(/%3A/g, ':').replace(/%2C/g, ',').replace(/%25/g, '%');
+const unescape = (escaped: string) =>
+  escaped.replace(/%0D/g, '\r').replace(/%0A/g, '\n').replace(/%3A/g, ':').replace(/%2C/g, ',').replace(/%25/g, '%');
 
 function commandsIn(text: string): Command[] {
   return text.split(/\r?\n/).flatMap((line) => {
-    const m = /^::([a-z-]+)(?: (.*?))?::(.*)$/.exec(line);
-    if (!m) return [];
+    const match = /^::([a-z-]+)(?: (.*?))?::(.*)$/.exec(line);
+    if (!match) return [];
     const props = Object.fromEntries(
-      (m[2] ?? '')
+      (match[2] ?? '')
         .split(',')
         .filter(Boolean)
-        .map((p) => [p.slice(0, p.indexOf('=')), unescape(p.slice(p.indexOf('=') + 1))]),
+        .map((property) => [property.slice(0, property.indexOf('=')), unescape(property.slice(property.indexOf('=') + 1))]),
     );
-    return [{ name: m[1]!, props, message: unescape(m[3]!) }];
+    return [{ name: match[1]!, props, message: unescape(match[3]!) }];
   });
 }
 
@@ -54,7 +54,7 @@ function commandsIn(text: string): Command[] {
 function outputsIn(text: string): Record<string, string> {
   const out: Record<string, string> = {};
   const re = /^([^\n<]+)<<(ghadelimiter_[0-9a-f-]+)\r?\n([\s\S]*?)\r?\n\2\r?$/gm;
-  for (const m of text.matchAll(re)) out[m[1]!] = m[3]!;
+  for (const match of text.matchAll(re)) out[match[1]!] = match[3]!;
   // Nothing but those blocks: a stray line would be an error for the runner.
   expect(text.replace(re, '').trim()).toBe('');
   return out;
@@ -141,35 +141,37 @@ const h200Failing = h200WithLinuxExpectations([
 const bandwidthTitle = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
 
 describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expectations failing (%s)', (_source, events) => {
-  let r: Rendered;
+  let rendered: Rendered;
   const summary = summarize(events);
   const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
   const failRow = `FAIL  ${formatValue(samples[0]!.value, 'GB/s')}  direction h2d, memory pinned, size 1 MiB`;
   beforeAll(async () => {
-    r = await render(events);
+    rendered = await render(events);
   });
 
   it('writes a summary table with a row for the target: environment, GPU, driver, OS from sysinfo, cells, expectations and a status', () => {
-    const v = summary.counts.verdicts;
-    expect(v.failed).toBe(2);
-    expect(r.summary).toMatch(/^## ❌ cudamatrix run `[^`]+`/);
-    expect(r.summary).toContain(
+    const verdictCounts = summary.counts.verdicts;
+    expect(verdictCounts.failed).toBe(2);
+    expect(rendered.summary).toMatch(/^## ❌ cudamatrix run `[^`]+`/);
+    expect(rendered.summary).toContain(
       '| target | environment | GPU | driver | OS | cells<br>pass/skip/err | expectations<br>pass/fail/err/skip | status |',
     );
-    expect(r.summary).toContain(
-      `| local | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | ${v.passed}/2/${v.error}/${v.skipped} | ❌ failed |`,
+    expect(rendered.summary).toContain(
+      `| local | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | ${verdictCounts.passed}/2/${verdictCounts.error}/${verdictCounts.skipped} | ❌ failed |`,
     );
-    expect(r.summary).toContain(`**Exit status 1**: expectations not met`);
-    expect(r.summary).toContain(`**Expectations**: ${v.passed} passed, 2 failed, ${v.error} errors, ${v.skipped} skipped`);
+    expect(rendered.summary).toContain(`**Exit status 1**: expectations not met`);
+    expect(rendered.summary).toContain(
+      `**Expectations**: ${verdictCounts.passed} passed, 2 failed, ${verdictCounts.error} errors, ${verdictCounts.skipped} skipped`,
+    );
   });
 
   it('gives each failed expectation a <details> with expected and observed, its why and its evidence', () => {
-    const items = r.summary
+    const items = rendered.summary
       .split('<details>')
       .slice(1)
-      .map((d) => d.slice(0, d.indexOf('</details>')));
+      .map((section) => section.slice(0, section.indexOf('</details>')));
     expect(items).toHaveLength(2);
-    const bw = items.find((d) => d.includes('transfer-bandwidth'))!;
+    const bw = items.find((item) => item.includes('transfer-bandwidth'))!;
     expect(bw).toContain(`<summary>✗ <code>${bandwidthTitle.replace(/>/g, '&gt;')}</code> [linux]: failed</summary>`);
     expect(bw).toContain(`**Why**: ${pinnedH2dAtLeast40.why}`);
     // Every matching sample, the failing one first, and the event log.
@@ -179,13 +181,13 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
       ...samples
         .slice(1)
         .map(
-          (m) =>
-            `ok    ${formatValue(m.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(m.attrs!.size_bytes as number, 'bytes')}`,
+          (sample) =>
+            `ok    ${formatValue(sample.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(sample.attrs!.size_bytes as number, 'bytes')}`,
         ),
       `event log: ${eventsFile}`,
     ]);
     const fact = factIn(events, 'pinned-vram.counts_as_vram');
-    const vram = items.find((d) => d.includes('counts_as_vram'))!;
+    const vram = items.find((item) => item.includes('counts_as_vram'))!;
     expect(vram).toContain('**Expected** <code>pinned-vram.counts_as_vram == true</code> · **observed** <code>false</code>');
     expect(vram).toContain('**Why**: the design card says so (C1)');
     expect(vram).toMatch(/<pre>evidence: NVML process memory \+0 B for 4 GiB \(the deciding source\); /);
@@ -193,25 +195,25 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
   });
 
   it('annotates each failed expectation as an error: the target and expectation as title, expected vs observed and the first evidence line', () => {
-    const errors = r.commands.filter((c) => c.name === 'error');
-    expect(errors.map((c) => c.props.title)).toEqual([`local: ${bandwidthTitle}`, 'local: pinned-vram.counts_as_vram == true']);
+    const errors = rendered.commands.filter((command) => command.name === 'error');
+    expect(errors.map((error) => error.props.title)).toEqual([`local: ${bandwidthTitle}`, 'local: pinned-vram.counts_as_vram == true']);
     expect(errors[0]!.message).toBe(
       `expected ${bandwidthTitle}, observed ${formatValue(samples[0]!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within\n${failRow}`,
     );
     expect(errors[1]!.message).toMatch(
       /^expected pinned-vram\.counts_as_vram to be true, observed false\nevidence: NVML process memory \+0 B for 4 GiB \(the deciding source\)/,
     );
-    expect(r.commands.filter((c) => c.name === 'warning')).toEqual([]);
+    expect(rendered.commands.filter((command) => command.name === 'warning')).toEqual([]);
   });
 
   it('sets the step outputs: verdict counts, cells, exit code, interrupted, the run folder and its log', () => {
-    const v = summary.counts.verdicts;
-    expect(r.outputs).toEqual({
-      total: String(v.passed + v.failed + v.error + v.skipped),
-      passed: String(v.passed),
+    const verdictCounts = summary.counts.verdicts;
+    expect(rendered.outputs).toEqual({
+      total: String(verdictCounts.passed + verdictCounts.failed + verdictCounts.error + verdictCounts.skipped),
+      passed: String(verdictCounts.passed),
       failed: '2',
-      errors: String(v.error),
-      skipped: String(v.skipped),
+      errors: String(verdictCounts.error),
+      skipped: String(verdictCounts.skipped),
       cells: '13',
       'exit-code': '1',
       interrupted: 'false',
@@ -221,8 +223,8 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
   });
 
   it("puts the target's verdict lines in a log group of its own", () => {
-    const groups = groupsIn(r.stdout);
-    expect(groups.map((g) => g.title)).toEqual([
+    const groups = groupsIn(rendered.stdout);
+    expect(groups.map((group) => group.title)).toEqual([
       `local: failed (expectations ${summary.counts.verdicts.passed} passed, 2 failed, ${summary.counts.verdicts.error} errors, ${summary.counts.verdicts.skipped} skipped)`,
     ]);
     expect(groups[0]!.lines).toHaveLength(summary.targets[0]!.verdicts.length);
@@ -230,21 +232,22 @@ describe.each(twice(h200Failing))('GitHub reporter: the H200 run with two expect
       `  ✗ ${bandwidthTitle} [linux]: expected ${bandwidthTitle}, observed ${formatValue(samples[0]!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`,
     );
     expect(
-      groups[0]!.lines.filter((l) => /^ {2}✓ sync-latency\.p50_us <= 100 us \[linux\]: sync-latency\.p50_us = 8\.43 us\b/.test(l)),
+      groups[0]!.lines.filter((line) => /^ {2}✓ sync-latency\.p50_us <= 100 us \[linux\]: sync-latency\.p50_us = 8\.43 us\b/.test(line)),
     ).toHaveLength(1);
   });
 });
 
 describe('GitHub reporter: annotations', () => {
   const facts = Array.from({ length: 12 }, (_, i) => `value_${String(i).padStart(2, '0')}`);
-  const failing = (n: number): Expectation[] => facts.slice(0, n).map((f) => ({ fact: `sysinfo.${f}`, equals: 'expected' }));
-  const gpu = (n: number): RunEvent[] => [
+  const failing = (count: number): Expectation[] =>
+    facts.slice(0, count).map((factName) => ({ fact: `sysinfo.${factName}`, equals: 'expected' }));
+  const gpu = (count: number): RunEvent[] => [
     targetStart('gpu'),
     cell(
       'gpu',
       'sysinfo',
       'passed',
-      sysinfo({ environment: 'linux', ...Object.fromEntries(facts.slice(0, n).map((f) => [f, 'observed'])) }),
+      sysinfo({ environment: 'linux', ...Object.fromEntries(facts.slice(0, count).map((factName) => [factName, 'observed'])) }),
     ),
   ];
 
@@ -259,10 +262,12 @@ describe('GitHub reporter: annotations', () => {
       cell('crash', 'sysinfo', 'error', [], { reason: 'killed by SIGSEGV', errorCode: 'PROBE_CRASHED', stderrTail: 'Segmentation fault' }),
       runEnd,
     ];
-    const r = await render(events);
-    const errors = r.commands.filter((c) => c.name === 'error');
+    const rendered = await render(events);
+    const errors = rendered.commands.filter((command) => command.name === 'error');
     expect(errors).toHaveLength(MAX_ANNOTATIONS);
-    expect(errors.slice(0, 9).map((c) => c.props.title)).toEqual(facts.slice(0, 9).map((f) => `gpu: sysinfo.${f} == "expected"`));
+    expect(errors.slice(0, 9).map((error) => error.props.title)).toEqual(
+      facts.slice(0, 9).map((factName) => `gpu: sysinfo.${factName} == "expected"`),
+    );
     // The fixture's sysinfo values name no source: nothing but the log stands behind them, and the message is one line.
     expect(errors[0]!.message).toBe('expected sysinfo.value_00 to be "expected", observed "observed"');
     expect(errors[9]).toEqual({
@@ -272,61 +277,63 @@ describe('GitHub reporter: annotations', () => {
         '3 failed expectations, 1 target error, 1 probe error on targets gpu, down, crash: see the job summary (every one with its evidence: junit.xml and summary.json in the run folder)',
     });
     // The summary has them all: the target error and the probe error among them.
-    expect(r.summary.match(/<details>/g)).toHaveLength(12);
-    expect(r.summary).toContain(
+    expect(rendered.summary.match(/<details>/g)).toHaveLength(12);
+    expect(rendered.summary).toContain(
       '#### 💥 down: target error TARGET_UNREACHABLE\n\n**Target error** `TARGET_UNREACHABLE`: connect ECONNREFUSED 127.0.0.1:1',
     );
-    expect(r.summary).toContain('**Probe sysinfo failed** `PROBE_CRASHED`: killed by SIGSEGV');
-    expect(r.outputs['exit-code']).toBe('3');
+    expect(rendered.summary).toContain('**Probe sysinfo failed** `PROBE_CRASHED`: killed by SIGSEGV');
+    expect(rendered.outputs['exit-code']).toBe('3');
   });
 
   it(`shows all ${MAX_ANNOTATIONS} when there are exactly ${MAX_ANNOTATIONS}, with none summing up`, async () => {
-    const r = await render([runStart({ linux: failing(10) }, ['gpu/sysinfo']), ...gpu(10), runEnd]);
-    const errors = r.commands.filter((c) => c.name === 'error');
-    expect(errors.map((c) => c.props.title)).toEqual(facts.slice(0, 10).map((f) => `gpu: sysinfo.${f} == "expected"`));
+    const rendered = await render([runStart({ linux: failing(10) }, ['gpu/sysinfo']), ...gpu(10), runEnd]);
+    const errors = rendered.commands.filter((command) => command.name === 'error');
+    expect(errors.map((error) => error.props.title)).toEqual(
+      facts.slice(0, 10).map((factName) => `gpu: sysinfo.${factName} == "expected"`),
+    );
   });
 
   it('warns of an interrupted run, and the table, outputs and exit code say so', async () => {
-    const r = await render([
+    const rendered = await render([
       runStart({ linux: [{ fact: 'sysinfo.value_00', equals: 'observed' }] }, ['gpu/sysinfo', 'gpu/sync-latency']),
       targetStart('gpu', [], 'auto', ['sysinfo', 'sync-latency']),
       cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', value_00: 'observed' })),
       cell('gpu', 'sync-latency', 'not-run', [], { reason: 'the run was interrupted' }),
       { ...runEnd, interrupted: true } as RunEvent,
     ]);
-    expect(r.commands.filter((c) => c.name !== 'group' && c.name !== 'endgroup')).toEqual([
+    expect(rendered.commands.filter((command) => command.name !== 'group' && command.name !== 'endgroup')).toEqual([
       {
         name: 'warning',
         props: { title: 'cudamatrix: run interrupted' },
         message: 'The run was interrupted (1 cell not run, 0 stopped): the results cover what finished.',
       },
     ]);
-    expect(r.summary).toContain('| gpu | linux | — | — | — | 1/0/0 (1 not run) | 1/0/0/0 | ⏹️ interrupted |');
-    expect(r.summary).toContain('> The run was interrupted: the results cover what finished.');
-    expect(r.outputs).toMatchObject({ interrupted: 'true', 'exit-code': '130', cells: '2' });
+    expect(rendered.summary).toContain('| gpu | linux | — | — | — | 1/0/0 (1 not run) | 1/0/0/0 | ⏹️ interrupted |');
+    expect(rendered.summary).toContain('> The run was interrupted: the results cover what finished.');
+    expect(rendered.outputs).toMatchObject({ interrupted: 'true', 'exit-code': '130', cells: '2' });
   });
 });
 
 describe('GitHub reporter: streams and extras', () => {
   it('writes every workflow command to stderr when stdout carries a report, and nothing to stdout', async () => {
-    const r = await render(h200Failing, { step: new GithubStep({ stdoutTaken: true }) });
-    expect(r.stdout).toBe('');
-    const commands = commandsIn(r.stderr);
-    expect(commands.filter((c) => c.name === 'error')).toHaveLength(2);
-    expect(groupsIn(r.stderr)).toHaveLength(1);
-    expect(r.outputs['exit-code']).toBe('1');
+    const rendered = await render(h200Failing, { step: new GithubStep({ stdoutTaken: true }) });
+    expect(rendered.stdout).toBe('');
+    const commands = commandsIn(rendered.stderr);
+    expect(commands.filter((command) => command.name === 'error')).toHaveLength(2);
+    expect(groupsIn(rendered.stderr)).toHaveLength(1);
+    expect(rendered.outputs['exit-code']).toBe('1');
   });
 
   it("adds the extras' outputs and puts their sections after its own", async () => {
-    const r = await render(h200Failing, {
+    const rendered = await render(h200Failing, {
       extras: async () => ({
         outputs: { 'behaviour-changed': 'true', lost: 'a,b' },
         sections: ['### Behaviour records\n\n2 records written'],
       }),
     });
-    expect(r.outputs).toMatchObject({ 'behaviour-changed': 'true', lost: 'a,b', failed: '2' });
-    expect(r.summary.indexOf('### Behaviour records')).toBeGreaterThan(r.summary.lastIndexOf('</details>'));
-    expect(r.summary.trimEnd().endsWith('2 records written')).toBe(true);
+    expect(rendered.outputs).toMatchObject({ 'behaviour-changed': 'true', lost: 'a,b', failed: '2' });
+    expect(rendered.summary.indexOf('### Behaviour records')).toBeGreaterThan(rendered.summary.lastIndexOf('</details>'));
+    expect(rendered.summary.trimEnd().endsWith('2 records written')).toBe(true);
   });
 });
 
@@ -357,12 +364,17 @@ function fiftyFailing(): { events: RunEvent[]; names: string[]; expectations: nu
   const ends = h200Events.filter((e) => e.type === 'cell-end');
   const why = `${'a long reason, as a matrix may give one, with the claim it checks and the documents it cites; '.repeat(6)}(C1)`;
   const expect: Expectation[] = [
-    ...['driver_version', 'gpu_name', 'os_family', 'compute_capability'].map((f) => ({ fact: `sysinfo.${f}`, equals: 'never this', why })),
+    ...['driver_version', 'gpu_name', 'os_family', 'compute_capability'].map((factName) => ({
+      fact: `sysinfo.${factName}`,
+      equals: 'never this',
+      why,
+    })),
   ];
   for (const e of ends) {
     if (e.probe === 'sysinfo') continue;
-    for (const r of e.records) if (r.type === 'fact') expect.push({ fact: `${e.probe}.${r.name}`, equals: 'never this', why });
-    for (const name of new Set(e.records.flatMap((r) => (r.type === 'metric' ? [r.name] : []))))
+    for (const record of e.records)
+      if (record.type === 'fact') expect.push({ fact: `${e.probe}.${record.name}`, equals: 'never this', why });
+    for (const name of new Set(e.records.flatMap((record) => (record.type === 'metric' ? [record.name] : []))))
       expect.push({ metric: `${e.probe}.${name}`, '>=': 1e18, why });
   }
   const names = Array.from({ length: 50 }, (_, i) => `gpu-${String(i + 1).padStart(2, '0')}-${['wddm', 'wsl2', 'linux', 'docker'][i % 4]}`);
@@ -370,14 +382,14 @@ function fiftyFailing(): { events: RunEvent[]; names: string[]; expectations: nu
     {
       ...start,
       matrix: { ...start.matrix, expectations: { linux: expect } },
-      cells: names.flatMap((n) => ends.map((e) => `${n}/${e.probe}`)),
+      cells: names.flatMap((name) => ends.map((e) => `${name}/${e.probe}`)),
     },
   ];
-  for (const n of names) {
+  for (const name of names) {
     for (const e of h200Events.slice(1)) {
       if (e.type === 'run-end') continue;
-      if (e.type === 'cell-end') events.push({ ...e, target: n, cell: `${n}/${e.probe}` });
-      else if ('target' in e) events.push({ ...e, target: n } as RunEvent);
+      if (e.type === 'cell-end') events.push({ ...e, target: name, cell: `${name}/${e.probe}` });
+      else if ('target' in e) events.push({ ...e, target: name } as RunEvent);
     }
   }
   events.push(h200Events.at(-1)!);
@@ -386,18 +398,18 @@ function fiftyFailing(): { events: RunEvent[]; names: string[]; expectations: nu
 
 describe('GitHub reporter: the job summary of 50 targets x 13 probes with every expectation failing', () => {
   const { events, names, expectations } = fiftyFailing();
-  let r: Rendered;
+  let rendered: Rendered;
   beforeAll(async () => {
-    r = await render(events);
+    rendered = await render(events);
   });
 
   it(`stays under GitHub's 1 MiB (and under its own budget of ${SUMMARY_BUDGET_BYTES / 1024} KiB)`, () => {
     const summary = summarize(events);
     expect(summary.counts.verdicts).toEqual({ passed: 0, failed: 50 * expectations, skipped: 0, error: 0 });
-    expect(new Set(summary.start.cells.map((c) => c.split('/')[1])).size).toBe(13);
-    const size = Buffer.byteLength(r.summary, 'utf8');
+    expect(new Set(summary.start.cells.map((cellId) => cellId.split('/')[1])).size).toBe(13);
+    const size = Buffer.byteLength(rendered.summary, 'utf8');
     console.log(
-      `summary of 50 targets x 13 probes, ${50 * expectations} failed expectations: ${size} bytes, ${r.summary.match(/<details>/g)!.length} in detail`,
+      `summary of 50 targets x 13 probes, ${50 * expectations} failed expectations: ${size} bytes, ${rendered.summary.match(/<details>/g)!.length} in detail`,
     );
     expect(size).toBeLessThan(1024 * 1024);
     expect(size).toBeLessThanOrEqual(SUMMARY_BUDGET_BYTES);
@@ -406,28 +418,28 @@ describe('GitHub reporter: the job summary of 50 targets x 13 probes with every 
   });
 
   it('names all 50 targets in the table, and gives each one its share of the details', () => {
-    for (const n of names) {
-      expect(r.summary).toContain(
-        `| ${n} | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | 0/${expectations}/0/0 | ❌ failed |`,
+    for (const name of names) {
+      expect(rendered.summary).toContain(
+        `| ${name} | linux | NVIDIA H200 | 580.159.04 | Ubuntu 24.04.3 LTS, x86_64 | 12/1/0 | 0/${expectations}/0/0 | ❌ failed |`,
       );
-      expect(r.summary).toContain(`#### ❌ ${n}: ${expectations} failed\n`);
+      expect(rendered.summary).toContain(`#### ❌ ${name}: ${expectations} failed\n`);
     }
   });
 
   it('says how many expectations it left out, and where every one is', () => {
-    const shown = r.summary.match(/<details>/g)!.length;
+    const shown = rendered.summary.match(/<details>/g)!.length;
     expect(shown).toBeGreaterThanOrEqual(50);
     const omitted = 50 * expectations - shown;
-    expect(r.summary).toContain(
+    expect(rendered.summary).toContain(
       `**${omitted} failed or errored expectations are not shown** (the summary is kept under 512 KiB; GitHub takes 1 MiB per step): every one, with its evidence, is in \`junit.xml\` and \`summary.json\` in the run folder \`${runDir}\`.`,
     );
-    const perTarget = [...r.summary.matchAll(/_(\d+) more of (\S+)'s expectations not met are not shown here\._/g)];
+    const perTarget = [...rendered.summary.matchAll(/_(\d+) more of (\S+)'s expectations not met are not shown here\._/g)];
     expect(perTarget).toHaveLength(50);
-    expect(perTarget.reduce((s, m) => s + Number(m[1]), 0)).toBe(omitted);
+    expect(perTarget.reduce((total, match) => total + Number(match[1]), 0)).toBe(omitted);
   });
 
   it('keeps the annotations to ten', () => {
-    const errors = r.commands.filter((c) => c.name === 'error');
+    const errors = rendered.commands.filter((command) => command.name === 'error');
     expect(errors).toHaveLength(MAX_ANNOTATIONS);
     expect(errors[9]!.props.title).toBe(`cudamatrix: ${50 * expectations - 9} more not shown here`);
     expect(errors[9]!.message).toMatch(
@@ -456,10 +468,10 @@ describe('GitHub reporter: secrets', () => {
     const spy = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
     const values = secretValues(env, ['CM_KEY_PASS']);
     new GithubStep().mask(values);
-    const n = values.length;
-    const masks = commandsIn(spy.mock.calls.map((c) => String(c[0])).join('')).map((c) => c.message);
+    const valueCount = values.length;
+    const masks = commandsIn(spy.mock.calls.map((call) => String(call[0])).join('')).map((command) => command.message);
     spy.mockRestore();
-    expect(n).toBe(4);
+    expect(valueCount).toBe(4);
     expect(masks).toEqual([
       'passphrase-of-the-key-1',
       'ghs_0123456789abcdefghij',
@@ -484,11 +496,12 @@ describe('GitHub reporter: secrets', () => {
       cell('gpu', 'sysinfo', 'passed', sysinfo({ environment: 'linux', os_family: 'linux' })),
       runEnd,
     ];
-    const r = await render(events, { step, extras: () => ({ outputs: { note: `said ${secret}` } }) });
-    expect(r.commands.find((c) => c.name === 'error')!.props.title).toBe('gpu: sysinfo.os_family == "***"');
-    expect(r.summary).toContain('**Why**: the passphrase is ***');
-    expect(r.outputs.note).toBe('said ***');
-    for (const text of [r.stdout, r.stderr, r.summary, JSON.stringify(r.outputs)]) expect(text).not.toContain(secret);
+    const rendered = await render(events, { step, extras: () => ({ outputs: { note: `said ${secret}` } }) });
+    expect(rendered.commands.find((command) => command.name === 'error')!.props.title).toBe('gpu: sysinfo.os_family == "***"');
+    expect(rendered.summary).toContain('**Why**: the passphrase is ***');
+    expect(rendered.outputs.note).toBe('said ***');
+    for (const text of [rendered.stdout, rendered.stderr, rendered.summary, JSON.stringify(rendered.outputs)])
+      expect(text).not.toContain(secret);
   });
 });
 
@@ -520,36 +533,36 @@ targets:
     const [summaryPath, outputPath] = [path.join(dir, 'summary.md'), path.join(dir, 'output')];
     writeFileSync(summaryPath, '');
     writeFileSync(outputPath, '');
-    const r = await runCli(['run', '-m', matrix, '--results-dir', path.join(dir, 'runs')], {
+    const result = await runCli(['run', '-m', matrix, '--results-dir', path.join(dir, 'runs')], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summaryPath, GITHUB_OUTPUT: outputPath, CM_GH_PASSPHRASE: SECRET },
     });
-    expect(r.code, r.stderr).toBe(3);
-    const lines = r.stdout.split('\n');
+    expect(result.code, result.stderr).toBe(3);
+    const lines = result.stdout.split('\n');
     // The masks come first (this one, and any of secret-named variables the environment has):
     // the runner hides the value in every line after it (the console prints the why).
     const mask = lines.indexOf(`::add-mask::${SECRET}`);
     expect(mask).toBeGreaterThanOrEqual(0);
-    expect(lines.slice(0, mask + 1).every((l) => l.startsWith('::add-mask::'))).toBe(true);
-    expect(lines.slice(1).some((l) => l.includes(SECRET))).toBe(true);
-    expect(r.stderr).not.toContain(SECRET);
+    expect(lines.slice(0, mask + 1).every((line) => line.startsWith('::add-mask::'))).toBe(true);
+    expect(lines.slice(1).some((line) => line.includes(SECRET))).toBe(true);
+    expect(result.stderr).not.toContain(SECRET);
     const summary = readFileSync(summaryPath, 'utf8');
     const outputs = outputsIn(readFileSync(outputPath, 'utf8'));
     for (const text of [
       summary,
       JSON.stringify(outputs),
-      ...commandsIn(r.stdout)
-        .filter((c) => c.name !== 'add-mask')
-        .map((c) => JSON.stringify(c)),
+      ...commandsIn(result.stdout)
+        .filter((command) => command.name !== 'add-mask')
+        .map((command) => JSON.stringify(command)),
     ])
       expect(text).not.toContain(SECRET);
     expect(summary).toContain('**Why**: a wrong expectation that quotes the passphrase ***');
 
-    expect(groupsIn(r.stdout).map((g) => g.title)).toEqual([
+    expect(groupsIn(result.stdout).map((group) => group.title)).toEqual([
       'alpha: failed (expectations 0 passed, 1 failed, 0 errors, 0 skipped)',
       'bravo: error (expectations 0 passed, 0 failed, 0 errors, 0 skipped)',
     ]);
-    const errors = commandsIn(r.stdout).filter((c) => c.name === 'error');
-    expect(errors.map((c) => c.props.title)).toEqual([
+    const errors = commandsIn(result.stdout).filter((command) => command.name === 'error');
+    expect(errors.map((error) => error.props.title)).toEqual([
       'alpha: sysinfo.os_family == "windows"',
       expect.stringMatching(/^bravo: (AUTH_FAILED|TARGET_UNREACHABLE)$/),
     ]);
@@ -580,20 +593,20 @@ targets:
     const [summaryPath, outputPath] = [path.join(dir, 'summary.md'), path.join(dir, 'output')];
     writeFileSync(summaryPath, '');
     writeFileSync(outputPath, '');
-    const r = await runCli(['merge', ...shards.map((s) => s.runDir), '--json', '--results-dir', path.join(dir, 'runs')], {
+    const result = await runCli(['merge', ...shards.map((shard) => shard.runDir), '--json', '--results-dir', path.join(dir, 'runs')], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summaryPath, GITHUB_OUTPUT: outputPath },
     });
-    expect(r.code, r.stderr).toBe(3);
-    const json = JSON.parse(r.stdout) as { runId: string };
-    expect(groupsIn(r.stderr).map((g) => g.title.split(':')[0])).toEqual(['alpha', 'bravo', 'charlie']);
+    expect(result.code, result.stderr).toBe(3);
+    const json = JSON.parse(result.stdout) as { runId: string };
+    expect(groupsIn(result.stderr).map((group) => group.title.split(':')[0])).toEqual(['alpha', 'bravo', 'charlie']);
     expect(
-      commandsIn(r.stderr)
-        .filter((c) => c.name === 'error')
-        .map((c) => c.props.title!.split(':')[0]),
+      commandsIn(result.stderr)
+        .filter((command) => command.name === 'error')
+        .map((command) => command.props.title!.split(':')[0]),
     ).toEqual(['alpha', 'bravo', 'bravo']);
     const summary = readFileSync(summaryPath, 'utf8');
     expect(summary).toContain(`cudamatrix run \`${json.runId}\` (merged from 2 logs)`);
-    for (const t of ['alpha', 'bravo', 'charlie']) expect(summary).toContain(`| ${t} |`);
+    for (const target of ['alpha', 'bravo', 'charlie']) expect(summary).toContain(`| ${target} |`);
     expect(outputsIn(readFileSync(outputPath, 'utf8'))).toMatchObject({
       'exit-code': '3',
       failed: '1',
@@ -605,13 +618,13 @@ targets:
   it('without GITHUB_OUTPUT and GITHUB_STEP_SUMMARY: says so once each on stderr, and the run ends as it would', async () => {
     const { shards } = await realRuns();
     const dir = tempDir();
-    const r = await runCli(['merge', ...shards.map((s) => s.runDir), '--results-dir', path.join(dir, 'runs')], {
+    const result = await runCli(['merge', ...shards.map((shard) => shard.runDir), '--results-dir', path.join(dir, 'runs')], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: '', GITHUB_OUTPUT: '' },
     });
-    expect(r.code).toBe(3);
-    expect(r.stderr.match(/GITHUB_OUTPUT is not set: writing no step outputs/g)).toHaveLength(1);
-    expect(r.stderr.match(/GITHUB_STEP_SUMMARY is not set: writing no job summary/g)).toHaveLength(1);
-    expect(r.stderr).not.toContain('reporter "github" failed');
-    expect(commandsIn(r.stdout).filter((c) => c.name === 'error')).toHaveLength(3);
+    expect(result.code).toBe(3);
+    expect(result.stderr.match(/GITHUB_OUTPUT is not set: writing no step outputs/g)).toHaveLength(1);
+    expect(result.stderr.match(/GITHUB_STEP_SUMMARY is not set: writing no job summary/g)).toHaveLength(1);
+    expect(result.stderr).not.toContain('reporter "github" failed');
+    expect(commandsIn(result.stdout).filter((command) => command.name === 'error')).toHaveLength(3);
   });
 });

@@ -55,13 +55,13 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
         logGroups(step, summary);
         annotate(step, summary, code, extras.annotations ?? [], options.runnerOf);
       });
-      const v = summary.counts.verdicts;
+      const verdictCounts = summary.counts.verdicts;
       step.setOutputs({
-        total: String(v.passed + v.failed + v.error + v.skipped),
-        passed: String(v.passed),
-        failed: String(v.failed),
-        errors: String(v.error),
-        skipped: String(v.skipped),
+        total: String(verdictCounts.passed + verdictCounts.failed + verdictCounts.error + verdictCounts.skipped),
+        passed: String(verdictCounts.passed),
+        failed: String(verdictCounts.failed),
+        errors: String(verdictCounts.error),
+        skipped: String(verdictCounts.skipped),
         cells: String(summary.start.cells.length),
         'exit-code': String(code),
         interrupted: String(summary.interrupted),
@@ -76,17 +76,18 @@ export function githubReporter(options: GithubReporterOptions = {}): Reporter {
 
 /** Per target a group with its verdict lines: what the log shows folded, one target at a time. */
 function logGroups(step: GithubStep, summary: RunSummary): void {
-  for (const t of summary.targets) {
-    const vc = countVerdicts(t);
+  for (const target of summary.targets) {
+    const vc = countVerdicts(target);
     const lines: string[] = [];
-    if (t.error) lines.push(`✗ target error ${t.error.code}: ${t.error.message}`);
-    if (t.skipped) lines.push(`- skipped ${t.skipped.code}: ${t.skipped.message}`);
-    for (const v of t.verdicts) lines.push(`${verdictMark[v.status]} ${v.title} [${v.source}]: ${v.message}`);
-    if (!t.verdicts.length) lines.push('no expectations were judged on this target');
+    if (target.error) lines.push(`✗ target error ${target.error.code}: ${target.error.message}`);
+    if (target.skipped) lines.push(`- skipped ${target.skipped.code}: ${target.skipped.message}`);
+    for (const verdict of target.verdicts)
+      lines.push(`${verdictMark[verdict.status]} ${verdict.title} [${verdict.source}]: ${verdict.message}`);
+    if (!target.verdicts.length) lines.push('no expectations were judged on this target');
     step.group(
       step.redact(
         oneLine(
-          `${t.name}: ${targetStatus(t)} (expectations ${vc.passed} passed, ${vc.failed} failed, ${vc.error} errors, ${vc.skipped} skipped)`,
+          `${target.name}: ${targetStatus(target)} (expectations ${vc.passed} passed, ${vc.failed} failed, ${vc.error} errors, ${vc.skipped} skipped)`,
           LINE_CHARS,
         ),
       ),
@@ -106,25 +107,26 @@ interface Problem {
 /** Everything the run failed at, in the targets' order: target errors, probe errors no verdict covers, failed and errored expectations. */
 function problemsOf(summary: RunSummary): Problem[] {
   const out: Problem[] = [];
-  for (const t of summary.targets) {
-    if (t.error) out.push({ target: t.name, what: 'target error', title: `${t.name}: ${t.error.code}`, message: t.error.message });
-    for (const c of probeErrors(t)) {
+  for (const target of summary.targets) {
+    if (target.error)
+      out.push({ target: target.name, what: 'target error', title: `${target.name}: ${target.error.code}`, message: target.error.message });
+    for (const cell of probeErrors(target)) {
       out.push({
-        target: t.name,
+        target: target.name,
         what: 'probe error',
-        title: `${t.name}: probe ${c.probe} ${c.errorCode ?? 'failed'}`,
-        message: c.reason ?? 'the probe failed',
+        title: `${target.name}: probe ${cell.probe} ${cell.errorCode ?? 'failed'}`,
+        message: cell.reason ?? 'the probe failed',
       });
     }
-    for (const v of t.verdicts) {
-      if (v.status !== 'failed' && v.status !== 'error') continue;
+    for (const verdict of target.verdicts) {
+      if (verdict.status !== 'failed' && verdict.status !== 'error') continue;
       // The message says what was expected and observed; the line after it, what the observation rests on.
-      const first = evidenceLines(v, t).find((l) => !/^(observed|event log): /.test(l));
+      const first = evidenceLines(verdict, target).find((line) => !/^(observed|event log): /.test(line));
       out.push({
-        target: t.name,
-        what: v.status === 'failed' ? 'failed expectation' : 'expectation error',
-        title: `${t.name}: ${v.title}`,
-        message: `${v.message}${first ? `\n${first}` : ''}`,
+        target: target.name,
+        what: verdict.status === 'failed' ? 'failed expectation' : 'expectation error',
+        title: `${target.name}: ${verdict.title}`,
+        message: `${verdict.message}${first ? `\n${first}` : ''}`,
       });
     }
   }
@@ -145,9 +147,9 @@ function annotate(
 ): void {
   const say = (level: 'error' | 'warning', message: string, title: string) =>
     step.annotate(level, step.redact(cut(message, MESSAGE_CHARS)), step.redact(oneLine(title, 200)));
-  for (const a of extras) say(a.level, a.message, a.title);
+  for (const annotation of extras) say(annotation.level, annotation.message, annotation.title);
   const empty = measuredNothing(summary);
-  for (const [i, t] of empty.entries()) {
+  for (const [i, target] of empty.entries()) {
     const level = code === 4 ? 'error' : 'warning';
     if (i === MAX_ANNOTATIONS - 1 && empty.length > MAX_ANNOTATIONS) {
       step.annotate(
@@ -155,31 +157,31 @@ function annotate(
         step.redact(
           `${empty.length - i} more targets measured nothing: ${empty
             .slice(i)
-            .map((x) => x.name)
+            .map((emptyTarget) => emptyTarget.name)
             .join(', ')}; see the job summary`,
         ),
         `cudamatrix: ${empty.length - i} more targets measured nothing`,
       );
       break;
     }
-    const where = runnerOf?.(t.name);
+    const where = runnerOf?.(target.name);
     say(
       level,
-      `${where ? `${where}: ` : ''}every probe was skipped, nothing was measured: ${skipReason(t)}`,
-      `${t.name}: measured nothing`,
+      `${where ? `${where}: ` : ''}every probe was skipped, nothing was measured: ${skipReason(target)}`,
+      `${target.name}: measured nothing`,
     );
   }
-  const budget = Math.max(1, MAX_ANNOTATIONS - extras.filter((a) => a.level === 'error').length);
+  const budget = Math.max(1, MAX_ANNOTATIONS - extras.filter((annotation) => annotation.level === 'error').length);
   const problems = problemsOf(summary);
   const shown = problems.length > budget ? problems.slice(0, budget - 1) : problems;
-  for (const p of shown) say('error', p.message, p.title);
+  for (const problem of shown) say('error', problem.message, problem.title);
   const rest = problems.slice(shown.length);
   if (rest.length) {
     const kinds = (['failed expectation', 'expectation error', 'target error', 'probe error'] as const)
-      .map((k) => [k, rest.filter((p) => p.what === k).length] as const)
-      .filter(([, n]) => n > 0)
-      .map(([k, n]) => `${n} ${k}${n === 1 ? '' : 's'}`);
-    const targets = [...new Set(rest.map((p) => p.target))];
+      .map((k) => [k, rest.filter((problem) => problem.what === k).length] as const)
+      .filter(([, count]) => count > 0)
+      .map(([k, count]) => `${count} ${k}${count === 1 ? '' : 's'}`);
+    const targets = [...new Set(rest.map((problem) => problem.target))];
     const named = targets.slice(0, 10).join(', ') + (targets.length > 10 ? ` and ${targets.length - 10} more` : '');
     const message = `${kinds.join(', ')} on ${targets.length === 1 ? 'target' : 'targets'} ${named}: see the job summary (every one with its evidence: junit.xml and summary.json in the run folder)`;
     step.annotate('error', step.redact(cut(message, MESSAGE_CHARS)), `cudamatrix: ${rest.length} more not shown here`);

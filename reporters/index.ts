@@ -34,11 +34,11 @@ export type ReporterName = keyof typeof builtIn;
 export const reporterNames = Object.keys(builtIn) as ReporterName[];
 
 /** Whether a choice prints to stdout. */
-export function usesStdout(c: ReporterChoice): boolean {
-  return c.name !== 'console' && (c.path === undefined || isStdout(c.path));
+export function usesStdout(choice: ReporterChoice): boolean {
+  return choice.name !== 'console' && (choice.path === undefined || isStdout(choice.path));
 }
 
 export function createReporters(choices: ReporterChoice[], env: ReporterEnv): Reporter[] {
   const toStderr = choices.some(usesStdout);
-  return choices.map((c) => builtIn[c.name](c, { ...env, toStderr }));
+  return choices.map((choice) => builtIn[choice.name](choice, { ...env, toStderr }));
 }

@@ -57,7 +57,7 @@ describe.each(twice(h200Failing))('JSON summary: known-bad drivers (%s)', (_sour
       source: 'https://github.com/xcena-dev/maru/pull/64',
     });
     const none = JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { knownBad: unknown[] }[] };
-    expect(none.targets.map((t) => t.knownBad)).toEqual([[], []]);
+    expect(none.targets.map((target) => target.knownBad)).toEqual([[], []]);
   });
 });
 
@@ -68,10 +68,9 @@ describe('JSON summary text', () => {
       expect(text).toBe(`${JSON.stringify(JSON.parse(text))}\n`);
       expect(text).toBe([...summaryJsonParts(summarize(events))].join(''));
     }
-    expect((JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { name: string }[] }).targets.map((t) => t.name)).toEqual([
-      'wsl1',
-      'down',
-    ]);
+    expect(
+      (JSON.parse(summaryJson(summarize(skippedAndDown))) as { targets: { name: string }[] }).targets.map((target) => target.name),
+    ).toEqual(['wsl1', 'down']);
   });
 });
 
@@ -81,26 +80,26 @@ describe.each(twice(h200Failing))('JSON summary: the cells (%s)', (_source, even
     const json = JSON.parse(summaryJson(summarize(events))) as { targets: { cells: C[] }[] };
     const ends = events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
     const cells = json.targets[0]!.cells;
-    expect(cells.map((c) => c.cell)).toEqual(ends.map((e) => e.cell));
+    expect(cells.map((summaryCell) => summaryCell.cell)).toEqual(ends.map((e) => e.cell));
     let samples = 0;
-    for (const [i, c] of cells.entries()) {
+    for (const [i, summaryCell] of cells.entries()) {
       const { type: _type, ...end } = ends[i]!;
-      const kept = end.records.filter((r) => r.type !== 'sample');
-      expect(c, c.cell).toEqual({ ...end, records: kept, samples: end.records.length - kept.length });
+      const kept = end.records.filter((record) => record.type !== 'sample');
+      expect(summaryCell, summaryCell.cell).toEqual({ ...end, records: kept, samples: end.records.length - kept.length });
       // Where the records were, the samples' count right after them.
-      expect(Object.keys(c)).toEqual(Object.keys(end).flatMap((k) => (k === 'records' ? ['records', 'samples'] : [k])));
-      samples += c.samples;
+      expect(Object.keys(summaryCell)).toEqual(Object.keys(end).flatMap((k) => (k === 'records' ? ['records', 'samples'] : [k])));
+      samples += summaryCell.samples;
     }
     // The H200 log has samples (of pinned-vram's phases, say): what the summary leaves out.
     expect(samples).toBeGreaterThan(0);
-    expect(samples).toBe(ends.flatMap((e) => e.records).filter((r) => r.type === 'sample').length);
+    expect(samples).toBe(ends.flatMap((e) => e.records).filter((record) => record.type === 'sample').length);
   });
 });
 
 describe('JSON summary of a log read without its samples (as cudamatrix merge reads them)', () => {
   it('is the summary of the whole log: each cell counts the samples left out', () => {
     const lean = readEventLogLines(h200EventsFile, { leaveOutSamples: true }).events;
-    expect(lean.some((e) => e.type === 'cell-end' && e.records.some((r) => r.type === 'sample'))).toBe(false);
+    expect(lean.some((e) => e.type === 'cell-end' && e.records.some((record) => record.type === 'sample'))).toBe(false);
     expect(summaryJson(summarize(lean))).toBe(summaryJson(summarize(readEventLog(h200EventsFile))));
   });
 });
@@ -114,7 +113,7 @@ describe.each(twice(h200Failing))('JSON summary: the evidence per verdict (%s)',
     const json = JSON.parse(readFileSync(path.join(dir, 'summary.json'), 'utf8')) as { events: string; targets: { verdicts: V[] }[] };
     expect(json.events).toBe(eventsFile);
     const verdicts = json.targets[0]!.verdicts;
-    const bandwidth = verdicts.find((v) => v.title.startsWith('transfer-bandwidth.bandwidth_gbps'))!;
+    const bandwidth = verdicts.find((verdict) => verdict.title.startsWith('transfer-bandwidth.bandwidth_gbps'))!;
     const [small, ...large] = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
     expect(bandwidth).toMatchObject({
       status: 'failed',
@@ -124,10 +123,10 @@ describe.each(twice(h200Failing))('JSON summary: the evidence per verdict (%s)',
         kind: 'metric',
         bounds: { low: 40, high: null, unit: 'GB/s' },
         outside: [{ attrs: { direction: 'h2d', memory: 'pinned', size_bytes: 1048576 }, value: small!.value, unit: 'GB/s' }],
-        within: large.map((m) => ({ attrs: m.attrs, value: m.value, unit: 'GB/s' })),
+        within: large.map((sample) => ({ attrs: sample.attrs, value: sample.value, unit: 'GB/s' })),
       },
     });
-    const fact = verdicts.find((v) => v.title === 'pinned-vram.counts_as_vram == true')!;
+    const fact = verdicts.find((verdict) => verdict.title === 'pinned-vram.counts_as_vram == true')!;
     expect(fact.evidence).toMatchObject({
       kind: 'fact',
       value: false,
@@ -135,7 +134,7 @@ describe.each(twice(h200Failing))('JSON summary: the evidence per verdict (%s)',
       summary: expect.stringMatching(/^NVML process memory \+0 B for 4 GiB \(the deciding source\)/),
     });
     // Every judged verdict carries evidence and the log; the passed ones too.
-    for (const v of verdicts) expect(v, v.title).toMatchObject({ eventsFile, evidence: expect.any(Object) });
+    for (const verdict of verdicts) expect(verdict, verdict.title).toMatchObject({ eventsFile, evidence: expect.any(Object) });
   });
 });
 
@@ -186,14 +185,14 @@ describe.runIf(noDriverHere).each(SOURCES)('JSON summary: a real run on this mac
     const json = JSON.parse(text) as Json;
     expect(json).toMatchObject({ runId: src.runId, events: src.eventsFile, shard: null });
     expect(json.counts).toEqual({ cells: { skipped: 6, error: 3 }, verdicts: { passed: 1, failed: 1, skipped: 4, error: 1 } });
-    expect(json.targets.map((t) => t.name)).toEqual(['alpha', 'bravo', 'charlie']);
+    expect(json.targets.map((target) => target.name)).toEqual(['alpha', 'bravo', 'charlie']);
     expect(json.targets[1]!.error?.code).toMatch(/^(AUTH_FAILED|TARGET_UNREACHABLE)$/);
-    expect(json.targets[0]!.cells.map((c) => [c.cell, c.status])).toEqual([
+    expect(json.targets[0]!.cells.map((summaryCell) => [summaryCell.cell, summaryCell.status])).toEqual([
       ['alpha/sysinfo', 'skipped'],
       ['alpha/sync-latency', 'skipped'],
       ['alpha/cuda-graph', 'skipped'],
     ]);
-    const failed = json.targets[0]!.verdicts.find((v) => v.status === 'failed')!;
+    const failed = json.targets[0]!.verdicts.find((verdict) => verdict.status === 'failed')!;
     expect(failed).toMatchObject({
       title: 'sysinfo.os_family == "windows"',
       why: 'a wrong expectation, so that a failure and its evidence are rendered',

@@ -35,18 +35,22 @@ export function* summaryJsonParts(summary: RunSummary): Generator<string> {
   });
   // "targets" is the last key: its "[]" becomes the list, an element at a time.
   yield `${head.slice(0, -']}'.length)}`;
-  for (const [i, t] of summary.targets.entries()) {
+  for (const [i, targetResult] of summary.targets.entries()) {
     const target = {
-      name: t.name,
-      environment: { declared: t.declaredEnvironment, detected: t.detectedEnvironment, class: t.environmentClass },
-      sysinfo: t.sysinfo,
+      name: targetResult.name,
+      environment: {
+        declared: targetResult.declaredEnvironment,
+        detected: targetResult.detectedEnvironment,
+        class: targetResult.environmentClass,
+      },
+      sysinfo: targetResult.sysinfo,
       // The known-bad driver registry's entries the target's driver matches (a warning, never a verdict).
-      knownBad: knownBadOf(t.sysinfo),
-      error: t.error ? { code: t.error.code, message: t.error.message } : null,
+      knownBad: knownBadOf(targetResult.sysinfo),
+      error: targetResult.error ? { code: targetResult.error.code, message: targetResult.error.message } : null,
       // A target that cannot run probes by its nature (WSL 1): why its cells were skipped.
-      skipped: t.skipped ? { code: t.skipped.code, reason: t.skipped.message } : null,
-      cells: t.cells.filter((c) => c.planned).map(cellOf),
-      verdicts: t.verdicts,
+      skipped: targetResult.skipped ? { code: targetResult.skipped.code, reason: targetResult.skipped.message } : null,
+      cells: targetResult.cells.filter((cell) => cell.planned).map(cellOf),
+      verdicts: targetResult.verdicts,
     };
     yield `${i ? ',' : ''}${JSON.stringify(target)}`;
   }
@@ -67,16 +71,16 @@ function knownBadOf(sysinfo: Record<string, unknown>): { id: string; source: str
  * samples (the readings behind the metrics: most of a run's bytes, every one in the event log
  * the summary names), counted in `samples` after them.
  */
-function cellOf(c: CellEndEvent): Record<string, unknown> {
+function cellOf(cell: CellEndEvent): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(c)) {
+  for (const [key, value] of Object.entries(cell)) {
     if (key === 'type') continue;
     if (key !== 'records') {
       out[key] = value;
       continue;
     }
-    out.records = c.records.filter((r) => r.type !== 'sample');
-    out.samples = sampleCount(c);
+    out.records = cell.records.filter((record) => record.type !== 'sample');
+    out.samples = sampleCount(cell);
   }
   return out;
 }

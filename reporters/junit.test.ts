@@ -135,7 +135,7 @@ describe('JUnit: every XML special character and every character XML cannot hold
     expect(xml).toContain(`<error message="${value}" type="PROBE_CRASHED"/>`);
     // In a CDATA section nothing is escaped; each "]]>" is split between two sections.
     expect(xml).toContain(`<system-err><![CDATA[a${special}bc ${kept} ]]]]><![CDATA[> d ]]]]><![CDATA[> e]]></system-err>`);
-    for (const c of invalid) expect(xml, JSON.stringify(c)).not.toContain(c);
+    for (const character of invalid) expect(xml, JSON.stringify(character)).not.toContain(character);
   });
 
   it('gives a parser back each value and text as it was, less what XML cannot hold', () => {
@@ -167,11 +167,11 @@ describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)'
       .replace(/"/g, '&quot;')
       .replace(/</g, '&lt;')
       .replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const m = new RegExp(
+    const match = new RegExp(
       `<testcase classname="local.expectations" name="${esc} \\[linux\\]">\\s*<failure message="[^"]*" type="EXPECTATION_FAILED"><!\\[CDATA\\[([\\s\\S]*?)\\]\\]></failure>`,
     ).exec(xml);
-    if (!m) throw new Error(`no failure with a body for ${title}`);
-    return m[1]!;
+    if (!match) throw new Error(`no failure with a body for ${title}`);
+    return match[1]!;
   };
 
   it('still validates against the JUnit 10 schema', async () => {
@@ -180,8 +180,8 @@ describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)'
 
   it('gives a failed metric the expectation, its why, every matching sample marked ok or FAIL, and the event log', () => {
     const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
-    const row = (mark: string, m: (typeof samples)[number]) =>
-      `  ${mark.padEnd(4)}  ${formatValue(m.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(m.attrs!.size_bytes as number, 'bytes')}`;
+    const row = (mark: string, sample: (typeof samples)[number]) =>
+      `  ${mark.padEnd(4)}  ${formatValue(sample.value, 'GB/s')}  direction h2d, memory pinned, size ${formatValue(sample.attrs!.size_bytes as number, 'bytes')}`;
     const title = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
     const body = failureBody(title).split('\n');
     expect(body).toEqual([
@@ -190,7 +190,7 @@ describe.each(twice(h200Failing))('JUnit: the evidence in a <failure> body (%s)'
       `why: ${pinnedH2dAtLeast40.why}`,
       'matching samples: 4, 1 outside the bounds (each one must be within)',
       row('FAIL', samples[0]!),
-      ...samples.slice(1).map((m) => row('ok', m)),
+      ...samples.slice(1).map((sample) => row('ok', sample)),
       `event log: ${path.join(dir, 'events.jsonl')}`,
     ]);
   });
@@ -254,7 +254,7 @@ describe.runIf(noDriverHere).each(SOURCES)('JUnit: a real run on this machine (%
 
   it("validates, with a suite per target in the run's order and the failure's body naming this run's log", async () => {
     await validateJunit(xml);
-    expect([...xml.matchAll(/<testsuite name="([^"]+)"/g)].map((m) => m[1])).toEqual(['alpha', 'bravo', 'charlie']);
+    expect([...xml.matchAll(/<testsuite name="([^"]+)"/g)].map((match) => match[1])).toEqual(['alpha', 'bravo', 'charlie']);
     expect(xml).toMatch(/<testsuites name="cudamatrix ([^"]+)" tests="16" failures="1" errors="4">/);
     expect(xml).toContain(`<testsuites name="cudamatrix ${src.runId}"`);
     expect(xml).toMatch(

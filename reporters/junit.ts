@@ -32,7 +32,7 @@ const SPECIAL = /[\0-\x1F&<"\]\uD800-\uDFFF\uFFFE\uFFFF]/;
 export function xmlAttribute(value: string | number): string {
   if (typeof value === 'number') return String(value);
   if (!SPECIAL.test(value)) return value;
-  return value.replace(NOT_XML, '').replace(/[&<"\t\n\r]/g, (c) => ATTRIBUTE_ESCAPES[c]!);
+  return value.replace(NOT_XML, '').replace(/[&<"\t\n\r]/g, (character) => ATTRIBUTE_ESCAPES[character]!);
 }
 
 /** Text as a CDATA section; a "]]>" in it is split between two sections, so that it cannot end the first. */
@@ -55,8 +55,8 @@ interface Problem {
   text?: string;
 }
 
-const problem = (name: string, p: Problem) =>
-  inline(name, attr('message', p.message || undefined) + attr('type', p.type || undefined), p.text);
+const problem = (name: string, details: Problem) =>
+  inline(name, attr('message', details.message || undefined) + attr('type', details.type || undefined), details.text);
 
 /** A testcase: what it counts as, and its XML (at the depth of a testsuite's children). */
 interface Case {
@@ -77,82 +77,90 @@ interface CaseParts {
   err?: string;
 }
 
-function testCase(c: CaseParts): Case {
+function testCase(parts: CaseParts): Case {
   let children = '';
-  if (c.failure) children += `      ${problem('failure', c.failure)}\n`;
-  if (c.error) children += `      ${problem('error', c.error)}\n`;
-  if (c.skipped) children += `      ${inline('skipped', attr('message', c.skipped.message || undefined) + attr('type', c.skipped.type))}\n`;
-  if (c.out) children += `      ${inline('system-out', '', c.out)}\n`;
-  if (c.err) children += `      ${inline('system-err', '', c.err)}\n`;
-  const open = `    <testcase${attr('classname', c.classname)}${attr('name', c.name)}${attr('time', c.time)}`;
+  if (parts.failure) children += `      ${problem('failure', parts.failure)}\n`;
+  if (parts.error) children += `      ${problem('error', parts.error)}\n`;
+  if (parts.skipped)
+    children += `      ${inline('skipped', attr('message', parts.skipped.message || undefined) + attr('type', parts.skipped.type))}\n`;
+  if (parts.out) children += `      ${inline('system-out', '', parts.out)}\n`;
+  if (parts.err) children += `      ${inline('system-err', '', parts.err)}\n`;
+  const open = `    <testcase${attr('classname', parts.classname)}${attr('name', parts.name)}${attr('time', parts.time)}`;
   const xml = children ? `${open}>\n${children}    </testcase>\n` : `${open}/>\n`;
-  return { failure: Boolean(c.failure), error: Boolean(c.error), skipped: Boolean(c.skipped), xml };
+  return { failure: Boolean(parts.failure), error: Boolean(parts.error), skipped: Boolean(parts.skipped), xml };
 }
 
-const count = (cases: Case[], what: 'failure' | 'error' | 'skipped') => cases.reduce((n, c) => n + (c[what] ? 1 : 0), 0);
+const count = (cases: Case[], what: 'failure' | 'error' | 'skipped') =>
+  cases.reduce((total, oneCase) => total + (oneCase[what] ? 1 : 0), 0);
 
 const property = (name: string, value: string) => `      <property${attr('name', name)}${attr('value', value)}/>\n`;
 
 export function junitXml(summary: RunSummary): string {
   const suites: { xml: string; cases: Case[] }[] = [];
-  for (const t of summary.targets) {
+  for (const target of summary.targets) {
     const cases: Case[] = [];
-    for (const c of t.cells.filter((c) => c.planned)) {
-      const base = { classname: `${t.name}.probes`, name: `probe ${c.probe} runs`, time: c.durationMs / 1000, err: c.stderrTail };
-      const reason = c.reason ?? '';
-      if (c.status === 'skipped' && c.errorCode && isNotApplicable(c.errorCode))
-        cases.push(testCase({ ...base, skipped: { message: reason, type: c.errorCode }, out: `skipped: ${reason}` }));
-      else if (c.status === 'skipped') cases.push(testCase({ ...base, skipped: {}, out: `skipped: ${reason}` }));
-      else if (c.status === 'cancelled') cases.push(testCase({ ...base, skipped: {}, out: `cancelled: ${reason}` }));
-      else if (c.status === 'not-run') cases.push(testCase({ ...base, skipped: {}, out: `not run: ${reason}` }));
-      else if (c.status === 'error')
-        cases.push(testCase({ ...base, error: { message: c.reason ?? 'probe failed', type: c.errorCode ?? 'PROBE_CRASHED' } }));
+    for (const cell of target.cells.filter((candidate) => candidate.planned)) {
+      const base = {
+        classname: `${target.name}.probes`,
+        name: `probe ${cell.probe} runs`,
+        time: cell.durationMs / 1000,
+        err: cell.stderrTail,
+      };
+      const reason = cell.reason ?? '';
+      if (cell.status === 'skipped' && cell.errorCode && isNotApplicable(cell.errorCode))
+        cases.push(testCase({ ...base, skipped: { message: reason, type: cell.errorCode }, out: `skipped: ${reason}` }));
+      else if (cell.status === 'skipped') cases.push(testCase({ ...base, skipped: {}, out: `skipped: ${reason}` }));
+      else if (cell.status === 'cancelled') cases.push(testCase({ ...base, skipped: {}, out: `cancelled: ${reason}` }));
+      else if (cell.status === 'not-run') cases.push(testCase({ ...base, skipped: {}, out: `not run: ${reason}` }));
+      else if (cell.status === 'error')
+        cases.push(testCase({ ...base, error: { message: cell.reason ?? 'probe failed', type: cell.errorCode ?? 'PROBE_CRASHED' } }));
       else cases.push(testCase(base));
     }
-    for (const v of t.verdicts) {
-      const base = { classname: `${t.name}.expectations`, name: `${v.title} [${v.source}]` };
-      if (v.status === 'failed')
-        cases.push(testCase({ ...base, failure: { message: v.message, type: 'EXPECTATION_FAILED', text: verdictText(v) } }));
-      else if (v.status === 'error')
-        cases.push(testCase({ ...base, error: { message: v.message, type: 'EXPECTATION_ERROR', text: verdictText(v) } }));
-      else if (v.status === 'skipped') cases.push(testCase({ ...base, skipped: {}, out: `skipped: ${v.message}` }));
-      else cases.push(testCase({ ...base, out: v.message }));
+    for (const verdict of target.verdicts) {
+      const base = { classname: `${target.name}.expectations`, name: `${verdict.title} [${verdict.source}]` };
+      if (verdict.status === 'failed')
+        cases.push(testCase({ ...base, failure: { message: verdict.message, type: 'EXPECTATION_FAILED', text: verdictText(verdict) } }));
+      else if (verdict.status === 'error')
+        cases.push(testCase({ ...base, error: { message: verdict.message, type: 'EXPECTATION_ERROR', text: verdictText(verdict) } }));
+      else if (verdict.status === 'skipped') cases.push(testCase({ ...base, skipped: {}, out: `skipped: ${verdict.message}` }));
+      else cases.push(testCase({ ...base, out: verdict.message }));
     }
     let properties =
-      property('environment.declared', t.declaredEnvironment) + property('environment.detected', t.detectedEnvironment ?? 'unknown');
-    if (t.ready) properties += property('transport', t.ready.session);
-    for (const [name, value] of Object.entries(t.sysinfo))
+      property('environment.declared', target.declaredEnvironment) +
+      property('environment.detected', target.detectedEnvironment ?? 'unknown');
+    if (target.ready) properties += property('transport', target.ready.session);
+    for (const [name, value] of Object.entries(target.sysinfo))
       properties += property(`sysinfo.${name}`, value === null ? 'null' : String(value));
     const open =
-      `  <testsuite${attr('name', t.name)}${attr('timestamp', summary.start.started)}` +
-      `${attr('time', t.cells.reduce((s, c) => s + c.durationMs, 0) / 1000)}${attr('tests', cases.length)}` +
+      `  <testsuite${attr('name', target.name)}${attr('timestamp', summary.start.started)}` +
+      `${attr('time', target.cells.reduce((totalMs, cell) => totalMs + cell.durationMs, 0) / 1000)}${attr('tests', cases.length)}` +
       `${attr('failures', count(cases, 'failure'))}${attr('errors', count(cases, 'error'))}${attr('skipped', count(cases, 'skipped'))}>\n`;
     suites.push({
-      xml: `${open}    <properties>\n${properties}    </properties>\n${cases.map((c) => c.xml).join('')}  </testsuite>\n`,
+      xml: `${open}    <properties>\n${properties}    </properties>\n${cases.map((oneCase) => oneCase.xml).join('')}  </testsuite>\n`,
       cases,
     });
   }
-  const all = suites.flatMap((s) => s.cases);
+  const all = suites.flatMap((suite) => suite.cases);
   // No "skipped" on <testsuites>: the JUnit 10 schema that CI tools validate against allows it on <testsuite> only.
   const root =
     `<testsuites${attr('name', `cudamatrix ${summary.start.runId}`)}${attr('tests', all.length)}` +
     `${attr('failures', count(all, 'failure'))}${attr('errors', count(all, 'error'))}`;
-  const body = suites.length ? `${root}>\n${suites.map((s) => s.xml).join('')}</testsuites>` : `${root}/>`;
+  const body = suites.length ? `${root}>\n${suites.map((suite) => suite.xml).join('')}</testsuites>` : `${root}/>`;
   return `<?xml version="1.0" encoding="UTF-8"?>\n${body}`;
 }
 
 /** The plain-text body of an expectation's <failure> or <error>: what was expected, and why, and what was seen. */
-export function verdictText(v: Verdict): string {
-  const lines = [`expectation: ${v.title} [from ${v.source}]`, `result: ${v.message}`];
-  if (v.why) lines.push(`why: ${v.why}`);
-  const e = v.evidence;
+export function verdictText(verdict: Verdict): string {
+  const lines = [`expectation: ${verdict.title} [from ${verdict.source}]`, `result: ${verdict.message}`];
+  if (verdict.why) lines.push(`why: ${verdict.why}`);
+  const e = verdict.evidence;
   if (e?.kind === 'metric') {
     const total = e.within.length + e.outside.length;
     lines.push(`matching samples: ${total}, ${e.outside.length} outside the bounds (each one must be within)`);
-    const row = (mark: string, s: SampleEvidence) =>
-      `  ${mark.padEnd(4)}  ${sampleValueText(s)}${Object.keys(s.attrs).length ? `  ${attrsText(s.attrs)}` : ''}`;
-    for (const s of e.outside) lines.push(row('FAIL', s));
-    for (const s of e.within) lines.push(row('ok', s));
+    const row = (mark: string, sample: SampleEvidence) =>
+      `  ${mark.padEnd(4)}  ${sampleValueText(sample)}${Object.keys(sample.attrs).length ? `  ${attrsText(sample.attrs)}` : ''}`;
+    for (const sample of e.outside) lines.push(row('FAIL', sample));
+    for (const sample of e.within) lines.push(row('ok', sample));
   } else if (e?.kind === 'fact') {
     lines.push(`observed: ${JSON.stringify(e.value)}${e.reason ? ` (${e.reason})` : ''}`);
     if (e.source) lines.push(`source: ${e.source}`);
@@ -161,7 +169,7 @@ export function verdictText(v: Verdict): string {
       lines.push(`deciding source: ${readingLabels[deciding] ? `${readingLabels[deciding]} (${deciding})` : deciding}`);
     if (e.summary) lines.push(`evidence: ${e.summary}`);
   }
-  if (v.eventsFile) lines.push(`event log: ${v.eventsFile}`);
+  if (verdict.eventsFile) lines.push(`event log: ${verdict.eventsFile}`);
   return lines.join('\n');
 }
 

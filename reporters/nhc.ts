@@ -25,35 +25,39 @@ import type { RunSummary, TargetResult } from '../verdicts/verdicts.ts';
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
 /** A target's health as an exit status (as a run of it alone would end, measuring nothing as --strict counts it) and its reason. */
-export function targetHealth(t: TargetResult, options: { knownBad?: readonly KnownBadEntry[] } = {}): { status: number; reason: string } {
-  const failed = (reason: string) => `ERROR: nhc: Health check failed: ${t.name}: ${oneLine(reason)}`;
-  if (t.error) {
-    const status = errorClassOf(t.error.code) === 'configuration' ? ExitCode.configuration : ExitCode.infrastructure;
-    return { status, reason: failed(`${t.error.code}: ${t.error.message}`) };
+export function targetHealth(
+  target: TargetResult,
+  options: { knownBad?: readonly KnownBadEntry[] } = {},
+): { status: number; reason: string } {
+  const failed = (reason: string) => `ERROR: nhc: Health check failed: ${target.name}: ${oneLine(reason)}`;
+  if (target.error) {
+    const status = errorClassOf(target.error.code) === 'configuration' ? ExitCode.configuration : ExitCode.infrastructure;
+    return { status, reason: failed(`${target.error.code}: ${target.error.message}`) };
   }
-  const planned = t.cells.filter((c) => c.planned);
-  const broken = planned.find((c) => c.status === 'error');
+  const planned = target.cells.filter((cell) => cell.planned);
+  const broken = planned.find((cell) => cell.status === 'error');
   if (broken)
     return { status: ExitCode.infrastructure, reason: failed(`${broken.probe} ${broken.errorCode ?? 'error'}: ${broken.reason ?? ''}`) };
-  const verdict = t.verdicts.find((v) => v.status === 'failed') ?? t.verdicts.find((v) => v.status === 'error');
+  const verdict =
+    target.verdicts.find((candidate) => candidate.status === 'failed') ?? target.verdicts.find((candidate) => candidate.status === 'error');
   if (verdict) return { status: ExitCode.expectationFailed, reason: failed(`${verdict.title}: ${verdict.message}`) };
   // As `cudamatrix gate` fails it: a known-bad driver for a behaviour this node checked.
-  const ran = new Set(planned.filter((c) => c.status === 'passed').map((c) => c.probe));
-  const bad = knownBadForSysinfo(t.sysinfo, options.knownBad)?.entries.find((e) => knownBadFails(e, ran));
+  const ran = new Set(planned.filter((cell) => cell.status === 'passed').map((cell) => cell.probe));
+  const bad = knownBadForSysinfo(target.sysinfo, options.knownBad)?.entries.find((e) => knownBadFails(e, ran));
   if (bad)
     return {
       status: ExitCode.knownBad,
-      reason: failed(`known-bad driver ${String(t.sysinfo.driver_version)}: ${bad.symptom} (source ${bad.source})`),
+      reason: failed(`known-bad driver ${String(target.sysinfo.driver_version)}: ${bad.symptom} (source ${bad.source})`),
     };
-  const skipped = planned.filter((c) => c.status === 'skipped');
+  const skipped = planned.filter((cell) => cell.status === 'skipped');
   const nothingMeasured = planned.length > 0 && skipped.length === planned.length;
   // A node that measured nothing (no usable driver, no GPU) is not healthy, --strict or not,
   // unless its target asks for no GPU.
-  if (nothingMeasured && !t.asksForNoGpu) {
-    const why = t.skipped ? `${t.skipped.code}: ${t.skipped.message}` : `${skipped[0]!.probe}: ${skipped[0]!.reason ?? ''}`;
+  if (nothingMeasured && !target.asksForNoGpu) {
+    const why = target.skipped ? `${target.skipped.code}: ${target.skipped.message}` : `${skipped[0]!.probe}: ${skipped[0]!.reason ?? ''}`;
     return { status: ExitCode.nothingMeasured, reason: failed(`nothing measured: ${planned.length} cells skipped, ${why}`) };
   }
-  const passed = t.verdicts.filter((v) => v.status === 'passed').length;
+  const passed = target.verdicts.filter((candidate) => candidate.status === 'passed').length;
   const asked = nothingMeasured ? ': the target asks for no GPU' : '';
   return {
     status: ExitCode.ok,
@@ -63,9 +67,9 @@ export function targetHealth(t: TargetResult, options: { knownBad?: readonly Kno
 
 export function nhcLines(summary: RunSummary, options: { knownBad?: readonly KnownBadEntry[] } = {}): string {
   return summary.targets
-    .map((t) => {
-      const { status, reason } = targetHealth(t, options);
-      return `${nodeOf(t)} ${status} ${reason}\n`;
+    .map((target) => {
+      const { status, reason } = targetHealth(target, options);
+      return `${nodeOf(target)} ${status} ${reason}\n`;
     })
     .join('');
 }

@@ -22,9 +22,9 @@ describe('Reporters.end', () => {
             throw new Error('disk full');
           },
         },
-        { name: 'mine', onEnd: (s) => void seen.push(s) },
+        { name: 'mine', onEnd: (summary) => void seen.push(summary) },
       ],
-      (m) => warnings.push(m),
+      (message) => warnings.push(message),
     );
     const unwritten = await reporters.end(summarize(events), { runDir: 'runs/z', eventsFile: 'runs/z/events.jsonl', strict: false });
     // A reporter that only writes (no notes to show) and fails is an output not written: exit 5.
@@ -43,7 +43,11 @@ describe('Reporters.end', () => {
     let shown: readonly string[] | undefined;
     const reporters = new Reporters(
       [
-        { name: 'console', onMessage: () => {}, onEnd: (_s, c) => void (order.push('console'), (shown = [...(c.unwritten ?? [])])) },
+        {
+          name: 'console',
+          onMessage: () => {},
+          onEnd: (_s, context) => void (order.push('console'), (shown = [...(context.unwritten ?? [])])),
+        },
         {
           name: 'junit',
           onEnd: () => {
@@ -78,7 +82,7 @@ describe('Reporters.end', () => {
           },
         },
       ],
-      (m) => warnings.push(m),
+      (message) => warnings.push(message),
     );
     const unwritten = await reporters.end(summarize([runStart({}), targetStart('box'), runEnd]), {
       runDir: 'r',

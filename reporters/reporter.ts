@@ -38,18 +38,18 @@ export class Reporters {
 
   constructor(
     private readonly list: Reporter[],
-    private readonly warn: (message: string) => void = (m) => process.stderr.write(`${m}\n`),
+    private readonly warn: (message: string) => void = (message) => process.stderr.write(`${message}\n`),
   ) {}
 
   event(event: RunEvent): void {
-    for (const r of this.list) this.guard(r, () => r.onEvent?.(event));
+    for (const reporter of this.list) this.guard(reporter, () => reporter.onEvent?.(event));
   }
 
   /** A note to the person watching: through the reporters that show notes, else on stderr. */
   message(text: string): void {
-    const shown = this.list.filter((r) => r.onMessage && !this.broken.has(r));
+    const shown = this.list.filter((reporter) => reporter.onMessage && !this.broken.has(reporter));
     if (shown.length === 0) return void this.warn(text);
-    for (const r of shown) this.guard(r, () => r.onMessage!(text));
+    for (const reporter of shown) this.guard(reporter, () => reporter.onMessage!(text));
   }
 
   /**
@@ -62,35 +62,36 @@ export class Reporters {
     summary = withEventsFile(summary, context.eventsFile);
     this.unwritten.push(...(context.unwritten ?? []));
     // The caller's own (the event log cut short) are said by the console; without one, here.
-    if (!this.list.some((r) => r.onMessage && !this.broken.has(r))) for (const u of context.unwritten ?? []) this.warn(`error: ${u}`);
-    const files = this.list.filter((r) => !r.onMessage);
-    for (const r of [...files, ...this.list.filter((r) => r.onMessage)]) {
-      if (this.broken.has(r)) continue;
+    if (!this.list.some((reporter) => reporter.onMessage && !this.broken.has(reporter)))
+      for (const unwritten of context.unwritten ?? []) this.warn(`error: ${unwritten}`);
+    const files = this.list.filter((reporter) => !reporter.onMessage);
+    for (const reporter of [...files, ...this.list.filter((candidate) => candidate.onMessage)]) {
+      if (this.broken.has(reporter)) continue;
       try {
-        await r.onEnd?.(summary, { ...context, unwritten: this.unwritten });
+        await reporter.onEnd?.(summary, { ...context, unwritten: this.unwritten });
       } catch (error) {
-        this.fail(r, error, files.includes(r));
+        this.fail(reporter, error, files.includes(reporter));
       }
     }
     return this.unwritten;
   }
 
-  private guard(r: Reporter, fn: () => void): void {
-    if (this.broken.has(r)) return;
+  private guard(reporter: Reporter, fn: () => void): void {
+    if (this.broken.has(reporter)) return;
     try {
       fn();
     } catch (error) {
-      this.fail(r, error);
+      this.fail(reporter, error);
     }
   }
 
-  private fail(r: Reporter, error: unknown, writesFile = false): void {
-    this.broken.add(r);
+  private fail(reporter: Reporter, error: unknown, writesFile = false): void {
+    this.broken.add(reporter);
     if (writesFile || (error instanceof CudamatrixError && error.code === 'OUTPUT_FAILED')) {
       this.unwritten.push(describeError(error instanceof CudamatrixError ? error.message : error));
-      this.warn(`error: reporter "${r.name}": ${describeError(error instanceof CudamatrixError ? error.message : error)}`);
+      this.warn(`error: reporter "${reporter.name}": ${describeError(error instanceof CudamatrixError ? error.message : error)}`);
       return;
     }
-    this.warn(`warning: reporter "${r.name}" failed and was switched off: ${describeError(error)}`);
+    this.warn(`warning: reporter "${reporter.name}" failed and was switched off: ${describeError(error)}`);
   }
 }

@@ -22,13 +22,13 @@ describe('evidence as text', () => {
   });
 
   it('names the attributes that tell samples apart, and the range of their values', () => {
-    const s = (size: number, value: number | null) => ({ attrs: { direction: 'h2d', size_bytes: size }, value, unit: 'GB/s' });
-    const samples = [s(1024 ** 2, 36.7), s(1024 ** 3, 55.4), s(2 * 1024 ** 3, 53.61)];
+    const sample = (size: number, value: number | null) => ({ attrs: { direction: 'h2d', size_bytes: size }, value, unit: 'GB/s' });
+    const samples = [sample(1024 ** 2, 36.7), sample(1024 ** 3, 55.4), sample(2 * 1024 ** 3, 53.61)];
     expect(varyingAttrs(samples)).toEqual(['size_bytes']);
     expect(sampleText(samples[0]!, ['size_bytes'])).toBe('36.7 GB/s at size 1 MiB');
     expect(rangeText(samples)).toBe('36.7 GB/s to 55.4 GB/s');
-    expect(rangeText([s(1, 5), s(2, 5)])).toBe('5 GB/s');
-    expect(rangeText([s(1, null)])).toBe('—');
+    expect(rangeText([sample(1, 5), sample(2, 5)])).toBe('5 GB/s');
+    expect(rangeText([sample(1, null)])).toBe('—');
   });
 
   it('writes the probe evidence of a memory fact from the growths of its readings, the deciding source first', () => {
@@ -51,7 +51,7 @@ describe('evidence as text', () => {
     const ceiling = factIn(h200Events, 'pinned-ceiling.reset_helps').evidence!;
     expect(describeFactEvidence(ceiling)).toBe(
       Object.entries(ceiling)
-        .map(([k, v]) => attrText(k, v))
+        .map(([k, value]) => attrText(k, value))
         .join(', '),
     );
     expect(describeFactEvidence({ size_bytes: 1024 ** 3, nvml_device_used_bytes: 2 * 1024 ** 2, source: 'nvml_process_used_bytes' })).toBe(

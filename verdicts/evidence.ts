@@ -86,8 +86,8 @@ export function attrsText(attrs: Record<string, unknown>, keys: string[] = Objec
 }
 
 /** A sample's value: "36.7 GB/s", or "not measured (why)". */
-export function sampleValueText(s: SampleEvidence): string {
-  return s.value === null ? `not measured${s.reason ? ` (${s.reason})` : ''}` : formatValue(s.value, s.unit);
+export function sampleValueText(sample: SampleEvidence): string {
+  return sample.value === null ? `not measured${sample.reason ? ` (${sample.reason})` : ''}` : formatValue(sample.value, sample.unit);
 }
 
 /**
@@ -95,19 +95,19 @@ export function sampleValueText(s: SampleEvidence): string {
  * the first sample has them): "size" for the bandwidth samples of one direction and memory.
  */
 export function varyingAttrs(samples: SampleEvidence[]): string[] {
-  const keys = [...new Set(samples.flatMap((s) => Object.keys(s.attrs)))];
-  return keys.filter((k) => new Set(samples.map((s) => JSON.stringify(s.attrs[k] ?? null))).size > 1);
+  const keys = [...new Set(samples.flatMap((sample) => Object.keys(sample.attrs)))];
+  return keys.filter((k) => new Set(samples.map((sample) => JSON.stringify(sample.attrs[k] ?? null))).size > 1);
 }
 
 /** "36.7 GB/s at size 1 MiB": a sample's value and the attributes that set it apart. */
-export function sampleText(s: SampleEvidence, keys: string[]): string {
-  const at = attrsText(s.attrs, keys);
-  return `${sampleValueText(s)}${at ? ` at ${at}` : ''}`;
+export function sampleText(sample: SampleEvidence, keys: string[]): string {
+  const at = attrsText(sample.attrs, keys);
+  return `${sampleValueText(sample)}${at ? ` at ${at}` : ''}`;
 }
 
 /** "53.6 GB/s to 55.4 GB/s": the range of the samples' values (one value when they agree). */
 export function rangeText(samples: SampleEvidence[]): string {
-  const values = samples.map((s) => s.value).filter((v): v is number => v !== null);
+  const values = samples.map((sample) => sample.value).filter((value): value is number => value !== null);
   if (!values.length) return '—';
   const unit = samples[0]!.unit;
   const [low, high] = [formatValue(Math.min(...values), unit), formatValue(Math.max(...values), unit)];

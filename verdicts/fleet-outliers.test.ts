@@ -32,13 +32,13 @@ function node(name: string, jobId: number, info: Record<string, string>, records
       target,
       'pinned-vram',
       'passed',
-      records.filter((r) => r.type === 'fact'),
+      records.filter((record) => record.type === 'fact'),
     ),
     cell(
       target,
       'sync-latency',
       'passed',
-      records.filter((r) => r.type === 'metric'),
+      records.filter((record) => record.type === 'metric'),
     ),
   ];
 }
@@ -47,23 +47,23 @@ const summaryOf = (...nodes: RunEvent[][]) => summarize([runStart(), ...nodes.fl
 
 describe('nodes that differ from the rest of their fan-out', () => {
   it("names the node whose driver, fact or metric is not the others', and not what differs by nature (UUIDs)", () => {
-    const s = summaryOf(
+    const summary = summaryOf(
       node('n1', 1, { driver_version: '550.90' }, [fact('counts_as_vram', false), metric('p50_us', 10)]),
       node('n2', 2, { driver_version: '550.90' }, [fact('counts_as_vram', false), metric('p50_us', 11)]),
       node('n3', 3, { driver_version: '550.54' }, [fact('counts_as_vram', true), metric('p50_us', 30)]),
       node('n4', 4, { driver_version: '550.90' }, [fact('counts_as_vram', false), metric('p50_us', 10.5)]),
     );
-    expect(nodesThatDiffer(s)).toEqual([
+    expect(nodesThatDiffer(summary)).toEqual([
       { group: 'gpu', node: 'n3', what: 'sysinfo driver_version', value: '550.54', others: '550.90 (3 nodes)' },
       { group: 'gpu', node: 'n3', what: 'fact pinned-vram.counts_as_vram', value: 'true', others: 'false (3 nodes)' },
       { group: 'gpu', node: 'n3', what: 'metric sync-latency.p50_us', value: '30 us', others: 'median 10.5 us of the other 3' },
     ]);
-    expect(nodesThatDifferLines(s)[0]).toBe('Nodes that differ from the rest of gpu: n3');
+    expect(nodesThatDifferLines(summary)[0]).toBe('Nodes that differ from the rest of gpu: n3');
   });
 
   it('two nodes that disagree: both named; nodes that agree, or metrics within noise: nothing', () => {
     const two = summaryOf(node('n1', 1, { driver_version: '550.90' }), node('n2', 2, { driver_version: '550.54' }));
-    expect(nodesThatDiffer(two).map((d) => `${d.node} ${d.value} / ${d.others}`)).toEqual([
+    expect(nodesThatDiffer(two).map((difference) => `${difference.node} ${difference.value} / ${difference.others}`)).toEqual([
       'n1 550.90 / 550.54 (1 node)',
       'n2 550.54 / 550.90 (1 node)',
     ]);

@@ -12,8 +12,8 @@ export const METRIC_NOISE = 0.25;
 const PER_NODE = new Set(['gpu_uuid', 'pci_bus_id', 'uname']);
 
 /** The node a target ran on: a Slurm session says it ("slurm job 12 on n2"), other sessions are named by their target. */
-export function nodeOf(t: TargetResult): string {
-  return /^slurm job \S+ on (\S+)/.exec(t.ready?.session ?? '')?.[1] ?? t.name;
+export function nodeOf(target: TargetResult): string {
+  return /^slurm job \S+ on (\S+)/.exec(target.ready?.session ?? '')?.[1] ?? target.name;
 }
 
 export interface NodeDifference {
@@ -27,19 +27,19 @@ export interface NodeDifference {
   others: string;
 }
 
-const show = (v: Scalar) => (typeof v === 'string' ? v : JSON.stringify(v));
+const show = (scalar: Scalar) => (typeof scalar === 'string' ? scalar : JSON.stringify(scalar));
 
 /** What one target saw, by key: its sysinfo, facts and metrics. */
-function observations(t: TargetResult): { same: Map<string, string>; metrics: Map<string, { value: number; unit: string }> } {
+function observations(target: TargetResult): { same: Map<string, string>; metrics: Map<string, { value: number; unit: string }> } {
   const same = new Map<string, string>();
   const metrics = new Map<string, { value: number; unit: string }>();
-  for (const [name, value] of Object.entries(t.sysinfo)) if (!PER_NODE.has(name)) same.set(`sysinfo ${name}`, show(value));
-  for (const c of t.cells) {
-    for (const r of c.records) {
-      if (r.type === 'fact') same.set(`fact ${c.probe}.${r.name}`, show(r.value));
-      if (r.type === 'metric' && typeof r.value === 'number') {
-        const attrs = r.attrs && Object.keys(r.attrs).length ? ` ${JSON.stringify(r.attrs)}` : '';
-        metrics.set(`metric ${c.probe}.${r.name}${attrs}`, { value: r.value, unit: r.unit });
+  for (const [name, value] of Object.entries(target.sysinfo)) if (!PER_NODE.has(name)) same.set(`sysinfo ${name}`, show(value));
+  for (const cell of target.cells) {
+    for (const record of cell.records) {
+      if (record.type === 'fact') same.set(`fact ${cell.probe}.${record.name}`, show(record.value));
+      if (record.type === 'metric' && typeof record.value === 'number') {
+        const attrs = record.attrs && Object.keys(record.attrs).length ? ` ${JSON.stringify(record.attrs)}` : '';
+        metrics.set(`metric ${cell.probe}.${record.name}${attrs}`, { value: record.value, unit: record.unit });
       }
     }
   }
@@ -47,58 +47,59 @@ function observations(t: TargetResult): { same: Map<string, string>; metrics: Ma
 }
 
 function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+  const sorted = [...values].sort((left, right) => left - right);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 export function nodesThatDiffer(summary: RunSummary): NodeDifference[] {
   const groups = new Map<string, TargetResult[]>();
-  for (const t of summary.targets) {
-    const at = t.name.lastIndexOf('@');
-    if (at <= 0 || !t.ready) continue;
-    const group = t.name.slice(0, at);
-    groups.set(group, [...(groups.get(group) ?? []), t]);
+  for (const target of summary.targets) {
+    const at = target.name.lastIndexOf('@');
+    if (at <= 0 || !target.ready) continue;
+    const group = target.name.slice(0, at);
+    groups.set(group, [...(groups.get(group) ?? []), target]);
   }
   const found: NodeDifference[] = [];
   for (const [group, targets] of groups) {
     if (targets.length < 2) continue;
-    const seen = targets.map((t) => ({ node: nodeOf(t), ...observations(t) }));
-    const keys = new Set(seen.flatMap((s) => [...s.same.keys()]));
+    const seen = targets.map((target) => ({ node: nodeOf(target), ...observations(target) }));
+    const keys = new Set(seen.flatMap((observed) => [...observed.same.keys()]));
     for (const key of keys) {
-      const having = seen.filter((s) => s.same.has(key));
+      const having = seen.filter((observed) => observed.same.has(key));
       if (having.length < 2) continue;
       const counts = new Map<string, number>();
-      for (const s of having) counts.set(s.same.get(key)!, (counts.get(s.same.get(key)!) ?? 0) + 1);
+      for (const observed of having) counts.set(observed.same.get(key)!, (counts.get(observed.same.get(key)!) ?? 0) + 1);
       if (counts.size === 1) continue;
-      const [common, n] = [...counts].sort((a, b) => b[1] - a[1])[0]!;
+      const [common, commonCount] = [...counts].sort((left, right) => right[1] - left[1])[0]!;
       // A value most nodes share: the others are named. None (two nodes, two values): all are.
-      const majority = n > having.length / 2;
-      for (const s of having) {
-        const value = s.same.get(key)!;
+      const majority = commonCount > having.length / 2;
+      for (const observed of having) {
+        const value = observed.same.get(key)!;
         if (majority && value === common) continue;
-        const rest = having.filter((o) => o !== s).map((o) => o.same.get(key)!);
+        const rest = having.filter((other) => other !== observed).map((other) => other.same.get(key)!);
         const restCounts = [...new Set(rest)].map(
-          (v) => `${v} (${rest.filter((x) => x === v).length} node${rest.filter((x) => x === v).length === 1 ? '' : 's'})`,
+          (otherValue) =>
+            `${otherValue} (${rest.filter((restValue) => restValue === otherValue).length} node${rest.filter((restValue) => restValue === otherValue).length === 1 ? '' : 's'})`,
         );
-        found.push({ group, node: s.node, what: key, value, others: restCounts.join(', ') });
+        found.push({ group, node: observed.node, what: key, value, others: restCounts.join(', ') });
       }
     }
     // Metrics: with three nodes or more, a node far from the median of the others.
-    const metricKeys = new Set(seen.flatMap((s) => [...s.metrics.keys()]));
+    const metricKeys = new Set(seen.flatMap((observed) => [...observed.metrics.keys()]));
     for (const key of metricKeys) {
-      const having = seen.filter((s) => s.metrics.has(key));
+      const having = seen.filter((observed) => observed.metrics.has(key));
       if (having.length < 3) continue;
-      for (const s of having) {
-        const own = s.metrics.get(key)!;
-        const m = median(having.filter((o) => o !== s).map((o) => o.metrics.get(key)!.value));
-        if (m !== 0 && Math.abs(own.value - m) > METRIC_NOISE * Math.abs(m)) {
+      for (const observed of having) {
+        const own = observed.metrics.get(key)!;
+        const othersMedian = median(having.filter((other) => other !== observed).map((other) => other.metrics.get(key)!.value));
+        if (othersMedian !== 0 && Math.abs(own.value - othersMedian) > METRIC_NOISE * Math.abs(othersMedian)) {
           found.push({
             group,
-            node: s.node,
+            node: observed.node,
             what: key,
             value: `${own.value} ${own.unit}`,
-            others: `median ${m} ${own.unit} of the other ${having.length - 1}`,
+            others: `median ${othersMedian} ${own.unit} of the other ${having.length - 1}`,
           });
         }
       }
@@ -111,10 +112,11 @@ export function nodesThatDiffer(summary: RunSummary): NodeDifference[] {
 export function nodesThatDifferLines(summary: RunSummary): string[] {
   const found = nodesThatDiffer(summary);
   const lines: string[] = [];
-  for (const group of new Set(found.map((d) => d.group))) {
-    const of = found.filter((d) => d.group === group);
-    lines.push(`Nodes that differ from the rest of ${group}: ${[...new Set(of.map((d) => d.node))].join(', ')}`);
-    for (const d of of) lines.push(`  ${d.node}: ${d.what} = ${d.value}; the others: ${d.others}`);
+  for (const group of new Set(found.map((difference) => difference.group))) {
+    const of = found.filter((difference) => difference.group === group);
+    lines.push(`Nodes that differ from the rest of ${group}: ${[...new Set(of.map((difference) => difference.node))].join(', ')}`);
+    for (const difference of of)
+      lines.push(`  ${difference.node}: ${difference.what} = ${difference.value}; the others: ${difference.others}`);
   }
   return lines;
 }

@@ -24,16 +24,16 @@ const h200 = path.join(repoRoot, 'records', 'driver-580.159.04', 'h200-linux-sys
 describe.each(SOURCES)('verdicts (%s)', (source) => {
   const summarize = summarizer(source);
   it('judges the committed H200 record: Linux detected, its class expectations met', () => {
-    const s = summarize(readEventLog(h200));
-    const t = s.targets[0]!;
-    expect(t.detectedEnvironment).toBe('linux');
-    expect(t.sysinfo.driver_version).toBe('580.159.04');
-    expect(t.sysinfo.gpu_name).toBe('NVIDIA H200');
-    expect(t.verdicts.map((v) => [v.title, v.status])).toEqual([
+    const summary = summarize(readEventLog(h200));
+    const target = summary.targets[0]!;
+    expect(target.detectedEnvironment).toBe('linux');
+    expect(target.sysinfo.driver_version).toBe('580.159.04');
+    expect(target.sysinfo.gpu_name).toBe('NVIDIA H200');
+    expect(target.verdicts.map((verdict) => [verdict.title, verdict.status])).toEqual([
       ['sysinfo.tcc_driver == false', 'passed'],
       ['sysinfo.driver_model == null', 'passed'],
     ]);
-    expect(exitCodeOf(s, { strict: true })).toBe(0);
+    expect(exitCodeOf(summary, { strict: true })).toBe(0);
   });
 
   it('lets a target expectation replace the class expectation on the same fact', () => {
@@ -48,8 +48,8 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
       cell('box', 'sysinfo', 'passed', sysinfo({ environment: 'linux', gpu_name: 'NVIDIA H200', tcc_driver: false })),
       runEnd,
     ];
-    const v = summarize(events).targets[0]!.verdicts;
-    expect(v.map((x) => [x.title, x.source, x.status])).toEqual([
+    const verdicts = summarize(events).targets[0]!.verdicts;
+    expect(verdicts.map((verdict) => [verdict.title, verdict.source, verdict.status])).toEqual([
       ['sysinfo.gpu_name == "NVIDIA H200"', 'target', 'passed'],
       ['sysinfo.tcc_driver == false', 'linux', 'passed'],
     ]);
@@ -66,13 +66,13 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
       cell('wsl', 'sysinfo', 'passed', sysinfo({ environment: 'wsl2', os_family: 'linux', wsl_version: 1, tcc_driver: false })),
       runEnd,
     ];
-    const s = summarize(events);
-    expect(s.targets[0]!.verdicts.map((x) => [x.title, x.status])).toEqual([
+    const summary = summarize(events);
+    expect(summary.targets[0]!.verdicts.map((verdict) => [verdict.title, verdict.status])).toEqual([
       ['sysinfo.os_family == "linux"', 'passed'],
       ['sysinfo.wsl_version == 2', 'failed'],
     ]);
-    expect(s.targets[0]!.verdicts[1]!.message).toBe('expected sysinfo.wsl_version to be 2, observed 1');
-    expect(exitCodeOf(s, { strict: false })).toBe(1);
+    expect(summary.targets[0]!.verdicts[1]!.message).toBe('expected sysinfo.wsl_version to be 2, observed 1');
+    expect(exitCodeOf(summary, { strict: false })).toBe(1);
   });
 
   it('judges what a skipped probe still measured, and skips what it could not', () => {
@@ -89,10 +89,10 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
       }),
       runEnd,
     ];
-    const s = summarize(events);
-    expect(s.targets[0]!.verdicts.map((x) => x.status)).toEqual(['failed', 'skipped']);
-    expect(s.targets[0]!.verdicts[1]!.message).toBe('probe sysinfo was skipped: no NVIDIA driver found');
-    expect(s.nothingMeasured).toBe(true);
+    const summary = summarize(events);
+    expect(summary.targets[0]!.verdicts.map((verdict) => verdict.status)).toEqual(['failed', 'skipped']);
+    expect(summary.targets[0]!.verdicts[1]!.message).toBe('probe sysinfo was skipped: no NVIDIA driver found');
+    expect(summary.nothingMeasured).toBe(true);
   });
 
   it('makes expectations on a crashed probe errors, and the run an infrastructure failure', () => {
@@ -102,10 +102,13 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
       cell('box', 'sysinfo', 'error', [], { reason: 'killed by SIGSEGV', errorCode: 'PROBE_CRASHED' }),
       runEnd,
     ];
-    const s = summarize(events);
-    expect(s.targets[0]!.verdicts[0]).toMatchObject({ status: 'error', message: 'probe sysinfo failed: PROBE_CRASHED: killed by SIGSEGV' });
-    expect(s.hasInfrastructureError).toBe(true);
-    expect(exitCodeOf(s, { strict: false })).toBe(3);
+    const summary = summarize(events);
+    expect(summary.targets[0]!.verdicts[0]).toMatchObject({
+      status: 'error',
+      message: 'probe sysinfo failed: PROBE_CRASHED: killed by SIGSEGV',
+    });
+    expect(summary.hasInfrastructureError).toBe(true);
+    expect(exitCodeOf(summary, { strict: false })).toBe(3);
   });
 
   it('judges metrics against bounds, per series selected by "where"', () => {
@@ -118,8 +121,8 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
         { metric: 'sysinfo.fake', between: [5, 6] },
       ]),
     ];
-    const s = summarize([...base, cell('m', 'sysinfo', 'passed', [metric(3, 1), metric(7, 2)]), runEnd]);
-    expect(s.targets[0]!.verdicts.map((v) => [v.status, v.actual])).toEqual([
+    const summary = summarize([...base, cell('m', 'sysinfo', 'passed', [metric(3, 1), metric(7, 2)]), runEnd]);
+    expect(summary.targets[0]!.verdicts.map((verdict) => [verdict.status, verdict.actual])).toEqual([
       ['passed', '3 count {"size":1}'],
       ['failed', '3 count {"size":1}, 7 count {"size":2}'],
     ]);
@@ -134,13 +137,17 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
       { metric: 'sysinfo.fake', '>=': 3, between: [5, 10] as [number, number] },
       { metric: 'sysinfo.fake', '<=': 20, between: [1, 8] as [number, number], where: { v: 9 } },
     ];
-    const s = summarize([runStart(), targetStart('m', both), cell('m', 'sysinfo', 'passed', [metric(4), metric(9)]), runEnd]);
-    expect(s.targets[0]!.verdicts.map((v) => [v.title, v.status, v.evidence && 'bounds' in v.evidence ? v.evidence.bounds : null])).toEqual(
-      [
-        ['sysinfo.fake >= 3 and between 5 and 10', 'failed', { low: 5, high: 10, unit: 'count' }],
-        ['sysinfo.fake {"v":9} <= 20 and between 1 and 8', 'failed', { low: 1, high: 8, unit: 'count' }],
-      ],
-    );
+    const summary = summarize([runStart(), targetStart('m', both), cell('m', 'sysinfo', 'passed', [metric(4), metric(9)]), runEnd]);
+    expect(
+      summary.targets[0]!.verdicts.map((verdict) => [
+        verdict.title,
+        verdict.status,
+        verdict.evidence && 'bounds' in verdict.evidence ? verdict.evidence.bounds : null,
+      ]),
+    ).toEqual([
+      ['sysinfo.fake >= 3 and between 5 and 10', 'failed', { low: 5, high: 10, unit: 'count' }],
+      ['sysinfo.fake {"v":9} <= 20 and between 1 and 8', 'failed', { low: 1, high: 8, unit: 'count' }],
+    ]);
   });
 
   it('orders exit codes: interrupted, configuration, infrastructure, failed, strict-nothing, ok', () => {
@@ -168,10 +175,10 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
     ];
     const expectations = { wsl2: [{ fact: 'sysinfo.wsl_version', equals: 2 }] };
     const alone = summarize([runStart(expectations), ...wsl1, runEnd]);
-    const t = alone.targets[0]!;
-    expect(t.error).toBeUndefined();
-    expect(t.skipped).toMatchObject({ code: 'WSL_VERSION_1', message: why });
-    expect(t.verdicts.map((v) => [v.status, v.message])).toEqual([['skipped', `probe sysinfo was skipped: ${why}`]]);
+    const target = alone.targets[0]!;
+    expect(target.error).toBeUndefined();
+    expect(target.skipped).toMatchObject({ code: 'WSL_VERSION_1', message: why });
+    expect(target.verdicts.map((verdict) => [verdict.status, verdict.message])).toEqual([['skipped', `probe sysinfo was skipped: ${why}`]]);
     expect(alone).toMatchObject({
       hasInfrastructureError: false,
       hasConfigurationError: false,
@@ -209,18 +216,18 @@ describe.each(SOURCES)('verdicts (%s)', (source) => {
   });
 
   it('keeps one sysinfo run per target when shards are merged', () => {
-    const c = cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux' }));
-    const s = summarize([runStart(), targetStart('a'), c, { ...c, planned: false }, c, runEnd]);
-    expect(s.targets[0]!.cells).toHaveLength(2);
+    const sysinfoCell = cell('a', 'sysinfo', 'passed', sysinfo({ environment: 'linux' }));
+    const summary = summarize([runStart(), targetStart('a'), sysinfoCell, { ...sysinfoCell, planned: false }, sysinfoCell, runEnd]);
+    expect(summary.targets[0]!.cells).toHaveLength(2);
   });
 });
 
 describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
   const summarize = summarizer(source);
   const verdictOf = (events: Parameters<typeof summarize>[0], title: string): Verdict => {
-    const v = summarize(events).targets[0]!.verdicts.find((x) => x.title === title);
-    if (!v) throw new Error(`no verdict "${title}"`);
-    return v;
+    const verdict = summarize(events).targets[0]!.verdicts.find((candidate) => candidate.title === title);
+    if (!verdict) throw new Error(`no verdict "${title}"`);
+    return verdict;
   };
   const bandwidthTitle = 'transfer-bandwidth.bandwidth_gbps {"direction":"h2d","memory":"pinned"} >= 40 GB/s';
 
@@ -228,38 +235,38 @@ describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
     const events = h200WithLinuxExpectations([pinnedH2dAtLeast40]);
     const samples = metricsIn(events, 'transfer-bandwidth.bandwidth_gbps', { direction: 'h2d', memory: 'pinned' });
     // The real run: four sizes, of which only the smallest is below 40 GB/s.
-    expect(samples.map((m) => m.attrs?.size_bytes)).toEqual([1024 ** 2, 16 * 1024 ** 2, 256 * 1024 ** 2, 1024 ** 3]);
+    expect(samples.map((sample) => sample.attrs?.size_bytes)).toEqual([1024 ** 2, 16 * 1024 ** 2, 256 * 1024 ** 2, 1024 ** 3]);
     const [small, ...large] = samples;
     expect(small!.value!).toBeLessThan(40);
-    for (const m of large) expect(m.value!).toBeGreaterThanOrEqual(40);
+    for (const sample of large) expect(sample.value!).toBeGreaterThanOrEqual(40);
 
-    const v = verdictOf(events, bandwidthTitle);
-    expect(v.status).toBe('failed');
-    expect(v.message).toBe(
+    const verdict = verdictOf(events, bandwidthTitle);
+    expect(verdict.status).toBe('failed');
+    expect(verdict.message).toBe(
       `expected ${bandwidthTitle}, observed ${formatValue(small!.value, 'GB/s')} at size 1 MiB; 3 of 4 matching samples within`,
     );
-    expect(v.why).toBe(pinnedH2dAtLeast40.why);
-    const e = v.evidence as MetricEvidence;
+    expect(verdict.why).toBe(pinnedH2dAtLeast40.why);
+    const e = verdict.evidence as MetricEvidence;
     expect(e).toEqual({
       kind: 'metric',
       bounds: { low: 40, high: null, unit: 'GB/s' },
       outside: [{ attrs: small!.attrs, value: small!.value, unit: 'GB/s' }],
-      within: large.map((m) => ({ attrs: m.attrs, value: m.value, unit: 'GB/s' })),
+      within: large.map((sample) => ({ attrs: sample.attrs, value: sample.value, unit: 'GB/s' })),
     });
     // The fields other code reads stay as they were.
-    expect(v.actual).toContain(`${formatValue(small!.value, 'GB/s')} {"direction":"h2d","memory":"pinned","size_bytes":1048576}`);
+    expect(verdict.actual).toContain(`${formatValue(small!.value, 'GB/s')} {"direction":"h2d","memory":"pinned","size_bytes":1048576}`);
   });
 
   it('gives a passed metric its samples too, all within', () => {
-    const v = verdictOf(h200Events, 'pinned-vram.device_growth_per_gib_bytes {"api":"driver","kind":"pinned"} <= 64 MiB');
+    const verdict = verdictOf(h200Events, 'pinned-vram.device_growth_per_gib_bytes {"api":"driver","kind":"pinned"} <= 64 MiB');
     const samples = metricsIn(h200Events, 'pinned-vram.device_growth_per_gib_bytes', { api: 'driver', kind: 'pinned' });
     expect(samples.length).toBeGreaterThan(0);
-    expect(v).toMatchObject({ status: 'passed', why: expect.stringContaining('page tables') });
-    expect(v.evidence).toEqual({
+    expect(verdict).toMatchObject({ status: 'passed', why: expect.stringContaining('page tables') });
+    expect(verdict.evidence).toEqual({
       kind: 'metric',
       bounds: { low: null, high: 64 * 1024 ** 2, unit: 'bytes' },
       outside: [],
-      within: samples.map((m) => ({ attrs: m.attrs, value: m.value, unit: m.unit })),
+      within: samples.map((sample) => ({ attrs: sample.attrs, value: sample.value, unit: sample.unit })),
     });
   });
 
@@ -281,11 +288,11 @@ describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
       cell('m', 'sysinfo', 'passed', [metric(3, 1024), metric(null, 2048, 'timed out'), metric(12, 4096)]),
       runEnd,
     ];
-    const v = summarize(events).targets[0]!.verdicts[0]!;
-    expect(v.message).toBe(
+    const verdict = summarize(events).targets[0]!.verdicts[0]!;
+    expect(verdict.message).toBe(
       'expected sysinfo.fake {"mode":"x"} <= 10, observed not measured (timed out) at size 2 KiB, 12 count at size 4 KiB; 1 of 3 matching samples within',
     );
-    expect((v.evidence as MetricEvidence).outside.map((s) => [s.value, s.reason])).toEqual([
+    expect((verdict.evidence as MetricEvidence).outside.map((sample) => [sample.value, sample.reason])).toEqual([
       [null, 'timed out'],
       [12, undefined],
     ]);
@@ -296,13 +303,13 @@ describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
     const fact = factIn(events, 'pinned-vram.counts_as_vram');
     const ev = fact.evidence as Record<string, number | string>;
     expect(ev.source).toBe('nvml_process_used_bytes');
-    const v = verdictOf(events, 'pinned-vram.counts_as_vram == true');
-    expect(v).toMatchObject({
+    const verdict = verdictOf(events, 'pinned-vram.counts_as_vram == true');
+    expect(verdict).toMatchObject({
       status: 'failed',
       why: 'the design card says so (C1)',
       message: 'expected pinned-vram.counts_as_vram to be true, observed false',
     });
-    const e = v.evidence as FactEvidence;
+    const e = verdict.evidence as FactEvidence;
     expect(e).toMatchObject({ kind: 'fact', value: false, evidence: fact.evidence });
     const grew = (key: string) => `${(ev[key] as number) >= 0 ? '+' : ''}${formatValue(ev[key] as number, 'bytes')}`;
     expect(e.summary).toBe(
@@ -333,12 +340,14 @@ describe.each(SOURCES)('evidence in verdicts (%s)', (source) => {
   });
 
   it('puts the event log on the summary and on every verdict, when the caller knows it', () => {
-    expect(summarize(h200Events).targets[0]!.verdicts.every((v) => v.eventsFile === undefined)).toBe(true);
-    const s = summarize(h200Events, { eventsFile: 'runs/a/events.jsonl' });
-    expect(s.eventsFile).toBe('runs/a/events.jsonl');
-    expect(s.targets[0]!.verdicts.map((v) => v.eventsFile)).toEqual(s.targets[0]!.verdicts.map(() => 'runs/a/events.jsonl'));
+    expect(summarize(h200Events).targets[0]!.verdicts.every((verdict) => verdict.eventsFile === undefined)).toBe(true);
+    const summary = summarize(h200Events, { eventsFile: 'runs/a/events.jsonl' });
+    expect(summary.eventsFile).toBe('runs/a/events.jsonl');
+    expect(summary.targets[0]!.verdicts.map((verdict) => verdict.eventsFile)).toEqual(
+      summary.targets[0]!.verdicts.map(() => 'runs/a/events.jsonl'),
+    );
     // A summary that names its log keeps it; one that does not takes the reporters' path.
-    expect(withEventsFile(s, 'elsewhere.jsonl').targets[0]!.verdicts[0]!.eventsFile).toBe('runs/a/events.jsonl');
+    expect(withEventsFile(summary, 'elsewhere.jsonl').targets[0]!.verdicts[0]!.eventsFile).toBe('runs/a/events.jsonl');
     expect(withEventsFile(summarize(h200Events), 'b.jsonl').targets[0]!.verdicts[0]!.eventsFile).toBe('b.jsonl');
   });
 });
@@ -350,8 +359,10 @@ describe.runIf(noDriverHere).each(SOURCES)('verdicts of a real run on this machi
   });
 
   it('judges each target: the failed target expectation, skips where no driver, an error where the target was unreachable', () => {
-    const s = summarizeLog(src.events, { eventsFile: src.eventsFile });
-    expect(s.targets.map((t) => [t.name, t.verdicts.map((v) => [v.title, v.source, v.status])])).toEqual([
+    const summary = summarizeLog(src.events, { eventsFile: src.eventsFile });
+    expect(
+      summary.targets.map((target) => [target.name, target.verdicts.map((verdict) => [verdict.title, verdict.source, verdict.status])]),
+    ).toEqual([
       [
         'alpha',
         [
@@ -370,16 +381,16 @@ describe.runIf(noDriverHere).each(SOURCES)('verdicts of a real run on this machi
         ],
       ],
     ]);
-    expect(s.targets[0]!.verdicts[1]).toMatchObject({
+    expect(summary.targets[0]!.verdicts[1]).toMatchObject({
       evidence: { kind: 'fact', value: 'linux', source: 'os' },
       eventsFile: src.eventsFile,
     });
-    expect(exitCodeOf(s, { strict: false })).toBe(3);
+    expect(exitCodeOf(summary, { strict: false })).toBe(3);
   });
 
   it("gives the live run's verdicts, word for word, and its counts", async () => {
     const [live, here] = [summarizeLog((await realRun('live')).events), summarizeLog(src.events)];
-    expect(here.targets.map((t) => t.verdicts)).toEqual(live.targets.map((t) => t.verdicts));
+    expect(here.targets.map((target) => target.verdicts)).toEqual(live.targets.map((target) => target.verdicts));
     expect([here.counts, here.nothingMeasured, here.hasInfrastructureError, here.interrupted]).toEqual([
       live.counts,
       live.nothingMeasured,

@@ -93,9 +93,9 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
   const end = events.find((e): e is RunEndEvent => e.type === 'run-end');
   const byName = new Map<string, TargetResult>();
   const target = (name: string): TargetResult => {
-    let t = byName.get(name);
-    if (!t) {
-      t = {
+    let targetResult = byName.get(name);
+    if (!targetResult) {
+      targetResult = {
         name,
         declaredEnvironment: 'auto',
         detectedEnvironment: null,
@@ -105,9 +105,9 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
         cells: [],
         verdicts: [],
       };
-      byName.set(name, t);
+      byName.set(name, targetResult);
     }
-    return t;
+    return targetResult;
   };
   const starts = new Map<string, TargetStartEvent>();
   for (const e of events) {
@@ -121,42 +121,44 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
       if (isNotApplicable(e.code)) target(e.target).skipped ??= e;
       else target(e.target).error ??= e;
     } else if (e.type === 'cell-end') {
-      const t = target(e.target);
+      const targetResult = target(e.target);
       // Merged shards may each carry the target's sysinfo run; one is enough.
-      if (t.cells.some((c) => c.cell === e.cell && c.planned === e.planned)) continue;
-      t.cells.push(e);
+      if (targetResult.cells.some((existing) => existing.cell === e.cell && existing.planned === e.planned)) continue;
+      targetResult.cells.push(e);
       if (e.probe === 'sysinfo') {
-        for (const r of e.records) if (r.type === 'sysinfo' && !(r.name in t.sysinfo)) t.sysinfo[r.name] = r.value;
+        for (const record of e.records)
+          if (record.type === 'sysinfo' && !(record.name in targetResult.sysinfo)) targetResult.sysinfo[record.name] = record.value;
       }
     }
   }
-  for (const t of byName.values()) {
-    const detected = t.sysinfo.environment;
-    t.detectedEnvironment = typeof detected === 'string' ? detected : null;
-    t.environmentClass = t.declaredEnvironment !== 'auto' ? t.declaredEnvironment : t.detectedEnvironment;
-    const s = starts.get(t.name);
-    if (s) t.verdicts = judgeTarget(t, start, s);
+  for (const targetResult of byName.values()) {
+    const detected = targetResult.sysinfo.environment;
+    targetResult.detectedEnvironment = typeof detected === 'string' ? detected : null;
+    targetResult.environmentClass =
+      targetResult.declaredEnvironment !== 'auto' ? targetResult.declaredEnvironment : targetResult.detectedEnvironment;
+    const targetStart = starts.get(targetResult.name);
+    if (targetStart) targetResult.verdicts = judgeTarget(targetResult, start, targetStart);
   }
   const targets = [...byName.values()];
-  const planned = targets.flatMap((t) => t.cells.filter((c) => c.planned));
+  const planned = targets.flatMap((targetResult) => targetResult.cells.filter((cell) => cell.planned));
   const cells: Record<string, number> = {};
-  for (const c of planned) cells[c.status] = (cells[c.status] ?? 0) + 1;
+  for (const cell of planned) cells[cell.status] = (cells[cell.status] ?? 0) + 1;
   const verdicts: Record<VerdictStatus, number> = { passed: 0, failed: 0, skipped: 0, error: 0 };
-  for (const v of targets.flatMap((t) => t.verdicts)) verdicts[v.status]++;
-  // A target skipped by its nature (t.skipped) is no error: its cells are skipped, as on a
+  for (const verdict of targets.flatMap((targetResult) => targetResult.verdicts)) verdicts[verdict.status]++;
+  // A target skipped by its nature (TargetResult.skipped) is no error: its cells are skipped, as on a
   // machine without a driver, and count as such (nothingMeasured and --strict included).
-  const errors = targets.flatMap((t) => [
-    ...(t.error ? [t.error.code] : []),
-    ...t.cells.filter((c) => c.status === 'error').map((c) => c.errorCode ?? 'PROBE_CRASHED'),
+  const errors = targets.flatMap((targetResult) => [
+    ...(targetResult.error ? [targetResult.error.code] : []),
+    ...targetResult.cells.filter((cell) => cell.status === 'error').map((cell) => cell.errorCode ?? 'PROBE_CRASHED'),
   ]);
   const summary: RunSummary = {
     start,
     end,
     targets,
     counts: { cells, verdicts },
-    nothingMeasured: planned.length > 0 && planned.every((c) => c.status === 'skipped'),
-    hasConfigurationError: errors.some((c) => errorClassOf(c) === 'configuration'),
-    hasInfrastructureError: errors.some((c) => errorClassOf(c) !== 'configuration'),
+    nothingMeasured: planned.length > 0 && planned.every((cell) => cell.status === 'skipped'),
+    hasConfigurationError: errors.some((code) => errorClassOf(code) === 'configuration'),
+    hasInfrastructureError: errors.some((code) => errorClassOf(code) !== 'configuration'),
     interrupted: Boolean(end?.interrupted) || !end,
   };
   const judgedNothing = whyNothingJudged(summary, [...starts.values()]);
@@ -167,9 +169,9 @@ export function summarize(events: RunEvent[], options: { eventsFile?: string } =
 /** RunSummary.judgedNothing: why a run that planned cells and ended judged no expectation. */
 function whyNothingJudged(summary: RunSummary, starts: TargetStartEvent[]): RunSummary['judgedNothing'] {
   if (summary.interrupted || summary.start.cells.length === 0) return undefined;
-  if (Object.values(summary.counts.verdicts).some((n) => n > 0)) return undefined;
+  if (Object.values(summary.counts.verdicts).some((count) => count > 0)) return undefined;
   const inMatrix = Object.values(summary.start.matrix.expectations).some((list) => (list?.length ?? 0) > 0);
-  return inMatrix || starts.some((s) => s.expect.length > 0) ? 'none-applied' : 'no-expectations';
+  return inMatrix || starts.some((targetStart) => targetStart.expect.length > 0) ? 'none-applied' : 'no-expectations';
 }
 
 /**
@@ -186,7 +188,7 @@ export function judgedNothingWords(summary: RunSummary): { finding: string; fix:
       fix: `add "extends: default" to ${file} for the default expectations of each environment, or your own ("expectations:" per environment, "expect:" per target): docs/matrix.md#expectations`,
     };
   if (summary.judgedNothing === 'none-applied') {
-    const classes = [...new Set(summary.targets.map((t) => t.environmentClass ?? 'unknown'))].join(', ');
+    const classes = [...new Set(summary.targets.map((target) => target.environmentClass ?? 'unknown'))].join(', ');
     return {
       finding:
         "No expectation was judged: none of the matrix's expectations is on a probe this run ran, in an environment it ran in, so the run passes whatever the driver does.",
@@ -207,7 +209,10 @@ export function withEventsFile(summary: RunSummary, eventsFile: string): RunSumm
   return {
     ...summary,
     eventsFile,
-    targets: summary.targets.map((t) => ({ ...t, verdicts: t.verdicts.map((v) => ({ ...v, eventsFile: v.eventsFile ?? eventsFile })) })),
+    targets: summary.targets.map((target) => ({
+      ...target,
+      verdicts: target.verdicts.map((verdict) => ({ ...verdict, eventsFile: verdict.eventsFile ?? eventsFile })),
+    })),
   };
 }
 
@@ -238,25 +243,29 @@ function expectationKey(e: Expectation): string {
   return e.fact !== undefined ? `fact:${e.fact}` : `metric:${e.metric}:${JSON.stringify(e.where ?? {})}`;
 }
 
-function effectiveExpectations(t: TargetResult, start: RunStartEvent, s: TargetStartEvent): { source: string; e: Expectation }[] {
+function effectiveExpectations(
+  targetResult: TargetResult,
+  start: RunStartEvent,
+  targetStart: TargetStartEvent,
+): { source: string; e: Expectation }[] {
   const merged = new Map<string, { source: string; e: Expectation }>();
   const add = (source: string, list: Expectation[] | undefined) => list?.forEach((e) => merged.set(expectationKey(e), { source, e }));
   add('all', start.matrix.expectations.all);
-  if (t.environmentClass) add(t.environmentClass, start.matrix.expectations[t.environmentClass]);
-  add('target', s.expect);
+  if (targetResult.environmentClass) add(targetResult.environmentClass, start.matrix.expectations[targetResult.environmentClass]);
+  add('target', targetStart.expect);
   return [...merged.values()];
 }
 
-function judgeTarget(t: TargetResult, start: RunStartEvent, s: TargetStartEvent): Verdict[] {
-  const plannedProbes = new Set(t.cells.filter((c) => c.planned).map((c) => c.probe));
+function judgeTarget(targetResult: TargetResult, start: RunStartEvent, targetStart: TargetStartEvent): Verdict[] {
+  const plannedProbes = new Set(targetResult.cells.filter((cell) => cell.planned).map((cell) => cell.probe));
   const verdicts: Verdict[] = [];
-  for (const { source, e } of effectiveExpectations(t, start, s)) {
+  for (const { source, e } of effectiveExpectations(targetResult, start, targetStart)) {
     const name = (e.fact ?? e.metric)!;
     const probe = name.split('.')[0]!;
     // Class expectations only apply to the probes this target ran in this run or shard.
     if (!plannedProbes.has(probe)) continue;
-    const cell = t.cells.find((c) => c.probe === probe && c.planned)!;
-    const base: VerdictBase = { target: t.name, source, expectation: e, title: titleOf(e), ...(e.why ? { why: e.why } : {}) };
+    const cell = targetResult.cells.find((candidate) => candidate.probe === probe && candidate.planned)!;
+    const base: VerdictBase = { target: targetResult.name, source, expectation: e, title: titleOf(e), ...(e.why ? { why: e.why } : {}) };
     // An interrupted run is not a failure of the driver: what it did not finish is not judged.
     if (cell.status === 'not-run' || cell.status === 'cancelled') {
       const what = cell.status === 'not-run' ? 'did not run' : 'was stopped before it finished';
@@ -288,7 +297,7 @@ function measured(cell: CellEndEvent, e: Expectation): boolean {
   const qualified = (e.fact ?? e.metric)!;
   const name = qualified.slice(qualified.indexOf('.') + 1);
   const kinds = e.fact !== undefined ? ['fact', 'sysinfo'] : ['metric'];
-  return recordsNamed(cell, name).some((r) => kinds.includes(r.type) && 'value' in r && r.value !== null);
+  return recordsNamed(cell, name).some((record) => kinds.includes(record.type) && 'value' in record && record.value !== null);
 }
 
 /**
@@ -301,11 +310,11 @@ function recordsNamed(cell: CellEndEvent, name: string): ProbeRecord[] {
   let byName = namedRecords.get(cell.records);
   if (!byName) {
     byName = new Map();
-    for (const r of cell.records) {
-      if (!('name' in r) || typeof r.name !== 'string') continue;
-      const list = byName.get(r.name);
-      if (list) list.push(r);
-      else byName.set(r.name, [r]);
+    for (const record of cell.records) {
+      if (!('name' in record) || typeof record.name !== 'string') continue;
+      const list = byName.get(record.name);
+      if (list) list.push(record);
+      else byName.set(record.name, [record]);
     }
     namedRecords.set(cell.records, byName);
   }
@@ -316,7 +325,7 @@ type VerdictBase = Omit<Verdict, 'status' | 'actual' | 'message' | 'evidence' | 
 
 function judgeFact(base: VerdictBase, cell: CellEndEvent, qualified: string, equals: Scalar): Verdict {
   const name = qualified.slice(qualified.indexOf('.') + 1);
-  const rec = recordsNamed(cell, name).find((r) => r.type === 'fact' || r.type === 'sysinfo') as
+  const rec = recordsNamed(cell, name).find((record) => record.type === 'fact' || record.type === 'sysinfo') as
     { value: Scalar; reason?: string; source?: string; evidence?: Record<string, unknown> } | undefined;
   if (!rec) {
     return { ...base, status: 'error', actual: '—', message: `probe ${cell.probe} did not report ${qualified}` };
@@ -345,7 +354,8 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
   const name = qualified.slice(qualified.indexOf('.') + 1);
   const unit = resolveResultName(qualified, 'metric')?.metric?.unit ?? 'count';
   const matches = recordsNamed(cell, name).filter(
-    (r): r is MetricRecord => r.type === 'metric' && Object.entries(e.where ?? {}).every(([k, v]) => r.attrs?.[k] === v),
+    (record): record is MetricRecord =>
+      record.type === 'metric' && Object.entries(e.where ?? {}).every(([k, wanted]) => record.attrs?.[k] === wanted),
   );
   if (matches.length === 0) {
     return {
@@ -357,22 +367,22 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
   }
   // The matrix may give ">=" or "<=" beside "between"; the title joins them with "and", so each
   // applies (before, "between" was ignored on a side that ">=" or "<=" also bounded).
-  const bound = (values: (number | string | undefined)[], pick: (...n: number[]) => number, open: number) => {
-    const given = values.filter((v): v is number | string => v !== undefined).map((v) => toUnit(v, unit));
+  const bound = (values: (number | string | undefined)[], pick: (...candidates: number[]) => number, open: number) => {
+    const given = values.filter((value): value is number | string => value !== undefined).map((value) => toUnit(value, unit));
     return given.length ? pick(...given) : open;
   };
   const low = bound([e['>='], e.between?.[0]], Math.max, -Infinity);
   const high = bound([e['<='], e.between?.[1]], Math.min, Infinity);
   // Every matching sample must be within the bounds, and one without a value fails: an
   // expectation on a series (every transfer size, say) holds for each of its samples.
-  const isOutside = (m: MetricRecord) => m.value === null || m.value < low || m.value > high;
-  const sample = (m: MetricRecord): SampleEvidence => ({
-    attrs: m.attrs ?? {},
-    value: m.value,
-    unit: m.unit,
-    ...(m.reason ? { reason: m.reason } : {}),
+  const isOutside = (record: MetricRecord) => record.value === null || record.value < low || record.value > high;
+  const sample = (record: MetricRecord): SampleEvidence => ({
+    attrs: record.attrs ?? {},
+    value: record.value,
+    unit: record.unit,
+    ...(record.reason ? { reason: record.reason } : {}),
   });
-  const within = matches.filter((m) => !isOutside(m)).map(sample);
+  const within = matches.filter((match) => !isOutside(match)).map(sample);
   const outside = matches.filter(isOutside).map(sample);
   const evidence: VerdictEvidence = {
     kind: 'metric',
@@ -381,7 +391,10 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
     outside,
   };
   const actual = matches
-    .map((m) => formatValue(m.value, m.unit) + (m.attrs && Object.keys(m.attrs).length ? ` ${JSON.stringify(m.attrs)}` : ''))
+    .map(
+      (match) =>
+        formatValue(match.value, match.unit) + (match.attrs && Object.keys(match.attrs).length ? ` ${JSON.stringify(match.attrs)}` : ''),
+    )
     .join(', ');
   if (outside.length === 0) return { ...base, status: 'passed', actual, message: `${qualified} = ${actual}`, evidence };
   return { ...base, status: 'failed', actual, message: `expected ${base.title}, observed ${failedSamplesText(outside, within)}`, evidence };
@@ -393,7 +406,7 @@ function judgeMetric(base: VerdictBase, cell: CellEndEvent, e: Expectation): Ver
  */
 function failedSamplesText(outside: SampleEvidence[], within: SampleEvidence[]): string {
   const keys = varyingAttrs([...outside, ...within]);
-  const shown = outside.slice(0, 3).map((s) => sampleText(s, keys));
+  const shown = outside.slice(0, 3).map((sample) => sampleText(sample, keys));
   const more = outside.length > shown.length ? ` and ${outside.length - shown.length} more` : '';
   const total = outside.length + within.length;
   return `${shown.join(', ')}${more}${total > 1 ? `; ${within.length} of ${total} matching samples within` : ''}`;

@@ -12,13 +12,13 @@ import type { Line } from './target-block.ts';
  */
 export function groupVerdicts(bad: Verdict[]): { target: string; status: Verdict['status']; reason: string; verdicts: Verdict[] }[] {
   const groups = new Map<string, { target: string; status: Verdict['status']; reason: string; verdicts: Verdict[] }>();
-  for (const v of bad) {
+  for (const verdict of bad) {
     // "probe X failed: CODE: ..." differs only by its probe when the target is the cause.
-    const reason = v.status === 'error' ? v.message.replace(/^probe \S+ failed: /, '') : v.message;
-    const key = v.status === 'error' ? `${v.target}\n${reason}` : `${v.target}\n${v.title}\n${groups.size}`;
-    const g = groups.get(key) ?? { target: v.target, status: v.status, reason, verdicts: [] };
-    g.verdicts.push(v);
-    groups.set(key, g);
+    const reason = verdict.status === 'error' ? verdict.message.replace(/^probe \S+ failed: /, '') : verdict.message;
+    const key = verdict.status === 'error' ? `${verdict.target}\n${reason}` : `${verdict.target}\n${verdict.title}\n${groups.size}`;
+    const group = groups.get(key) ?? { target: verdict.target, status: verdict.status, reason, verdicts: [] };
+    group.verdicts.push(verdict);
+    groups.set(key, group);
   }
   return [...groups.values()];
 }
@@ -28,17 +28,17 @@ export function groupVerdicts(bad: Verdict[]): { target: string; status: Verdict
  * (with the attributes that set them apart) and the range of those within; for a fact what was
  * observed and the probe's evidence, or a sysinfo value's source.
  */
-export function evidenceOf(v: Verdict): Line[] {
+export function evidenceOf(verdict: Verdict): Line[] {
   const lines: Line[] = [];
-  if (v.why) lines.push(['why', v.why]);
-  const e = v.evidence;
+  if (verdict.why) lines.push(['why', verdict.why]);
+  const e = verdict.evidence;
   if (e?.kind === 'metric') {
     const all = [...e.outside, ...e.within];
     // The attributes that tell the samples apart; for a lone sample, those "where" did not fix.
     const varying = varyingAttrs(all);
-    const where = Object.keys(v.expectation.where ?? {});
+    const where = Object.keys(verdict.expectation.where ?? {});
     const keys = varying.length ? varying : Object.keys(all[0]?.attrs ?? {}).filter((k) => !where.includes(k));
-    const shown = e.outside.slice(0, 5).map((s) => sampleText(s, keys));
+    const shown = e.outside.slice(0, 5).map((sample) => sampleText(sample, keys));
     lines.push(['outside', `${shown.join(', ')}${e.outside.length > shown.length ? ` and ${e.outside.length - shown.length} more` : ''}`]);
     if (e.within.length)
       lines.push([
@@ -46,7 +46,7 @@ export function evidenceOf(v: Verdict): Line[] {
         `${rangeText(e.within)} (${e.within.length} of ${all.length}${keys.length ? `: ${pointsText(e.within, keys)}` : ''})`,
       ]);
   } else if (e?.kind === 'fact') {
-    lines.push(['observed', v.actual]);
+    lines.push(['observed', verdict.actual]);
     if (e.summary) lines.push(['evidence', e.summary.length > 240 ? `${e.summary.slice(0, 239)}…` : e.summary]);
     if (e.source) lines.push(['source', e.source]);
   }
@@ -59,11 +59,12 @@ function pointsText(samples: SampleEvidence[], keys: string[]): string {
   const more = samples.length > cut.length ? `, and ${samples.length - cut.length} more` : '';
   if (keys.length === 1) {
     const [key] = keys as [string];
-    const texts = cut.map((s) => attrText(key, s.attrs[key]));
+    const texts = cut.map((sample) => attrText(key, sample.attrs[key]));
     const name = texts[0]!.split(' ')[0]!;
     // "size 16 MiB, 256 MiB": the attribute's name once, when every text starts with it.
-    if (texts.every((t) => t.startsWith(`${name} `))) return `${name} ${texts.map((t) => t.slice(name.length + 1)).join(', ')}${more}`;
+    if (texts.every((text) => text.startsWith(`${name} `)))
+      return `${name} ${texts.map((text) => text.slice(name.length + 1)).join(', ')}${more}`;
     return `${texts.join(', ')}${more}`;
   }
-  return `${cut.map((s) => attrsText(s.attrs, keys)).join('; ')}${more}`;
+  return `${cut.map((sample) => attrsText(sample.attrs, keys)).join('; ')}${more}`;
 }

@@ -69,10 +69,10 @@ export class ProgressLine {
 
 /** 75 s -> "1:15"; an hour and more -> "1:02:03". */
 export function clock(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000));
-  const [h, m, sec] = [Math.floor(s / 3600), Math.floor((s % 3600) / 60), s % 60];
-  const two = (n: number) => String(n).padStart(2, '0');
-  return h ? `${h}:${two(m)}:${two(sec)}` : `${m}:${two(sec)}`;
+  const totalSeconds = Math.max(0, Math.floor(ms / 1000));
+  const [hours, minutes, seconds] = [Math.floor(totalSeconds / 3600), Math.floor((totalSeconds % 3600) / 60), totalSeconds % 60];
+  const two = (part: number) => String(part).padStart(2, '0');
+  return hours ? `${hours}:${two(minutes)}:${two(seconds)}` : `${minutes}:${two(seconds)}`;
 }
 
 /** Cuts a line to a terminal's width, so that it never wraps (a wrapped line cannot be rewritten). */

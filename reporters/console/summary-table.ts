@@ -8,29 +8,31 @@ import { probeSpec } from '../../probes/catalogue.ts';
 import type { TargetResult } from '../../verdicts/verdicts.ts';
 
 /** A target worth listing among many: unreachable, a cell that failed or was cancelled, or an expectation not met. */
-export function hasProblem(t: TargetResult): boolean {
+export function hasProblem(target: TargetResult): boolean {
   return (
-    Boolean(t.error) ||
-    t.cells.some((x) => x.planned && x.status !== 'passed' && x.status !== 'skipped' && x.status !== 'not-run') ||
-    t.verdicts.some((v) => v.status === 'failed' || v.status === 'error')
+    Boolean(target.error) ||
+    target.cells.some((cell) => cell.planned && cell.status !== 'passed' && cell.status !== 'skipped' && cell.status !== 'not-run') ||
+    target.verdicts.some((verdict) => verdict.status === 'failed' || verdict.status === 'error')
   );
 }
 
 export function summaryTable(targets: TargetResult[]): string {
   const header = ['target', 'environment', 'driver', 'GPU', 'memory', 'PCIe', 'probes run/skip/err', 'expectations pass/fail/skip/err'];
-  const rows = targets.map((t) => {
-    const s = t.sysinfo;
-    const cells = t.cells.filter((c) => c.planned);
-    const count = (st: string) => cells.filter((c) => c.status === st).length;
-    const vc = (st: string) => t.verdicts.filter((v) => v.status === st).length;
-    const env = t.detectedEnvironment ?? 'unknown';
+  const rows = targets.map((target) => {
+    const sysinfo = target.sysinfo;
+    const cells = target.cells.filter((cell) => cell.planned);
+    const count = (st: string) => cells.filter((cell) => cell.status === st).length;
+    const vc = (st: string) => target.verdicts.filter((verdict) => verdict.status === st).length;
+    const env = target.detectedEnvironment ?? 'unknown';
     return [
-      t.name,
-      t.declaredEnvironment === 'auto' ? env : `${t.declaredEnvironment} (detected ${env})`,
-      str(s.driver_version) ?? (s.driver_found === false ? 'none found' : '—'),
-      str(s.gpu_name) ?? '—',
-      typeof s.memory_total_bytes === 'number' ? formatValue(s.memory_total_bytes, 'bytes') : '—',
-      typeof s.pcie_gen_max === 'number' ? `gen${s.pcie_gen_current ?? '?'}/${s.pcie_gen_max} x${s.pcie_width_current ?? '?'}` : '—',
+      target.name,
+      target.declaredEnvironment === 'auto' ? env : `${target.declaredEnvironment} (detected ${env})`,
+      str(sysinfo.driver_version) ?? (sysinfo.driver_found === false ? 'none found' : '—'),
+      str(sysinfo.gpu_name) ?? '—',
+      typeof sysinfo.memory_total_bytes === 'number' ? formatValue(sysinfo.memory_total_bytes, 'bytes') : '—',
+      typeof sysinfo.pcie_gen_max === 'number'
+        ? `gen${sysinfo.pcie_gen_current ?? '?'}/${sysinfo.pcie_gen_max} x${sysinfo.pcie_width_current ?? '?'}`
+        : '—',
       `${count('passed')}/${count('skipped')}/${count('error') + count('cancelled')}`,
       `${vc('passed')}/${vc('failed')}/${vc('skipped')}/${vc('error')}`,
     ];
@@ -38,8 +40,8 @@ export function summaryTable(targets: TargetResult[]): string {
   return formatTable(header, rows);
 }
 
-function str(v: unknown): string | undefined {
-  return typeof v === 'string' ? v : undefined;
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : undefined;
 }
 
 /**
@@ -48,13 +50,13 @@ function str(v: unknown): string | undefined {
  */
 export function skipReasons(targets: TargetResult[]): { reason: string; targets: number }[] {
   const count = new Map<string, Set<string>>();
-  for (const t of targets) {
-    const platform = t.ready?.platform ?? (typeof t.sysinfo.os_family === 'string' ? t.sysinfo.os_family : undefined);
-    for (const cell of t.cells.filter((x) => x.planned && x.status === 'skipped')) {
+  for (const target of targets) {
+    const platform = target.ready?.platform ?? (typeof target.sysinfo.os_family === 'string' ? target.sysinfo.os_family : undefined);
+    for (const cell of target.cells.filter((candidate) => candidate.planned && candidate.status === 'skipped')) {
       const platforms = probeSpec(cell.probe)?.platforms;
       if (platform && platforms && !platforms.includes(platform as never)) continue;
       const reason = cell.reason ?? '';
-      count.set(reason, (count.get(reason) ?? new Set()).add(t.name));
+      count.set(reason, (count.get(reason) ?? new Set()).add(target.name));
     }
   }
   return [...count].map(([reason, names]) => ({ reason, targets: names.size }));

@@ -9,36 +9,36 @@ import type { Scalar } from '../../probes/protocol.ts';
 import type { TargetResult } from '../../verdicts/verdicts.ts';
 
 /** The sysinfo facts in a few lines: environment, system, driver and CUDA, GPU, driver model. */
-export function systemLines(t: TargetResult): [string, string][] {
+export function systemLines(target: TargetResult): [string, string][] {
   const records = new Map<string, { value: Scalar; source?: string; reason?: string }>();
-  for (const cell of t.cells.filter((x) => x.probe === 'sysinfo')) {
-    for (const r of cell.records) if (r.type === 'sysinfo' && !records.has(r.name)) records.set(r.name, r);
+  for (const cell of target.cells.filter((candidate) => candidate.probe === 'sysinfo')) {
+    for (const record of cell.records) if (record.type === 'sysinfo' && !records.has(record.name)) records.set(record.name, record);
   }
   if (!records.size) return [];
-  const val = (n: string): Scalar | undefined => records.get(n)?.value;
-  const s = (n: string): string | undefined => {
-    const v = val(n);
-    return v === null || v === undefined ? undefined : String(v);
+  const val = (name: string): Scalar | undefined => records.get(name)?.value;
+  const textOf = (name: string): string | undefined => {
+    const value = val(name);
+    return value === null || value === undefined ? undefined : String(value);
   };
   const lines: [string, string][] = [];
-  const env = s('environment');
+  const env = textOf('environment');
   if (env)
     lines.push([
       'environment',
-      `${env}${records.get('environment')?.source ? ` (${records.get('environment')!.source})` : ''}${t.declaredEnvironment !== 'auto' ? `, declared ${t.declaredEnvironment}` : ''}`,
+      `${env}${records.get('environment')?.source ? ` (${records.get('environment')!.source})` : ''}${target.declaredEnvironment !== 'auto' ? `, declared ${target.declaredEnvironment}` : ''}`,
     ]);
   const os = [
-    s('os_name') ?? s('os_family'),
-    s('os_build') && `build ${s('os_build')}`,
-    s('kernel') && `kernel ${s('kernel')}`,
-    s('arch'),
-    val('wsl_version') != null && `WSL ${s('wsl_version')}`,
-    s('wine_version') && `Wine ${s('wine_version')}`,
+    textOf('os_name') ?? textOf('os_family'),
+    textOf('os_build') && `build ${textOf('os_build')}`,
+    textOf('kernel') && `kernel ${textOf('kernel')}`,
+    textOf('arch'),
+    val('wsl_version') != null && `WSL ${textOf('wsl_version')}`,
+    textOf('wine_version') && `Wine ${textOf('wine_version')}`,
   ].filter(Boolean);
   if (os.length) lines.push(['system', os.join(', ')]);
-  const container = s('container');
+  const container = textOf('container');
   if (container || records.has('container')) {
-    const runtime = s('container_runtime');
+    const runtime = textOf('container_runtime');
     lines.push([
       'container',
       container
@@ -46,9 +46,9 @@ export function systemLines(t: TargetResult): [string, string][] {
         : 'none',
     ]);
   }
-  const driver = s('driver_version');
-  const cuda = s('cuda_driver_version');
-  const runtime = s('cudart_version');
+  const driver = textOf('driver_version');
+  const cuda = textOf('cuda_driver_version');
+  const runtime = textOf('cudart_version');
   if (driver || cuda || records.has('driver_found')) {
     const parts =
       val('driver_found') === false && !driver
@@ -58,15 +58,18 @@ export function systemLines(t: TargetResult): [string, string][] {
               (records.get('driver_version')?.reason ? `version unknown (${records.get('driver_version')!.reason})` : 'version unknown'),
           ];
     if (cuda) parts.push(`CUDA ${cuda}`);
-    if (runtime) parts.push(`runtime ${runtime}${s('cudart_library') ? ` (${s('cudart_library')})` : ''}`);
+    if (runtime) parts.push(`runtime ${runtime}${textOf('cudart_library') ? ` (${textOf('cudart_library')})` : ''}`);
     else if (val('cudart_found') === false) parts.push('no CUDA runtime library');
     lines.push(['driver', parts.join(', ')]);
   }
-  const gpu = s('gpu_name');
+  const gpu = textOf('gpu_name');
   if (gpu) {
-    const extra = [s('compute_capability') && `compute ${s('compute_capability')}`, s('multiprocessors') && `${s('multiprocessors')} SMs`];
+    const extra = [
+      textOf('compute_capability') && `compute ${textOf('compute_capability')}`,
+      textOf('multiprocessors') && `${textOf('multiprocessors')} SMs`,
+    ];
     const count = val('device_count');
-    if (typeof count === 'number' && count > 1) extra.push(`device ${s('gpu_index') ?? 0} of ${count}`);
+    if (typeof count === 'number' && count > 1) extra.push(`device ${textOf('gpu_index') ?? 0} of ${count}`);
     lines.push(['GPU', [gpu, ...extra].filter(Boolean).join(', ')]);
   }
   const mem = val('memory_total_bytes');
@@ -74,14 +77,14 @@ export function systemLines(t: TargetResult): [string, string][] {
   if (typeof val('pcie_gen_current') === 'number' || typeof val('pcie_gen_max') === 'number') {
     lines.push([
       'PCIe',
-      `gen${s('pcie_gen_current') ?? '?'} x${s('pcie_width_current') ?? '?'} now, gen${s('pcie_gen_max') ?? '?'} x${s('pcie_width_max') ?? '?'} max`,
+      `gen${textOf('pcie_gen_current') ?? '?'} x${textOf('pcie_width_current') ?? '?'} now, gen${textOf('pcie_gen_max') ?? '?'} x${textOf('pcie_width_max') ?? '?'} max`,
     ]);
   }
   if (records.has('driver_model') || records.has('tcc_driver')) {
     const model = records.get('driver_model');
     const parts = [model?.value != null ? String(model.value) : model ? `null${model.reason ? ` (${model.reason})` : ''}` : undefined];
-    if (s('driver_model_pending') && s('driver_model_pending') !== s('driver_model'))
-      parts.push(`${s('driver_model_pending')} after reboot`);
+    if (textOf('driver_model_pending') && textOf('driver_model_pending') !== textOf('driver_model'))
+      parts.push(`${textOf('driver_model_pending')} after reboot`);
     if (typeof val('tcc_driver') === 'boolean') parts.push(`TCC ${val('tcc_driver') ? 'on' : 'off'}`);
     // Whether the hardware scheduler runs; else what the registry asks for (older records name that hags).
     const enabled = val('hags_enabled');
@@ -100,9 +103,9 @@ export function systemLines(t: TargetResult): [string, string][] {
  * The known-bad driver registry's lines for the target's driver (matrix/known-bad-drivers.yaml):
  * one per entry its driver, OS, driver model and GPU match; a warning, never a verdict.
  */
-export function knownBadLines(t: TargetResult): string[] {
+export function knownBadLines(target: TargetResult): string[] {
   try {
-    const found = knownBadForSysinfo(t.sysinfo);
+    const found = knownBadForSysinfo(target.sysinfo);
     return found ? found.entries.map((e) => knownBadLine(e, found.subject)) : [];
   } catch (error) {
     return [`the known-bad driver registry could not be read: ${describeError(error)}`];
