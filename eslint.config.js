@@ -8,8 +8,6 @@ const notYetRenamed = [
   'matrix/**',
   'run/**',
   'transports/**',
-  'verdicts/**',
-  'reporters/**',
   'behaviour/**',
   'report/**',
   'test/**',
