@@ -345,63 +345,6 @@ describe('console: the same from the live log and from merged shards', () => {
   });
 });
 
-/** The console of a real run (test/live-and-merged.ts), with its own event log's path. */
-function renderRun(src: RunSource): string {
-  const writes: string[] = [];
-  const reporter = consoleReporter({ color: false, out: { write: (chunk: string) => writes.push(chunk) } });
-  for (const e of src.events) reporter.onEvent!(e);
-  reporter.onEnd(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
-  return writes.join('');
-}
-
-describe.runIf(noDriverHere).each(SOURCES)('console: a real run on this machine (%s)', (source) => {
-  let src: RunSource;
-  let text: string;
-  beforeAll(async () => {
-    src = await realRun(source);
-    text = renderRun(src);
-  });
-
-  it('follows the run target by target: the cells of alpha, the unreachable bravo, charlie', () => {
-    const lines = text.split('\n');
-    expect(lines[0]).toMatch(new RegExp(`^cudamatrix \\S+: run ${src.runId}, 9 cells from live-and-merged\\.yaml$`));
-    const order = [
-      '▶ alpha ',
-      '[1/9] alpha/sysinfo',
-      '[3/9] alpha/cuda-graph',
-      '▶ bravo ',
-      '[6/9] 3 cells of bravo not run: the error above',
-      '▶ charlie ',
-      '[9/9] charlie/cuda-graph skipped',
-    ];
-    const at = order.map((expected) => lines.findIndex((line) => line.includes(expected)));
-    expect(at.every((i) => i > 0)).toBe(true);
-    expect([...at].sort((left, right) => left - right)).toEqual(at);
-    expect(text).toMatch(/^ {2}✗ bravo: (AUTH_FAILED|TARGET_UNREACHABLE): /m);
-  });
-
-  it('sums up: the failed expectation with its why and evidence, the error, the table, the counts, the events and exit 3', () => {
-    expect(text).toContain(
-      '✗ alpha: sysinfo.os_family == "windows" [target] — expected sysinfo.os_family to be "windows", observed "linux"',
-    );
-    expect(text).toMatch(
-      /why: +a wrong expectation, so that a failure and its evidence are rendered\n +observed: +"linux"\n +source: +os\n/,
-    );
-    expect(text).toMatch(/✗ bravo: cuda-graph\.supported == true \[all\] not judged: bravo's (AUTH_FAILED|TARGET_UNREACHABLE) above$/m);
-    expect(text).toMatch(/^alpha +linux +none found .* 0\/3\/0 +0\/1\/2\/0$/m);
-    expect(text).toMatch(/^bravo +unknown .* 0\/0\/3 +0\/0\/0\/1$/m);
-    expect(text).toMatch(/^charlie +linux +none found .* 0\/3\/0 +1\/0\/2\/0$/m);
-    expect(text).toContain('Expectations: 1 passed, 1 failed, 4 skipped, 1 errors.');
-    expect(text).toContain(`Events: ${src.eventsFile} (every sample and reading behind these verdicts)`);
-    expect(text.trimEnd().endsWith('Exit status: 3')).toBe(true);
-  });
-
-  it('prints what the live run prints', async () => {
-    const live = await realRun('live');
-    expect(normalise(text, src)).toBe(normalise(renderRun(live), live));
-  });
-});
-
 describe('console: terminals, pipes and colours', () => {
   afterEach(() => {
     vi.useRealTimers();

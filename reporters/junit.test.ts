@@ -236,36 +236,3 @@ describe('JUnit: the same from the live log and from merged shards', () => {
     expect(xml(live)).toContain('<testsuites name="cudamatrix <run-id>"');
   });
 });
-
-/** JUnit of a real run (test/live-and-merged.ts), written by the reporter into its run folder. */
-function junitOfRun(src: RunSource): string {
-  const file = path.join(tempDir(), 'junit.xml');
-  junitReporter(file).onEnd(summarize(src.events), { runDir: src.runDir, eventsFile: src.eventsFile, strict: false });
-  return readFileSync(file, 'utf8');
-}
-
-describe.runIf(noDriverHere).each(SOURCES)('JUnit: a real run on this machine (%s)', (source) => {
-  let src: RunSource;
-  let xml: string;
-  beforeAll(async () => {
-    src = await realRun(source);
-    xml = junitOfRun(src);
-  });
-
-  it("validates, with a suite per target in the run's order and the failure's body naming this run's log", async () => {
-    await validateJunit(xml);
-    expect([...xml.matchAll(/<testsuite name="([^"]+)"/g)].map((match) => match[1])).toEqual(['alpha', 'bravo', 'charlie']);
-    expect(xml).toMatch(/<testsuites name="cudamatrix ([^"]+)" tests="16" failures="1" errors="4">/);
-    expect(xml).toContain(`<testsuites name="cudamatrix ${src.runId}"`);
-    expect(xml).toMatch(
-      /<failure message="expected sysinfo.os_family to be &quot;windows&quot;, observed &quot;linux&quot;" type="EXPECTATION_FAILED"><!\[CDATA\[expectation: sysinfo.os_family == "windows" \[from target\]/,
-    );
-    expect(xml).toContain(`event log: ${src.eventsFile}]]></failure>`);
-    expect(xml).toMatch(/<error message="[^"]*" type="(AUTH_FAILED|TARGET_UNREACHABLE)"/);
-  });
-
-  it("is the live run's JUnit", async () => {
-    const live = await realRun('live');
-    expect(normalise(xml, src)).toBe(normalise(junitOfRun(live), live));
-  });
-});

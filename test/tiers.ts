@@ -3,9 +3,8 @@
  * starts, so that `pnpm test:unit` gives an answer in a minute or two and the slow tiers run
  * where their tools are:
  * - unit: the code in the test's own process, and short-lived tools at most (git, ssh -G,
- *   shellcheck, xmllint, ps, sh); no CLI child process, no service. The one native program it
- *   runs is cudaprobe on its no-driver path: the reporter and verdict tests render a real run on
- *   this machine (test/live-and-merged.ts), so the tier builds it first, as the others do;
+ *   shellcheck, xmllint, ps, sh); no CLI child process, no service, no compiler: it neither
+ *   builds nor runs cudaprobe (a real run's renderings are reporters/real-run.test.ts's);
  * - integration: the real things a transport or a build talks to: sshd, dockerd, Slurm, the
  *   stand-in wsl.exe, Wine, the compilers (cudaprobe built and run), the packed package;
  * - e2e: cudamatrix as a user runs it: the CLI as a child process, the GitHub Actions workflows
@@ -30,6 +29,8 @@ export const integrationTests = [
   'probes/judge.test.ts',
   'probes/memory-probes.test.ts',
   'probes/p2p.test.ts',
+  // Beside their code: a matrix run for real, cudaprobe on its no-driver path.
+  'reporters/real-run.test.ts',
   // Beside their code, on a real sshd.
   'transports/ssh/session.test.ts',
   'transports/ssh/session-windows.test.ts',
