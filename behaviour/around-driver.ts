@@ -23,23 +23,28 @@ const HOST_CONTROLS: { series: string; where: Record<string, Scalar>; control: s
 ];
 
 /** The controls themselves: what the host does, never a change of the driver. */
-const CONTROL_SERIES = new Set(HOST_CONTROLS.map((c) => c.control));
+const CONTROL_SERIES = new Set(HOST_CONTROLS.map((rule) => rule.control));
 
-export function hostControl(m: MetricComparison, ra: BehaviourRecord, rb: BehaviourRecord): MetricComparison['explained'] | undefined {
-  if (CONTROL_SERIES.has(m.name)) return { by: 'host', control: seriesText(m.name, m.attrs), move: m.move ?? 0 };
-  if (m.a === null || m.b === null || m.a <= 0 || m.b <= 0) return undefined;
-  for (const c of HOST_CONTROLS) {
-    if (c.series !== m.name || Object.entries(c.where).some(([k, v]) => m.attrs[k] !== v)) continue;
-    const attrs = Object.fromEntries(c.match.map((k) => [k, m.attrs[k]!]));
-    const key = seriesKey({ name: c.control, value: null, unit: '', attrs });
+export function hostControl(
+  comparison: MetricComparison,
+  ra: BehaviourRecord,
+  rb: BehaviourRecord,
+): MetricComparison['explained'] | undefined {
+  if (CONTROL_SERIES.has(comparison.name))
+    return { by: 'host', control: seriesText(comparison.name, comparison.attrs), move: comparison.move ?? 0 };
+  if (comparison.a === null || comparison.b === null || comparison.a <= 0 || comparison.b <= 0) return undefined;
+  for (const rule of HOST_CONTROLS) {
+    if (rule.series !== comparison.name || Object.entries(rule.where).some(([k, wanted]) => comparison.attrs[k] !== wanted)) continue;
+    const attrs = Object.fromEntries(rule.match.map((k) => [k, comparison.attrs[k]!]));
+    const key = seriesKey({ name: rule.control, value: null, unit: '', attrs });
     const [pa, pb] = [shapeOf(ra.metrics).get(key), shapeOf(rb.metrics).get(key)];
     if (!pa || !pb) continue;
     const [ca, cb] = [valueAt(ra.metrics, pa), valueAt(rb.metrics, pb)];
     if (ca === null || cb === null || ca <= 0 || cb <= 0) continue;
-    const own = Math.log(m.b / m.a);
+    const own = Math.log(comparison.b / comparison.a);
     const ctl = Math.log(cb / ca);
     if (Math.sign(own) === Math.sign(ctl) && Math.abs(ctl) >= 0.5 * Math.abs(own))
-      return { by: 'host', control: seriesText(c.control, attrs), move: relativeMove(ca, cb) };
+      return { by: 'host', control: seriesText(rule.control, attrs), move: relativeMove(ca, cb) };
   }
   return undefined;
 }
@@ -67,12 +72,12 @@ export function environmentChanges(ra: BehaviourRecord, rb: BehaviourRecord): En
   const out: EnvironmentChange[] = [];
   for (const field of ENVIRONMENT_FIELDS) {
     // A field one side lacks (an older cudaprobe) is not a difference.
-    const [x, y] = [ra.sysinfo[field] ?? null, rb.sysinfo[field] ?? null];
-    if (x !== null && y !== null && x !== y) out.push({ field, a: x, b: y });
+    const [valueA, valueB] = [ra.sysinfo[field] ?? null, rb.sysinfo[field] ?? null];
+    if (valueA !== null && valueB !== null && valueA !== valueB) out.push({ field, a: valueA, b: valueB });
   }
   for (const field of ['cudaprobe', 'probeHash'] as const) {
-    const [x, y] = [ra.tool[field] ?? null, rb.tool[field] ?? null];
-    if (x !== y) out.push({ field: field === 'probeHash' ? 'cudaprobe build' : 'cudaprobe version', a: x, b: y });
+    const [toolA, toolB] = [ra.tool[field] ?? null, rb.tool[field] ?? null];
+    if (toolA !== toolB) out.push({ field: field === 'probeHash' ? 'cudaprobe build' : 'cudaprobe version', a: toolA, b: toolB });
   }
   return out;
 }
@@ -84,26 +89,30 @@ export function environmentChanges(ra: BehaviourRecord, rb: BehaviourRecord): En
  */
 export function segmentsOf(history: readonly BehaviourRecord[]): Map<BehaviourRecord, number> {
   const out = new Map<BehaviourRecord, number>();
-  if (!history.some((r) => r.driftedFrom)) return out;
+  if (!history.some((record) => record.driftedFrom)) return out;
   const byKey = new Map<string, BehaviourRecord[]>();
-  for (const r of history) {
-    const k = keyText(r.key);
-    byKey.set(k, [...(byKey.get(k) ?? []), r]);
+  for (const record of history) {
+    const k = keyText(record.key);
+    byKey.set(k, [...(byKey.get(k) ?? []), record]);
   }
   for (const list of byKey.values()) {
-    let n = 0;
-    for (const r of [...list].sort((x, y) => (x.observed.date < y.observed.date ? -1 : x.observed.date > y.observed.date ? 1 : 0))) {
-      if (r.driftedFrom) n++;
-      out.set(r, n);
+    const byDate = [...list].sort((left, right) =>
+      left.observed.date < right.observed.date ? -1 : left.observed.date > right.observed.date ? 1 : 0,
+    );
+    let segment = 0;
+    for (const record of byDate) {
+      if (record.driftedFrom) segment++;
+      out.set(record, segment);
     }
   }
   return out;
 }
 
 /** The cells of a record during which another process used the GPU. */
-export function sharedCells(r: BehaviourRecord): SharedCell[] {
-  return (r.shared ?? []).filter((s) => s.processes > 0);
+export function sharedCells(record: BehaviourRecord): SharedCell[] {
+  return (record.shared ?? []).filter((cell) => cell.processes > 0);
 }
 
 /** Whether any cell of a record shared the GPU with another process. */
-export const sharedRun = (r: BehaviourRecord): boolean => r.shared !== undefined && r.shared.some((c) => c.processes > 0);
+export const sharedRun = (record: BehaviourRecord): boolean =>
+  record.shared !== undefined && record.shared.some((cell) => cell.processes > 0);

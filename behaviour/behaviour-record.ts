@@ -123,7 +123,7 @@ export function keyText(key: ObservationKey): string {
   let text = keyTexts.get(key);
   if (text === undefined) {
     text = [key.environment, key.gpu, key.driver, key.os, key.osBuild, key.container ? `in ${key.container}` : null]
-      .filter((p) => p !== null && p !== '')
+      .filter((part) => part !== null && part !== '')
       .join(' · ');
     keyTexts.set(key, text);
   }
@@ -134,23 +134,23 @@ export function keyText(key: ObservationKey): string {
 const keyTexts = new WeakMap<ObservationKey, string>();
 
 /** Whether two records are the same observation: the same key and the same fact values. */
-export function sameObservation(a: BehaviourRecord, b: BehaviourRecord): boolean {
-  if (keyText(a.key) !== keyText(b.key)) return false;
-  const names = new Set([...Object.keys(a.facts), ...Object.keys(b.facts)]);
-  return [...names].every((n) => a.facts[n]?.value === b.facts[n]?.value);
+export function sameObservation(first: BehaviourRecord, second: BehaviourRecord): boolean {
+  if (keyText(first.key) !== keyText(second.key)) return false;
+  const names = new Set([...Object.keys(first.facts), ...Object.keys(second.facts)]);
+  return [...names].every((factName) => first.facts[factName]?.value === second.facts[factName]?.value);
 }
 
 /** The record's file, relative to records/: driver-<version>/<environment>-<gpu>[-<container>]-<date>-<id>.json. */
-export function recordPath(r: BehaviourRecord): string {
-  const slug = (s: string) =>
-    s
+export function recordPath(record: BehaviourRecord): string {
+  const slug = (part: string) =>
+    part
       .toLowerCase()
       .replace(/[^a-z0-9.]+/g, '-')
       .replace(/^-+|-+$/g, '') || 'unknown';
-  return `driver-${slug(r.key.driver)}/${slug(r.key.environment)}-${slug(r.key.gpu.replace(/^nvidia\s+/i, ''))}${r.key.container ? `-${slug(r.key.container)}` : ''}-${r.observed.date.slice(0, 10)}-${r.id.slice(0, 8)}.json`;
+  return `driver-${slug(record.key.driver)}/${slug(record.key.environment)}-${slug(record.key.gpu.replace(/^nvidia\s+/i, ''))}${record.key.container ? `-${slug(record.key.container)}` : ''}-${record.observed.date.slice(0, 10)}-${record.id.slice(0, 8)}.json`;
 }
 
-const asString = (v: Scalar | undefined): string | null => (v === undefined || v === null ? null : String(v));
+const asString = (value: Scalar | undefined): string | null => (value === undefined || value === null ? null : String(value));
 
 /**
  * One record per target of the run that measured something on a GPU (its sysinfo names a driver
@@ -165,84 +165,93 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
   const rejudged = events.map((e) => (e.type === 'run-start' ? { ...e, matrix: { ...e.matrix, expectations: defaults } } : e));
   const summary = summarize(rejudged);
   const whyOf = new Map<string, string>();
-  for (const list of Object.values(defaults)) for (const x of list ?? []) if (x.why) whyOf.set(JSON.stringify(x), x.why);
+  for (const list of Object.values(defaults))
+    for (const expectation of list ?? []) if (expectation.why) whyOf.set(JSON.stringify(expectation), expectation.why);
   const records: BehaviourRecord[] = [];
-  for (const t of summary.targets) {
-    const s = t.sysinfo;
-    const driver = asString(s.driver_version);
-    const gpu = asString(s.gpu_name);
-    const measured = t.cells.filter((c) => c.planned && c.status === 'passed');
+  for (const target of summary.targets) {
+    const sysinfo = target.sysinfo;
+    const driver = asString(sysinfo.driver_version);
+    const gpu = asString(sysinfo.gpu_name);
+    const measured = target.cells.filter((cell) => cell.planned && cell.status === 'passed');
     if (!driver || !gpu || measured.length === 0) continue;
     const facts: Record<string, RecordedFact> = {};
     const metrics: RecordedMetric[] = [];
     const samples: RecordedSample[] = [];
     const shared: SharedCell[] = [];
-    const cells: CellEndEvent[] = t.cells.filter((c) => c.planned);
+    const cells: CellEndEvent[] = target.cells.filter((cell) => cell.planned);
     const seen = cells.map(sharedDuring);
     // A cell that took no look (sysinfo, runtime-init: cudaprobe lists no processes there) in a
     // run whose other cells saw others ran beside them too: the run's most, marked inferred.
-    const most = seen.reduce<SharedCell | null>((m, s) => (s?.processes && (!m || s.processes > m.processes) ? s : m), null);
-    cells.forEach((c, i) => {
-      const s = seen[i];
-      if (s?.processes) shared.push(s);
-      else if (s === undefined && most && c.status === 'passed') shared.push({ ...most, probe: c.probe, inferred: true });
+    const most = seen.reduce<SharedCell | null>(
+      (busiest, cell) => (cell?.processes && (!busiest || cell.processes > busiest.processes) ? cell : busiest),
+      null,
+    );
+    cells.forEach((cell, i) => {
+      const sharedHere = seen[i];
+      if (sharedHere?.processes) shared.push(sharedHere);
+      else if (sharedHere === undefined && most && cell.status === 'passed') shared.push({ ...most, probe: cell.probe, inferred: true });
     });
-    for (const c of cells) {
-      for (const r of c.records) {
-        if (r.type === 'fact')
-          facts[`${c.probe}.${r.name}`] = {
-            value: r.value,
-            ...(r.reason ? { reason: r.reason } : {}),
-            ...(r.evidence ? { evidence: r.evidence } : {}),
+    for (const cell of cells) {
+      for (const probeRecord of cell.records) {
+        if (probeRecord.type === 'fact')
+          facts[`${cell.probe}.${probeRecord.name}`] = {
+            value: probeRecord.value,
+            ...(probeRecord.reason ? { reason: probeRecord.reason } : {}),
+            ...(probeRecord.evidence ? { evidence: probeRecord.evidence } : {}),
           };
-        else if (r.type === 'metric')
+        else if (probeRecord.type === 'metric')
           metrics.push({
-            name: `${c.probe}.${r.name}`,
-            value: r.value,
-            unit: r.unit,
-            ...(r.attrs ? { attrs: r.attrs } : {}),
-            ...(r.reason ? { reason: r.reason } : {}),
-            ...(Array.isArray(r.repeats) && r.repeats.length ? { repeats: r.repeats as number[] } : {}),
+            name: `${cell.probe}.${probeRecord.name}`,
+            value: probeRecord.value,
+            unit: probeRecord.unit,
+            ...(probeRecord.attrs ? { attrs: probeRecord.attrs } : {}),
+            ...(probeRecord.reason ? { reason: probeRecord.reason } : {}),
+            ...(Array.isArray(probeRecord.repeats) && probeRecord.repeats.length ? { repeats: probeRecord.repeats as number[] } : {}),
           });
-        else if (r.type === 'sample')
-          samples.push({ probe: c.probe, phase: r.phase, ...(r.attrs ? { attrs: r.attrs } : {}), readings: r.readings });
+        else if (probeRecord.type === 'sample')
+          samples.push({
+            probe: cell.probe,
+            phase: probeRecord.phase,
+            ...(probeRecord.attrs ? { attrs: probeRecord.attrs } : {}),
+            readings: probeRecord.readings,
+          });
       }
     }
     records.push({
       recordSchema: RECORD_SCHEMA,
-      id: createHash('sha256').update(`${start.runId}\0${t.name}`).digest('hex').slice(0, 16),
+      id: createHash('sha256').update(`${start.runId}\0${target.name}`).digest('hex').slice(0, 16),
       key: {
-        environment: t.environmentClass ?? 'unknown',
+        environment: target.environmentClass ?? 'unknown',
         gpu,
         driver,
-        os: asString(s.os_name) ?? asString(s.os_family) ?? 'unknown',
-        osBuild: asString(s.os_build),
-        container: asString(s.container),
+        os: asString(sysinfo.os_name) ?? asString(sysinfo.os_family) ?? 'unknown',
+        osBuild: asString(sysinfo.os_build),
+        container: asString(sysinfo.container),
       },
       observed: {
         date: start.started,
         runId: start.runId,
-        target: t.name,
-        session: t.ready?.session ?? null,
-        transport: events.flatMap((e) => (e.type === 'target-start' && e.target === t.name ? e.transport : [])),
+        target: target.name,
+        session: target.ready?.session ?? null,
+        transport: events.flatMap((e) => (e.type === 'target-start' && e.target === target.name ? e.transport : [])),
       },
-      tool: { cudamatrix: start.version, cudaprobe: asString(s.tool_version), probeHash: t.ready?.probe.hash ?? null },
-      sysinfo: s,
+      tool: { cudamatrix: start.version, cudaprobe: asString(sysinfo.tool_version), probeHash: target.ready?.probe.hash ?? null },
+      sysinfo,
       facts,
       metrics,
       samples,
-      cells: cells.map((c) => ({
-        probe: c.probe,
-        status: c.status,
-        ...(c.reason ? { reason: c.reason } : {}),
-        ...(c.errorCode ? { errorCode: c.errorCode } : {}),
+      cells: cells.map((cell) => ({
+        probe: cell.probe,
+        status: cell.status,
+        ...(cell.reason ? { reason: cell.reason } : {}),
+        ...(cell.errorCode ? { errorCode: cell.errorCode } : {}),
       })),
-      verdicts: t.verdicts.map((v) => ({
-        title: v.title,
-        status: v.status,
-        actual: v.actual,
-        message: v.message,
-        ...(whyOf.has(JSON.stringify(v.expectation)) ? { why: whyOf.get(JSON.stringify(v.expectation)) } : {}),
+      verdicts: target.verdicts.map((verdict) => ({
+        title: verdict.title,
+        status: verdict.status,
+        actual: verdict.actual,
+        message: verdict.message,
+        ...(whyOf.has(JSON.stringify(verdict.expectation)) ? { why: whyOf.get(JSON.stringify(verdict.expectation)) } : {}),
       })),
       ...(shared.length ? { shared } : {}),
     });
@@ -255,42 +264,42 @@ export function recordsFromEvents(events: RunEvent[], defaults: Partial<Record<s
  * end of the probe), the most seen at once; null when it looked and saw none, undefined when it
  * did not look (no neighbours line: an older cudaprobe, or a probe that takes no look).
  */
-function sharedDuring(c: CellEndEvent): SharedCell | null | undefined {
+function sharedDuring(cell: CellEndEvent): SharedCell | null | undefined {
   let most: SharedCell | null | undefined;
-  for (const r of c.records as readonly { type: string; processes?: unknown; used_bytes?: unknown; pids?: unknown }[]) {
-    if (r.type !== 'neighbours') continue;
+  for (const probeRecord of cell.records as readonly { type: string; processes?: unknown; used_bytes?: unknown; pids?: unknown }[]) {
+    if (probeRecord.type !== 'neighbours') continue;
     most ??= null;
-    if (typeof r.processes !== 'number' || r.processes <= 0) continue;
-    if (!most || r.processes > most.processes)
+    if (typeof probeRecord.processes !== 'number' || probeRecord.processes <= 0) continue;
+    if (!most || probeRecord.processes > most.processes)
       most = {
-        probe: c.probe,
-        processes: r.processes,
-        usedBytes: typeof r.used_bytes === 'number' ? r.used_bytes : null,
-        pids: Array.isArray(r.pids) ? r.pids.filter((p): p is number => typeof p === 'number') : [],
+        probe: cell.probe,
+        processes: probeRecord.processes,
+        usedBytes: typeof probeRecord.used_bytes === 'number' ? probeRecord.used_bytes : null,
+        pids: Array.isArray(probeRecord.pids) ? probeRecord.pids.filter((pid): pid is number => typeof pid === 'number') : [],
       };
   }
   return most;
 }
 
 /** The same object with its keys in this order, then any others sorted (a newer writer's fields are kept). */
-function ordered(o: Record<string, unknown>, first: readonly string[]): Record<string, unknown> {
+function ordered(source: Record<string, unknown>, first: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const k of first) if (o[k] !== undefined) out[k] = o[k];
-  for (const k of Object.keys(o)
+  for (const k of first) if (source[k] !== undefined) out[k] = source[k];
+  for (const k of Object.keys(source)
     .filter((k) => !first.includes(k))
     .sort())
-    if (o[k] !== undefined) out[k] = o[k];
+    if (source[k] !== undefined) out[k] = source[k];
   return out;
 }
 
 /** Keys sorted at every depth: maps whose keys come from the probe (attrs, readings, evidence). */
-function sortedDeep(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortedDeep);
-  if (v === null || typeof v !== 'object') return v;
+function sortedDeep(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedDeep);
+  if (value === null || typeof value !== 'object') return value;
   return Object.fromEntries(
-    Object.keys(v)
+    Object.keys(value)
       .sort()
-      .map((k) => [k, sortedDeep((v as Record<string, unknown>)[k])]),
+      .map((k) => [k, sortedDeep((value as Record<string, unknown>)[k])]),
   );
 }
 
@@ -300,9 +309,9 @@ function sortedDeep(v: unknown): unknown {
  * above; maps named by the probe or the catalogue (facts, sysinfo, attrs, readings, evidence)
  * are sorted by key. Arrays keep their order (the log's).
  */
-export function recordJson(r: BehaviourRecord): string {
-  const x = r as unknown as Record<string, unknown>;
-  const top = ordered(x, [
+export function recordJson(record: BehaviourRecord): string {
+  const fields = record as unknown as Record<string, unknown>;
+  const top = ordered(fields, [
     'recordSchema',
     'id',
     'key',
@@ -318,25 +327,30 @@ export function recordJson(r: BehaviourRecord): string {
     'shared',
     'driftedFrom',
   ]);
-  top.key = ordered(r.key as unknown as Record<string, unknown>, ['environment', 'gpu', 'driver', 'os', 'osBuild', 'container']);
-  top.observed = ordered(r.observed as unknown as Record<string, unknown>, ['date', 'runId', 'target', 'session', 'transport']);
-  top.tool = ordered(r.tool as unknown as Record<string, unknown>, ['cudamatrix', 'cudaprobe', 'probeHash']);
-  top.sysinfo = sortedDeep(r.sysinfo);
+  top.key = ordered(record.key as unknown as Record<string, unknown>, ['environment', 'gpu', 'driver', 'os', 'osBuild', 'container']);
+  top.observed = ordered(record.observed as unknown as Record<string, unknown>, ['date', 'runId', 'target', 'session', 'transport']);
+  top.tool = ordered(record.tool as unknown as Record<string, unknown>, ['cudamatrix', 'cudaprobe', 'probeHash']);
+  top.sysinfo = sortedDeep(record.sysinfo);
   top.facts = Object.fromEntries(
-    Object.keys(r.facts)
+    Object.keys(record.facts)
       .sort()
-      .map((n) => [n, sortedDeep(ordered(r.facts[n] as unknown as Record<string, unknown>, ['value', 'reason', 'evidence']))]),
+      .map((factName) => [
+        factName,
+        sortedDeep(ordered(record.facts[factName] as unknown as Record<string, unknown>, ['value', 'reason', 'evidence'])),
+      ]),
   );
-  top.metrics = r.metrics.map((m) => ({
-    ...ordered(m as unknown as Record<string, unknown>, ['name', 'value', 'unit', 'attrs', 'reason', 'repeats']),
-    ...(m.attrs ? { attrs: sortedDeep(m.attrs) } : {}),
+  top.metrics = record.metrics.map((metric) => ({
+    ...ordered(metric as unknown as Record<string, unknown>, ['name', 'value', 'unit', 'attrs', 'reason', 'repeats']),
+    ...(metric.attrs ? { attrs: sortedDeep(metric.attrs) } : {}),
   }));
-  top.samples = r.samples.map((s) => ({
-    ...ordered(s as unknown as Record<string, unknown>, ['probe', 'phase', 'attrs', 'readings']),
-    ...(s.attrs ? { attrs: sortedDeep(s.attrs) } : {}),
-    readings: sortedDeep(s.readings),
+  top.samples = record.samples.map((sample) => ({
+    ...ordered(sample as unknown as Record<string, unknown>, ['probe', 'phase', 'attrs', 'readings']),
+    ...(sample.attrs ? { attrs: sortedDeep(sample.attrs) } : {}),
+    readings: sortedDeep(sample.readings),
   }));
-  top.cells = r.cells.map((c) => ordered(c as unknown as Record<string, unknown>, ['probe', 'status', 'reason', 'errorCode']));
-  top.verdicts = r.verdicts.map((v) => ordered(v as unknown as Record<string, unknown>, ['title', 'status', 'actual', 'message', 'why']));
+  top.cells = record.cells.map((cell) => ordered(cell as unknown as Record<string, unknown>, ['probe', 'status', 'reason', 'errorCode']));
+  top.verdicts = record.verdicts.map((verdict) =>
+    ordered(verdict as unknown as Record<string, unknown>, ['title', 'status', 'actual', 'message', 'why']),
+  );
   return `${JSON.stringify(top, null, 2)}\n`;
 }

@@ -117,16 +117,16 @@ export interface RecordsDiff {
   conflicts: SideConflict[];
 }
 
-const side = (r: BehaviourRecord): DiffSide => ({
-  id: r.id,
-  driver: r.key.driver,
-  date: r.observed.date,
-  runId: r.observed.runId,
-  target: r.observed.target,
+const side = (record: BehaviourRecord): DiffSide => ({
+  id: record.id,
+  driver: record.key.driver,
+  date: record.observed.date,
+  runId: record.observed.runId,
+  target: record.observed.target,
 });
 
 /** The key without the driver (the pairing of records of two driver versions). */
-export const pairingKey = (r: BehaviourRecord): string => keyText({ ...r.key, driver: '' });
+export const pairingKey = (record: BehaviourRecord): string => keyText({ ...record.key, driver: '' });
 
 /** The differences between two records of one key (drivers may differ). `history`: the records that measure the key's noise (the two included or not). */
 export function diffPair(
@@ -141,20 +141,20 @@ export function diffPair(
   const onlyB = { facts: [] as string[], metrics: [] as string[], cells: [] as string[] };
   const shared = { a: sharedCells(ra), b: sharedCells(rb) };
   const sharedProbes = new Map<string, number>();
-  for (const s of [...shared.a, ...shared.b]) sharedProbes.set(s.probe, Math.max(sharedProbes.get(s.probe) ?? 0, s.processes));
+  for (const cell of [...shared.a, ...shared.b]) sharedProbes.set(cell.probe, Math.max(sharedProbes.get(cell.probe) ?? 0, cell.processes));
   const probeOf = (name: string) => name.slice(0, name.indexOf('.'));
   let explainedFacts = 0;
   let factsCompared = 0;
-  for (const [name, f] of Object.entries(ra.facts)) {
-    const g = rb.facts[name];
-    if (!g) onlyA.facts.push(name);
+  for (const [name, factA] of Object.entries(ra.facts)) {
+    const factB = rb.facts[name];
+    if (!factB) onlyA.facts.push(name);
     else {
       factsCompared++;
-      if (f.value !== g.value) {
-        if (f.value === null || g.value === null) decided.push({ name, a: f.value, b: g.value });
+      if (factA.value !== factB.value) {
+        if (factA.value === null || factB.value === null) decided.push({ name, a: factA.value, b: factB.value });
         else {
           const processes = sharedProbes.get(probeOf(name));
-          facts.push({ name, a: f.value, b: g.value, ...(processes ? { shared: processes } : {}) });
+          facts.push({ name, a: factA.value, b: factB.value, ...(processes ? { shared: processes } : {}) });
           if (processes) explainedFacts++;
         }
       }
@@ -163,18 +163,18 @@ export function diffPair(
   for (const name of Object.keys(rb.facts)) if (!(name in ra.facts)) onlyB.facts.push(name);
 
   const cells: CellChange[] = [];
-  const cellsB = new Map(rb.cells.map((c) => [c.probe, c.status]));
+  const cellsB = new Map(rb.cells.map((cell) => [cell.probe, cell.status]));
   let cellsCompared = 0;
-  for (const c of ra.cells) {
-    const other = cellsB.get(c.probe);
-    if (other === undefined) onlyA.cells.push(c.probe);
+  for (const cell of ra.cells) {
+    const other = cellsB.get(cell.probe);
+    if (other === undefined) onlyA.cells.push(cell.probe);
     else {
       cellsCompared++;
-      if (other !== c.status) cells.push({ probe: c.probe, a: c.status, b: other });
+      if (other !== cell.status) cells.push({ probe: cell.probe, a: cell.status, b: other });
     }
   }
-  const cellsA = new Set(ra.cells.map((c) => c.probe));
-  for (const c of rb.cells) if (!cellsA.has(c.probe)) onlyB.cells.push(c.probe);
+  const cellsA = new Set(ra.cells.map((cell) => cell.probe));
+  for (const cell of rb.cells) if (!cellsA.has(cell.probe)) onlyB.cells.push(cell.probe);
 
   const shapeA = shapeOf(ra.metrics);
   const shapeB = aligned(ra.metrics, rb.metrics) ? shapeA : shapeOf(rb.metrics);
@@ -184,24 +184,24 @@ export function diffPair(
   // the H200 between two kernels) that are no run-to-run noise.
   const runsA = context.runsA?.length ? context.runsA : [ra];
   const runsB = context.runsB?.length ? context.runsB : [rb];
-  const inSides = new Set([...runsA, ...runsB, ra, rb].map((r) => r.id));
+  const inSides = new Set([...runsA, ...runsB, ra, rb].map((record) => record.id));
   const groupsBy = new Map<string, Map<string, BehaviourRecord>>();
   const perKernel = new Map<string, number>();
   const segment = segmentsOf(context.history ?? []);
-  for (const r of context.history ?? []) {
-    if (inSides.has(r.id) || r.metrics.length === 0) continue;
+  for (const record of context.history ?? []) {
+    if (inSides.has(record.id) || record.metrics.length === 0) continue;
     // At most HISTORY_PER_DRIVER of each driver and kernel, in the order given (newest first).
-    const kernel = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}`;
-    const g = `${kernel}\u0000${segment.get(r) ?? 0}`;
-    let group = groupsBy.get(g);
-    if (group?.has(r.id) || (perKernel.get(kernel) ?? 0) >= HISTORY_PER_DRIVER) continue;
-    if (!group) groupsBy.set(g, (group = new Map()));
-    group.set(r.id, r);
+    const kernel = `${record.key.driver}\u0000${String(record.sysinfo.kernel ?? '')}`;
+    const groupKey = `${kernel}\u0000${segment.get(record) ?? 0}`;
+    let group = groupsBy.get(groupKey);
+    if (group?.has(record.id) || (perKernel.get(kernel) ?? 0) >= HISTORY_PER_DRIVER) continue;
+    if (!group) groupsBy.set(groupKey, (group = new Map()));
+    group.set(record.id, record);
     perKernel.set(kernel, (perKernel.get(kernel) ?? 0) + 1);
   }
   let series = 0;
   for (const k of shapeA.keys()) if (shapeB === shapeA || shapeB.has(k)) series++;
-  const samples: PairSamples = { runsA, runsB, groups: [...groupsBy.values()].map((g) => [...g.values()]), series };
+  const samples: PairSamples = { runsA, runsB, groups: [...groupsBy.values()].map((group) => [...group.values()]), series };
   const environment = environmentChanges(ra, rb);
   // What differs around the driver is said beside each change: it may be theirs.
   const aroundDriver = environment.map((e) => e.field);
@@ -216,37 +216,37 @@ export function diffPair(
   };
   for (const [k, pa] of shapeA) {
     const pb = shapeB === shapeA ? pa : shapeB.get(k);
-    const m = ra.metrics[pa[0]!]!;
-    if (!pb) onlyA.metrics.push(seriesText(m.name, m.attrs));
+    const metric = ra.metrics[pa[0]!]!;
+    if (!pb) onlyA.metrics.push(seriesText(metric.name, metric.attrs));
     else {
-      const c = compareSeries(k, m.name, ra.metrics, pa, rb.metrics, pb, samples, all, tally);
-      if (c?.flagged) {
-        const processes = sharedProbes.get(probeOf(c.name));
-        const explained: MetricComparison['explained'] = processes ? { by: 'shared', processes } : hostControl(c, ra, rb);
-        if (!explained && aroundDriver.length) c.with = aroundDriver;
+      const comparison = compareSeries(k, metric.name, ra.metrics, pa, rb.metrics, pb, samples, all, tally);
+      if (comparison?.flagged) {
+        const processes = sharedProbes.get(probeOf(comparison.name));
+        const explained: MetricComparison['explained'] = processes ? { by: 'shared', processes } : hostControl(comparison, ra, rb);
+        if (!explained && aroundDriver.length) comparison.with = aroundDriver;
         if (explained) {
-          c.explained = explained;
-          c.flagged = false;
+          comparison.explained = explained;
+          comparison.flagged = false;
           tally.flagged--;
           tally.explained++;
         }
       }
-      if (c) metrics.push(c);
+      if (comparison) metrics.push(comparison);
     }
   }
   if (shapeB !== shapeA) {
     for (const [k, pb] of shapeB) {
       if (shapeA.has(k)) continue;
-      const m = rb.metrics[pb[0]!]!;
-      onlyB.metrics.push(seriesText(m.name, m.attrs));
+      const metric = rb.metrics[pb[0]!]!;
+      onlyB.metrics.push(seriesText(metric.name, metric.attrs));
     }
   }
-  const verdictsB = new Map(rb.verdicts.map((v) => [v.title, v.status]));
-  const verdicts = ra.verdicts.flatMap((v) => {
-    const other = verdictsB.get(v.title);
-    return other !== undefined && other !== v.status ? [{ title: v.title, a: v.status, b: other }] : [];
+  const verdictsB = new Map(rb.verdicts.map((verdict) => [verdict.title, verdict.status]));
+  const verdicts = ra.verdicts.flatMap((verdict) => {
+    const other = verdictsB.get(verdict.title);
+    return other !== undefined && other !== verdict.status ? [{ title: verdict.title, a: verdict.status, b: other }] : [];
   });
-  const sharedCellChange = cells.filter((c) => sharedProbes.has(c.probe)).length;
+  const sharedCellChange = cells.filter((cell) => sharedProbes.has(cell.probe)).length;
   const changed = facts.length - explainedFacts > 0 || cells.length - sharedCellChange > 0 || tally.flagged > 0;
   return {
     key: pairingKey(ra),
@@ -264,7 +264,7 @@ export function diffPair(
     verdicts,
     environment,
     shared,
-    history: { runs: samples.groups.reduce((n, g) => n + g.length, 0), groups: samples.groups.length },
+    history: { runs: samples.groups.reduce((total, group) => total + group.length, 0), groups: samples.groups.length },
     runs: { a: runsA.length, b: runsB.length },
     changed,
   };
@@ -275,25 +275,33 @@ export function diffPair(
  * not hide a full one), one that had the GPU alone before one that shared it (a neighbour's
  * numbers must not be the baseline), then the newest.
  */
-export const newestFirst = (x: BehaviourRecord, y: BehaviourRecord) =>
-  Number(hasFacts(y)) - Number(hasFacts(x)) ||
-  Number(sharedRun(x)) - Number(sharedRun(y)) ||
-  (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : x.id > y.id ? 1 : 0);
+export const newestFirst = (left: BehaviourRecord, right: BehaviourRecord) =>
+  Number(hasFacts(right)) - Number(hasFacts(left)) ||
+  Number(sharedRun(left)) - Number(sharedRun(right)) ||
+  (left.observed.date < right.observed.date
+    ? 1
+    : left.observed.date > right.observed.date
+      ? -1
+      : left.id < right.id
+        ? -1
+        : left.id > right.id
+          ? 1
+          : 0);
 
 /** One key's records (newest first) as the one diff compares: the newest, with each probe from the newest that measured it; and the records it took. */
 function composed(list: BehaviourRecord[]): { record: BehaviourRecord; used: Set<BehaviourRecord>; takenFrom: DiffSide['takenFrom'] } {
   const byProbe = newestByProbe(
     list,
-    (x, y) => newestFirst(x, y) < 0,
-    (r) => r,
+    (left, right) => newestFirst(left, right) < 0,
+    (record) => record,
   );
   const others = new Map<BehaviourRecord, string[]>();
-  for (const [probe, r] of [...byProbe].sort(([x], [y]) => (x < y ? -1 : 1)))
-    if (r !== list[0]) others.set(r, [...(others.get(r) ?? []), probe]);
+  for (const [probe, source] of [...byProbe].sort(([left], [right]) => (left < right ? -1 : 1)))
+    if (source !== list[0]) others.set(source, [...(others.get(source) ?? []), probe]);
   return {
     record: composeRecord(list[0]!, byProbe),
     used: new Set([list[0]!, ...byProbe.values()]),
-    takenFrom: [...others].map(([r, probes]) => ({ id: r.id, probes })),
+    takenFrom: [...others].map(([record, probes]) => ({ id: record.id, probes })),
   };
 }
 
@@ -305,14 +313,14 @@ function composed(list: BehaviourRecord[]): { record: BehaviourRecord; used: Set
 export function comparedRecords(records: BehaviourRecord[]): Set<BehaviourRecord> {
   const out = new Set<BehaviourRecord>();
   for (const list of byKey(records).values()) {
-    for (const r of composed(list).used) out.add(r);
+    for (const record of composed(list).used) out.add(record);
     const taken = new Map<string, number>();
-    for (const r of list) {
-      const kernel = `${r.key.driver}\u0000${String(r.sysinfo.kernel ?? '')}`;
-      const n = taken.get(kernel) ?? 0;
-      if (n >= HISTORY_PER_DRIVER) continue;
-      out.add(r);
-      taken.set(kernel, n + 1);
+    for (const record of list) {
+      const kernel = `${record.key.driver}\u0000${String(record.sysinfo.kernel ?? '')}`;
+      const count = taken.get(kernel) ?? 0;
+      if (count >= HISTORY_PER_DRIVER) continue;
+      out.add(record);
+      taken.set(kernel, count + 1);
     }
   }
   return out;
@@ -320,11 +328,11 @@ export function comparedRecords(records: BehaviourRecord[]): Set<BehaviourRecord
 
 function byKey(records: BehaviourRecord[]): Map<string, BehaviourRecord[]> {
   const out = new Map<string, BehaviourRecord[]>();
-  for (const r of records) {
-    const k = pairingKey(r);
+  for (const record of records) {
+    const k = pairingKey(record);
     const list = out.get(k);
-    if (list) list.push(r);
-    else out.set(k, [r]);
+    if (list) list.push(record);
+    else out.set(k, [record]);
   }
   for (const list of out.values()) list.sort(newestFirst);
   return out;
@@ -336,32 +344,37 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
   for (const list of groups.values()) {
     if (list.length < 2) continue;
     const byFull = new Map<string, BehaviourRecord[]>();
-    for (const r of list) {
-      const k = keyText(r.key);
+    for (const record of list) {
+      const k = keyText(record.key);
       const same = byFull.get(k);
-      if (same) same.push(r);
-      else byFull.set(k, [r]);
+      if (same) same.push(record);
+      else byFull.set(k, [record]);
     }
     for (const [key, rs] of byFull) {
       // A fact disagrees when its records hold two decided values (null is undecided, not a
       // disagreement); every record that decided it is then one of those that disagree. One
       // pass over the facts, not a comparison of every pair of records.
       const values = new Map<string, { first: unknown; differs: boolean; records: BehaviourRecord[] }>();
-      for (const r of rs) {
-        for (const [n, f] of Object.entries(r.facts)) {
-          if (f.value === null) continue;
-          const v = values.get(n);
-          if (!v) values.set(n, { first: f.value, differs: false, records: [r] });
+      for (const record of rs) {
+        for (const [factName, fact] of Object.entries(record.facts)) {
+          if (fact.value === null) continue;
+          const seen = values.get(factName);
+          if (!seen) values.set(factName, { first: fact.value, differs: false, records: [record] });
           else {
-            v.differs ||= v.first !== f.value;
-            v.records.push(r);
+            seen.differs ||= seen.first !== fact.value;
+            seen.records.push(record);
           }
         }
       }
-      const facts = [...values].filter(([, v]) => v.differs);
-      const involved = new Set(facts.flatMap(([, v]) => v.records));
+      const facts = [...values].filter(([, seen]) => seen.differs);
+      const involved = new Set(facts.flatMap(([, seen]) => seen.records));
       if (facts.length)
-        out.push({ side: name, key, records: rs.filter((r) => involved.has(r)).map(side), facts: facts.map(([n]) => n).sort() });
+        out.push({
+          side: name,
+          key,
+          records: rs.filter((record) => involved.has(record)).map(side),
+          facts: facts.map(([disputedFact]) => disputedFact).sort(),
+        });
     }
   }
   return out;
@@ -373,40 +386,42 @@ function sideConflicts(name: 'a' | 'b', groups: Map<string, BehaviourRecord[]>):
  * Each pair keeps the metrics that moved beyond their noise, and with `all` every metric compared.
  */
 export function diffRecords(
-  a: BehaviourRecord | BehaviourRecord[],
-  b: BehaviourRecord | BehaviourRecord[],
+  sideA: BehaviourRecord | BehaviourRecord[],
+  sideB: BehaviourRecord | BehaviourRecord[],
   options: { all?: boolean; history?: BehaviourRecord[] } = {},
 ): RecordsDiff {
-  const ga = byKey(Array.isArray(a) ? a : [a]);
-  const gb = byKey(Array.isArray(b) ? b : [b]);
+  const ga = byKey(Array.isArray(sideA) ? sideA : [sideA]);
+  const gb = byKey(Array.isArray(sideB) ? sideB : [sideB]);
   const gh = byKey(options.history ?? []);
   const pairs: PairDiff[] = [];
   const onlyA: Unpaired[] = [];
   const onlyB: Unpaired[] = [];
-  const older = (newest: BehaviourRecord, r: BehaviourRecord) =>
-    !hasFacts(r) && hasFacts(newest)
+  const older = (newest: BehaviourRecord, record: BehaviourRecord) =>
+    !hasFacts(record) && hasFacts(newest)
       ? `an observation of this key without facts; the newest with facts (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`
-      : sharedRun(r) && !sharedRun(newest)
+      : sharedRun(record) && !sharedRun(newest)
         ? `a run that shared the GPU with other processes; the newest that had it alone (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`
         : `an older observation of this key; the newest (${newest.id.slice(0, 8)}, ${newest.observed.date.slice(0, 10)}) was compared`;
   for (const [key, la] of ga) {
     const lb = gb.get(key);
     if (!lb) {
-      for (const r of la) onlyA.push({ key, record: side(r), reason: 'no observation of this key on the other side' });
+      for (const record of la) onlyA.push({ key, record: side(record), reason: 'no observation of this key on the other side' });
       continue;
     }
     // Each side as one record: its newest, each probe from the newest record that measured it.
     const [ca, cb] = [composed(la), composed(lb)];
     // Each side's runs of the compared driver, whole (a folder's digests are read whole in the
     // history where it has them); the key's other runs in the history measure its noise.
-    const whole = new Map((gh.get(key) ?? []).map((r) => [r.id, r]));
+    const whole = new Map((gh.get(key) ?? []).map((record) => [record.id, record]));
     // A side's runs: its records of the compared record's driver and kernel (a kernel moves some
     // numbers: runs of another are the key's history, a group of their own, not this side's).
     const runsOf = (list: BehaviourRecord[], compared: BehaviourRecord) =>
       list
-        .filter((r) => r.key.driver === compared.key.driver && r.sysinfo.kernel === compared.sysinfo.kernel && !sharedRun(r))
-        .map((r) => (r.metrics.length ? r : whole.get(r.id)))
-        .filter((r): r is BehaviourRecord => r !== undefined && r.metrics.length > 0)
+        .filter(
+          (record) => record.key.driver === compared.key.driver && record.sysinfo.kernel === compared.sysinfo.kernel && !sharedRun(record),
+        )
+        .map((record) => (record.metrics.length ? record : whole.get(record.id)))
+        .filter((record): record is BehaviourRecord => record !== undefined && record.metrics.length > 0)
         .slice(0, HISTORY_PER_DRIVER);
     const runsA = runsOf(la, ca.record);
     const runsB = runsOf(lb, cb.record);
@@ -419,13 +434,16 @@ export function diffRecords(
     if (ca.takenFrom!.length) pair.a.takenFrom = ca.takenFrom;
     if (cb.takenFrom!.length) pair.b.takenFrom = cb.takenFrom;
     pairs.push(pair);
-    for (const r of la.slice(1))
-      if (!ca.used.has(r)) onlyA.push({ key, record: side(r), reason: older(la[0]!, r), comparedInstead: la[0]!.id });
-    for (const r of lb.slice(1))
-      if (!cb.used.has(r)) onlyB.push({ key, record: side(r), reason: older(lb[0]!, r), comparedInstead: lb[0]!.id });
+    for (const olderRecord of la.slice(1))
+      if (!ca.used.has(olderRecord))
+        onlyA.push({ key, record: side(olderRecord), reason: older(la[0]!, olderRecord), comparedInstead: la[0]!.id });
+    for (const olderRecord of lb.slice(1))
+      if (!cb.used.has(olderRecord))
+        onlyB.push({ key, record: side(olderRecord), reason: older(lb[0]!, olderRecord), comparedInstead: lb[0]!.id });
   }
   for (const [key, lb] of gb)
-    if (!ga.has(key)) for (const r of lb) onlyB.push({ key, record: side(r), reason: 'no observation of this key on the other side' });
+    if (!ga.has(key))
+      for (const record of lb) onlyB.push({ key, record: side(record), reason: 'no observation of this key on the other side' });
   const conflicts = [...sideConflicts('a', ga), ...sideConflicts('b', gb)];
-  return { changed: pairs.some((p) => p.changed), pairs, onlyA, onlyB, conflicts };
+  return { changed: pairs.some((pair) => pair.changed), pairs, onlyA, onlyB, conflicts };
 }

@@ -15,36 +15,40 @@ const cached = (part: object, make: () => string[]) => {
 };
 
 /** The probes a record measured: its passed cells, and those its facts name (a skipped cell may still decide facts: p2p on one GPU). */
-export function probesOf(r: BehaviourRecord): string[][] {
+export function probesOf(record: BehaviourRecord): string[][] {
   return [
-    cached(r.cells, () => r.cells.filter((c) => c.status === 'passed').map((c) => c.probe)),
-    cached(r.facts, () => [...new Set(Object.keys(r.facts).map((n) => n.slice(0, n.indexOf('.'))))]),
+    cached(record.cells, () => record.cells.filter((cell) => cell.status === 'passed').map((cell) => cell.probe)),
+    cached(record.facts, () => [...new Set(Object.keys(record.facts).map((factName) => factName.slice(0, factName.indexOf('.'))))]),
   ];
 }
 
 /** Whether a record has a fact (without listing its keys: 10,000 records, several times each). */
-export function hasFacts(r: BehaviourRecord): boolean {
-  for (const _ in r.facts) return true;
+export function hasFacts(record: BehaviourRecord): boolean {
+  for (const _ in record.facts) return true;
   return false;
 }
 
 /**
- * Of one observation's records, per probe the newest with facts that measured it. `newer(a, b)`:
- * whether a is newer than b (a strict order). `recordOf` reaches the record of an item (a record,
+ * Of one observation's records, per probe the newest with facts that measured it. `newer(item, other)`:
+ * whether item is newer than other (a strict order). `recordOf` reaches the record of an item (a record,
  * or one with its file).
  */
-export function newestByProbe<T>(items: Iterable<T>, newer: (a: T, b: T) => boolean, recordOf: (t: T) => BehaviourRecord): Map<string, T> {
+export function newestByProbe<T>(
+  items: Iterable<T>,
+  newer: (item: T, other: T) => boolean,
+  recordOf: (item: T) => BehaviourRecord,
+): Map<string, T> {
   // Records of the same cells list and facts object (the index shares them among alike records)
   // measured the same probes: only the newest of each such group can be a probe's newest. A
   // column of 50 records is then a few candidates, not 50 times its probes (bench/scale).
   const newestOfParts = new Map<object, Map<object, T>>();
   for (const item of items) {
-    const r = recordOf(item);
-    if (!hasFacts(r)) continue;
-    let byFacts = newestOfParts.get(r.cells);
-    if (!byFacts) newestOfParts.set(r.cells, (byFacts = new Map()));
-    const held = byFacts.get(r.facts);
-    if (held === undefined || newer(item, held)) byFacts.set(r.facts, item);
+    const record = recordOf(item);
+    if (!hasFacts(record)) continue;
+    let byFacts = newestOfParts.get(record.cells);
+    if (!byFacts) newestOfParts.set(record.cells, (byFacts = new Map()));
+    const held = byFacts.get(record.facts);
+    if (held === undefined || newer(item, held)) byFacts.set(record.facts, item);
   }
   const byProbe = new Map<string, T>();
   for (const byFacts of newestOfParts.values()) {
@@ -68,7 +72,7 @@ export function newestByProbe<T>(items: Iterable<T>, newer: (a: T, b: T) => bool
 export function composeRecord(base: BehaviourRecord, byProbe: ReadonlyMap<string, BehaviourRecord>): BehaviourRecord {
   // Every probe's newest is the base itself (a column of full runs): nothing to take from others.
   let onlyBase = true;
-  for (const r of byProbe.values()) if (r !== base) onlyBase = false;
+  for (const record of byProbe.values()) if (record !== base) onlyBase = false;
   if (onlyBase) return base;
   const from = (probe: string) => byProbe.get(probe) ?? base;
   const probeOf = (name: string) => name.slice(0, name.indexOf('.'));
@@ -76,13 +80,13 @@ export function composeRecord(base: BehaviourRecord, byProbe: ReadonlyMap<string
   const metrics: BehaviourRecord['metrics'] = [];
   const samples: BehaviourRecord['samples'] = [];
   const records = [...new Set([base, ...byProbe.values()])];
-  for (const r of records) {
-    for (const [name, f] of Object.entries(r.facts)) if (from(probeOf(name)) === r) facts[name] = f;
-    for (const m of r.metrics) if (from(probeOf(m.name)) === r) metrics.push(m);
-    for (const s of r.samples) if (from(s.probe) === r) samples.push(s);
+  for (const record of records) {
+    for (const [name, fact] of Object.entries(record.facts)) if (from(probeOf(name)) === record) facts[name] = fact;
+    for (const metric of record.metrics) if (from(probeOf(metric.name)) === record) metrics.push(metric);
+    for (const sample of record.samples) if (from(sample.probe) === record) samples.push(sample);
   }
   const cells = new Map<string, BehaviourRecord['cells'][number]>();
-  for (const r of records) for (const c of r.cells) if (from(c.probe) === r) cells.set(c.probe, c);
-  for (const r of records) for (const c of r.cells) if (!cells.has(c.probe)) cells.set(c.probe, c);
+  for (const record of records) for (const cell of record.cells) if (from(cell.probe) === record) cells.set(cell.probe, cell);
+  for (const record of records) for (const cell of record.cells) if (!cells.has(cell.probe)) cells.set(cell.probe, cell);
   return { ...base, facts, metrics, samples, cells: [...cells.values()] };
 }

@@ -1,3 +1,4 @@
+/* eslint-disable id-length -- formula notation as in Numerical Recipes (Lanczos ln Γ, Lentz's continued fraction, erfc) */
 /**
  * The statistics behind every verdict on change (diff, record's drift, the report, gate): how
  * noisy a metric series is, measured from the runs of its key and from its own repetitions, and
@@ -26,11 +27,11 @@ const MIN_REPEATS = 5;
  */
 export const MIN_RUN_DF = 3;
 
-export function median(v: readonly number[]): number {
-  if (v.length === 1) return v[0]!;
-  const s = [...v].sort((x, y) => x - y);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+export function median(values: readonly number[]): number {
+  if (values.length === 1) return values[0]!;
+  const sorted = [...values].sort((left, right) => left - right);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** Run-to-run noise: the pooled standard deviation of one run's (transformed) value, its degrees of freedom (runs less groups), how many runs. */
@@ -158,7 +159,7 @@ export interface SeriesTest {
   beyond: boolean;
 }
 
-const mean = (v: readonly number[]) => v.reduce((s, x) => s + x, 0) / v.length;
+const mean = (values: readonly number[]) => values.reduce((sum, value) => sum + value, 0) / values.length;
 
 /**
  * The two-sample test of a series: the difference of the sides' mean log values against its
@@ -168,29 +169,36 @@ const mean = (v: readonly number[]) => v.reduce((s, x) => s + x, 0) / v.length;
  * single runs' repetitions (which see only the noise within a run). Series with a value at or
  * below zero are compared on a linear scale (their values over the largest of the two sides).
  */
-export function testSeries(s: SeriesSamples): SeriesTest {
-  const all = [...s.a, ...s.b, ...s.groups.flat(), ...(s.repeatsA ?? []), ...(s.repeatsB ?? [])];
-  const logScale = all.every((v) => v > 0);
-  const scale = Math.max(...[...s.a, ...s.b].map(Math.abs)) || 1;
-  const t = (v: readonly number[]) => v.map((x) => (logScale ? Math.log(x) : x / scale));
-  const [ta, tb] = [t(s.a), t(s.b)];
-  const d = Math.abs(mean(tb) - mean(ta));
-  const p = FAMILY_ERROR / Math.max(1, s.series);
-  const groups = [...(s.a.length > 1 ? [ta] : []), ...(s.b.length > 1 ? [tb] : []), ...s.groups.map(t)];
+export function testSeries(samples: SeriesSamples): SeriesTest {
+  const all = [...samples.a, ...samples.b, ...samples.groups.flat(), ...(samples.repeatsA ?? []), ...(samples.repeatsB ?? [])];
+  const logScale = all.every((value) => value > 0);
+  const scale = Math.max(...[...samples.a, ...samples.b].map(Math.abs)) || 1;
+  const transform = (values: readonly number[]) => values.map((value) => (logScale ? Math.log(value) : value / scale));
+  const [ta, tb] = [transform(samples.a), transform(samples.b)];
+  const difference = Math.abs(mean(tb) - mean(ta));
+  const perSeriesError = FAMILY_ERROR / Math.max(1, samples.series);
+  const groups = [...(samples.a.length > 1 ? [ta] : []), ...(samples.b.length > 1 ? [tb] : []), ...samples.groups.map(transform)];
   const pooled = pooledSd(groups);
   const runs = pooled && pooled.df >= MIN_RUN_DF ? pooled : null;
-  const toRelative = (x: number) => (logScale ? 1 - Math.exp(-x) : x);
+  const toRelative = (transformedMove: number) => (logScale ? 1 - Math.exp(-transformedMove) : transformedMove);
   if (runs) {
-    const critical = criticalT(p, runs.df);
-    const se = runs.sd * Math.sqrt(1 / s.a.length + 1 / s.b.length);
-    return { from: 'runs', runs, repeatsSd: null, critical, bound: toRelative(critical * se), beyond: d > critical * se + 1e-12 };
+    const critical = criticalT(perSeriesError, runs.df);
+    const se = runs.sd * Math.sqrt(1 / samples.a.length + 1 / samples.b.length);
+    return { from: 'runs', runs, repeatsSd: null, critical, bound: toRelative(critical * se), beyond: difference > critical * se + 1e-12 };
   }
-  const ea = s.a.length === 1 ? medianErrorOf(s.repeatsA, t) : null;
-  const eb = s.b.length === 1 ? medianErrorOf(s.repeatsB, t) : null;
+  const ea = samples.a.length === 1 ? medianErrorOf(samples.repeatsA, transform) : null;
+  const eb = samples.b.length === 1 ? medianErrorOf(samples.repeatsB, transform) : null;
   if (ea !== null || eb !== null) {
     const sd = Math.hypot(ea ?? eb!, eb ?? ea!);
-    const critical = criticalT(p, Infinity);
-    return { from: 'repeats', runs: null, repeatsSd: sd, critical, bound: toRelative(critical * sd), beyond: d > critical * sd + 1e-12 };
+    const critical = criticalT(perSeriesError, Infinity);
+    return {
+      from: 'repeats',
+      runs: null,
+      repeatsSd: sd,
+      critical,
+      bound: toRelative(critical * sd),
+      beyond: difference > critical * sd + 1e-12,
+    };
   }
   return { from: 'none', runs: null, repeatsSd: null, critical: 0, bound: 0, beyond: true };
 }
@@ -200,21 +208,21 @@ function pooledSd(groups: readonly (readonly number[])[]): RunNoise | null {
   let ss = 0;
   let df = 0;
   let runs = 0;
-  for (const g of groups) {
-    runs += g.length;
-    if (g.length < 2) continue;
-    const m = mean(g);
-    for (const x of g) ss += (x - m) ** 2;
-    df += g.length - 1;
+  for (const group of groups) {
+    runs += group.length;
+    if (group.length < 2) continue;
+    const groupMean = mean(group);
+    for (const value of group) ss += (value - groupMean) ** 2;
+    df += group.length - 1;
   }
   return df > 0 ? { sd: Math.sqrt(ss / df), df, runs } : null;
 }
 
 /** The standard error of a run's median from its repetitions: 1.2533 σ / √n (the median of n normal draws). */
-function medianErrorOf(repeats: readonly number[] | undefined, t: (v: readonly number[]) => number[]): number | null {
+function medianErrorOf(repeats: readonly number[] | undefined, transform: (values: readonly number[]) => number[]): number | null {
   if (!repeats || repeats.length < MIN_REPEATS) return null;
-  const v = t(repeats);
-  const m = mean(v);
-  const sd = Math.sqrt(v.reduce((s, x) => s + (x - m) ** 2, 0) / (v.length - 1));
-  return (1.2533 * sd) / Math.sqrt(v.length);
+  const values = transform(repeats);
+  const valuesMean = mean(values);
+  const sd = Math.sqrt(values.reduce((sum, value) => sum + (value - valuesMean) ** 2, 0) / (values.length - 1));
+  return (1.2533 * sd) / Math.sqrt(values.length);
 }

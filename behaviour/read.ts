@@ -36,7 +36,7 @@ export interface Input {
 }
 
 /** Whether a record observed anything: a fact or a metric (a run of sysinfo alone gives neither). */
-export const measuredSomething = (r: BehaviourRecord): boolean => Object.keys(r.facts).length > 0 || r.metrics.length > 0;
+export const measuredSomething = (record: BehaviourRecord): boolean => Object.keys(record.facts).length > 0 || record.metrics.length > 0;
 
 /** Why a target's record measured nothing, in words. */
 export const NOTHING_MEASURED =
@@ -51,14 +51,16 @@ function unrecordedTargets(events: RunEvent[], recorded: Set<string>, empty: Set
       out.push(`${e.target}: ${NOTHING_MEASURED}`);
       continue;
     }
-    const error = events.find((x) => x.type === 'target-error' && x.target === e.target);
+    const error = events.find((event) => event.type === 'target-error' && event.target === e.target);
     if (error?.type === 'target-error') {
       out.push(`${e.target}: not reached (${error.code}: ${error.message})`);
       continue;
     }
-    const sysinfo = events.find((x) => x.type === 'cell-end' && x.target === e.target && x.probe === 'sysinfo');
+    const sysinfo = events.find((event) => event.type === 'cell-end' && event.target === e.target && event.probe === 'sysinfo');
     const facts = new Map(
-      sysinfo?.type === 'cell-end' ? sysinfo.records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r.value] as const] : [])) : [],
+      sysinfo?.type === 'cell-end'
+        ? sysinfo.records.flatMap((probeRecord) => (probeRecord.type === 'sysinfo' ? [[probeRecord.name, probeRecord.value] as const] : []))
+        : [],
     );
     if (facts.get('driver_found') === false) out.push(`${e.target}: no NVIDIA driver (the CUDA driver library could not be loaded)`);
     else if (!facts.get('driver_version') || !facts.get('gpu_name'))
@@ -75,7 +77,7 @@ function unrecordedTargets(events: RunEvent[], recorded: Set<string>, empty: Set
 export function incompleteLog(file: string, events: RunEvent[]): string | null {
   const lines = readFileSync(file, 'utf8')
     .split('\n')
-    .filter((l) => l.trim());
+    .filter((line) => line.trim());
   const last = lines[lines.length - 1];
   try {
     if (last !== undefined) JSON.parse(last);
@@ -98,13 +100,13 @@ function fromEventLog(source: string, file: string, defaults: Expectations, comp
   const all = recordsFromEvents(events, defaults);
   // A target whose record holds no fact and no metric (sysinfo alone) observed nothing to record or compare.
   const records = all.filter(measuredSomething);
-  const empty = new Set(all.filter((r) => !measuredSomething(r)).map((r) => r.observed.target));
+  const empty = new Set(all.filter((record) => !measuredSomething(record)).map((record) => record.observed.target));
   return {
     source,
     kind: 'event-log',
     eventLog: file,
     records: records.map((record) => ({ record, file: null })),
-    unrecorded: unrecordedTargets(events, new Set(records.map((r) => r.observed.target)), empty),
+    unrecorded: unrecordedTargets(events, new Set(records.map((record) => record.observed.target)), empty),
   };
 }
 
@@ -131,10 +133,10 @@ function readRecordFile(file: string, text: string): BehaviourRecord[] {
   } catch (e) {
     throw invalid(file, `not JSON (${(e as Error).message})`);
   }
-  return Array.isArray(data) ? data.map((d, i) => checkRecord(d, `${file} [${i}]`)) : [checkRecord(data, file)];
+  return Array.isArray(data) ? data.map((recordData, i) => checkRecord(recordData, `${file} [${i}]`)) : [checkRecord(data, file)];
 }
 
-const readWholeFile = (f: string) => readRecordFile(f, readFileSync(f, 'utf8'));
+const readWholeFile = (file: string) => readRecordFile(file, readFileSync(file, 'utf8'));
 
 /** Every record of some files as its digest (through the records index), and a way to read one whole in its place. */
 function folderDigests(
@@ -150,14 +152,14 @@ function folderDigests(
     const group = files.slice(i, j);
     readDigests(
       folder,
-      group.map((f) => path.basename(f)),
+      group.map((file) => path.basename(file)),
       keepMetrics,
       readWholeFile,
       { metrics: false },
-    ).forEach((list, g) =>
-      list.forEach((record, n) => {
-        at.set(record, { pos: records.length, file: group[g]!, n });
-        records.push({ record, file: group[g]! });
+    ).forEach((list, fileIndex) =>
+      list.forEach((record, indexInFile) => {
+        at.set(record, { pos: records.length, file: group[fileIndex]!, n: indexInFile });
+        records.push({ record, file: group[fileIndex]! });
       }),
     );
     i = j;
@@ -179,7 +181,7 @@ function folderDigests(
  * driver, as `want` says): the newest HISTORY_PER_DRIVER of each, read whole. A folder that does
  * not exist gives none.
  */
-export function readHistory(dir: string, want: (r: BehaviourRecord) => boolean, keepMetrics: KeptMetrics): BehaviourRecord[] {
+export function readHistory(dir: string, want: (record: BehaviourRecord) => boolean, keepMetrics: KeptMetrics): BehaviourRecord[] {
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return [];
   const files = recordFilesUnder(dir);
   if (!files.length) return [];
@@ -194,7 +196,9 @@ export function readHistory(dir: string, want: (r: BehaviourRecord) => boolean, 
   }
   const out: BehaviourRecord[] = [];
   for (const list of groups.values()) {
-    list.sort((x, y) => (x.observed.date < y.observed.date ? 1 : x.observed.date > y.observed.date ? -1 : x.id < y.id ? -1 : 1));
+    list.sort((left, right) =>
+      left.observed.date < right.observed.date ? 1 : left.observed.date > right.observed.date ? -1 : left.id < right.id ? -1 : 1,
+    );
     for (const digest of list.slice(0, HISTORY_PER_DRIVER)) out.push(folder.readWhole(digest));
   }
   return out;
@@ -236,13 +240,13 @@ export function readInput(
     if (options.forDiff && options.keepMetrics) {
       // Through the records index: every record's digest, then the one compared per key whole.
       const folder = folderDigests(files, options.keepMetrics);
-      for (const digest of comparedRecords(folder.records.map((r) => r.record))) folder.readWhole(digest);
+      for (const digest of comparedRecords(folder.records.map((inputRecord) => inputRecord.record))) folder.readWhole(digest);
       return { source, kind: 'records-folder', records: folder.records, unrecorded: [] };
     }
-    for (const f of files) for (const record of readWholeFile(f)) records.push({ record, file: f });
+    for (const file of files) for (const record of readWholeFile(file)) records.push({ record, file });
     if (options.forDiff) {
       // Only the records diff compares keep their metrics and samples: the others keep what diff says of them.
-      const compared = comparedRecords(records.map((r) => r.record));
+      const compared = comparedRecords(records.map((inputRecord) => inputRecord.record));
       for (const { record } of records) if (!compared.has(record)) [record.metrics, record.samples] = [[], []];
     }
     return { source, kind: 'records-folder', records, unrecorded: [] };
@@ -275,7 +279,7 @@ export function readInput(
 /** A first line that is part of a run-start, or one followed by event lines: an event log cut at line 1. */
 function looksLikeCutEventLog(firstLine: string, rest: string): boolean {
   if (/^\{"type":"run-start"/.test(firstLine)) return true;
-  const next = rest.split('\n').find((l) => l.trim());
+  const next = rest.split('\n').find((line) => line.trim());
   try {
     const event: unknown = next === undefined ? undefined : JSON.parse(next);
     return isObject(event) && typeof event.type === 'string';

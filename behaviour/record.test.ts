@@ -30,18 +30,18 @@ function codeOf(fn: () => unknown): { code: string; message: string } {
 
 describe('the record file', () => {
   it('is pretty JSON with the interface order at the top and sorted maps: the same record in another key order gives the same bytes', () => {
-    const r = runs[0]!;
-    const text = recordJson(r);
+    const record = runs[0]!;
+    const text = recordJson(record);
     expect(Object.keys(JSON.parse(text)).slice(0, 6)).toEqual(['recordSchema', 'id', 'key', 'observed', 'tool', 'sysinfo']);
     expect(text.split('\n')[1]).toBe('  "recordSchema": 1,');
     // the probe's attr order and the log's fact order do not matter
-    const shuffled = structuredClone(r);
-    shuffled.facts = Object.fromEntries(Object.entries(r.facts).reverse());
-    shuffled.sysinfo = Object.fromEntries(Object.entries(r.sysinfo).reverse());
-    for (const m of shuffled.metrics) if (m.attrs) m.attrs = Object.fromEntries(Object.entries(m.attrs).reverse());
+    const shuffled = structuredClone(record);
+    shuffled.facts = Object.fromEntries(Object.entries(record.facts).reverse());
+    shuffled.sysinfo = Object.fromEntries(Object.entries(record.sysinfo).reverse());
+    for (const metric of shuffled.metrics) if (metric.attrs) metric.attrs = Object.fromEntries(Object.entries(metric.attrs).reverse());
     expect(recordJson(shuffled)).toBe(text);
     // nothing is lost
-    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(r)));
+    expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(record)));
   });
 
   it('the committed H200 record is what `record` writes from its log today (redacted, with its evidence)', () => {
@@ -55,19 +55,19 @@ describe('the record file', () => {
 
   it('every committed H200 record with evidence is what `record` writes from that log today: one record per run', async () => {
     const defaults = await defaultExpectations();
-    const files = readdirSync(H200_DIR).filter((n) => n.endsWith('.json'));
+    const files = readdirSync(H200_DIR).filter((fileName) => fileName.endsWith('.json'));
     const runIds = new Set<string>();
     for (const name of files) {
       const text = readFileSync(path.join(H200_DIR, name), 'utf8');
       const record = JSON.parse(text) as BehaviourRecord;
       runIds.add(record.observed.runId);
       if (!record.evidence) continue;
-      const made = readInput(path.join(packageRoot(), record.evidence), defaults).records.map((r) => r.record);
+      const made = readInput(path.join(packageRoot(), record.evidence), defaults).records.map((inputRecord) => inputRecord.record);
       expect(
-        made.map((r) => r.id),
+        made.map((madeRecord) => madeRecord.id),
         name,
       ).toContain(record.id);
-      const again = made.find((r) => r.id === record.id)!;
+      const again = made.find((madeRecord) => madeRecord.id === record.id)!;
       expect(text, `${name}: run \`pnpm cudamatrix record ${path.dirname(record.evidence)}\` again`).toBe(
         recordJson({ ...redactRecord(again), evidence: record.evidence }),
       );
@@ -80,44 +80,51 @@ describe('the record file', () => {
 
 describe('redaction', () => {
   it('removes the GPU UUID, user and host names and home folders, and keeps the key, id, dates and fact values', () => {
-    const r = doctored(runs[0]!, runs[0]!.id, (x) => {
-      x.observed.session = 'ssh alice@gpu-box.lan:22 → wsl Ubuntu';
-      x.sysinfo.cudart_library = 'C:\\Users\\alice\\AppData\\Local\\cudart64_12.dll';
-      x.facts['cuda-log.log_file_written']!.evidence = { path: '/home/bob/.cache/cuda.log' };
-      x.cells[0]!.reason = 'docker probe-1 (nvidia/cuda@sha256:0123abcd) on ssh carol@[::1]:2222';
+    const raw = doctored(runs[0]!, runs[0]!.id, (record) => {
+      record.observed.session = 'ssh alice@gpu-box.lan:22 → wsl Ubuntu';
+      record.sysinfo.cudart_library = 'C:\\Users\\alice\\AppData\\Local\\cudart64_12.dll';
+      record.facts['cuda-log.log_file_written']!.evidence = { path: '/home/bob/.cache/cuda.log' };
+      record.cells[0]!.reason = 'docker probe-1 (nvidia/cuda@sha256:0123abcd) on ssh carol@[::1]:2222';
     });
-    const clean = redactRecord(r);
+    const clean = redactRecord(raw);
     expect(clean.sysinfo).not.toHaveProperty('gpu_uuid');
     expect(clean.observed.session).toBe('ssh <user>@<host> → wsl Ubuntu');
     expect(clean.sysinfo.cudart_library).toBe('C:\\Users\\<user>\\AppData\\Local\\cudart64_12.dll');
     expect(clean.facts['cuda-log.log_file_written']!.evidence).toEqual({ path: '/home/<user>/.cache/cuda.log' });
     expect(clean.cells[0]!.reason).toBe('docker probe-1 (nvidia/cuda@sha256:0123abcd) on ssh <user>@<host>');
     expect(JSON.stringify(clean)).not.toMatch(/alice|bob|carol|gpu-box/);
-    expect([clean.id, clean.key, clean.observed.date, clean.observed.runId]).toEqual([r.id, r.key, r.observed.date, r.observed.runId]);
-    expect(Object.values(clean.facts).map((f) => f.value)).toEqual(Object.values(r.facts).map((f) => f.value));
+    expect([clean.id, clean.key, clean.observed.date, clean.observed.runId]).toEqual([
+      raw.id,
+      raw.key,
+      raw.observed.date,
+      raw.observed.runId,
+    ]);
+    expect(Object.values(clean.facts).map((fact) => fact.value)).toEqual(Object.values(raw.facts).map((fact) => fact.value));
     // idempotent: a submitted record goes through it again when committed
     expect(redactRecord(clean)).toEqual(clean);
     expect(redactText('/Users/<user>/x')).toBe('/Users/<user>/x');
   });
 
   it('a slurm session loses its job number and node, and the login node its user and host', () => {
-    const r = doctored(runs[0]!, runs[0]!.id, (x) => {
-      x.observed.session = 'slurm job 4711 on gpu07 via ssh ci@login1.cluster.example.org:22';
+    const raw = doctored(runs[0]!, runs[0]!.id, (record) => {
+      record.observed.session = 'slurm job 4711 on gpu07 via ssh ci@login1.cluster.example.org:22';
     });
-    const clean = redactRecord(r);
+    const clean = redactRecord(raw);
     expect(clean.observed.session).toBe('slurm job <job> on <node> via ssh <user>@<host>');
     expect(redactRecord(clean)).toEqual(clean);
   });
 
   it('a GPU or MIG UUID anywhere in a text field (a reason, evidence, a fact value, sysinfo) becomes GPU-<uuid>', () => {
     const uuid = 'GPU-8f3a2b1c-4d5e-6f70-8192-a3b4c5d6e7f8';
-    const r = doctored(runs[0]!, runs[0]!.id, (x) => {
-      x.cells[0]!.reason = `failed on ${uuid}`;
-      x.facts['cuda-log.log_file_written']!.evidence = { line: `device ${uuid.toLowerCase()} MIG-11111111-2222-3333-4444-555555555555` };
-      x.facts['pinned-release.released']!.value = `on-free (${uuid})`;
-      x.sysinfo.gpu_list = uuid;
+    const raw = doctored(runs[0]!, runs[0]!.id, (record) => {
+      record.cells[0]!.reason = `failed on ${uuid}`;
+      record.facts['cuda-log.log_file_written']!.evidence = {
+        line: `device ${uuid.toLowerCase()} MIG-11111111-2222-3333-4444-555555555555`,
+      };
+      record.facts['pinned-release.released']!.value = `on-free (${uuid})`;
+      record.sysinfo.gpu_list = uuid;
     });
-    const clean = redactRecord(r);
+    const clean = redactRecord(raw);
     expect(JSON.stringify(clean)).not.toMatch(/8f3a2b1c|11111111-2222/i);
     expect(clean.cells[0]!.reason).toBe('failed on GPU-<uuid>');
     expect(clean.facts['cuda-log.log_file_written']!.evidence).toEqual({ line: 'device gpu-<uuid> MIG-<uuid>' });
@@ -135,8 +142,8 @@ describe('the records folder', () => {
     expect(readFileSync(first.file, 'utf8')).toBe(recordJson(runs[0]!));
     runs
       .slice(1)
-      .forEach((r, i) =>
-        expect(store.store(r)).toMatchObject({ kind: 'written', file: path.join(dir, recordPath(r)), repeatOf: { runs: i + 2 } }),
+      .forEach((run, i) =>
+        expect(store.store(run)).toMatchObject({ kind: 'written', file: path.join(dir, recordPath(run)), repeatOf: { runs: i + 2 } }),
       );
     // a new store reads the folder from disk: the same run again is the record already there
     expect(new RecordStore(dir).store(runs[1]!)).toEqual({
@@ -151,9 +158,9 @@ describe('the records folder', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);
     store.store(runs[0]!);
-    const other = doctored(runs[1]!, 'c0ffee00c0ffee00', (x) => {
-      x.facts['pinned-release.released']!.value = 'on-exit';
-      x.facts['stream-priority.honoured']!.value = false;
+    const other = doctored(runs[1]!, 'c0ffee00c0ffee00', (record) => {
+      record.facts['pinned-release.released']!.value = 'on-exit';
+      record.facts['stream-priority.honoured']!.value = false;
     });
     const outcome = store.store(other);
     expect(outcome.kind).toBe('written');
@@ -176,23 +183,24 @@ describe('the records folder', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);
     store.store(runs[0]!);
-    const fewer = doctored(runs[1]!, 'fe11e5f0fe11e5f0', (x) => {
-      x.facts = { 'cuda-graph.supported': x.facts['cuda-graph.supported']! };
+    const fewer = doctored(runs[1]!, 'fe11e5f0fe11e5f0', (record) => {
+      record.facts = { 'cuda-graph.supported': record.facts['cuda-graph.supported']! };
     });
     const outcome = store.store(fewer);
     expect(outcome.kind).toBe('written');
     if (outcome.kind !== 'written') return;
     expect(outcome.conflicts).toEqual([]);
     expect(outcome.partial).toHaveLength(1);
-    expect(outcome.partial[0]!.facts.every((f) => f.here === undefined)).toBe(true);
+    expect(outcome.partial[0]!.facts.every((fact) => fact.here === undefined)).toBe(true);
   });
 
   it('the same facts with metrics beyond their noise (pinned bandwidth halved) is written with its drift; each run is compared with the record it follows in time', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);
     const first = store.store(runs[0]!);
-    const halve = (x: BehaviourRecord) => {
-      for (const m of x.metrics) if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned') m.value = m.value! / 2;
+    const halve = (record: BehaviourRecord) => {
+      for (const metric of record.metrics)
+        if (metric.name === 'transfer-bandwidth.bandwidth_gbps' && metric.attrs?.memory === 'pinned') metric.value = metric.value! / 2;
     };
     const slow = doctored(runs[3]!, 'a11a11a11a11a11a', halve);
     const outcome = store.store(slow);
@@ -204,7 +212,9 @@ describe('the records folder', () => {
       drift: { file: first.file, cells: [] },
     });
     if (outcome.kind !== 'written') return;
-    expect(outcome.drift!.metrics.map((m) => [m.attrs.direction, m.attrs.size_bytes, m.flagged])).toEqual(
+    expect(
+      outcome.drift!.metrics.map((comparison) => [comparison.attrs.direction, comparison.attrs.size_bytes, comparison.flagged]),
+    ).toEqual(
       [1048576, 16777216, 268435456, 1073741824].flatMap((size) => [
         ['h2d', size, true],
         ['d2h', size, true],
@@ -213,11 +223,13 @@ describe('the records folder', () => {
     // 2026-11-30 follows the record of 2026-11-29 (within noise of it), not the halved one of 2026-12-01: a repeat of it.
     expect(store.store(runs[1]!)).toMatchObject({ kind: 'written', repeatOf: { file: first.file } });
     // The halved run of another day: a repeat of the halved record. Back to normal after it: written, drifted from the halved one.
-    expect(store.store(doctored(slow, 'a22a22a22a22a22a', (x) => void (x.observed.date = '2026-12-02T00:00:00.000Z')))).toMatchObject({
+    expect(
+      store.store(doctored(slow, 'a22a22a22a22a22a', (record) => void (record.observed.date = '2026-12-02T00:00:00.000Z'))),
+    ).toMatchObject({
       kind: 'written',
       repeatOf: { file: outcome.file },
     });
-    const back = doctored(runs[3]!, 'b00b00b00b00b00b', (x) => void (x.observed.date = '2026-12-03T00:00:00.000Z'));
+    const back = doctored(runs[3]!, 'b00b00b00b00b00b', (record) => void (record.observed.date = '2026-12-03T00:00:00.000Z'));
     expect(store.store(back)).toMatchObject({
       kind: 'written',
       drift: {
@@ -234,7 +246,7 @@ describe('the records folder', () => {
     const dir = tempDir('cm-store-');
     const store = new RecordStore(dir);
     const written = store.store(runs[0]!);
-    const changed = doctored(runs[0]!, runs[0]!.id, (x) => void (x.facts['cuda-graph.supported']!.value = false));
+    const changed = doctored(runs[0]!, runs[0]!.id, (record) => void (record.facts['cuda-graph.supported']!.value = false));
     expect(store.store(changed)).toEqual({ kind: 'clash', file: written.file });
     expect(readFileSync(written.file, 'utf8')).toBe(recordJson(runs[0]!));
     writeFileSync(path.join(dir, 'driver-580.159.04', 'broken.json'), '{"recordSchema": 1, "id": ');
@@ -292,9 +304,9 @@ describe('inputs', () => {
     expect(readInput(path.dirname(H200_RUNS[0]!), defaults).kind).toBe('event-log');
     const folder = readInput(H200_DIR, defaults);
     expect(folder.kind).toBe('records-folder');
-    expect(folder.records.map((r) => path.relative(H200_DIR, r.file!)).sort()).toEqual(
+    expect(folder.records.map((inputRecord) => path.relative(H200_DIR, inputRecord.file!)).sort()).toEqual(
       readdirSync(H200_DIR)
-        .filter((n) => n.endsWith('.json'))
+        .filter((fileName) => fileName.endsWith('.json'))
         .sort(),
     );
     const dir = tempDir('cm-inputs-');

@@ -43,7 +43,7 @@ describe('the records-index cache', () => {
     readDigests(kept, ['r.json'], NONE, () => [{ id: 'kept', facts: {}, metrics: [], samples: [] } as unknown as BehaviourRecord]);
     expect(existsSync(goneIndex)).toBe(true);
     const next = indexed(root, 'next');
-    expect(indexes()).toEqual([indexFileOf(kept), indexFileOf(next)].map((f) => path.basename(f)).sort());
+    expect(indexes()).toEqual([indexFileOf(kept), indexFileOf(next)].map((indexFile) => path.basename(indexFile)).sort());
   });
 
   it(`keeps at most ${MAX_INDEXES} indexes: past that, the least recently written go`, () => {
@@ -51,9 +51,9 @@ describe('the records-index cache', () => {
     const first = Array.from({ length: MAX_INDEXES }, (_, i) => indexed(root, `f${i}`));
     expect(indexes()).toHaveLength(MAX_INDEXES);
     // Their write times in the order made, a second apart (a file system's clock may give two the same).
-    first.forEach((f, i) => utimesSync(indexFileOf(f), 1_000_000 + i, 1_000_000 + i));
+    first.forEach((folder, i) => utimesSync(indexFileOf(folder), 1_000_000 + i, 1_000_000 + i));
     const more = [0, 1, 2].map((i) => indexed(root, `more${i}`));
-    expect(indexes()).toEqual([...first.slice(3), ...more].map((f) => path.basename(indexFileOf(f))).sort());
+    expect(indexes()).toEqual([...first.slice(3), ...more].map((folder) => path.basename(indexFileOf(folder))).sort());
   });
 
   it('removes the temporary files of writers killed mid-write, once they are an hour old; a fresh one may be live', () => {
@@ -62,7 +62,7 @@ describe('the records-index cache', () => {
     const stale = path.join(cache, `${'1'.repeat(24)}.json.4242-0badf00d.tmp`);
     const fresh = path.join(cache, `${'2'.repeat(24)}.json.4243-0badf00d.tmp`);
     const other = path.join(cache, 'notes.tmp');
-    for (const f of [stale, fresh, other]) writeFileSync(f, '{"format":');
+    for (const file of [stale, fresh, other]) writeFileSync(file, '{"format":');
     const old = (Date.now() - STALE_TEMP_MS - 60_000) / 1000;
     utimesSync(stale, old, old);
     utimesSync(other, old, old);

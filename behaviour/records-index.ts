@@ -48,11 +48,11 @@ export interface KeptMetrics {
  * without their repetitions (a run's value is what its key's noise is measured on), facts
  * without their evidence (only the record shown in full, read from its file, needs it).
  */
-export function digestOf(r: BehaviourRecord, keep: KeptMetrics): BehaviourRecord {
+export function digestOf(record: BehaviourRecord, keep: KeptMetrics): BehaviourRecord {
   const facts: BehaviourRecord['facts'] = {};
-  for (const [n, f] of Object.entries(r.facts))
-    facts[n] = f.reason === undefined ? { value: f.value } : { value: f.value, reason: f.reason };
-  return { ...r, facts, samples: [], metrics: keep.pick(r.metrics).map(({ repeats: _, ...m }) => m) };
+  for (const [factName, fact] of Object.entries(record.facts))
+    facts[factName] = fact.reason === undefined ? { value: fact.value } : { value: fact.value, reason: fact.reason };
+  return { ...record, facts, samples: [], metrics: keep.pick(record.metrics).map(({ repeats: _, ...metric }) => metric) };
 }
 
 /** Where the index of `folder` lies (CUDAMATRIX_CACHE, else the user's cache folder: see defaultCacheDir). */
@@ -80,8 +80,8 @@ function folderOfIndex(file: string): string | null {
   try {
     const head = Buffer.alloc(HEAD_BYTES);
     const text = head.toString('utf8', 0, readSync(fd, head, 0, HEAD_BYTES, 0));
-    const m = /^\{"format":"[^"]*","folder":("(?:[^"\\]|\\.)*")/.exec(text);
-    return m ? (JSON.parse(m[1]!) as string) : null;
+    const match = /^\{"format":"[^"]*","folder":("(?:[^"\\]|\\.)*")/.exec(text);
+    return match ? (JSON.parse(match[1]!) as string) : null;
   } finally {
     closeSync(fd);
   }
@@ -102,7 +102,7 @@ function pruneIndexes(written: string): void {
   } catch {
     return;
   }
-  const names = all.filter((n) => INDEX_NAME.test(n) && n !== path.basename(written));
+  const names = all.filter((fileName) => INDEX_NAME.test(fileName) && fileName !== path.basename(written));
   const remove = (file: string) => {
     try {
       rmSync(file, { force: true });
@@ -110,7 +110,7 @@ function pruneIndexes(written: string): void {
       // Left for the next time.
     }
   };
-  for (const name of all.filter((n) => INDEX_TEMP_NAME.test(n))) {
+  for (const name of all.filter((fileName) => INDEX_TEMP_NAME.test(fileName))) {
     const file = path.join(dir, name);
     const mtimeMs = statSync(file, { throwIfNoEntry: false })?.mtimeMs;
     if (mtimeMs !== undefined && Date.now() - mtimeMs > STALE_TEMP_MS) remove(file);
@@ -126,7 +126,7 @@ function pruneIndexes(written: string): void {
       // Gone meanwhile (another process pruned it).
     }
   }
-  live.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  live.sort((left, right) => right.mtimeMs - left.mtimeMs);
   for (const { file } of live.slice(MAX_INDEXES - 1)) remove(file);
 }
 
@@ -166,9 +166,9 @@ export function readDigests(
   const index = loadIndex(indexFile, path.resolve(folder), keepList);
   const known = new Map(index?.entries.map((e) => [e.name, e]) ?? []);
   const shared = index?.shared ?? [];
-  const materialize = (s: Stored): BehaviourRecord => {
-    const { metrics: stored, ...parts } = s as unknown as Record<string, unknown> & Pick<Stored, 'metrics'>;
-    for (const k of SHARED) parts[k] = shared[s[k]];
+  const materialize = (storedDigest: Stored): BehaviourRecord => {
+    const { metrics: stored, ...parts } = storedDigest as unknown as Record<string, unknown> & Pick<Stored, 'metrics'>;
+    for (const k of SHARED) parts[k] = shared[storedDigest[k]];
     if (!withMetrics) return { ...parts, metrics: [] } as unknown as BehaviourRecord;
     return withLazyMetrics(parts, shared[stored[0]] as MetricShape[], stored[1]);
   };
@@ -188,7 +188,7 @@ export function readDigests(
       continue;
     }
     dirty = true;
-    out.push(read(file).map((r) => digestOf(r, keep)));
+    out.push(read(file).map((record) => digestOf(record, keep)));
     kept.push(null);
   }
   if (dirty) writeIndex(indexFile, { folder: path.resolve(folder), keep: keepList, names, stamps, digests: out, kept, shared });
@@ -210,8 +210,8 @@ const packed = new WeakMap<BehaviourRecord, PackedMetrics>();
  * key metrics, once per shape): its `metrics` objects are made only when read (10,000 records
  * of ~40 each are most of what reading the index costs). Undefined for a record read whole.
  */
-export function packedMetricsOf(r: BehaviourRecord): PackedMetrics | undefined {
-  return packed.get(r);
+export function packedMetricsOf(record: BehaviourRecord): PackedMetrics | undefined {
+  return packed.get(record);
 }
 
 /**
@@ -225,7 +225,7 @@ function withLazyMetrics(
   values: readonly (number | null)[],
 ): BehaviourRecord {
   let metrics: RecordedMetric[] | undefined;
-  const r = {
+  const record = {
     ...parts,
     get metrics(): RecordedMetric[] {
       return (metrics ??= metricsOf(shape, values));
@@ -234,8 +234,8 @@ function withLazyMetrics(
       metrics = value;
     },
   } as unknown as BehaviourRecord;
-  packed.set(r, { shape, values });
-  return r;
+  packed.set(record, { shape, values });
+  return record;
 }
 
 /** A record's metrics from their shape and values: objects of one layout, made without spreading (10,000 records of ~40 each). */
@@ -246,10 +246,10 @@ function metricsOf(shape: readonly MetricShape[], values: readonly (number | nul
 }
 
 /** One metric from its shape and value. */
-export function metricOf(m: MetricShape, value: number | null): RecordedMetric {
-  const metric: RecordedMetric = { name: m.name, value, unit: m.unit };
-  if (m.attrs !== undefined) metric.attrs = m.attrs;
-  if (m.reason !== undefined) metric.reason = m.reason;
+export function metricOf(shape: MetricShape, value: number | null): RecordedMetric {
+  const metric: RecordedMetric = { name: shape.name, value, unit: shape.unit };
+  if (shape.attrs !== undefined) metric.attrs = shape.attrs;
+  if (shape.reason !== undefined) metric.reason = shape.reason;
   return metric;
 }
 
@@ -267,45 +267,47 @@ function writeIndex(
   },
 ): void {
   // Parts already in the old index keep their place (found by identity); new ones by their JSON.
-  const byObject = new Map<unknown, number>(at.shared.map((v, i) => [v, i]));
+  const byObject = new Map<unknown, number>(at.shared.map((part, i) => [part, i]));
   let byText: Map<string, number> | null = null;
   const shared = [...at.shared];
-  const place = (v: unknown): number => {
-    const had = byObject.get(v);
+  const place = (part: unknown): number => {
+    const had = byObject.get(part);
     if (had !== undefined) return had;
-    byText ??= new Map(shared.map((x, i) => [JSON.stringify(x), i]));
-    const text = JSON.stringify(v);
+    byText ??= new Map(shared.map((sharedPart, i) => [JSON.stringify(sharedPart), i]));
+    const text = JSON.stringify(part);
     let i = byText.get(text);
     if (i === undefined) {
-      i = shared.push(v) - 1;
+      i = shared.push(part) - 1;
       byText.set(text, i);
     }
-    byObject.set(v, i);
+    byObject.set(part, i);
     return i;
   };
-  const entries = at.names.map((name, n) => ({
+  const entries = at.names.map((name, fileIndex) => ({
     name,
-    stamp: at.stamps[n]!,
+    stamp: at.stamps[fileIndex]!,
     // An entry still current is written as the index held it: its parts keep their places.
-    records: (at.kept[n] ?? at.digests[n]!).map((d) => {
-      if (at.kept[n]) return { ...d } as unknown as Record<string, unknown>;
-      const s = { ...d } as unknown as Record<string, unknown>;
-      const r = d as BehaviourRecord;
-      for (const k of SHARED) s[k] = place(r[k]);
-      s.metrics = [place(r.metrics.map(({ value: _v, ...shape }) => shape)), r.metrics.map((m) => m.value)];
-      return s;
+    records: (at.kept[fileIndex] ?? at.digests[fileIndex]!).map((digest) => {
+      if (at.kept[fileIndex]) return { ...digest } as unknown as Record<string, unknown>;
+      const stored = { ...digest } as unknown as Record<string, unknown>;
+      const record = digest as BehaviourRecord;
+      for (const k of SHARED) stored[k] = place(record[k]);
+      stored.metrics = [place(record.metrics.map(({ value: _v, ...shape }) => shape)), record.metrics.map((metric) => metric.value)];
+      return stored;
     }),
   }));
   // Only what is still referenced is kept (a record removed leaves its parts behind otherwise).
   const used = [
-    ...new Set(entries.flatMap((e) => e.records.flatMap((r) => [...SHARED.map((k) => r[k] as number), (r.metrics as [number])[0]]))),
-  ].sort((a, b) => a - b);
+    ...new Set(
+      entries.flatMap((e) => e.records.flatMap((stored) => [...SHARED.map((k) => stored[k] as number), (stored.metrics as [number])[0]])),
+    ),
+  ].sort((left, right) => left - right);
   const renumber = new Map(used.map((old, i) => [old, i]));
   for (const e of entries) {
-    for (const r of e.records) {
-      for (const k of SHARED) r[k] = renumber.get(r[k] as number);
-      const m = r.metrics as [number, unknown];
-      r.metrics = [renumber.get(m[0]), m[1]];
+    for (const stored of e.records) {
+      for (const k of SHARED) stored[k] = renumber.get(stored[k] as number);
+      const packedMetrics = stored.metrics as [number, unknown];
+      stored.metrics = [renumber.get(packedMetrics[0]), packedMetrics[1]];
     }
   }
   const isNew = !existsSync(file);

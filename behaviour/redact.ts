@@ -33,21 +33,23 @@ const homeFolder = /(\/home\/|\/Users\/|[A-Za-z]:[\\/]+Users[\\/]+|\\\\[^\\]+\\U
 const gpuUuid = /\b(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi;
 
 /** A string without GPU UUIDs. */
-const redactUuid = (s: string) => s.replace(gpuUuid, '$1-<uuid>');
+const redactUuid = (text: string) => text.replace(gpuUuid, '$1-<uuid>');
 
 // A slurm session's job and node (transports/slurm): a cluster's node names are its hosts'.
 const slurmJob = /\bslurm job (?!<job>)\S+ on (?!<node>)[^\s,;)]+/g;
 
 /** A string without user and host names and GPU UUIDs. */
-export function redactText(s: string): string {
-  return redactUuid(s.replace(userAtHost, '<user>@<host>').replace(homeFolder, '$1<user>').replace(slurmJob, 'slurm job <job> on <node>'));
+export function redactText(text: string): string {
+  return redactUuid(
+    text.replace(userAtHost, '<user>@<host>').replace(homeFolder, '$1<user>').replace(slurmJob, 'slurm job <job> on <node>'),
+  );
 }
 
-function redactDeep(v: unknown): unknown {
-  if (typeof v === 'string') return redactText(v);
-  if (Array.isArray(v)) return v.map(redactDeep);
-  if (v === null || typeof v !== 'object') return v;
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, redactDeep(x)]));
+function redactDeep(value: unknown): unknown {
+  if (typeof value === 'string') return redactText(value);
+  if (Array.isArray(value)) return value.map(redactDeep);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, child]) => [k, redactDeep(child)]));
 }
 
 /**
@@ -55,18 +57,18 @@ function redactDeep(v: unknown): unknown {
  * dates and every fact value are left as they are: sameObservation and the file's name depend
  * on them, and none of them names a user or a host.
  */
-export function redactRecord(r: BehaviourRecord): BehaviourRecord {
-  const { gpu_uuid: _uuid, ...sysinfo } = r.sysinfo;
-  const out = redactDeep({ ...r, sysinfo }) as BehaviourRecord;
+export function redactRecord(record: BehaviourRecord): BehaviourRecord {
+  const { gpu_uuid: _uuid, ...sysinfo } = record.sysinfo;
+  const out = redactDeep({ ...record, sysinfo }) as BehaviourRecord;
   return {
     ...out,
-    id: r.id,
-    key: r.key,
-    observed: { ...out.observed, date: r.observed.date, runId: r.observed.runId },
+    id: record.id,
+    key: record.key,
+    observed: { ...out.observed, date: record.observed.date, runId: record.observed.runId },
     facts: Object.fromEntries(
-      Object.entries(out.facts).map(([n, f]) => {
-        const v = r.facts[n]!.value;
-        return [n, { ...f, value: typeof v === 'string' ? redactUuid(v) : v }];
+      Object.entries(out.facts).map(([factName, fact]) => {
+        const originalValue = record.facts[factName]!.value;
+        return [factName, { ...fact, value: typeof originalValue === 'string' ? redactUuid(originalValue) : originalValue }];
       }),
     ),
   };

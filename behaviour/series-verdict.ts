@@ -61,10 +61,13 @@ interface Rule {
 
 /** Tolerance rules by "probe.metric", from the catalogue. */
 const tolerances = new Map<string, Rule[]>(
-  catalogue.flatMap((p) =>
-    p.metrics.map((m) => {
-      const list = m.tolerance === undefined ? [] : Array.isArray(m.tolerance) ? m.tolerance : [m.tolerance];
-      return [`${p.name}.${m.name}`, list.map((t) => ({ tolerance: t, where: Object.entries(t.where ?? {}) }))] as const;
+  catalogue.flatMap((probe) =>
+    probe.metrics.map((metric) => {
+      const list = metric.tolerance === undefined ? [] : Array.isArray(metric.tolerance) ? metric.tolerance : [metric.tolerance];
+      return [
+        `${probe.name}.${metric.name}`,
+        list.map((tolerance) => ({ tolerance, where: Object.entries(tolerance.where ?? {}) })),
+      ] as const;
     }),
   ),
 );
@@ -83,7 +86,7 @@ function ruleFor(name: string, attrs: Record<string, Scalar>): MetricTolerance |
   return undefined;
 }
 
-const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
+const pct = (fraction: number) => `${+(fraction * 100).toFixed(fraction < 0.1 ? 2 : 1)} %`;
 
 /** Counts of a pair's metric comparisons (all of them, also those not kept). */
 export interface MetricTally {
@@ -126,16 +129,17 @@ export interface PairSamples {
 function seriesValues(k: string, records: readonly BehaviourRecord[]): number[] {
   const out: number[] = [];
   const probe = k.slice(0, k.indexOf('.'));
-  for (const r of records) {
-    const at = shapeOf(r.metrics).get(k);
-    if (!at || r.shared?.some((c) => c.probe === probe && c.processes > 0)) continue;
-    const v = valueAt(r.metrics, at);
-    if (v !== null) out.push(v);
+  for (const record of records) {
+    const at = shapeOf(record.metrics).get(k);
+    if (!at || record.shared?.some((cell) => cell.probe === probe && cell.processes > 0)) continue;
+    const value = valueAt(record.metrics, at);
+    if (value !== null) out.push(value);
   }
   return out;
 }
 
-const geometricMean = (v: number[]) => (v.every((x) => x > 0) ? Math.exp(v.reduce((s, x) => s + Math.log(x), 0) / v.length) : median(v));
+const geometricMean = (values: number[]) =>
+  values.every((value) => value > 0) ? Math.exp(values.reduce((sum, value) => sum + Math.log(value), 0) / values.length) : median(values);
 
 /**
  * Compares one series; returns the comparison when it is flagged or `keep` asks for every one,
@@ -163,8 +167,8 @@ export function compareSeries(
   const rb = valuesAt(mb, pb);
   const runsA = samples.runsA.length > 1 ? seriesValues(k, samples.runsA) : own.a === null ? [] : [own.a];
   const runsB = samples.runsB.length > 1 ? seriesValues(k, samples.runsB) : own.b === null ? [] : [own.b];
-  const a = own.a === null ? null : runsA.length > 1 ? geometricMean(runsA) : own.a;
-  const b = own.b === null ? null : runsB.length > 1 ? geometricMean(runsB) : own.b;
+  const valueA = own.a === null ? null : runsA.length > 1 ? geometricMean(runsA) : own.a;
+  const valueB = own.b === null ? null : runsB.length > 1 ? geometricMean(runsB) : own.b;
   let move: number | null = null;
   let verdict: MetricComparison['verdict'] = 'same';
   let flagged: boolean;
@@ -174,23 +178,23 @@ export function compareSeries(
     problem = `unit changed: ${first.unit} → ${firstB.unit}`;
     flagged = true;
     verdict = 'changed';
-  } else if (a === null || b === null) {
-    const missing = a === null && b === null ? null : a === null ? 'a' : 'b';
+  } else if (valueA === null || valueB === null) {
+    const missing = valueA === null && valueB === null ? null : valueA === null ? 'a' : 'b';
     const reason = missing === 'a' ? first.reason : missing === 'b' ? firstB.reason : undefined;
     problem =
       missing === null ? 'not measured on either side' : `measured on one side only: no value in ${missing}${reason ? ` (${reason})` : ''}`;
     flagged = missing !== null;
     if (flagged) verdict = 'changed';
   } else {
-    move = relativeMove(a, b);
+    move = relativeMove(valueA, valueB);
     // A hair over in floating point is not a move.
-    const beyondEffect = move > tolerance + 1e-9 && Math.abs(a - b) > absolute;
+    const beyondEffect = move > tolerance + 1e-9 && Math.abs(valueA - valueB) > absolute;
     // The test runs only where it can matter (beyond the minimum effect) or is asked for: most series stop here.
     if (beyondEffect || keep)
       test = testSeries({
         a: runsA,
         b: runsB,
-        groups: samples.groups.map((g) => seriesValues(k, g)),
+        groups: samples.groups.map((group) => seriesValues(k, group)),
         repeatsA: ra.length > 1 ? ra : undefined,
         repeatsB: rb.length > 1 ? rb : undefined,
         series: samples.series,
@@ -204,7 +208,7 @@ export function compareSeries(
   if (flagged) tally.flagged++;
   else if (verdict === 'undecided') tally.undecided++;
   if (!flagged && move !== null && move > 0) {
-    const delta = Math.abs(a! - b!);
+    const delta = Math.abs(valueA! - valueB!);
     const nearness = Math.min(noise > 0 ? move / noise : Infinity, absolute > 0 ? delta / absolute : Infinity);
     if (!tally.nearest || nearness > tally.nearest.nearness)
       tally.nearest = { name, attrs, unit: first.unit, move, noise, delta, absolute, nearness };
@@ -214,8 +218,8 @@ export function compareSeries(
     name,
     attrs,
     unit: first.unit,
-    a,
-    b,
+    a: valueA,
+    b: valueB,
     repeats: { a: ra.length, b: rb.length },
     runs: { a: runsA.length, b: runsB.length },
     move,
@@ -232,27 +236,27 @@ export function compareSeries(
 }
 
 /** How a comparison's noise was decided, in words ("noise of 9 runs ±2.1 %; minimum effect ±3 %"). */
-export function noiseText(m: MetricComparison): string {
-  if (m.problem) return m.problem;
+export function noiseText(comparison: MetricComparison): string {
+  if (comparison.problem) return comparison.problem;
   const effect =
-    ruleFor(m.name, m.attrs) === undefined
-      ? `minimum effect ±${pct(m.tolerance)} (the default: not in the catalogue)`
-      : `minimum effect ±${pct(m.tolerance)}${m.absolute ? ` or ${formatValue(m.absolute, m.unit)}` : ''}`;
+    ruleFor(comparison.name, comparison.attrs) === undefined
+      ? `minimum effect ±${pct(comparison.tolerance)} (the default: not in the catalogue)`
+      : `minimum effect ±${pct(comparison.tolerance)}${comparison.absolute ? ` or ${formatValue(comparison.absolute, comparison.unit)}` : ''}`;
   const measured =
-    m.noiseFrom === 'runs'
-      ? `noise of ${m.measured.runs!.runs} runs of this series ±${pct(m.bound)} (sd ${pct(m.measured.runs!.sd)}, ${m.measured.runs!.df} df)`
-      : m.noiseFrom === 'repeats'
-        ? `noise of the repetitions ±${pct(m.bound)} (${m.repeats.a} in a, ${m.repeats.b} in b; run-to-run noise not measured)`
+    comparison.noiseFrom === 'runs'
+      ? `noise of ${comparison.measured.runs!.runs} runs of this series ±${pct(comparison.bound)} (sd ${pct(comparison.measured.runs!.sd)}, ${comparison.measured.runs!.df} df)`
+      : comparison.noiseFrom === 'repeats'
+        ? `noise of the repetitions ±${pct(comparison.bound)} (${comparison.repeats.a} in a, ${comparison.repeats.b} in b; run-to-run noise not measured)`
         : 'noise not measured (fewer than 3 degrees of freedom of other runs of this key, and no repetitions)';
   const explained =
-    m.explained?.by === 'host'
-      ? m.explained.control === seriesText(m.name, m.attrs)
+    comparison.explained?.by === 'host'
+      ? comparison.explained.control === seriesText(comparison.name, comparison.attrs)
         ? "; a host control: the host's, not the driver's"
-        : `; its host control ${m.explained.control} moved ${pct(m.explained.move)} with it: the host's, not the driver's`
-      : m.explained?.by === 'shared'
-        ? `; ${m.explained.processes} other process${m.explained.processes === 1 ? '' : 'es'} used the GPU during its cell: not called the driver's`
+        : `; its host control ${comparison.explained.control} moved ${pct(comparison.explained.move)} with it: the host's, not the driver's`
+      : comparison.explained?.by === 'shared'
+        ? `; ${comparison.explained.processes} other process${comparison.explained.processes === 1 ? '' : 'es'} used the GPU during its cell: not called the driver's`
         : '';
-  const verdict = m.verdict === 'undecided' ? ' (beyond the minimum effect, within the noise: too noisy to tell)' : '';
-  const around = m.with?.length ? `; ${m.with.join(', ')} also differed: the change may be theirs` : '';
+  const verdict = comparison.verdict === 'undecided' ? ' (beyond the minimum effect, within the noise: too noisy to tell)' : '';
+  const around = comparison.with?.length ? `; ${comparison.with.join(', ')} also differed: the change may be theirs` : '';
   return `${measured}; ${effect}${verdict}${explained}${around}`;
 }

@@ -8,17 +8,17 @@ import type { RecordedMetric } from './behaviour-record.ts';
 import { median } from './noise.ts';
 
 /** A series' identity: name and attrs, whatever the attrs' order (a string of its own, not JSON: 10,000 records must diff in well under a second). */
-export function seriesKey(m: RecordedMetric): string {
-  const attrs = m.attrs;
-  if (!attrs) return m.name;
+export function seriesKey(metric: RecordedMetric): string {
+  const attrs = metric.attrs;
+  if (!attrs) return metric.name;
   const keys = Object.keys(attrs);
   if (keys.length > 1) keys.sort();
-  let s = m.name;
+  let key = metric.name;
   for (const k of keys) {
-    const v = attrs[k];
-    s += `\u0000${k}\u0001${typeof v}:${String(v)}`;
+    const value = attrs[k];
+    key += `\u0000${k}\u0001${typeof value}:${String(value)}`;
   }
-  return s;
+  return key;
 }
 
 /** Where each series of a record lies: series key -> its positions in the record's metrics. */
@@ -39,16 +39,16 @@ export function shapeOf(metrics: RecordedMetric[]): Shape {
   return got;
 }
 
-function sameAttrs(p: Record<string, Scalar> | undefined, q: Record<string, Scalar> | undefined): boolean {
-  if (p === q) return true;
-  if (!p || !q) return false;
-  let n = 0;
-  for (const k in p) {
-    if (p[k] !== q[k]) return false;
-    n++;
+function sameAttrs(left: Record<string, Scalar> | undefined, right: Record<string, Scalar> | undefined): boolean {
+  if (left === right) return true;
+  if (!left || !right) return false;
+  let keyBalance = 0;
+  for (const k in left) {
+    if (left[k] !== right[k]) return false;
+    keyBalance++;
   }
-  for (const _ in q) n--;
-  return n === 0;
+  for (const _ in right) keyBalance--;
+  return keyBalance === 0;
 }
 
 /**
@@ -56,23 +56,24 @@ function sameAttrs(p: Record<string, Scalar> | undefined, q: Record<string, Scal
  * case), so that one's shape serves both: keying every metric of every record is most of the
  * cost of diffing 10,000 of them.
  */
-export function aligned(x: RecordedMetric[], y: RecordedMetric[]): boolean {
-  if (x.length !== y.length) return false;
-  for (let i = 0; i < x.length; i++) if (x[i]!.name !== y[i]!.name || !sameAttrs(x[i]!.attrs, y[i]!.attrs)) return false;
+export function aligned(metricsA: RecordedMetric[], metricsB: RecordedMetric[]): boolean {
+  if (metricsA.length !== metricsB.length) return false;
+  for (let i = 0; i < metricsA.length; i++)
+    if (metricsA[i]!.name !== metricsB[i]!.name || !sameAttrs(metricsA[i]!.attrs, metricsB[i]!.attrs)) return false;
   return true;
 }
 
 /** The numeric values of a series in a record: its repetitions (a metric's `repeats`, or several entries of it), else its value. */
 export function valuesAt(metrics: RecordedMetric[], at: number[]): number[] {
   if (at.length === 1) {
-    const m = metrics[at[0]!]!;
-    if (m.value === null) return [];
-    return m.repeats && m.repeats.length > 1 ? m.repeats : [m.value];
+    const metric = metrics[at[0]!]!;
+    if (metric.value === null) return [];
+    return metric.repeats && metric.repeats.length > 1 ? metric.repeats : [metric.value];
   }
   const out: number[] = [];
   for (const i of at) {
-    const v = metrics[i]!.value;
-    if (v !== null) out.push(v);
+    const value = metrics[i]!.value;
+    if (value !== null) out.push(value);
   }
   return out;
 }
@@ -80,20 +81,20 @@ export function valuesAt(metrics: RecordedMetric[], at: number[]): number[] {
 /** A record's value of a series: its own (the median the probe reported), or the median of its several entries. */
 export function valueAt(metrics: RecordedMetric[], at: number[]): number | null {
   if (at.length === 1) return metrics[at[0]!]!.value;
-  const v = valuesAt(metrics, at);
-  return v.length ? median(v) : null;
+  const values = valuesAt(metrics, at);
+  return values.length ? median(values) : null;
 }
 
-/** The relative move between two values: |a - b| / max(|a|, |b|), 0 when both are 0. */
-export function relativeMove(a: number, b: number): number {
-  const scale = Math.max(Math.abs(a), Math.abs(b));
-  return scale === 0 ? 0 : Math.abs(a - b) / scale;
+/** The relative move between two values: |valueA - valueB| / max(|valueA|, |valueB|), 0 when both are 0. */
+export function relativeMove(valueA: number, valueB: number): number {
+  const scale = Math.max(Math.abs(valueA), Math.abs(valueB));
+  return scale === 0 ? 0 : Math.abs(valueA - valueB) / scale;
 }
 
 /** A series as people read it: name {attr: value, ...}. */
 export function seriesText(name: string, attrs: Record<string, Scalar> | undefined): string {
   const entries = Object.entries(attrs ?? {});
   return entries.length
-    ? `${name} {${entries.map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}`).join(', ')}}`
+    ? `${name} {${entries.map(([k, value]) => `${k}: ${typeof value === 'string' ? value : JSON.stringify(value)}`).join(', ')}}`
     : name;
 }

@@ -76,8 +76,8 @@ export interface Related {
 export function factDifferences(here: BehaviourRecord, there: BehaviourRecord): FactDifference[] {
   const names = [...new Set([...Object.keys(here.facts), ...Object.keys(there.facts)])].sort();
   return names
-    .filter((n) => here.facts[n]?.value !== there.facts[n]?.value)
-    .map((n) => ({ name: n, here: here.facts[n]?.value, there: there.facts[n]?.value }));
+    .filter((factName) => here.facts[factName]?.value !== there.facts[factName]?.value)
+    .map((factName) => ({ name: factName, here: here.facts[factName]?.value, there: there.facts[factName]?.value }));
 }
 
 /** Records folder -> the records of each driver folder read so far (relative path -> record). */
@@ -92,7 +92,7 @@ export class RecordStore {
     const at = path.join(this.dir, sub);
     const names = statSync(at, { throwIfNoEntry: false })?.isDirectory()
       ? readdirSync(at)
-          .filter((n) => n.endsWith('.json'))
+          .filter((fileName) => fileName.endsWith('.json'))
           .sort()
       : [];
     for (const name of names) got.set(`${sub}/${name}`, this.read(path.join(at, name)));
@@ -116,24 +116,28 @@ export class RecordStore {
     const file = path.join(this.dir, rel);
     const existing = this.folder(path.posix.dirname(rel));
     const key = keyText(record.key);
-    const same = [...existing].filter(([, r]) => keyText(r.key) === key);
+    const same = [...existing].filter(([, stored]) => keyText(stored.key) === key);
     const previous = predecessor(
-      same.filter(([, r]) => sameObservation(r, record)),
+      same.filter(([, stored]) => sameObservation(stored, record)),
       record,
     );
     let drift: Drift | undefined;
     let repeatOf: Repeat | undefined;
     if (previous) {
       // The same run recorded again (its record is there, by id): nothing new.
-      const again = same.find(([, r]) => r.id === record.id && sameObservation(r, record));
+      const again = same.find(([, stored]) => stored.id === record.id && sameObservation(stored, record));
       if (again) return { kind: 'duplicate', file, existing: path.join(this.dir, again[0]) };
       // Every run of the observation measures its noise: the records of the key, newest first.
-      const history = same.map(([, r]) => r).sort((x, y) => order(y, x));
-      const d = diffPair(previous[1], record, false, { history });
-      if (d.changed) {
-        drift = { file: path.join(this.dir, previous[0]), metrics: d.metrics, cells: d.cells };
+      const history = same.map(([, stored]) => stored).sort((left, right) => order(right, left));
+      const diff = diffPair(previous[1], record, false, { history });
+      if (diff.changed) {
+        drift = { file: path.join(this.dir, previous[0]), metrics: diff.metrics, cells: diff.cells };
         record = { ...record, driftedFrom: previous[1].id };
-      } else repeatOf = { file: path.join(this.dir, previous[0]), runs: same.filter(([, r]) => sameObservation(r, record)).length + 1 };
+      } else
+        repeatOf = {
+          file: path.join(this.dir, previous[0]),
+          runs: same.filter(([, stored]) => sameObservation(stored, record)).length + 1,
+        };
     }
     const there = existing.get(rel);
     // The same run and target with fewer facts or cells, none different: a truncated log's record, which the whole log's replaces.
@@ -141,17 +145,19 @@ export class RecordStore {
       there !== undefined &&
       there.observed.runId === record.observed.runId &&
       (Object.keys(there.facts).length < Object.keys(record.facts).length || there.cells.length < record.cells.length) &&
-      Object.keys(there.facts).every((n) => n in record.facts && record.facts[n]!.value === there.facts[n]!.value) &&
-      there.cells.every((c) => record.cells.some((d) => d.probe === c.probe));
+      Object.keys(there.facts).every(
+        (factName) => factName in record.facts && record.facts[factName]!.value === there.facts[factName]!.value,
+      ) &&
+      there.cells.every((oldCell) => record.cells.some((newCell) => newCell.probe === oldCell.probe));
     if (there && !replaces) return { kind: 'clash', file };
     const related: Related = { conflicts: [], decided: [], partial: [] };
-    const both = (f: FactDifference) => f.here !== undefined && f.there !== undefined;
-    for (const [other, r] of same) {
+    const both = (difference: FactDifference) => difference.here !== undefined && difference.there !== undefined;
+    for (const [other, otherRecord] of same) {
       if (other === rel) continue;
-      const facts = factDifferences(record, r);
+      const facts = factDifferences(record, otherRecord);
       // The same observation (a drift, said as such): neither a conflict nor a run of other probes.
       if (facts.length === 0) continue;
-      const list = facts.some((f) => both(f) && f.here !== null && f.there !== null)
+      const list = facts.some((difference) => both(difference) && difference.here !== null && difference.there !== null)
         ? related.conflicts
         : facts.some(both)
           ? related.decided
@@ -173,8 +179,16 @@ export class RecordStore {
   }
 }
 
-const order = (a: BehaviourRecord, b: BehaviourRecord) =>
-  a.observed.date < b.observed.date ? -1 : a.observed.date > b.observed.date ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+const order = (left: BehaviourRecord, right: BehaviourRecord) =>
+  left.observed.date < right.observed.date
+    ? -1
+    : left.observed.date > right.observed.date
+      ? 1
+      : left.id < right.id
+        ? -1
+        : left.id > right.id
+          ? 1
+          : 0;
 
 /**
  * Of the records of the same observation, the one `record` follows in time (the newest not
@@ -183,7 +197,7 @@ const order = (a: BehaviourRecord, b: BehaviourRecord) =>
  * after a regression would match the old record and the regression would stay the newest.
  */
 function predecessor(list: [string, BehaviourRecord][], record: BehaviourRecord): [string, BehaviourRecord] | undefined {
-  const sorted = [...list].sort(([, a], [, b]) => order(a, b));
-  const before = sorted.filter(([, r]) => order(r, record) <= 0);
+  const sorted = [...list].sort(([, left], [, right]) => order(left, right));
+  const before = sorted.filter(([, stored]) => order(stored, record) <= 0);
   return before.length ? before[before.length - 1] : sorted[0];
 }

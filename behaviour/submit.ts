@@ -20,33 +20,33 @@ const FENCE_INFO = 'json cudamatrix-records';
 
 /** The records' canonical JSON (each as its committed file would hold it, compact), hashed. */
 function digest(records: BehaviourRecord[]): string {
-  const canonical = records.map((r) => JSON.stringify(JSON.parse(recordJson(r)))).join('\n');
+  const canonical = records.map((record) => JSON.stringify(JSON.parse(recordJson(record)))).join('\n');
   return createHash('sha256').update(canonical).digest('hex');
 }
 
-const cell = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v)).replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
+const cell = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value)).replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
 
-function summary(r: BehaviourRecord): string[] {
+function summary(record: BehaviourRecord): string[] {
   const counts = new Map<string, number>();
-  for (const v of r.verdicts) counts.set(v.status, (counts.get(v.status) ?? 0) + 1);
+  for (const verdict of record.verdicts) counts.set(verdict.status, (counts.get(verdict.status) ?? 0) + 1);
   const out = [
-    `## ${keyText(r.key)}`,
+    `## ${keyText(record.key)}`,
     '',
-    `Run ${r.observed.runId} (${r.observed.date.slice(0, 10)}), target \`${r.observed.target}\` reached through ${r.observed.session ?? r.observed.transport.join(' → ')}; ` +
-      `cudamatrix ${r.tool.cudamatrix}, cudaprobe ${r.tool.cudaprobe ?? 'unknown'}. ${Object.keys(r.facts).length} facts, ${r.metrics.length} metrics, ${r.samples.length} memory samples.`,
+    `Run ${record.observed.runId} (${record.observed.date.slice(0, 10)}), target \`${record.observed.target}\` reached through ${record.observed.session ?? record.observed.transport.join(' → ')}; ` +
+      `cudamatrix ${record.tool.cudamatrix}, cudaprobe ${record.tool.cudaprobe ?? 'unknown'}. ${Object.keys(record.facts).length} facts, ${record.metrics.length} metrics, ${record.samples.length} memory samples.`,
     '',
   ];
-  const facts = Object.keys(r.facts).sort();
+  const facts = Object.keys(record.facts).sort();
   if (facts.length > 0) {
     out.push('| fact | value |', '| --- | --- |');
-    for (const n of facts) out.push(`| \`${n}\` | ${cell(r.facts[n]!.value)} |`);
+    for (const factName of facts) out.push(`| \`${factName}\` | ${cell(record.facts[factName]!.value)} |`);
     out.push('');
   }
-  const tally = [...counts].map(([s, n]) => `${n} ${s}`).join(', ') || 'none apply';
+  const tally = [...counts].map(([status, count]) => `${count} ${status}`).join(', ') || 'none apply';
   out.push(`Against the default expectations (matrix/default.yaml): ${tally}.`, '');
-  if (r.verdicts.length > 0) {
+  if (record.verdicts.length > 0) {
     out.push('| expectation | verdict | observed |', '| --- | --- | --- |');
-    for (const v of r.verdicts) out.push(`| ${cell(v.title)} | ${v.status} | ${cell(v.actual)} |`);
+    for (const verdict of record.verdicts) out.push(`| ${cell(verdict.title)} | ${verdict.status} | ${cell(verdict.actual)} |`);
     out.push('');
   }
   return out;
@@ -58,13 +58,13 @@ function summary(r: BehaviourRecord): string[] {
  */
 export function renderSubmission(records: BehaviourRecord[], toolVersion: string): string {
   const json = JSON.stringify(
-    records.map((r) => JSON.parse(recordJson(r))),
+    records.map((record) => JSON.parse(recordJson(record))),
     null,
     2,
   );
   // A fence longer than any run of backticks inside, so that no string in a record can end it.
-  const fence = '`'.repeat(Math.max(3, ...[...json.matchAll(/`+/g)].map((m) => m[0].length + 1)));
-  const targets = [...new Set(records.map((r) => r.observed.target))].map((t) => `\`${t}\``).join(', ');
+  const fence = '`'.repeat(Math.max(3, ...[...json.matchAll(/`+/g)].map((backticks) => backticks[0].length + 1)));
+  const targets = [...new Set(records.map((record) => record.observed.target))].map((target) => `\`${target}\``).join(', ');
   return [
     `# cudamatrix behaviour records: ${records.length} observation${records.length === 1 ? '' : 's'}`,
     '',
@@ -97,8 +97,8 @@ export function isSubmission(text: string): boolean {
 
 /** The records of a submitted file, checked against the marker's digest. */
 export function parseSubmission(text: string, file: string): BehaviourRecord[] {
-  const t = text.replace(/\r\n?/g, '\n');
-  const marker = new RegExp(`${MARKER} (\\d+) sha256:([0-9a-f]{64}) -->`).exec(t);
+  const normalized = text.replace(/\r\n?/g, '\n');
+  const marker = new RegExp(`${MARKER} (\\d+) sha256:([0-9a-f]{64}) -->`).exec(normalized);
   if (!marker)
     throw new CudamatrixError(
       'RECORD_INVALID',
@@ -110,13 +110,13 @@ export function parseSubmission(text: string, file: string): BehaviourRecord[] {
       `${file} is a submission of format ${marker[1]}; this cudamatrix reads format ${SUBMISSION_VERSION}: upgrade cudamatrix to read it`,
     );
   }
-  const block = new RegExp(`^(\`{3,})${FENCE_INFO}\\n([\\s\\S]*?)\\n\\1[ \\t]*$`, 'm').exec(t);
+  const block = new RegExp(`^(\`{3,})${FENCE_INFO}\\n([\\s\\S]*?)\\n\\1[ \\t]*$`, 'm').exec(normalized);
   if (!block)
     throw new CudamatrixError(
       'RECORD_INVALID',
       `${file}: no \`\`\`${FENCE_INFO} block with the records; ask for the file as \`cudamatrix record --submit\` wrote it`,
     );
-  const line = t.slice(0, block.index).split('\n').length + 1;
+  const line = normalized.slice(0, block.index).split('\n').length + 1;
   let data: unknown;
   try {
     data = JSON.parse(block[2]!);
@@ -128,7 +128,7 @@ export function parseSubmission(text: string, file: string): BehaviourRecord[] {
   }
   if (!Array.isArray(data))
     throw new CudamatrixError('RECORD_INVALID', `${file}:${line}: the records block is not a JSON array of records`);
-  const records = data.map((d, i) => checkRecord(d, `${file} (record ${i + 1} of the block at line ${line})`));
+  const records = data.map((recordData, i) => checkRecord(recordData, `${file} (record ${i + 1} of the block at line ${line})`));
   if (digest(records) !== marker[2]) {
     throw new CudamatrixError(
       'RECORD_INVALID',
@@ -136,9 +136,9 @@ export function parseSubmission(text: string, file: string): BehaviourRecord[] {
     );
   }
   // The summary is not in the digest: it must be the one these records give, or a reviewer reads what is not committed.
-  const version = /Made by `cudamatrix record --submit` \(cudamatrix ([^)\s]+)\)/.exec(t)?.[1] ?? '';
-  const head = (x: string) => x.slice(0, x.indexOf('<details>')).replace(/[ \t]+$/gm, '');
-  if (head(renderSubmission(records, version)) !== head(t)) {
+  const version = /Made by `cudamatrix record --submit` \(cudamatrix ([^)\s]+)\)/.exec(normalized)?.[1] ?? '';
+  const head = (submission: string) => submission.slice(0, submission.indexOf('<details>')).replace(/[ \t]+$/gm, '');
+  if (head(renderSubmission(records, version)) !== head(normalized)) {
     throw new CudamatrixError(
       'RECORD_INVALID',
       `${file}: the summary was changed after cudamatrix wrote it (it is not what the records give); ask the submitter for the file as \`cudamatrix record --submit\` wrote it`,

@@ -2,8 +2,9 @@
 import { CudamatrixError } from '../core/errors.ts';
 import { RECORD_SCHEMA, type BehaviourRecord } from './behaviour-record.ts';
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isScalar = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isScalar = (value: unknown) => value === null || ['string', 'number', 'boolean'].includes(typeof value);
 
 export function invalid(file: string, what: string): CudamatrixError {
   return new CudamatrixError(
@@ -37,27 +38,32 @@ export function checkRecord(data: unknown, file: string): BehaviourRecord {
     throw invalid(file, 'observed: expected {date, runId, target, ...}');
   if (!isObject(data.sysinfo)) throw invalid(file, 'sysinfo: expected an object');
   if (!isObject(data.facts)) throw invalid(file, 'facts: expected an object of probe.fact -> {value}');
-  for (const [name, f] of Object.entries(data.facts))
-    if (!isObject(f) || !isScalar(f.value)) throw invalid(file, `facts["${name}"]: expected {value: a string, number, boolean or null}`);
+  for (const [name, fact] of Object.entries(data.facts))
+    if (!isObject(fact) || !isScalar(fact.value))
+      throw invalid(file, `facts["${name}"]: expected {value: a string, number, boolean or null}`);
   if (!Array.isArray(data.metrics)) throw invalid(file, 'metrics: expected an array');
-  data.metrics.forEach((m: unknown, i) => {
+  data.metrics.forEach((metric: unknown, i) => {
     if (
-      !isObject(m) ||
-      typeof m.name !== 'string' ||
-      (m.value !== null && typeof m.value !== 'number') ||
-      typeof m.unit !== 'string' ||
-      (m.attrs !== undefined && !isObject(m.attrs))
+      !isObject(metric) ||
+      typeof metric.name !== 'string' ||
+      (metric.value !== null && typeof metric.value !== 'number') ||
+      typeof metric.unit !== 'string' ||
+      (metric.attrs !== undefined && !isObject(metric.attrs))
     ) {
       throw invalid(file, `metrics[${i}]: expected {name, value: a number or null, unit, attrs?}`);
     }
-    if (m.repeats !== undefined && (!Array.isArray(m.repeats) || m.repeats.some((v) => typeof v !== 'number' || !Number.isFinite(v))))
+    if (
+      metric.repeats !== undefined &&
+      (!Array.isArray(metric.repeats) || metric.repeats.some((repeat) => typeof repeat !== 'number' || !Number.isFinite(repeat)))
+    )
       throw invalid(file, `metrics[${i}].repeats: expected an array of numbers (the repetitions behind the value)`);
   });
   if (
     data.shared !== undefined &&
     (!Array.isArray(data.shared) ||
       data.shared.some(
-        (c: unknown) => !isObject(c) || typeof c.probe !== 'string' || typeof c.processes !== 'number' || !Array.isArray(c.pids),
+        (cell: unknown) =>
+          !isObject(cell) || typeof cell.probe !== 'string' || typeof cell.processes !== 'number' || !Array.isArray(cell.pids),
       ))
   )
     throw invalid(
