@@ -23,7 +23,7 @@ import { knownBadSchemaText } from './write-schema.ts';
 
 const here = import.meta.dirname;
 const yamlFile = path.join(here, 'known-bad-drivers.yaml');
-const claimIds = [...readFileSync(path.join(here, '..', 'docs', 'claims.md'), 'utf8').matchAll(/^### (C\d+):/gm)].map((m) => m[1]!);
+const claimIds = [...readFileSync(path.join(here, '..', 'docs', 'claims.md'), 'utf8').matchAll(/^### (C\d+):/gm)].map((match) => match[1]!);
 
 function entry(over: Partial<KnownBadEntry> = {}): KnownBadEntry {
   return {
@@ -56,15 +56,15 @@ describe('matrix/known-bad-drivers.yaml', () => {
   it('names in concerns only probes of the catalogue and claims of docs/claims.md', () => {
     expect(claimIds).toContain('C28');
     for (const e of entries) {
-      for (const c of e.concerns) expect([...probeNames(), ...claimIds], `${e.id}: ${c}`).toContain(c);
+      for (const concern of e.concerns) expect([...probeNames(), ...claimIds], `${e.id}: ${concern}`).toContain(concern);
     }
   });
 
   it('ends a range only at the fix it names (before is fixedIn), and leaves it open without one', () => {
     for (const e of entries) {
-      for (const r of e.drivers) {
-        if (e.fixedIn === null) expect(r.before, e.id).toBeUndefined();
-        else if (r.before !== undefined) expect(r.before, e.id).toBe(e.fixedIn);
+      for (const range of e.drivers) {
+        if (e.fixedIn === null) expect(range.before, e.id).toBeUndefined();
+        else if (range.before !== undefined) expect(range.before, e.id).toBe(e.fixedIn);
       }
     }
   });
@@ -95,8 +95,8 @@ describe('driver versions compare numerically, part by part', () => {
     ['580', '580.0.0', 0],
     ['580.65.06', '580', 1],
     ['1000.1', '999.99', 1],
-  ])('%s vs %s: %i', (a, b, sign) => {
-    expect(compareDriverVersions(a, b)).toBe(sign);
+  ])('%s vs %s: %i', (left, right, sign) => {
+    expect(compareDriverVersions(left, right)).toBe(sign);
   });
 });
 
@@ -110,7 +110,7 @@ describe('knownBadFor', () => {
     fixedIn: '576.28',
   });
   const all = [windows, linuxOpen, rtx50];
-  const ids = (s: Parameters<typeof knownBadFor>[0]) => knownBadFor(s, all).map((e) => e.id);
+  const ids = (subject: Parameters<typeof knownBadFor>[0]) => knownBadFor(subject, all).map((e) => e.id);
 
   it('includes from and excludes before', () => {
     expect(ids({ driver: '591.31', os: 'windows', model: 'wddm' })).toEqual([]);

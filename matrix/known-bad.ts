@@ -26,12 +26,12 @@ export type Trust = (typeof trustLevels)[number];
 const version = z.string().regex(/^\d+(\.\d+)*$/, 'a driver version is dot-separated numbers, e.g. "580.159.04" or "591.59"');
 
 /** Driver versions compared part by part as numbers ("580.159.04" > "580.95.05"); a missing part counts as 0. */
-export function compareDriverVersions(a: string, b: string): number {
-  const pa = a.split('.').map(Number);
-  const pb = b.split('.').map(Number);
+export function compareDriverVersions(left: string, right: string): number {
+  const pa = left.split('.').map(Number);
+  const pb = right.split('.').map(Number);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const d = (pa[i] ?? 0) - (pb[i] ?? 0);
-    if (d) return Math.sign(d);
+    const difference = (pa[i] ?? 0) - (pb[i] ?? 0);
+    if (difference) return Math.sign(difference);
   }
   return 0;
 }
@@ -49,16 +49,16 @@ export const driverRange = z
       .optional()
       .describe('the first driver version not affected (exclusive): the fixed release; absent while no fix is known'),
   })
-  .superRefine((r, ctx) => {
-    if (r.models && r.os !== 'windows')
-      ctx.addIssue({ code: 'custom', path: ['models'], message: `models are for os: windows, not ${r.os}` });
-    if (r.before !== undefined && compareDriverVersions(r.from, r.before) >= 0)
-      ctx.addIssue({ code: 'custom', path: ['before'], message: `before (${r.before}) must be above from (${r.from})` });
+  .superRefine((range, ctx) => {
+    if (range.models && range.os !== 'windows')
+      ctx.addIssue({ code: 'custom', path: ['models'], message: `models are for os: windows, not ${range.os}` });
+    if (range.before !== undefined && compareDriverVersions(range.from, range.before) >= 0)
+      ctx.addIssue({ code: 'custom', path: ['before'], message: `before (${range.before}) must be above from (${range.from})` });
   });
 export type DriverRange = z.infer<typeof driverRange>;
 
 /** A claim id of docs/claims.md (C1..C28), or a probe of probes/catalogue.ts. */
-export const concern = z.string().refine((s) => /^C\d+$/.test(s) || probeNames().includes(s), {
+export const concern = z.string().refine((claimOrProbe) => /^C\d+$/.test(claimOrProbe) || probeNames().includes(claimOrProbe), {
   error: (issue) => `"${String(issue.input)}" is neither a probe (${probeNames().join(', ')}) nor a claim id (C1, C2, …)`,
 });
 
@@ -90,8 +90,8 @@ export const knownBadEntry = z
   })
   .superRefine((e, ctx) => {
     // A fix named in fixedIn is the end of the ranges that have one.
-    for (const [i, r] of e.drivers.entries()) {
-      if (e.fixedIn === null && r.before !== undefined)
+    for (const [i, range] of e.drivers.entries()) {
+      if (e.fixedIn === null && range.before !== undefined)
         ctx.addIssue({
           code: 'custom',
           path: ['drivers', i, 'before'],
@@ -118,8 +118,8 @@ export class KnownBadError extends CudamatrixError {
   }
 }
 
-function fieldPath(p: readonly PropertyKey[]): string {
-  return p.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i ? '.' : ''}${String(k)}`)).join('');
+function fieldPath(keys: readonly PropertyKey[]): string {
+  return keys.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i ? '.' : ''}${String(k)}`)).join('');
 }
 
 /** The registry in a YAML text, checked; `file` names it in errors. */
@@ -131,13 +131,13 @@ export function parseKnownBad(text: string, file: string): KnownBadEntry[] {
   if (!parsed.success) {
     const raw = doc.toJS() as { entries?: { id?: unknown }[] } | null;
     const lines = parsed.error.issues.slice(0, 10).map((issue) => {
-      const p = issue.path;
-      if (p[0] === 'entries' && typeof p[1] === 'number') {
-        const id = raw?.entries?.[p[1]]?.id;
-        const field = fieldPath(p.slice(2)) || '(the entry)';
-        return `${file}: entry ${p[1]}${typeof id === 'string' ? ` (${id})` : ''}, field ${field}: ${issue.message}`;
+      const issuePath = issue.path;
+      if (issuePath[0] === 'entries' && typeof issuePath[1] === 'number') {
+        const id = raw?.entries?.[issuePath[1]]?.id;
+        const field = fieldPath(issuePath.slice(2)) || '(the entry)';
+        return `${file}: entry ${issuePath[1]}${typeof id === 'string' ? ` (${id})` : ''}, field ${field}: ${issue.message}`;
       }
-      return `${file}: field ${fieldPath(p) || '(the file)'}: ${issue.message}`;
+      return `${file}: field ${fieldPath(issuePath) || '(the file)'}: ${issue.message}`;
     });
     const first = parsed.error.issues[0]!;
     const index = first.path[0] === 'entries' && typeof first.path[1] === 'number' ? first.path[1] : undefined;
@@ -224,10 +224,13 @@ function globMatches(glob: string, name: string): boolean {
 }
 
 /** Whether a range covers this driver, OS and model. */
-export function rangeMatches(r: DriverRange, s: Pick<DriverSubject, 'driver' | 'os' | 'model'>): boolean {
-  if (r.os !== s.os) return false;
-  if (r.models && (!s.model || !r.models.includes(s.model))) return false;
-  return compareDriverVersions(s.driver, r.from) >= 0 && (r.before === undefined || compareDriverVersions(s.driver, r.before) < 0);
+export function rangeMatches(range: DriverRange, subject: Pick<DriverSubject, 'driver' | 'os' | 'model'>): boolean {
+  if (range.os !== subject.os) return false;
+  if (range.models && (!subject.model || !range.models.includes(subject.model))) return false;
+  return (
+    compareDriverVersions(subject.driver, range.from) >= 0 &&
+    (range.before === undefined || compareDriverVersions(subject.driver, range.before) < 0)
+  );
 }
 
 /**
@@ -238,14 +241,14 @@ export function rangeMatches(r: DriverRange, s: Pick<DriverSubject, 'driver' | '
 export function knownBadFor(subject: DriverSubject, entries: readonly KnownBadEntry[] = loadKnownBad()): KnownBadEntry[] {
   return entries.filter(
     (e) =>
-      e.drivers.some((r) => rangeMatches(r, subject)) &&
-      (!e.gpus || (subject.gpu !== undefined && e.gpus.some((g) => globMatches(g, subject.gpu!)))),
+      e.drivers.some((range) => rangeMatches(range, subject)) &&
+      (!e.gpus || (subject.gpu !== undefined && e.gpus.some((gpuGlob) => globMatches(gpuGlob, subject.gpu!)))),
   );
 }
 
-function rangeText(r: DriverRange): string {
-  const where = r.os === 'windows' && r.models ? `windows ${r.models.join('/')}` : r.os;
-  return `${where}, from ${r.from}${r.before ? ` before ${r.before}` : ' on'}`;
+function rangeText(range: DriverRange): string {
+  const where = range.os === 'windows' && range.models ? `windows ${range.models.join('/')}` : range.os;
+  return `${where}, from ${range.from}${range.before ? ` before ${range.before}` : ' on'}`;
 }
 
 /**
@@ -253,7 +256,7 @@ function rangeText(r: DriverRange): string {
  * source <url>, <trust>)`. With `subject`, only the ranges that cover it are named.
  */
 export function knownBadLine(entry: KnownBadEntry, subject?: DriverSubject): string {
-  const ranges = subject ? entry.drivers.filter((r) => rangeMatches(r, subject)) : entry.drivers;
+  const ranges = subject ? entry.drivers.filter((range) => rangeMatches(range, subject)) : entry.drivers;
   const shown = (ranges.length ? ranges : entry.drivers).map(rangeText).join('; ');
   const gpus = entry.gpus ? `, GPUs ${entry.gpus.join(' ')}` : '';
   return `known-bad driver: ${entry.symptom.trim()} (${shown}${gpus}; ${entry.fixedIn ? `fixed in ${entry.fixedIn}` : 'not fixed'}; source ${entry.source}, ${entry.trust})`;
@@ -280,6 +283,6 @@ export function knownBadFails(entry: KnownBadEntry, probesRun: ReadonlySet<strin
 
 /** Whether an entry concerns one of these probes, by name or by a claim one of them decides. */
 export function concernsProbes(entry: KnownBadEntry, probesRun: ReadonlySet<string>): boolean {
-  const claims = new Set(catalogue.filter((p) => probesRun.has(p.name)).flatMap((p) => p.claims));
-  return entry.concerns.some((c) => probesRun.has(c) || claims.has(c));
+  const claims = new Set(catalogue.filter((probe) => probesRun.has(probe.name)).flatMap((probe) => probe.claims));
+  return entry.concerns.some((concernId) => probesRun.has(concernId) || claims.has(concernId));
 }

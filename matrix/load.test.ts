@@ -12,13 +12,13 @@ const fixtures = path.join(import.meta.dirname, '..', 'test', 'fixtures', 'matri
 
 /** Each fixture's first line says what it must produce: "# expect: CODE LINE:COL [text]". */
 const cases = readdirSync(fixtures)
-  .filter((f) => f.endsWith('.yaml'))
+  .filter((fileName) => fileName.endsWith('.yaml'))
   .sort()
   .map((file) => {
     const head = readFileSync(path.join(fixtures, file), 'utf8').split('\n')[0]!;
-    const m = /^# expect: (\w+) (\d+):(\d+)(?: (.*))?$/.exec(head);
-    if (!m) throw new Error(`${file}: first line must be "# expect: CODE LINE:COL [text]"`);
-    return { file, code: m[1]!, line: Number(m[2]), col: Number(m[3]), text: m[4] };
+    const match = /^# expect: (\w+) (\d+):(\d+)(?: (.*))?$/.exec(head);
+    if (!match) throw new Error(`${file}: first line must be "# expect: CODE LINE:COL [text]"`);
+    return { file, code: match[1]!, line: Number(match[2]), col: Number(match[3]), text: match[4] };
   });
 
 function matrixError(text: string): MatrixError {
@@ -207,9 +207,9 @@ describe('matrix loading', () => {
     }
     // Whatever loads, the engine resolver takes: a target can no longer fail on it mid-run.
     for (const endpoint of accepted) {
-      const m = load(endpoint);
-      expect(() => resolveEngine({ endpoint: String(m.targets[0]!.hops[0]!.endpoint) }), endpoint).not.toThrow();
-      expect(hostKeyOf(m.targets[0]!.hops), endpoint).toMatch(/^docker:/);
+      const matrix = load(endpoint);
+      expect(() => resolveEngine({ endpoint: String(matrix.targets[0]!.hops[0]!.endpoint) }), endpoint).not.toThrow();
+      expect(hostKeyOf(matrix.targets[0]!.hops), endpoint).toMatch(/^docker:/);
     }
     // The JSON Schema's pattern says the same (but for port ranges, which it leaves to the loader).
     const pattern = new RegExp(ENDPOINT_PATTERN, 'u');
@@ -227,7 +227,7 @@ describe('matrix loading', () => {
   });
 
   it('resolves defaults, durations, transports and parameters', () => {
-    const m = parseMatrix(
+    const matrix = parseMatrix(
       [
         'version: 1',
         'concurrency: 3',
@@ -244,22 +244,22 @@ describe('matrix loading', () => {
       ].join('\n'),
       'ok.yaml',
     );
-    expect(m.concurrency).toBe(3);
-    expect(m.targets.map((t) => [t.name, t.timeoutMs, t.device, t.hops])).toEqual([
+    expect(matrix.concurrency).toBe(3);
+    expect(matrix.targets.map((target) => [target.name, target.timeoutMs, target.device, target.hops])).toEqual([
       ['a', 90_000, 1, [{ kind: 'local' }]],
       ['b', 500, 1, [{ kind: 'local' }]],
     ]);
-    expect(m.targets[0]!.environment).toBe('auto');
-    expect(m.expectations.linux).toHaveLength(1);
-    expect(m.targets[1]!.expect).toEqual([{ fact: 'sysinfo.environment', equals: 'linux' }]);
+    expect(matrix.targets[0]!.environment).toBe('auto');
+    expect(matrix.expectations.linux).toHaveLength(1);
+    expect(matrix.targets[1]!.expect).toEqual([{ fact: 'sysinfo.environment', equals: 'linux' }]);
   });
 
   it('loads the embedded default matrix and every example', async () => {
     const root = path.join(import.meta.dirname);
-    const files = ['default.yaml', ...readdirSync(path.join(root, 'examples')).map((f) => path.join('examples', f))];
-    for (const f of files) {
-      const m = await loadMatrixFile(path.join(root, f));
-      expect(m.targets.length, f).toBeGreaterThan(0);
+    const files = ['default.yaml', ...readdirSync(path.join(root, 'examples')).map((fileName) => path.join('examples', fileName))];
+    for (const file of files) {
+      const matrix = await loadMatrixFile(path.join(root, file));
+      expect(matrix.targets.length, file).toBeGreaterThan(0);
     }
   });
 });
@@ -371,7 +371,7 @@ describe('issue 20: extends: default', () => {
   const defaults = parseMatrix(readFileSync(path.join(import.meta.dirname, 'default.yaml'), 'utf8'), 'default.yaml').expectations;
 
   it("starts from the default expectations of every class; the file's own are added or replace the default's on the same result", () => {
-    const m = parseMatrix(
+    const matrix = parseMatrix(
       [
         'version: 1',
         'extends: default',
@@ -386,14 +386,14 @@ describe('issue 20: extends: default', () => {
       ].join('\n'),
       'ext.yaml',
     );
-    expect(m.expectations.all).toEqual(defaults.all);
-    expect(m.expectations.wsl2).toEqual(defaults.wsl2);
-    const linux = m.expectations.linux!;
+    expect(matrix.expectations.all).toEqual(defaults.all);
+    expect(matrix.expectations.wsl2).toEqual(defaults.wsl2);
+    const linux = matrix.expectations.linux!;
     expect(linux).toHaveLength(defaults.linux!.length + 1);
     const at = defaults.linux!.findIndex((e) => e.fact === 'pinned-vram.counts_as_vram');
     expect(linux[at]).toEqual({ fact: 'pinned-vram.counts_as_vram', equals: true, why: 'our patched driver' });
     expect(linux.filter((e) => e.metric === 'sync-latency.p50_us').map((e) => e['<='])).toEqual(['5 us', '7 us']);
-    expect(m.expectations.tcc).toEqual([...(defaults.tcc ?? []), { fact: 'cuda-graph.supported', equals: true }]);
+    expect(matrix.expectations.tcc).toEqual([...(defaults.tcc ?? []), { fact: 'cuda-graph.supported', equals: true }]);
   });
 
   it('without it, a matrix has only its own expectations; any other value is refused at its line', () => {

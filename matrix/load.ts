@@ -64,9 +64,9 @@ export interface LoadOptions {
 export async function loadMatrixFile(file: string, options: LoadOptions = {}): Promise<Matrix> {
   let size: number;
   try {
-    const s = await stat(file);
-    if (!s.isFile()) throw new Error('not a file');
-    size = s.size;
+    const stats = await stat(file);
+    if (!stats.isFile()) throw new Error('not a file');
+    size = stats.size;
   } catch {
     throw new CudamatrixError(
       'MATRIX_NOT_FOUND',
@@ -193,7 +193,7 @@ export function parseMatrix(text: string, file: string, options: LoadOptions = {
   const checks = new SemanticChecks(input as Record<string, unknown>, locator, matrixFolder(file), options);
   checks.run();
   // A secret's key is also unknown to the schema: it is reported once, as the secret.
-  const notSecret = (i: MatrixIssue) => !secrets.some((s) => i.path && s.path && samePath(i.path, s.path));
+  const notSecret = (i: MatrixIssue) => !secrets.some((secret) => i.path && secret.path && samePath(i.path, secret.path));
   const issues = mergeIssues(secrets, schemaIssues.filter(notSecret), checks.issues.filter(notSecret));
   // (A failed parse always has issues: rootCauses keeps the unknown key behind each one it drops.)
   if (issues.length || !parsed.success) throw new MatrixError(file, issues);
@@ -212,7 +212,8 @@ export function resolveLocalFile(value: string, folder: string): string {
 
 const isRelative = (value: string) => !(value === '~' || value.startsWith('~/') || path.isAbsolute(value));
 
-const samePath = (a: readonly PathKey[], b: readonly PathKey[]) => a.length === b.length && a.every((k, i) => k === b[i]);
+const samePath = (left: readonly PathKey[], right: readonly PathKey[]) =>
+  left.length === right.length && left.every((k, i) => k === right[i]);
 
 /**
  * A secret written in the matrix is refused before anything else, and its value is never
@@ -220,25 +221,25 @@ const samePath = (a: readonly PathKey[], b: readonly PathKey[]) => a.length === 
  */
 function findSecrets(value: unknown, at: PathKey[], loc: Locator): MatrixIssue[] {
   const out: MatrixIssue[] = [];
-  const report = (p: PathKey[], what: string) => {
-    const pos = loc.at(p, { key: typeof p[p.length - 1] === 'string' });
+  const report = (secretPath: PathKey[], what: string) => {
+    const pos = loc.at(secretPath, { key: typeof secretPath[secretPath.length - 1] === 'string' });
     out.push({
       ...issue(
         'MATRIX_SECRET',
-        `${what} is written in the matrix at ${formatPath(p)}; cudamatrix never reads secrets from a matrix file`,
+        `${what} is written in the matrix at ${formatPath(secretPath)}; cudamatrix never reads secrets from a matrix file`,
         'remove it: name the key file with identityFile, and the environment variable that holds its passphrase with passphraseEnv (or use ssh-agent)',
         pos.line,
         pos.col,
       ),
-      path: p,
+      path: secretPath,
     });
   };
   if (typeof value === 'string' && /-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(value)) report(at, 'a private key');
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...findSecrets(v, [...at, i], loc)));
+  if (Array.isArray(value)) value.forEach((element, i) => out.push(...findSecrets(element, [...at, i], loc)));
   else if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (SECRET_KEYS.test(k) && typeof v === 'string' && v !== '') report([...at, k], `a secret ("${k}")`);
-      else out.push(...findSecrets(v, [...at, k], loc));
+    for (const [k, fieldValue] of Object.entries(value)) {
+      if (SECRET_KEYS.test(k) && typeof fieldValue === 'string' && fieldValue !== '') report([...at, k], `a secret ("${k}")`);
+      else out.push(...findSecrets(fieldValue, [...at, k], loc));
     }
   }
   return out;
@@ -251,19 +252,20 @@ function findSecrets(value: unknown, at: PathKey[], loc: Locator): MatrixIssue[]
  */
 function rootCauses(issues: MatrixIssue[]): MatrixIssue[] {
   const unknown = issues.filter((i) => i.code === 'MATRIX_UNKNOWN_KEY' && i.path);
-  const same = (a: readonly PathKey[], b: readonly PathKey[]) => a.length === b.length && a.every((k, i) => k === b[i]);
+  const same = (left: readonly PathKey[], right: readonly PathKey[]) =>
+    left.length === right.length && left.every((k, i) => k === right[i]);
   return issues.filter((i) => {
     if (i.code !== 'MATRIX_INVALID' || !i.path) return true;
-    return !unknown.some((u) => {
-      const objectPath = u.path!.slice(0, -1);
-      if (i.missing) return u.suggestion !== undefined && same(i.path!, [...objectPath, u.suggestion]);
+    return !unknown.some((unknownKey) => {
+      const objectPath = unknownKey.path!.slice(0, -1);
+      if (i.missing) return unknownKey.suggestion !== undefined && same(i.path!, [...objectPath, unknownKey.suggestion]);
       return same(i.path!, objectPath);
     });
   });
 }
 
 function sortIssues(issues: MatrixIssue[]): MatrixIssue[] {
-  return [...issues].sort((a, b) => a.line - b.line || a.col - b.col);
+  return [...issues].sort((left, right) => left.line - right.line || left.col - right.col);
 }
 
 /** The issues of both passes, each once, in file order (the schema's first where both are at one place). */
@@ -284,20 +286,20 @@ function mergeIssues(...lists: MatrixIssue[][]): MatrixIssue[] {
 type ZodIssue = z.core.$ZodIssue;
 
 function valueAt(root: unknown, path: readonly PathKey[]): unknown {
-  let v: unknown = root;
+  let current: unknown = root;
   for (const k of path) {
-    if (v === null || typeof v !== 'object') return undefined;
-    v = (v as Record<string | number, unknown>)[k];
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<string | number, unknown>)[k];
   }
-  return v;
+  return current;
 }
 
-export function describeValue(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'object') return 'a mapping';
-  if (typeof v === 'string') return `the text ${JSON.stringify(v.length > 40 ? `${v.slice(0, 37)}...` : v)}`;
-  return `${typeof v} ${String(v)}`;
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  if (typeof value === 'string') return `the text ${JSON.stringify(value.length > 40 ? `${value.slice(0, 37)}...` : value)}`;
+  return `${typeof value} ${String(value)}`;
 }
 
 /** "targets[1].transport" — how people read a path. */
@@ -323,9 +325,9 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
   const path = [...base, ...(zi.path as PathKey[])];
   const where = formatPath(path);
   const value = valueAt(input, path);
-  const at = (p: readonly PathKey[] = path, key = false) => loc.at(p, { key });
-  const make = (code: ErrorCode, message: string, fix: string, p = at(), extra: Partial<MatrixIssue> = {}): MatrixIssue => ({
-    ...issue(code, message, fix, p.line, p.col),
+  const at = (nodePath: readonly PathKey[] = path, key = false) => loc.at(nodePath, { key });
+  const make = (code: ErrorCode, message: string, fix: string, position = at(), extra: Partial<MatrixIssue> = {}): MatrixIssue => ({
+    ...issue(code, message, fix, position.line, position.col),
     path,
     ...extra,
   });
@@ -373,7 +375,7 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
           ),
         ];
       }
-      const options = zi.values.map((v) => JSON.stringify(v));
+      const options = zi.values.map((allowedValue) => JSON.stringify(allowedValue));
       if (path[path.length - 1] === 'version' && path.length === 1) {
         return [
           make(
@@ -398,7 +400,7 @@ function mapIssue(zi: ZodIssue, base: readonly PathKey[], input: unknown, loc: L
         return [unknownTransport(value, make)];
       }
       // Take the branch that matched the value's type; report its issues.
-      const branches = zi.errors.filter((b) => !typeMismatch(b, value));
+      const branches = zi.errors.filter((branch) => !typeMismatch(branch, value));
       if (branches.length === 1) {
         return branches[0]!.flatMap((inner) => mapIssue(inner, path, input, loc));
       }
@@ -430,10 +432,10 @@ function typeMismatch(branch: ZodIssue[], value: unknown): boolean {
   const first = branch[0];
   if (branch.length !== 1 || !first || first.path.length !== 0) return false;
   if (first.code === 'invalid_type') return true;
-  return first.code === 'invalid_value' && first.values.every((v) => typeof v !== typeof value);
+  return first.code === 'invalid_value' && first.values.every((allowedValue) => typeof allowedValue !== typeof value);
 }
 
-function unknownTransport(value: unknown, make: (c: ErrorCode, m: string, f: string) => MatrixIssue): MatrixIssue {
+function unknownTransport(value: unknown, make: (code: ErrorCode, message: string, fix: string) => MatrixIssue): MatrixIssue {
   const kind = typeof value === 'string' ? value : (value as { kind?: unknown } | undefined)?.kind;
   const known = transportKinds();
   const hint = typeof kind === 'string' ? closestName(kind, known) : undefined;
@@ -467,18 +469,19 @@ function fixFor(zi: ZodIssue): string {
 /** The keys an object at `path` may have, for "did you mean". */
 function allowedKeys(path: readonly PathKey[], input: unknown): string[] {
   const objectKeys = (schema: z.ZodType): string[] => {
-    let s: any = schema;
-    while (s?._zod?.def?.innerType) s = s._zod.def.innerType;
-    return s?._zod?.def?.shape ? Object.keys(s._zod.def.shape) : [];
+    let unwrapped: any = schema;
+    while (unwrapped?._zod?.def?.innerType) unwrapped = unwrapped._zod.def.innerType;
+    return unwrapped?._zod?.def?.shape ? Object.keys(unwrapped._zod.def.shape) : [];
   };
-  const p = path.filter((k) => typeof k === 'string');
-  if (p.length === 0) return objectKeys(matrixSchema);
-  if (p[0] === 'defaults') return objectKeys(matrixSchema.shape.defaults);
-  if (p[0] === 'expectations') return p.length === 1 ? objectKeys(matrixSchema.shape.expectations) : expectationKeys(valueAt(input, path));
-  if (p[0] === 'targets') {
-    if (p.length === 1) return objectKeys(matrixSchema.shape.targets.element);
-    if (p[1] === 'expect') return expectationKeys(valueAt(input, path));
-    if (p[1] === 'transport') {
+  const keyNames = path.filter((k) => typeof k === 'string');
+  if (keyNames.length === 0) return objectKeys(matrixSchema);
+  if (keyNames[0] === 'defaults') return objectKeys(matrixSchema.shape.defaults);
+  if (keyNames[0] === 'expectations')
+    return keyNames.length === 1 ? objectKeys(matrixSchema.shape.expectations) : expectationKeys(valueAt(input, path));
+  if (keyNames[0] === 'targets') {
+    if (keyNames.length === 1) return objectKeys(matrixSchema.shape.targets.element);
+    if (keyNames[1] === 'expect') return expectationKeys(valueAt(input, path));
+    if (keyNames[1] === 'transport') {
       const kind = (valueAt(input, path) as { kind?: string } | undefined)?.kind;
       try {
         return ['kind', ...objectKeys(transportKind(String(kind)).options as z.ZodType)];
@@ -497,8 +500,8 @@ function expectationKeys(value: unknown): string[] {
 
 // ---- checks against the catalogue and the registry ---------------------------------------
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const has = (o: Record<string, unknown>, key: string) => Object.prototype.hasOwnProperty.call(o, key);
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const has = (record: Record<string, unknown>, key: string) => Object.prototype.hasOwnProperty.call(record, key);
 
 /**
  * Checks the names a matrix uses against the probe catalogue and the transport registry. It reads
@@ -516,8 +519,8 @@ class SemanticChecks {
   ) {}
 
   private add(code: ErrorCode, message: string, fix: string, path: readonly PathKey[], key = false): void {
-    const p = this.loc.at(path, { key });
-    this.issues.push({ ...issue(code, message, fix, p.line, p.col), path: [...path] });
+    const position = this.loc.at(path, { key });
+    this.issues.push({ ...issue(code, message, fix, position.line, position.col), path: [...path] });
   }
 
   run(): void {
@@ -533,30 +536,30 @@ class SemanticChecks {
     }
     if (!Array.isArray(root.targets)) return;
     const seen = new Map<string, number>();
-    root.targets.forEach((t, i) => {
-      if (!isRecord(t)) return;
+    root.targets.forEach((target, i) => {
+      if (!isRecord(target)) return;
       const path = ['targets', i] as const;
-      if (typeof t.name === 'string') {
-        const first = seen.get(t.name);
+      if (typeof target.name === 'string') {
+        const first = seen.get(target.name);
         if (first !== undefined) {
           const firstLine = this.loc.at(['targets', first, 'name']).line;
           this.add(
             'MATRIX_DUPLICATE_TARGET',
-            `target name "${t.name}" is used twice (first at line ${firstLine})`,
+            `target name "${target.name}" is used twice (first at line ${firstLine})`,
             'give every target a unique name',
             [...path, 'name'],
           );
         } else {
-          seen.set(t.name, i);
+          seen.set(target.name, i);
         }
       }
-      const probes = t.probes === undefined ? defaultProbes : this.probes(t.probes, [...path, 'probes']);
-      if (isRecord(t.params)) this.params(t.params, [...path, 'params']);
-      if (Array.isArray(t.expect)) {
-        t.expect.forEach((e, j) => {
+      const probes = target.probes === undefined ? defaultProbes : this.probes(target.probes, [...path, 'probes']);
+      if (isRecord(target.params)) this.params(target.params, [...path, 'params']);
+      if (Array.isArray(target.expect)) {
+        target.expect.forEach((e, j) => {
           const resolved = this.expectation(e, [...path, 'expect', j]);
           if (resolved && probes && !probes.includes(resolved)) {
-            const who = typeof t.name === 'string' ? `target "${t.name}"` : `targets[${i}]`;
+            const who = typeof target.name === 'string' ? `target "${target.name}"` : `targets[${i}]`;
             this.add(
               'MATRIX_INVALID',
               `${who} expects a result of probe "${resolved}", which it does not run`,
@@ -566,7 +569,7 @@ class SemanticChecks {
           }
         });
       }
-      if (t.transport !== undefined) this.hops(t.transport, [...path, 'transport']);
+      if (target.transport !== undefined) this.hops(target.transport, [...path, 'transport']);
     });
   }
 
@@ -585,7 +588,7 @@ class SemanticChecks {
         );
       }
     });
-    return probeNames().filter((n) => list.includes(n));
+    return probeNames().filter((probeName) => list.includes(probeName));
   }
 
   private params(params: Record<string, unknown>, path: readonly PathKey[]): void {
@@ -603,9 +606,9 @@ class SemanticChecks {
         continue;
       }
       if (!isRecord(values)) continue;
-      const r = spec.params.safeParse(values);
-      if (r.success) continue;
-      for (const zi of r.error.issues) {
+      const parsed = spec.params.safeParse(values);
+      if (parsed.success) continue;
+      for (const zi of parsed.error.issues) {
         if (zi.code === 'unrecognized_keys') {
           const known = Object.keys(spec.params.shape);
           for (const key of zi.keys) {
@@ -657,7 +660,7 @@ class SemanticChecks {
       if (scalar && !resolved.fact.values.includes(equals)) {
         this.add(
           'MATRIX_INVALID',
-          `fact "${name}" is never ${JSON.stringify(equals)}; its values are ${resolved.fact.values.map((v) => JSON.stringify(v)).join(', ')}`,
+          `fact "${name}" is never ${JSON.stringify(equals)}; its values are ${resolved.fact.values.map((factValue) => JSON.stringify(factValue)).join(', ')}`,
           'expect one of those values',
           [...path, 'equals'],
         );
@@ -667,17 +670,17 @@ class SemanticChecks {
       const bounds: [PathKey[], unknown][] = [];
       if (e['<='] !== undefined) bounds.push([[...path, '<='], e['<=']]);
       if (e['>='] !== undefined) bounds.push([[...path, '>='], e['>=']]);
-      if (Array.isArray(e.between)) e.between.forEach((b, i) => bounds.push([[...path, 'between', i], b]));
-      for (const [p, b] of bounds) {
-        if (typeof b !== 'number' && typeof b !== 'string') continue;
+      if (Array.isArray(e.between)) e.between.forEach((bound, i) => bounds.push([[...path, 'between', i], bound]));
+      for (const [boundPath, boundValue] of bounds) {
+        if (typeof boundValue !== 'number' && typeof boundValue !== 'string') continue;
         try {
-          toUnit(b, resolved.metric!.unit);
+          toUnit(boundValue, resolved.metric!.unit);
         } catch (error) {
           this.add(
             'MATRIX_INVALID',
-            `bound ${JSON.stringify(b)} of metric "${name}": ${(error as Error).message}`,
+            `bound ${JSON.stringify(boundValue)} of metric "${name}": ${(error as Error).message}`,
             `write a number in ${resolved.metric!.unit}, or a value with a unit of the same kind`,
-            p,
+            boundPath,
           );
         }
       }
@@ -691,9 +694,9 @@ class SemanticChecks {
    */
   private hops(spec: unknown, path: readonly PathKey[]): void {
     const list = Array.isArray(spec) ? spec : [spec];
-    list.forEach((h, i) => {
+    list.forEach((hop, i) => {
       const at = Array.isArray(spec) ? [...path, i] : [...path];
-      const kind = typeof h === 'string' ? h : isRecord(h) && typeof h.kind === 'string' ? h.kind : undefined;
+      const kind = typeof hop === 'string' ? hop : isRecord(hop) && typeof hop.kind === 'string' ? hop.kind : undefined;
       if (kind === undefined || !transportKinds().includes(kind)) return;
       const known = transportKind(kind);
       if (i > 0 && !known.chainable) {
@@ -704,15 +707,15 @@ class SemanticChecks {
           at,
         );
       }
-      if (typeof h === 'string') this.bareKind(known, at);
-      else if (isRecord(h)) this.localFiles(known, h, at);
+      if (typeof hop === 'string') this.bareKind(known, at);
+      else if (isRecord(hop)) this.localFiles(known, hop, at);
     });
   }
 
   private bareKind(known: NamedKind, path: readonly PathKey[]): void {
-    const r = known.options.safeParse({});
-    if (r.success) return;
-    const missing = r.error.issues.filter((i) => i.code === 'invalid_type' && i.path.length === 1).map((i) => String(i.path[0]));
+    const parsed = known.options.safeParse({});
+    if (parsed.success) return;
+    const missing = parsed.error.issues.filter((i) => i.code === 'invalid_type' && i.path.length === 1).map((i) => String(i.path[0]));
     if (missing.length === 0) return;
     const keys = missing.map((k) => `"${k}"`).join(', ');
     this.add(
@@ -746,15 +749,15 @@ class SemanticChecks {
 }
 
 /** "~/" as the transports expand it (transports/ssh/ssh-config.ts expandHome), to look for the file. */
-function expandHomeDir(p: string): string {
-  return p === '~' ? homedir() : p.startsWith('~/') ? path.join(homedir(), p.slice(2)) : p;
+function expandHomeDir(filePath: string): string {
+  return filePath === '~' ? homedir() : filePath.startsWith('~/') ? path.join(homedir(), filePath.slice(2)) : filePath;
 }
 
 // ---- the resolved matrix -------------------------------------------------------------------
 
 /** Probes in catalogue order. */
 function selectProbes(list: 'all' | string[]): string[] {
-  return list === 'all' ? defaultProbeNames() : probeNames().filter((n) => list.includes(n));
+  return list === 'all' ? defaultProbeNames() : probeNames().filter((probeName) => list.includes(probeName));
 }
 
 /** The embedded default matrix's expectations, for "extends: default". */
@@ -794,29 +797,31 @@ function resolveMatrix(doc: MatrixDoc, file: string): Matrix {
     const list = extendExpectations(inherited[cls], doc.expectations[cls]);
     if (list) expectations[cls] = list;
   }
-  const targets = doc.targets.flatMap((t): Target[] => {
-    const probes = t.probes === undefined ? defaultProbes : selectProbes(t.probes);
+  const targets = doc.targets.flatMap((target): Target[] => {
+    const probes = target.probes === undefined ? defaultProbes : selectProbes(target.probes);
     const params: Target['params'] = {};
     // An opt-in probe keeps its parameters for a run that names it with --probe (run/plan.ts).
     const optInWithParams = probeNames().filter(
-      (n) => !probes.includes(n) && probeSpec(n)?.optIn && (doc.defaults.params[n] || t.params?.[n]),
+      (probeName) =>
+        !probes.includes(probeName) && probeSpec(probeName)?.optIn && (doc.defaults.params[probeName] || target.params?.[probeName]),
     );
-    for (const p of [...probes, ...optInWithParams]) params[p] = { ...doc.defaults.params[p], ...t.params?.[p] };
-    const hops = (Array.isArray(t.transport) ? t.transport : [t.transport]).map((h) =>
-      resolveHopFiles(typeof h === 'string' ? { kind: h } : (h as Hop), folder),
+    for (const probeName of [...probes, ...optInWithParams])
+      params[probeName] = { ...doc.defaults.params[probeName], ...target.params?.[probeName] };
+    const hops = (Array.isArray(target.transport) ? target.transport : [target.transport]).map((hop) =>
+      resolveHopFiles(typeof hop === 'string' ? { kind: hop } : (hop as Hop), folder),
     );
     // A target that stands for many (slurm's nodes:) is one per node, NAME@NODE.
-    return fanOut(t.name, hops).map((one) => ({
+    return fanOut(target.name, hops).map((one) => ({
       name: one.name,
-      description: t.description,
-      environment: t.environment,
+      description: target.description,
+      environment: target.environment,
       hops: one.hops,
       probes,
       params,
-      device: t.device ?? doc.defaults.device,
-      timeoutMs: durationMs(t.timeout ?? doc.defaults.timeout),
-      expect: t.expect ?? [],
-      ...(t.runsOn ? { runsOn: typeof t.runsOn === 'string' ? [t.runsOn] : t.runsOn } : {}),
+      device: target.device ?? doc.defaults.device,
+      timeoutMs: durationMs(target.timeout ?? doc.defaults.timeout),
+      expect: target.expect ?? [],
+      ...(target.runsOn ? { runsOn: typeof target.runsOn === 'string' ? [target.runsOn] : target.runsOn } : {}),
     }));
   });
   return { file, description: doc.description, concurrency: doc.concurrency, hostConcurrency: doc.hostConcurrency, targets, expectations };

@@ -55,11 +55,11 @@ export class Locator {
 /** Depth of the deepest collection: a guard against documents built to exhaust the parser. */
 export function maxDepth(node: unknown, limit: number): number {
   let deepest = 0;
-  const walk = (n: unknown, depth: number): void => {
+  const walk = (current: unknown, depth: number): void => {
     if (depth > deepest) deepest = depth;
     if (deepest > limit) return;
-    if (isMap(n)) for (const item of n.items) walk(isPair(item) ? item.value : item, depth + 1);
-    else if (isSeq(n)) for (const item of n.items) walk(item, depth + 1);
+    if (isMap(current)) for (const item of current.items) walk(isPair(item) ? item.value : item, depth + 1);
+    else if (isSeq(current)) for (const item of current.items) walk(item, depth + 1);
   };
   walk(node, 0);
   return deepest;

@@ -58,29 +58,29 @@ describe('matrix/schema.json with a JSON Schema validator', () => {
   it('refuses every malformed matrix of test/fixtures/matrix-invalid, but those it cannot express', () => {
     const validate = validator();
     const files = readdirSync(fixtures)
-      .filter((f) => f.endsWith('.yaml'))
+      .filter((fileName) => fileName.endsWith('.yaml'))
       .sort();
     expect(files.length).toBeGreaterThanOrEqual(50);
     const passing: string[] = [];
-    for (const f of files) {
-      const { value, yamlErrors } = readYaml(path.join(fixtures, f));
+    for (const file of files) {
+      const { value, yamlErrors } = readYaml(path.join(fixtures, file));
       if (yamlErrors) {
-        expect(notYaml(f), `${f} is not valid YAML; name it syntax-*.yaml`).toBe(true);
+        expect(notYaml(file), `${file} is not valid YAML; name it syntax-*.yaml`).toBe(true);
         continue;
       }
-      expect(notYaml(f), `${f} is valid YAML; a syntax-* fixture should not be`).toBe(false);
-      if (value !== undefined && validate(value)) passing.push(f);
+      expect(notYaml(file), `${file} is valid YAML; a syntax-* fixture should not be`).toBe(false);
+      if (value !== undefined && validate(value)) passing.push(file);
     }
     expect(passing).toEqual(Object.keys(beyondJsonSchema).sort());
   });
 
   it('accepts matrix/default.yaml and every example (no false alarms in an editor)', () => {
     const validate = validator();
-    const files = ['default.yaml', ...readdirSync(path.join(here, 'examples')).map((f) => path.join('examples', f))];
-    for (const f of files) {
-      const { value } = readYaml(path.join(here, f));
+    const files = ['default.yaml', ...readdirSync(path.join(here, 'examples')).map((fileName) => path.join('examples', fileName))];
+    for (const file of files) {
+      const { value } = readYaml(path.join(here, file));
       const ok = validate(value);
-      expect(ok ? [] : validate.errors, f).toEqual([]);
+      expect(ok ? [] : validate.errors, file).toEqual([]);
     }
   });
 

@@ -53,9 +53,9 @@ export const duration = z.union([
 
 export function durationMs(value: z.infer<typeof duration>): number {
   if (typeof value === 'number') return value * 1000;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/.exec(value)!;
-  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-  return Number(m[1]) * factor;
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/.exec(value)!;
+  const factor = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] as 'ms' | 's' | 'm' | 'h'];
+  return Number(match[1]) * factor;
 }
 
 /** A bound: a number in the metric's unit, or a string with a unit ("50 us"). */

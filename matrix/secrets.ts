@@ -21,7 +21,7 @@ const SECRET_NAME =
  * every variable whose name says it holds a secret (SECRET_NAME), in the order they are named.
  */
 export function secretValues(env: NodeJS.ProcessEnv, names: string[]): string[] {
-  const chosen = new Set([...names, ...Object.keys(env).filter((n) => SECRET_NAME.test(n))]);
+  const chosen = new Set([...names, ...Object.keys(env).filter((variableName) => SECRET_NAME.test(variableName))]);
   const values = new Set<string>();
   for (const name of chosen) {
     const value = env[name];

@@ -28,9 +28,9 @@ function replace(target: Json, source: Json): void {
 
 function probeParamsSchema(json: Json): void {
   const properties: Json = {};
-  for (const p of catalogue) {
-    const { $schema: _, ...params } = z.toJSONSchema(p.params, { io: 'input', unrepresentable: 'any' }) as Json;
-    properties[p.name] = { description: p.title, ...params };
+  for (const probe of catalogue) {
+    const { $schema: _, ...params } = z.toJSONSchema(probe.params, { io: 'input', unrepresentable: 'any' }) as Json;
+    properties[probe.name] = { description: probe.title, ...params };
   }
   replace(json, {
     ...(json.description ? { description: json.description } : {}),
@@ -41,29 +41,29 @@ function probeParamsSchema(json: Json): void {
 }
 
 function probeListSchema(json: Json): void {
-  const list = (json.anyOf as Json[] | undefined)?.find((b) => b.type === 'array');
+  const list = (json.anyOf as Json[] | undefined)?.find((branch) => branch.type === 'array');
   if (!list) throw new Error('write-schema: the probe list has no array form; update probeListSchema');
   list.items = { type: 'string', enum: probeNames() };
 }
 
 /** A bound written as text must be a number, with a unit of the metric's kind if any ("50 us"). */
 function boundPattern(unit: Parameters<typeof toUnit>[1]): string {
-  const compatible = knownUnits.filter((u) => {
+  const compatible = knownUnits.filter((knownUnit) => {
     try {
-      toUnit(`1 ${u}`, unit);
+      toUnit(`1 ${knownUnit}`, unit);
       return true;
     } catch {
       return false;
     }
   });
-  const escaped = compatible.map((u) => u.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
+  const escaped = compatible.map((compatibleUnit) => compatibleUnit.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
   return `^\\s*-?\\d+(\\.\\d+)?([eE][+-]?\\d+)?\\s*(${escaped.join('|')})?\\s*$`;
 }
 
 /** Groups names by a key, keeping the first appearance's order. */
-function groupBy<T>(items: T[], key: (t: T) => string): T[][] {
+function groupBy<T>(items: T[], key: (item: T) => string): T[][] {
   const groups = new Map<string, T[]>();
-  for (const i of items) groups.set(key(i), [...(groups.get(key(i)) ?? []), i]);
+  for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
   return [...groups.values()];
 }
 
@@ -72,19 +72,23 @@ function expectationSchema(json: Json): void {
   json.properties.metric.enum = allResultNames('metric');
   const rules: Json[] = [];
   // The values a fact can take, where the catalogue lists them (null: no value, e.g. not measured).
-  const facts = catalogue.flatMap((p) => p.facts.filter((f) => f.values).map((f) => ({ name: `${p.name}.${f.name}`, values: f.values! })));
-  for (const group of groupBy(facts, (f) => JSON.stringify(f.values))) {
+  const facts = catalogue.flatMap((probe) =>
+    probe.facts.filter((fact) => fact.values).map((fact) => ({ name: `${probe.name}.${fact.name}`, values: fact.values! })),
+  );
+  for (const group of groupBy(facts, (fact) => JSON.stringify(fact.values))) {
     rules.push({
-      if: { required: ['fact'], properties: { fact: { enum: group.map((f) => f.name) } } },
+      if: { required: ['fact'], properties: { fact: { enum: group.map((fact) => fact.name) } } },
       then: { properties: { equals: { enum: [...group[0]!.values, null] } } },
     });
   }
   // The units a metric's bounds can be written in.
-  const metrics = catalogue.flatMap((p) => p.metrics.map((m) => ({ name: `${p.name}.${m.name}`, pattern: boundPattern(m.unit) })));
-  for (const group of groupBy(metrics, (m) => m.pattern)) {
+  const metrics = catalogue.flatMap((probe) =>
+    probe.metrics.map((metric) => ({ name: `${probe.name}.${metric.name}`, pattern: boundPattern(metric.unit) })),
+  );
+  for (const group of groupBy(metrics, (metric) => metric.pattern)) {
     const bound = { anyOf: [{ type: 'number' }, { type: 'string', pattern: group[0]!.pattern }] };
     rules.push({
-      if: { required: ['metric'], properties: { metric: { enum: group.map((m) => m.name) } } },
+      if: { required: ['metric'], properties: { metric: { enum: group.map((metric) => metric.name) } } },
       then: { properties: { '<=': bound, '>=': bound, between: { type: 'array', items: bound } } },
     });
   }

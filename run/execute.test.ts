@@ -37,8 +37,8 @@ describe('the run engine', () => {
     expect(seen).toEqual(result.events);
     expect(result.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: false });
     const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end');
-    expect(cells.find((c) => c.target === 'here')).toMatchObject({ status: 'skipped' });
-    expect(cells.find((c) => c.target === 'broken')).toMatchObject({ status: 'error' });
+    expect(cells.find((cell) => cell.target === 'here')).toMatchObject({ status: 'skipped' });
+    expect(cells.find((cell) => cell.target === 'broken')).toMatchObject({ status: 'error' });
     expect(result.events.find((e) => e.type === 'target-error')).toMatchObject({
       target: 'broken',
       message: expect.stringContaining('ftp://x'),
@@ -54,7 +54,7 @@ describe('the run engine', () => {
     controller.abort();
     const result = await executePlan(planCells(matrix), { runsDir: tempDir(), signal: controller.signal });
     const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end');
-    expect(cells.map((c) => `${c.cell}:${c.status}`)).toEqual([
+    expect(cells.map((cell) => `${cell.cell}:${cell.status}`)).toEqual([
       'a/sysinfo:not-run',
       'a/sync-latency:not-run',
       'b/sysinfo:not-run',
@@ -93,7 +93,11 @@ describe('the run engine', () => {
     };
     const result = await executePlan(planCells(matrix), { runsDir: tempDir(), signal: controller.signal, onEvent });
     const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end');
-    expect(cells.map((c) => `${c.cell}:${c.status}`)).toEqual(['a/sysinfo:skipped', 'a/event-timing:cancelled', 'a/sync-latency:not-run']);
+    expect(cells.map((cell) => `${cell.cell}:${cell.status}`)).toEqual([
+      'a/sysinfo:skipped',
+      'a/event-timing:cancelled',
+      'a/sync-latency:not-run',
+    ]);
     expect(cells[1]).toMatchObject({ reason: 'cancelled before it finished', planned: true });
     expect(result.events.some((e) => e.type === 'target-error')).toBe(false);
     expect(result.events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
@@ -116,7 +120,7 @@ describe('the run engine', () => {
     expect(legacy.map((e) => e.type)).toEqual(['target-start', 'target-error', 'cell-end', 'cell-end']);
     expect(legacy[1]).toMatchObject({ type: 'target-error', code: 'WSL_VERSION_1', message: wsl1 });
     const cells = legacy.filter((e): e is CellEndEvent => e.type === 'cell-end');
-    expect(cells.map((c) => [c.cell, c.status, c.reason, c.errorCode])).toEqual([
+    expect(cells.map((cell) => [cell.cell, cell.status, cell.reason, cell.errorCode])).toEqual([
       ['legacy/sysinfo', 'skipped', wsl1, 'WSL_VERSION_1'],
       ['legacy/pinned-vram', 'skipped', wsl1, 'WSL_VERSION_1'],
     ]);
@@ -124,7 +128,7 @@ describe('the run engine', () => {
     // for a run with no WSL 1 target at all.
     const summary = summarize(result.events);
     expect(summary.hasInfrastructureError).toBe(false);
-    const target = summary.targets.find((t) => t.name === 'legacy')!;
+    const target = summary.targets.find((targetSummary) => targetSummary.name === 'legacy')!;
     expect(target.error).toBeUndefined();
     expect(target.skipped).toMatchObject({ code: 'WSL_VERSION_1', message: wsl1 });
     expect(exitCodeOf(summary, { strict: false })).toBe(0);
@@ -140,7 +144,7 @@ describe('the run engine', () => {
     const matrix = parseMatrix('version: 1\ndefaults: {probes: [sysinfo]}\ntargets:\n  - name: here\n  - name: nogpu\n', 'nogpu.yaml');
     const result = await executePlan(planCells(matrix), { runsDir: tempDir() });
     const cells = result.events.filter((e): e is CellEndEvent => e.type === 'cell-end' && e.target === 'nogpu');
-    expect(cells.map((c) => [c.status, c.errorCode])).toEqual([['error', 'WSL_NO_GPU']]);
+    expect(cells.map((cell) => [cell.status, cell.errorCode])).toEqual([['error', 'WSL_NO_GPU']]);
     expect(exitCodeOf(summarize(result.events), { strict: false })).toBe(3);
   });
 

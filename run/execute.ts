@@ -77,7 +77,7 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     started: new Date(started).toISOString(),
     shard: plan.shard ?? null,
     matrix: { file: plan.matrix.file, description: plan.matrix.description, expectations: plan.matrix.expectations },
-    cells: plan.cells.map((c) => c.name),
+    cells: plan.cells.map((cell) => cell.name),
     options: { strict: options.strict ?? false, quick: options.quick ?? false },
   });
 
@@ -94,17 +94,17 @@ export async function executePlan(plan: Plan, options: ExecuteOptions): Promise<
     await schedule(plan.targets, {
       limit: options.concurrency ?? plan.matrix.concurrency,
       hostLimit: plan.matrix.hostConcurrency,
-      hostOf: (t) => {
+      hostOf: (target) => {
         try {
-          return hostKeyOf(t.hops);
+          return hostKeyOf(target.hops);
         } catch {
-          return `target:${t.name}`;
+          return `target:${target.name}`;
         }
       },
-      run: (t) =>
+      run: (target) =>
         runOneTarget(
-          t,
-          plan.cells.filter((c) => c.target === t.name).map((c) => c.probe),
+          target,
+          plan.cells.filter((cell) => cell.target === target.name).map((cell) => cell.probe),
           context,
         ),
     });
@@ -152,18 +152,18 @@ interface TargetContext {
  * targets carry on. A transport that finds the target cannot run probes by its nature (an
  * error of class not-applicable, such as WSL_VERSION_1) ends its cells as skipped instead.
  */
-async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Promise<void> {
+async function runOneTarget(target: Target, probes: string[], ctx: TargetContext): Promise<void> {
   const now = () => new Date().toISOString();
   const { emit, signal } = ctx;
   emit({
     type: 'target-start',
-    target: t.name,
+    target: target.name,
     time: now(),
-    environment: t.environment,
-    transport: t.hops.map((h) => h.kind),
+    environment: target.environment,
+    transport: target.hops.map((hop) => hop.kind),
     probes,
-    expect: t.expect,
-    ...(asksForNoGpu(t.hops) ? { noGpu: true as const } : {}),
+    expect: target.expect,
+    ...(asksForNoGpu(target.hops) ? { noGpu: true as const } : {}),
   });
   // Cells not yet ended: whatever stops the target early ends them all, once.
   const pending = new Set(probes);
@@ -176,18 +176,18 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
   // to do, and the run does not fail because of it (core/errors.ts).
   // Keys accept-new trusted: said on stderr as OpenSSH says it, and kept in the log.
   const keysAdded: HostKeyAdded[] = [];
-  const onHostKeyAdded = (a: HostKeyAdded): void => {
-    keysAdded.push(a);
-    ctx.onProgress?.(`${t.name}: ${hostKeyAddedMessage(a)}`);
+  const onHostKeyAdded = (added: HostKeyAdded): void => {
+    keysAdded.push(added);
+    ctx.onProgress?.(`${target.name}: ${hostKeyAddedMessage(added)}`);
   };
   const withKeys = () => (keysAdded.length ? { hostKeysAdded: [...keysAdded] } : {});
   const failRest = (code: string, message: string): void => {
-    emit({ type: 'target-error', target: t.name, time: now(), code, message, ...withKeys() });
+    emit({ type: 'target-error', target: target.name, time: now(), code, message, ...withKeys() });
     const status = isNotApplicable(code) ? 'skipped' : 'error';
-    for (const probe of [...pending]) end(blankCell(t, probe, { status, errorCode: code, reason: message }));
+    for (const probe of [...pending]) end(blankCell(target, probe, { status, errorCode: code, reason: message }));
   };
   const notRunRest = (): void => {
-    for (const probe of [...pending]) end(blankCell(t, probe, { status: 'not-run', reason: NOT_RUN_REASON }));
+    for (const probe of [...pending]) end(blankCell(target, probe, { status: 'not-run', reason: NOT_RUN_REASON }));
   };
   const codeOf = (error: unknown, fallback: string) => (error instanceof CudamatrixError ? error.code : fallback);
 
@@ -196,8 +196,8 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
     if (signal?.aborted) return notRunRest();
     let deployed: DeployedProbe;
     try {
-      session = await connectChain(t.hops, {
-        target: t.name,
+      session = await connectChain(target.hops, {
+        target: target.name,
         runId: ctx.runId,
         signal,
         acceptNewHostKeys: ctx.acceptNewHostKeys,
@@ -212,7 +212,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
     }
     emit({
       type: 'target-ready',
-      target: t.name,
+      target: target.name,
       time: now(),
       session: session.description,
       platform: session.platform,
@@ -235,13 +235,13 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
         notRunRest();
         return undefined;
       }
-      emit({ type: 'cell-start', cell: cellName(t.name, probe), target: t.name, probe, time: now() });
+      emit({ type: 'cell-start', cell: cellName(target.name, probe), target: target.name, probe, time: now() });
       const startedAt = Date.now();
       try {
-        const params = effectiveParams(probe, t.params[probe], ctx.quick);
-        const options = { device: t.device, params, timeoutMs: t.timeoutMs, signal };
+        const params = effectiveParams(probe, target.params[probe], ctx.quick);
+        const options = { device: target.device, params, timeoutMs: target.timeoutMs, signal };
         const result = await hostVm.around(probe, () => runProbe(session!, deployed, probe, options), options);
-        const cell = cellEvent(t, result, probes.includes(probe), params);
+        const cell = cellEvent(target, result, probes.includes(probe), params);
         if (probes.includes(probe)) end(cell);
         else emit(cell);
         return cell;
@@ -250,7 +250,7 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
           // It started, so it was cancelled, whatever the transport's exec did on the way out (a
           // real wsl.exe dies on Ctrl-C, and its agent's stream ends: the exec rejects).
           const cancelled = {
-            ...blankCell(t, probe, { status: 'cancelled', reason: CANCELLED_REASON }),
+            ...blankCell(target, probe, { status: 'cancelled', reason: CANCELLED_REASON }),
             durationMs: Date.now() - startedAt,
           };
           if (probes.includes(probe)) end(cancelled);
@@ -264,14 +264,15 @@ async function runOneTarget(t: Target, probes: string[], ctx: TargetContext): Pr
     // sysinfo first, always: it says which environment the target really is.
     const sysinfo = await run('sysinfo');
     if (!sysinfo) return;
-    const detected = sysinfo.records.find((r) => r.type === 'sysinfo' && r.name === 'environment')?.value as string | null | undefined;
-    if (t.environment !== 'auto' && typeof detected === 'string' && detected !== t.environment) {
+    const detected = sysinfo.records.find((record) => record.type === 'sysinfo' && record.name === 'environment')?.value as
+      string | null | undefined;
+    if (target.environment !== 'auto' && typeof detected === 'string' && detected !== target.environment) {
       return failRest(
         'ENVIRONMENT_MISMATCH',
-        `target "${t.name}" is declared as ${t.environment}, but the probe detected ${detected}; correct "environment:" in the matrix (or use auto)`,
+        `target "${target.name}" is declared as ${target.environment}, but the probe detected ${detected}; correct "environment:" in the matrix (or use auto)`,
       );
     }
-    for (const probe of probes.filter((p) => p !== 'sysinfo')) {
+    for (const probe of probes.filter((probeName) => probeName !== 'sysinfo')) {
       if (!(await run(probe))) return;
     }
   } catch (error) {
@@ -289,23 +290,23 @@ export const noGpuAsAsked = (option: string) => `no GPU, as the target asks (${o
  * A cell's reason: a target that asks for no GPU has no driver by design, and its skipped cells
  * say so first (as doctor does), then what the probe said.
  */
-function reasonOf(t: Target, run: ProbeRun): string | undefined {
+function reasonOf(target: Target, run: ProbeRun): string | undefined {
   const noDriver = run.status === 'skipped' && /\bNVIDIA driver\b|no usable NVIDIA/.test(run.reason ?? '');
-  const asked = noGpuAsked(t.hops);
+  const asked = noGpuAsked(target.hops);
   return noDriver && asked ? `${noGpuAsAsked(asked)}: ${run.reason}` : run.reason;
 }
 
-function cellEvent(t: Target, run: ProbeRun, planned: boolean, params: Record<string, unknown>): CellEndEvent {
+function cellEvent(target: Target, run: ProbeRun, planned: boolean, params: Record<string, unknown>): CellEndEvent {
   const stderr = run.exec.stderr.trim();
   return {
     type: 'cell-end',
-    cell: cellName(t.name, run.probe),
-    target: t.name,
+    cell: cellName(target.name, run.probe),
+    target: target.name,
     probe: run.probe,
     planned,
     time: new Date().toISOString(),
     status: run.status,
-    reason: reasonOf(t, run),
+    reason: reasonOf(target, run),
     errorCode: run.errorCode,
     params,
     durationMs: Math.round(run.exec.durationMs),
@@ -317,11 +318,11 @@ function cellEvent(t: Target, run: ProbeRun, planned: boolean, params: Record<st
   };
 }
 
-function blankCell(t: Target, probe: string, outcome: Pick<CellEndEvent, 'status' | 'reason'> & { errorCode?: string }): CellEndEvent {
+function blankCell(target: Target, probe: string, outcome: Pick<CellEndEvent, 'status' | 'reason'> & { errorCode?: string }): CellEndEvent {
   return {
     type: 'cell-end',
-    cell: cellName(t.name, probe),
-    target: t.name,
+    cell: cellName(target.name, probe),
+    target: target.name,
     probe,
     planned: true,
     time: new Date().toISOString(),

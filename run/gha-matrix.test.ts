@@ -22,14 +22,14 @@ const lab = parseMatrix(
 
 describe('gha matrix', () => {
   it('gives a labelled target a job of its own on its labels, and the rest one shared job', () => {
-    const m = ghaMatrix(lab);
-    expect(m.include).toEqual([
+    const matrix = ghaMatrix(lab);
+    expect(matrix.include).toEqual([
       { name: 'wddm-box', targets: 'wddm-box', runsOn: ['self-hosted', 'windows', 'gpu', 'wddm'], labelled: true },
       { name: 'linux-gpu', targets: 'linux-gpu', runsOn: ['gpu-linux'], labelled: true },
       { name: 'shared', targets: 'far-a,far-b,near,here', runsOn: DEFAULT_RUNS_ON, labelled: false },
     ]);
     // What fromJSON gets: plain JSON, one line.
-    expect(JSON.parse(JSON.stringify(m))).toEqual(m);
+    expect(JSON.parse(JSON.stringify(matrix))).toEqual(matrix);
   });
 
   it('gives the shared job by default a label of its own, which no GPU runner of the example lab has (issue 33)', () => {
@@ -38,37 +38,37 @@ describe('gha matrix', () => {
     expect(ghaMatrix(lab).include.find((e) => !e.labelled)!.runsOn).toEqual(DEFAULT_RUNS_ON);
     const file = path.join(import.meta.dirname, '..', 'matrix', 'examples', 'gha-lab.yaml');
     const example = parseMatrix(readFileSync(file, 'utf8'), file, { checkFiles: false });
-    const runners = example.targets.flatMap((t) => (t.runsOn ? [t.runsOn.map((l) => l.toLowerCase())] : []));
+    const runners = example.targets.flatMap((target) => (target.runsOn ? [target.runsOn.map((label) => label.toLowerCase())] : []));
     expect(runners.length).toBeGreaterThanOrEqual(3);
     for (const labels of runners) {
       expect(
-        DEFAULT_RUNS_ON.every((l) => labels.includes(l.toLowerCase())),
+        DEFAULT_RUNS_ON.every((label) => labels.includes(label.toLowerCase())),
         `a runner labelled ${labels.join(',')} would take the shared job`,
       ).toBe(false);
     }
   });
 
   it('splits the targets without labels into shards of whole hosts, with the labels asked for', () => {
-    const m = ghaMatrix(lab, { shards: 2, runsOn: ['self-hosted', 'lab-net'] });
-    const shared = m.include.filter((e) => !e.labelled);
+    const matrix = ghaMatrix(lab, { shards: 2, runsOn: ['self-hosted', 'lab-net'] });
+    const shared = matrix.include.filter((e) => !e.labelled);
     expect(shared.map((e) => e.name)).toEqual(['shared-1-of-2', 'shared-2-of-2']);
     for (const e of shared) expect(e.runsOn).toEqual(['self-hosted', 'lab-net']);
     // far-a and far-b are one host: never in two jobs.
-    const jobOf = (t: string) => shared.find((e) => e.targets.split(',').includes(t))!.name;
+    const jobOf = (targetName: string) => shared.find((e) => e.targets.split(',').includes(targetName))!.name;
     expect(jobOf('far-a')).toBe(jobOf('far-b'));
     expect(shared.flatMap((e) => e.targets.split(',')).sort()).toEqual(['far-a', 'far-b', 'here', 'near']);
   });
 
   it('makes no job for an empty shard (more shards than hosts)', () => {
-    const m = ghaMatrix(lab, { shards: 8 });
-    const shared = m.include.filter((e) => !e.labelled);
+    const matrix = ghaMatrix(lab, { shards: 8 });
+    const shared = matrix.include.filter((e) => !e.labelled);
     expect(shared).toHaveLength(3); // three hosts: far.example, near.example, this machine
     expect(new Set(shared.map((e) => e.name)).size).toBe(3);
   });
 
   it('follows --target and --probe', () => {
-    const m = ghaMatrix(lab, { targets: ['wddm-box', 'near'], probes: ['sync-*'] });
-    expect(m.include.map((e) => [e.name, e.targets])).toEqual([
+    const matrix = ghaMatrix(lab, { targets: ['wddm-box', 'near'], probes: ['sync-*'] });
+    expect(matrix.include.map((e) => [e.name, e.targets])).toEqual([
       ['wddm-box', 'wddm-box'],
       ['shared', 'near'],
     ]);

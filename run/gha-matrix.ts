@@ -45,15 +45,15 @@ export interface GhaMatrixOptions {
 export const DEFAULT_RUNS_ON = ['self-hosted', 'linux', 'cudamatrix-shared'];
 
 /** GitHub matches labels as a set, case-insensitively. */
-const labelSet = (labels: string[]) => [...new Set(labels.map((l) => l.toLowerCase()))].sort().join(',');
+const labelSet = (labels: string[]) => [...new Set(labels.map((label) => label.toLowerCase()))].sort().join(',');
 
 /**
  * The machine a target is measured on when it is not the runner's own (an SSH host, a remote
  * Docker engine's, a Slurm partition), as its kinds tell. One reached from the runner itself (the
  * cluster of a login node that is the runner) is the one that the runners of `runsOn` reach.
  */
-function remoteHostOf(t: Target, runsOn: string[]): string | undefined {
-  const machine = machineOf(t.hops);
+function remoteHostOf(target: Target, runsOn: string[]): string | undefined {
+  const machine = machineOf(target.hops);
   return machine?.startsWith(`${FROM_HERE}/`) ? `runners [${labelSet(runsOn)}]${machine.slice(FROM_HERE.length)}` : machine;
 }
 
@@ -66,17 +66,17 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
   const labelledJobs = new Map<string, GhaEntry>();
   // Each target's cells, found once (a filter per target was quadratic: 4 s at 2,000 targets).
   const cellsOf = new Map<string, Cell[]>();
-  for (const c of plan.cells) cellsOf.set(c.target, [...(cellsOf.get(c.target) ?? []), c]);
-  for (const t of plan.targets) {
-    if (!t.runsOn) {
-      for (const c of cellsOf.get(t.name) ?? []) unlabelled.push(c);
+  for (const cell of plan.cells) cellsOf.set(cell.target, [...(cellsOf.get(cell.target) ?? []), cell]);
+  for (const target of plan.targets) {
+    if (!target.runsOn) {
+      for (const cell of cellsOf.get(target.name) ?? []) unlabelled.push(cell);
       continue;
     }
-    const key = `${labelSet(t.runsOn)}\0${remoteHostOf(t, t.runsOn) ?? `target:${t.name}`}`;
+    const key = `${labelSet(target.runsOn)}\0${remoteHostOf(target, target.runsOn) ?? `target:${target.name}`}`;
     const job = labelledJobs.get(key);
-    if (job) job.targets += `,${t.name}`;
+    if (job) job.targets += `,${target.name}`;
     else {
-      const entry = { name: t.name, targets: t.name, runsOn: t.runsOn, labelled: true };
+      const entry = { name: target.name, targets: target.name, runsOn: target.runsOn, labelled: true };
       labelledJobs.set(key, entry);
       include.push(entry);
     }
@@ -84,12 +84,12 @@ export function ghaMatrix(matrix: Matrix, options: GhaMatrixOptions = {}): GhaMa
   if (unlabelled.length) {
     const runsOn = options.runsOn ?? DEFAULT_RUNS_ON;
     const parts = Array.from({ length: shards }, (_, i) =>
-      shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards }, (t) => remoteHostOf(t, runsOn)),
+      shards === 1 ? unlabelled : shardCells(matrix, unlabelled, { index: i + 1, total: shards }, (target) => remoteHostOf(target, runsOn)),
     )
       // Fewer hosts than shards leaves a shard empty: no job for it.
       .filter((cells) => cells.length > 0);
     parts.forEach((cells, i) => {
-      const targets = [...new Set(cells.map((c) => c.target))];
+      const targets = [...new Set(cells.map((cell) => cell.target))];
       include.push({
         name: parts.length === 1 ? 'shared' : `shared-${i + 1}-of-${parts.length}`,
         targets: targets.join(','),
@@ -119,21 +119,21 @@ function checkNames(matrix: Matrix, include: GhaEntry[]): void {
 
 /** No host may be measured by two jobs at once: a remote machine reached from two jobs is refused. */
 function checkHosts(matrix: Matrix, targets: Target[], include: GhaEntry[]): void {
-  const jobOf = new Map(include.flatMap((e) => e.targets.split(',').map((t) => [t, e] as const)));
+  const jobOf = new Map(include.flatMap((e) => e.targets.split(',').map((targetName) => [targetName, e] as const)));
   const seen = new Map<string, { target: string; job: GhaEntry }>();
-  for (const t of targets) {
-    const job = jobOf.get(t.name);
-    const host = job && remoteHostOf(t, job.runsOn);
+  for (const target of targets) {
+    const job = jobOf.get(target.name);
+    const host = job && remoteHostOf(target, job.runsOn);
     if (!job || !host) continue;
     const first = seen.get(host);
     if (!first) {
-      seen.set(host, { target: t.name, job });
+      seen.set(host, { target: target.name, job });
       continue;
     }
     if (first.job === job) continue;
     throw new CudamatrixError(
       'MATRIX_INVALID',
-      `${matrix.file}: targets "${first.target}" (job ${first.job.name}) and "${t.name}" (job ${job.name}) are both reached on the same host (${host.replace(/^\w+:/, '')}), and two jobs would measure it at once; give them the same runsOn (they then share a job), or neither a runsOn (the shared jobs keep a host's targets together)`,
+      `${matrix.file}: targets "${first.target}" (job ${first.job.name}) and "${target.name}" (job ${job.name}) are both reached on the same host (${host.replace(/^\w+:/, '')}), and two jobs would measure it at once; give them the same runsOn (they then share a job), or neither a runsOn (the shared jobs keep a host's targets together)`,
     );
   }
 }

@@ -42,10 +42,10 @@ export interface PlanOptions {
 }
 
 export function parseShard(text: string): Shard {
-  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
-  const index = m ? Number(m[1]) : NaN;
-  const total = m ? Number(m[2]) : NaN;
-  if (!m || total < 1 || index < 1 || index > total) {
+  const match = /^(\d+)\/(\d+)$/.exec(text.trim());
+  const index = match ? Number(match[1]) : NaN;
+  const total = match ? Number(match[2]) : NaN;
+  if (!match || total < 1 || index < 1 || index > total) {
     throw new CudamatrixError('USAGE', `--shard ${JSON.stringify(text)} is not of the form i/n with 1 <= i <= n (e.g. --shard 2/4)`);
   }
   return { index, total };
@@ -60,17 +60,17 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
   const matchProbe = globMatcher(options.probes);
   // An opt-in probe (left out of "probes: all") also runs where --probe names it exactly.
   const named = new Set(globList(options.probes));
-  const optIn = catalogue.filter((p) => p.optIn && named.has(p.name)).map((p) => p.name);
+  const optIn = catalogue.filter((probe) => probe.optIn && named.has(probe.name)).map((probe) => probe.name);
   let cells: Cell[] = [];
-  for (const t of matrix.targets) {
-    if (!matchTarget(t.name)) continue;
-    for (const p of [...t.probes, ...optIn.filter((n) => !t.probes.includes(n))]) {
-      if (matchProbe(p)) cells.push({ name: cellName(t.name, p), target: t.name, probe: p });
+  for (const target of matrix.targets) {
+    if (!matchTarget(target.name)) continue;
+    for (const probe of [...target.probes, ...optIn.filter((probeName) => !target.probes.includes(probeName))]) {
+      if (matchProbe(probe)) cells.push({ name: cellName(target.name, probe), target: target.name, probe });
     }
   }
   if (cells.length === 0) {
-    const targetNames = matrix.targets.map((t) => t.name);
-    const probeNames = [...new Set(matrix.targets.flatMap((t) => t.probes))];
+    const targetNames = matrix.targets.map((target) => target.name);
+    const probeNames = [...new Set(matrix.targets.flatMap((target) => target.probes))];
     const filters = [
       filterWords('--target', 'target', options.targets, targetNames),
       filterWords('--probe', 'probe', options.probes, probeNames),
@@ -83,23 +83,23 @@ export function planCells(matrix: Matrix, options: PlanOptions = {}): Plan {
   }
   const shard = options.shard ? parseShard(options.shard) : undefined;
   if (shard) cells = shardCells(matrix, cells, shard);
-  const names = new Set(cells.map((c) => c.target));
+  const names = new Set(cells.map((cell) => cell.target));
   const warnings = [
     ...unmatched(
       '--target',
       'target',
       options.targets,
-      matrix.targets.map((t) => t.name),
+      matrix.targets.map((target) => target.name),
     ),
-    ...unmatched('--probe', 'probe', options.probes, [...new Set([...matrix.targets.flatMap((t) => t.probes), ...optIn])]),
+    ...unmatched('--probe', 'probe', options.probes, [...new Set([...matrix.targets.flatMap((target) => target.probes), ...optIn])]),
   ];
-  return { matrix, cells, shard, targets: matrix.targets.filter((t) => names.has(t.name)), warnings };
+  return { matrix, cells, shard, targets: matrix.targets.filter((target) => names.has(target.name)), warnings };
 }
 
 /** '; alloc-ceiling is opt-in: name it exactly (--probe alloc-ceiling)' for opt-in probes a glob matched but cannot select. */
 function optInHint(globs: string[] | undefined): string {
   const match = globMatcher(globs);
-  const hits = catalogue.filter((p) => p.optIn && match(p.name)).map((p) => p.name);
+  const hits = catalogue.filter((probe) => probe.optIn && match(probe.name)).map((probe) => probe.name);
   return hits.length
     ? `; ${hits.join(', ')} ${hits.length === 1 ? 'is' : 'are'} opt-in: name ${hits.length === 1 ? 'it' : 'them'} exactly (--probe ${hits.join(',')})`
     : '';
@@ -107,8 +107,8 @@ function optInHint(globs: string[] | undefined): string {
 
 /** How long a cell is expected to take (sysinfo runs on every target anyway). */
 export function expectedMs(cells: Cell[]): number {
-  const probes = new Set(['sysinfo', ...cells.map((c) => c.probe)]);
-  return [...probes].reduce((sum, p) => sum + (probeSpec(p)?.typicalMs ?? 1000), 0);
+  const probes = new Set(['sysinfo', ...cells.map((cell) => cell.probe)]);
+  return [...probes].reduce((sum, probe) => sum + (probeSpec(probe)?.typicalMs ?? 1000), 0);
 }
 
 /**
@@ -118,44 +118,44 @@ export function expectedMs(cells: Cell[]): number {
  * lower shard), by the typical duration of their cells, so the same plan always splits the same
  * way. A shard may be empty when there are fewer hosts than shards.
  */
-export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard, machineOf?: (t: Target) => string | undefined): Cell[] {
-  const hostOf = (t: Target) => hostKeyOrOwn(t, machineOf);
-  const byTarget = new Map(matrix.targets.map((t) => [t.name, t]));
+export function shardCells(matrix: Matrix, cells: Cell[], shard: Shard, machineOf?: (target: Target) => string | undefined): Cell[] {
+  const hostOf = (target: Target) => hostKeyOrOwn(target, machineOf);
+  const byTarget = new Map(matrix.targets.map((target) => [target.name, target]));
   const groups = new Map<string, Cell[]>();
-  for (const c of cells) {
-    const key = hostOf(byTarget.get(c.target)!);
-    let g = groups.get(key);
-    if (!g) groups.set(key, (g = []));
-    g.push(c);
+  for (const cell of cells) {
+    const key = hostOf(byTarget.get(cell.target)!);
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = []));
+    group.push(cell);
   }
   const units = [...groups.entries()].map(([host, list], order) => ({ host, list, order, ms: expectedMs(list) }));
-  units.sort((a, b) => b.ms - a.ms || a.order - b.order);
+  units.sort((left, right) => right.ms - left.ms || left.order - right.order);
   const load = Array.from({ length: shard.total }, () => 0);
   const chosen = new Set<string>();
-  for (const u of units) {
+  for (const unit of units) {
     const least = load.indexOf(Math.min(...load));
-    load[least]! += u.ms;
-    if (least === shard.index - 1) chosen.add(u.host);
+    load[least]! += unit.ms;
+    if (least === shard.index - 1) chosen.add(unit.host);
   }
-  return cells.filter((c) => chosen.has(hostOf(byTarget.get(c.target)!)));
+  return cells.filter((cell) => chosen.has(hostOf(byTarget.get(cell.target)!)));
 }
 
 /**
  * The host a target lands on (or the machine `machineOf` names for it, gha matrix's remote
  * machines); a target whose transport options are unusable is a host of its own.
  */
-function hostKeyOrOwn(t: Target, machineOf?: (t: Target) => string | undefined): string {
+function hostKeyOrOwn(target: Target, machineOf?: (target: Target) => string | undefined): string {
   try {
-    return machineOf?.(t) ?? hostKeyOf(t.hops);
+    return machineOf?.(target) ?? hostKeyOf(target.hops);
   } catch {
-    return `target:${t.name}`;
+    return `target:${target.name}`;
   }
 }
 
 function globList(globs: string[] | undefined): string[] {
   return (globs ?? [])
-    .flatMap((g) => g.split(','))
-    .map((g) => g.trim())
+    .flatMap((glob) => glob.split(','))
+    .map((glob) => glob.trim())
     .filter(Boolean);
 }
 
@@ -164,23 +164,23 @@ function filterWords(flag: string, what: string, globs: string[] | undefined, na
   const list = globList(globs);
   if (list.length === 0) return '';
   const hints = unmatched(flag, what, globs, names)
-    .filter((h) => h.includes('did you mean'))
-    .map((h) => h.slice(flag.length + 1));
+    .filter((hint) => hint.includes('did you mean'))
+    .map((hint) => hint.slice(flag.length + 1));
   return `${flag} ${list.join(',')}${hints.length ? ` (${hints.join('; ')})` : ''}`;
 }
 
 /** '--probe "cudagraph" matches no probe (did you mean "cuda-graph"?)' for each pattern that matches no name. */
 function unmatched(flag: string, what: string, globs: string[] | undefined, names: string[]): string[] {
-  return globList(globs).flatMap((g) => {
-    if (names.some((n) => picomatch(g)(n))) return [];
-    const hint = closestName(g, names);
-    return [`${flag} "${g}" matches no ${what}${hint ? ` (did you mean "${hint}"?)` : ''}`];
+  return globList(globs).flatMap((glob) => {
+    if (names.some((name) => picomatch(glob)(name))) return [];
+    const hint = closestName(glob, names);
+    return [`${flag} "${glob}" matches no ${what}${hint ? ` (did you mean "${hint}"?)` : ''}`];
   });
 }
 
 function globMatcher(globs: string[] | undefined): (name: string) => boolean {
   const list = globList(globs);
   if (list.length === 0) return () => true;
-  const matchers = list.map((g) => picomatch(g));
-  return (name) => matchers.some((m) => m(name));
+  const matchers = list.map((glob) => picomatch(glob));
+  return (name) => matchers.some((matcher) => matcher(name));
 }

@@ -47,11 +47,11 @@ export function findOnPath(name: string): string | undefined {
  * The program `file` on this machine. `decode`: its output is decoded from its bytes whole
  * (wsl.exe writes its own messages in UTF-16LE), where a hop could only pass on text.
  */
-export function localLauncher(file: string, o: { decode?: (bytes: Buffer) => string } = {}): Launcher {
+export function localLauncher(file: string, launcherOptions: { decode?: (bytes: Buffer) => string } = {}): Launcher {
   return {
     where: 'this machine',
     hostKey: 'local',
-    run: (args, options = {}) => execProcessTree([file, ...args], { ...options, decode: options.decode ?? o.decode }),
+    run: (args, options = {}) => execProcessTree([file, ...args], { ...options, decode: options.decode ?? launcherOptions.decode }),
     longLived: {},
     stream: (args) => streamProcess([file, ...args]),
   };

@@ -12,7 +12,7 @@ const havePs = commandsAvailable('the tests that kill process trees', { ps: 'pro
 /** Processes whose command line contains `marker` (to prove a tree was really killed). */
 function processesWith(marker: string): string[] {
   const out = execFileSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' });
-  return out.split('\n').filter((l) => l.includes(marker) && !l.includes('ps -eo'));
+  return out.split('\n').filter((line) => line.includes(marker) && !line.includes('ps -eo'));
 }
 
 describe('local transport', () => {
@@ -26,55 +26,55 @@ describe('local transport', () => {
 
   it('passes argv through without a shell', async () => {
     const tricky = ['a b', '"q"', "'s'", '$HOME', '`id`', '; rm -rf /', '&&', '\n', 'ünï'];
-    const r = await session.exec(['printf', '%s|', ...tricky]);
-    expect(r).toMatchObject({ exitCode: 0, signal: null, timedOut: false, cancelled: false, truncated: false });
-    expect(r.stdout).toBe(`${tricky.join('|')}|`);
-    expect(r.command).toEqual(['printf', '%s|', ...tricky]);
+    const result = await session.exec(['printf', '%s|', ...tricky]);
+    expect(result).toMatchObject({ exitCode: 0, signal: null, timedOut: false, cancelled: false, truncated: false });
+    expect(result.stdout).toBe(`${tricky.join('|')}|`);
+    expect(result.command).toEqual(['printf', '%s|', ...tricky]);
   });
 
   it('records a non-zero exit as data', async () => {
-    const r = await session.exec(['sh', '-c', 'echo out; echo err >&2; exit 7']);
-    expect(r).toMatchObject({ exitCode: 7, stdout: 'out\n', stderr: 'err\n' });
-    expect(r.durationMs).toBeGreaterThan(0);
+    const result = await session.exec(['sh', '-c', 'echo out; echo err >&2; exit 7']);
+    expect(result).toMatchObject({ exitCode: 7, stdout: 'out\n', stderr: 'err\n' });
+    expect(result.durationMs).toBeGreaterThan(0);
   });
 
   it('reports a command that cannot be started', async () => {
-    const r = await session.exec(['/nonexistent/cudaprobe']);
-    expect(r.exitCode).toBeNull();
-    expect(r.stderr).toMatch(/ENOENT|not found|no such file/i);
+    const result = await session.exec(['/nonexistent/cudaprobe']);
+    expect(result.exitCode).toBeNull();
+    expect(result.stderr).toMatch(/ENOENT|not found|no such file/i);
   });
 
   it('sets cwd, env and stdin', async () => {
-    const r = await session.exec(['sh', '-c', 'pwd; echo "$CM_X"; cat'], {
+    const result = await session.exec(['sh', '-c', 'pwd; echo "$CM_X"; cat'], {
       cwd: session.workDir,
       env: { CM_X: 'x y' },
       stdin: 'from stdin',
     });
-    expect(r.stdout).toBe(`${session.workDir}\nx y\nfrom stdin`);
+    expect(result.stdout).toBe(`${session.workDir}\nx y\nfrom stdin`);
   });
 
   it.runIf(havePs)('kills the whole process tree on timeout', async () => {
     // Durations of this process's own, so that sleeps of another test run on the machine never count.
-    const [a, b] = [300_000 + (process.pid % 100_000), 400_000 + (process.pid % 100_000)];
-    const r = await session.exec(['sh', '-c', `sleep ${a} & sleep ${b}`], { timeoutMs: 300 });
-    expect(r.timedOut).toBe(true);
+    const [firstSeconds, secondSeconds] = [300_000 + (process.pid % 100_000), 400_000 + (process.pid % 100_000)];
+    const result = await session.exec(['sh', '-c', `sleep ${firstSeconds} & sleep ${secondSeconds}`], { timeoutMs: 300 });
+    expect(result.timedOut).toBe(true);
     // Killed: the sleeps would run for days.
-    expect(r.exitCode === null || r.signal !== null).toBe(true);
+    expect(result.exitCode === null || result.signal !== null).toBe(true);
     // Both sleeps (the background one too) must be gone: polled, the kill is asynchronous.
-    const mine = new RegExp(`^sleep (${a}|${b})$`);
+    const mine = new RegExp(`^sleep (${firstSeconds}|${secondSeconds})$`);
     const left = () =>
       execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
         .split('\n')
-        .filter((l) => mine.test(l.trim()));
+        .filter((line) => mine.test(line.trim()));
     for (let i = 0; i < 300 && left().length > 0; i++) await new Promise((res) => setTimeout(res, 100));
     expect(left()).toEqual([]);
   });
 
   it('caps the output, stops the flood and says so', async () => {
-    const r = await session.exec(['sh', '-c', 'yes cudamatrix'], { maxOutput: 10_000, timeoutMs: 10_000 });
-    expect(r.truncated).toBe(true);
-    expect(r.timedOut).toBe(false);
-    expect(r.stdout.length).toBeLessThanOrEqual(10_000);
+    const result = await session.exec(['sh', '-c', 'yes cudamatrix'], { maxOutput: 10_000, timeoutMs: 10_000 });
+    expect(result.truncated).toBe(true);
+    expect(result.timedOut).toBe(false);
+    expect(result.stdout.length).toBeLessThanOrEqual(10_000);
   });
 
   it.runIf(havePs)('stops on cancellation and returns what was printed so far', async () => {
@@ -83,9 +83,9 @@ describe('local transport', () => {
     const pending = session.exec(['sh', '-c', `echo started; sleep 300; echo ${marker}`], { signal: controller.signal });
     await new Promise((res) => setTimeout(res, 300));
     controller.abort();
-    const r = await pending;
-    expect(r.cancelled).toBe(true);
-    expect(r.stdout).toBe('started\n');
+    const result = await pending;
+    expect(result.cancelled).toBe(true);
+    expect(result.stdout).toBe('started\n');
     expect(processesWith(marker)).toEqual([]);
   });
 
@@ -103,22 +103,22 @@ describe('local transport', () => {
   });
 
   it('removes its work directory when disposed', async () => {
-    const s = await connectLocal({}, { target: 't', runId: 'dispose' });
-    expect(existsSync(s.workDir)).toBe(true);
-    await s[Symbol.asyncDispose]();
-    expect(existsSync(s.workDir)).toBe(false);
+    const localSession = await connectLocal({}, { target: 't', runId: 'dispose' });
+    expect(existsSync(localSession.workDir)).toBe(true);
+    await localSession[Symbol.asyncDispose]();
+    expect(existsSync(localSession.workDir)).toBe(false);
   });
 
   it('hands the bytes whole to ExecOptions.decode: a character cut between two writes stays whole (issue 22.7)', async () => {
     // UTF-16LE of "找不到用户。" written in two pieces, the cut inside its third character.
     const bytes = Buffer.from('找不到用户。', 'utf16le');
     const script = `const b = Buffer.from('${bytes.toString('hex')}', 'hex'); process.stderr.write(b.subarray(0, 5)); setTimeout(() => process.stderr.write(b.subarray(5)), 200);`;
-    const r = await execProcessTree([process.execPath, '-e', script], { decode: (b) => b.toString('utf16le') });
-    expect(r.stderr).toBe('找不到用户。');
-    expect(r.truncated).toBe(false);
+    const result = await execProcessTree([process.execPath, '-e', script], { decode: (buffer) => buffer.toString('utf16le') });
+    expect(result.stderr).toBe('找不到用户。');
+    expect(result.truncated).toBe(false);
     // Past four bytes a character of the cap, the command is stopped as a flood.
     const flood = await execProcessTree(['sh', '-c', 'while :; do echo xxxxxxxx; done'], {
-      decode: (b) => b.toString('utf8'),
+      decode: (buffer) => buffer.toString('utf8'),
       maxOutput: 1000,
     });
     expect(flood.truncated).toBe(true);

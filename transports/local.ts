@@ -104,11 +104,12 @@ export function execProcessTree(argv: string[], options: ExecOptions = {}): Prom
       child.stdout?.setEncoding('utf8').on('data', io.stdout);
       child.stderr?.setEncoding('utf8').on('data', io.stderr);
     }
-    const done = child.then((r) => {
+    const done = child.then((result) => {
       decoded?.flush();
       // Not started at all (no such file, not executable): say why where its errors would go.
-      if (r.failed && r.exitCode === undefined && r.signal === undefined) io.stderr(r.shortMessage ?? r.message ?? '');
-      return { exitCode: r.exitCode ?? null, signal: r.signal ?? null };
+      if (result.failed && result.exitCode === undefined && result.signal === undefined)
+        io.stderr(result.shortMessage ?? result.message ?? '');
+      return { exitCode: result.exitCode ?? null, signal: result.signal ?? null };
     });
     const stop = (): void => {
       const pid = child.pid;
@@ -395,7 +396,7 @@ export function parseProcessTable(output: Buffer): [pid: number, parent: number]
   if (parentAt < 0 || pidAt < 0) return [];
   return rows.flatMap((row) => {
     const cells = row.split(/\s+/);
-    if (cells.length !== 2 || !cells.every((c) => /^\d+$/.test(c))) return [];
+    if (cells.length !== 2 || !cells.every((cell) => /^\d+$/.test(cell))) return [];
     const [first, second] = cells.map(Number) as [number, number];
     return [parentAt < pidAt ? [second, first] : [first, second]];
   });

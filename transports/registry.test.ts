@@ -56,11 +56,11 @@ describe('secrets the kinds name', () => {
     );
     const summary = path.join(dir, 'summary.md');
     writeFileSync(summary, '');
-    const r = await runCli(['gha', 'matrix', '-m', matrix], {
+    const result = await runCli(['gha', 'matrix', '-m', matrix], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summary, GITHUB_OUTPUT: path.join(dir, 'out'), LAB_KEY_PASS: 'pass-phrase-4711' },
     });
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toContain('::add-mask::pass-phrase-4711');
-    expect(r.stdout).not.toContain('pass-phrase-4711');
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('::add-mask::pass-phrase-4711');
+    expect(result.stdout).not.toContain('pass-phrase-4711');
   });
 });

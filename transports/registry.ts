@@ -57,7 +57,7 @@ export function hostKeyOf(hops: Hop[]): string {
     return kind.hostKey ? kind.hostKey(options) : hop.kind;
   };
   // A later hop that lands on a host of its own ([ssh, slurm]: a node, not the login node).
-  const last = hops.findLastIndex((h, i) => i > 0 && transportKind(h.kind).landsElsewhere);
+  const last = hops.findLastIndex((hop, i) => i > 0 && transportKind(hop.kind).landsElsewhere);
   return last > 0 ? `${key(first)}/${key(hops[last]!)}` : key(first);
 }
 
@@ -120,7 +120,7 @@ export function fanOut(name: string, hops: Hop[]): { name: string; hops: Hop[] }
     if (!each) continue;
     return each.map((e) => ({
       name: `${name}@${e.suffix}`,
-      hops: hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)),
+      hops: hops.map((existing, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : existing)),
     }));
   }
   return [{ name, hops }];
@@ -151,8 +151,8 @@ export async function connectChain(hops: Hop[], context: Omit<ConnectContext, 'v
 }
 
 async function closeAll(sessions: Session[]): Promise<void> {
-  for (const s of [...sessions].reverse()) {
-    await Promise.resolve(s[Symbol.asyncDispose]()).catch(() => undefined);
+  for (const session of [...sessions].reverse()) {
+    await Promise.resolve(session[Symbol.asyncDispose]()).catch(() => undefined);
   }
 }
 
@@ -179,20 +179,20 @@ export async function resolveFanOuts<T extends { name: string; hops: Hop[] }>(
   context: Omit<ConnectContext, 'via' | 'target'>,
 ): Promise<T[]> {
   const out: T[] = [];
-  for (const t of targets) {
-    const listers = t.hops.map((h) => {
-      const { kind, options } = kindOf(h);
+  for (const target of targets) {
+    const listers = target.hops.map((hopSpec) => {
+      const { kind, options } = kindOf(hopSpec);
       return kind.fanOutAtRun?.(options);
     });
-    const i = listers.findIndex((l) => l !== undefined);
+    const i = listers.findIndex((lister) => lister !== undefined);
     const list = listers[i];
-    const hop = t.hops[i];
+    const hop = target.hops[i];
     if (!list || !hop) {
-      out.push(t);
+      out.push(target);
       continue;
     }
-    const before = t.hops.slice(0, i);
-    const via = before.length ? await connectChain(before, { ...context, target: t.name }) : undefined;
+    const before = target.hops.slice(0, i);
+    const via = before.length ? await connectChain(before, { ...context, target: target.name }) : undefined;
     try {
       const run = async (argv: string[]) =>
         via
@@ -201,9 +201,9 @@ export async function resolveFanOuts<T extends { name: string; hops: Hop[] }>(
       const each = await list(run);
       for (const e of each)
         out.push({
-          ...t,
-          name: `${t.name}@${e.suffix}`,
-          hops: t.hops.map((h, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : h)),
+          ...target,
+          name: `${target.name}@${e.suffix}`,
+          hops: target.hops.map((existing, j) => (j === i ? { kind: hop.kind, ...(e.options as object) } : existing)),
         });
     } finally {
       if (via) await Promise.resolve(via[Symbol.asyncDispose]()).catch(() => undefined);

@@ -20,15 +20,15 @@ describe('the remote shell scripts', () => {
   });
 
   it.runIf(shellcheck).each(scripts)('%s passes shellcheck as POSIX sh', (name) => {
-    const r = spawnSync('shellcheck', ['--shell=sh', '--severity=info', `transports/${name}`], { encoding: 'utf8' });
-    expect(r.stdout + r.stderr).toBe('');
-    expect(r.status).toBe(0);
+    const result = spawnSync('shellcheck', ['--shell=sh', '--severity=info', `transports/${name}`], { encoding: 'utf8' });
+    expect(result.stdout + result.stderr).toBe('');
+    expect(result.status).toBe(0);
   });
 
   it.each(scripts)('%s is sent without its comment and blank lines, and still parses', (name) => {
     const sent = shellFile(name);
     const source = readFileSync(`transports/${name}`, 'utf8');
-    expect(sent.split('\n').filter((l) => /^\s*#/.test(l))).toEqual([]);
+    expect(sent.split('\n').filter((line) => /^\s*#/.test(line))).toEqual([]);
     expect(sent.length).toBeLessThan(source.length);
     // sh -n: read the script, run nothing.
     execFileSync('sh', ['-n', '-c', sent]);
@@ -46,11 +46,11 @@ describe.runIf(shellcheck)('the WSL scripts, one line each', () => {
   // Left out: word splitting on purpose (kill -${1:-KILL}, $(wc -c <f) without its blanks) and
   // `read x x x p x` (the fields before PPid are not needed).
   it.each(wslScripts)('%s passes shellcheck as POSIX sh', (_, base64) => {
-    const r = spawnSync('shellcheck', ['--shell=sh', '--severity=info', '--exclude=SC2086,SC2046,SC2034', '-'], {
+    const result = spawnSync('shellcheck', ['--shell=sh', '--severity=info', '--exclude=SC2086,SC2046,SC2034', '-'], {
       input: Buffer.from(base64, 'base64').toString('utf8'),
       encoding: 'utf8',
     });
-    expect(r.stdout + r.stderr).toBe('');
-    expect(r.status).toBe(0);
+    expect(result.stdout + result.stderr).toBe('');
+    expect(result.status).toBe(0);
   });
 });

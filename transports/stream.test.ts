@@ -12,8 +12,8 @@ import { streamProcess } from './stream.ts';
 function firstLine(stream: Duplex): Promise<string> {
   return new Promise((resolve) => {
     let seen = '';
-    stream.on('data', (d: Buffer) => {
-      seen += d.toString('utf8');
+    stream.on('data', (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
       if (seen.includes('\n')) resolve(seen.split('\n')[0]!);
     });
   });
@@ -45,7 +45,7 @@ describe.skipIf(process.platform !== 'linux')('streamProcess: destroying the str
     const pid = await firstLine(stream);
     started.push(pid);
     stream.destroy();
-    await new Promise((r) => setTimeout(r, 1_000));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(alive(pid)).toBe(true); // TERM ignored
     await expect.poll(() => alive(pid), { timeout: 15_000, interval: 100 }).toBe(false);
   }, 20_000);

@@ -38,9 +38,9 @@ export function streamEnded(argv: string[], code: number | null, signal: string 
  * Nagle, ref counting), as no-ops: the stream underneath has none of its own.
  */
 export function socketLike(stream: Duplex): Duplex {
-  const s = stream as Duplex & Record<string, unknown>;
+  const socket = stream as Duplex & Record<string, unknown>;
   for (const method of ['setTimeout', 'setNoDelay', 'setKeepAlive', 'ref', 'unref']) {
-    if (typeof s[method] !== 'function') s[method] = () => stream;
+    if (typeof socket[method] !== 'function') socket[method] = () => stream;
   }
   return stream;
 }
@@ -78,13 +78,13 @@ export function streamProcess(argv: string[], options: StreamOptions = {}): Prom
   if (!file) return Promise.reject(new Error('streamProcess needs a command'));
   const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-4000)));
   // stdout through a PassThrough that counts: whether the command said anything decides below.
   const out = new PassThrough();
   let received = 0;
-  child.stdout.on('data', (d: Buffer) => {
-    received += d.length;
-    out.write(d);
+  child.stdout.on('data', (chunk: Buffer) => {
+    received += chunk.length;
+    out.write(chunk);
   });
   const stream = socketLike(Duplex.from({ readable: out, writable: forwardTo(child.stdin) }));
   // Ended when the command has exited and its output is all read ('close'): a command that

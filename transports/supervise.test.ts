@@ -39,8 +39,8 @@ function inOwnProcess(body: string): Promise<{ code: number | null; output: stri
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d));
-    child.stderr.on('data', (d: Buffer) => (output += d));
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
     const killer = setTimeout(() => child.kill('SIGKILL'), 4000);
     child.on('close', (code) => {
       clearTimeout(killer);
@@ -52,8 +52,8 @@ function inOwnProcess(body: string): Promise<{ code: number | null; output: stri
 describe('supervise', () => {
   it('returns the one result shape: exit status, output, duration, no flags', async () => {
     const { result, stops } = shell('echo out; echo err >&2; exit 3');
-    const r = await result;
-    expect(r).toEqual({
+    const outcome = await result;
+    expect(outcome).toEqual({
       command: ['sh', '-c', 'echo out; echo err >&2; exit 3'],
       exitCode: 3,
       signal: null,
@@ -64,31 +64,38 @@ describe('supervise', () => {
       stdout: 'out\n',
       stderr: 'err\n',
     });
-    expect(r.durationMs).toBeGreaterThan(0);
+    expect(outcome.durationMs).toBeGreaterThan(0);
     expect(stops).toEqual([]);
   });
 
   it('stops a command at its timeout, once', async () => {
     const { result, stops } = shell('echo started; sleep 30', { timeoutMs: 200 });
-    const r = await result;
-    expect(r).toMatchObject({ timedOut: true, cancelled: false, truncated: false, exitCode: null, signal: 'SIGTERM', stdout: 'started\n' });
+    const outcome = await result;
+    expect(outcome).toMatchObject({
+      timedOut: true,
+      cancelled: false,
+      truncated: false,
+      exitCode: null,
+      signal: 'SIGTERM',
+      stdout: 'started\n',
+    });
     // Killed at its timeout (SIGTERM, no exit code: sleep 30 did not end), not before it.
-    expect(r.durationMs).toBeGreaterThanOrEqual(190);
+    expect(outcome.durationMs).toBeGreaterThanOrEqual(190);
     expect(stops).toEqual(['timeout']);
   });
 
   it('clamps a timeout past what setTimeout takes: 30 days does not fire at once', async () => {
     const warnings: Error[] = [];
-    const onWarning = (w: Error) => warnings.push(w);
+    const onWarning = (warning: Error) => warnings.push(warning);
     process.on('warning', onWarning);
     try {
       const { result, stops } = shell('sleep 0.3; echo finished', { timeoutMs: 30 * 24 * 3600 * 1000 });
-      const r = await result;
-      expect(r).toMatchObject({ timedOut: false, exitCode: 0, stdout: 'finished\n' });
+      const outcome = await result;
+      expect(outcome).toMatchObject({ timedOut: false, exitCode: 0, stdout: 'finished\n' });
       expect(stops).toEqual([]);
       // Node warns on the next tick after an overflowing setTimeout; give it one.
-      await new Promise((r) => setImmediate(r));
-      expect(warnings.filter((w) => w.name === 'TimeoutOverflowWarning')).toEqual([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((warning) => warning.name === 'TimeoutOverflowWarning')).toEqual([]);
     } finally {
       process.off('warning', onWarning);
     }
@@ -96,7 +103,7 @@ describe('supervise', () => {
   });
 
   it('clears its timer: a process that ran one command with a 30-day timeout exits at once', async () => {
-    const r = await inOwnProcess(`
+    const outcome = await inOwnProcess(`
       const controller = new AbortController();
       const r = await supervise(['sh'], { timeoutMs: 30 * 24 * 3600 * 1000, signal: controller.signal }, (io) => {
         const child = spawn('sh', ['-c', 'echo ran'], { stdio: ['ignore', 'pipe', 'ignore'] });
@@ -105,8 +112,8 @@ describe('supervise', () => {
       });
       process.stdout.write(JSON.stringify(r));
     `);
-    expect(r.code, r.output).toBe(0);
-    expect(JSON.parse(r.output)).toMatchObject({ exitCode: 0, timedOut: false, stdout: 'ran\n' });
+    expect(outcome.code, outcome.output).toBe(0);
+    expect(JSON.parse(outcome.output)).toMatchObject({ exitCode: 0, timedOut: false, stdout: 'ran\n' });
   });
 
   it('a timeout of Infinity or 0 means no limit', async () => {
@@ -122,17 +129,17 @@ describe('supervise', () => {
     const { result, stops } = shell('echo started; sleep 30', { signal: controller.signal });
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
     setTimeout(() => controller.abort(), 200);
-    const r = await result;
-    expect(r).toMatchObject({ cancelled: true, timedOut: false, exitCode: null, signal: 'SIGTERM', stdout: 'started\n' });
+    const outcome = await result;
+    expect(outcome).toMatchObject({ cancelled: true, timedOut: false, exitCode: null, signal: 'SIGTERM', stdout: 'started\n' });
     expect(stops).toEqual(['cancel']);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
   it('stops at once on a signal already aborted', async () => {
     const { result, stops } = shell('sleep 30', { signal: AbortSignal.abort(), timeoutMs: 100 });
-    const r = await result;
+    const outcome = await result;
     // Killed (sleep 30 did not end), by the cancellation alone.
-    expect(r).toMatchObject({ cancelled: true, exitCode: null, signal: 'SIGTERM' });
+    expect(outcome).toMatchObject({ cancelled: true, exitCode: null, signal: 'SIGTERM' });
     expect(stops).toEqual(['cancel']);
   });
 
@@ -151,18 +158,18 @@ describe('supervise', () => {
     const script = 'trap "" TERM; yes cudamatrix | head -c 200000; echo tail >&2; sleep 0.6; exit 0';
     const { result, stops } = shell(script, { maxOutput: 1000, timeoutMs: 200, signal: controller.signal });
     setTimeout(() => controller.abort(), 300);
-    const r = await result;
-    expect(r.truncated).toBe(true);
-    expect(r.stdout).toBe('cudamatrix\n'.repeat(100).slice(0, 1000));
-    expect(r.stderr).toBe('tail\n');
-    expect(r).toMatchObject({ timedOut: true, cancelled: true, exitCode: 0 });
+    const outcome = await result;
+    expect(outcome.truncated).toBe(true);
+    expect(outcome.stdout).toBe('cudamatrix\n'.repeat(100).slice(0, 1000));
+    expect(outcome.stderr).toBe('tail\n');
+    expect(outcome).toMatchObject({ timedOut: true, cancelled: true, exitCode: 0 });
     expect(stops).toEqual(['flood']);
   });
 
   it('caps stdout and stderr each, at exactly maxOutput without calling it a flood', async () => {
     const { result, stops } = shell('printf 0123456789; printf abcdefghij >&2', { maxOutput: 10 });
-    const r = await result;
-    expect(r).toMatchObject({ truncated: false, stdout: '0123456789', stderr: 'abcdefghij' });
+    const outcome = await result;
+    expect(outcome).toMatchObject({ truncated: false, stdout: '0123456789', stderr: 'abcdefghij' });
     expect(stops).toEqual([]);
     const over = shell('printf 0123456789x', { maxOutput: 10 });
     expect(await over.result).toMatchObject({ truncated: true, stdout: '0123456789' });
@@ -171,8 +178,8 @@ describe('supervise', () => {
 
   it('delivers a stop asked for while the transport was still starting the command', async () => {
     const { result, stops } = shell('sleep 30', { signal: AbortSignal.abort() }, 150);
-    const r = await result;
-    expect(r).toMatchObject({ cancelled: true, signal: 'SIGTERM' });
+    const outcome = await result;
+    expect(outcome).toMatchObject({ cancelled: true, signal: 'SIGTERM' });
     expect(stops).toEqual(['cancel']);
   });
 

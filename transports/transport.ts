@@ -129,8 +129,8 @@ export interface HostKeyAdded {
 }
 
 /** As OpenSSH says it, with the fingerprint too, so that a CI log shows which key was trusted. */
-export function hostKeyAddedMessage(a: HostKeyAdded): string {
-  return `Permanently added '${a.host}' (${a.keyType}, ${a.fingerprint}) to ${a.file}`;
+export function hostKeyAddedMessage(added: HostKeyAdded): string {
+  return `Permanently added '${added.host}' (${added.keyType}, ${added.fingerprint}) to ${added.file}`;
 }
 
 /** An option that names a file on this machine. The hop is as written, before its options are validated. */

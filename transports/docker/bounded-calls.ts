@@ -111,13 +111,13 @@ export class BoundedEngine {
     if (Date.now() - this.lastAnswer >= this.frozenMs) {
       this.frozen = this.frozenError('frozen');
       this.stopWatchdog();
-      for (const w of [...this.waiting]) w.fail(this.frozenError(w.what));
+      for (const waiter of [...this.waiting]) waiter.fail(this.frozenError(waiter.what));
       this.waiting.clear();
       return;
     }
     if (this.ping) return;
     const abort = (this.ping = new AbortController());
-    (this.docker as unknown as { ping(o: { abortSignal: AbortSignal }): Promise<unknown> })
+    (this.docker as unknown as { ping(options: { abortSignal: AbortSignal }): Promise<unknown> })
       .ping({ abortSignal: abort.signal })
       .then(
         () => void (this.lastAnswer = Date.now()),
@@ -152,9 +152,9 @@ export class BoundedEngine {
   async call<T>(
     what: string,
     fn: (abortSignal: AbortSignal) => Promise<T>,
-    o: { ms?: number; code?: ErrorCode; connect?: boolean } = {},
+    options: { ms?: number; code?: ErrorCode; connect?: boolean } = {},
   ): Promise<T> {
-    const ms = o.ms ?? (o.connect ? this.connectMs : this.callMs);
+    const ms = options.ms ?? (options.connect ? this.connectMs : this.callMs);
     const abort = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     let unwatch = () => undefined as void;
@@ -164,8 +164,8 @@ export class BoundedEngine {
           this.timeout(
             what,
             ms,
-            o.code ?? (o.connect ? 'TARGET_UNREACHABLE' : 'TRANSPORT_FAILED'),
-            o.connect ? 'connectTimeout' : 'callTimeout',
+            options.code ?? (options.connect ? 'TARGET_UNREACHABLE' : 'TRANSPORT_FAILED'),
+            options.connect ? 'connectTimeout' : 'callTimeout',
           ),
         );
         abort.abort();
@@ -226,7 +226,7 @@ export class BoundedEngine {
       this.docker.modem.followProgress(
         stream,
         (err: Error | null, output: { error?: string }[]) => {
-          const failed = err ?? output.find((x) => x.error);
+          const failed = err ?? output.find((message) => message.error);
           settle(failed ? new Error(err ? err.message : (failed as { error: string }).error) : undefined);
         },
         (event: { stream?: string; status?: string; progress?: string }) => {
@@ -266,7 +266,7 @@ export async function removeContainer(e: BoundedEngine, container: Dockerode.Con
           if (httpStatus(lookedUp) === 404) return;
           throw lookedUp;
         }
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
     });
     return 'gone';

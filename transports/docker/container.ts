@@ -125,7 +125,7 @@ async function nextExit(e: BoundedEngine, container: Dockerode.Container): Promi
   const code = new Promise<number | undefined>((resolve) => {
     let body = '';
     response.setEncoding('utf8');
-    response.on('data', (d: string) => (body += d));
+    response.on('data', (chunk: string) => (body += chunk));
     response.once('end', () => {
       const status = (() => {
         try {
@@ -167,12 +167,12 @@ async function untilReady(e: BoundedEngine, container: Dockerode.Container, life
 /** Creates the probe container from `image` (not started): GPUs as `docker run --gpus` asks for them. */
 export async function createProbeContainer(
   e: BoundedEngine,
-  o: DockerTargetOptions,
+  options: DockerTargetOptions,
   context: Pick<ConnectContext, 'runId' | 'target'>,
   engine: ResolvedEngine,
   image: string,
 ): Promise<Dockerode.Container> {
-  const gpus = o.gpus ?? 'all';
+  const gpus = options.gpus ?? 'all';
   const deviceRequests =
     gpus === 'none'
       ? undefined
@@ -181,7 +181,7 @@ export async function createProbeContainer(
             Driver: 'nvidia',
             Count: gpus === 'all' ? -1 : 0,
             DeviceIDs: gpus === 'all' ? undefined : gpus,
-            Capabilities: [o.capabilities ?? ['compute', 'utility']],
+            Capabilities: [options.capabilities ?? ['compute', 'utility']],
           },
         ];
   let container: Dockerode.Container;
@@ -202,11 +202,11 @@ export async function createProbeContainer(
         AttachStderr: true,
         Labels: { [RUN_LABEL]: context.runId, 'cudamatrix.target': context.target, ...runLabels() },
         HostConfig: {
-          NetworkMode: o.network ?? 'none',
+          NetworkMode: options.network ?? 'none',
           Init: true,
           AutoRemove: true,
           DeviceRequests: deviceRequests,
-          Runtime: o.runtime,
+          Runtime: options.runtime,
         },
         abortSignal,
       }),
@@ -230,16 +230,16 @@ export async function createProbeContainer(
 export async function startProbeContainer(
   e: BoundedEngine,
   container: Dockerode.Container,
-  o: { engine: ResolvedEngine; image: string; baked: boolean; binaryPath: string },
+  setup: { engine: ResolvedEngine; image: string; baked: boolean; binaryPath: string },
 ): Promise<{ name: string; lifeline: Lifeline }> {
-  const { engine, image, baked } = o;
+  const { engine, image, baked } = setup;
   const remove = () => removeContainer(e, container, `removing container ${container.id.slice(0, 12)}`).catch(() => undefined);
   let name: string;
   let lifeline: Lifeline | undefined;
   try {
     // Archives are unpacked at / with full paths, so that missing directories are made too.
     if (!baked) {
-      const probeTar = await fileTar([{ name: `${PROBE_DIR.slice(1)}/cudaprobe`, content: readFileSync(o.binaryPath), mode: 0o755 }]);
+      const probeTar = await fileTar([{ name: `${PROBE_DIR.slice(1)}/cudaprobe`, content: readFileSync(setup.binaryPath), mode: 0o755 }]);
       await e.call('copying cudaprobe into the container', (abortSignal) => container.putArchive(probeTar, { path: '/', abortSignal }));
     }
     const workTar = await directoryTar(WORK_DIR.slice(1));
@@ -254,7 +254,10 @@ export async function startProbeContainer(
       // cannot run in the image).
       if (!(await untilReady(e, container, lifeline))) {
         let timer: NodeJS.Timeout | undefined;
-        const code = await Promise.race([exit.code, new Promise<undefined>((r) => (timer = setTimeout(() => r(undefined), 5000)))]);
+        const code = await Promise.race([
+          exit.code,
+          new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), 5000))),
+        ]);
         clearTimeout(timer);
         const said = lifeline.said();
         throw new CudamatrixError(

@@ -14,7 +14,7 @@ import type { ResolvedEngine } from './engine.ts';
 export function engineThrough(
   via: Session,
   target: string,
-  o: { endpoint?: string; context?: string },
+  where: { endpoint?: string; context?: string },
 ): ResolvedEngine & { close(): void } {
   const openStream = via.openStream?.bind(via);
   if (!openStream) {
@@ -25,8 +25,8 @@ export function engineThrough(
   }
   const argv = [
     'docker',
-    ...(o.endpoint ? ['--host', o.endpoint] : []),
-    ...(o.context ? ['--context', o.context] : []),
+    ...(where.endpoint ? ['--host', where.endpoint] : []),
+    ...(where.context ? ['--context', where.context] : []),
     'system',
     'dial-stdio',
   ];
@@ -54,7 +54,7 @@ export function engineThrough(
     // host (not socketPath): docker-modem then speaks HTTP over what the agent gives it.
     options: { protocol: 'http', host: 'localhost', port: 2375, agent } as ResolvedEngine['options'],
     close() {
-      for (const s of streams) s.destroy();
+      for (const stream of streams) stream.destroy();
       agent.destroy();
     },
   };

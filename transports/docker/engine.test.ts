@@ -26,7 +26,7 @@ function writeContext(name: string, host: string, tls = false): void {
   if (tls) {
     const dir = path.join(process.env.DOCKER_CONFIG!, 'contexts', 'tls', id, 'docker');
     mkdirSync(dir, { recursive: true });
-    for (const f of ['ca.pem', 'cert.pem', 'key.pem']) writeFileSync(path.join(dir, f), `${f} of ${name}`);
+    for (const fileName of ['ca.pem', 'cert.pem', 'key.pem']) writeFileSync(path.join(dir, fileName), `${fileName} of ${name}`);
   }
 }
 
@@ -44,7 +44,7 @@ describe('Docker engine resolution, as the Docker CLI does it', () => {
     const plain = resolveEngine({});
     expect(plain).toMatchObject({ source: 'DOCKER_HOST', options: { host: 'gpu-node', port: 2376, protocol: 'http' } });
     const certs = tempDir();
-    for (const f of ['ca.pem', 'cert.pem', 'key.pem']) writeFileSync(path.join(certs, f), f);
+    for (const fileName of ['ca.pem', 'cert.pem', 'key.pem']) writeFileSync(path.join(certs, fileName), fileName);
     process.env.DOCKER_TLS_VERIFY = '1';
     process.env.DOCKER_CERT_PATH = certs;
     const tls = resolveEngine({});

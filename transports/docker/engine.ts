@@ -25,7 +25,7 @@ function configDir(): string {
 }
 
 function tlsFiles(dir: string): Pick<DockerOptions, 'ca' | 'cert' | 'key'> {
-  const read = (f: string) => (existsSync(path.join(dir, f)) ? readFileSync(path.join(dir, f)) : undefined);
+  const read = (fileName: string) => (existsSync(path.join(dir, fileName)) ? readFileSync(path.join(dir, fileName)) : undefined);
   return { ca: read('ca.pem'), cert: read('cert.pem'), key: read('key.pem') };
 }
 

@@ -14,9 +14,9 @@ import { DEFAULT_BASE, type DockerTargetOptions } from './options.ts';
 import { fileTar } from './tar.ts';
 
 function hash(...parts: (string | Buffer)[]): string {
-  const h = createHash('sha256');
-  for (const p of parts) h.update(p);
-  return h.digest('hex');
+  const hasher = createHash('sha256');
+  for (const part of parts) hasher.update(part);
+  return hasher.digest('hex');
 }
 /** GET /images/NAME/json with an abort signal (dockerode's Image.inspect does not pass one on). */
 function inspectImage(docker: Dockerode, name: string, abortSignal: AbortSignal): Promise<unknown> {
@@ -58,7 +58,7 @@ async function pull(e: BoundedEngine, image: string, progress: (line: string) =>
 /** The image for the target's containers, and whether the probe is baked into it (else it is copied into each container). */
 export async function probeImage(
   e: BoundedEngine,
-  o: DockerTargetOptions,
+  options: DockerTargetOptions,
   binary: { path: string; hash: string },
   progress: (line: string) => void,
 ): Promise<{ image: string; baked: boolean }> {
@@ -66,10 +66,10 @@ export async function probeImage(
   // Nothing is pulled unless pull: true, the base of docker/Dockerfile included.
   let image: string;
   let baked = false;
-  if (o.image) {
-    image = o.image;
+  if (options.image) {
+    image = options.image;
     if (!(await imageExists(e, image))) {
-      if (!o.pull) {
+      if (!options.pull) {
         throw new CudamatrixError(
           'DOCKER_IMAGE_MISSING',
           `the Docker engine at ${e.endpoint} has no image ${image}; pull it there first, or set pull: true`,
@@ -79,16 +79,16 @@ export async function probeImage(
     }
   } else {
     const dockerfile = readFileSync(path.join(packageRoot(), 'docker', 'Dockerfile'));
-    const base = o.base ?? DEFAULT_BASE;
+    const base = options.base ?? DEFAULT_BASE;
     image = `cudamatrix-probe:${binary.hash}-${hash(dockerfile, base).slice(0, 12)}`;
     baked = true;
     if (!(await imageExists(e, image))) {
       // The build would pull a base the engine lacks: look first ("scratch" is no image).
       if (base !== 'scratch' && !(await imageExists(e, base))) {
-        if (!o.pull) {
+        if (!options.pull) {
           throw new CudamatrixError(
             'DOCKER_IMAGE_MISSING',
-            `the Docker engine at ${e.endpoint} has no image ${base}, the base docker/Dockerfile is built FROM${o.base ? '' : ' (the default base)'}, and nothing is pulled unless pull: true. ` +
+            `the Docker engine at ${e.endpoint} has no image ${base}, the base docker/Dockerfile is built FROM${options.base ? '' : ' (the default base)'}, and nothing is pulled unless pull: true. ` +
               `Pull it on that engine first (docker pull ${base}), set pull: true on this target, or name a base the engine has (base: ...; it needs glibc)`,
           );
         }

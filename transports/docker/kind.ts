@@ -11,12 +11,12 @@ const LOOPBACK = /^(localhost|127(\.\d+){3}|\[::1\])$/i;
  * is the host an ssh hop to it reaches, a tcp:// one its endpoint. An engine from DOCKER_HOST or a
  * context is found on the machine that runs the target, so it is taken as that one.
  */
-function engineMachine(o: DockerTargetOptions): string | undefined {
-  if (!o.endpoint) return undefined;
-  const url = new URL(o.endpoint);
+function engineMachine(options: DockerTargetOptions): string | undefined {
+  if (!options.endpoint) return undefined;
+  const url = new URL(options.endpoint);
   if (url.protocol === 'ssh:')
     return sshHost({ host: url.hostname, port: url.port ? Number(url.port) : undefined, user: url.username || undefined });
-  if (['tcp:', 'http:', 'https:'].includes(url.protocol) && !LOOPBACK.test(url.hostname)) return `docker:${o.endpoint}`;
+  if (['tcp:', 'http:', 'https:'].includes(url.protocol) && !LOOPBACK.test(url.hostname)) return `docker:${options.endpoint}`;
   return undefined;
 }
 
@@ -25,9 +25,9 @@ export const docker: TransportKind<DockerTargetOptions> = {
   options: dockerOptions,
   // After an ssh or wsl hop: the engine that hop's docker CLI reaches (transports/docker/dial.ts).
   chainable: true,
-  hostKey: (o) => `docker:${resolveEngine(o).endpoint}`,
+  hostKey: (options) => `docker:${resolveEngine(options).endpoint}`,
   machine: engineMachine,
-  asksForNoGpu: (o) => (o.gpus === 'none' ? 'gpus: none' : undefined),
+  asksForNoGpu: (options) => (options.gpus === 'none' ? 'gpus: none' : undefined),
   reached: 'engine reached, container started',
   fixes: {
     TARGET_UNREACHABLE:

@@ -84,9 +84,9 @@ export const dockerOptions = z
         `Seconds to wait for each later call to the engine: create, start, exec, inspect, kill, remove, copy (default ${DEFAULT_CALL_TIMEOUT_S})`,
       ),
   })
-  .superRefine((o, ctx) => {
+  .superRefine((options, ctx) => {
     // As the Docker CLI refuses --host with --context: which engine is meant is unclear.
-    if (o.endpoint !== undefined && o.context !== undefined) {
+    if (options.endpoint !== undefined && options.context !== undefined) {
       ctx.addIssue({
         code: 'custom',
         message: 'a Docker target names its engine by "endpoint" or by "context", not both',

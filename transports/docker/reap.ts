@@ -63,13 +63,13 @@ export function runLabels(): Record<string, string> {
 
 /** "3 h 20 min", "45 s". */
 export function formatAge(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 120) return `${s} s`;
-  const m = Math.round(s / 60);
-  if (m < 120) return `${m} min`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h} h${m % 60 ? ` ${m % 60} min` : ''}`;
-  return `${Math.floor(h / 24)} d${h % 24 ? ` ${h % 24} h` : ''}`;
+  const seconds = Math.max(0, Math.round(ms / 1000));
+  if (seconds < 120) return `${seconds} s`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 120) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h${minutes % 60 ? ` ${minutes % 60} min` : ''}`;
+  return `${Math.floor(hours / 24)} d${hours % 24 ? ` ${hours % 24} h` : ''}`;
 }
 
 /** Whether a container's run is provably over, and why (or why that cannot be told). */
@@ -116,14 +116,14 @@ export interface ReapResult {
 /** Removes the containers of runs that are provably over (see the top of this file). */
 export async function reapContainers(
   where: { endpoint?: string; context?: string } = {},
-  o: { olderThanMs?: number; given?: string; connectTimeoutS?: number; callTimeoutS?: number } = {},
+  options: { olderThanMs?: number; given?: string; connectTimeoutS?: number; callTimeoutS?: number } = {},
 ): Promise<ReapResult> {
-  const engine = resolveEngine(where, o.given ?? '--endpoint');
+  const engine = resolveEngine(where, options.given ?? '--endpoint');
   const e = new BoundedEngine(
     new DockerClient(engine.options),
     engine,
-    (o.connectTimeoutS ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000,
-    (o.callTimeoutS ?? DEFAULT_CALL_TIMEOUT_S) * 1000,
+    (options.connectTimeoutS ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000,
+    (options.callTimeoutS ?? DEFAULT_CALL_TIMEOUT_S) * 1000,
   );
   let list: Dockerode.ContainerInfo[];
   try {
@@ -138,16 +138,16 @@ export async function reapContainers(
   const removed: string[] = [];
   const kept: string[] = [];
   const now = Date.now();
-  for (const c of list) {
-    const label = `${c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12)} (run ${c.Labels[RUN_LABEL]})`;
-    const verdict = reapVerdict(c.Labels, now - c.Created * 1000, o.olderThanMs);
+  for (const container of list) {
+    const label = `${container.Names[0]?.replace(/^\//, '') ?? container.Id.slice(0, 12)} (run ${container.Labels[RUN_LABEL]})`;
+    const verdict = reapVerdict(container.Labels, now - container.Created * 1000, options.olderThanMs);
     if (!verdict.remove) {
       kept.push(`${label}: ${verdict.why}`);
       continue;
     }
     try {
       // Gone meanwhile (its run's connection ended, and the engine removed it): not ours to list.
-      if ((await removeContainer(e, e.docker.getContainer(c.Id), `removing ${label}`)) === 'gone') continue;
+      if ((await removeContainer(e, e.docker.getContainer(container.Id), `removing ${label}`)) === 'gone') continue;
     } catch (error) {
       if (error instanceof CudamatrixError) throw error;
       throw new CudamatrixError('TRANSPORT_FAILED', `removing ${label} from ${engine.endpoint} failed: ${engineWords(error)}`);

@@ -55,17 +55,17 @@ export class DockerSession implements Session {
   private readonly copiedIn: boolean;
   private readonly warn: (message: string) => void;
 
-  constructor(o: DockerSessionOptions) {
-    this.e = o.engine;
-    this.container = o.container;
-    this.lifeline = o.lifeline;
-    this.name = o.name;
-    this.description = o.description;
-    this.hostKey = o.hostKey;
-    this.arch = o.arch;
-    this.probeKey = o.probeKey;
-    this.copiedIn = o.copiedIn;
-    this.warn = o.warn;
+  constructor(options: DockerSessionOptions) {
+    this.e = options.engine;
+    this.container = options.container;
+    this.lifeline = options.lifeline;
+    this.name = options.name;
+    this.description = options.description;
+    this.hostKey = options.hostKey;
+    this.arch = options.arch;
+    this.probeKey = options.probeKey;
+    this.copiedIn = options.copiedIn;
+    this.warn = options.warn;
   }
 
   private get where(): string {
@@ -88,13 +88,14 @@ export class DockerSession implements Session {
    * transport failure, not the command's result.
    */
   private async containerGone(command: string): Promise<CudamatrixError | undefined> {
-    let s: ContainerState['State'];
+    let state: ContainerState['State'];
     // A killed container's processes die before the engine has noted that it stopped: look
     // again for a moment before taking "running" for an answer.
     for (let look = 0; ; look++) {
       try {
-        s = ((await this.e.call('inspecting the container', (abortSignal) => this.container.inspect({ abortSignal }))) as ContainerState)
-          .State;
+        state = (
+          (await this.e.call('inspecting the container', (abortSignal) => this.container.inspect({ abortSignal }))) as ContainerState
+        ).State;
       } catch (error) {
         if (isEngineTimeout(error)) return error;
         if (httpStatus(error) === 404)
@@ -104,13 +105,13 @@ export class DockerSession implements Session {
           `${this.where} could not be inspected after ${command} ended: ${engineWords(error)}`,
         );
       }
-      if (!s.Running || look >= SETTLE_LOOKS) break;
-      await new Promise((r) => setTimeout(r, 100));
+      if (!state.Running || look >= SETTLE_LOOKS) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    if (s.Running) return undefined;
+    if (state.Running) return undefined;
     return new CudamatrixError(
       'TRANSPORT_FAILED',
-      `${this.where} stopped while ${command} ran in it (${s.Status}, exit code ${s.ExitCode}${s.OOMKilled ? ', killed for lack of memory' : ''}): it was killed or stopped from outside (docker kill, docker stop, docker rm -f, dockerd restarting)`,
+      `${this.where} stopped while ${command} ran in it (${state.Status}, exit code ${state.ExitCode}${state.OOMKilled ? ', killed for lack of memory' : ''}): it was killed or stopped from outside (docker kill, docker stop, docker rm -f, dockerd restarting)`,
     );
   }
 
@@ -122,7 +123,7 @@ export class DockerSession implements Session {
         this.container.exec({
           Cmd: argv,
           WorkingDir: options.cwd ?? this.workDir,
-          Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
+          Env: Object.entries(options.env ?? {}).map(([k, value]) => `${k}=${value}`),
           AttachStdout: true,
           AttachStderr: true,
           AttachStdin: options.stdin !== undefined,

@@ -14,7 +14,7 @@ export interface TarFile {
 function collect(pack: tar.Pack): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    pack.on('data', (c: unknown) => void chunks.push(c as Buffer));
+    pack.on('data', (chunk: unknown) => void chunks.push(chunk as Buffer));
     pack.on('end', () => resolve(Buffer.concat(chunks)));
     pack.on('error', reject);
   });
@@ -24,7 +24,7 @@ function collect(pack: tar.Pack): Promise<Buffer> {
 export async function fileTar(files: TarFile[]): Promise<Buffer> {
   const pack = tar.pack();
   const bytes = collect(pack);
-  for (const f of files) pack.entry({ name: f.name, mode: f.mode, mtime: new Date(0) }, f.content);
+  for (const file of files) pack.entry({ name: file.name, mode: file.mode, mtime: new Date(0) }, file.content);
   pack.finalize();
   return bytes;
 }

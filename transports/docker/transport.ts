@@ -26,15 +26,15 @@ export { RUN_LABEL } from './reap.ts';
 /** ping and info take an abort signal, which their type declarations leave out. */
 type WithSignal = { abortSignal: AbortSignal };
 const withSignal = (docker: Dockerode) =>
-  docker as unknown as { ping(o: WithSignal): Promise<unknown>; info(o: WithSignal): Promise<unknown> };
+  docker as unknown as { ping(options: WithSignal): Promise<unknown>; info(options: WithSignal): Promise<unknown> };
 
 /** Opens a session in a new container on the target's engine (the image built or found first). */
-export const connectDocker: Connect<DockerTargetOptions> = async (o, context) => {
+export const connectDocker: Connect<DockerTargetOptions> = async (options, context) => {
   // After another hop, the engine is reached through it (docker system dial-stdio there); its
   // streams are closed once the container is removed, or when the session cannot be opened.
-  const through = context.via ? engineThrough(context.via, context.target, o) : undefined;
+  const through = context.via ? engineThrough(context.via, context.target, options) : undefined;
   try {
-    const session = await openContainer(o, context, through ?? resolveEngine(o));
+    const session = await openContainer(options, context, through ?? resolveEngine(options));
     if (!through) return session;
     const dispose = session[Symbol.asyncDispose].bind(session);
     return Object.assign(session, {
@@ -53,13 +53,13 @@ export const connectDocker: Connect<DockerTargetOptions> = async (o, context) =>
 };
 
 /** The engine checked, the image found or built, and the probe container started. */
-async function openContainer(o: DockerTargetOptions, context: ConnectContext, engine: ResolvedEngine): Promise<DockerSession> {
+async function openContainer(options: DockerTargetOptions, context: ConnectContext, engine: ResolvedEngine): Promise<DockerSession> {
   // No socket-wide idle timeout: a probe's exec may be silent for as long as its timeout allows.
   const e = new BoundedEngine(
     new DockerClient(engine.options),
     engine,
-    (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000,
-    (o.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000,
+    (options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000,
+    (options.callTimeout ?? DEFAULT_CALL_TIMEOUT_S) * 1000,
   );
   const docker = e.docker;
   const progress = context.onProgress ?? (() => undefined);
@@ -83,8 +83,8 @@ async function openContainer(o: DockerTargetOptions, context: ConnectContext, en
   const binary = await context.binaryFor('linux', arch);
   const binaryKey = `linux-${arch}-${binary.hash}`;
 
-  const { image, baked } = await probeImage(e, o, binary, progress);
-  const container = await createProbeContainer(e, o, context, engine, image);
+  const { image, baked } = await probeImage(e, options, binary, progress);
+  const container = await createProbeContainer(e, options, context, engine, image);
   const { name, lifeline } = await startProbeContainer(e, container, { engine, image, baked, binaryPath: binary.path });
   return new DockerSession({
     engine: e,

@@ -43,26 +43,26 @@ function splitTop(expr: string): string[] | undefined {
 }
 
 function expandItem(item: string): { names: string[] } | { error: string } {
-  const m = /^([^[\]]*)\[([^\]]*)\](.*)$/.exec(item);
-  if (!m) return /^[A-Za-z0-9._-]+$/.test(item) ? { names: [item] } : { error: `"${item}" is not a node name` };
-  const [, prefix, ranges, rest] = m as unknown as [string, string, string, string];
+  const match = /^([^[\]]*)\[([^\]]*)\](.*)$/.exec(item);
+  if (!match) return /^[A-Za-z0-9._-]+$/.test(item) ? { names: [item] } : { error: `"${item}" is not a node name` };
+  const [, prefix, ranges, rest] = match as unknown as [string, string, string, string];
   const numbers: string[] = [];
   for (const part of ranges.split(',')) {
-    const r = /^(\d+)(?:-(\d+))?$/.exec(part);
-    if (!r) return { error: `"[${ranges}]" is not a list of numbers and ranges (e.g. [01-04,07])` };
-    const from = Number(r[1]);
-    const to = r[2] === undefined ? from : Number(r[2]);
+    const rangeMatch = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!rangeMatch) return { error: `"[${ranges}]" is not a list of numbers and ranges (e.g. [01-04,07])` };
+    const from = Number(rangeMatch[1]);
+    const to = rangeMatch[2] === undefined ? from : Number(rangeMatch[2]);
     if (to < from) return { error: `the range ${part} runs backwards` };
     if (to - from + 1 > MAX_HOSTS) return { error: `the range ${part} names more than ${MAX_HOSTS} nodes` };
-    const width = r[1]!.length;
+    const width = rangeMatch[1]!.length;
     if (numbers.length + (to - from + 1) > MAX_HOSTS) return { error: `"[${ranges}]" names more than ${MAX_HOSTS} nodes` };
-    for (let n = from; n <= to; n++) numbers.push(String(n).padStart(width, '0'));
+    for (let nodeNumber = from; nodeNumber <= to; nodeNumber++) numbers.push(String(nodeNumber).padStart(width, '0'));
   }
   const restNames = rest ? expandItem(rest) : { names: [''] };
   if ('error' in restNames) return restNames;
   // Counted before expanding: n[1-3000]-g[1-3000] would be nine million names.
   if (numbers.length * restNames.names.length > MAX_HOSTS) return { error: `"${item}" names more than ${MAX_HOSTS} nodes` };
-  const names = numbers.flatMap((n) => restNames.names.map((t) => `${prefix}${n}${t}`));
-  if (!names.every((n) => /^[A-Za-z0-9._-]+$/.test(n))) return { error: `"${item}" does not give node names` };
+  const names = numbers.flatMap((digits) => restNames.names.map((suffix) => `${prefix}${digits}${suffix}`));
+  if (!names.every((name) => /^[A-Za-z0-9._-]+$/.test(name))) return { error: `"${item}" does not give node names` };
   return { names };
 }

@@ -10,39 +10,39 @@ export const slurm: TransportKind<SlurmOptions> = {
   options: slurmOptions,
   chainable: true,
   // The node is the scheduler's choice; targets pinned to different nodes may run at once.
-  hostKey: (o) => `slurm:${o.nodelist ?? o.partition ?? 'default'}`,
+  hostKey: (options) => `slurm:${options.nodelist ?? options.partition ?? 'default'}`,
   landsElsewhere: true,
-  asksForNoGpu: (o) => (o.gres === 'none' ? 'gres: none' : undefined),
+  asksForNoGpu: (options) => (options.gres === 'none' ? 'gres: none' : undefined),
   // The partition, within the login host (machineOf): its targets share a gha matrix job, pinned
   // ones too, since an unpinned job of the partition may land on any of its nodes.
-  machine: (o) => `slurm:${o.partition ?? 'default'}`,
-  fanOut(o) {
-    if (o.nodes === undefined || o.nodes === 'all') return undefined;
-    const names = expandHostlist(o.nodes);
+  machine: (options) => `slurm:${options.partition ?? 'default'}`,
+  fanOut(options) {
+    if (options.nodes === undefined || options.nodes === 'all') return undefined;
+    const names = expandHostlist(options.nodes);
     if ('error' in names) return undefined; // refused at load by the schema
     return names.map((node) => {
-      const { nodes: _nodes, ...rest } = o;
+      const { nodes: _nodes, ...rest } = options;
       return { suffix: node, options: { ...rest, nodelist: node } };
     });
   },
-  fanOutAtRun(o) {
-    if (o.nodes !== 'all') return undefined;
-    const { nodes: _nodes, ...rest } = o;
+  fanOutAtRun(options) {
+    if (options.nodes !== 'all') return undefined;
+    const { nodes: _nodes, ...rest } = options;
     return async (run) => {
-      const argv = ['sinfo', '--noheader', '--Node', '--format=%N', ...(o.partition ? [`--partition=${o.partition}`] : [])];
-      const r = await run(argv);
+      const argv = ['sinfo', '--noheader', '--Node', '--format=%N', ...(options.partition ? [`--partition=${options.partition}`] : [])];
+      const result = await run(argv);
       const names = [
         ...new Set(
-          r.stdout
+          result.stdout
             .split('\n')
-            .map((l) => l.trim())
+            .map((line) => line.trim())
             .filter(Boolean),
         ),
       ];
-      if (r.exitCode !== 0 || names.length === 0) {
-        const said = `${r.stderr} ${r.stdout}`.replace(/\s+/g, ' ').trim() || `exit status ${r.exitCode}`;
+      if (result.exitCode !== 0 || names.length === 0) {
+        const said = `${result.stderr} ${result.stdout}`.replace(/\s+/g, ' ').trim() || `exit status ${result.exitCode}`;
         throw new CudamatrixError(
-          r.exitCode === 127 || /ENOENT|not found/.test(said) ? 'SLURM_NOT_FOUND' : 'SLURM_JOB_REFUSED',
+          result.exitCode === 127 || /ENOENT|not found/.test(said) ? 'SLURM_NOT_FOUND' : 'SLURM_JOB_REFUSED',
           `nodes: all: "${argv.join(' ')}" listed no node (${said}); run cudamatrix where Slurm's tools are (a login node, or [ssh, slurm]), check the partition, or write the nodes as a hostlist (nodes: gpu[01-16])`,
         );
       }

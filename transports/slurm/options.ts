@@ -25,11 +25,11 @@ const hostlist = z
   .string()
   .min(1)
   .superRefine((value, ctx) => {
-    const r = expandHostlist(value);
-    if ('error' in r)
+    const expanded = expandHostlist(value);
+    if ('error' in expanded)
       ctx.addIssue({
         code: 'custom',
-        message: `not a Slurm hostlist: ${r.error}`,
+        message: `not a Slurm hostlist: ${expanded.error}`,
         params: { fix: 'write node names, or ranges in brackets, e.g. gpu[01-16] or n1,n2' },
       });
   });

@@ -12,36 +12,36 @@ import { DEFAULT_GRES, type SlurmOptions } from './options.ts';
 export function sallocWords(stderr: string): string {
   const lines = stderr
     .split(/\r?\n/)
-    .map((l) => l.trim())
+    .map((line) => line.trim())
     .filter(Boolean);
   const errors = lines
-    .filter((l) => /^(salloc|srun): (error|fatal): /.test(l))
-    .map((l) => l.replace(/^(salloc|srun): (error|fatal): /, ''))
+    .filter((line) => /^(salloc|srun): (error|fatal): /.test(line))
+    .map((line) => line.replace(/^(salloc|srun): (error|fatal): /, ''))
     // Slurm's own trace lines ("slurm_send_node_msg: auth_g_create: ...") and its advice to
     // restart munged with more threads (when it is not running at all) tell the user nothing.
-    .filter((l) => !/^[a-z_]+: [a-z_]+: /.test(l) && !/^If munged is up, restart with/.test(l));
+    .filter((line) => !/^[a-z_]+: [a-z_]+: /.test(line) && !/^If munged is up, restart with/.test(line));
   return oneLine((errors.length ? errors : lines).join('\n'), { max: 400 });
 }
 
 /** What salloc was asked for, in its options (the defaults named): "--gres=gpu:1 (gres's default), the cluster's default partition". */
-export function askedFor(o: SlurmOptions): string {
-  const gres = o.gres ?? DEFAULT_GRES;
+export function askedFor(options: SlurmOptions): string {
+  const gres = options.gres ?? DEFAULT_GRES;
   return [
     'one node, one task',
-    gres === 'none' ? 'no GRES (gres: none)' : `--gres=${gres}${o.gres === undefined ? " (gres's default)" : ''}`,
-    o.partition ? `--partition=${o.partition}` : "the cluster's default partition",
-    ...(o.account ? [`--account=${o.account}`] : []),
-    ...(o.qos ? [`--qos=${o.qos}`] : []),
-    ...(o.constraint ? [`--constraint=${o.constraint}`] : []),
-    ...(o.nodelist ? [`--nodelist=${o.nodelist}`] : []),
-    ...(o.timeLimit ? [`--time=${o.timeLimit}`] : []),
+    gres === 'none' ? 'no GRES (gres: none)' : `--gres=${gres}${options.gres === undefined ? " (gres's default)" : ''}`,
+    options.partition ? `--partition=${options.partition}` : "the cluster's default partition",
+    ...(options.account ? [`--account=${options.account}`] : []),
+    ...(options.qos ? [`--qos=${options.qos}`] : []),
+    ...(options.constraint ? [`--constraint=${options.constraint}`] : []),
+    ...(options.nodelist ? [`--nodelist=${options.nodelist}`] : []),
+    ...(options.timeLimit ? [`--time=${options.timeLimit}`] : []),
   ].join(', ');
 }
 
 /** The fix for a refusal, by what salloc named. */
-function fixFor(words: string, o: SlurmOptions): string {
+function fixFor(words: string, slurmOptions: SlurmOptions): string {
   const gresFix =
-    o.gres === undefined
+    slurmOptions.gres === undefined
       ? `set the target's gres to what its nodes have (gpu:1 is asked for by default; gres: none asks for no GPU)`
       : `set the target's gres to what its nodes have (gres: none asks for no GPU)`;
   if (/partition/i.test(words)) return `set the target's partition to one that "sinfo -s" lists, or leave it out for the cluster's default`;
@@ -56,7 +56,7 @@ function fixFor(words: string, o: SlurmOptions): string {
  * The error for a salloc that gave no job: SLURM_NOT_FOUND, SLURM_AUTH_FAILED,
  * SLURM_CONTROLLER_UNREACHABLE, SLURM_JOB_ENDED (cancelled while it waited) or SLURM_JOB_REFUSED.
  */
-export function sallocFailed(where: string, o: SlurmOptions, error: unknown, job: { target: string; name: string }): CudamatrixError {
+export function sallocFailed(where: string, options: SlurmOptions, error: unknown, job: { target: string; name: string }): CudamatrixError {
   const stderr = error instanceof StreamEndedError ? error.stderr : error instanceof Error ? error.message : String(error);
   const notThere =
     (error instanceof StreamEndedError && error.code === 127) ||
@@ -89,6 +89,6 @@ export function sallocFailed(where: string, o: SlurmOptions, error: unknown, job
   }
   return new CudamatrixError(
     'SLURM_JOB_REFUSED',
-    `Slurm refused the job (salloc on ${where}): ${words}. It asked for ${askedFor(o)}. Fix: ${fixFor(words, o)}`,
+    `Slurm refused the job (salloc on ${where}): ${words}. It asked for ${askedFor(options)}. Fix: ${fixFor(words, options)}`,
   );
 }

@@ -64,24 +64,24 @@ function oneLine(text: string): string {
 }
 
 /** salloc's options from the matrix's. */
-export function allocationArgs(o: SlurmOptions, jobName: string): string[] {
-  const gres = o.gres ?? DEFAULT_GRES;
+export function allocationArgs(options: SlurmOptions, jobName: string): string[] {
+  const gres = options.gres ?? DEFAULT_GRES;
   return [
     `--job-name=${jobName}`,
     '--nodes=1',
     '--ntasks=1',
-    ...(o.partition ? [`--partition=${o.partition}`] : []),
-    ...(o.account ? [`--account=${o.account}`] : []),
-    ...(o.qos ? [`--qos=${o.qos}`] : []),
+    ...(options.partition ? [`--partition=${options.partition}`] : []),
+    ...(options.account ? [`--account=${options.account}`] : []),
+    ...(options.qos ? [`--qos=${options.qos}`] : []),
     ...(gres !== 'none' ? [`--gres=${gres}`] : []),
-    ...(o.constraint ? [`--constraint=${o.constraint}`] : []),
-    ...(o.nodelist ? [`--nodelist=${o.nodelist}`] : []),
-    ...(o.timeLimit ? [`--time=${o.timeLimit}`] : []),
+    ...(options.constraint ? [`--constraint=${options.constraint}`] : []),
+    ...(options.nodelist ? [`--nodelist=${options.nodelist}`] : []),
+    ...(options.timeLimit ? [`--time=${options.timeLimit}`] : []),
   ];
 }
 
 /** Opens a session on a node of a Slurm cluster: a job of its own, from this machine or through the previous hop. */
-export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
+export const connectSlurm: Connect<SlurmOptions> = async (options, context) => {
   const runner = context.via ? viaRunner(context.via) : localRunner();
   const nonce = randomBytes(6).toString('hex');
   const jobName = `cm-${context.runId}-${nonce}`;
@@ -91,7 +91,7 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
     'salloc',
     '--quiet',
     '--kill-command=KILL',
-    ...allocationArgs(o, jobName),
+    ...allocationArgs(options, jobName),
     'srun',
     '--overlap',
     '--quiet',
@@ -108,9 +108,9 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
   try {
     lifeline = await runner.stream(argv);
   } catch (error) {
-    throw sallocFailed(runner.where, o, error, { target: context.target, name: jobName });
+    throw sallocFailed(runner.where, options, error, { target: context.target, name: jobName });
   }
-  const queueWaitMs = (o.queueWait ?? DEFAULT_QUEUE_WAIT_S) * 1000;
+  const queueWaitMs = (options.queueWait ?? DEFAULT_QUEUE_WAIT_S) * 1000;
   const ready = await waitReady(lifeline, nonce, queueWaitMs, context.signal).catch(async (error: unknown) => {
     // Still in the queue (or never let in): why, said by Slurm (asked before salloc goes, which
     // takes the job with it), then cancelled.
@@ -132,7 +132,7 @@ export const connectSlurm: Connect<SlurmOptions> = async (o, context) => {
       );
       throw error;
     }
-    throw sallocFailed(runner.where, o, error, { target: context.target, name: jobName });
+    throw sallocFailed(runner.where, options, error, { target: context.target, name: jobName });
   });
   return new SlurmSession(runner, lifeline, ready, context.target, context.signal, context.onProgress);
 };
@@ -152,10 +152,10 @@ function waitReady(lifeline: Duplex, nonce: string, ms: number, signal?: AbortSi
     let seen = '';
     const timer = setTimeout(() => finish(DEADLINE), ms);
     const onAbort = () => finish(signal!.reason instanceof Error ? signal!.reason : new Error('cancelled'));
-    const onData = (d: Buffer) => {
-      seen += d.toString('utf8');
-      const m = new RegExp(`cm-slurm-ready ${nonce} (\\S+) (\\S+) (\\S+) (\\S+)\\n`).exec(seen);
-      if (m) finish(undefined, { jobId: m[1]!, node: m[2]!, arch: m[3]!, workDir: m[4]! });
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString('utf8');
+      const match = new RegExp(`cm-slurm-ready ${nonce} (\\S+) (\\S+) (\\S+) (\\S+)\\n`).exec(seen);
+      if (match) finish(undefined, { jobId: match[1]!, node: match[2]!, arch: match[3]!, workDir: match[4]! });
     };
     const onError = (error: Error) => finish(error);
     const onEnd = () => finish(new Error(`salloc ended before the job started${seen.trim() ? `: ${seen.trim()}` : ''}`));
@@ -180,10 +180,10 @@ interface QueuedJob {
 
 /** The job of that name in the queue, or undefined. */
 async function jobByName(runner: SlurmRunner, name: string): Promise<QueuedJob | undefined> {
-  const r = await runner
+  const result = await runner
     .run(['squeue', '--noheader', `--name=${name}`, '--format=%i|%T|%r'], { timeoutMs: CLIENT_TIMEOUT_MS })
     .catch(() => undefined);
-  const line = r?.stdout.split('\n').find((l) => l.includes('|'));
+  const line = result?.stdout.split('\n').find((row) => row.includes('|'));
   if (!line) return undefined;
   const [id, state, reason] = line.trim().split('|');
   return { id: id!, state: state!, reason: reason ?? '' };
@@ -228,7 +228,7 @@ class SlurmSession implements Session {
     if (this.lifelineEnded) throw await this.whyJobEnded(argv, '');
     const nonce = randomBytes(6).toString('hex');
     const env = Object.entries(options.env ?? {});
-    const command = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
+    const command = env.length ? ['env', ...env.map(([k, value]) => `${k}=${value}`), ...argv] : argv;
     const step = [
       'srun',
       `--jobid=${this.jobId}`,
@@ -245,33 +245,37 @@ class SlurmSession implements Session {
       options.cwd ?? this.workDir,
       ...command,
     ];
-    const r = await this.runner.run(step, {
+    const result = await this.runner.run(step, {
       stdin: options.stdin,
       timeoutMs: options.timeoutMs,
       signal: options.signal,
       maxOutput: options.maxOutput,
     });
     const marker = new RegExp(`cm-slurm-exit-${nonce} (\\d+)\\n`);
-    const m = marker.exec(r.stderr);
-    const stderr = m ? r.stderr.slice(0, m.index) + r.stderr.slice(m.index + m[0].length) : r.stderr;
+    const match = marker.exec(result.stderr);
+    const stderr = match ? result.stderr.slice(0, match.index) + result.stderr.slice(match.index + match[0].length) : result.stderr;
     // Stopped by this side first: as srun ends the step, the step's shell can still print the
     // marker of its killed command (seen under load), and the run must be told all the same.
-    if (r.timedOut || r.cancelled || r.truncated) {
+    if (result.timedOut || result.cancelled || result.truncated) {
       await this.stopped(
         argv,
         nonce,
-        r.timedOut ? 'ran past its timeout' : r.cancelled ? 'was stopped: the run was interrupted' : 'printed more than the output cap',
+        result.timedOut
+          ? 'ran past its timeout'
+          : result.cancelled
+            ? 'was stopped: the run was interrupted'
+            : 'printed more than the output cap',
       );
-      return { ...r, command: argv, stderr };
+      return { ...result, command: argv, stderr };
     }
-    if (m) {
+    if (match) {
       // Killed by a signal: Slurm may be ending the step as its node goes down, and the step's
       // shell can print the marker before its own signal lands (seen under load). Ask the node.
-      const down = Number(m[1]) > 128 ? await this.nodeDown(argv, r.stderr) : null;
+      const down = Number(match[1]) > 128 ? await this.nodeDown(argv, result.stderr) : null;
       if (down) throw down;
-      return { ...r, command: argv, exitCode: Number(m[1]), signal: null, stderr };
+      return { ...result, command: argv, exitCode: Number(match[1]), signal: null, stderr };
     }
-    throw await this.whyJobEnded(argv, r.stderr);
+    throw await this.whyJobEnded(argv, result.stderr);
   }
 
   /**
@@ -279,13 +283,13 @@ class SlurmSession implements Session {
    * end it) is cancelled. Either way the run is told.
    */
   private async stopped(argv: string[], nonce: string, why: string): Promise<void> {
-    const r = await this.runner
+    const result = await this.runner
       .run(['squeue', '--noheader', '--steps', `--jobs=${this.jobId}`, '--format=%i %j'], { timeoutMs: CLIENT_TIMEOUT_MS })
       .catch(() => undefined);
-    const stepId = r?.stdout
+    const stepId = result?.stdout
       .split('\n')
-      .map((l) => l.trim().split(/\s+/))
-      .find((f) => f[1] === `cm-step-${nonce}`)?.[0];
+      .map((line) => line.trim().split(/\s+/))
+      .find((fields) => fields[1] === `cm-step-${nonce}`)?.[0];
     if (stepId) await this.runner.run(['scancel', '--quiet', stepId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
     this.onProgress?.(
       `${this.target}: ${argv[0] ?? 'a command'} ${why}: its step of Slurm job ${this.jobId} ${stepId ? `was cancelled (scancel ${stepId})` : 'ended with its srun'}`,
@@ -307,12 +311,12 @@ class SlurmSession implements Session {
   /** SLURM_NODE_DOWN when the step's node is down, drained or failing (or srun said so); null when it is not. */
   private async nodeDown(argv: string[], srunSaid: string): Promise<CudamatrixError | null> {
     const what = `${argv[0] ?? 'a command'}`;
-    const r = await this.runner
+    const result = await this.runner
       .run(['scontrol', '--oneliner', 'show', 'node', this.node], { timeoutMs: CLIENT_TIMEOUT_MS })
       .catch(() => undefined);
-    const state = /\bState=(\S+)/.exec(r?.stdout ?? '')?.[1] ?? '';
+    const state = /\bState=(\S+)/.exec(result?.stdout ?? '')?.[1] ?? '';
     const reason = /\bReason=([^\n]*?)(?= \w+=|\s*$)/
-      .exec(r?.stdout ?? '')?.[1]
+      .exec(result?.stdout ?? '')?.[1]
       ?.replace(/\s*\[[^\]]*\]$/, '')
       .trim();
     const said = oneLine(srunSaid);
@@ -345,36 +349,36 @@ class SlurmSession implements Session {
 
   private async jobRunning(): Promise<boolean> {
     if (this.lifelineEnded) return false;
-    const r = await this.runner
+    const result = await this.runner
       .run(['squeue', '--noheader', `--jobs=${this.jobId}`, '--format=%T'], { timeoutMs: CLIENT_TIMEOUT_MS })
       .catch(() => undefined);
-    return r?.stdout.trim() === 'RUNNING';
+    return result?.stdout.trim() === 'RUNNING';
   }
 
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     const data = await readFile(localPath);
-    const r = await this.copyStep(['sh', '-c', WRITE_FILE, 'sh', remotePath, options.executable ? '755' : '644'], {
+    const result = await this.copyStep(['sh', '-c', WRITE_FILE, 'sh', remotePath, options.executable ? '755' : '644'], {
       cwd: '/',
       stdin: data.toString('base64'),
       timeoutMs: COPY_TIMEOUT_MS,
     });
-    if (r.exitCode !== 0)
+    if (result.exitCode !== 0)
       throw new CudamatrixError(
         'TRANSPORT_FAILED',
-        `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+        `could not write ${remotePath} on ${this.description}: ${oneLine(result.stderr) || `exit status ${result.exitCode}`}`,
       );
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {
-    const r = await this.copyStep(['sh', '-c', READ_FILE, 'sh', remotePath], { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    if (r.exitCode !== 0) {
+    const result = await this.copyStep(['sh', '-c', READ_FILE, 'sh', remotePath], { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    if (result.exitCode !== 0) {
       await rm(localPath, { force: true });
       throw new CudamatrixError(
         'TRANSPORT_FAILED',
-        `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+        `could not read ${remotePath} on ${this.description}: ${oneLine(result.stderr) || `exit status ${result.exitCode}`}`,
       );
     }
-    await writeFile(localPath, Buffer.from(r.stdout, 'base64'));
+    await writeFile(localPath, Buffer.from(result.stdout, 'base64'));
   }
 
   joinPath(...parts: string[]): string {
@@ -394,7 +398,7 @@ class SlurmSession implements Session {
     let timer: NodeJS.Timeout | undefined;
     const inTime = await Promise.race([
       this.released.then(() => true),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(false), RELEASE_TIMEOUT_MS))),
+      new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), RELEASE_TIMEOUT_MS))),
     ]);
     clearTimeout(timer);
     if (!inTime) {
@@ -404,7 +408,7 @@ class SlurmSession implements Session {
   }
 
   private async cancelJob(why: string): Promise<void> {
-    const r = await this.runner.run(['scancel', this.jobId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
-    if (r?.exitCode === 0) this.onProgress?.(`${this.target}: Slurm job ${this.jobId} cancelled (scancel): ${why}`);
+    const result = await this.runner.run(['scancel', this.jobId], { timeoutMs: CLIENT_TIMEOUT_MS }).catch(() => undefined);
+    if (result?.exitCode === 0) this.onProgress?.(`${this.target}: Slurm job ${this.jobId} cancelled (scancel): ${why}`);
   }
 }

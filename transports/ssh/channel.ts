@@ -43,8 +43,8 @@ export function run(
               );
             }, options.timeoutMs)
           : undefined;
-      stream.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-      stream.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      stream.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      stream.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
       stream.on('close', (code: number | null, signal?: string) => {
         clearTimeout(timer);
         resolve({ code: code ?? null, signal: signal ?? null, stdout, stderr });
@@ -180,14 +180,14 @@ export type Started =
 export function startHelper(
   client: Client,
   command: string,
-  o: { marker: string; stderrMarker?: string; timeoutMs: number },
+  options: { marker: string; stderrMarker?: string; timeoutMs: number },
 ): Promise<Started> {
   return new Promise((resolve, reject) => {
     client.exec(command, (err, channel) => {
       if (err) return reject(transportFailed(err));
       const out = new StringDecoder('utf8');
       const errs = new StringDecoder('utf8');
-      const errStrip = o.stderrMarker ? new MarkerStrip(o.stderrMarker) : undefined;
+      const errStrip = options.stderrMarker ? new MarkerStrip(options.stderrMarker) : undefined;
       /** stdout up to the end of the marker's line; then what follows, until a handler takes it. */
       let head = '';
       let lineDone = false;
@@ -196,7 +196,7 @@ export function startHelper(
       let settled = false;
       let onOut: ((text: string) => void) | undefined;
       let onErr: ((text: string) => void) | undefined;
-      const closed = new Promise<void>((r) => channel.on('close', () => r()));
+      const closed = new Promise<void>((resolveClosed) => channel.on('close', () => resolveClosed()));
       const close = async (): Promise<void> => {
         channel.end();
         await withTimeout(closed, 5_000);
@@ -222,31 +222,31 @@ export function startHelper(
       };
       const timer = setTimeout(() => {
         fail(
-          `the remote shell did not start cudamatrix's helper within ${o.timeoutMs} ms (connectTimeout): does a login script (~/.bashrc, ~/.profile, a PowerShell profile) wait for input? It printed: ${said() || 'nothing'}`,
+          `the remote shell did not start cudamatrix's helper within ${options.timeoutMs} ms (connectTimeout): does a login script (~/.bashrc, ~/.profile, a PowerShell profile) wait for input? It printed: ${said() || 'nothing'}`,
         );
         channel.close();
-      }, o.timeoutMs);
-      channel.stderr.on('data', (d: Buffer) => {
-        const text = errStrip ? errStrip.feed(errs.write(d)) : errs.write(d);
+      }, options.timeoutMs);
+      channel.stderr.on('data', (chunk: Buffer) => {
+        const text = errStrip ? errStrip.feed(errs.write(chunk)) : errs.write(chunk);
         if (onErr) onErr(text);
         else pendingErr += text;
       });
-      channel.on('data', (d: Buffer) => {
-        const text = out.write(d);
+      channel.on('data', (chunk: Buffer) => {
+        const text = out.write(chunk);
         if (onOut) return onOut(text);
         if (lineDone) {
           pending += text;
           return;
         }
         head += text;
-        const at = head.indexOf(o.marker);
+        const at = head.indexOf(options.marker);
         const nl = at < 0 ? -1 : head.indexOf('\n', at);
         if (nl < 0) {
           // Still chatter: keep only its end (for a message), and what may be a marker's start.
           if (at < 0 && head.length > 8192) head = head.slice(-4096);
           return;
         }
-        const line = head.slice(at + o.marker.length, nl).replace(/\r$/, '');
+        const line = head.slice(at + options.marker.length, nl).replace(/\r$/, '');
         pending = head.slice(nl + 1);
         head = head.slice(0, at);
         lineDone = true;
@@ -267,6 +267,6 @@ export function startHelper(
   });
 }
 
-export function signalName(n: number): string {
-  return ({ 1: 'SIGHUP', 2: 'SIGINT', 9: 'SIGKILL', 15: 'SIGTERM' } as Record<number, string>)[n] ?? `SIG${n}`;
+export function signalName(signalNumber: number): string {
+  return ({ 1: 'SIGHUP', 2: 'SIGINT', 9: 'SIGKILL', 15: 'SIGTERM' } as Record<number, string>)[signalNumber] ?? `SIG${signalNumber}`;
 }

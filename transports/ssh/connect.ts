@@ -31,16 +31,16 @@ interface Auth {
 }
 
 /** Reads and decrypts the identity files up front, so that a wrong passphrase is a clear error. */
-function authFor(o: SshConnectOptions, e: Endpoint): Auth {
+function authFor(options: SshConnectOptions, e: Endpoint): Auth {
   const methods: AnyAuthMethod[] = [];
   const tried: string[] = [];
-  const passphraseFrom = o.passphraseEnv ?? (sshEnv('passphrase') !== undefined ? SSH_ENV.passphrase : undefined);
+  const passphraseFrom = options.passphraseEnv ?? (sshEnv('passphrase') !== undefined ? SSH_ENV.passphrase : undefined);
   const passphrase = passphraseFrom ? process.env[passphraseFrom] : undefined;
-  const keyFrom = o.identityFile ? 'identityFile' : sshEnv('identityFile') ? SSH_ENV.identityFile : undefined;
-  if (o.passphraseEnv && passphrase === undefined) {
+  const keyFrom = options.identityFile ? 'identityFile' : sshEnv('identityFile') ? SSH_ENV.identityFile : undefined;
+  if (options.passphraseEnv && passphrase === undefined) {
     throw new CudamatrixError(
       'AUTH_FAILED',
-      `the environment variable ${o.passphraseEnv} (passphraseEnv) is not set; set it to the passphrase of ${e.identityFiles[0]}`,
+      `the environment variable ${options.passphraseEnv} (passphraseEnv) is not set; set it to the passphrase of ${e.identityFiles[0]}`,
     );
   }
   for (const file of e.identityFiles) {
@@ -49,7 +49,7 @@ function authFor(o: SshConnectOptions, e: Endpoint): Auth {
       text = readFileSync(file);
     } catch {
       if (keyFrom)
-        throw new CudamatrixError('AUTH_FAILED', `identity file ${file} cannot be read; check ${keyFrom} for target host ${o.host}`);
+        throw new CudamatrixError('AUTH_FAILED', `identity file ${file} cannot be read; check ${keyFrom} for target host ${options.host}`);
       continue;
     }
     const key = utils.parseKey(text, passphrase);
@@ -74,7 +74,7 @@ function authFor(o: SshConnectOptions, e: Endpoint): Auth {
     methods.push({ type: 'publickey' as const, username: e.user, key: text, passphrase });
     tried.push(file);
   }
-  if (o.agent !== false && process.env.SSH_AUTH_SOCK) {
+  if (options.agent !== false && process.env.SSH_AUTH_SOCK) {
     methods.push({ type: 'agent' as const, username: e.user, agent: process.env.SSH_AUTH_SOCK });
     tried.push(`the agent at $SSH_AUTH_SOCK`);
   }
@@ -103,7 +103,7 @@ function verifyHostKey(
   policy: 'strict' | 'accept-new',
   host: string,
   port: number,
-  onAdded?: (a: HostKeyAdded) => void,
+  onAdded?: (added: HostKeyAdded) => void,
 ): HostKeyRefusal | undefined {
   const entries = readKnownHosts(e.knownHostsFiles);
   const check = checkHostKey(entries, host, port, key);
@@ -123,11 +123,11 @@ function verifyHostKey(
         .join('; ');
       const lines = [...new Set(check.known.map((k) => k.file))]
         .map(
-          (f) =>
+          (file) =>
             `line ${check.known
-              .filter((k) => k.file === f)
+              .filter((k) => k.file === file)
               .map((k) => k.line)
-              .join(', ')} of ${f}`,
+              .join(', ')} of ${file}`,
         )
         .join(' and ');
       const first = check.known[0]!;
@@ -179,17 +179,19 @@ export function backoffMs(attempt: number): number {
  * and that retries: 0 fails at once.
  */
 export function attemptsSummary(codes: (string | undefined)[], elapsedMs: number): string | undefined {
-  const n = codes.length;
+  const attempts = codes.length;
   const over = `${(elapsedMs / 1000).toFixed(1)} s`;
-  if (codes.every((c) => c === CLOSED_BEFORE_HANDSHAKE)) {
+  if (codes.every((code) => code === CLOSED_BEFORE_HANDSHAKE)) {
     const why = 'something other than sshd listens on that port, or a firewall or proxy cuts the connection';
-    return `accepted the connection and closed or reset it before the SSH handshake${n === 1 ? '' : ` ${n} times over ${over}`}: ${why}`;
+    return `accepted the connection and closed or reset it before the SSH handshake${attempts === 1 ? '' : ` ${attempts} times over ${over}`}: ${why}`;
   }
-  if (codes.every((c) => c === 'ECONNREFUSED')) {
+  if (codes.every((code) => code === 'ECONNREFUSED')) {
     const why = 'nothing listens on that port: is sshd running there, and is the port right?';
-    return n === 1 ? `refused: ${why}` : `refused ${n} times over ${over}; ${why} With retries: 0 it fails at once, as OpenSSH's ssh does`;
+    return attempts === 1
+      ? `refused: ${why}`
+      : `refused ${attempts} times over ${over}; ${why} With retries: 0 it fails at once, as OpenSSH's ssh does`;
   }
-  return n === 1 ? undefined : `${n} attempts over ${over}: ${codes.map((c) => c ?? 'failed').join(', ')}`;
+  return attempts === 1 ? undefined : `${attempts} attempts over ${over}: ${codes.map((code) => code ?? 'failed').join(', ')}`;
 }
 
 /** A host that accepted the TCP connection and closed or reset it before the handshake (ssh2: "Connection lost before handshake"). */
@@ -199,11 +201,11 @@ const RETRYABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNRE
 
 function connectOnce(
   e: Endpoint,
-  o: SshConnectOptions,
+  options: SshConnectOptions,
   auth: Auth,
   policy: 'strict' | 'accept-new',
   sock?: Duplex,
-  onAdded?: (a: HostKeyAdded) => void,
+  onAdded?: (added: HostKeyAdded) => void,
 ): Promise<Client> {
   // The key types known for this host are asked for first, as OpenSSH does: otherwise a host
   // known by its ECDSA key would show its ed25519 key (ssh2's first choice) and be refused.
@@ -231,7 +233,7 @@ function connectOnce(
       const code = closedEarly ? CLOSED_BEFORE_HANDSHAKE : (err.code ?? (err.level === 'client-timeout' ? 'ETIMEDOUT' : undefined));
       const what =
         err.level === 'client-timeout'
-          ? `no SSH handshake within ${o.connectTimeoutMs ?? 15000} ms`
+          ? `no SSH handshake within ${options.connectTimeoutMs ?? 15000} ms`
           : closedEarly
             ? 'the connection was closed or reset before the SSH handshake'
             : err.message;
@@ -250,8 +252,8 @@ function connectOnce(
       port: e.port,
       username: e.user,
       sock,
-      readyTimeout: o.connectTimeoutMs ?? 15000,
-      keepaliveInterval: o.keepaliveMs ?? 15000,
+      readyTimeout: options.connectTimeoutMs ?? 15000,
+      keepaliveInterval: options.keepaliveMs ?? 15000,
       keepaliveCountMax: 3,
       authHandler: [...auth.methods],
       algorithms: knownAlgorithms ? { serverHostKey: knownFirst(knownAlgorithms) } : undefined,
@@ -279,11 +281,11 @@ function forwardOut(via: Client, host: string, port: number): Promise<Duplex> {
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(resolve, ms);
+    const timer = setTimeout(resolve, ms);
     signal?.addEventListener(
       'abort',
       () => {
-        clearTimeout(t);
+        clearTimeout(timer);
         resolve();
       },
       { once: true },
@@ -300,13 +302,13 @@ export interface OpenedConnection {
 
 /** Connects (through ProxyJump hops), retrying connection failures only, with backoff. */
 export async function openConnection(
-  o: SshConnectOptions,
-  ctx: { acceptNewHostKeys?: boolean; signal?: AbortSignal; onHostKeyAdded?: (a: HostKeyAdded) => void } = {},
+  options: SshConnectOptions,
+  ctx: { acceptNewHostKeys?: boolean; signal?: AbortSignal; onHostKeyAdded?: (added: HostKeyAdded) => void } = {},
 ): Promise<OpenedConnection> {
-  const e = resolveEndpoint(o);
-  const policy = ctx.acceptNewHostKeys ? 'accept-new' : (o.hostKeyPolicy ?? 'strict');
-  const auth = authFor(o, e);
-  const retries = o.retries ?? 2;
+  const e = resolveEndpoint(options);
+  const policy = ctx.acceptNewHostKeys ? 'accept-new' : (options.hostKeyPolicy ?? 'strict');
+  const auth = authFor(options, e);
+  const retries = options.retries ?? 2;
   const started = Date.now();
   /** The error code of each failed attempt, for the final message. */
   const codes: (string | undefined)[] = [];
@@ -317,12 +319,12 @@ export async function openConnection(
       for (const hop of e.jumps) {
         const j = parseJumpHop(hop);
         const jumpOptions: SshConnectOptions = {
-          ...o,
+          ...options,
           host: j.host,
           port: j.port,
           user: j.user,
           proxyJump: undefined,
-          identityFile: o.identityFile,
+          identityFile: options.identityFile,
         };
         const je = resolveEndpoint(jumpOptions);
         const jc = await connectOnce(je, jumpOptions, authFor(jumpOptions, je), policy, sock, ctx.onHostKeyAdded);
@@ -332,11 +334,11 @@ export async function openConnection(
         const next = jumps.length < e.jumps.length ? parseJumpHop(e.jumps[jumps.length]!) : { host: e.host, port: e.port };
         sock = await forwardOut(
           jc,
-          resolveEndpoint({ ...o, host: next.host, port: next.port, proxyJump: undefined }).host,
+          resolveEndpoint({ ...options, host: next.host, port: next.port, proxyJump: undefined }).host,
           next.port ?? 22,
         );
       }
-      const client = await connectOnce(e, o, auth, policy, sock, ctx.onHostKeyAdded);
+      const client = await connectOnce(e, options, auth, policy, sock, ctx.onHostKeyAdded);
       return { client, endpoint: e, jumps };
     } catch (error) {
       for (const j of jumps) j.end();

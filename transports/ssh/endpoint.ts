@@ -38,7 +38,7 @@ export interface Endpoint {
   jumps: string[];
 }
 
-const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((f) => path.join(homedir(), '.ssh', f));
+const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((fileName) => path.join(homedir(), '.ssh', fileName));
 
 /**
  * Where a job's key, known_hosts and passphrase are when the target names none: the cudamatrix
@@ -58,20 +58,20 @@ export function sshEnv(name: keyof typeof SSH_ENV): string | undefined {
 }
 
 /** Where the options lead, after ~/.ssh/config (OpenSSH's ssh -G where it runs). Opens no connection. */
-export function resolveEndpoint(o: SshConnectOptions): Endpoint {
-  const r = resolveSshConfig(o.host, o.sshConfig, { port: o.port, user: o.user });
-  const host = r.hostName;
-  const port = o.port ?? r.port ?? 22;
-  const user = o.user ?? r.user ?? userInfo().username;
-  const key = o.identityFile ?? sshEnv('identityFile');
-  const knownHosts = o.knownHosts ?? sshEnv('knownHosts');
-  const identityFiles = key ? [expandHome(key)] : r.identityFiles.length ? r.identityFiles : DEFAULT_IDENTITIES;
+export function resolveEndpoint(options: SshConnectOptions): Endpoint {
+  const fromConfig = resolveSshConfig(options.host, options.sshConfig, { port: options.port, user: options.user });
+  const host = fromConfig.hostName;
+  const port = options.port ?? fromConfig.port ?? 22;
+  const user = options.user ?? fromConfig.user ?? userInfo().username;
+  const key = options.identityFile ?? sshEnv('identityFile');
+  const knownHosts = options.knownHosts ?? sshEnv('knownHosts');
+  const identityFiles = key ? [expandHome(key)] : fromConfig.identityFiles.length ? fromConfig.identityFiles : DEFAULT_IDENTITIES;
   const knownHostsFiles = knownHosts
     ? [expandHome(knownHosts)]
-    : r.userKnownHostsFiles.length
-      ? r.userKnownHostsFiles
+    : fromConfig.userKnownHostsFiles.length
+      ? fromConfig.userKnownHostsFiles
       : [path.join(homedir(), '.ssh', 'known_hosts')];
-  const jumpSpec = o.proxyJump ?? r.proxyJump;
+  const jumpSpec = options.proxyJump ?? fromConfig.proxyJump;
   return {
     host,
     port,
@@ -79,6 +79,6 @@ export function resolveEndpoint(o: SshConnectOptions): Endpoint {
     label: `${user}@${host}:${port}`,
     identityFiles,
     knownHostsFiles,
-    jumps: jumpSpec ? jumpSpec.split(',').map((s) => s.trim()) : [],
+    jumps: jumpSpec ? jumpSpec.split(',').map((jump) => jump.trim()) : [],
   };
 }

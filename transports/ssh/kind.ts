@@ -4,8 +4,8 @@ import { resolveEndpoint } from './endpoint.ts';
 import { connectOptions, sshOptions, type SshOptions } from './options.ts';
 
 /** The host an SSH login reaches, as user@host:port after ~/.ssh/config; docker's ssh:// engines name theirs so too. */
-export function sshHost(o: Pick<SshOptions, 'host' | 'port' | 'user'>): string {
-  return `ssh:${resolveEndpoint(connectOptions(o as SshOptions)).label}`;
+export function sshHost(options: Pick<SshOptions, 'host' | 'port' | 'user'>): string {
+  return `ssh:${resolveEndpoint(connectOptions(options as SshOptions)).label}`;
 }
 
 export const ssh: TransportKind<SshOptions> = {
@@ -28,9 +28,9 @@ export const ssh: TransportKind<SshOptions> = {
         `add the host's key to it (ssh-keyscan -p ${typeof hop.port === 'number' ? hop.port : 22} ${String(hop.host ?? 'HOST')} >> ${file}), or let cudamatrix create it and record the key on first use: --accept-new (or hostKeyPolicy: accept-new)`,
     },
   },
-  hostKey: (o) => sshHost(o),
-  machine: (o) => sshHost(o),
-  secretEnvs: (o) => (o.passphraseEnv ? [o.passphraseEnv] : []),
+  hostKey: (options) => sshHost(options),
+  machine: (options) => sshHost(options),
+  secretEnvs: (options) => (options.passphraseEnv ? [options.passphraseEnv] : []),
   reached: 'host key verified, authenticated',
   fixes: {
     TARGET_UNREACHABLE: 'check the host name and port, that sshd runs there, and that no firewall is in the way',

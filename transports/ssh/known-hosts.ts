@@ -31,9 +31,9 @@ export function parseKnownHosts(text: string, file: string): KnownHost[] {
     const fields = line.split(/\s+/);
     let marker: KnownHost['marker'];
     if (fields[0]?.startsWith('@')) {
-      const m = fields.shift()!;
-      if (m === '@revoked') marker = 'revoked';
-      else if (m === '@cert-authority') marker = 'cert-authority';
+      const markerField = fields.shift()!;
+      if (markerField === '@revoked') marker = 'revoked';
+      else if (markerField === '@cert-authority') marker = 'cert-authority';
       else return;
     }
     const [names, keyType, keyBase64] = fields;
@@ -55,14 +55,14 @@ export function hostToken(host: string, port: number): string {
 export function matchesHost(entry: KnownHost, host: string, port: number): boolean {
   const token = hostToken(host, port);
   if (entry.hashed) {
-    const h = createHmac('sha1', entry.hashed.salt).update(token).digest();
-    return h.equals(entry.hashed.hash);
+    const digest = createHmac('sha1', entry.hashed.salt).update(token).digest();
+    return digest.equals(entry.hashed.hash);
   }
   let matched = false;
-  for (const p of entry.patterns ?? []) {
-    if (p.startsWith('!')) {
-      if (sshGlob(p.slice(1)).test(token)) return false;
-    } else if (sshGlob(p).test(token)) {
+  for (const pattern of entry.patterns ?? []) {
+    if (pattern.startsWith('!')) {
+      if (sshGlob(pattern.slice(1)).test(token)) return false;
+    } else if (sshGlob(pattern).test(token)) {
       matched = true;
     }
   }
@@ -137,7 +137,9 @@ export function checkHostKey(entries: KnownHost[], host: string, port: number, k
  */
 export function hostKeyAlgorithmsFor(entries: KnownHost[], host: string, port: number): string[] | undefined {
   const types = new Set(knownKeysFor(entries, host, port).map((e) => e.keyType));
-  const known = HOST_KEY_ALGORITHMS.filter((a) => types.has(a === 'rsa-sha2-512' || a === 'rsa-sha2-256' ? 'ssh-rsa' : a));
+  const known = HOST_KEY_ALGORITHMS.filter((algorithm) =>
+    types.has(algorithm === 'rsa-sha2-512' || algorithm === 'rsa-sha2-256' ? 'ssh-rsa' : algorithm),
+  );
   return known.length ? known : undefined;
 }
 
@@ -153,7 +155,7 @@ export const HOST_KEY_ALGORITHMS = [
 ];
 
 export function readKnownHosts(files: string[]): KnownHost[] {
-  return files.flatMap((f) => (existsSync(f) ? parseKnownHosts(readFileSync(f, 'utf8'), f) : []));
+  return files.flatMap((file) => (existsSync(file) ? parseKnownHosts(readFileSync(file, 'utf8'), file) : []));
 }
 
 /** Records a newly accepted key (accept-new), as `ssh -o StrictHostKeyChecking=accept-new` does. */

@@ -123,10 +123,10 @@ export const sshOptions = z.strictObject({
 });
 export type SshOptions = z.infer<typeof sshOptions>;
 
-export function connectOptions(o: SshOptions): SshConnectOptions {
+export function connectOptions(options: SshOptions): SshConnectOptions {
   return {
-    ...o,
-    connectTimeoutMs: o.connectTimeout !== undefined ? o.connectTimeout * 1000 : undefined,
-    keepaliveMs: o.keepalive !== undefined ? o.keepalive * 1000 : undefined,
+    ...options,
+    connectTimeoutMs: options.connectTimeout !== undefined ? options.connectTimeout * 1000 : undefined,
+    keepaliveMs: options.keepalive !== undefined ? options.keepalive * 1000 : undefined,
   };
 }

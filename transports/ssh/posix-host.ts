@@ -44,15 +44,15 @@ export async function openPosixHost(
     },
   );
   if (!started.ok) throw new CudamatrixError('TRANSPORT_FAILED', `could not make a run directory on ${label}: ${started.why}`);
-  const m = /^ (\S+) (\S+) (\/.*)$/.exec(started.line);
-  if (!m) {
+  const match = /^ (\S+) (\S+) (\/.*)$/.exec(started.line);
+  if (!match) {
     await started.close();
     throw new CudamatrixError(
       'TRANSPORT_FAILED',
       `could not make a run directory on ${label}: the helper answered "${oneLine(started.line, LAST_WORDS)}"`,
     );
   }
-  const [, os, machine, workDir] = m;
+  const [, os, machine, workDir] = match;
   if (os !== 'Linux') {
     await started.close();
     throw new CudamatrixError('TARGET_UNREACHABLE', `${label} runs ${os}; cudaprobe targets Linux and Windows`);
@@ -68,7 +68,7 @@ function quoteForLine(arg: string): string {
 /** The command line for a command's own channel (one that reads stdin): marker lines on stdout and stderr first (see MarkerStrip). */
 export function posixCommandLine(argv: string[], options: ExecOptions, nonce: string, workDir: string): string {
   const env = Object.entries(options.env ?? {});
-  const prefix = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`)] : [];
+  const prefix = env.length ? ['env', ...env.map(([k, value]) => `${k}=${value}`)] : [];
   return `printf 'cm-begin-%s\\n' ${nonce}; printf 'cm-begin-%s\\n' ${nonce} >&2; cd ${quotePosix(options.cwd ?? workDir)} && exec ${quoteArgv([...prefix, ...argv], 'posix')}`;
 }
 
@@ -132,7 +132,7 @@ export class PosixHost {
     const guardian = this.channel;
     const nonce = randomBytes(6).toString('hex');
     const env = Object.entries(options.env ?? {});
-    const withEnv = env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
+    const withEnv = env.length ? ['env', ...env.map(([k, value]) => `${k}=${value}`), ...argv] : argv;
     const request = `run ${nonce} ${[options.cwd ?? this.workDir, ...withEnv].map(quoteForLine).join(' ')}\n`;
     const exitMark = new RegExp(`\\ncm-exit-${nonce} (\\d+)\\n`);
     const errMark = `cm-err-end-${nonce}\n`;
@@ -159,18 +159,18 @@ export class PosixHost {
           out: (text) => {
             if (code !== undefined) return;
             out += text;
-            const m = exitMark.exec(out);
-            if (m) {
-              code = Number(m[1]);
-              this.helperText = out.slice(m.index + m[0].length);
-              out = out.slice(0, m.index);
+            const match = exitMark.exec(out);
+            if (match) {
+              code = Number(match[1]);
+              this.helperText = out.slice(match.index + match[0].length);
+              out = out.slice(0, match.index);
             }
-            if (head && (m || out.includes('\n') || out.length >= tail)) {
+            if (head && (match || out.includes('\n') || out.length >= tail)) {
               out = out.replace(/^cm-started \d+\n/, '');
               head = false;
             }
             if (!head) {
-              const keep = m ? 0 : Math.min(tail, out.length);
+              const keep = match ? 0 : Math.min(tail, out.length);
               io.stdout(out.slice(0, out.length - keep));
               out = out.slice(out.length - keep);
             }
@@ -213,11 +213,11 @@ export class PosixHost {
     const target = quotePosix(remotePath);
     // stderr after the marker is cat's or chmod's: what a login script printed comes before.
     const command = `printf 'cm-put-%s\\n' ${nonce} >&2; cat > ${target} && chmod ${options.executable ? '755' : '644'} ${target}`;
-    const r = await this.streamOnChannel(command, { marker: `cm-put-${nonce}`, stdin: createReadStream(localPath) });
-    if (r.code !== 0)
+    const result = await this.streamOnChannel(command, { marker: `cm-put-${nonce}`, stdin: createReadStream(localPath) });
+    if (result.code !== 0)
       throw new CudamatrixError(
         'TRANSPORT_FAILED',
-        `could not write ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`,
+        `could not write ${remotePath} on ${this.description}: ${oneLine(result.stderr, LAST_WORDS) || `exit status ${result.code}`}`,
       );
   }
 
@@ -226,12 +226,12 @@ export class PosixHost {
     const nonce = newNonce();
     const file = createWriteStream(localPath);
     const command = `printf 'cm-get-%s\\n' ${nonce}; printf 'cm-get-%s\\n' ${nonce} >&2; exec cat -- ${quotePosix(remotePath)}`;
-    const r = await this.streamOnChannel(command, { marker: `cm-get-${nonce}`, stdout: file });
-    if (r.code !== 0) {
+    const result = await this.streamOnChannel(command, { marker: `cm-get-${nonce}`, stdout: file });
+    if (result.code !== 0) {
       await rm(localPath, { force: true });
       throw new CudamatrixError(
         'TRANSPORT_FAILED',
-        `could not read ${remotePath} on ${this.description}: ${oneLine(r.stderr, LAST_WORDS) || `exit status ${r.code}`}`,
+        `could not read ${remotePath} on ${this.description}: ${oneLine(result.stderr, LAST_WORDS) || `exit status ${result.code}`}`,
       );
     }
   }
@@ -243,44 +243,44 @@ export class PosixHost {
    */
   private streamOnChannel(
     command: string,
-    o: { marker: string; stdin?: Readable; stdout?: Writable },
+    options: { marker: string; stdin?: Readable; stdout?: Writable },
   ): Promise<{ code: number | null; stderr: string }> {
     return new Promise((resolve, reject) => {
       this.client.exec(command, (err, stream) => {
         if (err) return reject(transportFailed(err));
-        const errStrip = new MarkerStrip(o.marker);
+        const errStrip = new MarkerStrip(options.marker);
         const decoder = new StringDecoder('utf8');
         let stderr = '';
         let failure: Error | undefined;
-        stream.stderr.on('data', (d: Buffer) => (stderr = (stderr + errStrip.feed(decoder.write(d))).slice(-8192)));
-        const marker = Buffer.from(`${o.marker}\n`);
+        stream.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + errStrip.feed(decoder.write(chunk))).slice(-8192)));
+        const marker = Buffer.from(`${options.marker}\n`);
         let head: Buffer | undefined = Buffer.alloc(0);
-        stream.on('data', (d: Buffer) => {
-          if (!o.stdout) return;
+        stream.on('data', (chunk: Buffer) => {
+          if (!options.stdout) return;
           if (head) {
             // The bytes before the marker line are a login script's chatter.
-            head = Buffer.concat([head, d]);
+            head = Buffer.concat([head, chunk]);
             const at = head.indexOf(marker);
             if (at < 0) {
               if (head.length > 64 * 1024) head = head.subarray(head.length - marker.length);
               return;
             }
-            d = head.subarray(at + marker.length);
+            chunk = head.subarray(at + marker.length);
             head = undefined;
           }
-          if (d.length && !o.stdout.write(d)) {
+          if (chunk.length && !options.stdout.write(chunk)) {
             stream.pause();
-            o.stdout.once('drain', () => stream.resume());
+            options.stdout.once('drain', () => stream.resume());
           }
         });
         const fail = (e: Error) => {
           failure ??= e;
           stream.close();
         };
-        o.stdin?.on('error', fail);
-        o.stdout?.on('error', fail);
+        options.stdin?.on('error', fail);
+        options.stdout?.on('error', fail);
         stream.on('close', (code: number | null | undefined) => {
-          const flushed = o.stdout ? new Promise<void>((r) => o.stdout!.end(() => r())) : Promise.resolve();
+          const flushed = options.stdout ? new Promise<void>((done) => options.stdout!.end(() => done())) : Promise.resolve();
           void flushed.then(() => {
             if (failure)
               return reject(
@@ -288,11 +288,11 @@ export class PosixHost {
               );
             if (code === undefined || code === null)
               return reject(transportFailed(this.lost() ?? new Error('the copy ended without an exit status')));
-            if (o.stdout && head) return resolve({ code: code === 0 ? 1 : code, stderr: `${stderr} (no data came)` });
+            if (options.stdout && head) return resolve({ code: code === 0 ? 1 : code, stderr: `${stderr} (no data came)` });
             resolve({ code, stderr: stderr + errStrip.end() });
           });
         });
-        if (o.stdin) o.stdin.pipe(stream);
+        if (options.stdin) options.stdin.pipe(stream);
         else stream.end();
       });
     });
@@ -313,19 +313,19 @@ export class PosixHost {
         const errStrip = new MarkerStrip(`cm-begin-${nonce}`);
         const decoder = new StringDecoder('utf8');
         let stderr = '';
-        channel.stderr.on('data', (d: Buffer) => (stderr = (stderr + errStrip.feed(decoder.write(d))).slice(-4000)));
+        channel.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + errStrip.feed(decoder.write(chunk))).slice(-4000)));
         let head: Buffer | undefined = Buffer.alloc(0);
         let received = 0;
-        channel.on('data', (d: Buffer) => {
+        channel.on('data', (chunk: Buffer) => {
           if (head) {
-            head = Buffer.concat([head, d]);
+            head = Buffer.concat([head, chunk]);
             const at = head.indexOf(marker);
             if (at < 0) return;
-            d = head.subarray(at + marker.length);
+            chunk = head.subarray(at + marker.length);
             head = undefined;
           }
-          received += d.length;
-          if (d.length) out.write(d);
+          received += chunk.length;
+          if (chunk.length) out.write(chunk);
         });
         const stream = socketLike(Duplex.from({ readable: out, writable: forwardTo(channel) }));
         // A command that failed before it said anything (no engine there): the stream fails with
@@ -346,8 +346,8 @@ export class PosixHost {
   cache(): Pick<CacheHost, 'lookUp' | 'makeDir' | 'moveAndHash'> {
     return {
       lookUp: async (key, name) => {
-        const m = /^cm-cache (\S+) (\/.*)$/.exec(await this.ask(`check ${key} ${name}`));
-        return { dir: m?.[2], sha: m?.[1] };
+        const match = /^cm-cache (\S+) (\/.*)$/.exec(await this.ask(`check ${key} ${name}`));
+        return { dir: match?.[2], sha: match?.[1] };
       },
       makeDir: async (dir) => {
         const made = await this.exec(['mkdir', '-p', dir], {});

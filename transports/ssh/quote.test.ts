@@ -70,11 +70,11 @@ describe('PowerShell quoting (unit: no PowerShell runs here; test/windows/window
   });
 
   it('leaves nothing outside single quotes, so no $, backtick or ; is ever interpreted', () => {
-    for (const a of adversarial) {
-      const q = quotePowerShell(a);
-      expect(q.startsWith("'") && q.endsWith("'")).toBe(true);
+    for (const input of adversarial) {
+      const quoted = quotePowerShell(input);
+      expect(quoted.startsWith("'") && quoted.endsWith("'")).toBe(true);
       // Inside, every quote character comes in pairs.
-      expect(q.slice(1, -1).replace(/(['‘’‚‛])\1/g, '')).not.toMatch(/['‘’‚‛]/);
+      expect(quoted.slice(1, -1).replace(/(['‘’‚‛])\1/g, '')).not.toMatch(/['‘’‚‛]/);
     }
   });
 });
@@ -100,9 +100,9 @@ describe('cmd.exe quoting (unit; the round trip through cmd.exe under Wine is te
   });
 
   it('escapes every cmd metacharacter outside of what CommandLineToArgvW will read', () => {
-    for (const a of adversarial.filter((x) => !x.includes('\n'))) {
+    for (const input of adversarial.filter((candidate) => !candidate.includes('\n'))) {
       // After cmd removes the carets, what remains is a normal "..." argument.
-      const afterCmd = quoteCmd(a).replace(/\^(.)/g, '$1');
+      const afterCmd = quoteCmd(input).replace(/\^(.)/g, '$1');
       expect(afterCmd.startsWith('"') && afterCmd.endsWith('"')).toBe(true);
     }
   });

@@ -33,7 +33,7 @@ const readLog = (file: string): Logged[] =>
   readFileSync(file, 'utf8')
     .trim()
     .split('\n')
-    .map((l) => JSON.parse(l) as Logged);
+    .map((line) => JSON.parse(line) as Logged);
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -44,7 +44,7 @@ const alive = (pid: number) => {
 };
 /** Polls until `check` holds, 20 s at most (a loaded machine is slow, never wrong). */
 async function until(check: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 200 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 100));
   return check();
 }
 
@@ -77,25 +77,27 @@ describe.runIf(ready).each([
   it('reads the run folder under C:\\Users\\Jürgen exactly: the scripts ask for UTF-8 output and begin with $null;', () => {
     expect(session.platform).toBe('windows');
     expect(session.workDir).toBe('C:\\Users\\Jürgen\\AppData\\Local\\Temp\\cudamatrix-6f1c2d3e-0000-4000-8000-000000000001');
-    const scripts = readLog(log).flatMap((l) => (l.command && !l.command.startsWith('echo cm-shell-') ? [l.command] : []));
+    const scripts = readLog(log).flatMap((record) =>
+      record.command && !record.command.startsWith('echo cm-shell-') ? [record.command] : [],
+    );
     expect(scripts.length).toBeGreaterThanOrEqual(3);
-    for (const s of scripts) expect(s.startsWith(POWERSHELL_PRELUDE)).toBe(true);
+    for (const script of scripts) expect(script.startsWith(POWERSHELL_PRELUDE)).toBe(true);
   });
 
   it("ends a timed-out probe's tree with taskkill /F /T /PID of the shell its marker named, over a second channel, and closed its stdin", async () => {
     const before = readLog(log).length;
-    const r = await session.exec(['C:\\cm\\cudaprobe.exe', 'cm-timeout-probe'], { timeoutMs: 1500 });
-    expect(r).toMatchObject({ timedOut: true, exitCode: null });
+    const result = await session.exec(['C:\\cm\\cudaprobe.exe', 'cm-timeout-probe'], { timeoutMs: 1500 });
+    expect(result).toMatchObject({ timedOut: true, exitCode: null });
     const logged = readLog(log).slice(before);
-    const probeShell = logged.find((l) => l.command?.includes("'cm-timeout-probe'"))!;
-    const probe = logged.find((l) => l.probe !== undefined && l.pid === probeShell.pid)!.probe!;
-    expect(await until(() => readLog(log).some((l) => l.pid === probeShell.pid && l.stdinEnded))).toBe(true);
-    const taskkill = logged.filter((l) => l.command?.startsWith('taskkill'));
-    expect(taskkill.map((l) => l.command)).toEqual([`taskkill /F /T /PID ${probeShell.pid}`]);
+    const probeShell = logged.find((record) => record.command?.includes("'cm-timeout-probe'"))!;
+    const probe = logged.find((record) => record.probe !== undefined && record.pid === probeShell.pid)!.probe!;
+    expect(await until(() => readLog(log).some((record) => record.pid === probeShell.pid && record.stdinEnded))).toBe(true);
+    const taskkill = logged.filter((record) => record.command?.startsWith('taskkill'));
+    expect(taskkill.map((record) => record.command)).toEqual([`taskkill /F /T /PID ${probeShell.pid}`]);
     if (mode === 'taskkill-fails') {
       // Nothing ended it: the run says so, on the command's stderr.
-      expect(r.stderr).toContain(`cudamatrix: taskkill /F /T /PID ${probeShell.pid} on ssh `);
-      expect(r.stderr).toContain(
+      expect(result.stderr).toContain(`cudamatrix: taskkill /F /T /PID ${probeShell.pid} on ssh `);
+      expect(result.stderr).toContain(
         "failed (exit status 1: ERROR: Invalid argument/option - '/T'.); the command's processes may still be running there",
       );
       expect(alive(probe)).toBe(true);
@@ -109,7 +111,7 @@ describe.runIf(ready).each([
       }
     } else {
       expect(await until(() => !alive(probe) && !alive(probeShell.pid))).toBe(true);
-      expect(r.stderr).not.toContain('taskkill');
+      expect(result.stderr).not.toContain('taskkill');
     }
   }, 60_000);
 
@@ -123,16 +125,18 @@ describe.runIf(ready).each([
         await until(() =>
           readLog(log)
             .slice(before)
-            .some((l) => l.probe !== undefined),
+            .some((record) => record.probe !== undefined),
         ),
       ).toBe(true);
       controller.abort();
-      const r = await running;
-      expect(r).toMatchObject({ cancelled: true, exitCode: null });
+      const result = await running;
+      expect(result).toMatchObject({ cancelled: true, exitCode: null });
       const logged = readLog(log).slice(before);
-      const shell = logged.find((l) => l.command?.includes("'cm-cancel-probe'"))!;
-      expect(logged.filter((l) => l.command?.startsWith('taskkill')).map((l) => l.command)).toEqual([`taskkill /F /T /PID ${shell.pid}`]);
-      const probe = logged.find((l) => l.probe !== undefined)!.probe!;
+      const shell = logged.find((record) => record.command?.includes("'cm-cancel-probe'"))!;
+      expect(logged.filter((record) => record.command?.startsWith('taskkill')).map((record) => record.command)).toEqual([
+        `taskkill /F /T /PID ${shell.pid}`,
+      ]);
+      const probe = logged.find((record) => record.probe !== undefined)!.probe!;
       expect(await until(() => !alive(probe))).toBe(true);
     },
     60_000,
@@ -147,7 +151,7 @@ describe("the begin marker's line", () => {
       const seen: string[] = [];
       strip.onLine = (rest) => seen.push(rest);
       const chunks = text.match(new RegExp(`[\\s\\S]{1,${size}}`, 'g'))!;
-      expect(chunks.map((c) => strip.feed(c)).join('') + strip.end(), `chunks of ${size}`).toBe('out\r\n');
+      expect(chunks.map((chunk) => strip.feed(chunk)).join('') + strip.end(), `chunks of ${size}`).toBe('out\r\n');
       expect(seen).toEqual(['4711']);
     }
   });

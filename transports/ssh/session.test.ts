@@ -15,7 +15,7 @@ const ready = sshdReady();
 const running = (marker: string) =>
   execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
     .split('\n')
-    .filter((l) => l.trim() === marker);
+    .filter((line) => line.trim() === marker);
 
 describe.runIf(ready)('SshSession.exec', () => {
   let sshd: Sshd;
@@ -53,22 +53,22 @@ describe.runIf(ready)('SshSession.exec', () => {
   });
 
   it('passes megabytes through unchanged when under the cap', async () => {
-    const r = await session.exec(['sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" a; head -c 500000 /dev/zero | tr "\\0" b >&2']);
-    expect(r).toMatchObject({ exitCode: 0, truncated: false });
-    expect(r.stdout).toBe('a'.repeat(3_000_000));
-    expect(r.stderr).toBe('b'.repeat(500_000));
+    const result = await session.exec(['sh', '-c', 'head -c 3000000 /dev/zero | tr "\\0" a; head -c 500000 /dev/zero | tr "\\0" b >&2']);
+    expect(result).toMatchObject({ exitCode: 0, truncated: false });
+    expect(result.stdout).toBe('a'.repeat(3_000_000));
+    expect(result.stderr).toBe('b'.repeat(500_000));
   });
 
   it('caps a flood on stderr as on stdout, and the session goes on', async () => {
-    const r = await session.exec(['sh', '-c', 'yes e >&2'], { maxOutput: 1000 });
-    expect(r).toMatchObject({ truncated: true, exitCode: null, signal: 'SIGTERM', stdout: '', stderr: 'e\n'.repeat(500) });
+    const result = await session.exec(['sh', '-c', 'yes e >&2'], { maxOutput: 1000 });
+    expect(result).toMatchObject({ truncated: true, exitCode: null, signal: 'SIGTERM', stdout: '', stderr: 'e\n'.repeat(500) });
     expect(await session.exec(['echo', 'after'])).toMatchObject({ exitCode: 0, stdout: 'after\n' });
   });
 
   it('stops a command at once when its signal is already aborted', async () => {
-    const r = await session.exec(['sh', '-c', 'sleep 407'], { signal: AbortSignal.abort() });
+    const result = await session.exec(['sh', '-c', 'sleep 407'], { signal: AbortSignal.abort() });
     // Stopped (sleep 407 would run for minutes), and gone: polled, the kill is asynchronous.
-    expect(r).toMatchObject({ cancelled: true, exitCode: null });
+    expect(result).toMatchObject({ cancelled: true, exitCode: null });
     await vi.waitUntil(() => running('sleep 407').length === 0, { timeout: 30_000, interval: 100 }).catch(() => undefined);
     expect(running('sleep 407')).toEqual([]);
   });
@@ -82,14 +82,14 @@ describe.runIf(ready)('SshSession.exec', () => {
   });
 
   it('caps a flood on a channel of its own (a command that reads stdin)', async () => {
-    const r = await session.exec(['sh', '-c', 'cat >/dev/null; yes c'], { stdin: 'x', maxOutput: 1000 });
-    expect(r).toMatchObject({ truncated: true, stdout: 'c\n'.repeat(500) });
+    const result = await session.exec(['sh', '-c', 'cat >/dev/null; yes c'], { stdin: 'x', maxOutput: 1000 });
+    expect(result).toMatchObject({ truncated: true, stdout: 'c\n'.repeat(500) });
     expect(await session.exec(['cat'], { stdin: 'é' })).toMatchObject({ exitCode: 0, stdout: 'é' });
   });
 });
 
 describe('marker lines (what a login script prints comes before them)', () => {
-  const feedAll = (strip: MarkerStrip, chunks: string[]) => chunks.map((c) => strip.feed(c)).join('') + strip.end();
+  const feedAll = (strip: MarkerStrip, chunks: string[]) => chunks.map((chunk) => strip.feed(chunk)).join('') + strip.end();
 
   it('drops what comes before the marker line, however the text is cut into chunks', () => {
     const text = 'Welcome to gpu-node-7\nno newline cm-begin-abc\nout 1\nout 2';

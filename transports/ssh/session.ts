@@ -123,8 +123,8 @@ export class SshSession implements Session {
               shellPid = Number(rest);
               if (stopped) endTree(shellPid);
             };
-            stream.on('data', (d: Buffer) => io.stdout(outStrip.feed(out.write(d))));
-            stream.stderr.on('data', (d: Buffer) => io.stderr(errStrip.feed(errDec.write(d))));
+            stream.on('data', (chunk: Buffer) => io.stdout(outStrip.feed(out.write(chunk))));
+            stream.stderr.on('data', (chunk: Buffer) => io.stderr(errStrip.feed(errDec.write(chunk))));
             const done = new Promise<ExecEnd>((resolve, reject) => {
               settle = resolve;
               stream.on('close', (code: number | null | undefined, signal?: string) => {
@@ -170,12 +170,14 @@ export class SshSession implements Session {
   }
 
   private sftp(): Promise<SFTPWrapper> {
-    this.sftpChannel ??= new Promise((resolve, reject) => this.client.sftp((err, s) => (err ? reject(transportFailed(err)) : resolve(s))));
+    this.sftpChannel ??= new Promise((resolve, reject) =>
+      this.client.sftp((err, sftp) => (err ? reject(transportFailed(err)) : resolve(sftp))),
+    );
     return this.sftpChannel;
   }
 
-  private sftpPath(p: string): string {
-    return this.platform === 'windows' ? `/${p.replace(/\\/g, '/')}` : p;
+  private sftpPath(remotePath: string): string {
+    return this.platform === 'windows' ? `/${remotePath.replace(/\\/g, '/')}` : remotePath;
   }
 
   /** Copies a file to the host: POSIX hosts through `cat` (posix-host.ts put), Windows hosts SFTP. */
@@ -223,7 +225,7 @@ export class SshSession implements Session {
     const steps = this.posix ? this.posix.cache() : windowsCache(this.client, this.shell);
     const host = {
       description: this.description,
-      put: (from: string, to: string, o: { executable: boolean }) => this.put(from, to, o),
+      put: (from: string, to: string, options: { executable: boolean }) => this.put(from, to, options),
       joinPath: (...parts: string[]) => this.joinPath(...parts),
       ...steps,
     };

@@ -19,14 +19,14 @@ function files(contents: Record<string, string[]>): string {
 }
 
 /** What the transport takes from a resolution, with the defaults it fills in (endpoint.ts). */
-function used(r: ResolvedHost, given: GivenOptions) {
+function used(resolved: ResolvedHost, given: GivenOptions) {
   return {
-    hostName: r.hostName.toLowerCase(), // ssh lower-cases it; names are case-blind
-    port: given.port ?? r.port ?? 22,
-    user: given.user ?? r.user ?? userInfo().username,
-    identityFiles: r.identityFiles,
-    proxyJump: r.proxyJump,
-    userKnownHostsFiles: r.userKnownHostsFiles,
+    hostName: resolved.hostName.toLowerCase(), // ssh lower-cases it; names are case-blind
+    port: given.port ?? resolved.port ?? 22,
+    user: given.user ?? resolved.user ?? userInfo().username,
+    identityFiles: resolved.identityFiles,
+    proxyJump: resolved.proxyJump,
+    userKnownHostsFiles: resolved.userKnownHostsFiles,
   };
 }
 
@@ -101,15 +101,15 @@ const cases: { name: string; files: Record<string, string[]>; aliases: string[];
 ];
 
 describe.runIf(haveSsh)('ssh_config resolved by ssh -G, and the fallback parser against it', () => {
-  for (const c of cases) {
-    it(`the parser agrees with ssh -G: ${c.name}`, () => {
-      const config = path.join(files(c.files), 'config');
-      for (const alias of c.aliases) {
-        const openssh = resolveWithOpenSsh(alias, config, c.given);
+  for (const testCase of cases) {
+    it(`the parser agrees with ssh -G: ${testCase.name}`, () => {
+      const config = path.join(files(testCase.files), 'config');
+      for (const alias of testCase.aliases) {
+        const openssh = resolveWithOpenSsh(alias, config, testCase.given);
         expect(openssh, 'ssh -G ran').toBeDefined();
-        expect({ alias, ...used(parseSshConfig(alias, config, c.given), c.given ?? {}) }).toEqual({
+        expect({ alias, ...used(parseSshConfig(alias, config, testCase.given), testCase.given ?? {}) }).toEqual({
           alias,
-          ...used(openssh!, c.given ?? {}),
+          ...used(openssh!, testCase.given ?? {}),
         });
       }
     });
@@ -126,7 +126,7 @@ describe.runIf(haveSsh)('ssh_config resolved by ssh -G, and the fallback parser 
   it("keeps the transport's defaults where the config sets no key or known_hosts file", () => {
     const e = resolveEndpoint({ host: 'h', sshConfig: false });
     expect(e).toMatchObject({ host: 'h', port: 22, user: userInfo().username, jumps: [] });
-    expect(e.identityFiles).toEqual(['id_ed25519', 'id_ecdsa', 'id_rsa'].map((f) => path.join(homedir(), '.ssh', f)));
+    expect(e.identityFiles).toEqual(['id_ed25519', 'id_ecdsa', 'id_rsa'].map((fileName) => path.join(homedir(), '.ssh', fileName)));
     expect(e.knownHostsFiles).toEqual([path.join(homedir(), '.ssh', 'known_hosts')]);
   });
 

@@ -97,10 +97,10 @@ function runSshG(ssh: string, alias: string, configFile: string | false | undefi
   }
   const output: SshGOutput = new Map();
   for (const line of run.stdout.split(/\r?\n/)) {
-    const m = /^(\S+) (.*)$/.exec(line);
-    if (!m) continue;
-    const keyword = m[1]!.toLowerCase();
-    output.set(keyword, [...(output.get(keyword) ?? []), m[2]!]);
+    const match = /^(\S+) (.*)$/.exec(line);
+    if (!match) continue;
+    const keyword = match[1]!.toLowerCase();
+    output.set(keyword, [...(output.get(keyword) ?? []), match[2]!]);
   }
   return output;
 }

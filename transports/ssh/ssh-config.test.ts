@@ -42,19 +42,19 @@ describe('ssh_config, read by the fallback parser', () => {
   );
 
   it('resolves an alias: the first value wins, IdentityFile adds up, tokens and ~ expand', () => {
-    const r = parseSshConfig('gpu-7', file);
-    expect(r.hostName).toBe('gpu-7.lab.example');
-    expect(r.port).toBe(2200);
-    expect(r.user).toBe('engineer');
-    expect(r.identityFiles).toEqual([path.join(homedir(), '.ssh/global_key'), path.join(homedir(), '.ssh/lab_engineer')]);
-    expect(r.proxyJump).toBe('bastion@jump.example:2222');
-    expect(r.identitiesOnly).toBe(true);
+    const resolved = parseSshConfig('gpu-7', file);
+    expect(resolved.hostName).toBe('gpu-7.lab.example');
+    expect(resolved.port).toBe(2200);
+    expect(resolved.user).toBe('engineer');
+    expect(resolved.identityFiles).toEqual([path.join(homedir(), '.ssh/global_key'), path.join(homedir(), '.ssh/lab_engineer')]);
+    expect(resolved.proxyJump).toBe('bastion@jump.example:2222');
+    expect(resolved.identitiesOnly).toBe(true);
   });
 
   it('falls back to Host * and says a Match block was not applied', () => {
-    const r = parseSshConfig('other', file);
-    expect(r).toMatchObject({ hostName: 'other', user: 'fallback', port: undefined, proxyJump: undefined });
-    expect(r.notes[0]).toMatch(/:18: Match blocks are not evaluated/);
+    const resolved = parseSshConfig('other', file);
+    expect(resolved).toMatchObject({ hostName: 'other', user: 'fallback', port: undefined, proxyJump: undefined });
+    expect(resolved.notes[0]).toMatch(/:18: Match blocks are not evaluated/);
   });
 
   it('matches patterns against the alias as given, with negation', () => {
@@ -83,7 +83,7 @@ describe('ssh_config, read by the fallback parser', () => {
   });
 
   it('expands %u and %d', () => {
-    const f = config('Host t\n  IdentityFile %d/keys/%u\n');
-    expect(parseSshConfig('t', f).identityFiles).toEqual([path.join(homedir(), 'keys', userInfo().username)]);
+    const configPath = config('Host t\n  IdentityFile %d/keys/%u\n');
+    expect(parseSshConfig('t', configPath).identityFiles).toEqual([path.join(homedir(), 'keys', userInfo().username)]);
   });
 });

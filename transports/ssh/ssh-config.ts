@@ -34,11 +34,11 @@ interface Line {
 function splitLine(raw: string): { key: string; value: string } | undefined {
   const line = raw.trim();
   if (!line || line.startsWith('#')) return undefined;
-  const m = /^(\S+?)(?:\s*=\s*|\s+)(.*)$/.exec(line);
-  if (!m) return undefined;
-  let value = m[2]!.trim();
+  const match = /^(\S+?)(?:\s*=\s*|\s+)(.*)$/.exec(line);
+  if (!match) return undefined;
+  let value = match[2]!.trim();
   if (value.startsWith('"') && value.endsWith('"') && value.length >= 2) value = value.slice(1, -1);
-  return { key: m[1]!.toLowerCase(), value };
+  return { key: match[1]!.toLowerCase(), value };
 }
 
 /**
@@ -63,10 +63,10 @@ function applicableLines(file: string, alias: string, block: { active: boolean }
       } else if (kv.key === 'include') {
         const including = block.active;
         for (const inc of kv.value.split(/\s+/)) {
-          const p = expandHome(inc);
-          const full = path.isAbsolute(p) ? p : path.join(homedir(), '.ssh', p);
-          for (const f of expandGlob(full)) {
-            out.push(...applicableLines(f, alias, block, neverMatch || !including, notes, depth + 1));
+          const includePath = expandHome(inc);
+          const full = path.isAbsolute(includePath) ? includePath : path.join(homedir(), '.ssh', includePath);
+          for (const includedFile of expandGlob(full)) {
+            out.push(...applicableLines(includedFile, alias, block, neverMatch || !including, notes, depth + 1));
             block.active = including;
           }
         }
@@ -83,23 +83,23 @@ function expandGlob(pattern: string): string[] {
   if (!existsSync(dir)) return [];
   const re = sshGlob(path.basename(pattern));
   return readdirSorted(dir)
-    .filter((f) => re.test(f))
-    .map((f) => path.join(dir, f));
+    .filter((fileName) => re.test(fileName))
+    .map((fileName) => path.join(dir, fileName));
 }
 
 function readdirSorted(dir: string): string[] {
   return readdirSync(dir).sort();
 }
 
-export function expandHome(p: string): string {
-  return p === '~' ? homedir() : p.startsWith('~/') ? path.join(homedir(), p.slice(2)) : p;
+export function expandHome(filePath: string): string {
+  return filePath === '~' ? homedir() : filePath.startsWith('~/') ? path.join(homedir(), filePath.slice(2)) : filePath;
 }
 
 function patternMatches(patterns: string, host: string): boolean {
   let matched = false;
-  for (const p of patterns.split(/[\s,]+/).filter(Boolean)) {
-    const negate = p.startsWith('!');
-    if (sshGlob(negate ? p.slice(1) : p).test(host)) {
+  for (const pattern of patterns.split(/[\s,]+/).filter(Boolean)) {
+    const negate = pattern.startsWith('!');
+    if (sshGlob(negate ? pattern.slice(1) : pattern).test(host)) {
       if (negate) return false;
       matched = true;
     }
@@ -119,8 +119,8 @@ export interface GivenOptions {
  */
 export function expandPathTokens(value: string, to: { hostName: string; port?: number; user?: string }): string {
   return expandHome(
-    value.replace(/%(.)/g, (_m, c: string) => {
-      switch (c) {
+    value.replace(/%(.)/g, (_m, token: string) => {
+      switch (token) {
         case 'h':
           return to.hostName;
         case 'p':
@@ -134,7 +134,7 @@ export function expandPathTokens(value: string, to: { hostName: string; port?: n
         case '%':
           return '%';
         default:
-          return `%${c}`;
+          return `%${token}`;
       }
     }),
   );
@@ -154,9 +154,9 @@ export function parseSshConfig(
   const lines = configFile ? applicableLines(configFile, alias, { active: true }, false, notes) : [];
   const values = new Map<string, string>();
   const identityFiles: string[] = [];
-  for (const l of lines) {
-    if (l.key === 'identityfile') identityFiles.push(l.value);
-    else if (!values.has(l.key)) values.set(l.key, l.value);
+  for (const line of lines) {
+    if (line.key === 'identityfile') identityFiles.push(line.value);
+    else if (!values.has(line.key)) values.set(line.key, line.value);
   }
   const hostName = (values.get('hostname') ?? alias).replace(/%h/g, alias);
   const port = values.has('port') ? Number(values.get('port')) : undefined;
@@ -179,7 +179,7 @@ export function parseSshConfig(
 
 /** "user@host:port" or "host" (ProxyJump's hop syntax) -> its parts. */
 export function parseJumpHop(hop: string): { user?: string; host: string; port?: number } {
-  const m = /^(?:([^@]+)@)?(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hop.trim());
-  if (!m) return { host: hop.trim() };
-  return { user: m[1], host: m[2]!.replace(/^\[|\]$/g, ''), port: m[3] ? Number(m[3]) : undefined };
+  const match = /^(?:([^@]+)@)?(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(hop.trim());
+  if (!match) return { host: hop.trim() };
+  return { user: match[1], host: match[2]!.replace(/^\[|\]$/g, ''), port: match[3] ? Number(match[3]) : undefined };
 }

@@ -9,23 +9,23 @@ import { SshSession } from './session.ts';
 /** Open connections, shared by the targets (and cells) on the same host, closed with the last. */
 const pool = new Map<string, { connection: Promise<OpenedConnection>; refs: number }>();
 
-function poolKey(o: SshOptions): string {
-  const e = resolveEndpoint(connectOptions(o));
-  return JSON.stringify([e.label, e.identityFiles, e.jumps, o.passphraseEnv ?? null]);
+function poolKey(options: SshOptions): string {
+  const e = resolveEndpoint(connectOptions(options));
+  return JSON.stringify([e.label, e.identityFiles, e.jumps, options.passphraseEnv ?? null]);
 }
 
 /** Opens a session on an SSH target, sharing the host's connection with its other targets. */
-export const connectSsh: Connect<SshOptions> = async (o, context) => {
+export const connectSsh: Connect<SshOptions> = async (options, context) => {
   if (context.via)
     throw new CudamatrixError(
       'MATRIX_INVALID',
       `target "${context.target}": ssh must be the first hop; use proxyJump to go through other hosts`,
     );
-  const key = poolKey(o);
+  const key = poolKey(options);
   let entry = pool.get(key);
   if (!entry) {
     entry = {
-      connection: openConnection(connectOptions(o), {
+      connection: openConnection(connectOptions(options), {
         acceptNewHostKeys: context.acceptNewHostKeys,
         signal: context.signal,
         onHostKeyAdded: context.onHostKeyAdded,
@@ -41,13 +41,20 @@ export const connectSsh: Connect<SshOptions> = async (o, context) => {
     shared.refs--;
     if (shared.refs > 0) return;
     pool.delete(key);
-    const c = await shared.connection.catch(() => undefined);
-    c?.client.end();
-    for (const j of c?.jumps ?? []) j.end();
+    const connection = await shared.connection.catch(() => undefined);
+    connection?.client.end();
+    for (const j of connection?.jumps ?? []) j.end();
   };
   try {
     const { client, endpoint } = await shared.connection;
-    return await SshSession.open(client, endpoint.label, context.runId, o.shell ?? 'auto', release, (o.connectTimeout ?? 15) * 1000);
+    return await SshSession.open(
+      client,
+      endpoint.label,
+      context.runId,
+      options.shell ?? 'auto',
+      release,
+      (options.connectTimeout ?? 15) * 1000,
+    );
   } catch (error) {
     await release();
     throw error;

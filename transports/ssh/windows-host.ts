@@ -40,10 +40,10 @@ export function powershell(shell: Shell, body: string): string {
  */
 export async function detectShell(client: Client, label: string, timeoutMs: number): Promise<Shell> {
   const nonce = newNonce();
-  const r = await run(client, `echo cm-shell-${nonce} %OS% $PSVersionTable`, { timeoutMs, what: `detecting the shell of ${label}` });
+  const result = await run(client, `echo cm-shell-${nonce} %OS% $PSVersionTable`, { timeoutMs, what: `detecting the shell of ${label}` });
   // No marker (a shell that refused the line, e.g. csh on the undefined variable): as before,
   // POSIX is tried, and the helper's start says what went wrong.
-  const out = afterMarker(r.stdout, `cm-shell-${nonce}`) ?? '';
+  const out = afterMarker(result.stdout, `cm-shell-${nonce}`) ?? '';
   if (out.includes('Windows_NT')) return 'cmd';
   if (/System\.Management\.Automation|PSVersion/.test(out)) return 'powershell';
   return 'posix';
@@ -61,14 +61,14 @@ export async function openWindowsHost(
 ): Promise<{ arch: string; workDir: string; guardian: { channel: ClientChannel; output: HelperOutput } }> {
   const setup = { timeoutMs: setupTimeoutMs };
   const archNonce = newNonce();
-  const a = await run(client, powershell(shell, `'cm-arch-${archNonce}'; $env:PROCESSOR_ARCHITECTURE`), {
+  const archResult = await run(client, powershell(shell, `'cm-arch-${archNonce}'; $env:PROCESSOR_ARCHITECTURE`), {
     ...setup,
     what: 'reading the processor architecture',
   });
   // PROCESSOR_ARCHITECTURE: AMD64 or ARM64 (x86 in a 32-bit PowerShell, which runs x64 programs too).
-  const arch = normaliseArch(afterMarker(a.stdout, `cm-arch-${archNonce}`) ?? '') === 'aarch64' ? 'aarch64' : 'x86_64';
+  const arch = normaliseArch(afterMarker(archResult.stdout, `cm-arch-${archNonce}`) ?? '') === 'aarch64' ? 'aarch64' : 'x86_64';
   const dirNonce = newNonce();
-  const d = await run(
+  const dirResult = await run(
     client,
     powershell(
       shell,
@@ -76,11 +76,11 @@ export async function openWindowsHost(
     ),
     { ...setup, what: 'making the run directory' },
   );
-  const workDir = (afterMarker(d.stdout, `cm-dir-${dirNonce}`) ?? '').trim().split(/\r?\n/)[0] ?? '';
-  if (d.code !== 0 || !/^[A-Za-z]:\\/.test(workDir))
+  const workDir = (afterMarker(dirResult.stdout, `cm-dir-${dirNonce}`) ?? '').trim().split(/\r?\n/)[0] ?? '';
+  if (dirResult.code !== 0 || !/^[A-Za-z]:\\/.test(workDir))
     throw new CudamatrixError(
       'TRANSPORT_FAILED',
-      `could not make a run directory on ${label}: ${oneLine(d.stderr, LAST_WORDS) || oneLine(d.stdout, LAST_WORDS) || `exit status ${d.code}`}`,
+      `could not make a run directory on ${label}: ${oneLine(dirResult.stderr, LAST_WORDS) || oneLine(dirResult.stdout, LAST_WORDS) || `exit status ${dirResult.code}`}`,
     );
   const readyNonce = newNonce();
   const guardian = await startHelper(
@@ -114,7 +114,7 @@ export function windowsCommandLine(shell: Shell, argv: string[], options: ExecOp
     `[Console]::Out.WriteLine('cm-begin-${nonce} ' + $PID)`,
     `[Console]::Error.WriteLine('cm-begin-${nonce}')`,
     `Set-Location -LiteralPath ${quotePowerShell(options.cwd ?? workDir)}`,
-    ...env.map(([k, v]) => `$env:${k} = ${quotePowerShell(v)}`),
+    ...env.map(([k, value]) => `$env:${k} = ${quotePowerShell(value)}`),
     quoteArgv(argv, 'powershell'),
     'exit $LASTEXITCODE',
   ].join('; ');
@@ -128,11 +128,14 @@ export function windowsCommandLine(shell: Shell, argv: string[], options: ExecOp
  * tree has ended.
  */
 export async function endWindowsTree(client: Client, description: string, pid: number, stderr: (text: string) => void): Promise<boolean> {
-  const r = await run(client, `taskkill /F /T /PID ${pid}`, { timeoutMs: 15_000, what: `taskkill /F /T /PID ${pid}` }).catch(
+  const outcome = await run(client, `taskkill /F /T /PID ${pid}`, { timeoutMs: 15_000, what: `taskkill /F /T /PID ${pid}` }).catch(
     (e: Error) => e,
   );
-  if (!(r instanceof Error) && (r.code === 0 || r.code === TASKKILL_NOT_FOUND)) return true;
-  const why = r instanceof Error ? r.message : `exit status ${r.code}: ${oneLine(r.stdout + r.stderr, LAST_WORDS) || 'no output'}`;
+  if (!(outcome instanceof Error) && (outcome.code === 0 || outcome.code === TASKKILL_NOT_FOUND)) return true;
+  const why =
+    outcome instanceof Error
+      ? outcome.message
+      : `exit status ${outcome.code}: ${oneLine(outcome.stdout + outcome.stderr, LAST_WORDS) || 'no output'}`;
   stderr(
     `\ncudamatrix: taskkill /F /T /PID ${pid} on ${description} failed (${why}); the command's processes may still be running there: end them with Task Manager or taskkill\n`,
   );
@@ -144,14 +147,14 @@ export function windowsCache(client: Client, shell: Shell): Pick<CacheHost, 'loo
   return {
     async lookUp(key, name) {
       const nonce = newNonce();
-      const r = await run(
+      const result = await run(
         client,
         powershell(
           shell,
           `$d = Join-Path $env:LOCALAPPDATA 'cudamatrix\\deployed\\${key}'; New-Item -ItemType Directory -Force -Path $d | Out-Null; 'cm-cache-${nonce}'; $d; $f = Join-Path $d ${quotePowerShell(name)}; if (Test-Path $f) { (Get-FileHash -Algorithm SHA256 -LiteralPath $f).Hash }`,
         ),
       );
-      const [dir, sha] = (afterMarker(r.stdout, `cm-cache-${nonce}`) ?? '').trim().split(/\r?\n/);
+      const [dir, sha] = (afterMarker(result.stdout, `cm-cache-${nonce}`) ?? '').trim().split(/\r?\n/);
       return { dir, sha };
     },
     async moveAndHash(from, to) {

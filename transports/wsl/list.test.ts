@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeWslOutput, parseWslList, WslToken } from './list.ts';
 
 function table(header: [string, string, string], rows: [string, string, string, number][]): string {
-  const width = Math.max(header[0].length, ...rows.map((r) => r[1].length)) + 4;
+  const width = Math.max(header[0].length, ...rows.map((tableRow) => tableRow[1].length)) + 4;
   const row = (mark: string, name: string, state: string, version: string) =>
     `${mark} ${name.padEnd(width)}${state.padEnd(16)}${version}\r\n`;
   return row(' ', ...header) + rows.map(([mark, name, state, version]) => row(mark, name, state, String(version))).join('');
@@ -105,8 +105,8 @@ describe('parseWslList', () => {
   });
 
   it('takes a state in any script, and a long name that widens the columns', () => {
-    const t = table(['名称', '状态', '版本'], [['*', 'Ubuntu-22.04-with-a-long-name', '正在运行', 2]]);
-    expect(parseWslList(t)).toEqual([{ name: 'Ubuntu-22.04-with-a-long-name', state: '正在运行', version: 2, isDefault: true }]);
+    const listing = table(['名称', '状态', '版本'], [['*', 'Ubuntu-22.04-with-a-long-name', '正在运行', 2]]);
+    expect(parseWslList(listing)).toEqual([{ name: 'Ubuntu-22.04-with-a-long-name', state: '正在运行', version: 2, isDefault: true }]);
   });
 });
 

@@ -88,9 +88,10 @@ const WINDOWS_1252 = new TextDecoder('windows-1252');
  * page 850 (a console's), whose letters lie in 0x80-0x9F ("ü" is 0x81 there, 0xFC in 1252).
  */
 function decodeLegacy(bytes: Buffer): string {
-  if (!bytes.some((b) => b === 0x81 || b === 0x8d || b === 0x8f || b === 0x90 || b === 0x9d)) return WINDOWS_1252.decode(bytes);
+  if (!bytes.some((byte) => byte === 0x81 || byte === 0x8d || byte === 0x8f || byte === 0x90 || byte === 0x9d))
+    return WINDOWS_1252.decode(bytes);
   let text = '';
-  for (const b of bytes) text += b < 0x80 ? String.fromCharCode(b) : CP850_HIGH[b - 0x80];
+  for (const byte of bytes) text += byte < 0x80 ? String.fromCharCode(byte) : CP850_HIGH[byte - 0x80];
   return text;
 }
 
@@ -103,12 +104,12 @@ function looksUtf16le(bytes: Buffer): boolean {
   if (bytes.length < 2) return false;
   let oddNul = 0;
   let evenNul = 0;
-  const n = bytes.length - (bytes.length % 2);
-  for (let i = 0; i < n; i += 2) {
+  const evenLength = bytes.length - (bytes.length % 2);
+  for (let i = 0; i < evenLength; i += 2) {
     if (bytes[i] === 0) evenNul++;
     if (bytes[i + 1] === 0) oddNul++;
   }
-  const pairs = n / 2;
+  const pairs = evenLength / 2;
   return oddNul >= pairs / 2 && evenNul < pairs / 4;
 }
 
@@ -122,9 +123,9 @@ export function parseWslList(text: string): WslDistro[] {
   const distros: WslDistro[] = [];
   for (const raw of text.split(/\r?\n/)) {
     const line = raw.replace(/\r$/, '');
-    const m = /^([* ])\s*(\S+)\s+(.*?)\s*(\d+)\s*$/.exec(line);
-    if (!m) continue;
-    const [, marker, name, state, version] = m;
+    const match = /^([* ])\s*(\S+)\s+(.*?)\s*(\d+)\s*$/.exec(line);
+    if (!match) continue;
+    const [, marker, name, state, version] = match;
     distros.push({ name: name!, state: state!.trim(), version: Number(version), isDefault: marker === '*' });
   }
   return distros;

@@ -83,21 +83,26 @@ async function wslList(
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<{ exitCode: number | null; timedOut: boolean; stdout: string; stderr: string }> {
-  const r = await launcher.run(['--list', '--verbose'], { timeoutMs, signal, maxOutput: 4 * 1024 * 1024 });
-  return { exitCode: r.exitCode, timedOut: r.timedOut, stdout: decodeWslOutput(r.stdout), stderr: decodeWslOutput(r.stderr) };
+  const result = await launcher.run(['--list', '--verbose'], { timeoutMs, signal, maxOutput: 4 * 1024 * 1024 });
+  return {
+    exitCode: result.exitCode,
+    timedOut: result.timedOut,
+    stdout: decodeWslOutput(result.stdout),
+    stderr: decodeWslOutput(result.stderr),
+  };
 }
 
 /** Whether the hop's shell could not find wsl.exe: sh (127), cmd (9009), PowerShell (CommandNotFoundException). */
-function notFoundOnHop(r: { exitCode: number | null; stderr: string }): boolean {
-  return r.exitCode === 127 || r.exitCode === 9009 || /CommandNotFoundException/.test(r.stderr);
+function notFoundOnHop(outcome: { exitCode: number | null; stderr: string }): boolean {
+  return outcome.exitCode === 127 || outcome.exitCode === 9009 || /CommandNotFoundException/.test(outcome.stderr);
 }
 
 /** Opens a session in a WSL distribution: this machine's, or through the previous hop. */
-export const connectWsl: Connect<WslOptions> = async (o, context) => {
-  const timeoutMs = (o.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000;
+export const connectWsl: Connect<WslOptions> = async (options, context) => {
+  const timeoutMs = (options.connectTimeout ?? DEFAULT_CONNECT_TIMEOUT_S) * 1000;
   const runner = context.via ? hopLauncher(context.via, 'wsl.exe') : localWsl(context.target);
   const distros = await listDistros(runner, timeoutMs, context.signal);
-  const distro = pickDistro(distros, o.distribution, runner.where);
+  const distro = pickDistro(distros, options.distribution, runner.where);
   if (distro.version === 1) {
     throw new CudamatrixError(
       'WSL_VERSION_1',
@@ -106,7 +111,7 @@ export const connectWsl: Connect<WslOptions> = async (o, context) => {
   }
   const vmHost = await windowsHostOf(context);
   try {
-    return await WslSession.open(runner, distro, o, context.runId, timeoutMs, vmHost, !context.via, context.signal);
+    return await WslSession.open(runner, distro, options, context.runId, timeoutMs, vmHost, !context.via, context.signal);
   } catch (error) {
     if (!context.via && 'session' in vmHost) await Promise.resolve(vmHost.session[Symbol.asyncDispose]()).catch(() => undefined);
     throw error;
@@ -135,22 +140,22 @@ async function windowsHostOf(context: ConnectContext): Promise<VmHost> {
 }
 
 async function listDistros(runner: Launcher, timeoutMs: number, signal?: AbortSignal): Promise<WslDistro[]> {
-  const r = await wslList(runner, timeoutMs, signal);
-  const said = oneLine(`${r.stdout}\n${r.stderr}`);
-  if (r.timedOut) {
+  const result = await wslList(runner, timeoutMs, signal);
+  const said = oneLine(`${result.stdout}\n${result.stderr}`);
+  if (result.timedOut) {
     throw new CudamatrixError(
       'TARGET_UNREACHABLE',
       `"wsl.exe --list --verbose" on ${runner.where} did not answer within ${timeoutMs / 1000} s (connectTimeout); it printed: ${said || 'nothing'}`,
     );
   }
-  if (notFoundOnHop(r)) {
+  if (notFoundOnHop(result)) {
     throw new CudamatrixError(
       'WSL_NOT_FOUND',
       `wsl.exe is not on PATH on ${runner.where}: WSL runs only on Windows (10 2004 or later, 11), where wsl.exe is in C:\\Windows\\System32. Is that host the Windows machine whose distribution you measure? (${said || 'no output'})`,
     );
   }
-  const distros = parseWslList(r.stdout);
-  if (r.exitCode === 0 && distros.length > 0) return distros;
+  const distros = parseWslList(result.stdout);
+  if (result.exitCode === 0 && distros.length > 0) return distros;
   if (WslToken.notInstalled.test(said)) {
     throw new CudamatrixError(
       'WSL_NOT_INSTALLED',
@@ -164,15 +169,15 @@ async function listDistros(runner: Launcher, timeoutMs: number, signal?: AbortSi
       `the wsl.exe on ${runner.where} does not know "--list --verbose" (it printed its usage): it predates WSL 2, which CUDA needs. Update Windows (Windows 10 2004 or later; GPU support needs Windows 11 or Windows 10 21H2) and WSL ("wsl.exe --update")`,
     );
   }
-  if (distros.length === 0 && (WslToken.noDistros.test(said) || ((r.exitCode === 0 || wslFailed(r.exitCode)) && !otherError))) {
+  if (distros.length === 0 && (WslToken.noDistros.test(said) || ((result.exitCode === 0 || wslFailed(result.exitCode)) && !otherError))) {
     throw new CudamatrixError(
       'WSL_DISTRO_NOT_FOUND',
-      `WSL on ${runner.where} lists no distribution ("wsl.exe --list --verbose" exited ${r.exitCode}${said ? `: ${said}` : ''}). Install one there ("wsl.exe --install Ubuntu-24.04") and name it as distribution:`,
+      `WSL on ${runner.where} lists no distribution ("wsl.exe --list --verbose" exited ${result.exitCode}${said ? `: ${said}` : ''}). Install one there ("wsl.exe --install Ubuntu-24.04") and name it as distribution:`,
     );
   }
   throw new CudamatrixError(
     'TRANSPORT_FAILED',
-    `"wsl.exe --list --verbose" failed on ${runner.where} (exit status ${r.exitCode}): ${said || 'no output'}`,
+    `"wsl.exe --list --verbose" failed on ${runner.where} (exit status ${result.exitCode}): ${said || 'no output'}`,
   );
 }
 
@@ -183,22 +188,29 @@ function wslFailed(code: number | null): boolean {
 
 function describeDistros(distros: WslDistro[]): string {
   return (
-    distros.map((d) => `${d.name} (WSL ${d.version}${d.isDefault ? ', default' : ''}${d.state ? `, ${d.state}` : ''})`).join(', ') || 'none'
+    distros
+      .map(
+        (distro) =>
+          `${distro.name} (WSL ${distro.version}${distro.isDefault ? ', default' : ''}${distro.state ? `, ${distro.state}` : ''})`,
+      )
+      .join(', ') || 'none'
   );
 }
 
 /** The distribution the options name (its name as wsl.exe spells it), or the default one. */
 function pickDistro(distros: WslDistro[], name: string | undefined, where: string): WslDistro {
   if (name === undefined) {
-    const d = distros.find((x) => x.isDefault);
-    if (d) return d;
+    const distro = distros.find((candidate) => candidate.isDefault);
+    if (distro) return distro;
     throw new CudamatrixError(
       'WSL_DISTRO_NOT_FOUND',
       `WSL on ${where} has no default distribution (none is marked * by "wsl.exe --list --verbose"); name one as distribution: (there: ${describeDistros(distros)}), or set one with "wsl.exe --set-default NAME"`,
     );
   }
-  const d = distros.find((x) => x.name === name) ?? distros.find((x) => x.name.toLowerCase() === name.toLowerCase());
-  if (d) return d;
+  const found =
+    distros.find((candidate) => candidate.name === name) ??
+    distros.find((candidate) => candidate.name.toLowerCase() === name.toLowerCase());
+  if (found) return found;
   throw new CudamatrixError(
     'WSL_DISTRO_NOT_FOUND',
     `there is no WSL distribution "${name}" on ${where}; there are: ${describeDistros(distros)}. Write one of those as distribution:, or install it there ("wsl.exe --install ${name}", or "wsl.exe --list --online" for the names)`,
@@ -260,7 +272,7 @@ class WslSession implements Session {
   static async open(
     runner: Launcher,
     distro: WslDistro,
-    o: WslOptions,
+    options: WslOptions,
     runId: string,
     timeoutMs: number,
     vmHost: VmHost,
@@ -271,19 +283,20 @@ class WslSession implements Session {
     const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12) || 'run';
     const dirName = `cudamatrix-${tag}-${nonce}`;
     const where = `WSL distribution "${distro.name}" on ${runner.where}`;
-    const args = wslArgs(distro.name, o.user, '/');
+    const args = wslArgs(distro.name, options.user, '/');
     if (!runner.stream) {
       // Running a command starts the distribution if it is stopped (the first one takes longer).
       const info = await runner.run([...args, '--exec', ...shArgv(INFO, nonce)], { timeoutMs, signal });
       const marker = `cm-wsl-info-${nonce}\n`;
       const at = info.stdout.indexOf(marker);
-      if (at < 0 || info.exitCode !== 0) throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
+      if (at < 0 || info.exitCode !== 0)
+        throw failure(info, runner, distro, options.user, `setting up a session in ${distro.name}`, timeoutMs);
       const lines = info.stdout
         .slice(at + marker.length)
         .split('\n')
-        .map((l) => l.replace(/\r$/, ''));
+        .map((line) => line.replace(/\r$/, ''));
       const { arch, tmp, cacheBase } = readLookAround(lines, where, info.stdout.slice(at));
-      const session = new WslSession(runner, distro, o.user, arch, `${tmp.replace(/\/+$/, '')}/${dirName}`, cacheBase, vmHost, owns);
+      const session = new WslSession(runner, distro, options.user, arch, `${tmp.replace(/\/+$/, '')}/${dirName}`, cacheBase, vmHost, owns);
       await session.startGuardian(timeoutMs, signal);
       return session;
     }
@@ -315,12 +328,12 @@ class WslSession implements Session {
       // Why it did not start: the same look around through a wsl.exe of its own says it best.
       const info = await runner.run([...args, '--exec', ...shArgv(INFO, nonce)], { timeoutMs, signal });
       if (info.exitCode !== 0 || !info.stdout.includes(`cm-wsl-info-${nonce}\n`))
-        throw failure(info, runner, distro, o.user, `setting up a session in ${distro.name}`, timeoutMs);
+        throw failure(info, runner, distro, options.user, `setting up a session in ${distro.name}`, timeoutMs);
       throw error;
     }
     try {
       const { arch, cacheBase } = readLookAround(hello.lookAround, where, hello.lookAround.join(' '));
-      const session = new WslSession(runner, distro, o.user, arch, hello.workDir, cacheBase, vmHost, owns);
+      const session = new WslSession(runner, distro, options.user, arch, hello.workDir, cacheBase, vmHost, owns);
       session.agent = agent;
       return session;
     } catch (error) {
@@ -337,7 +350,7 @@ class WslSession implements Session {
     });
     this.guardianDone = guardian.catch(() => undefined);
     const ended = guardian.then(
-      (r) => r,
+      (result) => result,
       (error: unknown) => error,
     );
     const ready = this.runAlone(shArgv(WAIT_DIR, this.workDir, String(Math.ceil(timeoutMs / 100))), {
@@ -345,15 +358,15 @@ class WslSession implements Session {
       timeoutMs: timeoutMs + 5000,
       signal,
     });
-    const first = await Promise.race([ready.then((r) => ({ ready: r })), ended.then((r) => ({ ended: r }))]);
+    const first = await Promise.race([ready.then((result) => ({ ready: result })), ended.then((result) => ({ ended: result }))]);
     if ('ready' in first && first.ready.exitCode === 0) return;
     this.guardianStop.abort();
     await withTimeout(this.guardianDone, 5000);
     if ('ended' in first) {
-      const r = first.ended;
-      if (r instanceof Error) throw r;
+      const outcome = first.ended;
+      if (outcome instanceof Error) throw outcome;
       throw failure(
-        r as ExecResult,
+        outcome as ExecResult,
         this.runner,
         this.distro,
         this.user,
@@ -361,10 +374,10 @@ class WslSession implements Session {
         timeoutMs,
       );
     }
-    const r = first.ready;
+    const readyResult = first.ready;
     throw new CudamatrixError(
       'TRANSPORT_FAILED',
-      `the session's work directory ${this.workDir} did not appear in WSL distribution "${this.distro.name}" on ${this.runner.where}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+      `the session's work directory ${this.workDir} did not appear in WSL distribution "${this.distro.name}" on ${this.runner.where}: ${oneLine(readyResult.stderr) || `exit status ${readyResult.exitCode}`}`,
     );
   }
 
@@ -383,7 +396,7 @@ class WslSession implements Session {
   /** argv with the environment set, as `env NAME=VALUE... argv`. */
   private static withEnv(argv: string[], options: ExecOptions): string[] {
     const env = Object.entries(options.env ?? {});
-    return env.length ? ['env', ...env.map(([k, v]) => `${k}=${v}`), ...argv] : argv;
+    return env.length ? ['env', ...env.map(([k, value]) => `${k}=${value}`), ...argv] : argv;
   }
 
   /**
@@ -440,10 +453,10 @@ class WslSession implements Session {
    */
   private whyAgentEnded(agentError: Error): Promise<Error> {
     this.agentEnd ??= this.runner.run([...this.args('/'), '--exec', 'true'], { timeoutMs: DISPOSE_TIMEOUT_MS }).then(
-      (r) =>
-        r.exitCode === 0
+      (result) =>
+        result.exitCode === 0
           ? agentError
-          : failure(r, this.runner, this.distro, this.user, `running a command in ${this.distro.name}`, DISPOSE_TIMEOUT_MS),
+          : failure(result, this.runner, this.distro, this.user, `running a command in ${this.distro.name}`, DISPOSE_TIMEOUT_MS),
       (error: unknown) => (error instanceof Error ? error : agentError),
     );
     return this.agentEnd;
@@ -453,44 +466,47 @@ class WslSession implements Session {
   private async runAlone(argv: string[], options: ExecOptions): Promise<ExecResult> {
     const nonce = randomBytes(6).toString('hex');
     const cwd = options.cwd ?? this.workDir;
-    const r = await this.runner.run([...this.args(cwd), '--exec', ...shArgv(GUARD, nonce, cwd), ...WslSession.withEnv(argv, options)], {
-      stdin: options.stdin,
-      timeoutMs: options.timeoutMs,
-      signal: options.signal,
-      maxOutput: options.maxOutput,
-    });
+    const result = await this.runner.run(
+      [...this.args(cwd), '--exec', ...shArgv(GUARD, nonce, cwd), ...WslSession.withEnv(argv, options)],
+      {
+        stdin: options.stdin,
+        timeoutMs: options.timeoutMs,
+        signal: options.signal,
+        maxOutput: options.maxOutput,
+      },
+    );
     const marker = `cm-wsl-run-${nonce}\n`;
-    const at = r.stderr.indexOf(marker);
-    if (at >= 0) return { ...r, command: argv, stderr: r.stderr.slice(at + marker.length) };
+    const at = result.stderr.indexOf(marker);
+    if (at >= 0) return { ...result, command: argv, stderr: result.stderr.slice(at + marker.length) };
     // Stopped before the command started: the caller's own outcome (a timeout, a cancellation).
-    if (r.timedOut || r.cancelled || r.truncated) return { ...r, command: argv };
-    throw failure(r, this.runner, this.distro, this.user, `running ${argv[0] ?? 'a command'} in ${this.distro.name}`);
+    if (result.timedOut || result.cancelled || result.truncated) return { ...result, command: argv };
+    throw failure(result, this.runner, this.distro, this.user, `running ${argv[0] ?? 'a command'} in ${this.distro.name}`);
   }
 
   async put(localPath: string, remotePath: string, options: { executable?: boolean } = {}): Promise<void> {
     const data = await readFile(localPath);
-    const r = await this.exec(shArgv(WRITE_FILE, remotePath, options.executable ? '755' : '644'), {
+    const result = await this.exec(shArgv(WRITE_FILE, remotePath, options.executable ? '755' : '644'), {
       cwd: '/',
       stdin: data.toString('base64'),
       timeoutMs: COPY_TIMEOUT_MS,
     });
-    if (r.exitCode !== 0)
+    if (result.exitCode !== 0)
       throw new CudamatrixError(
         'TRANSPORT_FAILED',
-        `could not write ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+        `could not write ${remotePath} in ${this.description}: ${oneLine(result.stderr) || `exit status ${result.exitCode}`}`,
       );
   }
 
   async get(remotePath: string, localPath: string): Promise<void> {
-    const r = await this.exec(shArgv(READ_FILE, remotePath), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
-    if (r.exitCode !== 0) {
+    const result = await this.exec(shArgv(READ_FILE, remotePath), { cwd: '/', timeoutMs: COPY_TIMEOUT_MS });
+    if (result.exitCode !== 0) {
       await rm(localPath, { force: true });
       throw new CudamatrixError(
         'TRANSPORT_FAILED',
-        `could not read ${remotePath} in ${this.description}: ${oneLine(r.stderr) || `exit status ${r.exitCode}`}`,
+        `could not read ${remotePath} in ${this.description}: ${oneLine(result.stderr) || `exit status ${result.exitCode}`}`,
       );
     }
-    await writeFile(localPath, Buffer.from(r.stdout, 'base64'));
+    await writeFile(localPath, Buffer.from(result.stdout, 'base64'));
   }
 
   joinPath(...parts: string[]): string {
@@ -503,9 +519,9 @@ class WslSession implements Session {
     return installCached(
       {
         description: this.description,
-        lookUp: async (k, n) => {
+        lookUp: async (k, fileName) => {
           const dir = `${this.cacheBase.replace(/\/+$/, '')}/cudamatrix/deployed/${k}`;
-          const cached = await this.exec(shArgv(SHA_OF, `${dir}/${n}`), inCache);
+          const cached = await this.exec(shArgv(SHA_OF, `${dir}/${fileName}`), inCache);
           return { dir, sha: cached.exitCode === 0 ? cached.stdout.trim().split(/\s+/)[0] : undefined };
         },
         makeDir: async (dir) => {
@@ -516,7 +532,7 @@ class WslSession implements Session {
               `could not make the probe cache ${dir} in ${this.description}: ${oneLine(made.stderr)}`,
             );
         },
-        put: (from, to, o) => this.put(from, to, o),
+        put: (from, to, options) => this.put(from, to, options),
         moveAndHash: async (from, to) => {
           const moved = await this.exec(shArgv(MOVE_AND_HASH, from, to), inCache);
           return { sha: moved.exitCode === 0 ? (moved.stdout.trim().split(/\s+/)[0] ?? '') : '', said: oneLine(moved.stderr) };
@@ -578,22 +594,23 @@ function wslArgs(distribution: string, user: string | undefined, cwd: string): s
  * does not exist, WSL broke, the hop could not run wsl.exe, or it ran out of time.
  */
 function failure(
-  r: ExecResult,
+  result: ExecResult,
   runner: Launcher,
   distro: WslDistro,
   user: string | undefined,
   what: string,
   timeoutMs?: number,
 ): CudamatrixError {
-  const said = oneLine(`${decodeWslOutput(r.stdout)}\n${decodeWslOutput(r.stderr)}`);
+  const said = oneLine(`${decodeWslOutput(result.stdout)}\n${decodeWslOutput(result.stderr)}`);
   const where = `WSL distribution "${distro.name}" on ${runner.where}`;
   const error = (code: ErrorCode, message: string) => new CudamatrixError(code, message);
-  if (r.timedOut)
+  if (result.timedOut)
     return error(
       'TARGET_UNREACHABLE',
       `${what} did not finish within ${(timeoutMs ?? 0) / 1000} s (connectTimeout): ${said || 'no output'}; starting a stopped WSL 2 distribution can take a while, so a larger connectTimeout may help`,
     );
-  if (notFoundOnHop(r)) return error('WSL_NOT_FOUND', `wsl.exe is not on PATH on ${runner.where}: ${said || `exit status ${r.exitCode}`}`);
+  if (notFoundOnHop(result))
+    return error('WSL_NOT_FOUND', `wsl.exe is not on PATH on ${runner.where}: ${said || `exit status ${result.exitCode}`}`);
   if (WslToken.distroNotFound.test(said))
     return error('WSL_DISTRO_NOT_FOUND', `${where} is gone (it was listed a moment ago): wsl.exe said: ${said}`);
   if (WslToken.userNotFound.test(said))
@@ -608,6 +625,6 @@ function failure(
     );
   return error(
     'TRANSPORT_FAILED',
-    `${what}: wsl.exe did not run it (exit status ${r.exitCode}${r.signal ? `, ${r.signal}` : ''}): ${said || 'no output'}`,
+    `${what}: wsl.exe did not run it (exit status ${result.exitCode}${result.signal ? `, ${result.signal}` : ''}): ${said || 'no output'}`,
   );
 }
