@@ -23,8 +23,8 @@ export function startCli(
   });
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
   const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return { child, done };
 }
@@ -43,8 +43,8 @@ export function whenOutput(
   return new Promise((resolve) => {
     let seen = '';
     const source = child[stream]!;
-    const onData = (d: Buffer) => {
-      seen += d.toString();
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
       if (typeof pattern === 'string' ? seen.includes(pattern) : pattern.test(seen)) {
         source.off('data', onData);
         action();

@@ -45,7 +45,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     const problems = await engine.stop();
     console.log(`test Docker engine: dockerd pid ${engine.pid} stopped, ${engine.dir} removed`);
     if (problems.length) {
-      console.error(`\n*** test Docker engine: teardown failed ***\n${problems.map((p) => `- ${p}`).join('\n')}\n`);
+      console.error(`\n*** test Docker engine: teardown failed ***\n${problems.map((problem) => `- ${problem}`).join('\n')}\n`);
       process.exitCode = 1;
     }
   };

@@ -44,13 +44,13 @@ export default function setup(project: TestProject): () => Promise<void> {
     );
     const after = oursIn(outerTmp);
     // Other tiers' temp dirs (each checked by its own teardown) are not news.
-    const added = after.filter((n) => !before.has(n) && !n.startsWith('cudamatrix-suite-'));
+    const added = after.filter((name) => !before.has(name) && !name.startsWith('cudamatrix-suite-'));
     console.log(
       `${project.name} tests: temp folders (cm-*, cudamatrix-*) in ${outerTmp}: ${before.size} before, ${after.length} after` +
         `${added.length ? ` (new, possibly from other processes: ${added.sort().join(', ')})` : ''}; left in the tier's own temp dir: ${left.length}`,
     );
     if (problems.length) {
-      console.error(`\n*** ${project.name} tests: teardown failed ***\n${problems.map((p) => `- ${p}`).join('\n')}\n`);
+      console.error(`\n*** ${project.name} tests: teardown failed ***\n${problems.map((problem) => `- ${problem}`).join('\n')}\n`);
       process.exitCode = 1;
     }
   };

@@ -39,14 +39,17 @@ function plannedRecords(events: RunEvent[], probe: string): ProbeRecord[] {
 export function metricsIn(events: RunEvent[], qualified: string, where: Record<string, Scalar> = {}): MetricRecord[] {
   const [probe, name] = [qualified.slice(0, qualified.indexOf('.')), qualified.slice(qualified.indexOf('.') + 1)];
   return plannedRecords(events, probe).filter(
-    (r): r is MetricRecord => r.type === 'metric' && r.name === name && Object.entries(where).every(([k, v]) => r.attrs?.[k] === v),
+    (record): record is MetricRecord =>
+      record.type === 'metric' && record.name === name && Object.entries(where).every(([k, expected]) => record.attrs?.[k] === expected),
   );
 }
 
 /** The fact record of the log for `qualified`. */
 export function factIn(events: RunEvent[], qualified: string): Extract<ProbeRecord, { type: 'fact' }> {
   const [probe, name] = [qualified.slice(0, qualified.indexOf('.')), qualified.slice(qualified.indexOf('.') + 1)];
-  const fact = plannedRecords(events, probe).find((r): r is Extract<ProbeRecord, { type: 'fact' }> => r.type === 'fact' && r.name === name);
+  const fact = plannedRecords(events, probe).find(
+    (record): record is Extract<ProbeRecord, { type: 'fact' }> => record.type === 'fact' && record.name === name,
+  );
   if (!fact) throw new Error(`the H200 log has no fact ${qualified}`);
   return fact;
 }

@@ -45,8 +45,8 @@ export function findOnPath(command: string): string | undefined {
  * their packages.
  */
 export function commandsAvailable(what: string, commands: Record<string, string>): boolean {
-  const missing = Object.keys(commands).filter((c) => findOnPath(c) === undefined);
-  const packages = [...new Set(missing.map((c) => commands[c]))];
+  const missing = Object.keys(commands).filter((command) => findOnPath(command) === undefined);
+  const packages = [...new Set(missing.map((command) => commands[command]))];
   return missing.length === 0 || skipOrFail(`${what}: ${missing.join(', ')} not found on PATH (apt-get install ${packages.join(' ')})`);
 }
 
@@ -84,11 +84,11 @@ export function tempDir(prefix = 'cm-test-'): string {
 export async function removeTempDirs(): Promise<void> {
   const dirs = [...madeDirs];
   madeDirs.clear();
-  await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 })));
+  await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 })));
 }
 
 function removeTempDirsSync(): void {
-  for (const d of madeDirs) rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  for (const dir of madeDirs) rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   madeDirs.clear();
 }
 
@@ -129,7 +129,7 @@ export const WINE = process.env.CUDAMATRIX_TEST_WINE || '/usr/lib/wine/wine64';
 export const junitXsd = [
   path.resolve(repoRoot, '..', 'shared', 'junit', 'junit-10.xsd'),
   path.join(repoRoot, 'test', 'fixtures', 'junit-10.xsd'),
-].find((f) => existsSync(f))!;
+].find((candidate) => existsSync(candidate))!;
 
 /**
  * Validates JUnit XML against the JUnit 10 schema with libxml2's xmllint compiled to WebAssembly

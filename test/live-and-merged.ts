@@ -71,15 +71,20 @@ export async function liveAndMerged(yaml: string, shards = 2): Promise<{ live: R
   const matrix = parseMatrix(yaml, 'live-and-merged.yaml');
   const runsDir = tempDir('cm-live-merged-');
   const run = async (shard?: string): Promise<RunSource> => {
-    const r = await executePlan(planCells(matrix, { shard }), { runsDir });
-    return { events: r.events, runId: (r.events[0] as RunStartEvent).runId, runDir: r.runDir, eventsFile: r.eventsFile };
+    const result = await executePlan(planCells(matrix, { shard }), { runsDir });
+    return {
+      events: result.events,
+      runId: (result.events[0] as RunStartEvent).runId,
+      runDir: result.runDir,
+      eventsFile: result.eventsFile,
+    };
   };
   const live = await run();
   const parts: RunSource[] = [];
   for (let i = 1; i <= shards; i++) parts.push(await run(`${i}/${shards}`));
-  const m = mergeEventLogs(readLogs(parts.map((p) => p.runDir)));
-  const { runDir, eventsFile } = writeMergedRun(m, path.join(runsDir, 'merged'));
-  return { live, merged: { events: readLogs([eventsFile])[0]!.events, runId: m.start.runId, runDir, eventsFile }, shards: parts };
+  const mergedLog = mergeEventLogs(readLogs(parts.map((part) => part.runDir)));
+  const { runDir, eventsFile } = writeMergedRun(mergedLog, path.join(runsDir, 'merged'));
+  return { live, merged: { events: readLogs([eventsFile])[0]!.events, runId: mergedLog.start.runId, runDir, eventsFile }, shards: parts };
 }
 
 /** The two sources every reporter test renders, in the order describe.each takes them. */
@@ -118,7 +123,7 @@ export function asShards(events: RunEvent[], groups?: string[][]): LogInput[] {
       ...start,
       runId: `${start.runId}-shard-${i + 1}`,
       shard: { index: i + 1, total: split.length },
-      cells: start.cells.filter((c) => group.includes(c.slice(0, c.lastIndexOf('/')))),
+      cells: start.cells.filter((cellId) => group.includes(cellId.slice(0, cellId.lastIndexOf('/')))),
     };
     return {
       file: `shard-${i + 1}/events.jsonl`,

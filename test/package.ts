@@ -83,7 +83,7 @@ function packFresh(): string {
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
   const out = tempDir('cm-tarball-');
   execFileSync('pnpm', ['pack', '--pack-destination', out], { cwd: copy, stdio: 'pipe', timeout: 600_000 });
-  const tarball = readdirSync(out).find((f) => f.endsWith('.tgz'));
+  const tarball = readdirSync(out).find((file) => file.endsWith('.tgz'));
   if (!tarball) throw new Error(`pnpm pack wrote no tarball in ${out}`);
   return path.join(out, tarball);
 }

@@ -13,8 +13,8 @@ const root = path.resolve(import.meta.dirname, '..');
 export const H200_DIR = path.join(root, 'records', 'driver-580.159.04');
 
 /** The four runs: 2026-11-29 (compiled cudaprobe), 2026-11-30 (installed package), and two back to back on 2026-12-01. */
-export const H200_RUNS = ['h200-linux', 'h200-linux-package', 'h200-linux-2026-12-01-run1', 'h200-linux-2026-12-01-run2'].map((d) =>
-  path.join(H200_DIR, d, 'events.jsonl'),
+export const H200_RUNS = ['h200-linux', 'h200-linux-package', 'h200-linux-2026-12-01-run1', 'h200-linux-2026-12-01-run2'].map((run) =>
+  path.join(H200_DIR, run, 'events.jsonl'),
 );
 
 export async function defaultExpectations(): Promise<Partial<Record<string, Expectation[]>>> {
@@ -32,23 +32,23 @@ export async function h200Records(): Promise<BehaviourRecord[]> {
 }
 
 /** A deep copy with its own id (another observation), changed by `edit`. */
-export function doctored(r: BehaviourRecord, id: string, edit: (copy: BehaviourRecord) => void): BehaviourRecord {
-  const copy = structuredClone(r);
+export function doctored(record: BehaviourRecord, id: string, edit: (copy: BehaviourRecord) => void): BehaviourRecord {
+  const copy = structuredClone(record);
   copy.id = id;
   edit(copy);
   return copy;
 }
 
 /** The series of a metric with exactly these attrs (its first value), for editing in tests. */
-export function metricOf(r: BehaviourRecord, name: string, attrs: Record<string, unknown>) {
-  const m = r.metrics.find(
-    (x) =>
-      x.name === name &&
-      Object.keys(attrs).every((k) => x.attrs?.[k] === attrs[k]) &&
-      Object.keys(x.attrs ?? {}).length === Object.keys(attrs).length,
+export function metricOf(record: BehaviourRecord, name: string, attrs: Record<string, unknown>) {
+  const metric = record.metrics.find(
+    (candidate) =>
+      candidate.name === name &&
+      Object.keys(attrs).every((k) => candidate.attrs?.[k] === attrs[k]) &&
+      Object.keys(candidate.attrs ?? {}).length === Object.keys(attrs).length,
   );
-  if (!m) throw new Error(`no ${name} ${JSON.stringify(attrs)}`);
-  return m;
+  if (!metric) throw new Error(`no ${name} ${JSON.stringify(attrs)}`);
+  return metric;
 }
 
 /** An H200 event log's text with each probe record of its cells changed by `edit` (a doctored copy of a run, as `doctored` is of a record). */
@@ -58,9 +58,9 @@ export function doctoredLog(
 ): string {
   const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
   return `${lines
-    .map((l) => {
-      const e = JSON.parse(l) as { type: string; records?: Parameters<typeof edit>[0][] };
-      if (e.type === 'cell-end') for (const r of e.records ?? []) edit(r);
+    .map((line) => {
+      const e = JSON.parse(line) as { type: string; records?: Parameters<typeof edit>[0][] };
+      if (e.type === 'cell-end') for (const record of e.records ?? []) edit(record);
       return JSON.stringify(e);
     })
     .join('\n')}\n`;
@@ -68,8 +68,14 @@ export function doctoredLog(
 
 /** The last H200 run (2026-12-01) with every pinned copy bandwidth halved: a same-driver regression, the same facts. */
 export function halvedBandwidthLog(): string {
-  return doctoredLog(H200_RUNS[3]!, (r) => {
-    if (r.type === 'metric' && r.name === 'bandwidth_gbps' && r.attrs?.memory === 'pinned' && typeof r.value === 'number') r.value /= 2;
+  return doctoredLog(H200_RUNS[3]!, (record) => {
+    if (
+      record.type === 'metric' &&
+      record.name === 'bandwidth_gbps' &&
+      record.attrs?.memory === 'pinned' &&
+      typeof record.value === 'number'
+    )
+      record.value /= 2;
   });
 }
 
@@ -78,12 +84,14 @@ export function noDriverLog(): string {
   const events = readFileSync(H200_RUNS[0]!, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
   return `${events
     .map((e) => {
       if (e.type !== 'cell-end') return e;
       if (e.probe !== 'sysinfo') return { ...e, status: 'skipped', reason: 'no usable driver', records: [] };
-      const kept = (e.records as { name: string }[]).filter((r) => !['driver_version', 'gpu_name', 'driver_found'].includes(r.name));
+      const kept = (e.records as { name: string }[]).filter(
+        (record) => !['driver_version', 'gpu_name', 'driver_found'].includes(record.name),
+      );
       return {
         ...e,
         records: [

@@ -12,8 +12,8 @@ import { recordPath, recordsFromEvents, type BehaviourRecord } from '../behaviou
 import type { LoadedRecord } from '../report/load.ts';
 import { repoRoot } from './helpers.ts';
 
-export const H200_LOGS = ['h200-linux', 'h200-linux-package'].map((d) =>
-  path.join(repoRoot, 'records', 'driver-580.159.04', d, 'events.jsonl'),
+export const H200_LOGS = ['h200-linux', 'h200-linux-package'].map((run) =>
+  path.join(repoRoot, 'records', 'driver-580.159.04', run, 'events.jsonl'),
 );
 
 /** The records of the H200 runs: [2026-11-29, 2026-11-30]. */
@@ -25,8 +25,8 @@ export async function h200Records(): Promise<[BehaviourRecord, BehaviourRecord]>
 }
 
 /** A deep copy, changed by `edit`, with an id of its own (another run of the same machine). */
-export function variant(r: BehaviourRecord, id: string, edit: (copy: BehaviourRecord) => void): BehaviourRecord {
-  const copy = structuredClone(r);
+export function variant(record: BehaviourRecord, id: string, edit: (copy: BehaviourRecord) => void): BehaviourRecord {
+  const copy = structuredClone(record);
   copy.id = id;
   edit(copy);
   return copy;
@@ -39,10 +39,10 @@ export function loaded(records: BehaviourRecord[]): LoadedRecord[] {
 
 /** Writes records under dir as `cudamatrix record` does (driver-<v>/<name>.json); returns their paths. */
 export function writeRecords(dir: string, records: BehaviourRecord[]): string[] {
-  return records.map((r) => {
-    const file = path.join(dir, recordPath(r));
+  return records.map((record) => {
+    const file = path.join(dir, recordPath(record));
     mkdirSync(path.dirname(file), { recursive: true });
-    writeFileSync(file, `${JSON.stringify(r, null, 2)}\n`);
+    writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
     return file;
   });
 }

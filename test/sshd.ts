@@ -12,7 +12,8 @@ import { commandsAvailable, findOnPath, integrationAvailable, tempDir } from './
 /** Found on PATH (root's PATH has /usr/sbin), so that a narrowed PATH hides it. */
 export const SSHD = findOnPath('sshd') ?? 'sshd';
 export const SFTP_SERVER =
-  ['/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server'].find((p) => existsSync(p)) ?? '/usr/lib/openssh/sftp-server';
+  ['/usr/lib/openssh/sftp-server', '/usr/libexec/openssh/sftp-server'].find((candidate) => existsSync(candidate)) ??
+  '/usr/lib/openssh/sftp-server';
 
 export function sshdAvailable(): boolean {
   return findOnPath('sshd') !== undefined && typeof process.getuid === 'function' && process.getuid() === 0;
@@ -67,10 +68,10 @@ export const sshdPorts = new Set<number>();
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
     });
   });
 }
@@ -79,13 +80,13 @@ async function waitForPort(port: number, ms = 10000): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
-      const c = connect(port, '127.0.0.1');
-      c.once('connect', () => (c.destroy(), resolve(true)));
-      c.once('error', () => resolve(false));
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => (socket.destroy(), resolve(true)));
+      socket.once('error', () => resolve(false));
     });
     if (ok) return;
     if (Date.now() > until) throw new Error(`sshd did not listen on ${port}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
 
@@ -102,9 +103,9 @@ export interface SshdOptions {
 
 function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(false));
-    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
@@ -134,23 +135,23 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
     ['user_ed25519', 'user_encrypted'].map((k) => readFileSync(path.join(dir, `${k}.pub`), 'utf8')).join(''),
   );
   const ports = await choosePorts(portCount, options.portBase);
-  for (const p of ports) sshdPorts.add(p);
+  for (const port of ports) sshdPorts.add(port);
   const groups: number[][] = [];
   for (let i = 0; i < ports.length; i += 16) groups.push(ports.slice(i, i + 16));
-  const configs = groups.map((group, g) => {
-    const config = path.join(dir, `sshd_config.${g}`);
+  const configs = groups.map((group, groupIndex) => {
+    const config = path.join(dir, `sshd_config.${groupIndex}`);
     const matches = group.flatMap((port) => {
       const lines = options.perPort?.(port, ports.indexOf(port)) ?? [];
-      return lines.length ? [`Match LocalPort ${port}`, ...lines.map((l) => `  ${l}`)] : [];
+      return lines.length ? [`Match LocalPort ${port}`, ...lines.map((line) => `  ${line}`)] : [];
     });
     writeFileSync(
       config,
       [
-        ...group.map((p) => `Port ${p}`),
+        ...group.map((port) => `Port ${port}`),
         'ListenAddress 127.0.0.1',
         `HostKey ${path.join(dir, 'host_ed25519')}`,
         `AuthorizedKeysFile ${path.join(dir, 'authorized_keys')}`,
-        `PidFile ${path.join(dir, `sshd.${g}.pid`)}`,
+        `PidFile ${path.join(dir, `sshd.${groupIndex}.pid`)}`,
         'StrictModes no',
         'UsePAM no',
         'PasswordAuthentication no',
@@ -170,14 +171,14 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
   });
   const hostKeyPub = readFileSync(path.join(dir, 'host_ed25519.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ');
   const knownHosts = path.join(dir, 'known_hosts');
-  writeFileSync(knownHosts, ports.map((p) => `[127.0.0.1]:${p} ${hostKeyPub}\n`).join(''));
+  writeFileSync(knownHosts, ports.map((port) => `[127.0.0.1]:${port} ${hostKeyPub}\n`).join(''));
   const start = async (): Promise<ChildProcess[]> => {
     const children = configs.map((config) => {
       const child = spawn(SSHD, ['-D', '-e', '-f', config], { stdio: ['ignore', 'ignore', 'pipe'] });
       child.stderr!.on('data', () => undefined);
       return child;
     });
-    for (const p of ports) await waitForPort(p);
+    for (const port of ports) await waitForPort(port);
     return children;
   };
   const sshd: Sshd = {
@@ -190,11 +191,11 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
     processes: await start(),
     async stop() {
       await Promise.all(
-        sshd.processes.map(async (p) => {
-          if (p.exitCode !== null || p.signalCode !== null) return;
+        sshd.processes.map(async (child) => {
+          if (child.exitCode !== null || child.signalCode !== null) return;
           await new Promise<void>((resolve) => {
-            p.once('exit', () => resolve());
-            p.kill('SIGTERM');
+            child.once('exit', () => resolve());
+            child.kill('SIGTERM');
           });
         }),
       );
@@ -204,8 +205,8 @@ export async function startSshd(portCount = 1, extraConfig: string[] = [], optio
       const table = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' })
         .trim()
         .split('\n')
-        .map((l) => l.trim().split(/\s+/).map(Number) as [number, number]);
-      const doomed = new Set(sshd.processes.map((p) => p.pid!));
+        .map((line) => line.trim().split(/\s+/).map(Number) as [number, number]);
+      const doomed = new Set(sshd.processes.map((child) => child.pid!));
       for (let grew = true; grew;) {
         grew = false;
         for (const [pid, ppid] of table) {

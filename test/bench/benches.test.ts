@@ -100,8 +100,8 @@ function runBench(name: string, args: string[], options: { env?: NodeJS.ProcessE
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
   return new Promise((resolve) =>
     child.on('close', (code) => {
       const json = existsSync(out) ? (JSON.parse(readFileSync(out, 'utf8')) as Record<string, unknown>) : {};
@@ -111,21 +111,21 @@ function runBench(name: string, args: string[], options: { env?: NodeJS.ProcessE
 }
 
 function expectNothingLeft(): void {
-  expect(readdirSync(benchTmp).filter((n) => n.startsWith('cm-') || n.startsWith('cudamatrix-'))).toEqual([]);
+  expect(readdirSync(benchTmp).filter((name) => name.startsWith('cm-') || name.startsWith('cudamatrix-'))).toEqual([]);
 }
 
-const failed = (r: BenchRun) => `exit ${r.code}\n--- stdout\n${r.stdout.slice(-3000)}\n--- stderr\n${r.stderr.slice(-3000)}`;
+const failed = (run: BenchRun) => `exit ${run.code}\n--- stdout\n${run.stdout.slice(-3000)}\n--- stderr\n${run.stderr.slice(-3000)}`;
 
 describe('the benches', () => {
   it('are all run here (a new bench/*.ts gets a tiny run in this file) and all have a pnpm script', () => {
     const files = readdirSync(path.join(repoRoot, 'bench')).filter(
-      (f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !LIBRARIES.includes(f),
+      (file) => file.endsWith('.ts') && !file.endsWith('.test.ts') && !LIBRARIES.includes(file),
     );
-    expect(files.map((f) => f.replace(/\.ts$/, '')).sort()).toEqual([...BENCHES].sort());
+    expect(files.map((file) => file.replace(/\.ts$/, '')).sort()).toEqual([...BENCHES].sort());
     const scripts = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
     for (const bench of BENCHES)
       expect(
-        Object.values(scripts).some((s) => s.includes(`bench/${bench}.ts`)),
+        Object.values(scripts).some((script) => script.includes(`bench/${bench}.ts`)),
         `a pnpm script runs bench/${bench}.ts`,
       ).toBe(true);
   });
@@ -133,13 +133,13 @@ describe('the benches', () => {
 
 describe('bench/behaviour-checks', () => {
   it('on this machine: skips with one line saying what is missing (no GPU), or runs on a GPU machine and agrees with its peer', async () => {
-    const r = await runBench('behaviour-checks', []);
-    expect(r.code, failed(r)).toBe(0);
-    if (typeof r.json.skipped === 'string') {
-      expect(r.json).toMatchObject({ bench: 'behaviour-checks', checks: [] });
-      expect(r.stdout.trim().split('\n')).toEqual([`behaviour-checks: skipped: ${r.json.skipped}`]);
+    const result = await runBench('behaviour-checks', []);
+    expect(result.code, failed(result)).toBe(0);
+    if (typeof result.json.skipped === 'string') {
+      expect(result.json).toMatchObject({ bench: 'behaviour-checks', checks: [] });
+      expect(result.stdout.trim().split('\n')).toEqual([`behaviour-checks: skipped: ${result.json.skipped}`]);
     } else {
-      expect((r.json.checks as { status: string }[]).every((c) => c.status !== 'fail')).toBe(true);
+      expect((result.json.checks as { status: string }[]).every((check) => check.status !== 'fail')).toBe(true);
     }
     expectNothingLeft();
   }, 300_000);
@@ -147,15 +147,15 @@ describe('bench/behaviour-checks', () => {
 
 describe('bench/probe-accuracy', () => {
   it('--tiny on this machine: skips with one line saying what is missing (no GPU, no torch), or runs on a GPU machine with torch', async () => {
-    const r = await runBench('probe-accuracy', ['--tiny']);
-    expect(r.code, failed(r)).toBe(0);
-    if (typeof r.json.skipped === 'string') {
-      expect(r.json).toMatchObject({ bench: 'probe-accuracy', missing: expect.any(Array), rounds: [], checks: [] });
-      expect(r.stdout.trim().split('\n')).toEqual([`probe-accuracy: skipped: ${r.json.skipped}`]);
-      expect(r.stderr).toBe('');
+    const result = await runBench('probe-accuracy', ['--tiny']);
+    expect(result.code, failed(result)).toBe(0);
+    if (typeof result.json.skipped === 'string') {
+      expect(result.json).toMatchObject({ bench: 'probe-accuracy', missing: expect.any(Array), rounds: [], checks: [] });
+      expect(result.stdout.trim().split('\n')).toEqual([`probe-accuracy: skipped: ${result.json.skipped}`]);
+      expect(result.stderr).toBe('');
     } else {
-      expect(r.json.rounds).toHaveLength(1);
-      expect(r.json.checks).toHaveLength(4);
+      expect(result.json.rounds).toHaveLength(1);
+      expect(result.json.checks).toHaveLength(4);
     }
     expectNothingLeft();
   });
@@ -171,13 +171,13 @@ describe('bench/probe-accuracy', () => {
     });
 
     it('runs a warm-up and alternated rounds, compares medians, keeps every raw value, and passes when they agree', async () => {
-      const r = await runBench(
+      const result = await runBench(
         'probe-accuracy',
         ['--tiny', '--rounds', '3', '--probe', path.join(dir, 'cudaprobe'), '--python', path.join(dir, 'python')],
         { outName: 'accuracy-standin' },
       );
-      expect(r.code, failed(r)).toBe(0);
-      const j = r.json as {
+      expect(result.code, failed(result)).toBe(0);
+      const j = result.json as {
         rounds: { order: string[]; cudaprobe: { transfer: unknown[] }; peer: { bandwidth: unknown[] } }[];
         checks: { status: string }[];
         comparisons: { cudaprobe: { values: number[] } }[];
@@ -187,7 +187,7 @@ describe('bench/probe-accuracy', () => {
         expect.arrayContaining(['sysinfo', 'linkGbps', 'settings', 'rule', 'warmup', 'rounds', 'comparisons', 'checks']),
       );
       expect(j.warmup).toMatchObject({ cudaprobe: expect.any(Object), peer: expect.any(Object) });
-      expect(j.rounds.map((x) => x.order)).toEqual([
+      expect(j.rounds.map((round) => round.order)).toEqual([
         ['cudaprobe', 'peer'],
         ['peer', 'cudaprobe'],
         ['cudaprobe', 'peer'],
@@ -196,15 +196,19 @@ describe('bench/probe-accuracy', () => {
       expect(j.rounds[0]!.peer.bandwidth).toHaveLength(4);
       expect(j.comparisons[0]!.cudaprobe.values).toHaveLength(3);
       // every row found its values on both sides (the peer's keys are Python's: "1.0" us)
-      const c = j.comparisons as unknown as { what: string; cudaprobe: { median: number }; torch: { median: number } }[];
-      expect(c.filter((x) => !(Number.isFinite(x.cudaprobe.median) && Number.isFinite(x.torch.median))).map((x) => x.what)).toEqual([]);
-      expect(c).toHaveLength(2 + 2 + 1 + 5 + 3);
-      expect(j.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass']);
-      expect(r.stdout).toMatch(/4\/4 checks passed/);
+      const comparisons = j.comparisons as unknown as { what: string; cudaprobe: { median: number }; torch: { median: number } }[];
+      expect(
+        comparisons
+          .filter((comparison) => !(Number.isFinite(comparison.cudaprobe.median) && Number.isFinite(comparison.torch.median)))
+          .map((comparison) => comparison.what),
+      ).toEqual([]);
+      expect(comparisons).toHaveLength(2 + 2 + 1 + 5 + 3);
+      expect(j.checks.map((check) => check.status)).toEqual(['pass', 'pass', 'pass', 'pass']);
+      expect(result.stdout).toMatch(/4\/4 checks passed/);
     });
 
     it('fails (exit 1) when the peer is steadily 25 % slower than cudaprobe, beyond the spreads', async () => {
-      const r = await runBench(
+      const result = await runBench(
         'probe-accuracy',
         ['--tiny', '--rounds', '3', '--probe', path.join(dir, 'cudaprobe'), '--python', path.join(dir, 'python')],
         {
@@ -212,25 +216,24 @@ describe('bench/probe-accuracy', () => {
           env: { STANDIN_PEER_GBPS: '44' },
         },
       );
-      expect(r.code, failed(r)).toBe(1);
-      expect((r.json.checks as { kind: string; status: string }[]).filter((c) => c.kind === 'ratio').map((c) => c.status)).toEqual([
-        'fail',
-        'fail',
-      ]);
-      expect(r.stdout).toMatch(/2\/4 checks passed: FAILED pinned H2D 16 MiB/);
+      expect(result.code, failed(result)).toBe(1);
+      expect(
+        (result.json.checks as { kind: string; status: string }[]).filter((check) => check.kind === 'ratio').map((check) => check.status),
+      ).toEqual(['fail', 'fail']);
+      expect(result.stdout).toMatch(/2\/4 checks passed: FAILED pinned H2D 16 MiB/);
     });
   });
 });
 
 describe('bench/memory-checks', () => {
   it('--tiny on this machine: skips with one line saying what is missing, or runs on a GPU machine', async () => {
-    const r = await runBench('memory-checks', ['--tiny']);
-    expect(r.code, failed(r)).toBe(0);
-    if (typeof r.json.skipped === 'string') {
-      expect(r.json).toMatchObject({ bench: 'memory-checks', checks: [] });
-      expect(r.stdout.trim().split('\n')).toEqual([`memory-checks: skipped: ${r.json.skipped}`]);
+    const result = await runBench('memory-checks', ['--tiny']);
+    expect(result.code, failed(result)).toBe(0);
+    if (typeof result.json.skipped === 'string') {
+      expect(result.json).toMatchObject({ bench: 'memory-checks', checks: [] });
+      expect(result.stdout.trim().split('\n')).toEqual([`memory-checks: skipped: ${result.json.skipped}`]);
     } else {
-      expect((r.json.checks as { status: string }[]).every((c) => c.status !== 'fail')).toBe(true);
+      expect((result.json.checks as { status: string }[]).every((check) => check.status !== 'fail')).toBe(true);
     }
     expectNothingLeft();
   }, 300_000);
@@ -257,14 +260,14 @@ describe('bench/memory-checks', () => {
       ]);
       const probe = await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir });
       const stub = { LD_LIBRARY_PATH: dir, CUDAPROBE_CUDART: path.join(dir, 'libcuda.so.1') };
-      const r = await runBench('memory-checks', ['--tiny', '--probe', probe.path], { env: stub, outName: 'memory-checks-standin' });
+      const result = await runBench('memory-checks', ['--tiny', '--probe', probe.path], { env: stub, outName: 'memory-checks-standin' });
       // The one timed row (the stand-in's memset sleeps) is at the mercy of a loaded machine: not judged here.
-      const checks = r.json.checks as { what: string; status: string }[];
-      const timed = (c: { what: string }) => c.what.startsWith('first chunk write');
-      expect(checks.filter((c) => c.status === 'fail' && !timed(c))).toEqual([]);
-      expect(checks.filter((c) => c.status === 'pass' && !timed(c)).length).toBe(26);
-      expect(r.code, failed(r)).toBe(checks.some((c) => c.status === 'fail') ? 1 : 0);
-      expect(r.json.params).toMatchObject({
+      const checks = result.json.checks as { what: string; status: string }[];
+      const timed = (check: { what: string }) => check.what.startsWith('first chunk write');
+      expect(checks.filter((check) => check.status === 'fail' && !timed(check))).toEqual([]);
+      expect(checks.filter((check) => check.status === 'pass' && !timed(check)).length).toBe(26);
+      expect(result.code, failed(result)).toBe(checks.some((check) => check.status === 'fail') ? 1 : 0);
+      expect(result.json.params).toMatchObject({
         'alloc-ceiling': { max_gib: 1 },
         'managed-memory': { percent_of_free: 50 },
         'sysmem-fallback': { max_gib: 1 },
@@ -281,9 +284,9 @@ describe('bench/memory-checks', () => {
 
 describe('bench/overhead', () => {
   it('--tiny: cudamatrix ran sysinfo once per target, like the peer', async () => {
-    const r = await runBench('overhead', ['--tiny']);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({
+    const result = await runBench('overhead', ['--tiny']);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({
       bench: 'overhead',
       targets: 2,
       rounds: 1,
@@ -291,37 +294,37 @@ describe('bench/overhead', () => {
       ran: { peer: 'sysinfo x 2', cudamatrix: { sysinfo: 2 } },
       enforced: false,
     });
-    expect(r.json.samplesMs).toMatchObject({ peer: [expect.any(Number)], inProcess: [expect.any(Number)], cli: [expect.any(Number)] });
-    expect(r.stdout).toMatch(/what it ran/);
+    expect(result.json.samplesMs).toMatchObject({ peer: [expect.any(Number)], inProcess: [expect.any(Number)], cli: [expect.any(Number)] });
+    expect(result.stdout).toMatch(/what it ran/);
     expectNothingLeft();
   });
 });
 
 describe('bench/diff', () => {
   it('--tiny: diffRecords over pairs of H200 records against the JSON peer, budget printed, not enforced', async () => {
-    const r = await runBench('diff', ['--tiny']);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'diff', pairs: 20, rounds: 1, enforced: false, budgetMs: 1000 });
-    expect((r.json.samplesMs as Record<string, number[]>).cold).toHaveLength(1);
-    expect(r.stdout).toMatch(/diffRecords, cold/);
+    const result = await runBench('diff', ['--tiny']);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({ bench: 'diff', pairs: 20, rounds: 1, enforced: false, budgetMs: 1000 });
+    expect((result.json.samplesMs as Record<string, number[]>).cold).toHaveLength(1);
+    expect(result.stdout).toMatch(/diffRecords, cold/);
     expectNothingLeft();
   });
 });
 
 describe('bench/verdict', () => {
   it('on the committed H200 records: no pair of one driver called changed; each injected change caught (sync latency in all but one pair)', async () => {
-    const r = await runBench('verdict', []);
-    expect(r.code, failed(r)).toBe(0);
+    const result = await runBench('verdict', []);
+    expect(result.code, failed(result)).toBe(0);
     type Pair = { changed: boolean; shared: boolean; caught: Record<string, boolean> };
-    const pairs = r.json.pairs as Pair[];
-    const gate = r.json.gate as { changed: boolean; caught: Record<string, boolean> }[];
+    const pairs = result.json.pairs as Pair[];
+    const gate = result.json.gate as { changed: boolean; caught: Record<string, boolean> }[];
     expect(pairs.length).toBeGreaterThanOrEqual(78);
-    expect(pairs.filter((p) => p.changed)).toEqual([]);
-    expect(gate.filter((g) => g.changed)).toEqual([]);
+    expect(pairs.filter((pair) => pair.changed)).toEqual([]);
+    expect(gate.filter((pair) => pair.changed)).toEqual([]);
     const rate = (list: { caught: Record<string, boolean> }[], name: string) => {
-      const tried = list.filter((p) => name in p.caught);
+      const tried = list.filter((pair) => name in pair.caught);
       expect(tried.length, name).toBeGreaterThan(0);
-      return tried.filter((p) => p.caught[name]).length / tried.length;
+      return tried.filter((pair) => pair.caught[name]).length / tried.length;
     };
     for (const name of ['pinned bandwidth -10 % at >= 256 MiB', 'a fact changed']) {
       expect(rate(pairs, name), name).toBe(1);
@@ -330,38 +333,46 @@ describe('bench/verdict', () => {
     expect(rate(pairs, 'sync latency +50 %')).toBeGreaterThanOrEqual(0.95);
     expect(rate(gate, 'sync latency +50 %')).toBe(1);
     // The neighbour run is said, never judged: nothing injected there.
-    expect(pairs.filter((p) => p.shared).every((p) => Object.keys(p.caught).length === 0)).toBe(true);
-    expect(r.stdout).toMatch(/one driver called changed \(false changes\) +0 of \d+/);
+    expect(pairs.filter((pair) => pair.shared).every((pair) => Object.keys(pair.caught).length === 0)).toBe(true);
+    expect(result.stdout).toMatch(/one driver called changed \(false changes\) +0 of \d+/);
   });
 });
 
 describe('bench/scale', () => {
   it('--tiny: plan, gha matrix, merge, report and diff in child processes against their peers, time and peak memory, budgets printed, not enforced', async () => {
-    const r = await runBench('scale', ['--tiny']);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'scale', targets: 20, records: 50, rounds: 1, enforced: false });
-    const results = r.json.results as { name: string; ms: number; medianMs: number; maxRssMiB: number; peerMs: number; budgetMs: number }[];
-    expect(results.map((x) => [x.name, x.budgetMs])).toEqual([
+    const result = await runBench('scale', ['--tiny']);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({ bench: 'scale', targets: 20, records: 50, rounds: 1, enforced: false });
+    const results = result.json.results as {
+      name: string;
+      ms: number;
+      medianMs: number;
+      maxRssMiB: number;
+      peerMs: number;
+      budgetMs: number;
+    }[];
+    expect(results.map((operation) => [operation.name, operation.budgetMs])).toEqual([
       ['plan', 1000],
       ['gha matrix', 1000],
       ['merge', 5000],
       ['report', 1000],
       ['diff', 1000],
     ]);
-    for (const x of results) expect([x.ms, x.maxRssMiB, x.peerMs].every((n) => n > 0)).toBe(true);
+    for (const operation of results)
+      expect([operation.ms, operation.maxRssMiB, operation.peerMs].every((measured) => measured > 0)).toBe(true);
     // The fastest round is budgeted; with one round it is the median too.
-    for (const x of results) expect(x.medianMs).toBe(x.ms);
-    expect(r.json.loadAverage).toMatchObject({ before: expect.any(Number), after: expect.any(Number) });
-    expect(r.stdout).toMatch(/merge\s+20 event logs/);
+    for (const operation of results) expect(operation.medianMs).toBe(operation.ms);
+    expect(result.json.loadAverage).toMatchObject({ before: expect.any(Number), after: expect.any(Number) });
+    expect(result.stdout).toMatch(/merge\s+20 event logs/);
     expectNothingLeft();
   }, 300_000);
 });
 
 describe('bench/report', () => {
   it('--tiny: report and the JSON peer over synthetic records, the page size, budgets printed, not enforced', async () => {
-    const r = await runBench('report', ['--tiny']);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({
+    const result = await runBench('report', ['--tiny']);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({
       bench: 'report',
       records: 50,
       columns: 10,
@@ -369,44 +380,49 @@ describe('bench/report', () => {
       enforced: false,
       budget: { reportMs: 1000, diffMs: 1000, pageBytes: 2 * 1024 * 1024 },
     });
-    const samples = r.json.samplesMs as Record<string, number[]>;
+    const samples = result.json.samplesMs as Record<string, number[]>;
     expect(samples.peer).toHaveLength(1);
     expect(samples.report).toHaveLength(1);
     expect(samples.diff).toHaveLength(1);
-    expect(r.json.diffPairs).toBe(40);
-    expect(r.json.pageBytes).toBeGreaterThan(r.json.emptyPageBytes as number);
-    expect((r.json.load as { files: number }).files).toBe(50);
-    expect(r.stdout).toMatch(/report: renderReport, BEHAVIOUR\.md \+ behaviour\.html/);
+    expect(result.json.diffPairs).toBe(40);
+    expect(result.json.pageBytes).toBeGreaterThan(result.json.emptyPageBytes as number);
+    expect((result.json.load as { files: number }).files).toBe(50);
+    expect(result.stdout).toMatch(/report: renderReport, BEHAVIOUR\.md \+ behaviour\.html/);
     expectNothingLeft();
   });
 });
 
 describe('bench/startup', () => {
   it('--tiny: times bare node and the CLI commands, budget printed, not enforced', async () => {
-    const r = await runBench('startup', ['--tiny', '--cli', cliFile]);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'startup', rounds: 2, warmup: 1, enforced: false, budgetMs: 60 });
-    const samples = r.json.samplesMs as Record<string, number[]>;
+    const result = await runBench('startup', ['--tiny', '--cli', cliFile]);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({ bench: 'startup', rounds: 2, warmup: 1, enforced: false, budgetMs: 60 });
+    const samples = result.json.samplesMs as Record<string, number[]>;
     expect(Object.keys(samples)).toEqual(['bare', 'version', 'plan', 'probesList']);
     for (const xs of Object.values(samples)) expect(xs).toHaveLength(2);
-    expect((r.json.results as { key: string; deltaMs: number }[]).map((x) => x.key)).toEqual(['bare', 'version', 'plan', 'probesList']);
+    expect((result.json.results as { key: string; deltaMs: number }[]).map((timing) => timing.key)).toEqual([
+      'bare',
+      'version',
+      'plan',
+      'probesList',
+    ]);
     expectNothingLeft();
   });
 
   it('a --cli that is not there: says so (exit 2), no stack trace', async () => {
     const missing = path.join(outDir, 'dist', 'cudamatrix.cjs');
-    const r = await runBench('startup', ['--tiny', '--cli', missing], { outName: 'startup-missing' });
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`--cli ${missing}: no such file`);
-    expect(r.stderr).not.toMatch(/\n\s+at /);
+    const result = await runBench('startup', ['--tiny', '--cli', missing], { outName: 'startup-missing' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`--cli ${missing}: no such file`);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
   });
 });
 
 describe.runIf(sshReady)('benches with sshd', () => {
   it('bench/ssh-fanout --tiny: warm and cold, against OpenSSH, budgets printed, not enforced', async () => {
-    const r = await runBench('ssh-fanout', ['--tiny', '--cli', cliFile, ...(portBase ? ['--port-base', String(portBase)] : [])]);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({
+    const result = await runBench('ssh-fanout', ['--tiny', '--cli', cliFile, ...(portBase ? ['--port-base', String(portBase)] : [])]);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({
       bench: 'ssh-fanout',
       targets: 2,
       rounds: 1,
@@ -415,17 +431,23 @@ describe.runIf(sshReady)('benches with sshd', () => {
       coldUploadsAll: true,
       uploads: { cliWarm: [0], cliCold: [2] },
     });
-    expect(Object.keys(r.json.samplesMs as object).sort()).toEqual(['cliCold', 'cliWarm', 'inProcessWarm', 'opensshCold', 'opensshWarm']);
-    expect(r.json.ratios).toMatchObject({ warm: expect.any(Number), cold: expect.any(Number) });
-    expect(r.stdout).toMatch(/cudamatrix \/ OpenSSH: warm [\d.]+ \(budget 1\.00\), cold [\d.]+ \(budget 1\.50\)/);
+    expect(Object.keys(result.json.samplesMs as object).sort()).toEqual([
+      'cliCold',
+      'cliWarm',
+      'inProcessWarm',
+      'opensshCold',
+      'opensshWarm',
+    ]);
+    expect(result.json.ratios).toMatchObject({ warm: expect.any(Number), cold: expect.any(Number) });
+    expect(result.stdout).toMatch(/cudamatrix \/ OpenSSH: warm [\d.]+ \(budget 1\.00\), cold [\d.]+ \(budget 1\.50\)/);
     expectNothingLeft();
     // Cold rounds upload cudaprobe over SSH: 71 s here on 2 cores shared with other work (2026-12-04).
   }, 300_000);
 
   it('bench/schedule --tiny: one round after the warm-up', async () => {
-    const r = await runBench('schedule', ['--tiny', ...(portBase ? ['--port-base', String(portBase + 10)] : [])]);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({
+    const result = await runBench('schedule', ['--tiny', ...(portBase ? ['--port-base', String(portBase + 10)] : [])]);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({
       bench: 'schedule',
       rounds: 1,
       enforced: false,
@@ -437,9 +459,9 @@ describe.runIf(sshReady)('benches with sshd', () => {
 
 describe.runIf(pnpmReady)('bench/sigint', () => {
   it('--tiny: one Ctrl-C to pnpm matrix keeps the results and leaves nothing behind', async () => {
-    const r = await runBench('sigint', ['--tiny']);
-    expect(r.code, failed(r)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'sigint', rounds: 1, load: 0, keptCount: 1, clean: 1 });
+    const result = await runBench('sigint', ['--tiny']);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({ bench: 'sigint', rounds: 1, load: 0, keptCount: 1, clean: 1 });
     expectNothingLeft();
   });
 });

@@ -53,20 +53,20 @@ const started: ChildProcess[] = [];
 afterAll(async () => {
   await sshd?.stop();
   // Every run this file started has ended.
-  expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
+  expect(started.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => child.pid)).toEqual([]);
 });
 
 /** The run's result, or null when it has not ended within `ms` (it is killed then, by its PID). */
 async function within(run: { child: ChildProcess; done: Promise<CliResult> }, ms: number): Promise<CliResult | null> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
-  const r = await Promise.race([run.done, late]);
+  const result = await Promise.race([run.done, late]);
   clearTimeout(timer);
-  if (r === null && run.child.exitCode === null && run.child.pid) {
+  if (result === null && run.child.exitCode === null && run.child.pid) {
     process.kill(run.child.pid, 'SIGKILL');
     await run.done;
   }
-  return r;
+  return result;
 }
 
 /**
@@ -115,11 +115,11 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
       ].join('\n'),
     );
     // The controller's own DOCKER_HOST points nowhere: only the SSH hop's engine can be meant.
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
+    const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
       env: { ...dockerEnv(), DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
     });
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
     const [run] = readdirSync(path.join(dir, 'runs'));
     const events: RunEvent[] = readEventLog(path.join(dir, 'runs', run!, 'events.jsonl'));
     const readyEvent = events.find((e) => e.type === 'target-ready');
@@ -128,11 +128,13 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
       session: expect.stringMatching(/^docker \S+ \(.*\) on docker system dial-stdio on ssh root@127\.0\.0\.1:\d+$/),
     });
     const cells = events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
-    expect(cells.map((c) => [c.probe, c.status])).toEqual([
+    expect(cells.map((cell) => [cell.probe, cell.status])).toEqual([
       ['sysinfo', 'skipped'],
       ['event-timing', 'skipped'],
     ]);
-    const sysinfo = Object.fromEntries(cells[0]!.records.flatMap((x) => (x.type === 'sysinfo' ? [[x.name, x.value]] : [])));
+    const sysinfo = Object.fromEntries(
+      cells[0]!.records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record.value]] : [])),
+    );
     expect(sysinfo.container).toBe('docker');
     const runId = (events[0] as { runId: string }).runId;
     expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
@@ -180,13 +182,13 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
       own.killAll();
       lost = true;
       const lostAt = Date.now();
-      const r = await within(run, 60_000);
-      expect(r, 'the run did not end within 60 s of the hop dying').not.toBeNull();
-      expect(r!.stderr).not.toMatch(/\n\s+at /);
-      expect(r!.code).toBe(3);
+      const result = await within(run, 60_000);
+      expect(result, 'the run did not end within 60 s of the hop dying').not.toBeNull();
+      expect(result!.stderr).not.toMatch(/\n\s+at /);
+      expect(result!.code).toBe(3);
       const events: RunEvent[] = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
       const cells = events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
-      expect(cells.map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+      expect(cells.map((cell) => [cell.probe, cell.status, cell.errorCode])).toEqual([
         ['sysinfo', 'error', 'TRANSPORT_FAILED'],
         ['event-timing', 'error', 'TRANSPORT_FAILED'],
       ]);
@@ -235,10 +237,10 @@ describe.runIf(ready)('[ssh, docker]: the engine of an SSH host, through docker 
         '',
       ].join('\n'),
     );
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: dockerEnv() });
-    expect(r.code).toBe(3);
-    expect(r.stdout + r.stderr).toMatch(/TARGET_UNREACHABLE/);
-    expect(r.stdout + r.stderr).toMatch(
+    const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: dockerEnv() });
+    expect(result.code).toBe(3);
+    expect(result.stdout + result.stderr).toMatch(/TARGET_UNREACHABLE/);
+    expect(result.stdout + result.stderr).toMatch(
       /docker --host unix:\/\/\/nonexistent\/docker\.sock system dial-stdio on ssh root@127\.0\.0\.1:\d+/,
     );
     expect(dialers()).toEqual([]);

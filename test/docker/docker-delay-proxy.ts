@@ -28,22 +28,22 @@ export async function startDelayProxy(engineSocket: string, slow: RegExp, delayM
     let heldUntil = 0;
     up.on('error', () => undefined);
     client.on('error', () => undefined);
-    client.on('data', (d: Buffer) => {
-      const text = d.toString('latin1');
+    client.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('latin1');
       if (/^GET \S*\/_ping /m.test(text)) pings++;
       if (delayed === 0 && slow.test(text.split('\r\n')[0] ?? '')) {
         delayed++;
         heldUntil = Date.now() + delayMs;
       }
       const wait = heldUntil - Date.now();
-      if (wait <= 0) return void up.write(d);
-      const t = setTimeout(() => {
-        timers.delete(t);
-        if (!up.destroyed) up.write(d);
+      if (wait <= 0) return void up.write(chunk);
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        if (!up.destroyed) up.write(chunk);
       }, wait);
-      timers.add(t);
+      timers.add(timer);
     });
-    up.on('data', (d: Buffer) => void (client.destroyed ? undefined : client.write(d)));
+    up.on('data', (chunk: Buffer) => void (client.destroyed ? undefined : client.write(chunk)));
     up.on('end', () => client.end());
     client.on('end', () => up.end());
     up.on('close', () => (sockets.delete(up), client.destroy()));
@@ -57,8 +57,8 @@ export async function startDelayProxy(engineSocket: string, slow: RegExp, delayM
     host: `unix://${socket}`,
     counts: () => ({ delayed, pings }),
     async close() {
-      for (const t of timers) clearTimeout(t);
-      for (const s of sockets) s.destroy();
+      for (const timer of timers) clearTimeout(timer);
+      for (const connection of sockets) connection.destroy();
       await new Promise((resolve) => server.close(resolve));
     },
   };

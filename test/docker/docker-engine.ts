@@ -56,7 +56,7 @@ async function waitGone(pids: number[], ms: number): Promise<boolean> {
   const until = Date.now() + ms;
   while (pids.some(isAlive)) {
     if (Date.now() > until) return false;
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return true;
 }
@@ -114,22 +114,22 @@ export async function startTestEngine(parent: string, timeoutMs = 60_000, extraS
       process.kill(containerd, 'SIGKILL');
       await waitGone([containerd], 5_000);
     }
-    for (const [what, p] of [
+    for (const [what, processId] of [
       ['dockerd', pid],
       ['containerd', containerd],
     ] as const) {
-      if (p && isAlive(p)) problems.push(`the test engine's ${what} (pid ${p}) is still running`);
+      if (processId && isAlive(processId)) problems.push(`the test engine's ${what} (pid ${processId}) is still running`);
     }
     // A dockerd that was killed leaves its mounts behind: undo them before removing the folder.
     const mounts = readFileSync('/proc/mounts', 'utf8')
       .split('\n')
-      .map((l) => l.split(' ')[1] ?? '')
-      .filter((m) => m === dir || m.startsWith(`${dir}/`))
-      .sort((a, b) => b.length - a.length);
-    for (const m of mounts) {
-      problems.push(`${m} was still mounted`);
+      .map((line) => line.split(' ')[1] ?? '')
+      .filter((mountPoint) => mountPoint === dir || mountPoint.startsWith(`${dir}/`))
+      .sort((left, right) => right.length - left.length);
+    for (const mountPoint of mounts) {
+      problems.push(`${mountPoint} was still mounted`);
       try {
-        execFileSync('umount', ['-l', m], { stdio: 'ignore' });
+        execFileSync('umount', ['-l', mountPoint], { stdio: 'ignore' });
       } catch {
         // reported above; the removal below says whether it mattered
       }
@@ -156,6 +156,6 @@ export async function startTestEngine(parent: string, timeoutMs = 60_000, extraS
       await stop();
       throw new Error(`dockerd did not answer on ${host} within ${timeoutMs / 1000} s:\n${tail}`);
     }
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }

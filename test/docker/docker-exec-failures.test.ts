@@ -53,14 +53,14 @@ const PROBE = '/opt/cudamatrix/bin/cudaprobe';
 const ENGINE_WORDS =
   /container \S+ on \S+ (stopped while cudaprobe ran in it \((exited|removing), exit code 137\)|was removed while cudaprobe ran in it|failed: (Container [0-9a-f]{64} is not running|No such exec instance|No such container))|could not run cudaprobe in container \S+ on \S+: (OCI runtime exec failed|cannot exec in a (stopped|deleted) state|No such exec instance|No such container)/;
 
-async function session(runId: string): Promise<{ s: Session; id: string }> {
-  const s = await connectChain([{ kind: 'docker', image: base, gpus: 'none', endpoint: testDockerHost }], {
+async function openSession(runId: string): Promise<{ session: Session; id: string }> {
+  const session = await connectChain([{ kind: 'docker', image: base, gpus: 'none', endpoint: testDockerHost }], {
     target: 'exec-failures',
     runId,
     binaryFor: async () => probe,
   });
   const id = docker(['ps', '-q', '--filter', `label=cudamatrix.run-id=${runId}`]).trim();
-  return { s, id };
+  return { session, id };
 }
 
 /** Whether the container runs; a killed one is removed by the engine (AutoRemove), which counts as not. */
@@ -102,25 +102,25 @@ function eventsOf(dir: string): RunEvent[] {
 /** The first failed cell, and that every cell after it ended with the same transport error. */
 function firstFailure(events: RunEvent[], target: string) {
   const cells = events.flatMap((e) => (e.type === 'cell-end' && e.target === target && e.planned ? [e] : []));
-  const at = cells.findIndex((c) => c.status === 'error');
+  const at = cells.findIndex((cell) => cell.status === 'error');
   return { cells, at, failed: cells[at], rest: cells.slice(at) };
 }
 
 describe.runIf(ready)("a container that cannot run commands any more is a transport failure, in the engine's words", () => {
   it('killed between two commands: the next one fails as TRANSPORT_FAILED saying the container is not running; so do later ones; removed at the end', async () => {
     const runId = `exec-killed-${process.pid}`;
-    const { s, id } = await session(runId);
+    const { session, id } = await openSession(runId);
     try {
-      expect((await s.exec([PROBE, 'run', 'sysinfo'])).exitCode).toBe(3);
+      expect((await session.exec([PROBE, 'run', 'sysinfo'])).exitCode).toBe(3);
       docker(['kill', id]);
       expect(running(id)).toBe(false);
-      const next = s.exec([PROBE, 'run', 'sysinfo']);
+      const next = session.exec([PROBE, 'run', 'sysinfo']);
       await expect(next).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
       // Not running, or already removed by the engine (AutoRemove), depending on when the engine got to it.
       await expect(next).rejects.toThrow(/Container [0-9a-f]{64} is not running|No such container: [0-9a-f]{64}/);
-      await expect(s.exec(['/bin/busybox', 'true'])).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
+      await expect(session.exec(['/bin/busybox', 'true'])).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
     } finally {
-      await s[Symbol.asyncDispose]();
+      await session[Symbol.asyncDispose]();
     }
     expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
   });
@@ -129,22 +129,22 @@ describe.runIf(ready)("a container that cannot run commands any more is a transp
     // The kill and the command race: either the command ran, or it is a transport failure.
     for (let round = 0; round < 4; round++) {
       const runId = `exec-race-${process.pid}-${round}`;
-      const { s, id } = await session(runId);
+      const { session, id } = await openSession(runId);
       try {
         const kill = new Promise<void>((resolve) => setTimeout(() => resolve(void docker(['kill', id], { stdio: 'ignore' })), round * 10));
-        const r = await s.exec([PROBE, 'run', 'sysinfo']).then(
+        const outcome = await session.exec([PROBE, 'run', 'sysinfo']).then(
           (result) => ({ result }),
           (error: { code?: string; message: string }) => ({ error }),
         );
         await kill;
-        if ('error' in r) {
-          expect(r.error).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringMatching(/container \S+ on \S+/) });
+        if ('error' in outcome) {
+          expect(outcome.error).toMatchObject({ code: 'TRANSPORT_FAILED', message: expect.stringMatching(/container \S+ on \S+/) });
         } else {
-          expect(r.result.stdout).not.toMatch(/OCI runtime|cannot exec|No such exec/);
-          expect(r.result.exitCode).toBe(3);
+          expect(outcome.result.stdout).not.toMatch(/OCI runtime|cannot exec|No such exec/);
+          expect(outcome.result.exitCode).toBe(3);
         }
       } finally {
-        await s[Symbol.asyncDispose]();
+        await session[Symbol.asyncDispose]();
       }
       expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
     }
@@ -152,16 +152,16 @@ describe.runIf(ready)("a container that cannot run commands any more is a transp
 
   it('the probe binary removed: "OCI runtime exec failed ... no such file or directory" is TRANSPORT_FAILED, not probe output', async () => {
     const runId = `exec-vanished-${process.pid}`;
-    const { s, id } = await session(runId);
+    const { session, id } = await openSession(runId);
     try {
       docker(['exec', id, '/bin/busybox', 'rm', PROBE]);
-      const r = s.exec([PROBE, 'run', 'sysinfo']);
-      await expect(r).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
-      await expect(r).rejects.toThrow(
+      const pending = session.exec([PROBE, 'run', 'sysinfo']);
+      await expect(pending).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
+      await expect(pending).rejects.toThrow(
         /the Docker engine could not run cudaprobe in container \S+ on \S+: OCI runtime exec failed: .*no such file or directory/,
       );
     } finally {
-      await s[Symbol.asyncDispose]();
+      await session[Symbol.asyncDispose]();
     }
     expect(leftoversOf(runId)).toEqual({ containers: [], volumes: [] });
   });
@@ -177,17 +177,17 @@ describe.runIf(ready)("a container that cannot run commands any more is a transp
         const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.target=killed-mid-run']).trim();
         setTimeout(() => docker(['kill', id]), 300);
       });
-      const r = await done;
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-      expect(r.code).toBe(3);
+      const result = await done;
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.code).toBe(3);
       const events = eventsOf(dir);
       const { cells, at, failed, rest } = firstFailure(events, 'killed-mid-run');
       expect(cells).toHaveLength(SUITE);
       expect(at).toBeGreaterThan(0);
       expect(failed).toMatchObject({ errorCode: 'TRANSPORT_FAILED', reason: expect.stringMatching(ENGINE_WORDS) });
-      expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);
+      expect(rest.every((cell) => cell.errorCode === 'TRANSPORT_FAILED' && cell.reason === failed!.reason)).toBe(true);
       expect(events.find((e) => e.type === 'target-error')).toMatchObject({ code: 'TRANSPORT_FAILED', message: failed!.reason });
-      expect(cells.some((c) => c.errorCode === 'PROBE_PROTOCOL' || c.errorCode === 'PROBE_CRASHED')).toBe(false);
+      expect(cells.some((cell) => cell.errorCode === 'PROBE_PROTOCOL' || cell.errorCode === 'PROBE_CRASHED')).toBe(false);
       expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
     },
   );
@@ -202,8 +202,8 @@ describe.runIf(ready)("a container that cannot run commands any more is a transp
         const id = docker(['ps', '-q', '--filter', 'label=cudamatrix.target=vanished-mid-run']).trim();
         docker(['exec', id, '/bin/busybox', 'rm', PROBE]);
       });
-      const r = await done;
-      expect(r.code).toBe(3);
+      const result = await done;
+      expect(result.code).toBe(3);
       const events = eventsOf(dir);
       const { cells, at, failed, rest } = firstFailure(events, 'vanished-mid-run');
       expect(cells).toHaveLength(SUITE);
@@ -214,8 +214,8 @@ describe.runIf(ready)("a container that cannot run commands any more is a transp
           /^the Docker engine could not run cudaprobe in container \S+ on \S+: OCI runtime exec failed: .*no such file or directory/,
         ),
       });
-      expect(rest.every((c) => c.errorCode === 'TRANSPORT_FAILED' && c.reason === failed!.reason)).toBe(true);
-      expect(cells.some((c) => c.errorCode === 'PROBE_PROTOCOL')).toBe(false);
+      expect(rest.every((cell) => cell.errorCode === 'TRANSPORT_FAILED' && cell.reason === failed!.reason)).toBe(true);
+      expect(cells.some((cell) => cell.errorCode === 'PROBE_PROTOCOL')).toBe(false);
       expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
     },
   );

@@ -66,13 +66,13 @@ function start(args: string[]): ReturnType<typeof startCli> {
 async function within(run: ReturnType<typeof startCli>, ms: number): Promise<CliResult | null> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
-  const r = await Promise.race([run.done, late]);
+  const result = await Promise.race([run.done, late]);
   clearTimeout(timer);
-  if (r === null && run.child.exitCode === null && run.child.pid) {
+  if (result === null && run.child.exitCode === null && run.child.pid) {
     process.kill(run.child.pid, 'SIGKILL');
     await run.done;
   }
-  return r;
+  return result;
 }
 
 describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe runs', () => {
@@ -100,28 +100,28 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
       '    timeout: 3s',
     ]);
     const run = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
-    let r: CliResult | null;
+    let result: CliResult | null;
     let frozenAt: number;
     try {
       // The probe runs (waiting in the container) once docker top shows it.
       await until('cudaprobe run sysinfo in the container', () => probeRunsIn((args) => dockerOn(engine.host, args), 'frozen'));
       process.kill(engine.pid, 'SIGSTOP');
       frozenAt = Date.now();
-      r = await within(run, 60_000);
+      result = await within(run, 60_000);
     } finally {
       process.kill(engine.pid, 'SIGCONT');
     }
     const took = Date.now() - frozenAt!;
-    expect(r, 'the run did not end within 60 s of the engine freezing').not.toBeNull();
+    expect(result, 'the run did not end within 60 s of the engine freezing').not.toBeNull();
     // 3 s for the probe's timeout, 5 s for the kill, 5 s for the removal, and the CLI's own time.
     expect(took).toBeLessThan(30_000);
-    expect(r!.code).toBe(3);
-    expect(r!.stderr).not.toMatch(/\n\s+at /);
+    expect(result!.code).toBe(3);
+    expect(result!.stderr).not.toMatch(/\n\s+at /);
     const events = eventsOf(dir);
     const runId = (events[0] as { runId: string }).runId;
     const said = `the Docker engine at ${engine.host} (from matrix) did not answer within 5 s (killing the container to stop a command past its timeout)`;
     const cells = events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
-    expect(cells.map((c) => [c.probe, c.errorCode])).toEqual([
+    expect(cells.map((cell) => [cell.probe, cell.errorCode])).toEqual([
       ['sysinfo', 'TRANSPORT_FAILED'],
       ['sync-latency', 'TRANSPORT_FAILED'],
     ]);
@@ -131,7 +131,7 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
       message: expect.stringContaining(said),
     });
     // The removal could not be answered either: the run says so, and what removes it later.
-    expect(r!.stderr).toMatch(
+    expect(result!.stderr).toMatch(
       /warning: container \S+ on \S+ was not removed \(the Docker engine at \S+ \(from matrix\) did not answer within 5 s \(removing the container\).*"cudamatrix doctor --reap" removes it once the engine answers/,
     );
 
@@ -147,24 +147,24 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
     // No connectTimeout or callTimeout: the defaults. The probe may run for ten minutes.
     const file = matrix(dir, { kind: 'docker', endpoint: engine.host, image: hang, gpus: 'none' }, ['    timeout: 10m']);
     const run = start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
-    let r: CliResult | null;
+    let result: CliResult | null;
     let frozenAt: number;
     try {
       await until('cudaprobe run sysinfo in the container', () => probeRunsIn((args) => dockerOnAsync(engine.host, args), 'frozen'));
       process.kill(engine.pid, 'SIGSTOP');
       frozenAt = Date.now();
-      r = await within(run, 120_000);
+      result = await within(run, 120_000);
     } finally {
       process.kill(engine.pid, 'SIGCONT');
     }
     const took = Date.now() - frozenAt!;
     // Before: the probe's 10 minutes, then 60 s for the kill and 60 s for the removal.
-    expect(r, 'the run did not end within 120 s of the engine freezing').not.toBeNull();
+    expect(result, 'the run did not end within 120 s of the engine freezing').not.toBeNull();
     expect(took).toBeGreaterThanOrEqual(FROZEN_AFTER_S * 1000 - 1000);
     // 30 s of unanswered pings, one ping interval (5 s), and the CLI's own time on a busy machine.
     expect(took).toBeLessThan(FROZEN_AFTER_S * 1000 + 30_000);
-    expect(r!.code).toBe(3);
-    expect(r!.stderr).not.toMatch(/\n\s+at /);
+    expect(result!.code).toBe(3);
+    expect(result!.stderr).not.toMatch(/\n\s+at /);
     const said = `the Docker engine at ${engine.host} (from matrix) answered no ping for ${FROZEN_AFTER_S} s (running cudaprobe)`;
     const events = eventsOf(dir);
     const runId = (events[0] as { runId: string }).runId;
@@ -172,7 +172,7 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
       code: 'TRANSPORT_FAILED',
       message: expect.stringContaining(said),
     });
-    expect(r!.stderr).toMatch(
+    expect(result!.stderr).toMatch(
       /warning: container \S+ on \S+ was not removed \(the Docker engine at \S+ \(from matrix\) answered no ping for 30 s \(removing the container\)/,
     );
     const reap = await runCli(['doctor', '--reap', '--endpoint', engine.host], { env: noDockerEnv });
@@ -187,14 +187,14 @@ describe.runIf(canStartEngine)('a Docker engine frozen (SIGSTOP) while a probe r
       const dir = tempDir();
       const file = matrix(dir, { kind: 'docker', endpoint: proxy.host, image: base, gpus: 'none' });
       const from = Date.now();
-      const r = await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 180_000);
-      expect(r, 'the run did not end within 180 s').not.toBeNull();
+      const result = await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 180_000);
+      expect(result, 'the run did not end within 180 s').not.toBeNull();
       expect(proxy.counts().delayed).toBe(1);
       expect(Date.now() - from).toBeGreaterThanOrEqual(SLOW_MS);
       expect(proxy.counts().pings).toBeGreaterThan(1);
-      expect(r!.stderr + r!.stdout).not.toContain('answered no ping');
+      expect(result!.stderr + result!.stdout).not.toContain('answered no ping');
       // No driver in the container: every probe skipped, nothing failed.
-      expect(r!.code, r!.stdout + r!.stderr).toBe(0);
+      expect(result!.code, result!.stdout + result!.stderr).toBe(0);
       expect(
         eventsOf(dir)
           .filter((e) => e.type === 'cell-end' && e.planned)
@@ -211,12 +211,12 @@ describe('an endpoint that accepts connections and never answers', () => {
   const sockets: net.Socket[] = [];
   let port: number;
   beforeAll(async () => {
-    server = net.createServer((s) => void sockets.push(s));
+    server = net.createServer((socket) => void sockets.push(socket));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as net.AddressInfo).port;
   });
   afterAll(async () => {
-    for (const s of sockets) s.destroy();
+    for (const socket of sockets) socket.destroy();
     await new Promise((resolve) => server.close(resolve));
   });
 
@@ -225,10 +225,10 @@ describe('an endpoint that accepts connections and never answers', () => {
     const endpoint = `tcp://127.0.0.1:${port}`;
     const file = matrix(dir, { kind: 'docker', endpoint, gpus: 'none', connectTimeout: 2 });
     const started = Date.now();
-    const r = await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 60_000);
-    expect(r, 'the run did not end within 60 s').not.toBeNull();
+    const result = await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 60_000);
+    expect(result, 'the run did not end within 60 s').not.toBeNull();
     expect(Date.now() - started).toBeLessThan(20_000);
-    expect(r!.code).toBe(3);
+    expect(result!.code).toBe(3);
     expect(sockets.length).toBeGreaterThan(0);
     expect(eventsOf(dir).find((e) => e.type === 'target-error')).toMatchObject({
       code: 'TARGET_UNREACHABLE',
@@ -241,11 +241,11 @@ describe('an endpoint that accepts connections and never answers', () => {
   it('doctor --reap gives up after its connect bound too (15 s), naming the endpoint and where it came from', async () => {
     const endpoint = `tcp://127.0.0.1:${port}`;
     const started = Date.now();
-    const r = await within(start(['doctor', '--reap', '--endpoint', endpoint]), 60_000);
-    expect(r, 'doctor --reap did not end within 60 s').not.toBeNull();
+    const result = await within(start(['doctor', '--reap', '--endpoint', endpoint]), 60_000);
+    expect(result, 'doctor --reap did not end within 60 s').not.toBeNull();
     expect(Date.now() - started).toBeLessThan(35_000);
-    expect(r!.code).toBe(3);
-    expect(r!.stderr).toContain(
+    expect(result!.code).toBe(3);
+    expect(result!.stderr).toContain(
       `error [TARGET_UNREACHABLE]: the Docker engine at ${endpoint} (from --endpoint) did not answer within 15 s (listing the containers of cudamatrix runs)`,
     );
   }, 90_000);
@@ -253,5 +253,5 @@ describe('an endpoint that accepts connections and never answers', () => {
 
 // Every run this file started has ended (within() kills one that has not, by its PID).
 afterAll(() => {
-  expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
+  expect(started.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => child.pid)).toEqual([]);
 });

@@ -34,8 +34,8 @@ export async function startHoldingProxy(engineHost: string): Promise<HoldingProx
     upstreams.add(up);
     up.on('error', () => undefined);
     client.on('error', () => undefined);
-    client.on('data', (d: Buffer) => void up.write(d));
-    up.on('data', (d: Buffer) => void (client.destroyed ? undefined : client.write(d)));
+    client.on('data', (chunk: Buffer) => void up.write(chunk));
+    up.on('data', (chunk: Buffer) => void (client.destroyed ? undefined : client.write(chunk)));
     // The engine ending its side ends the controller's; the controller ending its side ends nothing.
     up.on('end', () => client.end());
     up.on('close', () => {

@@ -51,7 +51,7 @@ beforeAll(async () => {
 const started: ChildProcess[] = [];
 afterAll(() => {
   // Every run this file started has ended.
-  expect(started.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
+  expect(started.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => child.pid)).toEqual([]);
 });
 
 const containerOf = (target: string) => containerOfTarget(docker, target);
@@ -72,7 +72,7 @@ const eventsOf = (id: string, since: number) =>
   ])
     .trim()
     .split('\n')
-    .map((l) => l.trim());
+    .map((line) => line.trim());
 
 describe.runIf(ready)('the lifeline: a probe container ends with its controlling connection', () => {
   it('cudamatrix SIGKILLed mid-probe: the engine removes the container and its volume within seconds, with no reap', async () => {

@@ -38,10 +38,12 @@ describe.runIf(ready)('a container that asks for no GPU (gpus: none): run and do
     expect(run.code, run.stdout + run.stderr).toBe(0);
     const [id] = readdirSync(path.join(dir, 'runs'));
     const cells = readEventLog(path.join(dir, 'runs', id!, 'events.jsonl')).filter((e): e is CellEndEvent => e.type === 'cell-end');
-    const sysinfo = cells.find((c) => c.probe === 'sysinfo')!;
-    expect(sysinfo.records.some((r) => r.type === 'sysinfo' && r.name === 'environment' && r.value === 'linux')).toBe(true);
+    const sysinfo = cells.find((cell) => cell.probe === 'sysinfo')!;
+    expect(sysinfo.records.some((record) => record.type === 'sysinfo' && record.name === 'environment' && record.value === 'linux')).toBe(
+      true,
+    );
     // Why, in the event log too: the target asks for no GPU.
-    for (const c of cells) expect(c.reason, c.probe).toMatch(/^no GPU, as the target asks \(gpus: none\)/);
+    for (const cell of cells) expect(cell.reason, cell.probe).toMatch(/^no GPU, as the target asks \(gpus: none\)/);
     // The console: sysinfo is said to have run (the system only), not listed among the skipped probes.
     expect(run.stdout).toMatch(/^ {4}environment +linux/m);
     expect(run.stdout).toMatch(/^ {2}sysinfo ran: the system only; its GPU facts are skipped — no GPU, as the target asks \(gpus: none\)/m);

@@ -73,7 +73,7 @@ let proxy: HoldingProxy | undefined;
 afterAll(async () => {
   await proxy?.close();
   // Every run this file started has ended.
-  expect(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => c.pid)).toEqual([]);
+  expect(children.filter((child) => child.exitCode === null && child.signalCode === null).map((child) => child.pid)).toEqual([]);
   // Stopped by its PID; its dockerd and containerd gone, its folder removed.
   if (own) expect(await own.stop()).toEqual([]);
 }, 120_000);
@@ -106,8 +106,8 @@ function startElsewhere(host: string, args: string[]): { child: ChildProcess; do
   );
   let stdout = '';
   let stderr = '';
-  child.stdout!.on('data', (d) => (stdout += d));
-  child.stderr!.on('data', (d) => (stderr += d));
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
   const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
   return { child, done };
 }
@@ -144,24 +144,26 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
     try {
       // A run that ended (or failed) before its probe ran says why at once, not after 60 s.
       const outputs = { other: { stdout: '', stderr: '' }, dead: { stdout: '', stderr: '' } };
-      for (const [name, c] of [
+      for (const [name, child] of [
         ['other', other.child],
         ['dead', dead.child],
       ] as const) {
-        c.stdout!.on('data', (d) => (outputs[name].stdout += d));
-        c.stderr!.on('data', (d) => (outputs[name].stderr += d));
+        child.stdout!.on('data', (chunk) => (outputs[name].stdout += chunk));
+        child.stderr!.on('data', (chunk) => (outputs[name].stderr += chunk));
       }
       await until('the probes of both runs running in their containers', () => {
-        for (const [name, c] of [
+        for (const [name, runChild] of [
           ['other', other.child],
           ['dead', dead.child],
         ] as const) {
-          if (c.exitCode !== null || c.signalCode !== null)
+          if (runChild.exitCode !== null || runChild.signalCode !== null)
             throw new Error(
-              `the ${name} run ended before its probe ran (${c.exitCode ?? c.signalCode}): ${outputs[name].stdout.slice(-1500)}\n${outputs[name].stderr.slice(-1500)}`,
+              `the ${name} run ended before its probe ran (${runChild.exitCode ?? runChild.signalCode}): ${outputs[name].stdout.slice(-1500)}\n${outputs[name].stderr.slice(-1500)}`,
             );
         }
-        return Promise.all([probeRuns('reap-other'), probeRuns('reap-dead')]).then(([a, b]) => a && b);
+        return Promise.all([probeRuns('reap-other'), probeRuns('reap-dead')]).then(
+          ([otherRunning, deadRunning]) => otherRunning && deadRunning,
+        );
       }).catch((error: Error) => {
         throw new Error(
           `${error.message}; containers: other ${containerOf('reap-other') || 'none'}, dead ${containerOf('reap-dead') || 'none'}; the runs said: other ${JSON.stringify(outputs.other).slice(-1500)}, dead ${JSON.stringify(outputs.dead).slice(-1500)}`,
@@ -173,7 +175,7 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       const otherRun = runIdIn(otherDir);
       const deadRun = runIdIn(deadDir);
       const otherContainer = containerOf('reap-other');
-      await new Promise((r) => setTimeout(r, 1000));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
       expect(proxy.held()).toBeGreaterThan(0);
       expect(leftoversOf(deadRun, engine()).containers).toHaveLength(1);
 
@@ -211,7 +213,7 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       expect(other.child.exitCode).toBeNull();
 
       // A bound it is past: removed, whoever started it; that run then ends as a transport failure.
-      await new Promise((r) => setTimeout(r, 1100));
+      await new Promise((resolve) => setTimeout(resolve, 1100));
       const old = await runCli(['doctor', '--reap', '--endpoint', engine(), '--older-than', '1s'], { env: engineEnv() });
       expect(old.code).toBe(0);
       expect(old.stdout).toMatch(new RegExp(`^removed \\S+ \\(run ${otherRun}\\): started \\d+ s ago, more than --older-than 1 s$`, 'm'));
@@ -229,16 +231,17 @@ describe.runIf(ready)('doctor --reap on an engine that several machines share', 
       expect(leftoversOf(otherRun, engine())).toEqual({ containers: [], volumes: [] });
       expect(leftoversOf(deadRun, engine())).toEqual({ containers: [], volumes: [] });
     } finally {
-      for (const c of [other.child, dead.child]) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      for (const runChild of [other.child, dead.child])
+        if (runChild.exitCode === null && runChild.signalCode === null) runChild.kill('SIGKILL');
     }
   }, 120_000);
 
   it('says the engine came from --endpoint when it cannot be reached', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--reap', '--endpoint', `unix://${dir}/none.sock`], { env: engineEnv() });
-    expect(r.code).toBe(3);
+    const result = await runCli(['doctor', '--reap', '--endpoint', `unix://${dir}/none.sock`], { env: engineEnv() });
+    expect(result.code).toBe(3);
     expect(existsSync(`${dir}/none.sock`)).toBe(false);
-    expect(r.stderr).toContain(
+    expect(result.stderr).toContain(
       `error [TARGET_UNREACHABLE]: cannot reach the Docker engine at unix://${dir}/none.sock (from --endpoint): no socket there (is dockerd running?)`,
     );
   });

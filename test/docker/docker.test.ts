@@ -48,8 +48,8 @@ beforeAll(async () => {
 function matrix(dir: string, targets: { name: string; transport: Record<string, unknown> | 'local' }[], probes = 'all'): string {
   const file = path.join(dir, 'matrix.yaml');
   const lines = ['version: 1', 'concurrency: 4', `defaults: {probes: ${probes}}`, 'targets:'];
-  for (const t of targets)
-    lines.push(`  - name: ${t.name}`, `    transport: ${t.transport === 'local' ? 'local' : JSON.stringify(t.transport)}`);
+  for (const target of targets)
+    lines.push(`  - name: ${target.name}`, `    transport: ${target.transport === 'local' ? 'local' : JSON.stringify(target.transport)}`);
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
 }
@@ -57,75 +57,83 @@ function matrix(dir: string, targets: { name: string; transport: Record<string, 
 const inDocker = (extra: Record<string, unknown> = {}) => ({ kind: 'docker', base, gpus: 'none', ...extra });
 
 async function runMatrix(file: string, dir: string, args: string[] = []) {
-  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], {
-    env: dockerEnv(),
-  });
+  const result = await runCli(
+    ['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args],
+    {
+      env: dockerEnv(),
+    },
+  );
   const runs = readdirSync(path.join(dir, 'runs'));
   const events: RunEvent[] = readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
-  return { ...r, events, runId: (events[0] as { runId: string }).runId };
+  return { ...result, events, runId: (events[0] as { runId: string }).runId };
 }
 
 describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', () => {
   it('builds docker/Dockerfile on the local base, runs every probe inside, gives the local facts, and removes the container', async () => {
     const dir = tempDir();
-    const r = await runMatrix(
+    const result = await runMatrix(
       matrix(dir, [
         { name: 'in-docker', transport: inDocker() },
         { name: 'here', transport: 'local' },
       ]),
       dir,
     );
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toMatch(/building cudamatrix-probe:[0-9a-f]{16}-[0-9a-f]{12} FROM cudamatrix-test-base/);
-    const cells = r.events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
-    const by = (t: string) => cells.filter((c) => c.target === t);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/building cudamatrix-probe:[0-9a-f]{16}-[0-9a-f]{12} FROM cudamatrix-test-base/);
+    const cells = result.events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+    const by = (target: string) => cells.filter((cell) => cell.target === target);
     // The container asks for no GPU (gpus: none): the cells a driver would have run say so before
     // the reason they share with here; a Windows-only probe is not for Linux either way.
     const asked = `${noGpuAsAsked('gpus: none')}: `;
     const unasked = (reason: string | undefined) => (reason?.startsWith(asked) ? reason.slice(asked.length) : reason);
     expect(
       by('in-docker')
-        .filter((c) => !c.reason?.startsWith(asked))
-        .map((c) => c.probe),
+        .filter((cell) => !cell.reason?.startsWith(asked))
+        .map((cell) => cell.probe),
     ).toEqual(['windows-registry']);
-    expect(by('in-docker').map((c) => [c.probe, c.status, unasked(c.reason)])).toEqual(
-      by('here').map((c) => [c.probe, c.status, c.reason]),
+    expect(by('in-docker').map((cell) => [cell.probe, cell.status, unasked(cell.reason)])).toEqual(
+      by('here').map((cell) => [cell.probe, cell.status, cell.reason]),
     );
     // Facts that describe the filesystem the probe sees are left out of the comparison: which
     // CUDA runtime library the image has, and whether the machine itself is a container.
     const differs = new Set(['cudart_found', 'cudart_library', 'cudart_version', 'container', 'container_runtime']);
-    const facts = (t: string) =>
-      by(t).flatMap((c) =>
-        c.records
-          .filter((x): x is SysinfoRecord | FactRecord => (x.type === 'sysinfo' || x.type === 'fact') && !differs.has(x.name))
-          .map((x) => [c.probe, x.name, x.value]),
+    const facts = (target: string) =>
+      by(target).flatMap((cell) =>
+        cell.records
+          .filter(
+            (record): record is SysinfoRecord | FactRecord =>
+              (record.type === 'sysinfo' || record.type === 'fact') && !differs.has(record.name),
+          )
+          .map((record) => [cell.probe, record.name, record.value]),
       );
     expect(facts('in-docker')).toEqual(facts('here'));
     // Inside, sysinfo says it ran in a container, and that no NVIDIA runtime provided a GPU.
-    const inside = Object.fromEntries(by('in-docker')[0]!.records.flatMap((x) => (x.type === 'sysinfo' ? [[x.name, x]] : [])));
+    const inside = Object.fromEntries(
+      by('in-docker')[0]!.records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record]] : [])),
+    );
     expect(inside.container).toMatchObject({ value: 'docker', source: '/.dockerenv present' });
     expect(inside.container_runtime).toMatchObject({ value: null, reason: 'no NVIDIA container runtime markers' });
-    const readyEvent = r.events.find((e) => e.type === 'target-ready' && e.target === 'in-docker');
+    const readyEvent = result.events.find((e) => e.type === 'target-ready' && e.target === 'in-docker');
     expect(readyEvent).toMatchObject({ platform: 'linux', probe: { uploaded: false, path: '/opt/cudamatrix/bin/cudaprobe' } });
     await validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
-    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+    expect(leftoversOf(result.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('builds the image once: a second run reuses it; gpus: none measuring nothing is a healthy node', async () => {
     const dir = tempDir();
     const nhc = path.join(dir, 'health.txt');
-    const r = await runMatrix(matrix(dir, [{ name: 'again', transport: inDocker() }], '[sysinfo]'), dir, ['--reporter', `nhc:${nhc}`]);
-    expect(r.code).toBe(0);
-    expect(r.stderr).not.toContain('building cudamatrix-probe');
+    const result = await runMatrix(matrix(dir, [{ name: 'again', transport: inDocker() }], '[sysinfo]'), dir, ['--reporter', `nhc:${nhc}`]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).not.toContain('building cudamatrix-probe');
     // The target asks for no GPU (logged on its target-start): no driver there is as asked.
-    expect(r.events.find((e) => e.type === 'target-start')).toMatchObject({ noGpu: true });
+    expect(result.events.find((e) => e.type === 'target-start')).toMatchObject({ noGpu: true });
     expect(readFileSync(nhc, 'utf8')).toBe('again 0 OK: 1 cells (1 skipped: the target asks for no GPU), 0 expectations passed\n');
   });
 
   it('asks for GPUs as docker run --gpus does, and an engine without the NVIDIA runtime says how to get it', async () => {
     const dir = tempDir();
-    const r = await runMatrix(
+    const result = await runMatrix(
       matrix(
         dir,
         [
@@ -136,29 +144,32 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
       ),
       dir,
     );
-    expect(r.code).toBe(3);
-    const error = r.events.find((e) => e.type === 'target-error');
+    expect(result.code).toBe(3);
+    const error = result.events.find((e) => e.type === 'target-error');
     expect(error).toMatchObject({ target: 'gpu', code: 'NVIDIA_RUNTIME_MISSING' });
     if (error?.type !== 'target-error') throw new Error('no target-error');
     expect(error.message).toContain('could not select device driver');
     expect(error.message).toContain('Install the NVIDIA Container Toolkit');
     expect(error.message).toContain('nvidia-ctk runtime configure --runtime=docker');
-    expect(r.events.find((e) => e.type === 'cell-end' && e.target === 'ok')).toMatchObject({ status: 'skipped' });
-    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+    expect(result.events.find((e) => e.type === 'cell-end' && e.target === 'ok')).toMatchObject({ status: 'skipped' });
+    expect(leftoversOf(result.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('copies the probe into a named image the engine has', async () => {
     const dir = tempDir();
-    const r = await runMatrix(
+    const result = await runMatrix(
       matrix(dir, [{ name: 'named', transport: { kind: 'docker', image: base, gpus: 'none' } }], '[sysinfo, sync-latency]'),
       dir,
     );
-    expect(r.code).toBe(0);
-    expect(r.events.find((e) => e.type === 'target-ready')).toMatchObject({
+    expect(result.code).toBe(0);
+    expect(result.events.find((e) => e.type === 'target-ready')).toMatchObject({
       probe: { uploaded: true, path: '/opt/cudamatrix/bin/cudaprobe' },
     });
-    expect(r.events.filter((e) => e.type === 'cell-end').map((e) => e.type === 'cell-end' && e.status)).toEqual(['skipped', 'skipped']);
-    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+    expect(result.events.filter((e) => e.type === 'cell-end').map((e) => e.type === 'cell-end' && e.status)).toEqual([
+      'skipped',
+      'skipped',
+    ]);
+    expect(leftoversOf(result.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('reports a probe that fails in its container as an error, and removes the container', async () => {
@@ -172,40 +183,40 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
         'defaults: {probes: [pinned-ceiling], params: {pinned-ceiling: {max_gib: 0.1}}}',
       ),
     );
-    const r = await runMatrix(file, dir);
+    const result = await runMatrix(file, dir);
     // A parameter the probe refuses is a configuration error.
-    expect(r.code).toBe(2);
-    expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'pinned-ceiling')).toMatchObject({
+    expect(result.code).toBe(2);
+    expect(result.events.find((e) => e.type === 'cell-end' && e.probe === 'pinned-ceiling')).toMatchObject({
       status: 'error',
       errorCode: 'USAGE',
       reason: 'parameters chunk_mib and max_gib must be positive, max_gib at least one chunk',
     });
-    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+    expect(leftoversOf(result.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('says so when cudaprobe cannot run in the named image at all, and removes the container', async () => {
     const dir = tempDir();
     // busybox alone: cudaprobe (dynamically linked) cannot start without a C library.
-    const r = await runMatrix(
+    const result = await runMatrix(
       matrix(dir, [{ name: 'bare', transport: { kind: 'docker', image: buildBareImage(), gpus: 'none' } }], '[sysinfo]'),
       dir,
     );
-    expect(r.code).toBe(3);
-    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+    expect(result.code).toBe(3);
+    expect(result.events.find((e) => e.type === 'target-error')).toMatchObject({
       code: 'TARGET_UNREACHABLE',
       message: expect.stringContaining('cudaprobe cannot run in image cudamatrix-test-bare: its container exited at once'),
     });
-    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+    expect(leftoversOf(result.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('refuses an image the engine does not have (nothing is pulled unless pull: true)', async () => {
     const dir = tempDir();
-    const r = await runMatrix(
+    const result = await runMatrix(
       matrix(dir, [{ name: 'missing', transport: { kind: 'docker', image: 'cudamatrix-no-such-image:1', gpus: 'none' } }], '[sysinfo]'),
       dir,
     );
-    expect(r.code).toBe(3);
-    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+    expect(result.code).toBe(3);
+    expect(result.events.find((e) => e.type === 'target-error')).toMatchObject({
       code: 'DOCKER_IMAGE_MISSING',
       message: expect.stringContaining('has no image cudamatrix-no-such-image:1; pull it there first, or set pull: true'),
     });
@@ -220,21 +231,21 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'via-context', transport: inDocker({ context: 'cudamatrix-test' }) }], '[sysinfo]');
     // No DOCKER_HOST: the context alone leads to the engine.
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], {
+    const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')], {
       env: { ...dockerEnv(), DOCKER_HOST: undefined, DOCKER_CONFIG: config },
     });
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`on ${testDockerHost}`);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(`on ${testDockerHost}`);
   });
 
   it('says which engine it tried, and why, when none answers', async () => {
     const dir = tempDir();
-    const r = await runMatrix(
+    const result = await runMatrix(
       matrix(dir, [{ name: 'nowhere', transport: { kind: 'docker', endpoint: `unix://${dir}/no.sock`, gpus: 'none' } }], '[sysinfo]'),
       dir,
     );
-    expect(r.code).toBe(3);
-    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+    expect(result.code).toBe(3);
+    expect(result.events.find((e) => e.type === 'target-error')).toMatchObject({
       code: 'TARGET_UNREACHABLE',
       message: expect.stringContaining(
         `cannot reach the Docker engine at unix://${dir}/no.sock (from matrix): no socket there (is dockerd running?)`,
@@ -253,12 +264,12 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
     );
     expect(died.signal).toBe('SIGKILL');
     expect(existsSync(sock)).toBe(true);
-    const r = await runMatrix(
+    const result = await runMatrix(
       matrix(dir, [{ name: 'stale', transport: { kind: 'docker', endpoint: `unix://${sock}`, gpus: 'none' } }], '[sysinfo]'),
       dir,
     );
-    expect(r.code).toBe(3);
-    expect(r.events.find((e) => e.type === 'target-error')).toMatchObject({
+    expect(result.code).toBe(3);
+    expect(result.events.find((e) => e.type === 'target-error')).toMatchObject({
       code: 'TARGET_UNREACHABLE',
       message: expect.stringContaining(
         `cannot reach the Docker engine at unix://${sock} (from matrix): nothing is listening on the socket: a stale socket file, left by a dockerd that is no longer running (is dockerd running?)`,
@@ -278,9 +289,9 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
       ],
       '[sysinfo]',
     );
-    const r = await runMatrix(file, dir);
-    expect(r.code).toBe(3);
-    const errors = Object.fromEntries(r.events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
+    const result = await runMatrix(file, dir);
+    expect(result.code).toBe(3);
+    const errors = Object.fromEntries(result.events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
     expect(errors['no-base']).toMatchObject({
       code: 'DOCKER_IMAGE_MISSING',
       message:
@@ -298,10 +309,10 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
       code: 'TARGET_UNREACHABLE',
       message: expect.stringContaining(`pulling ${missing} on ${testDockerHost} failed: `),
     });
-    expect(r.stderr).toContain(`pulling ${missing} on ${testDockerHost} ...`);
-    expect(r.stderr).not.toMatch(/building cudamatrix-probe:\S+ FROM (cudamatrix-test-no-such-base|nvidia)/);
+    expect(result.stderr).toContain(`pulling ${missing} on ${testDockerHost} ...`);
+    expect(result.stderr).not.toMatch(/building cudamatrix-probe:\S+ FROM (cudamatrix-test-no-such-base|nvidia)/);
     expect(docker(['images', '-q', 'cudamatrix-test-no-such-base']).trim()).toBe('');
-    expect(leftoversOf(r.runId)).toEqual({ containers: [], volumes: [] });
+    expect(leftoversOf(result.runId)).toEqual({ containers: [], volumes: [] });
   });
 
   it('stops on Ctrl-C, writes what finished, and removes the container', async () => {
@@ -314,8 +325,8 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
       env: dockerEnv(),
     });
     await whenOutput(child, '[2/', () => child.kill('SIGINT'));
-    const r = await done;
-    expect(r.code).toBe(130);
+    const result = await done;
+    expect(result.code).toBe(130);
     const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
     expect(leftoversOf((events[0] as { runId: string }).runId)).toEqual({ containers: [], volumes: [] });
@@ -338,7 +349,7 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
       await done;
       const runId = (readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'))[0] as { runId: string })
         .runId;
-      await new Promise((r) => setTimeout(r, 2000));
+      await new Promise((resolve) => setTimeout(resolve, 2000));
       expect(proxy.held()).toBeGreaterThan(0);
       expect(leftoversOf(runId).containers).toHaveLength(1);
       // --endpoint, not DOCKER_HOST (which leads nowhere here), names the engine.
@@ -356,27 +367,32 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
 
   it('doctor --target speaks of the engine and the container, not of host keys', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--target', 'doctor-docker', '-m', matrix(dir, [{ name: 'doctor-docker', transport: inDocker() }])], {
-      env: dockerEnv(),
-    });
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.stdout).toContain(`✓ reachable    docker `);
-    expect(r.stdout).toContain(`(cudamatrix-probe:`);
-    expect(r.stdout).toContain(` on ${testDockerHost}: engine reached, container started`);
-    expect(r.stdout).not.toMatch(/host key|authenticat/i);
+    const result = await runCli(
+      ['doctor', '--target', 'doctor-docker', '-m', matrix(dir, [{ name: 'doctor-docker', transport: inDocker() }])],
+      {
+        env: dockerEnv(),
+      },
+    );
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.stdout).toContain(`✓ reachable    docker `);
+    expect(result.stdout).toContain(`(cudamatrix-probe:`);
+    expect(result.stdout).toContain(` on ${testDockerHost}: engine reached, container started`);
+    expect(result.stdout).not.toMatch(/host key|authenticat/i);
     // The transport in words, not JSON (issue 20).
-    expect(r.stdout).toMatch(new RegExp(`^i transport +docker \\(base ${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, gpus none\\)$`, 'm'));
+    expect(result.stdout).toMatch(
+      new RegExp(`^i transport +docker \\(base ${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, gpus none\\)$`, 'm'),
+    );
     // gpus: none asks for no GPU: no driver there is what was asked, not a fault to fix (issue 20).
-    expect(r.stdout).toMatch(/^i driver +none, as asked: the target requests no GPU \(gpus: none in the matrix\)/m);
-    expect(r.stdout).not.toMatch(/NVIDIA Container Toolkit|✗/);
-    expect(r.stdout).toContain('it asks for no GPU (gpus: none)');
-    expect(r.code).toBe(0);
+    expect(result.stdout).toMatch(/^i driver +none, as asked: the target requests no GPU \(gpus: none in the matrix\)/m);
+    expect(result.stdout).not.toMatch(/NVIDIA Container Toolkit|✗/);
+    expect(result.stdout).toContain('it asks for no GPU (gpus: none)');
+    expect(result.code).toBe(0);
     expect(docker(['ps', '-aq', '--filter', 'label=cudamatrix.target=doctor-docker']).trim()).toBe('');
   });
 
   it('doctor --target on an engine without the base names the base and its fixes, not the socket (new-user trial)', async () => {
     const dir = tempDir();
-    const r = await runCli(
+    const result = await runCli(
       [
         'doctor',
         '--target',
@@ -386,10 +402,10 @@ describe.runIf(ready)('cudamatrix run in a container on a real Docker engine', (
       ],
       { env: dockerEnv() },
     );
-    expect(r.code).toBe(3);
-    expect(r.stdout).toMatch(/^✗ DOCKER_IMAGE_MISSING .*has no image cudamatrix-test-absent-base:1/m);
+    expect(result.code).toBe(3);
+    expect(result.stdout).toMatch(/^✗ DOCKER_IMAGE_MISSING .*has no image cudamatrix-test-absent-base:1/m);
     // The engine answered: the guess that its socket is wrong would send the user the wrong way.
-    expect(r.stdout).not.toContain('check the endpoint');
+    expect(result.stdout).not.toContain('check the endpoint');
   });
 });
 

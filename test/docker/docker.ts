@@ -77,8 +77,8 @@ export function buildTestBase(binary: string, tag = 'cudamatrix-test-base', on =
   if (existsSync('/etc/os-release')) copyFileSync(realpathSync('/etc/os-release'), path.join(root, 'etc', 'os-release'));
   const libs = execFileSync('ldd', [binary], { encoding: 'utf8' })
     .split('\n')
-    .map((l) => /(\/\S+) \(0x/.exec(l)?.[1])
-    .filter((p): p is string => Boolean(p));
+    .map((line) => /(\/\S+) \(0x/.exec(line)?.[1])
+    .filter((library): library is string => Boolean(library));
   for (const lib of libs) {
     mkdirSync(path.join(root, path.dirname(lib)), { recursive: true });
     copyFileSync(realpathSync(lib), path.join(root, lib));
@@ -127,7 +127,7 @@ export async function until(what: string, check: () => boolean | Promise<boolean
   const from = Date.now();
   while (!(await check())) {
     if (Date.now() - from > ms) throw new Error(`${what}: not within ${ms / 1000} s`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return Date.now() - from;
 }

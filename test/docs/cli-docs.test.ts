@@ -9,10 +9,10 @@ import { buildProgram } from '../../cli/main.ts';
 import { CLI_DOCS_FILE, renderCliDocs } from '../../scripts/write-cli-docs.ts';
 
 /** The text a command's --help prints after its options (addHelpText 'after'). */
-function helpAfter(c: Command): string {
+function helpAfter(command: Command): string {
   let out = '';
-  c.configureOutput({ writeOut: (s) => (out += s), writeErr: () => {} });
-  c.outputHelp();
+  command.configureOutput({ writeOut: (chunk) => (out += chunk), writeErr: () => {} });
+  command.outputHelp();
   return out;
 }
 
@@ -39,16 +39,16 @@ describe('docs/cli.md', () => {
   });
 
   it('gives every command that runs (not a group of commands) an exit table in its --help, as the page says', () => {
-    const leaves = (c: Command): Command[] => (c.commands.length ? c.commands.flatMap(leaves) : [c]);
+    const leaves = (command: Command): Command[] => (command.commands.length ? command.commands.flatMap(leaves) : [command]);
     const without = leaves(buildProgram())
-      .filter((c) => !c.helpInformation().includes('Exit status') && !helpAfter(c).includes('Exit status'))
-      .map((c) => c.name());
+      .filter((command) => !command.helpInformation().includes('Exit status') && !helpAfter(command).includes('Exit status'))
+      .map((command) => command.name());
     expect(without).toEqual([]);
   });
 
   it('changes when the program does (an option added elsewhere shows up)', () => {
     const program = buildProgram();
-    const run = program.commands.find((c) => c.name() === 'run');
+    const run = program.commands.find((command) => command.name() === 'run');
     run?.option('--made-up-flag <n>', 'an option only this test adds', '7');
     const page = renderCliDocs(program);
     expect(page).not.toBe(renderCliDocs());

@@ -15,7 +15,9 @@ export function docsPages(root: string): string[] {
   const pages = existsSync(path.join(root, 'README.md')) ? ['README.md'] : [];
   const walk = (dir: string): void => {
     if (!existsSync(path.join(root, dir))) return;
-    for (const entry of readdirSync(path.join(root, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of readdirSync(path.join(root, dir), { withFileTypes: true }).sort((left, right) =>
+      left.name.localeCompare(right.name),
+    )) {
       const rel = path.posix.join(dir, entry.name);
       if (entry.isDirectory()) walk(rel);
       else if (entry.name.endsWith('.md')) pages.push(rel);
@@ -36,7 +38,7 @@ export function linksOf(markdown: string): { target: string; line: number }[] {
     }
     if (fenced) return;
     const prose = text.replace(/`[^`]*`/g, '``');
-    for (const m of prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ target: m[1] ?? '', line: i + 1 });
+    for (const match of prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) links.push({ target: match[1] ?? '', line: i + 1 });
     const reference = /^\s*\[[^\]]+\]:\s*(\S+)/.exec(prose);
     if (reference) links.push({ target: reference[1] ?? '', line: i + 1 });
   });
@@ -56,8 +58,8 @@ export function sectionMentionsOf(markdown: string): { page: string; heading: st
       return;
     }
     if (fenced) return;
-    for (const m of text.matchAll(/(?:\bREADME\b|\]\(([^)\s#]+\.md)\)|`?([\w./-]+\.md)`?)'s "([^"]+)"/g)) {
-      mentions.push({ page: m[1] ?? m[2] ?? 'README', heading: m[3] ?? '', line: i + 1 });
+    for (const match of text.matchAll(/(?:\bREADME\b|\]\(([^)\s#]+\.md)\)|`?([\w./-]+\.md)`?)'s "([^"]+)"/g)) {
+      mentions.push({ page: match[1] ?? match[2] ?? 'README', heading: match[3] ?? '', line: i + 1 });
     }
   });
   return mentions;
@@ -119,7 +121,7 @@ export function brokenLinks(root: string): string[] {
         named === 'README'
           ? [path.join(root, 'README.md')]
           : [path.resolve(path.dirname(path.join(root, page)), named), path.join(root, named)];
-      const file = candidates.find((f) => existsSync(f));
+      const file = candidates.find((candidate) => existsSync(candidate));
       const at = `${page}:${line}: ${named}'s "${heading}"`;
       if (!file) {
         problems.push(`${at}: no such page`);
@@ -127,7 +129,7 @@ export function brokenLinks(root: string): string[] {
       }
       // The name may be the start of a longer heading ("Minimal steps" of "Minimal steps (Linux)").
       const slug = githubSlug(heading);
-      if (![...slugsOf(file)].some((s) => s === slug || s.startsWith(`${slug}-`))) {
+      if (![...slugsOf(file)].some((anchor) => anchor === slug || anchor.startsWith(`${slug}-`))) {
         problems.push(`${at}: ${path.relative(root, file)} has no such section: link to the heading it means instead`);
       }
     }

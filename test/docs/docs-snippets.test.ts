@@ -50,12 +50,12 @@ function homePaths(value: unknown): string[] {
 
 /** How many expectations a loaded matrix judges its targets by: the matrix's own lists and each target's. */
 function expectationCount(matrix: Matrix): number {
-  const shared = Object.values(matrix.expectations).reduce((n, list) => n + (list?.length ?? 0), 0);
-  return matrix.targets.reduce((n, target) => n + target.expect.length, shared);
+  const shared = Object.values(matrix.expectations).reduce((total, list) => total + (list?.length ?? 0), 0);
+  return matrix.targets.reduce((total, target) => total + target.expect.length, shared);
 }
 
 const snippets = docsPages(repoRoot).flatMap((page) => matrixSnippets(page, readFileSync(path.join(repoRoot, page), 'utf8')));
-const exampleMatrices = readdirSync(path.join(repoRoot, 'matrix', 'examples')).filter((f) => f.endsWith('.yaml'));
+const exampleMatrices = readdirSync(path.join(repoRoot, 'matrix', 'examples')).filter((file) => file.endsWith('.yaml'));
 
 describe('the matrices the docs show', () => {
   let home: string;
@@ -69,24 +69,25 @@ describe('the matrices the docs show', () => {
   });
 
   it('are found: the README recipes and docs/matrix.md have some', () => {
-    expect(snippets.filter((s) => s.page === 'README.md').length).toBeGreaterThanOrEqual(2);
-    expect(snippets.filter((s) => s.page === 'docs/matrix.md').length).toBeGreaterThanOrEqual(2);
+    expect(snippets.filter((snippet) => snippet.page === 'README.md').length).toBeGreaterThanOrEqual(2);
+    expect(snippets.filter((snippet) => snippet.page === 'docs/matrix.md').length).toBeGreaterThanOrEqual(2);
   });
 
-  for (const s of snippets) {
-    it(`${s.page}:${s.line} loads and judges something`, () => {
-      for (const rel of homePaths(parse(s.text))) {
+  for (const snippet of snippets) {
+    it(`${snippet.page}:${snippet.line} loads and judges something`, () => {
+      for (const rel of homePaths(parse(snippet.text))) {
         mkdirSync(path.dirname(path.join(home, rel)), { recursive: true });
         writeFileSync(path.join(home, rel), '');
       }
       const dir = tempDir('cm-docs-snippet-');
       const file = path.join(dir, 'snippet.yaml');
-      writeFileSync(file, s.text);
-      expect(() => parseMatrix(s.text, file), `${s.page}:${s.line}: the matrix shown there does not load`).not.toThrow();
-      const judged = expectationCount(parseMatrix(s.text, file));
-      expect(judged, `${s.page}:${s.line}: the matrix shown there judges nothing: add "extends: default" or expectations`).toBeGreaterThan(
-        0,
-      );
+      writeFileSync(file, snippet.text);
+      expect(() => parseMatrix(snippet.text, file), `${snippet.page}:${snippet.line}: the matrix shown there does not load`).not.toThrow();
+      const judged = expectationCount(parseMatrix(snippet.text, file));
+      expect(
+        judged,
+        `${snippet.page}:${snippet.line}: the matrix shown there judges nothing: add "extends: default" or expectations`,
+      ).toBeGreaterThan(0);
     });
   }
 

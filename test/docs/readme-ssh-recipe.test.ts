@@ -20,7 +20,7 @@ function sectionBlocks(markdown: string, heading: string): { lang: string; text:
   expect(start, `README.md has no section "${heading}"`).toBeGreaterThan(0);
   const rest = markdown.slice(start + 1);
   const section = rest.slice(0, rest.slice(1).search(/\n#{1,3} /) + 1 || undefined);
-  return [...section.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].map((m) => ({ lang: m[1]!, text: m[2]! }));
+  return [...section.matchAll(/^```(\w+)\n([\s\S]*?)^```$/gm)].map((match) => ({ lang: match[1]!, text: match[2]! }));
 }
 
 /** The `cudamatrix …` command lines of a sh block, without their comments, as argument lists. */
@@ -44,12 +44,12 @@ afterAll(async () => {
 describe.runIf(ready)("README's recipe (b), a Linux server over SSH, on a host not yet known (real sshd)", () => {
   it('each of its commands, in order, gets past the host key; the run exits 0', async () => {
     const blocks = sectionBlocks(readFileSync(path.join(repoRoot, 'README.md'), 'utf8'), '### (b)');
-    const yaml = blocks.find((b) => b.lang === 'yaml');
+    const yaml = blocks.find((block) => block.lang === 'yaml');
     expect(yaml, 'recipe (b) shows a matrix').toBeDefined();
     // init writes the starter matrix the recipe then replaces: what is played is the matrix shown.
     const commands = blocks
-      .filter((b) => b.lang === 'sh')
-      .flatMap((b) => commandsOf(b.text))
+      .filter((block) => block.lang === 'sh')
+      .flatMap((block) => commandsOf(block.text))
       .filter((args) => args[0] !== 'init');
     expect(commands.map((args) => args[0])).toEqual(['doctor', 'run']);
 
@@ -62,12 +62,12 @@ describe.runIf(ready)("README's recipe (b), a Linux server over SSH, on a host n
     writeFileSync(path.join(home, 'lab.yaml'), stringify(matrix));
 
     for (const args of commands) {
-      const r = await runCli(args, { cwd: home, env: { HOME: home } });
-      const said = `cudamatrix ${args.join(' ')}:\n${r.stdout}${r.stderr}`;
+      const result = await runCli(args, { cwd: home, env: { HOME: home } });
+      const said = `cudamatrix ${args.join(' ')}:\n${result.stdout}${result.stderr}`;
       expect(said).not.toMatch(/HOST_KEY_UNKNOWN|not in known_hosts/);
       expect(said).not.toMatch(/\n\s+at /);
-      if (args[0] === 'doctor') expect(r.stdout, said).toMatch(/^✓ reachable\s+/m);
-      if (args[0] === 'run') expect(r.code, said).toBe(0);
+      if (args[0] === 'doctor') expect(result.stdout, said).toMatch(/^✓ reachable\s+/m);
+      if (args[0] === 'run') expect(result.code, said).toBe(0);
     }
     // The host key was recorded once, by the first command that met the host.
     expect(readFileSync(path.join(home, '.ssh', 'known_hosts'), 'utf8')).toContain(sshd.hostKeyPub.split(' ')[1]!);

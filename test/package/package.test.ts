@@ -50,7 +50,9 @@ function cudamatrix(args: string[], cwd = home): SpawnSyncReturns<string> {
 }
 
 const sysinfo = (stdout: string) =>
-  Object.fromEntries(parseProbeOutput(stdout).records.flatMap((r) => (r.type === 'sysinfo' ? [[r.name, r as SysinfoRecord]] : [])));
+  Object.fromEntries(
+    parseProbeOutput(stdout).records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record as SysinfoRecord]] : [])),
+  );
 
 describe.runIf(ready)('the installed package', () => {
   it('holds the bundled CLI, the default matrix, its schema, the example matrices, the Dockerfile and three prebuilt cudaprobes, and depends on nothing', () => {
@@ -77,9 +79,9 @@ describe.runIf(ready)('the installed package', () => {
     ]);
     const manifest = JSON.parse(readFileSync(path.join(installed.root, 'prebuilt', 'manifest.json'), 'utf8')) as PrebuiltManifest;
     expect(Object.keys(manifest.binaries).sort()).toEqual(['linux-arm64', 'linux-x64', 'windows-x64']);
-    for (const b of Object.values(manifest.binaries)) {
-      const content = readFileSync(path.join(installed.root, 'prebuilt', b.file));
-      expect(createHash('sha256').update(content).digest('hex'), b.file).toBe(b.sha256);
+    for (const binary of Object.values(manifest.binaries)) {
+      const content = readFileSync(path.join(installed.root, 'prebuilt', binary.file));
+      expect(createHash('sha256').update(content).digest('hex'), binary.file).toBe(binary.sha256);
     }
     expect(manifest.sources['main.cpp']).toMatch(/^[0-9a-f]{64}$/);
     // Each Linux binary's glibc floor, as binutils' objdump reads its dynamic symbols (a peer of
@@ -93,8 +95,8 @@ describe.runIf(ready)('the installed package', () => {
         encoding: 'utf8',
       });
       const floor = [...symbols.matchAll(/GLIBC_(2\.\d+(?:\.\d+)?)/g)]
-        .map((m) => m[1]!)
-        .sort((a, b) => Number(a.split('.')[1]) - Number(b.split('.')[1]))
+        .map((match) => match[1]!)
+        .sort((left, right) => Number(left.split('.')[1]) - Number(right.split('.')[1]))
         .at(-1);
       expect(manifest.binaries[key]!.glibc, key).toBe(floor);
       expect(Number(floor!.split('.')[1]), `${key} needs glibc ${floor}, this machine has ${here}`).toBeLessThanOrEqual(
@@ -120,42 +122,42 @@ describe.runIf(ready)('the installed package', () => {
   it('starts when its code cache cannot be written: a HOME under /proc, a read-only cache folder', () => {
     // Node's recursive mkdir spins forever under /proc: the bin script must not use it.
     for (const env of [{ HOME: '/proc/nope' }, { HOME: home, CUDAMATRIX_CACHE: '/proc/nope/cache' }]) {
-      const r = spawnSync(installed.bin, ['--version'], { encoding: 'utf8', timeout: 20_000, env: { PATH: nodeOnly, ...env } });
-      expect(r.error, JSON.stringify(env)).toBeUndefined();
-      expect(r.status, r.stderr).toBe(0);
-      expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+      const result = spawnSync(installed.bin, ['--version'], { encoding: 'utf8', timeout: 20_000, env: { PATH: nodeOnly, ...env } });
+      expect(result.error, JSON.stringify(env)).toBeUndefined();
+      expect(result.status, result.stderr).toBe(0);
+      expect(result.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     }
   });
 
   it('run says so when the current folder was removed (a usage error, not "internal error")', () => {
     const gone = tempDir('cm-gone-');
-    const r = spawnSync('/bin/sh', ['-c', 'cd "$1" && /bin/rmdir "$1" && exec "$2" run -q', 'sh', gone, installed.bin], {
+    const result = spawnSync('/bin/sh', ['-c', 'cd "$1" && /bin/rmdir "$1" && exec "$2" run -q', 'sh', gone, installed.bin], {
       encoding: 'utf8',
       timeout: 20_000,
       env: { PATH: nodeOnly, HOME: home },
     });
-    expect(r.stderr).toBe(
+    expect(result.stderr).toBe(
       'error [USAGE]: the current folder no longer exists (it was removed or moved); cd to one that does and run again\n',
     );
-    expect(r.status).toBe(2);
+    expect(result.status).toBe(2);
   });
 
   it('doctor uses the prebuilt cudaprobe and needs no compiler', () => {
-    const r = cudamatrix(['doctor']);
+    const result = cudamatrix(['doctor']);
     // No driver on this machine: exit 3, but the probe ran.
-    expect(r.status, r.stderr).toBe(3);
-    expect(r.stdout).toMatch(/✓ cudaprobe\s+the package's prebuilt linux-x64 binary: .*no compiler needed/);
-    expect(r.stdout).not.toMatch(/compiler\s+g\+\+/);
-    expect(r.stdout).toMatch(/✓ environment\s+linux/);
-    expect(r.stdout).toMatch(/i linux-arm64 targets\s+prebuilt cudaprobe/);
-    expect(r.stdout).toMatch(/i windows-x64 targets\s+prebuilt cudaprobe/);
+    expect(result.status, result.stderr).toBe(3);
+    expect(result.stdout).toMatch(/✓ cudaprobe\s+the package's prebuilt linux-x64 binary: .*no compiler needed/);
+    expect(result.stdout).not.toMatch(/compiler\s+g\+\+/);
+    expect(result.stdout).toMatch(/✓ environment\s+linux/);
+    expect(result.stdout).toMatch(/i linux-arm64 targets\s+prebuilt cudaprobe/);
+    expect(result.stdout).toMatch(/i windows-x64 targets\s+prebuilt cudaprobe/);
   });
 
   it('runs the default matrix: results written, nothing compiled', () => {
     const work = tempDir('cm-pkg-run-');
-    const r = cudamatrix(['run', '--quick'], work);
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/No usable NVIDIA driver was found/);
+    const result = cudamatrix(['run', '--quick'], work);
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/No usable NVIDIA driver was found/);
     const runs = path.join(work, 'results', 'runs');
     const [run] = readdirSync(runs);
     expect(readdirSync(path.join(runs, run!)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
@@ -168,13 +170,13 @@ describe.runIf(ready)('the installed package', () => {
 
   it("writes the report page the sources write: the page's script was bundled into it by pnpm pack (it has no esbuild)", () => {
     // --check: exit 0 only when the committed records/behaviour.html (written from the sources) is what it writes, byte for byte.
-    const r = cudamatrix(['report', '--check'], repoRoot);
-    expect(r.status, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/records\/behaviour\.html match the records/);
+    const result = cudamatrix(['report', '--check'], repoRoot);
+    expect(result.status, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/records\/behaviour\.html match the records/);
   });
 
   it('runs from npx too', () => {
-    const r = spawnSync(
+    const result = spawnSync(
       'npx',
       ['--yes', '--offline', '--cache', tempDir('cm-npx-cache-'), '--package', tarball, 'cudamatrix', '--version'],
       {
@@ -183,8 +185,8 @@ describe.runIf(ready)('the installed package', () => {
         timeout: 120_000,
       },
     );
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
 
@@ -203,29 +205,29 @@ describe.runIf(ready)("the package's prebuilt cudaprobe for other platforms", ()
     copyFileSync(path.join(installed.root, 'prebuilt', 'linux-arm64', 'cudaprobe'), exe);
     chmodSync(exe, 0o755);
     // -L: the arm64 C library (the binary links glibc dynamically, libstdc++ statically).
-    const r = spawnSync('qemu-aarch64-static', ['-L', '/usr/aarch64-linux-gnu', exe, 'run', 'sysinfo'], {
+    const result = spawnSync('qemu-aarch64-static', ['-L', '/usr/aarch64-linux-gnu', exe, 'run', 'sysinfo'], {
       encoding: 'utf8',
       timeout: 120_000,
     });
-    expect(r.status, r.stderr).toBe(3);
-    const s = sysinfo(r.stdout);
-    expect(s.arch!.value).toBe('aarch64');
-    expect(s.os_family!.value).toBe('linux');
-    expect(s.driver_found!.value).toBe(false);
+    expect(result.status, result.stderr).toBe(3);
+    const facts = sysinfo(result.stdout);
+    expect(facts.arch!.value).toBe('aarch64');
+    expect(facts.os_family!.value).toBe('linux');
+    expect(facts.driver_found!.value).toBe(false);
   });
 
   it.runIf(wine)('windows-x64 runs its no-driver path under Wine', () => {
     const exe = path.join(installed.root, 'prebuilt', 'windows-x64', 'cudaprobe.exe');
     const prefix = path.join(testCacheDir, 'wineprefix');
     mkdirSync(prefix, { recursive: true });
-    const r = spawnSync(WINE, [exe, 'run', 'sysinfo'], {
+    const result = spawnSync(WINE, [exe, 'run', 'sysinfo'], {
       encoding: 'utf8',
       timeout: 300_000,
       env: { ...process.env, WINEDEBUG: '-all', WINEPREFIX: prefix },
     });
-    expect(r.status, r.stderr).toBe(3);
-    const s = sysinfo(r.stdout);
-    expect(s.os_family!.value).toBe('windows');
-    expect(s.cuda_driver_version!.reason).toContain('nvcuda.dll');
+    expect(result.status, result.stderr).toBe(3);
+    const facts = sysinfo(result.stdout);
+    expect(facts.os_family!.value).toBe('windows');
+    expect(facts.cuda_driver_version!.reason).toContain('nvcuda.dll');
   });
 });

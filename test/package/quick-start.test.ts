@@ -41,16 +41,16 @@ describe('the quick start in a checkout', () => {
     const prefix = tempDir('cm-npm-prefix-');
     const env = { NPM_CONFIG_PREFIX: prefix, NPM_CONFIG_CACHE: path.join(prefix, 'cache'), NPM_CONFIG_UPDATE_NOTIFIER: 'false' };
     // npm wants the prefix's lib folder to exist (it does under a real global prefix).
-    for (const d of ['lib', 'bin']) mkdirSync(path.join(prefix, d));
+    for (const subdir of ['lib', 'bin']) mkdirSync(path.join(prefix, subdir));
     const link = await execa('npm', ['link', '--offline', '--no-audit', '--no-fund'], { cwd: repoRoot, env, reject: false });
     expect(link.exitCode, link.stderr).toBe(0);
     const bin = path.join(prefix, 'bin', 'cudamatrix');
     expect(existsSync(bin)).toBe(true);
     const elsewhere = tempDir();
     const PATH = `${path.join(prefix, 'bin')}${path.delimiter}${process.env.PATH}`;
-    const v = await execa('cudamatrix', ['--version'], { cwd: elsewhere, env: { PATH }, reject: false });
-    expect(v.exitCode, v.stderr).toBe(0);
-    expect(v.stdout.trim()).toBe(version);
+    const versionRun = await execa('cudamatrix', ['--version'], { cwd: elsewhere, env: { PATH }, reject: false });
+    expect(versionRun.exitCode, versionRun.stderr).toBe(0);
+    expect(versionRun.stdout.trim()).toBe(version);
     const plan = await execa('cudamatrix', ['plan', '--json'], { cwd: elsewhere, env: { PATH }, reject: false });
     expect(plan.exitCode, plan.stderr).toBe(0);
     expect((JSON.parse(plan.stdout) as { matrix: string }).matrix).toMatch(/matrix[/\\]default\.yaml$/);

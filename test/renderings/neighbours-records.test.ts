@@ -41,7 +41,9 @@ beforeAll(() => {
   // repeats on every metric, written as an event log and read back.
   const added = plain.map((e): RunEvent => {
     if (e.type !== 'cell-end' || e.status !== 'passed') return e;
-    const records = e.records.map((r) => (r.type === 'metric' && r.value !== null ? { ...r, repeats: [r.value, r.value * 1.01] } : r));
+    const records = e.records.map((record) =>
+      record.type === 'metric' && record.value !== null ? { ...record, repeats: [record.value, record.value * 1.01] } : record,
+    );
     return { ...e, records: [neighbours(e.probe, 'start'), ...records, neighbours(e.probe, 'end')] };
   });
   const file = path.join(tempDir('cm-neighbours-'), 'events.jsonl');
@@ -51,7 +53,7 @@ beforeAll(() => {
 
 async function consoleText(events: RunEvent[]): Promise<string> {
   let text = '';
-  const reporter = consoleReporter({ out: { write: (t: string) => (text += t) }, color: false, env: {} });
+  const reporter = consoleReporter({ out: { write: (chunk: string) => (text += chunk) }, color: false, env: {} });
   for (const e of events) reporter.onEvent!(e);
   await reporter.onEnd!(summarize(events), { runDir: 'r', eventsFile: 'r/events.jsonl', strict: false });
   return text;
@@ -61,35 +63,37 @@ describe('neighbours records and repeats in a run', () => {
   it('are kept by the event log: a cell-end carrying them is written and read back', () => {
     const cells = withNeighbours.filter((e): e is CellEndEvent => e.type === 'cell-end' && e.status === 'passed');
     expect(cells.length).toBeGreaterThan(3);
-    for (const c of cells) {
-      expect(c.records[0]).toMatchObject({ type: 'neighbours', phase: 'start', processes: 1, pids: [4242] });
-      expect(c.records.filter((r) => r.type === 'neighbours')).toHaveLength(2);
+    for (const cell of cells) {
+      expect(cell.records[0]).toMatchObject({ type: 'neighbours', phase: 'start', processes: 1, pids: [4242] });
+      expect(cell.records.filter((record) => record.type === 'neighbours')).toHaveLength(2);
     }
-    const metric = cells.flatMap((c) => c.records).find((r) => r.type === 'metric' && r.value !== null);
+    const metric = cells.flatMap((cell) => cell.records).find((record) => record.type === 'metric' && record.value !== null);
     expect(metric).toHaveProperty('repeats');
     // And each record, printed as cudaprobe prints it, parses.
-    const lines = cells.flatMap((c) => c.records.filter((r) => r.type !== 'sample').map((r) => JSON.stringify(r)));
+    const lines = cells.flatMap((cell) =>
+      cell.records.filter((record) => record.type !== 'sample').map((record) => JSON.stringify(record)),
+    );
     expect(parseProbeOutput(`${lines.join('\n')}\n`).problems).toEqual([]);
   });
 
   it('leave the verdicts, the console and JUnit as they were; the behaviour record keeps them and changes nothing else', async () => {
-    const verdicts = (events: RunEvent[]) => summarize(events).targets.flatMap((t) => t.verdicts);
+    const verdicts = (events: RunEvent[]) => summarize(events).targets.flatMap((target) => target.verdicts);
     expect(verdicts(plain).length).toBeGreaterThan(10);
     expect(verdicts(withNeighbours)).toEqual(verdicts(plain));
     expect(await consoleText(withNeighbours)).toBe(await consoleText(plain));
     expect(junitXml(summarize(withNeighbours))).toBe(junitXml(summarize(plain)));
     const [kept] = recordsFromEvents(withNeighbours, {});
     const passed = plain.filter((e): e is CellEndEvent => e.type === 'cell-end' && e.status === 'passed');
-    expect(kept!.shared?.map((c) => c.probe).sort()).toEqual(passed.map((c) => c.probe).sort());
+    expect(kept!.shared?.map((sharedCell) => sharedCell.probe).sort()).toEqual(passed.map((cell) => cell.probe).sort());
     expect(kept!.shared?.[0]).toMatchObject({ processes: 1, usedBytes: 1048576, pids: [4242] });
-    expect(kept!.metrics.some((m) => m.repeats?.length === 2)).toBe(true);
+    expect(kept!.metrics.some((metric) => metric.repeats?.length === 2)).toBe(true);
     const { shared: _, ...rest } = kept!;
-    expect({ ...rest, metrics: rest.metrics.map(({ repeats: __, ...m }) => m) }).toEqual(recordsFromEvents(plain, {})[0]);
+    expect({ ...rest, metrics: rest.metrics.map(({ repeats: __, ...metric }) => metric) }).toEqual(recordsFromEvents(plain, {})[0]);
   });
 
   it('are in the JSON summary, which carries the cells’ records', () => {
     const json = JSON.parse(summaryJson(summarize(withNeighbours))) as { targets: { cells: { records?: ProbeRecord[] }[] }[] };
-    const records = json.targets.flatMap((t) => t.cells.flatMap((c) => c.records ?? []));
-    expect(records.filter((r) => r.type === 'neighbours').length).toBeGreaterThan(0);
+    const records = json.targets.flatMap((target) => target.cells.flatMap((cell) => cell.records ?? []));
+    expect(records.filter((record) => record.type === 'neighbours').length).toBeGreaterThan(0);
   });
 });

@@ -17,8 +17,8 @@ function runCopy(copy: string, args: string[], script = path.join(copy, 'cli', '
     const child = spawn(process.execPath, ['--import', tsxLoader, script, ...args], { cwd: copy, env: { ...process.env, NO_COLOR: '1' } });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
 }
@@ -70,7 +70,7 @@ describe('adding a transport', () => {
     for (const entry of product)
       cpSync(path.join(repoRoot, entry), path.join(copy, entry), {
         recursive: true,
-        filter: (p) => !p.includes(`${path.sep}records${path.sep}`) && !p.endsWith('.test.ts'),
+        filter: (file) => !file.includes(`${path.sep}records${path.sep}`) && !file.endsWith('.test.ts'),
       });
     symlinkSync(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'));
     const touched: string[] = [];
@@ -107,7 +107,7 @@ describe('adding a transport', () => {
     const events = readFileSync((JSON.parse(run.stdout) as { events: string }).events, 'utf8')
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(events.find((e) => e.type === 'target-start')).toMatchObject({ target: 'mirror', transport: ['echo'] });
     expect(events.find((e) => e.type === 'target-ready')).toMatchObject({ target: 'mirror', session: 'echo mirror' });
     expect(events.find((e) => e.type === 'cell-end')).toMatchObject({ cell: 'mirror/sysinfo' });

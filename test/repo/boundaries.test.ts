@@ -20,7 +20,7 @@ function cruise(config: string, paths: string[]): { violations: { rule: { name: 
 describe('import boundaries', () => {
   it('hold for the whole tree (core -> transports -> probes -> matrix -> events -> run | renderings -> cli)', () => {
     const summary = cruise('.dependency-cruiser.cjs', folders);
-    expect(summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
+    expect(summary.violations.map((violation) => `${violation.rule.name}: ${violation.from} -> ${violation.to}`)).toEqual([]);
   });
 
   it('are really checked: an upward import is reported', () => {
@@ -30,7 +30,7 @@ describe('import boundaries', () => {
     writeFileSync(probe, "import { summarize } from '../verdicts/verdicts.ts';\nexport const x = summarize;\n");
     try {
       const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, probe)]);
-      expect(summary.violations.map((v) => v.rule.name)).toContain('transports-imports-up');
+      expect(summary.violations.map((violation) => violation.rule.name)).toContain('transports-imports-up');
     } finally {
       execFileSync('rm', ['-f', probe]);
     }
@@ -44,7 +44,7 @@ describe('import boundaries', () => {
     writeFileSync(inTransports, "import { playWorkflow } from '@cudamatrix/gha-player';\nexport const x = playWorkflow;\n");
     try {
       const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, inPlayer), path.relative(repoRoot, inTransports)]);
-      const rules = summary.violations.map((v) => `${v.rule.name}: ${v.from}`);
+      const rules = summary.violations.map((violation) => `${violation.rule.name}: ${violation.from}`);
       expect(rules).toContain(`gha-player-stands-alone: ${path.relative(repoRoot, inPlayer)}`);
       expect(rules).toContain(`no-test-code-in-product: ${path.relative(repoRoot, inTransports)}`);
     } finally {
@@ -60,7 +60,7 @@ describe('import boundaries', () => {
     writeFileSync(inResults, "import { executePlan } from '../run/execute.ts';\nexport const x = executePlan;\n");
     try {
       const summary = cruise('.dependency-cruiser.cjs', [path.relative(repoRoot, inRun), path.relative(repoRoot, inResults)]);
-      const rules = summary.violations.map((v) => v.rule.name);
+      const rules = summary.violations.map((violation) => violation.rule.name);
       expect(rules).toContain('run-imports-up');
       expect(rules).toContain('reporters-imports-up');
     } finally {
@@ -70,7 +70,7 @@ describe('import boundaries', () => {
 });
 
 /** The product folders that must ask a transport kind rather than branch on its name (transports/ is where kinds live). */
-const askingFolders = folders.filter((f) => f !== 'transports');
+const askingFolders = folders.filter((folder) => folder !== 'transports');
 
 /** Every option of every kind ("passphraseEnv", "gpus"): read from a hop by name, it is one kind's knowledge. */
 const optionNames = transportKinds()
@@ -91,20 +91,20 @@ function kindBranches(text: string): string[] {
     /\w\[\s*[\w.?]*\bhops?\b[\w.?[\]]*\.kind\b/,
     new RegExp(`(\\.hops\\b.*|\\bhop\\??)\\.(${optionNames})\\b`),
   ];
-  return text.split('\n').filter((line) => patterns.some((p) => p.test(line)));
+  return text.split('\n').filter((line) => patterns.some((pattern) => pattern.test(line)));
 }
 
 function productFiles(dir: string): string[] {
   return readdirSync(path.join(repoRoot, dir), { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
-    .map((f) => path.join(dir, f));
+    .filter((file) => file.endsWith('.ts') && !file.endsWith('.test.ts'))
+    .map((file) => path.join(dir, file));
 }
 
 describe('transport kinds', () => {
   it('are asked, not branched on, outside transports/ (no kind === "ssh", case "docker", tables keyed by kind)', () => {
     const found = askingFolders
       .flatMap(productFiles)
-      .flatMap((f) => kindBranches(readFileSync(path.join(repoRoot, f), 'utf8')).map((line) => `${f}: ${line.trim()}`));
+      .flatMap((file) => kindBranches(readFileSync(path.join(repoRoot, file), 'utf8')).map((line) => `${file}: ${line.trim()}`));
     expect(found).toEqual([]);
   });
 

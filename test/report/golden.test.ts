@@ -32,7 +32,7 @@ const recordsRoot = path.join(repoRoot, 'records');
 /** Every committed event log (*.jsonl under records), as a path relative to the repository. */
 function committedLogs(dir = recordsRoot): string[] {
   return readdirSync(dir, { withFileTypes: true })
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0))
     .flatMap((e) =>
       e.isDirectory()
         ? committedLogs(path.join(dir, e.name))
@@ -123,7 +123,7 @@ describe('golden: each committed H200 log through the run outputs', () => {
     const console: string[] = [];
     const reporters = new Reporters([
       // Not a terminal, so no progress line and no colours; no CI switches from this process's environment.
-      consoleReporter({ out: { write: (t: string) => console.push(t), isTTY: false, columns: 120 }, color: false, env: {} }),
+      consoleReporter({ out: { write: (chunk: string) => console.push(chunk), isTTY: false, columns: 120 }, color: false, env: {} }),
       junitReporter(path.join(out, 'junit.xml')),
       jsonReporter(path.join(out, 'summary.json')),
       githubReporter(),
@@ -195,7 +195,11 @@ describe('golden: gha merge of the committed GitHub Actions run', () => {
   it('its console, workflow commands, step outputs and job summary, and the record and report it writes', async () => {
     const root = path.join(files, 'gha-merge');
     rmSync(root, { recursive: true, force: true });
-    const [resultsDir, recordsDir, reportDir] = ['runs', 'records', 'report'].map((d) => path.join(root, d)) as [string, string, string];
+    const [resultsDir, recordsDir, reportDir] = ['runs', 'records', 'report'].map((folder) => path.join(root, folder)) as [
+      string,
+      string,
+      string,
+    ];
     writeFileSync(summaryFile, '');
     writeFileSync(outputFile, '');
     // As the step runs it; no colours whatever this process's CI says.
@@ -227,7 +231,7 @@ describe('golden: gha merge of the committed GitHub Actions run', () => {
     expectGolden('gha-merge/console.txt', normal(`exit ${status}\n${stdout}--- stderr\n${stderr}`));
     expectGolden('gha-merge/github-step-summary.md', normal(readFileSync(summaryFile, 'utf8')));
     expectGolden('gha-merge/github-output.txt', normal(readFileSync(outputFile, 'utf8')));
-    const written = filesUnder(root).filter((f) => !f.startsWith('runs/'));
+    const written = filesUnder(root).filter((file) => !file.startsWith('runs/'));
     expectGolden('gha-merge/files.txt', `${written.join('\n')}\n`);
     for (const file of written) expectGolden(`gha-merge/${file}`, readFileSync(path.join(root, file), 'utf8'));
   });
@@ -236,7 +240,7 @@ describe('golden: gha merge of the committed GitHub Actions run', () => {
 /** The files under dir, relative and / separated, sorted. */
 function filesUnder(dir: string, at = ''): string[] {
   return readdirSync(path.join(dir, at), { withFileTypes: true })
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .sort((left, right) => (left.name < right.name ? -1 : left.name > right.name ? 1 : 0))
     .flatMap((e) => (e.isDirectory() ? filesUnder(dir, path.posix.join(at, e.name)) : [path.posix.join(at, e.name)]));
 }
 
@@ -247,6 +251,6 @@ describe('golden: no stale golden files', () => {
       for (const file of filesUnder(goldenDir)) if (!compared.has(file)) rmSync(path.join(goldenDir, file));
       return;
     }
-    expect(filesUnder(goldenDir).filter((f) => !compared.has(f))).toEqual([]);
+    expect(filesUnder(goldenDir).filter((file) => !compared.has(file))).toEqual([]);
   });
 });

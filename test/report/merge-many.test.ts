@@ -15,7 +15,7 @@ function fleetLogs(dir: string, count: number): string[] {
     const file = path.join(dir, `gpu-${i}.jsonl`);
     writeFileSync(
       file,
-      `${lines.map((l) => l.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`)).join('\n')}\n`,
+      `${lines.map((line) => line.replaceAll(`"${runId}"`, `"${runId}-${i}"`).replaceAll(`"${target}"`, `"gpu-${i}"`).replaceAll(`"${target}/`, `"gpu-${i}/`)).join('\n')}\n`,
     );
     return file;
   });
@@ -25,17 +25,17 @@ describe('merge of many logs', () => {
   it('counts the logs instead of naming each, and lists no passing cell or target (--verbose does)', async () => {
     const dir = tempDir('cm-merge-many-');
     const logs = fleetLogs(dir, 25);
-    const r = await runCli(['merge', '--results-dir', path.join(dir, 'runs'), ...logs]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/^merged 25 logs into \S+events\.jsonl \(--verbose names each\)$/m);
-    expect(r.stderr).not.toContain('gpu-3.jsonl');
-    expect(r.stdout).toContain('25 targets: only problems are listed as they come');
-    expect(r.stdout).toContain('25 more targets with no problem');
-    expect(r.stdout.split('\n').length).toBeLessThan(40);
+    const result = await runCli(['merge', '--results-dir', path.join(dir, 'runs'), ...logs]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/^merged 25 logs into \S+events\.jsonl \(--verbose names each\)$/m);
+    expect(result.stderr).not.toContain('gpu-3.jsonl');
+    expect(result.stdout).toContain('25 targets: only problems are listed as they come');
+    expect(result.stdout).toContain('25 more targets with no problem');
+    expect(result.stdout.split('\n').length).toBeLessThan(40);
 
     const all = await runCli(['merge', '--verbose', '--results-dir', path.join(dir, 'runs-all'), ...logs]);
     expect(all.code, all.stderr).toBe(0);
     expect(all.stderr).toContain(`${logs[3]} (run `);
-    expect(all.stdout.split('\n').filter((l) => /^ {2}\S \[\d+\/325\] /.test(l))).toHaveLength(325);
+    expect(all.stdout.split('\n').filter((line) => /^ {2}\S \[\d+\/325\] /.test(line))).toHaveLength(325);
   }, 120_000);
 });

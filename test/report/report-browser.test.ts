@@ -54,55 +54,60 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
   beforeAll(async () => {
     [first, second] = await h200Records();
     // A second column with other numbers, and a record of the first column that disagrees on a fact.
-    wsl = variant(first, 'a1a1a1a1a1a1a1a1', (r) => {
-      r.key = { ...r.key, environment: 'wsl2', driver: '581.57', os: 'Ubuntu 24.04 LTS', container: null };
-      for (const m of r.metrics)
-        if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.value !== null) m.value = Math.round(m.value * 0.71 * 1000) / 1000;
+    wsl = variant(first, 'a1a1a1a1a1a1a1a1', (record) => {
+      record.key = { ...record.key, environment: 'wsl2', driver: '581.57', os: 'Ubuntu 24.04 LTS', container: null };
+      for (const metric of record.metrics)
+        if (metric.name === 'transfer-bandwidth.bandwidth_gbps' && metric.value !== null)
+          metric.value = Math.round(metric.value * 0.71 * 1000) / 1000;
     });
-    const conflicting = variant(second, 'b2b2b2b2b2b2b2b2', (r) => {
-      r.observed.date = '2026-11-28T10:00:00.000Z';
-      r.facts['pinned-release.released'] = { value: 'on-exit' };
+    const conflicting = variant(second, 'b2b2b2b2b2b2b2b2', (record) => {
+      record.observed.date = '2026-11-28T10:00:00.000Z';
+      record.facts['pinned-release.released'] = { value: 'on-exit' };
     });
     // A newer driver of the first column's key where pinned-release.released changed, then a run of
     // it with the same facts and every pinned bandwidth halved (a drift).
-    const newer = variant(first, 'c3c3c3c3c3c3c3c3', (r) => {
-      r.key = { ...r.key, driver: '590.10' };
-      r.facts['pinned-release.released'] = { value: 'on-exit' };
+    const newer = variant(first, 'c3c3c3c3c3c3c3c3', (record) => {
+      record.key = { ...record.key, driver: '590.10' };
+      record.facts['pinned-release.released'] = { value: 'on-exit' };
     });
-    slower = variant(newer, 'd4d4d4d4d4d4d4d4', (r) => {
-      r.observed.date = '2026-12-02T10:00:00.000Z';
-      for (const m of r.metrics)
-        if (m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned' && m.value !== null) m.value /= 2;
+    slower = variant(newer, 'd4d4d4d4d4d4d4d4', (record) => {
+      record.observed.date = '2026-12-02T10:00:00.000Z';
+      for (const metric of record.metrics)
+        if (metric.name === 'transfer-bandwidth.bandwidth_gbps' && metric.attrs?.memory === 'pinned' && metric.value !== null)
+          metric.value /= 2;
     });
     dir = tempDir('cm-report-page-');
     writeRecords(path.join(dir, 'records'), [first, second, wsl, conflicting, newer, slower]);
     const recordsDir = path.join(dir, 'records');
     writeFileSync(path.join(dir, HTML_FILE), renderReport(loadRecords(recordsDir), reportPaths(recordsDir, dir)).html);
-    const slowed = (r: BehaviourRecord) =>
-      r.metrics.filter(
-        (m) =>
-          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
-          m.attrs?.memory === 'pinned' &&
-          Number(m.attrs.size_bytes) >= 256 * 1024 * 1024 &&
-          m.value !== null,
+    const slowed = (record: BehaviourRecord) =>
+      record.metrics.filter(
+        (metric) =>
+          metric.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          metric.attrs?.memory === 'pinned' &&
+          Number(metric.attrs.size_bytes) >= 256 * 1024 * 1024 &&
+          metric.value !== null,
       );
-    const newerDriver = variant(first, 'e5e5e5e5e5e5e5e5', (r) => {
-      r.key = { ...r.key, driver: '590.10' };
-      r.observed.date = '2026-11-30T17:00:00.000Z';
-      for (const m of slowed(r)) m.value = m.value! * 0.88;
+    const newerDriver = variant(first, 'e5e5e5e5e5e5e5e5', (record) => {
+      record.key = { ...record.key, driver: '590.10' };
+      record.observed.date = '2026-11-30T17:00:00.000Z';
+      for (const metric of slowed(record)) metric.value = metric.value! * 0.88;
     });
-    slowedSeries = slowed(first).map((m) => seriesText(m.name, m.attrs));
+    slowedSeries = slowed(first).map((metric) => seriesText(metric.name, metric.attrs));
     twoDrivers = tempDir('cm-report-drivers-');
     writeRecords(path.join(twoDrivers, 'records'), [first, newerDriver]);
     const twoRecords = path.join(twoDrivers, 'records');
     writeFileSync(path.join(twoDrivers, HTML_FILE), renderReport(loadRecords(twoRecords), reportPaths(twoRecords, twoDrivers)).html);
     // A record with nothing to chart in two memory series (one phase only; no source changed) and a
     // fill that stopped under free VRAM (a negative "allocated past free VRAM").
-    const edge = variant(first, 'f7f7f7f7f7f7f7f7', (r) => {
-      r.samples = r.samples.filter((x) => !(x.probe === 'pinned-release' && x.attrs?.api === 'runtime' && x.phase !== 'baseline'));
-      const base = r.samples.find((x) => x.probe === 'pinned-release' && x.attrs?.api === 'driver')!;
-      for (const x of r.samples) if (x.probe === 'pinned-release' && x.attrs?.api === 'driver') x.readings = { ...base.readings };
-      r.metrics.push({ name: 'sysmem-fallback.past_free_vram_bytes', value: -145262510080, unit: 'bytes', attrs: { api: 'runtime' } });
+    const edge = variant(first, 'f7f7f7f7f7f7f7f7', (record) => {
+      record.samples = record.samples.filter(
+        (sample) => !(sample.probe === 'pinned-release' && sample.attrs?.api === 'runtime' && sample.phase !== 'baseline'),
+      );
+      const base = record.samples.find((sample) => sample.probe === 'pinned-release' && sample.attrs?.api === 'driver')!;
+      for (const sample of record.samples)
+        if (sample.probe === 'pinned-release' && sample.attrs?.api === 'driver') sample.readings = { ...base.readings };
+      record.metrics.push({ name: 'sysmem-fallback.past_free_vram_bytes', value: -145262510080, unit: 'bytes', attrs: { api: 'runtime' } });
     });
     edgeCases = tempDir('cm-report-edge-');
     writeRecords(path.join(edgeCases, 'records'), [edge]);
@@ -120,8 +125,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     page.setDefaultTimeout(5000);
     const errors: string[] = [];
     const requests: string[] = [];
-    page.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') errors.push(`${m.type()}: ${m.text()}`);
+    page.on('console', (message) => {
+      if (message.type() === 'error' || message.type() === 'warning') errors.push(`${message.type()}: ${message.text()}`);
     });
     page.on('pageerror', (e) => errors.push(`page error: ${e.message}`));
     const url = `file://${file}`;
@@ -138,8 +143,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
   async function charts(page: Page): Promise<{ id: string; marks: number }[]> {
     return page.$$eval('svg.chart', (svgs) =>
       svgs.map((svg) => {
-        const marks = Array.from(svg.querySelectorAll('g.marks > *')).filter((m) => {
-          const box = (m as SVGGraphicsElement).getBBox();
+        const marks = Array.from(svg.querySelectorAll('g.marks > *')).filter((mark) => {
+          const box = (mark as SVGGraphicsElement).getBBox();
           return box.width > 0 || box.height > 0;
         });
         return { id: svg.getAttribute('data-chart') ?? '', marks: marks.length };
@@ -153,13 +158,16 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       svgs.map((svg) => {
         const [lo, hi] = (svg.getAttribute('data-y-range') ?? '').split(' ').map(Number) as [number, number];
         const [left, top, right, bottom] = (svg.getAttribute('data-plot') ?? '').split(' ').map(Number) as [number, number, number, number];
-        const labels = Array.from(svg.querySelectorAll('text.y-tick')).map((t) => Number(t.textContent));
+        const labels = Array.from(svg.querySelectorAll('text.y-tick')).map((tick) => Number(tick.textContent));
         // Marks (bars, markers, lines) must lie in the plot area, give or take a marker's radius.
-        const outside = Array.from(svg.querySelectorAll('g.marks > rect, g.marks > circle, g.marks > path')).flatMap((m) => {
-          const b = (m as SVGGraphicsElement).getBBox();
+        const outside = Array.from(svg.querySelectorAll('g.marks > rect, g.marks > circle, g.marks > path')).flatMap((mark) => {
+          const bounds = (mark as SVGGraphicsElement).getBBox();
           const slack = 6;
-          return b.y < top - slack || b.y + b.height > bottom + slack || b.x < left - slack || b.x + b.width > right + slack
-            ? [`${m.tagName} ${JSON.stringify([b.x, b.y, b.width, b.height])}`]
+          return bounds.y < top - slack ||
+            bounds.y + bounds.height > bottom + slack ||
+            bounds.x < left - slack ||
+            bounds.x + bounds.width > right + slack
+            ? [`${mark.tagName} ${JSON.stringify([bounds.x, bounds.y, bounds.width, bounds.height])}`]
             : [];
         });
         return { id: svg.getAttribute('data-chart') ?? '', lo, hi, top: Math.max(...labels), outside };
@@ -174,28 +182,28 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
    */
   async function midWordBreaks(page: Page): Promise<string[]> {
     return page.evaluate(() => {
-      const textNodes = (n: Node): Text[] => {
-        if (n.nodeType === Node.TEXT_NODE) return [n as Text];
+      const textNodes = (node: Node): Text[] => {
+        if (node.nodeType === Node.TEXT_NODE) return [node as Text];
         const out: Text[] = [];
-        const walk = document.createTreeWalker(n, NodeFilter.SHOW_TEXT);
+        const walk = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
         while (walk.nextNode()) out.push(walk.currentNode as Text);
         return out;
       };
       const problems: string[] = [];
-      const check = (n: Node, allowed: RegExp) => {
+      const check = (node: Node, allowed: RegExp) => {
         // Each character's line (the top of its box); a new line starts where the top moves down.
         const chars: { c: string; top: number }[] = [];
-        for (const t of textNodes(n))
-          for (let i = 0; i < t.data.length; i++) {
+        for (const textNode of textNodes(node))
+          for (let i = 0; i < textNode.data.length; i++) {
             const range = document.createRange();
-            range.setStart(t, i);
-            range.setEnd(t, i + 1);
+            range.setStart(textNode, i);
+            range.setEnd(textNode, i + 1);
             const box = range.getClientRects()[0];
-            if (box) chars.push({ c: t.data[i]!, top: box.top });
+            if (box) chars.push({ c: textNode.data[i]!, top: box.top });
           }
         for (let i = 1; i < chars.length; i++)
           if (chars[i]!.top > chars[i - 1]!.top + 2 && !allowed.test(chars[i - 1]!.c) && !/\s/.test(chars[i]!.c)) {
-            const text = chars.map((x) => x.c).join('');
+            const text = chars.map((char) => char.c).join('');
             problems.push(`${text.slice(0, i)}|${text.slice(i)}`);
           }
       };
@@ -209,17 +217,20 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
   async function clippedTables(page: Page, selector = '.scroll'): Promise<string[]> {
     return page.$$eval(selector, (boxes) =>
       boxes
-        .filter((b) => b.scrollWidth > b.clientWidth + 1)
-        .map((b) => `${b.querySelector('table')?.className}: ${b.scrollWidth} > ${b.clientWidth}: ${(b.textContent ?? '').slice(0, 60)}`),
+        .filter((box) => box.scrollWidth > box.clientWidth + 1)
+        .map(
+          (box) =>
+            `${box.querySelector('table')?.className}: ${box.scrollWidth} > ${box.clientWidth}: ${(box.textContent ?? '').slice(0, 60)}`,
+        ),
     );
   }
 
   /** Every null fact's reason (its title) as text a reader sees: the numbered note its cell points to. */
   async function nullReasonsShown(page: Page): Promise<{ reasons: number; hidden: string[] }> {
     const reasons = await page.$$eval('table.facts td a[title]', (as) =>
-      as.map((a) => ({
-        reason: a.getAttribute('title')!,
-        note: a.parentElement!.querySelector('a.note-ref')?.getAttribute('href') ?? null,
+      as.map((link) => ({
+        reason: link.getAttribute('title')!,
+        note: link.parentElement!.querySelector('a.note-ref')?.getAttribute('href') ?? null,
       })),
     );
     const hidden: string[] = [];
@@ -239,11 +250,11 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       expect(requests).toEqual([]);
       const drawn = await charts(page);
       // The newest record of the first column (linux): its memory series, and one chart each for bandwidth, latency, events, the ceiling; two comparing the columns.
-      const memory = drawn.filter((c) => c.id.startsWith('memory:'));
-      expect(memory.map((c) => c.id.split(' · ')[0])).toEqual(
+      const memory = drawn.filter((chart) => chart.id.startsWith('memory:'));
+      expect(memory.map((chart) => chart.id.split(' · ')[0])).toEqual(
         expect.arrayContaining(['memory:pinned-vram', 'memory:pinned-release', 'memory:multi-process-pinned']),
       );
-      expect(drawn.map((c) => c.id).filter((id) => !id.startsWith('memory:'))).toEqual([
+      expect(drawn.map((chart) => chart.id).filter((id) => !id.startsWith('memory:'))).toEqual([
         'compare-sync-latency',
         'compare-bandwidth',
         'bandwidth',
@@ -251,38 +262,42 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
         'event-timing',
         'pinned-ceiling',
       ]);
-      for (const c of drawn) expect(c.marks, `chart ${c.id} has nothing drawn`).toBeGreaterThan(0);
+      for (const chart of drawn) expect(chart.marks, `chart ${chart.id} has nothing drawn`).toBeGreaterThan(0);
 
       // Every mark inside its chart; the bandwidth axes end on a labelled tick at or above the largest value (about 55 GB/s).
       const ax = await axes(page);
-      for (const a of ax) expect(a.outside, `chart ${a.id}: marks outside the plot`).toEqual([]);
-      const bwMax = Math.max(...second.metrics.filter((m) => m.name === 'transfer-bandwidth.bandwidth_gbps').map((m) => m.value ?? 0));
+      for (const axis of ax) expect(axis.outside, `chart ${axis.id}: marks outside the plot`).toEqual([]);
+      const bwMax = Math.max(
+        ...second.metrics.filter((metric) => metric.name === 'transfer-bandwidth.bandwidth_gbps').map((metric) => metric.value ?? 0),
+      );
       expect(bwMax).toBeGreaterThan(55);
       for (const id of ['bandwidth', 'compare-bandwidth']) {
-        const a = ax.find((x) => x.id === id)!;
-        expect(a.top, `${id}: top tick label`).toBeGreaterThanOrEqual(bwMax);
-        expect(a.hi).toBe(a.top);
+        const axis = ax.find((candidate) => candidate.id === id)!;
+        expect(axis.top, `${id}: top tick label`).toBeGreaterThanOrEqual(bwMax);
+        expect(axis.hi).toBe(axis.top);
       }
 
       // Figures of the column's newest record (second), as the console writes them (exact on hover): a bandwidth, a sync latency, a memory reading; a fact value.
       const bw = second.metrics.find(
-        (m) =>
-          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
-          m.attrs?.direction === 'h2d' &&
-          m.attrs.memory === 'pinned' &&
-          m.attrs.size_bytes === 1073741824,
+        (metric) =>
+          metric.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          metric.attrs?.direction === 'h2d' &&
+          metric.attrs.memory === 'pinned' &&
+          metric.attrs.size_bytes === 1073741824,
       )!;
       const details = page.locator('#column-details');
       const shown = formatValue(bw.value, 'GB/s');
       expect(shown).toMatch(/^5\d\.\d GB\/s$/); // three significant digits, as the console writes it
       await expect(details.getByRole('cell', { name: shown, exact: true }).first().isVisible()).resolves.toBe(true);
       await expect(details.getByTitle(`${bw.value} GB/s`).first().isVisible()).resolves.toBe(true);
-      const p50 = second.metrics.find((m) => m.name === 'sync-latency.p50_us')!;
+      const p50 = second.metrics.find((metric) => metric.name === 'sync-latency.p50_us')!;
       await expect(details.getByRole('cell', { name: formatValue(p50.value, 'us'), exact: true }).isVisible()).resolves.toBe(true);
       // (the charts show the largest size pinned: the one the facts are decided on)
-      const vramSamples = second.samples.filter((s) => s.probe === 'pinned-vram' && s.attrs?.kind === 'pinned' && s.attrs.api === 'driver');
-      const largest = Math.max(...vramSamples.map((s) => Number(s.attrs!.size_bytes)));
-      const touch = vramSamples.find((s) => s.phase === 'after-touch' && s.attrs!.size_bytes === largest)!;
+      const vramSamples = second.samples.filter(
+        (sample) => sample.probe === 'pinned-vram' && sample.attrs?.kind === 'pinned' && sample.attrs.api === 'driver',
+      );
+      const largest = Math.max(...vramSamples.map((sample) => Number(sample.attrs!.size_bytes)));
+      const touch = vramSamples.find((sample) => sample.phase === 'after-touch' && sample.attrs!.size_bytes === largest)!;
       await expect(
         details
           .getByRole('cell', { name: formatValue(touch.readings.subject_rss_bytes!, 'bytes'), exact: true })
@@ -291,7 +306,7 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       ).resolves.toBe(true);
       // No table cell of the page shows a raw figure: a long integer or a number with more than three decimals, without its unit.
       const raw = await page.$$eval('td', (tds) =>
-        tds.map((td) => td.textContent ?? '').filter((t) => /^-?(\d{7,}|\d[\d,]{8,}|\d*\.\d{4,})$/.test(t.trim())),
+        tds.map((td) => td.textContent ?? '').filter((cellText) => /^-?(\d{7,}|\d[\d,]{8,}|\d*\.\d{4,})$/.test(cellText.trim())),
       );
       expect(raw).toEqual([]);
       await expect(page.locator('table.facts tr[data-fact="sysinfo.memory_total_bytes"] td').nth(1).textContent()).resolves.toBe(
@@ -320,7 +335,11 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       const drifted = page.locator('table.metrics tr[data-metric="transfer-bandwidth.bandwidth_gbps: H2D pinned"] td').nth(2);
       await expect(drifted.getAttribute('class')).resolves.toBe('drifted');
       const before = first.metrics.find(
-        (m) => m.name === bw.name && m.attrs?.direction === 'h2d' && m.attrs.memory === 'pinned' && m.attrs.size_bytes === 1073741824,
+        (metric) =>
+          metric.name === bw.name &&
+          metric.attrs?.direction === 'h2d' &&
+          metric.attrs.memory === 'pinned' &&
+          metric.attrs.size_bytes === 1073741824,
       )!.value!;
       await expect(drifted.textContent()).resolves.toBe(`⚠ ${formatValue(before / 2, 'GB/s')} (1 GiB)was ${formatValue(before, 'GB/s')}`);
       await expect(page.locator('p.drift-head').textContent()).resolves.toBe(
@@ -344,11 +363,11 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       expect(errors).toEqual([]);
       const bwRow = page.locator('table.metrics tr[data-metric="transfer-bandwidth.bandwidth_gbps: H2D pinned"] td');
       const h2d = first.metrics.find(
-        (m) =>
-          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
-          m.attrs?.direction === 'h2d' &&
-          m.attrs.memory === 'pinned' &&
-          m.attrs.size_bytes === 1073741824,
+        (metric) =>
+          metric.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          metric.attrs?.direction === 'h2d' &&
+          metric.attrs.memory === 'pinned' &&
+          metric.attrs.size_bytes === 1073741824,
       )!.value!;
       // td 0 is the claims; then #1 (580.159.04), #2 (590.10).
       const changed = bwRow.nth(2);
@@ -390,27 +409,27 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
         client: document.documentElement.clientWidth,
       }));
       expect(width.scroll).toBeLessThanOrEqual(width.client);
-      for (const a of await axes(page)) expect(a.outside, `chart ${a.id}`).toEqual([]);
+      for (const axis of await axes(page)) expect(axis.outside, `chart ${axis.id}`).toEqual([]);
       // Every column of the facts table can be read beside the fact names: scrolled into view in the
       // table's own box, each header and cell of it lies whole in the box, clear of the fact column,
       // which stays in view; nothing in them is cut off (long words wrap).
       const unreadable = await page.evaluate(() => {
         const table = document.querySelector('table.facts')!;
         const box = table.parentElement!;
-        const inside = (r: DOMRect, left: number, right: number) => r.left >= left - 0.5 && r.right <= right + 0.5;
+        const inside = (rect: DOMRect, left: number, right: number) => rect.left >= left - 0.5 && rect.right <= right + 0.5;
         const problems: string[] = [];
         if (!['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) problems.push('the box does not scroll');
         const rows = [table.querySelector('thead tr')!, ...Array.from(table.querySelectorAll('tbody tr:not(.group)'))];
         const columns = rows[0]!.children.length;
-        for (let c = 0; c < columns; c++) {
-          (rows[0]!.children[c] as HTMLElement).scrollIntoView({ inline: 'end', block: 'nearest' });
+        for (let column = 0; column < columns; column++) {
+          (rows[0]!.children[column] as HTMLElement).scrollIntoView({ inline: 'end', block: 'nearest' });
           const view = box.getBoundingClientRect();
           for (const row of rows) {
             const fact = row.children[0]!.getBoundingClientRect();
-            const cell = row.children[c] as HTMLElement;
-            const name = `column ${c}, row ${row.getAttribute('data-fact') ?? 'head'}`;
+            const cell = row.children[column] as HTMLElement;
+            const name = `column ${column}, row ${row.getAttribute('data-fact') ?? 'head'}`;
             if (!inside(fact, view.left, view.right)) problems.push(`${name}: the fact name is out of view`);
-            if (!inside(cell.getBoundingClientRect(), c ? fact.right : view.left, view.right)) problems.push(`${name}: not in view`);
+            if (!inside(cell.getBoundingClientRect(), column ? fact.right : view.left, view.right)) problems.push(`${name}: not in view`);
             if (cell.scrollWidth > cell.clientWidth) problems.push(`${name}: cut off`);
           }
         }
@@ -422,8 +441,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       const outOfView = await page.$$eval('table.numbers td', (tds) =>
         tds
           .filter((td) => {
-            const r = td.getBoundingClientRect();
-            return r.left < 0 || r.right > document.documentElement.clientWidth || td.scrollWidth > td.clientWidth;
+            const rect = td.getBoundingClientRect();
+            return rect.left < 0 || rect.right > document.documentElement.clientWidth || td.scrollWidth > td.clientWidth;
           })
           .map((td) => `${td.closest('table')!.className}: ${td.textContent}`),
       );
@@ -435,8 +454,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       expect(nulls.reasons).toBeGreaterThan(0);
       expect(nulls.hidden).toEqual([]);
       // Charts fill the width they get.
-      const chartWidths = await page.$$eval('#column-details svg.chart', (svgs) => svgs.map((s) => s.getBoundingClientRect().width));
-      for (const w of chartWidths) expect(w).toBeGreaterThan(300);
+      const chartWidths = await page.$$eval('#column-details svg.chart', (svgs) => svgs.map((svg) => svg.getBoundingClientRect().width));
+      for (const chartWidth of chartWidths) expect(chartWidth).toBeGreaterThan(300);
       mkdirSync(artifacts, { recursive: true });
       await page.screenshot({ path: path.join(artifacts, 'behaviour-420.png'), fullPage: true });
     } finally {
@@ -484,7 +503,7 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     try {
       expect(errors).toEqual([]);
       const plain = await page.$$eval('figure.plain', (fs) =>
-        fs.map((f) => [f.getAttribute('data-plain'), f.querySelector('p')!.textContent]),
+        fs.map((figure) => [figure.getAttribute('data-plain'), figure.querySelector('p')!.textContent]),
       );
       expect(plain).toEqual([
         [
@@ -498,8 +517,8 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       ]);
       // No chart of theirs.
       const ax = await axes(page);
-      expect(ax.map((a) => a.id).filter((id) => id.startsWith('memory:pinned-release'))).toEqual([]);
-      expect(ax.map((a) => a.id)).toContain('memory:pinned-vram · pinned · driver API · 4 GiB');
+      expect(ax.map((axis) => axis.id).filter((id) => id.startsWith('memory:pinned-release'))).toEqual([]);
+      expect(ax.map((axis) => axis.id)).toContain('memory:pinned-vram · pinned · driver API · 4 GiB');
       // Their readings are still in their tables.
       await expect(page.locator('figure.plain + .scroll table, figure.plain ~ .scroll table').count()).resolves.toBe(2);
       await expect(page.locator('tr[data-metric^="sysmem-fallback.past_free_vram_bytes"] td').nth(1).textContent()).resolves.toBe(
@@ -515,21 +534,21 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     try {
       await page.selectOption('#column-picker', '2');
       const bw = wsl.metrics.find(
-        (m) =>
-          m.name === 'transfer-bandwidth.bandwidth_gbps' &&
-          m.attrs?.direction === 'd2h' &&
-          m.attrs.memory === 'pinned' &&
-          m.attrs.size_bytes === 16777216,
+        (metric) =>
+          metric.name === 'transfer-bandwidth.bandwidth_gbps' &&
+          metric.attrs?.direction === 'd2h' &&
+          metric.attrs.memory === 'pinned' &&
+          metric.attrs.size_bytes === 16777216,
       )!;
       await expect(page.locator('#column-details').getByTitle(`${bw.value} GB/s`, { exact: true }).textContent()).resolves.toBe(
         formatValue(bw.value, 'GB/s'),
       );
       await expect(page.locator('#column-details p').first().textContent()).resolves.toContain('wsl2 · NVIDIA H200 · 581.57');
-      for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
+      for (const chart of await charts(page)) expect(chart.marks, `chart ${chart.id}`).toBeGreaterThan(0);
       // Drawn over another column: the bandwidth chart has both columns' series, the other's dashed, named in the legend.
       await page.selectOption('#compare-picker', '0');
       const legend = await page.locator('figure:has(svg[data-chart="bandwidth"]) .legend span').allTextContents();
-      expect(legend.map((t) => t.trim())).toEqual([
+      expect(legend.map((label) => label.trim())).toEqual([
         '#3 H2D pageable',
         '#3 H2D pinned',
         '#3 D2H pageable',
@@ -540,7 +559,7 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
         '#1 D2H pinned',
       ]);
       await expect(page.locator('svg[data-chart="bandwidth"] g.marks > path[stroke-dasharray]').count()).resolves.toBe(4);
-      for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
+      for (const chart of await charts(page)) expect(chart.marks, `chart ${chart.id}`).toBeGreaterThan(0);
       expect(errors).toEqual([]);
       await page.screenshot({ path: path.join(artifacts, 'behaviour-third-column-over-first.png'), fullPage: true });
     } finally {
@@ -553,14 +572,16 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     try {
       expect(errors).toEqual([]);
       expect(requests).toEqual([]);
-      for (const c of await charts(page)) expect(c.marks, `chart ${c.id}`).toBeGreaterThan(0);
+      for (const chart of await charts(page)) expect(chart.marks, `chart ${chart.id}`).toBeGreaterThan(0);
       const records = loadRecords(path.join(repoRoot, 'records'));
       await expect(page.locator('#summary').textContent()).resolves.toMatch(new RegExp(`^${records.length} records? in `));
       // The first column as it is shown (each probe from its newest record): its figures, as text.
       const first = columnsOf(records)[0];
       const newest = first && shownRecord(first);
       if (newest) {
-        const bw = newest.metrics.find((m) => m.name === 'transfer-bandwidth.bandwidth_gbps' && m.attrs?.memory === 'pinned');
+        const bw = newest.metrics.find(
+          (metric) => metric.name === 'transfer-bandwidth.bandwidth_gbps' && metric.attrs?.memory === 'pinned',
+        );
         if (bw)
           await expect(
             page

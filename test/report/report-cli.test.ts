@@ -16,9 +16,9 @@ describe('cudamatrix report', () => {
   });
 
   it('--help says what it writes, the options and the exit statuses', async () => {
-    const r = await runCli(['report', '--help']);
-    expect(r.code).toBe(0);
-    for (const s of [
+    const result = await runCli(['report', '--help']);
+    expect(result.code).toBe(0);
+    for (const phrase of [
       'BEHAVIOUR.md',
       'behaviour.html',
       '--records-dir <dir>',
@@ -29,7 +29,7 @@ describe('cudamatrix report', () => {
       'works offline',
       'Exit status:',
     ])
-      expect(r.stdout).toContain(s);
+      expect(result.stdout).toContain(phrase);
   });
 
   it('writes BEHAVIOUR.md and behaviour.html from the records; --check then passes, and fails once a file differs', async () => {
@@ -37,9 +37,9 @@ describe('cudamatrix report', () => {
     const recordsDir = path.join(dir, 'records');
     writeRecords(recordsDir, records);
     const out = path.join(dir, 'site');
-    const r = await runCli(['report', '--records-dir', recordsDir, '--out', out]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(
+    const result = await runCli(['report', '--records-dir', recordsDir, '--out', out]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
       new RegExp(
         `^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}\\n$`,
       ),
@@ -70,18 +70,18 @@ describe('cudamatrix report', () => {
     mkdirSync(path.join(dir, 'driver-999.1'));
     const bad = path.join(dir, 'driver-999.1', 'broken.json');
     writeFileSync(bad, JSON.stringify({ ...records[0], key: { ...records[0]!.key, driver: 999 } }));
-    const r = await runCli(['report', '--records-dir', dir, '--out', path.join(dir, 'out')]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toBe(
+    const result = await runCli(['report', '--records-dir', dir, '--out', path.join(dir, 'out')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toBe(
       `error [RECORD_INVALID]: behaviour record ${bad}: key.driver: expected a string, got 999; records are written by \`cudamatrix record\` (write it again from its run's events.jsonl)\n`,
     );
   });
 
   it('a records folder that is not there: exit 2, naming it', async () => {
     const dir = tempDir('cm-report-cli-');
-    const r = await runCli(['report', '--records-dir', path.join(dir, 'nope'), '--out', dir]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`error [USAGE]: records folder ${path.join(dir, 'nope')} does not exist or is not a folder`);
+    const result = await runCli(['report', '--records-dir', path.join(dir, 'nope'), '--out', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`error [USAGE]: records folder ${path.join(dir, 'nope')} does not exist or is not a folder`);
   });
 
   it('another folder given as the records folder: exit 2, the report there left as it was', async () => {
@@ -89,9 +89,9 @@ describe('cudamatrix report', () => {
     // As a new user did: --records-dir results (the report's own folder, runs beside it).
     mkdirSync(path.join(dir, 'runs'));
     writeFileSync(path.join(dir, 'BEHAVIOUR.md'), 'the committed report\n');
-    const r = await runCli(['report', '--records-dir', dir, '--out', dir]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`error [USAGE]: ${dir} is not a records folder: it holds no driver-<version>/ folders`);
+    const result = await runCli(['report', '--records-dir', dir, '--out', dir]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`error [USAGE]: ${dir} is not a records folder: it holds no driver-<version>/ folders`);
     expect(readFileSync(path.join(dir, 'BEHAVIOUR.md'), 'utf8')).toBe('the committed report\n');
     expect(readdirSync(dir).sort()).toEqual(['BEHAVIOUR.md', 'runs']);
   });

@@ -44,7 +44,7 @@ afterAll(async () => {
   expect(left ?? []).toEqual([]);
 });
 
-const workDirsLeft = () => readdirSync(nodeTmp).filter((f) => f.startsWith('cm-slurm-'));
+const workDirsLeft = () => readdirSync(nodeTmp).filter((name) => name.startsWith('cm-slurm-'));
 
 /** CLIs a test started: one a failed test left running is killed (its job then ends with its lifeline). */
 const started: ChildProcess[] = [];
@@ -89,8 +89,8 @@ const cells = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'cell-en
 describe.skipIf(!ready)('[ssh, slurm]: a Slurm node reached through an SSH login node', () => {
   it('runs the whole probe suite through the login node on one node, and leaves nothing in the queue or on the node', async () => {
     const dir = tempDir();
-    const r = await runCli(['run', '-m', writeMatrix(dir, sshd!, 'all'), '--results-dir', path.join(dir, 'runs')]);
-    expect(r.code, r.stderr).toBe(0);
+    const result = await runCli(['run', '-m', writeMatrix(dir, sshd!, 'all'), '--results-dir', path.join(dir, 'runs')]);
+    expect(result.code, result.stderr).toBe(0);
     const events = eventsOf(dir);
     expect(events.find((e) => e.type === 'target-ready')).toMatchObject({
       session: expect.stringMatching(new RegExp(`^slurm job \\d+ on n[12] via ssh (\\S+@)?127\\.0\\.0\\.1:${sshd!.ports[0]}$`)),
@@ -98,15 +98,21 @@ describe.skipIf(!ready)('[ssh, slurm]: a Slurm node reached through an SSH login
     const suite = cells(events);
     expect(suite.length).toBe(SUITE);
     expect(
-      suite.every((c) => c.status === 'skipped'),
-      JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason])),
+      suite.every((cell) => cell.status === 'skipped'),
+      JSON.stringify(suite.map((cell) => [cell.probe, cell.status, cell.reason])),
     ).toBe(true);
   });
 
   it('nodes: all through the login node: sinfo there lists the nodes, one target per node', async () => {
     const dir = tempDir();
-    const r = await runCli(['run', '-m', writeMatrix(dir, sshd!, '[sysinfo]', { nodes: 'all' }), '--results-dir', path.join(dir, 'runs')]);
-    expect(r.code, r.stderr).toBe(0);
+    const result = await runCli([
+      'run',
+      '-m',
+      writeMatrix(dir, sshd!, '[sysinfo]', { nodes: 'all' }),
+      '--results-dir',
+      path.join(dir, 'runs'),
+    ]);
+    expect(result.code, result.stderr).toBe(0);
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
     expect(ready).toEqual({
       'node@n1': expect.stringMatching(/^slurm job \d+ on n1 via ssh /),
@@ -118,11 +124,14 @@ describe.skipIf(!ready)('[ssh, slurm]: a Slurm node reached through an SSH login
     const dir = tempDir();
     const { done } = start(['run', '-m', writeMatrix(dir, doomed!, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')]);
     await expect
-      .poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 })
+      .poll(() => lab!.jobProcesses().some((jobProcess) => / \S*cudaprobe run sysinfo /.test(`${jobProcess} `)), {
+        timeout: 60_000,
+        interval: 200,
+      })
       .toBe(true);
     doomed!.killAll();
-    const r = await done;
-    expect(r.code).toBe(3);
+    const result = await done;
+    expect(result.code).toBe(3);
     const [cell] = cells(eventsOf(dir));
     expect(cell).toMatchObject({ probe: 'sysinfo', status: 'error' });
     // afterEach: the queue empty, no step, task, srun or salloc left, no work directory.

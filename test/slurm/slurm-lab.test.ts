@@ -24,7 +24,7 @@ describe.skipIf(!ready)('the Slurm lab', () => {
       out
         .split('\n')
         .filter(Boolean)
-        .map((l) => l.replace(/^\d+: /, ''))
+        .map((line) => line.replace(/^\d+: /, ''))
         .sort(),
     ).toEqual(['n1 0', 'n2 0']);
     expect(await lab!.settled()).toEqual({ queue: [], processes: [] });
@@ -38,12 +38,12 @@ describe.skipIf(!ready)('the Slurm lab', () => {
     const until = Date.now() + 60_000;
     let waiter: Promise<string> | undefined;
     while (Date.now() < until) {
-      const q = await lab!.queue();
-      if (!waiter && q.some((l) => l.includes(' holder RUNNING ')))
+      const queue = await lab!.queue();
+      if (!waiter && queue.some((job) => job.includes(' holder RUNNING ')))
         waiter = lab!.slurm('srun', '--gres=gpu:1', '-J', 'waiter', 'true').catch((e: Error) => e.message);
-      line = q.find((l) => l.includes(' waiter ')) ?? '';
+      line = queue.find((job) => job.includes(' waiter ')) ?? '';
       if (line.includes('PENDING')) break;
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(line).toMatch(/waiter PENDING Resources/);
     await lab!.slurm('scancel', '-n', 'holder');

@@ -89,14 +89,14 @@ async function poll<T>(what: string, ms: number, check: () => Promise<T | undefi
   let last: unknown;
   for (;;) {
     try {
-      const r = await check();
-      if (r !== undefined) return r;
+      const outcome = await check();
+      if (outcome !== undefined) return outcome;
     } catch (error) {
       last = error;
     }
     if (Date.now() > until)
       throw new Error(`the Slurm lab: ${what} did not happen within ${ms / 1000} s${last ? ` (${String(last)})` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
@@ -134,7 +134,7 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
   const dir = tempDir('cm-slurm-lab-');
   const nodes = Array.from({ length: nodeCount }, (_, i) => `n${i + 1}`);
   const mungeDir = path.join(dir, 'munge');
-  for (const d of ['state', 'spool', 'log', 'dev']) mkdirSync(path.join(dir, d));
+  for (const subdir of ['state', 'spool', 'log', 'dev']) mkdirSync(path.join(dir, subdir));
   // munged wants its key private and its socket's folder reachable by everyone.
   mkdirSync(mungeDir, { mode: 0o755 });
   chmodSync(mungeDir, 0o755);
@@ -147,14 +147,14 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
   const [ctldPort, slurmdPort, ...nodePorts] = await Promise.all(Array.from({ length: nodeCount + 2 }, () => freePort()));
 
   // One fake GPU per node: NVIDIA's character device numbers (195, n), under the lab's folder.
-  const gpus = nodes.map((n, i) => {
+  const gpus = nodes.map((node, i) => {
     const file = path.join(dir, 'dev', `nvidia${i}`);
     execFileSync('mknod', [file, 'c', '195', String(i)]);
-    return { node: n, file };
+    return { node: node, file };
   });
   writeFileSync(
     path.join(dir, 'gres.conf'),
-    ['AutoDetect=off', ...gpus.map((g) => `NodeName=${g.node} Name=gpu File=${g.file}`), ''].join('\n'),
+    ['AutoDetect=off', ...gpus.map((gpu) => `NodeName=${gpu.node} Name=gpu File=${gpu.file}`), ''].join('\n'),
   );
   writeFileSync(
     conf,
@@ -190,8 +190,8 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
       'KillWait=10',
       'MinJobAge=2',
       ...nodes.map(
-        (n, i) =>
-          `NodeName=${n} NodeHostname=${host} NodeAddr=127.0.0.1 Port=${nodePorts[i]} CPUs=2 RealMemory=1000 Gres=gpu:1 State=UNKNOWN`,
+        (node, i) =>
+          `NodeName=${node} NodeHostname=${host} NodeAddr=127.0.0.1 Port=${nodePorts[i]} CPUs=2 RealMemory=1000 Gres=gpu:1 State=UNKNOWN`,
       ),
       `PartitionName=${PARTITION} Nodes=${nodes.join(',')} Default=YES MaxTime=INFINITE State=UP`,
       '',
@@ -204,19 +204,19 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
     const out = path.join(dir, 'log', log);
     const child = spawn(file, args, { env: daemonEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     const chunks: Buffer[] = [];
-    child.stdout!.on('data', (d: Buffer) => chunks.push(d));
-    child.stderr!.on('data', (d: Buffer) => chunks.push(d));
+    child.stdout!.on('data', (chunk: Buffer) => chunks.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => chunks.push(chunk));
     child.once('exit', () => writeFileSync(out, Buffer.concat(chunks)));
     daemons.push(child);
     return child;
   };
-  const daemonPids = () => new Set(daemons.map((d) => d.pid!).filter(Boolean));
+  const daemonPids = () => new Set(daemons.map((daemon) => daemon.pid!).filter(Boolean));
 
-  const stopDaemon = async (d: ChildProcess): Promise<void> => {
-    if (d.exitCode !== null || d.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => d.once('exit', () => resolve()));
-    d.kill('SIGTERM');
-    const timer = setTimeout(() => d.kill('SIGKILL'), 20_000);
+  const stopDaemon = async (daemon: ChildProcess): Promise<void> => {
+    if (daemon.exitCode !== null || daemon.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
+    daemon.kill('SIGTERM');
+    const timer = setTimeout(() => daemon.kill('SIGKILL'), 20_000);
     await exited;
     clearTimeout(timer);
   };
@@ -242,8 +242,8 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
       if (!existsSync(socket)) return undefined;
       const credential = await run('munge', [`--socket=${socket}`, '--no-input'], env);
       await new Promise<void>((resolve, reject) => {
-        const u = execFile('unmunge', [`--socket=${socket}`], (error) => (error ? reject(error) : resolve()));
-        u.stdin!.end(credential);
+        const unmunge = execFile('unmunge', [`--socket=${socket}`], (error) => (error ? reject(error) : resolve()));
+        unmunge.stdin!.end(credential);
       });
       return true;
     });
@@ -258,15 +258,15 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
     slurm: (command, ...args) => run(command, args, env),
     async queue() {
       const out = await run('squeue', ['-h', '-o', '%i %j %T %r %N'], env);
-      return out.split('\n').filter((l) => l.trim());
+      return out.split('\n').filter((line) => line.trim());
     },
     async nodeStates() {
       const out = await run('sinfo', ['-h', '-N', '-o', '%N %t'], env);
       return Object.fromEntries(
         out
           .split('\n')
-          .filter((l) => l.trim())
-          .map((l) => l.trim().split(/\s+/) as [string, string]),
+          .filter((line) => line.trim())
+          .map((line) => line.trim().split(/\s+/) as [string, string]),
       );
     },
     jobProcesses: () => processesWithConf(conf, daemonPids()),
@@ -276,7 +276,7 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
         const queue = await lab.queue();
         const processes = lab.jobProcesses();
         if ((queue.length === 0 && processes.length === 0) || Date.now() > until) return { queue, processes };
-        await new Promise((r) => setTimeout(r, 250));
+        await new Promise((resolve) => setTimeout(resolve, 250));
       }
     },
     async stopMunge() {
@@ -297,7 +297,7 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
           // gone meanwhile
         }
       }
-      for (const d of [...daemons].reverse()) await stopDaemon(d);
+      for (const daemon of [...daemons].reverse()) await stopDaemon(daemon);
       return [...left, ...processesWithConf(conf, new Set())];
     },
   };
@@ -305,16 +305,18 @@ export async function startSlurmLab(nodeCount = 2): Promise<SlurmLab> {
   try {
     await startMunged();
     startDaemon('slurmctld', ['-D', '-f', conf], 'slurmctld.out');
-    for (const n of nodes) startDaemon('slurmd', ['-D', '-N', n, '-f', conf], `slurmd.${n}.out`);
+    for (const node of nodes) startDaemon('slurmd', ['-D', '-N', node, '-f', conf], `slurmd.${node}.out`);
     await poll(`nodes ${nodes.join(', ')} idle`, 90_000, async () => {
       const states = await lab.nodeStates();
-      return nodes.every((n) => states[n] === 'idle') ? true : undefined;
+      return nodes.every((node) => states[node] === 'idle') ? true : undefined;
     });
   } catch (error) {
     await lab.stop();
-    const logs = ['slurmctld.log', ...nodes.map((n) => `slurmd.${n}.log`)].map((f) => path.join(dir, 'log', f)).filter(existsSync);
+    const logs = ['slurmctld.log', ...nodes.map((node) => `slurmd.${node}.log`)]
+      .map((name) => path.join(dir, 'log', name))
+      .filter(existsSync);
     throw new Error(
-      `${String(error)}; the logs: ${logs.map((f) => `${f}: ${readFileSync(f, 'utf8').trim().split('\n').slice(-5).join(' | ')}`).join('; ')}`,
+      `${String(error)}; the logs: ${logs.map((log) => `${log}: ${readFileSync(log, 'utf8').trim().split('\n').slice(-5).join(' | ')}`).join('; ')}`,
     );
   }
   return lab;

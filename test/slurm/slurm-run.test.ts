@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 /** The work directories sessions made on the node. */
-const workDirsLeft = () => readdirSync(nodeTmp).filter((f) => f.startsWith('cm-slurm-'));
+const workDirsLeft = () => readdirSync(nodeTmp).filter((name) => name.startsWith('cm-slurm-'));
 /** The CLI's environment: the lab, and the steps' TMPDIR. */
 const cliEnv = (more: Record<string, string> = {}) => ({ ...lab!.env, TMPDIR: nodeTmp, ...more });
 
@@ -82,7 +82,10 @@ const cells = (events: RunEvent[]) => events.flatMap((e) => (e.type === 'cell-en
 /** Resolves once the probe runs on the node (a task of the job, under its slurmstepd). */
 async function probeRunning(): Promise<void> {
   await expect
-    .poll(() => lab!.jobProcesses().some((p) => / \S*cudaprobe run sysinfo /.test(`${p} `)), { timeout: 60_000, interval: 200 })
+    .poll(() => lab!.jobProcesses().some((jobProcess) => / \S*cudaprobe run sysinfo /.test(`${jobProcess} `)), {
+      timeout: 60_000,
+      interval: 200,
+    })
     .toBe(true);
 }
 
@@ -91,7 +94,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     const dir = tempDir();
     const file = writeMatrix(dir, { partition: lab!.partition }, 'all');
     const nhc = path.join(dir, 'health.txt');
-    const r = await runCli(
+    const result = await runCli(
       [
         'run',
         '-m',
@@ -107,7 +110,7 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
       ],
       { env: cliEnv() },
     );
-    expect(r.code, r.stderr).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
     // The health checker's line: the node the job ran on, its status, why: no driver there, so
     // nothing was measured, and the node is not healthy (the run itself passes without --strict).
     expect(readFileSync(nhc, 'utf8')).toMatch(
@@ -124,8 +127,8 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(suite.length).toBe(SUITE);
     // No driver here: every probe skips, each having run on the node (sysinfo says where).
     expect(
-      suite.every((c) => c.status === 'skipped'),
-      JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason])),
+      suite.every((cell) => cell.status === 'skipped'),
+      JSON.stringify(suite.map((cell) => [cell.probe, cell.status, cell.reason])),
     ).toBe(true);
     expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
     expect(events.at(-1)).toMatchObject({ type: 'run-end' });
@@ -138,31 +141,31 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     expect(plan.stdout).toMatch(/node@n1/);
     expect(plan.stdout).toMatch(/node@n2/);
     const nhc = path.join(dir, 'health.txt');
-    const r = await runCli(
+    const result = await runCli(
       ['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', `nhc:${nhc}`],
       { env: cliEnv() },
     );
-    expect(r.code, r.stderr).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
     expect(ready).toEqual({
       'node@n1': expect.stringMatching(/^slurm job \d+ on n1$/),
       'node@n2': expect.stringMatching(/^slurm job \d+ on n2$/),
     });
     const lines = readFileSync(nhc, 'utf8').split('\n').filter(Boolean).sort();
-    expect(lines.map((l) => l.replace(/: no NVIDIA driver found: .*/, ''))).toEqual([
+    expect(lines.map((line) => line.replace(/: no NVIDIA driver found: .*/, ''))).toEqual([
       'n1 4 ERROR: nhc: Health check failed: node@n1: nothing measured: 1 cells skipped, sysinfo',
       'n2 4 ERROR: nhc: Health check failed: node@n2: nothing measured: 1 cells skipped, sysinfo',
     ]);
-    expect(r.stdout).toMatch(/node@n1/);
+    expect(result.stdout).toMatch(/node@n1/);
     // The two lab nodes are alike: none is named as differing (verdicts/fleet-outliers.test.ts has ones that do).
-    expect(r.stdout).not.toMatch(/Nodes that differ/);
+    expect(result.stdout).not.toMatch(/Nodes that differ/);
   });
 
   it('the drain wrapper of docs/transports/slurm.md, run by sh as written, drains the node that has no driver', async () => {
     // The block as the page shows it, with this test's matrix for cluster.yaml and a cudamatrix
     // on PATH that runs the sources.
     const page = readFileSync(path.join(repoRoot, 'docs', 'transports', 'slurm.md'), 'utf8');
-    const block = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('state=drain'));
+    const block = [...page.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!).find((snippet) => snippet.includes('state=drain'));
     expect(block).toBeDefined();
     const dir = tempDir();
     const bin = path.join(dir, 'bin');
@@ -196,8 +199,8 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
   it("nodes: all asks sinfo for the partition's nodes when the run starts: one target per node", async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, { partition: lab!.partition, nodes: 'all' }, '[sysinfo]', [], ['concurrency: 2']);
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
-    expect(r.code, r.stderr).toBe(0);
+    const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
+    expect(result.code, result.stderr).toBe(0);
     const ready = Object.fromEntries(eventsOf(dir).flatMap((e) => (e.type === 'target-ready' ? [[e.target, e.session]] : [])));
     expect(ready).toEqual({ 'node@n1': expect.stringMatching(/ on n1$/), 'node@n2': expect.stringMatching(/ on n2$/) });
     // A partition sinfo does not know: the run does not start, and says why.
@@ -211,18 +214,18 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
 
   it('doctor --target: the job granted, cudaprobe on the node, and the missing driver said', async () => {
     const dir = tempDir();
-    const r = await runCli(['doctor', '--target', 'node', '-m', writeMatrix(dir, { nodelist: 'n2' }, '[sysinfo]')], { env: cliEnv() });
-    expect(r.code).toBe(3);
-    expect(r.stdout).toMatch(/✓ reachable +slurm job \d+ on n2: job granted, its lifeline step runs on the node/);
-    expect(r.stdout).toMatch(/✗ driver +no NVIDIA driver found/);
+    const result = await runCli(['doctor', '--target', 'node', '-m', writeMatrix(dir, { nodelist: 'n2' }, '[sysinfo]')], { env: cliEnv() });
+    expect(result.code).toBe(3);
+    expect(result.stdout).toMatch(/✓ reachable +slurm job \d+ on n2: job granted, its lifeline step runs on the node/);
+    expect(result.stdout).toMatch(/✗ driver +no NVIDIA driver found/);
   });
 
   it('refuses a hostlist that does not expand, at its line, with the fix', async () => {
     const dir = tempDir();
-    const r = await runCli(['plan', '-m', writeMatrix(dir, { nodes: 'n[1-' }, '[sysinfo]')]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/matrix\.yaml:5:\d+: .*not a Slurm hostlist: "n\[1-" has an unclosed or stray bracket/);
-    expect(r.stderr).toMatch(/fix: write node names, or ranges in brackets/);
+    const result = await runCli(['plan', '-m', writeMatrix(dir, { nodes: 'n[1-' }, '[sysinfo]')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/matrix\.yaml:5:\d+: .*not a Slurm hostlist: "n\[1-" has an unclosed or stray bracket/);
+    expect(result.stderr).toMatch(/fix: write node names, or ranges in brackets/);
   });
 
   it('a job Slurm refuses: what it asked for (gres gpu:1 by default) and the fix, exit 2, and no internal script', async () => {
@@ -235,9 +238,11 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
       [{ gres: 'gpu:2', partition: lab!.partition }, /Requested node configuration is not available/, /--gres=gpu:2, --partition=gpu\b/],
     ] as const) {
       const dir = tempDir();
-      const r = await runCli(['run', '-m', writeMatrix(dir, hop, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
-      const out = `${r.stdout}\n${r.stderr}`;
-      expect(r.code, out).toBe(2);
+      const result = await runCli(['run', '-m', writeMatrix(dir, hop, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], {
+        env: cliEnv(),
+      });
+      const out = `${result.stdout}\n${result.stderr}`;
+      expect(result.code, out).toBe(2);
       expect(out).toMatch(/SLURM_JOB_REFUSED: Slurm refused the job \(salloc on this machine\): /);
       expect(out).toMatch(said);
       expect(out).toMatch(new RegExp(`It asked for one node, one task, ${asked.source}`));
@@ -251,9 +256,11 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     const dir = tempDir();
     await lab!.stopMunge();
     try {
-      const r = await runCli(['run', '-m', writeMatrix(dir, {}, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], { env: cliEnv() });
-      const out = `${r.stdout}\n${r.stderr}`;
-      expect(r.code, out).toBe(3);
+      const result = await runCli(['run', '-m', writeMatrix(dir, {}, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], {
+        env: cliEnv(),
+      });
+      const out = `${result.stdout}\n${result.stderr}`;
+      expect(result.code, out).toBe(3);
       expect(out).toMatch(/SLURM_AUTH_FAILED: Slurm's authentication \(munge\) failed on this machine: .*Munge encode failed/);
       expect(out).toMatch(/Start munged there/);
       expect(out).not.toMatch(
@@ -270,11 +277,11 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     const conf = path.join(dir, 'slurm.conf');
     const closed = await freePort();
     writeFileSync(conf, readFileSync(lab!.conf, 'utf8').replace(/^SlurmctldPort=\d+$/m, `SlurmctldPort=${closed}`));
-    const r = await runCli(['run', '-m', writeMatrix(dir, {}, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], {
+    const result = await runCli(['run', '-m', writeMatrix(dir, {}, '[sysinfo]'), '--results-dir', path.join(dir, 'runs')], {
       env: cliEnv({ SLURM_CONF: conf }),
     });
-    const out = `${r.stdout}\n${r.stderr}`;
-    expect(r.code, out).toBe(3);
+    const out = `${result.stdout}\n${result.stderr}`;
+    expect(result.code, out).toBe(3);
     expect(out).toMatch(/SLURM_CONTROLLER_UNREACHABLE: Slurm's controller \(slurmctld\) did not answer salloc on this machine: /);
     expect(out).not.toMatch(/SLURM_JOB_REFUSED|sh -c|cm-slurm-ready|--kill-command|--job-name/);
   }, 120_000);
@@ -291,10 +298,10 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
       });
       started.push(child);
       let out = '';
-      child.stdout!.on('data', (d) => (out += d));
-      child.stderr!.on('data', (d) => (out += d));
+      child.stdout!.on('data', (chunk) => (out += chunk));
+      child.stderr!.on('data', (chunk) => (out += chunk));
       const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-      await expect.poll(async () => (await lab!.queue()).some((l) => / PENDING /.test(l)), { timeout: 30_000 }).toBe(true);
+      await expect.poll(async () => (await lab!.queue()).some((line) => / PENDING /.test(line)), { timeout: 30_000 }).toBe(true);
       process.kill(-child.pid!, 'SIGINT');
       expect(await exited, out).toBe(130);
       expect(out).toMatch(
@@ -314,22 +321,25 @@ describe.skipIf(!ready)('cudamatrix run on a Slurm node (kind slurm, from the lo
     });
     await probeRunning();
     child.kill('SIGINT');
-    const r = await done;
-    expect(r.code).toBe(130);
-    expect(`${r.stdout}\n${r.stderr}`).toMatch(/node: Slurm job \d+ cancelled \(scancel\): the run was interrupted/);
+    const result = await done;
+    expect(result.code).toBe(130);
+    expect(`${result.stdout}\n${result.stderr}`).toMatch(/node: Slurm job \d+ cancelled \(scancel\): the run was interrupted/);
     expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'cancelled' }]);
   }, 120_000);
 
   it('a probe past its timeout: its step is stopped, the run says so, the cell is PROBE_TIMEOUT', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, {}, '[sysinfo]', ['    timeout: 2s']);
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'], {
-      env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }),
-    });
-    expect(r.code).toBe(3);
+    const result = await runCli(
+      ['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--reporter', 'console', '--reporter', 'nhc:-'],
+      {
+        env: cliEnv({ CUDAPROBE_TEST_DELAY_MS: '120000' }),
+      },
+    );
+    expect(result.code).toBe(3);
     // nhc on stdout (the console moves to stderr): the node, exit status 3, the cell that failed.
-    expect(r.stdout).toMatch(/^n[12] 3 ERROR: nhc: Health check failed: node: sysinfo PROBE_TIMEOUT: timed out after \d+ ms/);
-    expect(`${r.stdout}\n${r.stderr}`).toMatch(
+    expect(result.stdout).toMatch(/^n[12] 3 ERROR: nhc: Health check failed: node: sysinfo PROBE_TIMEOUT: timed out after \d+ ms/);
+    expect(`${result.stdout}\n${result.stderr}`).toMatch(
       /node: \S*cudaprobe\S* ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)/,
     );
     expect(cells(eventsOf(dir))).toMatchObject([{ probe: 'sysinfo', status: 'error', errorCode: 'PROBE_TIMEOUT' }]);

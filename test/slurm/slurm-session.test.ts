@@ -37,11 +37,16 @@ afterEach(async () => {
 const messages: string[] = [];
 function connect(options: Record<string, unknown> = {}, signal?: AbortSignal): Promise<Session> {
   const hops: Hop[] = [{ kind: 'slurm', queueWait: 60, ...options }];
-  return connectChain(hops, { target: 'node', runId: `t${randomBytes(3).toString('hex')}`, signal, onProgress: (m) => messages.push(m) });
+  return connectChain(hops, {
+    target: 'node',
+    runId: `t${randomBytes(3).toString('hex')}`,
+    signal,
+    onProgress: (message) => messages.push(message),
+  });
 }
 
-async function rejection(p: Promise<unknown>): Promise<CudamatrixError> {
-  const error = await p.then(
+async function rejection(pending: Promise<unknown>): Promise<CudamatrixError> {
+  const error = await pending.then(
     () => undefined,
     (e: unknown) => e,
   );
@@ -51,62 +56,62 @@ async function rejection(p: Promise<unknown>): Promise<CudamatrixError> {
 
 describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
   it('runs every command as a step of one job, on its node with its GPU, and removes the work directory at the end', async () => {
-    const s = await connect({ nodelist: 'n2' });
+    const session = await connect({ nodelist: 'n2' });
     let workDir: string;
     try {
-      expect(s.description).toMatch(/^slurm job \d+ on n2$/);
-      expect(s.platform).toBe('linux');
-      workDir = s.workDir;
-      const jobId = /job (\d+)/.exec(s.description)![1];
-      const a = await s.exec(['sh', '-c', 'echo "$SLURM_JOB_ID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $(pwd)"']);
-      expect(a).toMatchObject({ exitCode: 0, stderr: '', stdout: `${jobId} n2 0 ${workDir}\n` });
+      expect(session.description).toMatch(/^slurm job \d+ on n2$/);
+      expect(session.platform).toBe('linux');
+      workDir = session.workDir;
+      const jobId = /job (\d+)/.exec(session.description)![1];
+      const echoed = await session.exec(['sh', '-c', 'echo "$SLURM_JOB_ID $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $(pwd)"']);
+      expect(echoed).toMatchObject({ exitCode: 0, stderr: '', stdout: `${jobId} n2 0 ${workDir}\n` });
       // Exit statuses, stderr as the command wrote it (no srun lines), stdin, env, cwd.
-      const b = await s.exec(['sh', '-c', 'echo oops >&2; exit 3']);
-      expect(b).toMatchObject({ exitCode: 3, stderr: 'oops\n', timedOut: false });
-      expect((await s.exec(['cat'], { stdin: 'through srun\n' })).stdout).toBe('through srun\n');
-      expect((await s.exec(['sh', '-c', 'echo "$CM_X"'], { env: { CM_X: 'a b' } })).stdout).toBe('a b\n');
-      expect((await s.exec(['pwd'], { cwd: '/no/such/dir' })).exitCode).toBe(125);
-      expect((await s.exec(['no-such-command-cm'])).exitCode).toBe(127);
+      const failing = await session.exec(['sh', '-c', 'echo oops >&2; exit 3']);
+      expect(failing).toMatchObject({ exitCode: 3, stderr: 'oops\n', timedOut: false });
+      expect((await session.exec(['cat'], { stdin: 'through srun\n' })).stdout).toBe('through srun\n');
+      expect((await session.exec(['sh', '-c', 'echo "$CM_X"'], { env: { CM_X: 'a b' } })).stdout).toBe('a b\n');
+      expect((await session.exec(['pwd'], { cwd: '/no/such/dir' })).exitCode).toBe(125);
+      expect((await session.exec(['no-such-command-cm'])).exitCode).toBe(127);
       // Files both ways, byte for byte.
       const dir = tempDir();
       const bytes = randomBytes(200_000);
       writeFileSync(path.join(dir, 'in.bin'), bytes);
-      await s.put(path.join(dir, 'in.bin'), s.joinPath(workDir, 'x.bin'), { executable: true });
-      expect((await s.exec(['sh', '-c', 'stat -c %a x.bin'])).stdout.trim()).toBe('755');
-      await s.get(s.joinPath(workDir, 'x.bin'), path.join(dir, 'out.bin'));
+      await session.put(path.join(dir, 'in.bin'), session.joinPath(workDir, 'x.bin'), { executable: true });
+      expect((await session.exec(['sh', '-c', 'stat -c %a x.bin'])).stdout.trim()).toBe('755');
+      await session.get(session.joinPath(workDir, 'x.bin'), path.join(dir, 'out.bin'));
       expect(readFileSync(path.join(dir, 'out.bin')).equals(bytes)).toBe(true);
       expect(existsSync(workDir)).toBe(true);
     } finally {
-      await s[Symbol.asyncDispose]();
+      await session[Symbol.asyncDispose]();
     }
     expect(existsSync(workDir)).toBe(false);
   });
 
   it('cancels a step past its timeout (scancel) and says so; the job goes on', async () => {
     messages.length = 0;
-    const s = await connect();
+    const session = await connect();
     try {
-      const r = await s.exec(['sleep', '120'], { timeoutMs: 1500 });
-      expect(r.timedOut).toBe(true);
+      const result = await session.exec(['sleep', '120'], { timeoutMs: 1500 });
+      expect(result.timedOut).toBe(true);
       expect(messages.join('\n')).toMatch(
         /^node: sleep ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)$/m,
       );
       const steps = await lab!.slurm('squeue', '--noheader', '--steps', '--format=%i %j');
       expect(steps).not.toMatch(/cm-step-/);
-      expect((await s.exec(['true'])).exitCode).toBe(0);
+      expect((await session.exec(['true'])).exitCode).toBe(0);
       // Under load the step's shell can print its exit marker (143) as srun ends the step; the
       // command here prints that marker itself (the nonce is its parent's argument) to make it
       // certain. It is still a timeout, said as one, and the marker is not in stderr.
       messages.length = 0;
       const fakeMarker =
         "n=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep -xE '[0-9a-f]{12}'); printf 'cm-slurm-exit-%s 143\\n' \"$n\" >&2; exec sleep 120";
-      const marked = await s.exec(['sh', '-c', fakeMarker], { timeoutMs: 1500 });
+      const marked = await session.exec(['sh', '-c', fakeMarker], { timeoutMs: 1500 });
       expect(marked.timedOut).toBe(true);
       expect(marked.exitCode).not.toBe(143);
       expect(marked.stderr).not.toMatch(/cm-slurm-exit-/);
       expect(messages.join('\n')).toMatch(/^node: sh ran past its timeout: its step of Slurm job \d+ /m);
     } finally {
-      await s[Symbol.asyncDispose]();
+      await session[Symbol.asyncDispose]();
     }
   });
 
@@ -114,13 +119,13 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     // Both GPUs held by another job: ours pends for Resources.
     const holder = lab!.slurm('srun', '-N2', '--gres=gpu:1', '-J', 'holder', 'sleep', '300').catch(() => undefined);
     try {
-      await expect.poll(async () => (await lab!.queue()).some((l) => l.includes(' holder RUNNING ')), { timeout: 60_000 }).toBe(true);
+      await expect.poll(async () => (await lab!.queue()).some((line) => line.includes(' holder RUNNING ')), { timeout: 60_000 }).toBe(true);
       const error = await rejection(connect({ queueWait: 3 }));
       expect(error.code).toBe('SLURM_QUEUE_TIMEOUT');
       expect(error.message).toMatch(
         /^target "node": Slurm job \d+ waited 3 s \(queueWait\) and is still PENDING, Slurm's reason: Resources; it was cancelled \(scancel\)/,
       );
-      expect((await lab!.queue()).filter((l) => !l.includes(' holder '))).toEqual([]);
+      expect((await lab!.queue()).filter((line) => !line.includes(' holder '))).toEqual([]);
     } finally {
       await lab!.slurm('scancel', '--name=holder');
       await holder;
@@ -133,7 +138,7 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     try {
       const abort = new AbortController();
       const connecting = connect({ nodelist: 'n1', queueWait: 120 }, abort.signal);
-      await expect.poll(async () => (await lab!.queue()).some((l) => / PENDING /.test(l)), { timeout: 30_000 }).toBe(true);
+      await expect.poll(async () => (await lab!.queue()).some((line) => / PENDING /.test(line)), { timeout: 30_000 }).toBe(true);
       abort.abort(new Error('interrupted'));
       await expect(connecting).rejects.toThrow('interrupted');
       expect(messages.join('\n')).toMatch(/^node: Slurm job \d+ cancelled \(scancel\) while PENDING: the run was interrupted$/m);
@@ -148,7 +153,7 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
       const connecting = rejection(connect({ nodelist: 'n1', queueWait: 120 }));
       let pending = '';
       await expect
-        .poll(async () => (pending = (await lab!.queue()).find((l) => / PENDING /.test(l)) ?? ''), { timeout: 30_000 })
+        .poll(async () => (pending = (await lab!.queue()).find((line) => / PENDING /.test(line)) ?? ''), { timeout: 30_000 })
         .not.toBe('');
       await lab!.slurm('scancel', pending.split(' ')[0]!);
       const error = await connecting;
@@ -174,9 +179,9 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
   });
 
   it('a node taken down under a running step is SLURM_NODE_DOWN naming the node and the reason', async () => {
-    const s = await connect({ nodelist: 'n2' });
+    const session = await connect({ nodelist: 'n2' });
     try {
-      const running = s.exec(['sleep', '120'], { timeoutMs: 90_000 });
+      const running = session.exec(['sleep', '120'], { timeoutMs: 90_000 });
       await expect
         .poll(async () => /cm-step-/.test(await lab!.slurm('squeue', '--noheader', '--steps', '--format=%j')), { timeout: 30_000 })
         .toBe(true);
@@ -185,35 +190,35 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
       expect(error.code).toBe('SLURM_NODE_DOWN');
       expect(error.message).toMatch(/^node n2 is DOWN\S* \(reason: cm-test-gpu-fell-off\): Slurm job \d+ ended while sleep ran there/);
     } finally {
-      await s[Symbol.asyncDispose]();
+      await session[Symbol.asyncDispose]();
       await lab!.resume('n2');
     }
   });
 
   it('a copy whose srun dies mid-way while the job runs is run once more, and said (srun seen losing its I/O under load)', async () => {
     messages.length = 0;
-    const s = await connect({ nodelist: 'n2' });
+    const session = await connect({ nodelist: 'n2' });
     try {
       const dir = tempDir();
       const bytes = randomBytes(16_000_000);
       writeFileSync(path.join(dir, 'big.bin'), bytes);
-      await s.put(path.join(dir, 'big.bin'), s.joinPath(s.workDir, 'big.bin'));
-      const copying = s.get(s.joinPath(s.workDir, 'big.bin'), path.join(dir, 'out.bin'));
+      await session.put(path.join(dir, 'big.bin'), session.joinPath(session.workDir, 'big.bin'));
+      const copying = session.get(session.joinPath(session.workDir, 'big.bin'), path.join(dir, 'out.bin'));
       // The get's srun (its step reads the file with base64), killed as soon as it is seen.
       let killed = false;
       for (let i = 0; i < 1000 && !killed; i++) {
-        const srun = lab!.jobProcesses().find((p) => /^\d+ srun .*cm-step-.*base64 </.test(p));
+        const srun = lab!.jobProcesses().find((jobProcess) => /^\d+ srun .*cm-step-.*base64 </.test(jobProcess));
         if (srun) {
           process.kill(Number(srun.split(' ')[0]), 'SIGKILL');
           killed = true;
-        } else await new Promise((r) => setTimeout(r, 2));
+        } else await new Promise((resolve) => setTimeout(resolve, 2));
       }
       expect(killed).toBe(true);
       await copying;
       expect(readFileSync(path.join(dir, 'out.bin')).equals(bytes)).toBe(true);
       expect(messages.join('\n')).toMatch(/^node: a copy's step of Slurm job \d+ failed \(.*\); the job still runs: trying once more$/m);
     } finally {
-      await s[Symbol.asyncDispose]();
+      await session[Symbol.asyncDispose]();
     }
   }, 120_000);
 
@@ -221,13 +226,13 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     // Seen in CI: salloc stayed after its node went down and its command had ended, and ignores
     // TERM while it runs one. Stopped here (SIGSTOP), it answers nothing but KILL.
     messages.length = 0;
-    const s = await connect({ nodelist: 'n2' });
-    const jobId = /job (\d+)/.exec(s.description)![1];
-    const salloc = lab!.jobProcesses().find((p) => / salloc /.test(` ${p.split(' ').slice(1).join(' ')}`));
+    const session = await connect({ nodelist: 'n2' });
+    const jobId = /job (\d+)/.exec(session.description)![1];
+    const salloc = lab!.jobProcesses().find((jobProcess) => / salloc /.test(` ${jobProcess.split(' ').slice(1).join(' ')}`));
     expect(salloc).toBeDefined();
     const pid = Number(salloc!.split(' ')[0]);
     process.kill(pid, 'SIGSTOP');
-    await s[Symbol.asyncDispose]();
+    await session[Symbol.asyncDispose]();
     expect(messages.join('\n')).toContain(
       `node: Slurm job ${jobId} cancelled (scancel): salloc did not give the allocation back within 15 s`,
     );

@@ -19,16 +19,16 @@ export interface SshTarget {
 }
 
 /** The ssh hop of a target on `sshd`: its user key and known_hosts, no ssh_config, no retries. */
-export function sshHop(sshd: Sshd, t: SshTarget): Record<string, unknown> {
+export function sshHop(sshd: Sshd, target: SshTarget): Record<string, unknown> {
   return {
     kind: 'ssh',
     host: '127.0.0.1',
-    port: t.port ?? sshd.ports[0],
+    port: target.port ?? sshd.ports[0],
     identityFile: sshd.key,
     knownHosts: sshd.knownHosts,
     sshConfig: false,
     retries: 0,
-    ...t.extra,
+    ...target.extra,
   };
 }
 
@@ -36,10 +36,10 @@ export function sshHop(sshd: Sshd, t: SshTarget): Record<string, unknown> {
 export function sshMatrix(dir: string, sshd: Sshd, targets: (SshTarget | { name: string; local: true })[], probes = '[sysinfo]'): string {
   const file = path.join(dir, 'matrix.yaml');
   const lines = ['version: 1', 'concurrency: 8', `defaults: {probes: ${probes}}`, 'targets:'];
-  for (const t of targets) {
-    lines.push(`  - name: ${t.name}`);
-    lines.push(`    transport: ${'local' in t ? 'local' : JSON.stringify(sshHop(sshd, t))}`);
-    if (!('local' in t)) lines.push(...(t.lines ?? []));
+  for (const target of targets) {
+    lines.push(`  - name: ${target.name}`);
+    lines.push(`    transport: ${'local' in target ? 'local' : JSON.stringify(sshHop(sshd, target))}`);
+    if (!('local' in target)) lines.push(...(target.lines ?? []));
   }
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
@@ -47,13 +47,16 @@ export function sshMatrix(dir: string, sshd: Sshd, targets: (SshTarget | { name:
 
 /** `cudamatrix run` on a matrix file, with its results in dir/runs; the run's events, if any. */
 export async function runMatrix(file: string, dir: string, args: string[] = [], env: NodeJS.ProcessEnv = {}) {
-  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args], {
-    env,
-  });
+  const result = await runCli(
+    ['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml'), ...args],
+    {
+      env,
+    },
+  );
   const runs = existsSync(path.join(dir, 'runs')) ? readdirSync(path.join(dir, 'runs')) : [];
   const events: RunEvent[] = runs.length ? readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl')) : [];
   if (events.length) runIdOf(events);
-  return { ...r, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
+  return { ...result, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
 }
 
 export const runIdOf = (events: RunEvent[]): string => track((events[0] as { runId: string }).runId);
@@ -73,9 +76,9 @@ const doctorRuns: [number, number][] = [];
 /** `cudamatrix doctor ARGS`, its run directories and helpers checked by expectNothingLeft(). */
 export async function doctor(args: string[]): Promise<CliResult> {
   const from = Date.now();
-  const r = await runCli(['doctor', ...args]);
+  const result = await runCli(['doctor', ...args]);
   doctorRuns.push([from, Date.now()]);
-  return r;
+  return result;
 }
 
 /**
@@ -90,9 +93,9 @@ function doctorIds(runs: [number, number][]): string[] {
   const tags = new Set<string>();
   // A run directory is cudamatrix-TAG-PID, PID the helper that made it: ours unless that helper
   // still runs, under another sshd.
-  for (const d of readdirSync('/tmp')) {
-    const m = /^cudamatrix-(\d{12})-(\d+)$/.exec(d);
-    if (m && inSpan(m[1]!) && (!existsSync(`/proc/${m[2]}`) || underOurSshd(m[2]!))) tags.add(m[1]!);
+  for (const name of readdirSync('/tmp')) {
+    const match = /^cudamatrix-(\d{12})-(\d+)$/.exec(name);
+    if (match && inSpan(match[1]!) && (!existsSync(`/proc/${match[2]}`) || underOurSshd(match[2]!))) tags.add(match[1]!);
   }
   for (const [pid, args] of processTable()) {
     const tag = /cudamatrix-helper '?(\d{12})\b/.exec(args)?.[1];
@@ -107,9 +110,9 @@ function processTable(): [string, string][] {
   // of their own, and are not an SSH test's.
   return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
     .split('\n')
-    .map((l) => /^\s*(\d+)\s(.*)$/.exec(l))
-    .filter((m): m is RegExpExecArray => m !== null && rootOf(m[1]!) === '/')
-    .map((m) => [m[1]!, m[2]!]);
+    .map((line) => /^\s*(\d+)\s(.*)$/.exec(line))
+    .filter((match): match is RegExpExecArray => match !== null && rootOf(match[1]!) === '/')
+    .map((match) => [match[1]!, match[2]!]);
 }
 
 /**
@@ -122,7 +125,7 @@ export async function expectNothingLeft(ms = 3000): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
     const ids = [...used, ...doctorIds(runs)];
-    const left = ids.map((id) => ({ id, ...leftovers(id) })).filter((l) => l.dirs.length || l.processes.length);
+    const left = ids.map((id) => ({ id, ...leftovers(id) })).filter((leftover) => leftover.dirs.length || leftover.processes.length);
     if (left.length === 0) return used.clear();
     if (Date.now() > until) {
       used.clear();
@@ -141,20 +144,20 @@ export const targetErrors = (events: RunEvent[]) => events.flatMap((e) => (e.typ
  * run, of this file or another, or by any cudamatrix on the machine, is not this run's), or the
  * tests' "sleep 4NN" under this process's sshds.
  */
-export function leftovers(runId: string, o: { sessionOpen?: boolean } = {}): { dirs: string[]; processes: string[] } {
+export function leftovers(runId: string, options: { sessionOpen?: boolean } = {}): { dirs: string[]; processes: string[] } {
   const tag = runId.replace(/[^A-Za-z0-9-]/g, '').slice(-12);
   const runDir = `/tmp/cudamatrix-${tag}-`;
-  const dirs = readdirSync('/tmp').filter((d) => d.startsWith(`cudamatrix-${tag}-`));
+  const dirs = readdirSync('/tmp').filter((name) => name.startsWith(`cudamatrix-${tag}-`));
   const helper = new RegExp(`cudamatrix-helper '?${tag}'? `);
   const processes = processTable()
-    .filter(([pid, l]) => {
-      if (!o.sessionOpen && helper.test(`${l} `)) return true;
-      if ((l.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/')) return cwdOf(pid)?.startsWith(runDir) ?? false;
+    .filter(([pid, args]) => {
+      if (!options.sessionOpen && helper.test(`${args} `)) return true;
+      if ((args.trim().split(' ')[0] ?? '').includes('cudamatrix/deployed/')) return cwdOf(pid)?.startsWith(runDir) ?? false;
       // The tests' remote `sleep 4xx` commands: only those under this process's sshds (a
       // machine shared with other test runs and shells has sleeps of its own).
-      return /^sleep 4[0-9]{2}$/.test(l.trim()) && underOurSshd(pid);
+      return /^sleep 4[0-9]{2}$/.test(args.trim()) && underOurSshd(pid);
     })
-    .map(([, l]) => l);
+    .map(([, args]) => args);
   return { dirs, processes };
 }
 
@@ -186,7 +189,7 @@ function rootOf(pid: string): string | undefined {
 }
 
 export async function settle(ms = 300): Promise<void> {
-  await new Promise((r) => setTimeout(r, ms));
+  await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** OpenSSH's fingerprint of a public key ("type base64"). */
@@ -202,7 +205,7 @@ export function openssh(
   sshd: Sshd,
   options: { port?: number; knownHosts: string; strict: 'yes' | 'accept-new'; command?: string; key?: string },
 ): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(
+  const result = spawnSync(
     'ssh',
     [
       '-F',
@@ -232,5 +235,5 @@ export function openssh(
     ],
     { encoding: 'utf8', timeout: 30_000 },
   );
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }

@@ -78,32 +78,36 @@ describe.runIf(ready)("host keys of another type than the known ones (real sshd,
       { how: 'strict', extra: {}, args: [] },
     ];
     for (const { how, extra, args } of runs) {
-      const d = tempDir();
-      const r = await runMatrix(sshMatrix(d, edOnly, [{ name: 'impostor', extra: { knownHosts: kh, ...extra } }]), d, args);
-      expect(r.code, how).toBe(3);
-      const error = targetErrors(r.events)[0]!;
+      const attemptDir = tempDir();
+      const result = await runMatrix(
+        sshMatrix(attemptDir, edOnly, [{ name: 'impostor', extra: { knownHosts: kh, ...extra } }]),
+        attemptDir,
+        args,
+      );
+      expect(result.code, how).toBe(3);
+      const error = targetErrors(result.events)[0]!;
       expect(error.code, how).toBe('HOST_KEY_MISMATCH');
       expect(error.message).toContain(`ssh-ed25519 ${offered}`);
       expect(error.message).toContain(`ecdsa-sha2-nistp256 ${knownFp} at ${kh}:1`);
       expect(error.message).toContain('Nothing was run');
       expect(error.message).not.toMatch(/accept-new in the matrix|--accept-new|ssh-keyscan/);
       expect(
-        r.events.some((e) => e.type === 'target-ready'),
+        result.events.some((e) => e.type === 'target-ready'),
         how,
       ).toBe(false);
       expect(readFileSync(kh, 'utf8'), how).toBe(before);
       await settle(100);
-      expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
+      expect(leftovers(runIdOf(result.events))).toEqual({ dirs: [], processes: [] });
     }
 
     // doctor says the same, and its fix does not suggest accepting the key either.
-    const d = tempDir();
+    const doctorDir = tempDir();
     const checked = await doctor([
       '--target',
       'impostor',
       '--accept-new',
       '-m',
-      sshMatrix(d, edOnly, [{ name: 'impostor', extra: { knownHosts: kh } }]),
+      sshMatrix(doctorDir, edOnly, [{ name: 'impostor', extra: { knownHosts: kh } }]),
     ]);
     expect(checked.code).toBe(3);
     expect(checked.stdout).toContain('✗ HOST_KEY_MISMATCH');
@@ -120,17 +124,17 @@ describe.runIf(ready)("host keys of another type than the known ones (real sshd,
     expect(ssh.code, ssh.stderr).toBe(0);
     expect(ssh.stdout).toBe('reached\n');
 
-    const r = await runMatrix(sshMatrix(dir, both, [{ name: 'ecdsa-known', extra: { knownHosts: kh } }]), dir);
-    expect(targetErrors(r.events)).toEqual([]);
-    expect(r.code).toBe(0);
-    expect(r.events.some((e) => e.type === 'target-ready')).toBe(true);
+    const result = await runMatrix(sshMatrix(dir, both, [{ name: 'ecdsa-known', extra: { knownHosts: kh } }]), dir);
+    expect(targetErrors(result.events)).toEqual([]);
+    expect(result.code).toBe(0);
+    expect(result.events.some((e) => e.type === 'target-ready')).toBe(true);
     // sysinfo ran (this machine has no driver: its no-driver path skips).
-    expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({
+    expect(result.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({
       status: expect.stringMatching(/^(passed|skipped)$/),
     });
     expect(readFileSync(kh, 'utf8')).toBe(`[127.0.0.1]:${port} ${bothEcdsa.pub}\n`);
     await settle(100);
-    expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
+    expect(leftovers(runIdOf(result.events))).toEqual({ dirs: [], processes: [] });
   });
 
   it('with both types known and one of them wrong, takes the preferred type, as ssh does (ed25519 right: connects; ed25519 wrong: refused)', async () => {
@@ -172,9 +176,9 @@ describe.runIf(ready)("host keys of another type than the known ones (real sshd,
     const ssh = openssh(edOnly, { knownHosts: kh, strict: 'accept-new' });
     expect(ssh.code).toBe(255);
     expect(ssh.stderr).toContain('is marked as revoked');
-    const r = await runMatrix(sshMatrix(dir, edOnly, [{ name: 'revoked', extra: { knownHosts: kh } }]), dir, ['--accept-new']);
-    expect(r.code).toBe(3);
-    expect(targetErrors(r.events)[0]).toMatchObject({
+    const result = await runMatrix(sshMatrix(dir, edOnly, [{ name: 'revoked', extra: { knownHosts: kh } }]), dir, ['--accept-new']);
+    expect(result.code).toBe(3);
+    expect(targetErrors(result.events)[0]).toMatchObject({
       code: 'HOST_KEY_MISMATCH',
       message: expect.stringContaining(`marked @revoked at ${kh}:1`),
     });

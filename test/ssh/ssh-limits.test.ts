@@ -32,22 +32,22 @@ afterEach(async () => {
 describe.runIf(ready)('a probe timeout longer than a Node timer takes (defect 4)', () => {
   it('runs sysinfo over SSH with timeout: 700h as with the default, and Node does not warn', async () => {
     const dir = tempDir();
-    const r = await runMatrix(sshMatrix(dir, sshd, [{ name: 'patient', lines: ['    timeout: 700h'] }]), dir);
-    expect(r.stderr).not.toContain('TimeoutOverflowWarning');
-    expect(targetErrors(r.events)).toEqual([]);
-    const cell = r.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo');
+    const result = await runMatrix(sshMatrix(dir, sshd, [{ name: 'patient', lines: ['    timeout: 700h'] }]), dir);
+    expect(result.stderr).not.toContain('TimeoutOverflowWarning');
+    expect(targetErrors(result.events)).toEqual([]);
+    const cell = result.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo');
     expect(cell).toMatchObject({ status: expect.stringMatching(/^(passed|skipped)$/) });
     expect(cell).not.toMatchObject({ errorCode: 'PROBE_TIMEOUT' });
-    expect(r.code).toBe(0);
+    expect(result.code).toBe(0);
   });
 
   it('refuses a timeout over 30 days when the matrix is loaded (exit 2), with the line and what to write', async () => {
     const dir = tempDir();
     const file = sshMatrix(dir, sshd, [{ name: 'slip', lines: ['    timeout: 7000h'] }]);
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`${file}:7:14: targets[0].timeout: "7000h" is longer than 30 days`);
-    expect(r.stderr).toContain('fix: write at most 720h (30 days)');
+    const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`${file}:7:14: targets[0].timeout: "7000h" is longer than 30 days`);
+    expect(result.stderr).toContain('fix: write at most 720h (30 days)');
     expect(existsSync(path.join(dir, 'runs'))).toBe(false);
   });
 });
@@ -67,13 +67,13 @@ describe.runIf(ready)('configuration mistakes in an ssh target (defect 5)', () =
     for (const { extra, says } of cases) {
       const dir = tempDir();
       const file = sshMatrix(dir, sshd, [{ name: 'lab', extra }]);
-      const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
-      expect(r.code, JSON.stringify(extra)).toBe(2);
-      expect(r.stderr).toMatch(
+      const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
+      expect(result.code, JSON.stringify(extra)).toBe(2);
+      expect(result.stderr).toMatch(
         new RegExp(`${file.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}:6:\\d+: targets\\[0\\]\\.transport\\.(host|identityFile): `),
       );
-      expect(r.stderr).toContain(says);
-      expect(r.stderr).not.toMatch(/root@root@|TARGET_UNREACHABLE|authorized_keys/);
+      expect(result.stderr).toContain(says);
+      expect(result.stderr).not.toMatch(/root@root@|TARGET_UNREACHABLE|authorized_keys/);
       expect(existsSync(path.join(dir, 'runs')), JSON.stringify(extra)).toBe(false);
     }
   });
@@ -82,9 +82,9 @@ describe.runIf(ready)('configuration mistakes in an ssh target (defect 5)', () =
     const dir = tempDir();
     const disguised = path.join(dir, 'id_lab');
     copyFileSync(`${sshd.key}.pub`, disguised);
-    const r = await runMatrix(sshMatrix(dir, sshd, [{ name: 'pubkey', extra: { identityFile: disguised, agent: false } }]), dir);
-    expect(r.code).toBe(3);
-    const error = targetErrors(r.events)[0]!;
+    const result = await runMatrix(sshMatrix(dir, sshd, [{ name: 'pubkey', extra: { identityFile: disguised, agent: false } }]), dir);
+    expect(result.code).toBe(3);
+    const error = targetErrors(result.events)[0]!;
     expect(error).toMatchObject({ code: 'AUTH_FAILED' });
     expect(error.message).toContain(
       `identity file ${disguised} holds a public key (ssh-ed25519), the half that goes in the remote authorized_keys; identityFile names the private key`,
@@ -129,7 +129,7 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
       message: `cannot reach root@127.0.0.1:${port}: connect ECONNREFUSED 127.0.0.1:${port} (refused: nothing listens on that port: is sshd running there, and is the port right?)`,
     });
 
-    const t = Date.now();
+    const startedAt = Date.now();
     const retried = connectChain([sshHop(down, { name: 'x', extra: { retries: 2 } }) as { kind: string }], {
       target: 'x',
       runId: track('refused-2'),
@@ -142,7 +142,7 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
         ),
       ),
     });
-    const ms = Date.now() - t;
+    const ms = Date.now() - startedAt;
     expect(ms).toBeGreaterThanOrEqual(1500);
   });
 
@@ -153,7 +153,7 @@ describe.runIf(ready)('a refused connection (defect 6)', () => {
       target: 'x',
       runId: track('refused-then-up'),
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((resolve) => setTimeout(resolve, 200));
     await back.restart();
     const session = await pending;
     try {

@@ -102,22 +102,22 @@ describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chat
     const uploaded: unknown[] = [];
     for (let i = 0; i < 2; i++) {
       const dir = tempDir();
-      const r = await runMatrix(sshMatrix(dir, chatty, [{ name: 'chatty' }]), dir);
-      expect(targetErrors(r.events)).toEqual([]);
-      expect(r.code).toBe(0);
-      const ready = r.events.find((e) => e.type === 'target-ready');
+      const result = await runMatrix(sshMatrix(dir, chatty, [{ name: 'chatty' }]), dir);
+      expect(targetErrors(result.events)).toEqual([]);
+      expect(result.code).toBe(0);
+      const ready = result.events.find((e) => e.type === 'target-ready');
       if (ready?.type !== 'target-ready') throw new Error('no target-ready');
       expect(ready).toMatchObject({ session: `ssh root@127.0.0.1:${chatty.ports[0]}`, platform: 'linux' });
       expect(String(ready.probe.path).startsWith(path.join(home, '.cache', 'cudamatrix', 'deployed'))).toBe(true);
       uploaded.push(ready.probe.uploaded);
-      expect(r.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({
+      expect(result.events.find((e) => e.type === 'cell-end' && e.probe === 'sysinfo')).toMatchObject({
         status: expect.stringMatching(/^(passed|skipped)$/),
       });
-      expect(`${r.stdout}${r.stderr}${readFileSync(path.join(r.runDir, 'events.jsonl'), 'utf8')}`).not.toMatch(
+      expect(`${result.stdout}${result.stderr}${readFileSync(path.join(result.runDir, 'events.jsonl'), 'utf8')}`).not.toMatch(
         /Welcome to gpu-node-7|Last backup|motd without|Authorized use/,
       );
       await settle();
-      expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
+      expect(leftovers(runIdOf(result.events))).toEqual({ dirs: [], processes: [] });
     }
     expect(uploaded).toEqual([true, false]);
   });
@@ -170,11 +170,11 @@ describe.runIf(ready)('a login shell that prints text (real sshd, ~/.bashrc chat
 
   it('doctor --target says each step worked (not "the connection broke")', async () => {
     const dir = tempDir();
-    const r = await doctor(['--target', 'chatty', '-m', sshMatrix(dir, chatty, [{ name: 'chatty' }])]);
-    expect(r.stdout).toMatch(/✓ reachable\s+ssh root@127\.0\.0\.1:\d+: host key verified, authenticated/);
-    expect(r.stdout).toMatch(/✓ platform\s+linux\/\w+, shell posix/);
-    expect(r.stdout).toMatch(/✓ cudaprobe\s+/);
-    expect(r.stdout).not.toMatch(/TRANSPORT_FAILED|connection broke/);
+    const result = await doctor(['--target', 'chatty', '-m', sshMatrix(dir, chatty, [{ name: 'chatty' }])]);
+    expect(result.stdout).toMatch(/✓ reachable\s+ssh root@127\.0\.0\.1:\d+: host key verified, authenticated/);
+    expect(result.stdout).toMatch(/✓ platform\s+linux\/\w+, shell posix/);
+    expect(result.stdout).toMatch(/✓ cudaprobe\s+/);
+    expect(result.stdout).not.toMatch(/TRANSPORT_FAILED|connection broke/);
   });
 });
 
@@ -230,14 +230,14 @@ describe.runIf(ready)('an account with a nologin shell and a missing home (real 
 
   it("says what the account's shell and sshd printed, each once and whole", async () => {
     const dir = tempDir();
-    const r = await runMatrix(sshMatrix(dir, sshd, [{ name: 'nologin', extra: { user } }]), dir);
-    expect(r.code).toBe(3);
-    const [error] = targetErrors(r.events);
+    const result = await runMatrix(sshMatrix(dir, sshd, [{ name: 'nologin', extra: { user } }]), dir);
+    expect(result.code).toBe(3);
+    const [error] = targetErrors(result.events);
     const printed = /it printed: (.*)$/.exec(error?.message ?? '')?.[1];
     expect(printed, error?.message).toBe(
       'This account is currently not available. | Could not chdir to home directory /nonexistent: No such file or directory',
     );
-    const out = `${r.stdout}${r.stderr}`;
+    const out = `${result.stdout}${result.stderr}`;
     expect(out.split('Could not chdir').length - 1, out).toBe(out.split('This account is currently').length - 1);
   });
 });

@@ -46,8 +46,8 @@ afterEach(async () => {
   await expectNothingLeft();
 });
 
-function sshHop(t: SshTarget): Record<string, unknown> {
-  return sshHopOn(sshd, t);
+function sshHop(target: SshTarget): Record<string, unknown> {
+  return sshHopOn(sshd, target);
 }
 
 function matrix(dir: string, targets: (SshTarget | { name: string; local: true })[], probes = '[sysinfo]'): string {
@@ -58,25 +58,27 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
   it('produces the same facts as the local run, and leaves nothing behind', async () => {
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'over-ssh' }, { name: 'here', local: true }], 'all');
-    const r = await runMatrix(file, dir);
-    expect(r.stderr).not.toMatch(/\n\s+at /);
-    expect(r.code).toBe(0);
-    const cells = r.events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
-    const by = (target: string) => cells.filter((c) => c.target === target);
-    expect(by('over-ssh').map((c) => [c.probe, c.status, c.reason])).toEqual(by('here').map((c) => [c.probe, c.status, c.reason]));
+    const result = await runMatrix(file, dir);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.code).toBe(0);
+    const cells = result.events.flatMap((e) => (e.type === 'cell-end' && e.planned ? [e] : []));
+    const by = (target: string) => cells.filter((cell) => cell.target === target);
+    expect(by('over-ssh').map((cell) => [cell.probe, cell.status, cell.reason])).toEqual(
+      by('here').map((cell) => [cell.probe, cell.status, cell.reason]),
+    );
     const facts = (target: string) =>
-      by(target).flatMap((c) =>
-        c.records
-          .filter((x): x is SysinfoRecord | FactRecord => x.type === 'sysinfo' || x.type === 'fact')
-          .map((x) => [c.probe, x.name, x.value]),
+      by(target).flatMap((cell) =>
+        cell.records
+          .filter((record): record is SysinfoRecord | FactRecord => record.type === 'sysinfo' || record.type === 'fact')
+          .map((record) => [cell.probe, record.name, record.value]),
       );
     expect(facts('over-ssh')).toEqual(facts('here'));
     expect(facts('over-ssh').length).toBeGreaterThan(15);
-    const ready = r.events.find((e) => e.type === 'target-ready' && e.target === 'over-ssh');
+    const ready = result.events.find((e) => e.type === 'target-ready' && e.target === 'over-ssh');
     expect(ready).toMatchObject({ session: `ssh root@127.0.0.1:${sshd.ports[0]}`, platform: 'linux' });
     await validateJunit(readFileSync(path.join(dir, 'junit.xml'), 'utf8'));
     await settle();
-    expect(leftovers(runIdOf(r.events))).toEqual({ dirs: [], processes: [] });
+    expect(leftovers(runIdOf(result.events))).toEqual({ dirs: [], processes: [] });
   });
 
   it('uploads the probe once to a per-hash cache on the remote, and a warm run skips the upload', async () => {
@@ -88,9 +90,9 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const uploaded: (boolean | undefined)[] = [];
     for (let i = 0; i < 2; i++) {
       const dir = tempDir();
-      const r = await runMatrix(matrix(dir, [{ name: 'cache' }]), dir);
-      expect(r.code).toBe(0);
-      const ready = r.events.find((e) => e.type === 'target-ready');
+      const result = await runMatrix(matrix(dir, [{ name: 'cache' }]), dir);
+      expect(result.code).toBe(0);
+      const ready = result.events.find((e) => e.type === 'target-ready');
       if (ready?.type !== 'target-ready') throw new Error('no target-ready');
       uploaded.push(ready.probe.uploaded);
       expect(ready.probe.path).toBe(
@@ -107,21 +109,21 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     await runMatrix(matrix(dir, [{ name: 'fill' }]), dir);
     writeFileSync(cached, '#!/bin/sh\necho tampered\n');
     const dir2 = tempDir();
-    const r = await runMatrix(matrix(dir2, [{ name: 'tampered' }]), dir2);
-    expect(r.code).toBe(0);
-    expect(r.events.find((e) => e.type === 'target-ready')).toMatchObject({ probe: { uploaded: true } });
+    const result = await runMatrix(matrix(dir2, [{ name: 'tampered' }]), dir2);
+    expect(result.code).toBe(0);
+    expect(result.events.find((e) => e.type === 'target-ready')).toMatchObject({ probe: { uploaded: true } });
     expect(readFileSync(cached).equals(readFileSync(binary.path))).toBe(true);
   });
 
   it('authenticates with an encrypted key whose passphrase comes from the named environment variable, and never prints it', async () => {
     const dir = tempDir();
     const file = matrix(dir, [{ name: 'enc', extra: { identityFile: sshd.encryptedKey, passphraseEnv: 'CM_TEST_PASSPHRASE' } }]);
-    const r = await runMatrix(file, dir, [], { CM_TEST_PASSPHRASE: TEST_PASSPHRASE });
-    expect(r.code).toBe(0);
+    const result = await runMatrix(file, dir, [], { CM_TEST_PASSPHRASE: TEST_PASSPHRASE });
+    expect(result.code).toBe(0);
     const everything = [
-      r.stdout,
-      r.stderr,
-      ...['events.jsonl', 'junit.xml', 'summary.json'].map((f) => readFileSync(path.join(r.runDir, f), 'utf8')),
+      result.stdout,
+      result.stderr,
+      ...['events.jsonl', 'junit.xml', 'summary.json'].map((fileName) => readFileSync(path.join(result.runDir, fileName), 'utf8')),
       readFileSync(path.join(dir, 'junit.xml'), 'utf8'),
     ];
     for (const text of everything) expect(text).not.toContain(TEST_PASSPHRASE);
@@ -154,9 +156,9 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
       execFileSync('ssh-add', [sshd.key], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
       // No identity file anywhere: only the agent can authenticate.
       const file = matrix(dir, [{ name: 'via-agent', extra: { identityFile: undefined } }]);
-      const r = await runMatrix(file, dir, [], { SSH_AUTH_SOCK: sock, HOME: dir });
-      expect(r.code).toBe(0);
-      expect(r.events.some((e) => e.type === 'target-ready')).toBe(true);
+      const result = await runMatrix(file, dir, [], { SSH_AUTH_SOCK: sock, HOME: dir });
+      expect(result.code).toBe(0);
+      expect(result.events.some((e) => e.type === 'target-ready')).toBe(true);
     } finally {
       process.kill(Number(pid));
     }
@@ -166,9 +168,9 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const dir = tempDir();
     const stranger = path.join(dir, 'stranger');
     keygen(stranger);
-    const r = await runMatrix(matrix(dir, [{ name: 'wrong-key', extra: { identityFile: stranger } }]), dir);
-    expect(r.code).toBe(3);
-    expect(targetErrors(r.events)[0]).toMatchObject({
+    const result = await runMatrix(matrix(dir, [{ name: 'wrong-key', extra: { identityFile: stranger } }]), dir);
+    expect(result.code).toBe(3);
+    expect(targetErrors(result.events)[0]).toMatchObject({
       code: 'AUTH_FAILED',
       message: expect.stringContaining(`authentication to root@127.0.0.1:${sshd.ports[0]} failed with ${stranger}`),
     });
@@ -183,17 +185,17 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     const kh = path.join(dir, 'known_hosts');
     writeFileSync(kh, `# first line\n[127.0.0.1]:${sshd.ports[0]} ${otherPub}\n`);
     const before = readFileSync(kh, 'utf8');
-    const r = await runMatrix(matrix(dir, [{ name: 'mitm', extra: { knownHosts: kh } }]), dir);
-    expect(r.code).toBe(3);
-    const error = targetErrors(r.events)[0]!;
+    const result = await runMatrix(matrix(dir, [{ name: 'mitm', extra: { knownHosts: kh } }]), dir);
+    expect(result.code).toBe(3);
+    const error = targetErrors(result.events)[0]!;
     expect(error.code).toBe('HOST_KEY_MISMATCH');
     const fp = (pub: string) => execFileSync('ssh-keygen', ['-lf', '-'], { input: pub, encoding: 'utf8' }).split(' ')[1]!;
     expect(error.message).toContain(fp(sshd.hostKeyPub)); // offered
     expect(error.message).toContain(`${fp(otherPub)} at ${kh}:2`); // known, with file and line
     expect(error.message).toContain(`remove line 2 of ${kh}`);
-    expect(r.events.some((e) => e.type === 'target-ready')).toBe(false);
+    expect(result.events.some((e) => e.type === 'target-ready')).toBe(false);
     expect(readFileSync(kh, 'utf8')).toBe(before);
-    expect(leftovers(runIdOf(r.events)).dirs).toEqual([]);
+    expect(leftovers(runIdOf(result.events)).dirs).toEqual([]);
   });
 
   it('refuses an unknown host, and with --accept-new records it and runs', async () => {
@@ -236,17 +238,17 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
     );
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
     await whenOutput(child, /doomed\/pinned-vram/, () => own.killAll());
-    const r = await done;
+    const result = await done;
     const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
-    expect(r.code).toBe(3);
+    expect(result.code).toBe(3);
     const doomed = events.flatMap((e) => (e.type === 'cell-end' && e.target === 'doomed' && e.planned ? [e] : []));
     expect(doomed.length).toBe(defaultProbeNames().length);
-    expect(doomed.filter((c) => c.status === 'error').every((c) => c.errorCode === 'TRANSPORT_FAILED')).toBe(true);
+    expect(doomed.filter((cell) => cell.status === 'error').every((cell) => cell.errorCode === 'TRANSPORT_FAILED')).toBe(true);
     // Once its connection failed, every remaining cell of the target is an error (how many cells
     // finished before the kill landed depends on the machine's load: no count is asserted).
-    const firstError = doomed.findIndex((c) => c.status === 'error');
+    const firstError = doomed.findIndex((cell) => cell.status === 'error');
     expect(firstError).toBeGreaterThan(-1);
-    expect(doomed.slice(firstError).map((c) => c.status)).toEqual(doomed.slice(firstError).map(() => 'error'));
+    expect(doomed.slice(firstError).map((cell) => cell.status)).toEqual(doomed.slice(firstError).map(() => 'error'));
     expect(targetErrors(events)[0]).toMatchObject({
       target: 'doomed',
       code: 'TRANSPORT_FAILED',
@@ -266,9 +268,9 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
       { name: 'up' },
     ]);
     const started = Date.now();
-    const r = await runMatrix(file, dir);
-    expect(r.code).toBe(3);
-    expect(targetErrors(r.events)).toEqual([
+    const result = await runMatrix(file, dir);
+    expect(result.code).toBe(3);
+    expect(targetErrors(result.events)).toEqual([
       expect.objectContaining({
         target: 'down',
         code: 'TARGET_UNREACHABLE',
@@ -277,7 +279,7 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
         ),
       }),
     ]);
-    expect(r.events.find((e) => e.type === 'cell-end' && e.target === 'up')).toMatchObject({ status: 'skipped' });
+    expect(result.events.find((e) => e.type === 'cell-end' && e.target === 'up')).toMatchObject({ status: 'skipped' });
     // Backoff 0.5 s + 1 s between the three attempts.
     expect(Date.now() - started).toBeGreaterThan(1400);
   });
@@ -285,18 +287,18 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
   it('does not let a host that accepts but never answers stall the others', async () => {
     const port = await freePort();
     const silent: Server = createServer(() => undefined);
-    await new Promise<void>((r) => silent.listen(port, '127.0.0.1', () => r()));
+    await new Promise<void>((resolve) => silent.listen(port, '127.0.0.1', () => resolve()));
     try {
       const dir = tempDir();
       const file = matrix(dir, [{ name: 'blackhole', port, extra: { connectTimeout: 1 } }, { name: 'fine' }]);
-      const r = await runMatrix(file, dir);
-      expect(r.code).toBe(3);
-      expect(targetErrors(r.events)[0]).toMatchObject({
+      const result = await runMatrix(file, dir);
+      expect(result.code).toBe(3);
+      expect(targetErrors(result.events)[0]).toMatchObject({
         target: 'blackhole',
         code: 'TARGET_UNREACHABLE',
         message: expect.stringContaining('no SSH handshake within 1000 ms'),
       });
-      const fine = r.events.find((e) => e.type === 'cell-end' && e.target === 'fine');
+      const fine = result.events.find((e) => e.type === 'cell-end' && e.target === 'fine');
       expect(fine).toMatchObject({ status: 'skipped' });
     } finally {
       silent.close();
@@ -310,12 +312,12 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
       accepted++;
       socket.destroy();
     });
-    await new Promise<void>((r) => closing.listen(port, '127.0.0.1', () => r()));
+    await new Promise<void>((resolve) => closing.listen(port, '127.0.0.1', () => resolve()));
     try {
       const dir = tempDir();
-      const r = await runMatrix(matrix(dir, [{ name: 'closer', port, extra: { retries: 2 } }]), dir);
-      expect(r.code).toBe(3);
-      const [error] = targetErrors(r.events);
+      const result = await runMatrix(matrix(dir, [{ name: 'closer', port, extra: { retries: 2 } }]), dir);
+      expect(result.code).toBe(3);
+      const [error] = targetErrors(result.events);
       expect(error).toMatchObject({ target: 'closer', code: 'TARGET_UNREACHABLE' });
       expect(error!.message).toMatch(
         /accepted the connection and closed or reset it before the SSH handshake 3 times over [\d.]+ s: something other than sshd listens on that port, or a firewall or proxy cuts the connection/,
@@ -356,9 +358,9 @@ describe.runIf(ready)('cudamatrix run over SSH to a real sshd', () => {
         '',
       ].join('\n'),
     );
-    const r = await runMatrix(file, dir);
-    expect(r.code).toBe(0);
-    expect(r.events.filter((e) => e.type === 'target-ready').map((e) => e.type === 'target-ready' && e.session)).toEqual([
+    const result = await runMatrix(file, dir);
+    expect(result.code).toBe(0);
+    expect(result.events.filter((e) => e.type === 'target-ready').map((e) => e.type === 'target-ready' && e.session)).toEqual([
       `ssh root@127.0.0.1:${sshd.ports[0]}`,
       `ssh root@127.0.0.1:${sshd.ports[0]}`,
     ]);
@@ -398,15 +400,15 @@ describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
       void pending.finally(() => (finished = true));
       let most = 0;
       while (!finished) {
-        await new Promise((r) => setTimeout(r, 100));
+        await new Promise((resolve) => setTimeout(resolve, 100));
         const established = execFileSync('ss', ['-Htn', 'state', 'established', `( dport = :${port} )`], { encoding: 'utf8' }).trim();
         most = Math.max(most, established ? established.split('\n').length : 0);
       }
-      const r = await pending;
-      expect(r.code).toBe(0);
+      const result = await pending;
+      expect(result.code).toBe(0);
       expect(most).toBe(1);
       // hostConcurrency 1: a target starts only after the previous one on the host ended.
-      const order = r.events
+      const order = result.events
         .filter((e) => e.type === 'target-start' || (e.type === 'cell-end' && e.probe === 'windows-registry'))
         .map((e) => ('target' in e ? `${e.type}:${e.target}` : ''));
       expect(order).toEqual(['target-start:a', 'cell-end:a', 'target-start:b', 'cell-end:b', 'target-start:c', 'cell-end:c']);
@@ -422,8 +424,8 @@ describe.runIf(ready)('SSH runs: concurrency and interruption', () => {
     );
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
     await whenOutput(child, '[3/', () => child.kill('SIGINT'));
-    const r = await done;
-    expect(r.code).toBe(130);
+    const result = await done;
+    expect(result.code).toBe(130);
     const runs = readdirSync(path.join(dir, 'runs'));
     const events = readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl'));
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: true });
@@ -440,10 +442,10 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
   it('kills the whole remote process tree when a command times out', async () => {
     const session = await connectChain([hop()], { target: 't', runId: track('timeout-test') });
     try {
-      const r = await session.exec(['sh', '-c', 'sleep 401 & sleep 402; echo never'], { timeoutMs: 500 });
+      const result = await session.exec(['sh', '-c', 'sleep 401 & sleep 402; echo never'], { timeoutMs: 500 });
       // Ended by the TERM at its timeout (sleep 402 would run for minutes), not before it.
-      expect(r).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGTERM', stdout: '' });
-      expect(r.durationMs).toBeGreaterThanOrEqual(500);
+      expect(result).toMatchObject({ timedOut: true, exitCode: null, signal: 'SIGTERM', stdout: '' });
+      expect(result.durationMs).toBeGreaterThanOrEqual(500);
       await settle();
       expect(leftovers('timeout-test', { sessionOpen: true }).processes).toEqual([]);
     } finally {
@@ -457,10 +459,10 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
     try {
       const controller = new AbortController();
       const pending = session.exec(['sh', '-c', 'echo started; sleep 403'], { signal: controller.signal });
-      await new Promise((r) => setTimeout(r, 500));
+      await new Promise((resolve) => setTimeout(resolve, 500));
       controller.abort();
-      const r = await pending;
-      expect(r).toMatchObject({ cancelled: true, stdout: 'started\n' });
+      const result = await pending;
+      expect(result).toMatchObject({ cancelled: true, stdout: 'started\n' });
       await settle();
       expect(leftovers('cancel-test', { sessionOpen: true }).processes).toEqual([]);
     } finally {
@@ -489,11 +491,11 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
     const workDir = session.workDir;
     expect(existsSync(workDir)).toBe(true);
     const pending = session.exec(['sh', '-c', 'sleep 404'], {});
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((resolve) => setTimeout(resolve, 500));
     own.killAll();
     await expect(pending).rejects.toMatchObject({ code: 'TRANSPORT_FAILED' });
     await session[Symbol.asyncDispose]();
-    await new Promise((r) => setTimeout(r, 2500));
+    await new Promise((resolve) => setTimeout(resolve, 2500));
     expect(leftovers('dropped-test')).toEqual({ dirs: [], processes: [] });
     expect(existsSync(workDir)).toBe(false);
   });
@@ -501,8 +503,8 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
   it('keeps stdout, stderr and the exit status apart, and caps a flood of output', async () => {
     const session = await connectChain([hop()], { target: 't', runId: track('streams-test') });
     try {
-      const r = await session.exec(['sh', '-c', 'echo out; echo err >&2; printf no-newline; exit 7']);
-      expect(r).toMatchObject({ exitCode: 7, signal: null, stdout: 'out\nno-newline', stderr: 'err\n', timedOut: false });
+      const result = await session.exec(['sh', '-c', 'echo out; echo err >&2; printf no-newline; exit 7']);
+      expect(result).toMatchObject({ exitCode: 7, signal: null, stdout: 'out\nno-newline', stderr: 'err\n', timedOut: false });
       const flood = await session.exec(['sh', '-c', 'yes cudamatrix-flood'], { maxOutput: 100_000, timeoutMs: 20_000 });
       expect(flood).toMatchObject({ truncated: true, timedOut: false, exitCode: null });
       expect(flood.stdout.length).toBeLessThanOrEqual(100_000);
@@ -538,8 +540,8 @@ describe.runIf(ready)('SSH sessions: timeouts, drops and cleanup on the remote s
     const session = await connectChain([hop()], { target: 't', runId: track('quote-test') });
     try {
       const args = ['two words', "it's", 'a"b', '$HOME', '`id`', '$(id)', 'semi;colon', 'amp&', 'new\nline', 'ünï ✓', '%PATH%', '^'];
-      const r = await session.exec(['printf', '%s\\0', ...args]);
-      expect(r.stdout.split('\0').slice(0, -1)).toEqual(args);
+      const result = await session.exec(['printf', '%s\\0', ...args]);
+      expect(result.stdout.split('\0').slice(0, -1)).toEqual(args);
       const env = await session.exec(['sh', '-c', 'printf %s "$CM_VAR"; pwd'], { env: { CM_VAR: "x 'y' $z" } });
       expect(env.stdout).toBe(`x 'y' $z${session.workDir}\n`);
     } finally {

@@ -47,22 +47,22 @@ const alive = (pid: number): boolean => {
     return false;
   }
 };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const say = (what: object) => console.log(JSON.stringify(what));
 
 async function tree(options: { timeoutMs?: number; signal?: AbortSignal }) {
-  const r = await execProcessTree([process.execPath, '-e', child], options);
-  const pids = JSON.parse(r.stdout.trim().split(/\r?\n/)[0] || '{}') as { child?: number; grandchild?: number };
+  const result = await execProcessTree([process.execPath, '-e', child], options);
+  const pids = JSON.parse(result.stdout.trim().split(/\r?\n/)[0] || '{}') as { child?: number; grandchild?: number };
   // Terminated processes take a moment to go.
   await sleep(1000);
   return {
-    timedOut: r.timedOut,
-    cancelled: r.cancelled,
-    exitCode: r.exitCode,
-    durationMs: Math.round(r.durationMs),
+    timedOut: result.timedOut,
+    cancelled: result.cancelled,
+    exitCode: result.exitCode,
+    durationMs: Math.round(result.durationMs),
     pids,
     alive: Object.values(pids).filter(alive),
-    stderr: r.stderr,
+    stderr: result.stderr,
   };
 }
 
@@ -120,13 +120,13 @@ async function main(): Promise<void> {
       };
       const hostVm = new HostVmMemory({ session: host }, () => Promise.resolve(binary));
       const params = { sizes_gib: [0.25], register_size_gib: 0 };
-      const r = await hostVm.around(
+      const probeRun = await hostVm.around(
         'pinned-vram',
         () => runProbe(host, { binary, remotePath: exe, uploaded: false }, 'pinned-vram', { params }),
         {},
       );
-      const hostMetrics = r.records.filter((x) => x.type === 'metric' && x.name.startsWith('host_vm_'));
-      say({ status: r.status, hostMetrics, workDir: host.workDir });
+      const hostMetrics = probeRun.records.filter((record) => record.type === 'metric' && record.name.startsWith('host_vm_'));
+      say({ status: probeRun.status, hostMetrics, workDir: host.workDir });
       await host[Symbol.asyncDispose]();
       break;
     }

@@ -64,9 +64,9 @@ let profile: string;
 let version: string;
 
 /** The Windows name of a Linux path (Wine's Z: drive is /). */
-const onZ = (p: string) => `Z:${p.replaceAll('/', '\\')}`;
+const onZ = (linuxPath: string) => `Z:${linuxPath.replaceAll('/', '\\')}`;
 /** The Linux path of a C:\ path in the prefix. */
-const onC = (p: string) => path.join(prefix, 'drive_c', ...p.replace(/^C:\\/i, '').split('\\'));
+const onC = (windowsPath: string) => path.join(prefix, 'drive_c', ...windowsPath.replace(/^C:\\/i, '').split('\\'));
 
 interface WinResult {
   status: number | null;
@@ -160,8 +160,8 @@ function linuxSide(pattern: RegExp): string[] {
 
 /** The processes Wine itself lists (wmic, in UTF-16LE). */
 async function wineSide(): Promise<string> {
-  const r = await wine(['wmic', 'process', 'get', 'Name,ProcessId']);
-  const text = readFileSync(r.stdoutFile).toString('utf16le');
+  const result = await wine(['wmic', 'process', 'get', 'Name,ProcessId']);
+  const text = readFileSync(result.stdoutFile).toString('utf16le');
   expect(text).toMatch(/services\.exe/); // it did list the processes
   return text;
 }
@@ -219,7 +219,7 @@ beforeAll(async () => {
     define: { 'import.meta.url': '__cmImportMetaUrl' },
     banner: { js: "const __cmImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   });
-  const users = readdirSync(path.join(prefix, 'drive_c', 'users')).filter((u) => u !== 'Public');
+  const users = readdirSync(path.join(prefix, 'drive_c', 'users')).filter((user) => user !== 'Public');
   expect(users).toHaveLength(1);
   profile = path.join(prefix, 'drive_c', 'users', users[0]!);
   console.log(`windows-host: package packed and unpacked, Wine prefix ready in ${Math.round(performance.now() - started)} ms`);
@@ -234,9 +234,9 @@ afterAll(() => {
 
 describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', () => {
   it("answers --version, plan and doctor, and uses the package's prebuilt cudaprobe.exe", async () => {
-    const v = await cudamatrix(['--version']);
-    expect(v.status, v.stderr).toBe(0);
-    expect(v.stdout.trim()).toBe(version);
+    const versionRun = await cudamatrix(['--version']);
+    expect(versionRun.status, versionRun.stderr).toBe(0);
+    expect(versionRun.stdout.trim()).toBe(version);
 
     const plan = await cudamatrix(['plan']);
     expect(plan.status, plan.stderr).toBe(0);
@@ -252,29 +252,31 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     );
     expect(doctor.stdout).toMatch(/no compiler needed/);
     expect(doctor.stdout).toMatch(/✗ driver\s+no NVIDIA driver found: .*nvcuda\.dll/);
-    console.log(`windows-host: --version ${Math.round(v.ms)} ms, plan ${Math.round(plan.ms)} ms, doctor ${Math.round(doctor.ms)} ms`);
+    console.log(
+      `windows-host: --version ${Math.round(versionRun.ms)} ms, plan ${Math.round(plan.ms)} ms, doctor ${Math.round(doctor.ms)} ms`,
+    );
   });
 
   it('cudaprobe.exe writes CRLF lines, and they parse', async () => {
-    const r = await wine([path.join(pkgRoot, 'prebuilt', 'windows-x64', 'cudaprobe.exe'), 'run', 'sysinfo']);
-    expect(r.status).toBe(3);
-    const lines = r.stdout.split('\n').slice(0, -1);
+    const result = await wine([path.join(pkgRoot, 'prebuilt', 'windows-x64', 'cudaprobe.exe'), 'run', 'sysinfo']);
+    expect(result.status).toBe(3);
+    const lines = result.stdout.split('\n').slice(0, -1);
     expect(lines.length).toBeGreaterThan(5);
     for (const line of lines) expect(line.endsWith('\r'), JSON.stringify(line)).toBe(true);
-    const parsed = parseProbeOutput(r.stdout);
+    const parsed = parseProbeOutput(result.stdout);
     expect(parsed.problems).toEqual([]);
-    const osFamily = parsed.records.find((x): x is SysinfoRecord => x.type === 'sysinfo' && x.name === 'os_family');
+    const osFamily = parsed.records.find((record): record is SysinfoRecord => record.type === 'sysinfo' && record.name === 'os_family');
     expect(osFamily?.value).toBe('windows');
   });
 
   it('runs the default matrix: the no-driver path, results under a Z:\\ folder, the cache under %LOCALAPPDATA%', async () => {
     const cwd = tempDir('cm-win-run-');
-    const r = await cudamatrix(['run'], { cwd });
+    const result = await cudamatrix(['run'], { cwd });
     // Without a driver every probe but windows-registry is skipped: exit 0 (--strict would make it 4).
-    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(result.status, result.stdout + result.stderr).toBe(0);
     const { runId, events, summary, files, folder } = runFolder(path.join(cwd, 'results', 'runs'));
     expect(files).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
-    expect(r.stdout).toContain(`Events: results\\runs\\${runId}\\events.jsonl`);
+    expect(result.stdout).toContain(`Events: results\\runs\\${runId}\\events.jsonl`);
     await validateJunit(readFileSync(path.join(folder, 'junit.xml'), 'utf8'));
 
     // The package's cudaprobe.exe, copied into a work folder under Windows' temp folder.
@@ -297,11 +299,11 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
 
     // Its work folder is gone; the bin script's code cache is under %LOCALAPPDATA%\cudamatrix\cache,
     // and nothing was compiled (no cudaprobe/ beside v8/).
-    expect(readdirSync(path.join(profile, 'Temp')).filter((n) => n.startsWith('cudamatrix-'))).toEqual([]);
+    expect(readdirSync(path.join(profile, 'Temp')).filter((name) => name.startsWith('cudamatrix-'))).toEqual([]);
     const cache = path.join(profile, 'AppData', 'Local', 'cudamatrix', 'cache');
     expect(readdirSync(cache)).toEqual(['v8']);
-    expect(readdirSync(path.join(cache, 'v8')).some((n) => n.endsWith('-run.bin'))).toBe(true);
-    console.log(`windows-host: run on the default matrix ${Math.round(r.ms)} ms`);
+    expect(readdirSync(path.join(cache, 'v8')).some((name) => name.endsWith('-run.bin'))).toBe(true);
+    console.log(`windows-host: run on the default matrix ${Math.round(result.ms)} ms`);
   });
 
   it('ends a probe past its timeout with its process tree, writes results to a C:\\ folder, and leaves no cudaprobe.exe behind', async () => {
@@ -311,16 +313,16 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
       'version: 1\ntargets:\n  - name: slow\n    transport: local\n    probes: [sysinfo, event-timing]\n    timeout: 3s\n',
     );
     // Each probe would wait 120 s before starting (a cudaprobe test hook), far past its 3 s.
-    const r = await cudamatrix(['run', '-m', 'slow.yaml', '--results-dir', 'C:\\cm-results'], {
+    const result = await cudamatrix(['run', '-m', 'slow.yaml', '--results-dir', 'C:\\cm-results'], {
       cwd,
       extraEnv: { CUDAPROBE_TEST_DELAY_MS: '120000' },
     });
     // Errors (two timeouts): exit 3, in seconds, not the 240 s the probes would have taken.
-    expect(r.status, r.stdout + r.stderr).toBe(3);
-    expect(r.ms).toBeLessThan(60_000);
+    expect(result.status, result.stdout + result.stderr).toBe(3);
+    expect(result.ms).toBeLessThan(60_000);
     const { runId, events, summary, files } = runFolder(onC('C:\\cm-results'));
     expect(files).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
-    expect(r.stdout).toContain(`Events: C:\\cm-results\\${runId}\\events.jsonl`);
+    expect(result.stdout).toContain(`Events: C:\\cm-results\\${runId}\\events.jsonl`);
     const ends = cellEnds(events);
     expect(ends.map((e) => [e.probe, e.status, e.errorCode])).toEqual([
       ['sysinfo', 'error', 'PROBE_TIMEOUT'],
@@ -331,7 +333,7 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     // Nothing left: not as a Linux process of this prefix, not in Wine's own list.
     expect(linuxSide(/cudaprobe\.exe/i)).toEqual([]);
     expect(await wineSide()).not.toMatch(/cudaprobe\.exe/i);
-    console.log(`windows-host: two probes timed out (3 s each) in a run of ${Math.round(r.ms)} ms`);
+    console.log(`windows-host: two probes timed out (3 s each) in a run of ${Math.round(result.ms)} ms`);
   });
 
   it.each([
@@ -357,10 +359,10 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
     process.kill(-child.pid!, 'SIGINT');
     // Wine puts each Windows process in a session of its own: the probe gets its Ctrl-C by itself.
     if (toProbeToo) process.kill(Number(probe[0]!.trim().split(/\s+/)[0]), 'SIGINT');
-    const r = await done;
+    const result = await done;
     const afterSignal = performance.now() - signalled;
-    expect(r.status, r.stdout + r.stderr).toBe(130);
-    expect(r.stdout).toMatch(/The run was interrupted/);
+    expect(result.status, result.stdout + result.stderr).toBe(130);
+    expect(result.stdout).toMatch(/The run was interrupted/);
     const { events, summary, files } = runFolder(path.join(cwd, 'results', 'runs'));
     expect(files).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
     expect(summary.interrupted).toBe(true);
@@ -386,12 +388,12 @@ describe.runIf(ready)('cudamatrix as a Windows process (node.exe under Wine)', (
 });
 
 describe.runIf(ready)("the local transport's own code under node.exe (test/windows/windows-host-driver.ts)", () => {
-  const lastLine = (r: WinResult) => JSON.parse(r.stdout.trim().split(/\r?\n/).at(-1)!) as Record<string, unknown>;
+  const lastLine = (result: WinResult) => JSON.parse(result.stdout.trim().split(/\r?\n/).at(-1)!) as Record<string, unknown>;
 
   it('uses Windows paths: the work folder under os.tmpdir(), joinPath, the cache under %LOCALAPPDATA%\\cudamatrix\\cache as bin/cudamatrix.cjs does', async () => {
-    const r = await wine([WINDOWS_NODE, driver, 'paths']);
-    expect(r.status, r.stderr).toBe(0);
-    const paths = lastLine(r);
+    const result = await wine([WINDOWS_NODE, driver, 'paths']);
+    expect(result.status, result.stderr).toBe(0);
+    const paths = lastLine(result);
     const localAppData = paths.localAppData as string;
     expect(paths).toMatchObject({
       platform: 'win32',
@@ -412,9 +414,9 @@ describe.runIf(ready)("the local transport's own code under node.exe (test/windo
     const { done } = startWine([WINDOWS_NODE, driver, mode, mark]);
     // The tree exists: both processes, seen from the Linux side.
     expect(await waitFor(() => linuxSide(new RegExp(`${mark}-(child|grandchild)`)).length === 2, 30_000)).toBe(true);
-    const r = await done;
-    expect(r.status, r.stderr).toBe(0);
-    const seen = lastLine(r);
+    const result = await done;
+    expect(result.status, result.stderr).toBe(0);
+    const seen = lastLine(result);
     if (mode !== 'exit') {
       // Ended by the timeout or the cancellation (3 s after the start), child and grandchild both:
       // the first try found the tree (it says on stderr when it cannot walk it).
@@ -435,26 +437,28 @@ describe.runIf(ready)("the local transport's own code under node.exe (test/windo
     expect(await waitFor(() => linuxSide(sampler).length === 1 && linuxSide(/cudaprobe\.exe run pinned-vram/).length > 0, 60_000)).toBe(
       true,
     );
-    const r = await done;
-    expect(r.status, r.stderr).toBe(0);
-    const seen = lastLine(r) as {
+    const result = await done;
+    expect(result.status, result.stderr).toBe(0);
+    const seen = lastLine(result) as {
       status: string;
       hostMetrics: { name: string; value: null; reason: string; attrs: { counter: string } }[];
     };
     expect(seen.status).toBe('skipped');
-    expect(seen.hostMetrics.map((m) => [m.name, m.attrs.counter, m.value])).toEqual(
-      ['shared', 'dedicated'].flatMap((c) => ['baseline', 'peak', 'growth'].map((x) => [`host_vm_${x}_bytes`, c, null])),
+    expect(seen.hostMetrics.map((metric) => [metric.name, metric.attrs.counter, metric.value])).toEqual(
+      ['shared', 'dedicated'].flatMap((counter) =>
+        ['baseline', 'peak', 'growth'].map((phase) => [`host_vm_${phase}_bytes`, counter, null]),
+      ),
     );
-    for (const m of seen.hostMetrics) expect(m.reason).toMatch(/^this host has no PDH GPU counter set/);
+    for (const metric of seen.hostMetrics) expect(metric.reason).toMatch(/^this host has no PDH GPU counter set/);
     expect(await waitFor(() => linuxSide(sampler).length === 0, 5000), linuxSide(sampler).join('\n')).toBe(true);
   });
 
   it("says so on the command's stderr when neither taskkill /T, PowerShell nor wmic can end the tree", async () => {
     const mark = `cm-tree-no-tools-${process.pid}`;
     const { done } = startWine([WINDOWS_NODE, driver, 'no-tools', mark]);
-    const r = await done;
-    expect(r.status, r.stderr).toBe(0);
-    const seen = lastLine(r) as { timedOut: boolean; stderr: string; pids: { child: number } };
+    const result = await done;
+    expect(result.status, result.stderr).toBe(0);
+    const seen = lastLine(result) as { timedOut: boolean; stderr: string; pids: { child: number } };
     expect(seen.timedOut).toBe(true);
     expect(seen.stderr).toContain(`failed (`);
     expect(seen.stderr).toContain("and neither PowerShell's Get-CimInstance nor wmic gave a process table to walk the tree: only PID ");

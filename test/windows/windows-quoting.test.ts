@@ -128,9 +128,9 @@ const adversarial = [
 
 /** Test names: each argument as JSON, cut short. */
 function labelled(args: string[]): [string, string][] {
-  return args.map((a) => {
-    const json = JSON.stringify(a);
-    return [json.length > 60 ? `${json.slice(0, 50)}… (${a.length} characters)` : json, a];
+  return args.map((arg) => {
+    const json = JSON.stringify(arg);
+    return [json.length > 60 ? `${json.slice(0, 50)}… (${arg.length} characters)` : json, arg];
   });
 }
 
@@ -148,9 +148,9 @@ function readSingleQuoted(text: string, at: number): { value: string; end: numbe
     throw new Error(`no single-quoted string at ${at}: ${JSON.stringify(text.slice(at, at + 20))}`);
   let value = '';
   for (let i = at + 1; i < text.length; i++) {
-    const c = text[i]!;
-    if (!SINGLE_QUOTES.includes(c)) {
-      value += c;
+    const char = text[i]!;
+    if (!SINGLE_QUOTES.includes(char)) {
+      value += char;
       continue;
     }
     if (i + 1 < text.length && SINGLE_QUOTES.includes(text[i + 1]!)) {
@@ -208,7 +208,7 @@ describe('cmd.exe quoting, refusals (unit)', () => {
   });
 
   it(`refuses a command line longer than cmd.exe runs (${CMD_MAX_LINE} characters with OpenSSH's two quotes)`, () => {
-    const fits = (n: number) => quoteArgv(['prog', 'a'.repeat(n)], 'cmd');
+    const fits = (length: number) => quoteArgv(['prog', 'a'.repeat(length)], 'cmd');
     // ^"prog^" ^"aaa…^": 8 + 1 + 4 characters around the a's, plus OpenSSH's two quotes.
     expect(fits(CMD_MAX_LINE - 15).length + 2).toBe(CMD_MAX_LINE);
     expect(() => fits(CMD_MAX_LINE - 14)).toThrow(/cmd.exe runs at most 8191/);
@@ -216,8 +216,8 @@ describe('cmd.exe quoting, refusals (unit)', () => {
 });
 
 /** A Unix path as Wine's Z: drive names it. */
-function winPath(p: string): string {
-  return `Z:${p.replace(/\//g, '\\')}`;
+function winPath(unixPath: string): string {
+  return `Z:${unixPath.replace(/\//g, '\\')}`;
 }
 
 interface EchoRecord {
@@ -280,8 +280,8 @@ class WineCmdHost extends EventEmitter {
     child.stdin!.end(stdin);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
-    child.stdout!.on('data', (d: Buffer) => stdout.push(d));
-    child.stderr!.on('data', (d: Buffer) => stderr.push(d));
+    child.stdout!.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
     return new Promise((resolve) =>
       child.on('close', (code, signal) => resolve({ code, signal, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) })),
     );
@@ -306,10 +306,10 @@ class WineCmdHost extends EventEmitter {
     const channel = newChannel(
       () => current?.kill('SIGKILL'),
       (data) =>
-        void this.runChecked(command, data, (child) => (current = child)).then((r) => {
-          if (r.stdout.length) channel.emit('data', r.stdout);
-          if (r.stderr.length) channel.stderr.emit('data', r.stderr);
-          channel.emit('close', r.code, r.signal ?? undefined);
+        void this.runChecked(command, data, (child) => (current = child)).then((ended) => {
+          if (ended.stdout.length) channel.emit('data', ended.stdout);
+          if (ended.stderr.length) channel.stderr.emit('data', ended.stderr);
+          channel.emit('close', ended.code, ended.signal ?? undefined);
         }),
     );
     callback(undefined, channel);
@@ -317,8 +317,8 @@ class WineCmdHost extends EventEmitter {
 
   /** Runs one command line and collects what it printed. */
   async run(command: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const r = await this.runChecked(command, undefined, () => {});
-    return { code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr.toString('utf8') };
+    const result = await this.runChecked(command, undefined, () => {});
+    return { code: result.code, stdout: result.stdout.toString('utf8'), stderr: result.stderr.toString('utf8') };
   }
 }
 
@@ -402,8 +402,8 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
     const env = { ...process.env, WINEDEBUG: '-all', WINEPREFIX: prefix };
     wineEnv = env;
     const wine = (args: string[]) => {
-      const r = spawnSync(WINE, args, { env, stdio: 'ignore', timeout: 240_000 });
-      if (r.status !== 0) throw new Error(`wine64 ${args.join(' ')} exited with ${r.status ?? r.signal}`);
+      const result = spawnSync(WINE, args, { env, stdio: 'ignore', timeout: 240_000 });
+      if (result.status !== 0) throw new Error(`wine64 ${args.join(' ')} exited with ${result.status ?? result.signal}`);
     };
     const initialised = path.join(prefix, '.cudamatrix-win10');
     if (!existsSync(initialised)) {
@@ -434,29 +434,29 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
   /** Runs `cmd.exe /c <quoteArgv([echo argv.exe, ...args], 'cmd')>` and returns echo-argv's record. */
   async function throughCmd(args: string[]) {
     host.record = nextRecord();
-    const r = await host.run(quoteArgv([winPath(echoExe), ...args], 'cmd'));
+    const result = await host.run(quoteArgv([winPath(echoExe), ...args], 'cmd'));
     const record = readRecord(host.record);
     if (!record)
       throw new Error(
-        `echo argv.exe wrote no record: exit ${r.code}, stdout ${JSON.stringify(r.stdout)}, stderr ${JSON.stringify(r.stderr)}`,
+        `echo argv.exe wrote no record: exit ${result.code}, stdout ${JSON.stringify(result.stdout)}, stderr ${JSON.stringify(result.stderr)}`,
       );
-    return { ...r, record };
+    return { ...result, record };
   }
 
   it.runIf(ready)(
     'carries every adversarial argument through cmd.exe byte for byte, as the C runtime and CommandLineToArgvW read it',
     async () => {
-      const r = await throughCmd(adversarial);
-      expect(r.code).toBe(0);
-      expect(r.stderr).toBe('');
-      expect(r.record!.crt).toEqual([winPath(echoExe), ...adversarial]);
-      expect(r.record!.shell32).toEqual([winPath(echoExe), ...adversarial]);
+      const result = await throughCmd(adversarial);
+      expect(result.code).toBe(0);
+      expect(result.stderr).toBe('');
+      expect(result.record!.crt).toEqual([winPath(echoExe), ...adversarial]);
+      expect(result.record!.shell32).toEqual([winPath(echoExe), ...adversarial]);
     },
   );
 
   it.runIf(ready)('carries them one at a time as well, and in reverse order (no argument leans on its neighbour)', async () => {
-    const r = await throughCmd([...adversarial].reverse());
-    expect(r.record!.crt.slice(1)).toEqual([...adversarial].reverse());
+    const result = await throughCmd([...adversarial].reverse());
+    expect(result.record!.crt.slice(1)).toEqual([...adversarial].reverse());
     for (const arg of [
       '',
       '"',
@@ -512,7 +512,12 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
   it.runIf(ready)(
     'hands PowerShell, through cmd.exe, exactly the script session.ts sends a PowerShell host (cwd with spaces and a trailing backslash, adversarial env)',
     async () => {
-      const argv = ['C:\\Program Files\\cudamatrix\\cudaprobe.exe', 'run', 'sync-latency', ...adversarial.filter((a) => a.length < 500)];
+      const argv = [
+        'C:\\Program Files\\cudamatrix\\cudaprobe.exe',
+        'run',
+        'sync-latency',
+        ...adversarial.filter((arg) => arg.length < 500),
+      ];
       const options = { cwd, env };
       const session = windowsSession(host, 'cmd', cwd);
       host.record = nextRecord();
@@ -571,14 +576,16 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
         expect(argv).toEqual([deployed.remotePath, 'run', 'sysinfo', '--device', '0']);
         expect(readRecord(host.record)!.crt.at(-1)).toContain(`; ${quoteArgv(argv, 'powershell')}; exit $LASTEXITCODE`);
         // That argv through cmd.exe to cudaprobe.exe itself.
-        const r = await host.run(quoteArgv(argv, 'cmd'));
-        expect(r.code, r.stderr).toBe(3);
-        const { records, problems } = parseProbeOutput(r.stdout);
+        const result = await host.run(quoteArgv(argv, 'cmd'));
+        expect(result.code, result.stderr).toBe(3);
+        const { records, problems } = parseProbeOutput(result.stdout);
         expect(problems).toEqual([]);
-        const sysinfo = Object.fromEntries(records.filter((x): x is SysinfoRecord => x.type === 'sysinfo').map((x) => [x.name, x.value]));
+        const sysinfo = Object.fromEntries(
+          records.filter((record): record is SysinfoRecord => record.type === 'sysinfo').map((record) => [record.name, record.value]),
+        );
         expect(sysinfo.os_family).toBe('windows');
         expect(sysinfo.driver_found).toBe(false);
-        expect(records.find((x) => x.type === 'skip')).toMatchObject({
+        expect(records.find((record) => record.type === 'skip')).toMatchObject({
           probe: 'sysinfo',
           reason: expect.stringContaining('no NVIDIA driver found'),
         });
@@ -605,9 +612,9 @@ describe('cmd.exe and cudaprobe.exe under Wine, started the way Windows OpenSSH 
       const run = await runProbe(windowsSession(client, 'cmd', cwd), deployed, 'sync-latency', { params: { iterations: value } });
       const argv = run.exec.command;
       expect(argv.slice(-2)).toEqual(['--param', `iterations=${value}`]);
-      const r = await host.run(quoteArgv(argv, 'cmd'));
-      expect(r.code, r.stderr).toBe(2);
-      const error = parseProbeOutput(r.stdout).records.find((x) => x.type === 'error');
+      const result = await host.run(quoteArgv(argv, 'cmd'));
+      expect(result.code, result.stderr).toBe(2);
+      const error = parseProbeOutput(result.stdout).records.find((record) => record.type === 'error');
       expect(error).toMatchObject({ code: 'USAGE', message: `parameter iterations=${value} is not a number` });
     });
   });
@@ -631,11 +638,11 @@ function buildEchoArgv(): { echo: string; spawn: string } {
     ['echo-argv.exe', []],
     ['spawn-cmdline.exe', ['-DSPAWN_CMDLINE']],
   ] as const) {
-    const r = spawnSync(MINGW, [...flags, ...extra, '-o', path.join(building, exe), source, '-lshell32'], {
+    const result = spawnSync(MINGW, [...flags, ...extra, '-o', path.join(building, exe), source, '-lshell32'], {
       encoding: 'utf8',
       timeout: 300_000,
     });
-    if (r.status !== 0) throw new Error(`${MINGW} failed on ${source}: ${r.stderr}`);
+    if (result.status !== 0) throw new Error(`${MINGW} failed on ${source}: ${result.stderr}`);
   }
   rmSync(dir, { recursive: true, force: true });
   renameSync(building, dir);
