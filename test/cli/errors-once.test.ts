@@ -33,39 +33,39 @@ async function unreachableRun(args: string[]) {
     ].join('\n'),
   );
   const runs = path.join(dir, 'runs');
-  const r = await runCli(['run', '-m', matrix, '--results-dir', runs, ...args]);
+  const result = await runCli(['run', '-m', matrix, '--results-dir', runs, ...args]);
   const events = readEventLog(path.join(runs, readdirSync(runs)[0]!, 'events.jsonl'));
   const error = events.find((e) => e.type === 'target-error');
-  if (error?.type !== 'target-error') throw new Error(`no target-error: ${r.stdout}${r.stderr}`);
-  return { ...r, all: r.stdout + r.stderr, error };
+  if (error?.type !== 'target-error') throw new Error(`no target-error: ${result.stdout}${result.stderr}`);
+  return { ...result, all: result.stdout + result.stderr, error };
 }
 
 describe('an unreachable target: its reason once', () => {
   const cells = defaultProbeNames().length;
 
   it('said on the target line; one line counts its cells; its block and the expectations refer to it', async () => {
-    const r = await unreachableRun([]);
-    expect(r.code).toBe(3);
-    expect(r.error.code).toBe('TARGET_UNREACHABLE');
-    expect(r.error.message).toMatch(/ECONNREFUSED/);
+    const result = await unreachableRun([]);
+    expect(result.code).toBe(3);
+    expect(result.error.code).toBe('TARGET_UNREACHABLE');
+    expect(result.error.message).toMatch(/ECONNREFUSED/);
     // The reason, and the refused connection inside it, once in everything printed.
-    expect(occurrences(r.all, r.error.message)).toBe(1);
-    expect(occurrences(r.all, 'ECONNREFUSED')).toBe(1);
-    expect(r.stdout).toContain(
-      `  ✗ far: TARGET_UNREACHABLE: ${r.error.message}\n  ✗ [${cells}/${cells}] ${cells} cells of far not run: the error above\n`,
+    expect(occurrences(result.all, result.error.message)).toBe(1);
+    expect(occurrences(result.all, 'ECONNREFUSED')).toBe(1);
+    expect(result.stdout).toContain(
+      `  ✗ far: TARGET_UNREACHABLE: ${result.error.message}\n  ✗ [${cells}/${cells}] ${cells} cells of far not run: the error above\n`,
     );
-    expect(r.stdout).not.toMatch(/far\/sysinfo error/);
-    expect(r.stdout).toContain(`  error (${cells}): every probe — not run: far's TARGET_UNREACHABLE above`);
-    expect(r.stdout).toMatch(/^ {2}✗ far: \d+ expectations not judged: far's TARGET_UNREACHABLE above$/m);
+    expect(result.stdout).not.toMatch(/far\/sysinfo error/);
+    expect(result.stdout).toContain(`  error (${cells}): every probe — not run: far's TARGET_UNREACHABLE above`);
+    expect(result.stdout).toMatch(/^ {2}✗ far: \d+ expectations not judged: far's TARGET_UNREACHABLE above$/m);
     // No list of the expectations it kept from being judged.
-    expect(r.stdout).not.toContain('which:');
+    expect(result.stdout).not.toContain('which:');
   });
 
   it('with --quiet (no live lines) the block at the end says it, once', async () => {
-    const r = await unreachableRun(['--quiet']);
-    expect(r.code).toBe(3);
-    expect(occurrences(r.all, r.error.message)).toBe(1);
-    expect(r.stdout).toContain(`  error (${cells}): every probe — not run: TARGET_UNREACHABLE: ${r.error.message}`);
-    expect(r.stdout).toMatch(/^ {2}✗ far: \d+ expectations not judged: far's TARGET_UNREACHABLE above$/m);
+    const result = await unreachableRun(['--quiet']);
+    expect(result.code).toBe(3);
+    expect(occurrences(result.all, result.error.message)).toBe(1);
+    expect(result.stdout).toContain(`  error (${cells}): every probe — not run: TARGET_UNREACHABLE: ${result.error.message}`);
+    expect(result.stdout).toMatch(/^ {2}✗ far: \d+ expectations not judged: far's TARGET_UNREACHABLE above$/m);
   });
 });

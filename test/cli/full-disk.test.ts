@@ -77,24 +77,24 @@ describe.runIf(canMount)('a full disk', () => {
     'run: an event log that does not fit is cut back to its whole lines, every output named, exit 6, no temp file',
     async () => {
       const disk = smallDisk()!;
-      const r = await runCli(['run', '--results-dir', path.join(disk, 'runs'), '--junit', path.join(disk, 'junit.xml')]);
-      expect(r.stderr).not.toMatch(/\n\s+at |internal error/);
-      expect(r.code, r.stdout + r.stderr).toBe(6);
+      const result = await runCli(['run', '--results-dir', path.join(disk, 'runs'), '--junit', path.join(disk, 'junit.xml')]);
+      expect(result.stderr).not.toMatch(/\n\s+at |internal error/);
+      expect(result.code, result.stdout + result.stderr).toBe(6);
       const [runId] = readdirSync(path.join(disk, 'runs'));
       const log = path.join(disk, 'runs', runId!, 'events.jsonl');
-      expect(r.stdout).toMatch(
+      expect(result.stdout).toMatch(
         new RegExp(
           `Not written: ${log.replace(/[.]/g, '\\.')} could not be written \\(ENOSPC: no space left on the device\\); it holds the first \\d+ events`,
         ),
       );
-      expect(r.stdout).toContain(`Not written: ${path.join(disk, 'junit.xml')} could not be written (ENOSPC`);
-      expect(r.stdout).toContain('Exit status: 6 (an output could not be written)');
+      expect(result.stdout).toContain(`Not written: ${path.join(disk, 'junit.xml')} could not be written (ENOSPC`);
+      expect(result.stdout).toContain('Exit status: 6 (an output could not be written)');
       const text = readFileSync(log, 'utf8');
       expect(text.endsWith('\n')).toBe(true);
       const lines = text.slice(0, -1).split('\n');
       expect(lines.length).toBeGreaterThan(1);
       for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
-      expect(filesUnder(disk).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+      expect(filesUnder(disk).filter((file) => file.endsWith('.tmp'))).toEqual([]);
       expect(filesUnder(disk)).toEqual([path.join('runs', runId!, 'events.jsonl')]);
     },
     120_000,
@@ -104,13 +104,13 @@ describe.runIf(canMount)('a full disk', () => {
     'run with no console (--reporter json:FILE alone): the event log cut short is named on stderr too',
     async () => {
       const disk = smallDisk()!;
-      const r = await runCli(['run', '--results-dir', path.join(disk, 'runs'), '--reporter', `json:${path.join(disk, 's.json')}`]);
-      expect(r.code, r.stdout + r.stderr).toBe(6);
+      const result = await runCli(['run', '--results-dir', path.join(disk, 'runs'), '--reporter', `json:${path.join(disk, 's.json')}`]);
+      expect(result.code, result.stdout + result.stderr).toBe(6);
       const [runId] = readdirSync(path.join(disk, 'runs'));
       const log = path.join(disk, 'runs', runId!, 'events.jsonl');
-      expect(r.stderr).toContain(`error: ${log} could not be written (ENOSPC: no space left on the device); it holds the first`);
-      expect(r.stderr).toContain(`${path.join(disk, 's.json')} could not be written (ENOSPC`);
-      expect(filesUnder(disk).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+      expect(result.stderr).toContain(`error: ${log} could not be written (ENOSPC: no space left on the device); it holds the first`);
+      expect(result.stderr).toContain(`${path.join(disk, 's.json')} could not be written (ENOSPC`);
+      expect(filesUnder(disk).filter((file) => file.endsWith('.tmp'))).toEqual([]);
     },
     120_000,
   );
@@ -122,13 +122,13 @@ describe.runIf(canMount)('a full disk', () => {
       fill(disk);
       const roomy = tempDir('cm-full-disk-runs-');
       const junit = path.join(disk, 'junit.xml');
-      const r = await runCli(['run', '-p', 'sysinfo', '--results-dir', roomy, '--junit', junit]);
-      expect(r.code, r.stdout + r.stderr).toBe(6);
-      expect(r.stderr).toContain(
+      const result = await runCli(['run', '-p', 'sysinfo', '--results-dir', roomy, '--junit', junit]);
+      expect(result.code, result.stdout + result.stderr).toBe(6);
+      expect(result.stderr).toContain(
         `error: reporter "junit": ${junit} could not be written (ENOSPC: no space left on the device); nothing of it was written.`,
       );
-      expect(r.stdout).toContain('Exit status: 6');
-      expect(filesUnder(disk).every((f) => f.startsWith('filler-'))).toBe(true);
+      expect(result.stdout).toContain('Exit status: 6');
+      expect(filesUnder(disk).every((file) => file.startsWith('filler-'))).toBe(true);
       const [runId] = readdirSync(roomy);
       expect(filesUnder(path.join(roomy, runId!)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
       expect(() => JSON.parse(readFileSync(path.join(roomy, runId!, 'summary.json'), 'utf8'))).not.toThrow();
@@ -153,8 +153,8 @@ describe.runIf(canMount)('a full disk', () => {
     expect(report.code, report.stderr).toBe(6);
     expect(report.stderr).toMatch(/error \[OUTPUT_FAILED\]: \S+BEHAVIOUR\.md could not be written \(ENOSPC/);
 
-    for (const r of [merge, record, report]) expect(r.stderr).not.toMatch(/\n\s+at |internal error/);
-    const left = filesUnder(disk).filter((f) => !f.startsWith('filler-'));
+    for (const result of [merge, record, report]) expect(result.stderr).not.toMatch(/\n\s+at |internal error/);
+    const left = filesUnder(disk).filter((file) => !file.startsWith('filler-'));
     expect(left).toEqual([]);
   }, 120_000);
 });

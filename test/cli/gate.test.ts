@@ -38,9 +38,9 @@ function registry(trust: string): string {
 
 describe('cudamatrix gate', () => {
   it('--help gives each outcome and its exit status', async () => {
-    const r = await runCli(['gate', '--help']);
-    expect(r.code).toBe(0);
-    for (const s of [
+    const result = await runCli(['gate', '--help']);
+    expect(result.code).toBe(0);
+    for (const expected of [
       '<run>',
       '--records-dir <dir>',
       '--baseline <path>',
@@ -51,17 +51,17 @@ describe('cudamatrix gate', () => {
       '7  known-bad',
       '8  inconclusive',
     ])
-      expect(r.stdout).toContain(s);
+      expect(result.stdout).toContain(expected);
   });
 
   it('a committed run against the other records of its key: pass, with the JSON verdict', async () => {
     const out = path.join(tempDir('cm-gate-'), 'verdict.json');
-    const r = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', records, '--json', out]);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
-    expect(r.stdout).toMatch(
+    const result = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', records, '--json', out]);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).toMatch(
       /^local: PASS {2}linux · NVIDIA H200 · 580\.159\.04 · Ubuntu 24\.04\.3 LTS · in docker against driver 580\.159\.04 \(\d+ records in /,
     );
-    expect(r.stdout).toContain('Gate: pass\n');
+    expect(result.stdout).toContain('Gate: pass\n');
     const json = JSON.parse(readFileSync(out, 'utf8'));
     expect(json).toMatchObject({ schema: 'cudamatrix-gate/1', status: 'pass', healthy: true });
     expect(json.targets[0].baseline.records).toBeGreaterThanOrEqual(12);
@@ -69,15 +69,15 @@ describe('cudamatrix gate', () => {
   });
 
   it('the same run with pinned bandwidth halved: changed (exit 1), each series with its evidence', async () => {
-    const r = await runCli(['gate', writeLog(halvedBandwidthLog()), '--records-dir', records, '--json', '-']);
-    expect(r.code, r.stderr).toBe(1);
-    const json = JSON.parse(r.stdout);
+    const result = await runCli(['gate', writeLog(halvedBandwidthLog()), '--records-dir', records, '--json', '-']);
+    expect(result.code, result.stderr).toBe(1);
+    const json = JSON.parse(result.stdout);
     expect(json.status).toBe('changed');
-    const changed = json.targets[0].reasons.find((x: { type: string }) => x.type === 'BehaviourChanged');
+    const changed = json.targets[0].reasons.find((reason: { type: string }) => reason.type === 'BehaviourChanged');
     expect(changed.fails).toBe(true);
     expect(changed.evidence.metrics.length).toBeGreaterThanOrEqual(8);
-    expect(changed.evidence.metrics.every((m: { name: string }) => m.name === 'transfer-bandwidth.bandwidth_gbps')).toBe(true);
-    expect(r.stderr).toContain('Gate: changed');
+    expect(changed.evidence.metrics.every((metric: { name: string }) => metric.name === 'transfer-bandwidth.bandwidth_gbps')).toBe(true);
+    expect(result.stderr).toContain('Gate: changed');
   });
 
   it('a known-bad entry about a probe the run checked fails it (exit 7); a single report is said, not failed on', async () => {
@@ -95,9 +95,9 @@ describe('cudamatrix gate', () => {
   });
 
   it('no record of the key to judge against: inconclusive (exit 8)', async () => {
-    const r = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', tempDir('cm-gate-empty-')]);
-    expect(r.code, r.stdout + r.stderr).toBe(8);
-    expect(r.stdout).toContain('no record of linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker to judge against');
+    const result = await runCli(['gate', path.dirname(H200_RUNS[3]!), '--records-dir', tempDir('cm-gate-empty-')]);
+    expect(result.code, result.stdout + result.stderr).toBe(8);
+    expect(result.stdout).toContain('no record of linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker to judge against');
   });
 
   it('a run without a GPU observation is exit 4; a folder of records or a missing --records-dir is a usage error (exit 2)', async () => {
@@ -116,11 +116,11 @@ describe('cudamatrix gate', () => {
   });
 
   it('a changed run names what changed under its reason', async () => {
-    const r = await runCli(['gate', writeLog(halvedBandwidthLog()), '--records-dir', records]);
-    expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(
+    const result = await runCli(['gate', writeLog(halvedBandwidthLog()), '--records-dir', records]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(
       / {6}transfer-bandwidth\.bandwidth_gbps \{direction: h2d, memory: pinned, size_bytes: \d+\} {2}[\d.]+ GB\/s → [\d.]+ GB\/s \(moved \d+\.\d %\)/,
     );
-    expect(r.stdout).toContain('(cudamatrix diff of the baseline and the run lists each with its noise)');
+    expect(result.stdout).toContain('(cudamatrix diff of the baseline and the run lists each with its noise)');
   });
 });

@@ -48,13 +48,13 @@ describe('many runs at once', () => {
         '--junit',
         junit,
       ]);
-      for (const r of results) expect(r.code, r.stdout + r.stderr).toBe(0);
+      for (const result of results) expect(result.code, result.stdout + result.stderr).toBe(0);
       const folders = readdirSync(runs);
       expect(folders).toHaveLength(AT_ONCE);
       for (const folder of folders) {
         const lines = readFileSync(path.join(runs, folder, 'events.jsonl'), 'utf8').split('\n');
         expect(lines.pop()).toBe('');
-        const events = lines.map((l) => JSON.parse(l) as { type: string; runId?: string });
+        const events = lines.map((line) => JSON.parse(line) as { type: string; runId?: string });
         expect(events[0]).toMatchObject({ type: 'run-start', runId: folder });
         expect(events.at(-1)!.type).toBe('run-end');
         expect(events.filter((e) => e.type === 'cell-end')).toHaveLength(2);
@@ -62,8 +62,10 @@ describe('many runs at once', () => {
       }
       // Each run replaced the shared JUnit file whole: the last one's, never a mix.
       const xml = readFileSync(junit, 'utf8');
-      expect(folders.filter((f) => xml === readFileSync(path.join(runs, f, 'junit.xml'), 'utf8')).length).toBeGreaterThanOrEqual(1);
-      expect(filesUnder(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+      expect(folders.filter((folder) => xml === readFileSync(path.join(runs, folder, 'junit.xml'), 'utf8')).length).toBeGreaterThanOrEqual(
+        1,
+      );
+      expect(filesUnder(dir).filter((file) => file.endsWith('.tmp'))).toEqual([]);
     },
     300_000,
   );
@@ -74,27 +76,29 @@ describe('many runs at once', () => {
     const fact = Object.keys(base.facts)[0]!;
     // Inputs i and i + 4 are the same run (its record twice): the second is "already recorded".
     const inputs = Array.from({ length: AT_ONCE }, (_, i) => {
-      const r = doctored(base, `${i % 4}`.repeat(8) + base.id.slice(8), (c) => {
-        c.observed.runId = `${c.observed.runId}-${i % 4}`;
-        c.facts[fact]!.value = `observation ${i % 4}`;
+      const doctoredRecord = doctored(base, `${i % 4}`.repeat(8) + base.id.slice(8), (copy) => {
+        copy.observed.runId = `${copy.observed.runId}-${i % 4}`;
+        copy.facts[fact]!.value = `observation ${i % 4}`;
       });
       const file = path.join(dir, `in-${i}.json`);
-      writeFileSync(file, recordJson(r));
+      writeFileSync(file, recordJson(doctoredRecord));
       return file;
     });
     const results = await together(AT_ONCE, (i) => ['record', '--records-dir', records, inputs[i]!]);
-    for (const r of results) expect(r.code, r.stderr).toBe(0);
-    const said = results.map((r) =>
-      /\n {4}written /.test(r.stdout) ? 'written' : /already recorded: /.test(r.stdout) ? 'identical' : r.stdout,
+    for (const result of results) expect(result.code, result.stderr).toBe(0);
+    const said = results.map((result) =>
+      /\n {4}written /.test(result.stdout) ? 'written' : /already recorded: /.test(result.stdout) ? 'identical' : result.stdout,
     );
     expect(
-      said.filter((s) => s === 'written'),
+      said.filter((outcome) => outcome === 'written'),
       said.join('\n'),
     ).toHaveLength(4);
-    expect(said.filter((s) => s === 'identical')).toHaveLength(4);
+    expect(said.filter((outcome) => outcome === 'identical')).toHaveLength(4);
     const files = filesUnder(records);
     expect(files).toHaveLength(4);
-    const seen = files.map((f) => JSON.parse(readFileSync(path.join(records, f), 'utf8')).facts[fact].value as string).sort();
+    const seen = files
+      .map((recordFile) => JSON.parse(readFileSync(path.join(records, recordFile), 'utf8')).facts[fact].value as string)
+      .sort();
     expect(seen).toEqual([0, 1, 2, 3].map((i) => `observation ${i}`));
   }, 300_000);
 
@@ -103,15 +107,15 @@ describe('many runs at once', () => {
     const records = path.join(dir, 'records');
     const fact = Object.keys(base.facts)[0]!;
     const inputs = Array.from({ length: AT_ONCE }, (_, i) => {
-      const r = doctored(base, base.id, (c) => (c.facts[fact]!.value = `variant ${i}`));
+      const doctoredRecord = doctored(base, base.id, (copy) => (copy.facts[fact]!.value = `variant ${i}`));
       const file = path.join(dir, `in-${i}.json`);
-      writeFileSync(file, recordJson(r));
+      writeFileSync(file, recordJson(doctoredRecord));
       return file;
     });
     const results = await together(AT_ONCE, (i) => ['record', '--records-dir', records, inputs[i]!]);
-    const written = results.flatMap((r, i) => (r.code === 0 ? [i] : []));
-    expect(written, results.map((r) => r.stdout + r.stderr).join('\n')).toHaveLength(1);
-    for (const r of results.filter((_, i) => i !== written[0])) expect(r.code, r.stderr).toBe(2);
+    const written = results.flatMap((result, i) => (result.code === 0 ? [i] : []));
+    expect(written, results.map((result) => result.stdout + result.stderr).join('\n')).toHaveLength(1);
+    for (const result of results.filter((_, i) => i !== written[0])) expect(result.code, result.stderr).toBe(2);
     const files = filesUnder(records);
     expect(files).toEqual([recordPath(base)]);
     // The one that says it wrote is the one there.

@@ -30,7 +30,8 @@ function runFolder(dir: string): { runDir: string; events: RunEvent[] } {
 /** Every result file of the run is there, and the log ends with run-end. */
 async function expectResultsWritten(dir: string, interrupted: boolean): Promise<RunEvent[]> {
   const { runDir, events } = runFolder(dir);
-  for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+  for (const fileName of ['events.jsonl', 'junit.xml', 'summary.json'])
+    expect(existsSync(path.join(runDir, fileName)), fileName).toBe(true);
   await validateJunit(readFileSync(path.join(runDir, 'junit.xml'), 'utf8'));
   expect(JSON.parse(readFileSync(path.join(runDir, 'summary.json'), 'utf8')).interrupted).toBe(interrupted);
   expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted });
@@ -40,7 +41,7 @@ async function expectResultsWritten(dir: string, interrupted: boolean): Promise<
 /** Live processes whose environment holds `marker` (probes started with a unique test delay). */
 function processesWith(marker: string): string[] {
   const found: string[] = [];
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  for (const pid of readdirSync('/proc').filter((entryName) => /^\d+$/.test(entryName))) {
     try {
       if (readFileSync(`/proc/${pid}/environ`, 'utf8').includes(marker))
         found.push(`${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ')}`);
@@ -61,7 +62,7 @@ async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (check()) return true;
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return check();
 }
@@ -72,13 +73,13 @@ async function eventually(check: () => boolean, ms = 5000): Promise<boolean> {
  */
 async function startHangingRun(targets: number, stubborn = false) {
   const dir = tempDir();
-  const m = writeMatrix(dir, targets);
+  const matrixFile = writeMatrix(dir, targets);
   const marker = `CUDAPROBE_TEST_DELAY_MS=${uniqueDelay(600_000)}`;
   const env: NodeJS.ProcessEnv = { CUDAPROBE_TEST_DELAY_MS: marker.split('=')[1] };
   if (stubborn) env.CUDAPROBE_TEST_IGNORE_SIGTERM = '1';
-  const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { env });
+  const { child, done } = startCli(['run', '-m', matrixFile, '--results-dir', path.join(dir, 'runs')], { env });
   await whenOutput(child, '▶ t0', () => undefined);
-  await eventually(() => processesWith(marker).some((p) => p.includes('cudaprobe')));
+  await eventually(() => processesWith(marker).some((processLine) => processLine.includes('cudaprobe')));
   const probesGone = (ms?: number) => eventually(() => processesWith(marker).length === 0, ms);
   return { dir, child, done, probesGone };
 }
@@ -89,14 +90,14 @@ async function startHangingRun(targets: number, stubborn = false) {
  */
 async function startRunWithBusySubject() {
   const dir = tempDir();
-  const m = writeMatrix(dir, 1, '[pinned-vram]');
+  const matrixFile = writeMatrix(dir, 1, '[pinned-vram]');
   const delay = uniqueDelay(600_000);
   const marker = `CUDAPROBE_TEST_SUBJECT_DELAY_MS=${delay}`;
-  const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
+  const { child, done } = startCli(['run', '-m', matrixFile, '--results-dir', path.join(dir, 'runs')], {
     env: { CUDAPROBE_TEST_SUBJECT_DELAY_MS: delay },
   });
-  const subjects = () => processesWith(marker).filter((p) => p.includes('cudaprobe subject'));
-  const probes = () => processesWith(marker).filter((p) => p.includes('cudaprobe run'));
+  const subjects = () => processesWith(marker).filter((processLine) => processLine.includes('cudaprobe subject'));
+  const probes = () => processesWith(marker).filter((processLine) => processLine.includes('cudaprobe run'));
   expect(await eventually(() => subjects().length > 0, 120_000)).toBe(true);
   const gone = () => eventually(() => processesWith(marker).length === 0);
   return { dir, child, done, gone, subjects, probes };
@@ -107,21 +108,21 @@ const noStackTrace = /\n\s+at .+:\d+:\d+/;
 describe('a reader that goes away (defect 2)', () => {
   it("stops the printing, not the run: every result file is written and the exit status is the run's", async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 4);
-    const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], {
+    const matrixFile = writeMatrix(dir, 4);
+    const { child, done } = startCli(['run', '-m', matrixFile, '--results-dir', path.join(dir, 'runs')], {
       env: { CUDAPROBE_TEST_DELAY_MS: '300' },
     });
     // Like `| head -3`: the reader takes the first lines and closes its end of the pipe.
     await whenOutput(child, '▶ t0', () => child.stdout!.destroy());
-    const r = await done;
-    expect(r.stderr).not.toMatch(noStackTrace);
-    expect(r.stderr).not.toContain('EPIPE');
-    expect(r.code).toBe(0);
+    const result = await done;
+    expect(result.stderr).not.toMatch(noStackTrace);
+    expect(result.stderr).not.toContain('EPIPE');
+    expect(result.code).toBe(0);
     const events = await expectResultsWritten(dir, false);
     expect(events.filter((e) => e.type === 'cell-end' && e.status === 'skipped')).toHaveLength(4);
     // The local session's work folders went away too.
     const runId = (events[0] as { runId: string }).runId;
-    expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
+    expect(readdirSync(tmpdir()).filter((folderName) => folderName.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
   });
 
   // bash tells the exit status of the first command of a pipeline (PIPESTATUS).
@@ -135,14 +136,14 @@ describe('a reader that goes away (defect 2)', () => {
       const dir = tempDir();
       const big = path.join(dir, 'big.yaml');
       writeFileSync(big, `version: 1\ntargets:\n${Array.from({ length: 300 }, (_, i) => `  - name: t${i}`).join('\n')}\n`);
-      const argv = args.map((a) => (a === '@big' ? big : a === '@runs' ? path.join(dir, 'runs') : a));
-      const quoted = [process.execPath, '--import', tsxLoader, cliEntry, ...argv].map((a) => JSON.stringify(a)).join(' ');
+      const argv = args.map((arg) => (arg === '@big' ? big : arg === '@runs' ? path.join(dir, 'runs') : arg));
+      const quoted = [process.execPath, '--import', tsxLoader, cliEntry, ...argv].map((arg) => JSON.stringify(arg)).join(' ');
       const cmd = `${quoted} 2>${JSON.stringify(path.join(dir, 'err'))} | head -1 >/dev/null; echo "\${PIPESTATUS[0]}"`;
-      const r = spawnSync('bash', ['-c', cmd], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
+      const result = spawnSync('bash', ['-c', cmd], { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } });
       const stderr = readFileSync(path.join(dir, 'err'), 'utf8');
       expect(stderr).not.toMatch(noStackTrace);
       expect(stderr).not.toContain('EPIPE');
-      expect(r.stdout.trim()).toBe('0');
+      expect(result.stdout.trim()).toBe('0');
       if (args[0] === 'run') await expectResultsWritten(dir, false);
       // 300 targets: a minute or more on a busy 2-core machine (beside two busy loops: over 60 s).
     },
@@ -154,11 +155,11 @@ describe('signals (defects 6 and 11)', () => {
   it('SIGTERM mid-run cancels, keeps every result, leaves no probe behind, and a second SIGTERM does not cut it short', async () => {
     const { dir, child, done, probesGone } = await startHangingRun(3);
     child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 700));
+    await new Promise((resolve) => setTimeout(resolve, 700));
     child.kill('SIGTERM');
-    const r = await done;
-    expect(r.code).toBe(130);
-    expect(r.stderr).toContain('terminated: stopping running probes and writing results');
+    const result = await done;
+    expect(result.code).toBe(130);
+    expect(result.stderr).toContain('terminated: stopping running probes and writing results');
     const events = await expectResultsWritten(dir, true);
     const statuses = events.flatMap((e) => (e.type === 'cell-end' ? [e.status] : []));
     expect(statuses).toEqual(['cancelled', 'not-run', 'not-run']);
@@ -172,11 +173,11 @@ describe('signals (defects 6 and 11)', () => {
     // the copy of the Ctrl-C arrives.
     const { dir, child, done } = await startHangingRun(2, true);
     child.kill('SIGINT');
-    await new Promise((r) => setTimeout(r, 30));
+    await new Promise((resolve) => setTimeout(resolve, 30));
     child.kill('SIGINT');
-    const r = await done;
-    expect(r.code).toBe(130);
-    expect(r.stderr).not.toContain('second Ctrl-C');
+    const result = await done;
+    expect(result.code).toBe(130);
+    expect(result.stderr).not.toContain('second Ctrl-C');
     await expectResultsWritten(dir, true);
   });
 
@@ -190,15 +191,15 @@ describe('signals (defects 6 and 11)', () => {
     // second quits at once, and the probes' process groups must not outlive cudamatrix.
     const { dir, child, done, probesGone } = await startHangingRun(2, true);
     child.kill('SIGINT');
-    await new Promise((r) => setTimeout(r, 600));
+    await new Promise((resolve) => setTimeout(resolve, 600));
     child.kill('SIGINT');
-    const r = await done;
-    expect(r.code).toBe(130);
-    expect(r.stderr).toContain('second Ctrl-C: quitting now');
+    const result = await done;
+    expect(result.code).toBe(130);
+    expect(result.stderr).toContain('second Ctrl-C: quitting now');
     expect(await probesGone(1000)).toBe(true);
     // The local session's work folder goes on the way out too.
     const runId = readdirSync(path.join(dir, 'runs'))[0]!;
-    expect(readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
+    expect(readdirSync(tmpdir()).filter((folderName) => folderName.startsWith(`cudamatrix-${runId}-`))).toEqual([]);
   });
 
   it('a SIGKILLed cudamatrix (no exit handler runs) leaves no probe, no guardian and no work folder behind (issue 22.1)', async () => {
@@ -207,7 +208,7 @@ describe('signals (defects 6 and 11)', () => {
     // environment of the probes and of the guardian, which cudamatrix started.
     const { dir, child, done, probesGone } = await startHangingRun(2);
     const runId = readdirSync(path.join(dir, 'runs'))[0]!;
-    const workFolders = () => readdirSync(tmpdir()).filter((n) => n.startsWith(`cudamatrix-${runId}-`));
+    const workFolders = () => readdirSync(tmpdir()).filter((folderName) => folderName.startsWith(`cudamatrix-${runId}-`));
     expect(workFolders()).toHaveLength(1);
     child.kill('SIGKILL');
     expect((await done).code).toBe(null);
@@ -239,18 +240,21 @@ describe('signals (defects 6 and 11)', () => {
     async () => {
       const dir = tempDir();
       const cache = tempDir('cm-fresh-cache-');
-      const m = path.join(dir, 'matrix.yaml');
-      writeFileSync(m, 'version: 1\ntargets:\n  - name: here\n');
-      const { child, done } = startCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')], {
-        env: { CUDAMATRIX_CACHE: cache },
-      });
+      const matrixFile = path.join(dir, 'matrix.yaml');
+      writeFileSync(matrixFile, 'version: 1\ntargets:\n  - name: here\n');
+      const { child, done } = startCli(
+        ['run', '-m', matrixFile, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'j.xml')],
+        {
+          env: { CUDAMATRIX_CACHE: cache },
+        },
+      );
       await whenOutput(child, 'compiling cudaprobe', () => child.kill('SIGINT'), 'stderr');
-      const r = await done;
-      expect(r.code).toBe(130);
+      const result = await done;
+      expect(result.code).toBe(130);
       const events = await expectResultsWritten(dir, true);
       const cells = events.filter((e) => e.type === 'cell-end');
       expect(cells.length).toBeGreaterThan(0);
-      expect(cells.every((c) => c.type === 'cell-end' && c.status === 'not-run')).toBe(true);
+      expect(cells.every((cell) => cell.type === 'cell-end' && cell.status === 'not-run')).toBe(true);
       expect(events.some((e) => e.type === 'target-error')).toBe(false);
       const xml = readFileSync(path.join(dir, 'j.xml'), 'utf8');
       expect(xml).toMatch(/<testsuites [^>]*errors="0"/);
@@ -259,7 +263,7 @@ describe('signals (defects 6 and 11)', () => {
       const compilers = () =>
         execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
           .split('\n')
-          .filter((l) => l.includes(cache));
+          .filter((line) => line.includes(cache));
       expect(await eventually(() => compilers().length === 0)).toBe(true);
     },
   );
@@ -268,15 +272,15 @@ describe('signals (defects 6 and 11)', () => {
 describe('outputs (defects 1 and 10)', () => {
   it('never replaces a link, a device or a FIFO named as an output, and "-" is stdout', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 1);
+    const matrixFile = writeMatrix(dir, 1);
     const real = path.join(dir, 'real.json');
     writeFileSync(real, '');
     const link = path.join(dir, 'stdout-link');
     symlinkSync(real, link);
-    const r = await runCli([
+    const result = await runCli([
       'run',
       '-m',
-      m,
+      matrixFile,
       '--results-dir',
       path.join(dir, 'runs'),
       '--reporter',
@@ -286,27 +290,27 @@ describe('outputs (defects 1 and 10)', () => {
       '--reporter',
       'junit:-',
     ]);
-    expect(r.code).toBe(0);
+    expect(result.code).toBe(0);
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(readlinkSync(link)).toBe(real);
     expect(JSON.parse(readFileSync(real, 'utf8')).targets[0].name).toBe('t0');
     expect(lstatSync('/dev/null').isCharacterDevice()).toBe(true);
     expect(existsSync(path.join(repoRoot, '-'))).toBe(false);
-    expect(r.stdout).toMatch(/^<\?xml/);
-    await validateJunit(r.stdout);
+    expect(result.stdout).toMatch(/^<\?xml/);
+    await validateJunit(result.stdout);
   });
 
   it('writes no ./junit.xml unless asked; --junit FILE and --reporter NAME=PATH write where they say', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 1);
-    const plain = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs')], { cwd: dir });
+    const matrixFile = writeMatrix(dir, 1);
+    const plain = await runCli(['run', '-m', matrixFile, '--results-dir', path.join(dir, 'runs')], { cwd: dir });
     expect(plain.code).toBe(0);
     expect(existsSync(path.join(dir, 'junit.xml'))).toBe(false);
-    const r = await runCli(
+    const result = await runCli(
       [
         'run',
         '-m',
-        m,
+        matrixFile,
         '--results-dir',
         path.join(dir, 'runs2'),
         '--junit',
@@ -318,24 +322,24 @@ describe('outputs (defects 1 and 10)', () => {
       ],
       { cwd: dir },
     );
-    expect(r.code).toBe(0);
+    expect(result.code).toBe(0);
     await validateJunit(readFileSync(path.join(dir, 'a.xml'), 'utf8'));
     expect(JSON.parse(readFileSync(path.join(dir, 'b.json'), 'utf8')).counts).toBeDefined();
-    expect(r.stdout).toContain('Exit status: 0');
+    expect(result.stdout).toContain('Exit status: 0');
   });
 
   it('--json prints the summary on stdout (as plan --json does) and moves the console to stderr', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 1);
-    const r = await runCli(['run', '-m', m, '--results-dir', path.join(dir, 'runs'), '--json']);
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout).targets[0].name).toBe('t0');
-    expect(r.stderr).toContain('Exit status: 0');
+    const matrixFile = writeMatrix(dir, 1);
+    const result = await runCli(['run', '-m', matrixFile, '--results-dir', path.join(dir, 'runs'), '--json']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout).targets[0].name).toBe('t0');
+    expect(result.stderr).toContain('Exit status: 0');
   });
 
   it('checks outputs before the run: an unmakeable --results-dir, a folder as a file, two reporters on stdout (exit 2, nothing run)', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 1);
+    const matrixFile = writeMatrix(dir, 1);
     const cases: [string[], string][] = [
       [['--results-dir', '/proc/cudamatrix-x'], '--results-dir /proc/cudamatrix-x cannot be made'],
       [['--results-dir', '/dev/null'], '/dev/null is not a folder'],
@@ -343,16 +347,16 @@ describe('outputs (defects 1 and 10)', () => {
       [['--json', '--junit', '/dev/stdout'], 'would both print to stdout'],
     ];
     for (const [args, text] of cases) {
-      const r = await runCli(['run', '-m', m, ...args]);
-      expect(r.code, args.join(' ')).toBe(2);
-      expect(r.stderr).toContain(text);
-      expect(r.stderr).not.toMatch(noStackTrace);
+      const result = await runCli(['run', '-m', matrixFile, ...args]);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr).toContain(text);
+      expect(result.stderr).not.toMatch(noStackTrace);
     }
   });
 
   it('--junit /dev/stdout, with stdout a file: the file holds the whole XML alone, the console goes to stderr', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 1);
+    const matrixFile = writeMatrix(dir, 1);
     const out = path.join(dir, 'out.xml');
     const err = path.join(dir, 'err.txt');
     const quoted = [
@@ -362,36 +366,36 @@ describe('outputs (defects 1 and 10)', () => {
       cliEntry,
       'run',
       '-m',
-      m,
+      matrixFile,
       '--results-dir',
       path.join(dir, 'runs'),
       '--junit',
       '/dev/stdout',
     ]
-      .map((a) => JSON.stringify(a))
+      .map((arg) => JSON.stringify(arg))
       .join(' ');
-    const r = spawnSync('sh', ['-c', `${quoted} > ${JSON.stringify(out)} 2> ${JSON.stringify(err)}`], {
+    const result = spawnSync('sh', ['-c', `${quoted} > ${JSON.stringify(out)} 2> ${JSON.stringify(err)}`], {
       cwd: repoRoot,
       encoding: 'utf8',
       env: { ...process.env, NO_COLOR: '1' },
     });
-    expect(r.status).toBe(0);
+    expect(result.status).toBe(0);
     // Before, opening /dev/stdout truncated the file and the console lines in it were lost.
     await validateJunit(readFileSync(out, 'utf8'));
     expect(readFileSync(err, 'utf8')).toContain('Exit status: 0');
   });
 
   it('refuses an unknown reporter with the known ones', async () => {
-    const r = await runCli(['run', '--reporter', 'xml:out.xml']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain('error [USAGE]: --reporter "xml:out.xml": the reporters are console, junit, json');
+    const result = await runCli(['run', '--reporter', 'xml:out.xml']);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('error [USAGE]: --reporter "xml:out.xml": the reporters are console, junit, json');
   });
 
   it('ignores a leading "--" (pnpm matrix -- --quick)', async () => {
     const dir = tempDir();
-    const m = writeMatrix(dir, 1, '[sync-latency]');
-    const r = await runCli(['run', '--', '--quick', '-m', m, '--results-dir', path.join(dir, 'runs')]);
-    expect(r.code).toBe(0);
+    const matrixFile = writeMatrix(dir, 1, '[sync-latency]');
+    const result = await runCli(['run', '--', '--quick', '-m', matrixFile, '--results-dir', path.join(dir, 'runs')]);
+    expect(result.code).toBe(0);
     const { events } = runFolder(dir);
     expect(events[0]).toMatchObject({ options: { quick: true } });
   });

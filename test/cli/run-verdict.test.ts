@@ -24,28 +24,30 @@ describe('a matrix that judges nothing', () => {
   it('no expectations at all (no extends: default): the console says so and how to fix it; the exit status stays 0', async () => {
     const dir = tempDir();
     // The matrix of the issue, as a new user writes it.
-    const m = matrixFile(dir, 'version: 1\ntargets:\n  - name: here\n    transport: local\n');
-    const r = await runCli(['run', '-m', m, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs')]);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain(`${FINDING}\n  fix: add "extends: default" to ${m} for the default expectations of each environment`);
-    expect(r.stdout).toContain('Exit status: 0 (nothing was judged)');
+    const matrix = matrixFile(dir, 'version: 1\ntargets:\n  - name: here\n    transport: local\n');
+    const result = await runCli(['run', '-m', matrix, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs')]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      `${FINDING}\n  fix: add "extends: default" to ${matrix} for the default expectations of each environment`,
+    );
+    expect(result.stdout).toContain('Exit status: 0 (nothing was judged)');
     // Said once, before the counts it explains.
-    expect(r.stdout.split(FINDING).length).toBe(2);
-    expect(r.stdout.indexOf(FINDING)).toBeLessThan(r.stdout.indexOf('Expectations: 0 passed'));
+    expect(result.stdout.split(FINDING).length).toBe(2);
+    expect(result.stdout.indexOf(FINDING)).toBeLessThan(result.stdout.indexOf('Expectations: 0 passed'));
   });
 
   it('in a GitHub Actions step: a warning annotation, and the job summary says it instead of "every expectation met"', async () => {
     const dir = tempDir();
-    const m = matrixFile(dir, 'version: 1\ntargets:\n  - name: here\n');
+    const matrix = matrixFile(dir, 'version: 1\ntargets:\n  - name: here\n');
     const summaryPath = path.join(dir, 'summary.md');
     const outputPath = path.join(dir, 'output.txt');
     writeFileSync(summaryPath, '');
     writeFileSync(outputPath, '');
-    const r = await runCli(['run', '-m', m, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs')], {
+    const result = await runCli(['run', '-m', matrix, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs')], {
       env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: summaryPath, GITHUB_OUTPUT: outputPath },
     });
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
       /^::warning title=cudamatrix%3A this run judged nothing::This matrix judges nothing: .*Fix: add "extends: default"/m,
     );
     const summary = readFileSync(summaryPath, 'utf8');
@@ -60,14 +62,14 @@ describe('a matrix that judges nothing', () => {
       dir,
       'version: 1\nexpectations:\n  wddm:\n    - fact: sysinfo.tcc_driver\n      equals: false\ntargets:\n  - name: here\n',
     );
-    const r = await runCli(['run', '-m', wddmOnly, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs')]);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain("No expectation was judged: none of the matrix's expectations is on a probe this run ran");
-    expect(r.stdout).toContain('give ' + wddmOnly + ' expectations for the environments that ran (linux)');
+    const result = await runCli(['run', '-m', wddmOnly, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs')]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("No expectation was judged: none of the matrix's expectations is on a probe this run ran");
+    expect(result.stdout).toContain('give ' + wddmOnly + ' expectations for the environments that ran (linux)');
     const judged = matrixFile(dir, 'version: 1\nextends: default\ntargets:\n  - name: here\n');
-    const d = await runCli(['run', '-m', judged, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs2')]);
-    expect(d.code).toBe(0);
-    expect(d.stdout).not.toMatch(/judges nothing|No expectation was judged|nothing was judged/);
+    const judgedResult = await runCli(['run', '-m', judged, '--probe', 'sysinfo', '--results-dir', path.join(dir, 'runs2')]);
+    expect(judgedResult.code).toBe(0);
+    expect(judgedResult.stdout).not.toMatch(/judges nothing|No expectation was judged|nothing was judged/);
   });
 });
 
@@ -79,12 +81,12 @@ describe('the exit status printed is the exit status', () => {
       // One Ctrl-C as soon as the status shows: it lands while the process winds down (100-250 ms
       // here, open handles closing), as a user's late Ctrl-C would.
       await whenOutput(child, 'Exit status: 0', () => child.kill('SIGINT'));
-      const r = await done;
+      const result = await done;
       const [run] = readdirSync(path.join(dir, 'runs'));
       const summary = JSON.parse(readFileSync(path.join(dir, 'runs', run!, 'summary.json'), 'utf8')) as { interrupted: boolean };
       expect(summary.interrupted).toBe(false);
-      expect({ code: r.code, signal: child.signalCode }).toEqual({ code: 0, signal: null });
-      expect(r.stderr).not.toContain('interrupted');
+      expect({ code: result.code, signal: child.signalCode }).toEqual({ code: 0, signal: null });
+      expect(result.stderr).not.toContain('interrupted');
     }
   });
 });
@@ -92,10 +94,10 @@ describe('the exit status printed is the exit status', () => {
 describe.runIf(noGpuHere)('the health line of a node without a usable driver', () => {
   it('run --quick --reporter nhc: status 4 and the reason, not OK, without --strict', async () => {
     const dir = tempDir();
-    const r = await runCli(['run', '--quick', '--reporter', 'nhc', '--results-dir', path.join(dir, 'runs')]);
+    const result = await runCli(['run', '--quick', '--reporter', 'nhc', '--results-dir', path.join(dir, 'runs')]);
     // The run itself passes (nothing failed; --strict would make it 4), but the node is not healthy.
-    expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
       /^local 4 ERROR: nhc: Health check failed: local: nothing measured: \d+ cells skipped, sysinfo: no NVIDIA driver found: .*\n$/,
     );
   });

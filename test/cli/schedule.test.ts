@@ -49,8 +49,8 @@ describe.runIf(ready)('the scheduler', () => {
     );
     // Each local probe waits 400 ms (cudaprobe's test hook; the remote sessions do not get it):
     // the eight local targets, one at a time on this host, take over 3 s.
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: '400' } });
-    expect(r.code).toBe(0);
+    const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env: { CUDAPROBE_TEST_DELAY_MS: '400' } });
+    expect(result.code).toBe(0);
     const events = readEventLog(path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!, 'events.jsonl'));
     const started = (e: { type: string; time?: string; started?: string }) => Date.parse(e.type === 'run-start' ? e.started! : e.time!);
     const runStart = started(events[0]!);

@@ -49,13 +49,13 @@ function actionEnv(inputs: Record<string, string>, runnerTemp: string, extra: No
 
 function action(inputs: Record<string, string>, runnerTemp: string, options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): ActionResult {
   const started = performance.now();
-  const r = spawnSync(process.execPath, [MAIN], {
+  const result = spawnSync(process.execPath, [MAIN], {
     cwd: options.cwd ?? repoRoot,
     env: actionEnv(inputs, runnerTemp, options.env),
     encoding: 'utf8',
     timeout: 120_000,
   });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, ms: performance.now() - started };
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr, ms: performance.now() - started };
 }
 
 /** A gzipped tarball of the entries (tar-stream writes what it is given, `..` and links included). */
@@ -65,7 +65,7 @@ async function makeTarball(
 ): Promise<string> {
   const pack = tarStream.pack();
   const chunks: Buffer[] = [];
-  pack.on('data', (c) => chunks.push(c as Buffer));
+  pack.on('data', (chunk) => chunks.push(chunk as Buffer));
   const ended = new Promise<void>((resolve) => pack.on('end', () => resolve()));
   for (const e of entries) {
     const header = { name: e.name, type: e.type ?? 'file', linkname: e.linkname, mode: e.mode ?? (e.type === 'directory' ? 0o755 : 0o644) };
@@ -94,9 +94,9 @@ const fakePackage = (file: string, extra: { name: string; content: string }[] = 
   ]);
 
 /** The ::error line of a refused input: its annotation names the input; exit 2. */
-function expectRefused(r: ActionResult, input: string, problem: RegExp): void {
-  expect(r.status, r.stdout + r.stderr).toBe(2);
-  const lines = r.stdout.split('\n').filter(Boolean);
+function expectRefused(result: ActionResult, input: string, problem: RegExp): void {
+  expect(result.status, result.stdout + result.stderr).toBe(2);
+  const lines = result.stdout.split('\n').filter(Boolean);
   expect(lines).toHaveLength(1);
   expect(lines[0]).toMatch(new RegExp(`^::error title=cudamatrix action::input "${input}": `));
   expect(lines[0]).toMatch(problem);
@@ -123,7 +123,7 @@ describe('the action with stand-in tarballs', () => {
   it('passes the command words, the named inputs and one argument per line, as argv: no shell, no INPUT_* for the CLI', () => {
     const temp = tempDir('cm-action-rt-');
     const odd = 'a folder with spaces/$(touch pwned) `x` "q" \'s\' * ?';
-    const r = action(
+    const result = action(
       {
         package: fake,
         command: ' gha  merge ',
@@ -136,8 +136,8 @@ describe('the action with stand-in tarballs', () => {
       temp,
       { cwd: temp },
     );
-    expect(r.status, r.stdout + r.stderr).toBe(0);
-    const lines = r.stdout.trim().split('\n');
+    expect(result.status, result.stdout + result.stderr).toBe(0);
+    const lines = result.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^cudamatrix 9\.9\.9 from cudamatrix-9\.9\.9\.tgz \(sha256 [0-9a-f]{16}…\): unpacked into /);
     expect(JSON.parse(lines[1]!)).toEqual({
       argv: [
@@ -178,10 +178,10 @@ describe('the action with stand-in tarballs', () => {
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       // The stand-in is running when it has printed its argv.
-      for (let i = 0; i < 200 && !out.includes('"argv"'); i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 200 && !out.includes('"argv"'); i++) await new Promise((resolve) => setTimeout(resolve, 50));
       child.kill('SIGTERM'); // this process only, as the runner signals the action's process
       expect(await exited).toBe(130);
       expect(out).toMatch(/got SIGTERM\n$/);
@@ -284,7 +284,7 @@ describe('the action with stand-in tarballs', () => {
         expectRefused(action({ package: tgz }, temp), 'package', problem);
       }
       nothingUnpacked();
-      expect(readdirSync(temp).filter((f) => f.includes('escaped'))).toEqual([]);
+      expect(readdirSync(temp).filter((fileName) => fileName.includes('escaped'))).toEqual([]);
       expect(existsSync('/tmp/escaped.txt')).toBe(false);
     });
   });
@@ -324,7 +324,7 @@ describe.runIf(ready)('the action with the package packed from this checkout', (
     const byTar = tempDir('cm-action-tar-');
     execFileSync('tar', ['-xzf', tarball, '-C', byTar]);
     const ours = tree(dir!);
-    expect(Object.keys(ours).filter((f) => !f.startsWith('package/'))).toEqual(['.unpacked']);
+    expect(Object.keys(ours).filter((file) => !file.startsWith('package/'))).toEqual(['.unpacked']);
     delete ours['.unpacked'];
     expect(ours).toEqual(tree(byTar));
     expect(ours['package/bin/cudamatrix.cjs']).toMatch(/ x$/);
@@ -346,15 +346,15 @@ describe.runIf(ready)('the action with the package packed from this checkout', (
     const temp = tempDir('cm-action-rt-');
     const outputs = path.join(temp, 'github-output');
     writeFileSync(outputs, '');
-    const r = action(
+    const result = action(
       { package: tarball, command: 'gha matrix', matrix: 'matrix/examples/gha-lab.yaml', targets: 'win-*,h100-over-ssh' },
       temp,
       {
         env: { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: outputs, GITHUB_STEP_SUMMARY: path.join(temp, 'summary.md') },
       },
     );
-    expect(r.status, r.stdout + r.stderr).toBe(0);
-    const plan = JSON.parse(r.stdout.trim().split('\n')[1]!) as { include: { name: string; runsOn: string[] }[] };
+    expect(result.status, result.stdout + result.stderr).toBe(0);
+    const plan = JSON.parse(result.stdout.trim().split('\n')[1]!) as { include: { name: string; runsOn: string[] }[] };
     expect(plan.include.map((e) => `${e.name} ${e.runsOn.join(',')}`)).toEqual([
       'win-wddm self-hosted,windows,x64,gpu,wddm',
       'win-wsl2 self-hosted,windows,x64,gpu,wsl2',
@@ -373,9 +373,9 @@ describe.runIf(ready)('the action with the package packed from this checkout', (
       'version: 1\ntargets:\n  - name: here\n    transport: local\n    probes: [sysinfo]\n    expect:\n      - fact: sysinfo.os_family\n        equals: windows\n        why: this test wants it to fail on Linux\n',
     );
     const results = path.join(temp, 'results dir');
-    const r = action({ package: tarball, matrix, 'results-dir': results }, temp, { cwd: temp });
-    expect(r.status, r.stdout + r.stderr).toBe(1);
-    expect(r.stdout).toMatch(/✗ here: sysinfo\.os_family == "?windows"?/);
+    const result = action({ package: tarball, matrix, 'results-dir': results }, temp, { cwd: temp });
+    expect(result.status, result.stdout + result.stderr).toBe(1);
+    expect(result.stdout).toMatch(/✗ here: sysinfo\.os_family == "?windows"?/);
     const [run] = readdirSync(results);
     expect(readdirSync(path.join(results, run!)).sort()).toEqual(['events.jsonl', 'junit.xml', 'summary.json']);
 
@@ -395,7 +395,7 @@ describe.runIf(wineReady)('the action run by the Windows node.exe (under Wine)',
   const WINESERVER = path.join(path.dirname(WINE), 'wineserver');
   let env: NodeJS.ProcessEnv;
   let tarballDir: string;
-  const onZ = (p: string) => `Z:${p.replaceAll('/', '\\')}`;
+  const onZ = (unixPath: string) => `Z:${unixPath.replaceAll('/', '\\')}`;
 
   beforeAll(() => {
     tarballDir = tempDir('cm-action-win-pkg-');
@@ -425,7 +425,7 @@ describe.runIf(wineReady)('the action run by the Windows node.exe (under Wine)',
     // that may not yet see the prefix's Windows version (Node.js 20 then refuses to start).
     delete winEnv.CUDAMATRIX_CACHE;
     delete winEnv.TMPDIR;
-    const r = spawnSync(WINE, [WINDOWS_NODE, onZ(MAIN)], {
+    const result = spawnSync(WINE, [WINDOWS_NODE, onZ(MAIN)], {
       cwd: repoRoot,
       env: winEnv,
       stdio: ['ignore', fds[0]!, fds[1]!],
@@ -433,7 +433,7 @@ describe.runIf(wineReady)('the action run by the Windows node.exe (under Wine)',
     });
     fds.forEach((fd) => closeSync(fd));
     return {
-      status: r.status,
+      status: result.status,
       stdout: readFileSync(path.join(out, 'stdout'), 'utf8'),
       stderr: readFileSync(path.join(out, 'stderr'), 'utf8'),
       ms: performance.now() - started,
@@ -453,7 +453,7 @@ describe.runIf(wineReady)('the action run by the Windows node.exe (under Wine)',
     const ours = tree(path.join(temp, 'cudamatrix-action', unpacked!));
     delete ours['.unpacked'];
     // Wine keeps no Unix exec bits for what a Windows process writes: compare the bytes.
-    const bytes = (t: Record<string, string>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, v.slice(0, 64)]));
+    const bytes = (hashes: Record<string, string>) => Object.fromEntries(Object.entries(hashes).map(([k, hash]) => [k, hash.slice(0, 64)]));
     expect(bytes(ours)).toEqual(bytes(tree(byTar)));
 
     const plan = winAction(

@@ -46,8 +46,8 @@ async function playLab(
     event: 'workflow_dispatch',
     inputs,
     github: { repository: 'your-org/lab' },
-    workspace: (l) => {
-      const ws = path.join(dir, 'runners', `${l.jobId}-${l.index}-${legs++}`);
+    workspace: (leg) => {
+      const ws = path.join(dir, 'runners', `${leg.jobId}-${leg.index}-${legs++}`);
       git(dir, 'clone', '-q', origin, ws);
       return ws;
     },
@@ -88,17 +88,17 @@ describe("strict (the reusable workflow's default): a lab whose runners all find
   it('fails every probe job (exit 4) and the merge job (exit 4), which names the runners that measured nothing', () => {
     for (const probe of legs(play, 'probe')) {
       expect(probe.status, probe.name).toBe('failure');
-      expect(probe.steps.find((s) => s.id === 'run')!.exitCode, probe.name).toBe(4);
+      expect(probe.steps.find((step) => step.id === 'run')!.exitCode, probe.name).toBe(4);
     }
     const [merge] = legs(play, 'merge');
     expect(merge!.status).toBe('failure');
-    expect(merge!.steps.find((s) => s.id === 'merge')!.exitCode).toBe(4);
+    expect(merge!.steps.find((step) => step.id === 'merge')!.exitCode).toBe(4);
     expect(merge!.outputs['exit-code']).toBe('4');
     expect(merge!.summary).toMatch(/\*\*Exit status 4\*\*: nothing measured \(--strict\)/);
     expect(merge!.summary).not.toContain('every expectation met');
     expect(merge!.summary).toMatch(/^\| win-box \| job win-box on \[self-hosted, linux, gpu, a\] \| no NVIDIA driver found/m);
     expect(merge!.summary).toMatch(/^\| linux-box \| job linux-box on \[self-hosted, linux, gpu, b\] \| no NVIDIA driver found/m);
-    const errors = merge!.annotations.filter((a) => a.level === 'error').map((a) => a.title);
+    const errors = merge!.annotations.filter((annotation) => annotation.level === 'error').map((annotation) => annotation.title);
     expect(errors).toEqual(expect.arrayContaining(['win-box: measured nothing', 'linux-box: measured nothing']));
     expect(play.jobs['gpu-lab']!.outputs['exit-code']).toBe('4');
     expect(play.result).toBe('failure');
@@ -109,7 +109,7 @@ describe("fail-on-change (the caller's input): the H200 with a fact no expectati
   let play: WorkflowPlay;
   beforeAll(async () => {
     const start = readEventLog(H200_LOG)[0] as RunStartEvent;
-    const probes = [...new Set(start.cells.map((c) => c.split('/')[1]!))];
+    const probes = [...new Set(start.cells.map((cellName) => cellName.split('/')[1]!))];
     const log = readFileSync(H200_LOG, 'utf8');
     const changed = log
       .replace(/("name":"registered_counts_as_vram","value":)false/, '$1true')
@@ -122,8 +122,8 @@ describe("fail-on-change (the caller's input): the H200 with a fact no expectati
         targets: [{ name: 'local', runsOn: ['self-hosted', 'linux', 'gpu', 'h200'], probes }],
       },
       { 'fail-on-change': true },
-      (l) =>
-        l.jobId === 'probe'
+      (leg) =>
+        leg.jobId === 'probe'
           ? {
               replaceSteps: {
                 // No GPU here: the H200 runner's run step writes what the real H200 wrote, one fact changed.
@@ -145,13 +145,15 @@ describe("fail-on-change (the caller's input): the H200 with a fact no expectati
     const [merge] = legs(play, 'merge');
     expect(merge!.status).toBe('failure');
     expect(merge!.outputs).toMatchObject({ 'exit-code': '5', 'behaviour-changed': 'true', failed: '0', passed: '15' });
-    expect(merge!.steps.find((s) => s.id === 'merge')!.exitCode).toBe(5);
-    const change = merge!.annotations.find((a) => a.level === 'error' && a.title?.startsWith('cudamatrix: behaviour changed: '));
+    expect(merge!.steps.find((step) => step.id === 'merge')!.exitCode).toBe(5);
+    const change = merge!.annotations.find(
+      (annotation) => annotation.level === 'error' && annotation.title?.startsWith('cudamatrix: behaviour changed: '),
+    );
     expect(change?.message).toContain('fact `pinned-vram.registered_counts_as_vram`: false -> true');
     expect(merge!.summary).toMatch(/\*\*Exit status 5\*\*: behaviour changed against the committed records \(--fail-on-change\)/);
     // The results and the record are still uploaded, and the pull request opened with them.
-    expect(merge!.steps.find((s) => s.id === 'upload-results')!.outcome).toBe('success');
-    expect(merge!.steps.find((s) => s.id === 'pull-request')!.outcome).toBe('success');
+    expect(merge!.steps.find((step) => step.id === 'upload-results')!.outcome).toBe('success');
+    expect(merge!.steps.find((step) => step.id === 'pull-request')!.outcome).toBe('success');
     expect(play.result).toBe('failure');
   });
 });

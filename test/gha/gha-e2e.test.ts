@@ -46,7 +46,7 @@ const H200_LOG = H200_RUNS[3]!;
 /** The caller's lab matrix: the H200 log's own expectations (a merged run is judged against one matrix). */
 function labMatrix(sshd: Sshd): string {
   const start = readEventLog(H200_LOG)[0] as RunStartEvent;
-  const probes = [...new Set(start.cells.map((c) => c.split('/')[1]!))];
+  const probes = [...new Set(start.cells.map((cellName) => cellName.split('/')[1]!))];
   return toYaml({
     version: 1,
     description: 'The lab of the end-to-end test',
@@ -74,8 +74,8 @@ function labMatrix(sshd: Sshd): string {
 function leg(play: WorkflowPlay, jobId: string, name?: string): JobPlay {
   const called = play.jobs['gpu-lab']!.calls[0]!;
   const legs = called.jobs[jobId]!.legs;
-  const found = name === undefined ? legs[0] : legs.find((l) => (l.matrix as { name?: string } | null)?.name === name);
-  if (!found) throw new Error(`no leg ${jobId} ${name ?? ''}: ${legs.map((l) => l.name).join(', ')}`);
+  const found = name === undefined ? legs[0] : legs.find((jobLeg) => (jobLeg.matrix as { name?: string } | null)?.name === name);
+  if (!found) throw new Error(`no leg ${jobId} ${name ?? ''}: ${legs.map((jobLeg) => jobLeg.name).join(', ')}`);
   return found;
 }
 
@@ -116,8 +116,8 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
 
     let legs = 0;
     // Each job gets a fresh runner: a clone of the lab's repository (as actions/checkout gives).
-    const workspace = (l: LegInfo) => {
-      const ws = path.join(dir, 'runners', `${l.jobId}-${l.index}-${legs++}`);
+    const workspace = (legInfo: LegInfo) => {
+      const ws = path.join(dir, 'runners', `${legInfo.jobId}-${legInfo.index}-${legs++}`);
       git(dir, 'clone', '-q', origin, ws);
       return ws;
     };
@@ -153,9 +153,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
           ctx.setOutput('tarball', dest);
         },
       },
-      perLeg: (l) => {
-        const name = (l.matrix as { name?: string } | null)?.name;
-        if (l.jobId === 'probe' && name === 'local') {
+      perLeg: (legInfo) => {
+        const name = (legInfo.matrix as { name?: string } | null)?.name;
+        if (legInfo.jobId === 'probe' && name === 'local') {
           return {
             replaceSteps: {
               // No GPU here: the H200 runner's run step writes what the real H200 wrote.
@@ -170,7 +170,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
             },
           };
         }
-        if (l.jobId === 'probe' && name === 'shared') {
+        if (legInfo.jobId === 'probe' && name === 'shared') {
           return {
             hooks: {
               // What the action writes for the step, while the CLI runs, and what is left when it has ended.
@@ -178,14 +178,15 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
                 if (step.stepId !== 'run') return;
                 const runnerTemp = readFileSync(`/proc/${child.pid}/environ`, 'utf8')
                   .split('\0')
-                  .find((v) => v.startsWith('RUNNER_TEMP='))!
+                  .find((variable) => variable.startsWith('RUNNER_TEMP='))!
                   .slice('RUNNER_TEMP='.length);
                 const look = () => {
                   const dirs = readdirSync(runnerTemp)
-                    .filter((n) => n.startsWith('cudamatrix-ssh-'))
-                    .map((n) => path.join(runnerTemp, n));
-                  for (const d of dirs)
-                    for (const f of [d, ...readdirSync(d).map((n) => path.join(d, n))]) secretFiles.set(f, statSync(f).mode & 0o777);
+                    .filter((entryName) => entryName.startsWith('cudamatrix-ssh-'))
+                    .map((entryName) => path.join(runnerTemp, entryName));
+                  for (const sshDir of dirs)
+                    for (const secretFile of [sshDir, ...readdirSync(sshDir).map((entryName) => path.join(sshDir, entryName))])
+                      secretFiles.set(secretFile, statSync(secretFile).mode & 0o777);
                   return dirs;
                 };
                 const timer = setInterval(() => {
@@ -203,7 +204,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
             },
           };
         }
-        if (l.jobId === 'probe' && name === 'killed-box') {
+        if (legInfo.jobId === 'probe' && name === 'killed-box') {
           return {
             // Each probe waits a minute first (cudaprobe's test hook), so the runner is lost mid-probe.
             env: { ...process.env, CUDAPROBE_TEST_DELAY_MS: '60000' },
@@ -213,7 +214,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
                 // The step's results folder is under its job's RUNNER_TEMP (read from the process's environment).
                 const runnerTemp = readFileSync(`/proc/${child.pid}/environ`, 'utf8')
                   .split('\0')
-                  .find((v) => v.startsWith('RUNNER_TEMP='))!
+                  .find((variable) => variable.startsWith('RUNNER_TEMP='))!
                   .slice('RUNNER_TEMP='.length);
                 const results = path.join(runnerTemp, 'cudamatrix-results');
                 const timer = setInterval(() => {
@@ -242,8 +243,8 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     // and remove the local session's work folder.
     if (lostRun) {
       spawnSync('pkill', ['-KILL', '-f', `cudamatrix-${lostRun}-`]);
-      for (const n of readdirSync(tmpdir()))
-        if (n.startsWith(`cudamatrix-${lostRun}-`)) rmSync(path.join(tmpdir(), n), { recursive: true, force: true });
+      for (const entryName of readdirSync(tmpdir()))
+        if (entryName.startsWith(`cudamatrix-${lostRun}-`)) rmSync(path.join(tmpdir(), entryName), { recursive: true, force: true });
     }
   });
 
@@ -259,29 +260,29 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     ]);
     expect(plan.summary).toContain('| shared | ssh-box | self-hosted, linux, cudamatrix-shared |');
     const probes = play.jobs['gpu-lab']!.calls[0]!.jobs.probe!.legs;
-    expect(probes.map((l) => l.runsOn.join(','))).toEqual(jobs.include.map((e) => e.runsOn.join(',')));
+    expect(probes.map((probeLeg) => probeLeg.runsOn.join(','))).toEqual(jobs.include.map((e) => e.runsOn.join(',')));
   });
 
   it('runs each probe job: a failed expectation fails its job (annotated), a lost runner leaves nothing, the SSH job reaches its target with the secrets', () => {
     const gpu = leg(play, 'probe', 'gpu-box');
     expect(gpu.status).toBe('failure');
-    expect(gpu.steps.find((s) => s.id === 'run')!.exitCode).toBe(1);
+    expect(gpu.steps.find((step) => step.id === 'run')!.exitCode).toBe(1);
     expect(gpu.annotations).toContainEqual(expect.objectContaining({ level: 'error', title: 'gpu-box: sysinfo.os_family == "windows"' }));
-    expect(gpu.groups.map((g) => g.title)).toContainEqual(expect.stringMatching(/^gpu-box: failed/));
+    expect(gpu.groups.map((group) => group.title)).toContainEqual(expect.stringMatching(/^gpu-box: failed/));
     // The upload runs after a failed step (if: always()).
-    expect(gpu.steps.find((s) => s.id === 'upload-events')!.outcome).toBe('success');
+    expect(gpu.steps.find((step) => step.id === 'upload-events')!.outcome).toBe('success');
     expect(gpu.summary).toContain('sysinfo.os_family == "windows"');
 
     const killed = leg(play, 'probe', 'killed-box');
     expect(killed.status).toBe('killed');
-    expect(killed.steps.map((s) => s.id)).not.toContain('upload-events');
+    expect(killed.steps.map((step) => step.id)).not.toContain('upload-events');
     expect(existsSync(path.join(dir, 'artifacts', 'cudamatrix-events-killed-box'))).toBe(false);
 
     // The key, known_hosts and passphrase of the caller's secrets reached the run: the target connected
     // (its sshd knows only that key, and the key only opens with the passphrase). No driver there:
     // strict fails the job (exit 4) and names the target.
     const shared = leg(play, 'probe', 'shared');
-    const run = shared.steps.find((s) => s.id === 'run')!;
+    const run = shared.steps.find((step) => step.id === 'run')!;
     expect(run.log).toMatch(/reached ssh \S+@127\.0\.0\.1:\d+ \(linux/);
     expect(run.log).toMatch(/SSH key, known_hosts, passphrase from the inputs, for this step: .*cudamatrix-ssh-/);
     expect(run.exitCode).toBe(4);
@@ -289,7 +290,10 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
   });
 
   it('writes the SSH secrets in the shared job only, as files only its user can read, removed when the step ends', () => {
-    const modes = [...secretFiles.entries()].map(([f, mode]) => [path.basename(f).replace(/^cudamatrix-ssh-.*/, 'dir'), mode.toString(8)]);
+    const modes = [...secretFiles.entries()].map(([file, mode]) => [
+      path.basename(file).replace(/^cudamatrix-ssh-.*/, 'dir'),
+      mode.toString(8),
+    ]);
     expect(modes.sort()).toEqual([
       ['dir', '700'],
       ['id_key', '600'],
@@ -303,9 +307,9 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
   it('never shows a secret in any log, summary or output, nor leaves one in a file', () => {
     const called = play.jobs['gpu-lab']!.calls[0]!;
     const everything = Object.values(called.jobs).flatMap((j) =>
-      j.legs.flatMap((l) => [l.log, l.summary, JSON.stringify(l.outputs), JSON.stringify(l.annotations)]),
+      j.legs.flatMap((jobLeg) => [jobLeg.log, jobLeg.summary, JSON.stringify(jobLeg.outputs), JSON.stringify(jobLeg.annotations)]),
     );
-    const keyLines = secrets.LAB_SSH_PRIVATE_KEY!.split('\n').filter((l) => l.length > 20 && !l.startsWith('-----'));
+    const keyLines = secrets.LAB_SSH_PRIVATE_KEY!.split('\n').filter((line) => line.length > 20 && !line.startsWith('-----'));
     expect(keyLines.length).toBeGreaterThan(2);
     for (const text of everything) {
       expect(text).not.toContain(TEST_PASSPHRASE);
@@ -323,7 +327,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     expect(out).toMatchObject({ lost: 'killed-box', 'behaviour-changed': 'true', 'records-written': '1', 'exit-code': '3', failed: '2' });
     // The H200's 15 expectations less the one the changed fact breaks, and none of the others'.
     expect(out.passed).toBe('14');
-    const mergeStep = merge.steps.find((s) => s.id === 'merge')!;
+    const mergeStep = merge.steps.find((step) => step.id === 'merge')!;
     expect(mergeStep.exitCode).toBe(3);
     expect(merge.summary).toMatch(/\| local \| linux \| NVIDIA H200 \| 580\.159\.04 \|/);
     expect(merge.summary).toMatch(/\| gpu-box \| linux \|/);
@@ -334,7 +338,7 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     expect(merge.summary).toMatch(/^\| gpu-box \| job gpu-box on \[self-hosted, linux, gpu\] \| no NVIDIA driver found/m);
     expect(merge.summary).toMatch(/^\| ssh-box \| job shared on \[self-hosted, linux, cudamatrix-shared\] \| no NVIDIA driver found/m);
     expect(merge.annotations).toContainEqual(expect.objectContaining({ level: 'warning', title: 'gpu-box: measured nothing' }));
-    const titles = merge.annotations.map((a) => `${a.level} ${a.title}`);
+    const titles = merge.annotations.map((annotation) => `${annotation.level} ${annotation.title}`);
     expect(titles).toEqual(
       expect.arrayContaining([
         'error gpu-box: sysinfo.os_family == "windows"',
@@ -351,13 +355,13 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     const files = execFileSync('find', [results, '-type', 'f'], { encoding: 'utf8' })
       .split('\n')
       .filter(Boolean)
-      .map((f) => path.relative(results, f));
-    const junit = files.find((f) => f.endsWith('junit.xml'))!;
+      .map((file) => path.relative(results, file));
+    const junit = files.find((file) => file.endsWith('junit.xml'))!;
     const xml = readFileSync(path.join(results, junit), 'utf8');
     await validateJunit(xml);
     expect(xml).toMatch(/<testsuite name="killed-box"[^>]*errors="2"/);
     expect(xml).toContain('type="JOB_LOST"');
-    const record = files.find((f) => /records\/driver-580\.159\.04\/linux-h200-docker-.*\.json$/.test(f))!;
+    const record = files.find((file) => /records\/driver-580\.159\.04\/linux-h200-docker-.*\.json$/.test(file))!;
     expect(record).toBeDefined();
     const data = JSON.parse(readFileSync(path.join(results, record), 'utf8')) as { facts: Record<string, { value: unknown }> };
     expect(data.facts['pinned-vram.counts_as_vram']!.value).toBe(true);
@@ -368,21 +372,21 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
 
   it('opens the pull request with the records and the report, nothing else (git real, gh a stand-in)', () => {
     const merge = leg(play, 'merge');
-    const pr = merge.steps.find((s) => s.id === 'pull-request')!;
+    const pr = merge.steps.find((step) => step.id === 'pull-request')!;
     expect(pr.outcome).toBe('success');
     expect(merge.outputs['pull-request'] ?? play.jobs['gpu-lab']!.outputs['pull-request']).toBe('https://github.com/your-org/lab/pull/7');
     const calls = readFileSync(ghCalls, 'utf8')
       .trim()
       .split('\n')
-      .map((l) => JSON.parse(l) as string[]);
-    const create = calls.find((c) => c[0] === 'pr' && c[1] === 'create')!;
+      .map((line) => JSON.parse(line) as string[]);
+    const create = calls.find((call) => call[0] === 'pr' && call[1] === 'create')!;
     expect(create).toEqual(expect.arrayContaining(['--base', 'main']));
     const branch = create[create.indexOf('--head') + 1]!;
     expect(branch).toMatch(/^cudamatrix\/records-/);
     expect(create[create.indexOf('--body') + 1]).toContain('Behaviour changed against the committed records');
     const changed = git(origin, 'diff', '--name-only', 'main', branch).trim().split('\n');
     expect(changed.length).toBeGreaterThanOrEqual(2);
-    for (const f of changed)
-      expect(f).toMatch(/^records\/(driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html)$/);
+    for (const changedFile of changed)
+      expect(changedFile).toMatch(/^records\/(driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html)$/);
   });
 });

@@ -24,8 +24,8 @@ export const git = (cwd: string, ...args: string[]) =>
 /** Makes `dir`/cudamatrix, `dir`/lab (with `matrixYaml` as matrix/gpu-lab.yaml, committed) and `dir`/origin.git. */
 export function makeLab(dir: string, matrixYaml: string): { cudamatrix: string; lab: string; origin: string } {
   const cudamatrix = path.join(dir, 'cudamatrix');
-  for (const f of ['.github/workflows/gpu-matrix.yml', 'action.yml', 'action'])
-    cpSync(path.join(repoRoot, f), path.join(cudamatrix, f), { recursive: true });
+  for (const file of ['.github/workflows/gpu-matrix.yml', 'action.yml', 'action'])
+    cpSync(path.join(repoRoot, file), path.join(cudamatrix, file), { recursive: true });
   const lab = path.join(dir, 'lab');
   cpSync(path.join(repoRoot, 'docs/examples/driver-matrix.yml'), path.join(lab, '.github/workflows/driver-matrix.yml'));
   mkdirSync(path.join(lab, 'matrix'), { recursive: true });

@@ -19,7 +19,7 @@ import { repoRoot, tempDir, validateJunit } from '../helpers.ts';
 /** A step's runner files, as GitHub gives them: empty files named by the environment. */
 function actionsEnv(dir: string) {
   const files = { GITHUB_OUTPUT: path.join(dir, 'output'), GITHUB_STEP_SUMMARY: path.join(dir, 'summary.md') };
-  for (const f of Object.values(files)) writeFileSync(f, '');
+  for (const file of Object.values(files)) writeFileSync(file, '');
   return {
     env: { GITHUB_ACTIONS: 'true', ...files },
     outputs: () => Object.fromEntries(parseFileCommand(readFileSync(files.GITHUB_OUTPUT, 'utf8'), 'GITHUB_OUTPUT')),
@@ -48,7 +48,7 @@ function killTree(pid: number): void {
   try {
     process.kill(pid, 'SIGSTOP');
   } catch {}
-  for (const c of children) killTree(c);
+  for (const child of children) killTree(child);
   try {
     process.kill(pid, 'SIGKILL');
   } catch {}
@@ -96,16 +96,16 @@ describe('gha matrix and gha merge', () => {
     const artifacts = path.join(dir, 'artifacts');
     for (const job of jobs.include) {
       const step = actionsEnv(tempDir());
-      const r = await runCli(
+      const result = await runCli(
         ['run', '-m', matrix, '--target', job.targets, '--results-dir', path.join(artifacts, `cudamatrix-events-${job.name}`)],
         { env: step.env },
       );
-      expect(r.code).toBe(job.name === 'gpu-box' ? 1 : 0);
+      expect(result.code).toBe(job.name === 'gpu-box' ? 1 : 0);
     }
 
     const merge = actionsEnv(tempDir());
     const junit = path.join(dir, 'junit.xml');
-    const r = await runCli(
+    const merged = await runCli(
       [
         'gha',
         'merge',
@@ -125,8 +125,8 @@ describe('gha matrix and gha merge', () => {
       ],
       { env: merge.env },
     );
-    expect(r.code).toBe(1);
-    expect(r.stderr).toContain('merged 2 event logs of 2 jobs');
+    expect(merged.code).toBe(1);
+    expect(merged.stderr).toContain('merged 2 event logs of 2 jobs');
     const out = merge.outputs();
     expect(out).toMatchObject({
       total: '1',
@@ -138,7 +138,7 @@ describe('gha matrix and gha merge', () => {
       'exit-code': '1',
     });
     expect(readdirSync(out['run-dir']!)).toEqual(expect.arrayContaining(['events.jsonl', 'junit.xml', 'summary.json']));
-    expect(r.stdout).toMatch(/^::error title=gpu-box%3A sysinfo.os_family == "windows"::/m);
+    expect(merged.stdout).toMatch(/^::error title=gpu-box%3A sysinfo.os_family == "windows"::/m);
     expect(merge.summary()).toContain('Nothing recorded: no target of this run observed a GPU');
     await validateJunit(readFileSync(junit, 'utf8'));
   });
@@ -160,12 +160,12 @@ describe('gha matrix and gha merge', () => {
     await done;
     // What a dead runner leaves in its temp folder (the local session's work folder) goes with the test's.
     const runId = readdirSync(results)[0]!;
-    for (const n of readdirSync(tmpdir()))
-      if (n.startsWith(`cudamatrix-${runId}-`)) rmSync(path.join(tmpdir(), n), { recursive: true, force: true });
+    for (const entryName of readdirSync(tmpdir()))
+      if (entryName.startsWith(`cudamatrix-${runId}-`)) rmSync(path.join(tmpdir(), entryName), { recursive: true, force: true });
 
     const merge = actionsEnv(tempDir());
     const junit = path.join(dir, 'junit.xml');
-    const r = await runCli(
+    const result = await runCli(
       [
         'gha',
         'merge',
@@ -182,12 +182,12 @@ describe('gha matrix and gha merge', () => {
       ],
       { env: merge.env },
     );
-    expect(r.code).toBe(3);
+    expect(result.code).toBe(3);
     const out = merge.outputs();
     expect(out.lost).toBe('gpu-box,shared-a,shared-b');
     expect(out.interrupted).toBe('false');
-    expect(r.stderr).toMatch(/LOST: target gpu-box \(job gpu-box\): its event log stops without an end; 2 cells ended as JOB_LOST/);
-    expect(r.stderr).toMatch(/LOST: target shared-a \(job shared\): no event log/);
+    expect(result.stderr).toMatch(/LOST: target gpu-box \(job gpu-box\): its event log stops without an end; 2 cells ended as JOB_LOST/);
+    expect(result.stderr).toMatch(/LOST: target shared-a \(job shared\): no event log/);
     const events = readEventLog(out['events-file']!);
     expect(events.at(-1)).toMatchObject({ type: 'run-end', interrupted: false });
     expect(events.filter((e) => e.type === 'cell-end' && e.errorCode === 'JOB_LOST')).toHaveLength(6);
@@ -198,7 +198,7 @@ describe('gha matrix and gha merge', () => {
     expect(xml).toContain('job &quot;shared&quot; left no event log for target shared-a');
     expect(merge.summary()).toContain('| gpu-box | gpu-box | its event log stops without an end | 2 |');
     // The annotations name the lost targets (a job of its own for each).
-    expect(r.stdout).toMatch(/^::error title=shared-b%3A JOB_LOST::job "shared" left no event log/m);
+    expect(result.stdout).toMatch(/^::error title=shared-b%3A JOB_LOST::job "shared" left no event log/m);
   });
 
   it("counts a job that timed out or was cancelled (its run interrupted by the runner's Ctrl-C) as lost, not the merge as interrupted", async () => {
@@ -217,13 +217,13 @@ describe('gha matrix and gha merge', () => {
     expect(shared.code).toBe(0);
 
     const merge = actionsEnv(tempDir());
-    const r = await runCli(
+    const result = await runCli(
       ['gha', 'merge', artifacts, '--plan', planned.stdout.trim(), '-m', matrix, '--results-dir', path.join(dir, 'merged'), '--no-record'],
       { env: merge.env },
     );
-    expect(r.code).toBe(3);
+    expect(result.code).toBe(3);
     expect(merge.outputs()).toMatchObject({ lost: 'gpu-box', interrupted: 'false', 'exit-code': '3' });
-    expect(r.stderr).toMatch(
+    expect(result.stderr).toMatch(
       /LOST: target gpu-box \(job gpu-box\): stopped before it finished \(timed out or cancelled\); 2 cells ended as JOB_LOST/,
     );
     expect(merge.summary()).toContain('| gpu-box | gpu-box | stopped before it finished (timed out or cancelled) | 2 |');
@@ -236,9 +236,18 @@ describe('gha matrix and gha merge', () => {
     const artifacts = path.join(dir, 'artifacts');
     expect((await runCli(['run', '-m', matrix, '--target', 'shared-a', '--results-dir', artifacts])).code).toBe(0);
     // The default matrix's plan (target local) with the lab's log.
-    const r = await runCli(['gha', 'merge', artifacts, '--plan', PLAN_ONE_LOCAL, '--results-dir', path.join(dir, 'merged'), '--no-record']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(
+    const result = await runCli([
+      'gha',
+      'merge',
+      artifacts,
+      '--plan',
+      PLAN_ONE_LOCAL,
+      '--results-dir',
+      path.join(dir, 'merged'),
+      '--no-record',
+    ]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(
       /events\.jsonl holds target shared-a, which the plan does not list \(it lists local\): the log is of another run or another matrix/,
     );
     expect(existsSync(path.join(dir, 'merged'))).toBe(false);
@@ -246,12 +255,12 @@ describe('gha matrix and gha merge', () => {
 
   it("keeps gha matrix's stdout the JSON alone under GitHub Actions, secrets masked on stderr", async () => {
     const step = actionsEnv(tempDir());
-    const r = await runCli(['gha', 'matrix'], { env: { ...step.env, LAB_API_TOKEN: 's3cr3t-value-123' } });
-    expect(r.code).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({
+    const result = await runCli(['gha', 'matrix'], { env: { ...step.env, LAB_API_TOKEN: 's3cr3t-value-123' } });
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({
       include: [{ name: 'shared', targets: 'local', runsOn: ['self-hosted', 'linux', 'cudamatrix-shared'], labelled: false }],
     });
-    expect(r.stderr).toContain('::add-mask::s3cr3t-value-123');
+    expect(result.stderr).toContain('::add-mask::s3cr3t-value-123');
   });
 
   it('on the real H200 logs: the same behaviour as the committed record is no change; a changed fact is, and is recorded and reported', async () => {
@@ -349,7 +358,7 @@ describe('gha matrix and gha merge', () => {
         '--no-record',
         ...extra,
       ];
-      return runCli(args, { env: step.env }).then((r) => ({ ...r, outputs: step.outputs(), summary: step.summary() }));
+      return runCli(args, { env: step.env }).then((result) => ({ ...result, outputs: step.outputs(), summary: step.summary() }));
     };
 
     const lax = await merge([]);
@@ -371,8 +380,8 @@ describe('gha matrix and gha merge', () => {
     expect(strict.summary).toMatch(/^\| gpu-box \| job gpu-box on \[self-hosted, linux, gpu\] \| no NVIDIA driver found/m);
     expect(strict.summary).toMatch(/^\| shared-a \| job shared on \[self-hosted, linux, cudamatrix-shared\] \| no NVIDIA driver found/m);
     expect(strict.summary).toMatch(/^\| shared-b \| job shared on \[self-hosted, linux, cudamatrix-shared\] \|/m);
-    for (const t of ['gpu-box', 'shared-a', 'shared-b'])
-      expect(strict.stdout).toMatch(new RegExp(`^::error title=${t}%3A measured nothing::job `, 'm'));
+    for (const target of ['gpu-box', 'shared-a', 'shared-b'])
+      expect(strict.stdout).toMatch(new RegExp(`^::error title=${target}%3A measured nothing::job `, 'm'));
     expect(strict.stdout).toContain('Exit status: 4 (--strict: nothing was measured)');
     // The merged run says it was strict: merge and record read it so.
     expect((readEventLog(strict.outputs['events-file']!)[0] as { options: { strict: boolean } }).options.strict).toBe(true);
@@ -409,7 +418,7 @@ describe('gha matrix and gha merge', () => {
         ...extra,
       ];
       cpSync(records, path.join(dir, name, 'records'), { recursive: true });
-      return runCli(args, { env: step.env }).then((r) => ({ ...r, outputs: step.outputs(), summary: step.summary() }));
+      return runCli(args, { env: step.env }).then((result) => ({ ...result, outputs: step.outputs(), summary: step.summary() }));
     };
 
     const lax = await merge('lax', []);
@@ -459,7 +468,7 @@ describe('gha matrix and gha merge', () => {
     mkdirSync(artifacts, { recursive: true });
     writeFileSync(path.join(artifacts, 'events.jsonl'), halvedBandwidthLog());
     const step = actionsEnv(tempDir());
-    const r = await runCli(
+    const result = await runCli(
       [
         'gha',
         'merge',
@@ -477,10 +486,10 @@ describe('gha matrix and gha merge', () => {
       { env: step.env },
     );
     // Every default expectation is met: the regression is in the metrics.
-    expect(r.code, r.stderr).toBe(0);
+    expect(result.code, result.stderr).toBe(0);
     const out = step.outputs();
     expect(out).toMatchObject({ 'behaviour-changed': 'true', 'new-observations': '0', 'records-written': '1' });
-    expect(r.stdout).toMatch(
+    expect(result.stdout).toMatch(
       /DRIFTED from .*linux-h200-docker-2026-12-01-104a0175\.json \(same key and facts; 8 metric series beyond their noise\)/,
     );
     expect(existsSync(out.records!)).toBe(true);

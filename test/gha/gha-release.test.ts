@@ -39,13 +39,13 @@ function standIns(dir: string) {
     path.join(bin, 'npm'),
     `#!/usr/bin/env node\n// [player] npm stand-in: records what it would publish; nothing reaches the registry\nconst a = process.argv.slice(2); const fs = require('fs'); const extra = {};\nif (a[0] === 'publish') { extra.pkg = JSON.parse(fs.readFileSync(require('path').join(a[1], 'package.json'), 'utf8')); const rc = process.env.NPM_CONFIG_USERCONFIG; extra.npmrc = rc && fs.readFileSync(rc, 'utf8'); extra.token = process.env.NODE_AUTH_TOKEN === ${JSON.stringify(NPM_TOKEN)}; }\n${record}\n`,
   );
-  for (const f of ['gh', 'npm']) chmodSync(path.join(bin, f), 0o755);
+  for (const standIn of ['gh', 'npm']) chmodSync(path.join(bin, standIn), 0o755);
   const read = () =>
     readFileSync(calls, 'utf8')
       .trim()
       .split('\n')
       .filter(Boolean)
-      .map((l) => JSON.parse(l) as { tool: string; args: string[]; extra: Record<string, unknown> });
+      .map((line) => JSON.parse(line) as { tool: string; args: string[]; extra: Record<string, unknown> });
   return { bin, released, calls: () => (existsSync(calls) ? read() : []) };
 }
 
@@ -54,7 +54,7 @@ async function playRelease(tag: string, options: { vars?: Record<string, string>
   const dir = tempDir('cm-gha-release-');
   const tarball = packCheckout();
   const repo = path.join(dir, 'cudamatrix');
-  for (const f of ['.github/workflows/release.yml', 'package.json']) cpSync(path.join(repoRoot, f), path.join(repo, f));
+  for (const file of ['.github/workflows/release.yml', 'package.json']) cpSync(path.join(repoRoot, file), path.join(repo, file));
   const tools = standIns(dir);
   let legs = 0;
   const play = await playWorkflow({
@@ -87,16 +87,16 @@ async function playRelease(tag: string, options: { vars?: Record<string, string>
 const job = (play: WorkflowPlay, id: string): JobPlay | undefined => play.jobs[id]?.legs[0];
 
 describe('the release workflow, played for a pushed tag', () => {
-  let r: Awaited<ReturnType<typeof playRelease>>;
+  let release: Awaited<ReturnType<typeof playRelease>>;
   beforeAll(async () => {
-    r = await playRelease(`v${VERSION}`, { vars: { NPM_PACKAGE_NAME: '@your-org/cudamatrix' } });
+    release = await playRelease(`v${VERSION}`, { vars: { NPM_PACKAGE_NAME: '@your-org/cudamatrix' } });
   }, 600_000);
 
   it('makes the GitHub release of the tag with the tarball and its sha256 attached', () => {
-    expect(r.play.result).toBe('success');
-    expect(r.play.order).toEqual(['pack', 'release', 'npm']);
-    expect(job(r.play, 'pack')!.log).toMatch(/\[player\] container "node:20-bullseye" is not played/);
-    const create = r.calls().find((c) => c.tool === 'gh')!;
+    expect(release.play.result).toBe('success');
+    expect(release.play.order).toEqual(['pack', 'release', 'npm']);
+    expect(job(release.play, 'pack')!.log).toMatch(/\[player\] container "node:20-bullseye" is not played/);
+    const create = release.calls().find((call) => call.tool === 'gh')!;
     expect(create.args.slice(0, 5)).toEqual(['release', 'create', `v${VERSION}`, TARBALL, `${TARBALL}.sha256`]);
     expect(create.args).toEqual(
       expect.arrayContaining(['--repo', 'your-org/cudamatrix', '--verify-tag', '--title', `cudamatrix ${VERSION}`]),
@@ -104,26 +104,32 @@ describe('the release workflow, played for a pushed tag', () => {
     const notes = create.args[create.args.indexOf('--notes') + 1]!;
     expect(notes).toContain(`npm install -g https://github.com/your-org/cudamatrix/releases/download/v${VERSION}/${TARBALL}`);
     // The attached files: the packed bytes, and a sha256 file that checks them (as a user checks the download).
-    expect(readdirSync(r.released).sort()).toEqual([TARBALL, `${TARBALL}.sha256`]);
-    const bytes = readFileSync(path.join(r.released, TARBALL));
-    expect(bytes.equals(readFileSync(r.tarball))).toBe(true);
+    expect(readdirSync(release.released).sort()).toEqual([TARBALL, `${TARBALL}.sha256`]);
+    const bytes = readFileSync(path.join(release.released, TARBALL));
+    expect(bytes.equals(readFileSync(release.tarball))).toBe(true);
     const sha = createHash('sha256').update(bytes).digest('hex');
-    expect(readFileSync(path.join(r.released, `${TARBALL}.sha256`), 'utf8')).toBe(`${sha}  ${TARBALL}\n`);
+    expect(readFileSync(path.join(release.released, `${TARBALL}.sha256`), 'utf8')).toBe(`${sha}  ${TARBALL}\n`);
     expect(notes).toContain(sha);
-    expect(execFileSync('sha256sum', ['--check', `${TARBALL}.sha256`], { cwd: r.released, encoding: 'utf8' })).toBe(`${TARBALL}: OK\n`);
+    expect(execFileSync('sha256sum', ['--check', `${TARBALL}.sha256`], { cwd: release.released, encoding: 'utf8' })).toBe(
+      `${TARBALL}: OK\n`,
+    );
   });
 
   it('installs from the downloaded release file with npm install -g, and runs', () => {
-    const prefix = path.join(r.dir, 'prefix');
-    execFileSync('npm', ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(r.released, TARBALL)], {
-      encoding: 'utf8',
-      env: { ...process.env, npm_config_cache: path.join(r.dir, 'npm-cache') },
-    });
+    const prefix = path.join(release.dir, 'prefix');
+    execFileSync(
+      'npm',
+      ['install', '-g', '--offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(release.released, TARBALL)],
+      {
+        encoding: 'utf8',
+        env: { ...process.env, npm_config_cache: path.join(release.dir, 'npm-cache') },
+      },
+    );
     expect(execFileSync(path.join(prefix, 'bin', 'cudamatrix'), ['--version'], { encoding: 'utf8' }).trim()).toBe(VERSION);
   });
 
   it("publishes to npm under the project's name only, with the token from the secret and never in a log", () => {
-    const publish = r.calls().find((c) => c.tool === 'npm')!;
+    const publish = release.calls().find((call) => call.tool === 'npm')!;
     expect(publish.args).toEqual(['publish', './package', '--access', 'public', '--provenance', '--ignore-scripts']);
     const pkg = publish.extra.pkg as Record<string, unknown>;
     expect(pkg).toMatchObject({ name: '@your-org/cudamatrix', version: VERSION, bin: { cudamatrix: 'bin/cudamatrix.cjs' } });
@@ -133,16 +139,16 @@ describe('the release workflow, played for a pushed tag', () => {
     // The token reached npm through the environment; the file names the variable, not the token.
     expect(publish.extra.token).toBe(true);
     expect(publish.extra.npmrc).toBe('//registry.npmjs.org/:_authToken=${NODE_AUTH_TOKEN}\n');
-    for (const id of ['pack', 'release', 'npm']) expect(job(r.play, id)!.log).not.toContain(NPM_TOKEN);
+    for (const id of ['pack', 'release', 'npm']) expect(job(release.play, id)!.log).not.toContain(NPM_TOKEN);
   });
 });
 
 describe("the release workflow, for a tag that is not the package's version", () => {
   it('fails the pack job with an annotation saying what to tag, makes no release and publishes nothing', async () => {
-    const r = await playRelease('v9.9.9');
-    expect(r.play.result).toBe('failure');
-    const pack = job(r.play, 'pack')!;
-    expect(pack.steps.find((s) => s.id === 'version')!.outcome).toBe('failure');
+    const release = await playRelease('v9.9.9');
+    expect(release.play.result).toBe('failure');
+    const pack = job(release.play, 'pack')!;
+    expect(pack.steps.find((step) => step.id === 'version')!.outcome).toBe('failure');
     expect(pack.annotations).toContainEqual(
       expect.objectContaining({
         level: 'error',
@@ -150,9 +156,9 @@ describe("the release workflow, for a tag that is not the package's version", ()
         message: expect.stringContaining(`the tag v9.9.9 does not name package.json's version ${VERSION}`),
       }),
     );
-    expect(pack.steps.find((s) => s.id === 'package')!.outcome).toBe('skipped');
-    expect(r.play.jobs.release!.result).toBe('skipped');
-    expect(r.play.jobs.npm!.result).toBe('skipped');
-    expect(r.calls()).toEqual([]);
+    expect(pack.steps.find((step) => step.id === 'package')!.outcome).toBe('skipped');
+    expect(release.play.jobs.release!.result).toBe('skipped');
+    expect(release.play.jobs.npm!.result).toBe('skipped');
+    expect(release.calls()).toEqual([]);
   }, 300_000);
 });

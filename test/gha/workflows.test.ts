@@ -27,8 +27,8 @@ const read = (file: string) => readFileSync(path.join(repoRoot, file), 'utf8');
 const yamlIn = (dir: string) =>
   existsSync(path.join(repoRoot, dir))
     ? readdirSync(path.join(repoRoot, dir))
-        .filter((f) => /\.ya?ml$/.test(f))
-        .map((f) => `${dir}/${f}`)
+        .filter((fileName) => /\.ya?ml$/.test(fileName))
+        .map((fileName) => `${dir}/${fileName}`)
     : [];
 const WORKFLOWS = yamlIn('.github/workflows');
 const EXAMPLES = yamlIn('docs/examples');
@@ -38,7 +38,14 @@ const EXAMPLE = 'docs/examples/driver-matrix.yml';
 /** A trace that keeps what the parser reports besides its errors (its warnings go here). */
 function collectingTrace(): { trace: TraceWriter; messages: string[] } {
   const messages: string[] = [];
-  return { messages, trace: { error: (m) => messages.push(`error: ${m}`), info: (m) => messages.push(`info: ${m}`), verbose: () => {} } };
+  return {
+    messages,
+    trace: {
+      error: (message) => messages.push(`error: ${message}`),
+      info: (message) => messages.push(`info: ${message}`),
+      verbose: () => {},
+    },
+  };
 }
 
 /**
@@ -75,7 +82,7 @@ function actionProblems(content: string): { problems: string[]; runs?: unknown }
       ...parsed.context.errors
         .getErrors()
         .map(String)
-        .filter((p) => !problems.includes(p)),
+        .filter((problem) => !problems.includes(problem)),
       ...messages,
     ],
     runs: template?.runs,
@@ -150,10 +157,10 @@ describe('what the parser cannot check', () => {
     const unpinned: string[] = [];
     for (const { file, wf } of all) {
       for (const [id, job] of Object.entries(wf.jobs)) {
-        const uses = [job.uses, ...(job.steps ?? []).map((s) => s.uses)].filter(
-          (u): u is string => typeof u === 'string' && !u.startsWith('./'),
+        const uses = [job.uses, ...(job.steps ?? []).map((step) => step.uses)].filter(
+          (ref): ref is string => typeof ref === 'string' && !ref.startsWith('./'),
         );
-        for (const u of uses) if (!/@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$/.test(u)) unpinned.push(`${file} ${id}: ${u}`);
+        for (const ref of uses) if (!/@(v\d+(\.\d+){0,2}|[0-9a-f]{40})$/.test(ref)) unpinned.push(`${file} ${id}: ${ref}`);
       }
     }
     expect(unpinned, 'pin each to a release tag (@v5) or a full commit sha').toEqual([]);
@@ -190,11 +197,11 @@ describe('what the parser cannot check', () => {
       expect(wf.on.workflow_call?.inputs?.['records-dir']).toMatchObject({ default: 'records' });
       expect(wf.on.workflow_call?.inputs?.['report-dir']).toMatchObject({ default: 'records' });
       for (const name of dispatch) {
-        const [d, c] = [wf.on.workflow_dispatch?.inputs?.[name], wf.on.workflow_call?.inputs?.[name]] as {
+        const [dispatchInput, callInput] = [wf.on.workflow_dispatch?.inputs?.[name], wf.on.workflow_call?.inputs?.[name]] as {
           type?: string;
           default?: unknown;
         }[];
-        expect([c?.type, c?.default], name).toEqual([d?.type, d?.default]);
+        expect([callInput?.type, callInput?.default], name).toEqual([dispatchInput?.type, dispatchInput?.default]);
       }
       // The shared job's labels by default are gha matrix's own: a label of its own, not every Linux runner's.
       expect(wf.on.workflow_call?.inputs?.['runs-on']).toMatchObject({ default: DEFAULT_RUNS_ON.join(',') });
@@ -208,8 +215,8 @@ describe('what the parser cannot check', () => {
 
     it('uses no input it does not declare, and every workflow output names a job output that exists', () => {
       const text = read(GPU_MATRIX);
-      const used = new Set([...text.matchAll(/\binputs\.([\w-]+)/g)].map((m) => m[1]!));
-      expect([...used].filter((u) => !(u in (wf.on.workflow_call?.inputs ?? {})))).toEqual([]);
+      const used = new Set([...text.matchAll(/\binputs\.([\w-]+)/g)].map((match) => match[1]!));
+      expect([...used].filter((input) => !(input in (wf.on.workflow_call?.inputs ?? {})))).toEqual([]);
       for (const [name, output] of Object.entries(wf.on.workflow_call?.outputs ?? {})) {
         const [, job, key] = /^\$\{\{ jobs\.([\w-]+)\.outputs\.([\w-]+) \}\}$/.exec(output.value) ?? [];
         expect(wf.jobs[job!]?.outputs?.[key!], `output ${name}: ${output.value}`).toBeDefined();
@@ -218,7 +225,7 @@ describe('what the parser cannot check', () => {
         for (const value of Object.values(job.outputs ?? {})) {
           const step = /steps\.([\w-]+)\.outputs/.exec(value)?.[1];
           expect(
-            job.steps?.some((s) => s.id === step),
+            job.steps?.some((jobStep) => jobStep.id === step),
             `${id}: ${value}`,
           ).toBe(true);
         }
@@ -230,7 +237,7 @@ describe('what the parser cannot check', () => {
       // private cudamatrix needs a token that can read it.
       const secrets = (wf.on.workflow_call as { secrets?: Record<string, { required?: boolean }> }).secrets ?? {};
       expect(secrets['cudamatrix-token']).toMatchObject({ required: false });
-      const checkout = plan.steps?.find((s) => s.id === 'cudamatrix');
+      const checkout = plan.steps?.find((step) => step.id === 'cudamatrix');
       expect(checkout?.with?.token).toBe('${{ secrets.cudamatrix-token || github.token }}');
       // No other job gets it: the probe and merge jobs run the action from the artifact.
       for (const job of [probe, merge]) expect(JSON.stringify(job)).not.toContain('cudamatrix-token');
@@ -239,15 +246,15 @@ describe('what the parser cannot check', () => {
     it('names every step (id), and the plan job builds the package in the step with id "package"', () => {
       for (const [id, job] of Object.entries(wf.jobs))
         for (const step of job.steps ?? []) expect(step.id, `${id}: ${step.name ?? step.uses ?? step.run}`).toMatch(/^[a-z][a-z0-9-]*$/);
-      const ids = Object.values(wf.jobs).flatMap((j) => (j.steps ?? []).map((s) => s.id));
+      const ids = Object.values(wf.jobs).flatMap((j) => (j.steps ?? []).map((step) => step.id));
       // Unique across jobs: the end-to-end test replaces the step with id "package" and no other.
       expect(ids.filter((id) => id === 'package')).toHaveLength(1);
-      expect(plan.steps?.find((s) => s.id === 'package')?.run).toMatch(/pnpm pack/);
+      expect(plan.steps?.find((step) => step.id === 'package')?.run).toMatch(/pnpm pack/);
     });
 
     it("packs in Debian 11, so that the Linux cudaprobe needs glibc 2.17 rather than the runner's own (README: Install)", () => {
       expect((plan as { container?: unknown }).container).toBe('node:20-bullseye');
-      const pack = String(plan.steps?.find((s) => s.id === 'package')?.run);
+      const pack = String(plan.steps?.find((step) => step.id === 'package')?.run);
       // Root in the container: no sudo there.
       expect(pack).not.toMatch(/\bsudo\b/);
       expect(pack).toMatch(/apt-get install .*g\+\+ g\+\+-aarch64-linux-gnu g\+\+-mingw-w64-x86-64-posix/);
@@ -256,13 +263,13 @@ describe('what the parser cannot check', () => {
     });
 
     it('passes strict to every probe job and to the merge, fail-on-change to the merge, the SSH secrets to the shared jobs only', () => {
-      const run = probe.steps!.find((s) => s.id === 'run')!;
-      const mergeStep = merge.steps!.find((s) => s.id === 'merge')!;
+      const run = probe.steps!.find((step) => step.id === 'run')!;
+      const mergeStep = merge.steps!.find((step) => step.id === 'merge')!;
       expect(String(run.with?.args).trim()).toBe("${{ inputs.strict && '--strict' || '' }}");
       const mergeArgs = String(mergeStep.with?.args)
         .trim()
         .split('\n')
-        .map((l) => l.trim());
+        .map((line) => line.trim());
       expect(mergeArgs.slice(-2)).toEqual([
         "${{ inputs.strict && '--strict' || '' }}",
         "${{ inputs.fail-on-change && '--fail-on-change' || '' }}",
@@ -277,9 +284,9 @@ describe('what the parser cannot check', () => {
       }
       // No other step or job sees them.
       const text = read(GPU_MATRIX);
-      expect([...text.matchAll(/secrets\.[\w-]+/g)].map((m) => m[0])).toEqual([
+      expect([...text.matchAll(/secrets\.[\w-]+/g)].map((match) => match[0])).toEqual([
         'secrets.cudamatrix-token',
-        ...Object.keys(secrets).map((n) => `secrets.${n}`),
+        ...Object.keys(secrets).map((name) => `secrets.${name}`),
       ]);
     });
 
@@ -290,7 +297,7 @@ describe('what the parser cannot check', () => {
         matrix: '${{ fromJSON(needs.plan.outputs.matrix) }}',
       });
       expect(probe.steps!.length).toBeGreaterThan(0);
-      expect(probe.steps!.filter((s) => s.run !== undefined || !s.uses)).toEqual([]);
+      expect(probe.steps!.filter((step) => step.run !== undefined || !step.uses)).toEqual([]);
     });
 
     it('the merge job runs when probe jobs failed or were lost (!cancelled()), and needs the plan', () => {
@@ -298,37 +305,37 @@ describe('what the parser cannot check', () => {
       expect(merge.if?.replace(/\s+/g, ' ')).toMatch(/!cancelled\(\)/);
       expect(merge.if).not.toMatch(/success\(\)|failure\(\)/);
       // The uploads that must happen after a failed step say so.
-      expect(probe.steps!.find((s) => s.id === 'upload-events')?.if).toBe('always()');
-      expect(merge.steps!.find((s) => s.id === 'upload-results')?.if).toMatch(/!cancelled\(\)/);
+      expect(probe.steps!.find((step) => step.id === 'upload-events')?.if).toBe('always()');
+      expect(merge.steps!.find((step) => step.id === 'upload-results')?.if).toMatch(/!cancelled\(\)/);
     });
 
     it("the artifact names agree: the package uploaded once and downloaded by name, each probe job's events matched by the merge's pattern", () => {
-      const steps = Object.entries(wf.jobs).flatMap(([job, j]) => (j.steps ?? []).map((s) => ({ job, ...s })));
-      const uploads = steps.filter((s) => s.uses?.startsWith('actions/upload-artifact@'));
-      const downloads = steps.filter((s) => s.uses?.startsWith('actions/download-artifact@'));
-      const uploaded = uploads.map((s) => `${s.job}: ${String(s.with?.name)}`);
+      const steps = Object.entries(wf.jobs).flatMap(([job, j]) => (j.steps ?? []).map((step) => ({ job, ...step })));
+      const uploads = steps.filter((step) => step.uses?.startsWith('actions/upload-artifact@'));
+      const downloads = steps.filter((step) => step.uses?.startsWith('actions/download-artifact@'));
+      const uploaded = uploads.map((upload) => `${upload.job}: ${String(upload.with?.name)}`);
       expect(uploaded).toEqual(['plan: cudamatrix-package', 'probe: cudamatrix-events-${{ matrix.name }}', 'merge: cudamatrix-results']);
-      for (const d of downloads) {
-        if (d.with?.name)
+      for (const download of downloads) {
+        if (download.with?.name)
           expect(
-            uploads.some((u) => u.with?.name === d.with?.name && u.job !== d.job),
-            `${d.job}: ${String(d.with.name)}`,
+            uploads.some((upload) => upload.with?.name === download.with?.name && upload.job !== download.job),
+            `${download.job}: ${String(download.with.name)}`,
           ).toBe(true);
         else {
           // The pattern matches the name each probe job gives, whatever the entry's name, and not the others.
-          const matches = picomatch(String(d.with?.pattern));
+          const matches = picomatch(String(download.with?.pattern));
           for (const name of ['win-wddm', 'transport', 'transport-2-of-3']) expect(matches(`cudamatrix-events-${name}`), name).toBe(true);
           expect(matches('cudamatrix-package')).toBe(false);
           expect(matches('cudamatrix-results')).toBe(false);
         }
       }
-      expect(downloads.map((d) => `${d.job}: ${String(d.with?.name ?? d.with?.pattern)}`)).toEqual([
+      expect(downloads.map((download) => `${download.job}: ${String(download.with?.name ?? download.with?.pattern)}`)).toEqual([
         'probe: cudamatrix-package',
         'merge: cudamatrix-package',
         'merge: cudamatrix-events-*',
       ]);
       // The package's files lie under a hidden folder (.cudamatrix), which upload-artifact skips unless told.
-      const pkg = uploads.find((u) => u.with?.name === 'cudamatrix-package')!;
+      const pkg = uploads.find((upload) => upload.with?.name === 'cudamatrix-package')!;
       expect(pkg.with?.['include-hidden-files']).toBe(true);
       expect(String(pkg.with?.path).trim().split('\n')).toEqual([
         '.cudamatrix/action.yml',
@@ -338,28 +345,28 @@ describe('what the parser cannot check', () => {
     });
 
     it('every use of the action passes only inputs action.yml declares, and its package', () => {
-      const uses = Object.values(wf.jobs).flatMap((j) => (j.steps ?? []).filter((s) => s.uses === './.cudamatrix'));
-      expect(uses.map((s) => s.id)).toEqual(['matrix', 'run', 'merge']);
-      for (const s of uses) {
+      const uses = Object.values(wf.jobs).flatMap((j) => (j.steps ?? []).filter((step) => step.uses === './.cudamatrix'));
+      expect(uses.map((step) => step.id)).toEqual(['matrix', 'run', 'merge']);
+      for (const step of uses) {
         expect(
-          Object.keys(s.with ?? {}).filter((k) => !(k in action.inputs)),
-          s.id,
+          Object.keys(step.with ?? {}).filter((k) => !(k in action.inputs)),
+          step.id,
         ).toEqual([]);
-        expect(s.with?.package, s.id).toBe('.cudamatrix');
+        expect(step.with?.package, step.id).toBe('.cudamatrix');
       }
       // Each job gets the action before it uses it.
       for (const [id, job] of Object.entries(wf.jobs)) {
-        const at = job.steps?.findIndex((s) => s.uses === './.cudamatrix') ?? -1;
+        const at = job.steps?.findIndex((step) => step.uses === './.cudamatrix') ?? -1;
         if (at === -1) continue;
         expect(
-          job.steps!.slice(0, at).some((s) => s.with?.path === '.cudamatrix'),
+          job.steps!.slice(0, at).some((step) => step.with?.path === '.cudamatrix'),
           id,
         ).toBe(true);
       }
     });
 
     it('the pull request carries only the records folder and the report, with the token given to that step alone', () => {
-      const pr = merge.steps!.find((s) => s.id === 'pull-request')!;
+      const pr = merge.steps!.find((step) => step.id === 'pull-request')!;
       expect(pr.if).toMatch(/inputs\.open-pr/);
       // A record written is worth a pull request (a new driver's record whose behaviour is the same is the per-driver documentation).
       expect(pr.if).toMatch(/steps\.merge\.outputs\.records-written != '0'/);
@@ -368,7 +375,8 @@ describe('what the parser cannot check', () => {
       expect(pr.run).not.toMatch(/\$\{\{/); // inputs reach the script through env, never pasted into it
       expect((pr as { env?: Record<string, string> }).env?.GH_TOKEN).toBe('${{ github.token }}');
       for (const job of Object.values(wf.jobs))
-        for (const s of job.steps ?? []) if (s.uses?.startsWith('actions/checkout@')) expect(s.with?.['persist-credentials']).toBe(false);
+        for (const step of job.steps ?? [])
+          if (step.uses?.startsWith('actions/checkout@')) expect(step.with?.['persist-credentials']).toBe(false);
     });
   });
 
@@ -380,14 +388,14 @@ describe('what the parser cannot check', () => {
       expect(wf.on).toEqual({ push: { tags: ['v*'] } });
       expect(pack.container).toBe('node:20-bullseye');
       const packing = (j: Job) =>
-        String(j.steps?.find((x) => x.id === 'package')?.run)
+        String(j.steps?.find((step) => step.id === 'package')?.run)
           .split('\n')
-          .filter((l) => /apt-get install|pnpm (install|pack)|npm install -g pnpm/.test(l))
-          .map((l) => l.trim());
+          .filter((line) => /apt-get install|pnpm (install|pack)|npm install -g pnpm/.test(line))
+          .map((line) => line.trim());
       expect(packing(pack)).toEqual(packing(workflow(GPU_MATRIX).jobs.plan!));
       expect(packing(pack)).toHaveLength(4);
       // The tag is checked against package.json before anything is packed.
-      expect(pack.steps?.map((x) => x.id)).toEqual(['checkout', 'version', 'package', 'checksum', 'upload']);
+      expect(pack.steps?.map((step) => step.id)).toEqual(['checkout', 'version', 'package', 'checksum', 'upload']);
     });
 
     it("writes only in the release job (contents: write, the token in its step's env alone); npm only with the project's variable", () => {
@@ -396,15 +404,15 @@ describe('what the parser cannot check', () => {
         { contents: 'write' },
         { contents: 'read', 'id-token': 'write' },
       ]);
-      const step = release.steps!.find((x) => x.id === 'release')! as Step & { env?: Record<string, string> };
+      const step = release.steps!.find((jobStep) => jobStep.id === 'release')! as Step & { env?: Record<string, string> };
       expect(step.env?.GH_TOKEN).toBe('${{ github.token }}');
       expect(step.run).toMatch(/gh release create "\$TAG" "\$TARBALL" "\$TARBALL\.sha256" --repo "\$GITHUB_REPOSITORY" --verify-tag/);
       expect(npm.if).toBe("${{ vars.NPM_PACKAGE_NAME != '' }}");
       for (const job of Object.values(wf.jobs)) {
-        for (const x of job.steps ?? []) {
-          expect(x.id).toMatch(/^[a-z][a-z0-9-]*$/);
-          if (x.run) expect(x.run).not.toMatch(/\$\{\{/); // values reach scripts through env, never pasted in
-          if (x.uses?.startsWith('actions/checkout@')) expect(x.with?.['persist-credentials']).toBe(false);
+        for (const jobStep of job.steps ?? []) {
+          expect(jobStep.id).toMatch(/^[a-z][a-z0-9-]*$/);
+          if (jobStep.run) expect(jobStep.run).not.toMatch(/\$\{\{/); // values reach scripts through env, never pasted in
+          if (jobStep.uses?.startsWith('actions/checkout@')) expect(jobStep.with?.['persist-credentials']).toBe(false);
         }
       }
       expect(read('.github/workflows/release.yml').match(/github\.token|secrets\.\w+/g)).toEqual(['github.token', 'secrets.NPM_TOKEN']);
@@ -415,7 +423,7 @@ describe('what the parser cannot check', () => {
     const ci = workflow('.github/workflows/ci.yml');
     const job = ci.jobs.test as Job & { container?: { image: string; options?: string } };
     expect(job.container?.image).toBe('node:20-bookworm');
-    expect(job.steps?.map((s) => s.uses ?? s.run)).toEqual(['actions/checkout@v5', 'bash .ci/run']);
+    expect(job.steps?.map((step) => step.uses ?? step.run)).toEqual(['actions/checkout@v5', 'bash .ci/run']);
     expect((job.steps?.[1] as { env?: Record<string, string> }).env).toEqual({ CI: 'true' });
   });
 
@@ -424,11 +432,11 @@ describe('what the parser cannot check', () => {
     expect(Object.keys(pages.on)).toEqual(['push', 'workflow_dispatch']);
     expect((pages.on.push as { paths?: string[] }).paths).toContain('records/**');
     const build = pages.jobs.build!;
-    const run = build.steps?.find((s) => s.id === 'report')?.run ?? '';
+    const run = build.steps?.find((step) => step.id === 'report')?.run ?? '';
     expect(run).toMatch(/cudamatrix report --records-dir "\$site" --out "\$site"/);
     expect(run).toMatch(/cp "\$site\/behaviour\.html" "\$site\/index\.html"/);
     expect(build.steps?.at(-1)?.uses).toMatch(/^actions\/upload-pages-artifact@/);
-    expect(pages.jobs.deploy?.steps?.map((s) => s.uses)).toEqual([expect.stringMatching(/^actions\/deploy-pages@/)]);
+    expect(pages.jobs.deploy?.steps?.map((step) => step.uses)).toEqual([expect.stringMatching(/^actions\/deploy-pages@/)]);
   });
 
   it('the example caller calls gpu-matrix.yml with a matrix, the permissions its merge job asks for, and cudamatrix named at the same ref', () => {

@@ -44,16 +44,16 @@ function machine(): StandinMachine {
 }
 
 afterEach(async () => {
-  for (const s of opened.splice(0)) await s[Symbol.asyncDispose]();
-  const m = current;
+  for (const session of opened.splice(0)) await session[Symbol.asyncDispose]();
+  const host = current;
   current = undefined;
-  if (!m) return;
+  if (!host) return;
   const until = Date.now() + 8000;
   for (;;) {
-    const left = { processes: standinProcesses(m), dirs: leftInDistro(m, 'Ubuntu') };
+    const left = { processes: standinProcesses(host), dirs: leftInDistro(host, 'Ubuntu') };
     if (left.processes.length === 0 && left.dirs.length === 0) return;
     if (Date.now() > until) throw new Error(`left behind by the WSL stand-in: ${JSON.stringify(left)}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 });
 
@@ -77,27 +77,27 @@ async function hopWithoutStreams(): Promise<Session> {
 }
 
 /** The machine's stand-in wsl.exe processes (not what runs in the distribution). */
-function running(m: StandinMachine): string[] {
-  return standinProcesses(m).filter((p) => p.includes('standin.mjs'));
+function running(host: StandinMachine): string[] {
+  return standinProcesses(host).filter((processLine) => processLine.includes('standin.mjs'));
 }
 
 describe.skipIf(!ready)('a WSL session with its agent', () => {
   it('runs commands through one wsl.exe, and one of its own for a command while the agent is busy', async () => {
-    const m = machine();
+    const host = machine();
     const session = await connectWsl({}, { target: 't', runId: 'agent-00000001' });
     opened.push(session);
     // The agent's wsl.exe is the session's only one while nothing runs.
-    expect(running(m)).toHaveLength(1);
+    expect(running(host)).toHaveLength(1);
     for (let i = 0; i < 5; i++)
       expect(await session.exec(['sh', '-c', `echo ${i}; echo e${i} >&2; exit ${i}`])).toMatchObject({
         exitCode: i,
         stdout: `${i}\n`,
         stderr: `e${i}\n`,
       });
-    expect(running(m)).toHaveLength(1);
+    expect(running(host)).toHaveLength(1);
     // Two at once: both answer, each with its own output.
-    const [a, b] = await Promise.all([session.exec(['sh', '-c', 'sleep 0.5; echo a']), session.exec(['sh', '-c', 'echo b'])]);
-    expect([a.stdout, b.stdout]).toEqual(['a\n', 'b\n']);
+    const [slow, quick] = await Promise.all([session.exec(['sh', '-c', 'sleep 0.5; echo a']), session.exec(['sh', '-c', 'echo b'])]);
+    expect([slow.stdout, quick.stdout]).toEqual(['a\n', 'b\n']);
     // Output that is not text, and a lot of it, arrives whole (the answer is framed by byte counts).
     const big = await session.exec(['sh', '-c', 'i=0; while [ $i -lt 20000 ]; do echo "line $i"; i=$((i+1)); done']);
     expect(big.stdout.split('\n')).toHaveLength(20001);
@@ -120,18 +120,18 @@ describe.skipIf(!ready)('a WSL session with its agent', () => {
 
 describe.skipIf(!ready)('cudamatrix killed while a probe runs in the distribution', () => {
   it('leaves nothing: the agent sees its stdin end, kills the probe and removes the work folder', async () => {
-    const m = machine();
+    const host = machine();
     const dir = tempDir();
     const file = path.join(dir, 'matrix.yaml');
     writeFileSync(file, 'version: 1\ntargets:\n  - name: w\n    transport: {kind: wsl}\n    probes: [sysinfo]\n');
     // The probe waits 30 s before it starts (the test hook reaches the distribution through WSLENV).
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], {
-      env: { ...process.env, ...m.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) },
+      env: { ...process.env, ...host.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) },
     });
     const until = Date.now() + 60_000;
-    while (!standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until)
-      await new Promise((r) => setTimeout(r, 100));
-    expect(standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo'))).toBe(true);
+    while (!standinProcesses(host).some((processLine) => processLine.includes('cudaprobe run sysinfo')) && Date.now() < until)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(standinProcesses(host).some((processLine) => processLine.includes('cudaprobe run sysinfo'))).toBe(true);
     child.kill('SIGKILL');
     await done;
     // afterEach: no stand-in, no probe, no folder left within 8 s (the probe would run 30 s more).
@@ -144,18 +144,18 @@ describe.skipIf(!ready)('Ctrl-C while a probe runs in the distribution, and wsl.
     // of the console, ends it, so the agent's stream ends before it reports the stopped probe
     // and the exec rejects. With the STAND-IN wsl.exe: frozen (SIGSTOP) so that it relays
     // nothing, cudamatrix interrupted, then the stand-in killed.
-    const m = machine();
+    const host = machine();
     const dir = tempDir();
     const file = path.join(dir, 'matrix.yaml');
     writeFileSync(file, 'version: 1\ntargets:\n  - name: w\n    transport: {kind: wsl}\n    probes: [sysinfo, event-timing]\n');
-    const env = { ...process.env, ...m.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) };
+    const env = { ...process.env, ...host.env({ CUDAPROBE_TEST_DELAY_MS: '30000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' }) };
     const { child, done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')], { env });
     const until = Date.now() + 60_000;
-    while (!standinProcesses(m).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until)
-      await new Promise((r) => setTimeout(r, 100));
-    const wslExes = standinProcesses(m)
-      .filter((p) => p.includes('standin.mjs'))
-      .map((p) => Number(p.split(/\s+/)[0]));
+    while (!standinProcesses(host).some((processLine) => processLine.includes('cudaprobe run sysinfo')) && Date.now() < until)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    const wslExes = standinProcesses(host)
+      .filter((processLine) => processLine.includes('standin.mjs'))
+      .map((processLine) => Number(processLine.split(/\s+/)[0]));
     expect(wslExes.length).toBeGreaterThan(0);
     for (const pid of wslExes) process.kill(pid, 'SIGSTOP');
     // Once cudamatrix says so, the run is cancelled; the frozen stand-in reported nothing.
@@ -163,25 +163,25 @@ describe.skipIf(!ready)('Ctrl-C while a probe runs in the distribution, and wsl.
     child.kill('SIGINT');
     await stopping;
     for (const pid of wslExes) process.kill(pid, 'SIGKILL');
-    const r = await done;
-    expect(r.code).toBe(130);
+    const result = await done;
+    expect(result.code).toBe(130);
     const runDir = path.join(dir, 'runs', readdirSync(path.join(dir, 'runs'))[0]!);
     const cells = readEventLog(path.join(runDir, 'events.jsonl')).flatMap((e) => (e.type === 'cell-end' ? [`${e.cell}:${e.status}`] : []));
     expect(cells).toEqual(['w/sysinfo:cancelled', 'w/event-timing:not-run']);
-    expect(r.stdout).not.toMatch(/2 cells not run/);
+    expect(result.stdout).not.toMatch(/2 cells not run/);
     // afterEach: no stand-in, no probe, no folder left.
   });
 });
 
 describe.skipIf(!ready)('a WSL session behind a hop that cannot stream (no agent)', () => {
   it('runs commands, moves files, passes env and stdin, stops a command at its timeout, and cleans up', async () => {
-    const m = machine();
+    const host = machine();
     const via = await hopWithoutStreams();
     const session = await connectWsl({}, { target: 't', runId: 'noagent-0000001', via });
     opened.push(session);
     expect(session.openStream).toBeDefined();
     await expect(session.openStream!(['cat'])).rejects.toMatchObject({ code: 'MATRIX_INVALID' });
-    expect(leftInDistro(m, 'Ubuntu')).toHaveLength(1);
+    expect(leftInDistro(host, 'Ubuntu')).toHaveLength(1);
     const dir = tempDir();
     const bytes = Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 31) % 256));
     writeFileSync(path.join(dir, 'in.bin'), bytes);
@@ -197,6 +197,6 @@ describe.skipIf(!ready)('a WSL session behind a hop that cannot stream (no agent
     await session[Symbol.asyncDispose]();
     opened.splice(opened.indexOf(session), 1);
     // The guardian removes nothing more: the folder is gone already (afterEach checks processes too).
-    expect(leftInDistro(m, 'Ubuntu')).toHaveLength(0);
+    expect(leftInDistro(host, 'Ubuntu')).toHaveLength(0);
   });
 });

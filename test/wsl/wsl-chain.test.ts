@@ -74,7 +74,7 @@ afterAll(async () => {
 function writeMatrix(dir: string, targets: { name: string; transport: unknown }[], probes: string): string {
   const file = path.join(dir, 'matrix.yaml');
   const lines = ['version: 1', 'concurrency: 4', `defaults: {probes: ${probes}}`, 'targets:'];
-  for (const t of targets) lines.push(`  - name: ${t.name}`, `    transport: ${JSON.stringify(t.transport)}`);
+  for (const target of targets) lines.push(`  - name: ${target.name}`, `    transport: ${JSON.stringify(target.transport)}`);
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
 }
@@ -96,21 +96,21 @@ const cells = (events: RunEvent[], target: string) =>
  */
 function sshHostLeftovers(runId: string): string[] {
   const { dirs, processes } = leftovers(runId);
-  return [...dirs, ...processes.filter((p) => !p.includes('cudamatrix/deployed/'))];
+  return [...dirs, ...processes.filter((processLine) => !processLine.includes('cudamatrix/deployed/'))];
 }
 
 /** Nothing left at any hop: on the SSH host, in the distributions, and no stand-in running. */
-async function expectNothingLeft(m: StandinMachine, runId: string, ms = 12_000): Promise<void> {
+async function expectNothingLeft(host: StandinMachine, runId: string, ms = 12_000): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
     const left = {
       sshHost: sshHostLeftovers(runId),
-      wslProcesses: standinProcesses(m),
-      wslDirs: m.read().distros.flatMap((d) => leftInDistro(m, d.name).map((f) => `${d.name}:/tmp/${f}`)),
+      wslProcesses: standinProcesses(host),
+      wslDirs: host.read().distros.flatMap((distro) => leftInDistro(host, distro.name).map((folder) => `${distro.name}:/tmp/${folder}`)),
     };
     if (!left.sshHost.length && !left.wslProcesses.length && !left.wslDirs.length) return;
     if (Date.now() > until) throw new Error(`left behind: ${JSON.stringify(left)}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
@@ -126,9 +126,9 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
       ],
       'all',
     );
-    const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
+    const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]);
     const { events } = eventsOf(dir);
-    expect(r.code, r.stderr).toBe(3);
+    expect(result.code, result.stderr).toBe(3);
     const ready = events.find((e) => e.type === 'target-ready' && e.target === 'win-wsl2');
     // The SSH hop's description, then the distribution: "ssh root@127.0.0.1:PORT → wsl Ubuntu-24.04".
     expect(ready).toMatchObject({
@@ -139,19 +139,21 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
     const suite = cells(events, 'win-wsl2');
     expect(suite.length).toBe(defaultProbeNames().length);
     expect(
-      suite.every((c) => c.status === 'skipped'),
-      JSON.stringify(suite.map((c) => [c.probe, c.status, c.reason])),
+      suite.every((cell) => cell.status === 'skipped'),
+      JSON.stringify(suite.map((cell) => [cell.probe, cell.status, cell.reason])),
     ).toBe(true);
-    const env = suite.find((c) => c.probe === 'sysinfo')!.records.find((x) => x.type === 'sysinfo' && x.name === 'environment');
+    const env = suite
+      .find((cell) => cell.probe === 'sysinfo')!
+      .records.find((record) => record.type === 'sysinfo' && record.name === 'environment');
     expect(env?.value).toBe('wsl2');
     // The Windows host's view of the VM (C27) for the declared memory probes only: this SSH host
     // is a POSIX shell (sshd on Linux), not Windows, so null with the reason.
-    const hostVm = suite.flatMap((c) =>
-      c.records.flatMap((x) => (x.type === 'metric' && x.name.startsWith('host_vm_') ? [[c.probe, x]] : [])),
+    const hostVm = suite.flatMap((cell) =>
+      cell.records.flatMap((record) => (record.type === 'metric' && record.name.startsWith('host_vm_') ? [[cell.probe, record]] : [])),
     );
     expect([...new Set(hostVm.map(([probe]) => probe))].sort()).toEqual(['pinned-ceiling', 'pinned-vram']);
-    for (const [, x] of hostVm)
-      expect(x).toMatchObject({
+    for (const [, metric] of hostVm)
+      expect(metric).toMatchObject({
         value: null,
         reason: expect.stringMatching(/^the hop before the distribution \(ssh .*\) is a linux shell, not its Windows host/),
       });
@@ -186,16 +188,17 @@ describe.skipIf(!ready)('[ssh, wsl]: a distribution of a Windows host reached ov
       const { done } = startCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]);
       // Once cudaprobe runs in the distribution, the SSH host crashes (sshd and its sessions killed).
       const until = Date.now() + 60_000;
-      while (!standinProcesses(machine).some((p) => p.includes('cudaprobe run sysinfo')) && Date.now() < until)
+      while (!standinProcesses(machine).some((processLine) => processLine.includes('cudaprobe run sysinfo')) && Date.now() < until)
         await new Promise((res) => setTimeout(res, 100));
-      expect(standinProcesses(machine).some((p) => p.includes('cudaprobe run sysinfo'))).toBe(true);
+      expect(standinProcesses(machine).some((processLine) => processLine.includes('cudaprobe run sysinfo'))).toBe(true);
       own.killAll();
-      const r = await done;
-      expect(r.code, r.stderr).toBe(3);
+      const result = await done;
+      expect(result.code, result.stderr).toBe(3);
       const { runDir, events } = eventsOf(dir);
-      for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+      for (const fileName of ['events.jsonl', 'junit.xml', 'summary.json'])
+        expect(existsSync(path.join(runDir, fileName)), fileName).toBe(true);
       expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
-      expect(cells(events, 'doomed').map((c) => [c.probe, c.status, c.errorCode ?? null])).toEqual([
+      expect(cells(events, 'doomed').map((cell) => [cell.probe, cell.status, cell.errorCode ?? null])).toEqual([
         ['sysinfo', 'error', 'TRANSPORT_FAILED'],
         ['pinned-vram', 'error', 'TRANSPORT_FAILED'],
         ['transfer-bandwidth', 'error', 'TRANSPORT_FAILED'],

@@ -85,10 +85,10 @@ beforeAll(async () => {
 
 const started: ChildProcess[] = [];
 afterAll(async () => {
-  for (const c of started) if (c.exitCode === null && c.signalCode === null && c.pid) process.kill(c.pid, 'SIGKILL');
+  for (const child of started) if (child.exitCode === null && child.signalCode === null && child.pid) process.kill(child.pid, 'SIGKILL');
   const problems = (await engine?.stop()) ?? [];
   // Every run this file started had ended by itself, and the engine stopped cleanly.
-  expect(started.filter((c) => c.signalCode === 'SIGKILL').map((c) => c.pid)).toEqual([]);
+  expect(started.filter((child) => child.signalCode === 'SIGKILL').map((child) => child.pid)).toEqual([]);
   expect(problems).toEqual([]);
 });
 
@@ -111,13 +111,13 @@ function start(args: string[]): ReturnType<typeof startCli> {
 async function within(run: ReturnType<typeof startCli>, ms: number): Promise<CliResult | null> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), ms)));
-  const r = await Promise.race([run.done, late]);
+  const result = await Promise.race([run.done, late]);
   clearTimeout(timer);
-  if (r === null && run.child.exitCode === null && run.child.pid) {
+  if (result === null && run.child.exitCode === null && run.child.pid) {
     process.kill(run.child.pid, 'SIGKILL');
     await run.done;
   }
-  return r;
+  return result;
 }
 
 function writeMatrix(dir: string, name: string, transport: unknown, probes: string): string {
@@ -167,12 +167,14 @@ async function expectNothingLeft(runId: string, ms = 15_000): Promise<void> {
   for (;;) {
     const left = {
       wslProcesses: standinProcesses(machine),
-      wslDirs: machine.read().distros.flatMap((d) => leftInDistro(machine, d.name).map((f) => `${d.name}:/tmp/${f}`)),
+      wslDirs: machine
+        .read()
+        .distros.flatMap((distro) => leftInDistro(machine, distro.name).map((folder) => `${distro.name}:/tmp/${folder}`)),
       containers: containersOf(runId),
     };
     if (!left.wslProcesses.length && !left.wslDirs.length && !left.containers.length) return;
     if (Date.now() > end) throw new Error(`left behind: ${JSON.stringify(left)}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
@@ -193,15 +195,16 @@ describe.runIf(ready)(
         'all',
       );
       const startedAt = Date.now();
-      const r = (await within(
+      const result = (await within(
         start(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), '--junit', path.join(dir, 'junit.xml')]),
         240_000,
       ))!;
-      expect(r, 'the run did not end within 240 s').not.toBeNull();
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(result, 'the run did not end within 240 s').not.toBeNull();
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.code, result.stdout + result.stderr).toBe(0);
       const { runDir, events } = eventsOf(dir);
-      for (const f of ['events.jsonl', 'junit.xml', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+      for (const fileName of ['events.jsonl', 'junit.xml', 'summary.json'])
+        expect(existsSync(path.join(runDir, fileName)), fileName).toBe(true);
       expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
       // Both hops in the session: the container, on the engine reached through dial-stdio in the distribution.
       const readyEvent = events.find((e) => e.type === 'target-ready');
@@ -217,11 +220,13 @@ describe.runIf(ready)(
       // The whole suite, on cudaprobe's no-driver path (no GPU here, and gpus: none).
       expect(cells.length).toBe(defaultProbeNames().length);
       expect(
-        cells.every((c) => c.status === 'skipped'),
-        JSON.stringify(cells.map((c) => [c.probe, c.status, c.reason])),
+        cells.every((cell) => cell.status === 'skipped'),
+        JSON.stringify(cells.map((cell) => [cell.probe, cell.status, cell.reason])),
       ).toBe(true);
       const sysinfo = Object.fromEntries(
-        cells.find((c) => c.probe === 'sysinfo')!.records.flatMap((x) => (x.type === 'sysinfo' ? [[x.name, x.value]] : [])),
+        cells
+          .find((cell) => cell.probe === 'sysinfo')!
+          .records.flatMap((record) => (record.type === 'sysinfo' ? [[record.name, record.value]] : [])),
       );
       expect(sysinfo.container).toBe('docker');
       await expectNothingLeft(runIdOf(events));
@@ -248,15 +253,15 @@ describe.runIf(ready)(
       expect(carriers.length).toBeGreaterThan(0);
       for (const pid of carriers) process.kill(pid, 'SIGKILL');
       const lostAt = Date.now();
-      const r = await within(run, 60_000);
-      expect(r, 'the run did not end within 60 s of the WSL hop dying').not.toBeNull();
+      const result = await within(run, 60_000);
+      expect(result, 'the run did not end within 60 s of the WSL hop dying').not.toBeNull();
       const endedIn = Date.now() - lostAt;
-      expect(r!.stderr).not.toMatch(/\n\s+at /);
-      expect(r!.code, r!.stdout + r!.stderr).toBe(3);
+      expect(result!.stderr).not.toMatch(/\n\s+at /);
+      expect(result!.code, result!.stdout + result!.stderr).toBe(3);
       const { runDir, events } = eventsOf(dir);
-      for (const f of ['events.jsonl', 'summary.json']) expect(existsSync(path.join(runDir, f)), f).toBe(true);
+      for (const fileName of ['events.jsonl', 'summary.json']) expect(existsSync(path.join(runDir, fileName)), fileName).toBe(true);
       const cells = cellsOf(events);
-      expect(cells.map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+      expect(cells.map((cell) => [cell.probe, cell.status, cell.errorCode])).toEqual([
         ['sysinfo', 'error', 'TRANSPORT_FAILED'],
         ['event-timing', 'error', 'TRANSPORT_FAILED'],
       ]);
@@ -283,10 +288,10 @@ describe.runIf(ready)(
         ],
         '[sysinfo]',
       );
-      const r = (await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 60_000))!;
-      expect(r, 'the run did not end within 60 s').not.toBeNull();
-      expect(r.stderr).not.toMatch(/\n\s+at /);
-      expect(r.code).toBe(3);
+      const result = (await within(start(['run', '-m', file, '--results-dir', path.join(dir, 'runs')]), 60_000))!;
+      expect(result, 'the run did not end within 60 s').not.toBeNull();
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.code).toBe(3);
       const { events } = eventsOf(dir);
       const error = events.find((e) => e.type === 'target-error');
       expect(error).toMatchObject({

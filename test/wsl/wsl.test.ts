@@ -49,10 +49,10 @@ beforeAll(async () => {
 
 /** Machines made by a test, checked after it: nothing running from them, no work folder left. */
 const made: StandinMachine[] = [];
-function machine(distros: StandinDistro[], o: { locale?: 'en-US' | 'de-DE'; installed?: boolean } = {}): StandinMachine {
-  const m = makeStandinMachine(distros, { libsOf, ...o });
-  made.push(m);
-  return m;
+function machine(distros: StandinDistro[], options: { locale?: 'en-US' | 'de-DE'; installed?: boolean } = {}): StandinMachine {
+  const host = makeStandinMachine(distros, { libsOf, ...options });
+  made.push(host);
+  return host;
 }
 
 afterEach(async () => {
@@ -63,22 +63,24 @@ afterEach(async () => {
 async function expectNothingLeft(machines: StandinMachine[], ms = 8000): Promise<void> {
   const until = Date.now() + ms;
   for (;;) {
-    const left = machines.map((m) => ({
-      processes: standinProcesses(m),
-      dirs: m
+    const left = machines.map((host) => ({
+      processes: standinProcesses(host),
+      dirs: host
         .read()
-        .distros.flatMap((d) => (existsSync(m.distroRoot(d.name)) ? leftInDistro(m, d.name).map((f) => `${d.name}:/tmp/${f}`) : [])),
+        .distros.flatMap((distro) =>
+          existsSync(host.distroRoot(distro.name)) ? leftInDistro(host, distro.name).map((folder) => `${distro.name}:/tmp/${folder}`) : [],
+        ),
     }));
-    if (left.every((l) => l.processes.length === 0 && l.dirs.length === 0)) return;
+    if (left.every((leftOnHost) => leftOnHost.processes.length === 0 && leftOnHost.dirs.length === 0)) return;
     if (Date.now() > until) throw new Error(`left behind by the WSL stand-in: ${JSON.stringify(left)}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 
 /** The stand-in wsl.exe run directly, with the machine's environment. */
-function standin(m: StandinMachine, args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(STANDIN_WSL, args, { env: { ...process.env, ...m.env(env) }, timeout: 30_000 });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+function standin(host: StandinMachine, args: string[], env: Record<string, string> = {}) {
+  const result = spawnSync(STANDIN_WSL, args, { env: { ...process.env, ...host.env(env) }, timeout: 30_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
 interface WslTarget {
@@ -92,22 +94,22 @@ interface WslTarget {
 function writeMatrix(dir: string, targets: WslTarget[], probes = '[sysinfo]'): string {
   const file = path.join(dir, 'matrix.yaml');
   const lines = ['version: 1', 'concurrency: 4', `defaults: {probes: ${probes}}`, 'targets:'];
-  for (const t of targets) {
-    lines.push(`  - name: ${t.name}`, `    transport: ${JSON.stringify(t.transport)}`);
-    if (t.probes) lines.push(`    probes: ${t.probes}`);
-    if (t.timeout) lines.push(`    timeout: ${t.timeout}`);
-    if (t.environment) lines.push(`    environment: ${t.environment}`);
+  for (const target of targets) {
+    lines.push(`  - name: ${target.name}`, `    transport: ${JSON.stringify(target.transport)}`);
+    if (target.probes) lines.push(`    probes: ${target.probes}`);
+    if (target.timeout) lines.push(`    timeout: ${target.timeout}`);
+    if (target.environment) lines.push(`    environment: ${target.environment}`);
   }
   writeFileSync(file, `${lines.join('\n')}\n`);
   return file;
 }
 
 /** `cudamatrix run` with the stand-in on PATH; the events of its run. */
-async function run(m: StandinMachine, file: string, dir: string, args: string[] = [], env: Record<string, string> = {}) {
-  const r = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), ...args], { env: m.env(env) });
+async function run(host: StandinMachine, file: string, dir: string, args: string[] = [], env: Record<string, string> = {}) {
+  const result = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs'), ...args], { env: host.env(env) });
   const runs = existsSync(path.join(dir, 'runs')) ? readdirSync(path.join(dir, 'runs')) : [];
   const events: RunEvent[] = runs.length ? readEventLog(path.join(dir, 'runs', runs[0]!, 'events.jsonl')) : [];
-  return { ...r, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
+  return { ...result, events, runDir: runs.length ? path.join(dir, 'runs', runs[0]!) : '' };
 }
 
 const targetErrors = (events: RunEvent[]) => Object.fromEntries(events.flatMap((e) => (e.type === 'target-error' ? [[e.target, e]] : [])));
@@ -117,53 +119,64 @@ const readyEvent = (events: RunEvent[], target: string) => events.find((e) => e.
 
 describe.skipIf(!ready)('the stand-in wsl.exe answers as the real one does', () => {
   it('lists distributions in UTF-16LE without a BOM, CRLF, a header, the default first and marked *', () => {
-    const m = machine([
+    const host = machine([
       { name: 'Debian', version: 2 },
       { name: 'Ubuntu-24.04', version: 2, default: true, state: 'Running' },
     ]);
-    const r = standin(m, ['--list', '--verbose']);
-    expect(r.code).toBe(0);
-    expect([...r.stdout.subarray(0, 4)]).toEqual([0x20, 0x00, 0x20, 0x00]);
-    const text = r.stdout.toString('utf16le');
+    const result = standin(host, ['--list', '--verbose']);
+    expect(result.code).toBe(0);
+    expect([...result.stdout.subarray(0, 4)]).toEqual([0x20, 0x00, 0x20, 0x00]);
+    const text = result.stdout.toString('utf16le');
     expect(text).toBe(
       '  NAME            STATE           VERSION\r\n* Ubuntu-24.04    Running         2\r\n  Debian          Stopped         2\r\n',
     );
-    expect(standin(m, ['-l', '-v']).stdout.equals(r.stdout)).toBe(true);
+    expect(standin(host, ['-l', '-v']).stdout.equals(result.stdout)).toBe(true);
     // WSL_UTF8=1: the same text in UTF-8; any other value: still UTF-16LE.
-    expect(standin(m, ['--list', '--verbose'], { WSL_UTF8: '1' }).stdout.toString('utf8')).toBe(text);
-    expect(standin(m, ['--list', '--verbose'], { WSL_UTF8: 'true' }).stdout.equals(r.stdout)).toBe(true);
+    expect(standin(host, ['--list', '--verbose'], { WSL_UTF8: '1' }).stdout.toString('utf8')).toBe(text);
+    expect(standin(host, ['--list', '--verbose'], { WSL_UTF8: 'true' }).stdout.equals(result.stdout)).toBe(true);
   });
 
   it("speaks the machine's language: German header and states", () => {
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }], { locale: 'de-DE' });
-    const text = standin(m, ['-l', '-v']).stdout.toString('utf16le');
+    const host = machine([{ name: 'Ubuntu', version: 2, default: true }], { locale: 'de-DE' });
+    const text = standin(host, ['-l', '-v']).stdout.toString('utf16le');
     expect(text).toBe('  NAME      STATUS          VERSION\r\n* Ubuntu    Beendet         2\r\n');
   });
 
   it('refuses a missing distribution with exit status -1 and WSL_E_DISTRO_NOT_FOUND, in UTF-16LE on stderr', () => {
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
-    const r = standin(m, ['--distribution', 'Fedora', '--exec', 'true']);
-    expect(r.code).toBe(255);
-    expect(r.stdout.length).toBe(0);
-    expect(r.stderr.toString('utf16le')).toBe(
+    const host = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    const result = standin(host, ['--distribution', 'Fedora', '--exec', 'true']);
+    expect(result.code).toBe(255);
+    expect(result.stdout.length).toBe(0);
+    expect(result.stderr.toString('utf16le')).toBe(
       'There is no distribution with the supplied name.\r\nError code: Wsl/Service/WSL_E_DISTRO_NOT_FOUND\r\n',
     );
   });
 
   it('refuses what cudamatrix does not use, as the real one refuses an unknown option', () => {
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
-    const unknown = standin(m, ['--distro', 'Ubuntu', '--exec', 'true']);
+    const host = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    const unknown = standin(host, ['--distro', 'Ubuntu', '--exec', 'true']);
     expect(unknown.code).toBe(255);
     expect(unknown.stdout.toString('utf16le')).toBe(
       "Invalid command line argument: --distro\r\nPlease use 'wsl.exe --help' to get a list of supported arguments.\r\n",
     );
-    expect(standin(m, ['--list', '--quiet']).code).toBe(255);
-    expect(standin(m, ['-d']).stdout.toString('utf16le')).toContain('requires a value');
+    expect(standin(host, ['--list', '--quiet']).code).toBe(255);
+    expect(standin(host, ['-d']).stdout.toString('utf16le')).toContain('requires a value');
     // A command line for the default shell, a bare --list, or --exec with nothing: refused too.
     for (const args of [['-d', 'Ubuntu', 'echo', 'hi'], ['--list'], ['-d', 'Ubuntu', '--exec']])
-      expect(standin(m, args).code, args.join(' ')).toBe(255);
+      expect(standin(host, args).code, args.join(' ')).toBe(255);
     // What cudamatrix does use: the short and long forms alike.
-    const ok = standin(m, ['-d', 'Ubuntu', '-u', 'builder', '--cd', '/tmp', '-e', 'sh', '-c', 'echo "$(id -u) $(pwd) $WSL_DISTRO_NAME"']);
+    const ok = standin(host, [
+      '-d',
+      'Ubuntu',
+      '-u',
+      'builder',
+      '--cd',
+      '/tmp',
+      '-e',
+      'sh',
+      '-c',
+      'echo "$(id -u) $(pwd) $WSL_DISTRO_NAME"',
+    ]);
     expect(ok.stdout.toString()).toBe('1000 /tmp Ubuntu\n');
     expect(ok.code).toBe(0);
   });
@@ -171,49 +184,49 @@ describe.skipIf(!ready)('the stand-in wsl.exe answers as the real one does', () 
 
 describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
   it('runs the whole probe suite in the default distribution (stopped, so started), the no-driver path, and leaves nothing', async () => {
-    const m = machine([
+    const host = machine([
       { name: 'Debian', version: 2 },
       { name: 'Ubuntu-24.04', version: 2, default: true, state: 'Stopped' },
     ]);
     const dir = tempDir();
     const file = writeMatrix(dir, [{ name: 'wsl2', transport: { kind: 'wsl' } }], 'all');
-    const r = await run(m, file, dir, ['--junit', path.join(dir, 'junit.xml')]);
-    expect(r.code, r.stderr).toBe(0);
-    expect(targetErrors(r.events)).toEqual({});
-    const ready = readyEvent(r.events, 'wsl2');
+    const result = await run(host, file, dir, ['--junit', path.join(dir, 'junit.xml')]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(targetErrors(result.events)).toEqual({});
+    const ready = readyEvent(result.events, 'wsl2');
     expect(ready).toMatchObject({
       session: 'wsl Ubuntu-24.04',
       platform: 'linux',
       arch: nodeArch(),
       probe: { uploaded: true, path: expect.stringMatching(/^\/root\/\.cache\/cudamatrix\/deployed\/linux-/) },
     });
-    const all = cells(r.events, 'wsl2');
+    const all = cells(result.events, 'wsl2');
     expect(all.length).toBe(defaultProbeNames().length);
     expect(
-      all.every((c) => c.status === 'skipped'),
-      JSON.stringify(all.map((c) => [c.probe, c.status, c.reason])),
+      all.every((cell) => cell.status === 'skipped'),
+      JSON.stringify(all.map((cell) => [cell.probe, cell.status, cell.reason])),
     ).toBe(true);
     // cudaprobe ran in the distribution: it found WSL 2's /dev/dxg there, and no usable driver.
-    const sysinfo = all.find((c) => c.probe === 'sysinfo')!;
-    const fact = (name: string) => sysinfo.records.find((x) => x.type === 'sysinfo' && x.name === name)?.value;
+    const sysinfo = all.find((cell) => cell.probe === 'sysinfo')!;
+    const fact = (name: string) => sysinfo.records.find((record) => record.type === 'sysinfo' && record.name === name)?.value;
     expect(fact('environment')).toBe('wsl2');
     expect(fact('wsl_version')).toBe(2);
     expect(existsSync(path.join(dir, 'junit.xml'))).toBe(true);
     // Started by the first command; the other distribution untouched.
-    expect(m.read().distros.map((d) => [d.name, d.state])).toEqual([
+    expect(host.read().distros.map((distro) => [distro.name, distro.state])).toEqual([
       ['Debian', 'Stopped'],
       ['Ubuntu-24.04', 'Running'],
     ]);
     // The probe stays in the distribution's cache: the next run copies nothing, and --strict
     // says that nothing was measured (exit 4), as it does on a machine without a driver.
     const dir2 = tempDir();
-    const again = await run(m, writeMatrix(dir2, [{ name: 'wsl2', transport: { kind: 'wsl' } }]), dir2, ['--strict']);
+    const again = await run(host, writeMatrix(dir2, [{ name: 'wsl2', transport: { kind: 'wsl' } }]), dir2, ['--strict']);
     expect(again.code, again.stderr).toBe(4);
     expect(readyEvent(again.events, 'wsl2')).toMatchObject({ probe: { uploaded: false } });
   });
 
   it('reads a German, UTF-8 or UTF-16LE list alike and picks the distribution named, whatever its case', async () => {
-    const m = machine(
+    const host = machine(
       [
         { name: 'Debian', version: 2, state: 'Running' },
         { name: 'Ubuntu', version: 2, default: true },
@@ -226,15 +239,15 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
         { name: 'default', transport: { kind: 'wsl' } },
         { name: 'named', transport: [{ kind: 'wsl', distribution: 'debian' }] },
       ]);
-      const r = await run(m, file, dir, [], utf8 ? { WSL_UTF8: '1' } : {});
-      expect(r.code, r.stderr).toBe(0);
-      expect(readyEvent(r.events, 'default')).toMatchObject({ session: 'wsl Ubuntu' });
-      expect(readyEvent(r.events, 'named')).toMatchObject({ session: 'wsl Debian' });
+      const result = await run(host, file, dir, [], utf8 ? { WSL_UTF8: '1' } : {});
+      expect(result.code, result.stderr).toBe(0);
+      expect(readyEvent(result.events, 'default')).toMatchObject({ session: 'wsl Ubuntu' });
+      expect(readyEvent(result.events, 'named')).toMatchObject({ session: 'wsl Debian' });
     }
   });
 
   it('names every error a user meets, with what to do, and runs nothing where it cannot', async () => {
-    const m = machine([
+    const host = machine([
       { name: 'Ubuntu-24.04', version: 2, default: true },
       { name: 'Legacy', version: 1 },
       { name: 'NoGpu', version: 2, gpu: { dxg: false, libcuda: false } },
@@ -249,9 +262,9 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
       { name: 'no-user', transport: { kind: 'wsl', distribution: 'Ubuntu-24.04', user: 'nobody-here' } },
       { name: 'fine', transport: { kind: 'wsl', user: 'builder' } },
     ]);
-    const r = await run(m, file, dir);
-    expect(r.code).toBe(3);
-    const errors = targetErrors(r.events);
+    const result = await run(host, file, dir);
+    expect(result.code).toBe(3);
+    const errors = targetErrors(result.events);
     expect(errors.missing).toMatchObject({
       code: 'WSL_DISTRO_NOT_FOUND',
       message: expect.stringMatching(
@@ -276,22 +289,22 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
       message: expect.stringMatching(/no user "nobody-here" in WSL distribution "Ubuntu-24\.04".*WSL_E_USER_NOT_FOUND/),
     });
     expect(errors.fine).toBeUndefined();
-    for (const t of ['missing', 'no-dxg', 'no-libcuda']) {
-      expect(cells(r.events, t).map((c) => [c.status, c.errorCode])).toEqual([['error', errors[t]!.code]]);
+    for (const target of ['missing', 'no-dxg', 'no-libcuda']) {
+      expect(cells(result.events, target).map((cell) => [cell.status, cell.errorCode])).toEqual([['error', errors[target]!.code]]);
     }
-    expect(cells(r.events, 'wsl1').map((c) => [c.status, c.errorCode, c.reason])).toEqual([
+    expect(cells(result.events, 'wsl1').map((cell) => [cell.status, cell.errorCode, cell.reason])).toEqual([
       ['skipped', 'WSL_VERSION_1', errors.wsl1!.message],
     ]);
     // The WSL 1 distribution was not even started: nothing ran in it.
-    expect(m.read().distros.find((d) => d.name === 'Legacy')!.state).toBe('Stopped');
+    expect(host.read().distros.find((distro) => distro.name === 'Legacy')!.state).toBe('Stopped');
     // The user's session ran as that user, in a work folder of its own.
-    expect(readyEvent(r.events, 'fine')).toMatchObject({
+    expect(readyEvent(result.events, 'fine')).toMatchObject({
       probe: { path: expect.stringMatching(/^\/home\/builder\/\.cache\/cudamatrix\/deployed\//) },
     });
   });
 
   it('skips the cells of a WSL 1 distribution, saying why, and the run beside a WSL 2 one does not fail for it', async () => {
-    const m = machine([
+    const host = machine([
       { name: 'Ubuntu-24.04', version: 2, default: true },
       { name: 'Legacy', version: 1 },
     ]);
@@ -305,38 +318,38 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
       ],
       '[sysinfo, pinned-vram]',
     );
-    const r = await run(m, file, dir, ['--junit', junitFile]);
+    const result = await run(host, file, dir, ['--junit', junitFile]);
     // This machine has no driver: everything is skipped, which is exit 0, as without the WSL 1 target.
-    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(result.code, result.stdout + result.stderr).toBe(0);
     const reason = /WSL distribution "Legacy" on this machine runs under WSL 1, which has no GPU.*wsl\.exe --set-version Legacy 2/;
-    expect(targetErrors(r.events).wsl1).toMatchObject({ code: 'WSL_VERSION_1', message: expect.stringMatching(reason) });
-    const legacy = cells(r.events, 'wsl1');
-    expect(legacy.map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+    expect(targetErrors(result.events).wsl1).toMatchObject({ code: 'WSL_VERSION_1', message: expect.stringMatching(reason) });
+    const legacy = cells(result.events, 'wsl1');
+    expect(legacy.map((cell) => [cell.probe, cell.status, cell.errorCode])).toEqual([
       ['sysinfo', 'skipped', 'WSL_VERSION_1'],
       ['pinned-vram', 'skipped', 'WSL_VERSION_1'],
     ]);
-    for (const c of legacy) expect(c.reason).toMatch(reason);
+    for (const cell of legacy) expect(cell.reason).toMatch(reason);
     // Nothing ran in it, nor was it started; the WSL 2 target ran as usual (no driver: skipped by cudaprobe).
-    expect(r.events.some((e) => e.type === 'cell-start' && e.target === 'wsl1')).toBe(false);
-    expect(m.read().distros.find((d) => d.name === 'Legacy')!.state).toBe('Stopped');
-    expect(readyEvent(r.events, 'wsl2')).toMatchObject({ session: 'wsl Ubuntu-24.04' });
-    expect(cells(r.events, 'wsl2').map((c) => [c.probe, c.status, c.errorCode])).toEqual([
+    expect(result.events.some((e) => e.type === 'cell-start' && e.target === 'wsl1')).toBe(false);
+    expect(host.read().distros.find((distro) => distro.name === 'Legacy')!.state).toBe('Stopped');
+    expect(readyEvent(result.events, 'wsl2')).toMatchObject({ session: 'wsl Ubuntu-24.04' });
+    expect(cells(result.events, 'wsl2').map((cell) => [cell.probe, cell.status, cell.errorCode])).toEqual([
       ['sysinfo', 'skipped', undefined],
       ['pinned-vram', 'skipped', undefined],
     ]);
     // The Windows host's view of the VM (C27): declared for pinned-vram, not sysinfo; cudamatrix
     // runs on Linux here, so it is null with the reason, for both counters.
-    const hostVm = (c: CellEndEvent) => c.records.filter((x) => x.type === 'metric' && x.name.startsWith('host_vm_'));
-    const [sysinfo, pinned] = cells(r.events, 'wsl2');
+    const hostVm = (cell: CellEndEvent) => cell.records.filter((record) => record.type === 'metric' && record.name.startsWith('host_vm_'));
+    const [sysinfo, pinned] = cells(result.events, 'wsl2');
     expect(hostVm(sysinfo!)).toEqual([]);
-    expect(hostVm(pinned!).map((x) => x.type === 'metric' && [x.name, x.attrs?.counter, x.value])).toEqual(
-      ['shared', 'dedicated'].flatMap((c) => ['baseline', 'peak', 'growth'].map((m) => [`host_vm_${m}_bytes`, c, null])),
+    expect(hostVm(pinned!).map((metric) => metric.type === 'metric' && [metric.name, metric.attrs?.counter, metric.value])).toEqual(
+      ['shared', 'dedicated'].flatMap((counter) => ['baseline', 'peak', 'growth'].map((kind) => [`host_vm_${kind}_bytes`, counter, null])),
     );
-    for (const x of hostVm(pinned!))
-      expect(x).toMatchObject({ reason: expect.stringMatching(/^cudamatrix runs on Linux here \(inside WSL/) });
+    for (const metric of hostVm(pinned!))
+      expect(metric).toMatchObject({ reason: expect.stringMatching(/^cudamatrix runs on Linux here \(inside WSL/) });
     // Said as a skip, with the reason, in the console, JUnit and the JSON summary.
-    expect(r.stdout).toMatch(/- wsl1 skipped: WSL_VERSION_1: WSL distribution "Legacy" on this machine runs under WSL 1/);
-    expect(r.stdout).not.toMatch(/✗/);
+    expect(result.stdout).toMatch(/- wsl1 skipped: WSL_VERSION_1: WSL distribution "Legacy" on this machine runs under WSL 1/);
+    expect(result.stdout).not.toMatch(/✗/);
     const xml = readFileSync(junitFile, 'utf8');
     await validateJunit(xml);
     const suite = /<testsuite name="wsl1"[^>]*>[\s\S]*?<\/testsuite>/.exec(xml)![0];
@@ -344,16 +357,16 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
     expect(suite).toMatch(
       /<testcase classname="wsl1.probes" name="probe sysinfo runs" time="0">\s*<skipped message="WSL distribution &quot;Legacy&quot; on this machine runs under WSL 1, which has no GPU[^"]*" type="WSL_VERSION_1"\/>/,
     );
-    const summary = JSON.parse(readFileSync(path.join(r.runDir, 'summary.json'), 'utf8')) as {
+    const summary = JSON.parse(readFileSync(path.join(result.runDir, 'summary.json'), 'utf8')) as {
       targets: { name: string; error: unknown; skipped: { code: string; reason: string } | null }[];
     };
-    expect(summary.targets.find((t) => t.name === 'wsl1')).toMatchObject({
+    expect(summary.targets.find((target) => target.name === 'wsl1')).toMatchObject({
       error: null,
       skipped: { code: 'WSL_VERSION_1', reason: expect.stringMatching(reason) },
     });
     // --strict: nothing was measured anywhere (exit 4), as on a machine without a driver.
     const dir2 = tempDir();
-    const strict = await run(m, writeMatrix(dir2, [{ name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } }]), dir2, [
+    const strict = await run(host, writeMatrix(dir2, [{ name: 'wsl1', transport: { kind: 'wsl', distribution: 'Legacy' } }]), dir2, [
       '--strict',
     ]);
     expect(strict.code, strict.stdout + strict.stderr).toBe(4);
@@ -362,9 +375,9 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
   it('says when wsl.exe is not on PATH, when WSL is not installed, and when it has no distribution', async () => {
     const dir = tempDir();
     const file = writeMatrix(dir, [{ name: 'wsl', transport: { kind: 'wsl' } }]);
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    const host = machine([{ name: 'Ubuntu', version: 2, default: true }]);
     const noExe = await runCli(['run', '-m', file, '--results-dir', path.join(dir, 'runs1')], {
-      env: { CUDAMATRIX_WSL_STANDIN_ROOT: m.root },
+      env: { CUDAMATRIX_WSL_STANDIN_ROOT: host.root },
     });
     expect(noExe.code).toBe(3);
     expect(noExe.stdout + noExe.stderr).toMatch(/WSL_NOT_FOUND/);
@@ -396,14 +409,14 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
   });
 
   it('kills a probe that runs past its timeout inside the distribution, and removes the work folder', async () => {
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    const host = machine([{ name: 'Ubuntu', version: 2, default: true }]);
     const dir = tempDir();
     const file = writeMatrix(dir, [{ name: 'slow', transport: { kind: 'wsl' }, timeout: '2s' }]);
     // The test hook reaches the distribution as WSL passes variables in: through WSLENV.
     const started = Date.now();
-    const r = await run(m, file, dir, [], { CUDAPROBE_TEST_DELAY_MS: '60000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' });
-    expect(r.code).toBe(3);
-    expect(cells(r.events, 'slow').map((c) => [c.status, c.errorCode])).toEqual([['error', 'PROBE_TIMEOUT']]);
+    const result = await run(host, file, dir, [], { CUDAPROBE_TEST_DELAY_MS: '60000', WSLENV: 'CUDAPROBE_TEST_DELAY_MS' });
+    expect(result.code).toBe(3);
+    expect(cells(result.events, 'slow').map((cell) => [cell.status, cell.errorCode])).toEqual([['error', 'PROBE_TIMEOUT']]);
     expect(Date.now() - started).toBeLessThan(30_000);
     // afterEach: no cudaprobe (or anything else) left running in the distribution, no folder left.
   });
@@ -411,8 +424,8 @@ describe.skipIf(!ready)('kind: wsl, first hop (wsl.exe here)', () => {
 
 describe.skipIf(!ready)('a WSL session through the transport API', () => {
   it('moves files both ways byte for byte, passes env and stdin, runs as the user, and cleans up on dispose', async () => {
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
-    Object.assign(process.env, m.env());
+    const host = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    Object.assign(process.env, host.env());
     const session = await connectWsl({ user: 'builder' }, { target: 't', runId: 'api-000000000001' });
     const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7919) % 256));
     const dir = tempDir();
@@ -421,18 +434,18 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
     await session.put(path.join(dir, 'in.bin'), remote);
     await session.get(remote, path.join(dir, 'out.bin'));
     expect(readFileSync(path.join(dir, 'out.bin')).equals(bytes)).toBe(true);
-    const r = await session.exec(['sh', '-c', 'echo "$(id -u) $GREETING $(pwd)"; cat; echo to-stderr >&2; exit 7'], {
+    const result = await session.exec(['sh', '-c', 'echo "$(id -u) $GREETING $(pwd)"; cat; echo to-stderr >&2; exit 7'], {
       env: { GREETING: 'a b  c' },
       stdin: 'from stdin\n',
     });
-    expect(r).toMatchObject({ exitCode: 7, stdout: `1000 a b  c ${session.workDir}\nfrom stdin\n`, stderr: 'to-stderr\n' });
+    expect(result).toMatchObject({ exitCode: 7, stdout: `1000 a b  c ${session.workDir}\nfrom stdin\n`, stderr: 'to-stderr\n' });
     // An argument with quotes, spaces, a newline and shell syntax arrives as it was.
     const odd = ['it\'s "quoted"', ' two  spaces ', 'line\nbreak', '$(nope) `nope` *', '-n'];
     const echoed = await session.exec(['sh', '-c', 'for a in "$@"; do printf "[%s]" "$a"; done', 'sh', ...odd]);
-    expect(echoed.stdout).toBe(odd.map((a) => `[${a}]`).join(''));
-    expect(statSync(path.join(m.distroRoot('Ubuntu'), session.workDir)).uid).toBe(1000);
+    expect(echoed.stdout).toBe(odd.map((arg) => `[${arg}]`).join(''));
+    expect(statSync(path.join(host.distroRoot('Ubuntu'), session.workDir)).uid).toBe(1000);
     await session[Symbol.asyncDispose]();
-    expect(leftInDistro(m, 'Ubuntu')).toEqual([]);
+    expect(leftInDistro(host, 'Ubuntu')).toEqual([]);
   });
 
   it.each([
@@ -445,9 +458,9 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
       // The STAND-IN wsl.exe says "user not found" in that language: in UTF-16LE as wsl.exe does,
       // or, to test the decoder, in a legacy code page. The message reaches cudamatrix through a
       // command's stderr (the agent's start), not through --list.
-      const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
-      m.write({ ...m.read(), locale, messageEncoding: messageEncoding === 'UTF-16LE' ? undefined : messageEncoding });
-      Object.assign(process.env, m.env());
+      const host = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+      host.write({ ...host.read(), locale, messageEncoding: messageEncoding === 'UTF-16LE' ? undefined : messageEncoding });
+      Object.assign(process.env, host.env());
       const connecting = connectWsl({ user: 'nobody-here' }, { target: 't', runId: 'api-000000000003' });
       await expect(connecting).rejects.toMatchObject({
         code: 'TARGET_UNREACHABLE',
@@ -461,31 +474,33 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
   it("decodes init's UTF-8 line and wsl.exe's UTF-16LE message in one stream each in its own encoding, in the console and the event log (issue 33.6)", async () => {
     // The STAND-IN wsl.exe, as a Chinese Windows with a WSL 2 distribution: init says in UTF-8
     // that the user is not there, then wsl.exe says so in UTF-16LE, both on stderr.
-    const m = machine([{ name: 'Ubuntu', version: 2, default: true }]);
-    m.write({ ...m.read(), locale: 'zh-CN', initSays: true });
+    const host = machine([{ name: 'Ubuntu', version: 2, default: true }]);
+    host.write({ ...host.read(), locale: 'zh-CN', initSays: true });
     const dir = tempDir();
-    const r = await run(m, writeMatrix(dir, [{ name: 'no-user', transport: { kind: 'wsl', user: 'nobody-here' } }]), dir);
-    expect(r.code).toBe(3);
+    const result = await run(host, writeMatrix(dir, [{ name: 'no-user', transport: { kind: 'wsl', user: 'nobody-here' } }]), dir);
+    expect(result.code).toBe(3);
     const said =
       'wsl.exe said: <3>WSL (11) ERROR: CreateProcessParseCommon:740: getpwnam(nobody-here) failed 17 | 找不到用户。 | 错误代码: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND';
-    expect(r.stdout).toContain(said);
-    expect(targetErrors(r.events)['no-user']).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining(said) });
-    expect(`${r.stdout}${r.stderr}${readFileSync(path.join(r.runDir, 'events.jsonl'), 'utf8')}`).not.toMatch(/~b|\u0000|\uFFFD/);
+    expect(result.stdout).toContain(said);
+    expect(targetErrors(result.events)['no-user']).toMatchObject({ code: 'TARGET_UNREACHABLE', message: expect.stringContaining(said) });
+    expect(`${result.stdout}${result.stderr}${readFileSync(path.join(result.runDir, 'events.jsonl'), 'utf8')}`).not.toMatch(
+      /~b|\u0000|\uFFFD/,
+    );
   });
 
   it('says when the distribution is gone between connecting and a command, and still removes the work folder', async () => {
-    const m = machine([
+    const host = machine([
       { name: 'Ubuntu', version: 2, default: true },
       { name: 'Other', version: 2 },
     ]);
-    Object.assign(process.env, m.env());
+    Object.assign(process.env, host.env());
     const session = await connectWsl({ distribution: 'Ubuntu' }, { target: 't', runId: 'api-000000000002' });
-    expect(leftInDistro(m, 'Ubuntu')).toHaveLength(1);
+    expect(leftInDistro(host, 'Ubuntu')).toHaveLength(1);
     // "wsl.exe --unregister Ubuntu": its processes end (the session's agent among them) and its files go.
-    const now = m.read();
-    m.write({ ...now, distros: now.distros.filter((d) => d.name !== 'Ubuntu') });
-    terminateDistro(m, 'Ubuntu');
-    rmSync(m.distroRoot('Ubuntu'), { recursive: true, force: true });
+    const now = host.read();
+    host.write({ ...now, distros: now.distros.filter((distro) => distro.name !== 'Ubuntu') });
+    terminateDistro(host, 'Ubuntu');
+    rmSync(host.distroRoot('Ubuntu'), { recursive: true, force: true });
     await expect(session.exec(['true'])).rejects.toMatchObject({
       code: 'WSL_DISTRO_NOT_FOUND',
       message: expect.stringMatching(/"Ubuntu" on this machine is gone.*WSL_E_DISTRO_NOT_FOUND/),
@@ -497,10 +512,10 @@ describe.skipIf(!ready)('a WSL session through the transport API', () => {
 
 describe('matrix/examples/wsl2-workstation.yaml', () => {
   it('is accepted by plan: a wsl target, and one through ssh', async () => {
-    const r = await runCli(['plan', '-m', path.join(repoRoot, 'matrix', 'examples', 'wsl2-workstation.yaml'), '--json']);
-    expect(r.code, r.stderr).toBe(0);
-    const plan = JSON.parse(r.stdout) as { cells: { name: string; transport?: string[] }[] };
-    const names = plan.cells.map((c) => c.name);
+    const result = await runCli(['plan', '-m', path.join(repoRoot, 'matrix', 'examples', 'wsl2-workstation.yaml'), '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    const plan = JSON.parse(result.stdout) as { cells: { name: string; transport?: string[] }[] };
+    const names = plan.cells.map((cell) => cell.name);
     expect(names).toContain('workstation-wsl2/sysinfo');
     expect(names).toContain('workstation-wsl2-over-ssh/pinned-vram');
   });
@@ -512,10 +527,10 @@ describe('matrix/examples/wsl2-workstation.yaml', () => {
       file,
       'version: 1\ntargets:\n  - name: a\n    transport: {kind: wsl, distribution: "Ubuntu 24.04"}\n  - name: b\n    transport: {kind: wsl, distribution: "-d"}\n',
     );
-    const r = await runCli(['plan', '-m', file]);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/"Ubuntu 24\.04" is not a WSL distribution name: names have no spaces/);
-    expect(r.stderr).toMatch(/"-d" is not a WSL distribution name but a wsl\.exe option/);
+    const result = await runCli(['plan', '-m', file]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/"Ubuntu 24\.04" is not a WSL distribution name: names have no spaces/);
+    expect(result.stderr).toMatch(/"-d" is not a WSL distribution name but a wsl\.exe option/);
   });
 });
 
@@ -525,7 +540,7 @@ afterEach(() => {
     delete process.env.CUDAMATRIX_WSL_STANDIN_ROOT;
     process.env.PATH = (process.env.PATH ?? '')
       .split(path.delimiter)
-      .filter((d) => d !== path.dirname(STANDIN_WSL))
+      .filter((folder) => folder !== path.dirname(STANDIN_WSL))
       .join(path.delimiter);
   }
 });

@@ -65,16 +65,16 @@ export function toData(value: unknown): data.ExpressionData {
   if (typeof value === 'object') {
     return new data.Dictionary(
       ...Object.entries(value as Record<string, unknown>)
-        .filter(([, v]) => v !== undefined)
-        .map(([key, v]) => ({ key, value: toData(v) })),
+        .filter(([, fieldValue]) => fieldValue !== undefined)
+        .map(([key, fieldValue]) => ({ key, value: toData(fieldValue) })),
     );
   }
   return new data.StringData(String(value));
 }
 
 /** Expression data -> JS value (objects and arrays as plain JSON). */
-export function fromData(d: data.ExpressionData): unknown {
-  return JSON.parse(JSON.stringify(d, data.replacer)) as unknown;
+export function fromData(expressionData: data.ExpressionData): unknown {
+  return JSON.parse(JSON.stringify(expressionData, data.replacer)) as unknown;
 }
 
 /** The string a value becomes where a string is expected: null is '', objects are 'Object'. */
@@ -120,7 +120,7 @@ function functions(scope: EvalScope): Map<string, FunctionDefinition> {
           return new data.StringData(
             hashFiles(
               scope.workspace,
-              args.map((a) => a.coerceString()),
+              args.map((arg) => arg.coerceString()),
             ),
           );
         },
@@ -132,7 +132,9 @@ function functions(scope: EvalScope): Map<string, FunctionDefinition> {
 /** Evaluates one expression (the text inside `${{ }}`) to a JS value. */
 export function evaluate(expression: string, scope: EvalScope): unknown {
   const expr = parse(expression, scope.where);
-  const context = toData(Object.fromEntries(CONTEXT_NAMES.map((n) => [n, scope.contexts[n] ?? {}]))) as data.Dictionary;
+  const context = toData(
+    Object.fromEntries(CONTEXT_NAMES.map((contextName) => [contextName, scope.contexts[contextName] ?? {}])),
+  ) as data.Dictionary;
   try {
     return fromData(new Evaluator(expr, context, functions(scope)).evaluate());
   } catch (e) {
@@ -153,10 +155,10 @@ export function splitTemplate(template: string, where = 'template'): Part[] {
     let i = open + 3;
     let quoted = false;
     for (; i < template.length; i++) {
-      const c = template[i];
-      if (c === "'")
+      const char = template[i];
+      if (char === "'")
         quoted = !quoted; // '' inside a string toggles twice: still inside
-      else if (!quoted && c === '}' && template[i + 1] === '}') break;
+      else if (!quoted && char === '}' && template[i + 1] === '}') break;
     }
     if (i >= template.length) throw new Error(`${where}: \`\${{\` without its closing \`}}\` in: ${template}`);
     parts.push({ expr: template.slice(open + 3, i).trim() });
@@ -174,15 +176,17 @@ export function splitTemplate(template: string, where = 'template'): Part[] {
 export function evaluateTemplate(template: string, scope: EvalScope): unknown {
   const parts = splitTemplate(template, scope.where);
   if (parts.length === 1 && 'expr' in parts[0]!) return evaluate(parts[0].expr, scope);
-  return parts.map((p) => ('text' in p ? p.text : coerceString(evaluate(p.expr, scope)))).join('');
+  return parts.map((part) => ('text' in part ? part.text : coerceString(evaluate(part.expr, scope)))).join('');
 }
 
 /** evaluateTemplate over a whole YAML value (mappings and sequences evaluated leaf by leaf). */
 export function evaluateValue(value: unknown, scope: EvalScope): unknown {
   if (typeof value === 'string') return value.includes('${{') ? evaluateTemplate(value, scope) : value;
-  if (Array.isArray(value)) return value.map((v, i) => evaluateValue(v, { ...scope, where: `${scope.where}[${i}]` }));
+  if (Array.isArray(value)) return value.map((element, i) => evaluateValue(element, { ...scope, where: `${scope.where}[${i}]` }));
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, evaluateValue(v, { ...scope, where: `${scope.where}.${k}` })]));
+    return Object.fromEntries(
+      Object.entries(value).map(([k, fieldValue]) => [k, evaluateValue(fieldValue, { ...scope, where: `${scope.where}.${k}` })]),
+    );
   }
   return value;
 }
@@ -197,8 +201,10 @@ export function evaluateString(value: unknown, scope: EvalScope): string {
 function callsStatusFunction(expression: string): boolean {
   const { tokens } = new Lexer(expression).lex();
   return tokens.some(
-    (t, i) =>
-      t.type === TokenType.IDENTIFIER && STATUS_FUNCTIONS.includes(t.lexeme.toLowerCase()) && tokens[i + 1]?.type === TokenType.LEFT_PAREN,
+    (token, i) =>
+      token.type === TokenType.IDENTIFIER &&
+      STATUS_FUNCTIONS.includes(token.lexeme.toLowerCase()) &&
+      tokens[i + 1]?.type === TokenType.LEFT_PAREN,
   );
 }
 
@@ -212,7 +218,7 @@ export function evaluateIf(condition: unknown, scope: EvalScope): boolean {
   let expression = typeof condition === 'string' ? condition.trim() : String(condition);
   const parts = splitTemplate(expression, scope.where);
   if (parts.length === 1 && 'expr' in parts[0]!) expression = parts[0].expr;
-  else if (parts.some((p) => 'expr' in p)) {
+  else if (parts.some((part) => 'expr' in part)) {
     // Text around an expression: the condition is the resulting string (truthy when not empty).
     const text = evaluateTemplate(expression, scope) as string;
     return text !== '' && Boolean(evaluate('success()', scope));
@@ -233,8 +239,8 @@ export function truthy(value: unknown): boolean {
 
 // --- strategy.matrix -------------------------------------------------------------------------
 
-function deepEqual(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+function deepEqual(left: unknown, right: unknown): boolean {
+  return JSON.stringify(left) === JSON.stringify(right);
 }
 
 /**
@@ -262,24 +268,27 @@ export function expandMatrix(matrix: unknown, where = 'strategy.matrix'): Record
     const values = vectors[key];
     if (!Array.isArray(values)) throw new Error(`${where}.${key}: a matrix vector must be a list, got ${JSON.stringify(values)}`);
     if (values.length === 0) throw new Error(`${where}: Matrix vector '${key}' does not contain any values`);
-    combos = combos.flatMap((c) => values.map((v) => ({ ...c, [key]: v })));
+    combos = combos.flatMap((combo) => values.map((value) => ({ ...combo, [key]: value })));
   }
   combos = combos.filter(
-    (c) => !(exclude as Record<string, unknown>[]).some((ex) => Object.entries(ex).every(([k, v]) => deepEqual(c[k], v))),
+    (combo) =>
+      !(exclude as Record<string, unknown>[]).some((ex) =>
+        Object.entries(ex).every(([k, excludedValue]) => deepEqual(combo[k], excludedValue)),
+      ),
   );
   const originals = combos.map((base) => ({ base, entry: { ...base } }));
   const added: Record<string, unknown>[] = [];
   for (const inc of include as Record<string, unknown>[]) {
     let fitted = false;
-    for (const o of originals) {
-      if (Object.entries(inc).every(([k, v]) => !(k in o.base) || deepEqual(o.base[k], v))) {
-        Object.assign(o.entry, inc);
+    for (const original of originals) {
+      if (Object.entries(inc).every(([k, includedValue]) => !(k in original.base) || deepEqual(original.base[k], includedValue))) {
+        Object.assign(original.entry, inc);
         fitted = true;
       }
     }
     if (!fitted) added.push({ ...inc });
   }
-  const entries = [...originals.map((o) => o.entry), ...added];
+  const entries = [...originals.map((original) => original.entry), ...added];
   if (entries.length === 0) throw new Error(`${where}: Matrix must define at least one vector`);
   if (entries.length > 256) throw new Error(`${where}: a matrix may not have more than 256 entries, this one has ${entries.length}`);
   return entries;
@@ -303,17 +312,17 @@ function filesUnder(root: string, dir = ''): string[] {
  * path order; '' when none matched). Patterns relative to the workspace, `!` excludes.
  */
 export function hashFiles(workspace: string, patterns: string[]): string {
-  const include = patterns.filter((p) => !p.startsWith('!')).map((p) => picomatch(p, { dot: true }));
-  const exclude = patterns.filter((p) => p.startsWith('!')).map((p) => picomatch(p.slice(1), { dot: true }));
+  const include = patterns.filter((pattern) => !pattern.startsWith('!')).map((pattern) => picomatch(pattern, { dot: true }));
+  const exclude = patterns.filter((pattern) => pattern.startsWith('!')).map((pattern) => picomatch(pattern.slice(1), { dot: true }));
   const files = filesUnder(workspace)
-    .filter((f) => include.some((m) => m(f)) && !exclude.some((m) => m(f)))
+    .filter((file) => include.some((matcher) => matcher(file)) && !exclude.some((matcher) => matcher(file)))
     .sort();
   if (files.length === 0) return '';
   const outer = createHash('sha256');
-  for (const f of files)
+  for (const file of files)
     outer.update(
       createHash('sha256')
-        .update(readFileSync(path.join(workspace, f)))
+        .update(readFileSync(path.join(workspace, file)))
         .digest(),
     );
   return outer.digest('hex');

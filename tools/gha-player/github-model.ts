@@ -32,7 +32,7 @@ export function githubJobs(file: string): Promise<Map<string, GitHubJob>> {
 
 async function parseJobs(file: string): Promise<Map<string, GitHubJob>> {
   const messages: string[] = [];
-  const trace: TraceWriter = { error: (m) => messages.push(m), info: () => {}, verbose: () => {} };
+  const trace: TraceWriter = { error: (message) => messages.push(message), info: () => {}, verbose: () => {} };
   const parsed = parseWorkflow({ name: file, content: readFileSync(file, 'utf8') }, trace);
   const template = parsed.value ? await convertWorkflowTemplate(parsed.context, parsed.value) : undefined;
   const errors = [...parsed.context.errors.getErrors().map(String), ...(template?.errors ?? []).map((e) => e.Message)];

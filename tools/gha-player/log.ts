@@ -40,21 +40,21 @@ export class Masker {
 
   add(value: string): void {
     // A multi-line value is masked whole and line by line, as the runner does for secrets.
-    for (const v of [value, ...value.split(/\r?\n/)]) {
-      if (v.trim() !== '' && !this.values.includes(v)) this.values.push(v);
+    for (const part of [value, ...value.split(/\r?\n/)]) {
+      if (part.trim() !== '' && !this.values.includes(part)) this.values.push(part);
     }
-    this.values.sort((a, b) => b.length - a.length); // the longest first: no half-masked value
+    this.values.sort((left, right) => right.length - left.length); // the longest first: no half-masked value
   }
 
   apply(text: string): string {
     let out = text;
-    for (const v of this.values) out = out.split(v).join('***');
+    for (const secret of this.values) out = out.split(secret).join('***');
     return out;
   }
 
   /** Whether the text holds a masked value (GitHub then drops it from a job's outputs). */
   hits(text: string): boolean {
-    return this.values.some((v) => text.includes(v));
+    return this.values.some((secret) => text.includes(secret));
   }
 }
 
@@ -84,7 +84,7 @@ const PROPERTY_ESCAPES: Record<string, string> = { '%25': '%', '%0D': '\r', '%0A
 
 /** Reverses @actions/core's escaping: data has %25 %0D %0A, properties also %3A %2C. One pass, so %250A stays %0A. */
 function unescape(text: string, property: boolean): string {
-  return text.replace(property ? /%(25|0D|0A|3A|2C)/gi : /%(25|0D|0A)/gi, (m) => PROPERTY_ESCAPES[m.toUpperCase()] ?? m);
+  return text.replace(property ? /%(25|0D|0A|3A|2C)/gi : /%(25|0D|0A)/gi, (escape) => PROPERTY_ESCAPES[escape.toUpperCase()] ?? escape);
 }
 
 /**
@@ -144,7 +144,7 @@ export class StepLog {
   /** A line as the log shows it: masked, in this step, in the job, in the open group. */
   write(text: string): void {
     for (const line of this.job.masker.apply(text).split('\n')) {
-      for (let s: StepLog | undefined = this; s; s = s.parent) s.lines.push(line);
+      for (let stepLog: StepLog | undefined = this; stepLog; stepLog = stepLog.parent) stepLog.lines.push(line);
       this.job.lines.push(line);
       this.group?.lines.push(line);
     }
@@ -157,26 +157,27 @@ export class StepLog {
 
   /** An annotation (and its `##[level]` line), within GitHub's limits. */
   annotate(level: AnnotationLevel, message: string, properties: Record<string, string> = {}): void {
-    const mask = (t: string) => this.job.masker.apply(t);
+    const mask = (text: string) => this.job.masker.apply(text);
     this.write(`##[${level}]${message}`);
     if (this.perLevel[level] >= ANNOTATIONS_PER_STEP_PER_LEVEL || this.job.annotations.length >= ANNOTATIONS_PER_JOB) {
       this.job.droppedAnnotations++;
       return;
     }
     this.perLevel[level]++;
-    const num = (v: string | undefined) => (v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined);
-    const a: Annotation = { level, message: mask(message), step: this.stepId };
-    if (properties.title !== undefined) a.title = mask(properties.title);
-    if (properties.file !== undefined) a.file = properties.file;
+    const num = (propertyValue: string | undefined) =>
+      propertyValue !== undefined && /^\d+$/.test(propertyValue) ? Number(propertyValue) : undefined;
+    const annotation: Annotation = { level, message: mask(message), step: this.stepId };
+    if (properties.title !== undefined) annotation.title = mask(properties.title);
+    if (properties.file !== undefined) annotation.file = properties.file;
     for (const [key, value] of [
       ['line', num(properties.line)],
       ['endLine', num(properties.endLine)],
       ['col', num(properties.col)],
       ['endColumn', num(properties.endColumn)],
     ] as const) {
-      if (value !== undefined) a[key] = value;
+      if (value !== undefined) annotation[key] = value;
     }
-    this.job.annotations.push(a);
+    this.job.annotations.push(annotation);
   }
 
   /** A line the step's process printed on stdout or stderr. */
@@ -239,7 +240,7 @@ export class StepLog {
  * first decides the form; a missing delimiter or a line of neither form is an error.
  */
 export function parseFileCommand(text: string, label: string): [string, string][] {
-  const lines = text.split('\n').map((l) => (l.endsWith('\r') ? l.slice(0, -1) : l));
+  const lines = text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
   const out: [string, string][] = [];
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;

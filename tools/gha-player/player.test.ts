@@ -57,9 +57,9 @@ async function play(file: string, extra: Partial<PlayWorkflowOptions> = {}): Pro
 }
 
 function leg(run: WorkflowPlay, jobId: string, index = 0): JobPlay {
-  const l = run.jobs[jobId]?.legs[index];
-  if (!l) throw new Error(`no leg ${index} of ${jobId}: ${JSON.stringify(run.jobs[jobId])}`);
-  return l;
+  const found = run.jobs[jobId]?.legs[index];
+  if (!found) throw new Error(`no leg ${index} of ${jobId}: ${JSON.stringify(run.jobs[jobId])}`);
+  return found;
 }
 
 function logLines(text: string): string[] {
@@ -212,19 +212,19 @@ describe('playWorkflow', () => {
     const probe = run.jobs.probe!;
     expect(probe.matrixEntries?.map((e) => e.name)).toEqual(['a', 'b', 'c']);
     expect(probe.result).toBe('failure');
-    expect(probe.legs.map((l) => [l.name, l.status, l.runsOn])).toEqual([
+    expect(probe.legs.map((probeLeg) => [probeLeg.name, probeLeg.status, probeLeg.runsOn])).toEqual([
       ['probe (a, false)', 'success', ['self-hosted']],
       ['probe (b, true)', 'failure', ['self-hosted']],
       ['probe (c, false, ["self-hosted","gpu"])', 'success', ['self-hosted', 'gpu']],
     ]);
-    const b = probe.legs[1]!;
-    expect(b.steps.map((s) => [s.name, s.outcome, s.exitCode])).toEqual([
+    const legB = probe.legs[1]!;
+    expect(legB.steps.map((step) => [step.name, step.outcome, step.exitCode])).toEqual([
       ['Probe b', 'failure', 1],
       ['Run echo "failure seen in ${{ matrix.name }}"', 'success', 0],
       ['Run echo "only on success"', 'skipped', null],
       ['Run actions/upload-artifact@v4', 'success', null],
     ]);
-    expect(b.annotations).toEqual([
+    expect(legB.annotations).toEqual([
       { level: 'notice', title: 'probe', message: 'entry b', step: '__run' },
       { level: 'error', message: 'Process completed with exit code 1.', step: '__run' },
     ]);
@@ -242,7 +242,7 @@ describe('playWorkflow', () => {
   it('plays a node action (inputs, defaults, outputs) and a composite action, and fails an unknown action', async () => {
     const { run } = await play('actions.yml');
     const use = leg(run, 'use');
-    const step = (id: string) => use.steps.find((s) => s.id === id)!;
+    const step = (id: string) => use.steps.find((stepResult) => stepResult.id === id)!;
     expect(step('hello')).toMatchObject({ kind: 'node', outcome: 'success', outputs: { message: 'Hi, Ada!' } });
     const lines = logLines(use.log);
     expect(lines).toContain('dry-run=true token=*** in-workspace=true'); // INPUT_DRY-RUN, the github.token default masked
@@ -252,48 +252,54 @@ describe('playWorkflow', () => {
       step: 'hello',
     });
     expect(step('twice')).toMatchObject({ kind: 'composite', outcome: 'success', outputs: { both: 'Hello, Bob! / HELLO, BOB!' } });
-    expect(step('twice').steps?.map((s) => [s.id, s.kind, s.outcome])).toEqual([
+    expect(step('twice').steps?.map((stepResult) => [stepResult.id, stepResult.kind, stepResult.outcome])).toEqual([
       ['first', 'node', 'success'],
       ['second', 'run', 'success'],
       ['__self', 'node', 'success'],
       ['__run', 'run', 'success'],
     ]);
     expect(step('twice').log).toContain('outer env from-caller');
-    expect(lines.some((l) => /^action path (\S+)\/actions\/twice = \1\/actions\/twice$/.test(l))).toBe(true);
+    expect(lines.some((line) => /^action path (\S+)\/actions\/twice = \1\/actions\/twice$/.test(line))).toBe(true);
     expect(lines).toContain('said Hi, Ada! | Hello, Bob! / HELLO, BOB!');
     expect(step('bad')).toMatchObject({ outcome: 'failure', conclusion: 'success', exitCode: 1 });
     expect(step('unknown')).toMatchObject({ outcome: 'failure', conclusion: 'failure' });
-    expect(use.annotations.find((a) => a.step === 'unknown')?.message).toMatch(/unknown action 'someone\/unknown-action@v1'.*declare one/);
+    expect(use.annotations.find((annotation) => annotation.step === 'unknown')?.message).toMatch(
+      /unknown action 'someone\/unknown-action@v1'.*declare one/,
+    );
     expect(lines).toContain('bad failure/success unknown failure');
     expect(use.status).toBe('failure');
   });
 
   it('masks secrets and ::add-mask:: values, drops an output holding a secret, and keeps annotations within GitHub limits', async () => {
     const { run } = await play('masks.yml');
-    const m = leg(run, 'm');
-    expect(m.log).not.toContain(SECRETS.TOKEN);
-    expect(m.summary).toBe('summary has ***\n');
-    const lines = logLines(m.log);
+    const maskJob = leg(run, 'm');
+    expect(maskJob.log).not.toContain(SECRETS.TOKEN);
+    expect(maskJob.summary).toBe('summary has ***\n');
+    const lines = logLines(maskJob.log);
     expect(lines).toContain('token is ***');
     expect(lines).toContain('later: ***');
     expect(lines).toContain('##[error]first');
     expect(lines).toContain('::error::not a command now'); // stop-commands
     expect(lines).not.toContain('##[debug]hidden unless debug');
-    expect(m.groups).toEqual([{ step: 's', title: 'Details', lines: ['inside'] }]);
+    expect(maskJob.groups).toEqual([{ step: 's', title: 'Details', lines: ['inside'] }]);
     // The error goes to stderr, the warnings to stdout: two pipes, which give no order between
     // them (here as on GitHub's runner), so only the order within each level is asserted.
-    expect(m.annotations.filter((a) => a.level === 'error')).toEqual([
+    expect(maskJob.annotations.filter((annotation) => annotation.level === 'error')).toEqual([
       { level: 'error', title: 'Bad, very bad', message: 'first\nsecond 100%', file: 'src/a.ts', line: 3, endLine: 4, step: 's' },
     ]);
-    const warnings = m.annotations.filter((a) => a.level === 'warning' && a.step === 's');
-    expect(warnings.map((w) => w.message)).toEqual(['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9', 'w10']);
+    const warnings = maskJob.annotations.filter((annotation) => annotation.level === 'warning' && annotation.step === 's');
+    expect(warnings.map((warning) => warning.message)).toEqual(['w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', 'w8', 'w9', 'w10']);
     expect(lines).toContain('##[warning]w12'); // over the limit: in the log, not an annotation
-    expect(m.droppedAnnotations).toBe(2);
-    expect(m.annotations).toContainEqual({ level: 'notice', message: 'back on', step: 's' });
-    expect(m.outputs).toEqual({ fine: 'ok' });
-    expect(m.annotations).toContainEqual({ level: 'warning', message: "Skip output 'leaked' since it may contain secret.", step: '__job' });
+    expect(maskJob.droppedAnnotations).toBe(2);
+    expect(maskJob.annotations).toContainEqual({ level: 'notice', message: 'back on', step: 's' });
+    expect(maskJob.outputs).toEqual({ fine: 'ok' });
+    expect(maskJob.annotations).toContainEqual({
+      level: 'warning',
+      message: "Skip output 'leaked' since it may contain secret.",
+      step: '__job',
+    });
     // The step's own outputs keep the value (only the job's outputs drop it).
-    expect(m.steps[0]!.outputs.leak).toBe(SECRETS.TOKEN);
+    expect(maskJob.steps[0]!.outputs.leak).toBe(SECRETS.TOKEN);
 
     const debug = await play('masks.yml', { debug: true });
     expect(logLines(leg(debug.run, 'm').log)).toContain('##[debug]hidden unless debug');
@@ -302,7 +308,7 @@ describe('playWorkflow', () => {
   it('names a step without an id as GitHub does, and wraps an if: without a status function as GitHub does', async () => {
     const { run } = await play('ids.yml', { debug: true });
     const job = leg(run, 'ids');
-    expect(job.steps.map((s) => [s.id, s.outcome])).toEqual([
+    expect(job.steps.map((step) => [step.id, step.outcome])).toEqual([
       ['__run', 'success'],
       ['__self', 'success'],
       ['__self_2', 'success'],
@@ -311,7 +317,7 @@ describe('playWorkflow', () => {
       ['__run_2', 'skipped'],
       ['__run_3', 'success'],
     ]);
-    expect(job.steps.map((s) => s.condition).slice(4)).toEqual([
+    expect(job.steps.map((step) => step.condition).slice(4)).toEqual([
       'success()',
       "success() && (steps.broken.outcome == 'failure')",
       "always() && steps.broken.outcome == 'failure'",
@@ -329,7 +335,7 @@ describe('playWorkflow', () => {
       },
     });
     const up = leg(run, 'up');
-    const step = (id: string) => up.steps.find((s) => s.id === id)!;
+    const step = (id: string) => up.steps.find((stepResult) => stepResult.id === id)!;
     expect(step('build')).toMatchObject({ kind: 'replaced', outcome: 'success', outputs: { file: 'pkg.tgz' } });
     expect(step('build').log).toContain("[player] step 'build' is replaced by the test's substitute");
     const artifacts = path.join(root, 'artifacts');
@@ -343,7 +349,9 @@ describe('playWorkflow', () => {
     expect(
       existsSync(path.join(artifacts, 'two', 'res', 'run1', 'events.jsonl')) && existsSync(path.join(artifacts, 'two', 'other.txt')),
     ).toBe(true);
-    const errors = Object.fromEntries(up.annotations.filter((a) => a.level === 'error').map((a) => [a.step, a.message]));
+    const errors = Object.fromEntries(
+      up.annotations.filter((annotation) => annotation.level === 'error').map((annotation) => [annotation.step, annotation.message]),
+    );
     expect(errors.dup).toMatch(/\(409\) Conflict: an artifact with this name already exists/);
     expect(errors.none).toBe('No files were found with the provided path: nothing/. No artifacts will be uploaded.');
     expect(errors.old).toMatch(/deprecated version of `actions\/upload-artifact: v3`/);
@@ -363,10 +371,10 @@ describe('playWorkflow', () => {
       },
     });
     const co = leg(run, 'co');
-    const step = (id: string) => co.steps.find((s) => s.id === id)!;
+    const step = (id: string) => co.steps.find((stepResult) => stepResult.id === id)!;
     expect(co.steps[2]).toMatchObject({ outcome: 'success' }); // tools-copy/.github/workflows/called.yml is there
     expect(step('nowhere').outcome).toBe('failure');
-    expect(co.annotations.find((a) => a.step === 'nowhere')?.message).toBe(
+    expect(co.annotations.find((annotation) => annotation.step === 'nowhere')?.message).toBe(
       "[player] actions/checkout stand-in: no local folder for repository 'nobody/none'; pass repos: { 'nobody/none': <folder> } to the player",
     );
     expect(step('remote')).toMatchObject({ kind: 'node', outputs: { message: 'Hello, remote!' } });
@@ -402,18 +410,18 @@ describe('run: steps', () => {
   it("use GitHub's shells: unspecified is bash -e (no pipefail), shell: bash adds pipefail, a custom shell, defaults.run, a missing working-directory", async () => {
     const { run } = await play('shells.yml');
     const shells = leg(run, 'shells');
-    expect(shells.steps.map((s) => [s.id, s.outcome, s.exitCode])).toEqual([
+    expect(shells.steps.map((step) => [step.id, step.outcome, step.exitCode])).toEqual([
       ['plain', 'success', 0],
       ['bash', 'failure', 1],
       ['custom', 'success', 0],
       ['wd', 'failure', null],
     ]);
     expect(logLines(shells.log)).toContain('node ran function');
-    expect(shells.annotations.find((a) => a.step === 'wd')?.message).toMatch(
+    expect(shells.annotations.find((annotation) => annotation.step === 'wd')?.message).toMatch(
       /with working directory '.*\/missing-dir'\. No such file or directory/,
     );
     const defaults = leg(run, 'defaults');
-    expect(defaults.steps.map((s) => s.outcome)).toEqual(['failure', 'success']);
+    expect(defaults.steps.map((step) => step.outcome)).toEqual(['failure', 'success']);
     expect(logLines(defaults.log)).toContain('in sub');
   });
 });
@@ -421,13 +429,13 @@ describe('run: steps', () => {
 describe('matrix legs', () => {
   it('fail-fast: one at a time, the legs after a failed one never start', async () => {
     const { run } = await play('failfast.yml');
-    expect(run.jobs.legs!.legs.map((l) => [l.name, l.status])).toEqual([['legs (fail)', 'failure']]);
+    expect(run.jobs.legs!.legs.map((jobLeg) => [jobLeg.name, jobLeg.status])).toEqual([['legs (fail)', 'failure']]);
     expect(run.jobs.legs!.result).toBe('failure');
   });
 
   it('fail-fast: legs played at once are cancelled when one fails (their if: cancelled() steps run)', async () => {
     const { run } = await play('failfast.yml', { maxParallel: 3 });
-    expect(run.jobs.legs!.legs.map((l) => [l.name, l.status])).toEqual([
+    expect(run.jobs.legs!.legs.map((jobLeg) => [jobLeg.name, jobLeg.status])).toEqual([
       ['legs (fail)', 'failure'],
       ['legs (slow-1)', 'cancelled'],
       ['legs (slow-2)', 'cancelled'],
@@ -436,7 +444,7 @@ describe('matrix legs', () => {
     // Stopped in their 20 s sleeps: what follows them never ran.
     for (const leg of run.jobs.legs!.legs)
       expect(
-        logLines(leg.log).filter((l) => l.startsWith('slept')),
+        logLines(leg.log).filter((line) => line.startsWith('slept')),
         leg.name,
       ).toEqual([]);
   });
@@ -473,7 +481,7 @@ describe('a step killed mid-run', () => {
     for (const how of ['tree', 'lose-runner'] as const) {
       const k = await playK({ hooks: killLong(how) });
       expect(k.status).toBe('killed');
-      expect(k.steps.map((s) => [s.id, s.outcome])).toEqual([
+      expect(k.steps.map((step) => [step.id, step.outcome])).toEqual([
         ['first', 'success'],
         ['long', 'failure'],
       ]);
@@ -488,7 +496,7 @@ describe('a step killed mid-run', () => {
   it('softer: the step fails, the job goes on with its if: always() steps', async () => {
     const k = await playK({ hooks: killLong('tree'), killMeans: 'step-failed' });
     expect(k.status).toBe('failure');
-    expect(k.steps.map((s) => [s.id, s.outcome, s.exitCode])).toEqual([
+    expect(k.steps.map((step) => [step.id, step.outcome, step.exitCode])).toEqual([
       ['first', 'success', 0],
       ['long', 'failure', 137],
       ['cleanup', 'success', 0],
@@ -502,7 +510,7 @@ describe('a step killed mid-run', () => {
     const abort = new AbortController();
     const k = await playK({ hooks: killLong('abort', abort), signal: abort.signal });
     expect(k.status).toBe('cancelled');
-    expect(k.steps.map((s) => [s.id, s.outcome])).toEqual([
+    expect(k.steps.map((step) => [step.id, step.outcome])).toEqual([
       ['first', 'success'],
       ['long', 'cancelled'],
       ['cleanup', 'success'],
@@ -513,29 +521,31 @@ describe('a step killed mid-run', () => {
 
   it('times out a step after timeout-minutes (continue-on-error keeps the job going)', async () => {
     const root = tempDir('cm-gha-player-');
-    const t = await playJob({
+    const timeouts = await playJob({
       workflowFile: fixture('kill.yml'),
       jobId: 'timeouts',
       workspace: root,
       artifactsDir: path.join(root, 'artifacts'),
     });
-    expect(t.steps[0]).toMatchObject({ id: 'slow', outcome: 'failure', conclusion: 'success' });
-    expect(t.annotations[0]?.message).toBe("The action 'Run sleep 20' has timed out after 0.01 minutes.");
-    expect(logLines(t.log)).toContain('slow failure/success');
-    expect(t.status).toBe('success');
+    expect(timeouts.steps[0]).toMatchObject({ id: 'slow', outcome: 'failure', conclusion: 'success' });
+    expect(timeouts.annotations[0]?.message).toBe("The action 'Run sleep 20' has timed out after 0.01 minutes.");
+    expect(logLines(timeouts.log)).toContain('slow failure/success');
+    expect(timeouts.status).toBe('success');
   });
 
   it('cancels the job after its timeout-minutes (if: always() steps still run)', async () => {
     const root = tempDir('cm-gha-player-');
-    const t = await playJob({
+    const jobTimeout = await playJob({
       workflowFile: fixture('kill.yml'),
       jobId: 'job-timeout',
       workspace: root,
       artifactsDir: path.join(root, 'artifacts'),
     });
-    expect(t.status).toBe('cancelled');
-    expect(t.steps.map((s) => s.outcome)).toEqual(['cancelled', 'success']);
-    expect(logLines(t.log)).toContain('status cancelled');
-    expect(t.annotations[0]?.message).toBe('The job running on runner gha-player has exceeded the maximum execution time of 0.01 minutes.');
+    expect(jobTimeout.status).toBe('cancelled');
+    expect(jobTimeout.steps.map((step) => step.outcome)).toEqual(['cancelled', 'success']);
+    expect(logLines(jobTimeout.log)).toContain('status cancelled');
+    expect(jobTimeout.annotations[0]?.message).toBe(
+      'The job running on runner gha-player has exceeded the maximum execution time of 0.01 minutes.',
+    );
   });
 });

@@ -239,7 +239,7 @@ export function loadWorkflow(file: string): Workflow {
       ? { [rawOn]: {} }
       : Array.isArray(rawOn)
         ? Object.fromEntries(rawOn.map((e) => [String(e), {}]))
-        : Object.fromEntries(Object.entries((rawOn ?? {}) as Dict).map(([k, v]) => [k, (v ?? {}) as Dict]));
+        : Object.fromEntries(Object.entries((rawOn ?? {}) as Dict).map(([k, config]) => [k, (config ?? {}) as Dict]));
   const wf = { file: abs, doc, jobs: doc.jobs as Record<string, Dict>, on };
   workflowCache.set(abs, wf);
   return wf;
@@ -308,10 +308,10 @@ export function resolveInputs(
       } else if (typeof value !== 'boolean') throw new Error(`${where}.${name}: Unexpected value '${String(value)}' for a boolean input`);
     } else if (type === 'number') {
       if (value === undefined) value = 0;
-      const n = typeof value === 'number' ? value : Number(value);
-      if (Number.isNaN(n) || (event === 'workflow_call' && name in given && typeof value !== 'number'))
+      const asNumber = typeof value === 'number' ? value : Number(value);
+      if (Number.isNaN(asNumber) || (event === 'workflow_call' && name in given && typeof value !== 'number'))
         throw new Error(`${where}.${name}: Unexpected value '${String(value)}' for a number input`);
-      value = n;
+      value = asNumber;
     } else {
       value = value === undefined ? '' : coerceString(value);
       if (type === 'choice' && !(spec.options as unknown[] | undefined)?.map(String).includes(value as string)) {
@@ -366,7 +366,10 @@ function makeRun(wf: Workflow, common: PlayCommon, callerGithub?: Dict): Run {
     : {
         ...baseGithub,
         event: {
-          inputs: event === 'workflow_dispatch' ? Object.fromEntries(Object.entries(inputs).map(([k, v]) => [k, String(v)])) : inputs,
+          inputs:
+            event === 'workflow_dispatch'
+              ? Object.fromEntries(Object.entries(inputs).map(([k, inputValue]) => [k, String(inputValue)]))
+              : inputs,
           ref: id.ref,
           repository: { full_name: id.repository, name: id.repository.split('/')[1] },
           sender: { login: id.actor },
@@ -427,8 +430,8 @@ interface StepScope {
 
 function machineEnv(env: NodeJS.ProcessEnv | undefined): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env ?? process.env)) {
-    if (v !== undefined && !/^(GITHUB_|RUNNER_|ACTIONS_|INPUT_)/.test(k)) out[k] = v;
+  for (const [k, value] of Object.entries(env ?? process.env)) {
+    if (value !== undefined && !/^(GITHUB_|RUNNER_|ACTIONS_|INPUT_)/.test(k)) out[k] = value;
   }
   return out;
 }
@@ -490,7 +493,7 @@ function lines(onLine: (line: string) => void): { push(chunk: string): void; end
     push(chunk) {
       const parts = (rest + chunk).split('\n');
       rest = parts.pop()!;
-      for (const p of parts) onLine(p);
+      for (const line of parts) onLine(line);
     },
     end() {
       if (rest !== '') onLine(rest);
@@ -520,10 +523,10 @@ async function runProcess(
   let ended: ProcessEnd['ended'];
   const pid = child.pid;
   if (pid) state.groups.add(pid);
-  const out = lines((l) => slog.processLine(l));
-  const err = lines((l) => slog.processLine(l));
-  child.stdout!.setEncoding('utf8').on('data', (c: string) => out.push(c));
-  child.stderr!.setEncoding('utf8').on('data', (c: string) => err.push(c));
+  const out = lines((line) => slog.processLine(line));
+  const err = lines((line) => slog.processLine(line));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => out.push(chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => err.push(chunk));
   // The runner's cancel: SIGINT, then SIGTERM after 7.5 s, then SIGKILL after 2.5 s more.
   const timers: NodeJS.Timeout[] = [];
   const interrupt = (why: 'cancel' | 'timeout') => {
@@ -560,7 +563,7 @@ async function runProcess(
     slog.annotate('error', `An error occurred trying to start process '${file}' with working directory '${cwd}'. ${(e as Error).message}`);
     return { exitCode: 1 };
   } finally {
-    for (const t of timers) clearTimeout(t);
+    for (const timer of timers) clearTimeout(timer);
     state.interrupt = undefined;
   }
   // The step ends when its output is read; a grandchild holding the pipes open gets a second.
@@ -587,7 +590,7 @@ function newFileCommands(state: JobState): FileCommands {
   const files = Object.fromEntries(
     Object.entries(FILE_COMMANDS).map(([k, prefix]) => [k, path.join(dir, `${prefix}_${id}`)]),
   ) as FileCommands;
-  for (const f of Object.values(files)) writeFileSync(f, '');
+  for (const file of Object.values(files)) writeFileSync(file, '');
   return files;
 }
 
@@ -595,13 +598,13 @@ function newFileCommands(state: JobState): FileCommands {
 function readFileCommands(state: JobState, slog: StepLog, files: FileCommands): Record<string, string> {
   // A malformed file throws: the caller fails the step with the message.
   const outputs: Record<string, string> = { ...slog.commandOutputs };
-  for (const [k, v] of parseFileCommand(readFileSync(files.GITHUB_OUTPUT, 'utf8'), 'GITHUB_OUTPUT')) outputs[k] = v;
-  for (const [k, v] of parseFileCommand(readFileSync(files.GITHUB_ENV, 'utf8'), 'GITHUB_ENV')) state.env[k] = v;
-  for (const p of readFileSync(files.GITHUB_PATH, 'utf8')
+  for (const [k, value] of parseFileCommand(readFileSync(files.GITHUB_OUTPUT, 'utf8'), 'GITHUB_OUTPUT')) outputs[k] = value;
+  for (const [k, envValue] of parseFileCommand(readFileSync(files.GITHUB_ENV, 'utf8'), 'GITHUB_ENV')) state.env[k] = envValue;
+  for (const pathEntry of readFileSync(files.GITHUB_PATH, 'utf8')
     .split('\n')
-    .map((l) => l.trim())
+    .map((line) => line.trim())
     .filter(Boolean))
-    state.pathAdded.unshift(p);
+    state.pathAdded.unshift(pathEntry);
   const size = statSync(files.GITHUB_STEP_SUMMARY).size;
   if (size > SUMMARY_LIMIT) {
     slog.annotate('error', `$GITHUB_STEP_SUMMARY upload aborted, supports content up to a size of 1024k, got ${Math.ceil(size / 1024)}k.`);
@@ -621,31 +624,31 @@ function processEnv(
 ): Record<string, string> {
   const machine = machineEnv(state.common.env);
   const env: Record<string, string> = { ...machine, CI: 'true', ...state.env, ...scope.env, ...stepEnv };
-  const g = state.run.github;
+  const github = state.run.github;
   const runner: Record<string, string> = {
     GITHUB_ACTIONS: 'true',
     GITHUB_WORKSPACE: state.workspace,
-    GITHUB_REPOSITORY: String(g.repository),
-    GITHUB_REPOSITORY_OWNER: String(g.repository_owner),
-    GITHUB_RUN_ID: String(g.run_id),
-    GITHUB_RUN_NUMBER: String(g.run_number),
-    GITHUB_RUN_ATTEMPT: String(g.run_attempt),
-    GITHUB_SHA: String(g.sha),
-    GITHUB_REF: String(g.ref),
-    GITHUB_REF_NAME: String(g.ref_name),
-    GITHUB_REF_TYPE: String(g.ref_type),
-    GITHUB_ACTOR: String(g.actor),
-    GITHUB_TRIGGERING_ACTOR: String(g.triggering_actor),
-    GITHUB_EVENT_NAME: String(g.event_name),
+    GITHUB_REPOSITORY: String(github.repository),
+    GITHUB_REPOSITORY_OWNER: String(github.repository_owner),
+    GITHUB_RUN_ID: String(github.run_id),
+    GITHUB_RUN_NUMBER: String(github.run_number),
+    GITHUB_RUN_ATTEMPT: String(github.run_attempt),
+    GITHUB_SHA: String(github.sha),
+    GITHUB_REF: String(github.ref),
+    GITHUB_REF_NAME: String(github.ref_name),
+    GITHUB_REF_TYPE: String(github.ref_type),
+    GITHUB_ACTOR: String(github.actor),
+    GITHUB_TRIGGERING_ACTOR: String(github.triggering_actor),
+    GITHUB_EVENT_NAME: String(github.event_name),
     GITHUB_EVENT_PATH: path.join(state.runnerTemp, '_github_workflow', 'event.json'),
-    GITHUB_WORKFLOW: String(g.workflow),
-    GITHUB_WORKFLOW_REF: String(g.workflow_ref),
+    GITHUB_WORKFLOW: String(github.workflow),
+    GITHUB_WORKFLOW_REF: String(github.workflow_ref),
     GITHUB_JOB: state.jobId,
     GITHUB_ACTION: stepId,
-    GITHUB_SERVER_URL: String(g.server_url),
-    GITHUB_API_URL: String(g.api_url),
-    GITHUB_GRAPHQL_URL: String(g.graphql_url),
-    GITHUB_RETENTION_DAYS: String(g.retention_days),
+    GITHUB_SERVER_URL: String(github.server_url),
+    GITHUB_API_URL: String(github.api_url),
+    GITHUB_GRAPHQL_URL: String(github.graphql_url),
+    GITHUB_RETENTION_DAYS: String(github.retention_days),
     RUNNER_OS: 'Linux',
     RUNNER_ARCH: arch(),
     RUNNER_NAME: 'gha-player',
@@ -672,18 +675,18 @@ function shellCommand(shell: string | undefined, script: string): string[] {
   if (shell === undefined) return [existsSync('/bin/bash') || existsSync('/usr/bin/bash') ? 'bash' : 'sh', '-e', script];
   const known = SHELLS[shell];
   const template = known ? known.template : shell.trim().split(/\s+/);
-  if (!template.some((a) => a.includes('{0}')))
+  if (!template.some((arg) => arg.includes('{0}')))
     throw new Error(`Invalid shell option. Shell path with args must contain a '{0}' placeholder: '${shell}'`);
-  return template.map((a) => a.replace('{0}', script));
+  return template.map((arg) => arg.replace('{0}', script));
 }
 
 function header(slog: StepLog, title: string, body: string[], env: Record<string, string>): void {
   slog.write(`##[group]Run ${title}`);
-  for (const l of body) slog.write(l);
+  for (const line of body) slog.write(line);
   const names = Object.keys(env);
   if (names.length) {
     slog.write('env:');
-    for (const n of names) slog.write(`  ${n}: ${env[n]}`);
+    for (const name of names) slog.write(`  ${name}: ${env[name]}`);
   }
   slog.write('##[endgroup]');
 }
@@ -706,7 +709,7 @@ function autoId(def: Dict, used: Set<string>): string {
         : 'run';
   const base = `__${name}`.replace(/[^A-Za-z0-9_-]/g, '_');
   let id = base;
-  for (let n = 2; used.has(id); n++) id = `${base}_${n}`;
+  for (let suffix = 2; used.has(id); suffix++) id = `${base}_${suffix}`;
   return id;
 }
 
@@ -714,7 +717,7 @@ function firstLine(text: string): string {
   return (
     text
       .split('\n')
-      .find((l) => l.trim() !== '')
+      .find((line) => line.trim() !== '')
       ?.trim() ?? ''
   );
 }
@@ -726,7 +729,7 @@ interface ActionDef {
 }
 
 function loadAction(dir: string, label: string): ActionDef {
-  const file = ['action.yml', 'action.yaml'].map((f) => path.join(dir, f)).find((f) => existsSync(f));
+  const file = ['action.yml', 'action.yaml'].map((fileName) => path.join(dir, fileName)).find((candidate) => existsSync(candidate));
   if (!file)
     throw new Error(
       `Can't find 'action.yml', 'action.yaml' or 'Dockerfile' under '${dir}'. Did you forget to run actions/checkout before running your local action?`,
@@ -762,7 +765,7 @@ function resolveUses(state: JobState, uses: string): { standIn: StandIn; ref: st
  */
 async function runSteps(state: JobState, scope: StepScope, defs: Dict[], github?: GitHubStep[]): Promise<StepResult[]> {
   const results: StepResult[] = [];
-  const used = new Set<string>(defs.map((d) => d.id).filter((id): id is string => typeof id === 'string'));
+  const used = new Set<string>(defs.map((def) => def.id).filter((id): id is string => typeof id === 'string'));
   for (const [i, def] of defs.entries()) {
     if (state.lost) break;
     const parsed = github?.[i];
@@ -865,7 +868,10 @@ async function runStep(
   let timeoutMs: number | undefined;
   try {
     stepEnv = Object.fromEntries(
-      Object.entries((def.env ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, scopeFor(state, scope, `${where}.env.${k}`))]),
+      Object.entries((def.env ?? {}) as Dict).map(([k, rawValue]) => [
+        k,
+        evaluateString(rawValue, scopeFor(state, scope, `${where}.env.${k}`)),
+      ]),
     );
     files = newFileCommands(state);
     if (def['timeout-minutes'] !== undefined)
@@ -882,7 +888,10 @@ async function runStep(
     slog.write('##[endgroup]');
     try {
       const withValues = Object.fromEntries(
-        Object.entries((def.with ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...evalScope, where: `${where}.with.${k}` })]),
+        Object.entries((def.with ?? {}) as Dict).map(([k, rawValue]) => [
+          k,
+          evaluateString(rawValue, { ...evalScope, where: `${where}.with.${k}` }),
+        ]),
       );
       const runText = def.run !== undefined ? evaluateString(def.run, { ...evalScope, where: `${where}.run` }) : undefined;
       await replace({
@@ -895,8 +904,8 @@ async function runStep(
         with: withValues,
         run: runText,
         env: processEnv(state, scope, stepEnv, files, id),
-        log: (l) => slog.write(l),
-        setOutput: (k, v) => (outputs[k] = v),
+        log: (line) => slog.write(line),
+        setOutput: (k, value) => (outputs[k] = value),
       });
       Object.assign(outputs, readFileCommands(state, slog, files));
     } catch (e) {
@@ -911,13 +920,16 @@ async function runStep(
   try {
     target = resolveUses(state, def.uses);
     withValues = Object.fromEntries(
-      Object.entries((def.with ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...evalScope, where: `${where}.with.${k}` })]),
+      Object.entries((def.with ?? {}) as Dict).map(([k, rawValue]) => [
+        k,
+        evaluateString(rawValue, { ...evalScope, where: `${where}.with.${k}` }),
+      ]),
     );
   } catch (e) {
     header(slog, String(def.uses), [], {});
     return fail('uses', (e as Error).message);
   }
-  const withLines = Object.entries(withValues).map(([k, v]) => `  ${k}: ${v.replace(/\n$/, '').replace(/\n/g, '\n    ')}`);
+  const withLines = Object.entries(withValues).map(([k, value]) => `  ${k}: ${value.replace(/\n$/, '').replace(/\n/g, '\n    ')}`);
   header(slog, def.uses, withLines.length ? ['with:', ...withLines] : [], { ...state.env, ...scope.env, ...stepEnv });
   if ('standIn' in target) {
     const outputs: Record<string, string> = {};
@@ -931,9 +943,9 @@ async function runStep(
       repos: state.common.repos ?? {},
       github: contextsFor(state, scope).github as Dict,
       env: processEnv(state, scope, stepEnv, files, id),
-      log: (l) => slog.write(l),
-      warning: (m) => slog.annotate('warning', m),
-      setOutput: (k, v) => (outputs[k] = v),
+      log: (line) => slog.write(line),
+      warning: (message) => slog.annotate('warning', message),
+      setOutput: (k, value) => (outputs[k] = value),
     };
     try {
       await target.standIn(ctx);
@@ -1046,7 +1058,9 @@ async function runScript(
 /** An action's inputs: the step's `with:`, the action's defaults (evaluated), unexpected ones warned about. */
 function actionInputs(action: ActionDef, withValues: Record<string, string>, evalScope: EvalScope, slog: StepLog): Record<string, string> {
   const declared = (action.doc.inputs ?? {}) as Record<string, Dict | null>;
-  const unexpected = Object.keys(withValues).filter((k) => !Object.keys(declared).some((d) => d.toLowerCase() === k.toLowerCase()));
+  const unexpected = Object.keys(withValues).filter(
+    (k) => !Object.keys(declared).some((declaredName) => declaredName.toLowerCase() === k.toLowerCase()),
+  );
   if (unexpected.length)
     slog.annotate(
       'warning',
@@ -1088,7 +1102,7 @@ async function runAction(
     const main = path.join(action.dir, String(runs.main));
     const env = processEnv(state, scope, stepEnv, files, base.id);
     // GitHub's rule: INPUT_ + the name with spaces as underscores, upper-cased (hyphens kept).
-    for (const [k, v] of Object.entries(inputs)) env[`INPUT_${k.replace(/ /g, '_').toUpperCase()}`] = v;
+    for (const [k, value] of Object.entries(inputs)) env[`INPUT_${k.replace(/ /g, '_').toUpperCase()}`] = value;
     const end = await runProcess(state, info, slog, process.execPath, [main], state.workspace, env, timeoutMs);
     const outcome = ended(state, slog, base.name, end, timeoutMs, false);
     if (state.lost) return { ...base, kind: 'node', exitCode: end.exitCode, outcome, conclusion: outcome };
@@ -1142,7 +1156,7 @@ function runsOnLabels(value: unknown): string[] {
 
 function evalEnvMap(map: unknown, scope: EvalScope): Record<string, string> {
   return Object.fromEntries(
-    Object.entries((map ?? {}) as Dict).map(([k, v]) => [k, evaluateString(v, { ...scope, where: `${scope.where}.${k}` })]),
+    Object.entries((map ?? {}) as Dict).map(([k, rawValue]) => [k, evaluateString(rawValue, { ...scope, where: `${scope.where}.${k}` })]),
   );
 }
 
@@ -1162,7 +1176,7 @@ async function playJobIn(
   const common = leg.common;
   const debug = Boolean(common.debug) || run.secrets.ACTIONS_STEP_DEBUG === 'true' || run.vars.ACTIONS_STEP_DEBUG === 'true';
   const log = new JobLog(debug);
-  for (const v of Object.values(run.secrets)) log.masker.add(v);
+  for (const secret of Object.values(run.secrets)) log.masker.add(secret);
   if (job.container)
     log.lines.push(`[player] container ${JSON.stringify(job.container)} is not played: the job's steps run on this machine`);
   const strategyDef = (job.strategy ?? {}) as Dict;
@@ -1196,10 +1210,10 @@ async function playJobIn(
     },
   };
   const scope: StepScope = { steps: {}, failed: false, inputs: run.inputs, env: {}, composite: false, where: `${where}.steps` };
-  const jobScope = (w: string): EvalScope => ({
+  const jobScope = (keyPath: string): EvalScope => ({
     contexts: contextsFor(state, scope),
     status: stepStatus(state, scope),
-    where: `${where}.${w}`,
+    where: `${where}.${keyPath}`,
   });
   let name = jobId;
   let runsOn: string[] = [];
@@ -1227,7 +1241,9 @@ async function playJobIn(
           ? evaluateString(job.name, jobScope('name'))
           : leg.matrix && Object.keys(leg.matrix).length
             ? `${jobId} (${Object.values(leg.matrix)
-                .map((v) => (v && typeof v === 'object' ? JSON.stringify(v) : coerceString(v)))
+                .map((matrixValue) =>
+                  matrixValue && typeof matrixValue === 'object' ? JSON.stringify(matrixValue) : coerceString(matrixValue),
+                )
                 .join(', ')})`
             : jobId;
       const minutes =
@@ -1245,9 +1261,12 @@ async function playJobIn(
     if (!scope.failed) steps = await runSteps(state, scope, (job.steps ?? []) as Dict[], (await githubJobs(run.wf.file)).get(jobId)?.steps);
     if (!state.lost) {
       const jlog = log.step('__job');
-      for (const [k, v] of Object.entries((job.outputs ?? {}) as Dict)) {
+      for (const [k, rawValue] of Object.entries((job.outputs ?? {}) as Dict)) {
         try {
-          const value = evaluateString(v, { ...jobScope(`outputs.${k}`), status: { success: true, failure: false, cancelled: false } });
+          const value = evaluateString(rawValue, {
+            ...jobScope(`outputs.${k}`),
+            status: { success: true, failure: false, cancelled: false },
+          });
           // GitHub does not pass on an output that holds a masked value.
           if (log.masker.hits(value)) jlog.annotate('warning', `Skip output '${k}' since it may contain secret.`);
           else outputs[k] = value;
@@ -1308,12 +1327,12 @@ function needsOf(job: Dict): string[] {
 export function jobOrder(wf: Workflow): string[] {
   const ids = Object.keys(wf.jobs);
   for (const id of ids) {
-    for (const n of needsOf(wf.jobs[id]!))
-      if (!(n in wf.jobs)) throw new Error(`${wf.file}: jobs.${id}.needs names '${n}', which is not a job of the workflow`);
+    for (const need of needsOf(wf.jobs[id]!))
+      if (!(need in wf.jobs)) throw new Error(`${wf.file}: jobs.${id}.needs names '${need}', which is not a job of the workflow`);
   }
   const order: string[] = [];
   while (order.length < ids.length) {
-    const next = ids.find((id) => !order.includes(id) && needsOf(wf.jobs[id]!).every((n) => order.includes(n)));
+    const next = ids.find((id) => !order.includes(id) && needsOf(wf.jobs[id]!).every((need) => order.includes(need)));
     if (!next) throw new Error(`${wf.file}: the jobs' needs form a cycle among ${ids.filter((i) => !order.includes(i)).join(', ')}`);
     order.push(next);
   }
@@ -1332,24 +1351,24 @@ export function matrixEntries(wfOrFile: Workflow | string, jobId: string, contex
 /** The file a job's `uses:` names: owner/repo/<path>@ref through `repos`, or ./<path> in the caller's repository. */
 export function resolveWorkflowUses(uses: string, callerFile: string, repos: Record<string, string> = {}): string {
   if (uses.startsWith('./')) return path.resolve(path.dirname(callerFile), '..', '..', uses);
-  const m = /^([^/@]+)\/([^/@]+)\/(.+)@(.+)$/.exec(uses);
-  if (!m)
+  const match = /^([^/@]+)\/([^/@]+)\/(.+)@(.+)$/.exec(uses);
+  if (!match)
     throw new Error(
       `${callerFile}: '${uses}' is not a reusable workflow reference ({owner}/{repo}/.github/workflows/{file}@{ref} or ./.github/workflows/{file})`,
     );
-  const dir = repos[`${m[1]}/${m[2]}`];
+  const dir = repos[`${match[1]}/${match[2]}`];
   if (!dir)
     throw new Error(
-      `${callerFile}: no local folder for '${m[1]}/${m[2]}' (the caller uses ${uses}); pass repos: { '${m[1]}/${m[2]}': <folder> }`,
+      `${callerFile}: no local folder for '${match[1]}/${match[2]}' (the caller uses ${uses}); pass repos: { '${match[1]}/${match[2]}': <folder> }`,
     );
-  return path.join(dir, m[3]!);
+  return path.join(dir, match[3]!);
 }
 
 function ancestors(wf: Workflow, id: string, seen = new Set<string>()): Set<string> {
-  for (const n of needsOf(wf.jobs[id]!)) {
-    if (!seen.has(n)) {
-      seen.add(n);
-      ancestors(wf, n, seen);
+  for (const need of needsOf(wf.jobs[id]!)) {
+    if (!seen.has(need)) {
+      seen.add(need);
+      ancestors(wf, need, seen);
     }
   }
   return seen;
@@ -1380,10 +1399,10 @@ async function playJobOutcome(
   const { wf } = run;
   const job = wf.jobs[jobId]!;
   const outcome: JobOutcome = { jobId, result: 'success', outputs: {}, matrixEntries: null, legs: [], calls: [] };
-  const needs = Object.fromEntries(needsOf(job).map((n) => [n, { result: results[n]!.result, outputs: results[n]!.outputs }]));
-  const above = [...ancestors(wf, jobId)].map((a) => results[a]!.result);
+  const needs = Object.fromEntries(needsOf(job).map((need) => [need, { result: results[need]!.result, outputs: results[need]!.outputs }]));
+  const above = [...ancestors(wf, jobId)].map((ancestor) => results[ancestor]!.result);
   const status: Status = {
-    success: above.every((r) => r === 'success'),
+    success: above.every((result) => result === 'success'),
     failure: above.includes('failure'),
     cancelled: Boolean(opts.signal?.aborted),
   };
@@ -1414,13 +1433,13 @@ async function playJobOutcome(
         const called = await playCall(run, opts, jobId, job, { matrix, needs, common }, info);
         outcome.calls[index] = called;
         legResults[index] = called.result;
-        for (const [k, v] of Object.entries(called.outputs)) if (v !== '') outcome.outputs[k] = v;
+        for (const [k, value] of Object.entries(called.outputs)) if (value !== '') outcome.outputs[k] = value;
       } else {
         const workspace = typeof opts.workspace === 'function' ? await opts.workspace(info) : opts.workspace;
         const play = await playJobIn(run, jobId, { matrix, index, total: entries.length, needs, workspace, common });
         outcome.legs[index] = play;
         legResults[index] = legResult(play.status);
-        for (const [k, v] of Object.entries(play.outputs)) if (v !== '') outcome.outputs[k] = v;
+        for (const [k, outputValue] of Object.entries(play.outputs)) if (outputValue !== '') outcome.outputs[k] = outputValue;
       }
       if (legResults[index] === 'failure' && failFast) abort.abort();
     });
@@ -1485,10 +1504,12 @@ async function playWorkflowIn(
       results[jobId] = { jobId, result: 'failure', outputs: {}, matrixEntries: null, legs: [], calls: [], error: (e as Error).message };
     }
   }
-  const all = Object.values(results).map((r) => r.result);
+  const all = Object.values(results).map((jobOutcome) => jobOutcome.result);
   const outputs: Record<string, string> = {};
   if (run.event === 'workflow_call') {
-    const jobs = Object.fromEntries(Object.entries(results).map(([k, r]) => [k, { result: r.result, outputs: r.outputs }]));
+    const jobs = Object.fromEntries(
+      Object.entries(results).map(([k, jobOutcome]) => [k, { result: jobOutcome.result, outputs: jobOutcome.outputs }]),
+    );
     for (const [k, spec] of Object.entries((wf.on.workflow_call?.outputs ?? {}) as Record<string, Dict>)) {
       outputs[k] = evaluateString(spec?.value, {
         contexts: { github: run.github, inputs: run.inputs, vars: run.vars, jobs },

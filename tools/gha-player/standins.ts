@@ -44,8 +44,8 @@ export interface StandInContext {
 export type StandIn = (ctx: StandInContext) => void | Promise<void>;
 
 function majorAtLeast(ref: string, major: number): boolean {
-  const m = /^v(\d+)/.exec(ref);
-  return !m || Number(m[1]) >= major; // a SHA or a branch: taken as current
+  const match = /^v(\d+)/.exec(ref);
+  return !match || Number(match[1]) >= major; // a SHA or a branch: taken as current
 }
 
 function insideOf(root: string, target: string): boolean {
@@ -61,7 +61,7 @@ function repositoryFiles(dir: string): string[] | undefined {
       stdio: ['ignore', 'pipe', 'ignore'],
       maxBuffer: 64 << 20,
     });
-    return out.split('\0').filter((f) => f !== '' && existsSync(path.join(dir, f)));
+    return out.split('\0').filter((file) => file !== '' && existsSync(path.join(dir, file)));
   } catch {
     return undefined;
   }
@@ -85,7 +85,7 @@ const checkout: StandIn = (ctx) => {
   mkdirSync(dest, { recursive: true });
   const files = repositoryFiles(src);
   if (files) {
-    for (const f of files) cpSync(path.join(src, f), path.join(dest, f), { recursive: true, verbatimSymlinks: true });
+    for (const file of files) cpSync(path.join(src, file), path.join(dest, file), { recursive: true, verbatimSymlinks: true });
   } else {
     cpSync(src, dest, { recursive: true, verbatimSymlinks: true });
   }
@@ -105,10 +105,10 @@ const setupNode: StandIn = (ctx) => {
 const INVALID_NAME_CHARS = ['"', ':', '<', '>', '|', '*', '?', '\r', '\n', '\\', '/'];
 
 function checkArtifactName(name: string): void {
-  const bad = INVALID_NAME_CHARS.filter((c) => name.includes(c));
+  const bad = INVALID_NAME_CHARS.filter((char) => name.includes(char));
   if (bad.length)
     throw new Error(
-      `The artifact name is not valid: ${name}. Contains the following character: ${bad.map((c) => JSON.stringify(c)).join(', ')}`,
+      `The artifact name is not valid: ${name}. Contains the following character: ${bad.map((char) => JSON.stringify(char)).join(', ')}`,
     );
 }
 
@@ -133,14 +133,14 @@ const GLOB = /[*?[\]{}]/;
 /** The folder a pattern searches (its path before the first segment holding a glob character). */
 function searchPath(pattern: string): string {
   const segments = pattern.split('/');
-  const first = segments.findIndex((s) => GLOB.test(s));
+  const first = segments.findIndex((segment) => GLOB.test(segment));
   return first < 0 ? pattern : segments.slice(0, first).join('/') || '/';
 }
 
 function commonAncestor(paths: string[]): string {
   let common = paths[0]!.split(path.sep);
-  for (const p of paths.slice(1)) {
-    const parts = p.split(path.sep);
+  for (const otherPath of paths.slice(1)) {
+    const parts = otherPath.split(path.sep);
     let i = 0;
     while (i < common.length && i < parts.length && common[i] === parts[i]) i++;
     common = common.slice(0, i);
@@ -154,24 +154,25 @@ const uploadArtifact: StandIn = (ctx) => {
   checkArtifactName(name);
   const lines = (ctx.with.path ?? '')
     .split('\n')
-    .map((l) => l.trim())
+    .map((line) => line.trim())
     .filter(Boolean);
   if (lines.length === 0) throw new Error('Input required and not supplied: path');
   const ifNone = ctx.with['if-no-files-found'] || 'warn';
   if (!['warn', 'error', 'ignore'].includes(ifNone))
     throw new Error(`Unrecognized if-no-files-found input. Provided: ${ifNone}. Available options: warn, error, ignore`);
-  const resolve = (p: string) => path.resolve(ctx.workspace, p.replace(/^~(?=\/|$)/, process.env.HOME ?? '~'));
-  const includes = lines.filter((l) => !l.startsWith('!')).map(resolve);
-  const excludes = lines.filter((l) => l.startsWith('!')).map((l) => picomatch(resolve(l.slice(1)), { dot: true }));
+  const resolve = (pathPattern: string) => path.resolve(ctx.workspace, pathPattern.replace(/^~(?=\/|$)/, process.env.HOME ?? '~'));
+  const includes = lines.filter((line) => !line.startsWith('!')).map(resolve);
+  const excludes = lines.filter((line) => line.startsWith('!')).map((line) => picomatch(resolve(line.slice(1)), { dot: true }));
   const searchPaths = includes.map(searchPath);
   const found = new Set<string>();
   includes.forEach((pattern, i) => {
     const base = searchPaths[i]!;
     const match = GLOB.test(pattern) ? picomatch(pattern, { dot: true }) : () => true;
-    for (const f of allFiles(base)) {
+    for (const file of allFiles(base)) {
       // As @actions/glob's excludeHiddenFiles: the search path's own name counts too (.cudamatrix/x is hidden).
-      const hidden = [path.basename(base), ...path.relative(base, f).split(path.sep)].some((s) => s.startsWith('.'));
-      if (match(f) && !excludes.some((m) => m(f)) && (!hidden || ctx.with['include-hidden-files'] === 'true')) found.add(f);
+      const hidden = [path.basename(base), ...path.relative(base, file).split(path.sep)].some((segment) => segment.startsWith('.'));
+      if (match(file) && !excludes.some((isExcluded) => isExcluded(file)) && (!hidden || ctx.with['include-hidden-files'] === 'true'))
+        found.add(file);
     }
   });
   const files = [...found].sort();
@@ -195,11 +196,11 @@ const uploadArtifact: StandIn = (ctx) => {
       'Failed to CreateArtifact: Received non-retryable error: Failed request: (409) Conflict: an artifact with this name already exists on the workflow run',
     );
   }
-  for (const f of files) cpSync(f, path.join(dest, path.relative(root, f)));
+  for (const file of files) cpSync(file, path.join(dest, path.relative(root, file)));
   const id = readdirSync(ctx.artifactsDir).length;
   ctx.log(`[player] actions/upload-artifact@${ctx.ref} is a stand-in: ${files.length} file(s) from ${root} copied to ${dest}`);
   ctx.log(
-    `Artifact ${name} has been successfully uploaded! Final size is ${files.reduce((n, f) => n + statSync(f).size, 0)} bytes. Artifact ID is ${id}`,
+    `Artifact ${name} has been successfully uploaded! Final size is ${files.reduce((total, file) => total + statSync(file).size, 0)} bytes. Artifact ID is ${id}`,
   );
   ctx.setOutput('artifact-id', String(id));
   ctx.setOutput('artifact-url', `file://${dest}`);
@@ -219,9 +220,10 @@ const downloadArtifact: StandIn = (ctx) => {
   } else {
     const pattern = ctx.with.pattern;
     const isMatch = picomatch(pattern || '*', { dot: true });
-    const matches = available.filter((a) => isMatch(a));
+    const matches = available.filter((artifact) => isMatch(artifact));
     const merge = ctx.with['merge-multiple'] === 'true';
-    for (const a of matches) cpSync(path.join(ctx.artifactsDir, a), merge ? dest : path.join(dest, a), { recursive: true });
+    for (const artifact of matches)
+      cpSync(path.join(ctx.artifactsDir, artifact), merge ? dest : path.join(dest, artifact), { recursive: true });
     ctx.log(
       `[player] actions/download-artifact@${ctx.ref} is a stand-in: ${matches.length} artifact(s) ${pattern ? `matching '${pattern}' ` : ''}copied to ${dest}${merge ? ' (merged)' : ''}: ${matches.join(', ')}`,
     );

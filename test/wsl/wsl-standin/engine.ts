@@ -33,12 +33,12 @@ export interface DistroEngine extends TestEngine {
 export async function startDistroEngine(
   machine: StandinMachine,
   name: string,
-  o: { parent?: string; timeoutMs?: number } = {},
+  options: { parent?: string; timeoutMs?: number } = {},
 ): Promise<DistroEngine> {
   const runDir = path.join(machine.distroRoot(name), 'run');
   if (!existsSync(runDir)) throw new Error(`the stand-in distribution ${name} was not made with docker: true (no /run in it)`);
   // /var/run is a link to /run in the distribution: the socket is made through the real folder.
   const distroSocket = path.join(runDir, 'docker.sock');
-  const engine = await startTestEngine(o.parent ?? tmpdir(), o.timeoutMs ?? 60_000, [distroSocket]);
+  const engine = await startTestEngine(options.parent ?? tmpdir(), options.timeoutMs ?? 60_000, [distroSocket]);
   return { ...engine, distroSocket };
 }

@@ -96,8 +96,8 @@ function sharedLibraries(binary: string): string[] {
   }
   return out
     .split('\n')
-    .map((l) => /(\/\S+) \(0x/.exec(l)?.[1])
-    .filter((p): p is string => Boolean(p));
+    .map((line) => /(\/\S+) \(0x/.exec(line)?.[1])
+    .filter((libPath): libPath is string => Boolean(libPath));
 }
 
 /** Copies `lib` (a path ldd named) into the root filesystem `fs` at the same path. */
@@ -112,34 +112,34 @@ function copyLibrary(fs: string, lib: string): void {
  */
 export function makeStandinMachine(
   distros: StandinDistro[],
-  o: { libsOf: string; locale?: 'en-US' | 'de-DE'; installed?: boolean },
+  options: { libsOf: string; locale?: 'en-US' | 'de-DE'; installed?: boolean },
 ): StandinMachine {
   const root = tempDir('cm-wsl-machine-');
   const busybox = findOnPath('busybox');
   if (!busybox) throw new Error('busybox (busybox-static) is needed for the WSL stand-in');
   const applets = execFileSync(busybox, ['--list'], { encoding: 'utf8' }).split('\n').filter(Boolean);
-  const libs = sharedLibraries(o.libsOf);
-  const dockerCli = distros.some((d) => d.docker) ? findOnPath('docker') : undefined;
-  if (distros.some((d) => d.docker) && !dockerCli)
+  const libs = sharedLibraries(options.libsOf);
+  const dockerCli = distros.some((distro) => distro.docker) ? findOnPath('docker') : undefined;
+  if (distros.some((distro) => distro.docker) && !dockerCli)
     throw new Error('the docker CLI (docker.io) is needed for a stand-in distribution with docker: true');
-  for (const d of distros) {
-    const fs = path.join(root, d.name);
+  for (const distro of distros) {
+    const fs = path.join(root, distro.name);
     for (const dir of ['bin', 'etc', 'root', 'home/builder', 'tmp', 'dev', 'proc', 'usr/bin'])
       mkdirSync(path.join(fs, dir), { recursive: true });
     chmodSync(path.join(fs, 'tmp'), 0o1777);
     chownSync(path.join(fs, 'home/builder'), 1000, 1000);
     copyFileSync(busybox, path.join(fs, 'bin', 'busybox'));
     chmodSync(path.join(fs, 'bin', 'busybox'), 0o755);
-    for (const a of applets) {
-      if (a === 'busybox') continue;
+    for (const applet of applets) {
+      if (applet === 'busybox') continue;
       try {
-        symlinkSync('busybox', path.join(fs, 'bin', a));
+        symlinkSync('busybox', path.join(fs, 'bin', applet));
       } catch {
         // listed twice
       }
     }
     for (const lib of libs) copyLibrary(fs, lib);
-    if (d.docker && dockerCli) {
+    if (distro.docker && dockerCli) {
       copyFileSync(realpathSync(dockerCli), path.join(fs, 'usr/bin/docker'));
       chmodSync(path.join(fs, 'usr/bin/docker'), 0o755);
       for (const lib of sharedLibraries(dockerCli)) copyLibrary(fs, lib);
@@ -152,10 +152,10 @@ export function makeStandinMachine(
     writeFileSync(path.join(fs, 'etc', 'group'), 'root:x:0:\nbuilder:x:1000:\n');
     writeFileSync(
       path.join(fs, 'etc', 'os-release'),
-      `NAME="Stand-in ${d.name}"\nID=standin\nPRETTY_NAME="${d.name} (cudamatrix's WSL stand-in)"\n`,
+      `NAME="Stand-in ${distro.name}"\nID=standin\nPRETTY_NAME="${distro.name} (cudamatrix's WSL stand-in)"\n`,
     );
     execFileSync('mknod', ['-m', '666', path.join(fs, 'dev', 'null'), 'c', '1', '3']);
-    const gpu = d.gpu ?? { dxg: d.version === 2, libcuda: d.version === 2 };
+    const gpu = distro.gpu ?? { dxg: distro.version === 2, libcuda: distro.version === 2 };
     if (gpu.dxg) writeFileSync(path.join(fs, 'dev', 'dxg'), '');
     if (gpu.libcuda) {
       mkdirSync(path.join(fs, 'usr/lib/wsl/lib'), { recursive: true });
@@ -172,17 +172,17 @@ export function makeStandinMachine(
     }),
     distroRoot: (name) => path.join(root, name),
     read: () => JSON.parse(readFileSync(machineFile, 'utf8')),
-    write: (m) => writeFileSync(machineFile, `${JSON.stringify(m, null, 2)}\n`),
+    write: (state) => writeFileSync(machineFile, `${JSON.stringify(state, null, 2)}\n`),
   };
   machine.write({
-    installed: o.installed ?? true,
-    locale: o.locale ?? 'en-US',
-    distros: distros.map((d) => ({
-      name: d.name,
-      state: d.state ?? 'Stopped',
-      version: d.version,
-      default: d.default ?? false,
-      defaultUser: d.defaultUser ?? 'root',
+    installed: options.installed ?? true,
+    locale: options.locale ?? 'en-US',
+    distros: distros.map((distro) => ({
+      name: distro.name,
+      state: distro.state ?? 'Stopped',
+      version: distro.version,
+      default: distro.default ?? false,
+      defaultUser: distro.defaultUser ?? 'root',
     })),
   });
   return machine;
@@ -190,7 +190,7 @@ export function makeStandinMachine(
 
 /** Work folders of cudamatrix sessions left in a distribution's /tmp. */
 export function leftInDistro(machine: StandinMachine, name: string): string[] {
-  return readdirSync(path.join(machine.distroRoot(name), 'tmp')).filter((f) => f.startsWith('cudamatrix-'));
+  return readdirSync(path.join(machine.distroRoot(name), 'tmp')).filter((folder) => folder.startsWith('cudamatrix-'));
 }
 
 /**
@@ -199,7 +199,7 @@ export function leftInDistro(machine: StandinMachine, name: string): string[] {
  */
 export function terminateDistro(machine: StandinMachine, name: string): void {
   const root = realpathSync(machine.distroRoot(name));
-  for (const pid of readdirSync('/proc').filter((f) => /^\d+$/.test(f))) {
+  for (const pid of readdirSync('/proc').filter((entryName) => /^\d+$/.test(entryName))) {
     try {
       if (realpathSync(`/proc/${pid}/root`) === root) process.kill(Number(pid), 'SIGKILL');
     } catch {

@@ -69,8 +69,9 @@ const strings = {
     distroNotFound: 'There is no distribution with the supplied name.',
     noDistros:
       "Windows Subsystem for Linux has no installed distributions.\nYou can resolve this by installing a distribution with the instructions below:\n\nUse 'wsl.exe --list --online' to list available distributions\nand 'wsl.exe --install <Distro>' to install.",
-    invalidArgument: (a) => `Invalid command line argument: ${a}\nPlease use 'wsl.exe --help' to get a list of supported arguments.`,
-    missingValue: (a) => `Command line argument ${a} requires a value.\nPlease use 'wsl.exe --help' to get a list of supported arguments.`,
+    invalidArgument: (arg) => `Invalid command line argument: ${arg}\nPlease use 'wsl.exe --help' to get a list of supported arguments.`,
+    missingValue: (arg) =>
+      `Command line argument ${arg} requires a value.\nPlease use 'wsl.exe --help' to get a list of supported arguments.`,
     userNotFound: 'User not found.',
     invalidParameter: 'The parameter is incorrect.',
     notInstalled:
@@ -84,10 +85,10 @@ const strings = {
     distroNotFound: 'Es ist keine Distribution mit dem angegebenen Namen vorhanden.',
     noDistros:
       "Für das Windows-Subsystem für Linux sind keine Distributionen installiert.\nVerwenden Sie 'wsl.exe --list --online', um verfügbare Distributionen aufzulisten,\nund 'wsl.exe --install <Distro>' für die Installation.",
-    invalidArgument: (a) =>
-      `Ungültiges Befehlszeilenargument: ${a}\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
-    missingValue: (a) =>
-      `Das Befehlszeilenargument ${a} erfordert einen Wert.\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
+    invalidArgument: (arg) =>
+      `Ungültiges Befehlszeilenargument: ${arg}\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
+    missingValue: (arg) =>
+      `Das Befehlszeilenargument ${arg} erfordert einen Wert.\nVerwenden Sie 'wsl.exe --help', um eine Liste der unterstützten Argumente abzurufen.`,
     userNotFound: 'Kein Benutzer für diesen Namen gefunden.',
     invalidParameter: 'Falscher Parameter.',
     notInstalled:
@@ -114,7 +115,9 @@ const CP850_HIGH =
 function encode(text) {
   const crlf = text.replace(/\r?\n/g, '\r\n');
   if (messageEncoding === 'cp850')
-    return Buffer.from([...crlf].map((c) => (c.charCodeAt(0) < 0x80 ? c.charCodeAt(0) : 0x80 + Math.max(0, CP850_HIGH.indexOf(c)))));
+    return Buffer.from(
+      [...crlf].map((char) => (char.charCodeAt(0) < 0x80 ? char.charCodeAt(0) : 0x80 + Math.max(0, CP850_HIGH.indexOf(char)))),
+    );
   if (messageEncoding === 'windows-1252') return Buffer.from(crlf, 'latin1');
   return Buffer.from(crlf, utf8 ? 'utf8' : 'utf16le');
 }
@@ -153,40 +156,40 @@ function main(args) {
   if (!root || !existsSync(machineFile)) return standinRefuses('CUDAMATRIX_WSL_STANDIN_ROOT must name a folder with a distros.json');
   const machine = loadMachine();
   messageEncoding = machine.messageEncoding;
-  const t = strings[machine.locale ?? 'en-US'];
-  if (!t) return standinRefuses(`unknown locale ${machine.locale}`);
-  if (machine.installed === false) return fail(t.notInstalled, process.stdout);
+  const messages = strings[machine.locale ?? 'en-US'];
+  if (!messages) return standinRefuses(`unknown locale ${machine.locale}`);
+  if (machine.installed === false) return fail(messages.notInstalled, process.stdout);
   const distros = machine.distros ?? [];
-  const find = (name) => distros.find((d) => d.name.toLowerCase() === name.toLowerCase());
+  const find = (name) => distros.find((candidate) => candidate.name.toLowerCase() === name.toLowerCase());
 
   let distro;
   let user;
   let cwd;
   for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    if (a === '-d' || a === '--distribution') {
+    const arg = args[i];
+    if (arg === '-d' || arg === '--distribution') {
       const name = args[++i];
-      if (!name) return fail(t.missingValue('--distribution'), process.stdout);
+      if (!name) return fail(messages.missingValue('--distribution'), process.stdout);
       distro = find(name);
       // As WslMain: the name is looked up as soon as it is read.
-      if (!distro) return fail(`${t.distroNotFound}\n${t.errorCode}: Wsl/Service/WSL_E_DISTRO_NOT_FOUND`);
-    } else if (a === '-u' || a === '--user') {
+      if (!distro) return fail(`${messages.distroNotFound}\n${messages.errorCode}: Wsl/Service/WSL_E_DISTRO_NOT_FOUND`);
+    } else if (arg === '-u' || arg === '--user') {
       user = args[++i];
-      if (!user) return fail(t.missingValue('--user'), process.stdout);
-    } else if (a === '--cd') {
+      if (!user) return fail(messages.missingValue('--user'), process.stdout);
+    } else if (arg === '--cd') {
       cwd = args[++i];
-      if (!cwd) return fail(t.missingValue('--cd'), process.stdout);
-    } else if (a === '-e' || a === '--exec') {
-      return exec(machine, t, distro, user, cwd, args.slice(i + 1));
-    } else if (a === '-l' || a === '--list') {
+      if (!cwd) return fail(messages.missingValue('--cd'), process.stdout);
+    } else if (arg === '-e' || arg === '--exec') {
+      return exec(machine, messages, distro, user, cwd, args.slice(i + 1));
+    } else if (arg === '-l' || arg === '--list') {
       const rest = args.slice(i + 1);
-      const bad = rest.find((r) => r !== '-v' && r !== '--verbose');
-      if (bad !== undefined) return fail(t.invalidArgument(bad), process.stdout);
+      const bad = rest.find((option) => option !== '-v' && option !== '--verbose');
+      if (bad !== undefined) return fail(messages.invalidArgument(bad), process.stdout);
       if (rest.length !== 1)
         return standinRefuses(`only "--list --verbose" is supported, not ${JSON.stringify(['--list', ...rest].join(' '))}`);
-      return list(machine, t);
-    } else if (a.startsWith('-')) {
-      return fail(t.invalidArgument(a), process.stdout);
+      return list(machine, messages);
+    } else if (arg.startsWith('-')) {
+      return fail(messages.invalidArgument(arg), process.stdout);
     } else {
       return standinRefuses(
         `a command line for the default shell (${JSON.stringify(args.slice(i).join(' '))}): cudamatrix only uses --exec`,
@@ -196,13 +199,14 @@ function main(args) {
   return standinRefuses('no --exec and no --list: the real wsl.exe would start an interactive shell');
 }
 
-function list(machine, t) {
-  const distros = [...(machine.distros ?? [])].sort((a, b) => Number(Boolean(b.default)) - Number(Boolean(a.default)));
-  if (distros.length === 0) return fail(t.noDistros);
-  const width = Math.max(t.header[0].length, ...distros.map((d) => d.name.length)) + 4;
+function list(machine, messages) {
+  const distros = [...(machine.distros ?? [])].sort((left, right) => Number(Boolean(right.default)) - Number(Boolean(left.default)));
+  if (distros.length === 0) return fail(messages.noDistros);
+  const width = Math.max(messages.header[0].length, ...distros.map((distro) => distro.name.length)) + 4;
   const row = (mark, name, state, version) => `${mark} ${name.padEnd(width)}${state.padEnd(16)}${version}\n`;
-  let out = row(' ', ...t.header);
-  for (const d of distros) out += row(d.default ? '*' : ' ', d.name, t[d.state] ?? d.state, String(d.version));
+  let out = row(' ', ...messages.header);
+  for (const distro of distros)
+    out += row(distro.default ? '*' : ' ', distro.name, messages[distro.state] ?? distro.state, String(distro.version));
   process.stdout.write(encode(out));
 }
 
@@ -211,8 +215,8 @@ function passwdEntry(distroRoot, name) {
   const file = path.join(distroRoot, 'etc', 'passwd');
   if (!existsSync(file)) return undefined;
   for (const line of readFileSync(file, 'utf8').split('\n')) {
-    const [n, , uid, gid, , home, shell] = line.split(':');
-    if (n === name) return { name: n, uid, gid, home, shell };
+    const [entryName, , uid, gid, , home, shell] = line.split(':');
+    if (entryName === name) return { name: entryName, uid, gid, home, shell };
   }
   return undefined;
 }
@@ -228,10 +232,10 @@ function wslenvVariables() {
   return out;
 }
 
-function exec(machine, t, chosen, userName, cwdArg, command) {
-  if (command.length === 0) return fail(`${t.invalidParameter}\n${t.errorCode}: Wsl/E_INVALIDARG`);
-  const distro = chosen ?? (machine.distros ?? []).find((d) => d.default);
-  if (!distro) return fail(t.noDistros);
+function exec(machine, messages, chosen, userName, cwdArg, command) {
+  if (command.length === 0) return fail(`${messages.invalidParameter}\n${messages.errorCode}: Wsl/E_INVALIDARG`);
+  const distro = chosen ?? (machine.distros ?? []).find((candidate) => candidate.default);
+  if (!distro) return fail(messages.noDistros);
   if (process.getuid?.() !== 0) return standinRefuses('it runs distributions with chroot, which needs root');
   const distroRoot = path.join(root, distro.name);
   if (!existsSync(distroRoot)) return standinRefuses(`no root filesystem for ${distro.name} at ${distroRoot}`);
@@ -241,7 +245,7 @@ function exec(machine, t, chosen, userName, cwdArg, command) {
     // UTF-8, on the stream wsl.exe's UTF-16LE message then goes to (microsoft/WSL#12028).
     if (machine.initSays && distro.version === 2)
       process.stderr.write(`<3>WSL (11) ERROR: CreateProcessParseCommon:740: getpwnam(${userName}) failed 17\n`);
-    return fail(`${t.userNotFound}\n${t.errorCode}: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND`);
+    return fail(`${messages.userNotFound}\n${messages.errorCode}: Wsl/Service/CreateInstance/WSL_E_USER_NOT_FOUND`);
   }
   let dir = '/';
   if (cwdArg === '~') dir = account.home;
@@ -251,9 +255,9 @@ function exec(machine, t, chosen, userName, cwdArg, command) {
   // Running a command starts the distribution.
   if (distro.state !== 'Running') {
     const fresh = loadMachine();
-    const d = fresh.distros.find((x) => x.name === distro.name);
-    if (d && d.state !== 'Running') {
-      d.state = 'Running';
+    const stored = fresh.distros.find((candidate) => candidate.name === distro.name);
+    if (stored && stored.state !== 'Running') {
+      stored.state = 'Running';
       saveMachine(fresh);
     }
   }
@@ -268,8 +272,8 @@ function exec(machine, t, chosen, userName, cwdArg, command) {
     WSL_DISTRO_NAME: distro.name,
     ...wslenvVariables(),
   };
-  const chroot = ['/usr/sbin/chroot', '/usr/bin/chroot'].find((c) => existsSync(c)) ?? 'chroot';
-  const unshare = ['/usr/bin/unshare', '/bin/unshare'].find((c) => existsSync(c)) ?? 'unshare';
+  const chroot = ['/usr/sbin/chroot', '/usr/bin/chroot'].find((candidate) => existsSync(candidate)) ?? 'chroot';
+  const unshare = ['/usr/bin/unshare', '/bin/unshare'].find((candidate) => existsSync(candidate)) ?? 'unshare';
   // The distribution's /proc: mounted in a mount namespace of this command's own (gone when its
   // processes are), so that nothing is mounted on this machine. Then init's part: change to the
   // directory (or stay at / when it is not there), and exec the program.
@@ -308,8 +312,8 @@ function exec(machine, t, chosen, userName, cwdArg, command) {
   const relayGone = () => process.exit(FAILED);
   process.stdout.on('error', relayGone);
   process.stderr.on('error', relayGone);
-  child.stdout.on('data', (d) => process.stdout.write(d));
-  child.stderr.on('data', (d) => process.stderr.write(d));
+  child.stdout.on('data', (chunk) => process.stdout.write(chunk));
+  child.stderr.on('data', (chunk) => process.stderr.write(chunk));
   child.stdin.on('error', () => undefined);
   process.stdin.on('error', () => undefined);
   process.stdin.pipe(child.stdin);
