@@ -35,10 +35,11 @@ export default defineConfig({
     // `pnpm test:e2e`. `vitest run` runs them all in one pool of maxWorkers (same groupOrder): the
     // tiers' files one tier after another (Vitest orders by project name), the slowest of each
     // first, so the same work keeps both workers busy as before and the last files are unit tests.
-    // Each tier has its own temp dir (test/global-setup.ts) and builds cudaprobe first (a cache hit
-    // after the first); only the integration tier starts a Docker engine when asked for one.
+    // Each tier has its own temp dir (test/global-setup.ts); the integration and e2e tiers build
+    // cudaprobe first (a cache hit for the second), and only integration starts a Docker engine
+    // when asked for one.
     projects: [
-      tier('unit', ['**/*.test.ts'], [...integrationTests, ...endToEndTests], ['test/global-setup.ts', 'test/global-setup-cudaprobe.ts']),
+      tier('unit', ['**/*.test.ts'], [...integrationTests, ...endToEndTests], ['test/global-setup.ts']),
       tier('integration', integrationTests, [], ['test/global-setup.ts', 'test/global-setup-cudaprobe.ts', 'test/global-setup-docker.ts']),
       tier('e2e', endToEndTests, [], ['test/global-setup.ts', 'test/global-setup-cudaprobe.ts']),
     ],

@@ -11,13 +11,13 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { formatValue } from '../core/units.ts';
 import { readEventLog, type RunEvent, type RunStartEvent } from '../events/events.ts';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fixture.ts';
 import { metricsIn, pinnedH2dAtLeast40 } from '../test/h200-fixture.ts';
 import { repoRoot, tempDir } from '../test/helpers.ts';
-import { noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../test/live-and-merged.ts';
+import { normalise, runIdOf, twice } from '../test/live-and-merged.ts';
 import { summarize } from '../verdicts/verdicts.ts';
 import { colorEnabled, consoleReporter, progressEnabled, type ConsoleOptions } from './console.ts';
 

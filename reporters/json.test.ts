@@ -4,14 +4,14 @@
  * a real run on this machine, live and as two shards merged. Both must give the same JSON, run
  * ids, times, durations and folders aside.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { readEventLog, readEventLogLines, type RunEvent } from '../events/events.ts';
 import { cell, runEnd, runStart, targetStart } from '../test/events-fixture.ts';
 import { factIn, h200EventsFile, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../test/h200-fixture.ts';
 import { tempDir } from '../test/helpers.ts';
-import { noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../test/live-and-merged.ts';
+import { normalise, runIdOf, twice } from '../test/live-and-merged.ts';
 import { summarize } from '../verdicts/verdicts.ts';
 import { jsonReporter, summaryJson, summaryJsonParts } from './json.ts';
 

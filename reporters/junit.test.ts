@@ -4,7 +4,7 @@
  * and a real run on this machine, live and as two shards merged. Both must give the same XML,
  * run ids, times, durations and folders aside.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,7 +13,7 @@ import type { RunEvent } from '../events/events.ts';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fixture.ts';
 import { factIn, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../test/h200-fixture.ts';
 import { tempDir, validateJunit } from '../test/helpers.ts';
-import { mergedShards, noDriverHere, normalise, realRun, runIdOf, SOURCES, twice, type RunSource } from '../test/live-and-merged.ts';
+import { mergedShards, normalise, runIdOf, twice } from '../test/live-and-merged.ts';
 import { summarize } from '../verdicts/verdicts.ts';
 import { junitReporter, junitXml } from './junit.ts';
 

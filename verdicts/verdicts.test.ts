@@ -4,13 +4,13 @@
  * A real run on this machine, live and as two shards merged, is judged alike too.
  */
 import path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { cell, runEnd, runStart, sysinfo, targetStart } from '../test/events-fixture.ts';
 import { repoRoot } from '../test/helpers.ts';
 import { readEventLog, type RunEvent } from '../events/events.ts';
 import { formatValue } from '../core/units.ts';
 import { factIn, h200Events, h200WithLinuxExpectations, metricsIn, pinnedH2dAtLeast40 } from '../test/h200-fixture.ts';
-import { mergedShards, noDriverHere, realRun, SOURCES, type RunSource, type SourceName } from '../test/live-and-merged.ts';
+import { mergedShards, SOURCES, type SourceName } from '../test/live-and-merged.ts';
 import { exitCodeOf, summarize as summarizeLog, withEventsFile, type FactEvidence, type MetricEvidence, type Verdict } from './verdicts.ts';
 
 /** summarize, on the log as given ('live') or on the same log merged from its shards. */

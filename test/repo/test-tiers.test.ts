@@ -1,7 +1,8 @@
 /**
  * The test tiers (test/tiers.ts) stay what docs/development.md says: every test file is in exactly
  * one, the lists name no file that is gone, and no unit test imports what starts a service, Wine,
- * Chromium or the CLI: `pnpm test:unit` would then neither be fast nor run where those are missing.
+ * Chromium, the CLI or a cudaprobe build: `pnpm test:unit` would then neither be fast nor run
+ * where those are missing (the unit tier builds no cudaprobe: vitest.config.ts).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -37,6 +38,7 @@ const startsSomething: Record<string, string> = {
   'test/package.ts': 'the packed package',
   'test/gha/gha-lab.ts': 'a played GitHub Actions workflow',
   'test/cli.ts': 'the CLI as a child process',
+  'probes/build.ts': 'a cudaprobe build',
   'playwright-core': 'Chromium',
 };
 
@@ -53,6 +55,8 @@ function importsOf(file: string): { module: string; names: string }[] {
 function whatItStarts(file: string): string[] {
   return importsOf(file).flatMap(({ module, names }) => {
     if (module === 'test/helpers.ts' && /\b(WINE|WINDOWS_NODE)\b/.test(names)) return [`Wine (test/helpers.ts: ${names})`];
+    if (module === 'test/live-and-merged.ts' && /\b(realRuns?|liveAndMerged)\b/.test(names))
+      return [`a matrix run with cudaprobe built (test/live-and-merged.ts: ${names})`];
     const started = Object.entries(startsSomething).find(([what]) => module === what || (what.endsWith('/') && module.startsWith(what)));
     return started ? [`${started[1]} (${module})`] : [];
   });
@@ -81,5 +85,6 @@ describe('the test tiers (test/tiers.ts)', () => {
     expect(whatItStarts('test/windows/windows-quoting.test.ts')).toEqual(expect.arrayContaining([expect.stringMatching(/^Wine/)]));
     expect(whatItStarts('test/report/report-browser.test.ts')).toEqual(['Chromium (playwright-core)']);
     expect(whatItStarts('cli/init.test.ts')).toEqual(['the CLI as a child process (test/cli.ts)']);
+    expect(whatItStarts('reporters/real-run.test.ts')).toEqual([expect.stringMatching(/^a matrix run with cudaprobe built/)]);
   });
 });
