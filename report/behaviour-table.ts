@@ -76,11 +76,11 @@ const keyMetricsOf = new WeakMap<BehaviourRecord, BehaviourRecord>();
  * ones. So the verdicts are the same whether the records were read whole or through the index,
  * and cost ~40 series a record, not ~170 (bench/report: 10,000 records).
  */
-function withKeyMetrics(r: BehaviourRecord): BehaviourRecord {
+function withKeyMetrics(record: BehaviourRecord): BehaviourRecord {
   // Read through the index: its metrics are already the kept ones.
-  if (packedMetricsOf(r)) return r;
-  let got = keyMetricsOf.get(r);
-  if (!got) keyMetricsOf.set(r, (got = { ...r, metrics: KEPT_KEY_METRICS.pick(r.metrics) }));
+  if (packedMetricsOf(record)) return record;
+  let got = keyMetricsOf.get(record);
+  if (!got) keyMetricsOf.set(record, (got = { ...record, metrics: KEPT_KEY_METRICS.pick(record.metrics) }));
   return got;
 }
 
@@ -93,59 +93,59 @@ function withKeyMetrics(r: BehaviourRecord): BehaviourRecord {
  * (an opt-in run) hides no drift of an older full one. Every record is compared as the records
  * index keeps it (withKeyMetrics), so only the key metrics' series can drift.
  */
-function driftsOf(c: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
-  const sorted = c.records;
+function driftsOf(column: Pick<Column, 'records' | 'byProbe'>): ColumnDrift[] {
+  const sorted = column.records;
   if (sorted.length < 2) return [];
-  const at = new Map(sorted.map((r, i) => [r, i]));
+  const at = new Map(sorted.map((loaded, i) => [loaded, i]));
   const probesOf = new Map<LoadedRecord, Set<string>>();
-  for (const [probe, r] of c.byProbe) (probesOf.get(r) ?? probesOf.set(r, new Set()).get(r)!).add(probe);
-  const segment = segmentsOf(sorted.map((r) => r.record));
-  const history = sorted.map((r) => withKeyMetrics(r.record));
+  for (const [probe, newest] of column.byProbe) (probesOf.get(newest) ?? probesOf.set(newest, new Set()).get(newest)!).add(probe);
+  const segment = segmentsOf(sorted.map((loaded) => loaded.record));
+  const history = sorted.map((loaded) => withKeyMetrics(loaded.record));
   const out: ColumnDrift[] = [];
   // Newest group first: its drift is the latest one.
-  for (const [to, probes] of [...probesOf].sort(([a], [b]) => at.get(b)! - at.get(a)!)) {
-    const measures = (r: BehaviourRecord) => withKeyMetrics(r).metrics.some((m) => probes.has(probeOfMetric(m.name)));
+  for (const [to, probes] of [...probesOf].sort(([left], [right]) => at.get(right)! - at.get(left)!)) {
+    const measures = (record: BehaviourRecord) => withKeyMetrics(record).metrics.some((metric) => probes.has(probeOfMetric(metric.name)));
     if (!measures(to.record)) continue;
     // The earlier records that measured these probes, newest first, within one segment.
     const earlier: LoadedRecord[] = [];
     for (let i = at.get(to)! - 1; i >= 0 && earlier.length < HISTORY_PER_DRIVER; i--) {
-      const r = sorted[i]!;
-      if (earlier.length && segment.get(r.record) !== segment.get(earlier[0]!.record)) break;
-      if (measures(r.record)) earlier.push(r);
+      const loaded = sorted[i]!;
+      if (earlier.length && segment.get(loaded.record) !== segment.get(earlier[0]!.record)) break;
+      if (measures(loaded.record)) earlier.push(loaded);
     }
     if (!earlier.length) continue;
     // The earlier side as one record: each probe's series from the newest earlier record that has them.
     const byProbe = new Map<string, BehaviourRecord>();
-    const runs = earlier.map((r) => withKeyMetrics(r.record));
-    for (const r of runs)
-      for (const m of r.metrics) {
-        const probe = probeOfMetric(m.name);
-        if (probes.has(probe) && !byProbe.has(probe)) byProbe.set(probe, r);
+    const runs = earlier.map((loaded) => withKeyMetrics(loaded.record));
+    for (const run of runs)
+      for (const metric of run.metrics) {
+        const probe = probeOfMetric(metric.name);
+        if (probes.has(probe) && !byProbe.has(probe)) byProbe.set(probe, run);
       }
-    const a = composeRecord(runs[0]!, byProbe);
+    const earlierSide = composeRecord(runs[0]!, byProbe);
     // Only series both sides have can move: of the newest record's key metrics, those of its group's probes.
     const shown = withKeyMetrics(to.record);
-    const b = { ...shown, metrics: shown.metrics.filter((m) => probes.has(probeOfMetric(m.name))) };
-    const metrics = diffPair(a, b, false, { runsA: runs, history }).metrics.filter((m) => m.flagged);
+    const newestSide = { ...shown, metrics: shown.metrics.filter((metric) => probes.has(probeOfMetric(metric.name))) };
+    const metrics = diffPair(earlierSide, newestSide, false, { runsA: runs, history }).metrics.filter((comparison) => comparison.flagged);
     if (metrics.length) out.push({ to, from: earlier[0]!, earlier: earlier.length, metrics });
   }
   return out;
 }
 
 /** Plain code-point order, not the locale's: the output must not depend on the machine. */
-const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const cmp = (left: string, right: string): number => (left < right ? -1 : left > right ? 1 : 0);
 
 /** Versions and builds compared part by part, numbers as numbers ("575.9" < "575.51" < "580.1"). */
-export function compareVersions(a: string, b: string): number {
-  const pa = a.split(/[.\-_ ]/);
-  const pb = b.split(/[.\-_ ]/);
+export function compareVersions(left: string, right: string): number {
+  const pa = left.split(/[.\-_ ]/);
+  const pb = right.split(/[.\-_ ]/);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
-    const x = pa[i] ?? '';
-    const y = pb[i] ?? '';
-    const nx = /^\d+$/.test(x) ? Number(x) : NaN;
-    const ny = /^\d+$/.test(y) ? Number(y) : NaN;
-    const c = Number.isNaN(nx) || Number.isNaN(ny) ? cmp(x, y) : nx - ny;
-    if (c !== 0) return c;
+    const leftPart = pa[i] ?? '';
+    const rightPart = pb[i] ?? '';
+    const nx = /^\d+$/.test(leftPart) ? Number(leftPart) : NaN;
+    const ny = /^\d+$/.test(rightPart) ? Number(rightPart) : NaN;
+    const order = Number.isNaN(nx) || Number.isNaN(ny) ? cmp(leftPart, rightPart) : nx - ny;
+    if (order !== 0) return order;
   }
   return 0;
 }
@@ -154,46 +154,46 @@ export function compareVersions(a: string, b: string): number {
 const ENVIRONMENTS = ['linux', 'wsl2', 'wddm', 'tcc', 'mcdm'];
 const envRank = (e: string) => (ENVIRONMENTS.includes(e) ? ENVIRONMENTS.indexOf(e) : ENVIRONMENTS.length);
 
-export function compareKeys(a: ObservationKey, b: ObservationKey): number {
+export function compareKeys(left: ObservationKey, right: ObservationKey): number {
   return (
-    envRank(a.environment) - envRank(b.environment) ||
-    cmp(a.environment, b.environment) ||
-    compareVersions(a.driver, b.driver) ||
-    cmp(a.gpu, b.gpu) ||
-    cmp(a.os, b.os) ||
-    compareVersions(a.osBuild ?? '', b.osBuild ?? '') ||
-    cmp(a.container ?? '', b.container ?? '')
+    envRank(left.environment) - envRank(right.environment) ||
+    cmp(left.environment, right.environment) ||
+    compareVersions(left.driver, right.driver) ||
+    cmp(left.gpu, right.gpu) ||
+    cmp(left.os, right.os) ||
+    compareVersions(left.osBuild ?? '', right.osBuild ?? '') ||
+    cmp(left.container ?? '', right.container ?? '')
   );
 }
 
-const byDate = (a: LoadedRecord, b: LoadedRecord) =>
-  cmp(a.record.observed.date, b.record.observed.date) || cmp(a.record.id, b.record.id) || cmp(a.file, b.file);
+const byDate = (left: LoadedRecord, right: LoadedRecord) =>
+  cmp(left.record.observed.date, right.record.observed.date) || cmp(left.record.id, right.record.id) || cmp(left.file, right.file);
 
 /** One key's records, oldest first, with the newest that has facts and the newest that measured each probe. */
 function shownOfKey(list: readonly LoadedRecord[]): Pick<Column, 'records' | 'chosen' | 'byProbe'> {
   const sorted = [...list].sort(byDate);
   // The newest record that observed facts: an empty newer one (written by an older cudamatrix)
   // must not hide a full one's charts.
-  const withFacts = sorted.filter((r) => hasFacts(r.record));
+  const withFacts = sorted.filter((loaded) => hasFacts(loaded.record));
   // And one that had the GPU alone: a run beside another process is not what the column shows.
-  const alone = withFacts.filter((r) => !sharedCells(r.record).length);
+  const alone = withFacts.filter((loaded) => !sharedCells(loaded.record).length);
   const shown = alone.length ? alone : withFacts;
   const chosen = (shown.length ? shown : sorted).at(-1)!;
   const byProbe = newestByProbe(
     shown,
-    (a, b) => byDate(a, b) > 0,
-    (r) => r.record,
+    (left, right) => byDate(left, right) > 0,
+    (loaded) => loaded.record,
   );
   return { records: sorted, chosen, byProbe };
 }
 
 function groupByKey(records: readonly LoadedRecord[]): Map<string, LoadedRecord[]> {
   const byKey = new Map<string, LoadedRecord[]>();
-  for (const r of records) {
-    const text = keyText(r.record.key);
+  for (const loaded of records) {
+    const text = keyText(loaded.record.key);
     const list = byKey.get(text);
-    if (list) list.push(r);
-    else byKey.set(text, [r]);
+    if (list) list.push(loaded);
+    else byKey.set(text, [loaded]);
   }
   return byKey;
 }
@@ -208,7 +208,7 @@ export function recordsShownInFull(records: readonly LoadedRecord[]): Set<Loaded
   for (const list of groupByKey(records).values()) {
     const shown = shownOfKey(list);
     out.add(shown.chosen);
-    for (const r of shown.byProbe.values()) out.add(r);
+    for (const loaded of shown.byProbe.values()) out.add(loaded);
   }
   return out;
 }
@@ -220,12 +220,12 @@ export function columnsOf(records: readonly LoadedRecord[]): Column[] {
       const shown = shownOfKey(list);
       return { key: shown.records[0]!.record.key, text, ...shown, drifts: driftsOf(shown) };
     })
-    .sort((a, b) => compareKeys(a.key, b.key) || cmp(a.text, b.text));
+    .sort((left, right) => compareKeys(left.key, right.key) || cmp(left.text, right.text));
 }
 
 /** What a column shows as one record: the chosen record, each probe's facts, metrics and samples from the newest record that measured it. */
-export function shownRecord(c: Column): BehaviourRecord {
-  return composeRecord(c.chosen.record, new Map([...c.byProbe].map(([probe, r]) => [probe, r.record])));
+export function shownRecord(column: Column): BehaviourRecord {
+  return composeRecord(column.chosen.record, new Map([...column.byProbe].map(([probe, loaded]) => [probe, loaded.record])));
 }
 
 /** One value of a cell and the records that observed it. */
@@ -286,7 +286,7 @@ export const SYSINFO_ROWS = [
 const SYSINFO_OLD_NAMES: Record<string, string> = { hags_setting: 'hags' };
 
 /** Tells values of different types apart (true from "true", null from "null") without JSON.stringify's cost. */
-const valueKey = (v: Scalar) => (v === null ? 'null' : `${typeof v}:${String(v)}`);
+const valueKey = (value: Scalar) => (value === null ? 'null' : `${typeof value}:${String(value)}`);
 
 /** A cell's values as they are gathered: value key -> the group. */
 type Gathering = Map<string, ValueGroup>;
@@ -302,11 +302,11 @@ function add(
   let groups = cells.get(name);
   if (!groups) cells.set(name, (groups = new Map()));
   const k = valueKey(value);
-  const g = groups.get(k);
-  if (!g) groups.set(k, reason ? { value, records: [...rs], reason } : { value, records: [...rs] });
+  const group = groups.get(k);
+  if (!group) groups.set(k, reason ? { value, records: [...rs], reason } : { value, records: [...rs] });
   else {
-    for (const r of rs) g.records.push(r);
-    mixed.add(g);
+    for (const loaded of rs) group.records.push(loaded);
+    mixed.add(group);
   }
 }
 
@@ -315,18 +315,18 @@ function add(
  * records (oldest first). Records read through the index share their facts and sysinfo objects
  * where they are alike, so each distinct one is gathered once for all its records.
  */
-function gather(c: Column): { facts: Map<string, Gathering>; sysinfo: Map<string, Gathering> } {
+function gather(column: Column): { facts: Map<string, Gathering>; sysinfo: Map<string, Gathering> } {
   const facts = new Map<string, Gathering>();
   const sysinfo = new Map<string, Gathering>();
   const byFacts = new Map<BehaviourRecord['facts'], LoadedRecord[]>();
   const bySysinfo = new Map<BehaviourRecord['sysinfo'], LoadedRecord[]>();
-  for (const r of c.records) {
-    const f = byFacts.get(r.record.facts);
-    if (f) f.push(r);
-    else byFacts.set(r.record.facts, [r]);
-    const s = bySysinfo.get(r.record.sysinfo);
-    if (s) s.push(r);
-    else bySysinfo.set(r.record.sysinfo, [r]);
+  for (const loaded of column.records) {
+    const withSameFacts = byFacts.get(loaded.record.facts);
+    if (withSameFacts) withSameFacts.push(loaded);
+    else byFacts.set(loaded.record.facts, [loaded]);
+    const withSameSysinfo = bySysinfo.get(loaded.record.sysinfo);
+    if (withSameSysinfo) withSameSysinfo.push(loaded);
+    else bySysinfo.set(loaded.record.sysinfo, [loaded]);
   }
   // Groups filled from more than one distinct object: put back in the column's order.
   const mixed = new Set<ValueGroup>();
@@ -338,8 +338,8 @@ function gather(c: Column): { facts: Map<string, Gathering>; sysinfo: Map<string
     }
   }
   if (mixed.size) {
-    const order = new Map(c.records.map((r, i) => [r, i]));
-    for (const g of mixed) g.records.sort((a, b) => order.get(a)! - order.get(b)!);
+    const order = new Map(column.records.map((loaded, i) => [loaded, i]));
+    for (const group of mixed) group.records.sort((left, right) => order.get(left)! - order.get(right)!);
   }
   return { facts, sysinfo };
 }
@@ -352,7 +352,7 @@ function gather(c: Column): { facts: Map<string, Gathering>; sysinfo: Map<string
 function cellOf(groups: Gathering | undefined, kind: Row['kind']): Cell | null {
   if (!groups) return null;
   const values = [...groups.values()];
-  const decided = kind === 'sysinfo' ? values.length : values.filter((v) => v.value !== null).length;
+  const decided = kind === 'sysinfo' ? values.length : values.filter((group) => group.value !== null).length;
   return { values, differs: decided > 1 };
 }
 
@@ -360,17 +360,19 @@ function cellOf(groups: Gathering | undefined, kind: Row['kind']): Cell | null {
 export function factGroups(columns: readonly Column[]): RowGroup[] {
   const gathered = columns.map(gather);
   const seen = new Map<string, Set<string>>();
-  for (const g of gathered) {
-    for (const name of g.facts.keys()) {
+  for (const columnValues of gathered) {
+    for (const name of columnValues.facts.keys()) {
       const dot = name.indexOf('.');
       const probe = dot > 0 ? name.slice(0, dot) : '(no probe)';
       if (!seen.has(probe)) seen.set(probe, new Set());
       seen.get(probe)!.add(name.slice(dot + 1));
     }
   }
-  const known = catalogue.map((p) => p.name);
+  const known = catalogue.map((probe) => probe.name);
   const probes = [...seen.keys()].sort(
-    (a, b) => (known.includes(a) ? known.indexOf(a) : known.length) - (known.includes(b) ? known.indexOf(b) : known.length) || cmp(a, b),
+    (left, right) =>
+      (known.includes(left) ? known.indexOf(left) : known.length) - (known.includes(right) ? known.indexOf(right) : known.length) ||
+      cmp(left, right),
   );
   const groups: RowGroup[] = [];
   const sysSpec = probeSpec('sysinfo')!;
@@ -378,16 +380,18 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
     name: `sysinfo.${fact}`,
     probe: 'sysinfo',
     fact,
-    description: sysSpec.facts.find((f) => f.name === fact)?.description ?? '',
+    description: sysSpec.facts.find((factSpec) => factSpec.name === fact)?.description ?? '',
     kind: 'sysinfo' as const,
-    cells: gathered.map((g) => cellOf(g.sysinfo.get(fact), 'sysinfo')),
-  })).filter((row) => row.cells.some((c) => c !== null && c.values.some((v) => v.value !== null)));
+    cells: gathered.map((columnValues) => cellOf(columnValues.sysinfo.get(fact), 'sysinfo')),
+  })).filter((row) => row.cells.some((cell) => cell !== null && cell.values.some((group) => group.value !== null)));
   if (sysRows.length) groups.push({ probe: 'sysinfo', title: sysSpec.title, claims: sysSpec.claims, rows: sysRows });
   for (const probe of probes) {
     const spec = probeSpec(probe);
-    const order = spec?.facts.map((f) => f.name) ?? [];
+    const order = spec?.facts.map((factSpec) => factSpec.name) ?? [];
     const facts = [...seen.get(probe)!].sort(
-      (a, b) => (order.includes(a) ? order.indexOf(a) : order.length) - (order.includes(b) ? order.indexOf(b) : order.length) || cmp(a, b),
+      (left, right) =>
+        (order.includes(left) ? order.indexOf(left) : order.length) - (order.includes(right) ? order.indexOf(right) : order.length) ||
+        cmp(left, right),
     );
     groups.push({
       probe,
@@ -399,9 +403,9 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
           name,
           probe,
           fact,
-          description: spec?.facts.find((f) => f.name === fact)?.description ?? '',
+          description: spec?.facts.find((factSpec) => factSpec.name === fact)?.description ?? '',
           kind: 'fact' as const,
-          cells: gathered.map((g) => cellOf(g.facts.get(name), 'fact')),
+          cells: gathered.map((columnValues) => cellOf(columnValues.facts.get(name), 'fact')),
         };
       }),
     });
@@ -416,13 +420,13 @@ export interface MetricRowSpec extends KeyMetric {
 }
 
 /** The numbers behind the claims, as the catalogue's probes declare them (ProbeSpec.keyMetrics), in its order. */
-export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((p) =>
-  (p.keyMetrics ?? []).map((k) => ({ ...k, metric: `${p.name}.${k.metric}` })),
+export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((probe) =>
+  (probe.keyMetrics ?? []).map((k) => ({ ...k, metric: `${probe.name}.${k.metric}` })),
 );
 
 /** The metric a spec picks from a record, or undefined. */
-export function pickMetric(r: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
-  return pickMetrics(r.metrics, [spec])[0];
+export function pickMetric(record: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
+  return pickMetrics(record.metrics, [spec])[0];
 }
 
 const KEY_METRIC_NAMES = new Set(KEY_METRICS.map((k) => k.metric));
@@ -433,7 +437,7 @@ const KEY_METRIC_NAMES = new Set(KEY_METRICS.map((k) => k.metric));
  */
 export const KEPT_KEY_METRICS: KeptMetrics = {
   names: [...KEY_METRIC_NAMES],
-  pick: (metrics) => metrics.filter((m) => KEY_METRIC_NAMES.has(m.name)),
+  pick: (metrics) => metrics.filter((metric) => KEY_METRIC_NAMES.has(metric.name)),
 };
 
 /**
@@ -446,14 +450,14 @@ function pickMetrics(
   byName = specsByName(specs),
 ): (RecordedMetric | undefined)[] {
   const picked: (RecordedMetric | undefined)[] = new Array(specs.length);
-  for (const m of metrics) {
-    const candidates = byName.get(m.name);
+  for (const metric of metrics) {
+    const candidates = byName.get(metric.name);
     if (!candidates) continue;
     for (const { i, where } of candidates) {
       // matchesKeyMetric, with the spec's attributes listed once (it runs for every metric of every record).
-      if (!where.every(([a, v]) => m.attrs?.[a] === v)) continue;
+      if (!where.every(([attribute, value]) => metric.attrs?.[attribute] === value)) continue;
       const best = picked[i];
-      if (!best || replacesKeyMetric(m, best, specs[i]!)) picked[i] = m;
+      if (!best || replacesKeyMetric(metric, best, specs[i]!)) picked[i] = metric;
     }
   }
   return picked;
@@ -482,44 +486,50 @@ export function metricRows(columns: readonly Column[]): MetricRow[] {
   });
   // Records read through the index: the picks made once per metrics shape, and only the picked metrics made.
   const picksOf = new WeakMap<readonly MetricShape[], number[]>();
-  const picked = (r: BehaviourRecord): (RecordedMetric | undefined)[] => {
-    const p = packedMetricsOf(r);
-    if (!p) return pickMetrics(r.metrics, KEY_METRICS, byName);
-    let at = picksOf.get(p.shape);
+  const picked = (record: BehaviourRecord): (RecordedMetric | undefined)[] => {
+    const packed = packedMetricsOf(record);
+    if (!packed) return pickMetrics(record.metrics, KEY_METRICS, byName);
+    let at = picksOf.get(packed.shape);
     if (!at) {
-      const chosen = pickMetrics(p.shape as RecordedMetric[], KEY_METRICS, byName);
-      picksOf.set(p.shape, (at = chosen.map((m) => (m ? p.shape.indexOf(m) : -1))));
+      const chosen = pickMetrics(packed.shape as RecordedMetric[], KEY_METRICS, byName);
+      picksOf.set(packed.shape, (at = chosen.map((metric) => (metric ? packed.shape.indexOf(metric) : -1))));
     }
-    return at.map((i) => (i < 0 ? undefined : metricOf(p.shape[i]!, p.values[i]!)));
+    return at.map((i) => (i < 0 ? undefined : metricOf(packed.shape[i]!, packed.values[i]!)));
   };
-  columns.forEach((c, ci) => {
+  columns.forEach((column, ci) => {
     // Oldest first, as the column's records are; runs that shared the GPU before the others, so
     // that the value shown (the last) is from the newest run that had the GPU alone.
-    const ordered = [...c.records].sort((x, y) => Number(sharedCells(y.record).length > 0) - Number(sharedCells(x.record).length > 0));
+    const ordered = [...column.records].sort(
+      (left, right) => Number(sharedCells(right.record).length > 0) - Number(sharedCells(left.record).length > 0),
+    );
     for (const record of ordered) {
       picked(record.record).forEach((metric, i) => {
         if (metric) rows[i]!.cells[ci]!.push({ record, metric });
       });
     }
   });
-  return rows.filter((row) => row.cells.some((c) => c.length > 0));
+  return rows.filter((row) => row.cells.some((picks) => picks.length > 0));
 }
 
 /** The conflicts: per column, the facts its records disagree on. */
 export function conflictsOf(columns: readonly Column[], groups: readonly RowGroup[]): { column: Column; row: Row; cell: Cell }[] {
   const out: { column: Column; row: Row; cell: Cell }[] = [];
   columns.forEach((column, i) => {
-    for (const g of groups)
-      for (const row of g.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
+    for (const group of groups)
+      for (const row of group.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
   });
   return out;
 }
 
 /** Whether a compared series is the metric a key-metric row picked (the same name and attrs). */
-export function isSeries(m: MetricComparison, metric: RecordedMetric): boolean {
-  const a = m.attrs;
-  const b = metric.attrs ?? {};
-  return m.name === metric.name && Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k) => a[k] === b[k]);
+export function isSeries(comparison: MetricComparison, metric: RecordedMetric): boolean {
+  const comparedAttrs = comparison.attrs;
+  const metricAttrs = metric.attrs ?? {};
+  return (
+    comparison.name === metric.name &&
+    Object.keys(comparedAttrs).length === Object.keys(metricAttrs).length &&
+    Object.keys(comparedAttrs).every((k) => comparedAttrs[k] === metricAttrs[k])
+  );
 }
 
 /** Everything both outputs are drawn from, built once. */
@@ -564,20 +574,20 @@ export interface DriverStep {
  */
 export function betweenDrivers(columns: readonly Column[]): DriverStep[] {
   const byKey = new Map<string, Column[]>();
-  for (const c of columns) {
-    const k = keyText({ ...c.key, driver: '' });
-    (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(c);
+  for (const column of columns) {
+    const k = keyText({ ...column.key, driver: '' });
+    (byKey.get(k) ?? byKey.set(k, []).get(k)!).push(column);
   }
   const out: DriverStep[] = [];
   for (const [key, list] of byKey) {
     if (list.length < 2) continue;
-    const sorted = [...list].sort((a, b) => compareVersions(a.key.driver, b.key.driver) || cmp(a.text, b.text));
-    const history = sorted.flatMap((c) => c.records.map((r) => withKeyMetrics(r.record)));
+    const sorted = [...list].sort((left, right) => compareVersions(left.key.driver, right.key.driver) || cmp(left.text, right.text));
+    const history = sorted.flatMap((column) => column.records.map((loaded) => withKeyMetrics(loaded.record)));
     for (let i = 1; i < sorted.length; i++) {
       const [from, to] = [sorted[i - 1]!, sorted[i]!];
       const pair = diffRecords(
-        from.records.map((r) => withKeyMetrics(r.record)),
-        to.records.map((r) => withKeyMetrics(r.record)),
+        from.records.map((loaded) => withKeyMetrics(loaded.record)),
+        to.records.map((loaded) => withKeyMetrics(loaded.record)),
         { history },
       ).pairs[0];
       if (!pair) continue;
@@ -587,7 +597,7 @@ export function betweenDrivers(columns: readonly Column[]): DriverStep[] {
         to,
         facts: pair.facts,
         cells: pair.cells,
-        metrics: pair.metrics.filter((m) => m.flagged),
+        metrics: pair.metrics.filter((comparison) => comparison.flagged),
         compared: { facts: pair.factsCompared, metrics: pair.metricTally.compared },
       });
     }

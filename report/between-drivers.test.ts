@@ -25,12 +25,15 @@ beforeAll(async () => {
 });
 
 /** The pinned copies of at least 256 MiB: the series the newer driver slows. */
-const slowed = (r: BehaviourRecord) =>
-  r.metrics.filter((m) => m.name === BW && m.attrs?.memory === 'pinned' && Number(m.attrs.size_bytes) >= MIB_256 && m.value !== null);
+const slowed = (record: BehaviourRecord) =>
+  record.metrics.filter(
+    (metric) =>
+      metric.name === BW && metric.attrs?.memory === 'pinned' && Number(metric.attrs.size_bytes) >= MIB_256 && metric.value !== null,
+  );
 
 /** The first H200 record as driver 590.10, a day later, edited. */
-const newerDriver = (r: BehaviourRecord, id: string, edit: (copy: BehaviourRecord) => void = () => {}) =>
-  doctored(r, id, (copy) => {
+const newerDriver = (record: BehaviourRecord, id: string, edit: (copy: BehaviourRecord) => void = () => {}) =>
+  doctored(record, id, (copy) => {
     copy.key = { ...copy.key, driver: '590.10' };
     copy.observed.date = '2026-11-30T17:00:00.000Z';
     copy.observed.runId = `run-${id}`;
@@ -47,7 +50,7 @@ const section = (md: string, heading: string) => {
 
 /** The Markdown table row whose first cell starts with `start`. */
 function row(md: string, start: string): string {
-  const line = md.split('\n').find((l) => l.startsWith(`| ${start}`));
+  const line = md.split('\n').find((candidate) => candidate.startsWith(`| ${start}`));
   if (!line) throw new Error(`no row ${start}`);
   return line;
 }
@@ -55,8 +58,8 @@ const cells = (line: string) => line.slice(2, -2).split(/(?<!\\) \| /);
 
 describe('Changed between drivers', () => {
   it('a newer driver with every pinned copy of 256 MiB or more 12 % slower: each series listed with its noise, and the key metric marked ⚠ changed', () => {
-    const newer = newerDriver(first, 'c3c3c3c3c3c3c3c3', (r) => {
-      for (const m of slowed(r)) m.value = m.value! * 0.88;
+    const newer = newerDriver(first, 'c3c3c3c3c3c3c3c3', (record) => {
+      for (const metric of slowed(record)) metric.value = metric.value! * 0.88;
     });
     const series = slowed(first);
     expect(series.length).toBeGreaterThanOrEqual(4);
@@ -66,14 +69,14 @@ describe('Changed between drivers', () => {
       `- **linux · NVIDIA H200 · Ubuntu 24.04.3 LTS · in docker**: driver 580.159.04 → 590.10: 0 facts changed, ${series.length} metric series beyond their noise`,
     );
     expect(part).not.toContain('None:');
-    for (const m of series) {
-      const b = metricOf(newer, m.name, m.attrs!).value!;
+    for (const metric of series) {
+      const newerValue = metricOf(newer, metric.name, metric.attrs!).value!;
       expect(part).toContain(
-        `  - ${mdText(seriesText(m.name, m.attrs))}: ${mdText(`${formatValue(m.value, m.unit)} → ${formatValue(b, m.unit)}`)} (moved 12 %, noise ±3 %: `,
+        `  - ${mdText(seriesText(metric.name, metric.attrs))}: ${mdText(`${formatValue(metric.value, metric.unit)} → ${formatValue(newerValue, metric.unit)}`)} (moved 12 %, noise ±3 %: `,
       );
     }
     // Only those: the smaller copies and the pageable ones did not change.
-    expect(part.split('\n').filter((l) => l.startsWith('  - '))).toHaveLength(series.length);
+    expect(part.split('\n').filter((sectionLine) => sectionLine.startsWith('  - '))).toHaveLength(series.length);
     // The key metric (H2D pinned at 1 GiB) in the newer driver's column: marked with the older driver's value; the older column is not.
     const h2d = metricOf(first, BW, { direction: 'h2d', memory: 'pinned', size_bytes: 1073741824 });
     const line = cells(row(md, 'transfer-bandwidth.bandwidth_gbps: H2D pinned'));
@@ -87,12 +90,12 @@ describe('Changed between drivers', () => {
 
     // The page says the same: the section's series, and the key metric's column with the value before.
     const data = pageData(loaded([first, newer]), 'records');
-    const S = data.strs;
+    const strs = data.strs;
     expect(data.changes).toHaveLength(1);
     const change = data.changes[0]!;
     expect([change.from, change.to, change.facts, change.cells]).toEqual([0, 1, [], []]);
-    expect(change.series.map((s) => S[s[0]])).toEqual(series.map((m) => seriesText(m.name, m.attrs)));
-    const keyRow = data.metrics.find((m) => S[m.metric] === BW && S[m.label] === 'H2D pinned')!;
+    expect(change.series.map((pageSeries) => strs[pageSeries[0]])).toEqual(series.map((metric) => seriesText(metric.name, metric.attrs)));
+    const keyRow = data.metrics.find((metricRow) => strs[metricRow.metric] === BW && strs[metricRow.label] === 'H2D pinned')!;
     expect(keyRow.changed).toEqual([[1, h2d.value]]);
   });
 
@@ -106,8 +109,8 @@ describe('Changed between drivers', () => {
     );
     expect(md).not.toContain('⚠ changed from');
 
-    const released = newerDriver(first, 'c5c5c5c5c5c5c5c5', (r) => {
-      r.facts['pinned-release.released'] = { value: 'on-exit' };
+    const released = newerDriver(first, 'c5c5c5c5c5c5c5c5', (record) => {
+      record.facts['pinned-release.released'] = { value: 'on-exit' };
     });
     const changed = section(renderMarkdown(loaded([first, released]), paths), 'Changed between drivers');
     expect(changed).not.toContain('None:');
@@ -124,15 +127,15 @@ describe('Changed between drivers', () => {
   });
 
   it('three drivers: each adjacent pair (575 → 580 → 590, by version), the change where it happened', () => {
-    const older = doctored(first, 'b1b1b1b1b1b1b1b1', (r) => {
-      r.key = { ...r.key, driver: '575.9' };
-      r.observed.date = '2026-11-20T00:00:00.000Z';
+    const older = doctored(first, 'b1b1b1b1b1b1b1b1', (record) => {
+      record.key = { ...record.key, driver: '575.9' };
+      record.observed.date = '2026-11-20T00:00:00.000Z';
     });
-    const newer = newerDriver(first, 'c3c3c3c3c3c3c3c3', (r) => {
-      for (const m of slowed(r)) m.value = m.value! * 0.88;
+    const newer = newerDriver(first, 'c3c3c3c3c3c3c3c3', (record) => {
+      for (const metric of slowed(record)) metric.value = metric.value! * 0.88;
     });
     const steps = buildTable(loaded([newer, first, older])).betweenDrivers;
-    expect(steps.map((s) => [s.from.key.driver, s.to.key.driver, s.metrics.length])).toEqual([
+    expect(steps.map((step) => [step.from.key.driver, step.to.key.driver, step.metrics.length])).toEqual([
       ['575.9', '580.159.04', 0],
       ['580.159.04', '590.10', slowed(first).length],
     ]);
@@ -143,22 +146,23 @@ describe('Metrics drifted, per series over all records of a column', () => {
   it('a newer opt-in run (a few probes, no bandwidth) does not hide the drift of the full run before it', () => {
     // Three runs of one observation: the full one, a full one with every pinned bandwidth halved
     // (recorded as a drift), and an opt-in run of pinned-ceiling alone, the newest.
-    const halved = doctored(first, 'd4d4d4d4d4d4d4d4', (r) => {
-      r.observed.date = '2026-12-01T10:00:00.000Z';
-      r.observed.runId = 'run-halved';
-      r.driftedFrom = first.id;
-      for (const m of r.metrics) if (m.name === BW && m.attrs?.memory === 'pinned' && m.value !== null) m.value /= 2;
+    const halved = doctored(first, 'd4d4d4d4d4d4d4d4', (record) => {
+      record.observed.date = '2026-12-01T10:00:00.000Z';
+      record.observed.runId = 'run-halved';
+      record.driftedFrom = first.id;
+      for (const metric of record.metrics)
+        if (metric.name === BW && metric.attrs?.memory === 'pinned' && metric.value !== null) metric.value /= 2;
     });
-    const optIn = doctored(first, 'e5e5e5e5e5e5e5e5', (r) => {
-      r.observed.date = '2026-12-02T10:00:00.000Z';
-      r.observed.runId = 'run-opt-in';
+    const optIn = doctored(first, 'e5e5e5e5e5e5e5e5', (record) => {
+      record.observed.date = '2026-12-02T10:00:00.000Z';
+      record.observed.runId = 'run-opt-in';
       const only = (name: string) => name.startsWith('pinned-ceiling.');
-      r.facts = Object.fromEntries(Object.entries(r.facts).filter(([n]) => only(n)));
-      r.metrics = r.metrics.filter((m) => only(m.name));
-      r.samples = r.samples.filter((s) => s.probe === 'pinned-ceiling');
-      r.cells = r.cells.filter((c) => c.probe === 'pinned-ceiling');
+      record.facts = Object.fromEntries(Object.entries(record.facts).filter(([name]) => only(name)));
+      record.metrics = record.metrics.filter((metric) => only(metric.name));
+      record.samples = record.samples.filter((sample) => sample.probe === 'pinned-ceiling');
+      record.cells = record.cells.filter((cell) => cell.probe === 'pinned-ceiling');
     });
-    const pinned = first.metrics.filter((m) => m.name === BW && m.attrs?.memory === 'pinned' && m.value !== null);
+    const pinned = first.metrics.filter((metric) => metric.name === BW && metric.attrs?.memory === 'pinned' && metric.value !== null);
     // As loaded from a folder through the records index (the full run before the drift a digest of its key metrics), and given whole.
     const dir = tempDir('cm-report-drift-');
     writeRecords(dir, [first, halved, optIn]);
@@ -166,8 +170,10 @@ describe('Metrics drifted, per series over all records of a column', () => {
       const table = buildTable(records);
       const [column] = table.columns;
       expect(column!.chosen.record.id).toBe(optIn.id);
-      expect(column!.drifts.map((d) => [d.to.record.id, d.from.record.id, d.earlier])).toEqual([[halved.id, first.id, 1]]);
-      expect(column!.drifts[0]!.metrics.map((m) => seriesText(m.name, m.attrs))).toEqual(pinned.map((m) => seriesText(m.name, m.attrs)));
+      expect(column!.drifts.map((drift) => [drift.to.record.id, drift.from.record.id, drift.earlier])).toEqual([[halved.id, first.id, 1]]);
+      expect(column!.drifts[0]!.metrics.map((comparison) => seriesText(comparison.name, comparison.attrs))).toEqual(
+        pinned.map((metric) => seriesText(metric.name, metric.attrs)),
+      );
       const md = renderMarkdown(records, paths);
       const part = section(md, 'Metrics drifted');
       expect(part).not.toContain('None:');
@@ -179,7 +185,7 @@ describe('Metrics drifted, per series over all records of a column', () => {
         `](records/${recordPath(halved)}) ⚠ drifted from ${formatValue(h2d, 'GB/s')}`,
       );
       const data = pageData(records, 'records');
-      expect(data.columns[0]!.drift.map((d) => [data.strs[d.to], d.earlier, d.series.length + d.more])).toEqual([
+      expect(data.columns[0]!.drift.map((drift) => [data.strs[drift.to], drift.earlier, drift.series.length + drift.more])).toEqual([
         [`2026-12-01 d4d4d4d4`, 1, pinned.length],
       ]);
     }
@@ -188,22 +194,22 @@ describe('Metrics drifted, per series over all records of a column', () => {
   it('against every earlier record of the segment: a run back within the noise of the runs before it is no drift; one past it is', () => {
     // Eight runs with a run-to-run noise of about 0.3 %: enough degrees of freedom to measure it.
     const noise = [0, 0.004, -0.004, 0.002, -0.002, 0.003, -0.003, 0.001];
-    const runs = noise.map((x, i) =>
-      doctored(first, `a${i}a${i}a${i}a${i}a${i}a${i}a${i}a${i}`, (r) => {
-        r.observed.date = `2026-11-${String(10 + i).padStart(2, '0')}T00:00:00.000Z`;
-        r.observed.runId = `run-${i}`;
-        for (const m of r.metrics) if (m.name === BW && m.value !== null) m.value *= 1 + x;
+    const runs = noise.map((deviation, i) =>
+      doctored(first, `a${i}a${i}a${i}a${i}a${i}a${i}a${i}a${i}`, (record) => {
+        record.observed.date = `2026-11-${String(10 + i).padStart(2, '0')}T00:00:00.000Z`;
+        record.observed.runId = `run-${i}`;
+        for (const metric of record.metrics) if (metric.name === BW && metric.value !== null) metric.value *= 1 + deviation;
       }),
     );
     expect(buildTable(loaded(runs)).columns[0]!.drifts).toEqual([]);
-    const slower = doctored(runs[7]!, 'a9a9a9a9a9a9a9a9', (r) => {
-      r.observed.date = '2026-11-30T00:00:00.000Z';
-      for (const m of slowed(r)) m.value = m.value! * 0.88;
+    const slower = doctored(runs[7]!, 'a9a9a9a9a9a9a9a9', (record) => {
+      record.observed.date = '2026-11-30T00:00:00.000Z';
+      for (const metric of slowed(record)) metric.value = metric.value! * 0.88;
     });
     const [drift] = buildTable(loaded([...runs, slower])).columns[0]!.drifts;
     expect([drift!.to.record.id, drift!.from.record.id, drift!.earlier]).toEqual([slower.id, runs[7]!.id, 8]);
-    expect(drift!.metrics.map((m) => [seriesText(m.name, m.attrs), m.noiseFrom])).toEqual(
-      slowed(first).map((m) => [seriesText(m.name, m.attrs), 'runs']),
+    expect(drift!.metrics.map((comparison) => [seriesText(comparison.name, comparison.attrs), comparison.noiseFrom])).toEqual(
+      slowed(first).map((metric) => [seriesText(metric.name, metric.attrs), 'runs']),
     );
   });
 });

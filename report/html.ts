@@ -81,7 +81,7 @@ select { max-width: 100%; } .pickers label { display: inline-block; margin: 0 12
 /** JSON that is safe inside <script>: no "</script", "<!--" or line separators can end or change it. */
 export function scriptJson(value: unknown): string {
   // One pass over the page's data (a fleet's is megabytes): each character that could end the script or a line, escaped.
-  return JSON.stringify(value).replace(/[<\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(/[<\u2028\u2029]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export function renderHtml(
@@ -112,6 +112,6 @@ first phase; the tables under them the readings as recorded. The claims (C1–C2
 `;
 }
 
-function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }

@@ -27,16 +27,16 @@ export function recordFiles(dir: string): string[] {
       `records folder ${dir} does not exist or is not a folder; pass the folder that holds driver-<version>/*.json (--records-dir, default records)`,
     );
   }
-  const drivers = top.filter((n) => n.startsWith('driver-')).sort();
+  const drivers = top.filter((name) => name.startsWith('driver-')).sort();
   // Another folder given for the records folder would give an empty report over the committed
   // one. An empty folder (hidden files and a README aside) is a project with no records yet.
-  if (drivers.length === 0 && top.some((n) => n.endsWith('.json'))) {
+  if (drivers.length === 0 && top.some((name) => name.endsWith('.json'))) {
     throw new CudamatrixError(
       'USAGE',
       `${dir} holds record files itself, not driver-<version>/ folders: pass the records folder above it (--records-dir ${path.dirname(path.resolve(dir))}); nothing was written`,
     );
   }
-  const others = top.filter((n) => !n.startsWith('.') && !/^readme/i.test(n)).sort();
+  const others = top.filter((name) => !name.startsWith('.') && !/^readme/i.test(name)).sort();
   if (drivers.length === 0 && others.length > 0) {
     throw new CudamatrixError(
       'USAGE',
@@ -73,7 +73,7 @@ export function loadRecords(dir: string, keepMetrics?: KeptMetrics): LoadedRecor
   if (!keepMetrics) {
     const all = files.map((file) => ({ file, record: readReportRecord(path.join(dir, file)) }));
     const shown = recordsShownInFull(all);
-    for (const r of all) if (!shown.has(r)) r.record.samples = [];
+    for (const loadedRecord of all) if (!shown.has(loadedRecord)) loadedRecord.record.samples = [];
     return all;
   }
   const loaded: LoadedRecord[] = [];
@@ -82,12 +82,12 @@ export function loadRecords(dir: string, keepMetrics?: KeptMetrics): LoadedRecor
     const sub = files[i]!.slice(0, files[i]!.indexOf('/'));
     let j = i;
     while (j < files.length && files[j]!.startsWith(`${sub}/`)) j++;
-    const names = files.slice(i, j).map((f) => f.slice(sub.length + 1));
+    const names = files.slice(i, j).map((file) => file.slice(sub.length + 1));
     const digests = readDigests(path.join(dir, sub), names, keepMetrics, (file) => [readReportRecord(file)]);
-    names.forEach((name, n) => loaded.push({ file: `${sub}/${name}`, record: digests[n]![0]! }));
+    names.forEach((name, index) => loaded.push({ file: `${sub}/${name}`, record: digests[index]![0]! }));
     i = j;
   }
-  for (const r of recordsShownInFull(loaded)) r.record = readReportRecord(path.join(dir, r.file));
+  for (const loadedRecord of recordsShownInFull(loaded)) loadedRecord.record = readReportRecord(path.join(dir, loadedRecord.file));
   return loaded;
 }
 
@@ -106,17 +106,17 @@ function readReportRecord(full: string): BehaviourRecord {
  * only the report's memory charts read.
  */
 export function checkReportRecord(data: unknown, file: string): BehaviourRecord {
-  const r = checkRecord(data, file);
-  r.samples.forEach((s: unknown, i) => {
+  const record = checkRecord(data, file);
+  record.samples.forEach((sample: unknown, i) => {
     if (
-      !isObject(s) ||
-      typeof s.probe !== 'string' ||
-      typeof s.phase !== 'string' ||
-      !isObject(s.readings) ||
-      (s.attrs !== undefined && !isObject(s.attrs))
+      !isObject(sample) ||
+      typeof sample.probe !== 'string' ||
+      typeof sample.phase !== 'string' ||
+      !isObject(sample.readings) ||
+      (sample.attrs !== undefined && !isObject(sample.attrs))
     ) {
       throw invalid(file, `samples[${i}]: expected {probe, phase, attrs?, readings}`);
     }
   });
-  return r;
+  return record;
 }

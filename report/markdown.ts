@@ -26,25 +26,25 @@ export interface MarkdownOptions {
 const mdTexts = new Map<string, string>();
 
 /** Text in a table cell: no pipe, bracket or angle bracket of the data may end the cell or open a link or a tag. */
-export function mdText(s: string): string {
-  let text = mdTexts.get(s);
+export function mdText(raw: string): string {
+  let text = mdTexts.get(raw);
   if (text === undefined) {
     if (mdTexts.size > 100_000) mdTexts.clear();
-    mdTexts.set(s, (text = escapeMd(s)));
+    mdTexts.set(raw, (text = escapeMd(raw)));
   }
   return text;
 }
 
-function escapeMd(s: string): string {
-  const word = (c: string | undefined) => c !== undefined && /\w/.test(c);
+function escapeMd(raw: string): string {
+  const word = (char: string | undefined) => char !== undefined && /\w/.test(char);
   return (
-    s
+    raw
       .replace(/\\/g, '\\\\')
       .replace(/\|/g, '\\|')
       .replace(/([[\]<>*`])/g, '\\$1')
       .replace(/\r?\n/g, ' ')
       // An underscore inside a word (tcc_driver) emphasises nothing in GitHub's Markdown; only one at a word's edge needs escaping.
-      .replace(/_/g, (m, at: number, all: string) => (word(all[at - 1]) && word(all[at + 1]) ? '_' : '\\_'))
+      .replace(/_/g, (underscore, at: number, all: string) => (word(all[at - 1]) && word(all[at + 1]) ? '_' : '\\_'))
   );
 }
 
@@ -54,13 +54,13 @@ const CONFLICT_LINKS = 5;
 const RECORD_LINES = 10;
 /** Drifted series listed per column, and changed series per pair of drivers; the others are counted (cudamatrix diff lists them all). */
 const DRIFT_LINES = 8;
-const pct = (x: number) => `${+(x * 100).toFixed(x < 0.1 ? 2 : 1)} %`;
+const pct = (fraction: number) => `${+(fraction * 100).toFixed(fraction < 0.1 ? 2 : 1)} %`;
 
 const link = (text: string, target: string) => `[${text}](${encodeURI(target)})`;
-const shortId = (r: LoadedRecord) => r.record.id.slice(0, 8);
+const shortId = (loaded: LoadedRecord) => loaded.record.id.slice(0, 8);
 
 /** "(3 records)" for more than one. */
-const many = (n: number) => (n > 1 ? ` (${n} records)` : '');
+const many = (count: number) => (count > 1 ? ` (${count} records)` : '');
 
 /**
  * A fact's cell: the value linking to the newest record that observed it, with how many records
@@ -69,16 +69,18 @@ const many = (n: number) => (n > 1 ? ` (${n} records)` : '');
  */
 function factCell(cell: Cell | null, opts: MarkdownOptions, kind: 'fact' | 'sysinfo', fact: string): string {
   if (!cell) return '–';
-  const one = (v: Cell['values'][number]) =>
+  const one = (valueGroup: Cell['values'][number]) =>
     link(
-      mdText(factValueText(fact, v.value)) + (v.value === null && v.reason ? '\\*' : ''),
-      `${opts.recordsLink}/${v.records[v.records.length - 1]!.file}`,
-    ) + many(v.records.length);
+      mdText(factValueText(fact, valueGroup.value)) + (valueGroup.value === null && valueGroup.reason ? '\\*' : ''),
+      `${opts.recordsLink}/${valueGroup.records[valueGroup.records.length - 1]!.file}`,
+    ) + many(valueGroup.records.length);
   if (cell.values.length === 1) return one(cell.values[0]!);
   if (kind === 'fact' && !cell.differs) {
     // Decided one way, and left undecided (null) by other records: the decided value, then the others counted.
-    const decided = cell.values.find((v) => v.value !== null)!;
-    const open = cell.values.filter((v) => v !== decided).reduce((n, v) => n + v.records.length, 0);
+    const decided = cell.values.find((valueGroup) => valueGroup.value !== null)!;
+    const open = cell.values
+      .filter((valueGroup) => valueGroup !== decided)
+      .reduce((count, valueGroup) => count + valueGroup.records.length, 0);
     return `${one(decided)}; undecided in ${open} record${open === 1 ? '' : 's'}`;
   }
   const parts = cell.values.map(one).join(' ≠ ');
@@ -106,26 +108,26 @@ export function renderMarkdown(
     out.push(`No behaviour records yet under \`${opts.recordsDirName}\`: write some with \`cudamatrix record <events.jsonl>\`.`);
     return `${out.join('\n')}\n`;
   }
-  const drivers = [...new Set(columns.map((c) => c.key.driver))];
-  const envs = [...new Set(columns.map((c) => c.key.environment))];
+  const drivers = [...new Set(columns.map((column) => column.key.driver))];
+  const envs = [...new Set(columns.map((column) => column.key.environment))];
   out.push(
     `${records.length} record${records.length === 1 ? '' : 's'} in ${columns.length} column${columns.length === 1 ? '' : 's'}; environments: ${envs.map(mdText).join(', ')}; driver versions: ${drivers.map(mdText).join(', ')}.`,
   );
   out.push('');
   const head = (first: string[]) => [
-    `| ${[...first, ...columns.map((c) => mdText(c.text))].join(' | ')} |`,
+    `| ${[...first, ...columns.map((column) => mdText(column.text))].join(' | ')} |`,
     `|${[...first, ...columns].map(() => ' --- ').join('|')}|`,
   ];
 
   out.push('## Facts');
   out.push('');
   out.push(...head(['fact', 'claims']));
-  for (const g of groups) {
-    out.push(`| **${mdText(g.probe)}**: ${mdText(g.title)} | ${g.claims.join(', ')} |${columns.map(() => ' |').join('')}`);
-    for (const row of g.rows) {
+  for (const group of groups) {
+    out.push(`| **${mdText(group.probe)}**: ${mdText(group.title)} | ${group.claims.join(', ')} |${columns.map(() => ' |').join('')}`);
+    for (const row of group.rows) {
       const desc = row.description ? `: ${mdText(row.description)}` : '';
       out.push(
-        `| ${mdText(row.fact)}${desc} | ${g.claims.join(', ')} | ${row.cells.map((c) => factCell(c, opts, row.kind, row.fact)).join(' | ')} |`,
+        `| ${mdText(row.fact)}${desc} | ${group.claims.join(', ')} | ${row.cells.map((cell) => factCell(cell, opts, row.kind, row.fact)).join(' | ')} |`,
       );
     }
   }
@@ -148,16 +150,18 @@ export function renderMarkdown(
         if (list.length === 0) return '–';
         // The newest record's value, linked; with several records, how many and their range.
         const { record, metric } = list[list.length - 1]!;
-        const a = metric.attrs ?? {};
+        const attrs = metric.attrs ?? {};
         const notes = [
-          row.spec.largestSize && typeof a.size_bytes === 'number' ? `at ${formatValue(a.size_bytes, 'bytes')}` : '',
-          typeof a.source === 'string' ? `(${a.source})` : '',
-          typeof a.stopped_by === 'string' ? `(${a.stopped_by})` : '',
+          row.spec.largestSize && typeof attrs.size_bytes === 'number' ? `at ${formatValue(attrs.size_bytes, 'bytes')}` : '',
+          typeof attrs.source === 'string' ? `(${attrs.source})` : '',
+          typeof attrs.stopped_by === 'string' ? `(${attrs.stopped_by})` : '',
         ].filter(Boolean);
-        const drifted = columns[ci]!.drifts.find((d) => d.to === record)?.metrics.find((m) => isSeries(m, metric));
+        const drifted = columns[ci]!.drifts.find((drift) => drift.to === record)?.metrics.find((comparison) =>
+          isSeries(comparison, metric),
+        );
         // Beyond its noise against the previous driver's column of the same environment and GPU ("Changed between drivers").
-        const step = betweenDrivers.find((s) => s.to === columns[ci]);
-        const changed = step?.metrics.find((m) => isSeries(m, metric));
+        const step = betweenDrivers.find((driverStep) => driverStep.to === columns[ci]);
+        const changed = step?.metrics.find((comparison) => isSeries(comparison, metric));
         const text =
           link(mdText([keyMetricText(row.spec, metric.value, metric.unit), ...notes].join(' ')), `${opts.recordsLink}/${record.file}`) +
           (drifted ? ` ⚠ drifted from ${mdText(keyMetricText(row.spec, drifted.a, drifted.unit))}` : '') +
@@ -167,10 +171,10 @@ export function renderMarkdown(
         if (list.length === 1) return text;
         let min = Infinity;
         let max = -Infinity;
-        for (const { metric: m } of list) {
-          if (m.value === null) continue;
-          if (m.value < min) min = m.value;
-          if (m.value > max) max = m.value;
+        for (const { metric: picked } of list) {
+          if (picked.value === null) continue;
+          if (picked.value < min) min = picked.value;
+          if (picked.value > max) max = picked.value;
         }
         const range = min <= max ? `: ${keyMetricText(row.spec, min, metric.unit)} to ${keyMetricText(row.spec, max, metric.unit)}` : '';
         return `${text} (${list.length} records${mdText(range)})`;
@@ -188,15 +192,15 @@ export function renderMarkdown(
     out.push(
       'The p2p probe: a row per source GPU, a column per destination; the link as nvidia-smi topo -m names it, the copy bandwidth with and without peer access, and whether the verified copies arrived intact.',
     );
-    for (const m of matrices) {
+    for (const matrix of matrices) {
       out.push('');
-      out.push(`### ${link(mdText(m.column), `${opts.recordsLink}/${m.file}`)}`);
+      out.push(`### ${link(mdText(matrix.column), `${opts.recordsLink}/${matrix.file}`)}`);
       out.push('');
-      out.push(`| from (row) to (column) | ${m.devices.map((d) => `GPU ${d}`).join(' | ')} |`);
-      out.push(`|${[0, ...m.devices].map(() => ' --- ').join('|')}|`);
-      for (const src of m.devices) {
+      out.push(`| from (row) to (column) | ${matrix.devices.map((device) => `GPU ${device}`).join(' | ')} |`);
+      out.push(`|${[0, ...matrix.devices].map(() => ' --- ').join('|')}|`);
+      for (const src of matrix.devices) {
         out.push(
-          `| GPU ${src} | ${m.devices.map((dst) => (src === dst ? 'X' : mdText(p2pCellText(m.cells[`${src}-${dst}`])))).join(' | ')} |`,
+          `| GPU ${src} | ${matrix.devices.map((dst) => (src === dst ? 'X' : mdText(p2pCellText(matrix.cells[`${src}-${dst}`])))).join(' | ')} |`,
         );
       }
     }
@@ -209,12 +213,12 @@ export function renderMarkdown(
   if (conflicts.length === 0) out.push('None: the records of each column agree on every fact.');
   for (const { column, row, cell } of conflicts) {
     // Each value with the records that observed it (the first few; the rest are counted).
-    const values = cell.values.map((v) => {
-      const shown = v.records
+    const values = cell.values.map((valueGroup) => {
+      const shown = valueGroup.records
         .slice(0, CONFLICT_LINKS)
-        .map((r) => link(`${r.record.observed.date.slice(0, 10)} ${shortId(r)}`, `${opts.recordsLink}/${r.file}`));
-      const more = v.records.length > CONFLICT_LINKS ? ` and ${v.records.length - CONFLICT_LINKS} more` : '';
-      return `${mdText(factValueText(row.fact, v.value))} in ${shown.join(', ')}${more}`;
+        .map((loaded) => link(`${loaded.record.observed.date.slice(0, 10)} ${shortId(loaded)}`, `${opts.recordsLink}/${loaded.file}`));
+      const more = valueGroup.records.length > CONFLICT_LINKS ? ` and ${valueGroup.records.length - CONFLICT_LINKS} more` : '';
+      return `${mdText(factValueText(row.fact, valueGroup.value))} in ${shown.join(', ')}${more}`;
     });
     out.push(`- ${mdText(column.text)}: **${mdText(row.name)}** is ${values.join('; ')}`);
   }
@@ -224,7 +228,7 @@ export function renderMarkdown(
 
   out.push('## Metrics drifted');
   out.push('');
-  const drifted = columns.filter((c) => c.drifts.length);
+  const drifted = columns.filter((column) => column.drifts.length);
   if (drifted.length === 0)
     out.push(
       "None: in every column with several records, each metric series' newest value is within its noise of the column's earlier records.",
@@ -234,15 +238,18 @@ export function renderMarkdown(
       "Per metric series, a column's newest value (from the newest record that measured its probe) against the column's earlier records of that probe (the newest 16, since the last drift before them), where it moved beyond its noise (`cudamatrix diff`'s engine: the catalogue's minimum effect, the noise measured from the column's runs). Earlier records are compared by their key metrics (what the records index keeps). The same facts with other numbers (a same-driver regression) is kept as a newer record; the key metrics above show the newest and mark ⚠ drifted.",
     );
   out.push('');
-  for (const c of drifted) {
-    for (const d of c.drifts) {
-      const rec = (r: LoadedRecord) => link(`${r.record.observed.date.slice(0, 10)} ${shortId(r)}`, `${opts.recordsLink}/${r.file}`);
-      const against = d.earlier === 1 ? rec(d.from) : `${d.earlier} earlier records (the newest ${rec(d.from)})`;
-      out.push(`- **${mdText(c.text)}**: ${rec(d.to)} against ${against}: ${d.metrics.length} metric series beyond their noise`);
-      out.push(...seriesLines(d.metrics));
-      if (d.metrics.length > DRIFT_LINES)
+  for (const column of drifted) {
+    for (const drift of column.drifts) {
+      const rec = (loaded: LoadedRecord) =>
+        link(`${loaded.record.observed.date.slice(0, 10)} ${shortId(loaded)}`, `${opts.recordsLink}/${loaded.file}`);
+      const against = drift.earlier === 1 ? rec(drift.from) : `${drift.earlier} earlier records (the newest ${rec(drift.from)})`;
+      out.push(
+        `- **${mdText(column.text)}**: ${rec(drift.to)} against ${against}: ${drift.metrics.length} metric series beyond their noise`,
+      );
+      out.push(...seriesLines(drift.metrics));
+      if (drift.metrics.length > DRIFT_LINES)
         out.push(
-          `  - and ${d.metrics.length - DRIFT_LINES} more: \`cudamatrix diff ${opts.recordsDirName}/${d.from.file} ${opts.recordsDirName}/${d.to.file}\` lists them`,
+          `  - and ${drift.metrics.length - DRIFT_LINES} more: \`cudamatrix diff ${opts.recordsDirName}/${drift.from.file} ${opts.recordsDirName}/${drift.to.file}\` lists them`,
         );
     }
   }
@@ -250,10 +257,11 @@ export function renderMarkdown(
 
   const nulls: string[] = [];
   columns.forEach((column, i) => {
-    for (const g of groups) {
-      for (const row of g.rows) {
-        for (const v of row.cells[i]?.values ?? []) {
-          if (v.value === null && v.reason) nulls.push(`- ${mdText(column.text)}: **${mdText(row.name)}**: ${mdText(v.reason)}`);
+    for (const group of groups) {
+      for (const row of group.rows) {
+        for (const valueGroup of row.cells[i]?.values ?? []) {
+          if (valueGroup.value === null && valueGroup.reason)
+            nulls.push(`- ${mdText(column.text)}: **${mdText(row.name)}**: ${mdText(valueGroup.reason)}`);
         }
       }
     }
@@ -267,16 +275,16 @@ export function renderMarkdown(
 
   out.push('## Records');
   out.push('');
-  for (const c of columns) {
+  for (const column of columns) {
     // A fleet's column can hold hundreds of runs: the newest are listed, the older counted (all lie in one driver folder).
-    const older = c.records.slice(0, -RECORD_LINES);
-    const listed = c.records.slice(-RECORD_LINES).map((r) => recordLine(r, opts));
+    const older = column.records.slice(0, -RECORD_LINES);
+    const listed = column.records.slice(-RECORD_LINES).map((loaded) => recordLine(loaded, opts));
     if (older.length) {
       const folder = `${opts.recordsDirName}/${older[0]!.file.slice(0, older[0]!.file.lastIndexOf('/') + 1)}`;
       const from = older[0]!.record.observed.date.slice(0, 10);
       listed.unshift(`${older.length} older record${older.length === 1 ? '' : 's'} (from ${from}) in \`${folder}\``);
     }
-    out.push(`- **${mdText(c.text)}**: ${listed.join('; ')}`);
+    out.push(`- **${mdText(column.text)}**: ${listed.join('; ')}`);
   }
   out.push('');
   return `${out.join('\n')}`;
@@ -284,12 +292,12 @@ export function renderMarkdown(
 
 /** A compared series per line: its values, how far it moved, and its noise. */
 function seriesLines(metrics: readonly MetricComparison[], withNoise = false): string[] {
-  return metrics.slice(0, DRIFT_LINES).map((m) => {
+  return metrics.slice(0, DRIFT_LINES).map((comparison) => {
     const moved =
-      m.move === null
-        ? (m.problem ?? 'not comparable')
-        : `moved ${pct(m.move)}, noise ±${pct(m.noise)}${withNoise ? `: ${noiseText(m)}` : ''}`;
-    return `  - ${mdText(seriesText(m.name, m.attrs))}: ${mdText(`${formatValue(m.a, m.unit)} → ${formatValue(m.b, m.unit)}`)} (${mdText(moved)})`;
+      comparison.move === null
+        ? (comparison.problem ?? 'not comparable')
+        : `moved ${pct(comparison.move)}, noise ±${pct(comparison.noise)}${withNoise ? `: ${noiseText(comparison)}` : ''}`;
+    return `  - ${mdText(seriesText(comparison.name, comparison.attrs))}: ${mdText(`${formatValue(comparison.a, comparison.unit)} → ${formatValue(comparison.b, comparison.unit)}`)} (${mdText(moved)})`;
   });
 }
 
@@ -303,7 +311,7 @@ function changedBetweenDrivers(steps: readonly DriverStep[], opts: MarkdownOptio
     out.push('None: no environment and GPU (with the same OS and container) has records of two driver versions.', '');
     return out;
   }
-  const changed = steps.filter((s) => s.facts.length || s.cells.length || s.metrics.length);
+  const changed = steps.filter((step) => step.facts.length || step.cells.length || step.metrics.length);
   out.push(
     (changed.length ? '' : 'None: every driver has the facts, cell outcomes and metrics (within their noise) of the driver before it. ') +
       "Per environment, GPU, OS and container with records of two or more drivers: each driver's column against the previous driver's, by `cudamatrix diff`'s engine. " +
@@ -311,45 +319,45 @@ function changedBetweenDrivers(steps: readonly DriverStep[], opts: MarkdownOptio
       'Every fact and cell outcome is compared; of the metrics, the series of the key metrics (every attribute, e.g. every transfer size: what the records index keeps of each record).',
     '',
   );
-  for (const s of steps) {
-    const many = (n: number, one: string, more: string) => `${n} ${n === 1 ? one : more}`;
-    const cells = s.cells.length ? `, ${many(s.cells.length, 'cell outcome', 'cell outcomes')} changed` : '';
+  for (const step of steps) {
+    const many = (count: number, one: string, more: string) => `${count} ${count === 1 ? one : more}`;
+    const cells = step.cells.length ? `, ${many(step.cells.length, 'cell outcome', 'cell outcomes')} changed` : '';
     out.push(
-      `- **${mdText(s.key)}**: driver ${mdText(s.from.key.driver)} → ${mdText(s.to.key.driver)}: ${many(s.facts.length, 'fact', 'facts')} changed${cells}, ${many(s.metrics.length, 'metric series', 'metric series')} beyond their noise (of ${s.compared.facts} facts and ${s.compared.metrics} series compared)`,
+      `- **${mdText(step.key)}**: driver ${mdText(step.from.key.driver)} → ${mdText(step.to.key.driver)}: ${many(step.facts.length, 'fact', 'facts')} changed${cells}, ${many(step.metrics.length, 'metric series', 'metric series')} beyond their noise (of ${step.compared.facts} facts and ${step.compared.metrics} series compared)`,
     );
-    for (const f of s.facts)
+    for (const fact of step.facts)
       out.push(
-        `  - ${mdText(f.name)}: ${mdText(`${factValueText(f.name, f.a)} → ${factValueText(f.name, f.b)}`)}${f.shared ? ` (another process used the GPU during its cell: not called the driver's)` : ''}`,
+        `  - ${mdText(fact.name)}: ${mdText(`${factValueText(fact.name, fact.a)} → ${factValueText(fact.name, fact.b)}`)}${fact.shared ? ` (another process used the GPU during its cell: not called the driver's)` : ''}`,
       );
-    for (const c of s.cells) out.push(`  - cell ${mdText(c.probe)}: ${mdText(`${c.a} → ${c.b}`)}`);
-    out.push(...seriesLines(s.metrics, true));
-    if (s.metrics.length > DRIFT_LINES)
+    for (const cell of step.cells) out.push(`  - cell ${mdText(cell.probe)}: ${mdText(`${cell.a} → ${cell.b}`)}`);
+    out.push(...seriesLines(step.metrics, true));
+    if (step.metrics.length > DRIFT_LINES)
       out.push(
-        `  - and ${s.metrics.length - DRIFT_LINES} more: \`cudamatrix diff ${opts.recordsDirName}/${s.from.chosen.file} ${opts.recordsDirName}/${s.to.chosen.file}\` lists them`,
+        `  - and ${step.metrics.length - DRIFT_LINES} more: \`cudamatrix diff ${opts.recordsDirName}/${step.from.chosen.file} ${opts.recordsDirName}/${step.to.chosen.file}\` lists them`,
       );
   }
   out.push('');
   return out;
 }
 
-function recordLine(r: LoadedRecord, opts: MarkdownOptions): string {
-  const rec = r.record;
+function recordLine(loaded: LoadedRecord, opts: MarkdownOptions): string {
+  const rec = loaded.record;
   const verdicts = rec.verdicts ?? [];
-  const passed = verdicts.filter((v) => v.status === 'passed').length;
-  const failed = verdicts.filter((v) => v.status === 'failed' || v.status === 'error').length;
-  const measured = (rec.cells ?? []).filter((c) => c.status === 'passed').length;
+  const passed = verdicts.filter((verdict) => verdict.status === 'passed').length;
+  const failed = verdicts.filter((verdict) => verdict.status === 'failed' || verdict.status === 'error').length;
+  const measured = (rec.cells ?? []).filter((cell) => cell.status === 'passed').length;
   return (
-    `${link(mdText(`${rec.observed.date.slice(0, 10)} ${shortId(r)}`), `${opts.recordsLink}/${r.file}`)} ` +
+    `${link(mdText(`${rec.observed.date.slice(0, 10)} ${shortId(loaded)}`), `${opts.recordsLink}/${loaded.file}`)} ` +
     `(run ${mdText(rec.observed.runId ?? '?')}${evidenceLink(rec.evidence, opts)}, cudaprobe ${mdText(rec.tool?.cudaprobe ?? '?')}, ${measured} probe${measured === 1 ? '' : 's'} measured; ` +
     `default expectations: ${passed} met${failed ? `, ${failed} not met` : ''}${sharedNote(rec)})`
   );
 }
 
 /** A record that shared the GPU, said beside it: its numbers are not shown for the column, nor are they its noise. */
-function sharedNote(r: BehaviourRecord): string {
-  const cells = sharedCells(r);
+function sharedNote(record: BehaviourRecord): string {
+  const cells = sharedCells(record);
   if (!cells.length) return '';
-  const most = Math.max(...cells.map((c) => c.processes));
+  const most = Math.max(...cells.map((cell) => cell.processes));
   return `; shared the GPU with ${most} other process${most === 1 ? '' : 'es'} during ${cells.length} cells: not the column's numbers`;
 }
 

@@ -17,20 +17,20 @@ beforeAll(async () => {
 
 /** The H200 record as if it had two GPUs joined by 18 NVLinks, `wrong` bytes arriving wrong from 1 to 0 with peer access. */
 function twoGpus(wrong = 0): BehaviourRecord {
-  const r = structuredClone(h200);
-  r.facts['p2p.link_class'] = { value: 'NV18', evidence: { '0-1': 'NV18' } };
-  r.cells.push({ probe: 'p2p', status: 'passed' });
+  const record = structuredClone(h200);
+  record.facts['p2p.link_class'] = { value: 'NV18', evidence: { '0-1': 'NV18' } };
+  record.cells.push({ probe: 'p2p', status: 'passed' });
   for (const [src, dst] of [
     [0, 1],
     [1, 0],
   ] as const) {
     for (const peer of [true, false]) {
       const attrs = { src, dst, peer, size_bytes: 256 * 1024 ** 2 };
-      r.metrics.push({ name: 'p2p.bandwidth_gbps', value: peer ? 380 + src : 40 + src, unit: 'GB/s', attrs });
-      r.metrics.push({ name: 'p2p.wrong_bytes', value: peer && src === 1 ? wrong : 0, unit: 'bytes', attrs });
+      record.metrics.push({ name: 'p2p.bandwidth_gbps', value: peer ? 380 + src : 40 + src, unit: 'GB/s', attrs });
+      record.metrics.push({ name: 'p2p.wrong_bytes', value: peer && src === 1 ? wrong : 0, unit: 'bytes', attrs });
     }
   }
-  return r;
+  return record;
 }
 
 describe('the peer-access matrix of the report', () => {
@@ -41,9 +41,9 @@ describe('the peer-access matrix of the report', () => {
   });
 
   it('shows each pair both ways: its link, bandwidth with and without peer access, and whether the copies arrived intact', () => {
-    const [m] = p2pMatrices(buildTable(loaded([twoGpus()])).columns);
-    expect(m!.devices).toEqual([0, 1]);
-    expect(m!.cells['1-0']).toEqual({ link: 'NV18', onGbps: 381, offGbps: 41, wrongOn: 0, wrongOff: 0 });
+    const [matrix] = p2pMatrices(buildTable(loaded([twoGpus()])).columns);
+    expect(matrix!.devices).toEqual([0, 1]);
+    expect(matrix!.cells['1-0']).toEqual({ link: 'NV18', onGbps: 381, offGbps: 41, wrongOn: 0, wrongOff: 0 });
     const md = renderMarkdown(loaded([twoGpus(4096)]), paths);
     const section = md.slice(md.indexOf('## Peer access between GPUs'), md.indexOf('## Conflicts'));
     expect(section).toContain('| from (row) to (column) | GPU 0 | GPU 1 |');

@@ -24,24 +24,28 @@ export interface P2pMatrix {
   cells: Record<string, P2pCell>;
 }
 
-const num = (m: RecordedMetric | undefined) => (m && typeof m.value === 'number' ? m.value : null);
+const num = (metric: RecordedMetric | undefined) => (metric && typeof metric.value === 'number' ? metric.value : null);
 
 /** The matrix of each column whose newest record of the p2p probe measured a pair; none where no record did. */
 export function p2pMatrices(columns: readonly Column[]): P2pMatrix[] {
   const out: P2pMatrix[] = [];
-  for (const c of columns) {
-    const shown = c.byProbe.get('p2p');
+  for (const column of columns) {
+    const shown = column.byProbe.get('p2p');
     if (!shown) continue;
-    const r = shown.record;
-    const metrics = r.metrics.filter(
-      (m) => m.name.startsWith('p2p.') && typeof m.attrs?.src === 'number' && typeof m.attrs?.dst === 'number',
+    const record = shown.record;
+    const metrics = record.metrics.filter(
+      (metric) => metric.name.startsWith('p2p.') && typeof metric.attrs?.src === 'number' && typeof metric.attrs?.dst === 'number',
     );
     if (!metrics.length) continue;
     const find = (name: string, src: number, dst: number, peer: boolean) =>
-      metrics.find((m) => m.name === `p2p.${name}` && m.attrs?.src === src && m.attrs?.dst === dst && m.attrs?.peer === peer);
-    const links = r.facts['p2p.link_class']?.evidence ?? {};
-    const pairs = [...new Set(metrics.map((m) => `${m.attrs!.src}-${m.attrs!.dst}`))];
-    const devices = [...new Set(metrics.flatMap((m) => [m.attrs!.src as number, m.attrs!.dst as number]))].sort((a, b) => a - b);
+      metrics.find(
+        (metric) => metric.name === `p2p.${name}` && metric.attrs?.src === src && metric.attrs?.dst === dst && metric.attrs?.peer === peer,
+      );
+    const links = record.facts['p2p.link_class']?.evidence ?? {};
+    const pairs = [...new Set(metrics.map((metric) => `${metric.attrs!.src}-${metric.attrs!.dst}`))];
+    const devices = [...new Set(metrics.flatMap((metric) => [metric.attrs!.src as number, metric.attrs!.dst as number]))].sort(
+      (left, right) => left - right,
+    );
     const cells: Record<string, P2pCell> = {};
     for (const key of pairs) {
       const [src, dst] = key.split('-').map(Number) as [number, number];
@@ -54,7 +58,7 @@ export function p2pMatrices(columns: readonly Column[]): P2pMatrix[] {
         wrongOff: num(find('wrong_bytes', src, dst, false)),
       };
     }
-    out.push({ column: c.text, file: shown.file, devices, cells });
+    out.push({ column: column.text, file: shown.file, devices, cells });
   }
   return out;
 }
@@ -62,9 +66,13 @@ export function p2pMatrices(columns: readonly Column[]): P2pMatrix[] {
 /** A cell as text: "NV18: 380 GB/s peer, 40 GB/s staged; intact". */
 export function p2pCellText(cell: P2pCell | undefined): string {
   if (!cell) return '–';
-  const gbps = (v: number | null) => (v === null ? '—' : formatValue(v, 'GB/s'));
-  const wrong = [cell.wrongOn, cell.wrongOff].filter((v): v is number => v !== null);
+  const gbps = (value: number | null) => (value === null ? '—' : formatValue(value, 'GB/s'));
+  const wrong = [cell.wrongOn, cell.wrongOff].filter((bytes): bytes is number => bytes !== null);
   const intact =
-    wrong.length === 0 ? 'not verified' : wrong.every((v) => v === 0) ? 'intact' : `${formatValue(Math.max(...wrong), 'bytes')} wrong`;
+    wrong.length === 0
+      ? 'not verified'
+      : wrong.every((bytes) => bytes === 0)
+        ? 'intact'
+        : `${formatValue(Math.max(...wrong), 'bytes')} wrong`;
   return `${cell.link ?? '?'}: ${gbps(cell.onGbps)} with peer access, ${gbps(cell.offGbps)} without; ${intact}`;
 }

@@ -133,12 +133,12 @@ export interface PageDetail {
 class Strings {
   readonly list: string[] = [];
   private readonly index = new Map<string, number>();
-  of(s: string): number {
-    let i = this.index.get(s);
+  of(text: string): number {
+    let i = this.index.get(text);
     if (i === undefined) {
       i = this.list.length;
-      this.list.push(s);
-      this.index.set(s, i);
+      this.list.push(text);
+      this.index.set(text, i);
     }
     return i;
   }
@@ -150,7 +150,7 @@ class Strings {
  */
 const PHASE_ATTRS = new Set(['allocated', 'settle_s', 'wait_s', 'target_bytes']);
 
-const num = (v: Scalar | undefined): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const num = (value: Scalar | undefined): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null);
 
 function gib(bytes: number): string {
   return `${Number((bytes / 1024 ** 3).toFixed(2))} GiB`;
@@ -160,25 +160,26 @@ function gib(bytes: number): string {
 function memorySeries(samples: RecordedSample[], strs: Strings, pick: (attrs: Record<string, Scalar>) => boolean): MemorySeries[] {
   // Per subject (its attributes less the per-phase ones, as a key): its samples; null where `pick` leaves it out.
   const groups = new Map<string, { attrs: Record<string, Scalar>; samples: RecordedSample[] } | null>();
-  for (const s of samples) {
-    const all = s.attrs ?? {};
+  for (const sample of samples) {
+    const all = sample.attrs ?? {};
     let k = '';
-    for (const a of Object.keys(all).sort()) if (!PHASE_ATTRS.has(a)) k += `${a}\u0000${typeof all[a]}:${String(all[a])}\u0001`;
-    let g = groups.get(k);
-    if (g === undefined) {
-      const attrs = Object.fromEntries(Object.entries(all).filter(([a]) => !PHASE_ATTRS.has(a)));
-      groups.set(k, (g = pick(attrs) ? { attrs, samples: [] } : null));
+    for (const attr of Object.keys(all).sort())
+      if (!PHASE_ATTRS.has(attr)) k += `${attr}\u0000${typeof all[attr]}:${String(all[attr])}\u0001`;
+    let group = groups.get(k);
+    if (group === undefined) {
+      const attrs = Object.fromEntries(Object.entries(all).filter(([attr]) => !PHASE_ATTRS.has(attr)));
+      groups.set(k, (group = pick(attrs) ? { attrs, samples: [] } : null));
     }
-    g?.samples.push(s);
+    group?.samples.push(sample);
   }
   return [...groups.values()]
-    .flatMap((g) => (g ? [g] : []))
+    .flatMap((group) => (group ? [group] : []))
     .map(({ attrs, samples: list }) => {
-      const sources = Object.keys(sampleReadings).filter((src) => list.some((s) => typeof s.readings[src] === 'number'));
+      const sources = Object.keys(sampleReadings).filter((src) => list.some((sample) => typeof sample.readings[src] === 'number'));
       // Sources of a newer cudaprobe, after the known ones, by name.
       const newer = new Set<string>();
-      for (const s of list)
-        for (const src in s.readings) if (!(src in sampleReadings) && typeof s.readings[src] === 'number') newer.add(src);
+      for (const sample of list)
+        for (const src in sample.readings) if (!(src in sampleReadings) && typeof sample.readings[src] === 'number') newer.add(src);
       sources.push(...[...newer].sort());
       const parts = [
         attrs.kind,
@@ -187,26 +188,26 @@ function memorySeries(samples: RecordedSample[], strs: Strings, pick: (attrs: Re
         typeof attrs.size_bytes === 'number' ? `${gib(attrs.size_bytes)}${typeof attrs.processes === 'number' ? ' each' : ''}` : undefined,
       ];
       return {
-        label: strs.of(parts.filter((p) => p !== undefined).join(' · ')),
-        phases: list.map((s) => strs.of(s.phase)),
+        label: strs.of(parts.filter((part) => part !== undefined).join(' · ')),
+        phases: list.map((sample) => strs.of(sample.phase)),
         sources: sources.map((src) => strs.of(src)),
-        values: sources.map((src) => list.map((s) => num(s.readings[src] ?? null))),
+        values: sources.map((src) => list.map((sample) => num(sample.readings[src] ?? null))),
       };
     });
 }
 
-function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
+function detailOf(record: BehaviourRecord, strs: Strings): PageDetail {
   // Samples by probe and metrics by name, gathered once (a page has a detail per column).
   const byProbe = new Map<string, RecordedSample[]>();
-  for (const s of r.samples) (byProbe.get(s.probe) ?? byProbe.set(s.probe, []).get(s.probe)!).push(s);
+  for (const sample of record.samples) (byProbe.get(sample.probe) ?? byProbe.set(sample.probe, []).get(sample.probe)!).push(sample);
   const byName = new Map<string, BehaviourRecord['metrics']>();
-  for (const m of r.metrics) (byName.get(m.name) ?? byName.set(m.name, []).get(m.name)!).push(m);
+  for (const metric of record.metrics) (byName.get(metric.name) ?? byName.set(metric.name, []).get(metric.name)!).push(metric);
   const samplesOf = (probe: string) => byProbe.get(probe) ?? [];
   const mem: PageDetail['mem'] = [];
   // The source a probe's facts were decided on: other sources that read 0 throughout would hide it.
   const sources = new Map<string, string>();
-  for (const name in r.facts) {
-    const source = r.facts[name]!.evidence?.source;
+  for (const name in record.facts) {
+    const source = record.facts[name]!.evidence?.source;
     const probe = name.slice(0, name.indexOf('.'));
     if (typeof source === 'string' && !sources.has(probe)) sources.set(probe, source);
   }
@@ -218,27 +219,30 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
     // pinned-vram: the largest size pinned (the one the facts are decided on), its control, and the registered series.
     const largest =
       probe === 'pinned-vram'
-        ? Math.max(...list.filter((s) => s.attrs?.kind === 'pinned').map((s) => Number(s.attrs?.size_bytes ?? 0)), 0)
+        ? Math.max(...list.filter((sample) => sample.attrs?.kind === 'pinned').map((sample) => Number(sample.attrs?.size_bytes ?? 0)), 0)
         : 0;
-    const pick = (a: Record<string, Scalar>) => largest === 0 || a.kind === 'registered' || a.size_bytes === largest;
+    const pick = (attrs: Record<string, Scalar>) => largest === 0 || attrs.kind === 'registered' || attrs.size_bytes === largest;
     mem.push({ probe: strs.of(probe), deciding: deciding(probe), series: memorySeries(list, strs, pick) });
   }
   const metrics = (name: string) => byName.get(name) ?? [];
 
   const bwSeries = new Map<string, [number, number | null][]>();
-  for (const m of metrics('transfer-bandwidth.bandwidth_gbps')) {
-    const size = num(m.attrs?.size_bytes);
+  for (const metric of metrics('transfer-bandwidth.bandwidth_gbps')) {
+    const size = num(metric.attrs?.size_bytes);
     if (size === null) continue;
-    const name = `${String(m.attrs?.direction ?? '?').toUpperCase()} ${String(m.attrs?.memory ?? '?')}`;
+    const name = `${String(metric.attrs?.direction ?? '?').toUpperCase()} ${String(metric.attrs?.memory ?? '?')}`;
     if (!bwSeries.has(name)) bwSeries.set(name, []);
-    bwSeries.get(name)!.push([size, m.value]);
+    bwSeries.get(name)!.push([size, metric.value]);
   }
-  const bw = [...bwSeries.entries()].map(([name, points]) => ({ name: strs.of(name), points: points.sort((a, b) => a[0] - b[0]) }));
+  const bw = [...bwSeries.entries()].map(([name, points]) => ({
+    name: strs.of(name),
+    points: points.sort((left, right) => left[0] - right[0]),
+  }));
 
   const sync: PageDetail['sync'] = [];
-  for (const n of ['min_us', 'p50_us', 'mean_us', 'p99_us']) {
-    const m = metrics(`sync-latency.${n}`)[0];
-    if (m) sync.push([strs.of(n.replace(/_us$/, '')), m.value]);
+  for (const statistic of ['min_us', 'p50_us', 'mean_us', 'p99_us']) {
+    const metric = metrics(`sync-latency.${statistic}`)[0];
+    if (metric) sync.push([strs.of(statistic.replace(/_us$/, '')), metric.value]);
   }
 
   const targets = new Map<number, [number, number | null, number | null]>();
@@ -246,16 +250,17 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
     ['event-timing.elapsed_us', 1],
     ['event-timing.host_elapsed_us', 2],
   ] as const) {
-    for (const m of metrics(name)) {
-      const t = num(m.attrs?.target_us);
-      if (t === null) continue;
-      const p = targets.get(t) ?? [t, null, null];
-      p[at] = m.value;
-      targets.set(t, p);
+    for (const metric of metrics(name)) {
+      const target = num(metric.attrs?.target_us);
+      if (target === null) continue;
+      const point = targets.get(target) ?? [target, null, null];
+      point[at] = metric.value;
+      targets.set(target, point);
     }
   }
   const resolution = metrics('event-timing.resolution_us')[0]?.value ?? null;
-  const ev = targets.size || resolution !== null ? { points: [...targets.values()].sort((a, b) => a[0] - b[0]), resolution } : null;
+  const ev =
+    targets.size || resolution !== null ? { points: [...targets.values()].sort((left, right) => left[0] - right[0]), resolution } : null;
 
   let ceil: PageDetail['ceil'] = null;
   const ceilings = metrics('pinned-ceiling.ceiling_bytes');
@@ -265,33 +270,35 @@ function detailOf(r: BehaviourRecord, strs: Strings): PageDetail {
     const levels: NonNullable<PageDetail['ceil']>['levels'] = [];
     const variants: NonNullable<PageDetail['ceil']>['variants'] = [];
     let cap: number | null = null;
-    ceilings.forEach((m) => {
-      cap = num(m.attrs?.cap_bytes) ?? cap;
-      const prefill = num(m.attrs?.prefill_percent);
+    ceilings.forEach((ceiling) => {
+      cap = num(ceiling.attrs?.cap_bytes) ?? cap;
+      const prefill = num(ceiling.attrs?.prefill_percent);
       if (prefill !== null) {
-        const same = (x: { attrs?: Record<string, Scalar> }) => x.attrs?.prefill_percent === prefill && x.attrs?.api === m.attrs?.api;
+        const same = (other: { attrs?: Record<string, Scalar> }) =>
+          other.attrs?.prefill_percent === prefill && other.attrs?.api === ceiling.attrs?.api;
         levels.push([
           prefill,
           free.find(same)?.value ?? null,
-          m.value,
-          strs.of(String(m.attrs?.stopped_by ?? '')),
+          ceiling.value,
+          strs.of(String(ceiling.attrs?.stopped_by ?? '')),
           chunk.find(same)?.value ?? null,
         ]);
-      } else if (typeof m.attrs?.variant === 'string') {
+      } else if (typeof ceiling.attrs?.variant === 'string') {
         // The reset comparison runs its variants alternately, several rounds: pair each ceiling with the chunk time and free VRAM of its round.
-        const round = ceilings.filter((c) => c.attrs?.variant === m.attrs?.variant).indexOf(m);
-        const ofRound = (list: typeof chunk) => list.filter((c) => c.attrs?.variant === m.attrs?.variant)[round]?.value ?? null;
+        const round = ceilings.filter((other) => other.attrs?.variant === ceiling.attrs?.variant).indexOf(ceiling);
+        const ofRound = (list: typeof chunk) =>
+          list.filter((metric) => metric.attrs?.variant === ceiling.attrs?.variant)[round]?.value ?? null;
         variants.push([
-          strs.of(m.attrs.variant),
+          strs.of(ceiling.attrs.variant),
           round + 1,
           ofRound(free),
-          m.value,
-          strs.of(String(m.attrs?.stopped_by ?? '')),
+          ceiling.value,
+          strs.of(String(ceiling.attrs?.stopped_by ?? '')),
           ofRound(chunk),
         ]);
       }
     });
-    ceil = { levels: levels.sort((a, b) => a[0] - b[0]), cap, variants };
+    ceil = { levels: levels.sort((left, right) => left[0] - right[0]), cap, variants };
   }
   return { mem, bw, sync, ev, ceil };
 }
@@ -304,73 +311,88 @@ export function pageData(
 ): PageData {
   const strs = new Strings();
   const { columns, groups } = table;
-  const linkOf = (r: LoadedRecord) => strs.of(`${recordsLink}/${r.file}`);
+  const linkOf = (loaded: LoadedRecord) => strs.of(`${recordsLink}/${loaded.file}`);
   const prev = previousDriverColumns(columns);
   const data: PageData = {
     records: records.length,
     strs: strs.list,
-    columns: columns.map((c, i) => ({
-      text: strs.of(c.text),
-      env: strs.of(c.key.environment),
-      driver: strs.of(c.key.driver),
-      gpu: strs.of(c.key.gpu),
-      records: c.records.length,
-      link: linkOf(c.chosen),
-      events: eventsLink(c.chosen.record.evidence, recordsLink, recordsDirName, strs),
-      date: strs.of(c.chosen.record.observed.date.slice(0, 10)),
-      conflicts: groups.reduce((n, g) => n + g.rows.filter((row) => row.kind === 'fact' && row.cells[i]?.differs).length, 0),
+    columns: columns.map((column, i) => ({
+      text: strs.of(column.text),
+      env: strs.of(column.key.environment),
+      driver: strs.of(column.key.driver),
+      gpu: strs.of(column.key.gpu),
+      records: column.records.length,
+      link: linkOf(column.chosen),
+      events: eventsLink(column.chosen.record.evidence, recordsLink, recordsDirName, strs),
+      date: strs.of(column.chosen.record.observed.date.slice(0, 10)),
+      conflicts: groups.reduce(
+        (count, rowGroup) => count + rowGroup.rows.filter((row) => row.kind === 'fact' && row.cells[i]?.differs).length,
+        0,
+      ),
       prev: prev[i]!,
-      drift: c.drifts.map((d) => ({
-        to: strs.of(`${d.to.record.observed.date.slice(0, 10)} ${d.to.record.id.slice(0, 8)}`),
-        toLink: linkOf(d.to),
-        from: strs.of(`${d.from.record.observed.date.slice(0, 10)} ${d.from.record.id.slice(0, 8)}`),
-        link: linkOf(d.from),
-        earlier: d.earlier,
-        series: d.metrics
+      drift: column.drifts.map((drift) => ({
+        to: strs.of(`${drift.to.record.observed.date.slice(0, 10)} ${drift.to.record.id.slice(0, 8)}`),
+        toLink: linkOf(drift.to),
+        from: strs.of(`${drift.from.record.observed.date.slice(0, 10)} ${drift.from.record.id.slice(0, 8)}`),
+        link: linkOf(drift.from),
+        earlier: drift.earlier,
+        series: drift.metrics
           .slice(0, DRIFT_SERIES)
-          .map((m): PageDrift['series'][number] => [strs.of(seriesText(m.name, m.attrs)), strs.of(m.unit), m.a, m.b, m.move, m.noise]),
-        more: Math.max(0, d.metrics.length - DRIFT_SERIES),
+          .map((comparison): PageDrift['series'][number] => [
+            strs.of(seriesText(comparison.name, comparison.attrs)),
+            strs.of(comparison.unit),
+            comparison.a,
+            comparison.b,
+            comparison.move,
+            comparison.noise,
+          ]),
+        more: Math.max(0, drift.metrics.length - DRIFT_SERIES),
       })),
     })),
-    changes: table.betweenDrivers.map((s) => ({
-      key: strs.of(s.key),
-      from: columns.indexOf(s.from),
-      to: columns.indexOf(s.to),
-      facts: s.facts.map((f): [S, S, S] => [strs.of(f.name), strs.of(factValueText(f.name, f.a)), strs.of(factValueText(f.name, f.b))]),
-      cells: s.cells.map((c): [S, S, S] => [strs.of(c.probe), strs.of(c.a), strs.of(c.b)]),
-      series: s.metrics
+    changes: table.betweenDrivers.map((step) => ({
+      key: strs.of(step.key),
+      from: columns.indexOf(step.from),
+      to: columns.indexOf(step.to),
+      facts: step.facts.map((fact): [S, S, S] => [
+        strs.of(fact.name),
+        strs.of(factValueText(fact.name, fact.a)),
+        strs.of(factValueText(fact.name, fact.b)),
+      ]),
+      cells: step.cells.map((cell): [S, S, S] => [strs.of(cell.probe), strs.of(cell.a), strs.of(cell.b)]),
+      series: step.metrics
         .slice(0, DRIFT_SERIES)
-        .map((m): PageChange['series'][number] => [
-          strs.of(seriesText(m.name, m.attrs)),
-          strs.of(m.unit),
-          m.a,
-          m.b,
-          m.move,
-          m.noise,
-          strs.of(noiseText(m)),
+        .map((comparison): PageChange['series'][number] => [
+          strs.of(seriesText(comparison.name, comparison.attrs)),
+          strs.of(comparison.unit),
+          comparison.a,
+          comparison.b,
+          comparison.move,
+          comparison.noise,
+          strs.of(noiseText(comparison)),
         ]),
-      more: Math.max(0, s.metrics.length - DRIFT_SERIES),
-      compared: [s.compared.facts, s.compared.metrics],
+      more: Math.max(0, step.metrics.length - DRIFT_SERIES),
+      compared: [step.compared.facts, step.compared.metrics],
     })),
     facts: [],
     metrics: [],
     sources: sampleReadings,
-    probes: Object.fromEntries(catalogue.map((p) => [p.name, { title: p.title, claims: p.claims }])),
+    probes: Object.fromEntries(catalogue.map((probe) => [probe.name, { title: probe.title, claims: probe.claims }])),
     details: [],
   };
-  data.facts = groups.map((g) => ({
-    probe: strs.of(g.probe),
-    title: strs.of(g.title),
-    claims: g.claims.map((c) => strs.of(c)),
-    rows: g.rows.map((row) => {
+  data.facts = groups.map((rowGroup) => ({
+    probe: strs.of(rowGroup.probe),
+    title: strs.of(rowGroup.title),
+    claims: rowGroup.claims.map((claim) => strs.of(claim)),
+    rows: rowGroup.rows.map((row) => {
       // Byte counts (memory_total_bytes) and times as the console writes them (as BEHAVIOUR.md does); the rest as recorded.
-      const text = (v: Scalar) => factValueText(row.fact, v);
+      const text = (value: Scalar) => factValueText(row.fact, value);
       // What a column shows of a fact: the value of the newest record that measured its probe. That
       // record, where it has the fact, is the newest that has it: the last of its value's records
       // (sysinfo rows also gather records without facts, which no probe's shown record is).
       const shownOf = (i: number) => columns[i]!.byProbe.get(row.probe) ?? columns[i]!.chosen;
-      const holds = (v: ValueGroup, i: number) => (row.kind === 'fact' ? v.records.at(-1) === shownOf(i) : v.records.includes(shownOf(i)));
-      const chosenValue = (i: number) => row.cells[i]?.values.find((v) => holds(v, i));
+      const holds = (valueGroup: ValueGroup, i: number) =>
+        row.kind === 'fact' ? valueGroup.records.at(-1) === shownOf(i) : valueGroup.records.includes(shownOf(i));
+      const chosenValue = (i: number) => row.cells[i]?.values.find((valueGroup) => holds(valueGroup, i));
       const changed: [number, S][] = [];
       row.cells.forEach((_, i) => {
         const was = prev[i]! >= 0 ? chosenValue(prev[i]!) : undefined;
@@ -385,13 +407,15 @@ export function pageData(
           if (!cell) return -1;
           // A fact decided one way and left null by other records is shown as decided (no conflict).
           const values =
-            row.kind === 'fact' && !cell.differs && cell.values.length > 1 ? cell.values.filter((v) => v.value !== null) : cell.values;
+            row.kind === 'fact' && !cell.differs && cell.values.length > 1
+              ? cell.values.filter((valueGroup) => valueGroup.value !== null)
+              : cell.values;
           const only = values[0]!;
           if (values.length === 1 && holds(only, i) && !only.reason) return strs.of(text(only.value));
-          return values.map((v): [S, S, S?] => {
+          return values.map((valueGroup): [S, S, S?] => {
             // Link each value to the newest record that observed it.
-            const at: [S, S, S?] = [strs.of(text(v.value)), linkOf(v.records[v.records.length - 1]!)];
-            if (v.reason) at.push(strs.of(v.reason));
+            const at: [S, S, S?] = [strs.of(text(valueGroup.value)), linkOf(valueGroup.records[valueGroup.records.length - 1]!)];
+            if (valueGroup.reason) at.push(strs.of(valueGroup.reason));
             return at;
           });
         }),
@@ -404,16 +428,16 @@ export function pageData(
     label: strs.of(row.spec.label),
     unit: strs.of(row.cells.find((list) => list.length)?.[0]?.metric.unit ?? ''),
     ...(row.spec.negative ? { negative: strs.of(row.spec.negative) } : {}),
-    claims: row.claims.map((c) => strs.of(c)),
+    claims: row.claims.map((claim) => strs.of(claim)),
     cells: row.cells.map((list) => {
       // The newest record that has the metric (lists are oldest first).
       const got = list.at(-1);
       if (!got) return null;
-      const a = got.metric.attrs ?? {};
+      const attrs = got.metric.attrs ?? {};
       const note = [
-        typeof a.size_bytes === 'number' && row.spec.largestSize ? gibOrMib(a.size_bytes) : '',
-        typeof a.source === 'string' ? a.source : '',
-        typeof a.stopped_by === 'string' ? `stopped by ${a.stopped_by}` : '',
+        typeof attrs.size_bytes === 'number' && row.spec.largestSize ? gibOrMib(attrs.size_bytes) : '',
+        typeof attrs.source === 'string' ? attrs.source : '',
+        typeof attrs.stopped_by === 'string' ? `stopped by ${attrs.stopped_by}` : '',
       ]
         .filter(Boolean)
         .join(', ');
@@ -422,15 +446,15 @@ export function pageData(
     ...drifted(row.cells, columns),
     ...changedFromDriver(row.cells, columns, table.betweenDrivers),
   }));
-  data.details = columns.map((c) => detailOf(shownRecord(c), strs));
+  data.details = columns.map((column) => detailOf(shownRecord(column), strs));
   return data;
 }
 
 /** Per column, the column of the same key less the driver with the driver just before it (columns are sorted by driver within a key); -1 if none. */
 function previousDriverColumns(columns: BehaviourTable['columns']): number[] {
   const last = new Map<string, number>();
-  return columns.map((c, i) => {
-    const k = keyText({ ...c.key, driver: '' });
+  return columns.map((column, i) => {
+    const k = keyText({ ...column.key, driver: '' });
     const before = last.get(k) ?? -1;
     last.set(k, i);
     return before;
@@ -445,8 +469,9 @@ function drifted(
   const out: [number, number | null][] = [];
   cells.forEach((list, i) => {
     const got = list.at(-1);
-    const m = got && columns[i]!.drifts.find((d) => d.to === got.record)?.metrics.find((d) => isSeries(d, got.metric));
-    if (m) out.push([i, m.a]);
+    const driftedSeries =
+      got && columns[i]!.drifts.find((drift) => drift.to === got.record)?.metrics.find((comparison) => isSeries(comparison, got.metric));
+    if (driftedSeries) out.push([i, driftedSeries.a]);
   });
   return out.length ? { drifted: out } : {};
 }
@@ -460,8 +485,9 @@ function changedFromDriver(
   const out: [number, number | null][] = [];
   cells.forEach((list, i) => {
     const got = list.at(-1);
-    const m = got && steps.find((s) => s.to === columns[i])?.metrics.find((d) => isSeries(d, got.metric));
-    if (m) out.push([i, m.a]);
+    const changedSeries =
+      got && steps.find((step) => step.to === columns[i])?.metrics.find((comparison) => isSeries(comparison, got.metric));
+    if (changedSeries) out.push([i, changedSeries.a]);
   });
   return out.length ? { changed: out } : {};
 }

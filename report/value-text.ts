@@ -7,8 +7,8 @@ import { formatValue, type Unit } from '../core/units.ts';
 import type { Scalar } from '../probes/protocol.ts';
 
 /** A value as the tables write it. */
-export function valueText(v: Scalar): string {
-  return v === null ? 'null' : String(v);
+export function valueText(value: Scalar): string {
+  return value === null ? 'null' : String(value);
 }
 
 /** The unit a fact's name ends in (memory_total_bytes, tdr_delay_s): facts declare none, their names say it. */
@@ -24,9 +24,9 @@ const FACT_UNITS: [suffix: string, unit: Unit][] = [
  * A fact's value as both outputs write it: a number of a fact named for its unit as the console
  * writes it (formatValue: "140 GiB", not 150109880320); anything else as recorded.
  */
-export function factValueText(fact: string, v: Scalar): string {
-  const unit = typeof v === 'number' ? FACT_UNITS.find(([suffix]) => fact.endsWith(suffix))?.[1] : undefined;
-  return unit ? formatValue(v as number, unit) : valueText(v);
+export function factValueText(fact: string, value: Scalar): string {
+  const unit = typeof value === 'number' ? FACT_UNITS.find(([suffix]) => fact.endsWith(suffix))?.[1] : undefined;
+  return unit ? formatValue(value as number, unit) : valueText(value);
 }
 
 /**

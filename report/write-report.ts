@@ -19,7 +19,7 @@ export interface ReportOutputs {
 
 /** The records folder as links from the output folder ("records") and as the reader knows it ("records": from the folder above the output). */
 export function reportPaths(recordsDir: string, outDir: string): { recordsLink: string; recordsDirName: string } {
-  const toPosix = (p: string) => p.split(path.sep).join('/');
+  const toPosix = (nativePath: string) => nativePath.split(path.sep).join('/');
   const recordsLink = toPosix(path.relative(path.resolve(outDir), path.resolve(recordsDir))) || '.';
   const recordsDirName = toPosix(path.relative(path.dirname(path.resolve(outDir)), path.resolve(recordsDir))) || '.';
   return { recordsLink, recordsDirName };

@@ -62,20 +62,21 @@ export interface ChartOptions {
 }
 
 /** A tick's or an x value's label: rounded as formatValue rounds, without a unit. */
-export function scaled(v: number): string {
-  const abs = Math.abs(v);
+export function scaled(value: number): string {
+  const abs = Math.abs(value);
   const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3;
-  return String(Number(v.toFixed(digits)));
+  return String(Number(value.toFixed(digits)));
 }
 
 /** Round ticks that cover [lo, hi]: the axis ends on a labelled tick at or beyond the data. */
-function ticks(lo: number, hi: number, n: number): number[] {
+function ticks(lo: number, hi: number, count: number): number[] {
   if (!(hi > lo)) hi = lo + 1;
-  let step = Math.pow(10, Math.floor(Math.log10((hi - lo) / n)));
-  const m = (hi - lo) / n / step;
-  step *= m >= 5 ? 10 : m >= 2 ? 5 : m >= 1 ? 2 : 1;
+  let step = Math.pow(10, Math.floor(Math.log10((hi - lo) / count)));
+  const ratio = (hi - lo) / count / step;
+  step *= ratio >= 5 ? 10 : ratio >= 2 ? 5 : ratio >= 1 ? 2 : 1;
   const out: number[] = [];
-  for (let t = Math.floor(lo / step + 1e-9) * step; t < hi + step * (1 - 1e-9); t += step) out.push(Math.abs(t) < step * 1e-9 ? 0 : t);
+  for (let tick = Math.floor(lo / step + 1e-9) * step; tick < hi + step * (1 - 1e-9); tick += step)
+    out.push(Math.abs(tick) < step * 1e-9 ? 0 : tick);
   return out;
 }
 
@@ -85,32 +86,38 @@ export function setChartWidth(width: number): void {
   chartWidth = width;
 }
 
-const valueText = (o: ChartOptions, y: number) => (o.unit ? formatValue(y, o.unit) : exact(y));
+const valueText = (options: ChartOptions, value: number) => (options.unit ? formatValue(value, options.unit) : exact(value));
 
-export function chart(o: ChartOptions): HTMLElement {
-  const W = chartWidth,
-    H = 280,
-    L = 62,
-    R = 16,
-    T = 24,
-    B = 56;
+export function chart(options: ChartOptions): HTMLElement {
+  const svgWidth = chartWidth,
+    svgHeight = 280,
+    marginLeft = 62,
+    marginRight = 16,
+    marginTop = 24,
+    marginBottom = 56;
   const ys: number[] = [];
   const at: number[] = [];
-  o.series.forEach((s) =>
-    s.ys.forEach((y, i) => {
-      if (typeof y === 'number' && isFinite(y)) {
-        ys.push(y);
+  options.series.forEach((series) =>
+    series.ys.forEach((value, i) => {
+      if (typeof value === 'number' && isFinite(value)) {
+        ys.push(value);
         if (at.indexOf(i) < 0) at.push(i);
       }
     }),
   );
   // Lines through one point, or values that are all 0 (the axis always holds 0), draw nothing
   // an axis could show: a 0-1 axis around a lone 0 reads as a measurement. Said in words instead.
-  const allZero = ys.length > 0 && !o.hline && ys.every((y) => y === 0);
-  if (allZero || (o.kind !== 'bars' && at.length === 1)) return plainChart(o, allZero);
-  const svg = sv('svg', { class: 'chart', 'data-chart': o.id, viewBox: '0 0 ' + W + ' ' + H, role: 'img', 'aria-label': o.title });
-  svg.appendChild(sv('title', {}, o.title));
-  if (o.hline) ys.push(o.hline.y);
+  const allZero = ys.length > 0 && !options.hline && ys.every((value) => value === 0);
+  if (allZero || (options.kind !== 'bars' && at.length === 1)) return plainChart(options, allZero);
+  const svg = sv('svg', {
+    class: 'chart',
+    'data-chart': options.id,
+    viewBox: '0 0 ' + svgWidth + ' ' + svgHeight,
+    role: 'img',
+    'aria-label': options.title,
+  });
+  svg.appendChild(sv('title', {}, options.title));
+  if (options.hline) ys.push(options.hline.y);
   let lo = Math.min(...ys, 0);
   let hi = Math.max(...ys, 0);
   if (hi === lo) hi = lo + 1;
@@ -118,105 +125,133 @@ export function chart(o: ChartOptions): HTMLElement {
   lo = yTicks[0]!;
   hi = yTicks[yTicks.length - 1]!;
   svg.setAttribute('data-y-range', lo + ' ' + hi);
-  svg.setAttribute('data-plot', [L, T, W - R, H - B].join(' '));
-  const Y = (v: number) => T + (H - T - B) * (1 - (v - lo) / (hi - lo));
-  const cats = o.cats;
-  const xs = o.xs ?? [];
-  const n = cats ? cats.length : 0;
-  let X: (x: number) => number;
+  svg.setAttribute('data-plot', [marginLeft, marginTop, svgWidth - marginRight, svgHeight - marginBottom].join(' '));
+  const yPixel = (value: number) => marginTop + (svgHeight - marginTop - marginBottom) * (1 - (value - lo) / (hi - lo));
+  const cats = options.cats;
+  const xs = options.xs ?? [];
+  const catCount = cats ? cats.length : 0;
+  let xPixel: (x: number) => number;
   if (cats) {
-    X = (i) => L + (W - L - R) * ((i + 0.5) / n);
+    xPixel = (i) => marginLeft + (svgWidth - marginLeft - marginRight) * ((i + 0.5) / catCount);
   } else {
-    const xv = xs.map((x) => (o.logX ? Math.log2(x) : x));
+    const xv = xs.map((xValue) => (options.logX ? Math.log2(xValue) : xValue));
     let xlo = Math.min(...xv);
     let xhi = Math.max(...xv);
-    if (!o.logX) xlo = Math.min(0, xlo);
+    if (!options.logX) xlo = Math.min(0, xlo);
     if (xhi === xlo) {
       xhi = xlo + 1;
       xlo = xlo - 1;
     }
     const xpad = (xhi - xlo) * 0.06;
-    X = (x) => L + (W - L - R) * (((o.logX ? Math.log2(x) : x) - xlo + xpad) / (xhi - xlo + 2 * xpad));
+    xPixel = (xValue) =>
+      marginLeft +
+      (svgWidth - marginLeft - marginRight) * (((options.logX ? Math.log2(xValue) : xValue) - xlo + xpad) / (xhi - xlo + 2 * xpad));
   }
   const axes = sv('g', { class: 'axes' });
-  yTicks.forEach((t) => {
-    axes.appendChild(sv('line', { x1: L, x2: W - R, y1: Y(t), y2: Y(t), class: t === 0 ? 'zero' : 'grid' }));
-    axes.appendChild(sv('text', { x: L - 6, y: Y(t) + 4, 'text-anchor': 'end', class: 'y-tick' }, (o.yFmt || scaled)(t)));
+  yTicks.forEach((tick) => {
+    axes.appendChild(
+      sv('line', { x1: marginLeft, x2: svgWidth - marginRight, y1: yPixel(tick), y2: yPixel(tick), class: tick === 0 ? 'zero' : 'grid' }),
+    );
+    axes.appendChild(
+      sv('text', { x: marginLeft - 6, y: yPixel(tick) + 4, 'text-anchor': 'end', class: 'y-tick' }, (options.yFmt || scaled)(tick)),
+    );
   });
-  const xLabels: [number, string][] = cats ? cats.map((c, i) => [X(i), c]) : xs.map((x) => [X(x), (o.xFmt || scaled)(x)]);
+  const xLabels: [number, string][] = cats
+    ? cats.map((category, i) => [xPixel(i), category])
+    : xs.map((xValue) => [xPixel(xValue), (options.xFmt || scaled)(xValue)]);
   // As many x labels as fit the width (about 60 px each).
-  const every = Math.max(1, Math.ceil(xLabels.length / Math.max(2, Math.floor((W - L - R) / 60))));
-  xLabels.forEach(([x, label], i) => {
-    if (i % every === 0) axes.appendChild(sv('text', { x, y: H - B + 16, 'text-anchor': 'middle' }, label));
+  const every = Math.max(1, Math.ceil(xLabels.length / Math.max(2, Math.floor((svgWidth - marginLeft - marginRight) / 60))));
+  xLabels.forEach(([labelX, label], i) => {
+    if (i % every === 0) axes.appendChild(sv('text', { x: labelX, y: svgHeight - marginBottom + 16, 'text-anchor': 'middle' }, label));
   });
-  axes.appendChild(sv('text', { x: L + (W - L - R) / 2, y: H - 8, 'text-anchor': 'middle', class: 'label' }, o.xLabel));
-  const middle = T + (H - T - B) / 2;
   axes.appendChild(
-    sv('text', { x: 14, y: middle, transform: 'rotate(-90 14 ' + middle + ')', 'text-anchor': 'middle', class: 'label' }, o.yLabel),
+    sv(
+      'text',
+      { x: marginLeft + (svgWidth - marginLeft - marginRight) / 2, y: svgHeight - 8, 'text-anchor': 'middle', class: 'label' },
+      options.xLabel,
+    ),
+  );
+  const middle = marginTop + (svgHeight - marginTop - marginBottom) / 2;
+  axes.appendChild(
+    sv('text', { x: 14, y: middle, transform: 'rotate(-90 14 ' + middle + ')', 'text-anchor': 'middle', class: 'label' }, options.yLabel),
   );
   svg.appendChild(axes);
-  if (o.hline) {
-    svg.appendChild(sv('line', { x1: L, x2: W - R, y1: Y(o.hline.y), y2: Y(o.hline.y), class: 'hline' }));
-    svg.appendChild(sv('text', { x: W - R - 4, y: Y(o.hline.y) + 14, 'text-anchor': 'end', class: 'hline-label' }, o.hline.label));
+  if (options.hline) {
+    svg.appendChild(
+      sv('line', { x1: marginLeft, x2: svgWidth - marginRight, y1: yPixel(options.hline.y), y2: yPixel(options.hline.y), class: 'hline' }),
+    );
+    svg.appendChild(
+      sv(
+        'text',
+        { x: svgWidth - marginRight - 4, y: yPixel(options.hline.y) + 14, 'text-anchor': 'end', class: 'hline-label' },
+        options.hline.label,
+      ),
+    );
   }
   const marks = sv('g', { class: 'marks' });
-  const colorOf = (s: Series, si: number) => s.color || COLORS[si % COLORS.length]!;
-  o.series.forEach((s, si) => {
-    const color = colorOf(s, si);
-    if (o.kind === 'bars') {
-      const slot = (W - L - R) / Math.max(n, 1);
-      const barWidth = Math.max(1, (slot * 0.8) / o.series.length);
-      s.ys.forEach((y, i) => {
-        if (typeof y !== 'number') return;
-        const x = L + slot * i + slot * 0.1 + barWidth * si;
-        const top = Math.min(Y(y), Y(0));
-        const height = Math.max(1, Math.abs(Y(y) - Y(0)));
+  const colorOf = (series: Series, si: number) => series.color || COLORS[si % COLORS.length]!;
+  options.series.forEach((series, si) => {
+    const color = colorOf(series, si);
+    if (options.kind === 'bars') {
+      const slot = (svgWidth - marginLeft - marginRight) / Math.max(catCount, 1);
+      const barWidth = Math.max(1, (slot * 0.8) / options.series.length);
+      series.ys.forEach((value, i) => {
+        if (typeof value !== 'number') return;
+        const barX = marginLeft + slot * i + slot * 0.1 + barWidth * si;
+        const top = Math.min(yPixel(value), yPixel(0));
+        const height = Math.max(1, Math.abs(yPixel(value) - yPixel(0)));
         marks
-          .appendChild(sv('rect', { x, y: top, width: barWidth, height, fill: color, 'fill-opacity': s.dash ? 0.45 : 1 }))
-          .appendChild(sv('title', {}, s.name + ': ' + (cats ? cats[i] : '') + ' ' + valueText(o, y)));
+          .appendChild(sv('rect', { x: barX, y: top, width: barWidth, height, fill: color, 'fill-opacity': series.dash ? 0.45 : 1 }))
+          .appendChild(sv('title', {}, series.name + ': ' + (cats ? cats[i] : '') + ' ' + valueText(options, value)));
       });
       return;
     }
     // [x, y on the chart, the value, its index]
     const points: [number, number, number, number][] = [];
-    s.ys.forEach((y, i) => {
-      if (typeof y === 'number' && isFinite(y)) points.push([cats ? X(i) : X(xs[i]!), Y(y), y, i]);
+    series.ys.forEach((value, i) => {
+      if (typeof value === 'number' && isFinite(value)) points.push([cats ? xPixel(i) : xPixel(xs[i]!), yPixel(value), value, i]);
     });
-    if (o.kind === 'line' && points.length > 1) {
-      const d = points.map((p, i) => (i ? 'L' : 'M') + p[0].toFixed(1) + ' ' + p[1].toFixed(1)).join(' ');
-      marks.appendChild(sv('path', { d, stroke: color, fill: 'none', 'stroke-width': s.width || 2, 'stroke-dasharray': s.dash }));
+    if (options.kind === 'line' && points.length > 1) {
+      const pathData = points.map((point, i) => (i ? 'L' : 'M') + point[0].toFixed(1) + ' ' + point[1].toFixed(1)).join(' ');
+      marks.appendChild(
+        sv('path', { d: pathData, stroke: color, fill: 'none', 'stroke-width': series.width || 2, 'stroke-dasharray': series.dash }),
+      );
     }
-    points.forEach(([x, y, value, i]) => {
+    points.forEach(([pointX, pointY, value, i]) => {
       const circle = marks.appendChild(
         sv('circle', {
-          cx: x.toFixed(1),
-          cy: y.toFixed(1),
-          r: (s.width ?? 0) > 2 ? 4.5 : 3.5,
-          fill: s.dash ? '#fff' : color,
+          cx: pointX.toFixed(1),
+          cy: pointY.toFixed(1),
+          r: (series.width ?? 0) > 2 ? 4.5 : 3.5,
+          fill: series.dash ? '#fff' : color,
           stroke: color,
           'stroke-width': 1.5,
         }),
       );
-      circle.appendChild(sv('title', {}, s.name + ': ' + valueText(o, value)));
+      circle.appendChild(sv('title', {}, series.name + ': ' + valueText(options, value)));
       // A label reads away from the nearer edge, so that none is cut off.
-      if (s.labels) {
-        const right = x > W / 2;
+      if (series.labels) {
+        const right = pointX > svgWidth / 2;
         marks.appendChild(
-          sv('text', { x: right ? x - 6 : x + 6, y: y - 8, 'text-anchor': right ? 'end' : 'start', class: 'point-label' }, s.labels[i]),
+          sv(
+            'text',
+            { x: right ? pointX - 6 : pointX + 6, y: pointY - 8, 'text-anchor': right ? 'end' : 'start', class: 'point-label' },
+            series.labels[i],
+          ),
         );
       }
     });
   });
   svg.appendChild(marks);
-  // The legend in the order the series are listed (o.legendOrder), whatever order they are drawn in.
-  const listed = (o.legendOrder || o.series.map((_, si) => si)).map((si): [Series, number] => [o.series[si]!, si]);
+  // The legend in the order the series are listed (options.legendOrder), whatever order they are drawn in.
+  const listed = (options.legendOrder || options.series.map((_, si) => si)).map((si): [Series, number] => [options.series[si]!, si]);
   const legend = el(
     'div',
     { class: 'legend' },
-    listed.map(([s, si]) => {
-      const color = colorOf(s, si);
+    listed.map(([series, si]) => {
+      const color = colorOf(series, si);
       const key = sv('svg', { width: 22, height: 10, class: 'key' });
-      const bars = o.kind === 'bars';
+      const bars = options.kind === 'bars';
       key.appendChild(
         sv('line', {
           x1: 1,
@@ -224,39 +259,39 @@ export function chart(o: ChartOptions): HTMLElement {
           y1: 5,
           y2: 5,
           stroke: color,
-          'stroke-width': bars ? 8 : s.width || 2,
-          'stroke-dasharray': bars ? undefined : s.dash,
-          'stroke-opacity': bars && s.dash ? 0.45 : 1,
+          'stroke-width': bars ? 8 : series.width || 2,
+          'stroke-dasharray': bars ? undefined : series.dash,
+          'stroke-opacity': bars && series.dash ? 0.45 : 1,
         }),
       );
-      return el('span', { class: s.strong ? 'strong' : undefined }, [key, ' ' + s.name]);
+      return el('span', { class: series.strong ? 'strong' : undefined }, [key, ' ' + series.name]);
     }),
   );
   return el('figure', { class: 'chart-box' }, [
-    el('figcaption', {}, [o.title]),
+    el('figcaption', {}, [options.title]),
     svg,
-    o.series.length > 1 ? legend : null,
-    o.note ? el('p', { class: 'note' }, [o.note]) : null,
+    options.series.length > 1 ? legend : null,
+    options.note ? el('p', { class: 'note' }, [options.note]) : null,
   ]);
 }
 
 /** A chart with nothing to draw (one point, or every value 0): its values as text. */
-function plainChart(o: ChartOptions, allZero: boolean): HTMLElement {
+function plainChart(options: ChartOptions, allZero: boolean): HTMLElement {
   const values: string[] = [];
-  o.series.forEach((s) =>
-    s.ys.forEach((y, i) => {
-      if (typeof y !== 'number' || !isFinite(y)) return;
-      const x = o.cats ? o.cats[i] : (o.xFmt || scaled)(o.xs![i]!);
-      values.push(s.name + ' at ' + x + ': ' + valueText(o, y));
+  options.series.forEach((series) =>
+    series.ys.forEach((value, i) => {
+      if (typeof value !== 'number' || !isFinite(value)) return;
+      const xText = options.cats ? options.cats[i] : (options.xFmt || scaled)(options.xs![i]!);
+      values.push(series.name + ' at ' + xText + ': ' + valueText(options, value));
     }),
   );
   const text =
-    o.flat ||
+    options.flat ||
     (allZero
-      ? 'Every value is ' + (o.unit ? formatValue(0, o.unit) : '0') + ': nothing to draw.'
+      ? 'Every value is ' + (options.unit ? formatValue(0, options.unit) : '0') + ': nothing to draw.'
       : values.join('; ') + ' (one point: nothing to draw).');
-  return el('figure', { class: 'chart-box plain', 'data-plain': o.id }, [
-    el('figcaption', {}, [o.title]),
+  return el('figure', { class: 'chart-box plain', 'data-plain': options.id }, [
+    el('figcaption', {}, [options.title]),
     el('p', { class: 'plain-value' }, [text]),
   ]);
 }

@@ -10,11 +10,11 @@ import { breakable, colName, el, link, num, table } from './dom.ts';
 const sizeText = (bytes: number) => formatValue(bytes, 'bytes');
 
 export function compareCharts(root: HTMLElement, data: PageData): void {
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
   const metricValues = (name: string, label?: string) => {
-    const m = data.metrics.filter((x) => S[x.metric] === name && (!label || S[x.label] === label))[0];
-    return cols.map((_, i) => (m && m.cells[i] ? m.cells[i]![0] : null));
+    const metricRow = data.metrics.filter((row) => strs[row.metric] === name && (!label || strs[row.label] === label))[0];
+    return cols.map((_, i) => (metricRow && metricRow.cells[i] ? metricRow.cells[i]![0] : null));
   };
   const cats = cols.map((_, i) => colName(i));
   const box = el('div', { class: 'charts' });
@@ -55,10 +55,10 @@ export function compareCharts(root: HTMLElement, data: PageData): void {
 
 /** The "Charts of one column" section: its pickers, and the first column's charts. */
 export function columnChartsSection(root: HTMLElement, data: PageData): void {
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
   root.appendChild(el('h2', { id: 'details' }, ['Charts of one column']));
-  const option = (c: PageData['columns'][number], i: number) => el('option', { value: i }, [colName(i) + ' ' + S[c.text]]);
+  const option = (column: PageData['columns'][number], i: number) => el('option', { value: i }, [colName(i) + ' ' + strs[column.text]]);
   const picker = el('select', { id: 'column-picker' }, cols.map(option));
   const against = el('select', { id: 'compare-picker' }, [el('option', { value: '-1' }, ['nothing'])].concat(cols.map(option)));
   root.appendChild(
@@ -73,33 +73,33 @@ export function columnChartsSection(root: HTMLElement, data: PageData): void {
 }
 
 function probeHeading(data: PageData, probe: string): HTMLElement {
-  const p = data.probes[probe] || { title: '', claims: [] };
-  return el('h3', {}, [probe + ': ' + p.title + (p.claims.length ? ' (' + p.claims.join(', ') + ')' : '')]);
+  const spec = data.probes[probe] || { title: '', claims: [] };
+  return el('h3', {}, [probe + ': ' + spec.title + (spec.claims.length ? ' (' + spec.claims.join(', ') + ')' : '')]);
 }
 
 /** A series of the compared column: the same colour, dashed, its name prefixed with the column. */
-function other(s: Series, j: number): Series {
-  return { name: colName(j) + ' ' + s.name, ys: s.ys, color: s.color, dash: '6 4', labels: s.labels };
+function other(series: Series, j: number): Series {
+  return { name: colName(j) + ' ' + series.name, ys: series.ys, color: series.color, dash: '6 4', labels: series.labels };
 }
 /** A series of the shown column, named with the column where another is drawn over it. */
-function ownName(s: Series, i: number, j: number): Series {
-  return j >= 0 ? { ...s, name: colName(i) + ' ' + s.name } : s;
+function ownName(series: Series, i: number, j: number): Series {
+  return j >= 0 ? { ...series, name: colName(i) + ' ' + series.name } : series;
 }
 
 /** Column i's charts and tables, with column j's drawn over the charts (j -1: none). */
 function showColumn(details: HTMLElement, data: PageData, i: number, j: number): void {
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
-  const c = cols[i]!;
-  const d = data.details[i]!;
-  const e = j >= 0 ? data.details[j]! : null;
+  const column = cols[i]!;
+  const detail = data.details[i]!;
+  const comparedDetail = j >= 0 ? data.details[j]! : null;
   while (details.firstChild) details.removeChild(details.firstChild);
   const records =
-    c.records > 1
+    column.records > 1
       ? ' (the newest of ' +
-        c.records +
+        column.records +
         ' records' +
-        (c.conflicts ? ', which disagree on ' + c.conflicts + ' fact' + (c.conflicts > 1 ? 's' : '') : '') +
+        (column.conflicts ? ', which disagree on ' + column.conflicts + ' fact' + (column.conflicts > 1 ? 's' : '') : '') +
         ')'
       : '';
   const compared =
@@ -107,49 +107,55 @@ function showColumn(details: HTMLElement, data: PageData, i: number, j: number):
       ? '; drawn over it, dashed: ' +
         colName(j) +
         ' ' +
-        S[cols[j]!.text] +
+        strs[cols[j]!.text] +
         ' (record ' +
-        S[cols[j]!.date] +
+        strs[cols[j]!.date] +
         '). The tables are ' +
         colName(i) +
         "'s."
       : '';
-  const events = c.events >= 0 ? [' (', link('event log', S[c.events]!), ')'] : [null, null, null];
+  const events = column.events >= 0 ? [' (', link('event log', strs[column.events]!), ')'] : [null, null, null];
   details.appendChild(
-    el('p', {}, [colName(i) + ' ' + S[c.text] + ': record ', link(S[c.date]!, S[c.link]!), ...events, records, compared]),
+    el('p', {}, [
+      colName(i) + ' ' + strs[column.text] + ': record ',
+      link(strs[column.date]!, strs[column.link]!),
+      ...events,
+      records,
+      compared,
+    ]),
   );
 
-  d.mem.forEach((m) => {
-    details.appendChild(probeHeading(data, S[m.probe]!));
+  detail.mem.forEach((probeMemory) => {
+    details.appendChild(probeHeading(data, strs[probeMemory.probe]!));
     const box = el('div', { class: 'charts' });
-    m.series.forEach((s) => box.appendChild(memoryChart(data, m, s, j)));
+    probeMemory.series.forEach((subject) => box.appendChild(memoryChart(data, probeMemory, subject, j)));
     details.appendChild(box);
   });
 
   const box = el('div', { class: 'charts' });
-  if (d.bw.length) box.appendChild(bandwidthCharts(data, d, e, i, j));
-  if (d.sync.length) box.appendChild(syncCharts(data, d, e, i, j));
-  if (d.ev) box.appendChild(eventTimingCharts(data, d.ev, e, i, j));
-  if (d.ceil) box.appendChild(ceilingCharts(data, d.ceil, e, i, j));
+  if (detail.bw.length) box.appendChild(bandwidthCharts(data, detail, comparedDetail, i, j));
+  if (detail.sync.length) box.appendChild(syncCharts(data, detail, comparedDetail, i, j));
+  if (detail.ev) box.appendChild(eventTimingCharts(data, detail.ev, comparedDetail, i, j));
+  if (detail.ceil) box.appendChild(ceilingCharts(data, detail.ceil, comparedDetail, i, j));
   details.appendChild(box);
   document.body.setAttribute('data-charts', String(document.querySelectorAll('svg.chart').length));
 }
 
 /** A memory probe's subject: each source's change since the first phase, the deciding one on top; its readings in a table. */
-function memoryChart(data: PageData, m: PageDetail['mem'][number], s: MemorySeries, j: number): HTMLElement {
-  const S = data.strs;
-  const phases = s.phases.map((p) => S[p]!);
+function memoryChart(data: PageData, probeMemory: PageDetail['mem'][number], subject: MemorySeries, j: number): HTMLElement {
+  const strs = data.strs;
+  const phases = subject.phases.map((phase) => strs[phase]!);
   const deltas = (series: MemorySeries) =>
     series.values.map((vals) => {
       const base = vals[0];
-      return vals.map((v) => (typeof v === 'number' && typeof base === 'number' ? v - base : null));
+      return vals.map((reading) => (typeof reading === 'number' && typeof base === 'number' ? reading - base : null));
     });
-  const own = deltas(s);
-  const deciding = m.deciding >= 0 ? S[m.deciding] : null;
-  const lines: Series[] = s.sources.map((src, k) => {
-    const isDeciding = S[src] === deciding;
+  const own = deltas(subject);
+  const deciding = probeMemory.deciding >= 0 ? strs[probeMemory.deciding] : null;
+  const lines: Series[] = subject.sources.map((src, k) => {
+    const isDeciding = strs[src] === deciding;
     return {
-      name: S[src] + (isDeciding ? ' (deciding)' : ''),
+      name: strs[src] + (isDeciding ? ' (deciding)' : ''),
       ys: own[k]!,
       color: COLORS[k % COLORS.length],
       width: isDeciding ? 4 : 1.5,
@@ -159,13 +165,15 @@ function memoryChart(data: PageData, m: PageDetail['mem'][number], s: MemorySeri
     };
   });
   // The compared column's deciding source, for the series of the same subject (same label).
-  const om = j >= 0 ? data.details[j]!.mem.filter((x) => x.probe === m.probe)[0] : null;
-  const os = om ? om.series.filter((x) => S[x.label] === S[s.label] && x.phases.length === s.phases.length)[0] : null;
+  const om = j >= 0 ? data.details[j]!.mem.filter((memory) => memory.probe === probeMemory.probe)[0] : null;
+  const os = om
+    ? om.series.filter((series) => strs[series.label] === strs[subject.label] && series.phases.length === subject.phases.length)[0]
+    : null;
   if (om && os && om.deciding >= 0) {
-    const k = os.sources.map((x) => S[x]).indexOf(S[om.deciding]);
+    const k = os.sources.map((source) => strs[source]).indexOf(strs[om.deciding]);
     if (k >= 0)
       lines.push({
-        name: colName(j) + ' ' + S[om.deciding] + ' (deciding)',
+        name: colName(j) + ' ' + strs[om.deciding] + ' (deciding)',
         ys: deltas(os)[k]!,
         color: '#000',
         width: 2.5,
@@ -174,17 +182,17 @@ function memoryChart(data: PageData, m: PageDetail['mem'][number], s: MemorySeri
       });
   }
   let maxAbs = 0;
-  lines.forEach((l) =>
-    l.ys.forEach((v) => {
-      if (typeof v === 'number') maxAbs = Math.max(maxAbs, Math.abs(v));
+  lines.forEach((line) =>
+    line.ys.forEach((value) => {
+      if (typeof value === 'number') maxAbs = Math.max(maxAbs, Math.abs(value));
     }),
   );
   const [unit, size] = bytesScale(maxAbs);
-  lines.forEach((l) => (l.ys = l.ys.map((v) => (v === null ? null : v / size))));
+  lines.forEach((line) => (line.ys = line.ys.map((value) => (value === null ? null : value / size))));
   // Drawn with the deciding source last (on top): sources that read 0 throughout would hide it.
   const order = lines.map((_, k) => k);
   const drawn = order.filter((k) => !lines[k]!.deciding).concat(order.filter((k) => lines[k]!.deciding));
-  const title = S[m.probe] + ' · ' + S[s.label];
+  const title = strs[probeMemory.probe] + ' · ' + strs[subject.label];
   return el('div', { class: 'chart-and-table' }, [
     chart({
       id: 'memory:' + title,
@@ -199,34 +207,34 @@ function memoryChart(data: PageData, m: PageDetail['mem'][number], s: MemorySeri
           ? 'One phase only (' + phases[0] + '): no change to draw; its readings are in the table.'
           : 'No source changed from ' + phases[0] + ' on: nothing to draw; the readings are in the table.',
       series: drawn.map((k) => lines[k]!),
-      legendOrder: drawn.map((_, at) => at).sort((a, b) => drawn[a]! - drawn[b]!),
+      legendOrder: drawn.map((_, at) => at).sort((left, right) => drawn[left]! - drawn[right]!),
     }),
     table(
       ['source (as read)'].concat(phases),
-      s.sources.map((src, k) =>
-        [el('span', { title: data.sources[S[src]!] || '' }, [breakable(S[src]!), S[src] === deciding ? ' (deciding)' : ''])].concat(
-          s.values[k]!.map((v) => num(v, 'bytes')),
-        ),
+      subject.sources.map((src, k) =>
+        [
+          el('span', { title: data.sources[strs[src]!] || '' }, [breakable(strs[src]!), strs[src] === deciding ? ' (deciding)' : '']),
+        ].concat(subject.values[k]!.map((reading) => num(reading, 'bytes'))),
       ),
     ),
   ]);
 }
 
-function bandwidthCharts(data: PageData, d: PageDetail, e: PageDetail | null, i: number, j: number): HTMLElement {
-  const S = data.strs;
+function bandwidthCharts(data: PageData, detail: PageDetail, comparedDetail: PageDetail | null, i: number, j: number): HTMLElement {
+  const strs = data.strs;
   const sizes: number[] = [];
-  d.bw.concat(e ? e.bw : []).forEach((s) =>
-    s.points.forEach((p) => {
-      if (sizes.indexOf(p[0]) < 0) sizes.push(p[0]);
+  detail.bw.concat(comparedDetail ? comparedDetail.bw : []).forEach((series) =>
+    series.points.forEach((point) => {
+      if (sizes.indexOf(point[0]) < 0) sizes.push(point[0]);
     }),
   );
-  sizes.sort((a, b) => a - b);
-  const at = (s: PageDetail['bw'][number], size: number) => {
-    const p = s.points.filter((q) => q[0] === size)[0];
-    return p ? p[1] : null;
+  sizes.sort((left, right) => left - right);
+  const at = (series: PageDetail['bw'][number], size: number) => {
+    const point = series.points.filter((candidate) => candidate[0] === size)[0];
+    return point ? point[1] : null;
   };
   const bwSeries = (list: PageDetail['bw']): Series[] =>
-    list.map((s, k) => ({ name: S[s.name]!, ys: sizes.map((z) => at(s, z)), color: COLORS[k % COLORS.length] }));
+    list.map((series, k) => ({ name: strs[series.name]!, ys: sizes.map((size) => at(series, size)), color: COLORS[k % COLORS.length] }));
   return el('div', { class: 'chart-and-table' }, [
     probeHeading(data, 'transfer-bandwidth'),
     chart({
@@ -239,24 +247,24 @@ function bandwidthCharts(data: PageData, d: PageDetail, e: PageDetail | null, i:
       xLabel: 'transfer size',
       yLabel: 'GB/s',
       unit: 'GB/s',
-      series: bwSeries(d.bw)
-        .map((s) => ownName(s, i, j))
-        .concat(e ? bwSeries(e.bw).map((s) => other(s, j)) : []),
+      series: bwSeries(detail.bw)
+        .map((series) => ownName(series, i, j))
+        .concat(comparedDetail ? bwSeries(comparedDetail.bw).map((series) => other(series, j)) : []),
     }),
     table(
-      ['size'].concat(d.bw.map((s) => S[s.name]!)),
-      sizes.map((z) => [sizeText(z), ...d.bw.map((s) => num(at(s, z), 'GB/s'))]),
+      ['size'].concat(detail.bw.map((series) => strs[series.name]!)),
+      sizes.map((size) => [sizeText(size), ...detail.bw.map((series) => num(at(series, size), 'GB/s'))]),
     ),
   ]);
 }
 
-function syncCharts(data: PageData, d: PageDetail, e: PageDetail | null, i: number, j: number): HTMLElement {
-  const S = data.strs;
-  const stats = d.sync.map((p) => S[p[0]]!);
+function syncCharts(data: PageData, detail: PageDetail, comparedDetail: PageDetail | null, i: number, j: number): HTMLElement {
+  const strs = data.strs;
+  const stats = detail.sync.map((stat) => strs[stat[0]]!);
   const syncOf = (list: PageDetail['sync']) =>
     stats.map((name) => {
-      const p = list.filter((q) => S[q[0]] === name)[0];
-      return p ? p[1] : null;
+      const match = list.filter((stat) => strs[stat[0]] === name)[0];
+      return match ? match[1] : null;
     });
   return el('div', { class: 'chart-and-table' }, [
     probeHeading(data, 'sync-latency'),
@@ -268,29 +276,35 @@ function syncCharts(data: PageData, d: PageDetail, e: PageDetail | null, i: numb
       xLabel: 'statistic',
       yLabel: 'µs',
       unit: 'us',
-      series: [ownName({ name: 'latency', ys: syncOf(d.sync) }, i, j)].concat(
-        e ? [other({ name: 'latency', ys: syncOf(e.sync), color: COLORS[0] }, j)] : [],
+      series: [ownName({ name: 'latency', ys: syncOf(detail.sync) }, i, j)].concat(
+        comparedDetail ? [other({ name: 'latency', ys: syncOf(comparedDetail.sync), color: COLORS[0] }, j)] : [],
       ),
     }),
     table(
       ['statistic', 'latency'],
-      d.sync.map((p) => [S[p[0]], num(p[1], 'us')]),
+      detail.sync.map((stat) => [strs[stat[0]], num(stat[1], 'us')]),
     ),
   ]);
 }
 
-function eventTimingCharts(data: PageData, ev: NonNullable<PageDetail['ev']>, e: PageDetail | null, i: number, j: number): HTMLElement {
-  const targets = ev.points.map((p) => p[0]);
-  const evOf = (x: NonNullable<PageDetail['ev']>, k: 1 | 2) =>
-    targets.map((t) => {
-      const p = x.points.filter((q) => q[0] === t)[0];
-      return p ? p[k] : null;
+function eventTimingCharts(
+  data: PageData,
+  ev: NonNullable<PageDetail['ev']>,
+  comparedDetail: PageDetail | null,
+  i: number,
+  j: number,
+): HTMLElement {
+  const targets = ev.points.map((point) => point[0]);
+  const evOf = (timing: NonNullable<PageDetail['ev']>, k: 1 | 2) =>
+    targets.map((target) => {
+      const point = timing.points.filter((candidate) => candidate[0] === target)[0];
+      return point ? point[k] : null;
     });
-  const evSeries = (x: NonNullable<PageDetail['ev']>): Series[] => [
-    { name: 'event-timed', ys: evOf(x, 1), color: COLORS[0] },
-    { name: 'host-timed (launch to completion)', ys: evOf(x, 2), color: COLORS[1] },
+  const evSeries = (timing: NonNullable<PageDetail['ev']>): Series[] => [
+    { name: 'event-timed', ys: evOf(timing, 1), color: COLORS[0] },
+    { name: 'host-timed (launch to completion)', ys: evOf(timing, 2), color: COLORS[1] },
   ];
-  const theirs = e && e.ev;
+  const theirs = comparedDetail && comparedDetail.ev;
   return el('div', { class: 'chart-and-table' }, [
     probeHeading(data, 'event-timing'),
     chart({
@@ -302,8 +316,8 @@ function eventTimingCharts(data: PageData, ev: NonNullable<PageDetail['ev']>, e:
       yLabel: 'measured µs',
       unit: 'us',
       series: evSeries(ev)
-        .map((s) => ownName(s, i, j))
-        .concat(theirs ? evSeries(theirs).map((s) => other(s, j)) : [])
+        .map((series) => ownName(series, i, j))
+        .concat(theirs ? evSeries(theirs).map((series) => other(series, j)) : [])
         .concat([{ name: 'target', ys: targets, color: COLORS[2] }]),
       note:
         'Event resolution (smallest step between distinct event-timed values): ' +
@@ -313,23 +327,29 @@ function eventTimingCharts(data: PageData, ev: NonNullable<PageDetail['ev']>, e:
     table(
       ['target', 'event-timed', 'host-timed'],
       ev.points
-        .map((p) => [formatValue(p[0], 'us'), num(p[1], 'us'), num(p[2], 'us')])
+        .map((point) => [formatValue(point[0], 'us'), num(point[1], 'us'), num(point[2], 'us')])
         .concat([['resolution', num(ev.resolution, 'us'), '']]),
     ),
   ]);
 }
 
-function ceilingCharts(data: PageData, cl: NonNullable<PageDetail['ceil']>, e: PageDetail | null, i: number, j: number): HTMLElement {
-  const S = data.strs;
-  const G = 1024 ** 3;
+function ceilingCharts(
+  data: PageData,
+  cl: NonNullable<PageDetail['ceil']>,
+  comparedDetail: PageDetail | null,
+  i: number,
+  j: number,
+): HTMLElement {
+  const strs = data.strs;
+  const GIB = 1024 ** 3;
   type Ceiling = NonNullable<PageDetail['ceil']>;
-  const ceilSeries = (x: Ceiling, name: string): Series => ({
+  const ceilSeries = (ceiling: Ceiling, name: string): Series => ({
     name,
-    ys: x.levels.map((l) => (l[2] === null ? null : l[2] / G)),
-    labels: x.levels.map((l) => l[0] + ' % pre-filled'),
+    ys: ceiling.levels.map((level) => (level[2] === null ? null : level[2] / GIB)),
+    labels: ceiling.levels.map((level) => level[0] + ' % pre-filled'),
   });
-  const freeOf = (x: Ceiling) => x.levels.map((l) => (l[1] || 0) / G);
-  const theirs = e && e.ceil ? e.ceil : null;
+  const freeOf = (ceiling: Ceiling) => ceiling.levels.map((level) => (level[1] || 0) / GIB);
+  const theirs = comparedDetail && comparedDetail.ceil ? comparedDetail.ceil : null;
   // With another column's drawn over it: one x axis of both columns' levels, each series null at the other's.
   const series = theirs
     ? [
@@ -346,14 +366,20 @@ function ceilingCharts(data: PageData, cl: NonNullable<PageDetail['ceil']>, e: P
       ]
     : [ceilSeries(cl, 'ceiling')];
   const rows = cl.levels
-    .map((l) => ['driver API, ' + l[0] + ' % pre-filled', num(l[1], 'bytes'), num(l[2], 'bytes'), S[l[3]], num(l[4], 'ms')])
+    .map((level) => [
+      'driver API, ' + level[0] + ' % pre-filled',
+      num(level[1], 'bytes'),
+      num(level[2], 'bytes'),
+      strs[level[3]],
+      num(level[4], 'ms'),
+    ])
     .concat(
-      cl.variants.map((v) => [
-        'runtime API, ' + S[v[0]] + ', round ' + v[1],
-        num(v[2], 'bytes'),
-        num(v[3], 'bytes'),
-        S[v[4]],
-        num(v[5], 'ms'),
+      cl.variants.map((variant) => [
+        'runtime API, ' + strs[variant[0]] + ', round ' + variant[1],
+        num(variant[2], 'bytes'),
+        num(variant[3], 'bytes'),
+        strs[variant[4]],
+        num(variant[5], 'ms'),
       ]),
     );
   return el('div', { class: 'chart-and-table' }, [
@@ -367,8 +393,8 @@ function ceilingCharts(data: PageData, cl: NonNullable<PageDetail['ceil']>, e: P
       yLabel: 'pinned before it stopped (GiB)',
       unit: 'GiB',
       series,
-      hline: cl.cap !== null ? { y: cl.cap / G, label: 'safety cap ' + sizeText(cl.cap) } : undefined,
-      note: cl.levels.every((l) => S[l[3]] === 'safety-cap')
+      hline: cl.cap !== null ? { y: cl.cap / GIB, label: 'safety cap ' + sizeText(cl.cap) } : undefined,
+      note: cl.levels.every((level) => strs[level[3]] === 'safety-cap')
         ? 'Every level stopped at the safety cap: the real ceiling is higher than measured.'
         : undefined,
     }),

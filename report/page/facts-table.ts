@@ -7,7 +7,7 @@ import type { PageData } from '../page-data.ts';
 import { breakable, colName, el, link } from './dom.ts';
 
 export function factsSection(root: HTMLElement, data: PageData): void {
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
   root.appendChild(el('h2', { id: 'facts' }, ['Facts']));
   root.appendChild(
@@ -19,11 +19,11 @@ export function factsSection(root: HTMLElement, data: PageData): void {
     'tr',
     {},
     [el('th', {}, ['fact']), el('th', {}, ['claims'])].concat(
-      cols.map((c, i) =>
+      cols.map((column, i) =>
         el('th', { class: 'col' }, [
           colName(i) + ' ',
-          link(S[c.text]!, S[c.link]!),
-          c.records > 1 ? el('small', {}, [' (' + c.records + ' records)']) : null,
+          link(strs[column.text]!, strs[column.link]!),
+          column.records > 1 ? el('small', {}, [' (' + column.records + ' records)']) : null,
         ]),
       ),
     ),
@@ -32,7 +32,7 @@ export function factsSection(root: HTMLElement, data: PageData): void {
   // The reasons facts have no value: one note per reason, numbered in the order of the table, with the facts it is for.
   const reasons: { reason: number; facts: [fact: string, column: number][] }[] = [];
   const reasonNote = (reason: number, fact: string, column: number): number => {
-    let k = reasons.map((r) => r.reason).indexOf(reason);
+    let k = reasons.map((note) => note.reason).indexOf(reason);
     if (k < 0) {
       reasons.push({ reason, facts: [] });
       k = reasons.length - 1;
@@ -40,19 +40,21 @@ export function factsSection(root: HTMLElement, data: PageData): void {
     reasons[k]!.facts.push([fact, column]);
     return k + 1;
   };
-  data.facts.forEach((g) => {
-    const claims = g.claims.map((c) => S[c]).join(', ');
+  data.facts.forEach((group) => {
+    const claims = group.claims.map((claim) => strs[claim]).join(', ');
     body.appendChild(
       el('tr', { class: 'group' }, [
-        el('th', { colspan: 2 + cols.length }, [S[g.probe] + ': ' + S[g.title] + (g.claims.length ? ' (' + claims + ')' : '')]),
+        el('th', { colspan: 2 + cols.length }, [
+          strs[group.probe] + ': ' + strs[group.title] + (group.claims.length ? ' (' + claims + ')' : ''),
+        ]),
       ]),
     );
-    g.rows.forEach((row) => {
-      const fact = S[g.probe] + '.' + S[row.fact];
-      const desc = S[row.desc]!;
+    group.rows.forEach((row) => {
+      const fact = strs[group.probe] + '.' + strs[row.fact];
+      const desc = strs[row.desc]!;
       const tr = el('tr', { 'data-fact': fact }, [
         el('th', { title: desc }, [
-          breakable(S[row.fact]!, 'ident fact-name'),
+          breakable(strs[row.fact]!, 'ident fact-name'),
           desc ? el('small', {}, [' ', breakable(desc, 'desc')]) : null,
         ]),
         el('td', {}, [claims]),
@@ -61,20 +63,22 @@ export function factsSection(root: HTMLElement, data: PageData): void {
       row.cells.forEach((cell, i) => {
         let td: HTMLTableCellElement;
         if (cell === -1) td = el('td', { class: 'none' }, ['–']);
-        else if (typeof cell === 'number') td = el('td', { 'data-value': S[cell] }, [link(S[cell]!, S[cols[i]!.link]!)]);
+        else if (typeof cell === 'number') td = el('td', { 'data-value': strs[cell] }, [link(strs[cell]!, strs[cols[i]!.link]!)]);
         else {
           const several = cell.length > 1;
-          td = el('td', several ? { class: row.sys ? 'varies' : 'conflict' } : { 'data-value': S[cell[0]![0]] });
+          td = el('td', several ? { class: row.sys ? 'varies' : 'conflict' } : { 'data-value': strs[cell[0]![0]] });
           if (several) td.appendChild(document.createTextNode(row.sys ? 'varies: ' : '⚠ conflict: '));
           cell.forEach(([value, href, reason], k) => {
             if (k) td.appendChild(document.createTextNode(' ≠ '));
-            const a = link(S[value]!, S[href]!);
-            td.appendChild(a);
+            const anchor = link(strs[value]!, strs[href]!);
+            td.appendChild(anchor);
             if (reason !== undefined) {
               // The reason a value is missing, as a numbered note under the table (visible, and printed), and on hover.
-              a.setAttribute('title', S[reason]!);
-              const n = reasonNote(reason, fact, i);
-              td.appendChild(el('a', { href: '#reason-' + n, class: 'note-ref', title: S[reason] }, [el('sup', {}, [String(n)])]));
+              anchor.setAttribute('title', strs[reason]!);
+              const noteNumber = reasonNote(reason, fact, i);
+              td.appendChild(
+                el('a', { href: '#reason-' + noteNumber, class: 'note-ref', title: strs[reason] }, [el('sup', {}, [String(noteNumber)])]),
+              );
             }
           });
         }
@@ -82,8 +86,8 @@ export function factsSection(root: HTMLElement, data: PageData): void {
         if (was !== undefined) {
           const prev = cols[i]!.prev;
           td.classList.add('changed');
-          td.setAttribute('title', 'changed: ' + S[was] + ' in ' + colName(prev) + ' (driver ' + S[cols[prev]!.driver] + ')');
-          td.appendChild(el('small', { class: 'was' }, ['was ' + S[was] + ' in ' + colName(prev)]));
+          td.setAttribute('title', 'changed: ' + strs[was] + ' in ' + colName(prev) + ' (driver ' + strs[cols[prev]!.driver] + ')');
+          td.appendChild(el('small', { class: 'was' }, ['was ' + strs[was] + ' in ' + colName(prev)]));
         }
         tr.appendChild(td);
       });
@@ -101,10 +105,10 @@ export function factsSection(root: HTMLElement, data: PageData): void {
       el(
         'ol',
         { class: 'reasons', id: 'reasons' },
-        reasons.map((r, k) => {
-          const facts = r.facts.map(([fact, column]) => fact + ' (' + colName(column) + ')').join(', ');
-          return el('li', { id: 'reason-' + (k + 1), 'data-reason': S[r.reason] }, [
-            S[r.reason],
+        reasons.map((note, k) => {
+          const facts = note.facts.map(([fact, column]) => fact + ' (' + colName(column) + ')').join(', ');
+          return el('li', { id: 'reason-' + (k + 1), 'data-reason': strs[note.reason] }, [
+            strs[note.reason],
             el('small', {}, [' ', breakable(facts, 'desc')]),
           ]);
         }),

@@ -13,18 +13,18 @@ import { betweenDriversSection, driftSection, keyMetricsSection } from './metric
 
 function drawPage(): void {
   const data = JSON.parse(document.getElementById('report-data')!.textContent!) as PageData;
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
   const root = document.getElementById('report')!;
 
   // The summary line.
   const envs: string[] = [];
   const drivers: string[] = [];
-  cols.forEach((c) => {
-    if (envs.indexOf(S[c.env]!) < 0) envs.push(S[c.env]!);
-    if (drivers.indexOf(S[c.driver]!) < 0) drivers.push(S[c.driver]!);
+  cols.forEach((column) => {
+    if (envs.indexOf(strs[column.env]!) < 0) envs.push(strs[column.env]!);
+    if (drivers.indexOf(strs[column.driver]!) < 0) drivers.push(strs[column.driver]!);
   });
-  const plural = (n: number, word: string) => n + ' ' + word + (n === 1 ? '' : 's');
+  const plural = (count: number, word: string) => count + ' ' + word + (count === 1 ? '' : 's');
   root.appendChild(
     el('p', { id: 'summary' }, [
       plural(data.records, 'record') +

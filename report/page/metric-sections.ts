@@ -10,7 +10,7 @@ import { breakable, colName, el, link, num, table, type Kid } from './dom.ts';
 type Metric = PageData['metrics'][number];
 
 export function keyMetricsSection(root: HTMLElement, data: PageData): void {
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
   root.appendChild(el('h2', { id: 'metrics' }, ['Key metrics']));
   root.appendChild(
@@ -20,45 +20,51 @@ export function keyMetricsSection(root: HTMLElement, data: PageData): void {
   );
   // A key metric's value as BEHAVIOUR.md writes it (value-text.ts): for a negative value of a
   // metric whose sign turns its meaning, what it means ("none: stopped 135 GiB under free VRAM").
-  const keyText = (m: Metric, v: number | null) =>
-    keyMetricText({ negative: m.negative !== undefined ? S[m.negative] : undefined }, v, S[m.unit]!);
-  const keyValue = (m: Metric, v: number | null) => {
-    const span = num(v, S[m.unit]!);
-    span.textContent = keyText(m, v);
+  const keyText = (metric: Metric, value: number | null) =>
+    keyMetricText({ negative: metric.negative !== undefined ? strs[metric.negative] : undefined }, value, strs[metric.unit]!);
+  const keyValue = (metric: Metric, value: number | null) => {
+    const span = num(value, strs[metric.unit]!);
+    span.textContent = keyText(metric, value);
     return span;
   };
   const head = el(
     'tr',
     {},
-    ['metric', 'claims'].concat(cols.map((_, i) => colName(i))).map((h) => el('th', {}, [h])),
+    ['metric', 'claims'].concat(cols.map((_, i) => colName(i))).map((heading) => el('th', {}, [heading])),
   );
   const body = el(
     'tbody',
     {},
-    data.metrics.map((m) => {
-      const was = new Map(m.drifted ?? []);
-      const before = new Map(m.changed ?? []);
+    data.metrics.map((metric) => {
+      const was = new Map(metric.drifted ?? []);
+      const before = new Map(metric.changed ?? []);
       return el(
         'tr',
-        { 'data-metric': S[m.metric] + ': ' + S[m.label] },
+        { 'data-metric': strs[metric.metric] + ': ' + strs[metric.label] },
         [
-          el('th', {}, [breakable(S[m.metric]!), ': ' + S[m.label]]),
-          el('td', { class: 'claims', 'data-label': 'claims' }, [m.claims.map((c) => S[c]).join(', ')]),
+          el('th', {}, [breakable(strs[metric.metric]!), ': ' + strs[metric.label]]),
+          el('td', { class: 'claims', 'data-label': 'claims' }, [metric.claims.map((claim) => strs[claim]).join(', ')]),
         ].concat(
-          m.cells.map((v, i) => {
-            if (v === null) return el('td', { class: 'none', 'data-label': colName(i) }, ['–']);
-            const td = el('td', { 'data-label': colName(i) }, [keyValue(m, v[0]), v.length > 1 ? ' (' + S[v[1]!] + ')' : null]);
+          metric.cells.map((cell, i) => {
+            if (cell === null) return el('td', { class: 'none', 'data-label': colName(i) }, ['–']);
+            const td = el('td', { 'data-label': colName(i) }, [
+              keyValue(metric, cell[0]),
+              cell.length > 1 ? ' (' + strs[cell[1]!] + ')' : null,
+            ]);
             if (was.has(i) || before.has(i)) td.insertBefore(document.createTextNode('⚠ '), td.firstChild);
             if (was.has(i)) {
               td.classList.add('drifted');
-              td.appendChild(el('small', { class: 'was' }, ['was ' + keyText(m, was.get(i) ?? null)]));
+              td.appendChild(el('small', { class: 'was' }, ['was ' + keyText(metric, was.get(i) ?? null)]));
             }
             if (before.has(i)) {
-              const p = cols[i]!.prev;
-              const driver = S[cols[p]!.driver];
+              const prev = cols[i]!.prev;
+              const driver = strs[cols[prev]!.driver];
               td.classList.add('changed-driver');
-              td.setAttribute('title', 'beyond its noise against ' + colName(p) + ' (driver ' + driver + '): see Changed between drivers');
-              td.appendChild(el('small', { class: 'was' }, ['was ' + keyText(m, before.get(i) ?? null) + ' (driver ' + driver + ')']));
+              td.setAttribute(
+                'title',
+                'beyond its noise against ' + colName(prev) + ' (driver ' + driver + '): see Changed between drivers',
+              );
+              td.appendChild(el('small', { class: 'was' }, ['was ' + keyText(metric, before.get(i) ?? null) + ' (driver ' + driver + ')']));
             }
             return td;
           }),
@@ -74,7 +80,7 @@ const moved = (move: number | null) => (move === null ? '—' : formatValue(move
 const noise = (fraction: number) => '±' + formatValue(fraction * 100, 'percent');
 
 export function betweenDriversSection(root: HTMLElement, data: PageData): void {
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
   root.appendChild(el('h2', { id: 'between-drivers' }, ['Changed between drivers']));
   const changed = data.changes.filter((ch) => ch.facts.length || ch.cells.length || ch.series.length);
@@ -92,11 +98,11 @@ export function betweenDriversSection(root: HTMLElement, data: PageData): void {
   data.changes.forEach((ch) => {
     const count = (k: number, one: string, more: string) => k + ' ' + (k === 1 ? one : more);
     const series = ch.series.length + ch.more;
-    const from = S[cols[ch.from]!.driver];
-    const to = S[cols[ch.to]!.driver];
+    const from = strs[cols[ch.from]!.driver];
+    const to = strs[cols[ch.to]!.driver];
     root.appendChild(
       el('p', { class: 'change-head' }, [
-        el('strong', {}, [S[ch.key]]),
+        el('strong', {}, [strs[ch.key]]),
         ': driver ' +
           from +
           ' (' +
@@ -120,15 +126,15 @@ export function betweenDriversSection(root: HTMLElement, data: PageData): void {
       ]),
     );
     const rows: Kid[][] = ch.facts
-      .map(([name, a, b]): Kid[] => [S[name], S[a], S[b], '', ''])
-      .concat(ch.cells.map(([probe, a, b]): Kid[] => ['cell ' + S[probe], S[a], S[b], '', '']))
+      .map(([name, before, after]): Kid[] => [strs[name], strs[before], strs[after], '', ''])
+      .concat(ch.cells.map(([probe, before, after]): Kid[] => ['cell ' + strs[probe], strs[before], strs[after], '', '']))
       .concat(
-        ch.series.map(([name, unit, a, b, move, fraction, how]): Kid[] => [
-          S[name],
-          num(a, S[unit]!),
-          num(b, S[unit]!),
+        ch.series.map(([name, unit, before, after, move, fraction, how]): Kid[] => [
+          strs[name],
+          num(before, strs[unit]!),
+          num(after, strs[unit]!),
           moved(move),
-          el('span', { title: S[how] }, [noise(fraction)]),
+          el('span', { title: strs[how] }, [noise(fraction)]),
         ]),
       );
     if (rows.length)
@@ -137,7 +143,7 @@ export function betweenDriversSection(root: HTMLElement, data: PageData): void {
 }
 
 export function driftSection(root: HTMLElement, data: PageData): void {
-  const S = data.strs;
+  const strs = data.strs;
   const cols = data.columns;
   const drifted = cols.map((_, i) => i).filter((i) => cols[i]!.drift.length);
   root.appendChild(el('h2', { id: 'drift' }, ['Metrics drifted']));
@@ -154,29 +160,31 @@ export function driftSection(root: HTMLElement, data: PageData): void {
       ]),
     );
   drifted.forEach((i) => {
-    const c = cols[i]!;
-    c.drift.forEach((d) => {
+    const column = cols[i]!;
+    column.drift.forEach((drift) => {
       const against: Kid[] =
-        d.earlier === 1 ? [link(S[d.from]!, S[d.link]!)] : [d.earlier + ' earlier records (the newest ', link(S[d.from]!, S[d.link]!), ')'];
+        drift.earlier === 1
+          ? [link(strs[drift.from]!, strs[drift.link]!)]
+          : [drift.earlier + ' earlier records (the newest ', link(strs[drift.from]!, strs[drift.link]!), ')'];
       const count =
         ': ' +
-        (d.series.length + d.more) +
+        (drift.series.length + drift.more) +
         ' metric series beyond their noise' +
-        (d.more ? ' (the first ' + d.series.length + ' here; cudamatrix diff lists them all)' : '');
+        (drift.more ? ' (the first ' + drift.series.length + ' here; cudamatrix diff lists them all)' : '');
       root.appendChild(
         el('p', { class: 'drift-head' }, [
-          el('strong', {}, [colName(i) + ' ' + S[c.text]]),
+          el('strong', {}, [colName(i) + ' ' + strs[column.text]]),
           ': ',
-          link(S[d.to]!, S[d.toLink]!),
+          link(strs[drift.to]!, strs[drift.toLink]!),
           ' against ',
           ...against,
           count,
         ]),
       );
-      const rows = d.series.map(([name, unit, a, b, move, fraction]): Kid[] => [
-        S[name],
-        num(a, S[unit]!),
-        num(b, S[unit]!),
+      const rows = drift.series.map(([name, unit, before, newest, move, fraction]): Kid[] => [
+        strs[name],
+        num(before, strs[unit]!),
+        num(newest, strs[unit]!),
         moved(move),
         noise(fraction),
       ]);
