@@ -98,6 +98,8 @@ export interface PlayCommon {
   secrets?: Record<string, string>;
   vars?: Record<string, string>;
   github?: Partial<RunIdentity>;
+  /** The event's payload (github.event and GITHUB_EVENT_PATH): its keys over the player's few (ref, repository, sender), e.g. an issue. */
+  eventPayload?: Record<string, unknown>;
   /** Stand-ins for actions by 'owner/repo', 'owner/repo/path' or with '@ref'; they win over folders and defaults. */
   actions?: Record<string, StandIn>;
   /** 'owner/repo' -> a local folder holding that repository (its actions, reusable workflows, checkouts). */
@@ -373,6 +375,7 @@ function makeRun(wf: Workflow, common: PlayCommon, callerGithub?: Dict): Run {
           ref: id.ref,
           repository: { full_name: id.repository, name: id.repository.split('/')[1] },
           sender: { login: id.actor },
+          ...common.eventPayload,
         },
       };
   return { wf, event, inputs, github, secrets, vars, common };
