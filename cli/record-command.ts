@@ -54,7 +54,9 @@ Exit status:
   2  an input that cannot be read (named, with what is wrong), an incomplete event log (a
      cut-off last line or no run-end: a crashed run or a killed shard), --records-dir that is
      not a records root, or a record file at the path of this record with other facts (a
-     run's record does not change)
+     run's record does not change); RECORD_IMPLAUSIBLE: a value that cannot be true (faster
+     than its PCIe link, more memory than the device or host has, a clock step of zero or
+     less), named with its bound: nothing written, no --submit file either
   4  no input holds an observation of a GPU: nothing recorded
   6  a record could not be written (a full disk, no permission: named, with the cause); those
      written before it stay, each whole`,

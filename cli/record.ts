@@ -16,6 +16,7 @@ import { diffPair, sharedCells } from '../behaviour/diff.ts';
 import { metricLines } from '../behaviour/diff-text.ts';
 import { RecordStore, type Drift } from '../behaviour/store.ts';
 import { renderSubmission } from '../behaviour/submit.ts';
+import { refuseImplausible } from '../behaviour/plausibility.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export interface RecordOptions {
@@ -73,6 +74,12 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   // Every input is read before anything is written: a bad one stops the command with nothing half done.
   const inputs = sources.map((source) => readInput(source, defaults, { complete: true }));
   const prepared = prepareInputs(inputs, opts.submit ? null : repositoryOf(opts.recordsDir));
+  // A value that cannot be true refuses the whole command, as a bad input does: no record, no submission file.
+  refuseImplausible(
+    prepared.flatMap(({ input, records }) =>
+      records.map((record) => ({ record, where: `${input.source}, target ${record.observed.target}` })),
+    ),
+  );
   const log = opts.submit && isStdout(opts.submit) ? process.stderr : process.stdout;
   const say = (line: string) => log.write(`${line}\n`);
   if (!reportUnrecorded(prepared, say)) return ExitCode.nothingMeasured;

@@ -97,6 +97,11 @@ export const errorCodes = {
   EVENTS_TOO_NEW: 'configuration',
   /** A behaviour record (records/driver-<v>/*.json) that cannot be read, or is of a newer schema. */
   RECORD_INVALID: 'configuration',
+  /**
+   * cudamatrix record: a record holds a value that cannot be true (behaviour/plausibility.ts: faster than its
+   * PCIe link, more memory than the device or host has, a clock step of zero); nothing is written.
+   */
+  RECORD_IMPLAUSIBLE: 'configuration',
   /** cudamatrix diff: a side holds no GPU observation, or no record of one side pairs with one of the other (exit 2, not "same"). */
   NOTHING_TO_COMPARE: 'configuration',
   /** cudamatrix merge: the same event log twice, or two logs of one run id and shard. */

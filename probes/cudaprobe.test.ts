@@ -131,6 +131,9 @@ describe('cudaprobe (Linux build)', () => {
       expect(sysinfo.driver_found!.value).toBe(false);
       expect(sysinfo.cuda_driver_version).toMatchObject({ value: null, reason: expect.stringContaining('libcuda.so.1') });
       expect(sysinfo.environment!.value).toMatch(/^(linux|wsl2)$/);
+      // The host's total, with or without a driver: the bound of a record's pinned amounts (behaviour/plausibility.ts).
+      const memTotal = Number(/^MemTotal:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
+      expect(sysinfo.host_memory_total_bytes).toMatchObject({ value: memTotal, source: '/proc/meminfo MemTotal' });
       const skip = parseProbeOutput(result.stdout).records.find((record) => record.type === 'skip');
       expect(skip).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
     },
@@ -292,6 +295,9 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     expect(sysinfo.os_name!.value).toMatch(/^Windows (11 )?\d+\.\d+\.\d+$/);
     if (Number(sysinfo.os_build!.value) >= 22000) expect(sysinfo.os_name!.value).toMatch(/^Windows 11 /);
     expect(sysinfo.wsl).toBeUndefined();
+    // Wine answers GlobalMemoryStatusEx from this machine's memory.
+    expect(sysinfo.host_memory_total_bytes).toMatchObject({ value: expect.any(Number), source: 'GlobalMemoryStatusEx' });
+    expect(sysinfo.host_memory_total_bytes!.value).toBeGreaterThan(2 ** 30);
   });
 
   it.runIf(ready)('starts a subject, steps it through its phases over the pipe, and reports PDH unavailable with the reason', () => {

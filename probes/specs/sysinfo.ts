@@ -69,6 +69,11 @@ export const sysinfo: ProbeSpec = {
     { name: 'gpu_uuid', description: 'GPU UUID' },
     { name: 'compute_capability', description: 'Compute capability (major.minor)' },
     { name: 'memory_total_bytes', description: 'Device memory (cuDeviceTotalMem)' },
+    {
+      name: 'host_memory_total_bytes',
+      description:
+        "The host's physical memory (Linux /proc/meminfo MemTotal, in a WSL2 distribution the VM's; Windows GlobalMemoryStatusEx)",
+    },
     { name: 'nvml_memory_total_bytes', description: 'Device memory as NVML reports it' },
     { name: 'multiprocessors', description: 'Streaming multiprocessors' },
     { name: 'pci_bus_id', description: 'PCI bus id' },

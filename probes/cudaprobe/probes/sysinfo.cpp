@@ -5,6 +5,7 @@
 #include "../cuda.hpp"
 #include "../emit.hpp"
 #include "../probe.hpp"
+#include "../process.hpp"
 #include "../version.hpp"
 #include "../winmem.hpp"
 
@@ -43,6 +44,10 @@ void reportOs(const OsInfo& os) {
   if (os.build >= 0) infoNum("os_build", static_cast<double>(os.build), "RtlGetVersion");
   else infoNull("os_build", "Windows build numbers exist only on Windows");
   info("arch", os.arch, "os");
+  // The host's memory: what a record's pinned amounts are bounded by (behaviour/plausibility.ts).
+  Reading host = systemTotal();
+  if (host.ok()) infoNum("host_memory_total_bytes", host.value, os.family == "windows" ? "GlobalMemoryStatusEx" : "/proc/meminfo MemTotal");
+  else infoNull("host_memory_total_bytes", host.reason);
   if (os.family == "windows") {
     if (!os.wine.empty()) info("wine_version", os.wine, "ntdll wine_get_version");
     else infoNull("wine_version", "not running under Wine");
