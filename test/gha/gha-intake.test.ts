@@ -36,7 +36,6 @@ const WORKFLOW = '.github/workflows/record-intake.yml';
 const REPOSITORY = 'your-org/cudamatrix';
 const attachmentUrl = (id: number) => `https://github.com/user-attachments/files/${id}/cudamatrix-records.txt`;
 /** Issue 35 item 4 (refusing impossible values) has landed when the CLI knows its error code. */
-const PHYSICS_CHECKED = readFileSync(path.join(repoRoot, 'core/errors.ts'), 'utf8').includes('RECORD_IMPLAUSIBLE');
 
 /** An issue body as the form writes it: each field under its label. */
 const formBody = (submission: string) => `### The submission\n\n${submission}\n\n### Anything the records do not say\n\n_No response_`;
@@ -245,22 +244,19 @@ describe('the record intake, played for issues made with the form', () => {
     expect(branches(intake.origin)).toEqual(['main', 'record-intake/issue-101']);
   }, 300_000);
 
-  // Issue 35 item 4 (another branch) makes `record` refuse physically impossible values with
-  // RECORD_IMPLAUSIBLE; until it has landed this test is skipped, and runs by itself once it has.
-  it.skipIf(!PHYSICS_CHECKED)(
-    'refuses a submission of 900 GB/s pinned copies (RECORD_IMPLAUSIBLE, item 4): the bound in a comment, no branch',
-    async () => {
-      const records = parseSubmission(readFileSync(valid, 'utf8'), valid);
-      for (const metric of records[0]!.metrics)
-        if (metric.name === 'transfer-bandwidth.bandwidth_gbps' && metric.attrs?.memory === 'pinned')
-          [metric.value, metric.repeats] = [900, undefined];
-      const { play, gh } = await intake.play(105, formBody(renderSubmission(records, TOOL_VERSION)));
-      expect(play.jobs['pull-request']!.result).toBe('skipped');
-      expect(branches(intake.origin)).toEqual(['main', 'record-intake/issue-101']);
-      expect(comments(gh)[0]!.body).toMatch(/error \[RECORD_IMPLAUSIBLE\]: .*900/);
-    },
-    300_000,
-  );
+  // `record` refuses values that cannot be true (behaviour/plausibility.ts), and so does the intake.
+  it('refuses a submission of 900 GB/s pinned copies (RECORD_IMPLAUSIBLE, item 4): the bound in a comment, no branch', async () => {
+    const records = parseSubmission(readFileSync(valid, 'utf8'), valid);
+    for (const metric of records[0]!.metrics)
+      if (metric.name === 'transfer-bandwidth.bandwidth_gbps' && metric.attrs?.memory === 'pinned')
+        [metric.value, metric.repeats] = [900, undefined];
+    const { play, gh } = await intake.play(105, formBody(renderSubmission(records, TOOL_VERSION)));
+    expect(play.jobs['pull-request']!.result).toBe('skipped');
+    expect(branches(intake.origin)).toEqual(['main', 'record-intake/issue-101']);
+    const body = comments(gh)[0]!.body;
+    expect(body).toContain('error [RECORD_IMPLAUSIBLE]: 8 values that cannot be true; nothing was written');
+    expect(body).toContain('= 900 GB/s, at most 69.3 GB/s: PCIe gen5 x16 (sysinfo pcie_gen_max, pcie_width_max)');
+  }, 300_000);
 });
 
 describe('record-intake.yml: what the player cannot show', () => {
