@@ -33,7 +33,7 @@ const CLAIM_CSS = `
 nav.crumbs { color: var(--muted); margin: 4px 0 8px; }
 table.claim td.text { white-space: normal; text-align: left; overflow-wrap: anywhere; }
 table.claim td.text ul { margin: 0; padding: 0; list-style: none; }
-table.claim th { overflow-wrap: anywhere; }
+table.claim tbody th { overflow-wrap: anywhere; }
 td.none, td.text.none { color: var(--muted); }
 p.contribute { padding: 10px 12px; background: var(--bg-alt); border: 1px solid var(--line); }
 `;
