@@ -8,7 +8,8 @@ import type { LoadedRecord } from './load.ts';
 import { pageData } from './page-data.ts';
 import { buildTable, type BehaviourTable } from './behaviour-table.ts';
 
-const CSS = `
+/** The page's style, shared with the claim pages (claim-pages.ts). */
+export const CSS = `
 :root { color-scheme: light; --fg: #1b1f24; --muted: #57606a; --line: #d0d7de; --bg-alt: #f6f8fa; --bad: #b42318; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); margin: 0 auto; padding: 16px clamp(10px, 3vw, 24px) 48px; max-width: 1500px; }
 h1 { font-size: 24px; margin: 8px 0; } h2 { font-size: 19px; margin: 28px 0 8px; border-bottom: 1px solid var(--line); } h3 { font-size: 15px; margin: 18px 0 6px; }
@@ -102,7 +103,8 @@ export function renderHtml(
 <h1>How the NVIDIA driver behaves</h1>
 <p>What cudamatrix measured, per environment, GPU and driver version, from the behaviour records under <code>${escapeHtml(opts.recordsDirName)}</code>
 (written by <code>cudamatrix report</code>; the same table as Markdown is BEHAVIOUR.md). Memory charts show each source's change since the
-first phase; the tables under them the readings as recorded. The claims (C1–C28) are explained in docs/claims.md of the cudamatrix repository.</p>
+first phase; the tables under them the readings as recorded. The claims (C1–C28) are explained in docs/claims.md of the cudamatrix repository;
+<a href="claims/index.html">the answer per claim</a> gathers, per environment and driver, what the records say of each (also as <a href="claims/claims.json">claims.json</a>).</p>
 <noscript><p><strong>This page draws its tables and charts with JavaScript; turn it on, or read BEHAVIOUR.md.</strong></p></noscript>
 <main id="report"></main>
 <script type="application/json" id="report-data">${scriptJson(data)}</script>
@@ -112,6 +114,6 @@ first phase; the tables under them the readings as recorded. The claims (C1–C2
 `;
 }
 
-function escapeHtml(text: string): string {
+export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }

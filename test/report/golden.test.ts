@@ -1,7 +1,7 @@
 /**
  * Golden files: every committed H200 event log rendered through every output (console, JUnit,
  * JSON summary, GitHub step summary, outputs and workflow commands, `record`'s files and its
- * console, BEHAVIOUR.md and the HTML page with its embedded data; gha merge of the GitHub Actions
+ * console, BEHAVIOUR.md and the HTML page with its embedded data, the claim pages and claims.json; gha merge of the GitHub Actions
  * run), compared byte for byte with test/fixtures/golden/. A refactor must leave them as they are; a change of output is made on
  * purpose with `UPDATE_GOLDEN=1 pnpm exec vitest run test/report/golden.test.ts` and reviewed in the
  * diff (docs/development.md).
@@ -175,12 +175,14 @@ describe('golden: record and report of the committed H200 logs', () => {
     for (const file of written) expectGolden(`record/${file}`, readFileSync(path.join(recordsDir, file), 'utf8'));
   });
 
-  it('report: BEHAVIOUR.md, behaviour.html and the page data it embeds', () => {
+  it('report: BEHAVIOUR.md, behaviour.html, the page data it embeds, the claim pages and claims.json', () => {
     const records = loadRecords(recordsDir);
     const paths = reportPaths(recordsDir, recordsDir);
-    const { markdown, html } = renderReport(records, paths);
+    const { markdown, html, claims } = renderReport(records, paths);
     expectGolden('report/BEHAVIOUR.md', markdown);
     expectGolden('report/behaviour.html', html);
+    expect(claims.map(([file]) => file)).toEqual(expect.arrayContaining(['claims/index.html', 'claims/claims.json', 'claims/C1.html']));
+    for (const [file, text] of claims) expectGolden(`report/${file}`, text);
     // The same data as the page embeds it, indented: a change shows in a readable diff.
     expectGolden(
       'report/page-data.json',

@@ -12,15 +12,17 @@
  * names wrap only between the parts of an identifier, that at 1400 px and in print no table is
  * cut off, that null facts' reasons are text a reader sees, that a memory series with nothing to
  * chart is said in words, and saves screenshots (1400 and 420 px wide, printed) to
- * test-artifacts/report/.
+ * test-artifacts/report/. The claim pages (claims/index.html and a claim's page, of the fixture and
+ * the committed records): offline, linked from behaviour.html and back, and at 1400 and 420 px
+ * nothing cut off or out of view.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatValue } from '../../core/units.ts';
 import type { BehaviourRecord } from '../../behaviour/behaviour-record.ts';
-import { HTML_FILE, renderReport, reportPaths } from '../../report/write-report.ts';
+import { HTML_FILE, renderReport, reportFiles, reportPaths } from '../../report/write-report.ts';
 import { loadRecords } from '../../report/load.ts';
 import { columnsOf, shownRecord } from '../../report/behaviour-table.ts';
 import { commandsAvailable, findOnPath, repoRoot, tempDir } from '../helpers.ts';
@@ -79,7 +81,11 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
     dir = tempDir('cm-report-page-');
     writeRecords(path.join(dir, 'records'), [first, second, wsl, conflicting, newer, slower]);
     const recordsDir = path.join(dir, 'records');
-    writeFileSync(path.join(dir, HTML_FILE), renderReport(loadRecords(recordsDir), reportPaths(recordsDir, dir)).html);
+    // Every file of the report, the claim pages (claims/) with it.
+    for (const [file, text] of reportFiles(renderReport(loadRecords(recordsDir), reportPaths(recordsDir, dir)))) {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), text);
+    }
     const slowed = (record: BehaviourRecord) =>
       record.metrics.filter(
         (metric) =>
@@ -564,6 +570,72 @@ describe.runIf(haveChromium)('behaviour.html in headless Chromium', () => {
       await page.screenshot({ path: path.join(artifacts, 'behaviour-third-column-over-first.png'), fullPage: true });
     } finally {
       await page.close();
+    }
+  });
+
+  /** What of a claim page is cut off or out of view at its width: tables that scroll, cells past the viewport or clipped, a page wider than the window. */
+  async function claimPageProblems(page: Page): Promise<string[]> {
+    const clipped = await clippedTables(page);
+    const cells = await page.$$eval('table.claim th, table.claim td', (cells) =>
+      cells
+        .filter((cell) => {
+          const rect = cell.getBoundingClientRect();
+          const hidden = getComputedStyle(cell.closest('thead') ?? cell).clipPath !== 'none';
+          return (
+            !hidden &&
+            (rect.left < -0.5 || rect.right > document.documentElement.clientWidth + 0.5 || cell.scrollWidth > cell.clientWidth + 1)
+          );
+        })
+        .map((cell) => `${cell.closest('table')!.className}: ${(cell.textContent ?? '').slice(0, 60)}`),
+    );
+    const wide = await page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
+    return [...clipped, ...cells, ...(wide ? ['the page scrolls sideways'] : [])];
+  }
+
+  it('the claim pages: linked from behaviour.html and back, offline, "no observation yet" where none; at 1400 and 420 px nothing cut off or out of view', async () => {
+    const { page: report } = await open(path.join(dir, HTML_FILE));
+    try {
+      await expect(report.locator('a[href="claims/index.html"]').count()).resolves.toBe(1);
+    } finally {
+      await report.close();
+    }
+    const pages = [
+      path.join(dir, 'claims', 'index.html'),
+      path.join(dir, 'claims', 'C1.html'),
+      path.join(dir, 'claims', 'C5.html'),
+      path.join(repoRoot, 'records', 'claims', 'index.html'),
+      path.join(repoRoot, 'records', 'claims', 'C1.html'),
+    ];
+    for (const width of [1400, 420]) {
+      for (const file of pages) {
+        const { page, errors, requests } = await open(file, width);
+        const name = `${path.relative(repoRoot, file)} at ${width} px`;
+        try {
+          expect(errors, name).toEqual([]);
+          expect(requests, name).toEqual([]);
+          await expect(claimPageProblems(page), name).resolves.toEqual([]);
+          // Back to the report; every environment without a record says so.
+          await expect(page.locator('nav.crumbs a[href="../behaviour.html"]').count(), name).resolves.toBe(1);
+          await expect(page.getByText('no observation yet', { exact: true }).first().isVisible(), name).resolves.toBe(true);
+          await expect(page.locator('a[href$="/docs/measure-your-machine.md"]').count(), name).resolves.toBe(1);
+          if (file.endsWith('C1.html')) {
+            // The fixture's WSL2 record and its Docker-on-Linux ones, each with its own section and record links.
+            const links = await page.$$eval('table.drivers a', (anchors) => anchors.map((anchor) => (anchor as HTMLAnchorElement).href));
+            expect(links.length, name).toBeGreaterThan(0);
+            for (const link of links) expect(existsSync(new URL(link).pathname), link).toBe(true);
+          }
+          mkdirSync(artifacts, { recursive: true });
+          await page.screenshot({
+            path: path.join(
+              artifacts,
+              `claims-${file.startsWith(dir) ? 'fixture' : 'committed'}-${path.basename(file, '.html')}-${width}.png`,
+            ),
+            fullPage: true,
+          });
+        } finally {
+          await page.close();
+        }
+      }
     }
   });
 

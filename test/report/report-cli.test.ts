@@ -41,13 +41,14 @@ describe('cudamatrix report', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(
       new RegExp(
-        `^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}\\n$`,
+        `^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}, and the answer per claim in ${out}/claims \\(index\\.html, claims\\.json and \\d+ pages C<n>\\.html\\)\\n$`,
       ),
     );
     const expected = renderReport(loadRecords(recordsDir), reportPaths(recordsDir, out));
     const md = readFileSync(path.join(out, 'BEHAVIOUR.md'), 'utf8');
     expect(md).toBe(expected.markdown);
     expect(readFileSync(path.join(out, 'behaviour.html'), 'utf8')).toBe(expected.html);
+    for (const [file, text] of expected.claims) expect(readFileSync(path.join(out, file), 'utf8'), file).toBe(text);
     // links from the output folder to the records
     expect(md).toContain(`](../records/${recordPath(records[1]!)})`);
 
@@ -55,6 +56,23 @@ describe('cudamatrix report', () => {
     const again = await runCli(['report', '--records-dir', 'records', '--out', 'site', '--check'], { cwd: dir });
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain('match the records (2 records in 1 column from records)');
+
+    // A stale claim page fails the check too.
+    const c1 = path.join(out, 'claims', 'C1.html');
+    const page = readFileSync(c1, 'utf8');
+    writeFileSync(c1, `${page}<!-- edited -->`);
+    const staleClaim = await runCli(['report', '--records-dir', recordsDir, '--out', out, '--check']);
+    expect(staleClaim.code).toBe(1);
+    expect(staleClaim.stderr).toContain(`${c1} does not match the records`);
+    writeFileSync(c1, page);
+
+    // --docs-url: the claim pages link the docs there (a site without the repository's docs/).
+    const site = path.join(dir, 'site-docs');
+    const withUrl = await runCli(['report', '--records-dir', recordsDir, '--out', site, '--docs-url', 'https://example.org/repo/docs/']);
+    expect(withUrl.code, withUrl.stderr).toBe(0);
+    expect(readFileSync(path.join(site, 'claims', 'C1.html'), 'utf8')).toContain(
+      'href="https://example.org/repo/docs/measure-your-machine.md"',
+    );
 
     writeFileSync(path.join(out, 'BEHAVIOUR.md'), `${md}\nedited by hand\n`);
     const stale = await runCli(['report', '--records-dir', recordsDir, '--out', out, '--check']);
