@@ -112,7 +112,10 @@ function fromEventLog(source: string, file: string, defaults: Expectations, comp
 
 type Expectations = Partial<Record<string, Expectation[]>>;
 
-/** The record files of a folder: its *.json and those of its subfolders (driver-<v>/), not run folders (they hold an events.jsonl: evidence, not records). */
+/**
+ * The record files of a folder: its *.json and those of its driver-<v>/ subfolders; not run
+ * folders (they hold an events.jsonl: evidence, not records), nor the report's claims/ folder.
+ */
 function recordFilesUnder(dir: string, depth = 0): string[] {
   const names = readdirSync(dir).sort();
   if (depth > 0 && names.includes('events.jsonl')) return [];
@@ -121,7 +124,7 @@ function recordFilesUnder(dir: string, depth = 0): string[] {
     const full = path.join(dir, name);
     const st = statSync(full);
     if (st.isFile() && name.endsWith('.json')) files.push(full);
-    else if (st.isDirectory() && depth < 1) files.push(...recordFilesUnder(full, depth + 1));
+    else if (st.isDirectory() && depth < 1 && name.startsWith('driver-')) files.push(...recordFilesUnder(full, depth + 1));
   }
   return files;
 }
