@@ -79,7 +79,7 @@ describe('the record file', () => {
 });
 
 describe('redaction', () => {
-  it('removes the GPU UUID, user and host names and home folders, and keeps the key, id, dates and fact values', () => {
+  it('removes the GPU UUID, user and host names and the folders of paths, and keeps the key, id, dates and fact values', () => {
     const raw = doctored(runs[0]!, runs[0]!.id, (record) => {
       record.observed.session = 'ssh alice@gpu-box.lan:22 → wsl Ubuntu';
       record.sysinfo.cudart_library = 'C:\\Users\\alice\\AppData\\Local\\cudart64_12.dll';
@@ -89,8 +89,8 @@ describe('redaction', () => {
     const clean = redactRecord(raw);
     expect(clean.sysinfo).not.toHaveProperty('gpu_uuid');
     expect(clean.observed.session).toBe('ssh <user>@<host> → wsl Ubuntu');
-    expect(clean.sysinfo.cudart_library).toBe('C:\\Users\\<user>\\AppData\\Local\\cudart64_12.dll');
-    expect(clean.facts['cuda-log.log_file_written']!.evidence).toEqual({ path: '/home/<user>/.cache/cuda.log' });
+    expect(clean.sysinfo.cudart_library).toBe('<path>\\cudart64_12.dll');
+    expect(clean.facts['cuda-log.log_file_written']!.evidence).toEqual({ path: '<path>/cuda.log' });
     expect(clean.cells[0]!.reason).toBe('docker probe-1 (nvidia/cuda@sha256:0123abcd) on ssh <user>@<host>');
     expect(JSON.stringify(clean)).not.toMatch(/alice|bob|carol|gpu-box/);
     expect([clean.id, clean.key, clean.observed.date, clean.observed.runId]).toEqual([
@@ -102,7 +102,7 @@ describe('redaction', () => {
     expect(Object.values(clean.facts).map((fact) => fact.value)).toEqual(Object.values(raw.facts).map((fact) => fact.value));
     // idempotent: a submitted record goes through it again when committed
     expect(redactRecord(clean)).toEqual(clean);
-    expect(redactText('/Users/<user>/x')).toBe('/Users/<user>/x');
+    expect(redactText('<path>/x.so')).toBe('<path>/x.so');
   });
 
   it('a slurm session loses its job number and node, and the login node its user and host', () => {
@@ -265,7 +265,7 @@ describe('the submitted file', () => {
     expect(text).toContain('## linux · NVIDIA H200 · 580.159.04 · Ubuntu 24.04.3 LTS · in docker');
     expect(text).toContain('| `pinned-vram.counts_as_vram` | false |');
     expect(text).toContain('Against the default expectations (matrix/default.yaml): 15 passed.');
-    expect(text).toContain('Removed first: the GPU UUID');
+    expect(text).toContain('Removed first: GPU and MIG UUIDs');
     expect(text).not.toContain(runs[0]!.sysinfo.gpu_uuid as string);
     expect(renderSubmission(records, '0.1.0')).toBe(text);
     const back = parseSubmission(text, 'sub.md');

@@ -146,3 +146,61 @@ export function parseSubmission(text: string, file: string): BehaviourRecord[] {
   }
   return records;
 }
+
+/** Every string in a value (keys of maps included), and how many numbers it holds. */
+function contents(value: unknown, strings: Set<string>): number {
+  if (typeof value === 'string') {
+    strings.add(value);
+    return 0;
+  }
+  if (typeof value === 'number') return 1;
+  if (Array.isArray(value)) return value.reduce<number>((sum, child) => sum + contents(child, strings), 0);
+  if (value === null || typeof value !== 'object') return 0;
+  let numbers = 0;
+  for (const [k, child] of Object.entries(value)) {
+    strings.add(k);
+    numbers += contents(child, strings);
+  }
+  return numbers;
+}
+
+/** Strings as JSON, two spaces apart, in lines of about `width` characters. */
+function wrapped(strings: string[], indent: string, width = 110): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const quoted of strings.map((text) => JSON.stringify(text))) {
+    if (line && indent.length + line.length + 2 + quoted.length > width) {
+      lines.push(indent + line);
+      line = '';
+    }
+    line = line ? `${line}  ${quoted}` : quoted;
+  }
+  if (line) lines.push(indent + line);
+  return lines;
+}
+
+/**
+ * What leaves the machine, for the console before the file is written: the file and its size,
+ * what redaction replaced (the originals stay on this console, never in the file), and every
+ * text the records hold, each once, keys included (the summary is made from them alone;
+ * numbers are measurements, counted). The strings are those of `text`'s records block.
+ */
+export function leavingLines(records: BehaviourRecord[], replaced: ReadonlyMap<string, string>, where: string, text: string): string[] {
+  const strings = new Set<string>();
+  const numbers = contents(
+    records.map((record) => JSON.parse(recordJson(record))),
+    strings,
+  );
+  const lines = [
+    `What leaves this machine: ${where} (${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB), nothing else: a Markdown summary made from the records, and the records.`,
+  ];
+  if (replaced.size) {
+    lines.push(`Replaced in it (found on this machine → written in the file; this list is not written):`);
+    const width = Math.min(60, Math.max(...[...replaced.keys()].map((original) => original.length)));
+    for (const [original, replacement] of replaced) lines.push(`  ${original.padEnd(width)}  →  ${replacement}`);
+  } else lines.push('Nothing in the records needed replacing (no host, user, path, address, UUID or serial number found).');
+  lines.push(`Every text in the records, each once (${strings.size}):`);
+  lines.push(...wrapped([...strings].sort(), '  '));
+  lines.push(`and ${numbers} numbers (the measurements: sizes, times, rates, counts).`);
+  return lines;
+}

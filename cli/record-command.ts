@@ -26,9 +26,11 @@ export function addRecordCommand(program: Command): void {
 A record holds what the run observed: key (environment, GPU, driver, OS, OS build, container),
 facts, every metric with its attributes, the memory samples, the cells' outcomes, the sysinfo,
 and the verdicts against the default expectations (matrix/default.yaml, whatever matrix the run
-used, so that records compare). Before it is written the GPU UUID and user and host names
-(user@host, home folders in paths) are removed. An event log inside the repository is named in
-the record as its evidence.
+used, so that records compare). Before it is written, GPU UUIDs, serial numbers, user and
+host names (user@host, this machine's names, wherever they appear), the folders of paths
+outside the system's, and IP and MAC addresses are replaced (with --submit by pseudonyms salted
+for that file, and every text that leaves is shown first). An event log inside the repository
+is named in the record as its evidence.
 
   repeat     the same key and the same facts as a record already there, and no metric beyond
              its noise against it (diff's rules): written, as one more run of the observation

@@ -11,11 +11,11 @@ import { CudamatrixError, ExitCode } from '../core/errors.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { keyText, sameObservation, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
 import { measuredSomething, NOTHING_MEASURED, readInput, type Input } from '../behaviour/read.ts';
-import { REDACTED, redactRecord } from '../behaviour/redact.ts';
+import { REDACTED, Redaction, thisMachine } from '../behaviour/redact.ts';
 import { diffPair, sharedCells } from '../behaviour/diff.ts';
 import { metricLines } from '../behaviour/diff-text.ts';
 import { RecordStore, type Drift } from '../behaviour/store.ts';
-import { renderSubmission } from '../behaviour/submit.ts';
+import { leavingLines, renderSubmission } from '../behaviour/submit.ts';
 import { refuseImplausible } from '../behaviour/plausibility.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
@@ -67,13 +67,16 @@ function checkRecordsDir(dir: string): void {
   }
 }
 
-export async function recordCommand(sources: string[], opts: RecordOptions): Promise<number> {
+/** `machine`: the host and user names to redact wherever they appear (this machine's; a test passes its own). */
+export async function recordCommand(sources: string[], opts: RecordOptions, machine = thisMachine()): Promise<number> {
   if (opts.submit) checkOutputPath(opts.submit, '--submit');
   else checkRecordsDir(opts.recordsDir);
   const defaults = (await loadMatrixArg(undefined)).expectations;
   // Every input is read before anything is written: a bad one stops the command with nothing half done.
   const inputs = sources.map((source) => readInput(source, defaults, { complete: true }));
-  const prepared = prepareInputs(inputs, opts.submit ? null : repositoryOf(opts.recordsDir));
+  // A submission's pseudonyms are salted, the salt made here for this file alone and never written.
+  const redaction = opts.submit ? Redaction.forSubmission(machine) : new Redaction(null, machine);
+  const prepared = prepareInputs(inputs, opts.submit ? null : repositoryOf(opts.recordsDir), redaction);
   // A value that cannot be true refuses the whole command, as a bad input does: no record, no submission file.
   refuseImplausible(
     prepared.flatMap(({ input, records }) =>
@@ -83,13 +86,15 @@ export async function recordCommand(sources: string[], opts: RecordOptions): Pro
   const log = opts.submit && isStdout(opts.submit) ? process.stderr : process.stdout;
   const say = (line: string) => log.write(`${line}\n`);
   if (!reportUnrecorded(prepared, say)) return ExitCode.nothingMeasured;
-  return opts.submit ? submit(prepared, opts.submit, say) : store(prepared, opts.recordsDir, say).status;
+  return opts.submit ? submit(prepared, opts.submit, redaction, say) : store(prepared, opts.recordsDir, say).status;
 }
 
 type Prepared = { input: Input; records: BehaviourRecord[]; empty: string[] };
 
 /** The records of each input that hold an observation, redacted, with their evidence (the log inside the repository). */
-function prepareInputs(inputs: Input[], repo: string | null): Prepared[] {
+function prepareInputs(inputs: Input[], repo: string | null, redaction: Redaction): Prepared[] {
+  // Names found in any record (a host in one's session) are redacted in all of them.
+  redaction.learnFrom(inputs.flatMap((input) => input.records.map(({ record }) => record)));
   return inputs.map((input) => ({
     input,
     // A record of nothing (no fact, no metric) would, being newer, hide a full record of its key: never written.
@@ -100,7 +105,7 @@ function prepareInputs(inputs: Input[], repo: string | null): Prepared[] {
       .filter(({ record }) => measuredSomething(record))
       .map(({ record }) => {
         const evidence = input.eventLog ? evidenceOf(input.eventLog, repo) : record.evidence;
-        const clean = redactRecord(record);
+        const clean = redaction.record(record);
         return evidence ? { ...clean, evidence } : clean;
       }),
   }));
@@ -135,13 +140,13 @@ export function recordInputs(
   say: (line: string) => void,
 ): { status: number; records: BehaviourRecord[]; written: string[] } {
   checkRecordsDir(recordsDir);
-  const prepared = prepareInputs(inputs, repositoryOf(recordsDir));
+  const prepared = prepareInputs(inputs, repositoryOf(recordsDir), new Redaction());
   // (The lines already say that nothing is recorded, and why.)
   if (!reportUnrecorded(prepared, say, true)) return { status: ExitCode.nothingMeasured, records: [], written: [] };
   return { ...store(prepared, recordsDir, say), records: prepared.flatMap((preparedInput) => preparedInput.records) };
 }
 
-function submit(prepared: Prepared[], file: string, say: (line: string) => void): number {
+function submit(prepared: Prepared[], file: string, redaction: Redaction, say: (line: string) => void): number {
   const chosen: BehaviourRecord[] = [];
   for (const { input, records } of prepared) {
     say(describeInput(input));
@@ -154,7 +159,11 @@ function submit(prepared: Prepared[], file: string, say: (line: string) => void)
       if (!same) chosen.push(record);
     }
   }
-  writeOutput(file, renderSubmission(chosen, TOOL_VERSION));
+  const text = renderSubmission(chosen, TOOL_VERSION);
+  // What leaves the machine is said before it is written: every text in it, and what was replaced.
+  say('');
+  for (const line of leavingLines(chosen, redaction.replaced, isStdout(file) ? 'standard output' : file, text)) say(line);
+  writeOutput(file, text);
   if (!isStdout(file))
     say(
       `\nwrote ${file}: ${chosen.length} observation${chosen.length === 1 ? '' : 's'} with a summary. Attach it to a pull request (or an issue) of the cudamatrix repository; a maintainer commits it with \`cudamatrix record ${path.basename(file)}\`.`,
