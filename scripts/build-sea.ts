@@ -99,15 +99,23 @@ async function makeExecutable(target: (typeof TARGETS)[number], blob: Buffer, ou
   copyFileSync(target.node, partial);
   chmodSync(partial, 0o755);
   const { inject } = createRequire(import.meta.url)('postject') as { inject: Inject };
+  // postject's parser (LIEF) warns about what it does not model in Node.js's binaries (ELF notes,
+  // the Authenticode signature injecting breaks): kept out of a build that works, shown if it fails.
+  const said: string[] = [];
+  const { log, warn } = console;
+  console.log = console.warn = (...words: unknown[]) => said.push(words.join(' '));
   try {
     await inject(partial, 'NODE_SEA_BLOB', blob, { sentinelFuse: SEA_FUSE });
   } catch (error) {
     rmSync(partial, { force: true });
+    if (said.length) process.stderr.write(`postject said:\n${said.map((line) => `  ${line}\n`).join('')}`);
     // postject's first line says why; its next ones are hints for its own command line.
     const why = (error as Error).message.split('\n')[0];
     throw new BuildError(
       `postject could not inject the application into ${name} (a copy of ${target.node}): ${why}; that file must be the Node.js binary as its package ships it (pnpm install --force restores it)`,
     );
+  } finally {
+    Object.assign(console, { log, warn });
   }
   renameSync(partial, path.join(out, name));
   // sha256sum's format: `sha256sum --check <name>.sha256` checks a download.
