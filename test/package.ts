@@ -55,8 +55,8 @@ export function packCheckout(): string {
 
 const packed = (src: string) => !/[/\\](runs|dist|prebuilt|out|node_modules)$/.test(src);
 
-/** sha256 over the packed inputs' paths and contents. */
-function packInputsHash(): string {
+/** sha256 over the packed inputs' paths and contents (and `extra` files'). */
+function packInputsHash(extra: string[] = []): string {
   const hash = createHash('sha256');
   const walk = (rel: string) => {
     const full = path.join(repoRoot, rel);
@@ -67,12 +67,13 @@ function packInputsHash(): string {
       hash.update(`${rel}\0`).update(readFileSync(full)).update('\0');
     }
   };
-  for (const entry of PACK_INPUTS) walk(entry);
+  for (const entry of [...PACK_INPUTS, ...extra]) walk(entry);
   return hash.digest('hex').slice(0, 16);
 }
 
-function packFresh(): string {
-  const copy = tempDir('cm-pack-');
+/** A copy of the packed inputs, with the checkout's node_modules. */
+function copyCheckout(prefix: string): string {
+  const copy = tempDir(prefix);
   for (const entry of PACK_INPUTS) {
     cpSync(path.join(repoRoot, entry), path.join(copy, entry), {
       recursive: true,
@@ -81,6 +82,11 @@ function packFresh(): string {
     });
   }
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(copy, 'node_modules'), 'dir');
+  return copy;
+}
+
+function packFresh(): string {
+  const copy = copyCheckout('cm-pack-');
   const out = tempDir('cm-tarball-');
   execFileSync('pnpm', ['pack', '--pack-destination', out], { cwd: copy, stdio: 'pipe', timeout: 600_000 });
   const tarball = readdirSync(out).find((file) => file.endsWith('.tgz'));
@@ -99,4 +105,55 @@ export function installPackage(tarball: string): { prefix: string; root: string;
   });
   const root = path.join(prefix, 'lib', 'node_modules', 'cudamatrix');
   return { prefix, root, bin: path.join(prefix, 'bin', 'cudamatrix') };
+}
+
+/** A copy of the checkout `pnpm build:sea` can run in: the packed inputs, node_modules, tools/sea-node's Node.js binaries. */
+export function seaBuildCheckout(seaNodeModules = path.join(repoRoot, 'tools', 'sea-node', 'node_modules')): string {
+  const copy = copyCheckout('cm-sea-');
+  mkdirSync(path.join(copy, 'tools', 'sea-node'), { recursive: true });
+  symlinkSync(seaNodeModules, path.join(copy, 'tools', 'sea-node', 'node_modules'), 'dir');
+  return copy;
+}
+
+/** What `pnpm build:sea` writes in dist/sea/: the executables and their .sha256 files. */
+export interface SeaBuild {
+  dir: string;
+  linux: string;
+  windows: string;
+  /** The build's own time in seconds, when this call made it (undefined: it was cached). */
+  builtIn?: number;
+}
+
+/**
+ * The single executables (scripts/build-sea.ts), built by `pnpm build:sea` in a copy of the
+ * checkout and kept in the suite's cache under a hash of the packed inputs and the pinned Node.js
+ * versions (tools/sea-node), as packCheckout keeps the tarball: a build takes minutes.
+ */
+export function buildSeaCached(): SeaBuild {
+  const version = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
+  const names = (dir: string) => ({
+    dir,
+    linux: path.join(dir, `cudamatrix-${version}-linux-x64`),
+    windows: path.join(dir, `cudamatrix-${version}-windows-x64.exe`),
+  });
+  const cached = path.join(testCacheDir, 'sea', packInputsHash(['tools/sea-node/package.json']));
+  if (existsSync(cached)) return names(cached);
+  const copy = seaBuildCheckout();
+  const started = performance.now();
+  execFileSync('pnpm', ['build:sea'], { cwd: copy, stdio: 'pipe', timeout: 900_000 });
+  const builtIn = (performance.now() - started) / 1000;
+  mkdirSync(path.dirname(cached), { recursive: true });
+  // Two test files building at once both succeed; the rename makes either build the cached one whole.
+  const partial = `${cached}.${process.pid}.partial`;
+  cpSync(path.join(copy, 'dist', 'sea'), partial, { recursive: true });
+  try {
+    renameSync(partial, cached);
+  } catch {
+    rmSync(partial, { recursive: true, force: true });
+  }
+  // Builds of older sources are of no more use.
+  for (const name of readdirSync(path.dirname(cached)))
+    if (/^[0-9a-f]{16}$/.test(name) && name !== path.basename(cached))
+      rmSync(path.join(path.dirname(cached), name), { recursive: true, force: true });
+  return { ...names(cached), builtIn };
 }

@@ -6,7 +6,8 @@
  * Declared stand-ins (the player logs each): the pack job's node:20-bullseye container (its steps
  * run on this machine); actions/checkout, upload-/download-artifact (folders); the packing step
  * itself, replaced by the tarball test/package.ts packs from this checkout (as in
- * test/gha/gha-e2e.test.ts); `gh`, which would talk to GitHub, by a script that records its arguments
+ * test/gha/gha-e2e.test.ts), and the single executables step, replaced by the executables
+ * test/package.ts builds with `pnpm build:sea` (cached, as test/package/sea.test.ts runs them); `gh`, which would talk to GitHub, by a script that records its arguments
  * and keeps the files it would attach to the release; `npm` in the npm job, which would publish,
  * by a script that records its arguments and the package.json it would publish.
  */
@@ -17,10 +18,11 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { playWorkflow, type JobPlay, type WorkflowPlay } from '@cudamatrix/gha-player';
 import { repoRoot, tempDir } from '../helpers.ts';
-import { packCheckout } from '../package.ts';
+import { buildSeaCached, packCheckout } from '../package.ts';
 
 const VERSION = (JSON.parse(readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { version: string }).version;
 const TARBALL = `cudamatrix-${VERSION}.tgz`;
+const EXECUTABLES = [`cudamatrix-${VERSION}-linux-x64`, `cudamatrix-${VERSION}-windows-x64.exe`];
 const NPM_TOKEN = 'npm_test-token-4f1c9e7a2b';
 
 /** Stand-ins on PATH: gh keeps the release's files; npm records what it would publish. */
@@ -53,6 +55,7 @@ function standIns(dir: string) {
 async function playRelease(tag: string, options: { vars?: Record<string, string> } = {}) {
   const dir = tempDir('cm-gha-release-');
   const tarball = packCheckout();
+  const sea = buildSeaCached();
   const repo = path.join(dir, 'cudamatrix');
   for (const file of ['.github/workflows/release.yml', 'package.json']) cpSync(path.join(repoRoot, file), path.join(repo, file));
   const tools = standIns(dir);
@@ -79,9 +82,18 @@ async function playRelease(tag: string, options: { vars?: Record<string, string>
         ctx.log(`[player] the package step is replaced: ${tarball} (packed from this checkout by test/package.ts), as ${TARBALL}`);
         ctx.setOutput('name', TARBALL);
       },
+      // The step's contract: each executable and its .sha256 in the workspace, output names.
+      'pack.sea': (ctx) => {
+        for (const name of EXECUTABLES)
+          for (const file of [name, `${name}.sha256`]) cpSync(path.join(sea.dir, file), path.join(ctx.workspace, file));
+        ctx.log(
+          `[player] the single executables step is replaced: ${sea.dir} (pnpm build:sea in a copy of this checkout, by test/package.ts)`,
+        );
+        ctx.setOutput('names', EXECUTABLES.join(' '));
+      },
     },
   });
-  return { dir, tarball, play, ...tools };
+  return { dir, tarball, sea, play, ...tools };
 }
 
 const job = (play: WorkflowPlay, id: string): JobPlay | undefined => play.jobs[id]?.legs[0];
@@ -104,7 +116,7 @@ describe('the release workflow, played for a pushed tag', () => {
     const notes = create.args[create.args.indexOf('--notes') + 1]!;
     expect(notes).toContain(`npm install -g https://github.com/your-org/cudamatrix/releases/download/v${VERSION}/${TARBALL}`);
     // The attached files: the packed bytes, and a sha256 file that checks them (as a user checks the download).
-    expect(readdirSync(release.released).sort()).toEqual([TARBALL, `${TARBALL}.sha256`]);
+    expect(readdirSync(release.released)).toEqual(expect.arrayContaining([TARBALL, `${TARBALL}.sha256`]));
     const bytes = readFileSync(path.join(release.released, TARBALL));
     expect(bytes.equals(readFileSync(release.tarball))).toBe(true);
     const sha = createHash('sha256').update(bytes).digest('hex');
@@ -113,6 +125,25 @@ describe('the release workflow, played for a pushed tag', () => {
     expect(execFileSync('sha256sum', ['--check', `${TARBALL}.sha256`], { cwd: release.released, encoding: 'utf8' })).toBe(
       `${TARBALL}: OK\n`,
     );
+  });
+
+  it('attaches the single executables with their sha256, the built bytes, each checked by sha256sum --check', () => {
+    expect(job(release.play, 'pack')!.steps.find((step) => step.id === 'sea')!.outcome).toBe('success');
+    const create = release.calls().find((call) => call.tool === 'gh')!;
+    expect(create.args.slice(3, 9)).toEqual([TARBALL, `${TARBALL}.sha256`, ...EXECUTABLES.flatMap((name) => [name, `${name}.sha256`])]);
+    expect(readdirSync(release.released).sort()).toEqual(
+      [TARBALL, `${TARBALL}.sha256`, ...EXECUTABLES.flatMap((name) => [name, `${name}.sha256`])].sort(),
+    );
+    const notes = create.args[create.args.indexOf('--notes') + 1]!;
+    for (const name of EXECUTABLES) {
+      const bytes = readFileSync(path.join(release.released, name));
+      expect(bytes.equals(readFileSync(path.join(release.sea.dir, name))), name).toBe(true);
+      const sha = createHash('sha256').update(bytes).digest('hex');
+      expect(readFileSync(path.join(release.released, `${name}.sha256`), 'utf8')).toBe(`${sha}  ${name}\n`);
+      expect(notes).toContain(`- ${name}: sha256 \`${sha}\``);
+      expect(execFileSync('sha256sum', ['--check', `${name}.sha256`], { cwd: release.released, encoding: 'utf8' })).toBe(`${name}: OK\n`);
+    }
+    expect(notes).toContain('Or one file that needs no Node.js (Linux x64 with glibc 2.28 or newer; Windows x64)');
   });
 
   it('installs from the downloaded release file with npm install -g, and runs', () => {

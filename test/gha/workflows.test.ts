@@ -395,7 +395,7 @@ describe('what the parser cannot check', () => {
       expect(packing(pack)).toEqual(packing(workflow(GPU_MATRIX).jobs.plan!));
       expect(packing(pack)).toHaveLength(4);
       // The tag is checked against package.json before anything is packed.
-      expect(pack.steps?.map((step) => step.id)).toEqual(['checkout', 'version', 'package', 'checksum', 'upload']);
+      expect(pack.steps?.map((step) => step.id)).toEqual(['checkout', 'version', 'package', 'checksum', 'sea', 'upload']);
     });
 
     it("writes only in the release job (contents: write, the token in its step's env alone); npm only with the project's variable", () => {
@@ -406,7 +406,8 @@ describe('what the parser cannot check', () => {
       ]);
       const step = release.steps!.find((jobStep) => jobStep.id === 'release')! as Step & { env?: Record<string, string> };
       expect(step.env?.GH_TOKEN).toBe('${{ github.token }}');
-      expect(step.run).toMatch(/gh release create "\$TAG" "\$TARBALL" "\$TARBALL\.sha256" --repo "\$GITHUB_REPOSITORY" --verify-tag/);
+      expect(step.run).toMatch(/files=\("\$TARBALL" "\$TARBALL\.sha256"\)/);
+      expect(step.run).toMatch(/gh release create "\$TAG" "\$\{files\[@\]\}" --repo "\$GITHUB_REPOSITORY" --verify-tag/);
       expect(npm.if).toBe("${{ vars.NPM_PACKAGE_NAME != '' }}");
       for (const job of Object.values(wf.jobs)) {
         for (const jobStep of job.steps ?? []) {
