@@ -166,7 +166,7 @@ function submit(prepared: Prepared[], file: string, redaction: Redaction, say: (
   writeOutput(file, text);
   if (!isStdout(file))
     say(
-      `\nwrote ${file}: ${chosen.length} observation${chosen.length === 1 ? '' : 's'} with a summary. Attach it to a pull request (or an issue) of the cudamatrix repository; a maintainer commits it with \`cudamatrix record ${path.basename(file)}\`.`,
+      `\nwrote ${file}: ${chosen.length} observation${chosen.length === 1 ? '' : 's'} with a summary. Send it with the issue form "Submit a behaviour record" of the cudamatrix repository (attach the file): a workflow checks it and answers on the issue (docs/measure-your-machine.md).`,
     );
   say(`Removed from it: ${REDACTED.join('; ')}. Read it before you send it: it is Markdown and JSON, nothing else.`);
   return ExitCode.ok;
