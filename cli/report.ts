@@ -44,7 +44,7 @@ export function reportCommand(opts: ReportOptions): number {
   const kib = (text: string) => `${(Buffer.byteLength(text) / 1024).toFixed(0)} KiB`;
   process.stdout.write(
     `wrote ${files[0]![0]} (${kib(outputs.markdown)}) and ${files[1]![0]} (${kib(outputs.html)}, open it in a browser: it needs no network) from ${what}, ` +
-      `and the answer per claim in ${path.join(opts.out, CLAIMS_DIR)} (${CLAIMS_INDEX_FILE}, ${CLAIMS_JSON_FILE} and ${outputs.claims.length - 2} pages C<n>.html)\n`,
+      `and the answer per claim in ${path.join(opts.out, CLAIMS_DIR)} (${CLAIMS_INDEX_FILE}, ${CLAIMS_JSON_FILE}, their stylesheet and ${outputs.claims.length - 3} pages C<n>.html)\n`,
   );
   return 0;
 }

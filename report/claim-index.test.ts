@@ -152,6 +152,7 @@ describe('the claim index of two environments and several drivers', () => {
     expect([...files.keys()].filter((file) => file.startsWith('claims/'))).toEqual([
       'claims/index.html',
       'claims/claims.json',
+      'claims/claims.css',
       'claims/C1.html',
       'claims/C2.html',
     ]);

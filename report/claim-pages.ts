@@ -29,6 +29,9 @@ export interface ClaimLinks {
   docs: string;
 }
 
+/** The pages' one stylesheet, beside them: behaviour.html's CSS and the few rules of their own. */
+export const CLAIMS_CSS_FILE = 'claims.css';
+
 const CLAIM_CSS = `
 nav.crumbs { color: var(--muted); margin: 4px 0 8px; }
 table.claim td.text { white-space: normal; text-align: left; overflow-wrap: anywhere; }
@@ -52,7 +55,7 @@ function page(title: string, body: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${esc(title)}</title>
-<style>${CSS}${CLAIM_CSS}</style>
+<link rel="stylesheet" href="${CLAIMS_CSS_FILE}">
 </head>
 <body>
 ${body}
@@ -219,6 +222,7 @@ export function renderClaimFiles(index: ClaimIndex, links: ClaimLinks, json: str
   return [
     [`${CLAIMS_DIR}/${CLAIMS_INDEX_FILE}`, renderClaimsIndex(index, links)],
     [`${CLAIMS_DIR}/${CLAIMS_JSON_FILE}`, json],
+    [`${CLAIMS_DIR}/${CLAIMS_CSS_FILE}`, `${CSS.trim()}\n${CLAIM_CSS.trim()}\n`],
     ...index.claims.map((claim): [string, string] => [`${CLAIMS_DIR}/${claim.page}`, renderClaimPage(claim, links)]),
   ];
 }

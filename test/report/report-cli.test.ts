@@ -41,7 +41,7 @@ describe('cudamatrix report', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(
       new RegExp(
-        `^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}, and the answer per claim in ${out}/claims \\(index\\.html, claims\\.json and \\d+ pages C<n>\\.html\\)\\n$`,
+        `^wrote ${out}/BEHAVIOUR\\.md \\(\\d+ KiB\\) and ${out}/behaviour\\.html \\(\\d+ KiB, open it in a browser: it needs no network\\) from 2 records in 1 column from ${recordsDir}, and the answer per claim in ${out}/claims \\(index\\.html, claims\\.json, their stylesheet and \\d+ pages C<n>\\.html\\)\\n$`,
       ),
     );
     const expected = renderReport(loadRecords(recordsDir), reportPaths(recordsDir, out));
