@@ -215,9 +215,10 @@ export class Redaction {
   }
 
   /**
-   * The record without what identifies a person or a machine (see above). The key, the id and
-   * the dates are left as they are: sameObservation and the file's name depend on them, and none
-   * of them names a user or a host.
+   * The record without what identifies a person or a machine (see above). The id and the dates
+   * are left as they are (sameObservation and the file's name depend on them, and they name
+   * nobody); the key's texts (the OS name is free text) get the plain placeholders, so that two
+   * submissions of one observation keep one key.
    */
   record(record: BehaviourRecord): BehaviourRecord {
     const { gpu_uuid: uuid, ...sysinfo } = record.sysinfo;
@@ -227,7 +228,9 @@ export class Redaction {
     return {
       ...out,
       id: record.id,
-      key: record.key,
+      key: Object.fromEntries(
+        Object.entries(record.key).map(([field, value]) => [field, typeof value === 'string' ? this.text(value, false) : value]),
+      ) as BehaviourRecord['key'],
       observed: { ...out.observed, date: record.observed.date, runId: record.observed.runId },
       facts: Object.fromEntries(
         Object.entries(record.facts).map(([factName, fact]) => {

@@ -55,6 +55,9 @@ function leakyLog(): string {
     if (e.type !== 'cell-end') return e;
     for (const probeRecord of e.records as Record<string, unknown>[]) {
       if (probeRecord.type === 'sysinfo' && probeRecord.name === 'gpu_uuid') probeRecord.value = uuid;
+      // The OS name is part of a record's key (and of the summary's headings): cleaned there too.
+      if (probeRecord.type === 'sysinfo' && probeRecord.name === 'os_name')
+        probeRecord.value = `Ubuntu 24.04.3 LTS on ${SECRETS.shortHostname} ${SECRETS.ipv4} ${SECRETS.mac}`;
       if (probeRecord.type === 'sysinfo' && probeRecord.name === 'kernel')
         probeRecord.value = `6.8.0-51-generic #52 SMP ${SECRETS.shortHostname}`;
       if (probeRecord.type === 'sysinfo' && probeRecord.name === 'cudart_library')
