@@ -45,6 +45,7 @@ export const endToEndTests = [
   'test/report/record-cli.test.ts',
   'test/report/report-browser.test.ts',
   'test/report/report-cli.test.ts',
+  'test/report/plausibility-cli.test.ts',
   'test/docs/readme-ssh-recipe.test.ts',
   'test/repo/adding-a-transport.test.ts',
   // Beside their code, but they run the CLI as a child process (`run` builds cudaprobe).
