@@ -8,6 +8,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { statSync } from 'node:fs';
+import { homedir, userInfo } from 'node:os';
+import path from 'node:path';
 import { CudamatrixError } from '../../core/errors.ts';
 import { expandPathTokens, parseSshConfig, type GivenOptions, type ResolvedHost } from './ssh-config.ts';
 
@@ -105,6 +107,9 @@ function runSshG(ssh: string, alias: string, configFile: string | false | undefi
   return output;
 }
 
+/** The home folder OpenSSH expands ~ with: the password file's, whatever $HOME says. */
+const passwdHome = userInfo().homedir;
+
 /**
  * ssh -G's options as the parser gives them. ssh prints IdentityFile as written (its ~ and
  * %-tokens are expanded here, as ssh would when it loads the keys) and UserKnownHostsFile
@@ -120,6 +125,10 @@ function fromSshG(alias: string, output: SshGOutput, defaults: SshGOutput | unde
     ? []
     : (output.get('identityfile') ?? []).map((file) => expandPathTokens(file, { hostName, port, user }));
   const knownHosts = sameAsDefault('userknownhostsfile') ? undefined : first('userknownhostsfile');
+  // ssh expanded its ~ with the password file's home; cudamatrix's ~ is $HOME (as for IdentityFile
+  // above and every default path), which differs where HOME was set to another folder.
+  const asHome = (file: string) =>
+    file === passwdHome ? homedir() : file.startsWith(`${passwdHome}/`) ? path.join(homedir(), file.slice(passwdHome.length + 1)) : file;
   const proxyJump = first('proxyjump');
   return {
     alias,
@@ -128,7 +137,7 @@ function fromSshG(alias: string, output: SshGOutput, defaults: SshGOutput | unde
     user,
     identityFiles,
     proxyJump: proxyJump && proxyJump.toLowerCase() !== 'none' ? proxyJump : undefined,
-    userKnownHostsFiles: knownHosts ? knownHosts.split(/\s+/) : [],
+    userKnownHostsFiles: knownHosts ? knownHosts.split(/\s+/).map(asHome) : [],
     identitiesOnly: first('identitiesonly') === 'yes',
     notes: [],
   };
