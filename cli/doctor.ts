@@ -120,7 +120,15 @@ const driverFix =
   'install the NVIDIA driver (it provides libcuda.so.1, nvcuda.dll on Windows); in a container, start it with the NVIDIA Container Toolkit (docker run --gpus all)';
 const nvmlFix = 'NVML (libnvidia-ml.so.1, nvml.dll) comes with the NVIDIA driver: install the driver, or repair it if nvidia-smi fails too';
 const gpuFix = 'a GPU the driver can use: check that nvidia-smi -L lists it, and that CUDA_VISIBLE_DEVICES does not hide it';
-const environmentFix = 'sysinfo could not tell the environment: run with CUDAMATRIX_DEBUG=1 and report what it prints';
+/**
+ * What to do when sysinfo could not tell the environment. On Windows the environment is the
+ * driver's model (WDDM, TCC, MCDM): without a driver the driver line's fix is the one.
+ */
+export function environmentFix(reason: string): string {
+  return /NVIDIA driver/.test(reason)
+    ? 'see driver'
+    : 'sysinfo could not tell the environment: run with CUDAMATRIX_DEBUG=1 and report what it prints';
+}
 
 function buildFix(): string {
   const cxx = process.env.CXX;
@@ -248,7 +256,7 @@ async function checkTarget(target: Target, acceptNew: boolean): Promise<number> 
       reported('environment') !== null && reported('environment') !== undefined,
       'environment',
       String(reported('environment') ?? `unknown: ${why('environment')}`),
-      environmentFix,
+      environmentFix(why('environment')),
     );
     if (noGpu && reported('driver_found') !== true) {
       say(null, 'driver', noGpuWords);
@@ -378,7 +386,7 @@ export async function doctorCommand(): Promise<number> {
         name: 'environment',
         ok: val('environment') !== null && val('environment') !== undefined,
         detail: String(val('environment') ?? `unknown: ${why('environment')}`),
-        fix: environmentFix,
+        fix: environmentFix(why('environment')),
       });
       checks.push({
         name: 'driver',
