@@ -68,7 +68,7 @@ describe('exit status 6 in --help', () => {
     ]);
     expect(run.stdout).toContain('  6    an output could not be written (a full disk, no permission)');
     expect(record.stdout).toContain('  6  a record could not be written (a full disk, no permission');
-    expect(report.stdout).toContain('  6  BEHAVIOUR.md or behaviour.html could not be written');
+    expect(report.stdout).toContain('  6  a file of the report could not be written');
   }, 60_000);
 });
 

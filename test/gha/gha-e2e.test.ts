@@ -386,7 +386,10 @@ describe.runIf(ready)('the GPU matrix workflow, played from the example caller (
     expect(create[create.indexOf('--body') + 1]).toContain('Behaviour changed against the committed records');
     const changed = git(origin, 'diff', '--name-only', 'main', branch).trim().split('\n');
     expect(changed.length).toBeGreaterThanOrEqual(2);
+    // The records, and the report made from them: BEHAVIOUR.md, behaviour.html and the claim pages.
     for (const changedFile of changed)
-      expect(changedFile).toMatch(/^records\/(driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html)$/);
+      expect(changedFile).toMatch(
+        /^records\/(driver-580\.159\.04\/linux-h200-docker-.*\.json|BEHAVIOUR\.md|behaviour\.html|claims\/(C\d+\.html|index\.html|claims\.json))$/,
+      );
   });
 });
