@@ -12,6 +12,7 @@ import { cudaGraph } from './specs/cuda-graph.ts';
 import { cudaLog } from './specs/cuda-log.ts';
 import { eventHostGap } from './specs/event-host-gap.ts';
 import { eventTiming } from './specs/event-timing.ts';
+import { hostRegisterFlags } from './specs/host-register-flags.ts';
 import { managedMemory } from './specs/managed-memory.ts';
 import { multiProcessPinned } from './specs/multi-process-pinned.ts';
 import { p2p } from './specs/p2p.ts';
@@ -48,6 +49,7 @@ export const catalogue: readonly ProbeSpec[] = [
   p2p,
   watchdog,
   runtimeInit,
+  hostRegisterFlags,
   // Opt-in ones last: they run after everything else on a target.
   allocCeiling,
   sysmemFallback,

@@ -44,3 +44,21 @@ export function mean(values: (number | null)[]): number | null {
   const numbers = values.filter((value): value is number => value !== null);
   return numbers.length ? numbers.reduce((sum, value) => sum + value, 0) / numbers.length : null;
 }
+
+/**
+ * A capability probe's lines (issue 36): the features whose attribute and calls disagree, each
+ * with the call and its error, then how many work. Where all agree one line says so.
+ */
+export function capabilitySummary(records: readonly ProbeRecord[]): SummaryLine[] {
+  const facts = records.filter((record) => record.type === 'fact' && typeof record.value === 'string');
+  if (!facts.length) return [];
+  const lines: SummaryLine[] = [];
+  for (const fact of facts) {
+    if (fact.type !== 'fact' || (fact.value !== 'claimed-but-fails' && fact.value !== 'works-unclaimed')) continue;
+    const evidence = fact.evidence ?? {};
+    lines.push([fact.name, `${fact.value}: ${String(evidence.call)} returned ${String(evidence.result)}`]);
+  }
+  const working = facts.filter((fact) => fact.type === 'fact' && (fact.value === 'works' || fact.value === 'works-unclaimed'));
+  lines.push(['features', `${working.length} of ${facts.length} work${lines.length ? '' : ', each as its attribute says'}`]);
+  return lines;
+}

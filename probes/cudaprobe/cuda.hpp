@@ -28,6 +28,63 @@ typedef struct CUevent_st* CUevent;
 typedef struct CUgraph_st* CUgraph;
 typedef struct CUgraphExec_st* CUgraphExec;
 struct CUuuid { unsigned char bytes[16]; };
+typedef struct CUmemPoolHandle_st* CUmemoryPool;
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+// The memory-pool, virtual-memory and IPC structures (CUDA 13.0 cuda.h, ABI-compatible).
+struct CUmemLocation {
+  int type;  // CU_MEM_LOCATION_TYPE_*
+  int id;
+};
+struct CUmemAllocationProp {
+  int type;                  // CU_MEM_ALLOCATION_TYPE_*
+  int requestedHandleTypes;  // CU_MEM_HANDLE_TYPE_* bits
+  CUmemLocation location;
+  void* win32HandleMetaData;
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+};
+struct CUmemAccessDesc {
+  CUmemLocation location;
+  int flags;  // CU_MEM_ACCESS_FLAGS_PROT_*
+};
+struct CUmemPoolProps {
+  int allocType;    // CU_MEM_ALLOCATION_TYPE_*
+  int handleTypes;  // CU_MEM_HANDLE_TYPE_* bits
+  CUmemLocation location;
+  void* win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+};
+struct CUmemPoolPtrExportData { unsigned char reserved[64]; };
+struct CUipcMemHandle { char reserved[64]; };
+struct CUmemFabricHandle { unsigned char data[64]; };
+
+enum : int {
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+  CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+  CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+  CU_MEM_HANDLE_TYPE_FABRIC = 0x8,
+  CU_MEM_LOCATION_TYPE_NONE = 0x0,
+  CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+  CU_MEM_LOCATION_TYPE_HOST = 0x2,
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+  CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2,
+  CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0x0,
+  CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 0x1,
+  CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 0x3,
+  CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1,
+  CU_MEMHOSTREGISTER_PORTABLE = 0x01,
+  CU_MEMHOSTREGISTER_DEVICEMAP = 0x02,
+  CU_MEMHOSTREGISTER_IOMEMORY = 0x04,
+  CU_MEMHOSTREGISTER_READ_ONLY = 0x08,
+};
 
 enum : int {
   CU_ATTR_CLOCK_RATE = 13,
@@ -45,6 +102,19 @@ enum : int {
   CU_ATTR_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91,
   CU_ATTR_HOST_REGISTER_SUPPORTED = 99,
   CU_ATTR_MEMORY_POOLS_SUPPORTED = 115,
+  CU_ATTR_CAN_MAP_HOST_MEMORY = 19,
+  CU_ATTR_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+  CU_ATTR_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+  CU_ATTR_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED = 104,
+  CU_ATTR_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED = 105,
+  CU_ATTR_READ_ONLY_HOST_REGISTER_SUPPORTED = 113,
+  CU_ATTR_GPU_DIRECT_RDMA_SUPPORTED = 116,
+  CU_ATTR_MEMPOOL_SUPPORTED_HANDLE_TYPES = 119,
+  CU_ATTR_DMA_BUF_SUPPORTED = 124,
+  CU_ATTR_IPC_EVENT_SUPPORTED = 125,
+  CU_ATTR_HANDLE_TYPE_FABRIC_SUPPORTED = 128,
+  CU_ATTR_HOST_MEMORY_POOLS_SUPPORTED = 144,  // CUDA 13.0: an older driver answers CUDA_ERROR_INVALID_VALUE
+  CU_ATTR_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 145,
 };
 
 // X-macro: name, return, parameters. Functions marked optional may be absent on old drivers.
@@ -104,7 +174,33 @@ enum : int {
   X(cuDeviceCanAccessPeer, CUresult, (int*, CUdevice, CUdevice))                \
   X(cuCtxEnablePeerAccess, CUresult, (CUcontext, unsigned int))                 \
   X(cuCtxDisablePeerAccess, CUresult, (CUcontext))                              \
-  X(cuMemcpyPeerAsync, CUresult, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream))
+  X(cuMemcpyPeerAsync, CUresult, (CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)) \
+  X(cuMemHostGetDevicePointer_v2, CUresult, (CUdeviceptr*, void*, unsigned int))  \
+  X(cuDeviceGetDefaultMemPool, CUresult, (CUmemoryPool*, CUdevice))              \
+  X(cuDeviceGetMemPool, CUresult, (CUmemoryPool*, CUdevice))                     \
+  X(cuMemGetDefaultMemPool, CUresult, (CUmemoryPool*, CUmemLocation*, int))      \
+  X(cuMemPoolCreate, CUresult, (CUmemoryPool*, const CUmemPoolProps*))           \
+  X(cuMemPoolDestroy, CUresult, (CUmemoryPool))                                  \
+  X(cuMemAllocAsync, CUresult, (CUdeviceptr*, size_t, CUstream))                 \
+  X(cuMemAllocFromPoolAsync, CUresult, (CUdeviceptr*, size_t, CUmemoryPool, CUstream)) \
+  X(cuMemFreeAsync, CUresult, (CUdeviceptr, CUstream))                           \
+  X(cuMemPoolExportToShareableHandle, CUresult, (void*, CUmemoryPool, int, unsigned long long)) \
+  X(cuMemPoolImportFromShareableHandle, CUresult, (CUmemoryPool*, void*, int, unsigned long long)) \
+  X(cuMemPoolExportPointer, CUresult, (CUmemPoolPtrExportData*, CUdeviceptr))   \
+  X(cuMemPoolImportPointer, CUresult, (CUdeviceptr*, CUmemoryPool, CUmemPoolPtrExportData*)) \
+  X(cuMemGetAllocationGranularity, CUresult, (size_t*, const CUmemAllocationProp*, int)) \
+  X(cuMemCreate, CUresult, (CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long)) \
+  X(cuMemRelease, CUresult, (CUmemGenericAllocationHandle))                      \
+  X(cuMemAddressReserve, CUresult, (CUdeviceptr*, size_t, size_t, CUdeviceptr, unsigned long long)) \
+  X(cuMemAddressFree, CUresult, (CUdeviceptr, size_t))                           \
+  X(cuMemMap, CUresult, (CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long)) \
+  X(cuMemUnmap, CUresult, (CUdeviceptr, size_t))                                 \
+  X(cuMemSetAccess, CUresult, (CUdeviceptr, size_t, const CUmemAccessDesc*, size_t)) \
+  X(cuMemExportToShareableHandle, CUresult, (void*, CUmemGenericAllocationHandle, int, unsigned long long)) \
+  X(cuMemImportFromShareableHandle, CUresult, (CUmemGenericAllocationHandle*, void*, int)) \
+  X(cuIpcGetMemHandle, CUresult, (CUipcMemHandle*, CUdeviceptr))                 \
+  X(cuIpcOpenMemHandle_v2, CUresult, (CUdeviceptr*, CUipcMemHandle, unsigned int)) \
+  X(cuIpcCloseMemHandle, CUresult, (CUdeviceptr))
 
 struct Cuda {
   Library lib;

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "capability.hpp"
 #include "emit.hpp"
 #include "gpu.hpp"
 #include "probe.hpp"
@@ -341,8 +342,12 @@ int runJudge(const std::string& probe) {
   else if (probe == "pinned-release") judgePinnedRelease(probe, r);
   else if (probe == "multi-process-pinned") judgeMultiProcessPinned(probe, r);
   else if (probe == "pinned-ceiling") judgePinnedCeiling(probe, r);
+  else if (isCapabilityProbe(probe)) judgeCapabilities(probe, r);
   else {
-    std::fprintf(stderr, "cudaprobe: judge knows pinned-vram, pinned-release, multi-process-pinned and pinned-ceiling, not %s\n", probe.c_str());
+    std::fprintf(stderr,
+                 "cudaprobe: judge knows pinned-vram, pinned-release, multi-process-pinned, pinned-ceiling, memory-pools, "
+                 "virtual-memory, ipc-handles and host-register-flags, not %s\n",
+                 probe.c_str());
     return kExitUsage;
   }
   return kExitRan;
