@@ -12,6 +12,10 @@ import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { readEventLog } from '../events/events.ts';
 import { catalogue, effectiveParams, sampleReadings, type ProbeSpec } from './catalogue.ts';
+import { isCapabilityFact } from './spec-helpers.ts';
+
+/** The capability probes (issue 36): those whose facts are what an attribute claims against what works. */
+const capabilityProbes = catalogue.filter((spec) => spec.facts.some(isCapabilityFact)).map((spec) => spec.name);
 import { parseProbeOutput, type SysinfoRecord } from './protocol.ts';
 
 /** A probe as `cudaprobe list` should show it: as the catalogue declares it. */
@@ -138,6 +142,21 @@ describe('cudaprobe (Linux build)', () => {
       expect(skip).toMatchObject({ probe: 'sysinfo', reason: expect.stringContaining('no NVIDIA driver found') });
     },
   );
+
+  // Issue 36: each capability probe, without a driver, says so and decides nothing.
+  it.skipIf(hasCommand('nvidia-smi', ['-L']))('takes the no-driver path in every capability probe: exit 3, a skip, no fact', () => {
+    expect(capabilityProbes.length).toBeGreaterThan(0);
+    for (const name of capabilityProbes) {
+      const result = run(['run', name]);
+      expect(result.code, name).toBe(3);
+      const records = parseProbeOutput(result.stdout).records;
+      expect(
+        records.filter((record) => record.type === 'fact'),
+        name,
+      ).toEqual([]);
+      expect(records.at(-1), name).toMatchObject({ type: 'skip', probe: name, reason: expect.stringContaining('libcuda.so.1') });
+    }
+  });
 
   it('runs a subject that answers over its pipe and exits when the pipe closes (a killed sampler leaves nothing behind)', async () => {
     const child = spawn(probe.path, ['subject'], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -383,6 +402,19 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
       expect(baseline?.type === 'sample' && baseline.readings.subject_rss_bytes).toBeGreaterThan(0);
     },
   );
+
+  it.runIf(ready)('takes the no-driver path in every capability probe on Windows: exit 3, a skip naming nvcuda.dll', () => {
+    for (const name of capabilityProbes) {
+      const result = wine(['run', name]);
+      expect(result.code, name).toBe(3);
+      const records = parseProbeOutput(result.stdout).records;
+      expect(
+        records.filter((record) => record.type === 'fact'),
+        name,
+      ).toEqual([]);
+      expect(records.at(-1), name).toMatchObject({ type: 'skip', probe: name, reason: expect.stringContaining('nvcuda.dll') });
+    }
+  });
 
   it.runIf(ready)('lists every probe as the catalogue declares it, as the Linux build does', () => {
     const result = wine(['list']);
