@@ -11,7 +11,7 @@ import { readEventLog, type CellEndEvent } from '../events/events.ts';
 import { repoRoot, testCacheDir } from '../test/helpers.ts';
 import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
-import { parseProbeOutput, type FactRecord, type ProbeRecord, type SampleRecord } from './protocol.ts';
+import { parseProbeOutput, type FactRecord, type ProbeRecord, type SampleRecord, type Scalar } from './protocol.ts';
 
 const h200Log = path.join(repoRoot, 'records', 'driver-580.159.04', 'h200-linux', 'events.jsonl');
 const cells = new Map(readEventLog(h200Log).flatMap((e) => (e.type === 'cell-end' ? [[e.probe, e as CellEndEvent]] : [])));
@@ -66,8 +66,10 @@ describe('classification on the committed H200 readings', () => {
   it.each(['pinned-vram', 'pinned-release', 'multi-process-pinned', 'pinned-ceiling'])(
     '%s: judging the recorded lines again gives the recorded facts',
     (name) => {
-      const facts = judge(name, recorded(name));
-      expect(Object.fromEntries(Object.entries(facts).map(([k, fact]) => [k, fact.value]))).toEqual(recordedFacts(name));
+      // Facts added after the record was made (failure_poisons, issue 36) are judged too; the record's own must come out as recorded.
+      const added = new Set(['failure_poisons']);
+      const facts = Object.entries(judge(name, recorded(name))).filter(([k]) => !added.has(k));
+      expect(Object.fromEntries(facts.map(([k, fact]) => [k, fact.value]))).toEqual(recordedFacts(name));
     },
   );
 
@@ -218,6 +220,33 @@ describe('multi-process-pinned and pinned-ceiling edge cases', () => {
       records.filter((record) => !(record.type === 'metric' && record.name === 'free_vram_bytes')),
     );
     expect(blind.tracks_free_vram).toMatchObject({ value: null, reason: expect.stringContaining('raise max_gib/max_fraction') });
+  });
+
+  it('says whether a failed pin poisons the process: the smaller pin asked right after it (C33, the RTX 3090/5070 Ti reports)', () => {
+    // The H200 never failed before its cap: nothing followed a failure, so nothing is decided.
+    expect(judge('pinned-ceiling', recorded('pinned-ceiling')).failure_poisons).toMatchObject({
+      value: null,
+      reason: expect.stringContaining('no pin failed'),
+    });
+    // The reported shape: the ceiling is hit at 90 % pre-fill, and the next, smaller cudaMallocHost fails as well.
+    const failedAt = (records: ProbeRecord[], afterFailure: Record<string, Scalar>) => {
+      for (const record of records) {
+        if (record.type !== 'metric' || record.name !== 'ceiling_bytes' || record.attrs?.prefill_percent !== 90) continue;
+        Object.assign(record.attrs, { stopped_by: 'allocation-failure', failure: 'CUDA_ERROR_OUT_OF_MEMORY (2)', ...afterFailure });
+      }
+      return records;
+    };
+    const poisoned = failedAt(recorded('pinned-ceiling'), {
+      after_failure_bytes: 16 * 1024 ** 2,
+      after_failure_ok: false,
+      after_failure_error: 'CUDA_ERROR_ALREADY_MAPPED (208)',
+    });
+    expect(judge('pinned-ceiling', poisoned).failure_poisons).toMatchObject({
+      value: true,
+      evidence: { api: 'driver', after_failure_error: 'CUDA_ERROR_ALREADY_MAPPED (208)', after_failure_bytes: 16 * 1024 ** 2 },
+    });
+    const recovered = failedAt(recorded('pinned-ceiling'), { after_failure_bytes: 16 * 1024 ** 2, after_failure_ok: true });
+    expect(judge('pinned-ceiling', recovered).failure_poisons).toMatchObject({ value: false, evidence: { rounds_after_failure: 1 } });
   });
 
   it('says a cudaDeviceReset helps only beyond the noise (30 % faster, or a 5 % higher ceiling)', () => {

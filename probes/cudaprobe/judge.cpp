@@ -244,6 +244,29 @@ void judgeMultiProcessPinned(const std::string& probe, const Recorded& r) {
 
 // ---- pinned-ceiling -------------------------------------------------------------------------
 
+namespace {
+
+// C33: after a pin failed at a real ceiling, the subject asks for a far smaller one in the same
+// process. Poisoned when that one fails too (any round, any API); null when no pin failed.
+void judgeFailurePoisons(const std::string& probe, const Recorded& r) {
+  int tried = 0;
+  for (const Json& m : r.metrics) {
+    const Json& a = m.at("attrs");
+    if (m.str("name") != "ceiling_bytes" || !a.has("after_failure_ok")) continue;
+    ++tried;
+    if (a.flag("after_failure_ok")) continue;
+    Obj ev;
+    ev.str("api", a.str("api")).num("ceiling_bytes", m.num("value")).str("failure", a.str("failure"));
+    ev.num("after_failure_bytes", a.num("after_failure_bytes")).str("after_failure_error", a.str("after_failure_error"));
+    emitFact(probe, "failure_poisons", "true", ev);
+    return;
+  }
+  if (tried) emitFact(probe, "failure_poisons", "false", Obj().num("rounds_after_failure", tried));
+  else emitFact(probe, "failure_poisons", "null", Obj(), "no pin failed before the safety cap, so no pin followed a failure");
+}
+
+}  // namespace
+
 void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
   struct Level {
     double prefill, bytes, cap;
@@ -313,6 +336,7 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
     emitFact(probe, "tracks_free_vram", tracks ? "true" : "false",
              Obj().num("ceiling_low_prefill_bytes", levels.front().bytes).num("ceiling_high_prefill_bytes", levels.back().bytes));
   }
+  judgeFailurePoisons(probe, r);
   if (!runtimeTried) return;
   if (plainB.empty() || resetB.empty()) {
     emitFact(probe, "reset_helps", "null", Obj(), "a runtime-API ceiling was not measured");

@@ -2,6 +2,7 @@
 // sampler says so, one command a line on stdin, one flat JSON answer a line on stdout. It exits
 // when told to, or when its stdin closes (a killed sampler never leaves it holding memory), and
 // frees everything it holds on every path.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -314,7 +315,19 @@ std::string Subject::pinUntilFail(const std::string& api, const std::string& kin
   Obj o;
   o.num("bytes", static_cast<double>(pinned)).integer("chunks", static_cast<int64_t>(times.size())).boolean("failed", failed);
   if (!times.empty()) o.num("ms_median", median(times)).num("ms_total", mean(times) * static_cast<double>(times.size()));
-  if (failed) o.str("error", error);
+  if (failed) {
+    o.str("error", error);
+    // Does one failed pin poison the process? A sixteenth of a chunk (at least a page), asked
+    // right after the failure, with everything pinned so far still held: the reports say every
+    // later cudaMallocHost then fails with cudaErrorAlreadyMapped (C33).
+    size_t smaller = std::max<size_t>(chunk / 16, 65536);
+    Allocation retry;
+    std::string retryError;
+    bool retried = allocOne(api, kind, smaller, retry, retryError);
+    o.num("after_failure_bytes", static_cast<double>(smaller)).boolean("after_failure_ok", retried);
+    if (retried) held_.push_back(retry);
+    else o.str("after_failure_error", retryError);
+  }
   return reply(true, o);
 }
 

@@ -9,7 +9,7 @@ import { fmt, mean, metricsOf, type SummaryLine } from '../summary-lines.ts';
 export const pinnedCeiling: ProbeSpec = {
   name: 'pinned-ceiling',
   title: 'How much can be pinned?',
-  claims: ['C12', 'C11', 'C22', 'C27'],
+  claims: ['C12', 'C11', 'C22', 'C27', 'C33'],
   description:
     'Pre-fills VRAM with cuMemAlloc to each level, then pins chunks until a pin fails or the safety cap is reached: ' +
     'the lower of max_gib (16 GiB) and max_fraction (0.5) of the available system memory. A level that pins more ' +
@@ -48,6 +48,12 @@ export const pinnedCeiling: ProbeSpec = {
     {
       name: 'reset_helps',
       description: 'cudaDeviceReset first gives a higher ceiling or clearly faster pinning (C11)',
+      values: [true, false],
+    },
+    {
+      name: 'failure_poisons',
+      description:
+        'After a pin failed at a real ceiling, a pin of a sixteenth of a chunk in the same process fails too (C33; null when no pin failed before the cap)',
       values: [true, false],
     },
     {

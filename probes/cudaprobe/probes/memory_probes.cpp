@@ -327,7 +327,13 @@ bool measureCeiling(ProbeContext& ctx, Recorded& rec, const std::string& api, do
   bool stoppedByFailure = a.flag("failed");
   Obj full = attrs;
   full.num("cap_bytes", cap).str("stopped_by", stoppedByFailure ? "allocation-failure" : "safety-cap");
-  if (stoppedByFailure) full.str("failure", a.str("error"));
+  if (stoppedByFailure) {
+    full.str("failure", a.str("error"));
+    if (a.has("after_failure_ok")) {
+      full.num("after_failure_bytes", a.num("after_failure_bytes")).boolean("after_failure_ok", a.flag("after_failure_ok"));
+      if (!a.flag("after_failure_ok")) full.str("after_failure_error", a.str("after_failure_error"));
+    }
+  }
   keep(emitMetric(ctx.probe, "ceiling_bytes", a.num("bytes"), "bytes", full));
   if (freeVram >= 0) keep(emitMetric(ctx.probe, "free_vram_bytes", freeVram, "bytes", attrs));
   if (a.num("ms_median", -1) >= 0) keep(emitMetric(ctx.probe, "chunk_alloc_ms", a.num("ms_median"), "ms", attrs));
