@@ -6,8 +6,10 @@
  * is the device machine's (docs/probes.md, "p2p").
  */
 import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { testCacheDir } from '../test/helpers.ts';
+import { integrationAvailable, testCacheDir } from '../test/helpers.ts';
 import { nodeArch } from '../transports/local.ts';
 import { buildProbe, type ProbeBinary } from './build.ts';
 import { probeSpec } from './catalogue.ts';
@@ -232,5 +234,94 @@ describe('p2p: without a driver', () => {
     const bad = spawnSync(probe.path, ['run', 'p2p', '--param', 'repetitions=2'], { encoding: 'utf8' });
     expect(bad.status).toBe(2);
     expect(bad.stdout).toContain('parameter repetitions must be at least 3');
+  });
+});
+
+/**
+ * C34: the IOMMU and ACS state, read by cudaprobe from sysfs and checked here against a second
+ * reading made in TypeScript from the same files (this machine's real PCI devices), and the
+ * ACS parser on a configuration space built by hand.
+ */
+describe('p2p: IOMMU mode, ACS redirect and the override variables (C34)', () => {
+  const ACS_ID = 0x000d;
+
+  /** A 4096-byte configuration space with the given extended capabilities (id, ACS control) chained from 0x100. */
+  function configSpace(capabilities: { id: number; control?: number }[]): Buffer {
+    const config = Buffer.alloc(4096);
+    capabilities.forEach((capability, i) => {
+      const at = 0x100 + i * 0x40;
+      const next = i + 1 < capabilities.length ? at + 0x40 : 0;
+      config.writeUInt32LE((capability.id & 0xffff) | (1 << 16) | (next << 20), at);
+      config.writeUInt16LE(capability.control ?? 0, at + 6);
+    });
+    return config;
+  }
+
+  const acs = (config: Buffer) => {
+    const result = spawnSync(probe.path, ['selftest', 'acs'], { input: config });
+    expect(result.status).toBe(0);
+    return JSON.parse(String(result.stdout)) as { control: number; redirects: boolean };
+  };
+
+  it('finds the ACS capability down the chain and reads Request/Completion Redirect from its control register', () => {
+    // AER (1), then ACS with Source Validation + Request Redirect + Completion Redirect + Upstream Forwarding.
+    expect(acs(configSpace([{ id: 1 }, { id: ACS_ID, control: 0x1d }]))).toEqual({ control: 0x1d, redirects: true });
+    expect(acs(configSpace([{ id: ACS_ID, control: 0x01 }]))).toEqual({ control: 0x01, redirects: false });
+    expect(acs(configSpace([{ id: 1 }, { id: 0x10 }]))).toEqual({ control: -1, redirects: false });
+    // What a process that is not root reads: the first 256 bytes only.
+    expect(acs(configSpace([{ id: ACS_ID, control: 0x1d }]).subarray(0, 256))).toEqual({ control: -1, redirects: false });
+  });
+
+  /** ACS control of one device's configuration space, parsed here (the peer of cudaprobe's parser). */
+  function acsControlOf(config: Buffer): number {
+    if (config.length < 4096) return -1;
+    for (let at = 0x100, hops = 0; at >= 0x100 && hops < 64; hops++) {
+      const header = config.readUInt32LE(at);
+      if (header === 0 || header === 0xffffffff) return -1;
+      if ((header & 0xffff) === ACS_ID) return config.readUInt16LE(at + 6);
+      at = (header >>> 20) & 0xffc;
+    }
+    return -1;
+  }
+
+  it('reads the IOMMU mode and every bridge above a real PCI device of this machine as sysfs says', () => {
+    const devicesDir = '/sys/bus/pci/devices';
+    const names = existsSync(devicesDir) ? readdirSync(devicesDir) : [];
+    if (!integrationAvailable('a PCI device in /sys/bus/pci/devices', names.length > 0, 'a machine with PCI sysfs')) return;
+    // One behind a bridge where there is one (this machine's devices all sit on the root bus).
+    const behindBridge = (name: string) => /^[0-9a-f]{4}:/.test(path.basename(path.dirname(realpathSync(path.join(devicesDir, name)))));
+    const leaf = names.find(behindBridge) ?? names[0]!;
+    const result = spawnSync(probe.path, ['selftest', 'iommu', `0000${leaf}`], {
+      encoding: 'utf8',
+      env: { ...process.env, CUDA_TEST_P2P_OVERRIDE: '1', NCCL_P2P_DISABLE: '1', CUDA_VISIBLE_DEVICES: '0' },
+    });
+    expect(result.status).toBe(0);
+    const reported = facts(parseProbeOutput(result.stdout).records);
+    expect(reported.peer_override_variables!.value).toBe(['CUDA_TEST_P2P_OVERRIDE', 'NCCL_P2P_DISABLE'].sort().join(','));
+    expect(reported.peer_override_variables!.evidence).toEqual({ CUDA_TEST_P2P_OVERRIDE: '1', NCCL_P2P_DISABLE: '1' });
+
+    const device = path.join(devicesDir, leaf);
+    const group = existsSync(path.join(device, 'iommu_group')) ? realpathSync(path.join(device, 'iommu_group')) : null;
+    const iommus = existsSync('/sys/class/iommu') ? readdirSync('/sys/class/iommu') : [];
+    const mode = group ? readFileSync(path.join(group, 'type'), 'utf8').trim() : iommus.length ? null : 'off';
+    expect(reported.iommu_mode!.value).toBe(mode);
+
+    const bridges: Record<string, string> = {};
+    let redirect = false;
+    let unknown = false;
+    for (let dir = path.dirname(realpathSync(device)); /^[0-9a-f]{4}:/.test(path.basename(dir)); dir = path.dirname(dir)) {
+      const config = readFileSync(path.join(dir, 'config'));
+      const control = acsControlOf(config);
+      bridges[path.basename(dir)] =
+        control >= 0
+          ? `0x${control.toString(16).padStart(4, '0')}`
+          : config.length < 4096
+            ? 'the extended configuration space is readable by root only'
+            : 'no ACS capability';
+      redirect ||= control >= 0 && (control & 0x0c) !== 0;
+      unknown ||= control < 0 && config.length < 4096;
+    }
+    expect(reported.acs_redirect!.evidence).toEqual(Object.keys(bridges).length ? bridges : undefined);
+    expect(reported.acs_redirect!.value).toBe(redirect ? true : unknown ? null : false);
   });
 });

@@ -11,6 +11,7 @@
 #include "emit.hpp"
 #include "pdh_instances.hpp"
 #include "probe.hpp"
+#include "probes/p2p_iommu.hpp"
 #include "probes/p2p_topology.hpp"
 #include "winmem.hpp"
 
@@ -112,11 +113,21 @@ int runSelftest(int argc, char** argv) {
     std::string input((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     return p2pSelftest(mode, input);
   }
+  if (mode == "acs" && argc == 3) {
+    std::string config((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    int control = acsControl(config);
+    std::printf("%s\n", Obj().integer("control", control).boolean("redirects", acsRedirects(control)).json().c_str());
+    return kExitRan;
+  }
+  if (mode == "iommu" && argc >= 4) {
+    emitIommuFacts("p2p", std::vector<std::string>(argv + 3, argv + argc));
+    return kExitRan;
+  }
   if (mode == "tdr-reason" && argc == 4) {
     std::printf("%s\n", Obj().str("reason", tdrOffWindowsReason("TdrDelay", std::strcmp(argv[3], "wsl") == 0)).json().c_str());
     return kExitRan;
   }
-  std::fprintf(stderr, "cudaprobe: selftest takes pdh-select PID LUID|-, vm-select [NAME...], adapter LUID, p2p-topology|p2p-staged|p2p-mig, or tdr-reason linux|wsl\n");
+  std::fprintf(stderr, "cudaprobe: selftest takes pdh-select PID LUID|-, vm-select [NAME...], adapter LUID, p2p-topology|p2p-staged|p2p-mig, acs (a configuration space on stdin), iommu BUSID..., or tdr-reason linux|wsl\n");
   return kExitUsage;
 }
 

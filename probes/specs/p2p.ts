@@ -9,7 +9,7 @@ const pairAttrs = 'attrs src and dst (CUDA device indices), peer (peer access en
 export const p2p: ProbeSpec = {
   name: 'p2p',
   title: 'Peer access between GPUs, and MIG slices',
-  claims: ['C15', 'C16', 'C17', 'C18', 'C19'],
+  claims: ['C15', 'C16', 'C17', 'C18', 'C19', 'C34'],
   description:
     "Every pair of the GPUs outside MIG: cuDeviceCanAccessPeer, NVML's P2P status and link class (as nvidia-smi topo -m), " +
     "then copies both ways without and with peer access (bandwidth, and NVML's PCIe transmit rate during them), each " +
@@ -34,6 +34,24 @@ export const p2p: ProbeSpec = {
       name: 'mig_mode',
       description: 'MIG mode of the devices: enabled on one, disabled on all, or unsupported (read, never changed)',
       values: ['enabled', 'disabled', 'unsupported'],
+    },
+    {
+      name: 'iommu_mode',
+      description:
+        "The IOMMU's domain type for the GPUs (Linux sysfs iommu_group/type: identity is passthrough, DMA or DMA-FQ translate; off: no IOMMU; mixed) (C34)",
+      platforms: ['linux'],
+    },
+    {
+      name: 'acs_redirect',
+      description:
+        'A PCIe bridge above a GPU redirects peer requests or completions upstream (ACS Control P2P Request/Completion Redirect), so peer traffic passes the IOMMU (C34; null where the extended configuration space needs root)',
+      values: [true, false],
+      platforms: ['linux'],
+    },
+    {
+      name: 'peer_override_variables',
+      description:
+        "The CUDA_ and NCCL_ environment variables naming P2P, PEER, IOMMU or ACS that were set (the override of the driver's peer-access gating among them), or none (C34)",
     },
     { name: 'pair_count', description: 'Pairs of GPUs outside MIG (each once)' },
     {

@@ -15,6 +15,7 @@
 #include "../cuda.hpp"
 #include "../emit.hpp"
 #include "../gpu.hpp"
+#include "p2p_iommu.hpp"
 #include "p2p_topology.hpp"
 #include "../probe.hpp"
 #include "../process.hpp"
@@ -481,6 +482,11 @@ int p2p(ProbeContext& ctx) {
     handles.push_back(d.mig ? nullptr : nvmlDeviceFor(dev, why));
     devices.push_back(d);
   }
+
+  // The IOMMU and ACS state is worth knowing with one GPU too: it decides a second one's fate (C34).
+  std::vector<std::string> busIds;
+  for (const auto& d : devices) busIds.push_back(d.busId);
+  emitIommuFacts(ctx.probe, busIds);
 
   std::vector<P2pPair> pairs = pairsOf(devices);
   emitFact(ctx.probe, "pair_count", std::to_string(pairs.size()));
