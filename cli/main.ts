@@ -9,6 +9,7 @@ import { CudamatrixError, ExitCode, exitCodeFor } from '../core/errors.ts';
 import { TOOL_VERSION } from '../core/version.ts';
 import { addDiffCommand } from './diff-command.ts';
 import { addDoctorCommand } from './doctor-command.ts';
+import { addExportCommand } from './export-command.ts';
 import { addGateCommand } from './gate-command.ts';
 import { addGhaCommand } from './gha-command.ts';
 import { addInitCommand } from './init-command.ts';
@@ -29,6 +30,7 @@ const commands = [
   addReportCommand,
   addRecordCommand,
   addDiffCommand,
+  addExportCommand,
   addGateCommand,
   addMergeCommand,
   addGhaCommand,

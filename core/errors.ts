@@ -110,6 +110,8 @@ export const errorCodes = {
   MERGE_OVERLAP: 'configuration',
   /** cudamatrix merge: logs of different cudamatrix versions, or of matrices that disagree. */
   MERGE_MISMATCH: 'configuration',
+  /** cudamatrix export: two inputs hold a target of the same name (one folder per target). */
+  EXPORT_DUPLICATE_TARGET: 'configuration',
   /** A file the command writes (an event log, JUnit, JSON, a record, the report) could not be written: a full disk, no permission. */
   OUTPUT_FAILED: 'output',
   INTERRUPTED: 'interrupted',

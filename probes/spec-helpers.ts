@@ -10,6 +10,23 @@ export const MiB = 1024 * 1024;
 export const environments = ['linux', 'wsl2', 'wsl2-docker', 'wddm', 'tcc', 'mcdm'] as const;
 export const vramValues = [true, false, 'partial'] as const;
 
+/**
+ * A capability fact (issue 36): whether a feature works, against what the device attribute that
+ * advertises it claims. `works`: claimed and working; `claimed-but-fails`: claimed, a call refused
+ * it; `works-unclaimed`: not claimed, yet it works; `unsupported`: not claimed and refused. Null,
+ * with a reason, where it cannot be decided (another platform's handle type, no driver).
+ */
+export const CAPABILITY_VALUES = ['works', 'claimed-but-fails', 'works-unclaimed', 'unsupported'] as const;
+
+export function capabilityFact(name: string, description: string, platforms?: Platform[]): FactSpec {
+  return { name, description, values: CAPABILITY_VALUES, ...(platforms ? { platforms } : {}) };
+}
+
+/** Whether a fact of the catalogue is a capability fact (made by capabilityFact): what `cudamatrix export` exports. */
+export function isCapabilityFact(fact: FactSpec): boolean {
+  return fact.values === CAPABILITY_VALUES;
+}
+
 // Parameter helpers: every parameter has a default, which cudaprobe's probe table is generated from.
 export const numbers = (def: number[], what: string) => z.array(z.number().positive()).min(1).default(def).describe(what);
 export const nonNegNumbers = (def: number[], what: string) => z.array(z.number().nonnegative()).min(1).default(def).describe(what);

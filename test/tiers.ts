@@ -21,6 +21,8 @@ export const integrationTests = [
   'test/windows/**/*.test.ts',
   'test/package/**/*.test.ts',
   'test/docs/readme-package-route.test.ts',
+  // The files `cudamatrix export` writes, read by pytest and by CMake and CTest.
+  'test/export/**/*.test.ts',
   // Beside their code, but they build and run cudaprobe (and its Windows build under Wine).
   'probes/capability-judge.test.ts',
   'probes/cudaprobe.test.ts',
