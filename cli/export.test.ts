@@ -149,39 +149,47 @@ describe('cudamatrix export', () => {
     expect(said.join('')).toContain('laptop: no NVIDIA driver');
   });
 
-  it('exports the capability facts of the catalogue by default, whichever probe declares them', async () => {
-    // A capability fact registered on a probe that is there (the catalogue has none before issue 36's probes).
-    const p2p = probeSpec('p2p')!;
-    const fact = capabilityFact('fixture_access', 'a capability fact this test registers');
-    p2p.facts.push(fact);
-    try {
-      expect(catalogueCapabilities().map((spec) => spec.name)).toContain('p2p.fixture_access');
-      const dir = tempDir('cm-export-');
-      const log = path.join(dir, 'events.jsonl');
-      const facts = [{ schema: 'cudaprobe/1', probe: 'p2p', type: 'fact', name: 'fixture_access', value: 'works-unclaimed' } as const];
-      const events = [
-        runStart(),
-        targetStart('box'),
-        cell(
-          'box',
-          'sysinfo',
-          'passed',
-          sysinfo({ driver_found: true, driver_version: '590.1', gpu_name: 'NVIDIA L4', environment: 'linux' }),
-        ),
-        cell('box', 'p2p', 'passed', facts),
-        runEnd,
-      ];
-      writeFileSync(log, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
-      expect(await main(['node', 'cudamatrix', 'export', log, '--out', path.join(dir, 'out')])).toBe(0);
-      const exported = read(path.join(dir, 'out'), 'box');
-      expect(exported.features['p2p.fixture_access']).toMatchObject({ value: 'works-unclaimed', usable: true, call: null });
-      expect(exported.features['p2p.fixture_access']!.summary).toBe('p2p.fixture_access: works-unclaimed on driver 590.1, linux');
-    } finally {
-      p2p.facts.splice(p2p.facts.indexOf(fact), 1);
-    }
-    // Only facts made by capabilityFact count: none of the catalogue's others is one.
-    expect(catalogue.flatMap((probe) => probe.facts).filter(isCapabilityFact)).toEqual([]);
+  it('exports the capability facts of the catalogue by default: every one, measured or not', async () => {
+    const probeFacts = probeSpec('host-register-flags')!.facts.map((fact) => `host-register-flags.${fact.name}`);
+    expect(catalogueCapabilities().map((spec) => spec.name)).toEqual(expect.arrayContaining(probeFacts));
+    const dir = tempDir('cm-export-');
+    const log = path.join(dir, 'events.jsonl');
+    const fact = (name: string, value: string, evidence: Record<string, unknown>) =>
+      ({ schema: 'cudaprobe/1', probe: 'host-register-flags', type: 'fact', name, value, evidence }) as const;
+    const facts = [
+      fact('default', 'works', { claimed: true, call: 'cuMemHostUnregister', result: 'CUDA_SUCCESS', agrees: true }),
+      fact('portable', 'claimed-but-fails', {
+        claimed: true,
+        call: 'cuMemHostRegister',
+        result: 'CUDA_ERROR_INVALID_VALUE',
+        agrees: false,
+      }),
+    ];
+    const events = [
+      runStart(),
+      targetStart('box'),
+      cell(
+        'box',
+        'sysinfo',
+        'passed',
+        sysinfo({ driver_found: true, driver_version: '590.1', gpu_name: 'NVIDIA L4', environment: 'linux' }),
+      ),
+      cell('box', 'host-register-flags', 'passed', facts),
+      runEnd,
+    ];
+    writeFileSync(log, events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    expect(await main(['node', 'cudamatrix', 'export', log, '--out', path.join(dir, 'out')])).toBe(0);
+    const exported = read(path.join(dir, 'out'), 'box');
+    expect(exported.features['host-register-flags.default']).toMatchObject({ value: 'works', usable: true });
+    expect(exported.features['host-register-flags.portable']).toMatchObject({ value: 'claimed-but-fails', usable: false });
+    expect(exported.features['host-register-flags.portable']!.summary).toBe(
+      'host-register-flags.portable: claimed-but-fails (cuMemHostRegister → CUDA_ERROR_INVALID_VALUE) on driver 590.1, linux',
+    );
+    // The probe's other features were not in the log: there, not measured, not usable.
+    expect(exported.features['host-register-flags.read_only']).toMatchObject({ usable: false, measured: false });
+    // Only facts made by capabilityFact count, not a look-alike value list.
     expect(isCapabilityFact({ name: 'copy', description: '', values: [...CAPABILITY_VALUES] })).toBe(false);
+    expect(catalogue.flatMap((probe) => probe.facts).filter(isCapabilityFact).length).toBe(catalogueCapabilities().length);
   });
 
   it('--out is required, and --help says what each file is for', async () => {

@@ -103,23 +103,3 @@ export const memoryMetrics: MetricSpec[] = [
     tolerance: { relative: 0.05, absolute: 16 * MiB },
   },
 ];
-
-/**
- * The values of a capability fact (issue 36, probes/cudaprobe/capability.hpp): what a device
- * attribute claims against what the calls did. Its evidence holds claimed, attribute,
- * attribute_value, call, result (the error's name) and agrees. `cudamatrix export` turns every
- * capability fact into a skip for test suites.
- */
-export const CAPABILITY_VALUES = ['works', 'claimed-but-fails', 'works-unclaimed', 'unsupported'] as const;
-
-export function capabilityFact(name: string, description: string, platforms?: Platform[]): FactSpec {
-  return { name, description, values: CAPABILITY_VALUES, ...(platforms ? { platforms } : {}) };
-}
-
-export function isCapabilityFact(fact: FactSpec): boolean {
-  return (
-    fact.values !== undefined &&
-    fact.values.length === CAPABILITY_VALUES.length &&
-    CAPABILITY_VALUES.every((value, i) => fact.values![i] === value)
-  );
-}
