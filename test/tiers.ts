@@ -22,6 +22,7 @@ export const integrationTests = [
   'test/package/**/*.test.ts',
   'test/docs/readme-package-route.test.ts',
   // Beside their code, but they build and run cudaprobe (and its Windows build under Wine).
+  'probes/capability-probes.test.ts',
   'probes/cudaprobe.test.ts',
   'probes/cudaprobe-standin.test.ts',
   'probes/host-vm-memory.test.ts',
