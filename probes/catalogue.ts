@@ -14,6 +14,7 @@ import { eventHostGap } from './specs/event-host-gap.ts';
 import { eventTiming } from './specs/event-timing.ts';
 import { hostRegisterFlags } from './specs/host-register-flags.ts';
 import { managedMemory } from './specs/managed-memory.ts';
+import { memoryPools } from './specs/memory-pools.ts';
 import { multiProcessPinned } from './specs/multi-process-pinned.ts';
 import { p2p } from './specs/p2p.ts';
 import { pinnedCeiling } from './specs/pinned-ceiling.ts';
@@ -25,6 +26,7 @@ import { syncLatency } from './specs/sync-latency.ts';
 import { sysinfo } from './specs/sysinfo.ts';
 import { sysmemFallback } from './specs/sysmem-fallback.ts';
 import { transferBandwidth } from './specs/transfer-bandwidth.ts';
+import { virtualMemory } from './specs/virtual-memory.ts';
 import { watchdog } from './specs/watchdog.ts';
 import { windowsRegistry } from './specs/windows-registry.ts';
 
@@ -50,6 +52,8 @@ export const catalogue: readonly ProbeSpec[] = [
   watchdog,
   runtimeInit,
   hostRegisterFlags,
+  memoryPools,
+  virtualMemory,
   // Opt-in ones last: they run after everything else on a target.
   allocCeiling,
   sysmemFallback,

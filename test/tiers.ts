@@ -25,6 +25,7 @@ export const integrationTests = [
   'test/export/**/*.test.ts',
   // Beside their code, but they build and run cudaprobe (and its Windows build under Wine).
   'probes/capability-judge.test.ts',
+  'probes/capability-probes.test.ts',
   'probes/cudaprobe.test.ts',
   'probes/cudaprobe-standin.test.ts',
   'probes/host-vm-memory.test.ts',

@@ -27,6 +27,12 @@ struct Attempt {
   bool check(const char* name, bool ok, const std::string& what);
   // Marks the end of the attempt: works when no step failed.
   void done();
+  // An optional entry point (absent in an old driver library): when it is null the attempt
+  // fails at that name with "missing in the driver library". Returns whether it is there.
+  template <typename Fn>
+  bool entry(const char* name, Fn fn) {
+    return check(name, fn != nullptr, "missing in the driver library");
+  }
 };
 
 // A driver result's name alone ("CUDA_ERROR_INVALID_VALUE"), as the logs of other projects quote it.
