@@ -453,10 +453,18 @@ void tryShareable(const HandleType& t, const Setup& s, uint32_t seed, Attempt& a
   prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   prop.location.id = s.gpu.dev;
 #ifdef _WIN32
-  // cuMemCreate asks for security attributes with an NT handle; the default descriptor gives
-  // this user's processes (the importer) access.
-  SECURITY_ATTRIBUTES security{sizeof security, nullptr, FALSE};
-  if (t.handleType == CU_MEM_HANDLE_TYPE_WIN32) prop.win32HandleMetaData = &security;
+  // An NT handle needs object attributes: cuda.h's field says POBJECT_ATTRIBUTES (its prose
+  // elsewhere says LPSECURITYATTRIBUTES), and NVIDIA's samples pass OBJECT_ATTRIBUTES. No name and
+  // the default descriptor: the importer gets its handle by DuplicateHandle, not by opening it.
+  struct {
+    ULONG length;
+    HANDLE rootDirectory;
+    void* objectName;
+    ULONG attributes;
+    void* securityDescriptor;
+    void* securityQualityOfService;
+  } objectAttributes{sizeof objectAttributes, nullptr, nullptr, 0, nullptr, nullptr};
+  if (t.handleType == CU_MEM_HANDLE_TYPE_WIN32) prop.win32HandleMetaData = &objectAttributes;
 #endif
   size_t granularity = 0;
   if (!a.step("cuMemGetAllocationGranularity", c.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM))) return;
