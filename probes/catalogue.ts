@@ -13,6 +13,7 @@ import { cudaLog } from './specs/cuda-log.ts';
 import { eventHostGap } from './specs/event-host-gap.ts';
 import { eventTiming } from './specs/event-timing.ts';
 import { hostRegisterFlags } from './specs/host-register-flags.ts';
+import { ipcHandles } from './specs/ipc-handles.ts';
 import { managedMemory } from './specs/managed-memory.ts';
 import { memoryPools } from './specs/memory-pools.ts';
 import { multiProcessPinned } from './specs/multi-process-pinned.ts';
@@ -54,6 +55,7 @@ export const catalogue: readonly ProbeSpec[] = [
   hostRegisterFlags,
   memoryPools,
   virtualMemory,
+  ipcHandles,
   // Opt-in ones last: they run after everything else on a target.
   allocCeiling,
   sysmemFallback,

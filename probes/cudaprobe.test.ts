@@ -158,6 +158,29 @@ describe('cudaprobe (Linux build)', () => {
     }
   });
 
+  it.skipIf(hasCommand('nvidia-smi', ['-L']))(
+    'ipc-handles without a driver: skipped with exit 3, and its importer answers with the reason instead of crashing',
+    () => {
+      const result = run(['run', 'ipc-handles']);
+      expect(result.code).toBe(3);
+      expect(parseProbeOutput(result.stdout).records).toEqual([
+        expect.objectContaining({ type: 'skip', probe: 'ipc-handles', reason: expect.stringContaining('libcuda.so.1') }),
+      ]);
+      // The importer checks the driver before it reads its request: an answer either way.
+      for (const input of ['{"handle_type":"posix_fd","bytes":4096,"seed":1,"handle":"5"}\n', '']) {
+        const imported = spawnSync(probe.path, ['ipc-import', '--device', '0'], { input, encoding: 'utf8' });
+        expect(imported.status).toBe(3);
+        expect(JSON.parse(imported.stdout)).toEqual({
+          call: 'load the driver library',
+          result: expect.stringMatching(/^no NVIDIA driver found: .*libcuda\.so\.1/),
+        });
+      }
+      const usage = spawnSync(probe.path, ['ipc-import', '--bogus'], { encoding: 'utf8' });
+      expect(usage.status).toBe(2);
+      expect(usage.stderr).toContain('unknown argument --bogus');
+    },
+  );
+
   it('runs a subject that answers over its pipe and exits when the pipe closes (a killed sampler leaves nothing behind)', async () => {
     const child = spawn(probe.path, ['subject'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines: string[] = [];
@@ -317,6 +340,22 @@ describe('cudaprobe.exe (Windows build, cross-compiled with MinGW-w64, run under
     // Wine answers GlobalMemoryStatusEx from this machine's memory.
     expect(sysinfo.host_memory_total_bytes).toMatchObject({ value: expect.any(Number), source: 'GlobalMemoryStatusEx' });
     expect(sysinfo.host_memory_total_bytes!.value).toBeGreaterThan(2 ** 30);
+  });
+
+  it.runIf(ready)('skips ipc-handles without nvcuda.dll (exit 3), and its importer answers with the reason (exit 3)', () => {
+    const result = wine(['run', 'ipc-handles']);
+    expect(result.code).toBe(3);
+    expect(parseProbeOutput(result.stdout).records).toEqual([
+      expect.objectContaining({ type: 'skip', probe: 'ipc-handles', reason: expect.stringContaining('nvcuda.dll') }),
+    ]);
+    const imported = spawnSync(WINE, [exe.path, 'ipc-import'], {
+      input: '{"handle_type":"win32","bytes":4096,"seed":1,"handle":"1234"}\n',
+      encoding: 'utf8',
+      env: wineEnv,
+      timeout: 120_000,
+    });
+    expect(imported.status).toBe(3);
+    expect(JSON.parse(imported.stdout)).toEqual({ call: 'load the driver library', result: expect.stringContaining('nvcuda.dll') });
   });
 
   it.runIf(ready)('starts a subject, steps it through its phases over the pipe, and reports PDH unavailable with the reason', () => {

@@ -30,6 +30,7 @@ export const integrationTests = [
   'probes/cudaprobe-standin.test.ts',
   'probes/host-vm-memory.test.ts',
   'probes/init-watchdog-events.test.ts',
+  'probes/ipc-handles.test.ts',
   'probes/judge.test.ts',
   'probes/memory-probes.test.ts',
   'probes/p2p.test.ts',

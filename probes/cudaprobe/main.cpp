@@ -18,6 +18,8 @@
 //                                               process's GPU memory counters, sampled (winvm.hpp)
 //   cudaprobe init-child driver|runtime [--device N]
 //                                               one timed initialisation (started by runtime-init)
+//   cudaprobe ipc-import [--device N]           import one exported allocation named on stdin and
+//                                               read it back (started by ipc-handles)
 //   cudaprobe ptx                               the embedded PTX kernels
 //   cudaprobe selftest ...                      for the tests (selftest.hpp)
 //   cudaprobe version
@@ -86,6 +88,7 @@ const char* kUsage =
     "       cudaprobe wait [--stdin] [--usr1-kills-others]\n"
     "       cudaprobe vm-memory [--max-seconds S] [--interval-ms N]\n"
     "       cudaprobe init-child driver|runtime [--device N]\n"
+    "       cudaprobe ipc-import [--device N] < request\n"
     "       cudaprobe ptx\n"
     "       cudaprobe version\n"
     "       cudaprobe selftest NAME < input   (tests only: the parsers, e.g. pdh-select)\n";
@@ -236,6 +239,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "selftest") return cp::runSelftest(argc, argv);
   if (cmd == "init-child") return cp::runInitChild(argc, argv);
+  if (cmd == "ipc-import") return cp::runIpcImport(argc, argv);
   if (cmd == "ptx") {
     std::fputs(cp::kKernelsPtx, stdout);
     return cp::kExitRan;

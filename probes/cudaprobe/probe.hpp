@@ -58,6 +58,9 @@ const std::vector<ProbeInfo>& probes();
 // `cudaprobe init-child`: runtime-init's fresh process (probes/init_probe.cpp).
 int runInitChild(int argc, char** argv);
 
+// `cudaprobe ipc-import`: ipc-handles' importing process (probes/ipc_handles.cpp).
+int runIpcImport(int argc, char** argv);
+
 // Loads the driver and checks ctx.device; on failure emits a skip and returns false.
 // Probes that need the GPU start with `if (!requireDevice(ctx)) return kExitNoDriver;`.
 bool requireDevice(ProbeContext& ctx);
