@@ -25,6 +25,8 @@ export const integrationTests = [
   'test/export/**/*.test.ts',
   // Beside their code, but they build and run cudaprobe (and its Windows build under Wine).
   'probes/capability-judge.test.ts',
+  // A local target's cells run the real cudaprobe (built on a cache miss: a minute on 2 cores).
+  'run/execute.test.ts',
   'probes/capability-probes.test.ts',
   'probes/cudaprobe.test.ts',
   'probes/cudaprobe-standin.test.ts',
