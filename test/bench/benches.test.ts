@@ -27,7 +27,7 @@ import { nodeArch } from '../../transports/local.ts';
 import { sshdAvailable } from '../sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches (p2p-compare: used by scripts/gpu-suite.ts). */
-const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts'];
+const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts', 'physics-model.ts'];
 const BENCHES = [
   'probe-accuracy',
   'memory-checks',
@@ -41,6 +41,7 @@ const BENCHES = [
   'diff',
   'scale',
   'verdict',
+  'physics',
 ];
 
 function onPath(command: string): boolean {
@@ -335,6 +336,18 @@ describe('bench/verdict', () => {
     // The neighbour run is said, never judged: nothing injected there.
     expect(pairs.filter((pair) => pair.shared).every((pair) => Object.keys(pair.caught).length === 0)).toBe(true);
     expect(result.stdout).toMatch(/one driver called changed \(false changes\) +0 of \d+/);
+  });
+});
+
+describe('bench/physics', () => {
+  it('on the committed H200 runs: a row per probe with its ratio, and the total against the goal', async () => {
+    const result = await runBench('physics', []);
+    expect(result.code, failed(result)).toBe(0);
+    expect(result.json).toMatchObject({ bench: 'physics', goalS: 40 });
+    expect(result.json.runs).toHaveLength(5);
+    const probes = result.json.probes as { probe: string; ratio: { median: number } | null }[];
+    expect(probes.find((row) => row.probe === 'pinned-ceiling')!.ratio!.median).toBeGreaterThan(0);
+    expect(result.stdout).toMatch(/^total\s.*goal 40 s/m);
   });
 });
 
