@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { KEPT_KEY_METRICS } from '../report/behaviour-table.ts';
+import { KEPT_KEY_METRICS } from '../report/key-metrics.ts';
 import { indexFileOf } from './records-index.ts';
 import { tempDir } from '../test/helpers.ts';
 import { writeRecords } from '../test/report-fixture.ts';

@@ -8,7 +8,7 @@ import { diffRecords, noiseText, type RecordsDiff } from '../behaviour/diff.ts';
 import { formatDiff, type SideFiles } from '../behaviour/diff-text.ts';
 import { keyText, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
 import { readHistory, readInput, type Input } from '../behaviour/read.ts';
-import { KEPT_KEY_METRICS } from '../report/behaviour-table.ts';
+import { KEPT_KEY_METRICS } from '../report/key-metrics.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export const DIFF_SCHEMA = 'cudamatrix-diff/1';

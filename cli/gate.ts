@@ -13,7 +13,7 @@ import type { Scalar } from '../probes/protocol.ts';
 import { diffRecords, pairingKey, seriesText, type CellChange, type FactChange, type PairDiff } from '../behaviour/diff.ts';
 import { keyText, type BehaviourRecord } from '../behaviour/behaviour-record.ts';
 import { readHistory, readInput } from '../behaviour/read.ts';
-import { KEPT_KEY_METRICS } from '../report/behaviour-table.ts';
+import { KEPT_KEY_METRICS } from '../report/key-metrics.ts';
 import { loadMatrixArg } from './matrix-arg.ts';
 
 export const GATE_SCHEMA = 'cudamatrix-gate/1';

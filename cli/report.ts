@@ -10,7 +10,7 @@ import { renderReport, reportFiles, reportPaths } from '../report/write-report.t
 import { CLAIMS_DIR, CLAIMS_INDEX_FILE, CLAIMS_JSON_FILE } from '../report/claim-pages.ts';
 import { loadRecords } from '../report/load.ts';
 import { keyText } from '../behaviour/behaviour-record.ts';
-import { KEPT_KEY_METRICS } from '../report/behaviour-table.ts';
+import { KEPT_KEY_METRICS } from '../report/key-metrics.ts';
 
 export interface ReportOptions {
   recordsDir: string;

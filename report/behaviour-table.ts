@@ -8,7 +8,7 @@
  *
  * Deterministic: the same records (in any order) give the same table.
  */
-import { catalogue, probeSpec, replacesKeyMetric, type KeyMetric } from '../probes/catalogue.ts';
+import { catalogue, probeSpec } from '../probes/catalogue.ts';
 import type { Scalar } from '../probes/protocol.ts';
 import {
   diffPair,
@@ -22,7 +22,8 @@ import {
 import { HISTORY_PER_DRIVER } from '../behaviour/noise.ts';
 import { composeRecord, hasFacts, newestByProbe } from '../behaviour/newest-per-probe.ts';
 import { keyText, type BehaviourRecord, type ObservationKey, type RecordedMetric } from '../behaviour/behaviour-record.ts';
-import { metricOf, packedMetricsOf, type KeptMetrics, type MetricShape } from '../behaviour/records-index.ts';
+import { metricOf, packedMetricsOf, type MetricShape } from '../behaviour/records-index.ts';
+import { KEY_METRICS, pickMetrics, specsByName, withKeyMetrics, type MetricRowSpec } from './key-metrics.ts';
 
 /** A record and where it lies, relative to the records folder, with / separators. */
 export interface LoadedRecord {
@@ -66,23 +67,6 @@ export interface ColumnDrift {
 }
 
 const probeOfMetric = (name: string) => name.slice(0, name.indexOf('.'));
-
-/** Records as the verdicts compare them, made once per record. */
-const keyMetricsOf = new WeakMap<BehaviourRecord, BehaviourRecord>();
-
-/**
- * A record as the report's verdicts (drift, changed between drivers) compare it: with the key
- * metrics' series only (KEPT_KEY_METRICS), as the records index keeps every record but the shown
- * ones. So the verdicts are the same whether the records were read whole or through the index,
- * and cost ~40 series a record, not ~170 (bench/report: 10,000 records).
- */
-function withKeyMetrics(record: BehaviourRecord): BehaviourRecord {
-  // Read through the index: its metrics are already the kept ones.
-  if (packedMetricsOf(record)) return record;
-  let got = keyMetricsOf.get(record);
-  if (!got) keyMetricsOf.set(record, (got = { ...record, metrics: KEPT_KEY_METRICS.pick(record.metrics) }));
-  return got;
-}
 
 /**
  * A column's drift, decided per metric series over all its records by diff's engine (diffPair):
@@ -413,63 +397,6 @@ export function factGroups(columns: readonly Column[]): RowGroup[] {
   return groups;
 }
 
-/** A key metric (the catalogue's), named probe.metric as records name metrics. */
-export interface MetricRowSpec extends KeyMetric {
-  /** probe.metric */
-  metric: string;
-}
-
-/** The numbers behind the claims, as the catalogue's probes declare them (ProbeSpec.keyMetrics), in its order. */
-export const KEY_METRICS: MetricRowSpec[] = catalogue.flatMap((probe) =>
-  (probe.keyMetrics ?? []).map((k) => ({ ...k, metric: `${probe.name}.${k.metric}` })),
-);
-
-/** The metric a spec picks from a record, or undefined. */
-export function pickMetric(record: BehaviourRecord, spec: MetricRowSpec): RecordedMetric | undefined {
-  return pickMetrics(record.metrics, [spec])[0];
-}
-
-const KEY_METRIC_NAMES = new Set(KEY_METRICS.map((k) => k.metric));
-
-/**
- * What the records index keeps of each record's metrics: every series of a key metric's name
- * (the rows pick from them; the drift section compares them all, e.g. every transfer size).
- */
-export const KEPT_KEY_METRICS: KeptMetrics = {
-  names: [...KEY_METRIC_NAMES],
-  pick: (metrics) => metrics.filter((metric) => KEY_METRIC_NAMES.has(metric.name)),
-};
-
-/**
- * The metric each spec picks from a record, in one pass over its metrics (thousands of records
- * of ~170 metrics each: one pass per spec would be a dozen).
- */
-function pickMetrics(
-  metrics: readonly RecordedMetric[],
-  specs: readonly MetricRowSpec[],
-  byName = specsByName(specs),
-): (RecordedMetric | undefined)[] {
-  const picked: (RecordedMetric | undefined)[] = new Array(specs.length);
-  for (const metric of metrics) {
-    const candidates = byName.get(metric.name);
-    if (!candidates) continue;
-    for (const { i, where } of candidates) {
-      // matchesKeyMetric, with the spec's attributes listed once (it runs for every metric of every record).
-      if (!where.every(([attribute, value]) => metric.attrs?.[attribute] === value)) continue;
-      const best = picked[i];
-      if (!best || replacesKeyMetric(metric, best, specs[i]!)) picked[i] = metric;
-    }
-  }
-  return picked;
-}
-
-/** Per metric name, the specs of that name: their place and the attributes they require. */
-function specsByName(specs: readonly MetricRowSpec[]): Map<string, { i: number; where: [string, Scalar][] }[]> {
-  const byName = new Map<string, { i: number; where: [string, Scalar][] }[]>();
-  specs.forEach((spec, i) => byName.set(spec.metric, [...(byName.get(spec.metric) ?? []), { i, where: Object.entries(spec.where ?? {}) }]));
-  return byName;
-}
-
 export interface MetricRow {
   spec: MetricRowSpec;
   probe: string;
@@ -519,17 +446,6 @@ export function conflictsOf(columns: readonly Column[], groups: readonly RowGrou
       for (const row of group.rows) if (row.kind === 'fact' && row.cells[i]?.differs) out.push({ column, row, cell: row.cells[i]! });
   });
   return out;
-}
-
-/** Whether a compared series is the metric a key-metric row picked (the same name and attrs). */
-export function isSeries(comparison: MetricComparison, metric: RecordedMetric): boolean {
-  const comparedAttrs = comparison.attrs;
-  const metricAttrs = metric.attrs ?? {};
-  return (
-    comparison.name === metric.name &&
-    Object.keys(comparedAttrs).length === Object.keys(metricAttrs).length &&
-    Object.keys(comparedAttrs).every((k) => comparedAttrs[k] === metricAttrs[k])
-  );
 }
 
 /** Everything both outputs are drawn from, built once. */

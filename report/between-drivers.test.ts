@@ -13,7 +13,8 @@ import { recordPath, type BehaviourRecord } from '../behaviour/behaviour-record.
 import { loadRecords } from './load.ts';
 import { mdText, renderMarkdown } from './markdown.ts';
 import { pageData } from './page-data.ts';
-import { buildTable, KEPT_KEY_METRICS } from './behaviour-table.ts';
+import { buildTable } from './behaviour-table.ts';
+import { KEPT_KEY_METRICS } from './key-metrics.ts';
 
 const paths = { recordsLink: 'records', recordsDirName: 'records' };
 const BW = 'transfer-bandwidth.bandwidth_gbps';

@@ -6,7 +6,7 @@
  * read anywhere (file://, a Pages site, a text browser). The number tables turn into cards on a
  * narrow screen as behaviour.html's do (its CSS, table.numbers).
  */
-import { KEY_METRICS } from './behaviour-table.ts';
+import { KEY_METRICS } from './key-metrics.ts';
 import { CSS, escapeHtml } from './html.ts';
 import { factValueText, keyMetricText } from './value-text.ts';
 import {

@@ -8,7 +8,8 @@ import { h200Records, loaded, variant, writeRecords } from '../test/report-fixtu
 import { tempDir } from '../test/helpers.ts';
 import { renderReport } from './write-report.ts';
 import { loadRecords } from './load.ts';
-import { columnsOf, KEPT_KEY_METRICS } from './behaviour-table.ts';
+import { columnsOf } from './behaviour-table.ts';
+import { KEPT_KEY_METRICS } from './key-metrics.ts';
 
 describe('loadRecords', () => {
   it('gives the same BEHAVIOUR.md and behaviour.html as the records in full, keeping samples and every metric only for the record each column shows', async () => {

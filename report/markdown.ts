@@ -11,7 +11,8 @@ import type { Scalar } from '../probes/protocol.ts';
 import { noiseText, seriesText, sharedCells, type MetricComparison } from '../behaviour/diff.ts';
 import type { BehaviourRecord } from '../behaviour/behaviour-record.ts';
 import { p2pCellText, p2pMatrices } from './p2p-matrix.ts';
-import { buildTable, conflictsOf, isSeries, type BehaviourTable, type Cell, type Column, type DriverStep } from './behaviour-table.ts';
+import { buildTable, conflictsOf, type BehaviourTable, type Cell, type Column, type DriverStep } from './behaviour-table.ts';
+import { isSeries } from './key-metrics.ts';
 import type { LoadedRecord } from './load.ts';
 import { factValueText, keyMetricText } from './value-text.ts';
 

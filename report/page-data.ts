@@ -13,7 +13,8 @@ import type { BehaviourRecord, RecordedSample } from '../behaviour/behaviour-rec
 import type { LoadedRecord } from './load.ts';
 import { noiseText, seriesText } from '../behaviour/diff.ts';
 import { keyText } from '../behaviour/behaviour-record.ts';
-import { buildTable, isSeries, shownRecord, type BehaviourTable, type ValueGroup } from './behaviour-table.ts';
+import { buildTable, shownRecord, type BehaviourTable, type ValueGroup } from './behaviour-table.ts';
+import { isSeries } from './key-metrics.ts';
 import { factValueText, valueText } from './value-text.ts';
 
 /** An index into PageData.strs. */

@@ -10,7 +10,8 @@ import { HTML_FILE, MARKDOWN_FILE, renderReport, reportPaths } from './write-rep
 import { loadRecords } from './load.ts';
 import { mdText, renderMarkdown } from './markdown.ts';
 import { pageData } from './page-data.ts';
-import { columnsOf, compareVersions, KEPT_KEY_METRICS, KEY_METRICS, pickMetric } from './behaviour-table.ts';
+import { columnsOf, compareVersions } from './behaviour-table.ts';
+import { KEPT_KEY_METRICS, KEY_METRICS, pickMetric } from './key-metrics.ts';
 
 const paths = { recordsLink: 'records', recordsDirName: 'records' };
 let first: BehaviourRecord;
