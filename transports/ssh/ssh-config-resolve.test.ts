@@ -1,5 +1,5 @@
 /** ssh_config resolved by OpenSSH's ssh -G, and the fallback parser held against it. */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, userInfo } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -112,6 +112,57 @@ describe.runIf(haveSsh)('ssh_config resolved by ssh -G, and the fallback parser 
           ...used(openssh!, testCase.given ?? {}),
         });
       }
+    });
+  }
+
+  /** A stand-in ssh that logs its arguments and runs the real one: how many times ssh -G resolved an alias. */
+  function countingSsh(): { ssh: string; resolutions: () => string[] } {
+    const dir = tempDir('cm-ssh-count-');
+    const log = path.join(dir, 'calls');
+    const ssh = path.join(dir, 'ssh');
+    writeFileSync(ssh, `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec ssh "$@"\n`, { mode: 0o755 });
+    const resolutions = () =>
+      (existsSync(log) ? readFileSync(log, 'utf8') : '')
+        .split('\n')
+        .filter((line) => line && !line.startsWith('-v ') && !line.includes('cudamatrix-defaults'));
+    return { ssh, resolutions };
+  }
+
+  const fleet = Array.from({ length: 8 }, (_, i) => `gpu-${i}`);
+  const fleetCases: { name: string; config: string[]; aliases: string[]; sshRuns: number }[] = [
+    {
+      name: 'aliases the same lines apply to share one ssh -G; %h and an unset HostName follow each alias',
+      config: ['Host gpu-*', '  HostName %h.lab.example', '  User ci', '  IdentityFile ~/.ssh/k_%h_%r', 'Host gpu-3', '  Port 2203'],
+      aliases: [...fleet, 'other', 'other-2'],
+      sshRuns: 3, // gpu-* but gpu-3, gpu-3, the others
+    },
+    {
+      name: 'a Match block anywhere: every alias its own ssh -G',
+      config: ['Host gpu-*', '  User ci', 'Match originalhost gpu-5', '  Port 2205'],
+      aliases: fleet,
+      sshRuns: fleet.length,
+    },
+    {
+      name: 'a token the parser leaves as written (%n): every alias its own ssh -G',
+      config: ['Host gpu-*', '  IdentityFile ~/.ssh/k_%n'],
+      aliases: fleet,
+      sshRuns: fleet.length,
+    },
+    {
+      name: 'a HostName without tokens is shared; an alias in capitals has its own ssh -G',
+      config: ['Host gpu-*', '  HostName one-box.lab.example', '  Port 2200'],
+      aliases: [...fleet, 'GPU-9'],
+      sshRuns: 2,
+    },
+  ];
+  for (const testCase of fleetCases) {
+    it(`a fleet's aliases are resolved as ssh -G resolves each: ${testCase.name}`, () => {
+      const config = path.join(files({ config: testCase.config }), 'config');
+      const { ssh, resolutions } = countingSsh();
+      const given = { user: 'ci' };
+      const shared = testCase.aliases.map((alias) => resolveSshConfig(alias, config, given, ssh));
+      expect(resolutions()).toHaveLength(testCase.sshRuns);
+      expect(shared).toEqual(testCase.aliases.map((alias) => resolveWithOpenSsh(alias, config, given)));
     });
   }
 

@@ -12,6 +12,7 @@ import { homedir, userInfo } from 'node:os';
 import path from 'node:path';
 import { CudamatrixError } from '../../core/errors.ts';
 import { expandPathTokens, parseSshConfig, type GivenOptions, type ResolvedHost } from './ssh-config.ts';
+import { SharedResolutions } from './ssh-config-shared.ts';
 
 /** ssh -G reads files and runs only Match exec commands: seconds are plenty, and a hang is the config's. */
 const SSH_G_TIMEOUT_MS = 5000;
@@ -20,6 +21,7 @@ const SSH_G_TIMEOUT_MS = 5000;
 type SshGOutput = Map<string, string[]>;
 
 const cache = new Map<string, ResolvedHost>();
+const shared = new SharedResolutions();
 const defaultsOf = new Map<string, SshGOutput | undefined>();
 
 /**
@@ -31,7 +33,14 @@ export function resolveSshConfig(alias: string, configFile?: string | false, giv
   const key = JSON.stringify([ssh, alias, configFile ?? null, given.port ?? null, given.user ?? null, modified(configFile)]);
   let resolved = cache.get(key);
   if (!resolved) {
-    resolved = resolveWithOpenSsh(alias, configFile, given, ssh) ?? parseSshConfig(alias, configFile, given);
+    // An alias the same config lines apply to as one resolved before shares its ssh -G (ssh-config-shared.ts).
+    const group = shared.groupOf(ssh, alias, configFile, given);
+    resolved = group && shared.derive(group.key, group.byParser);
+    if (!resolved) {
+      const bySsh = resolveWithOpenSsh(alias, configFile, given, ssh);
+      if (bySsh && group) shared.remember(group.key, bySsh, group.byParser);
+      resolved = bySsh ?? parseSshConfig(alias, configFile, given);
+    }
     cache.set(key, resolved);
   }
   return resolved;
