@@ -66,3 +66,58 @@ describe('host-register-flags on a Windows laptop whose driver refuses the Porta
     expect(facts.io_memory).toMatchObject({ value: null, reason: 'not tried on this platform' });
   });
 });
+
+describe('cudaprobe judge refuses what it cannot judge, and reads a run’s events.jsonl too', () => {
+  const raw = (name: string, input: string) => spawnSync(probe.path, ['judge', name], { input, encoding: 'utf8' });
+  const log = () => fixture('host-register-flags-wddm-portable-refused.jsonl');
+
+  it('says so, with exit 2, when stdin holds nothing of the probe (empty, garbage, another probe’s lines)', () => {
+    for (const [input, name] of [
+      ['', 'host-register-flags'],
+      ['garbage\n', 'host-register-flags'],
+      [log(), 'memory-pools'],
+    ] as const) {
+      const result = raw(name, input);
+      expect(result.status, `${name} <<< ${input.slice(0, 20)}`).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toContain(`judge ${name}: nothing to judge`);
+    }
+  });
+
+  it('refuses an attempt without its feature or result, and decides works from the result, not the flag', () => {
+    const line = (attrs: Record<string, unknown>) =>
+      JSON.stringify({ schema: 'cudaprobe/1', type: 'sample', probe: 'host-register-flags', phase: 'attempt', readings: {}, attrs });
+    const noFeature = raw('host-register-flags', line({ call: 'cuMemHostRegister', result: 'CUDA_SUCCESS' }));
+    expect(noFeature.status).toBe(2);
+    expect(noFeature.stderr).toContain('needs attrs.feature, attrs.call and attrs.result');
+    const contradicts = raw(
+      'host-register-flags',
+      line({
+        feature: 'portable',
+        attribute: 'X',
+        claimed: true,
+        call: 'cuMemHostRegister',
+        result: 'CUDA_ERROR_INVALID_VALUE',
+        works: true,
+      }),
+    );
+    expect(contradicts.status).toBe(0);
+    expect(JSON.parse(contradicts.stdout)).toMatchObject({ name: 'portable', value: 'claimed-but-fails' });
+  });
+
+  it('reads the probe’s lines out of a run’s events.jsonl (its cell-end events)', () => {
+    const records = log()
+      .split('\n')
+      .filter(Boolean)
+      .map((text) => JSON.parse(text) as unknown);
+    const events = [
+      JSON.stringify({ type: 'cell-start', cell: 'local/host-register-flags' }),
+      JSON.stringify({ type: 'cell-end', cell: 'local/host-register-flags', probe: 'host-register-flags', records }),
+    ].join('\n');
+    const result = raw('host-register-flags', events);
+    expect(result.status).toBe(0);
+    const facts = parseProbeOutput(result.stdout).records.filter((record): record is FactRecord => record.type === 'fact');
+    expect(facts.find((fact) => fact.name === 'portable')).toMatchObject({ value: 'claimed-but-fails' });
+    expect(facts.map((fact) => fact.name).sort()).toEqual(['default', 'io_memory', 'mapped', 'portable', 'read_only']);
+  });
+});

@@ -1,5 +1,7 @@
 #include "capability.hpp"
 
+#include <cstdio>
+
 #include "emit.hpp"
 
 namespace cp {
@@ -56,8 +58,9 @@ Attempt attemptFromSample(const Sample& s) {
   a.claimed = claimed.kind == Json::Bool ? (claimed.flag_ ? 1 : 0) : -1;
   a.call = s.attrs.str("call");
   a.result = s.attrs.str("result");
-  a.works = s.attrs.flag("works");
   a.notApplicable = s.attrs.str("not_applicable");
+  // Works is what the deciding call returned, not a flag a hand-written line could contradict.
+  a.works = a.notApplicable.empty() && a.result == "CUDA_SUCCESS";
   return a;
 }
 
@@ -105,10 +108,23 @@ bool isCapabilityProbe(const std::string& probe) {
   return probe == "memory-pools" || probe == "virtual-memory" || probe == "ipc-handles" || probe == "host-register-flags";
 }
 
-void judgeCapabilities(const std::string& probe, const Recorded& recorded) {
+bool judgeCapabilities(const std::string& probe, const Recorded& recorded) {
+  int judged = 0, refused = 0;
   for (const Sample& s : recorded.samples) {
-    if (s.phase == "attempt") decideAttempt(probe, attemptFromSample(s));
+    if (s.phase != "attempt") continue;
+    Attempt a = attemptFromSample(s);
+    // A hand-written line must say which feature, and what the deciding call returned.
+    if (a.feature.empty() || (a.notApplicable.empty() && (a.call.empty() || a.result.empty()))) {
+      std::fprintf(stderr, "cudaprobe: judge %s: an attempt sample needs attrs.feature, attrs.call and attrs.result (or attrs.not_applicable): %s\n",
+                   probe.c_str(), a.feature.empty() ? "a sample without a feature" : a.feature.c_str());
+      ++refused;
+      continue;
+    }
+    decideAttempt(probe, a);
+    ++judged;
   }
+  if (!judged && !refused) std::fprintf(stderr, "cudaprobe: judge %s: no sample of phase \"attempt\" on stdin: nothing to judge\n", probe.c_str());
+  return judged > 0 && refused == 0;
 }
 
 }  // namespace cp

@@ -48,8 +48,9 @@ void emitAttempt(const std::string& probe, const Attempt& attempt);
 // not applicable), with what the attribute said and what the call returned as its evidence.
 void decideAttempt(const std::string& probe, const Attempt& attempt);
 
-// `cudaprobe judge` for the capability probes: the facts again, from the attempt samples.
+// `cudaprobe judge` for the capability probes: the facts again, from the attempt samples. False,
+// with why on stderr, when there was none or one lacks its feature, call or result.
 bool isCapabilityProbe(const std::string& probe);
-void judgeCapabilities(const std::string& probe, const Recorded& recorded);
+bool judgeCapabilities(const std::string& probe, const Recorded& recorded);
 
 }  // namespace cp

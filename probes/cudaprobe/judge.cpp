@@ -353,27 +353,51 @@ void judgePinnedCeiling(const std::string& probe, const Recorded& r) {
 
 // ---- cudaprobe judge ------------------------------------------------------------------------
 
+namespace {
+
+// One protocol record of `probe` into what the judge reads.
+void take(const Json& record, const std::string& probe, Recorded& r) {
+  if (record.str("probe") != probe) return;
+  if (record.str("type") == "sample") r.samples.push_back(sampleFromRecord(record));
+  if (record.str("type") == "metric") r.metrics.push_back(record);
+}
+
+}  // namespace
+
 int runJudge(const std::string& probe) {
-  Recorded r;
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    Json rec = Json::parse(line);
-    if (rec.str("probe") != probe) continue;
-    if (rec.str("type") == "sample") r.samples.push_back(sampleFromRecord(rec));
-    if (rec.str("type") == "metric") r.metrics.push_back(rec);
-  }
-  if (probe == "pinned-vram") judgePinnedVram(probe, r);
-  else if (probe == "pinned-release") judgePinnedRelease(probe, r);
-  else if (probe == "multi-process-pinned") judgeMultiProcessPinned(probe, r);
-  else if (probe == "pinned-ceiling") judgePinnedCeiling(probe, r);
-  else if (isCapabilityProbe(probe)) judgeCapabilities(probe, r);
-  else {
+  bool known = probe == "pinned-vram" || probe == "pinned-release" || probe == "multi-process-pinned" || probe == "pinned-ceiling" ||
+               isCapabilityProbe(probe);
+  if (!known) {
     std::fprintf(stderr,
                  "cudaprobe: judge knows pinned-vram, pinned-release, multi-process-pinned, pinned-ceiling, memory-pools, "
                  "virtual-memory, ipc-handles and host-register-flags, not %s\n",
                  probe.c_str());
     return kExitUsage;
   }
+  // The probe's own lines (as `cudaprobe run PROBE` prints them), or a run's events.jsonl, whose
+  // cell-end events carry them in "records".
+  Recorded r;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    Json record = Json::parse(line);
+    if (record.str("type") == "cell-end") {
+      for (const Json& inner : record.at("records").items) take(inner, probe, r);
+    } else {
+      take(record, probe, r);
+    }
+  }
+  if (r.samples.empty() && r.metrics.empty()) {
+    std::fprintf(stderr,
+                 "cudaprobe: judge %s: nothing to judge: no sample or metric of %s on stdin (give it the lines `cudaprobe run %s` "
+                 "printed, or a run's events.jsonl)\n",
+                 probe.c_str(), probe.c_str(), probe.c_str());
+    return kExitUsage;
+  }
+  if (probe == "pinned-vram") judgePinnedVram(probe, r);
+  else if (probe == "pinned-release") judgePinnedRelease(probe, r);
+  else if (probe == "multi-process-pinned") judgeMultiProcessPinned(probe, r);
+  else if (probe == "pinned-ceiling") judgePinnedCeiling(probe, r);
+  else return judgeCapabilities(probe, r) ? kExitRan : kExitUsage;
   return kExitRan;
 }
 
