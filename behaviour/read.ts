@@ -217,16 +217,18 @@ export function readHistory(dir: string, want: (record: BehaviourRecord) => bool
 export function readInput(
   source: string,
   defaults: Expectations,
-  options: { complete?: boolean; forDiff?: boolean; keepMetrics?: KeptMetrics } = {},
+  options: { complete?: boolean; forDiff?: boolean; keepMetrics?: KeptMetrics; foldersOfRecords?: boolean } = {},
 ): Input {
   const complete = options.complete ?? false;
+  // What a caller that takes no folder of records (export) must not suggest.
+  const orFolder = options.foldersOfRecords === false ? '' : ', or a folder of records';
   let st;
   try {
     st = statSync(source);
   } catch {
     throw new CudamatrixError(
       'USAGE',
-      `${source} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json), a file made by record --submit, or a folder of records`,
+      `${source} does not exist; pass an events.jsonl, a run folder (results/runs/<run-id>), a record (.json)${orFolder ? ', a file made by record --submit' + orFolder : ' or a file made by record --submit'}`,
     );
   }
   if (st.isDirectory()) {
@@ -234,9 +236,15 @@ export function readInput(
     if (statSync(log, { throwIfNoEntry: false })?.isFile()) return fromEventLog(source, log, defaults, complete);
     const files = recordFilesUnder(source);
     if (files.length === 0) {
+      const runs = readdirSync(source).filter((name) =>
+        statSync(path.join(source, name, 'events.jsonl'), { throwIfNoEntry: false })?.isFile(),
+      );
+      const inside = runs.length
+        ? `; it holds ${runs.length} run folder${runs.length === 1 ? '' : 's'}: pass one of them (the newest is ${path.join(source, runs.sort().at(-1)!)})`
+        : '';
       throw new CudamatrixError(
         'USAGE',
-        `${source} holds neither an events.jsonl (a run folder) nor record files (*.json, or driver-<version>/*.json); pass a run folder or a folder of records`,
+        `${source} holds neither an events.jsonl (a run folder) nor record files (*.json, or driver-<version>/*.json)${inside || `; pass a run folder${orFolder}`}`,
       );
     }
     const records: Input['records'] = [];

@@ -47,7 +47,7 @@ describe('cudamatrix export', () => {
       gpu: 'NVIDIA GeForce RTX 4070',
       environment: 'wsl2',
       os: 'Ubuntu 24.04.1 LTS',
-      source: { runId: '2026-12-05T10-00-00-000Z-fixture', file: EXPORT_FIXTURE_LOG, kind: 'event-log' },
+      source: { runId: '2026-12-05T10-00-00-000Z-fixture', file: 'test/fixtures/export/events.jsonl', kind: 'event-log' },
     });
     // Every capability fact of the catalogue, sorted; the fact that is no capability is not there.
     expect(Object.keys(wsl.features)).toEqual([
@@ -97,14 +97,14 @@ describe('cudamatrix export', () => {
     expect(said.join('')).toMatch(/wrote .*wsl-box\/ .*7 features, 6 measured, 2 usable/);
   });
 
-  it('gives the same bytes for the same input, from the event log or from the record made of it', () => {
+  it('gives the same bytes for the same input however its path is typed, from the event log or the record made of it', () => {
     const dir = tempDir('cm-export-');
     const [wslRecord] = recordsFromEvents(readEventLog(EXPORT_FIXTURE_LOG), {}).filter((record) => record.observed.target === 'wsl-box');
     const recordFile = path.join(dir, 'wsl-box.json');
     writeFileSync(recordFile, recordJson(wslRecord!));
     for (const [out, input] of [
       ['a', EXPORT_FIXTURE_LOG],
-      ['b', EXPORT_FIXTURE_LOG],
+      ['b', `./${path.relative(process.cwd(), EXPORT_FIXTURE_LOG)}`],
       ['c', recordFile],
     ] as const)
       expect(exportCommand([input], { out: path.join(dir, out) }, fixtureCapabilities())).toBe(0);
@@ -114,7 +114,8 @@ describe('cudamatrix export', () => {
       );
     expect(files('b')).toEqual(files('a'));
     const fromRecord = read(path.join(dir, 'c'), 'wsl-box');
-    expect(fromRecord.source).toMatchObject({ file: recordFile, kind: 'record' });
+    // Outside the working folder: its folder and name, no runner's path.
+    expect(fromRecord.source).toMatchObject({ file: `${path.basename(dir)}/wsl-box.json`, kind: 'record' });
     expect(fromRecord.features).toEqual(read(path.join(dir, 'a'), 'wsl-box').features);
   });
 

@@ -48,7 +48,7 @@ export function exportCommand(sources: string[], opts: ExportOptions, specs: rea
   const targets = new Map<string, { capabilities: TargetCapabilities; from: string }>();
   for (const source of sources) {
     // Verdicts are not exported: the default expectations are not needed (nor loaded).
-    const input = readInput(source, {}, { complete: true });
+    const input = readInput(source, {}, { complete: true, foldersOfRecords: false });
     if (input.kind === 'records-folder') {
       throw new CudamatrixError(
         'USAGE',
@@ -57,7 +57,7 @@ export function exportCommand(sources: string[], opts: ExportOptions, specs: rea
     }
     for (const why of input.unrecorded) process.stderr.write(`${source}: not exported: ${why}\n`);
     for (const { record, file } of input.records) {
-      const capabilities = targetCapabilities(record, { file: file ?? input.eventLog ?? source, kind: input.kind }, specs);
+      const capabilities = targetCapabilities(record, { file: sourceName(file ?? input.eventLog ?? source), kind: input.kind }, specs);
       const folder = targetFolder(record.observed.target);
       const before = targets.get(folder);
       if (before) {
@@ -93,4 +93,16 @@ export function exportCommand(sources: string[], opts: ExportOptions, specs: rea
       );
   }
   return ExitCode.ok;
+}
+
+/**
+ * How an input is named in the files: relative to the working folder, with /, however it was
+ * typed (x, ./x, /abs/x), so that the same input gives the same bytes; outside the working folder
+ * its folder and name only, so that no runner's path lands in a committed file.
+ */
+export function sourceName(file: string): string {
+  const absolute = path.resolve(file);
+  const relative = path.relative(process.cwd(), absolute);
+  if (relative && !relative.startsWith('..') && !path.isAbsolute(relative)) return relative.split(path.sep).join('/');
+  return `${path.basename(path.dirname(absolute))}/${path.basename(absolute)}`;
 }

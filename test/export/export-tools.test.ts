@@ -181,6 +181,14 @@ file(WRITE "\${CMAKE_BINARY_DIR}/host_pool_why.txt" "\${CUDAMATRIX_MEMORY_POOLS_
     );
     expect(configure.output).toContain('Known features: host-register-flags.read_only, ipc-handles.posix_fd');
   });
+
+  it('stops the configure on a test name it cannot find, also where every feature is usable', () => {
+    // On a machine with the feature a misspelt test would otherwise pass unseen, and break the build elsewhere.
+    const project = cmakeProject(path.join(out, 'h200', 'cudamatrix.cmake'), 'cudamatrix_requires(usabel memory-pools.device_pool)');
+    const configure = run('cmake', ['-S', '.', '-B', 'build'], project);
+    expect(configure.code).not.toBe(0);
+    expect(configure.output.replace(/\s+/g, ' ')).toContain('cudamatrix_requires(usabel): no test of that name in this directory');
+  });
 });
 
 describe('the pytest and CMake tests', () => {
