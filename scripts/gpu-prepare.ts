@@ -12,6 +12,8 @@
  *   p2p-check            bench/p2p-check.cu, built with nvcc (static cudart), where nvcc is
  *   behaviour-checks.mjs bench/behaviour-checks.ts, bundled (its peer, bench/behaviour_peer.py,
  *                        is read from the checkout beside .gpu/)
+ *   capability-check.mjs bench/capability-check.ts, bundled (its peer, bench/capability_peer.py,
+ *                        is read from the checkout beside .gpu/)
  *
  *   pnpm gpu:prepare     then, on the device:  xz -dc .gpu/node.xz > /tmp/node && chmod +x /tmp/node && /tmp/node .gpu/gpu-suite.mjs
  */
@@ -49,6 +51,7 @@ for (const [entry, out] of [
   ['bench/probe-accuracy.ts', 'probe-accuracy.mjs'],
   ['bench/memory-checks.ts', 'memory-checks.mjs'],
   ['bench/behaviour-checks.ts', 'behaviour-checks.mjs'],
+  ['bench/capability-check.ts', 'capability-check.mjs'],
 ]) {
   await build({
     entryPoints: [entry!],

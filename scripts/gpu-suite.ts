@@ -11,6 +11,9 @@
  *   4c. with --behaviour-checks: bench/behaviour-checks (issue 24's event-host-gap, watchdog,
  *       runtime-init, filled transfer-bandwidth and display facts against their peer,
  *       bench/behaviour_peer.py: ctypes, PyTorch, nvidia-smi), on the same binary;
+ *   4d. with --capability-checks: bench/capability-check (issue 36's capability facts, C33's
+ *       failure_poisons and C34's IOMMU facts against bench/capability_peer.py: ctypes, its own
+ *       buffers and calls, a second Python process for IPC), on the same binary;
  *   5. nvidia-smi's and PyTorch's own view of the machine (peers for sysinfo);
  *   6. with --p2p (two or more GPUs): the p2p probe, its independent check (.gpu/p2p-check,
  *      bench/p2p-check.cu) and nvidia-smi topo -m on the same pairs, compared
@@ -19,10 +22,10 @@
  * the steps beside it as $OUT/gpu-suite.log; a step that fails is recorded and the next one
  * still runs.
  *
- *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--new-probes] [--p2p] [--behaviour-checks] [cudamatrix run options ...]
+ *   /tmp/node .gpu/gpu-suite.mjs [--skip-accuracy] [--skip-suite] [--gha] [--new-probes] [--p2p] [--behaviour-checks] [--capability-checks] [cudamatrix run options ...]
  *
  * --gha plays the GitHub Actions workflow's commands (3b); --skip-suite leaves out step 3; --p2p
- * adds step 6.
+ * adds step 6. Only the capability checks: --skip-accuracy --skip-suite --capability-checks.
  */
 import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -46,8 +49,10 @@ const gha = args.includes('--gha');
 const newProbes = args.includes('--new-probes');
 const p2p = args.includes('--p2p');
 const behaviourChecks = args.includes('--behaviour-checks');
+const capabilityChecks = args.includes('--capability-checks');
 const runArgs = args.filter(
-  (arg) => !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p', '--behaviour-checks'].includes(arg),
+  (arg) =>
+    !['--skip-accuracy', '--skip-suite', '--gha', '--new-probes', '--p2p', '--behaviour-checks', '--capability-checks'].includes(arg),
 );
 
 const log: string[] = [];
@@ -161,7 +166,7 @@ if (gha) {
 // 4. Accuracy against PyTorch, on the package's own binary (copied with the execute bit, which
 // the package's files do not carry; cudamatrix sets it when it deploys the binary too).
 const probe = path.join(work, 'cudaprobe');
-if (!skipAccuracy || newProbes || p2p || behaviourChecks) {
+if (!skipAccuracy || newProbes || p2p || behaviourChecks || capabilityChecks) {
   copyFileSync(path.join(installed, 'prebuilt', 'linux-x64', 'cudaprobe'), probe);
   chmodSync(probe, 0o755);
 }
@@ -202,6 +207,17 @@ if (behaviourChecks) {
       $({
         nothrow: true,
       })`${node} ${path.join(gpu, 'behaviour-checks.mjs')} --probe ${probe} --out ${path.join(out, 'behaviour-checks.json')}`,
+  );
+}
+
+// 4d. Issue 36's capability facts against their peer (its script is read from the checkout beside .gpu/).
+if (capabilityChecks) {
+  await step(
+    'capability-checks',
+    () =>
+      $({
+        nothrow: true,
+      })`${node} ${path.join(gpu, 'capability-check.mjs')} --probe ${probe} --out ${path.join(out, 'capability-checks.json')}`,
   );
 }
 

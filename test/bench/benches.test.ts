@@ -14,7 +14,7 @@
  * prints canned records, a python whose torch "has CUDA"), so that its rounds, medians and
  * checks run here too: once agreeing (exit 0), once with a peer 25 % slower (exit 1).
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { accessSync, chmodSync, constants, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,16 +22,18 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { cliEntry, tsxLoader } from '../cli.ts';
 import { hasCommand, integrationAvailable, repoRoot, tempDir, testCacheDir } from '../helpers.ts';
 import { parseMatrix } from '../../matrix/load.ts';
+import { comparedFeatures } from '../../bench/capability-compare.ts';
 import { buildProbe } from '../../probes/build.ts';
 import { nodeArch } from '../../transports/local.ts';
 import { sshdAvailable } from '../sshd.ts';
 
 /** bench/*.ts files that are shared code, not benches (p2p-compare: used by scripts/gpu-suite.ts). */
-const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts', 'physics-model.ts'];
+const LIBRARIES = ['cli-file.ts', 'stats.ts', 'sshd.ts', 'p2p-compare.ts', 'physics-model.ts', 'capability-compare.ts'];
 const BENCHES = [
   'probe-accuracy',
   'memory-checks',
   'behaviour-checks',
+  'capability-check',
   'overhead',
   'startup',
   'ssh-fanout',
@@ -277,6 +279,90 @@ describe('bench/memory-checks', () => {
       const matrix = parseMatrix(readFileSync(yamlFile, 'utf8'), yamlFile);
       expect(matrix.targets[0]!.probes).toEqual(['sysinfo', 'pinned-ceiling', 'managed-memory', 'alloc-ceiling', 'sysmem-fallback']);
       expect(matrix.targets[0]!.params['managed-memory']).toEqual({ size_mib: 64, percent_of_free: 50 });
+      expectNothingLeft();
+    },
+    600_000,
+  );
+});
+
+describe('bench/capability-check', () => {
+  it('--tiny on this machine: skips with one line saying what is missing (no GPU), as its peer does alone, or runs on a GPU machine', async () => {
+    const result = await runBench('capability-check', ['--tiny']);
+    if (typeof result.json.skipped === 'string') {
+      expect(result.code, failed(result)).toBe(0);
+      expect(result.json).toMatchObject({ bench: 'capability-check', comparisons: [] });
+      expect(result.stdout.trim().split('\n')).toEqual([`capability-check: skipped: ${result.json.skipped}`]);
+      const alone = spawnSync('python3', [path.join(repoRoot, 'bench', 'capability_peer.py')], { encoding: 'utf8' });
+      if (!alone.error) {
+        expect(alone.status, alone.stderr).toBe(0);
+        expect(JSON.parse(alone.stdout)).toEqual({ skipped: expect.stringMatching(/driver/) });
+      }
+    } else {
+      expect((result.json.comparisons as { status: string }[]).every((row) => row.status !== 'disagree' && row.status !== 'missing')).toBe(
+        true,
+      );
+    }
+    expectNothingLeft();
+  }, 300_000);
+
+  // The stand-in driver with shared "device" memory (test/fixtures/stub-libcuda-ipc.c): its answers
+  // mean nothing, but the probes, the ctypes peer (its importing process passed a real fd) and
+  // the comparison all run end to end here.
+  const standinReady = integrationAvailable(
+    'gcc and python3, for bench/capability-check against a stand-in driver',
+    hasCommand('gcc') && hasCommand('python3') && process.platform === 'linux',
+    'apt-get install gcc python3',
+  );
+  let stubDir = '';
+  let probePath = '';
+  const standin = async () => {
+    if (!stubDir) {
+      stubDir = tempDir('cm-bench-capability-stub-');
+      const source = path.join(repoRoot, 'test', 'fixtures', 'stub-libcuda-ipc.c');
+      execFileSync('gcc', ['-shared', '-fPIC', '-O1', '-o', path.join(stubDir, 'libcuda.so.1'), source]);
+      probePath = (await buildProbe({ platform: 'linux', arch: nodeArch(), cacheDir: testCacheDir })).path;
+    }
+    return { env: { LD_LIBRARY_PATH: stubDir }, probe: probePath };
+  };
+
+  it.runIf(standinReady)(
+    'against a stand-in driver: every fact reported by both sides, compared or not compared with the reason, and they agree',
+    async () => {
+      const { env, probe } = await standin();
+      const result = await runBench('capability-check', ['--tiny', '--probe', probe], { env, outName: 'capability-standin' });
+      expect(result.code, failed(result)).toBe(0);
+      const rows = result.json.comparisons as { feature: string; status: string; why: string }[];
+      expect(rows.map((row) => row.feature)).toEqual(comparedFeatures());
+      expect(rows.filter((row) => row.status === 'missing' || row.status === 'disagree')).toEqual([]);
+      // The stand-in claims POSIX fds, and both importers (cudaprobe ipc-import, a second python) read the bytes back.
+      expect(rows.find((row) => row.feature === 'ipc-handles.posix_fd')).toMatchObject({ status: 'agree', probe: { value: 'works' } });
+      const notCompared = rows.filter((row) => row.status === 'not compared');
+      expect(notCompared.map((row) => row.feature)).toContain('ipc-handles.win32');
+      for (const row of notCompared) expect(row.why).toMatch(/null \(.+\)/);
+      expect(result.stdout).toMatch(/^ipc-handles\.posix_fd +"works".+ yes/m);
+      expectNothingLeft();
+    },
+    600_000,
+  );
+
+  it.runIf(standinReady)(
+    'a peer that decides one fact otherwise fails the run (exit 1) and names that fact',
+    async () => {
+      const { env, probe } = await standin();
+      // The real peer, with its first "works" turned into "claimed-but-fails" on the way out.
+      const python = path.join(stubDir, 'python-doctored');
+      writeFileSync(python, `#!/bin/sh\npython3 "$@" | sed 's/"value": "works"/"value": "claimed-but-fails"/'\n`);
+      chmodSync(python, 0o755);
+      const result = await runBench('capability-check', ['--tiny', '--probe', probe, '--python', python], {
+        env,
+        outName: 'capability-doctored',
+      });
+      expect(result.code, failed(result)).toBe(1);
+      const rows = result.json.comparisons as { feature: string; status: string; why: string }[];
+      expect(rows.filter((row) => row.status === 'disagree')).toEqual([
+        expect.objectContaining({ feature: 'virtual-memory.vmm_posix_fd', why: 'value: cudaprobe "works", peer "claimed-but-fails"' }),
+      ]);
+      expect(result.stdout).toMatch(/FAILED/);
       expectNothingLeft();
     },
     600_000,
