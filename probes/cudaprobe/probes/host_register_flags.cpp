@@ -1,7 +1,8 @@
 // The host-register-flags probe (issue 36): each cuMemHostRegister flag tried on malloc memory,
 // against the attribute that claims it. A registration that returns CUDA_SUCCESS works only
 // when the GPU then reads the bytes (a copy to the device and back) and, for Mapped, writes
-// them through the device pointer the driver hands out.
+// them through the device pointer the driver hands out. Each call is a step of the attempt, never
+// thrown (memory_attempts.hpp), so that one flag's failure is its own evidence.
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "../emit.hpp"
 #include "../gpu.hpp"
 #include "../probe.hpp"
+#include "memory_attempts.hpp"
 
 namespace cp {
 
@@ -76,15 +78,13 @@ Attempt tryFlag(const Flag& flag, Gpu& gpu, size_t bytes) {
       a.step("cuStreamSynchronize", c.cuStreamSynchronize(st.s))) {
     a.check("read back", std::memcmp(back.data(), host.data, bytes) == 0, "the bytes the GPU read differ");
   }
-  if (flag.flags & CU_MEMHOSTREGISTER_DEVICEMAP && c.cuMemHostGetDevicePointer_v2) {
+  if (flag.flags & CU_MEMHOSTREGISTER_DEVICEMAP) {
+    // Mapped: a kernel writes through the device pointer the driver hands out, the CPU reads it.
     CUdeviceptr mapped = 0;
-    if (a.step("cuMemHostGetDevicePointer", c.cuMemHostGetDevicePointer_v2(&mapped, host.data, 0))) {
-      gpu.launchFill(st.s, mapped, words, 0xC0FFEEu);
-      if (a.step("cuStreamSynchronize", c.cuStreamSynchronize(st.s))) {
-        size_t wrong = 0;
-        for (size_t i = 0; i < words; ++i) wrong += host.data[i] != 0xC0FFEEu;
-        a.check("kernel write", wrong == 0, "a kernel's writes through the mapped pointer did not arrive");
-      }
+    if (a.entry("cuMemHostGetDevicePointer", c.cuMemHostGetDevicePointer_v2) &&
+        a.step("cuMemHostGetDevicePointer", c.cuMemHostGetDevicePointer_v2(&mapped, host.data, 0)) &&
+        fillAndReadBack(a, gpu, st.s, mapped, words, 0xC0FFEEu)) {
+      cpuReads(a, "CPU read", static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(host.data)), words, 0xC0FFEEu);
     }
   }
   if (device) c.cuMemFree_v2(device);
@@ -102,7 +102,18 @@ int hostRegisterFlags(ProbeContext& ctx) {
   if (!requireDevice(ctx)) return kExitNoDriver;
   Gpu gpu(ctx.device);
   size_t bytes = static_cast<size_t>(sizeMib * kMiB);
-  for (const Flag& flag : kFlags) emitAttempt(ctx.probe, tryFlag(flag, gpu, bytes));
+  std::string lost;  // set once an attempt leaves the context unusable: the rest are not tried
+  for (const Flag& flag : kFlags) {
+    Attempt a;
+    if (lost.empty()) {
+      a = tryFlag(flag, gpu, bytes);
+      lost = lostContext(a);
+    } else {
+      a.feature = flag.feature;
+      a.notApplicable = lost;
+    }
+    emitAttempt(ctx.probe, a);
+  }
   return kExitRan;
 }
 

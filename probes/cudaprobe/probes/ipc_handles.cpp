@@ -26,6 +26,7 @@
 #include "../gpu.hpp"
 #include "../json.hpp"
 #include "../probe.hpp"
+#include "memory_attempts.hpp"
 #include "../process.hpp"
 
 namespace cp {
@@ -560,14 +561,18 @@ int ipcHandles(ProbeContext& ctx) {
   Gpu gpu(ctx.device);
   Setup setup{ctx, gpu, static_cast<size_t>(sizeMib * kMiB), timeoutS};
   uint32_t seed = 0x5eed0000u ^ static_cast<uint32_t>(processId());
+  std::string lost;  // set once an attempt leaves this process's context unusable: the rest are not tried
   for (const HandleType& t : kTypes) {
     Attempt a = begin(t, gpu);
     seed += 0x9e3779b9u;
+    if (!lost.empty()) a.notApplicable = lost;
     if (a.notApplicable.empty()) {
       if (t.handleType == CU_MEM_HANDLE_TYPE_NONE) tryLegacy(t, setup, seed, a);
       else tryShareable(t, setup, seed, a);
     }
     a.done();
+    // Only this process's calls can lose its context; the importer's are another process's.
+    if (lost.empty() && a.call.find("(importer)") == std::string::npos) lost = lostContext(a);
     emitAttempt(ctx.probe, a);
   }
   return kExitRan;
