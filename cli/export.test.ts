@@ -64,7 +64,7 @@ describe('cudamatrix export', () => {
       usable: false,
       measured: true,
       claimed: true,
-      attribute: 'CU_DEVICE_ATTRIBUTE_MEMORY_POOL_SUPPORTED_HANDLE_TYPES',
+      attribute: 'CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES',
       attributeValue: 1,
       call: 'cuMemPoolCreate',
       result: 'CUDA_ERROR_INVALID_VALUE',

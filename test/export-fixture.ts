@@ -15,7 +15,7 @@ export function fixtureCapabilities(): CapabilitySpec[] {
     {
       name: 'memory-pools',
       facts: [
-        capabilityFact('device_pool', 'cuMemPoolCreate of a device pool'),
+        capabilityFact('device_pool', "cuDeviceGetDefaultMemPool and cuMemAllocAsync: the device's default pool"),
         capabilityFact('pool_posix_fd', 'a pool exportable as a POSIX file descriptor'),
         capabilityFact('host_pool', 'a pool of host memory'),
         { name: 'pool_count', description: 'not a capability: how many pools were made' },

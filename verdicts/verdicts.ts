@@ -2,6 +2,7 @@
  * The verdict engine: from an event log to, per target, the cells that ran and every
  * expectation judged against what the probes observed. Pure: the same log gives the same verdicts.
  */
+import { packageFileForDisplay } from '../core/package-root.ts';
 import { errorClassOf, ExitCode, isNotApplicable } from '../core/errors.ts';
 import { formatValue, toUnit } from '../core/units.ts';
 import type { Expectation } from '../matrix/schema.ts';
@@ -192,7 +193,11 @@ export function judgedNothingWords(summary: RunSummary): { finding: string; fix:
     return {
       finding:
         "No expectation was judged: none of the matrix's expectations is on a probe this run ran, in an environment it ran in, so the run passes whatever the driver does.",
-      fix: `give ${file} expectations for the environments that ran (${classes}) or "extends: default", and check --probe: docs/matrix.md#expectations`,
+      // The embedded default is the package's own file: a user does not edit it, but brings a matrix.
+      fix:
+        file === packageFileForDisplay('matrix', 'default.yaml')
+          ? `the default matrix has no expectation on what ran here (${classes}); measuring is all it does there. To judge it, pass a matrix of your own with expectations (cudamatrix init writes one), or leave out --probe: docs/matrix.md#expectations`
+          : `give ${file} expectations for the environments that ran (${classes}) or "extends: default", and check --probe: docs/matrix.md#expectations`,
     };
   }
   return undefined;

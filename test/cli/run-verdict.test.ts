@@ -71,6 +71,16 @@ describe('a matrix that judges nothing', () => {
     expect(judgedResult.code).toBe(0);
     expect(judgedResult.stdout).not.toMatch(/judges nothing|No expectation was judged|nothing was judged/);
   });
+
+  it('the embedded default with --probe on a probe it has no expectation for: asks for a matrix of the user’s own, not an edit of the package', async () => {
+    const dir = tempDir();
+    const result = await runCli(['run', '--probe', 'memory-pools', '--results-dir', path.join(dir, 'runs')]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("No expectation was judged: none of the matrix's expectations is on a probe this run ran");
+    expect(result.stdout).toContain('fix: the default matrix has no expectation on what ran here (linux)');
+    expect(result.stdout).toContain('pass a matrix of your own with expectations (cudamatrix init writes one)');
+    expect(result.stdout).not.toContain('give matrix/default.yaml');
+  });
 });
 
 describe('the exit status printed is the exit status', () => {
