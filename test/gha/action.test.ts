@@ -334,7 +334,7 @@ describe.runIf(ready)('the action with the package packed from this checkout', (
     const second = action({ package: path.dirname(tarball), command: 'plan', matrix: 'matrix/examples/gha-lab.yaml' }, temp);
     expect(second.status, second.stdout + second.stderr).toBe(0);
     expect(second.stdout).toMatch(new RegExp(`^cudamatrix ${version} from .*: reusing ${dir!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
-    expect(second.stdout).toMatch(/\n85 cells on 5 targets from matrix\/examples\/gha-lab\.yaml\n$/);
+    expect(second.stdout).toMatch(/\n105 cells on 5 targets from matrix\/examples\/gha-lab\.yaml\n$/);
     expect(existsSync(path.join(dir!, 'package', 'left-by-step-1'))).toBe(true);
     expect(readdirSync(path.join(temp, 'cudamatrix-action'))).toEqual([path.basename(dir!)]);
     console.log(
