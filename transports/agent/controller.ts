@@ -89,7 +89,9 @@ export class ShellAgent {
     if (this.ended) return command.failed(this.ended);
     if (this.current) throw new Error(`${this.protocol.name} runs one command at a time`);
     this.current = { nonce, command };
-    this.stream.write(`run ${nonce} ${Buffer.from(scriptText, 'utf8').toString('base64')}\n`);
+    // As it is when `read` gives it back unchanged (one line, no blanks at its ends): no base64 to run.
+    if (!/[\r\n]/.test(scriptText) && scriptText.trim() === scriptText) this.stream.write(`text ${nonce} ${scriptText}\n`);
+    else this.stream.write(`run ${nonce} ${Buffer.from(scriptText, 'utf8').toString('base64')}\n`);
   }
 
   /** Stops the running command `nonce` (TERM to its process group, KILL 2 s later), once it has started. */

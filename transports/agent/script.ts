@@ -41,6 +41,7 @@ export interface AgentScriptSpec {
  * the work directory it made (mode 700), then reads requests from stdin, one per line:
  *
  *   run NONCE SCRIPT    SCRIPT: base64 of a sh script (the controller writes `cd DIR && exec ARGV`)
+ *   text NONCE SCRIPT   SCRIPT as it is: one line, without blanks at either end
  *   stop NONCE          TERM to that command's process group, KILL 2 s later
  *
  * It runs each command in the background (the controller sends one at a time: the answers of
@@ -75,18 +76,21 @@ export function agentStatements(spec: AgentScriptSpec): string[] {
     `trap 'kill $w 2>/dev/null; stopall' EXIT`,
     [
       'while read -r o n s; do case $o in',
-      'run)',
-      `( printf '%s' "$s" | base64 -d > "$a/$n.sh";`,
-      'setsid sh "$a/$n.sh" </dev/null >"$a/$n.out" 2>"$a/$n.err" &',
+      'run|text)',
+      // Few processes per command (each fork and exec costs milliseconds on a busy node): a
+      // script of one line as it is (text), the output files reused (one command at a time),
+      // both lengths from one wc, in $a.
+      `( cd "$a" || exit; if [ "$o" = run ]; then printf '%s' "$s" | base64 -d > cmd.sh; else printf '%s\\n' "$s" > cmd.sh; fi;`,
+      'setsid sh cmd.sh </dev/null >out 2>err &',
       'p=$!;',
-      `printf '%s\\n' "$p" > "$a/$n.pid";`,
+      `printf '%s\\n' "$p" > "$n.pid";`,
       `printf 'cm-${tag}-start %s %s\\n' "$n" "$p";`,
       'wait $p;',
       'c=$?;',
-      'rm -f "$a/$n.pid";',
-      `printf 'cm-${tag}-done %s %s %s %s\\n' "$n" "$c" $(wc -c < "$a/$n.out") $(wc -c < "$a/$n.err");`,
-      spec.trailer ? `cat "$a/$n.out" "$a/$n.err"; printf '\\n';` : 'cat "$a/$n.out" "$a/$n.err";',
-      'rm -f "$a/$n.sh" "$a/$n.out" "$a/$n.err" ) & ;;',
+      ': > "$n.pid";',
+      'set -- $(wc -c out err);',
+      `printf 'cm-${tag}-done %s %s %s %s\\n' "$n" "$c" "$1" "$3";`,
+      spec.trailer ? `cat out err; printf '\\n' ) & ;;` : 'cat out err ) & ;;',
       'stop)',
       'if [ -s "$a/$n.pid" ]; then p=$(cat "$a/$n.pid"); ( kill -TERM -$p 2>/dev/null; sleep 2; kill -KILL -$p 2>/dev/null ) </dev/null >/dev/null 2>&1 & fi ;;',
       'esac; done',
