@@ -14,15 +14,16 @@
  *
  * Then a row per hop kind, in-process: `--hop-targets` targets (default 10) each running every
  * probe (the default matrix's `probes: all`; the no-driver path here), in a WSL distribution
- * (`wsl`, through the stand-in wsl.exe of the tests: no Windows machine is reachable here) and
- * in one behind an SSH host (`[ssh, wsl]`, the loopback sshd), each against the same targets on
- * `local` in the same rounds. The per-cell overhead of a hop = (its time - local's) / cells /
+ * (`wsl`, through the stand-in wsl.exe of the tests: no Windows machine is reachable here), in
+ * one behind an SSH host (`[ssh, wsl]`, the loopback sshd), and on a node of a Slurm cluster
+ * (`slurm`, the tests' real slurmctld and slurmd on loopback, test/slurm/slurm-lab.ts: a job
+ * per target), each against the same targets on `local` in the same rounds. The per-cell overhead of a hop = (its time - local's) / cells /
  * hops, where a target's connection (listing the distributions, starting the session's agent)
  * is shared by its cells as in a real run; budget +50 ms per hop per cell. The per-target
  * column shows the same difference per target. Skipped, with the reason, without root and the
- * stand-in's tools or sshd.
+ * stand-in's tools, sshd or Slurm's daemons and tools. `--hops` picks the kinds (all by default).
  *
- *   pnpm bench:overhead [--targets 50] [--hop-targets 10] [--rounds 5] [--out FILE] [--tiny]
+ *   pnpm bench:overhead [--targets 50] [--hop-targets 10] [--hops wsl,ssh-wsl,slurm] [--rounds 5] [--out FILE] [--tiny]
  *
  * --tiny: 2 targets (1 for the hop rows), 1 round, budget not enforced (for the tests).
  */
@@ -45,12 +46,14 @@ import { cliEntry, tsxLoader } from '../test/cli.ts';
 import { findOnPath, tempDir } from '../test/helpers.ts';
 import { sshdAvailable, startSshd, type Sshd } from '../test/sshd.ts';
 import { makeStandinMachine, STANDIN_BIN, STANDIN_TOOLS } from '../test/wsl/wsl-standin/machine.ts';
+import { SLURM_LAB_TOOLS, startSlurmLab, type SlurmLab } from '../test/slurm/slurm-lab.ts';
 import { median, roundOrder } from './stats.ts';
 
 const { values } = parseArgs({
   options: {
     targets: { type: 'string' },
     'hop-targets': { type: 'string' },
+    hops: { type: 'string' },
     rounds: { type: 'string' },
     out: { type: 'string' },
     tiny: { type: 'boolean', default: false },
@@ -62,6 +65,12 @@ const rounds = Number(values.rounds ?? (tiny ? 1 : 5));
 const hopTargetCount = Number(values['hop-targets'] ?? (tiny ? 1 : 10));
 if (![targets, rounds, hopTargetCount].every((count) => Number.isInteger(count) && count >= 1)) {
   console.error('bench/overhead: --targets, --hop-targets and --rounds take whole numbers >= 1');
+  process.exit(2);
+}
+const HOP_KINDS = ['wsl', 'ssh-wsl', 'slurm'];
+const hopKinds = (values.hops ?? HOP_KINDS.join(',')).split(',').filter(Boolean);
+if (hopKinds.some((kind) => !HOP_KINDS.includes(kind))) {
+  console.error(`bench/overhead: --hops takes a comma-separated list of ${HOP_KINDS.join(', ')}`);
   process.exit(2);
 }
 
@@ -211,7 +220,7 @@ console.log(
   `\noverhead per target: ${worst.toFixed(1)} ms (budget 100 ms): ${within ? 'within budget' : 'OVER BUDGET'}${tiny ? ' (not enforced: --tiny)' : ''}`,
 );
 // Per hop: (median of the kind - median of local) / cells / hops.
-const hopCount: Record<string, number> = { wsl: 1, 'ssh-wsl': 2 };
+const hopCount: Record<string, number> = { wsl: 1, 'ssh-wsl': 2, slurm: 1 };
 const hopRows =
   kinds.length > 1
     ? kinds
@@ -233,7 +242,7 @@ const hopRows =
     : [];
 if (hopRows.length) {
   console.log(
-    `\nper hop kind, in-process, ${hopTargetCount} target(s) x every probe (${hopCells.local} cells), median of ${rounds} alternated round(s) against local in the same rounds (wsl: the tests' stand-in wsl.exe)\n`,
+    `\nper hop kind, in-process, ${hopTargetCount} target(s) x every probe (${hopCells.local} cells), median of ${rounds} alternated round(s) against local in the same rounds (wsl: the tests' stand-in wsl.exe; slurm: the tests' slurmctld and slurmd on loopback)\n`,
   );
   console.log(
     formatTable(
@@ -292,47 +301,74 @@ process.exitCode = !likeWithLike || ((!within || !hopsWithin) && !tiny) ? 1 : 0;
  */
 async function hopTargets(count: number): Promise<{ matrices: Record<string, string>; skipped: string[]; stop(): Promise<void> }> {
   const skipped: string[] = [];
-  const missing = Object.keys(STANDIN_TOOLS).filter((tool) => !findOnPath(tool));
-  if (process.getuid?.() !== 0 || missing.length) {
-    return {
-      matrices: {},
-      skipped: [
-        `wsl and [ssh, wsl] skipped: the WSL stand-in needs root and ${Object.keys(STANDIN_TOOLS).join(', ')}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`,
-      ],
-      stop: async () => undefined,
-    };
-  }
-  const machine = makeStandinMachine([{ name: 'Bench', version: 2, default: true }], { libsOf: probe.path });
-  // This process runs the first-hop wsl.exe: the stand-in goes on its PATH.
-  Object.assign(process.env, machine.env());
   const targetsOf = (transport: unknown) =>
     `version: 1\nconcurrency: 1\ndefaults: {probes: all}\ntargets:\n${Array.from({ length: count }, (_, i) => `  - name: t${i}\n    transport: ${JSON.stringify(transport)}`).join('\n')}\n`;
-  const matrices: Record<string, string> = { local: targetsOf({ kind: 'local' }), wsl: targetsOf({ kind: 'wsl', distribution: 'Bench' }) };
+  const matrices: Record<string, string> = { local: targetsOf({ kind: 'local' }) };
+  const root = process.getuid?.() === 0;
   let sshd: Sshd | undefined;
-  if (sshdAvailable()) {
-    const pathDirs = [
-      STANDIN_BIN,
-      path.dirname(process.execPath),
-      '/usr/local/sbin',
-      '/usr/local/bin',
-      '/usr/sbin',
-      '/usr/bin',
-      '/sbin',
-      '/bin',
-    ];
-    sshd = await startSshd(1, [`SetEnv PATH=${pathDirs.join(':')} CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}`]);
-    const ssh = {
-      kind: 'ssh',
-      host: '127.0.0.1',
-      port: sshd.ports[0],
-      identityFile: sshd.key,
-      knownHosts: sshd.knownHosts,
-      sshConfig: false,
-      agent: false,
-    };
-    matrices['ssh-wsl'] = targetsOf([ssh, { kind: 'wsl', distribution: 'Bench' }]);
-  } else {
-    skipped.push('[ssh, wsl] skipped: needs OpenSSH sshd and root');
+  let lab: SlurmLab | undefined;
+  const wanted = (kind: string) => hopKinds.includes(kind);
+  if (wanted('wsl') || wanted('ssh-wsl')) {
+    const missing = Object.keys(STANDIN_TOOLS).filter((tool) => !findOnPath(tool));
+    if (!root || missing.length) {
+      skipped.push(
+        `wsl and [ssh, wsl] skipped: the WSL stand-in needs root and ${Object.keys(STANDIN_TOOLS).join(', ')}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`,
+      );
+    } else {
+      const machine = makeStandinMachine([{ name: 'Bench', version: 2, default: true }], { libsOf: probe.path });
+      // This process runs the first-hop wsl.exe: the stand-in goes on its PATH.
+      Object.assign(process.env, machine.env());
+      if (wanted('wsl')) matrices.wsl = targetsOf({ kind: 'wsl', distribution: 'Bench' });
+      if (wanted('ssh-wsl') && sshdAvailable()) {
+        const pathDirs = [
+          STANDIN_BIN,
+          path.dirname(process.execPath),
+          '/usr/local/sbin',
+          '/usr/local/bin',
+          '/usr/sbin',
+          '/usr/bin',
+          '/sbin',
+          '/bin',
+        ];
+        sshd = await startSshd(1, [`SetEnv PATH=${pathDirs.join(':')} CUDAMATRIX_WSL_STANDIN_ROOT=${machine.root}`]);
+        const ssh = {
+          kind: 'ssh',
+          host: '127.0.0.1',
+          port: sshd.ports[0],
+          identityFile: sshd.key,
+          knownHosts: sshd.knownHosts,
+          sshConfig: false,
+          agent: false,
+        };
+        matrices['ssh-wsl'] = targetsOf([ssh, { kind: 'wsl', distribution: 'Bench' }]);
+      } else if (wanted('ssh-wsl')) {
+        skipped.push('[ssh, wsl] skipped: needs OpenSSH sshd and root');
+      }
+    }
   }
-  return { matrices, skipped, stop: async () => sshd?.stop() };
+  if (wanted('slurm')) {
+    const missing = Object.keys(SLURM_LAB_TOOLS).filter((tool) => !findOnPath(tool));
+    if (!root || missing.length) {
+      skipped.push(
+        `slurm skipped: the Slurm lab needs root and ${Object.keys(SLURM_LAB_TOOLS).join(', ')}${missing.length ? ` (missing: ${missing.join(', ')})` : ''}`,
+      );
+    } else {
+      lab = await startSlurmLab(1);
+      // salloc, srun and squeue, run by this process, find the lab by it.
+      process.env.SLURM_CONF = lab.conf;
+      matrices.slurm = targetsOf({ kind: 'slurm', queueWait: 120 });
+    }
+  }
+  return {
+    matrices,
+    skipped,
+    stop: async () => {
+      await sshd?.stop();
+      // As the tests' afterEach: what the jobs leave goes within a few seconds (the agent's watcher
+      // ends its last "sleep 1"); then the lab stops, and nothing of a job may be left.
+      await lab?.settled(30_000);
+      const left = await lab?.stop();
+      if (left?.length) throw new Error(`the Slurm lab's jobs left processes behind: ${left.join('; ')}`);
+    },
+  };
 }

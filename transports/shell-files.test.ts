@@ -9,6 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { hasCommand, integrationAvailable } from '../test/helpers.ts';
 import { shellFile } from './shell-files.ts';
+import * as slurm from './slurm/scripts.ts';
 import * as wsl from './wsl/scripts.ts';
 
 const scripts = readdirSync('transports', { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.sh'));
@@ -48,6 +49,25 @@ describe.runIf(shellcheck)('the WSL scripts, one line each', () => {
   it.each(wslScripts)('%s passes shellcheck as POSIX sh', (_, base64) => {
     const result = spawnSync('shellcheck', ['--shell=sh', '--severity=info', '--exclude=SC2086,SC2046,SC2034', '-'], {
       input: Buffer.from(base64, 'base64').toString('utf8'),
+      encoding: 'utf8',
+    });
+    expect(result.stdout + result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+});
+
+/** The Slurm scripts (slurm/scripts.ts): sent as they are, `sh -c SCRIPT`; the lifeline is the agent's script. */
+const slurmScripts = Object.entries(slurm).filter((e): e is [string, string] => typeof e[1] === 'string');
+
+describe.runIf(shellcheck)('the Slurm scripts', () => {
+  it('are all found', () => {
+    expect(slurmScripts.map(([name]) => name)).toEqual(expect.arrayContaining(['LIFELINE', 'STEP']));
+  });
+
+  // Left out as for the WSL scripts: the agent is the same script.
+  it.each(slurmScripts)('%s passes shellcheck as POSIX sh', (_, text) => {
+    const result = spawnSync('shellcheck', ['--shell=sh', '--severity=info', '--exclude=SC2086,SC2046,SC2034', '-'], {
+      input: text,
       encoding: 'utf8',
     });
     expect(result.stdout + result.stderr).toBe('');

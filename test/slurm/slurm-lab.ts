@@ -13,7 +13,7 @@ import path from 'node:path';
 import { commandsAvailable, integrationAvailable, tempDir } from '../helpers.ts';
 import { freePort } from '../sshd.ts';
 
-const TOOLS = {
+export const SLURM_LAB_TOOLS = {
   munged: 'munge',
   slurmctld: 'slurmctld',
   slurmd: 'slurmd',
@@ -29,7 +29,7 @@ const TOOLS = {
 /** Whether a lab can start here: the daemons and client tools, and root; else skip (or fail in CI) saying so. */
 export function slurmReady(): boolean {
   return (
-    commandsAvailable('the Slurm tests (a real slurmctld/slurmd/munge on 127.0.0.1)', TOOLS) &&
+    commandsAvailable('the Slurm tests (a real slurmctld/slurmd/munge on 127.0.0.1)', SLURM_LAB_TOOLS) &&
     integrationAvailable(
       'root, for the Slurm tests (slurmd runs job steps as their user)',
       process.getuid?.() === 0,

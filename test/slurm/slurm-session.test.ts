@@ -55,7 +55,7 @@ async function rejection(pending: Promise<unknown>): Promise<CudamatrixError> {
 }
 
 describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
-  it('runs every command as a step of one job, on its node with its GPU, and removes the work directory at the end', async () => {
+  it('runs every command in one job, on its node with its GPU, and removes the work directory at the end', async () => {
     const session = await connect({ nodelist: 'n2' });
     let workDir: string;
     try {
@@ -91,7 +91,8 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     messages.length = 0;
     const session = await connect();
     try {
-      const result = await session.exec(['sleep', '120'], { timeoutMs: 1500 });
+      // With stdin a command is a step of its own (srun), not the agent's.
+      const result = await session.exec(['sleep', '120'], { timeoutMs: 1500, stdin: '' });
       expect(result.timedOut).toBe(true);
       expect(messages.join('\n')).toMatch(
         /^node: sleep ran past its timeout: its step of Slurm job \d+ (was cancelled \(scancel \d+\.\d+\)|ended with its srun)$/m,
@@ -105,7 +106,7 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
       messages.length = 0;
       const fakeMarker =
         "n=$(tr '\\0' '\\n' < /proc/$PPID/cmdline | grep -xE '[0-9a-f]{12}'); printf 'cm-slurm-exit-%s 143\\n' \"$n\" >&2; exec sleep 120";
-      const marked = await session.exec(['sh', '-c', fakeMarker], { timeoutMs: 1500 });
+      const marked = await session.exec(['sh', '-c', fakeMarker], { timeoutMs: 1500, stdin: '' });
       expect(marked.timedOut).toBe(true);
       expect(marked.exitCode).not.toBe(143);
       expect(marked.stderr).not.toMatch(/cm-slurm-exit-/);
@@ -181,10 +182,9 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
   it('a node taken down under a running step is SLURM_NODE_DOWN naming the node and the reason', async () => {
     const session = await connect({ nodelist: 'n2' });
     try {
-      const running = session.exec(['sleep', '120'], { timeoutMs: 90_000 });
-      await expect
-        .poll(async () => /cm-step-/.test(await lab!.slurm('squeue', '--noheader', '--steps', '--format=%j')), { timeout: 30_000 })
-        .toBe(true);
+      // Through the lifeline's agent: no step of its own, a process on the node.
+      const running = session.exec(['sleep', '121'], { timeoutMs: 90_000 });
+      await expect.poll(() => lab!.jobProcesses().some((line) => / sleep 121$/.test(line)), { timeout: 30_000 }).toBe(true);
       await lab!.slurm('scontrol', 'update', 'nodename=n2', 'state=down', 'reason=cm-test-gpu-fell-off');
       const error = await rejection(running);
       expect(error.code).toBe('SLURM_NODE_DOWN');
@@ -202,12 +202,11 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
       const dir = tempDir();
       const bytes = randomBytes(16_000_000);
       writeFileSync(path.join(dir, 'big.bin'), bytes);
-      await session.put(path.join(dir, 'big.bin'), session.joinPath(session.workDir, 'big.bin'));
-      const copying = session.get(session.joinPath(session.workDir, 'big.bin'), path.join(dir, 'out.bin'));
-      // The get's srun (its step reads the file with base64), killed as soon as it is seen.
+      // A put is a step of its own (its stdin carries the file): its srun, killed as soon as it is seen.
+      const copying = session.put(path.join(dir, 'big.bin'), session.joinPath(session.workDir, 'big.bin'));
       let killed = false;
       for (let i = 0; i < 1000 && !killed; i++) {
-        const srun = lab!.jobProcesses().find((jobProcess) => /^\d+ srun .*cm-step-.*base64 </.test(jobProcess));
+        const srun = lab!.jobProcesses().find((jobProcess) => /^\d+ srun .*cm-step-.*base64 -d >/.test(jobProcess));
         if (srun) {
           process.kill(Number(srun.split(' ')[0]), 'SIGKILL');
           killed = true;
@@ -215,6 +214,7 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
       }
       expect(killed).toBe(true);
       await copying;
+      await session.get(session.joinPath(session.workDir, 'big.bin'), path.join(dir, 'out.bin'));
       expect(readFileSync(path.join(dir, 'out.bin')).equals(bytes)).toBe(true);
       expect(messages.join('\n')).toMatch(/^node: a copy's step of Slurm job \d+ failed \(.*\); the job still runs: trying once more$/m);
     } finally {
@@ -243,5 +243,60 @@ describe.skipIf(!ready)('kind slurm: a session is a job on one node', () => {
     const error = await rejection(connect({ partition: 'nosuch' }));
     expect(error.code).toBe('SLURM_JOB_REFUSED');
     expect(error.message).toMatch(/invalid partition/i);
+  });
+});
+
+describe.skipIf(!ready)("kind slurm: commands run through the agent in the job's lifeline step", () => {
+  const stepOf = async (session: Session, options: { stdin?: string } = {}) =>
+    (await session.exec(['sh', '-c', 'echo "$SLURM_STEP_ID"'], options)).stdout.trim();
+
+  it('runs the commands in the lifeline step (step 0): no step is made for them; one with stdin is a step of its own', async () => {
+    const session = await connect();
+    try {
+      // Slurm numbers a job's steps in order: were any made for these five, the step with stdin would not be step 1.
+      for (let i = 0; i < 5; i++) expect(await stepOf(session)).toBe('0');
+      expect(await stepOf(session, { stdin: '' })).toBe('1');
+      // Output that does not end in a newline, on both streams, comes back whole and at once.
+      const unended = await session.exec(['sh', '-c', 'printf out; printf err >&2; exit 4'], { timeoutMs: 20_000 });
+      expect(unended).toMatchObject({ stdout: 'out', stderr: 'err', exitCode: 4, timedOut: false });
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+  });
+
+  it('a command stopped through the agent (timeout, Ctrl-C) leaves no process on the node, and the job goes on', async () => {
+    messages.length = 0;
+    const session = await connect();
+    try {
+      const timedOut = await session.exec(['sh', '-c', 'sleep 131 & sleep 132; wait'], { timeoutMs: 1500 });
+      expect(timedOut.timedOut).toBe(true);
+      expect(messages.join('\n')).toMatch(/^node: sh ran past its timeout: the agent of Slurm job \d+ killed its process group$/m);
+      const abort = new AbortController();
+      const interrupted = session.exec(['sh', '-c', 'sleep 133 & sleep 134; wait'], { signal: abort.signal });
+      await expect.poll(() => lab!.jobProcesses().some((line) => / sleep 134$/.test(line)), { timeout: 30_000 }).toBe(true);
+      abort.abort(new Error('interrupted'));
+      expect((await interrupted).cancelled).toBe(true);
+      expect(messages.join('\n')).toMatch(
+        /^node: sh was stopped: the run was interrupted: the agent of Slurm job \d+ killed its process group$/m,
+      );
+      expect(lab!.jobProcesses().filter((line) => / sleep 13\d$/.test(line))).toEqual([]);
+      expect(await stepOf(session)).toBe('0');
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
+  });
+
+  it('a command asked for while the agent is busy runs as a step of its own, side by side', async () => {
+    const session = await connect();
+    try {
+      const long = session.exec(['sh', '-c', 'sleep 3; echo "long $SLURM_STEP_ID"'], { timeoutMs: 60_000 });
+      const meanwhile = await stepOf(session);
+      expect(meanwhile).not.toBe('0');
+      expect(meanwhile).toMatch(/^\d+$/);
+      expect((await long).stdout).toBe('long 0\n');
+      expect(await stepOf(session)).toBe('0');
+    } finally {
+      await session[Symbol.asyncDispose]();
+    }
   });
 });

@@ -6,7 +6,7 @@ import { slurmOptions, type SlurmOptions } from './options.ts';
 
 export const slurm: TransportKind<SlurmOptions> = {
   description:
-    "a node of a Slurm cluster, one job per target (salloc) with a step per command (srun): from this login node, or the previous hop's ([ssh, slurm])",
+    "a node of a Slurm cluster, one job per target (salloc) whose lifeline step runs its commands: from this login node, or the previous hop's ([ssh, slurm])",
   options: slurmOptions,
   chainable: true,
   // The node is the scheduler's choice; targets pinned to different nodes may run at once.

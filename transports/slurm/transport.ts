@@ -2,31 +2,44 @@
  * The `slurm` transport: a node of a Slurm cluster. A session is one job: salloc, run from the
  * login node (this machine, or the previous hop's: [ssh, slurm]), asks for one node and one task
  * with the matrix's partition, account, QOS, GRES, constraint, nodelist and time limit, and runs
- * a lifeline step on it (scripts.ts LIFELINE) whose stdin is ours. Every command is then a step
- * of that job, `srun --jobid=J --overlap`, so that all of a target's probes, and whatever one
- * probe starts, run on the one node the job was given, with the job's GPUs.
+ * a lifeline step on it (scripts.ts LIFELINE) whose stdin and stdout are ours: the command agent
+ * (../agent/), which runs the session's commands on the node one at a time, each in a process
+ * group of its own, for the cost of a fork instead of an srun. A command with stdin (a file
+ * copied in), and one asked for while the agent is busy, is a step of its own instead,
+ * `srun --jobid=J --overlap`. Either way all of a target's probes, and whatever one probe
+ * starts, run on the one node the job was given, with the job's GPUs.
  *
  * Nothing is left in the queue: the session's end closes the lifeline's stdin and salloc gives
  * the allocation back; so does cudamatrix killed or an SSH hop lost (the stdin ends with them). A
- * command stopped (a timeout, Ctrl-C) has its step cancelled (scancel J.S), a run interrupted
- * its job, and the run is told so. A job that waits in the queue longer than queueWait is
- * cancelled, and the error gives Slurm's reason for the wait.
+ * command stopped (a timeout, Ctrl-C) has its process group killed by the agent, or its step
+ * cancelled (scancel J.S); a run interrupted its job, and the run is told so. A job that waits
+ * in the queue longer than queueWait is cancelled, and the error gives Slurm's reason.
  */
 import { randomBytes } from 'node:crypto';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import type { Duplex } from 'node:stream';
 import { CudamatrixError } from '../../core/errors.ts';
+import { DEADLINE, withDeadline } from '../../core/timeout.ts';
+import { ShellAgent } from '../agent/controller.ts';
+import { runOnAgent, withEnv } from '../agent/run.ts';
 import { execProcessTree } from '../local.ts';
 import { streamProcess } from '../stream.ts';
+import type { StopReason } from '../supervise.ts';
 import type { Connect, ExecOptions, ExecResult, Session } from '../transport.ts';
 import { DEFAULT_GRES, DEFAULT_QUEUE_WAIT_S, type SlurmOptions } from './options.ts';
 import { sallocFailed } from './salloc-failed.ts';
-import { LIFELINE, READ_FILE, STEP, WRITE_FILE } from './scripts.ts';
+import { LIFELINE, LIFELINE_INFO_LINES, READ_FILE, STEP, WRITE_FILE } from './scripts.ts';
 
 /** Slurm's client commands (squeue, scancel, scontrol): bounded, so that a slurmctld that hangs does not hold the run. */
 const CLIENT_TIMEOUT_MS = 30_000;
 /** Copying a file through a step's stdin or stdout. */
 const COPY_TIMEOUT_MS = 5 * 60_000;
+/** What the run is told of a command stopped early, by why. */
+const STOPPED: Record<StopReason, string> = {
+  timeout: 'ran past its timeout',
+  cancel: 'was stopped: the run was interrupted',
+  flood: 'printed more than the output cap',
+};
 /** How long salloc may take to give the allocation back once the lifeline's stdin is closed. */
 const RELEASE_TIMEOUT_MS = 15_000;
 
@@ -101,8 +114,8 @@ export const connectSlurm: Connect<SlurmOptions> = async (options, context) => {
     '-c',
     LIFELINE,
     'sh',
-    `cm-slurm-${nonce}`,
     nonce,
+    `cm-slurm-${nonce}`,
   ];
   let lifeline: Duplex;
   try {
@@ -111,7 +124,15 @@ export const connectSlurm: Connect<SlurmOptions> = async (options, context) => {
     throw sallocFailed(runner.where, options, error, { target: context.target, name: jobName });
   }
   const queueWaitMs = (options.queueWait ?? DEFAULT_QUEUE_WAIT_S) * 1000;
-  const ready = await waitReady(lifeline, nonce, queueWaitMs, context.signal).catch(async (error: unknown) => {
+  // How the lifeline ended: before the hello, salloc's own failure (sallocFailed reads it); after,
+  // the session asks Slurm why (whyJobEnded).
+  const agent = new ShellAgent(
+    lifeline,
+    nonce,
+    { tag: 'slurm', infoLines: LIFELINE_INFO_LINES, trailer: true, name: "the Slurm job's agent" },
+    (cause) => cause ?? new Error('salloc ended before the job started'),
+  );
+  const ready = await waitReady(agent, queueWaitMs, context.signal).catch(async (error: unknown) => {
     // Still in the queue (or never let in): why, said by Slurm (asked before salloc goes, which
     // takes the job with it), then cancelled.
     const job = await jobByName(runner, jobName);
@@ -134,7 +155,7 @@ export const connectSlurm: Connect<SlurmOptions> = async (options, context) => {
     }
     throw sallocFailed(runner.where, options, error, { target: context.target, name: jobName });
   });
-  return new SlurmSession(runner, lifeline, ready, context.target, context.signal, context.onProgress);
+  return new SlurmSession(runner, lifeline, agent, ready, context.target, context.signal, context.onProgress);
 };
 
 interface Ready {
@@ -144,32 +165,13 @@ interface Ready {
   workDir: string;
 }
 
-const DEADLINE = new Error('deadline');
-
-/** Reads the lifeline's ready line; rejects with DEADLINE after `ms`, or with why the stream ended. */
-function waitReady(lifeline: Duplex, nonce: string, ms: number, signal?: AbortSignal): Promise<Ready> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const timer = setTimeout(() => finish(DEADLINE), ms);
-    const onAbort = () => finish(signal!.reason instanceof Error ? signal!.reason : new Error('cancelled'));
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString('utf8');
-      const match = new RegExp(`cm-slurm-ready ${nonce} (\\S+) (\\S+) (\\S+) (\\S+)\\n`).exec(seen);
-      if (match) finish(undefined, { jobId: match[1]!, node: match[2]!, arch: match[3]!, workDir: match[4]! });
-    };
-    const onError = (error: Error) => finish(error);
-    const onEnd = () => finish(new Error(`salloc ended before the job started${seen.trim() ? `: ${seen.trim()}` : ''}`));
-    const finish = (error: Error | undefined, ready?: Ready) => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      lifeline.off('data', onData).off('error', onError).off('end', onEnd).off('close', onEnd);
-      if (ready) resolve(ready);
-      else reject(error);
-    };
-    lifeline.on('data', onData).on('error', onError).on('end', onEnd).on('close', onEnd);
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
-  });
+/** The agent's hello (the job started, the work directory made); rejects with DEADLINE after `ms`, or with why the lifeline ended. */
+async function waitReady(agent: ShellAgent, ms: number, signal?: AbortSignal): Promise<Ready> {
+  const hello = await withDeadline(agent.hello, ms, signal);
+  const [jobId, node, arch] = hello.lookAround;
+  if (!jobId || !node || !arch || !hello.workDir.startsWith('/'))
+    throw new Error(`the lifeline step said what cudamatrix does not expect: ${JSON.stringify(hello)}`);
+  return { jobId, node, arch, workDir: hello.workDir };
 }
 
 interface QueuedJob {
@@ -206,6 +208,8 @@ class SlurmSession implements Session {
   constructor(
     private readonly runner: SlurmRunner,
     private readonly lifeline: Duplex,
+    /** The agent in the lifeline step: it runs the commands while it is idle. */
+    private readonly agent: ShellAgent,
     ready: Ready,
     private readonly target: string,
     private readonly signal: AbortSignal | undefined,
@@ -223,12 +227,32 @@ class SlurmSession implements Session {
     void this.released.then(() => (this.lifelineEnded = true));
   }
 
-  /** One step of the job, under STEP: its exit status from the marker, srun's own lines left in stderr. */
+  /**
+   * Through the lifeline's agent when it is idle and the command needs no stdin; else as a step
+   * of its own (srun).
+   */
   async exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
-    if (this.lifelineEnded) throw await this.whyJobEnded(argv, '');
+    if (this.lifelineEnded || this.agent.failure) throw await this.whyJobEnded(argv, '');
+    if (!this.agent.busy && options.stdin === undefined) {
+      return runOnAgent(
+        this.agent,
+        argv,
+        options,
+        options.cwd ?? this.workDir,
+        () => this.whyJobEnded(argv, ''),
+        (why) =>
+          this.onProgress?.(
+            `${this.target}: ${argv[0] ?? 'a command'} ${STOPPED[why]}: the agent of Slurm job ${this.jobId} killed its process group`,
+          ),
+      );
+    }
+    return this.execStep(argv, options);
+  }
+
+  /** One step of the job, under STEP: its exit status from the marker, srun's own lines left in stderr. */
+  private async execStep(argv: string[], options: ExecOptions): Promise<ExecResult> {
     const nonce = randomBytes(6).toString('hex');
-    const env = Object.entries(options.env ?? {});
-    const command = env.length ? ['env', ...env.map(([k, value]) => `${k}=${value}`), ...argv] : argv;
+    const command = withEnv(argv, options.env);
     const step = [
       'srun',
       `--jobid=${this.jobId}`,
@@ -251,21 +275,15 @@ class SlurmSession implements Session {
       signal: options.signal,
       maxOutput: options.maxOutput,
     });
-    const marker = new RegExp(`cm-slurm-exit-${nonce} (\\d+)\\n`);
-    const match = marker.exec(result.stderr);
-    const stderr = match ? result.stderr.slice(0, match.index) + result.stderr.slice(match.index + match[0].length) : result.stderr;
+    // The last marker of this nonce is the step's; every one is taken out (a command stopped as
+    // srun ends its step can leave one of its own killed shell's, seen under load).
+    const markers = [...result.stderr.matchAll(new RegExp(`cm-slurm-exit-${nonce} (\\d+)\\n`, 'g'))];
+    const match = markers.at(-1);
+    const stderr = result.stderr.replace(new RegExp(`cm-slurm-exit-${nonce} \\d+\\n`, 'g'), '');
     // Stopped by this side first: as srun ends the step, the step's shell can still print the
     // marker of its killed command (seen under load), and the run must be told all the same.
     if (result.timedOut || result.cancelled || result.truncated) {
-      await this.stopped(
-        argv,
-        nonce,
-        result.timedOut
-          ? 'ran past its timeout'
-          : result.cancelled
-            ? 'was stopped: the run was interrupted'
-            : 'printed more than the output cap',
-      );
+      await this.stopped(argv, nonce, STOPPED[result.timedOut ? 'timeout' : result.cancelled ? 'cancel' : 'flood']);
       return { ...result, command: argv, stderr };
     }
     if (match) {

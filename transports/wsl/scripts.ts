@@ -6,6 +6,7 @@
  * written for any POSIX sh with base64, setsid and /proc: dash and coreutils as in Ubuntu, and
  * busybox as in the tests' stand-in distributions.
  */
+import { agentStatements, ALIVE, joinStatements } from '../agent/script.ts';
 
 /**
  * Decodes $0 (base64) and evaluates it in this shell, so that "$1"… are the arguments. The
@@ -16,8 +17,7 @@ const BOOT = 'set -f; eval $(echo $0 | base64 -d)';
 
 /** A script for BOOT: its statements joined into one line. */
 function script(...statements: string[]): string {
-  // A statement that ends in "&" (in the background) is already ended: "a &; b" is a syntax error.
-  const line = statements.map((st, i) => (i === statements.length - 1 ? st : st.endsWith('&') ? `${st} ` : `${st}; `)).join('');
+  const line = joinStatements(statements);
   if (/[\r\n\t]| {2}/.test(line)) throw new Error('a WSL script must be one line without runs of spaces');
   return Buffer.from(line, 'utf8').toString('base64');
 }
@@ -26,15 +26,6 @@ function script(...statements: string[]): string {
 export function shArgv(body: string, ...args: string[]): string[] {
   return ['sh', '-c', BOOT, body, ...args];
 }
-
-/**
- * Whether this shell's parent, the relay of its wsl.exe, is still there: it is, while this shell
- * has not been reparented (its PPid in /proc is still the one it started with). `kill -0` would
- * not do: the relay runs as root, and a command run as another user may not signal it. Without
- * /proc, `kill -0` is the fallback. In a subshell $$ and $PPID are still the script's own.
- */
-const ALIVE =
-  'alive() { if [ -r /proc/$$/stat ]; then read -r x x x p x < /proc/$$/stat; [ "$p" = "$PPID" ]; else kill -0 $PPID 2>/dev/null; fi; }';
 
 /** The look around at connect, printed after the line "cm-wsl-info-NONCE" ($1): see INFO_LINES. */
 const LOOK_AROUND = [
@@ -52,63 +43,15 @@ export const INFO_LINES = 5;
 export const INFO = script(...LOOK_AROUND);
 
 /**
- * The agent ($1: nonce, $2: the work directory's name under TMPDIR): one long-lived sh per
- * session that runs the session's commands, so that a command costs a fork in the distribution
- * instead of a wsl.exe start (about 85 ms with the tests' stand-in; real wsl.exe is not faster).
- * It prints the look around, then the work directory it made (mode 700), then reads requests
- * from stdin, one per line:
- *
- *   run NONCE SCRIPT    SCRIPT: base64 of a sh script (the controller writes `cd DIR && exec ARGV`)
- *   stop NONCE          TERM to that command's process group, KILL 2 s later
- *
- * It runs each command in the background (the controller sends one at a time: the answers of
- * two would mix), with stdin from /dev/null, stdout and stderr into files, in a session and
- * process group of its own, and answers
- *
- *   cm-wsl-start NONCE PID
- *   cm-wsl-done NONCE STATUS OUTLEN ERRLEN
- *   then OUTLEN bytes of stdout and ERRLEN bytes of stderr
- *
- * Its stdin ends when the session is disposed, and also when the hop before drops (wsl.exe
- * passes the end of its own stdin on): then it kills what runs and removes the work directory.
- * When its wsl.exe is killed, a watcher that sees the agent reparented does the same; killing
- * wsl.exe does not end the Linux side by itself (microsoft/WSL#2496).
+ * The agent (../agent/script.ts; $1: nonce, $2: the work directory's name under TMPDIR): one
+ * long-lived sh per session that runs the session's commands, so that a command costs a fork in
+ * the distribution instead of a wsl.exe start (about 85 ms with the tests' stand-in; real
+ * wsl.exe is not faster). Its stdin ends when the session is disposed, and also when the hop
+ * before drops (wsl.exe passes the end of its own stdin on): then it kills what runs and removes
+ * the work directory. When its wsl.exe is killed, a watcher that sees the agent reparented does
+ * the same; killing wsl.exe does not end the Linux side by itself (microsoft/WSL#2496).
  */
-export const AGENT = script(
-  ALIVE,
-  ...LOOK_AROUND,
-  't=${TMPDIR:-/tmp}',
-  'd=${t%/}/$2',
-  'a=$d/.cm-agent',
-  // With "$1": TERM, else KILL, to every running command's process group.
-  'signalall() { set +f; for f in "$a"/*.pid; do if [ -s "$f" ]; then kill -${1:-KILL} -$(cat "$f") 2>/dev/null; fi; done; }',
-  'stopall() { signalall; rm -rf "$d"; }',
-  `trap 'exit 143' TERM HUP INT`,
-  'mkdir -m 700 "$d" || exit 1',
-  'mkdir "$a" || exit 1',
-  `printf '%s\\n' "$d"`,
-  '( while alive; do sleep 1; done; signalall TERM; sleep 2; stopall ) </dev/null >/dev/null 2>&1 &',
-  'w=$!',
-  `trap 'kill $w 2>/dev/null; stopall' EXIT`,
-  [
-    'while read -r o n s; do case $o in',
-    'run)',
-    `( printf '%s' "$s" | base64 -d > "$a/$n.sh";`,
-    'setsid sh "$a/$n.sh" </dev/null >"$a/$n.out" 2>"$a/$n.err" &',
-    'p=$!;',
-    `printf '%s\\n' "$p" > "$a/$n.pid";`,
-    `printf 'cm-wsl-start %s %s\\n' "$n" "$p";`,
-    'wait $p;',
-    'c=$?;',
-    'rm -f "$a/$n.pid";',
-    `printf 'cm-wsl-done %s %s %s %s\\n' "$n" "$c" $(wc -c < "$a/$n.out") $(wc -c < "$a/$n.err");`,
-    'cat "$a/$n.out" "$a/$n.err";',
-    'rm -f "$a/$n.sh" "$a/$n.out" "$a/$n.err" ) & ;;',
-    'stop)',
-    'if [ -s "$a/$n.pid" ]; then p=$(cat "$a/$n.pid"); ( kill -TERM -$p 2>/dev/null; sleep 2; kill -KILL -$p 2>/dev/null ) </dev/null >/dev/null 2>&1 & fi ;;',
-    'esac; done',
-  ].join(' '),
-);
+export const AGENT = script(...agentStatements({ tag: 'wsl', lookAround: LOOK_AROUND, pickTmp: ['t=${TMPDIR:-/tmp}'], trailer: false }));
 
 /**
  * The guard around a command that runs through a wsl.exe of its own (one with stdin, one while

@@ -8,7 +8,7 @@
  *
  * never a shell command line for wsl.exe's default shell (./scripts.ts says what BOOT is).
  *
- * A session is one long-lived wsl.exe running the agent (scripts.ts AGENT, ./agent.ts): it
+ * A session is one long-lived wsl.exe running the agent (scripts.ts AGENT, ../agent/): it
  * looks around (architecture, /dev/dxg, /usr/lib/wsl/lib/libcuda.so.1, TMPDIR, the cache
  * folder; running any command starts a stopped distribution), makes the session's work
  * directory, and runs the session's commands one at a time, each in a process group of its own,
@@ -36,11 +36,10 @@ import { DEADLINE, withDeadline, withTimeout } from '../../core/timeout.ts';
 import type { Duplex } from 'node:stream';
 import { findOnPath, hopLauncher, localLauncher, type Launcher } from '../launcher.ts';
 import { installCached } from '../remote-cache.ts';
-import { quotePosix } from '../ssh/quote.ts';
-import { supervise, type ExecEnd } from '../supervise.ts';
 import { connectLocal } from '../local.ts';
 import type { Connect, ConnectContext, ExecOptions, ExecResult, Session, VmHost } from '../transport.ts';
-import { WslAgent } from './agent.ts';
+import { ShellAgent } from '../agent/controller.ts';
+import { runOnAgent, withEnv } from '../agent/run.ts';
 import { decodeWslOutput, parseWslList, WslToken, type WslDistro } from './list.ts';
 import { DEFAULT_CONNECT_TIMEOUT_S, type WslOptions } from './options.ts';
 import {
@@ -48,6 +47,7 @@ import {
   GUARD,
   GUARDIAN,
   INFO,
+  INFO_LINES,
   MAKE_DIRS,
   MOVE_AND_HASH,
   READ_FILE,
@@ -62,8 +62,6 @@ import {
 const COPY_TIMEOUT_MS = 5 * 60_000;
 /** Removing the work directory at dispose, then the guardian's or the agent's end; stopping a command's group. */
 const DISPOSE_TIMEOUT_MS = 10_000;
-/** How long a stopped command may take to be reported by the agent before the agent itself is stopped. */
-const STOP_GRACE_MS = 15_000;
 
 function localWsl(target: string): Launcher {
   const wsl = findOnPath('wsl.exe');
@@ -248,7 +246,7 @@ class WslSession implements Session {
   readonly description: string;
   readonly hostKey: string;
   /** The agent that runs this session's commands; undefined where the hop cannot carry its stream. */
-  private agent: WslAgent | undefined;
+  private agent: ShellAgent | undefined;
   /** Why the agent ended, once asked (whyAgentEnded). */
   private agentEnd: Promise<Error> | undefined;
   private readonly guardianStop = new AbortController();
@@ -303,9 +301,10 @@ class WslSession implements Session {
 
     // The agent: it starts the distribution if it is stopped, looks around and makes the work directory.
     const started = runner.stream([...args, '--exec', ...shArgv(AGENT, nonce, dirName)]);
-    const agent = new WslAgent(
+    const agent = new ShellAgent(
       await started,
       nonce,
+      { tag: 'wsl', infoLines: INFO_LINES, trailer: false, name: 'the WSL agent' },
       (cause) =>
         new CudamatrixError(
           'TRANSPORT_FAILED',
@@ -389,61 +388,9 @@ class WslSession implements Session {
   exec(argv: string[], options: ExecOptions = {}): Promise<ExecResult> {
     const agent = this.agent;
     if (agent?.failure) return this.whyAgentEnded(agent.failure).then((error) => Promise.reject(error));
-    if (agent && !agent.busy && options.stdin === undefined) return this.runOnAgent(agent, argv, options);
+    if (agent && !agent.busy && options.stdin === undefined)
+      return runOnAgent(agent, argv, options, options.cwd ?? this.workDir, (error) => this.whyAgentEnded(error));
     return this.runAlone(argv, options);
-  }
-
-  /** argv with the environment set, as `env NAME=VALUE... argv`. */
-  private static withEnv(argv: string[], options: ExecOptions): string[] {
-    const env = Object.entries(options.env ?? {});
-    return env.length ? ['env', ...env.map(([k, value]) => `${k}=${value}`), ...argv] : argv;
-  }
-
-  /**
-   * Runs argv through the agent. A timeout or a cancellation stops its process group; an agent
-   * that then still does not report the command's end is stopped too, and the session with it.
-   */
-  private runOnAgent(agent: WslAgent, argv: string[], options: ExecOptions): Promise<ExecResult> {
-    const nonce = randomBytes(6).toString('hex');
-    const cwd = options.cwd ?? this.workDir;
-    const text = `cd ${quotePosix(cwd)} || exit 125; exec ${WslSession.withEnv(argv, options).map(quotePosix).join(' ')}`;
-    return supervise(argv, options, (io) => {
-      let started = false;
-      let stopWanted = false;
-      let ended = false;
-      const stop = (): void => {
-        agent.stop(nonce);
-        setTimeout(() => {
-          if (!ended) agent.destroy(new Error(`${argv[0] ?? 'a command'} did not end within ${STOP_GRACE_MS / 1000} s of being stopped`));
-        }, STOP_GRACE_MS).unref();
-      };
-      const done = new Promise<ExecEnd>((resolve, reject) => {
-        agent.run(nonce, text, {
-          started: () => {
-            started = true;
-            if (stopWanted) stop();
-          },
-          done: (status, stdout, stderr) => {
-            ended = true;
-            io.stdout(stdout.toString('utf8'));
-            io.stderr(stderr.toString('utf8'));
-            resolve({ exitCode: status, signal: null });
-          },
-          failed: (error) => {
-            ended = true;
-            void this.whyAgentEnded(error).then(reject);
-          },
-        });
-      });
-      return {
-        done,
-        stop: () => {
-          if (ended) return;
-          stopWanted = true;
-          if (started) stop();
-        },
-      };
-    });
   }
 
   /**
@@ -466,15 +413,12 @@ class WslSession implements Session {
   private async runAlone(argv: string[], options: ExecOptions): Promise<ExecResult> {
     const nonce = randomBytes(6).toString('hex');
     const cwd = options.cwd ?? this.workDir;
-    const result = await this.runner.run(
-      [...this.args(cwd), '--exec', ...shArgv(GUARD, nonce, cwd), ...WslSession.withEnv(argv, options)],
-      {
-        stdin: options.stdin,
-        timeoutMs: options.timeoutMs,
-        signal: options.signal,
-        maxOutput: options.maxOutput,
-      },
-    );
+    const result = await this.runner.run([...this.args(cwd), '--exec', ...shArgv(GUARD, nonce, cwd), ...withEnv(argv, options.env)], {
+      stdin: options.stdin,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      maxOutput: options.maxOutput,
+    });
     const marker = `cm-wsl-run-${nonce}\n`;
     const at = result.stderr.indexOf(marker);
     if (at >= 0) return { ...result, command: argv, stderr: result.stderr.slice(at + marker.length) };
