@@ -10,7 +10,7 @@ import type { GitHubStep } from './github-model.ts';
 import { contextsFor, scopeFor, stepStatus, type JobState, type StepScope } from './job-state.ts';
 import type { StepLog } from './log.ts';
 import type { Dict, StepInfo, StepOutcome, StepResult } from './play-types.ts';
-import { runScript, type Base, type Fail } from './script-step.ts';
+import { processStepResult, runScript, type Base, type Fail } from './script-step.ts';
 import type { StandInContext } from './standins.ts';
 import { newFileCommands, processEnv, readFileCommands, type FileCommands } from './step-environment.ts';
 import { autoId, firstLine, header } from './step-labels.ts';
@@ -246,14 +246,7 @@ async function runAction(
     for (const [k, value] of Object.entries(inputs)) env[`INPUT_${k.replace(/ /g, '_').toUpperCase()}`] = value;
     const end = await runProcess(state, info, slog, process.execPath, [main], state.workspace, env, timeoutMs);
     const outcome = ended(state, slog, base.name, end, timeoutMs, false);
-    if (state.lost) return { ...base, kind: 'node', exitCode: end.exitCode, outcome, conclusion: outcome };
-    let outputs: Record<string, string> = {};
-    try {
-      outputs = readFileCommands(state, slog, files);
-    } catch (e) {
-      return fail('node', (e as Error).message, end.exitCode);
-    }
-    return { ...base, kind: 'node', exitCode: end.exitCode, outputs, outcome, conclusion: outcome };
+    return processStepResult('node', { state, slog, files, base, fail }, end.exitCode, outcome);
   }
   if (using === 'composite') {
     // The composite's own steps context and status; it sees the calling step's env.

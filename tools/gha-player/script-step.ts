@@ -90,12 +90,26 @@ export async function runScript(
     timeoutMs,
   );
   const outcome = ended(state, slog, base.name, end, timeoutMs, true);
-  if (state.lost) return { ...base, kind: 'run', exitCode: end.exitCode, outcome, conclusion: outcome };
+  return processStepResult('run', { state, slog, files, base, fail }, end.exitCode, outcome);
+}
+
+/**
+ * A `run:` or node step's result once its process ended: its outcome, and the outputs its file
+ * commands set (a malformed one fails the step). A lost job reads no file.
+ */
+export function processStepResult(
+  kind: 'run' | 'node',
+  step: { state: JobState; slog: StepLog; files: FileCommands; base: Base; fail: Fail },
+  exitCode: number | null,
+  outcome: StepResult['outcome'],
+): StepResult {
+  const { state, slog, files, base, fail } = step;
+  if (state.lost) return { ...base, kind, exitCode, outcome, conclusion: outcome };
   let outputs: Record<string, string> = {};
   try {
     outputs = readFileCommands(state, slog, files);
   } catch (e) {
-    return fail('run', (e as Error).message, end.exitCode);
+    return fail(kind, (e as Error).message, exitCode);
   }
-  return { ...base, kind: 'run', exitCode: end.exitCode, outputs, outcome, conclusion: outcome };
+  return { ...base, kind, exitCode, outputs, outcome, conclusion: outcome };
 }
