@@ -87,7 +87,9 @@ export function agentStatements(spec: AgentScriptSpec): string[] {
       `printf 'cm-${tag}-start %s %s\\n' "$n" "$p";`,
       'wait $p;',
       'c=$?;',
-      ': > "$n.pid";',
+      // Removed, not emptied: a file made here while the EXIT trap's rm -rf walks $a would leave
+      // the work directory behind (and a stale pid must not be signalled: its group may be reused).
+      'rm -f "$n.pid";',
       'set -- $(wc -c out err);',
       `printf 'cm-${tag}-done %s %s %s %s\\n' "$n" "$c" "$1" "$3";`,
       spec.trailer ? `cat out err; printf '\\n' ) & ;;` : 'cat out err ) & ;;',
